@@ -1,0 +1,615 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * Unit tests for util/: checksums against known vectors, full-length file
+ * I/O (including offsets past 4 GiB on a sparse file), the peer path checks
+ * and beneath-root opens (symlinks, "..", creation), path helpers, unit
+ * parsing and printing, the monotonic clock and the logger's line format.
+ */
+#include "tap.h"
+
+#include "util/checksum.h"
+#include "util/clock.h"
+#include "util/fileio.h"
+#include "util/log.h"
+#include "util/path.h"
+#include "util/units.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char tmpdir[64];
+
+static int rm_one(const char *p, const struct stat *st, int type,
+		  struct FTW *ftw)
+{
+	(void)st;
+	(void)type;
+	(void)ftw;
+	return remove(p);
+}
+
+/* A fresh temp directory per test; returns a directory fd for it. */
+static int tmp_setup(void)
+{
+	strcpy(tmpdir, "/tmp/rdcp-test-util.XXXXXX");
+	if (!mkdtemp(tmpdir))
+		return -1;
+	return open(tmpdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+}
+
+static void tmp_cleanup(int dirfd)
+{
+	if (dirfd >= 0)
+		close(dirfd);
+	nftw(tmpdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static void test_crc32_vector(void)
+{
+	CHECK_EQ(ck_crc32(0, "123456789", 9), 0xCBF43926u);
+	CHECK_EQ(ck_crc32(0, "", 0), 0);
+	/* continuing from a previous crc equals one pass */
+	CHECK_EQ(ck_crc32(ck_crc32(0, "1234", 4), "56789", 5), 0xCBF43926u);
+}
+
+static void test_crc32_combine(void)
+{
+	static uint8_t buf[10000];
+	uint32_t whole;
+	static const size_t splits[] = { 0, 1, 7, 4096, 5000, 9999, 10000 };
+
+	for (size_t i = 0; i < sizeof(buf); i++)
+		buf[i] = (uint8_t)(i * 131 + (i >> 7));
+	whole = ck_crc32(0, buf, sizeof(buf));
+	for (size_t i = 0; i < sizeof(splits) / sizeof(splits[0]); i++) {
+		size_t k = splits[i];
+		uint32_t a = ck_crc32(0, buf, k);
+		uint32_t b = ck_crc32(0, buf + k, sizeof(buf) - k);
+
+		CHECK_EQ(ck_crc32_combine(a, b, sizeof(buf) - k), whole);
+	}
+}
+
+static void test_sha256_vectors(void)
+{
+	uint8_t d[CK_SHA256_LEN];
+	char hex[2 * CK_SHA256_LEN + 1];
+
+	CHECK_EQ(ck_sha256("", 0, d), 0);
+	CHECK(!strcmp(ck_hex(d, sizeof(d), hex),
+		      "e3b0c44298fc1c149afbf4c8996fb924"
+		      "27ae41e4649b934ca495991b7852b855"));
+	CHECK_EQ(ck_sha256("abc", 3, d), 0);
+	CHECK(!strcmp(ck_hex(d, sizeof(d), hex),
+		      "ba7816bf8f01cfea414140de5dae2223"
+		      "b00361a396177a9cb410ff61f20015ad"));
+}
+
+static void test_sha256_incremental(void)
+{
+	static uint8_t buf[100000];
+	uint8_t one[CK_SHA256_LEN], inc[CK_SHA256_LEN];
+	struct ck_sha256 *ctx = NULL;
+	size_t off = 0, step = 1;
+
+	for (size_t i = 0; i < sizeof(buf); i++)
+		buf[i] = (uint8_t)(i ^ (i >> 8));
+	CHECK_EQ(ck_sha256(buf, sizeof(buf), one), 0);
+	CHECK_EQ(ck_sha256_create(&ctx), 0);
+	if (!ctx)
+		return;
+	while (off < sizeof(buf)) {
+		size_t n = sizeof(buf) - off < step ? sizeof(buf) - off : step;
+
+		CHECK_EQ(ck_sha256_update(ctx, buf + off, n), 0);
+		off += n;
+		step = step * 3 + 1;
+	}
+	CHECK_EQ(ck_sha256_update(ctx, buf, 0), 0);
+	CHECK_EQ(ck_sha256_final(ctx, inc), 0);
+	CHECK(!memcmp(one, inc, sizeof(one)));
+	/* final resets the context for reuse */
+	CHECK_EQ(ck_sha256_update(ctx, "abc", 3), 0);
+	CHECK_EQ(ck_sha256_final(ctx, inc), 0);
+	CHECK_EQ(ck_sha256("abc", 3, one), 0);
+	CHECK(!memcmp(one, inc, sizeof(one)));
+	ck_sha256_destroy(ctx);
+	ck_sha256_destroy(NULL);
+}
+
+static void test_hex(void)
+{
+	static const uint8_t b[] = { 0x00, 0x01, 0xab, 0xff, 0x5a };
+	char out[2 * sizeof(b) + 1];
+
+	CHECK(ck_hex(b, sizeof(b), out) == out);
+	CHECK(!strcmp(out, "0001abff5a"));
+	CHECK(!strcmp(ck_hex(b, 0, out), ""));
+}
+
+static void test_pread_short(void)
+{
+	int dirfd = tmp_setup(), fd;
+	char buf[16];
+
+	CHECK(dirfd >= 0);
+	fd = openat(dirfd, "f", O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	CHECK(fd >= 0);
+	CHECK_EQ(io_pwrite_full(fd, "hello", 5, 0), 0);
+	CHECK_EQ(io_pread_full(fd, buf, 5, 0), 0);
+	CHECK(!memcmp(buf, "hello", 5));
+	CHECK_EQ(io_pread_full(fd, buf, 6, 0), -ENODATA);
+	CHECK_EQ(io_pread_full(fd, buf, 1, 5), -ENODATA);
+	CHECK_EQ(io_pread_full(fd, buf, 0, 100), 0);
+	CHECK_EQ(io_pread_full(-1, buf, 1, 0), -EBADF);
+	CHECK_EQ(io_close(fd), 0);
+	CHECK_EQ(io_close(fd), -EBADF);
+	tmp_cleanup(dirfd);
+}
+
+static void test_pio_beyond_4g(void)
+{
+	const uint64_t off = (5ull << 30) + 12345;
+	int dirfd = tmp_setup(), fd;
+	char in[4096], out[4096];
+	struct stat st;
+
+	CHECK(dirfd >= 0);
+	fd = openat(dirfd, "sparse", O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	CHECK(fd >= 0);
+	for (size_t i = 0; i < sizeof(in); i++)
+		in[i] = (char)(i * 7);
+	CHECK_EQ(io_pwrite_full(fd, in, sizeof(in), off), 0);
+	CHECK_EQ(fstat(fd, &st), 0);
+	CHECK_EQ(st.st_size, off + sizeof(in));
+	CHECK_EQ(io_pread_full(fd, out, sizeof(out), off), 0);
+	CHECK(!memcmp(in, out, sizeof(in)));
+	/* the hole before it reads as zeros */
+	CHECK_EQ(io_pread_full(fd, out, 16, 4ull << 30), 0);
+	CHECK(!memcmp(out, "\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0", 16));
+	CHECK_EQ(io_pread_full(fd, out, 2, off + sizeof(in) - 1), -ENODATA);
+	CHECK_EQ(io_close(fd), 0);
+	tmp_cleanup(dirfd);
+}
+
+static void test_stream_io(void)
+{
+	int p[2];
+	char buf[8];
+
+	CHECK_EQ(pipe(p), 0);
+	CHECK_EQ(io_write_full(p[1], "abcdef", 6), 0);
+	CHECK_EQ(io_read_full(p[0], buf, 4), 0);
+	CHECK(!memcmp(buf, "abcd", 4));
+	CHECK_EQ(io_read_full(p[0], buf, 0), 0);
+	CHECK_EQ(io_close(p[1]), 0);
+	CHECK_EQ(io_read_full(p[0], buf, 4), -ECONNRESET);
+	CHECK_EQ(io_read_full(p[0], buf, 0), 0);
+	CHECK_EQ(io_close(p[0]), 0);
+}
+
+static void test_check_relative(void)
+{
+	static char big[PATH_PEER_MAX + 2];
+	static char name[PATH_NAME_MAX + 2];
+	static const struct {
+		const char *p;
+		int ret;
+	} t[] = {
+		{ "a", 0 },
+		{ "a/b/c.txt", 0 },
+		{ "a/", 0 },
+		{ "...", 0 },
+		{ "..a", 0 },
+		{ "a.", 0 },
+		{ ".hidden/x", 0 },
+		{ "/etc/passwd", -EPERM },
+		{ "/", -EPERM },
+		{ "..", -EPERM },
+		{ "../x", -EPERM },
+		{ "a/..", -EPERM },
+		{ "a/../b", -EPERM },
+		{ "a//b", -EPERM },
+		{ "a//", -EPERM },
+		{ "//", -EPERM },
+		{ ".", -EPERM },
+		{ "./a", -EPERM },
+		{ "a/./b", -EPERM },
+		{ "a/.", -EPERM },
+		{ "./", -EPERM },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		int ret = path_check_relative(t[i].p, strlen(t[i].p), false);
+
+		if (ret != t[i].ret)
+			printf("#   path \"%s\": %d\n", t[i].p, ret);
+		CHECK_EQ(ret, t[i].ret);
+	}
+
+	CHECK_EQ(path_check_relative("", 0, false), -EPERM);
+	CHECK_EQ(path_check_relative("", 0, true), 0);
+	CHECK_EQ(path_check_relative("a\0b", 3, false), -EPERM);
+	CHECK_EQ(path_check_relative("ab\0", 3, false), -EPERM);
+	CHECK_EQ(path_check_relative("ab\0", 2, false), 0);
+
+	memset(name, 'n', PATH_NAME_MAX);
+	CHECK_EQ(path_check_relative(name, PATH_NAME_MAX, false), 0);
+	name[PATH_NAME_MAX] = 'n';
+	CHECK_EQ(path_check_relative(name, PATH_NAME_MAX + 1, false),
+		 -ENAMETOOLONG);
+
+	/* "aaaa/aaaa/..." exactly PATH_PEER_MAX long, then one more */
+	memset(big, 'a', sizeof(big) - 1);
+	for (i = 4; i < sizeof(big) - 1; i += 5)
+		big[i] = '/';
+	big[PATH_PEER_MAX - 1] = 'a';
+	CHECK_EQ(path_check_relative(big, PATH_PEER_MAX, false), 0);
+	CHECK_EQ(path_check_relative(big, PATH_PEER_MAX + 1, false),
+		 -ENAMETOOLONG);
+}
+
+static void test_open_beneath(void)
+{
+	int dirfd = tmp_setup(), fd, root;
+	char buf[8];
+
+	CHECK(dirfd >= 0);
+	CHECK_EQ(mkdirat(dirfd, "root", 0700), 0);
+	CHECK_EQ(mkdirat(dirfd, "root/a", 0700), 0);
+	CHECK_EQ(mkdirat(dirfd, "root/a/b", 0700), 0);
+	CHECK_EQ(mkdirat(dirfd, "outside", 0700), 0);
+	fd = openat(dirfd, "root/a/b/f", O_WRONLY | O_CREAT | O_CLOEXEC,
+		    0600);
+	CHECK(fd >= 0);
+	CHECK_EQ(io_write_full(fd, "data", 4), 0);
+	CHECK_EQ(io_close(fd), 0);
+	fd = openat(dirfd, "outside/secret", O_WRONLY | O_CREAT | O_CLOEXEC,
+		    0600);
+	CHECK(fd >= 0);
+	CHECK_EQ(io_close(fd), 0);
+	CHECK_EQ(symlinkat("../../outside", dirfd, "root/a/esc"), 0);
+	CHECK_EQ(symlinkat("b", dirfd, "root/a/inner"), 0);
+	CHECK_EQ(symlinkat("b/f", dirfd, "root/a/flink"), 0);
+
+	root = openat(dirfd, "root", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	CHECK(root >= 0);
+
+	/* a normal nested file */
+	fd = path_open_beneath(root, "a/b/f", O_RDONLY, 0);
+	CHECK(fd >= 0);
+	if (fd >= 0) {
+		CHECK_EQ(io_pread_full(fd, buf, 4, 0), 0);
+		CHECK(!memcmp(buf, "data", 4));
+		CHECK(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+		CHECK_EQ(io_close(fd), 0);
+	}
+	fd = path_open_beneath(root, "a/b/", O_RDONLY | O_DIRECTORY, 0);
+	CHECK(fd >= 0);
+	if (fd >= 0)
+		CHECK_EQ(io_close(fd), 0);
+
+	/* symlinks: out of the root, and even ones staying inside */
+	CHECK_EQ(path_open_beneath(root, "a/esc/secret", O_RDONLY, 0), -ELOOP);
+	CHECK_EQ(path_open_beneath(root, "a/inner/f", O_RDONLY, 0), -ELOOP);
+	CHECK_EQ(path_open_beneath(root, "a/flink", O_RDONLY, 0), -ELOOP);
+	CHECK_EQ(path_open_beneath(root, "a/esc", O_RDONLY | O_DIRECTORY, 0),
+		 -ELOOP);
+	CHECK_EQ(path_open_beneath(root, "a/esc/new",
+				   O_WRONLY | O_CREAT | O_EXCL, 0600),
+		 -ELOOP);
+	CHECK_EQ(faccessat(dirfd, "outside/new", F_OK, 0), -1);
+
+	/* ".." and absolute paths */
+	CHECK_EQ(path_open_beneath(root, "..", O_RDONLY, 0), -EXDEV);
+	CHECK_EQ(path_open_beneath(root, "../outside/secret", O_RDONLY, 0),
+		 -EXDEV);
+	CHECK_EQ(path_open_beneath(root, "a/../../outside/secret", O_RDONLY,
+				   0),
+		 -EXDEV);
+	CHECK_EQ(path_open_beneath(root, "/etc/passwd", O_RDONLY, 0), -EXDEV);
+	CHECK(path_open_beneath(root, "a//b/f", O_RDONLY, 0) < 0);
+
+	/* creation, with the mode honoured */
+	fd = path_open_beneath(root, "a/b/new", O_WRONLY | O_CREAT | O_EXCL,
+			       0640);
+	CHECK(fd >= 0);
+	if (fd >= 0) {
+		struct stat st;
+
+		CHECK_EQ(fstat(fd, &st), 0);
+		CHECK(S_ISREG(st.st_mode));
+		CHECK_EQ(st.st_mode & 0777 & ~0640, 0);
+		CHECK_EQ(io_close(fd), 0);
+	}
+	CHECK_EQ(faccessat(dirfd, "root/a/b/new", F_OK, 0), 0);
+	CHECK_EQ(path_open_beneath(root, "a/b/new", O_WRONLY | O_CREAT | O_EXCL,
+				   0640),
+		 -EEXIST);
+	CHECK_EQ(path_open_beneath(root, "a/missing/x", O_RDONLY, 0), -ENOENT);
+
+	close(root);
+	tmp_cleanup(dirfd);
+}
+
+static void test_mkdirs_beneath(void)
+{
+	int dirfd = tmp_setup(), fd;
+	struct stat st;
+
+	CHECK(dirfd >= 0);
+	CHECK_EQ(mkdirat(dirfd, "outside", 0700), 0);
+	CHECK_EQ(path_mkdirs_beneath(dirfd, "x/y/z", 0755), 0);
+	CHECK_EQ(fstatat(dirfd, "x/y/z", &st, AT_SYMLINK_NOFOLLOW), 0);
+	CHECK(S_ISDIR(st.st_mode));
+	/* again: everything exists already */
+	CHECK_EQ(path_mkdirs_beneath(dirfd, "x/y/z/", 0755), 0);
+	CHECK_EQ(path_mkdirs_beneath(dirfd, "x/y/w", 0755), 0);
+	CHECK_EQ(fstatat(dirfd, "x/y/w", &st, AT_SYMLINK_NOFOLLOW), 0);
+	CHECK_EQ(path_mkdirs_beneath(dirfd, "", 0755), 0);
+
+	/* a symlink on the way, to outside or inside, is refused */
+	CHECK_EQ(symlinkat("../outside", dirfd, "x/link"), 0);
+	CHECK_EQ(path_mkdirs_beneath(dirfd, "x/link/evil", 0755), -ELOOP);
+	CHECK_EQ(fstatat(dirfd, "outside/evil", &st, AT_SYMLINK_NOFOLLOW), -1);
+	CHECK_EQ(path_mkdirs_beneath(dirfd, "x/link", 0755), -ELOOP);
+	CHECK_EQ(symlinkat("y", dirfd, "x/ylink"), 0);
+	CHECK_EQ(path_mkdirs_beneath(dirfd, "x/ylink/q", 0755), -ELOOP);
+
+	/* a file in the way */
+	fd = openat(dirfd, "x/file", O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	CHECK(fd >= 0);
+	CHECK_EQ(io_close(fd), 0);
+	CHECK_EQ(path_mkdirs_beneath(dirfd, "x/file/q", 0755), -ENOTDIR);
+
+	CHECK_EQ(path_mkdirs_beneath(dirfd, "../escape", 0755), -EXDEV);
+	CHECK_EQ(path_mkdirs_beneath(dirfd, "x/../../escape", 0755), -EXDEV);
+	CHECK_EQ(path_mkdirs_beneath(dirfd, "/tmp/escape", 0755), -EXDEV);
+	tmp_cleanup(dirfd);
+}
+
+static void test_basename(void)
+{
+	CHECK(!strcmp(path_basename("a/b/c.txt"), "c.txt"));
+	CHECK(!strcmp(path_basename("c.txt"), "c.txt"));
+	CHECK(!strcmp(path_basename("/c"), "c"));
+	CHECK(!strcmp(path_basename("a/b/"), ""));
+	CHECK(!strcmp(path_basename(""), ""));
+}
+
+static void test_join(void)
+{
+	char out[8];
+
+	CHECK_EQ(path_join(out, sizeof(out), "a", "b"), 0);
+	CHECK(!strcmp(out, "a/b"));
+	CHECK_EQ(path_join(out, sizeof(out), "a/", "b"), 0);
+	CHECK(!strcmp(out, "a/b"));
+	CHECK_EQ(path_join(out, sizeof(out), "", "b"), 0);
+	CHECK(!strcmp(out, "b"));
+	CHECK_EQ(path_join(out, sizeof(out), "a", ""), 0);
+	CHECK(!strcmp(out, "a"));
+	CHECK_EQ(path_join(out, sizeof(out), "a", "/b"), 0);
+	CHECK(!strcmp(out, "a/b"));
+	/* 7 characters fit in 8 bytes, 8 do not */
+	CHECK_EQ(path_join(out, sizeof(out), "abc", "def"), 0);
+	CHECK(!strcmp(out, "abc/def"));
+	CHECK_EQ(path_join(out, sizeof(out), "abcd", "def"), -ENAMETOOLONG);
+	CHECK(!strcmp(out, ""));
+	CHECK_EQ(path_join(out, sizeof(out), "", "abcdefgh"), -ENAMETOOLONG);
+	CHECK_EQ(path_join(out, 0, "", ""), -ENAMETOOLONG);
+}
+
+static void test_units_parse(void)
+{
+	static const struct {
+		const char *s;
+		int ret;
+		uint64_t v;
+	} t[] = {
+		{ "0", 0, 0 },
+		{ "123", 0, 123 },
+		{ "123B", 0, 123 },
+		{ "4K", 0, 4096 },
+		{ "4k", 0, 4096 },
+		{ "4KiB", 0, 4096 },
+		{ "4kib", 0, 4096 },
+		{ "4KB", 0, 4000 },
+		{ "1M", 0, 1ull << 20 },
+		{ "1MiB", 0, 1ull << 20 },
+		{ "2G", 0, 2ull << 30 },
+		{ "1T", 0, 1ull << 40 },
+		{ "1TB", 0, 1000000000000ull },
+		{ "500MB", 0, 500000000ull },
+		{ "1.5G", 0, 3ull << 29 },
+		{ "1.5K", 0, 1536 },
+		{ "0.1K", 0, 102 },
+		{ "1.999", 0, 1 },
+		{ "0.3333333333333333333333333M", 0, 349525 },
+		{ "16777215.999999T", 0, 18446744073708452104ull },
+		{ "18446744073709551615", 0, UINT64_MAX },
+		{ "18446744073709551616", -ERANGE, 0 },
+		{ "99999999999999999999999", -ERANGE, 0 },
+		{ "16777216T", -ERANGE, 0 },
+		{ "17179869184G", -ERANGE, 0 },
+		{ "18446744073709551615.5", 0, UINT64_MAX },
+		{ "18446744073709551615.5K", -ERANGE, 0 },
+		{ "", -EINVAL, 0 },
+		{ "abc", -EINVAL, 0 },
+		{ "-1", -EINVAL, 0 },
+		{ "+1", -EINVAL, 0 },
+		{ "1X", -EINVAL, 0 },
+		{ "1 G", -EINVAL, 0 },
+		{ " 1", -EINVAL, 0 },
+		{ "1G ", -EINVAL, 0 },
+		{ "1.", -EINVAL, 0 },
+		{ ".5", -EINVAL, 0 },
+		{ "1.G", -EINVAL, 0 },
+		{ "1KK", -EINVAL, 0 },
+		{ "1Ki", -EINVAL, 0 },
+		{ "1iB", -EINVAL, 0 },
+		{ "1P", -EINVAL, 0 },
+		{ "K", -EINVAL, 0 },
+	};
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		uint64_t v = 0xdead;
+		int ret = units_parse_size(t[i].s, &v);
+
+		if (ret != t[i].ret || (!ret && v != t[i].v))
+			printf("#   \"%s\": %d %llu\n", t[i].s, ret,
+			       (unsigned long long)v);
+		CHECK_EQ(ret, t[i].ret);
+		if (!ret && !t[i].ret)
+			CHECK(v == t[i].v);
+	}
+}
+
+static void test_units_format(void)
+{
+	static const struct {
+		uint64_t b;
+		const char *s;
+	} sz[] = {
+		{ 0, "0 B" },
+		{ 1, "1 B" },
+		{ 1023, "1023 B" },
+		{ 1024, "1.00 KiB" },
+		{ 1536, "1.50 KiB" },
+		{ 4ull << 20, "4.00 MiB" },
+		{ (1ull << 20) - 1, "1.00 MiB" },
+		{ 3ull << 29, "1.50 GiB" },
+		{ 1ull << 40, "1.00 TiB" },
+		{ 1ull << 50, "1.00 PiB" },
+		{ UINT64_MAX, "16384.00 PiB" },
+	};
+	static const struct {
+		double r;
+		const char *s;
+	} rt[] = {
+		{ 0, "0.0 B/s" },
+		{ -5, "0.0 B/s" },
+		{ 999, "999.0 B/s" },
+		{ 1000, "1.0 kB/s" },
+		{ 29.3e6, "29.3 MB/s" },
+		{ 12.1e9, "12.1 GB/s" },
+		{ 999.96e6, "1.0 GB/s" },
+		{ 2.5e12, "2.5 TB/s" },
+		{ 5e15, "5000.0 TB/s" },
+	};
+	char buf[32];
+
+	for (size_t i = 0; i < sizeof(sz) / sizeof(sz[0]); i++) {
+		units_format_size(sz[i].b, buf, sizeof(buf));
+		if (strcmp(buf, sz[i].s))
+			printf("#   %llu: \"%s\"\n",
+			       (unsigned long long)sz[i].b, buf);
+		CHECK(!strcmp(buf, sz[i].s));
+	}
+	for (size_t i = 0; i < sizeof(rt) / sizeof(rt[0]); i++) {
+		CHECK(units_format_rate(rt[i].r, buf, sizeof(buf)) == buf);
+		if (strcmp(buf, rt[i].s))
+			printf("#   %g: \"%s\"\n", rt[i].r, buf);
+		CHECK(!strcmp(buf, rt[i].s));
+	}
+	/* a short buffer truncates, still terminated */
+	CHECK(!strcmp(units_format_size(4ull << 20, buf, 5), "4.00"));
+}
+
+static void test_clock(void)
+{
+	uint64_t prev = clock_now_ns(), ms = clock_now_ms();
+	double s = clock_now_s();
+
+	CHECK(prev > 0);
+	for (int i = 0; i < 100000; i++) {
+		uint64_t now = clock_now_ns();
+
+		CHECK(now >= prev);
+		prev = now;
+	}
+	CHECK(clock_now_ms() >= ms);
+	CHECK(clock_now_s() >= s);
+	CHECK(clock_now_ms() <= clock_now_ns() / 1000000 + 1);
+	usleep(2000);
+	CHECK(clock_now_ns() - prev >= 2000000);
+}
+
+/* Runs log_msg with stderr redirected to a pipe; returns what it wrote. */
+static void log_capture(char *out, size_t outsz, enum log_level level,
+			const char *msg)
+{
+	int p[2], saved;
+	ssize_t n;
+
+	out[0] = '\0';
+	if (pipe(p))
+		return;
+	fflush(stderr);
+	saved = dup(2);
+	dup2(p[1], 2);
+	errno = EAGAIN;
+	log_msg(level, "%s", msg);
+	CHECK_EQ(errno, EAGAIN);
+	dup2(saved, 2);
+	close(saved);
+	close(p[1]);
+	n = read(p[0], out, outsz - 1);
+	out[n > 0 ? n : 0] = '\0';
+	close(p[0]);
+}
+
+static void test_log(void)
+{
+	static char big[3000];
+	char out[2048];
+
+	CHECK_EQ(log_get_level(), LOG_WARN);
+	CHECK(log_enabled(LOG_ERR));
+	CHECK(log_enabled(LOG_WARN));
+	CHECK(!log_enabled(LOG_INFO));
+
+	log_capture(out, sizeof(out), LOG_ERR, "boom");
+	CHECK(!strcmp(out, "rdcp: boom\n"));
+	log_capture(out, sizeof(out), LOG_WARN, "hmm");
+	CHECK(!strcmp(out, "rdcp: warning: hmm\n"));
+	log_capture(out, sizeof(out), LOG_INFO, "quiet");
+	CHECK(!strcmp(out, ""));
+
+	log_set_level(LOG_DEBUG);
+	log_capture(out, sizeof(out), LOG_INFO, "info");
+	CHECK(!strcmp(out, "rdcp: info\n"));
+	log_capture(out, sizeof(out), LOG_DEBUG, "dbg");
+	CHECK(!strcmp(out, "rdcp: debug: dbg\n"));
+
+	log_set_prefix("rdcpd");
+	log_capture(out, sizeof(out), LOG_ERR, "x");
+	CHECK(!strcmp(out, "rdcpd: x\n"));
+	log_set_prefix("rdcp");
+
+	memset(big, 'z', sizeof(big) - 1);
+	log_capture(out, sizeof(out), LOG_ERR, big);
+	CHECK(strlen(out) < 1100);
+	CHECK(!strncmp(out, "rdcp: zzz", 9));
+	CHECK(strlen(out) > 4 && !strcmp(out + strlen(out) - 4, "...\n"));
+
+	log_set_level(LOG_QUIET);
+	CHECK(!log_enabled(LOG_ERR));
+	log_capture(out, sizeof(out), LOG_ERR, "silent");
+	CHECK(!strcmp(out, ""));
+	log_set_level(LOG_WARN);
+}
+
+TAP_RUN(TAP_TEST(test_crc32_vector), TAP_TEST(test_crc32_combine),
+	TAP_TEST(test_sha256_vectors), TAP_TEST(test_sha256_incremental),
+	TAP_TEST(test_hex), TAP_TEST(test_pread_short),
+	TAP_TEST(test_pio_beyond_4g), TAP_TEST(test_stream_io),
+	TAP_TEST(test_check_relative), TAP_TEST(test_open_beneath),
+	TAP_TEST(test_mkdirs_beneath), TAP_TEST(test_basename),
+	TAP_TEST(test_join), TAP_TEST(test_units_parse),
+	TAP_TEST(test_units_format), TAP_TEST(test_clock), TAP_TEST(test_log))

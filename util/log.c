@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * Diagnostics: level filtering and line output on stderr. Each message is
+ * formatted into one stack buffer and written with a single write(2) so that
+ * lines from concurrent threads never interleave. errno is preserved, so a
+ * caller may log and then still inspect or return errno.
+ */
+#include "util/log.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#define LOG_LINE_MAX 1024
+
+static atomic_int log_level = LOG_WARN;
+static _Atomic(const char *) log_prefix = "rdcp";
+
+void log_set_level(enum log_level level)
+{
+	atomic_store_explicit(&log_level, level, memory_order_relaxed);
+}
+
+enum log_level log_get_level(void)
+{
+	return atomic_load_explicit(&log_level, memory_order_relaxed);
+}
+
+bool log_enabled(enum log_level level)
+{
+	return level <= log_get_level() && level != LOG_QUIET;
+}
+
+void log_set_prefix(const char *prefix)
+{
+	atomic_store(&log_prefix, prefix ? prefix : "rdcp");
+}
+
+static const char *log_tag(enum log_level level)
+{
+	switch (level) {
+	case LOG_WARN:
+		return "warning: ";
+	case LOG_DEBUG:
+		return "debug: ";
+	default:
+		return "";
+	}
+}
+
+static void log_write(const char *buf, size_t len)
+{
+	while (len) {
+		ssize_t n = write(STDERR_FILENO, buf, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return;
+		buf += n;
+		len -= (size_t)n;
+	}
+}
+
+void log_msg(enum log_level level, const char *fmt, ...)
+{
+	char buf[LOG_LINE_MAX];
+	int saved = errno;
+	size_t len;
+	va_list ap;
+	int n;
+
+	if (!log_enabled(level))
+		return;
+
+	n = snprintf(buf, sizeof(buf), "%s: %s", atomic_load(&log_prefix),
+		     log_tag(level));
+	if (n < 0)
+		goto out;
+	len = (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1;
+
+	va_start(ap, fmt);
+	/* errno back in place for a %m in fmt */
+	errno = saved;
+	n = vsnprintf(buf + len, sizeof(buf) - len, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		goto out;
+	len += (size_t)n;
+
+	/* Room for the newline; mark truncation with "...". */
+	if (len > sizeof(buf) - 2) {
+		len = sizeof(buf) - 2;
+		memcpy(buf + len - 3, "...", 3);
+	}
+	buf[len++] = '\n';
+	log_write(buf, len);
+out:
+	errno = saved;
+}

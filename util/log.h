@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * Diagnostics for every module. One line per message on stderr, prefixed
+ * "rdcp: " (errors) or "rdcp: warning: ". The level is set once by cmd/
+ * from -q/-v; hot paths test log_enabled() before formatting anything.
+ * Thread-safe: each message is formatted into one buffer and written with a
+ * single write(2), so lines from several threads never interleave.
+ */
+#ifndef RDCP_LOG_H
+#define RDCP_LOG_H
+
+#include <stdbool.h>
+
+enum log_level {
+	LOG_QUIET = -1, /* nothing at all, not even errors (tests only) */
+	LOG_ERR = 0,
+	LOG_WARN = 1,
+	LOG_INFO = 2,
+	LOG_DEBUG = 3,
+};
+
+void log_set_level(enum log_level level);
+enum log_level log_get_level(void);
+bool log_enabled(enum log_level level);
+
+/* Prefix for every line, default "rdcp"; the string must outlive its use. */
+void log_set_prefix(const char *prefix);
+
+void log_msg(enum log_level level, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+#define log_err(...) log_msg(LOG_ERR, __VA_ARGS__)
+#define log_warn(...) log_msg(LOG_WARN, __VA_ARGS__)
+#define log_info(...) log_msg(LOG_INFO, __VA_ARGS__)
+#define log_debug(...)                                                         \
+	do {                                                                   \
+		if (log_enabled(LOG_DEBUG))                                    \
+			log_msg(LOG_DEBUG, __VA_ARGS__);                       \
+	} while (0)
+
+#endif

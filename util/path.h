@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * Paths received from a peer are untrusted. These helpers check them and
+ * open them strictly beneath a root directory fd: openat2(2) with
+ * RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_SYMLINKS where the
+ * kernel has it, else a component-by-component walk with O_NOFOLLOW.
+ */
+#ifndef RDCP_PATH_H
+#define RDCP_PATH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#define PATH_PEER_MAX 4095 /* bytes, without the NUL */
+#define PATH_NAME_MAX 255  /* one component */
+
+/*
+ * Checks a relative path from a peer: len bytes, no NUL inside, not empty
+ * unless allow_empty, not absolute, no ".." or "." component, no empty
+ * component ("a//b"), each component <= PATH_NAME_MAX, total <=
+ * PATH_PEER_MAX. A single trailing '/' is accepted. Returns 0, -EPERM
+ * (escapes or malformed) or -ENAMETOOLONG.
+ */
+int path_check_relative(const char *p, size_t len, bool allow_empty)
+	__attribute__((warn_unused_result));
+
+/*
+ * openat beneath rootfd; rel must have passed path_check_relative. No
+ * symlink is followed in any component. flags/mode as openat(2) (O_CLOEXEC
+ * is added). Returns an fd or a negative errno (-EXDEV/-ELOOP when the path
+ * would leave the root or crosses a symlink).
+ */
+int path_open_beneath(int rootfd, const char *rel, int flags, mode_t mode)
+	__attribute__((warn_unused_result));
+
+/* mkdir -p of rel beneath rootfd (no symlinks followed). 0 or -errno. */
+int path_mkdirs_beneath(int rootfd, const char *rel, mode_t mode)
+	__attribute__((warn_unused_result));
+
+/* Last component of p (after the last '/'), p itself if none. */
+const char *path_basename(const char *p);
+
+/*
+ * Joins a and b with one '/' into out (size outsz). Returns 0 or
+ * -ENAMETOOLONG. a may be empty (result is b).
+ */
+int path_join(char *out, size_t outsz, const char *a, const char *b)
+	__attribute__((warn_unused_result));
+
+#endif

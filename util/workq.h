@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * A fixed pool of worker threads for the CPU and disk work of a transfer
+ * (pread + checksum on the source, checksum + pwrite on the sink), so that
+ * the thread that owns the queue pair never blocks on a disk or a hash.
+ *
+ * The owner pushes items; a worker runs item->fn; finished items go to a
+ * done list that only the owner drains, and an eventfd becomes readable
+ * when it is non-empty, so the owner can sleep in poll(2) on the CQ channel
+ * and this fd together. Items are owned by the caller throughout.
+ */
+#ifndef RDCP_WORKQ_H
+#define RDCP_WORKQ_H
+
+struct workq_item {
+	struct workq_item *next;
+	void (*fn)(struct workq_item *item);
+};
+
+struct workq;
+
+/* Starts n threads (n >= 1). Returns 0 or -errno. */
+int workq_create(unsigned int n, struct workq **out)
+	__attribute__((warn_unused_result));
+/* Runs whatever is still queued, joins the threads and frees the pool. */
+void workq_destroy(struct workq *q);
+void workq_push(struct workq *q, struct workq_item *item);
+/* Takes every finished item, oldest first; NULL if none. Non-blocking. */
+struct workq_item *workq_take_done(struct workq *q);
+/* Readable while finished items wait; for poll(2). */
+int workq_fd(const struct workq *q);
+/* Items pushed and not yet taken back with workq_take_done. */
+unsigned int workq_pending(const struct workq *q);
+
+#endif
