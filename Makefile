@@ -1,0 +1,119 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+#
+# rdcp: one non-recursive GNU Makefile. Objects go to build/. Every module's
+# objects except cmd/main.o form build/librdcp.a, which the rdcp binary and
+# every test link, so tests exercise the real code.
+#
+#   make                 build build/rdcp
+#   make test            unit + engine tests, TCP loopback and Soft-RoCE
+#                        end-to-end suites; ends with "N passed, N failed"
+#   make test-unit       only the in-process tests (seconds)
+#   make demo            a real RDMA copy (host device, else Soft-RoCE guest)
+#   make SAN=address,undefined test    sanitizer build
+#   make install DESTDIR=... PREFIX=/usr
+#   make V=1             show commands
+
+# The one place the version is kept; packaging reads it with `make -s version`.
+VERSION := 0.1.0
+
+CC      ?= cc
+PREFIX  ?= /usr/local
+BINDIR  ?= $(PREFIX)/bin
+MANDIR  ?= $(PREFIX)/share/man
+DESTDIR ?=
+BUILD   ?= build
+SAN     ?=
+
+PKGS := libibverbs librdmacm zlib libcrypto
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null || \
+	echo -libverbs -lrdmacm -lz -lcrypto)
+
+WARN := -Wall -Wextra -Wshadow -Wformat=2 -Wmissing-prototypes -Wvla \
+	-Wstrict-prototypes -Wno-unused-parameter -Wno-format-truncation
+# (format-truncation: log and wire messages are cut to their buffers on purpose)
+ifdef WERROR
+WARN += -Werror
+endif
+CFLAGS ?= -O2 -g
+ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -DRDCP_VERSION=\"$(VERSION)\" \
+	-I. $(WARN) $(PKG_CFLAGS) $(CFLAGS) -MMD -MP -pthread
+ifdef TEST_HOOKS
+ALL_CFLAGS += -DRDCP_TEST_HOOKS
+endif
+ALL_LDFLAGS := $(LDFLAGS) -pthread
+ifneq ($(SAN),)
+ALL_CFLAGS += -fsanitize=$(SAN) -fno-omit-frame-pointer
+ALL_LDFLAGS += -fsanitize=$(SAN)
+endif
+LIBS := $(PKG_LIBS)
+
+ifeq ($(V),1)
+Q :=
+else
+Q := @
+endif
+
+LIB_SRCS := $(wildcard util/*.c) $(wildcard cm/*.c) $(wildcard transfer/*.c) \
+	$(filter-out cmd/main.c,$(wildcard cmd/*.c))
+LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o)
+MAIN_OBJ := $(BUILD)/cmd/main.o
+TEST_SRCS := $(wildcard tests/unit/*.c)
+TEST_BINS := $(TEST_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
+
+.PHONY: all test test-unit test-e2e test-guest demo bench install uninstall \
+	clean help deb rpm fuzz version
+all: $(BUILD)/rdcp
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+$(BUILD)/librdcp.a: $(LIB_OBJS)
+	@$(if $(Q),echo "  AR      $@")
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/rdcp: $(MAIN_OBJ) $(BUILD)/librdcp.a
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
+
+$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/librdcp.a tests/tap.h
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  TEST    $@")
+	$(Q)$(CC) $(ALL_CFLAGS) -Itests $(ALL_LDFLAGS) -o $@ $< \
+		$(BUILD)/librdcp.a $(LIBS)
+
+# The whole suite: in-process tests, then real rdcp processes over TCP on
+# loopback and over Soft-RoCE (rdma_rxe) in a qemu guest. The guest suite
+# fails, never skips, when qemu or the kernel cannot be had.
+test: all $(TEST_BINS)
+	$(Q)tests/run_tests.sh --build $(BUILD) all
+
+test-unit: all $(TEST_BINS)
+	$(Q)tests/run_tests.sh --build $(BUILD) unit
+
+test-guest: all
+	$(Q)tests/run_tests.sh --build $(BUILD) guest
+
+demo: all
+	$(Q)tests/demo.sh $(BUILD)
+
+install: all
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1
+	install -m 0755 $(BUILD)/rdcp $(DESTDIR)$(BINDIR)/rdcp
+	install -m 0644 cmd/rdcp.1 $(DESTDIR)$(MANDIR)/man1/rdcp.1
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/rdcp $(DESTDIR)$(MANDIR)/man1/rdcp.1
+
+clean:
+	rm -rf $(BUILD)
+
+version:
+	@echo $(VERSION)
+
+help:
+	@sed -n 's/^#   //p' Makefile
+
+-include $(LIB_OBJS:.o=.d) $(MAIN_OBJ:.o=.d) $(TEST_BINS:=.d)

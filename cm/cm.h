@@ -1,0 +1,204 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * The transport seam. transfer/ moves bytes only through a struct cm_conn
+ * and its ops: post a control SEND from a registered tx buffer, repost a
+ * registered rx buffer, RDMA WRITE WITH IMMEDIATE a staging buffer into a
+ * slot of the peer's ring, poll completions, wait. cm/verbs.c implements the
+ * ops with rdma_cm + libibverbs; tests implement them in memory. Nothing
+ * outside cm/ includes rdma_cma.h or verbs.h.
+ *
+ * Memory model (identical for every implementation):
+ *   tx[ntx]       control send buffers, geom.ctrl_size bytes each
+ *   rx[nrx]       control receive buffers, geom.ctrl_size bytes each; every
+ *                 incoming SEND or WRITE_WITH_IMM consumes one posted rx
+ *   ring[slots]   the data sink's ring, geom.slot_size bytes each, remotely
+ *                 writable; made by ops->ring_create() after the session
+ *                 is agreed (never before authentication)
+ *   stage[slots]  the data source's staging buffers, same geometry, made by
+ *                 ops->stage_create()
+ * Queue depths are fixed at connect time from the geometry: the receive
+ * queue and its CQ hold slots + ctrl_credits entries, the send queue and its
+ * CQ slots + ctrl_credits, so a peer that keeps to its credits can never
+ * overrun either.
+ */
+#ifndef RDCP_CM_H
+#define RDCP_CM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Connection-time parameters, carried in the rdma_cm private data. */
+struct cm_geom {
+	uint32_t ctrl_size;    /* bytes per control buffer */
+	uint16_t ctrl_credits; /* control messages one side may have unread */
+	uint16_t slots;	       /* ring slots (the data window) */
+	uint32_t slot_size;    /* bytes per slot: header + chunk */
+};
+
+enum cm_ev_type {
+	CM_EV_RECV = 1,	 /* a control message: rx buffer id, len bytes */
+	CM_EV_DATA,	 /* a WRITE_WITH_IMM landed in the ring: imm, len */
+	CM_EV_SEND_DONE, /* a signalled SEND or WRITE completed: id */
+	CM_EV_CLOSED,	 /* the peer disconnected or the link failed */
+};
+
+struct cm_event {
+	enum cm_ev_type type;
+	int status;   /* 0, or a negative errno for a failed completion */
+	uint32_t imm; /* CM_EV_DATA: immediate (host byte order) */
+	uint32_t len; /* bytes received (RECV, DATA) */
+	uint64_t id;  /* RECV: rx buffer index; SEND_DONE: caller's wr_id */
+};
+
+/* Where the sink's ring lives, as the source must know it. */
+struct cm_ring_desc {
+	uint64_t addr;
+	uint32_t rkey;
+};
+
+struct cm_conn;
+
+struct cm_ops {
+	/* SEND len bytes of tx[txbuf]; always signalled (id = wr_id). */
+	int (*post_send)(struct cm_conn *c, unsigned int txbuf, uint32_t len,
+			 uint64_t wr_id);
+	/* Post rx[rxbuf] for the next incoming message or immediate. */
+	int (*post_recv)(struct cm_conn *c, unsigned int rxbuf);
+	/* WRITE_WITH_IMM len bytes of stage[stage] to the peer's ring slot. */
+	int (*post_write)(struct cm_conn *c, unsigned int stage, uint32_t len,
+			  unsigned int slot, uint32_t imm, bool signaled,
+			  uint64_t wr_id);
+	/* Non-blocking: up to max events; returns the count or -errno. */
+	int (*poll)(struct cm_conn *c, struct cm_event *ev, int max);
+	/*
+	 * Arm completion notification. The caller must poll once more after
+	 * arming before it waits, to close the race with a completion that
+	 * arrived in between (ibv_req_notify_cq(3)).
+	 */
+	int (*arm)(struct cm_conn *c);
+	/*
+	 * Sleep until the armed CQs or the connection have news, extra_fd
+	 * (if >= 0) is readable, or timeout_ms passes. Returns 0; the caller
+	 * then polls. -errno on failure.
+	 */
+	int (*wait)(struct cm_conn *c, int extra_fd, int timeout_ms);
+	/* Sink: allocate and register the ring; fills desc for the peer. */
+	int (*ring_create)(struct cm_conn *c, struct cm_ring_desc *desc);
+	/* Source: allocate and register staging; remember the peer's ring. */
+	int (*stage_create)(struct cm_conn *c, const struct cm_ring_desc *peer);
+	/* Disconnect, drain, and free everything (accepts partly built). */
+	void (*destroy)(struct cm_conn *c);
+};
+
+struct cm_conn {
+	const struct cm_ops *ops;
+	struct cm_geom geom;
+	uint8_t *tx;
+	unsigned int ntx;
+	uint8_t *rx;
+	unsigned int nrx;
+	uint8_t *ring;	/* NULL until ring_create */
+	uint8_t *stage; /* NULL until stage_create */
+	char peer[64];	/* printable peer address, "[addr]:port" */
+	char dev[64];	/* device name ("rxe0"), empty if none */
+};
+
+static inline uint8_t *cm_tx(struct cm_conn *c, unsigned int i)
+{
+	return c->tx + (size_t)i * c->geom.ctrl_size;
+}
+
+static inline uint8_t *cm_rx(struct cm_conn *c, unsigned int i)
+{
+	return c->rx + (size_t)i * c->geom.ctrl_size;
+}
+
+static inline uint8_t *cm_slot(struct cm_conn *c, unsigned int i)
+{
+	return c->ring + (size_t)i * c->geom.slot_size;
+}
+
+static inline uint8_t *cm_stage(struct cm_conn *c, unsigned int i)
+{
+	return c->stage + (size_t)i * c->geom.slot_size;
+}
+
+static inline void cm_conn_destroy(struct cm_conn *c)
+{
+	if (c)
+		c->ops->destroy(c);
+}
+
+/* ---- rdma_cm connection setup (cm/verbs.c) ---- */
+
+enum cm_family { CM_AF_ANY = 0, CM_AF_INET = 4, CM_AF_INET6 = 6 };
+
+struct cm_addr {
+	const char *host; /* name or literal; NULL = any (listen) */
+	uint16_t port;
+	enum cm_family family;
+};
+
+/* What a receiver accepts; a client asking for more is clamped down. */
+struct cm_limits {
+	uint32_t max_slot_size;
+	uint16_t max_slots;
+};
+
+/* Timeouts; every wait in cm/ is bounded by one of these. */
+struct cm_timeouts {
+	int resolve_ms; /* address and route resolution, each */
+	int connect_ms; /* connect request to ESTABLISHED */
+};
+
+struct cm_listener;
+struct cm_request;
+
+/*
+ * Bind and listen. Returns 0 with *out, or -errno (logged: -EADDRINUSE,
+ * -ENODEV when no RDMA device can serve the address).
+ */
+int cm_listen(const struct cm_addr *addr, struct cm_listener **out)
+	__attribute__((warn_unused_result));
+void cm_listener_destroy(struct cm_listener *l);
+
+/*
+ * Wait up to timeout_ms for a connection request. A request with a bad
+ * magic or version is rejected here (both sides log why) and the call
+ * returns -EAGAIN as for a timeout. On success *out owns the new cm_id on
+ * its own event channel, so another thread may accept it.
+ */
+int cm_listener_get(struct cm_listener *l, int timeout_ms,
+		    struct cm_request **out)
+	__attribute__((warn_unused_result));
+
+/* Printable address of the requesting peer. */
+const char *cm_request_peer(const struct cm_request *req);
+
+/*
+ * Build verbs resources for the request with the geometry clamped to lim,
+ * accept it and wait for ESTABLISHED. Consumes req in every case.
+ */
+int cm_accept(struct cm_request *req, const struct cm_limits *lim,
+	      const struct cm_timeouts *to, struct cm_conn **out)
+	__attribute__((warn_unused_result));
+
+/* Reject and free a request (e.g. too many sessions). */
+void cm_reject(struct cm_request *req);
+
+/*
+ * Resolve, build resources, connect with the wanted geometry (the server
+ * may lower slots/slot_size: read (*out)->geom). Returns 0 or -errno:
+ * -ETIMEDOUT, -ECONNREFUSED (nobody listening, or rejected), -EPROTO
+ * (version mismatch, logged), -EHOSTUNREACH, -ENODEV.
+ */
+int cm_connect(const struct cm_addr *addr, const struct cm_geom *want,
+	       const struct cm_timeouts *to, struct cm_conn **out)
+	__attribute__((warn_unused_result));
+
+/* Protocol identity in the private data. */
+#define CM_MAGIC 0x52444350u /* "RDCP" */
+#define CM_VERSION 1
+
+#endif

@@ -1,0 +1,1200 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * The RDMA transport: rdma_cm connection setup and the verbs resources of
+ * one connection, behind the struct cm_ops seam of cm.h.
+ *
+ * One connection is one RC QP with a send CQ and a receive CQ sharing one
+ * completion channel, and four memory regions: control tx and rx buffers
+ * (local), the ring (remote write, sink only) and the staging buffers
+ * (local, source only). rdma_cm drives the QP through INIT/RTR/RTS.
+ *
+ * Conventions normalised here, once: verbs constructors return NULL and set
+ * errno; ibv_* actions return the error itself; rdma_* return -1 and set
+ * errno. Every function below returns 0 or a negative errno and logs the
+ * root cause where it is known. Every wait is bounded.
+ */
+#include <arpa/inet.h>
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
+#include "cm/cm.h"
+#include "util/clock.h"
+#include "util/log.h"
+#include "util/units.h"
+
+/* Private data of connect, accept and reject; 56 bytes at most on RC. */
+enum {
+	PD_LEN = 24,
+	PD_ST_OK = 0,
+	PD_ST_VERSION = 1, /* protocol version not supported */
+	PD_ST_PARAMS = 2,  /* geometry out of range */
+	PD_ST_BUSY = 3,	   /* receiver at its session limit */
+};
+
+/* Allowed geometry on either side, whatever the peer asks for. */
+#define CTRL_SIZE_MIN 1024u
+#define CTRL_SIZE_MAX 65536u
+#define CTRL_CREDITS_MIN 2u
+#define CTRL_CREDITS_MAX 256u
+#define SLOT_SIZE_MIN 4096u
+
+#define RETRY_COUNT 6 /* 7 means "forever" on rxe: peer loss never seen */
+#define RNR_RETRY 0   /* credits make RNR impossible; if one happens, fail */
+#define CQ_ACK_BATCH 16
+#define CM_CHECK_EVERY 256 /* empty polls between CM channel checks */
+
+struct vconn {
+	struct cm_conn base;
+	struct rdma_event_channel *ech;
+	struct rdma_cm_id *id;
+	struct ibv_pd *pd;
+	struct ibv_comp_channel *cch;
+	struct ibv_cq *scq;
+	struct ibv_cq *rcq;
+	bool qp_created;
+	bool established;
+	bool closed;	  /* DISCONNECTED (or worse) seen */
+	bool closed_told; /* CM_EV_CLOSED handed out */
+	bool first_err_logged;
+	struct ibv_mr *tx_mr, *rx_mr, *ring_mr, *stage_mr;
+	size_t ring_len, stage_len;
+	uint64_t remote_addr;
+	uint32_t remote_rkey;
+	unsigned int unacked_events;
+	unsigned int idle_polls;
+};
+
+struct cm_listener {
+	struct rdma_event_channel *ech;
+	struct rdma_cm_id *id;
+};
+
+struct cm_request {
+	struct rdma_event_channel *ech;
+	struct rdma_cm_id *id;
+	struct cm_geom want;
+	char peer[64];
+};
+
+static struct vconn *to_v(struct cm_conn *c)
+{
+	return (struct vconn *)c;
+}
+
+/* ---- private data ---- */
+
+static void pd_encode(uint8_t *p, uint16_t status, const struct cm_geom *g)
+{
+	uint32_t v32;
+	uint16_t v16;
+
+	memset(p, 0, PD_LEN);
+	v32 = htobe32(CM_MAGIC);
+	memcpy(p + 0, &v32, 4);
+	v16 = htobe16(CM_VERSION);
+	memcpy(p + 4, &v16, 2);
+	v16 = htobe16(status);
+	memcpy(p + 6, &v16, 2);
+	if (!g)
+		return;
+	v32 = htobe32(g->ctrl_size);
+	memcpy(p + 8, &v32, 4);
+	v16 = htobe16(g->ctrl_credits);
+	memcpy(p + 12, &v16, 2);
+	v16 = htobe16(g->slots);
+	memcpy(p + 14, &v16, 2);
+	v32 = htobe32(g->slot_size);
+	memcpy(p + 16, &v32, 4);
+}
+
+/*
+ * Decodes private data (which may arrive longer than sent, zero padded).
+ * Returns 0, -EPROTO for a foreign or short blob, or -EPROTONOSUPPORT with
+ * *version set when the magic matches but the version does not.
+ */
+static int pd_decode(const void *data, size_t len, uint16_t *version,
+		     uint16_t *status, struct cm_geom *g)
+{
+	const uint8_t *p = data;
+	uint32_t v32;
+	uint16_t v16;
+
+	if (!p || len < PD_LEN)
+		return -EPROTO;
+	memcpy(&v32, p, 4);
+	if (be32toh(v32) != CM_MAGIC)
+		return -EPROTO;
+	memcpy(&v16, p + 4, 2);
+	*version = be16toh(v16);
+	memcpy(&v16, p + 6, 2);
+	*status = be16toh(v16);
+	memcpy(&v32, p + 8, 4);
+	g->ctrl_size = be32toh(v32);
+	memcpy(&v16, p + 12, 2);
+	g->ctrl_credits = be16toh(v16);
+	memcpy(&v16, p + 14, 2);
+	g->slots = be16toh(v16);
+	memcpy(&v32, p + 16, 4);
+	g->slot_size = be32toh(v32);
+	if (*version != CM_VERSION)
+		return -EPROTONOSUPPORT;
+	return 0;
+}
+
+static const char *pd_status_str(uint16_t st)
+{
+	switch (st) {
+	case PD_ST_VERSION:
+		return "protocol version not supported";
+	case PD_ST_PARAMS:
+		return "ring geometry out of range";
+	case PD_ST_BUSY:
+		return "receiver is at its session limit, try again later";
+	default:
+		return "rejected";
+	}
+}
+
+static bool geom_valid(const struct cm_geom *g)
+{
+	return g->ctrl_size >= CTRL_SIZE_MIN && g->ctrl_size <= CTRL_SIZE_MAX &&
+	       g->ctrl_credits >= CTRL_CREDITS_MIN &&
+	       g->ctrl_credits <= CTRL_CREDITS_MAX && g->slots >= 1 &&
+	       g->slot_size >= SLOT_SIZE_MIN;
+}
+
+/* ---- small helpers ---- */
+
+static void sockaddr_str(const struct sockaddr *sa, char *buf, size_t n)
+{
+	char host[INET6_ADDRSTRLEN] = "?";
+	unsigned int port = 0;
+
+	if (sa && sa->sa_family == AF_INET) {
+		const struct sockaddr_in *s4 = (const void *)sa;
+
+		inet_ntop(AF_INET, &s4->sin_addr, host, sizeof(host));
+		port = ntohs(s4->sin_port);
+		snprintf(buf, n, "%s:%u", host, port);
+	} else if (sa && sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *s6 = (const void *)sa;
+
+		inet_ntop(AF_INET6, &s6->sin6_addr, host, sizeof(host));
+		port = ntohs(s6->sin6_port);
+		snprintf(buf, n, "[%s]:%u", host, port);
+	} else {
+		snprintf(buf, n, "?");
+	}
+}
+
+static int set_nonblock(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+		return -errno;
+	return 0;
+}
+
+static int resolve(const struct cm_addr *a, bool passive,
+		   struct addrinfo **res)
+{
+	struct addrinfo hints = { 0 };
+	char port[8];
+	int rc;
+
+	hints.ai_family = a->family == CM_AF_INET    ? AF_INET
+			  : a->family == CM_AF_INET6 ? AF_INET6
+						     : AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = passive ? AI_PASSIVE : 0;
+	snprintf(port, sizeof(port), "%u", a->port);
+	rc = getaddrinfo(a->host, port, &hints, res);
+	if (rc) {
+		log_err("cannot resolve '%s': %s", a->host ? a->host : "*",
+			gai_strerror(rc));
+		return rc == EAI_SYSTEM ? -errno : -EHOSTUNREACH;
+	}
+	return 0;
+}
+
+/*
+ * Waits up to timeout_ms for the next event on ch. The caller acks *ev.
+ * Returns 0, -ETIMEDOUT, or -errno.
+ */
+static int next_event(struct rdma_event_channel *ch, int timeout_ms,
+		      struct rdma_cm_event **ev)
+{
+	uint64_t deadline = clock_now_ms() + (uint64_t)timeout_ms;
+
+	for (;;) {
+		struct pollfd pfd = { .fd = ch->fd, .events = POLLIN };
+		int64_t left = (int64_t)(deadline - clock_now_ms());
+		int rc;
+
+		if (rdma_get_cm_event(ch, ev) == 0)
+			return 0;
+		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+			return -errno;
+		if (left <= 0)
+			return -ETIMEDOUT;
+		rc = poll(&pfd, 1, (int)left);
+		if (rc < 0 && errno != EINTR)
+			return -errno;
+	}
+}
+
+/* ---- teardown ---- */
+
+static int destroy_mr(struct ibv_mr **mr)
+{
+	int rc = 0;
+
+	if (*mr) {
+		rc = ibv_dereg_mr(*mr);
+		*mr = NULL;
+	}
+	return -rc;
+}
+
+static void free_buf(uint8_t **p, size_t len)
+{
+	if (*p)
+		munmap(*p, len);
+	*p = NULL;
+}
+
+/* Drains CM events left on the channel so rdma_destroy_id cannot block. */
+static void drain_cm_events(struct rdma_event_channel *ch)
+{
+	struct rdma_cm_event *ev;
+
+	while (ch && rdma_get_cm_event(ch, &ev) == 0)
+		rdma_ack_cm_event(ev);
+}
+
+/*
+ * Mirrors vconn_build in reverse; accepts a partly built connection, keeps
+ * going past failures and returns the first error.
+ */
+static int vconn_teardown(struct vconn *v)
+{
+	struct ibv_wc wc[16];
+	int first = 0, rc;
+
+	if (v->established && !v->closed)
+		rdma_disconnect(v->id);
+	/* Drain flushed completions (bounded: the QP is in error now). */
+	if (v->qp_created) {
+		for (int i = 0; i < 64; i++) {
+			int n = 0;
+
+			if (v->scq)
+				n += ibv_poll_cq(v->scq, 16, wc) > 0;
+			if (v->rcq)
+				n += ibv_poll_cq(v->rcq, 16, wc) > 0;
+			if (!n)
+				break;
+		}
+	}
+	/* ibv_destroy_cq waits for every event taken to be acked. */
+	if (v->unacked_events) {
+		ibv_ack_cq_events(v->rcq, v->unacked_events);
+		v->unacked_events = 0;
+	}
+	if (v->qp_created) {
+		rdma_destroy_qp(v->id);
+		v->qp_created = false;
+	}
+	if (v->scq && (rc = ibv_destroy_cq(v->scq)) && !first)
+		first = -rc;
+	if (v->rcq && (rc = ibv_destroy_cq(v->rcq)) && !first)
+		first = -rc;
+	v->scq = v->rcq = NULL;
+	if (v->cch && ibv_destroy_comp_channel(v->cch) && !first)
+		first = -errno;
+	v->cch = NULL;
+	if ((rc = destroy_mr(&v->tx_mr)) && !first)
+		first = rc;
+	if ((rc = destroy_mr(&v->rx_mr)) && !first)
+		first = rc;
+	if ((rc = destroy_mr(&v->ring_mr)) && !first)
+		first = rc;
+	if ((rc = destroy_mr(&v->stage_mr)) && !first)
+		first = rc;
+	free_buf(&v->base.tx, (size_t)v->base.ntx * v->base.geom.ctrl_size);
+	free_buf(&v->base.rx, (size_t)v->base.nrx * v->base.geom.ctrl_size);
+	free_buf(&v->base.ring, v->ring_len);
+	free_buf(&v->base.stage, v->stage_len);
+	if (v->pd && (rc = ibv_dealloc_pd(v->pd)) && !first)
+		first = -rc;
+	v->pd = NULL;
+	drain_cm_events(v->ech);
+	if (v->id && rdma_destroy_id(v->id) && !first)
+		first = -errno;
+	v->id = NULL;
+	if (v->ech)
+		rdma_destroy_event_channel(v->ech);
+	v->ech = NULL;
+	if (first)
+		log_debug("teardown of %s: %s", v->base.peer, strerror(-first));
+	return first;
+}
+
+static void v_destroy(struct cm_conn *c)
+{
+	struct vconn *v = to_v(c);
+
+	vconn_teardown(v);
+	free(v);
+}
+
+/* ---- memory ---- */
+
+static void memlock_hint(char *buf, size_t n, size_t want)
+{
+	struct rlimit rl;
+	char have[32], need[32];
+
+	if (getrlimit(RLIMIT_MEMLOCK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+		units_format_size(rl.rlim_cur, have, sizeof(have));
+		units_format_size(want, need, sizeof(need));
+		snprintf(buf, n,
+			 " (memlock limit is %s, %s needed: raise it with "
+			 "'ulimit -l unlimited', or LimitMEMLOCK=infinity "
+			 "for a service)",
+			 have, need);
+	} else {
+		buf[0] = '\0';
+	}
+}
+
+/* Allocates len bytes page-aligned and registers them. */
+static int reg_buf(struct vconn *v, const char *what, size_t len, int access,
+		   uint8_t **buf, struct ibv_mr **mr)
+{
+	char sz[32], hint[200];
+	int err;
+
+	*buf = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (*buf == MAP_FAILED) {
+		*buf = NULL;
+		err = errno;
+		log_err("cannot allocate %s (%s): %s", what,
+			units_format_size(len, sz, sizeof(sz)), strerror(err));
+		return -err;
+	}
+	*mr = ibv_reg_mr(v->pd, *buf, len, access);
+	if (!*mr) {
+		err = errno ? errno : ENOMEM;
+		memlock_hint(hint, sizeof(hint), len);
+		log_err("cannot register %s (%s): %s%s", what,
+			units_format_size(len, sz, sizeof(sz)), strerror(err),
+			hint);
+		return -err;
+	}
+	return 0;
+}
+
+static int v_ring_create(struct cm_conn *c, struct cm_ring_desc *desc)
+{
+	struct vconn *v = to_v(c);
+	int rc;
+
+	v->ring_len = (size_t)c->geom.slots * c->geom.slot_size;
+	rc = reg_buf(v, "ring", v->ring_len,
+		     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
+		     &c->ring, &v->ring_mr);
+	if (rc)
+		return rc;
+	desc->addr = (uintptr_t)c->ring;
+	desc->rkey = v->ring_mr->rkey;
+	return 0;
+}
+
+static int v_stage_create(struct cm_conn *c, const struct cm_ring_desc *peer)
+{
+	struct vconn *v = to_v(c);
+	int rc;
+
+	v->stage_len = (size_t)c->geom.slots * c->geom.slot_size;
+	rc = reg_buf(v, "staging buffers", v->stage_len,
+		     IBV_ACCESS_LOCAL_WRITE, &c->stage, &v->stage_mr);
+	if (rc)
+		return rc;
+	v->remote_addr = peer->addr;
+	v->remote_rkey = peer->rkey;
+	return 0;
+}
+
+/* ---- data path ---- */
+
+static int v_post_send(struct cm_conn *c, unsigned int txbuf, uint32_t len,
+		       uint64_t wr_id)
+{
+	struct vconn *v = to_v(c);
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)cm_tx(c, txbuf),
+		.length = len,
+		.lkey = v->tx_mr->lkey,
+	};
+	struct ibv_send_wr wr = {
+		.wr_id = wr_id,
+		.sg_list = &sge,
+		.num_sge = 1,
+		.opcode = IBV_WR_SEND,
+		.send_flags = IBV_SEND_SIGNALED,
+	}, *bad;
+	int rc = ibv_post_send(v->id->qp, &wr, &bad);
+
+	if (rc)
+		log_err("cannot post control send to %s: %s", c->peer,
+			strerror(rc));
+	return -rc;
+}
+
+static int v_post_recv(struct cm_conn *c, unsigned int rxbuf)
+{
+	struct vconn *v = to_v(c);
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)cm_rx(c, rxbuf),
+		.length = c->geom.ctrl_size,
+		.lkey = v->rx_mr->lkey,
+	};
+	struct ibv_recv_wr wr = {
+		.wr_id = rxbuf,
+		.sg_list = &sge,
+		.num_sge = 1,
+	}, *bad;
+	int rc = ibv_post_recv(v->id->qp, &wr, &bad);
+
+	if (rc)
+		log_err("cannot post receive: %s", strerror(rc));
+	return -rc;
+}
+
+static int v_post_write(struct cm_conn *c, unsigned int stage, uint32_t len,
+			unsigned int slot, uint32_t imm, bool signaled,
+			uint64_t wr_id)
+{
+	struct vconn *v = to_v(c);
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)cm_stage(c, stage),
+		.length = len,
+		.lkey = v->stage_mr->lkey,
+	};
+	struct ibv_send_wr wr = {
+		.wr_id = wr_id,
+		.sg_list = &sge,
+		.num_sge = 1,
+		.opcode = IBV_WR_RDMA_WRITE_WITH_IMM,
+		.send_flags = signaled ? IBV_SEND_SIGNALED : 0,
+		.imm_data = htobe32(imm),
+		.wr.rdma.remote_addr =
+			v->remote_addr + (uint64_t)slot * c->geom.slot_size,
+		.wr.rdma.rkey = v->remote_rkey,
+	}, *bad;
+	int rc = ibv_post_send(v->id->qp, &wr, &bad);
+
+	if (rc)
+		log_err("cannot post RDMA write to %s: %s", c->peer,
+			strerror(rc));
+	return -rc;
+}
+
+/* What a failed completion means for the user, and the errno it becomes. */
+static int wc_error(struct vconn *v, const struct ibv_wc *wc)
+{
+	const char *what;
+	int err;
+
+	switch (wc->status) {
+	case IBV_WC_WR_FLUSH_ERR:
+		/* Secondary: the QP already failed or was disconnected. */
+		log_debug("flushed work request %llu",
+			  (unsigned long long)wc->wr_id);
+		return -ECONNRESET;
+	case IBV_WC_RETRY_EXC_ERR:
+		what = "peer unreachable: its host or the link is down";
+		err = -EHOSTUNREACH;
+		break;
+	case IBV_WC_RNR_RETRY_EXC_ERR:
+		what = "peer had no receive posted: credit protocol violated";
+		err = -EPROTO;
+		break;
+	case IBV_WC_REM_ACCESS_ERR:
+		what = "remote access refused: protocol bug or stale rkey";
+		err = -EPROTO;
+		break;
+	case IBV_WC_LOC_LEN_ERR:
+		what = "message longer than the receive buffer";
+		err = -EPROTO;
+		break;
+	case IBV_WC_REM_INV_REQ_ERR:
+	case IBV_WC_REM_OP_ERR:
+		what = "peer rejected the operation";
+		err = -EPROTO;
+		break;
+	default:
+		what = "transfer aborted";
+		err = -EIO;
+		break;
+	}
+	if (!v->first_err_logged) {
+		v->first_err_logged = true;
+		log_err("RDMA %s to %s failed: %s (status %d): %s",
+			wc->opcode & IBV_WC_RECV ? "receive" : "send",
+			v->base.peer, ibv_wc_status_str(wc->status),
+			wc->status, what);
+	}
+	return err;
+}
+
+/* Reads pending CM events; only DISCONNECTED and errors matter now. */
+static void check_cm(struct vconn *v)
+{
+	struct rdma_cm_event *ev;
+
+	while (rdma_get_cm_event(v->ech, &ev) == 0) {
+		enum rdma_cm_event_type t = ev->event;
+
+		rdma_ack_cm_event(ev);
+		switch (t) {
+		case RDMA_CM_EVENT_DISCONNECTED:
+		case RDMA_CM_EVENT_DEVICE_REMOVAL:
+		case RDMA_CM_EVENT_TIMEWAIT_EXIT:
+			log_debug("%s: %s", v->base.peer, rdma_event_str(t));
+			v->closed = true;
+			break;
+		default:
+			log_debug("%s: ignoring %s", v->base.peer,
+				  rdma_event_str(t));
+			break;
+		}
+	}
+}
+
+static int poll_one_cq(struct vconn *v, struct ibv_cq *cq,
+		       struct cm_event *ev, int max)
+{
+	struct ibv_wc wc[32];
+	int n, i;
+
+	if (max > 32)
+		max = 32;
+	n = ibv_poll_cq(cq, max, wc);
+	if (n < 0) {
+		log_err("cannot poll completion queue: %s", strerror(-n));
+		return -EIO;
+	}
+	for (i = 0; i < n; i++) {
+		struct cm_event *e = &ev[i];
+
+		memset(e, 0, sizeof(*e));
+		e->id = wc[i].wr_id;
+		if (wc[i].status != IBV_WC_SUCCESS) {
+			e->status = wc_error(v, &wc[i]);
+			e->type = cq == v->rcq ? CM_EV_RECV : CM_EV_SEND_DONE;
+			continue;
+		}
+		switch (wc[i].opcode) {
+		case IBV_WC_RECV:
+			e->type = CM_EV_RECV;
+			e->len = wc[i].byte_len;
+			break;
+		case IBV_WC_RECV_RDMA_WITH_IMM:
+			e->type = CM_EV_DATA;
+			e->len = wc[i].byte_len;
+			e->imm = be32toh(wc[i].imm_data);
+			break;
+		default:
+			e->type = CM_EV_SEND_DONE;
+			break;
+		}
+	}
+	return n;
+}
+
+static int v_poll(struct cm_conn *c, struct cm_event *ev, int max)
+{
+	struct vconn *v = to_v(c);
+	int n, m;
+
+	n = poll_one_cq(v, v->rcq, ev, max);
+	if (n < 0)
+		return n;
+	m = poll_one_cq(v, v->scq, ev + n, max - n);
+	if (m < 0)
+		return m;
+	n += m;
+	if (n) {
+		v->idle_polls = 0;
+		return n;
+	}
+	if (++v->idle_polls >= CM_CHECK_EVERY) {
+		v->idle_polls = 0;
+		check_cm(v);
+	}
+	if (v->closed && !v->closed_told && max > 0) {
+		v->closed_told = true;
+		memset(ev, 0, sizeof(*ev));
+		ev->type = CM_EV_CLOSED;
+		ev->status = -ECONNRESET;
+		return 1;
+	}
+	return 0;
+}
+
+static int v_arm(struct cm_conn *c)
+{
+	struct vconn *v = to_v(c);
+	int rc = ibv_req_notify_cq(v->rcq, 0);
+
+	if (!rc)
+		rc = ibv_req_notify_cq(v->scq, 0);
+	if (rc)
+		log_err("cannot arm completion queue: %s", strerror(rc));
+	return -rc;
+}
+
+static int v_wait(struct cm_conn *c, int extra_fd, int timeout_ms)
+{
+	struct vconn *v = to_v(c);
+	struct pollfd pfd[3] = {
+		{ .fd = v->cch->fd, .events = POLLIN },
+		{ .fd = v->ech->fd, .events = POLLIN },
+		{ .fd = extra_fd, .events = POLLIN },
+	};
+	struct ibv_cq *cq;
+	void *ctx;
+	int rc;
+
+	rc = poll(pfd, extra_fd >= 0 ? 3 : 2, timeout_ms);
+	if (rc < 0)
+		return errno == EINTR ? 0 : -errno;
+	if (pfd[1].revents)
+		check_cm(v);
+	if (pfd[0].revents) {
+		while (ibv_get_cq_event(v->cch, &cq, &ctx) == 0) {
+			/* Ack in batches; both CQs are acked at teardown. */
+			if (cq == v->rcq && ++v->unacked_events >= CQ_ACK_BATCH) {
+				ibv_ack_cq_events(v->rcq, v->unacked_events);
+				v->unacked_events = 0;
+			} else if (cq == v->scq) {
+				ibv_ack_cq_events(v->scq, 1);
+			}
+		}
+	}
+	return 0;
+}
+
+static const struct cm_ops verbs_ops = {
+	.post_send = v_post_send,
+	.post_recv = v_post_recv,
+	.post_write = v_post_write,
+	.poll = v_poll,
+	.arm = v_arm,
+	.wait = v_wait,
+	.ring_create = v_ring_create,
+	.stage_create = v_stage_create,
+	.destroy = v_destroy,
+};
+
+/* ---- resources ---- */
+
+/*
+ * PD, completion channel, CQs, QP and the control buffers of one cm_id,
+ * with every rx buffer posted. On failure the caller runs vconn_teardown.
+ */
+static int vconn_build(struct vconn *v)
+{
+	struct cm_conn *c = &v->base;
+	struct ibv_qp_init_attr qpa = { 0 };
+	unsigned int depth = (unsigned int)c->geom.slots + c->geom.ctrl_credits;
+	int rc;
+
+	c->ops = &verbs_ops;
+	snprintf(c->dev, sizeof(c->dev), "%s",
+		 ibv_get_device_name(v->id->verbs->device));
+	v->pd = ibv_alloc_pd(v->id->verbs);
+	if (!v->pd) {
+		log_err("cannot allocate protection domain on %s: %s", c->dev,
+			strerror(errno));
+		return -errno;
+	}
+	v->cch = ibv_create_comp_channel(v->id->verbs);
+	if (!v->cch) {
+		log_err("cannot create completion channel: %s",
+			strerror(errno));
+		return -errno;
+	}
+	rc = set_nonblock(v->cch->fd);
+	if (rc)
+		return rc;
+	/* Every send WR may complete (selective signalling only lowers it). */
+	v->scq = ibv_create_cq(v->id->verbs, (int)depth, v, v->cch, 0);
+	v->rcq = v->scq ? ibv_create_cq(v->id->verbs, (int)depth, v, v->cch, 0)
+			: NULL;
+	if (!v->scq || !v->rcq) {
+		log_err("cannot create completion queue of %u entries on %s: %s",
+			depth, c->dev, strerror(errno));
+		return -errno;
+	}
+	qpa.send_cq = v->scq;
+	qpa.recv_cq = v->rcq;
+	qpa.qp_type = IBV_QPT_RC;
+	qpa.cap.max_send_wr = depth;
+	qpa.cap.max_recv_wr = depth;
+	qpa.cap.max_send_sge = 1;
+	qpa.cap.max_recv_sge = 1;
+	qpa.sq_sig_all = 0;
+	if (rdma_create_qp(v->id, v->pd, &qpa)) {
+		log_err("cannot create queue pair (%u send, %u receive) on %s: "
+			"%s",
+			depth, depth, c->dev, strerror(errno));
+		return -errno;
+	}
+	v->qp_created = true;
+	c->ntx = c->geom.ctrl_credits + 1u;
+	c->nrx = depth;
+	rc = reg_buf(v, "control send buffers",
+		     (size_t)c->ntx * c->geom.ctrl_size, IBV_ACCESS_LOCAL_WRITE,
+		     &c->tx, &v->tx_mr);
+	if (rc)
+		return rc;
+	rc = reg_buf(v, "control receive buffers",
+		     (size_t)c->nrx * c->geom.ctrl_size, IBV_ACCESS_LOCAL_WRITE,
+		     &c->rx, &v->rx_mr);
+	if (rc)
+		return rc;
+	for (unsigned int i = 0; i < c->nrx; i++) {
+		rc = v_post_recv(c, i);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static void conn_param_init(struct rdma_conn_param *p, const uint8_t *pd)
+{
+	memset(p, 0, sizeof(*p));
+	p->private_data = pd;
+	p->private_data_len = PD_LEN;
+	p->retry_count = RETRY_COUNT;
+	p->rnr_retry_count = RNR_RETRY;
+	p->initiator_depth = 0; /* no RDMA READ in rdcp */
+	p->responder_resources = 0;
+}
+
+/* ---- active side ---- */
+
+static int expect(struct vconn *v, enum rdma_cm_event_type want,
+		  int timeout_ms, const char *what, bool active)
+{
+	struct rdma_cm_event *ev;
+	int rc = next_event(v->ech, timeout_ms, &ev);
+
+	if (rc == -ETIMEDOUT) {
+		log_err("%s %s: timed out after %d ms", what, v->base.peer,
+			timeout_ms);
+		return rc;
+	}
+	if (rc) {
+		log_err("%s %s: %s", what, v->base.peer, strerror(-rc));
+		return rc;
+	}
+	if (ev->event == want) {
+		if (want == RDMA_CM_EVENT_ESTABLISHED && active) {
+			uint16_t ver, st;
+			struct cm_geom g;
+
+			rc = pd_decode(ev->param.conn.private_data,
+				       ev->param.conn.private_data_len, &ver,
+				       &st, &g);
+			if (rc || !geom_valid(&g) ||
+			    g.slots > v->base.geom.slots ||
+			    g.slot_size > v->base.geom.slot_size ||
+			    g.ctrl_size != v->base.geom.ctrl_size ||
+			    g.ctrl_credits != v->base.geom.ctrl_credits) {
+				log_err("%s %s: the receiver answered with "
+					"unusable parameters (not an rdcp "
+					"receiver of this version?)",
+					what, v->base.peer);
+				rc = -EPROTO;
+			} else {
+				v->base.geom = g;
+			}
+		}
+		rdma_ack_cm_event(ev);
+		return rc;
+	}
+	switch (ev->event) {
+	case RDMA_CM_EVENT_REJECTED: {
+		uint16_t ver = 0, st = 0;
+		struct cm_geom g;
+		int prc = pd_decode(ev->param.conn.private_data,
+				    ev->param.conn.private_data_len, &ver, &st,
+				    &g);
+
+		if (prc == -EPROTONOSUPPORT) {
+			log_err("%s %s: the receiver speaks rdcp protocol "
+				"version %u, this rdcp speaks %u: install the "
+				"same rdcp version on both hosts",
+				what, v->base.peer, ver, CM_VERSION);
+			rc = -EPROTO;
+		} else if (prc == 0) {
+			log_err("%s %s: rejected: %s", what, v->base.peer,
+				pd_status_str(st));
+			rc = st == PD_ST_BUSY ? -EBUSY : -EPROTO;
+		} else {
+			log_err("%s %s: connection refused (is 'rdcp --listen' "
+				"running there on this port?)",
+				what, v->base.peer);
+			rc = -ECONNREFUSED;
+		}
+		break;
+	}
+	case RDMA_CM_EVENT_ADDR_ERROR:
+		log_err("%s %s: no RDMA device can reach this address (set up "
+			"a device, or Soft-RoCE: rdma link add rxe0 type rxe "
+			"netdev eth0)",
+			what, v->base.peer);
+		rc = -ENODEV;
+		break;
+	case RDMA_CM_EVENT_ROUTE_ERROR:
+	case RDMA_CM_EVENT_UNREACHABLE:
+		log_err("%s %s: peer unreachable (%s)", what, v->base.peer,
+			rdma_event_str(ev->event));
+		rc = -EHOSTUNREACH;
+		break;
+	default:
+		log_err("%s %s: unexpected %s (status %d)", what, v->base.peer,
+			rdma_event_str(ev->event), ev->status);
+		rc = -ECONNREFUSED;
+		break;
+	}
+	rdma_ack_cm_event(ev);
+	return rc;
+}
+
+static int vconn_alloc(struct vconn **out)
+{
+	struct vconn *v = calloc(1, sizeof(*v));
+
+	if (!v)
+		return -ENOMEM;
+	*out = v;
+	return 0;
+}
+
+int cm_connect(const struct cm_addr *addr, const struct cm_geom *want,
+	       const struct cm_timeouts *to, struct cm_conn **out)
+{
+	struct rdma_conn_param param;
+	uint8_t pd[PD_LEN];
+	struct addrinfo *ai = NULL;
+	struct vconn *v;
+	int rc;
+
+	if (!geom_valid(want))
+		return -EINVAL;
+	rc = vconn_alloc(&v);
+	if (rc)
+		return rc;
+	v->base.geom = *want;
+	snprintf(v->base.peer, sizeof(v->base.peer), "%s:%u", addr->host,
+		 addr->port);
+	rc = resolve(addr, false, &ai);
+	if (rc)
+		goto out_free;
+	sockaddr_str(ai->ai_addr, v->base.peer, sizeof(v->base.peer));
+	v->ech = rdma_create_event_channel();
+	if (!v->ech) {
+		rc = -errno;
+		log_err("cannot open the RDMA CM (%s): is rdma_ucm loaded?",
+			strerror(errno));
+		goto out_free;
+	}
+	rc = set_nonblock(v->ech->fd);
+	if (rc)
+		goto out_free;
+	if (rdma_create_id(v->ech, &v->id, v, RDMA_PS_TCP)) {
+		rc = -errno;
+		log_err("cannot create RDMA CM id: %s", strerror(errno));
+		goto out_free;
+	}
+	if (rdma_resolve_addr(v->id, NULL, ai->ai_addr, to->resolve_ms)) {
+		rc = -errno;
+		log_err("cannot resolve %s to an RDMA device: %s (set up a "
+			"device, or Soft-RoCE: rdma link add rxe0 type rxe "
+			"netdev eth0)",
+			v->base.peer, strerror(errno));
+		goto out_free;
+	}
+	rc = expect(v, RDMA_CM_EVENT_ADDR_RESOLVED, to->resolve_ms + 1000,
+		    "cannot resolve", true);
+	if (rc)
+		goto out_free;
+	if (rdma_resolve_route(v->id, to->resolve_ms)) {
+		rc = -errno;
+		log_err("cannot resolve route to %s: %s", v->base.peer,
+			strerror(errno));
+		goto out_free;
+	}
+	rc = expect(v, RDMA_CM_EVENT_ROUTE_RESOLVED, to->resolve_ms + 1000,
+		    "cannot resolve route to", true);
+	if (rc)
+		goto out_free;
+	rc = vconn_build(v);
+	if (rc)
+		goto out_free;
+	pd_encode(pd, PD_ST_OK, want);
+	conn_param_init(&param, pd);
+	if (rdma_connect(v->id, &param)) {
+		rc = -errno;
+		log_err("cannot connect to %s: %s", v->base.peer,
+			strerror(errno));
+		goto out_free;
+	}
+	rc = expect(v, RDMA_CM_EVENT_ESTABLISHED, to->connect_ms,
+		    "cannot connect to", true);
+	if (rc)
+		goto out_free;
+	v->established = true;
+	log_info("connected to %s through %s", v->base.peer, v->base.dev);
+	freeaddrinfo(ai);
+	*out = &v->base;
+	return 0;
+
+out_free:
+	if (ai)
+		freeaddrinfo(ai);
+	vconn_teardown(v);
+	free(v);
+	return rc;
+}
+
+/* ---- passive side ---- */
+
+int cm_listen(const struct cm_addr *addr, struct cm_listener **out)
+{
+	struct cm_listener *l;
+	struct addrinfo *ai = NULL;
+	char where[80];
+	int rc;
+
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return -ENOMEM;
+	rc = resolve(addr, true, &ai);
+	if (rc)
+		goto out_free;
+	sockaddr_str(ai->ai_addr, where, sizeof(where));
+	l->ech = rdma_create_event_channel();
+	if (!l->ech) {
+		rc = -errno;
+		log_err("cannot open the RDMA CM (%s): is rdma_ucm loaded?",
+			strerror(errno));
+		goto out_free;
+	}
+	rc = set_nonblock(l->ech->fd);
+	if (rc)
+		goto out_free;
+	if (rdma_create_id(l->ech, &l->id, NULL, RDMA_PS_TCP)) {
+		rc = -errno;
+		log_err("cannot create RDMA CM id: %s", strerror(errno));
+		goto out_free;
+	}
+	if (ai->ai_family == AF_INET6) {
+		int v6only = 0; /* one listener for both families on "::" */
+
+		rdma_set_option(l->id, RDMA_OPTION_ID, RDMA_OPTION_ID_AFONLY,
+				&v6only, sizeof(v6only));
+	}
+	if (rdma_bind_addr(l->id, ai->ai_addr)) {
+		rc = -errno;
+		log_err("cannot bind RDMA listener to %s: %s%s", where,
+			strerror(errno),
+			errno == EADDRNOTAVAIL || errno == ENODEV
+				? " (no RDMA device has this address)"
+				: "");
+		goto out_free;
+	}
+	if (rdma_listen(l->id, 64)) {
+		rc = -errno;
+		log_err("cannot listen on %s: %s", where, strerror(errno));
+		goto out_free;
+	}
+	log_info("listening for RDMA connections on %s", where);
+	freeaddrinfo(ai);
+	*out = l;
+	return 0;
+
+out_free:
+	if (ai)
+		freeaddrinfo(ai);
+	cm_listener_destroy(l);
+	return rc;
+}
+
+void cm_listener_destroy(struct cm_listener *l)
+{
+	if (!l)
+		return;
+	drain_cm_events(l->ech);
+	if (l->id)
+		rdma_destroy_id(l->id);
+	if (l->ech)
+		rdma_destroy_event_channel(l->ech);
+	free(l);
+}
+
+static void reject(struct rdma_cm_id *id, uint16_t status)
+{
+	uint8_t pd[PD_LEN];
+
+	pd_encode(pd, status, NULL);
+	rdma_reject(id, pd, PD_LEN);
+}
+
+int cm_listener_get(struct cm_listener *l, int timeout_ms,
+		    struct cm_request **out)
+{
+	struct rdma_cm_event *ev;
+	struct cm_request *req;
+	uint16_t ver = 0, st;
+	struct cm_geom g;
+	int rc;
+
+	rc = next_event(l->ech, timeout_ms, &ev);
+	if (rc == -ETIMEDOUT)
+		return -EAGAIN;
+	if (rc)
+		return rc;
+	if (ev->event != RDMA_CM_EVENT_CONNECT_REQUEST) {
+		log_debug("listener: ignoring %s", rdma_event_str(ev->event));
+		rdma_ack_cm_event(ev);
+		return -EAGAIN;
+	}
+	req = calloc(1, sizeof(*req));
+	if (!req) {
+		reject(ev->id, PD_ST_BUSY);
+		rdma_destroy_id(ev->id);
+		rdma_ack_cm_event(ev);
+		return -ENOMEM;
+	}
+	req->id = ev->id;
+	sockaddr_str(rdma_get_peer_addr(ev->id), req->peer, sizeof(req->peer));
+	rc = pd_decode(ev->param.conn.private_data,
+		       ev->param.conn.private_data_len, &ver, &st, &g);
+	if (rc || !geom_valid(&g)) {
+		if (rc == -EPROTONOSUPPORT)
+			log_err("refused %s: it speaks rdcp protocol version "
+				"%u, this receiver speaks %u",
+				req->peer, ver, CM_VERSION);
+		else
+			log_err("refused %s: not an rdcp client (bad connect "
+				"data)",
+				req->peer);
+		reject(ev->id, rc == -EPROTONOSUPPORT ? PD_ST_VERSION
+						       : PD_ST_PARAMS);
+		rdma_ack_cm_event(ev);
+		rdma_destroy_id(req->id);
+		free(req);
+		return -EAGAIN;
+	}
+	req->want = g;
+	rdma_ack_cm_event(ev);
+	req->ech = rdma_create_event_channel();
+	if (!req->ech || set_nonblock(req->ech->fd) ||
+	    rdma_migrate_id(req->id, req->ech)) {
+		rc = -errno;
+		log_err("cannot take connection from %s: %s", req->peer,
+			strerror(errno));
+		reject(req->id, PD_ST_BUSY);
+		rdma_destroy_id(req->id);
+		if (req->ech)
+			rdma_destroy_event_channel(req->ech);
+		free(req);
+		return rc;
+	}
+	*out = req;
+	return 0;
+}
+
+const char *cm_request_peer(const struct cm_request *req)
+{
+	return req->peer;
+}
+
+void cm_reject(struct cm_request *req)
+{
+	if (!req)
+		return;
+	reject(req->id, PD_ST_BUSY);
+	drain_cm_events(req->ech);
+	rdma_destroy_id(req->id);
+	rdma_destroy_event_channel(req->ech);
+	free(req);
+}
+
+int cm_accept(struct cm_request *req, const struct cm_limits *lim,
+	      const struct cm_timeouts *to, struct cm_conn **out)
+{
+	struct rdma_conn_param param;
+	uint8_t pd[PD_LEN];
+	struct vconn *v;
+	int rc;
+
+	rc = vconn_alloc(&v);
+	if (rc) {
+		cm_reject(req);
+		return rc;
+	}
+	v->ech = req->ech;
+	v->id = req->id;
+	v->base.geom = req->want;
+	if (v->base.geom.slots > lim->max_slots)
+		v->base.geom.slots = lim->max_slots;
+	if (v->base.geom.slot_size > lim->max_slot_size)
+		v->base.geom.slot_size = lim->max_slot_size;
+	snprintf(v->base.peer, sizeof(v->base.peer), "%s", req->peer);
+	free(req);
+	rc = vconn_build(v);
+	if (rc) {
+		reject(v->id, PD_ST_BUSY);
+		goto out_free;
+	}
+	pd_encode(pd, PD_ST_OK, &v->base.geom);
+	conn_param_init(&param, pd);
+	if (rdma_accept(v->id, &param)) {
+		rc = -errno;
+		log_err("cannot accept %s: %s", v->base.peer, strerror(errno));
+		goto out_free;
+	}
+	rc = expect(v, RDMA_CM_EVENT_ESTABLISHED, to->connect_ms,
+		    "connection from", false);
+	if (rc)
+		goto out_free;
+	v->established = true;
+	log_info("accepted %s on %s", v->base.peer, v->base.dev);
+	*out = &v->base;
+	return 0;
+
+out_free:
+	vconn_teardown(v);
+	free(v);
+	return rc;
+}

@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * rdcp's exit codes: stable, for scripts. Listed in --help, the man page
+ * and README.md; never renumber one, only add.
+ */
+#ifndef RDCP_EXIT_CODES_H
+#define RDCP_EXIT_CODES_H
+
+enum rdcp_exit {
+	RDCP_EXIT_OK = 0,	  /* everything copied and verified */
+	RDCP_EXIT_INTERNAL = 1,	  /* a bug: please report it */
+	RDCP_EXIT_USAGE = 2,	  /* bad command line */
+	RDCP_EXIT_CONNECT = 3,	  /* could not connect or listen */
+	RDCP_EXIT_AUTH = 4,	  /* authentication failed (reserved) */
+	RDCP_EXIT_PROTOCOL = 5,	  /* peer spoke another protocol or broke it */
+	RDCP_EXIT_LOCAL_IO = 6,	  /* a local file could not be read/written */
+	RDCP_EXIT_REMOTE_IO = 7,  /* the peer could not write/read a file */
+	RDCP_EXIT_VERIFY = 8,	  /* a checksum did not match: not placed */
+	RDCP_EXIT_PARTIAL = 9,	  /* some files copied, some failed */
+	RDCP_EXIT_RESOURCE = 10,  /* memory, memlock limit, RDMA resources */
+	RDCP_EXIT_PEER_LOST = 11, /* the peer or the link went away */
+	RDCP_EXIT_CANCELED = 130, /* SIGINT or SIGTERM */
+};
+
+#endif

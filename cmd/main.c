@@ -1,0 +1,401 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * rdcp's command line: argp into a const struct xfer_opts, validation,
+ * signals, and the mapping of the engine's verdict to an exit code. The
+ * only code that touches argv, prints usage or calls exit().
+ */
+#include <argp.h>
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd/exit_codes.h"
+#include "transfer/xfer.h"
+#include "util/log.h"
+#include "util/units.h"
+
+const char *argp_program_version = "rdcp " RDCP_VERSION;
+error_t argp_err_exit_status = RDCP_EXIT_USAGE;
+
+static const char doc[] =
+	"rdcp -- copy files between hosts over RDMA (rdma_cm + verbs), "
+	"every chunk and every file verified.\n\n"
+	"  rdcp [OPTION...] SRC... HOST:DEST     send files to a receiver\n"
+	"  rdcp --listen --root DIR [OPTION...]  run a receiver\n\n"
+	"DEST is relative to the receiver's --root. A DEST ending in '/' or "
+	"naming a directory receives into it (created if it ends in '/'); "
+	"several SRCs need a directory. IPv6 addresses go in brackets: "
+	"[fe80::1]:dir/."
+	"\v"
+	"Exit status:\n"
+	"  0   all files copied and verified\n"
+	"  1   internal error (a bug)\n"
+	"  2   usage error\n"
+	"  3   cannot connect or listen\n"
+	"  4   authentication failed\n"
+	"  5   protocol error or version mismatch\n"
+	"  6   local I/O error (a source unreadable, ...)\n"
+	"  7   remote I/O error (the receiver could not write)\n"
+	"  8   verification failed (file not placed)\n"
+	"  9   partial: some files copied, some failed\n"
+	"  10  resources: memory, memlock limit, RDMA device\n"
+	"  11  peer lost: host down, link cut, or process killed\n"
+	"  130 interrupted\n\n"
+	"Sizes take K/M/G/T (powers of 1024) or KB/MB/GB/TB (powers of 1000).";
+
+static const char args_doc[] = "SRC... HOST:DEST\n--listen";
+
+enum {
+	OPT_ROOT = 256,
+	OPT_BIND,
+	OPT_ONCE,
+	OPT_CHUNK,
+	OPT_WINDOW,
+	OPT_CHECKSUM,
+	OPT_FSYNC,
+	OPT_POLL,
+	OPT_TIMEOUT,
+	OPT_CONNECT_TIMEOUT,
+	OPT_WORKERS,
+	OPT_MAX_SESSIONS,
+};
+
+static const struct argp_option options[] = {
+	{ NULL, 0, NULL, 0, "Receiver:", 1 },
+	{ "listen", 'l', NULL, 0, "Run as a receiver", 1 },
+	{ "root", OPT_ROOT, "DIR", 0,
+	  "Directory that DEST paths are confined to (default: .)", 1 },
+	{ "bind", OPT_BIND, "ADDR", 0,
+	  "Listen on this address only (default: all)", 1 },
+	{ "once", OPT_ONCE, NULL, 0,
+	  "Serve one session, exit with its status", 1 },
+	{ "max-sessions", OPT_MAX_SESSIONS, "N", 0,
+	  "Concurrent sessions (default 16)", 1 },
+	{ NULL, 0, NULL, 0, "Transfer:", 2 },
+	{ "port", 'P', "PORT", 0, "Port (default 7471)", 2 },
+	{ "ipv4", '4', NULL, 0, "Use IPv4 only", 2 },
+	{ "ipv6", '6', NULL, 0, "Use IPv6 only", 2 },
+	{ "chunk-size", OPT_CHUNK, "SIZE", 0,
+	  "Bytes per ring slot, a power of two, 4K..64M (default 1M); the "
+	  "receiver's value is the maximum",
+	  2 },
+	{ "window", OPT_WINDOW, "N", 0,
+	  "Ring slots = writes in flight, 1..4096 (default 64); the "
+	  "receiver's value is the maximum",
+	  2 },
+	{ "checksum", OPT_CHECKSUM, "ALG", 0,
+	  "File digest: crc32 (default), sha256, or none (no chunk CRC "
+	  "either)",
+	  2 },
+	{ "fsync", OPT_FSYNC, NULL, 0,
+	  "Receiver fsyncs each file before giving it its name", 2 },
+	{ "poll", OPT_POLL, "MODE", 0,
+	  "Completions: adaptive (default), busy, event", 2 },
+	{ "timeout", OPT_TIMEOUT, "SECONDS", 0,
+	  "Give up when the peer is silent this long (default 10)", 2 },
+	{ "connect-timeout", OPT_CONNECT_TIMEOUT, "SECONDS", 0,
+	  "Bound on resolving and connecting (default 10)", 2 },
+	{ "workers", OPT_WORKERS, "N", 0,
+	  "Threads for disk I/O and checksums (default 2)", 2 },
+	{ NULL, 0, NULL, 0, "Output:", 3 },
+	{ "quiet", 'q', NULL, 0, "Print nothing but errors", 3 },
+	{ "verbose", 'v', NULL, 0, "More detail; twice for debug", 3 },
+	{ 0 }
+};
+
+struct cli {
+	struct xfer_opts o;
+	bool listen;
+	int verbose;
+	bool quiet;
+	char *target; /* HOST part, owned */
+	const char **srcs;
+	size_t nsrcs;
+};
+
+static int parse_uint(const char *s, unsigned long min, unsigned long max,
+		      unsigned long *out)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || end == s || *end || s[0] == '-' || v < min || v > max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+/* "host:path", "[v6]:path"; a ':' after a '/' is part of a local path. */
+static int split_remote(const char *arg, char **host, const char **path)
+{
+	const char *colon;
+
+	if (arg[0] == '[') {
+		const char *close = strchr(arg, ']');
+
+		if (!close || close[1] != ':')
+			return -EINVAL;
+		*host = strndup(arg + 1, (size_t)(close - arg - 1));
+		*path = close + 2;
+		return *host ? 0 : -ENOMEM;
+	}
+	colon = strchr(arg, ':');
+	if (!colon || colon == arg ||
+	    (strchr(arg, '/') && strchr(arg, '/') < colon))
+		return -EINVAL;
+	*host = strndup(arg, (size_t)(colon - arg));
+	*path = colon + 1;
+	return *host ? 0 : -ENOMEM;
+}
+
+static error_t parse_opt(int key, char *arg, struct argp_state *state)
+{
+	struct cli *cli = state->input;
+	struct xfer_opts *o = &cli->o;
+	unsigned long v;
+	uint64_t size;
+
+	switch (key) {
+	case 'l':
+		cli->listen = true;
+		break;
+	case OPT_ROOT:
+		o->root = arg;
+		break;
+	case OPT_BIND:
+		o->addr.host = arg;
+		break;
+	case OPT_ONCE:
+		o->once = true;
+		break;
+	case OPT_MAX_SESSIONS:
+		if (parse_uint(arg, 1, 1024, &v))
+			argp_error(state, "--max-sessions: '%s' is not 1..1024",
+				   arg);
+		o->max_sessions = (unsigned int)v;
+		break;
+	case 'P':
+		if (parse_uint(arg, 1, 65535, &v))
+			argp_error(state, "--port: '%s' is not 1..65535", arg);
+		o->addr.port = (uint16_t)v;
+		break;
+	case '4':
+		o->addr.family = CM_AF_INET;
+		break;
+	case '6':
+		o->addr.family = CM_AF_INET6;
+		break;
+	case OPT_CHUNK:
+		if (units_parse_size(arg, &size) || size < 4096 ||
+		    size > (64u << 20) || (size & (size - 1)))
+			argp_error(state,
+				   "--chunk-size: '%s' is not a power of two "
+				   "from 4K to 64M",
+				   arg);
+		o->chunk_size = (uint32_t)size;
+		break;
+	case OPT_WINDOW:
+		if (parse_uint(arg, 1, 4096, &v))
+			argp_error(state, "--window: '%s' is not 1..4096", arg);
+		o->window = (uint16_t)v;
+		break;
+	case OPT_CHECKSUM:
+		if (!strcmp(arg, "crc32"))
+			o->csum = XFER_CSUM_CRC32;
+		else if (!strcmp(arg, "sha256"))
+			o->csum = XFER_CSUM_SHA256;
+		else if (!strcmp(arg, "none"))
+			o->csum = XFER_CSUM_NONE;
+		else
+			argp_error(state,
+				   "--checksum: '%s' is not crc32, sha256 or "
+				   "none",
+				   arg);
+		break;
+	case OPT_FSYNC:
+		o->fsync = true;
+		break;
+	case OPT_POLL:
+		if (!strcmp(arg, "adaptive"))
+			o->poll = XFER_POLL_ADAPTIVE;
+		else if (!strcmp(arg, "busy"))
+			o->poll = XFER_POLL_BUSY;
+		else if (!strcmp(arg, "event"))
+			o->poll = XFER_POLL_EVENT;
+		else
+			argp_error(state,
+				   "--poll: '%s' is not adaptive, busy or "
+				   "event",
+				   arg);
+		break;
+	case OPT_TIMEOUT:
+		if (parse_uint(arg, 1, 86400, &v))
+			argp_error(state, "--timeout: '%s' is not 1..86400",
+				   arg);
+		o->timeout_ms = (int)v * 1000;
+		break;
+	case OPT_CONNECT_TIMEOUT:
+		if (parse_uint(arg, 1, 3600, &v))
+			argp_error(state,
+				   "--connect-timeout: '%s' is not 1..3600",
+				   arg);
+		o->connect_timeout_ms = (int)v * 1000;
+		break;
+	case OPT_WORKERS:
+		if (parse_uint(arg, 1, 256, &v))
+			argp_error(state, "--workers: '%s' is not 1..256", arg);
+		o->workers = (unsigned int)v;
+		break;
+	case 'q':
+		cli->quiet = true;
+		break;
+	case 'v':
+		cli->verbose++;
+		break;
+	case ARGP_KEY_ARGS:
+		cli->srcs = (const char **)(state->argv + state->next);
+		cli->nsrcs = (size_t)(state->argc - state->next);
+		break;
+	case ARGP_KEY_END:
+		if (cli->listen) {
+			if (cli->nsrcs)
+				argp_error(state,
+					   "--listen takes no SRC or DEST");
+			break;
+		}
+		if (cli->nsrcs < 2)
+			argp_error(state, "need at least one SRC and a "
+					  "HOST:DEST");
+		{
+			const char *dest;
+			const char *last = cli->srcs[cli->nsrcs - 1];
+
+			if (split_remote(last, &cli->target, &dest))
+				argp_error(state,
+					   "'%s' is not HOST:DEST (the last "
+					   "argument names the receiver)",
+					   last);
+			cli->o.dest = dest;
+			cli->nsrcs--;
+			for (size_t i = 0; i < cli->nsrcs; i++) {
+				char *h = NULL;
+				const char *p;
+
+				if (split_remote(cli->srcs[i], &h, &p) == 0) {
+					free(h);
+					argp_error(state,
+						   "'%s': pulling from a remote "
+						   "host is not supported yet",
+						   cli->srcs[i]);
+				}
+			}
+		}
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+static volatile sig_atomic_t cancel;
+
+static void on_signal(int sig)
+{
+	cancel = sig;
+}
+
+static void set_signals(void)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+static int exit_code(enum xfer_fail f)
+{
+	static const int codes[] = {
+		[XFER_OK] = RDCP_EXIT_OK,
+		[XFER_FAIL_INTERNAL] = RDCP_EXIT_INTERNAL,
+		[XFER_FAIL_USAGE] = RDCP_EXIT_USAGE,
+		[XFER_FAIL_CONNECT] = RDCP_EXIT_CONNECT,
+		[XFER_FAIL_AUTH] = RDCP_EXIT_AUTH,
+		[XFER_FAIL_PROTOCOL] = RDCP_EXIT_PROTOCOL,
+		[XFER_FAIL_LOCAL_IO] = RDCP_EXIT_LOCAL_IO,
+		[XFER_FAIL_REMOTE_IO] = RDCP_EXIT_REMOTE_IO,
+		[XFER_FAIL_VERIFY] = RDCP_EXIT_VERIFY,
+		[XFER_FAIL_PARTIAL] = RDCP_EXIT_PARTIAL,
+		[XFER_FAIL_RESOURCE] = RDCP_EXIT_RESOURCE,
+		[XFER_FAIL_PEER_LOST] = RDCP_EXIT_PEER_LOST,
+		[XFER_FAIL_CANCELED] = RDCP_EXIT_CANCELED,
+	};
+
+	if ((unsigned int)f >= sizeof(codes) / sizeof(codes[0]))
+		return RDCP_EXIT_INTERNAL;
+	return codes[f];
+}
+
+static void on_file(void *arg, const struct xfer_file_report *r)
+{
+	char sz[32], rate[32];
+
+	if (r->status || !log_enabled(LOG_INFO))
+		return;
+	log_info("sent '%s': %s in %.2f s (%s), digest %s", r->path,
+		 units_format_size(r->bytes, sz, sizeof(sz)), r->seconds,
+		 units_format_rate(r->seconds > 0 ? r->bytes / r->seconds : 0,
+				   rate, sizeof(rate)),
+		 r->digest[0] ? r->digest : "none");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct argp argp = {
+		.options = options,
+		.parser = parse_opt,
+		.args_doc = args_doc,
+		.doc = doc,
+	};
+	struct cli cli = { 0 };
+	enum xfer_fail v;
+
+	xfer_opts_init(&cli.o);
+	argp_parse(&argp, argc, argv, 0, NULL, &cli);
+	log_set_level(cli.quiet	       ? LOG_ERR
+		      : cli.verbose >= 2 ? LOG_DEBUG
+		      : cli.verbose    ? LOG_INFO
+				       : LOG_WARN);
+	set_signals();
+	cli.o.cancel = &cancel;
+	if (cli.listen) {
+		v = xfer_serve(&cli.o);
+	} else {
+		struct xfer_stats st;
+		char sz[32], rate[32];
+
+		cli.o.addr.host = cli.target;
+		cli.o.srcs = cli.srcs;
+		cli.o.nsrcs = cli.nsrcs;
+		cli.o.on_file = on_file;
+		v = xfer_push(&cli.o, &st);
+		if (v == XFER_OK)
+			log_info("%llu files, %s in %.2f s (%s) over %s on %s",
+				 (unsigned long long)st.files_ok,
+				 units_format_size(st.bytes, sz, sizeof(sz)),
+				 st.seconds,
+				 units_format_rate(st.seconds > 0
+							   ? st.bytes / st.seconds
+							   : 0,
+						   rate, sizeof(rate)),
+				 st.transport, st.device);
+		free(cli.target);
+	}
+	return exit_code(v);
+}

@@ -1,0 +1,483 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * The event loop and control channel of one session (see engine.h).
+ *
+ * Each turn of the loop polls the CQs, hands completions to the role,
+ * collects finished worker items, lets the role post what it can, flushes
+ * queued control messages as control credits allow, sends acks and
+ * keepalives, and checks the peer-silence timeout. When a turn did nothing
+ * it waits according to --poll: busy (spin), event (arm the CQs, poll once
+ * more to close the race, sleep on the completion channel and the workq's
+ * eventfd) or adaptive (spin a little, then sleep).
+ */
+#include <endian.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "transfer/engine.h"
+#include "util/clock.h"
+#include "util/log.h"
+
+#define POLL_BATCH 32 /* = sizeof(engine.evq) / sizeof(engine.evq[0]) */
+#define ADAPTIVE_SPINS 4000 /* empty turns before sleeping (~tens of us) */
+#define WAIT_SLICE_MS 100
+
+int engine_init(struct engine *e, struct cm_conn *c, const struct xfer_opts *o)
+{
+	int rc;
+
+	memset(e, 0, sizeof(*e));
+	e->c = c;
+	e->o = o;
+	credit_ctrl_init(&e->cc, c->geom.ctrl_credits);
+	e->tx_busy = calloc(c->ntx, 1);
+	if (!e->tx_busy)
+		return -ENOMEM;
+	rc = workq_create(o->workers ? o->workers : 1, &e->wq);
+	if (rc) {
+		free(e->tx_busy);
+		log_err("cannot start worker threads: %s", strerror(-rc));
+		return rc;
+	}
+	e->last_rx_ms = e->last_tx_ms = clock_now_ms();
+	return 0;
+}
+
+void engine_release(struct engine *e)
+{
+	struct engine_out *o, *next;
+
+	workq_destroy(e->wq);
+	e->wq = NULL;
+	for (o = e->out_head; o; o = next) {
+		next = o->next;
+		free(o);
+	}
+	e->out_head = e->out_tail = NULL;
+	free(e->tx_busy);
+	e->tx_busy = NULL;
+}
+
+/* Records the first failure; why == NULL: cm/ already logged the cause. */
+static int fail_set(struct engine *e, enum xfer_fail klass, int err,
+		    const char *why)
+{
+	if (e->fail)
+		return e->err;
+	e->fail = klass;
+	e->err = err ? err : -EIO;
+	if (why) {
+		snprintf(e->why, sizeof(e->why), "%s", why);
+		log_err("%s", e->why);
+	} else {
+		snprintf(e->why, sizeof(e->why), "%s", strerror(-e->err));
+	}
+	return e->err;
+}
+
+int engine_fail(struct engine *e, enum xfer_fail klass, int err,
+		const char *fmt, ...)
+{
+	char why[sizeof(e->why)];
+	va_list ap;
+
+	if (e->fail)
+		return e->err;
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	return fail_set(e, klass, err, why);
+}
+
+static int fail_quiet(struct engine *e, enum xfer_fail klass, int err)
+{
+	return fail_set(e, klass, err, NULL);
+}
+
+enum xfer_fail engine_klass_of(int status, bool remote)
+{
+	switch (status) {
+	case 0:
+		return XFER_OK;
+	case -EBADMSG:
+		return XFER_FAIL_VERIFY;
+	case -EPROTO:
+		return XFER_FAIL_PROTOCOL;
+	case -ENOMEM:
+		return XFER_FAIL_RESOURCE;
+	default:
+		return remote ? XFER_FAIL_REMOTE_IO : XFER_FAIL_LOCAL_IO;
+	}
+}
+
+/* ---- control channel ---- */
+
+int engine_send(struct engine *e, struct wire_msg *m)
+{
+	uint8_t buf[WIRE_CTRL_SIZE];
+	struct engine_out *o;
+	int len = wire_encode(m, buf, sizeof(buf));
+
+	if (len < 0)
+		return engine_fail(e, XFER_FAIL_INTERNAL, len,
+				   "cannot encode %s message: %s",
+				   wire_type_name(m->type), strerror(-len));
+	o = malloc(sizeof(*o) + (size_t)len);
+	if (!o)
+		return engine_fail(e, XFER_FAIL_RESOURCE, -ENOMEM,
+				   "out of memory queueing a message");
+	o->next = NULL;
+	o->len = (uint32_t)len;
+	memcpy(o->buf, buf, (size_t)len);
+	if (e->out_tail)
+		e->out_tail->next = o;
+	else
+		e->out_head = o;
+	e->out_tail = o;
+	return 0;
+}
+
+bool engine_out_empty(const struct engine *e)
+{
+	return !e->out_head;
+}
+
+static int free_tx(const struct engine *e)
+{
+	for (unsigned int i = 0; i < e->c->ntx; i++)
+		if (!e->tx_busy[i])
+			return (int)i;
+	return -1;
+}
+
+/* Posts len bytes already in tx buffer i, with fresh acks patched in. */
+static int post_ctrl(struct engine *e, unsigned int i, uint32_t len)
+{
+	uint8_t *p = cm_tx(e->c, i);
+	uint32_t ctrl_ack = credit_ctrl_sent(&e->cc);
+	uint32_t slot_ack = e->role && e->role->slot_ack
+				    ? e->role->slot_ack(e)
+				    : 0;
+	int rc;
+
+	ctrl_ack = htobe32(ctrl_ack);
+	slot_ack = htobe32(slot_ack);
+	memcpy(p + 8, &ctrl_ack, 4);
+	memcpy(p + 12, &slot_ack, 4);
+	rc = e->c->ops->post_send(e->c, i, len, ENGINE_WR_CTRL | i);
+	if (rc)
+		return fail_quiet(e, XFER_FAIL_PEER_LOST, rc);
+	e->tx_busy[i] = 1;
+	e->tx_inflight++;
+	e->last_tx_ms = clock_now_ms();
+	return 0;
+}
+
+/* Sends queued messages while credits and tx buffers last. */
+static int flush(struct engine *e)
+{
+	int done = 0;
+
+	while (e->out_head && credit_ctrl_can_send(&e->cc, false)) {
+		struct engine_out *o = e->out_head;
+		int i = free_tx(e);
+
+		if (i < 0)
+			break;
+		memcpy(cm_tx(e->c, (unsigned int)i), o->buf, o->len);
+		if (post_ctrl(e, (unsigned int)i, o->len))
+			return -1;
+		e->out_head = o->next;
+		if (!e->out_head)
+			e->out_tail = NULL;
+		free(o);
+		done++;
+	}
+	return done;
+}
+
+/* An ack-only CREDIT message; may use the reserved last credit. */
+static int send_acks(struct engine *e)
+{
+	struct wire_msg m = { .type = WIRE_CREDIT };
+	int i = free_tx(e);
+	int len;
+
+	if (i < 0 || !credit_ctrl_can_send(&e->cc, true))
+		return 0;
+	len = wire_encode(&m, cm_tx(e->c, (unsigned int)i), e->c->geom.ctrl_size);
+	if (len < 0)
+		return engine_fail(e, XFER_FAIL_INTERNAL, len, "cannot encode");
+	return post_ctrl(e, (unsigned int)i, (uint32_t)len) ? -1 : 1;
+}
+
+void engine_tell_peer(struct engine *e)
+{
+	struct wire_msg m = { .type = WIRE_ERROR };
+	int i = free_tx(e);
+	int len;
+
+	if (!e->fail || e->peer_said_error || i < 0 ||
+	    !credit_ctrl_can_send(&e->cc, true))
+		return;
+	m.u.error.status = e->err;
+	m.u.error.klass = (uint32_t)e->fail;
+	snprintf(m.u.error.msg, sizeof(m.u.error.msg), "%.*s", (int)WIRE_MSG_MAX, e->why);
+	len = wire_encode(&m, cm_tx(e->c, (unsigned int)i), e->c->geom.ctrl_size);
+	if (len > 0 && e->c->ops->post_send(e->c, (unsigned int)i, (uint32_t)len,
+					    ENGINE_WR_CTRL | (unsigned int)i) == 0)
+		e->tx_busy[i] = 1;
+	/* Give the HCA a moment to put it on the wire before teardown. */
+	for (int k = 0; k < 50; k++) {
+		struct cm_event ev[8];
+
+		if (e->c->ops->poll(e->c, ev, 8) != 0)
+			break;
+		e->c->ops->wait(e->c, -1, 2);
+	}
+}
+
+/* ---- the loop ---- */
+
+static int on_recv(struct engine *e, const struct cm_event *ev)
+{
+	struct wire_msg m;
+	int rc;
+
+	rc = wire_decode(cm_rx(e->c, (unsigned int)ev->id), ev->len, &m);
+	if (rc)
+		return engine_fail(e, XFER_FAIL_PROTOCOL, rc,
+				   "malformed control message from %s",
+				   e->c->peer);
+	rc = credit_ctrl_recv(&e->cc, m.ctrl_ack);
+	if (rc)
+		return engine_fail(e, XFER_FAIL_PROTOCOL, rc,
+				   "%s acknowledged control messages never sent",
+				   e->c->peer);
+	rc = e->c->ops->post_recv(e->c, (unsigned int)ev->id);
+	if (rc)
+		return fail_quiet(e, XFER_FAIL_PEER_LOST, rc);
+	if (m.type == WIRE_ERROR) {
+		enum xfer_fail k = m.u.error.klass > 0 &&
+						   m.u.error.klass <= XFER_FAIL_CANCELED
+					   ? (enum xfer_fail)m.u.error.klass
+					   : XFER_FAIL_PROTOCOL;
+
+		e->peer_said_error = true;
+		if (k == XFER_FAIL_LOCAL_IO)
+			k = XFER_FAIL_REMOTE_IO; /* its local is our remote */
+		return engine_fail(e, k,
+				   m.u.error.status < 0 ? m.u.error.status
+							: -EPROTO,
+				   "%s: %s", e->c->peer, m.u.error.msg);
+	}
+	return e->role->on_msg(e, &m);
+}
+
+static int completion_failed(struct engine *e, const struct cm_event *ev)
+{
+	if (ev->status == -EPROTO)
+		return fail_quiet(e, XFER_FAIL_PROTOCOL, ev->status);
+	if (ev->status == -ECONNRESET || ev->type == CM_EV_CLOSED)
+		return engine_fail(e, XFER_FAIL_PEER_LOST, -ECONNRESET,
+				   "%s went away: the connection was closed "
+				   "mid-session",
+				   e->c->peer);
+	return fail_quiet(e, XFER_FAIL_PEER_LOST, ev->status);
+}
+
+static int dispatch(struct engine *e, const struct cm_event *ev)
+{
+	int rc;
+
+	if (ev->status || ev->type == CM_EV_CLOSED)
+		return completion_failed(e, ev);
+	switch (ev->type) {
+	case CM_EV_RECV:
+		e->last_rx_ms = clock_now_ms();
+		return on_recv(e, ev);
+	case CM_EV_DATA:
+		e->last_rx_ms = clock_now_ms();
+		/* The rx buffer held nothing: it goes straight back. */
+		rc = e->c->ops->post_recv(e->c, (unsigned int)ev->id);
+		if (rc)
+			return fail_quiet(e, XFER_FAIL_PEER_LOST, rc);
+		if (!e->role->on_data)
+			return engine_fail(e, XFER_FAIL_PROTOCOL, -EPROTO,
+					   "%s wrote into a ring it was never "
+					   "given",
+					   e->c->peer);
+		return e->role->on_data(e, ev);
+	case CM_EV_SEND_DONE:
+		if (ev->id & ENGINE_WR_CTRL) {
+			unsigned int i = (unsigned int)(ev->id & 0xffff);
+
+			if (i < e->c->ntx && e->tx_busy[i]) {
+				e->tx_busy[i] = 0;
+				e->tx_inflight--;
+			}
+			return 0;
+		}
+		return e->role->on_write_done(e, ev->id);
+	default:
+		return 0;
+	}
+}
+
+static void idle_wait(struct engine *e, int timeout_ms)
+{
+	int rc;
+
+	if (e->o->poll == XFER_POLL_BUSY)
+		return;
+	if (e->o->poll == XFER_POLL_ADAPTIVE && ++e->spins < ADAPTIVE_SPINS)
+		return;
+	if (!e->armed) {
+		/* Arm, then let the caller poll once more before sleeping. */
+		if (e->c->ops->arm(e->c) == 0)
+			e->armed = true;
+		return;
+	}
+	rc = e->c->ops->wait(e->c, workq_fd(e->wq), timeout_ms);
+	e->armed = false;
+	if (rc)
+		fail_quiet(e, XFER_FAIL_INTERNAL, rc);
+}
+
+static int run(struct engine *e, uint64_t deadline_ms)
+{
+	while (!e->fail && !e->role->finished(e)) {
+		uint64_t now;
+		int progress = 0, n, rc;
+		struct workq_item *it, *next;
+
+		if (!e->evq_len) {
+			n = e->c->ops->poll(e->c, e->evq, POLL_BATCH);
+			if (n < 0) {
+				fail_quiet(e, XFER_FAIL_INTERNAL, n);
+				break;
+			}
+			e->evq_head = 0;
+			e->evq_len = (unsigned int)n;
+		}
+		/* Stop at the event that finishes the role; keep the rest. */
+		while (e->evq_len && !e->fail && !e->role->finished(e)) {
+			e->evq_len--;
+			dispatch(e, &e->evq[e->evq_head++]);
+			progress++;
+		}
+		for (it = workq_take_done(e->wq); it; it = next) {
+			next = it->next;
+			e->role->on_work(e, it);
+			progress++;
+		}
+		if (e->fail)
+			break;
+		if (e->role->pump && (rc = e->role->pump(e)) > 0)
+			progress += rc;
+		if ((rc = flush(e)) > 0)
+			progress += rc;
+		now = clock_now_ms();
+		if ((credit_ctrl_should_ack(&e->cc) ||
+		     now - e->last_tx_ms >= ENGINE_KEEPALIVE_MS) &&
+		    send_acks(e) > 0)
+			progress++;
+		if (e->fail)
+			break;
+		if (e->o->cancel && *e->o->cancel) {
+			engine_fail(e, XFER_FAIL_CANCELED, -EINTR,
+				    "interrupted");
+			break;
+		}
+		if (now - e->last_rx_ms >= (uint64_t)e->o->timeout_ms) {
+			engine_fail(e, XFER_FAIL_PEER_LOST, -ETIMEDOUT,
+				    "no word from %s for %d s: its host is "
+				    "down, the link is cut or it hung",
+				    e->c->peer, e->o->timeout_ms / 1000);
+			break;
+		}
+		if (deadline_ms && now >= deadline_ms) {
+			engine_fail(e, XFER_FAIL_PROTOCOL, -ETIMEDOUT,
+				    "%s did not answer the handshake in time",
+				    e->c->peer);
+			break;
+		}
+		if (progress) {
+			e->spins = 0;
+			continue;
+		}
+		idle_wait(e, WAIT_SLICE_MS);
+	}
+	return e->fail ? e->err : 0;
+}
+
+int engine_run(struct engine *e, const struct engine_role *role, void *data)
+{
+	e->role = role;
+	e->role_data = data;
+	e->spins = 0;
+	return run(e, 0);
+}
+
+struct expect_state {
+	uint8_t want;
+	struct wire_msg *out;
+	bool got;
+};
+
+static int expect_on_msg(struct engine *e, const struct wire_msg *m)
+{
+	struct expect_state *x = e->role_data;
+
+	if (m->type == WIRE_CREDIT)
+		return 0;
+	if (m->type != x->want)
+		return engine_fail(e, XFER_FAIL_PROTOCOL, -EPROTO,
+				   "%s sent %s where %s was expected",
+				   e->c->peer, wire_type_name(m->type),
+				   wire_type_name(x->want));
+	*x->out = *m;
+	x->got = true;
+	return 0;
+}
+
+static int expect_on_write_done(struct engine *e, uint64_t wr_id)
+{
+	return 0;
+}
+
+static void expect_on_work(struct engine *e, struct workq_item *it)
+{
+}
+
+static bool expect_finished(const struct engine *e)
+{
+	const struct expect_state *x = e->role_data;
+
+	return x->got;
+}
+
+int engine_expect(struct engine *e, uint8_t want, struct wire_msg *m,
+		  int timeout_ms)
+{
+	static const struct engine_role expect_role = {
+		.on_msg = expect_on_msg,
+		.on_write_done = expect_on_write_done,
+		.on_work = expect_on_work,
+		.finished = expect_finished,
+	};
+	const struct engine_role *saved = e->role;
+	void *saved_data = e->role_data;
+	struct expect_state x = { .want = want, .out = m };
+	int rc;
+
+	e->role = &expect_role;
+	e->role_data = &x;
+	rc = run(e, clock_now_ms() + (uint64_t)timeout_ms);
+	e->role = saved;
+	e->role_data = saved_data;
+	return rc;
+}

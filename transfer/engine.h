@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * Private to transfer/: the event loop and control channel shared by the
+ * data source (source.c) and the data sink (sink.c). One engine runs one
+ * session on one connection, in one thread that owns the queue pair; CPU
+ * and disk work goes to a workq.
+ */
+#ifndef RDCP_ENGINE_H
+#define RDCP_ENGINE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cm/cm.h"
+#include "transfer/credit.h"
+#include "transfer/wire.h"
+#include "transfer/xfer.h"
+#include "util/workq.h"
+
+#define ENGINE_WR_CTRL (1ull << 63) /* wr_id tag of control sends */
+#define ENGINE_KEEPALIVE_MS 1000
+
+struct engine;
+
+/* What a role does with what the loop hands it. Returns 0 or -errno. */
+struct engine_role {
+	int (*on_msg)(struct engine *e, const struct wire_msg *m);
+	int (*on_data)(struct engine *e, const struct cm_event *ev);
+	int (*on_write_done)(struct engine *e, uint64_t wr_id);
+	void (*on_work)(struct engine *e, struct workq_item *it);
+	/* Posts whatever can go now; returns how much was done (>= 0). */
+	int (*pump)(struct engine *e);
+	bool (*finished)(const struct engine *e);
+	/* The sink's released-slot count for slot_ack, NULL on the source. */
+	uint32_t (*slot_ack)(const struct engine *e);
+};
+
+struct engine_out {
+	struct engine_out *next;
+	uint32_t len;
+	uint8_t buf[];
+};
+
+struct engine {
+	struct cm_conn *c;
+	const struct xfer_opts *o;
+	const struct engine_role *role;
+	void *role_data;
+	struct workq *wq;
+	struct credit_ctrl cc;
+	uint8_t *tx_busy; /* per tx buffer */
+	unsigned int tx_inflight;
+	struct engine_out *out_head, *out_tail;
+	uint64_t last_rx_ms, last_tx_ms;
+	/* polled but not yet dispatched (a role may finish mid-batch) */
+	struct cm_event evq[32];
+	unsigned int evq_head, evq_len;
+	bool armed;
+	unsigned int spins;
+	/* the first fatal error: class, errno and one line for the user */
+	enum xfer_fail fail;
+	int err;
+	char why[600];
+	bool peer_said_error; /* the peer sent ERROR: do not answer it */
+};
+
+int engine_init(struct engine *e, struct cm_conn *c, const struct xfer_opts *o)
+	__attribute__((warn_unused_result));
+void engine_release(struct engine *e);
+
+/*
+ * Records the first fatal error (later ones are consequences) and logs it.
+ * Returns err for the caller to return.
+ */
+int engine_fail(struct engine *e, enum xfer_fail klass, int err,
+		const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* Queues m (acks are filled in when it goes out). 0 or -ENOMEM. */
+int engine_send(struct engine *e, struct wire_msg *m)
+	__attribute__((warn_unused_result));
+/* True when every queued control message has been posted. */
+bool engine_out_empty(const struct engine *e);
+
+/*
+ * Runs the loop with role until role->finished or a failure. Returns 0 or
+ * the error recorded with engine_fail.
+ */
+int engine_run(struct engine *e, const struct engine_role *role, void *data);
+
+/*
+ * Handshake helper: runs the loop (acks only) until a message of type want
+ * arrives, an ERROR arrives, or timeout_ms passes.
+ */
+int engine_expect(struct engine *e, uint8_t want, struct wire_msg *m,
+		  int timeout_ms) __attribute__((warn_unused_result));
+
+/* Sends ERROR with the recorded failure to the peer, best effort. */
+void engine_tell_peer(struct engine *e);
+
+/* Maps a peer's -errno status on a file to a verdict. */
+enum xfer_fail engine_klass_of(int status, bool remote);
+
+#endif

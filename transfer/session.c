@@ -1,0 +1,466 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * Sessions: the client's push and the receiver's accept loop, and the
+ * handshake between them.
+ *
+ *   client                         server
+ *   rdma_cm connect (magic, version, geometry in private data) ->
+ *                               <- accept (geometry, maybe lowered)
+ *   HELLO (role, checksum, DEST) ->
+ *                               <- WELCOME (or ERROR: why not)
+ *                               <- RING (address, rkey: the sink's ring)
+ *   FILE, chunks, FILE_END ...  ->
+ *                               <- FILE_RESULT ... (and CREDITs)
+ *   DONE                        ->
+ *                               <- BYE
+ *   disconnect
+ *
+ * The ring is registered only after HELLO was accepted, so a peer that
+ * connects and says nothing pins no memory and is dropped at the handshake
+ * timeout. The receiver runs each session in its own thread.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "transfer/session.h"
+#include "util/clock.h"
+#include "util/log.h"
+#include "util/path.h"
+#include "util/units.h"
+
+#define HANDSHAKE_MS 15000
+
+void xfer_opts_init(struct xfer_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->addr.port = 7471;
+	o->chunk_size = 1u << 20;
+	o->window = 64;
+	o->workers = 2;
+	o->poll = XFER_POLL_ADAPTIVE;
+	o->timeout_ms = 10000;
+	o->connect_timeout_ms = 10000;
+	o->csum = XFER_CSUM_CRC32;
+	o->max_sessions = 16;
+}
+
+const char *xfer_fail_name(enum xfer_fail f)
+{
+	static const char *const names[] = {
+		[XFER_OK] = "ok",
+		[XFER_FAIL_INTERNAL] = "internal",
+		[XFER_FAIL_USAGE] = "usage",
+		[XFER_FAIL_CONNECT] = "connect",
+		[XFER_FAIL_AUTH] = "auth",
+		[XFER_FAIL_PROTOCOL] = "protocol",
+		[XFER_FAIL_LOCAL_IO] = "local-io",
+		[XFER_FAIL_REMOTE_IO] = "remote-io",
+		[XFER_FAIL_VERIFY] = "verify",
+		[XFER_FAIL_PARTIAL] = "partial",
+		[XFER_FAIL_RESOURCE] = "resource",
+		[XFER_FAIL_PEER_LOST] = "peer-lost",
+		[XFER_FAIL_CANCELED] = "canceled",
+	};
+
+	return (unsigned int)f < sizeof(names) / sizeof(names[0]) && names[f]
+		       ? names[f]
+		       : "?";
+}
+
+static struct cm_timeouts timeouts(const struct xfer_opts *o)
+{
+	struct cm_timeouts to = {
+		.resolve_ms = o->connect_timeout_ms / 2,
+		.connect_ms = o->connect_timeout_ms,
+	};
+
+	return to;
+}
+
+static enum xfer_fail connect_klass(int rc)
+{
+	switch (rc) {
+	case -ENOMEM:
+	case -EAGAIN:
+		return XFER_FAIL_RESOURCE;
+	case -EPROTO:
+		return XFER_FAIL_PROTOCOL;
+	default:
+		return XFER_FAIL_CONNECT;
+	}
+}
+
+/* ---- client ---- */
+
+static enum xfer_fail verdict(const struct engine *e,
+			      const struct xfer_stats *st)
+{
+	if (e->fail)
+		return e->fail;
+	if (st->files_failed)
+		return st->files_ok ? XFER_FAIL_PARTIAL : st->first_fail;
+	return XFER_OK;
+}
+
+static int client_handshake(struct engine *e, const struct xfer_opts *o)
+{
+	struct wire_msg m = { .type = WIRE_HELLO };
+	struct cm_ring_desc ring;
+	int rc;
+
+	m.u.hello.role = WIRE_PUSH;
+	m.u.hello.csum = (uint8_t)o->csum;
+	m.u.hello.flags = (o->fsync ? WIRE_HELLO_FSYNC : 0) |
+			  (o->nsrcs > 1 ? WIRE_HELLO_DEST_DIR : 0);
+	m.u.hello.chunk_size = e->c->geom.slot_size - WIRE_SLOT_HDR;
+	if (getrandom(m.u.hello.nonce, WIRE_NONCE_LEN, 0) != WIRE_NONCE_LEN)
+		return engine_fail(e, XFER_FAIL_RESOURCE, -errno,
+				   "cannot get random bytes");
+	snprintf(m.u.hello.path, sizeof(m.u.hello.path), "%s",
+		 o->dest ? o->dest : "");
+	rc = engine_send(e, &m);
+	if (!rc)
+		rc = engine_expect(e, WIRE_WELCOME, &m, HANDSHAKE_MS);
+	if (rc)
+		return rc;
+	if (m.u.welcome.status)
+		return engine_fail(e, XFER_FAIL_REMOTE_IO, m.u.welcome.status,
+				   "%s refused the session: %s", e->c->peer,
+				   m.u.welcome.msg);
+	rc = engine_expect(e, WIRE_RING, &m, HANDSHAKE_MS);
+	if (rc)
+		return rc;
+	if (m.u.ring.slots != e->c->geom.slots ||
+	    m.u.ring.slot_size != e->c->geom.slot_size)
+		return engine_fail(e, XFER_FAIL_PROTOCOL, -EPROTO,
+				   "%s announced a ring of another geometry",
+				   e->c->peer);
+	ring.addr = m.u.ring.addr;
+	ring.rkey = m.u.ring.rkey;
+	rc = e->c->ops->stage_create(e->c, &ring);
+	if (rc)
+		return engine_fail(e, XFER_FAIL_RESOURCE, rc,
+				   "cannot set up staging buffers");
+	return 0;
+}
+
+enum xfer_fail xfer_push(const struct xfer_opts *o, struct xfer_stats *st)
+{
+	struct cm_geom geom = {
+		.ctrl_size = WIRE_CTRL_SIZE,
+		.ctrl_credits = WIRE_CTRL_CREDITS,
+		.slots = o->window,
+		.slot_size = o->chunk_size + WIRE_SLOT_HDR,
+	};
+	struct cm_timeouts to = timeouts(o);
+	struct cm_conn *c;
+	struct engine e;
+	enum xfer_fail v;
+	char sz[32];
+	double t0 = clock_now_s();
+	int rc;
+
+	memset(st, 0, sizeof(*st));
+	snprintf(st->transport, sizeof(st->transport), "rdma");
+	rc = cm_connect(&o->addr, &geom, &to, &c);
+	if (rc)
+		return connect_klass(rc);
+	snprintf(st->device, sizeof(st->device), "%s", c->dev);
+	log_info("ring: %u slots of %s on %s", c->geom.slots,
+		 units_format_size(c->geom.slot_size - WIRE_SLOT_HDR, sz,
+				   sizeof(sz)),
+		 c->dev);
+	rc = engine_init(&e, c, o);
+	if (rc) {
+		cm_conn_destroy(c);
+		return XFER_FAIL_RESOURCE;
+	}
+	rc = client_handshake(&e, o);
+	if (!rc)
+		source_run(&e, st);
+	st->seconds = clock_now_s() - t0;
+	engine_tell_peer(&e);
+	v = verdict(&e, st);
+	engine_release(&e);
+	cm_conn_destroy(c);
+	return v;
+}
+
+/* ---- server ---- */
+
+struct server {
+	const struct xfer_opts *o;
+	int rootfd;
+	mode_t umask;
+	pthread_mutex_t lock;
+	pthread_cond_t idle;
+	unsigned int sessions;
+};
+
+/* Resolves DEST beneath the root; 0 or -errno with *why filled. */
+static int resolve_target(struct server *srv, const struct wire_hello *h,
+			  struct sink_target *t, char *why, size_t whysz)
+{
+	char dest[sizeof(h->path)];
+	size_t len = strlen(h->path);
+	int rc;
+
+	snprintf(dest, sizeof(dest), "%s", h->path);
+	snprintf(t->shown, sizeof(t->shown), "%s", dest);
+	rc = path_check_relative(dest, len, true);
+	if (rc) {
+		snprintf(why, whysz, "DEST '%s' is not a path inside the "
+			 "receiver's root: refused", dest);
+		return rc;
+	}
+	if (len && dest[len - 1] == '/') {
+		dest[--len] = '\0';
+		t->shown[len] = '\0';
+		rc = path_mkdirs_beneath(srv->rootfd, dest, 0755);
+		if (rc) {
+			snprintf(why, whysz, "cannot create directory '%s': %s",
+				 dest, strerror(-rc));
+			return rc;
+		}
+	}
+	t->is_dir = true;
+	t->dirfd = len ? path_open_beneath(srv->rootfd, dest,
+					   O_PATH | O_DIRECTORY, 0)
+		       : openat(srv->rootfd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (t->dirfd >= 0)
+		return 0;
+	rc = len ? t->dirfd : -errno;
+	if ((rc == -ENOTDIR || rc == -ENOENT) && !(h->flags & WIRE_HELLO_DEST_DIR)) {
+		/* A file name: its directory must exist. */
+		char *slash = strrchr(dest, '/');
+		const char *base = slash ? slash + 1 : dest;
+
+		t->is_dir = false;
+		snprintf(t->name, sizeof(t->name), "%.255s", base);
+		if (slash) {
+			*slash = '\0';
+			t->dirfd = path_open_beneath(srv->rootfd, dest,
+						     O_PATH | O_DIRECTORY, 0);
+		} else {
+			t->dirfd = openat(srv->rootfd, ".",
+					  O_PATH | O_DIRECTORY | O_CLOEXEC);
+		}
+		if (t->dirfd >= 0)
+			return 0;
+		rc = t->dirfd;
+		snprintf(why, whysz, "cannot use '%s': %s", h->path,
+			 strerror(-rc));
+		return rc;
+	}
+	if (rc == -ENOTDIR || rc == -ENOENT)
+		snprintf(why, whysz, "DEST '%s' is not a directory (several "
+			 "files need one; end it with '/' to create it)",
+			 h->path);
+	else
+		snprintf(why, whysz, "cannot use DEST '%s': %s", h->path,
+			 strerror(-rc));
+	return rc;
+}
+
+static int server_handshake(struct server *srv, struct engine *e,
+			    struct sink_target *t)
+{
+	struct wire_msg m;
+	struct cm_ring_desc ring;
+	char why[600];
+	int rc;
+
+	rc = engine_expect(e, WIRE_HELLO, &m, HANDSHAKE_MS);
+	if (rc)
+		return rc;
+	if (m.u.hello.role != WIRE_PUSH)
+		return engine_fail(e, XFER_FAIL_PROTOCOL, -EOPNOTSUPP,
+				   "%s asked to pull: not supported by this "
+				   "receiver",
+				   e->c->peer);
+	if (m.u.hello.csum > WIRE_CSUM_SHA256 ||
+	    m.u.hello.chunk_size != e->c->geom.slot_size - WIRE_SLOT_HDR)
+		return engine_fail(e, XFER_FAIL_PROTOCOL, -EPROTO,
+				   "%s sent a bad HELLO", e->c->peer);
+	t->csum = (enum xfer_csum)m.u.hello.csum;
+	t->fsync = m.u.hello.flags & WIRE_HELLO_FSYNC;
+	t->umask = srv->umask;
+	rc = resolve_target(srv, &m.u.hello, t, why, sizeof(why));
+	if (rc)
+		return engine_fail(e, XFER_FAIL_LOCAL_IO, rc, "%s: %s",
+				   e->c->peer, why);
+	memset(&m, 0, sizeof(m));
+	m.type = WIRE_WELCOME;
+	rc = engine_send(e, &m);
+	if (rc)
+		return rc;
+	rc = e->c->ops->ring_create(e->c, &ring);
+	if (rc)
+		return engine_fail(e, XFER_FAIL_RESOURCE, rc,
+				   "cannot set up the ring for %s", e->c->peer);
+	memset(&m, 0, sizeof(m));
+	m.type = WIRE_RING;
+	m.u.ring.addr = ring.addr;
+	m.u.ring.rkey = ring.rkey;
+	m.u.ring.slots = e->c->geom.slots;
+	m.u.ring.slot_size = e->c->geom.slot_size;
+	return engine_send(e, &m);
+}
+
+static enum xfer_fail serve_one(struct server *srv, struct cm_request *req)
+{
+	const struct xfer_opts *o = srv->o;
+	struct cm_limits lim = {
+		.max_slot_size = o->chunk_size + WIRE_SLOT_HDR,
+		.max_slots = o->window,
+	};
+	struct cm_timeouts to = timeouts(o);
+	struct sink_target t = { .dirfd = -1 };
+	struct xfer_stats st = { 0 };
+	struct cm_conn *c;
+	struct engine e;
+	enum xfer_fail v;
+	char sz[32];
+	double t0 = clock_now_s();
+	int rc;
+
+	rc = cm_accept(req, &lim, &to, &c);
+	if (rc)
+		return connect_klass(rc);
+	rc = engine_init(&e, c, o);
+	if (rc) {
+		cm_conn_destroy(c);
+		return XFER_FAIL_RESOURCE;
+	}
+	rc = server_handshake(srv, &e, &t);
+	if (!rc)
+		sink_run(&e, &t, &st);
+	engine_tell_peer(&e);
+	v = verdict(&e, &st);
+	if (v == XFER_OK)
+		log_info("session from %s: %llu files, %s in %.2f s", c->peer,
+			 (unsigned long long)st.files_ok,
+			 units_format_size(st.bytes, sz, sizeof(sz)),
+			 clock_now_s() - t0);
+	engine_release(&e);
+	cm_conn_destroy(c);
+	if (t.dirfd >= 0)
+		close(t.dirfd);
+	return v;
+}
+
+struct session_arg {
+	struct server *srv;
+	struct cm_request *req;
+};
+
+static void *session_thread(void *p)
+{
+	struct session_arg *a = p;
+	struct server *srv = a->srv;
+
+	serve_one(srv, a->req);
+	free(a);
+	pthread_mutex_lock(&srv->lock);
+	srv->sessions--;
+	pthread_cond_broadcast(&srv->idle);
+	pthread_mutex_unlock(&srv->lock);
+	return NULL;
+}
+
+static void spawn(struct server *srv, struct cm_request *req)
+{
+	struct session_arg *a = malloc(sizeof(*a));
+	pthread_attr_t attr;
+	pthread_t tid;
+	bool full;
+
+	pthread_mutex_lock(&srv->lock);
+	full = srv->sessions >= srv->o->max_sessions;
+	if (!full && a)
+		srv->sessions++;
+	pthread_mutex_unlock(&srv->lock);
+	if (full || !a) {
+		log_warn("refused %s: %u sessions already running",
+			 cm_request_peer(req), srv->o->max_sessions);
+		cm_reject(req);
+		free(a);
+		return;
+	}
+	a->srv = srv;
+	a->req = req;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&tid, &attr, session_thread, a)) {
+		log_err("cannot start a session thread for %s",
+			cm_request_peer(req));
+		cm_reject(req);
+		free(a);
+		pthread_mutex_lock(&srv->lock);
+		srv->sessions--;
+		pthread_mutex_unlock(&srv->lock);
+	}
+	pthread_attr_destroy(&attr);
+}
+
+enum xfer_fail xfer_serve(const struct xfer_opts *o)
+{
+	struct server srv = { .o = o };
+	struct cm_listener *l;
+	enum xfer_fail v = XFER_OK;
+	int rc;
+
+	srv.rootfd = open(o->root ? o->root : ".",
+			  O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (srv.rootfd < 0) {
+		log_err("cannot use root directory '%s': %s", o->root,
+			strerror(errno));
+		return XFER_FAIL_USAGE;
+	}
+	srv.umask = umask(022);
+	umask(srv.umask);
+	pthread_mutex_init(&srv.lock, NULL);
+	pthread_cond_init(&srv.idle, NULL);
+	rc = cm_listen(&o->addr, &l);
+	if (rc) {
+		close(srv.rootfd);
+		return rc == -ENOMEM ? XFER_FAIL_RESOURCE : XFER_FAIL_CONNECT;
+	}
+	while (!(o->cancel && *o->cancel)) {
+		struct cm_request *req;
+
+		rc = cm_listener_get(l, 500, &req);
+		if (rc == -EAGAIN || rc == -EINTR)
+			continue;
+		if (rc) {
+			log_err("listener failed: %s", strerror(-rc));
+			v = XFER_FAIL_CONNECT;
+			break;
+		}
+		log_info("connection from %s", cm_request_peer(req));
+		if (o->once) {
+			v = serve_one(&srv, req);
+			break;
+		}
+		spawn(&srv, req);
+	}
+	if (!o->once && o->cancel && *o->cancel)
+		v = XFER_FAIL_CANCELED;
+	pthread_mutex_lock(&srv.lock);
+	while (srv.sessions)
+		pthread_cond_wait(&srv.idle, &srv.lock);
+	pthread_mutex_unlock(&srv.lock);
+	cm_listener_destroy(l);
+	close(srv.rootfd);
+	pthread_cond_destroy(&srv.idle);
+	pthread_mutex_destroy(&srv.lock);
+	return v;
+}

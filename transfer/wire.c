@@ -1,0 +1,377 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * Encoding and decoding of the wire format declared in wire.h. A pair of
+ * bounds-checked cursors (put/get) does all byte work; every message body
+ * is one function per direction so the layout reads top to bottom, the
+ * same order as the README's tables.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <string.h>
+
+#include "transfer/wire.h"
+#include "util/checksum.h"
+
+_Static_assert(WIRE_CTRL_HDR == 16, "control header is 16 bytes");
+_Static_assert(WIRE_SLOT_HDR == 64, "slot header is 64 bytes");
+_Static_assert(WIRE_CTRL_SIZE >= WIRE_CTRL_HDR + 64 + 4096 + WIRE_MSG_MAX,
+	       "a control buffer holds the longest message");
+
+struct put {
+	uint8_t *p;
+	size_t cap, off;
+	bool err;
+};
+
+struct get {
+	const uint8_t *p;
+	size_t len, off;
+	bool err;
+};
+
+static void put_bytes(struct put *w, const void *v, size_t n)
+{
+	if (w->err || w->cap - w->off < n) {
+		w->err = true;
+		return;
+	}
+	memcpy(w->p + w->off, v, n);
+	w->off += n;
+}
+
+static void put_u8(struct put *w, uint8_t v)
+{
+	put_bytes(w, &v, 1);
+}
+
+static void put_u16(struct put *w, uint16_t v)
+{
+	v = htobe16(v);
+	put_bytes(w, &v, 2);
+}
+
+static void put_u32(struct put *w, uint32_t v)
+{
+	v = htobe32(v);
+	put_bytes(w, &v, 4);
+}
+
+static void put_u64(struct put *w, uint64_t v)
+{
+	v = htobe64(v);
+	put_bytes(w, &v, 8);
+}
+
+/* A u16 length then the bytes, no NUL; truncated to max. */
+static void put_str(struct put *w, const char *s, size_t max)
+{
+	size_t n = strnlen(s, max);
+
+	put_u16(w, (uint16_t)n);
+	put_bytes(w, s, n);
+}
+
+static void get_bytes(struct get *r, void *v, size_t n)
+{
+	if (r->err || r->len - r->off < n) {
+		r->err = true;
+		memset(v, 0, n);
+		return;
+	}
+	memcpy(v, r->p + r->off, n);
+	r->off += n;
+}
+
+static uint8_t get_u8(struct get *r)
+{
+	uint8_t v;
+
+	get_bytes(r, &v, 1);
+	return v;
+}
+
+static uint16_t get_u16(struct get *r)
+{
+	uint16_t v;
+
+	get_bytes(r, &v, 2);
+	return be16toh(v);
+}
+
+static uint32_t get_u32(struct get *r)
+{
+	uint32_t v;
+
+	get_bytes(r, &v, 4);
+	return be32toh(v);
+}
+
+static uint64_t get_u64(struct get *r)
+{
+	uint64_t v;
+
+	get_bytes(r, &v, 8);
+	return be64toh(v);
+}
+
+/* Reads a u16-length string into out[max + 1]; no NUL allowed inside. */
+static void get_str(struct get *r, char *out, size_t max)
+{
+	uint16_t n = get_u16(r);
+
+	if (n > max) {
+		r->err = true;
+		out[0] = '\0';
+		return;
+	}
+	get_bytes(r, out, n);
+	out[r->err ? 0 : n] = '\0';
+	if (memchr(out, '\0', n))
+		r->err = true;
+}
+
+/* ---- slot header ---- */
+
+void wire_slot_encode(uint8_t *p, const struct wire_slot_hdr *h)
+{
+	struct put w = { .p = p, .cap = WIRE_SLOT_HDR };
+	static const uint8_t zero[8];
+
+	put_u64(&w, h->seq);
+	put_u32(&w, h->file_id);
+	put_u32(&w, h->len);
+	put_u64(&w, h->offset);
+	put_u32(&w, h->crc);
+	put_u16(&w, h->flags);
+	put_u16(&w, 0);
+	put_u32(&w, h->raw_len);
+	put_bytes(&w, zero, 8);
+	put_bytes(&w, h->tag, 16);
+	put_u32(&w, ck_crc32(0, p, 60));
+}
+
+int wire_slot_decode(const uint8_t *p, struct wire_slot_hdr *h)
+{
+	struct get r = { .p = p, .len = WIRE_SLOT_HDR };
+	uint8_t rsvd[8];
+	uint32_t crc;
+
+	h->seq = get_u64(&r);
+	h->file_id = get_u32(&r);
+	h->len = get_u32(&r);
+	h->offset = get_u64(&r);
+	h->crc = get_u32(&r);
+	h->flags = get_u16(&r);
+	(void)get_u16(&r);
+	h->raw_len = get_u32(&r);
+	get_bytes(&r, rsvd, 8);
+	get_bytes(&r, h->tag, 16);
+	crc = get_u32(&r);
+	if (r.err)
+		return -EPROTO;
+	if (crc != ck_crc32(0, p, 60))
+		return -EBADMSG;
+	return 0;
+}
+
+/* ---- control messages ---- */
+
+static void enc_body(struct put *w, const struct wire_msg *m)
+{
+	switch (m->type) {
+	case WIRE_HELLO:
+		put_u16(w, m->u.hello.role);
+		put_u8(w, m->u.hello.csum);
+		put_u8(w, m->u.hello.flags);
+		put_u32(w, m->u.hello.features);
+		put_u32(w, m->u.hello.chunk_size);
+		put_bytes(w, m->u.hello.nonce, WIRE_NONCE_LEN);
+		put_str(w, m->u.hello.path, sizeof(m->u.hello.path) - 1);
+		break;
+	case WIRE_WELCOME:
+		put_u32(w, (uint32_t)m->u.welcome.status);
+		put_u32(w, m->u.welcome.features);
+		put_bytes(w, m->u.welcome.nonce, WIRE_NONCE_LEN);
+		put_str(w, m->u.welcome.msg, WIRE_MSG_MAX);
+		break;
+	case WIRE_RING:
+		put_u64(w, m->u.ring.addr);
+		put_u32(w, m->u.ring.rkey);
+		put_u16(w, m->u.ring.slots);
+		put_u32(w, m->u.ring.slot_size);
+		break;
+	case WIRE_FILE:
+		put_u32(w, m->u.file.file_id);
+		put_u32(w, m->u.file.flags);
+		put_u64(w, m->u.file.size);
+		put_u32(w, m->u.file.mode);
+		put_u64(w, (uint64_t)m->u.file.mtime_sec);
+		put_u32(w, m->u.file.mtime_nsec);
+		put_str(w, m->u.file.path, sizeof(m->u.file.path) - 1);
+		break;
+	case WIRE_FILE_END:
+		put_u32(w, m->u.end.file_id);
+		put_u32(w, m->u.end.flags);
+		put_u64(w, m->u.end.nchunks);
+		put_u8(w, m->u.end.csum);
+		put_u8(w, m->u.end.digest_len);
+		put_bytes(w, m->u.end.digest, m->u.end.digest_len);
+		break;
+	case WIRE_FILE_RESULT:
+		put_u32(w, m->u.result.file_id);
+		put_u32(w, (uint32_t)m->u.result.status);
+		put_u8(w, m->u.result.digest_len);
+		put_bytes(w, m->u.result.digest, m->u.result.digest_len);
+		put_str(w, m->u.result.msg, WIRE_MSG_MAX);
+		break;
+	case WIRE_BYE:
+		put_u64(w, m->u.bye.files_ok);
+		put_u64(w, m->u.bye.files_failed);
+		put_u64(w, m->u.bye.bytes);
+		break;
+	case WIRE_ERROR:
+		put_u32(w, (uint32_t)m->u.error.status);
+		put_u32(w, m->u.error.klass);
+		put_str(w, m->u.error.msg, WIRE_MSG_MAX);
+		break;
+	default: /* DONE, CREDIT: header only */
+		break;
+	}
+}
+
+int wire_encode(const struct wire_msg *m, uint8_t *buf, size_t cap)
+{
+	struct put w = { .p = buf, .cap = cap };
+
+	if (m->type == 0 || m->type >= WIRE_TYPE_MAX ||
+	    (m->type == WIRE_FILE_END && m->u.end.digest_len > WIRE_DIGEST_MAX) ||
+	    (m->type == WIRE_FILE_RESULT &&
+	     m->u.result.digest_len > WIRE_DIGEST_MAX))
+		return -EINVAL;
+	put_u8(&w, m->type);
+	put_u8(&w, 0);
+	put_u16(&w, 0);
+	put_u32(&w, 0); /* total length, patched below */
+	put_u32(&w, m->ctrl_ack);
+	put_u32(&w, m->slot_ack);
+	enc_body(&w, m);
+	if (w.err || w.off > UINT32_MAX)
+		return -EMSGSIZE;
+	{
+		uint32_t n = htobe32((uint32_t)w.off);
+
+		memcpy(buf + 4, &n, 4);
+	}
+	return (int)w.off;
+}
+
+static void dec_digest(struct get *r, uint8_t *len, uint8_t *digest)
+{
+	*len = get_u8(r);
+	if (*len > WIRE_DIGEST_MAX) {
+		r->err = true;
+		return;
+	}
+	get_bytes(r, digest, *len);
+}
+
+static void dec_body(struct get *r, struct wire_msg *m)
+{
+	switch (m->type) {
+	case WIRE_HELLO:
+		m->u.hello.role = get_u16(r);
+		m->u.hello.csum = get_u8(r);
+		m->u.hello.flags = get_u8(r);
+		m->u.hello.features = get_u32(r);
+		m->u.hello.chunk_size = get_u32(r);
+		get_bytes(r, m->u.hello.nonce, WIRE_NONCE_LEN);
+		get_str(r, m->u.hello.path, sizeof(m->u.hello.path) - 1);
+		break;
+	case WIRE_WELCOME:
+		m->u.welcome.status = (int32_t)get_u32(r);
+		m->u.welcome.features = get_u32(r);
+		get_bytes(r, m->u.welcome.nonce, WIRE_NONCE_LEN);
+		get_str(r, m->u.welcome.msg, WIRE_MSG_MAX);
+		break;
+	case WIRE_RING:
+		m->u.ring.addr = get_u64(r);
+		m->u.ring.rkey = get_u32(r);
+		m->u.ring.slots = get_u16(r);
+		m->u.ring.slot_size = get_u32(r);
+		break;
+	case WIRE_FILE:
+		m->u.file.file_id = get_u32(r);
+		m->u.file.flags = get_u32(r);
+		m->u.file.size = get_u64(r);
+		m->u.file.mode = get_u32(r);
+		m->u.file.mtime_sec = (int64_t)get_u64(r);
+		m->u.file.mtime_nsec = get_u32(r);
+		get_str(r, m->u.file.path, sizeof(m->u.file.path) - 1);
+		break;
+	case WIRE_FILE_END:
+		m->u.end.file_id = get_u32(r);
+		m->u.end.flags = get_u32(r);
+		m->u.end.nchunks = get_u64(r);
+		m->u.end.csum = get_u8(r);
+		dec_digest(r, &m->u.end.digest_len, m->u.end.digest);
+		break;
+	case WIRE_FILE_RESULT:
+		m->u.result.file_id = get_u32(r);
+		m->u.result.status = (int32_t)get_u32(r);
+		dec_digest(r, &m->u.result.digest_len, m->u.result.digest);
+		get_str(r, m->u.result.msg, WIRE_MSG_MAX);
+		break;
+	case WIRE_BYE:
+		m->u.bye.files_ok = get_u64(r);
+		m->u.bye.files_failed = get_u64(r);
+		m->u.bye.bytes = get_u64(r);
+		break;
+	case WIRE_ERROR:
+		m->u.error.status = (int32_t)get_u32(r);
+		m->u.error.klass = get_u32(r);
+		get_str(r, m->u.error.msg, WIRE_MSG_MAX);
+		break;
+	default:
+		break;
+	}
+}
+
+int wire_decode(const uint8_t *buf, size_t len, struct wire_msg *m)
+{
+	struct get r = { .p = buf, .len = len };
+	uint32_t total;
+
+	memset(m, 0, sizeof(*m));
+	m->type = get_u8(&r);
+	(void)get_u8(&r);
+	(void)get_u16(&r);
+	total = get_u32(&r);
+	m->ctrl_ack = get_u32(&r);
+	m->slot_ack = get_u32(&r);
+	if (r.err || total != len || m->type == 0 || m->type >= WIRE_TYPE_MAX ||
+	    m->type == WIRE_AUTH)
+		return -EPROTO;
+	dec_body(&r, m);
+	if (r.err || r.off != len)
+		return -EPROTO;
+	return 0;
+}
+
+const char *wire_type_name(unsigned int type)
+{
+	static const char *const names[WIRE_TYPE_MAX] = {
+		[WIRE_HELLO] = "HELLO",
+		[WIRE_WELCOME] = "WELCOME",
+		[WIRE_RING] = "RING",
+		[WIRE_FILE] = "FILE",
+		[WIRE_FILE_END] = "FILE_END",
+		[WIRE_FILE_RESULT] = "FILE_RESULT",
+		[WIRE_DONE] = "DONE",
+		[WIRE_BYE] = "BYE",
+		[WIRE_ERROR] = "ERROR",
+		[WIRE_CREDIT] = "CREDIT",
+		[WIRE_AUTH] = "AUTH",
+	};
+
+	return type < WIRE_TYPE_MAX && names[type] ? names[type] : "?";
+}

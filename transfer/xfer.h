@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * The protocol engine's public face, the only transfer/ header cmd/ uses.
+ * cmd/ fills a const struct xfer_opts from argv; the engine never sees
+ * argv, never exits and never prints anything but log lines. Each entry
+ * point returns an enum xfer_fail verdict that cmd/ maps to an exit code.
+ */
+#ifndef RDCP_XFER_H
+#define RDCP_XFER_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cm/cm.h"
+
+/* What went wrong, coarsely: one exit code each (cmd/exit_codes.h). */
+enum xfer_fail {
+	XFER_OK = 0,
+	XFER_FAIL_INTERNAL,  /* a bug or an impossible state */
+	XFER_FAIL_USAGE,     /* bad arguments found late (e.g. DEST) */
+	XFER_FAIL_CONNECT,   /* could not connect */
+	XFER_FAIL_AUTH,	     /* reserved: authentication failed */
+	XFER_FAIL_PROTOCOL,  /* peer broke the protocol or version */
+	XFER_FAIL_LOCAL_IO,  /* a local file could not be read/written */
+	XFER_FAIL_REMOTE_IO, /* the peer could not write/read a file */
+	XFER_FAIL_VERIFY,    /* a checksum did not match */
+	XFER_FAIL_PARTIAL,   /* some files copied, some failed */
+	XFER_FAIL_RESOURCE,  /* memory, memlock, RDMA device resources */
+	XFER_FAIL_PEER_LOST, /* the peer or the link went away mid-session */
+	XFER_FAIL_CANCELED,  /* SIGINT/SIGTERM */
+};
+
+enum xfer_csum { XFER_CSUM_CRC32 = 1, XFER_CSUM_SHA256 = 2, XFER_CSUM_NONE = 0 };
+enum xfer_poll { XFER_POLL_ADAPTIVE = 0, XFER_POLL_BUSY, XFER_POLL_EVENT };
+
+/* One finished file, for progress and machine-readable output. */
+struct xfer_file_report {
+	const char *path; /* local source path */
+	uint64_t bytes;
+	double seconds;
+	int status;	     /* 0 or negative errno */
+	const char *message; /* why it failed, or NULL */
+	const char *digest;  /* hex of the verified digest, or "" */
+};
+
+struct xfer_opts {
+	/* both sides */
+	struct cm_addr addr;	/* connect to / listen on */
+	uint32_t chunk_size;	/* payload bytes per slot (power of two) */
+	uint16_t window;	/* ring slots */
+	unsigned int workers;	/* checksum/disk threads */
+	enum xfer_poll poll;
+	int timeout_ms;		/* peer silence before giving up */
+	int connect_timeout_ms; /* resolve + connect */
+	const volatile sig_atomic_t *cancel; /* set by a signal handler */
+	/* sender (client, push) */
+	enum xfer_csum csum;
+	bool fsync;
+	const char *dest; /* DEST, relative to the receiver's root */
+	const char *const *srcs;
+	size_t nsrcs;
+	void (*on_file)(void *arg, const struct xfer_file_report *r);
+	void *on_file_arg;
+	/* receiver (server) */
+	const char *root;
+	bool once;
+	unsigned int max_sessions;
+};
+
+struct xfer_stats {
+	uint64_t files_ok;
+	uint64_t files_failed;
+	uint64_t bytes;
+	double seconds;
+	enum xfer_fail first_fail; /* verdict on the first failed file */
+	char transport[16];	   /* "rdma" */
+	char device[64];
+};
+
+/* Defaults for every field (the CLI starts from these). */
+void xfer_opts_init(struct xfer_opts *o);
+
+/* Sender: copy o->srcs into o->dest on the receiver at o->addr. */
+enum xfer_fail xfer_push(const struct xfer_opts *o, struct xfer_stats *st);
+
+/* Receiver: serve sessions until cancelled (or one, with o->once). */
+enum xfer_fail xfer_serve(const struct xfer_opts *o);
+
+/* Short English name of a verdict, for messages and JSON. */
+const char *xfer_fail_name(enum xfer_fail f);
+
+#endif
