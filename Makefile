@@ -58,10 +58,11 @@ LIB_SRCS := $(wildcard util/*.c) $(wildcard cm/*.c) $(wildcard transfer/*.c) \
 	$(filter-out cmd/main.c,$(wildcard cmd/*.c))
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 MAIN_OBJ := $(BUILD)/cmd/main.o
-TEST_SRCS := $(wildcard tests/unit/*.c)
+TEST_SRCS := $(wildcard tests/unit/test_*.c)
+TEST_HELPERS := $(filter-out $(TEST_SRCS),$(wildcard tests/unit/*.c))
 TEST_BINS := $(TEST_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
-.PHONY: all test test-unit test-e2e test-guest demo bench install uninstall \
+.PHONY: setup tests hooks all test test-unit test-e2e test-guest demo bench install uninstall \
 	clean help deb rpm fuzz version
 all: $(BUILD)/rdcp
 
@@ -78,25 +79,45 @@ $(BUILD)/rdcp: $(MAIN_OBJ) $(BUILD)/librdcp.a
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
 
-$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/librdcp.a tests/tap.h
+$(BUILD)/tests/%: tests/unit/%.c $(TEST_HELPERS) $(BUILD)/librdcp.a tests/tap.h
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  TEST    $@")
-	$(Q)$(CC) $(ALL_CFLAGS) -Itests $(ALL_LDFLAGS) -o $@ $< \
-		$(BUILD)/librdcp.a $(LIBS)
+	$(Q)$(CC) $(ALL_CFLAGS) -Itests -Itests/unit $(ALL_LDFLAGS) -o $@ $< \
+		$(TEST_HELPERS) $(BUILD)/librdcp.a $(LIBS)
 
-# The whole suite: in-process tests, then real rdcp processes over TCP on
-# loopback and over Soft-RoCE (rdma_rxe) in a qemu guest. The guest suite
-# fails, never skips, when qemu or the kernel cannot be had.
-test: all $(TEST_BINS)
+# The same binary with test-only fault hooks (RDCP_TEST_CORRUPT_CHUNK=N
+# flips a byte of chunk N after its CRC was taken): end-to-end tests use it
+# to prove corruption is caught. Never installed.
+hooks:
+	$(Q)$(MAKE) --no-print-directory BUILD=$(BUILD)/hooks TEST_HOOKS=1 \
+		$(BUILD)/hooks/rdcp
+
+# Everything a fresh Debian machine needs to build and test (apt-get;
+# quick when already installed).
+setup:
+	$(Q)packaging/build-deps.sh
+	$(Q)tests/guest/setup.sh
+
+# The whole suite: in-process tests, then real rdcp processes over
+# Soft-RoCE (rdma_rxe) in qemu guests. The guest suite fails, never skips,
+# when qemu or the kernel cannot be had. Re-invokes make after setup so
+# pkg-config is asked once the -dev packages exist.
+test: setup
+	$(Q)$(MAKE) --no-print-directory WERROR=1 all hooks tests
 	$(Q)tests/run_tests.sh --build $(BUILD) all
+
+tests: $(TEST_BINS)
 
 test-unit: all $(TEST_BINS)
 	$(Q)tests/run_tests.sh --build $(BUILD) unit
 
-test-guest: all
+test-guest: all hooks
 	$(Q)tests/run_tests.sh --build $(BUILD) guest
 
-demo: all
+# A real RDMA copy: over the host's own RDMA device when it has one,
+# otherwise inside the Soft-RoCE guest.
+demo: setup
+	$(Q)$(MAKE) --no-print-directory all
 	$(Q)tests/demo.sh $(BUILD)
 
 install: all

@@ -22,7 +22,7 @@
 #include "util/log.h"
 
 #define POLL_BATCH 32 /* = sizeof(engine.evq) / sizeof(engine.evq[0]) */
-#define ADAPTIVE_SPINS 4000 /* empty turns before sleeping (~tens of us) */
+#define ADAPTIVE_SPIN_NS 20000 /* spin this long after the last work */
 #define WAIT_SLICE_MS 100
 
 int engine_init(struct engine *e, struct cm_conn *c, const struct xfer_opts *o)
@@ -333,8 +333,14 @@ static void idle_wait(struct engine *e, int timeout_ms)
 
 	if (e->o->poll == XFER_POLL_BUSY)
 		return;
-	if (e->o->poll == XFER_POLL_ADAPTIVE && ++e->spins < ADAPTIVE_SPINS)
-		return;
+	if (e->o->poll == XFER_POLL_ADAPTIVE) {
+		uint64_t now = clock_now_ns();
+
+		if (!e->spins++)
+			e->idle_since_ns = now;
+		if (now - e->idle_since_ns < ADAPTIVE_SPIN_NS)
+			return;
+	}
 	if (!e->armed) {
 		/* Arm, then let the caller poll once more before sleeping. */
 		if (e->c->ops->arm(e->c) == 0)

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+#
+# Runs rdcp's test suites and adds up their TAP lines into one closing
+# "N passed, N failed" line. `make test` calls this with "all".
+#
+#   run_tests.sh --build DIR unit    in-process tests: util, wire, credits,
+#                                    the engine over an in-memory transport
+#   run_tests.sh --build DIR guest   real rdcp processes over Soft-RoCE
+#                                    (rdma_rxe) in qemu guests
+#   run_tests.sh --build DIR all     both
+#
+# A suite that crashes or exits non-zero without a "not ok" line still
+# counts as one failure, so nothing can fail silently; the guest suite
+# fails (never skips) when qemu or the guest kernel cannot be had.
+set -uo pipefail
+
+BUILD=build
+while [ $# -gt 1 ]; do
+	case "$1" in
+	--build) BUILD=$2; shift 2 ;;
+	*) break ;;
+	esac
+done
+WHAT=${1:-all}
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+LOGDIR=$BUILD/test-logs
+mkdir -p "$LOGDIR"
+
+passed=0
+failed=0
+
+# run_suite NAME CMD...: relay output, count ok / not ok lines.
+run_suite() {
+	local name=$1 log=$LOGDIR/$1.log rc p f
+	shift
+	echo "# --- $name: $*"
+	"$@" 2>&1 | tee "$log"
+	rc=${PIPESTATUS[0]}
+	p=$(grep -c '^ok ' "$log")
+	f=$(grep -c '^not ok ' "$log")
+	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+		echo "not ok - $name exited with status $rc (log: $log)"
+		f=1
+	fi
+	passed=$((passed + p))
+	failed=$((failed + f))
+}
+
+if [ "$WHAT" = unit ] || [ "$WHAT" = all ]; then
+	found=0
+	for t in "$BUILD"/tests/test_*; do
+		[ -x "$t" ] || continue
+		found=1
+		run_suite "$(basename "$t")" "$t"
+	done
+	if [ "$found" = 0 ]; then
+		echo "not ok - no unit test binaries under $BUILD/tests"
+		failed=$((failed + 1))
+	fi
+fi
+
+if [ "$WHAT" = guest ] || [ "$WHAT" = all ]; then
+	run_suite rdma-e2e "$HERE/e2e/run_rdma.sh" --build "$BUILD"
+fi
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
