@@ -1,0 +1,615 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * An in-memory cm_conn pair (see memconn.h). Both sides share one mutex.
+ * A posted SEND or WRITE_WITH_IMM becomes an operation queued on its
+ * side's connection; it is delivered, in post order as on RC, when it is
+ * due (at once, or later with the delay fault) by whichever thread polls,
+ * posts or waits next. Delivery does what the responder's HCA would: take
+ * the oldest posted receive (none: an RNR breach), copy the tx buffer into
+ * that rx buffer or the staging buffer into the ring slot (both read only
+ * now, so a sender that reuses a buffer before its completion is caught by
+ * the checksums), queue the receive completion and, for a signalled WR,
+ * the sender's SEND_DONE. The send queue holds a WR until a completion at
+ * or after it was polled, as with selective signalling on real hardware.
+ * Completion notification follows ibv_req_notify_cq(): only an armed side
+ * is woken (through its eventfd), and only by a completion queued after it
+ * armed; the peer's destroy always wakes it.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "memconn.h"
+#include "transfer/wire.h"
+#include "util/clock.h"
+
+enum { OP_SEND = 1, OP_WRITE };
+
+struct mc_op {
+	struct mc_op *next;
+	int kind;
+	unsigned int buf; /* tx buffer or staging buffer */
+	uint32_t len;
+	unsigned int slot;
+	uint32_t imm;
+	bool signaled;
+	uint64_t wr_id;
+	uint64_t wr_seq; /* position in the sender's send queue */
+	uint64_t due_ns;
+};
+
+struct mc_cqe {
+	struct cm_event ev;
+	uint64_t wr_seq; /* send CQ: the WR it completes */
+};
+
+struct mc_cq {
+	struct mc_cqe *e;
+	unsigned int cap, head, len;
+};
+
+struct mc_pair;
+
+struct mc_side {
+	struct cm_conn base; /* first: a cm_conn * is a mc_side * */
+	struct mc_pair *p;
+	int idx; /* 0: a, 1: b */
+	int evfd;
+	bool alive, armed, closed_told;
+	unsigned int depth; /* slots + ctrl_credits */
+	/* posted receives, oldest first */
+	unsigned int *rq;
+	unsigned int rq_head, rq_len;
+	uint8_t *rx_posted;
+	struct mc_cq rcq, scq;
+	uint64_t sq_posted, sq_retired;
+	struct mc_op *out_head, *out_tail; /* in flight to the peer */
+	uint64_t last_due;
+	struct cm_ring_desc peer_ring;
+};
+
+struct mc_pair {
+	pthread_mutex_t lock;
+	struct mc_side side[2];
+	struct memconn_faults f;
+	struct memconn_stats st;
+	unsigned int rng;
+	unsigned int refs;
+	uint64_t credits_seen; /* CREDIT messages from b */
+	bool vanished;
+};
+
+static struct mc_side *to_side(struct cm_conn *c)
+{
+	return (struct mc_side *)c;
+}
+
+static struct mc_side *peer_of(struct mc_side *s)
+{
+	return &s->p->side[!s->idx];
+}
+
+static void kick(struct mc_side *s)
+{
+	uint64_t one = 1;
+	ssize_t n;
+
+	if (s->evfd < 0)
+		return;
+	n = write(s->evfd, &one, sizeof(one));
+	(void)n; /* EAGAIN: the counter is saturated, readable anyway */
+}
+
+static void cq_push(struct mc_side *s, struct mc_cq *cq,
+		    const struct cm_event *ev, uint64_t wr_seq)
+{
+	struct mc_pair *p = s->p;
+
+	if (cq->len >= s->depth)
+		p->st.cq_overrun++;
+	if (cq->len == cq->cap) {
+		/* Beyond the depth: counted above; keep it anyway. */
+		unsigned int cap = cq->cap * 2;
+		struct mc_cqe *n = calloc(cap, sizeof(*n));
+
+		if (!n)
+			abort();
+		for (unsigned int i = 0; i < cq->len; i++)
+			n[i] = cq->e[(cq->head + i) % cq->cap];
+		free(cq->e);
+		cq->e = n;
+		cq->cap = cap;
+		cq->head = 0;
+	}
+	cq->e[(cq->head + cq->len) % cq->cap].ev = *ev;
+	cq->e[(cq->head + cq->len) % cq->cap].wr_seq = wr_seq;
+	cq->len++;
+	if (s->armed) {
+		s->armed = false;
+		kick(s);
+	}
+}
+
+static void send_done(struct mc_side *s, const struct mc_op *op, int status)
+{
+	struct cm_event ev = {
+		.type = CM_EV_SEND_DONE,
+		.status = status,
+		.id = op->wr_id,
+	};
+
+	if (op->signaled || status)
+		cq_push(s, &s->scq, &ev, op->wr_seq);
+}
+
+/* Takes the oldest posted receive of r; -1: none (RNR). */
+static int take_rx(struct mc_side *r)
+{
+	unsigned int i;
+
+	if (!r->rq_len)
+		return -1;
+	i = r->rq[r->rq_head];
+	r->rq_head = (r->rq_head + 1) % r->depth;
+	r->rq_len--;
+	r->rx_posted[i] = 0;
+	return (int)i;
+}
+
+/* The responder's side of one operation from s to its peer. */
+static void deliver(struct mc_side *s, struct mc_op *op)
+{
+	struct mc_pair *p = s->p;
+	struct mc_side *r = peer_of(s);
+	struct cm_event ev = { 0 };
+	int rx;
+
+	if (!r->alive || !s->alive)
+		return;
+	if (p->vanished) {
+		p->st.vanished++;
+		return;
+	}
+	if (op->kind == OP_SEND && s->idx == 1 &&
+	    cm_tx(&s->base, op->buf)[0] == WIRE_CREDIT &&
+	    ++p->credits_seen == p->f.drop_credit) {
+		p->st.credits_dropped++;
+		send_done(s, op, 0);
+		return;
+	}
+	if (op->kind == OP_WRITE &&
+	    (!r->base.ring || s->peer_ring.addr != (uintptr_t)r->base.ring)) {
+		p->st.no_ring++;
+		send_done(s, op, -EPROTO);
+		return;
+	}
+	rx = take_rx(r);
+	if (rx < 0) {
+		p->st.rnr++;
+		send_done(s, op, -EPROTO);
+		return;
+	}
+	ev.len = op->len;
+	ev.id = (uint64_t)rx;
+	if (op->kind == OP_SEND) {
+		memcpy(cm_rx(&r->base, (unsigned int)rx),
+		       cm_tx(&s->base, op->buf), op->len);
+		ev.type = CM_EV_RECV;
+		p->st.sends[s->idx]++;
+	} else {
+		uint8_t *dst = cm_slot(&r->base, op->slot);
+
+		memcpy(dst, cm_stage(&s->base, op->buf), op->len);
+		ev.type = CM_EV_DATA;
+		ev.imm = op->imm;
+		p->st.writes++;
+		p->st.write_bytes += op->len;
+		if (p->st.writes == p->f.corrupt_write &&
+		    op->len > WIRE_SLOT_HDR) {
+			dst[WIRE_SLOT_HDR + (op->len - WIRE_SLOT_HDR) / 2] ^=
+				0x5a;
+			p->st.corrupted++;
+		}
+	}
+	cq_push(r, &r->rcq, &ev, 0);
+	send_done(s, op, 0);
+	if (op->kind == OP_WRITE && p->f.vanish_after_writes &&
+	    p->st.writes >= p->f.vanish_after_writes)
+		p->vanished = true;
+}
+
+/* Delivers every operation that is due, in order per direction. */
+static void deliver_due(struct mc_pair *p)
+{
+	uint64_t now = clock_now_ns();
+
+	for (int d = 0; d < 2; d++) {
+		struct mc_side *s = &p->side[d];
+
+		while (s->out_head && s->out_head->due_ns <= now) {
+			struct mc_op *op = s->out_head;
+
+			s->out_head = op->next;
+			if (!s->out_head)
+				s->out_tail = NULL;
+			deliver(s, op);
+			free(op);
+		}
+	}
+}
+
+static void drop_ops(struct mc_side *s)
+{
+	while (s->out_head) {
+		struct mc_op *op = s->out_head;
+
+		s->out_head = op->next;
+		free(op);
+	}
+	s->out_tail = NULL;
+}
+
+/* Queues op on s (lock held); 0 or -errno. */
+static int enqueue(struct mc_side *s, struct mc_op *proto)
+{
+	struct mc_pair *p = s->p;
+	struct mc_op *op;
+	uint64_t due = clock_now_ns();
+
+	if (s->sq_posted - s->sq_retired >= s->depth) {
+		p->st.sq_overflow++;
+		return -ENOMEM;
+	}
+	op = malloc(sizeof(*op));
+	if (!op)
+		return -ENOMEM;
+	*op = *proto;
+	op->next = NULL;
+	op->wr_seq = s->sq_posted++;
+	if (p->f.delay_max_us)
+		due += (uint64_t)(rand_r(&p->rng) % (p->f.delay_max_us + 1)) *
+		       1000u;
+	if (due < s->last_due)
+		due = s->last_due;
+	s->last_due = due;
+	op->due_ns = due;
+	if (s->out_tail)
+		s->out_tail->next = op;
+	else
+		s->out_head = op;
+	s->out_tail = op;
+	deliver_due(p);
+	return 0;
+}
+
+static int mc_post_send(struct cm_conn *c, unsigned int txbuf, uint32_t len,
+			uint64_t wr_id)
+{
+	struct mc_side *s = to_side(c);
+	struct mc_op op = {
+		.kind = OP_SEND,
+		.buf = txbuf,
+		.len = len,
+		.signaled = true,
+		.wr_id = wr_id,
+	};
+	int rc;
+
+	pthread_mutex_lock(&s->p->lock);
+	if (txbuf >= c->ntx || len == 0 || len > c->geom.ctrl_size) {
+		s->p->st.bad_post++;
+		rc = -EINVAL;
+	} else {
+		rc = enqueue(s, &op);
+	}
+	pthread_mutex_unlock(&s->p->lock);
+	return rc;
+}
+
+static int mc_post_recv(struct cm_conn *c, unsigned int rxbuf)
+{
+	struct mc_side *s = to_side(c);
+	int rc = 0;
+
+	pthread_mutex_lock(&s->p->lock);
+	if (rxbuf >= c->nrx) {
+		s->p->st.bad_post++;
+		rc = -EINVAL;
+	} else if (s->rx_posted[rxbuf]) {
+		s->p->st.double_recv++;
+		rc = -EINVAL;
+	} else {
+		s->rx_posted[rxbuf] = 1;
+		s->rq[(s->rq_head + s->rq_len++) % s->depth] = rxbuf;
+	}
+	pthread_mutex_unlock(&s->p->lock);
+	return rc;
+}
+
+static int mc_post_write(struct cm_conn *c, unsigned int stage, uint32_t len,
+			 unsigned int slot, uint32_t imm, bool signaled,
+			 uint64_t wr_id)
+{
+	struct mc_side *s = to_side(c);
+	struct mc_op op = {
+		.kind = OP_WRITE,
+		.buf = stage,
+		.len = len,
+		.slot = slot,
+		.imm = imm,
+		.signaled = signaled,
+		.wr_id = wr_id,
+	};
+	int rc;
+
+	pthread_mutex_lock(&s->p->lock);
+	if (!c->stage) {
+		s->p->st.no_ring++;
+		rc = -EINVAL;
+	} else if (stage >= c->geom.slots || slot >= c->geom.slots ||
+		   len == 0 || len > c->geom.slot_size) {
+		s->p->st.bad_post++;
+		rc = -EINVAL;
+	} else {
+		rc = enqueue(s, &op);
+	}
+	pthread_mutex_unlock(&s->p->lock);
+	return rc;
+}
+
+static int cq_pop(struct mc_side *s, struct mc_cq *cq, struct cm_event *ev,
+		  int max, bool sendq)
+{
+	int n = 0;
+
+	while (n < max && cq->len) {
+		struct mc_cqe *e = &cq->e[cq->head];
+
+		ev[n++] = e->ev;
+		if (sendq && e->wr_seq + 1 > s->sq_retired)
+			s->sq_retired = e->wr_seq + 1;
+		cq->head = (cq->head + 1) % cq->cap;
+		cq->len--;
+	}
+	return n;
+}
+
+static int mc_poll(struct cm_conn *c, struct cm_event *ev, int max)
+{
+	struct mc_side *s = to_side(c);
+	int n;
+
+	pthread_mutex_lock(&s->p->lock);
+	deliver_due(s->p);
+	/* Receive CQ first, then the send CQ, as verbs.c does. */
+	n = cq_pop(s, &s->rcq, ev, max, false);
+	n += cq_pop(s, &s->scq, ev + n, max - n, true);
+	if (!n && max > 0 && !peer_of(s)->alive && !s->closed_told) {
+		s->closed_told = true;
+		memset(ev, 0, sizeof(*ev));
+		ev->type = CM_EV_CLOSED;
+		ev->status = -ECONNRESET;
+		n = 1;
+	}
+	pthread_mutex_unlock(&s->p->lock);
+	return n;
+}
+
+static int mc_arm(struct cm_conn *c)
+{
+	struct mc_side *s = to_side(c);
+
+	pthread_mutex_lock(&s->p->lock);
+	s->armed = true;
+	pthread_mutex_unlock(&s->p->lock);
+	return 0;
+}
+
+static int mc_wait(struct cm_conn *c, int extra_fd, int timeout_ms)
+{
+	struct mc_side *s = to_side(c);
+	struct mc_pair *p = s->p;
+	struct pollfd pfd[2] = {
+		{ .fd = s->evfd, .events = POLLIN },
+		{ .fd = extra_fd, .events = POLLIN },
+	};
+	uint64_t next = 0, now, v;
+	int rc;
+
+	pthread_mutex_lock(&p->lock);
+	for (int d = 0; d < 2; d++) {
+		struct mc_op *op = p->side[d].out_head;
+
+		if (op && (!next || op->due_ns < next))
+			next = op->due_ns;
+	}
+	pthread_mutex_unlock(&p->lock);
+	if (next) {
+		now = clock_now_ns();
+		if (next <= now) {
+			timeout_ms = 0;
+		} else {
+			uint64_t ms = (next - now + 999999) / 1000000;
+
+			if (timeout_ms < 0 || ms < (uint64_t)timeout_ms)
+				timeout_ms = (int)ms;
+		}
+	}
+	rc = poll(pfd, extra_fd >= 0 ? 2 : 1, timeout_ms);
+	if (rc < 0)
+		return errno == EINTR ? 0 : -errno;
+	if (pfd[0].revents & POLLIN) {
+		ssize_t n = read(s->evfd, &v, sizeof(v));
+
+		(void)n; /* EAGAIN: nothing left to clear */
+	}
+	pthread_mutex_lock(&p->lock);
+	deliver_due(p);
+	pthread_mutex_unlock(&p->lock);
+	return 0;
+}
+
+static int mc_ring_create(struct cm_conn *c, struct cm_ring_desc *desc)
+{
+	struct mc_side *s = to_side(c);
+	uint8_t *ring = calloc(c->geom.slots, c->geom.slot_size);
+
+	if (!ring)
+		return -ENOMEM;
+	pthread_mutex_lock(&s->p->lock);
+	free(c->ring);
+	c->ring = ring;
+	pthread_mutex_unlock(&s->p->lock);
+	desc->addr = (uintptr_t)ring;
+	desc->rkey = 0x4d454d43u; /* "MEMC" */
+	return 0;
+}
+
+static int mc_stage_create(struct cm_conn *c, const struct cm_ring_desc *peer)
+{
+	struct mc_side *s = to_side(c);
+	uint8_t *stage = calloc(c->geom.slots, c->geom.slot_size);
+
+	if (!stage)
+		return -ENOMEM;
+	pthread_mutex_lock(&s->p->lock);
+	free(c->stage);
+	c->stage = stage;
+	s->peer_ring = *peer;
+	pthread_mutex_unlock(&s->p->lock);
+	return 0;
+}
+
+static void side_free(struct mc_side *s)
+{
+	drop_ops(s);
+	free(s->base.tx);
+	free(s->base.rx);
+	free(s->base.ring);
+	free(s->base.stage);
+	s->base.tx = s->base.rx = s->base.ring = s->base.stage = NULL;
+	free(s->rq);
+	free(s->rx_posted);
+	free(s->rcq.e);
+	free(s->scq.e);
+	s->rq = NULL;
+	s->rx_posted = NULL;
+	s->rcq.e = s->scq.e = NULL;
+	if (s->evfd >= 0)
+		close(s->evfd);
+	s->evfd = -1;
+}
+
+static void mc_destroy(struct cm_conn *c)
+{
+	struct mc_side *s = to_side(c);
+	struct mc_pair *p = s->p;
+	bool last;
+
+	pthread_mutex_lock(&p->lock);
+	s->alive = false;
+	side_free(s);
+	kick(peer_of(s));
+	last = --p->refs == 0;
+	pthread_mutex_unlock(&p->lock);
+	if (last) {
+		pthread_mutex_destroy(&p->lock);
+		free(p);
+	}
+}
+
+static const struct cm_ops memconn_ops = {
+	.post_send = mc_post_send,
+	.post_recv = mc_post_recv,
+	.post_write = mc_post_write,
+	.poll = mc_poll,
+	.arm = mc_arm,
+	.wait = mc_wait,
+	.ring_create = mc_ring_create,
+	.stage_create = mc_stage_create,
+	.destroy = mc_destroy,
+};
+
+static int side_init(struct mc_pair *p, int idx, const struct cm_geom *g)
+{
+	struct mc_side *s = &p->side[idx];
+	struct cm_conn *c = &s->base;
+
+	s->p = p;
+	s->idx = idx;
+	s->alive = true;
+	s->depth = (unsigned int)g->slots + g->ctrl_credits;
+	c->ops = &memconn_ops;
+	c->geom = *g;
+	c->ntx = g->ctrl_credits + 1u;
+	c->nrx = s->depth;
+	snprintf(c->peer, sizeof(c->peer), "memconn-%c", idx ? 'a' : 'b');
+	snprintf(c->dev, sizeof(c->dev), "mem%d", idx);
+	s->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	c->tx = calloc(c->ntx, g->ctrl_size);
+	c->rx = calloc(c->nrx, g->ctrl_size);
+	s->rq = calloc(s->depth, sizeof(*s->rq));
+	s->rx_posted = calloc(s->depth, 1);
+	s->rcq.cap = s->scq.cap = s->depth;
+	s->rcq.e = calloc(s->depth, sizeof(*s->rcq.e));
+	s->scq.e = calloc(s->depth, sizeof(*s->scq.e));
+	if (s->evfd < 0 || !c->tx || !c->rx || !s->rq || !s->rx_posted ||
+	    !s->rcq.e || !s->scq.e)
+		return -ENOMEM;
+	/* Every receive buffer starts posted, as in verbs.c. */
+	for (unsigned int i = 0; i < c->nrx; i++) {
+		s->rx_posted[i] = 1;
+		s->rq[s->rq_len++] = i;
+	}
+	return 0;
+}
+
+int memconn_pair(const struct cm_geom *g, const struct memconn_faults *faults,
+		 struct cm_conn **a, struct cm_conn **b)
+{
+	struct mc_pair *p;
+
+	if (!g->slots || !g->ctrl_credits || g->ctrl_size < WIRE_CTRL_HDR ||
+	    g->slot_size <= WIRE_SLOT_HDR)
+		return -EINVAL;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->side[0].evfd = p->side[1].evfd = -1;
+	if (faults)
+		p->f = *faults;
+	p->rng = p->f.seed ? p->f.seed : 1;
+	p->refs = 2;
+	pthread_mutex_init(&p->lock, NULL);
+	if (side_init(p, 0, g) || side_init(p, 1, g)) {
+		side_free(&p->side[0]);
+		side_free(&p->side[1]);
+		pthread_mutex_destroy(&p->lock);
+		free(p);
+		return -ENOMEM;
+	}
+	*a = &p->side[0].base;
+	*b = &p->side[1].base;
+	return 0;
+}
+
+void memconn_get_stats(struct cm_conn *c, struct memconn_stats *out)
+{
+	struct mc_side *s = to_side(c);
+
+	pthread_mutex_lock(&s->p->lock);
+	*out = s->p->st;
+	pthread_mutex_unlock(&s->p->lock);
+}
+
+uint64_t memconn_violations(const struct memconn_stats *s)
+{
+	return s->rnr + s->sq_overflow + s->cq_overrun + s->bad_post +
+	       s->double_recv + s->no_ring;
+}

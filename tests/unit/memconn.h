@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * memconn: an in-memory struct cm_conn pair that behaves like one RC queue
+ * pair, for running both engines of a session in one process. It enforces
+ * what the hardware would (every SEND and WRITE_WITH_IMM needs a receive
+ * posted on the peer, the send queue and the CQs have fixed depths, writes
+ * land only inside the ring, unsignalled WRs are retired only by a later
+ * signalled one) and counts every breach in struct memconn_stats, which the
+ * tests assert to be zero. Optional faults corrupt a write in flight, drop
+ * a CREDIT message, delay deliveries or make the peer vanish.
+ */
+#ifndef RDCP_TEST_MEMCONN_H
+#define RDCP_TEST_MEMCONN_H
+
+#include <stdint.h>
+
+#include "cm/cm.h"
+
+struct memconn_faults {
+	/* Flip one payload byte of data write number N (1-based) once it
+	 * has landed in the ring, i.e. after the sender took its CRC. */
+	uint64_t corrupt_write;
+	/* Lose the Nth (1-based) CREDIT message from b to a. */
+	uint64_t drop_credit;
+	/* Deliver each operation up to this many microseconds late (order
+	 * on the connection is kept, as on RC). */
+	unsigned int delay_max_us;
+	unsigned int seed; /* for the delays */
+	/* After N data writes were delivered, deliver nothing any more in
+	 * either direction: no data, no messages, no completions. */
+	uint64_t vanish_after_writes;
+};
+
+/* Breaches of the transport's rules (must stay 0) and plain counts. */
+struct memconn_stats {
+	/* violations */
+	uint64_t rnr;		/* SEND/WRITE arrived, no receive posted */
+	uint64_t sq_overflow;	/* > slots + ctrl_credits WRs outstanding */
+	uint64_t cq_overrun;	/* a CQ held more entries than its depth */
+	uint64_t bad_post;	/* index, length or slot out of range */
+	uint64_t double_recv;	/* post_recv of a buffer already posted */
+	uint64_t no_ring;	/* write before ring/stage existed */
+	/* counts */
+	uint64_t writes;	/* data writes delivered (a to b) */
+	uint64_t write_bytes;	/* their bytes, headers included */
+	uint64_t sends[2];	/* control messages delivered: a->b, b->a */
+	uint64_t credits_dropped;
+	uint64_t corrupted;
+	uint64_t vanished;	/* operations swallowed after vanishing */
+};
+
+/*
+ * Makes two connected conns: *a is the client (data source), *b the server
+ * (data sink). faults may be NULL. Each is freed with cm_conn_destroy();
+ * the second destroy frees the shared state. Returns 0 or -errno.
+ */
+int memconn_pair(const struct cm_geom *g, const struct memconn_faults *faults,
+		 struct cm_conn **a, struct cm_conn **b);
+
+/* A snapshot of the pair's counters (either conn, while one lives). */
+void memconn_get_stats(struct cm_conn *c, struct memconn_stats *out);
+
+/* Sum of the violation counters. */
+uint64_t memconn_violations(const struct memconn_stats *s);
+
+#endif

@@ -1,0 +1,854 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * Engine tests: whole push sessions in one process. session_serve() runs
+ * the receiver in a thread over one end of a memconn pair (memconn.h),
+ * session_push() the sender in the test's thread over the other, with the
+ * real geometry but small chunks and windows so that ring wrap-around and
+ * credit exhaustion happen many times per file. Each test checks the
+ * verdicts, compares every placed file byte for byte with its source,
+ * asserts that memconn saw no breach of the transport's rules (RNR, queue
+ * overflows, bad posts), that no temporary file is left, that no file
+ * descriptor leaked and that its temporary directories are gone. Faults
+ * injected by memconn: a corrupted write, a lost CREDIT, random delivery
+ * delays and a peer that vanishes.
+ */
+#include "tap.h"
+
+#include "memconn.h"
+#include "transfer/engine.h"
+#include "transfer/session.h"
+#include "transfer/wire.h"
+#include "transfer/xfer.h"
+#include "util/clock.h"
+#include "util/log.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define CHUNK 4096u
+#define WATCHDOG_S 120 /* a hung session kills the binary: a failure */
+
+/* ---- helpers ---- */
+
+/*
+ * Line-buffered TAP output: LeakSanitizer ends the process with _exit()
+ * when it finds a leak, which would swallow a fully buffered summary.
+ */
+__attribute__((constructor)) static void line_buffered(void)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+}
+
+static int count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *de;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((de = readdir(d)))
+		if (de->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n - 1; /* the DIR's own descriptor */
+}
+
+static int rm_one(const char *p, const struct stat *st, int type,
+		  struct FTW *ftw)
+{
+	(void)st;
+	(void)type;
+	(void)ftw;
+	return remove(p);
+}
+
+static void rm_tree(const char *dir)
+{
+	struct stat st;
+
+	CHECK_EQ(nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS), 0);
+	CHECK(stat(dir, &st) < 0 && errno == ENOENT);
+}
+
+static uint64_t rng_next(uint64_t *s)
+{
+	/* xorshift64*: reproducible file contents */
+	*s ^= *s >> 12;
+	*s ^= *s << 25;
+	*s ^= *s >> 27;
+	return *s * 0x2545F4914F6CDD1Dull;
+}
+
+/* Writes size pseudo-random bytes (seeded) to path. */
+static int make_file(const char *path, size_t size, uint64_t seed)
+{
+	uint8_t buf[8192];
+	uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+	if (fd < 0)
+		return -1;
+	while (size) {
+		size_t n = size < sizeof(buf) ? size : sizeof(buf);
+
+		for (size_t i = 0; i < n; i += 8) {
+			uint64_t v = rng_next(&s);
+
+			memcpy(buf + i, &v, n - i < 8 ? n - i : 8);
+		}
+		if (write(fd, buf, n) != (ssize_t)n) {
+			close(fd);
+			return -1;
+		}
+		size -= n;
+	}
+	return close(fd);
+}
+
+/* 1: same bytes, 0: different, -1: one of them cannot be read. */
+static int same_file(const char *a, const char *b)
+{
+	static uint8_t ba[65536], bb[65536];
+	int fa = open(a, O_RDONLY | O_CLOEXEC);
+	int fb = open(b, O_RDONLY | O_CLOEXEC);
+	int same = -1;
+
+	if (fa < 0 || fb < 0)
+		goto out;
+	for (;;) {
+		ssize_t na = read(fa, ba, sizeof(ba));
+		ssize_t nb = na > 0 ? read(fb, bb, (size_t)na) : read(fb, bb, 1);
+
+		if (na < 0 || nb < 0)
+			goto out;
+		if (na != nb || memcmp(ba, bb, (size_t)na)) {
+			same = 0;
+			goto out;
+		}
+		if (!na) {
+			same = 1;
+			goto out;
+		}
+	}
+out:
+	if (fa >= 0)
+		close(fa);
+	if (fb >= 0)
+		close(fb);
+	return same;
+}
+
+/* Counts the receiver's temporaries (".NAME.rdcp-part") under dir. */
+static int count_temps(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int n = 0;
+
+	if (!d)
+		return 0;
+	while ((de = readdir(d))) {
+		size_t len = strlen(de->d_name);
+		char sub[4200];
+		struct stat st;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		snprintf(sub, sizeof(sub), "%s/%s", dir, de->d_name);
+		if (lstat(sub, &st) == 0 && S_ISDIR(st.st_mode)) {
+			n += count_temps(sub);
+			continue;
+		}
+		if (de->d_name[0] == '.' && len > 10 &&
+		    !strcmp(de->d_name + len - 10, ".rdcp-part"))
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
+/* ---- one session over a memconn pair ---- */
+
+struct sess {
+	/* in */
+	uint16_t window;
+	uint32_t chunk;
+	enum xfer_csum csum;
+	enum xfer_poll poll;
+	int timeout_ms;
+	const char *dest;
+	const char *srcs[16];
+	size_t nsrcs;
+	struct memconn_faults faults;
+	/* out */
+	enum xfer_fail vc, vs; /* client, server verdicts */
+	struct xfer_stats st;
+	struct memconn_stats ms;
+	double seconds;
+	/* private */
+	char srcdir[64], root[64];
+	int fds_before;
+};
+
+struct server_arg {
+	const struct xfer_opts *o;
+	int rootfd;
+	struct cm_conn *c;
+	enum xfer_fail v;
+};
+
+static void *server_main(void *p)
+{
+	struct server_arg *a = p;
+
+	a->v = session_serve(a->o, a->rootfd, a->c);
+	return NULL;
+}
+
+static void sess_init(struct sess *s, uint16_t window)
+{
+	memset(s, 0, sizeof(*s));
+	s->window = window;
+	s->chunk = CHUNK;
+	s->csum = XFER_CSUM_CRC32;
+	s->poll = XFER_POLL_ADAPTIVE;
+	s->timeout_ms = 5000;
+	s->dest = "out";
+	s->fds_before = count_fds();
+	strcpy(s->srcdir, "/tmp/rdcp-test-src.XXXXXX");
+	strcpy(s->root, "/tmp/rdcp-test-root.XXXXXX");
+	CHECK(mkdtemp(s->srcdir) != NULL);
+	CHECK(mkdtemp(s->root) != NULL);
+}
+
+/* Creates source file name in srcdir with size random bytes; adds it. */
+static const char *sess_add(struct sess *s, const char *name, size_t size,
+			    uint64_t seed)
+{
+	char *path = malloc(strlen(s->srcdir) + strlen(name) + 2);
+
+	if (!path)
+		abort();
+	sprintf(path, "%s/%s", s->srcdir, name);
+	CHECK_EQ(make_file(path, size, seed), 0);
+	s->srcs[s->nsrcs++] = path;
+	return path;
+}
+
+static void sess_run(struct sess *s)
+{
+	struct cm_geom g = {
+		.ctrl_size = WIRE_CTRL_SIZE,
+		.ctrl_credits = WIRE_CTRL_CREDITS,
+		.slots = s->window,
+		.slot_size = s->chunk + WIRE_SLOT_HDR,
+	};
+	struct xfer_opts co, so;
+	struct server_arg sa = { .o = &so };
+	struct cm_conn *a = NULL, *b = NULL;
+	pthread_t tid;
+	double t0;
+
+	xfer_opts_init(&co);
+	co.chunk_size = s->chunk;
+	co.window = s->window;
+	co.workers = 2;
+	co.poll = s->poll;
+	co.timeout_ms = s->timeout_ms;
+	co.csum = s->csum;
+	co.dest = s->dest;
+	co.srcs = s->srcs;
+	co.nsrcs = s->nsrcs;
+	so = co;
+	so.srcs = NULL;
+	so.nsrcs = 0;
+	so.dest = NULL;
+	so.root = s->root;
+
+	sa.rootfd = open(s->root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	CHECK(sa.rootfd >= 0);
+	CHECK_EQ(memconn_pair(&g, &s->faults, &a, &b), 0);
+	if (!a || !b || sa.rootfd < 0) {
+		s->vc = s->vs = XFER_FAIL_INTERNAL;
+		return;
+	}
+	sa.c = b;
+	alarm(WATCHDOG_S);
+	t0 = clock_now_s();
+	CHECK_EQ(pthread_create(&tid, NULL, server_main, &sa), 0);
+	s->vc = session_push(&co, a, &s->st);
+	s->seconds = clock_now_s() - t0;
+	/* The sender is done; a receiver that still waits learns it now. */
+	memconn_get_stats(a, &s->ms);
+	cm_conn_destroy(a);
+	pthread_join(tid, NULL);
+	alarm(0);
+	s->vs = sa.v;
+	cm_conn_destroy(b);
+	close(sa.rootfd);
+}
+
+/* dest path under the root for source i */
+static void dest_of(const struct sess *s, size_t i, char *out, size_t n)
+{
+	const char *base = strrchr(s->srcs[i], '/') + 1;
+	size_t dl = strlen(s->dest);
+
+	if (dl && s->dest[dl - 1] == '/')
+		snprintf(out, n, "%s/%s%s", s->root, s->dest, base);
+	else
+		snprintf(out, n, "%s/%s", s->root, s->dest);
+}
+
+/* Source i must have arrived intact. */
+static void check_placed(const struct sess *s, size_t i)
+{
+	char d[4200];
+
+	dest_of(s, i, d, sizeof(d));
+	if (same_file(s->srcs[i], d) != 1) {
+		printf("#   %s did not arrive as %s\n", s->srcs[i], d);
+		CHECK(0);
+	}
+}
+
+static void check_absent(const struct sess *s, size_t i)
+{
+	char d[4200];
+	struct stat st;
+
+	dest_of(s, i, d, sizeof(d));
+	if (lstat(d, &st) == 0) {
+		printf("#   %s exists but must not\n", d);
+		CHECK(0);
+	}
+}
+
+/* The invariants every session keeps, then cleanup. */
+static void sess_finish(struct sess *s)
+{
+	uint64_t v = memconn_violations(&s->ms);
+
+	if (v)
+		printf("#   memconn: rnr %llu sq %llu cq %llu bad %llu "
+		       "double %llu noring %llu\n",
+		       (unsigned long long)s->ms.rnr,
+		       (unsigned long long)s->ms.sq_overflow,
+		       (unsigned long long)s->ms.cq_overrun,
+		       (unsigned long long)s->ms.bad_post,
+		       (unsigned long long)s->ms.double_recv,
+		       (unsigned long long)s->ms.no_ring);
+	CHECK_EQ(v, 0);
+	CHECK_EQ(count_temps(s->root), 0);
+	rm_tree(s->srcdir);
+	rm_tree(s->root);
+	for (size_t i = 0; i < s->nsrcs; i++)
+		free((char *)s->srcs[i]);
+	CHECK_EQ(count_fds(), s->fds_before);
+}
+
+/* One file of size bytes, expected to arrive. */
+static void one_file(uint16_t window, size_t size, enum xfer_csum csum,
+		     enum xfer_poll poll, uint64_t seed)
+{
+	struct sess s;
+	int before = tap_failed_checks;
+
+	sess_init(&s, window);
+	s.csum = csum;
+	s.poll = poll;
+	sess_add(&s, "f", size, seed);
+	sess_run(&s);
+	CHECK_EQ(s.vc, XFER_OK);
+	CHECK_EQ(s.vs, XFER_OK);
+	CHECK_EQ(s.st.files_ok, 1);
+	CHECK_EQ(s.st.files_failed, 0);
+	CHECK_EQ(s.st.bytes, size);
+	CHECK_EQ(s.ms.writes, (size + s.chunk - 1) / s.chunk);
+	check_placed(&s, 0);
+	sess_finish(&s);
+	if (tap_failed_checks != before)
+		printf("#   (window %u, size %zu, csum %d, poll %d)\n", window,
+		       size, (int)csum, (int)poll);
+}
+
+/* The edges around a chunk and around a full window. */
+static void sizes(uint16_t w)
+{
+	const size_t c = CHUNK;
+	const size_t list[] = { 0,	   1,	      c - 1,	 c,
+				c + 1,	   w * c - 1, w * c,	 w * c + 1,
+				3 * w * c + 7 };
+
+	for (size_t i = 0; i < sizeof(list) / sizeof(list[0]); i++)
+		one_file(w, list[i], XFER_CSUM_CRC32, XFER_POLL_ADAPTIVE,
+			 i + 1);
+}
+
+/* ---- tests ---- */
+
+static void test_sizes_window1(void)
+{
+	sizes(1);
+}
+
+static void test_sizes_window2(void)
+{
+	sizes(2);
+}
+
+static void test_sizes_window3(void)
+{
+	sizes(3);
+}
+
+static void test_sizes_window8(void)
+{
+	sizes(8);
+}
+
+static void test_1mib_random(void)
+{
+	one_file(8, (1u << 20) + 12345, XFER_CSUM_CRC32, XFER_POLL_ADAPTIVE,
+		 42);
+}
+
+/* Every chunk waits for the credit of the one before. */
+static void test_window1_many_chunks(void)
+{
+	one_file(1, 1u << 20, XFER_CSUM_CRC32, XFER_POLL_ADAPTIVE, 7);
+}
+
+static void test_sha256(void)
+{
+	one_file(3, (1u << 20) + 1, XFER_CSUM_SHA256, XFER_POLL_ADAPTIVE, 8);
+	one_file(2, 0, XFER_CSUM_SHA256, XFER_POLL_ADAPTIVE, 9);
+	one_file(2, CHUNK - 1, XFER_CSUM_SHA256, XFER_POLL_ADAPTIVE, 10);
+}
+
+static void test_csum_none(void)
+{
+	one_file(3, (1u << 20) + 1, XFER_CSUM_NONE, XFER_POLL_ADAPTIVE, 11);
+	one_file(2, 0, XFER_CSUM_NONE, XFER_POLL_ADAPTIVE, 12);
+}
+
+static void test_poll_busy(void)
+{
+	one_file(3, 256 * 1024 + 5, XFER_CSUM_CRC32, XFER_POLL_BUSY, 13);
+}
+
+static void test_poll_event(void)
+{
+	one_file(3, 256 * 1024 + 5, XFER_CSUM_CRC32, XFER_POLL_EVENT, 14);
+}
+
+static void test_poll_adaptive(void)
+{
+	one_file(3, 256 * 1024 + 5, XFER_CSUM_CRC32, XFER_POLL_ADAPTIVE, 15);
+}
+
+/* Several files, empty ones among them, into a directory made for them. */
+static void test_many_files_into_dir(void)
+{
+	const size_t sizes_[] = { 0, 5000, 0, 3 * CHUNK, 1, 0, 10 * CHUNK + 3 };
+	struct sess s;
+	char name[16];
+
+	sess_init(&s, 3);
+	s.dest = "dir/";
+	for (size_t i = 0; i < sizeof(sizes_) / sizeof(sizes_[0]); i++) {
+		snprintf(name, sizeof(name), "f%zu", i);
+		sess_add(&s, name, sizes_[i], 100 + i);
+	}
+	sess_run(&s);
+	CHECK_EQ(s.vc, XFER_OK);
+	CHECK_EQ(s.vs, XFER_OK);
+	CHECK_EQ(s.st.files_ok, s.nsrcs);
+	CHECK_EQ(s.st.files_failed, 0);
+	for (size_t i = 0; i < s.nsrcs; i++)
+		check_placed(&s, i);
+	sess_finish(&s);
+}
+
+/* A source that cannot be opened: the others still arrive. */
+static void test_missing_source_partial(void)
+{
+	struct sess s;
+
+	sess_init(&s, 2);
+	s.dest = "dir/";
+	sess_add(&s, "a", 3 * CHUNK + 1, 21);
+	s.srcs[s.nsrcs++] = strdup("/nonexistent/rdcp-test/missing");
+	sess_add(&s, "c", 5 * CHUNK, 22);
+	sess_run(&s);
+	CHECK_EQ(s.vc, XFER_FAIL_PARTIAL);
+	CHECK_EQ(s.vs, XFER_OK);
+	CHECK_EQ(s.st.files_ok, 2);
+	CHECK_EQ(s.st.files_failed, 1);
+	check_placed(&s, 0);
+	check_absent(&s, 1);
+	check_placed(&s, 2);
+	sess_finish(&s);
+}
+
+/* 64 MiB of hole and one chunk of data: only the data is written. */
+static void test_sparse_source(void)
+{
+	const off_t size = 64ll << 20;
+	struct sess s;
+	const char *p;
+	int fd;
+
+	sess_init(&s, 3);
+	p = sess_add(&s, "sparse", 0, 0);
+	fd = open(p, O_WRONLY | O_CLOEXEC);
+	CHECK(fd >= 0);
+	CHECK_EQ(ftruncate(fd, size), 0);
+	CHECK_EQ(pwrite(fd, "the end of a sparse file", 24,
+			size - CHUNK),
+		 24);
+	CHECK_EQ(close(fd), 0);
+	sess_run(&s);
+	CHECK_EQ(s.vc, XFER_OK);
+	CHECK_EQ(s.vs, XFER_OK);
+	CHECK_EQ(s.st.bytes, size);
+	check_placed(&s, 0);
+	/* 16384 chunks without holes; SEEK_DATA may round to a page. */
+	if (s.ms.writes > 4)
+		printf("#   %llu data writes for one chunk of data\n",
+		       (unsigned long long)s.ms.writes);
+	CHECK(s.ms.writes >= 1 && s.ms.writes <= 4);
+	sess_finish(&s);
+}
+
+static void corrupt(enum xfer_csum csum, uint64_t nth)
+{
+	struct sess s;
+
+	sess_init(&s, 2);
+	s.csum = csum;
+	s.faults.corrupt_write = nth;
+	sess_add(&s, "f", 5 * CHUNK + 100, 31);
+	sess_run(&s);
+	CHECK_EQ(s.ms.corrupted, 1);
+	CHECK_EQ(s.vc, XFER_FAIL_VERIFY);
+	CHECK_EQ(s.st.files_ok, 0);
+	CHECK_EQ(s.st.files_failed, 1);
+	CHECK_EQ(s.st.first_fail, XFER_FAIL_VERIFY);
+	check_absent(&s, 0);
+	sess_finish(&s);
+}
+
+static void test_corruption_crc32(void)
+{
+	corrupt(XFER_CSUM_CRC32, 1);
+	corrupt(XFER_CSUM_CRC32, 4);
+	corrupt(XFER_CSUM_CRC32, 6); /* the short last chunk */
+}
+
+static void test_corruption_sha256(void)
+{
+	corrupt(XFER_CSUM_SHA256, 3);
+}
+
+/*
+ * The receiver's own verdict when every file of its session failed
+ * verification must say so, as it does (PARTIAL) when only some failed.
+ */
+static void test_receiver_verdict_all_failed(void)
+{
+	struct sess s;
+
+	sess_init(&s, 2);
+	s.faults.corrupt_write = 2;
+	sess_add(&s, "f", 3 * CHUNK, 35);
+	sess_run(&s);
+	CHECK_EQ(s.vc, XFER_FAIL_VERIFY);
+	CHECK_EQ(s.vs, XFER_FAIL_VERIFY);
+	check_absent(&s, 0);
+	sess_finish(&s);
+}
+
+/* Only the bad file is refused; the others of the session arrive. */
+static void test_corruption_one_of_many(void)
+{
+	struct sess s;
+
+	sess_init(&s, 3);
+	s.dest = "dir/";
+	s.faults.corrupt_write = 5;
+	sess_add(&s, "a", 2 * CHUNK, 41);     /* writes 1-2 */
+	sess_add(&s, "b", 4 * CHUNK, 42);     /* writes 3-6: corrupted */
+	sess_add(&s, "c", 3 * CHUNK + 9, 43); /* writes 7-10 */
+	sess_run(&s);
+	CHECK_EQ(s.ms.corrupted, 1);
+	CHECK_EQ(s.vc, XFER_FAIL_PARTIAL);
+	CHECK_EQ(s.vs, XFER_FAIL_PARTIAL);
+	CHECK_EQ(s.st.files_ok, 2);
+	CHECK_EQ(s.st.files_failed, 1);
+	CHECK_EQ(s.st.first_fail, XFER_FAIL_VERIFY);
+	check_placed(&s, 0);
+	check_absent(&s, 1);
+	check_placed(&s, 2);
+	sess_finish(&s);
+}
+
+/* A lost CREDIT is made good by the next one: acks are cumulative. */
+static void test_dropped_credit(void)
+{
+	for (uint64_t n = 1; n <= 3; n++) {
+		struct sess s;
+
+		sess_init(&s, n == 2 ? 2 : 8);
+		s.faults.drop_credit = n;
+		sess_add(&s, "f", 64 * CHUNK + 1, 50 + n);
+		sess_run(&s);
+		CHECK_EQ(s.ms.credits_dropped, 1);
+		CHECK_EQ(s.vc, XFER_OK);
+		CHECK_EQ(s.vs, XFER_OK);
+		check_placed(&s, 0);
+		sess_finish(&s);
+	}
+}
+
+/* Random delivery delays shake the orderings of completions. */
+static void test_delays(void)
+{
+	static const enum xfer_poll polls[] = { XFER_POLL_ADAPTIVE,
+						XFER_POLL_EVENT,
+						XFER_POLL_BUSY };
+
+	for (unsigned int i = 0; i < 3; i++) {
+		struct sess s;
+
+		sess_init(&s, (uint16_t)(i + 2));
+		s.poll = polls[i];
+		s.dest = "dir/";
+		s.faults.delay_max_us = 300;
+		s.faults.seed = 1234 + i;
+		sess_add(&s, "a", 40 * CHUNK + 17, 60 + i);
+		sess_add(&s, "b", 0, 70 + i);
+		sess_add(&s, "c", 9 * CHUNK, 80 + i);
+		sess_run(&s);
+		CHECK_EQ(s.vc, XFER_OK);
+		CHECK_EQ(s.vs, XFER_OK);
+		for (size_t k = 0; k < s.nsrcs; k++)
+			check_placed(&s, k);
+		sess_finish(&s);
+	}
+}
+
+/* The receiver goes silent mid-file: both sides give up in time. */
+static void test_peer_vanishes(void)
+{
+	struct sess s;
+
+	sess_init(&s, 3);
+	s.timeout_ms = 1500;
+	s.faults.vanish_after_writes = 3;
+	sess_add(&s, "f", 50 * CHUNK, 90);
+	sess_run(&s);
+	CHECK_EQ(s.vc, XFER_FAIL_PEER_LOST);
+	CHECK_EQ(s.vs, XFER_FAIL_PEER_LOST);
+	CHECK(s.seconds >= 1.4);
+	CHECK(s.seconds < 1.5 + 2.0);
+	CHECK(s.ms.vanished > 0);
+	check_absent(&s, 0);
+	sess_finish(&s);
+}
+
+/* ---- the checker itself: memconn must catch what hardware would ---- */
+
+static int poll_all(struct cm_conn *c, struct cm_event *ev, int max)
+{
+	int n = 0, k;
+
+	while (n < max && (k = c->ops->poll(c, ev + n, max - n)) > 0)
+		n += k;
+	return n;
+}
+
+static void test_memconn_rules(void)
+{
+	const struct cm_geom g = { .ctrl_size = 1024, .ctrl_credits = 2,
+				   .slots = 2, .slot_size = 4096 + 64 };
+	struct cm_conn *a, *b;
+	struct cm_ring_desc ring;
+	struct memconn_stats ms;
+	struct cm_event ev[16];
+	int fds = count_fds(), n;
+	uint64_t t0;
+
+	CHECK_EQ(memconn_pair(&g, NULL, &a, &b), 0);
+	CHECK_EQ(a->ntx, 3);
+	CHECK_EQ(a->nrx, 4);
+	/* a SEND lands in the oldest posted rx; the sender sees SEND_DONE */
+	memcpy(cm_tx(a, 1), "hello", 5);
+	CHECK_EQ(a->ops->post_send(a, 1, 5, 77), 0);
+	n = poll_all(b, ev, 16);
+	CHECK_EQ(n, 1);
+	CHECK_EQ(ev[0].type, CM_EV_RECV);
+	CHECK_EQ(ev[0].id, 0);
+	CHECK_EQ(ev[0].len, 5);
+	CHECK(!memcmp(cm_rx(b, 0), "hello", 5));
+	n = poll_all(a, ev, 16);
+	CHECK_EQ(n, 1);
+	CHECK_EQ(ev[0].type, CM_EV_SEND_DONE);
+	CHECK_EQ(ev[0].id, 77);
+	CHECK_EQ(ev[0].status, 0);
+	/* rx 0 not reposted: three more fit, the fourth is an RNR */
+	for (int i = 0; i < 4; i++) {
+		CHECK_EQ(a->ops->post_send(a, 0, 16, (uint64_t)i), 0);
+		poll_all(a, ev, 16);
+	}
+	memconn_get_stats(a, &ms);
+	CHECK_EQ(ms.rnr, 1);
+	CHECK_EQ(poll_all(b, ev, 16), 3);
+	CHECK_EQ(ev[2].id, 3);
+	for (unsigned int i = 0; i < 4; i++)
+		CHECK_EQ(b->ops->post_recv(b, i), 0);
+	CHECK(b->ops->post_recv(b, 0) < 0); /* already posted */
+	CHECK(b->ops->post_recv(b, 4) < 0); /* no such buffer */
+	/* writes need the ring and the staging buffers */
+	CHECK(a->ops->post_write(a, 0, 100, 0, 0, true, 1) < 0);
+	CHECK_EQ(b->ops->ring_create(b, &ring), 0);
+	CHECK_EQ(a->ops->stage_create(a, &ring), 0);
+	CHECK(a->ops->post_write(a, 0, 100, 2, 0, true, 1) < 0); /* slot */
+	CHECK(a->ops->post_write(a, 0, 4096 + 65, 1, 0, true, 1) < 0);
+	/*
+	 * A WR stays on the send queue until a completion at or after it is
+	 * polled: depth 4 (3 unsignalled + 1 signalled), the 5th fails; one
+	 * SEND_DONE, for the signalled one, then frees all four.
+	 */
+	memcpy(cm_stage(a, 1), "data!", 5);
+	for (unsigned int i = 0; i < 4; i++)
+		CHECK_EQ(a->ops->post_write(a, 1, 5, i % 2, 0xabc0000u + i,
+					    i == 3, i),
+			 0);
+	CHECK(a->ops->post_write(a, 1, 5, 0, 0, false, 9) < 0);
+	n = poll_all(a, ev, 16);
+	CHECK_EQ(n, 1);
+	CHECK_EQ(ev[0].type, CM_EV_SEND_DONE);
+	CHECK_EQ(ev[0].id, 3);
+	n = poll_all(b, ev, 16);
+	CHECK_EQ(n, 4);
+	CHECK_EQ(ev[3].type, CM_EV_DATA);
+	CHECK_EQ(ev[3].imm, 0xabc0003u);
+	CHECK_EQ(ev[3].len, 5);
+	CHECK(!memcmp(cm_slot(b, 1), "data!", 5));
+	memconn_get_stats(a, &ms);
+	CHECK_EQ(ms.rnr, 1);
+	CHECK_EQ(ms.sq_overflow, 1);
+	CHECK_EQ(ms.double_recv, 1);
+	CHECK_EQ(ms.no_ring, 1);
+	CHECK_EQ(ms.bad_post, 3);
+	CHECK_EQ(ms.writes, 4);
+	/* an armed side is woken by the peer's post; an unarmed one is not */
+	for (unsigned int i = 0; i < 4; i++)
+		CHECK_EQ(b->ops->post_recv(b, i), 0);
+	t0 = clock_now_ms();
+	CHECK_EQ(a->ops->wait(a, -1, 50), 0);
+	CHECK(clock_now_ms() - t0 >= 40);
+	CHECK_EQ(b->ops->arm(b), 0);
+	CHECK_EQ(a->ops->post_send(a, 2, 8, 5), 0);
+	CHECK_EQ(poll_all(a, ev, 16), 1);
+	t0 = clock_now_ms();
+	CHECK_EQ(b->ops->wait(b, -1, 2000), 0);
+	CHECK(clock_now_ms() - t0 < 1000);
+	/* the peer's end: CLOSED once, after what was queued */
+	cm_conn_destroy(a);
+	n = poll_all(b, ev, 16);
+	CHECK_EQ(n, 2);
+	CHECK_EQ(ev[0].type, CM_EV_RECV);
+	CHECK_EQ(ev[1].type, CM_EV_CLOSED);
+	CHECK_EQ(ev[1].status, -ECONNRESET);
+	CHECK_EQ(poll_all(b, ev, 16), 0);
+	cm_conn_destroy(b);
+	CHECK_EQ(count_fds(), fds);
+}
+
+/* ---- a fatal error mid-session reaches the peer as that error ---- */
+
+static void *errpeer_main(void *p)
+{
+	struct engine *e = p;
+	struct wire_msg m;
+
+	if (engine_expect(e, WIRE_HELLO, &m, 5000))
+		return NULL;
+	memset(&m, 0, sizeof(m));
+	m.type = WIRE_WELCOME;
+	if (engine_send(e, &m) || engine_expect(e, WIRE_DONE, &m, 5000))
+		return NULL;
+	engine_fail(e, XFER_FAIL_LOCAL_IO, -EIO, "the disk is on fire");
+	engine_tell_peer(e);
+	return NULL;
+}
+
+static void test_error_reaches_peer(void)
+{
+	const struct cm_geom g = { .ctrl_size = WIRE_CTRL_SIZE,
+				   .ctrl_credits = WIRE_CTRL_CREDITS,
+				   .slots = 2,
+				   .slot_size = CHUNK + WIRE_SLOT_HDR };
+	struct cm_conn *a, *b;
+	struct engine ea, eb;
+	struct xfer_opts o;
+	struct wire_msg m;
+	struct memconn_stats ms;
+	pthread_t tid;
+	int fds = count_fds();
+
+	xfer_opts_init(&o);
+	o.timeout_ms = 5000;
+	CHECK_EQ(memconn_pair(&g, NULL, &a, &b), 0);
+	CHECK_EQ(engine_init(&ea, a, &o), 0);
+	CHECK_EQ(engine_init(&eb, b, &o), 0);
+	alarm(WATCHDOG_S);
+	CHECK_EQ(pthread_create(&tid, NULL, errpeer_main, &eb), 0);
+	memset(&m, 0, sizeof(m));
+	m.type = WIRE_HELLO;
+	m.u.hello.role = WIRE_PUSH;
+	CHECK_EQ(engine_send(&ea, &m), 0);
+	CHECK_EQ(engine_expect(&ea, WIRE_WELCOME, &m, 5000), 0);
+	memset(&m, 0, sizeof(m));
+	m.type = WIRE_DONE;
+	CHECK_EQ(engine_send(&ea, &m), 0);
+	CHECK(engine_expect(&ea, WIRE_BYE, &m, 5000) != 0);
+	pthread_join(tid, NULL);
+	alarm(0);
+	/* the peer's verdict, its errno and its words, not a consequence */
+	CHECK(ea.peer_said_error);
+	CHECK_EQ(ea.fail, XFER_FAIL_REMOTE_IO);
+	CHECK_EQ(ea.err, -EIO);
+	CHECK(strstr(ea.why, "the disk is on fire") != NULL);
+	if (!strstr(ea.why, "the disk is on fire"))
+		printf("#   got: %s\n", ea.why);
+	memconn_get_stats(a, &ms);
+	CHECK_EQ(memconn_violations(&ms), 0);
+	engine_release(&ea);
+	engine_release(&eb);
+	cm_conn_destroy(a);
+	cm_conn_destroy(b);
+	CHECK_EQ(count_fds(), fds);
+}
+
+TAP_RUN(TAP_TEST(test_memconn_rules), TAP_TEST(test_error_reaches_peer),
+	TAP_TEST(test_sizes_window1), TAP_TEST(test_sizes_window2),
+	TAP_TEST(test_sizes_window3), TAP_TEST(test_sizes_window8),
+	TAP_TEST(test_1mib_random), TAP_TEST(test_window1_many_chunks),
+	TAP_TEST(test_sha256), TAP_TEST(test_csum_none),
+	TAP_TEST(test_poll_busy), TAP_TEST(test_poll_event),
+	TAP_TEST(test_poll_adaptive), TAP_TEST(test_many_files_into_dir),
+	TAP_TEST(test_missing_source_partial), TAP_TEST(test_sparse_source),
+	TAP_TEST(test_corruption_crc32), TAP_TEST(test_corruption_sha256),
+	TAP_TEST(test_receiver_verdict_all_failed),
+	TAP_TEST(test_corruption_one_of_many), TAP_TEST(test_dropped_credit),
+	TAP_TEST(test_delays), TAP_TEST(test_peer_vanishes))

@@ -1,0 +1,485 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * Unit tests for transfer/wire.c, the codec of everything that crosses the
+ * wire: a round trip of every control message and of the slot header,
+ * golden bytes for one HELLO and one slot header (written out by hand from
+ * the documented layout, so that any layout change fails here), and the
+ * decoder's refusals: every truncation, trailing bytes, a wrong length
+ * field, unknown types, strings past the end, over their limit or with a
+ * NUL inside, digests longer than 32 bytes, and any single flipped bit in
+ * a slot header.
+ */
+#include "tap.h"
+
+#include "transfer/wire.h"
+
+#include <errno.h>
+#include <stdint.h>
+
+static uint8_t buf[WIRE_CTRL_SIZE + 64];
+
+static void put_be32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24);
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
+}
+
+static void hex_to(const char *hex, uint8_t *out, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		unsigned int v;
+
+		sscanf(hex + 2 * i, "%2x", &v);
+		out[i] = (uint8_t)v;
+	}
+}
+
+static void show_diff(const uint8_t *got, const uint8_t *want, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (got[i] != want[i]) {
+			printf("#   byte %zu: got %02x want %02x\n", i, got[i],
+			       want[i]);
+			return;
+		}
+}
+
+/* One sample of every message type, with distinct non-zero fields. */
+static size_t samples(struct wire_msg *m, size_t max)
+{
+	size_t n = 0;
+
+	(void)max;
+	memset(m, 0, max * sizeof(*m));
+
+	m[n].type = WIRE_HELLO;
+	m[n].ctrl_ack = 0xfffffff0u;
+	m[n].slot_ack = 7;
+	m[n].u.hello.role = WIRE_PUSH;
+	m[n].u.hello.csum = WIRE_CSUM_SHA256;
+	m[n].u.hello.flags = WIRE_HELLO_FSYNC | WIRE_HELLO_DEST_DIR;
+	m[n].u.hello.features = 0x01020304u;
+	m[n].u.hello.chunk_size = 1u << 20;
+	for (unsigned int i = 0; i < WIRE_NONCE_LEN; i++)
+		m[n].u.hello.nonce[i] = (uint8_t)(0xc0 + i);
+	strcpy(m[n].u.hello.path, "some/dir/");
+	n++;
+
+	m[n].type = WIRE_WELCOME;
+	m[n].ctrl_ack = 1;
+	m[n].u.welcome.status = -EACCES;
+	m[n].u.welcome.features = 5;
+	for (unsigned int i = 0; i < WIRE_NONCE_LEN; i++)
+		m[n].u.welcome.nonce[i] = (uint8_t)i;
+	memset(m[n].u.welcome.msg, 'w', WIRE_MSG_MAX); /* the longest */
+	n++;
+
+	m[n].type = WIRE_RING;
+	m[n].u.ring.addr = 0x00007f0012345000ull;
+	m[n].u.ring.rkey = 0xabcdef01u;
+	m[n].u.ring.slots = 64;
+	m[n].u.ring.slot_size = (1u << 20) + WIRE_SLOT_HDR;
+	n++;
+
+	m[n].type = WIRE_FILE;
+	m[n].ctrl_ack = 3;
+	m[n].u.file.file_id = 9;
+	m[n].u.file.flags = 0;
+	m[n].u.file.size = 0x123456789abull;
+	m[n].u.file.mode = 0644;
+	m[n].u.file.mtime_sec = -5; /* before 1970: signed on the wire */
+	m[n].u.file.mtime_nsec = 999999999u;
+	memset(m[n].u.file.path, 'p', sizeof(m[n].u.file.path) - 1);
+	n++;
+
+	m[n].type = WIRE_FILE_END;
+	m[n].u.end.file_id = 9;
+	m[n].u.end.flags = WIRE_END_ABORT;
+	m[n].u.end.nchunks = 1ull << 40;
+	m[n].u.end.csum = WIRE_CSUM_SHA256;
+	m[n].u.end.digest_len = WIRE_DIGEST_MAX;
+	for (unsigned int i = 0; i < WIRE_DIGEST_MAX; i++)
+		m[n].u.end.digest[i] = (uint8_t)(0xff - i);
+	n++;
+
+	m[n].type = WIRE_FILE_RESULT;
+	m[n].slot_ack = 0xffffffffu;
+	m[n].u.result.file_id = 9;
+	m[n].u.result.status = -EBADMSG;
+	m[n].u.result.digest_len = 4;
+	memcpy(m[n].u.result.digest, "\x01\x02\x03\x04", 4);
+	strcpy(m[n].u.result.msg, "failed verification");
+	n++;
+
+	m[n].type = WIRE_DONE;
+	m[n].ctrl_ack = 77;
+	m[n].slot_ack = 88;
+	n++;
+
+	m[n].type = WIRE_BYE;
+	m[n].u.bye.files_ok = 3;
+	m[n].u.bye.files_failed = 1;
+	m[n].u.bye.bytes = 1ull << 50;
+	n++;
+
+	m[n].type = WIRE_ERROR;
+	m[n].u.error.status = -EIO;
+	m[n].u.error.klass = 6;
+	strcpy(m[n].u.error.msg, "disk on fire");
+	n++;
+
+	m[n].type = WIRE_CREDIT;
+	m[n].ctrl_ack = 12;
+	m[n].slot_ack = 34;
+	n++;
+	return n;
+}
+
+static void test_roundtrip_every_type(void)
+{
+	static struct wire_msg m[16], d;
+	size_t n = samples(m, 16);
+	bool seen[WIRE_TYPE_MAX] = { false };
+
+	for (size_t i = 0; i < n; i++) {
+		int len = wire_encode(&m[i], buf, WIRE_CTRL_SIZE);
+
+		CHECK(len >= (int)WIRE_CTRL_HDR);
+		CHECK(len <= (int)WIRE_CTRL_SIZE);
+		CHECK_EQ(wire_decode(buf, (size_t)len, &d), 0);
+		if (memcmp(&m[i], &d, sizeof(d))) {
+			printf("#   %s does not survive a round trip\n",
+			       wire_type_name(m[i].type));
+			CHECK(0);
+		}
+		seen[m[i].type] = true;
+	}
+	/* every type but the reserved AUTH */
+	for (unsigned int t = 1; t < WIRE_TYPE_MAX; t++)
+		if (t != WIRE_AUTH)
+			CHECK(seen[t]);
+}
+
+static void test_encode_limits(void)
+{
+	static struct wire_msg m[16];
+	size_t n = samples(m, 16);
+
+	for (size_t i = 0; i < n; i++) {
+		int len = wire_encode(&m[i], buf, WIRE_CTRL_SIZE);
+
+		CHECK(len > 0);
+		/* one byte short of room: refused, never cut */
+		CHECK_EQ(wire_encode(&m[i], buf, (size_t)len - 1), -EMSGSIZE);
+	}
+	m[0].type = 0;
+	CHECK_EQ(wire_encode(&m[0], buf, sizeof(buf)), -EINVAL);
+	m[0].type = WIRE_TYPE_MAX;
+	CHECK_EQ(wire_encode(&m[0], buf, sizeof(buf)), -EINVAL);
+	m[4].u.end.digest_len = WIRE_DIGEST_MAX + 1;
+	CHECK_EQ(wire_encode(&m[4], buf, sizeof(buf)), -EINVAL);
+	m[5].u.result.digest_len = WIRE_DIGEST_MAX + 1;
+	CHECK_EQ(wire_encode(&m[5], buf, sizeof(buf)), -EINVAL);
+}
+
+/* Every proper prefix is refused, with or without a matching length. */
+static void test_decode_truncated(void)
+{
+	static struct wire_msg m[16], d;
+	static uint8_t cut[WIRE_CTRL_SIZE];
+	size_t n = samples(m, 16);
+
+	for (size_t i = 0; i < n; i++) {
+		int len = wire_encode(&m[i], buf, WIRE_CTRL_SIZE);
+
+		for (int l = 0; l < len; l++) {
+			CHECK_EQ(wire_decode(buf, (size_t)l, &d), -EPROTO);
+			if (l >= 8) {
+				/* lie about the length: the body must notice */
+				memcpy(cut, buf, (size_t)l);
+				put_be32(cut + 4, (uint32_t)l);
+				if (wire_decode(cut, (size_t)l, &d) != -EPROTO) {
+					printf("#   %s cut to %d accepted\n",
+					       wire_type_name(m[i].type), l);
+					CHECK(0);
+				}
+			}
+		}
+	}
+}
+
+static void test_decode_trailing_and_length(void)
+{
+	static struct wire_msg m[16], d;
+	size_t n = samples(m, 16);
+
+	for (size_t i = 0; i < n; i++) {
+		int len = wire_encode(&m[i], buf, WIRE_CTRL_SIZE);
+
+		buf[len] = 0;
+		/* one byte more than the message, length field unchanged */
+		CHECK_EQ(wire_decode(buf, (size_t)len + 1, &d), -EPROTO);
+		/* ... and with the length field claiming it too */
+		put_be32(buf + 4, (uint32_t)len + 1);
+		CHECK_EQ(wire_decode(buf, (size_t)len + 1, &d), -EPROTO);
+		/* a length field that is off either way */
+		CHECK_EQ(wire_decode(buf, (size_t)len, &d), -EPROTO);
+		put_be32(buf + 4, (uint32_t)len - 1);
+		CHECK_EQ(wire_decode(buf, (size_t)len, &d), -EPROTO);
+		put_be32(buf + 4, (uint32_t)len);
+		CHECK_EQ(wire_decode(buf, (size_t)len, &d), 0);
+	}
+}
+
+static void test_decode_unknown_type(void)
+{
+	struct wire_msg m = { .type = WIRE_CREDIT }, d;
+	int len = wire_encode(&m, buf, sizeof(buf));
+	const unsigned int bad[] = { 0, WIRE_AUTH, WIRE_TYPE_MAX,
+				     WIRE_TYPE_MAX + 1, 0xff };
+
+	CHECK_EQ(len, WIRE_CTRL_HDR);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		buf[0] = (uint8_t)bad[i];
+		CHECK_EQ(wire_decode(buf, (size_t)len, &d), -EPROTO);
+	}
+	buf[0] = WIRE_CREDIT;
+	CHECK_EQ(wire_decode(buf, (size_t)len, &d), 0);
+	CHECK(strcmp(wire_type_name(WIRE_HELLO), "HELLO") == 0);
+	CHECK(strcmp(wire_type_name(0), "?") == 0);
+	CHECK(strcmp(wire_type_name(WIRE_TYPE_MAX), "?") == 0);
+}
+
+/* An ERROR whose message is n bytes of 'x' (n may be over the limit). */
+static int error_with_msg(size_t n, uint8_t *p)
+{
+	size_t len = WIRE_CTRL_HDR + 4 + 4 + 2 + n;
+
+	memset(p, 0, len);
+	p[0] = WIRE_ERROR;
+	put_be32(p + 4, (uint32_t)len);
+	p[WIRE_CTRL_HDR + 8] = (uint8_t)(n >> 8);
+	p[WIRE_CTRL_HDR + 9] = (uint8_t)n;
+	memset(p + WIRE_CTRL_HDR + 10, 'x', n);
+	return (int)len;
+}
+
+static void test_decode_strings(void)
+{
+	struct wire_msg m, d;
+	int len;
+
+	/* the limit itself is fine, one more is not */
+	len = error_with_msg(WIRE_MSG_MAX, buf);
+	CHECK_EQ(wire_decode(buf, (size_t)len, &d), 0);
+	CHECK_EQ(strlen(d.u.error.msg), WIRE_MSG_MAX);
+	len = error_with_msg(WIRE_MSG_MAX + 1, buf);
+	CHECK_EQ(wire_decode(buf, (size_t)len, &d), -EPROTO);
+	/* a string length that runs past the end */
+	len = error_with_msg(10, buf);
+	buf[WIRE_CTRL_HDR + 9] = 11;
+	CHECK_EQ(wire_decode(buf, (size_t)len, &d), -EPROTO);
+	buf[WIRE_CTRL_HDR + 9] = 9; /* short: a byte left over */
+	CHECK_EQ(wire_decode(buf, (size_t)len, &d), -EPROTO);
+	buf[WIRE_CTRL_HDR + 9] = 10;
+	CHECK_EQ(wire_decode(buf, (size_t)len, &d), 0);
+	/* a NUL inside a string: a path "a\0b" */
+	memset(&m, 0, sizeof(m));
+	m.type = WIRE_FILE;
+	strcpy(m.u.file.path, "aXb");
+	len = wire_encode(&m, buf, sizeof(buf));
+	CHECK(len > 0);
+	CHECK_EQ(buf[len - 2], 'X');
+	buf[len - 2] = '\0';
+	CHECK_EQ(wire_decode(buf, (size_t)len, &d), -EPROTO);
+	buf[len - 2] = 'Y';
+	CHECK_EQ(wire_decode(buf, (size_t)len, &d), 0);
+	CHECK(strcmp(d.u.file.path, "aYb") == 0);
+	/* an empty string is a string */
+	m.u.file.path[0] = '\0';
+	len = wire_encode(&m, buf, sizeof(buf));
+	CHECK_EQ(wire_decode(buf, (size_t)len, &d), 0);
+	CHECK_EQ(d.u.file.path[0], '\0');
+}
+
+static void test_decode_digest_len(void)
+{
+	struct wire_msg m = { .type = WIRE_FILE_END }, d;
+	int len;
+
+	m.u.end.digest_len = WIRE_DIGEST_MAX;
+	len = wire_encode(&m, buf, sizeof(buf));
+	CHECK(len > 0);
+	/* digest_len is the byte before the digest, at the end */
+	CHECK_EQ(buf[len - WIRE_DIGEST_MAX - 1], WIRE_DIGEST_MAX);
+	CHECK_EQ(wire_decode(buf, (size_t)len, &d), 0);
+	/* 33 with 33 bytes present: still refused */
+	buf[len - WIRE_DIGEST_MAX - 1] = WIRE_DIGEST_MAX + 1;
+	buf[len] = 0;
+	put_be32(buf + 4, (uint32_t)len + 1);
+	CHECK_EQ(wire_decode(buf, (size_t)len + 1, &d), -EPROTO);
+	buf[len - WIRE_DIGEST_MAX - 1] = 0xff;
+	CHECK_EQ(wire_decode(buf, (size_t)len + 1, &d), -EPROTO);
+
+	memset(&m, 0, sizeof(m));
+	m.type = WIRE_FILE_RESULT;
+	m.u.result.digest_len = 0;
+	len = wire_encode(&m, buf, sizeof(buf));
+	/* result: file_id, status, then digest_len */
+	CHECK_EQ(buf[WIRE_CTRL_HDR + 8], 0);
+	buf[WIRE_CTRL_HDR + 8] = WIRE_DIGEST_MAX + 1;
+	CHECK_EQ(wire_decode(buf, (size_t)len, &d), -EPROTO);
+}
+
+/*
+ * HELLO as documented: header type u8, 0 u8, 0 u16, total u32, ctrl_ack
+ * u32, slot_ack u32; body role u16, csum u8, flags u8, features u32,
+ * chunk_size u32, nonce[32], path as u16 length + bytes. Big-endian.
+ */
+static void test_golden_hello(void)
+{
+	static const char want_hex[] =
+		"01000000" "00000041" "01020304" "0a0b0c0d" /* header */
+		"0001" "02" "03" "00000000" "00100000"	     /* role..chunk */
+		"000102030405060708090a0b0c0d0e0f"	     /* nonce */
+		"101112131415161718191a1b1c1d1e1f"
+		"0003" "642f78";			     /* "d/x" */
+	uint8_t want[65];
+	struct wire_msg m, d;
+	int len;
+
+	hex_to(want_hex, want, sizeof(want));
+	memset(&m, 0, sizeof(m));
+	m.type = WIRE_HELLO;
+	m.ctrl_ack = 0x01020304u;
+	m.slot_ack = 0x0a0b0c0du;
+	m.u.hello.role = WIRE_PUSH;
+	m.u.hello.csum = WIRE_CSUM_SHA256;
+	m.u.hello.flags = WIRE_HELLO_FSYNC | WIRE_HELLO_DEST_DIR;
+	m.u.hello.chunk_size = 1u << 20;
+	for (unsigned int i = 0; i < WIRE_NONCE_LEN; i++)
+		m.u.hello.nonce[i] = (uint8_t)i;
+	strcpy(m.u.hello.path, "d/x");
+	len = wire_encode(&m, buf, sizeof(buf));
+	CHECK_EQ(len, sizeof(want));
+	if (len == (int)sizeof(want) && memcmp(buf, want, sizeof(want))) {
+		show_diff(buf, want, sizeof(want));
+		CHECK(0);
+	}
+	CHECK_EQ(wire_decode(want, sizeof(want), &d), 0);
+	CHECK(memcmp(&d, &m, sizeof(m)) == 0);
+}
+
+/*
+ * Slot header as documented: seq u64, file_id u32, len u32, offset u64,
+ * crc u32, flags u16, reserved u16, raw_len u32, reserved[8], tag[16], and
+ * the CRC32 (IEEE, as zlib) of those 60 bytes. Big-endian.
+ */
+static const char golden_slot_hex[] =
+	"0102030405060708" "11121314" "00001000" "2122232425262728"
+	"deadbeef" "0000" "0000" "00001000" "0000000000000000"
+	"a0a1a2a3a4a5a6a7a8a9aaabacadaeaf" "291220bf";
+
+static bool slot_eq(const struct wire_slot_hdr *a,
+		    const struct wire_slot_hdr *b)
+{
+	return a->seq == b->seq && a->file_id == b->file_id &&
+	       a->len == b->len && a->offset == b->offset &&
+	       a->crc == b->crc && a->flags == b->flags &&
+	       a->raw_len == b->raw_len && !memcmp(a->tag, b->tag, 16);
+}
+
+static void golden_slot(struct wire_slot_hdr *h)
+{
+	memset(h, 0, sizeof(*h));
+	h->seq = 0x0102030405060708ull;
+	h->file_id = 0x11121314u;
+	h->len = 0x1000;
+	h->offset = 0x2122232425262728ull;
+	h->crc = 0xdeadbeefu;
+	h->raw_len = 0x1000;
+	for (unsigned int i = 0; i < 16; i++)
+		h->tag[i] = (uint8_t)(0xa0 + i);
+}
+
+static void test_golden_slot_header(void)
+{
+	uint8_t want[WIRE_SLOT_HDR], got[WIRE_SLOT_HDR];
+	struct wire_slot_hdr h, d;
+
+	hex_to(golden_slot_hex, want, sizeof(want));
+	golden_slot(&h);
+	memset(got, 0xee, sizeof(got));
+	wire_slot_encode(got, &h);
+	if (memcmp(got, want, sizeof(want))) {
+		show_diff(got, want, sizeof(want));
+		CHECK(0);
+	}
+	CHECK_EQ(wire_slot_decode(want, &d), 0);
+	CHECK(slot_eq(&d, &h));
+}
+
+static void test_slot_roundtrip(void)
+{
+	uint8_t p[WIRE_SLOT_HDR];
+	struct wire_slot_hdr h, d;
+
+	for (uint64_t k = 0; k < 200; k++) {
+		memset(&h, 0, sizeof(h));
+		h.seq = k * 0x9E3779B97F4A7C15ull;
+		h.file_id = (uint32_t)(k * 7);
+		h.len = (uint32_t)(k * 4093);
+		h.raw_len = h.len;
+		h.offset = k << 33;
+		h.crc = (uint32_t)~k;
+		h.flags = (uint16_t)(k & 7);
+		h.tag[k % 16] = (uint8_t)k;
+		wire_slot_encode(p, &h);
+		CHECK_EQ(wire_slot_decode(p, &d), 0);
+		CHECK(slot_eq(&d, &h));
+	}
+}
+
+/* Any single flipped bit, the reserved ones and the CRC's included. */
+static void test_slot_bitflip(void)
+{
+	uint8_t p[WIRE_SLOT_HDR];
+	struct wire_slot_hdr h, d;
+	int bad = 0;
+
+	golden_slot(&h);
+	for (unsigned int bit = 0; bit < 8 * WIRE_SLOT_HDR; bit++) {
+		wire_slot_encode(p, &h);
+		p[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+		if (wire_slot_decode(p, &d) != -EBADMSG)
+			bad++;
+	}
+	CHECK_EQ(bad, 0);
+}
+
+static void test_imm(void)
+{
+	const uint64_t seqs[] = { 0, 1, 0xfffe, 0xffff, 0x10000, 0x12345678,
+				  UINT64_MAX };
+	const unsigned int slots[] = { 0, 1, 63, 0xffff };
+
+	for (size_t i = 0; i < sizeof(seqs) / sizeof(seqs[0]); i++) {
+		for (size_t j = 0; j < sizeof(slots) / sizeof(slots[0]); j++) {
+			uint32_t imm = wire_imm(seqs[i], slots[j]);
+
+			CHECK_EQ(wire_imm_slot(imm), slots[j]);
+			CHECK_EQ(wire_imm_seq16(imm), seqs[i] & 0xffff);
+		}
+	}
+	CHECK_EQ(wire_imm(0x12345, 7), 0x23450007u);
+}
+
+TAP_RUN(TAP_TEST(test_roundtrip_every_type), TAP_TEST(test_encode_limits),
+	TAP_TEST(test_decode_truncated),
+	TAP_TEST(test_decode_trailing_and_length),
+	TAP_TEST(test_decode_unknown_type), TAP_TEST(test_decode_strings),
+	TAP_TEST(test_decode_digest_len), TAP_TEST(test_golden_hello),
+	TAP_TEST(test_golden_slot_header), TAP_TEST(test_slot_roundtrip),
+	TAP_TEST(test_slot_bitflip), TAP_TEST(test_imm))
