@@ -45,7 +45,7 @@ enum {
 /* Allowed geometry on either side, whatever the peer asks for. */
 #define CTRL_SIZE_MIN 1024u
 #define CTRL_SIZE_MAX 65536u
-#define CTRL_CREDITS_MIN 2u
+#define CTRL_CREDITS_MIN 4u /* below 4, idle peers trade acks forever */
 #define CTRL_CREDITS_MAX 256u
 #define SLOT_SIZE_MIN 4096u
 

@@ -223,6 +223,7 @@ void engine_tell_peer(struct engine *e)
 	if (!e->fail || e->peer_said_error || i < 0 ||
 	    !credit_ctrl_can_send(&e->cc, true))
 		return;
+	m.ctrl_ack = credit_ctrl_sent(&e->cc);
 	m.u.error.status = e->err;
 	m.u.error.klass = (uint32_t)e->fail;
 	snprintf(m.u.error.msg, sizeof(m.u.error.msg), "%.*s", (int)WIRE_MSG_MAX, e->why);
@@ -422,10 +423,16 @@ static int run(struct engine *e, uint64_t deadline_ms)
 
 int engine_run(struct engine *e, const struct engine_role *role, void *data)
 {
+	int rc;
+
 	e->role = role;
 	e->role_data = data;
 	e->spins = 0;
-	return run(e, 0);
+	rc = run(e, 0);
+	/* data lives in the caller's frame: nothing may reach it later. */
+	e->role = NULL;
+	e->role_data = NULL;
+	return rc;
 }
 
 struct expect_state {

@@ -424,7 +424,8 @@ static int send_result(struct sink *k, struct snk_fin *fin)
 			 f->errmsg);
 		if (f->err != -ECANCELED)
 			log_warn("%s", f->errmsg);
-		k->st->files_failed++;
+		if (!k->st->files_failed++)
+			k->st->first_fail = engine_klass_of(f->err, false);
 	} else {
 		m.u.result.digest_len = fin->dlen;
 		memcpy(m.u.result.digest, fin->digest, fin->dlen);
@@ -577,7 +578,14 @@ int sink_run(struct engine *e, const struct sink_target *t,
 	}
 	rc = engine_run(e, &sink_role, &k);
 out:
-	/* Stop the workers before their files and jobs go away. */
+	/* Let the workers finish before their files and jobs go away. */
+	workq_wait_idle(e->wq);
+	for (struct workq_item *it = workq_take_done(e->wq), *next; it;
+	     it = next) {
+		next = it->next;
+		if (it->fn == finalize)
+			free(it); /* its file is freed below */
+	}
 	workq_destroy(e->wq);
 	e->wq = NULL;
 	for (uint32_t i = 0; i < k.nfiles; i++)

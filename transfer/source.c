@@ -44,7 +44,8 @@ struct src_file {
 	struct ck_sha256 *tree;
 	int err;
 	char errmsg[300];
-	bool skipped; /* never announced: failed before FILE */
+	bool skipped;	  /* never announced: failed before FILE */
+	uint32_t wire_id; /* file id on the wire: announced files, in order */
 	bool result;
 	double t0;
 };
@@ -76,6 +77,8 @@ struct source {
 	struct credit_tx tx;
 	struct src_file *files;
 	size_t nfiles, next_file;
+	uint32_t *by_wire; /* wire id -> index in files */
+	uint32_t nwire;
 	struct src_file *cur; /* being planned */
 	struct src_job *jobs;
 	unsigned int njobs, free_jobs;
@@ -273,7 +276,9 @@ static int send_file(struct source *s, struct src_file *f)
 {
 	struct wire_msg m = { .type = WIRE_FILE };
 
-	m.u.file.file_id = (uint32_t)(f - s->files);
+	f->wire_id = s->nwire++;
+	s->by_wire[f->wire_id] = (uint32_t)(f - s->files);
+	m.u.file.file_id = f->wire_id;
 	m.u.file.size = (uint64_t)f->st.st_size;
 	m.u.file.mode = f->st.st_mode & 07777;
 	m.u.file.mtime_sec = f->st.st_mtim.tv_sec;
@@ -308,7 +313,7 @@ static int send_end(struct source *s, struct src_file *f)
 	int rc;
 
 	check_unchanged(f);
-	m.u.end.file_id = (uint32_t)(f - s->files);
+	m.u.end.file_id = f->wire_id;
 	m.u.end.nchunks = f->nchunks;
 	m.u.end.csum = (uint8_t)s->o->csum;
 	if (f->err) {
@@ -350,7 +355,7 @@ static int post_chunk(struct source *s, struct src_job *j)
 	int rc;
 
 	h.seq = seq;
-	h.file_id = (uint32_t)(f - s->files);
+	h.file_id = f->wire_id;
 	h.len = j->len;
 	h.raw_len = j->len;
 	h.offset = j->offset;
@@ -476,11 +481,11 @@ static int src_on_msg(struct engine *e, const struct wire_msg *m)
 	case WIRE_CREDIT:
 		return 0;
 	case WIRE_FILE_RESULT:
-		if (m->u.result.file_id >= s->nfiles ||
-		    s->files[m->u.result.file_id].result ||
-		    s->files[m->u.result.file_id].skipped)
+		if (m->u.result.file_id >= s->nwire)
 			break;
-		f = &s->files[m->u.result.file_id];
+		f = &s->files[s->by_wire[m->u.result.file_id]];
+		if (f->result)
+			break;
 		{
 			/* Our own failure (read error, file changed) wins. */
 			int status = f->err ? f->err : m->u.result.status;
@@ -582,7 +587,8 @@ int source_run(struct engine *e, struct xfer_stats *st)
 	s.jobs = calloc(s.njobs, sizeof(*s.jobs));
 	s.fifo = calloc(s.fifo_cap, sizeof(*s.fifo));
 	s.posted = calloc(s.njobs, sizeof(*s.posted));
-	if (!s.files || !s.jobs || !s.fifo || !s.posted) {
+	s.by_wire = calloc(s.nfiles ? s.nfiles : 1, sizeof(*s.by_wire));
+	if (!s.files || !s.jobs || !s.fifo || !s.posted || !s.by_wire) {
 		engine_fail(e, XFER_FAIL_RESOURCE, rc, "out of memory");
 		goto out;
 	}
@@ -609,5 +615,6 @@ out:
 	free(s.jobs);
 	free(s.fifo);
 	free(s.posted);
+	free(s.by_wire);
 	return rc;
 }

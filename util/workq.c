@@ -13,6 +13,8 @@
 struct workq {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
+	pthread_cond_t idle; /* signalled when running drops to 0, list empty */
+	unsigned int running;
 	struct workq_item *head, *tail;	       /* to do */
 	struct workq_item *done_head, *done_tail; /* done */
 	unsigned int pending;
@@ -50,11 +52,14 @@ static void *worker(void *arg)
 		q->head = it->next;
 		if (!q->head)
 			q->tail = NULL;
+		q->running++;
 		pthread_mutex_unlock(&q->lock);
 
 		it->fn(it);
 
 		pthread_mutex_lock(&q->lock);
+		if (!--q->running && !q->head)
+			pthread_cond_broadcast(&q->idle);
 		was_empty = !q->done_head;
 		append(&q->done_head, &q->done_tail, it);
 		if (was_empty) {
@@ -84,6 +89,7 @@ int workq_create(unsigned int n, struct workq **out)
 	}
 	pthread_mutex_init(&q->lock, NULL);
 	pthread_cond_init(&q->cond, NULL);
+	pthread_cond_init(&q->idle, NULL);
 	for (; q->nthreads < n; q->nthreads++) {
 		rc = -pthread_create(&q->threads[q->nthreads], NULL, worker, q);
 		if (rc) {
@@ -113,6 +119,7 @@ void workq_destroy(struct workq *q)
 	for (unsigned int i = 0; i < q->nthreads; i++)
 		pthread_join(q->threads[i], NULL);
 	pthread_cond_destroy(&q->cond);
+	pthread_cond_destroy(&q->idle);
 	pthread_mutex_destroy(&q->lock);
 	close(q->efd);
 	free(q->threads);
@@ -144,6 +151,14 @@ struct workq_item *workq_take_done(struct workq *q)
 	}
 	pthread_mutex_unlock(&q->lock);
 	return list;
+}
+
+void workq_wait_idle(struct workq *q)
+{
+	pthread_mutex_lock(&q->lock);
+	while (q->head || q->running)
+		pthread_cond_wait(&q->idle, &q->lock);
+	pthread_mutex_unlock(&q->lock);
 }
 
 int workq_fd(const struct workq *q)

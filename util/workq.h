@@ -29,6 +29,12 @@ void workq_push(struct workq *q, struct workq_item *item);
 struct workq_item *workq_take_done(struct workq *q);
 /* Readable while finished items wait; for poll(2). */
 int workq_fd(const struct workq *q);
+/*
+ * Blocks until no item is queued or running (a session that failed waits
+ * here before it frees what the items point to), then the caller takes
+ * the finished ones with workq_take_done.
+ */
+void workq_wait_idle(struct workq *q);
 /* Items pushed and not yet taken back with workq_take_done. */
 unsigned int workq_pending(const struct workq *q);
 
