@@ -11,9 +11,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cmd/exit_codes.h"
 #include "transfer/xfer.h"
+#include "util/keyfile.h"
 #include "util/log.h"
 #include "util/units.h"
 
@@ -24,7 +26,8 @@ static const char doc[] =
 	"rdcp -- copy files between hosts over RDMA (rdma_cm + verbs), "
 	"every chunk and every file verified.\n\n"
 	"  rdcp [OPTION...] SRC... HOST:DEST     send files to a receiver\n"
-	"  rdcp --listen --root DIR [OPTION...]  run a receiver\n\n"
+	"  rdcp --listen --root DIR [OPTION...]  run a receiver\n"
+	"  rdcp --keygen FILE                    make a pre-shared key\n\n"
 	"DEST is relative to the receiver's --root. A DEST ending in '/' or "
 	"naming a directory receives into it (created if it ends in '/'); "
 	"several SRCs need a directory. IPv6 addresses go in brackets: "
@@ -35,7 +38,7 @@ static const char doc[] =
 	"  1   internal error (a bug)\n"
 	"  2   usage error\n"
 	"  3   cannot connect or listen\n"
-	"  4   authentication failed\n"
+	"  4   authentication failed, or no usable key file\n"
 	"  5   protocol error or version mismatch\n"
 	"  6   local I/O error (a source unreadable, ...)\n"
 	"  7   remote I/O error (the receiver could not write)\n"
@@ -46,7 +49,7 @@ static const char doc[] =
 	"  130 interrupted\n\n"
 	"Sizes take K/M/G/T (powers of 1024) or KB/MB/GB/TB (powers of 1000).";
 
-static const char args_doc[] = "SRC... HOST:DEST\n--listen";
+static const char args_doc[] = "SRC... HOST:DEST\n--listen\n--keygen FILE";
 
 enum {
 	OPT_ROOT = 256,
@@ -61,6 +64,9 @@ enum {
 	OPT_CONNECT_TIMEOUT,
 	OPT_WORKERS,
 	OPT_MAX_SESSIONS,
+	OPT_KEYGEN,
+	OPT_KEY_FILE,
+	OPT_NO_AUTH,
 };
 
 static const struct argp_option options[] = {
@@ -100,9 +106,20 @@ static const struct argp_option options[] = {
 	  "Bound on resolving and connecting (default 10)", 2 },
 	{ "workers", OPT_WORKERS, "N", 0,
 	  "Threads for disk I/O and checksums (default 2)", 2 },
-	{ NULL, 0, NULL, 0, "Output:", 3 },
-	{ "quiet", 'q', NULL, 0, "Print nothing but errors", 3 },
-	{ "verbose", 'v', NULL, 0, "More detail; twice for debug", 3 },
+	{ NULL, 0, NULL, 0, "Authentication:", 3 },
+	{ "keygen", OPT_KEYGEN, "FILE", 0,
+	  "Write a new random key to FILE (mode 0600) and exit", 3 },
+	{ "key-file", OPT_KEY_FILE, "FILE", 0,
+	  "Pre-shared key (default: $XDG_CONFIG_HOME/rdcp/key, then "
+	  "/etc/rdcp/key); both sides need the same",
+	  3 },
+	{ "no-auth", OPT_NO_AUTH, NULL, 0,
+	  "Run without authentication: anybody who reaches the port may "
+	  "write into the root. Isolated fabrics only",
+	  3 },
+	{ NULL, 0, NULL, 0, "Output:", 4 },
+	{ "quiet", 'q', NULL, 0, "Print nothing but errors", 4 },
+	{ "verbose", 'v', NULL, 0, "More detail; twice for debug", 4 },
 	{ 0 }
 };
 
@@ -111,6 +128,10 @@ struct cli {
 	bool listen;
 	int verbose;
 	bool quiet;
+	const char *keygen;
+	const char *key_file;
+	bool no_auth;
+	uint8_t key[KEY_LEN];
 	char *target; /* HOST part, owned */
 	const char **srcs;
 	size_t nsrcs;
@@ -251,6 +272,15 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			argp_error(state, "--workers: '%s' is not 1..256", arg);
 		o->workers = (unsigned int)v;
 		break;
+	case OPT_KEYGEN:
+		cli->keygen = arg;
+		break;
+	case OPT_KEY_FILE:
+		cli->key_file = arg;
+		break;
+	case OPT_NO_AUTH:
+		cli->no_auth = true;
+		break;
 	case 'q':
 		cli->quiet = true;
 		break;
@@ -262,6 +292,15 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		cli->nsrcs = (size_t)(state->argc - state->next);
 		break;
 	case ARGP_KEY_END:
+		if (cli->keygen) {
+			if (cli->nsrcs || cli->listen)
+				argp_error(state, "--keygen takes no other "
+						  "arguments");
+			break;
+		}
+		if (cli->no_auth && cli->key_file)
+			argp_error(state, "--no-auth and --key-file exclude "
+					  "each other");
 		if (cli->listen) {
 			if (cli->nsrcs)
 				argp_error(state,
@@ -355,6 +394,66 @@ static void on_file(void *arg, const struct xfer_file_report *r)
 		 r->digest[0] ? r->digest : "none");
 }
 
+/* Creates FILE's directories if missing (0700), then the key. */
+static int keygen(const char *path)
+{
+	char dir[4096];
+	char *slash;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	slash = strrchr(dir, '/');
+	if (slash && slash != dir) {
+		*slash = '\0';
+		/* mkdir -p, 0700: ~/.config/rdcp may not exist yet */
+		for (char *p = dir + 1; *p; p++) {
+			if (*p == '/') {
+				*p = '\0';
+				mkdir(dir, 0700);
+				*p = '/';
+			}
+		}
+		mkdir(dir, 0700);
+	}
+	if (key_generate(path))
+		return RDCP_EXIT_LOCAL_IO;
+	fprintf(stderr,
+		"rdcp: wrote a new key to '%s'; copy it (mode 0600) to the "
+		"peer, e.g. as /etc/rdcp/key\n",
+		path);
+	return RDCP_EXIT_OK;
+}
+
+/* Loads the key, or explains why there is none. 0 or an exit code. */
+static int load_key(struct cli *cli)
+{
+	char path[4096];
+
+	if (cli->no_auth) {
+		if (cli->listen)
+			log_warn("authentication is OFF (--no-auth): any host "
+				 "that reaches port %u may write into '%s'; "
+				 "use this on isolated fabrics only",
+				 cli->o.addr.port,
+				 cli->o.root ? cli->o.root : ".");
+		return 0;
+	}
+	if (cli->key_file) {
+		snprintf(path, sizeof(path), "%s", cli->key_file);
+	} else if (key_default_path(path, sizeof(path))) {
+		log_err("no key file (looked for '%s' and '/etc/rdcp/key'): "
+			"create one with 'rdcp --keygen %s' and copy it to "
+			"the peer, or run both sides with --no-auth on an "
+			"isolated fabric",
+			path, path);
+		return RDCP_EXIT_AUTH;
+	}
+	if (key_load(path, cli->key))
+		return RDCP_EXIT_AUTH;
+	cli->o.key = cli->key;
+	log_debug("key from '%s'", path);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct argp argp = {
@@ -372,6 +471,14 @@ int main(int argc, char **argv)
 		      : cli.verbose >= 2 ? LOG_DEBUG
 		      : cli.verbose    ? LOG_INFO
 				       : LOG_WARN);
+	if (cli.keygen)
+		return keygen(cli.keygen);
+	{
+		int rc = load_key(&cli);
+
+		if (rc)
+			return rc;
+	}
 	set_signals();
 	cli.o.cancel = &cancel;
 	if (cli.listen) {

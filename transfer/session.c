@@ -19,6 +19,7 @@
  * connects and says nothing pins no memory and is dropped at the handshake
  * timeout. The receiver runs each session in its own thread.
  */
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -32,6 +33,7 @@
 
 #include "transfer/session.h"
 #include "util/clock.h"
+#include "util/keyfile.h"
 #include "util/log.h"
 #include "util/path.h"
 #include "util/units.h"
@@ -98,6 +100,32 @@ static enum xfer_fail connect_klass(int rc)
 	}
 }
 
+/* ---- authentication ---- */
+
+/*
+ * The MAC each side proves it holds the key with: HMAC-SHA256 over a label
+ * naming the side, both fresh nonces, and the session's parameters as the
+ * client sent them, so neither a recorded exchange nor an altered HELLO
+ * (another DEST, another role) passes.
+ */
+static int auth_mac(const uint8_t *key, const char *label,
+		    const struct wire_hello *h, const uint8_t *nonce_s,
+		    uint8_t mac[WIRE_MAC_LEN])
+{
+	uint8_t params[8];
+	uint16_t role = htobe16(h->role);
+	uint32_t chunk = htobe32(h->chunk_size);
+	const void *parts[] = { label, h->nonce, nonce_s, params, h->path };
+	size_t lens[] = { strlen(label) + 1, WIRE_NONCE_LEN, WIRE_NONCE_LEN,
+			  sizeof(params), strlen(h->path) };
+
+	memcpy(params, &role, 2);
+	params[2] = h->csum;
+	params[3] = h->flags;
+	memcpy(params + 4, &chunk, 4);
+	return key_hmac(key, parts, lens, 5, mac);
+}
+
 /* ---- client ---- */
 
 static enum xfer_fail verdict(const struct engine *e,
@@ -110,9 +138,41 @@ static enum xfer_fail verdict(const struct engine *e,
 	return XFER_OK;
 }
 
+static int client_auth(struct engine *e, const struct xfer_opts *o,
+		       const struct wire_hello *h, const struct wire_welcome *w)
+{
+	struct wire_msg m = { .type = WIRE_AUTH };
+	uint8_t want[WIRE_MAC_LEN];
+	int rc;
+
+	if (!o->key)
+		return 0; /* the receiver has no key either, or it said so */
+	if (!(w->features & WIRE_FEAT_AUTH))
+		return engine_fail(e, XFER_FAIL_AUTH, -EACCES,
+				   "%s does not authenticate (it runs with "
+				   "--no-auth): not sending to an "
+				   "unauthenticated receiver (use --no-auth "
+				   "here too, on isolated fabrics only)",
+				   e->c->peer);
+	rc = auth_mac(o->key, "rdcp1 server", h, w->nonce, want);
+	if (rc)
+		return engine_fail(e, XFER_FAIL_INTERNAL, rc, "HMAC failed");
+	if (!key_equal(want, w->mac, WIRE_MAC_LEN))
+		return engine_fail(e, XFER_FAIL_AUTH, -EACCES,
+				   "%s failed to authenticate: its key is not "
+				   "ours (copy the same key file to both "
+				   "hosts)",
+				   e->c->peer);
+	rc = auth_mac(o->key, "rdcp1 client", h, w->nonce, m.u.auth.mac);
+	if (rc)
+		return engine_fail(e, XFER_FAIL_INTERNAL, rc, "HMAC failed");
+	return engine_send(e, &m);
+}
+
 static int client_handshake(struct engine *e, const struct xfer_opts *o)
 {
 	struct wire_msg m = { .type = WIRE_HELLO };
+	struct wire_msg w;
 	struct cm_ring_desc ring;
 	int rc;
 
@@ -120,6 +180,7 @@ static int client_handshake(struct engine *e, const struct xfer_opts *o)
 	m.u.hello.csum = (uint8_t)o->csum;
 	m.u.hello.flags = (o->fsync ? WIRE_HELLO_FSYNC : 0) |
 			  (o->nsrcs > 1 ? WIRE_HELLO_DEST_DIR : 0);
+	m.u.hello.features = o->key ? WIRE_FEAT_AUTH : 0;
 	m.u.hello.chunk_size = e->c->geom.slot_size - WIRE_SLOT_HDR;
 	if (getrandom(m.u.hello.nonce, WIRE_NONCE_LEN, 0) != WIRE_NONCE_LEN)
 		return engine_fail(e, XFER_FAIL_RESOURCE, -errno,
@@ -128,14 +189,16 @@ static int client_handshake(struct engine *e, const struct xfer_opts *o)
 		 o->dest ? o->dest : "");
 	rc = engine_send(e, &m);
 	if (!rc)
-		rc = engine_expect(e, WIRE_WELCOME, &m, HANDSHAKE_MS);
+		rc = engine_expect(e, WIRE_WELCOME, &w, HANDSHAKE_MS);
 	if (rc)
 		return rc;
-	if (m.u.welcome.status)
-		return engine_fail(e, XFER_FAIL_REMOTE_IO, m.u.welcome.status,
+	if (w.u.welcome.status)
+		return engine_fail(e, XFER_FAIL_REMOTE_IO, w.u.welcome.status,
 				   "%s refused the session: %s", e->c->peer,
-				   m.u.welcome.msg);
-	rc = engine_expect(e, WIRE_RING, &m, HANDSHAKE_MS);
+				   w.u.welcome.msg);
+	rc = client_auth(e, o, &m.u.hello, &w.u.welcome);
+	if (!rc)
+		rc = engine_expect(e, WIRE_RING, &m, HANDSHAKE_MS);
 	if (rc)
 		return rc;
 	if (m.u.ring.slots != e->c->geom.slots ||
@@ -152,6 +215,27 @@ static int client_handshake(struct engine *e, const struct xfer_opts *o)
 	return 0;
 }
 
+enum xfer_fail session_push(const struct xfer_opts *o, struct cm_conn *c,
+			    struct xfer_stats *st)
+{
+	struct engine e;
+	enum xfer_fail v;
+	double t0 = clock_now_s();
+	int rc;
+
+	rc = engine_init(&e, c, o);
+	if (rc)
+		return XFER_FAIL_RESOURCE;
+	rc = client_handshake(&e, o);
+	if (!rc)
+		source_run(&e, st);
+	st->seconds = clock_now_s() - t0;
+	engine_tell_peer(&e);
+	v = verdict(&e, st);
+	engine_release(&e);
+	return v;
+}
+
 enum xfer_fail xfer_push(const struct xfer_opts *o, struct xfer_stats *st)
 {
 	struct cm_geom geom = {
@@ -162,10 +246,8 @@ enum xfer_fail xfer_push(const struct xfer_opts *o, struct xfer_stats *st)
 	};
 	struct cm_timeouts to = timeouts(o);
 	struct cm_conn *c;
-	struct engine e;
 	enum xfer_fail v;
 	char sz[32];
-	double t0 = clock_now_s();
 	int rc;
 
 	memset(st, 0, sizeof(*st));
@@ -178,23 +260,24 @@ enum xfer_fail xfer_push(const struct xfer_opts *o, struct xfer_stats *st)
 		 units_format_size(c->geom.slot_size - WIRE_SLOT_HDR, sz,
 				   sizeof(sz)),
 		 c->dev);
-	rc = engine_init(&e, c, o);
-	if (rc) {
-		cm_conn_destroy(c);
-		return XFER_FAIL_RESOURCE;
-	}
-	rc = client_handshake(&e, o);
-	if (!rc)
-		source_run(&e, st);
-	st->seconds = clock_now_s() - t0;
-	engine_tell_peer(&e);
-	v = verdict(&e, st);
-	engine_release(&e);
+	v = session_push(o, c, st);
 	cm_conn_destroy(c);
 	return v;
 }
 
 /* ---- server ---- */
+
+/* Peers that failed authentication lately, to slow down key guessing. */
+#define PENALTY_SLOTS 64
+#define PENALTY_FREE 2	      /* failures before an address is held off */
+#define PENALTY_MS 10000      /* first hold-off; doubles per failure */
+#define PENALTY_MAX_MS 600000
+
+struct penalty {
+	char addr[64]; /* peer address without the port */
+	unsigned int fails;
+	uint64_t until_ms;
+};
 
 struct server {
 	const struct xfer_opts *o;
@@ -203,7 +286,69 @@ struct server {
 	pthread_mutex_t lock;
 	pthread_cond_t idle;
 	unsigned int sessions;
+	struct penalty pen[PENALTY_SLOTS];
 };
+
+static void peer_host(const char *peer, char *out, size_t n)
+{
+	const char *colon = strrchr(peer, ':');
+
+	snprintf(out, n, "%.*s", colon ? (int)(colon - peer) : (int)strlen(peer),
+		 peer);
+}
+
+static struct penalty *penalty_find(struct server *srv, const char *host,
+				    bool add)
+{
+	struct penalty *oldest = &srv->pen[0];
+
+	for (int i = 0; i < PENALTY_SLOTS; i++) {
+		if (!strcmp(srv->pen[i].addr, host))
+			return &srv->pen[i];
+		if (srv->pen[i].until_ms < oldest->until_ms)
+			oldest = &srv->pen[i];
+	}
+	if (!add)
+		return NULL;
+	memset(oldest, 0, sizeof(*oldest));
+	snprintf(oldest->addr, sizeof(oldest->addr), "%s", host);
+	return oldest;
+}
+
+static void penalty_add(struct server *srv, const char *peer)
+{
+	char host[64];
+	struct penalty *p;
+
+	peer_host(peer, host, sizeof(host));
+	pthread_mutex_lock(&srv->lock);
+	p = penalty_find(srv, host, true);
+	if (++p->fails > PENALTY_FREE) {
+		uint64_t ms = PENALTY_MS;
+
+		for (unsigned int i = PENALTY_FREE + 1; i < p->fails &&
+							 ms < PENALTY_MAX_MS;
+		     i++)
+			ms *= 2;
+		p->until_ms = clock_now_ms() + (ms < PENALTY_MAX_MS ? ms
+								    : PENALTY_MAX_MS);
+	}
+	pthread_mutex_unlock(&srv->lock);
+}
+
+static bool penalty_holds(struct server *srv, const char *peer)
+{
+	char host[64];
+	struct penalty *p;
+	bool held;
+
+	peer_host(peer, host, sizeof(host));
+	pthread_mutex_lock(&srv->lock);
+	p = penalty_find(srv, host, false);
+	held = p && p->until_ms > clock_now_ms();
+	pthread_mutex_unlock(&srv->lock);
+	return held;
+}
 
 /* Resolves DEST beneath the root; 0 or -errno with *why filled. */
 static int resolve_target(struct server *srv, const struct wire_hello *h,
@@ -270,38 +415,82 @@ static int resolve_target(struct server *srv, const struct wire_hello *h,
 	return rc;
 }
 
+static int server_auth(struct server *srv, struct engine *e,
+		       const struct wire_hello *h)
+{
+	const uint8_t *key = srv->o->key;
+	struct wire_msg m = { .type = WIRE_WELCOME };
+	uint8_t want[WIRE_MAC_LEN];
+	int rc;
+
+	if (key && !(h->features & WIRE_FEAT_AUTH)) {
+		penalty_add(srv, e->c->peer);
+		return engine_fail(e, XFER_FAIL_AUTH, -EACCES,
+				   "refused %s: it has no key (give it this "
+				   "receiver's key file with --key-file)",
+				   e->c->peer);
+	}
+	if (key) {
+		m.u.welcome.features = WIRE_FEAT_AUTH;
+		if (getrandom(m.u.welcome.nonce, WIRE_NONCE_LEN, 0) !=
+		    WIRE_NONCE_LEN)
+			return engine_fail(e, XFER_FAIL_RESOURCE, -errno,
+					   "cannot get random bytes");
+		rc = auth_mac(key, "rdcp1 server", h, m.u.welcome.nonce,
+			      m.u.welcome.mac);
+		if (!rc)
+			rc = auth_mac(key, "rdcp1 client", h,
+				      m.u.welcome.nonce, want);
+		if (rc)
+			return engine_fail(e, XFER_FAIL_INTERNAL, rc,
+					   "HMAC failed");
+	}
+	rc = engine_send(e, &m);
+	if (rc || !key)
+		return rc;
+	rc = engine_expect(e, WIRE_AUTH, &m, HANDSHAKE_MS);
+	if (rc)
+		return rc;
+	if (!key_equal(want, m.u.auth.mac, WIRE_MAC_LEN)) {
+		penalty_add(srv, e->c->peer);
+		return engine_fail(e, XFER_FAIL_AUTH, -EACCES,
+				   "authentication failed for %s: wrong key",
+				   e->c->peer);
+	}
+	return 0;
+}
+
 static int server_handshake(struct server *srv, struct engine *e,
 			    struct sink_target *t)
 {
-	struct wire_msg m;
+	struct wire_msg m, h;
 	struct cm_ring_desc ring;
 	char why[600];
 	int rc;
 
-	rc = engine_expect(e, WIRE_HELLO, &m, HANDSHAKE_MS);
+	rc = engine_expect(e, WIRE_HELLO, &h, HANDSHAKE_MS);
 	if (rc)
 		return rc;
-	if (m.u.hello.role != WIRE_PUSH)
+	if (h.u.hello.role != WIRE_PUSH)
 		return engine_fail(e, XFER_FAIL_PROTOCOL, -EOPNOTSUPP,
 				   "%s asked to pull: not supported by this "
 				   "receiver",
 				   e->c->peer);
-	if (m.u.hello.csum > WIRE_CSUM_SHA256 ||
-	    m.u.hello.chunk_size != e->c->geom.slot_size - WIRE_SLOT_HDR)
+	if (h.u.hello.csum > WIRE_CSUM_SHA256 ||
+	    h.u.hello.chunk_size != e->c->geom.slot_size - WIRE_SLOT_HDR)
 		return engine_fail(e, XFER_FAIL_PROTOCOL, -EPROTO,
 				   "%s sent a bad HELLO", e->c->peer);
-	t->csum = (enum xfer_csum)m.u.hello.csum;
-	t->fsync = m.u.hello.flags & WIRE_HELLO_FSYNC;
+	/* Nothing about the root is touched before the peer proved itself. */
+	rc = server_auth(srv, e, &h.u.hello);
+	if (rc)
+		return rc;
+	t->csum = (enum xfer_csum)h.u.hello.csum;
+	t->fsync = h.u.hello.flags & WIRE_HELLO_FSYNC;
 	t->umask = srv->umask;
-	rc = resolve_target(srv, &m.u.hello, t, why, sizeof(why));
+	rc = resolve_target(srv, &h.u.hello, t, why, sizeof(why));
 	if (rc)
 		return engine_fail(e, XFER_FAIL_LOCAL_IO, rc, "%s: %s",
 				   e->c->peer, why);
-	memset(&m, 0, sizeof(m));
-	m.type = WIRE_WELCOME;
-	rc = engine_send(e, &m);
-	if (rc)
-		return rc;
 	rc = e->c->ops->ring_create(e->c, &ring);
 	if (rc)
 		return engine_fail(e, XFER_FAIL_RESOURCE, rc,
@@ -315,31 +504,19 @@ static int server_handshake(struct server *srv, struct engine *e,
 	return engine_send(e, &m);
 }
 
-static enum xfer_fail serve_one(struct server *srv, struct cm_request *req)
+static enum xfer_fail serve_conn(struct server *srv, struct cm_conn *c)
 {
-	const struct xfer_opts *o = srv->o;
-	struct cm_limits lim = {
-		.max_slot_size = o->chunk_size + WIRE_SLOT_HDR,
-		.max_slots = o->window,
-	};
-	struct cm_timeouts to = timeouts(o);
 	struct sink_target t = { .dirfd = -1 };
 	struct xfer_stats st = { 0 };
-	struct cm_conn *c;
 	struct engine e;
 	enum xfer_fail v;
 	char sz[32];
 	double t0 = clock_now_s();
 	int rc;
 
-	rc = cm_accept(req, &lim, &to, &c);
+	rc = engine_init(&e, c, srv->o);
 	if (rc)
-		return connect_klass(rc);
-	rc = engine_init(&e, c, o);
-	if (rc) {
-		cm_conn_destroy(c);
 		return XFER_FAIL_RESOURCE;
-	}
 	rc = server_handshake(srv, &e, &t);
 	if (!rc)
 		sink_run(&e, &t, &st);
@@ -351,9 +528,38 @@ static enum xfer_fail serve_one(struct server *srv, struct cm_request *req)
 			 units_format_size(st.bytes, sz, sizeof(sz)),
 			 clock_now_s() - t0);
 	engine_release(&e);
-	cm_conn_destroy(c);
 	if (t.dirfd >= 0)
 		close(t.dirfd);
+	return v;
+}
+
+enum xfer_fail session_serve(const struct xfer_opts *o, int rootfd,
+			     struct cm_conn *c)
+{
+	struct server srv = { .o = o, .rootfd = rootfd };
+
+	srv.umask = umask(022);
+	umask(srv.umask);
+	return serve_conn(&srv, c);
+}
+
+static enum xfer_fail serve_one(struct server *srv, struct cm_request *req)
+{
+	const struct xfer_opts *o = srv->o;
+	struct cm_limits lim = {
+		.max_slot_size = o->chunk_size + WIRE_SLOT_HDR,
+		.max_slots = o->window,
+	};
+	struct cm_timeouts to = timeouts(o);
+	struct cm_conn *c;
+	enum xfer_fail v;
+	int rc;
+
+	rc = cm_accept(req, &lim, &to, &c);
+	if (rc)
+		return connect_klass(rc);
+	v = serve_conn(srv, c);
+	cm_conn_destroy(c);
 	return v;
 }
 
@@ -446,6 +652,13 @@ enum xfer_fail xfer_serve(const struct xfer_opts *o)
 			break;
 		}
 		log_info("connection from %s", cm_request_peer(req));
+		if (penalty_holds(&srv, cm_request_peer(req))) {
+			log_warn("refused %s: too many failed "
+				 "authentications, held off for now",
+				 cm_request_peer(req));
+			cm_reject(req);
+			continue;
+		}
 		if (o->once) {
 			v = serve_one(&srv, req);
 			break;

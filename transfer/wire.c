@@ -192,6 +192,7 @@ static void enc_body(struct put *w, const struct wire_msg *m)
 		put_u32(w, (uint32_t)m->u.welcome.status);
 		put_u32(w, m->u.welcome.features);
 		put_bytes(w, m->u.welcome.nonce, WIRE_NONCE_LEN);
+		put_bytes(w, m->u.welcome.mac, WIRE_MAC_LEN);
 		put_str(w, m->u.welcome.msg, WIRE_MSG_MAX);
 		break;
 	case WIRE_RING:
@@ -228,6 +229,9 @@ static void enc_body(struct put *w, const struct wire_msg *m)
 		put_u64(w, m->u.bye.files_ok);
 		put_u64(w, m->u.bye.files_failed);
 		put_u64(w, m->u.bye.bytes);
+		break;
+	case WIRE_AUTH:
+		put_bytes(w, m->u.auth.mac, WIRE_MAC_LEN);
 		break;
 	case WIRE_ERROR:
 		put_u32(w, (uint32_t)m->u.error.status);
@@ -291,6 +295,7 @@ static void dec_body(struct get *r, struct wire_msg *m)
 		m->u.welcome.status = (int32_t)get_u32(r);
 		m->u.welcome.features = get_u32(r);
 		get_bytes(r, m->u.welcome.nonce, WIRE_NONCE_LEN);
+		get_bytes(r, m->u.welcome.mac, WIRE_MAC_LEN);
 		get_str(r, m->u.welcome.msg, WIRE_MSG_MAX);
 		break;
 	case WIRE_RING:
@@ -326,6 +331,9 @@ static void dec_body(struct get *r, struct wire_msg *m)
 		m->u.bye.files_failed = get_u64(r);
 		m->u.bye.bytes = get_u64(r);
 		break;
+	case WIRE_AUTH:
+		get_bytes(r, m->u.auth.mac, WIRE_MAC_LEN);
+		break;
 	case WIRE_ERROR:
 		m->u.error.status = (int32_t)get_u32(r);
 		m->u.error.klass = get_u32(r);
@@ -348,8 +356,7 @@ int wire_decode(const uint8_t *buf, size_t len, struct wire_msg *m)
 	total = get_u32(&r);
 	m->ctrl_ack = get_u32(&r);
 	m->slot_ack = get_u32(&r);
-	if (r.err || total != len || m->type == 0 || m->type >= WIRE_TYPE_MAX ||
-	    m->type == WIRE_AUTH)
+	if (r.err || total != len || m->type == 0 || m->type >= WIRE_TYPE_MAX)
 		return -EPROTO;
 	dec_body(&r, m);
 	if (r.err || r.off != len)

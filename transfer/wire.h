@@ -21,6 +21,7 @@
 #define WIRE_CTRL_CREDITS 16u
 #define WIRE_DIGEST_MAX 32u
 #define WIRE_NONCE_LEN 32u
+#define WIRE_MAC_LEN 32u
 #define WIRE_MSG_MAX 512u /* human-readable text in a message */
 
 /* ---- ring slots ---- */
@@ -77,7 +78,7 @@ enum wire_type {
 	WIRE_BYE,	   /* sink -> source: every result sent */
 	WIRE_ERROR,	   /* either: fatal session error */
 	WIRE_CREDIT,	   /* either: acks only (also the keepalive) */
-	WIRE_AUTH,	   /* reserved: challenge response */
+	WIRE_AUTH,	   /* client -> server: challenge response */
 	WIRE_TYPE_MAX,
 };
 
@@ -87,6 +88,10 @@ enum wire_csum {
 	WIRE_CSUM_NONE = 0,
 	WIRE_CSUM_CRC32 = 1,  /* crc32_combine of the chunk CRCs */
 	WIRE_CSUM_SHA256 = 2, /* SHA-256 over the chunks' SHA-256s */
+};
+
+enum wire_features {
+	WIRE_FEAT_AUTH = 1 << 0, /* this side holds a key and will prove it */
 };
 
 enum wire_hello_flags {
@@ -112,7 +117,12 @@ struct wire_welcome {
 	int32_t status; /* 0 or a negative errno */
 	uint32_t features;
 	uint8_t nonce[WIRE_NONCE_LEN];
+	uint8_t mac[WIRE_MAC_LEN]; /* server's proof, zero without auth */
 	char msg[WIRE_MSG_MAX + 1];
+};
+
+struct wire_auth {
+	uint8_t mac[WIRE_MAC_LEN]; /* client's proof */
 };
 
 struct wire_ring {
@@ -175,6 +185,7 @@ struct wire_msg {
 		struct wire_file_result result;
 		struct wire_bye bye;
 		struct wire_error error;
+		struct wire_auth auth;
 	} u;
 };
 

@@ -55,6 +55,13 @@ struct xfer_opts {
 	int timeout_ms;		/* peer silence before giving up */
 	int connect_timeout_ms; /* resolve + connect */
 	const volatile sig_atomic_t *cancel; /* set by a signal handler */
+	/*
+	 * Pre-shared key (32 bytes) for mutual HMAC-SHA256 authentication,
+	 * or NULL: a receiver without one lets anybody in (cmd/ allows that
+	 * only with --no-auth); a sender without one talks only to such a
+	 * receiver, and a sender with one never does.
+	 */
+	const uint8_t *key;
 	/* sender (client, push) */
 	enum xfer_csum csum;
 	bool fsync;
