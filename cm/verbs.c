@@ -87,6 +87,18 @@ struct cm_request {
 	char peer[64];
 };
 
+/* The protocol version this side speaks; a test build can pretend. */
+static uint16_t my_version(void)
+{
+#ifdef RDCP_TEST_HOOKS
+	const char *v = getenv("RDCP_TEST_PROTO_VERSION");
+
+	if (v)
+		return (uint16_t)strtoul(v, NULL, 0);
+#endif
+	return CM_VERSION;
+}
+
 static struct vconn *to_v(struct cm_conn *c)
 {
 	return (struct vconn *)c;
@@ -102,7 +114,7 @@ static void pd_encode(uint8_t *p, uint16_t status, const struct cm_geom *g)
 	memset(p, 0, PD_LEN);
 	v32 = htobe32(CM_MAGIC);
 	memcpy(p + 0, &v32, 4);
-	v16 = htobe16(CM_VERSION);
+	v16 = htobe16(my_version());
 	memcpy(p + 4, &v16, 2);
 	v16 = htobe16(status);
 	memcpy(p + 6, &v16, 2);
@@ -147,7 +159,7 @@ static int pd_decode(const void *data, size_t len, uint16_t *version,
 	g->slots = be16toh(v16);
 	memcpy(&v32, p + 16, 4);
 	g->slot_size = be32toh(v32);
-	if (*version != CM_VERSION)
+	if (*version != my_version())
 		return -EPROTONOSUPPORT;
 	return 0;
 }
@@ -852,7 +864,7 @@ static int expect(struct vconn *v, enum rdma_cm_event_type want,
 			log_err("%s %s: the receiver speaks rdcp protocol "
 				"version %u, this rdcp speaks %u: install the "
 				"same rdcp version on both hosts",
-				what, v->base.peer, ver, CM_VERSION);
+				what, v->base.peer, ver, my_version());
 			rc = -EPROTO;
 		} else if (prc == 0) {
 			log_err("%s %s: rejected: %s", what, v->base.peer,
@@ -1103,7 +1115,7 @@ int cm_listener_get(struct cm_listener *l, int timeout_ms,
 		if (rc == -EPROTONOSUPPORT)
 			log_err("refused %s: it speaks rdcp protocol version "
 				"%u, this receiver speaks %u",
-				req->peer, ver, CM_VERSION);
+				req->peer, ver, my_version());
 		else
 			log_err("refused %s: not an rdcp client (bad connect "
 				"data)",
