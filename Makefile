@@ -11,6 +11,8 @@
 #   make demo            a real RDMA copy (host device, else Soft-RoCE guest)
 #   make SAN=address,undefined test    sanitizer build
 #   make install DESTDIR=... PREFIX=/usr
+#   make deb / make rpm  packages in build/ (NOCHECK=1: skip unit tests)
+#   make test-packages   build both packages, lint and inspect them
 #   make V=1             show commands
 
 # The one place the version is kept; packaging reads it with `make -s version`.
@@ -20,6 +22,10 @@ CC      ?= cc
 PREFIX  ?= /usr/local
 BINDIR  ?= $(PREFIX)/bin
 MANDIR  ?= $(PREFIX)/share/man
+# /etc and /lib/systemd/system when PREFIX is /usr, else beneath PREFIX.
+SYSCONFDIR  ?= $(if $(filter /usr,$(PREFIX)),/etc,$(PREFIX)/etc)
+UNITDIR     ?= $(if $(filter /usr,$(PREFIX)),/lib/systemd/system,$(PREFIX)/lib/systemd/system)
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 DESTDIR ?=
 BUILD   ?= build
 SAN     ?=
@@ -62,8 +68,8 @@ TEST_SRCS := $(wildcard tests/unit/test_*.c)
 TEST_HELPERS := $(filter-out $(TEST_SRCS),$(wildcard tests/unit/*.c))
 TEST_BINS := $(TEST_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
-.PHONY: setup tests hooks all test test-unit test-e2e test-guest demo bench install uninstall \
-	clean help deb rpm fuzz version
+.PHONY: setup tests san-tests test-san hooks all test test-unit test-e2e test-guest demo bench install uninstall \
+	clean help deb rpm test-packages fuzz version
 all: $(BUILD)/rdcp
 
 $(BUILD)/%.o: %.c
@@ -103,8 +109,19 @@ setup:
 # when qemu or the kernel cannot be had. Re-invokes make after setup so
 # pkg-config is asked once the -dev packages exist.
 test: setup
-	$(Q)$(MAKE) --no-print-directory WERROR=1 all hooks tests
+	$(Q)$(MAKE) --no-print-directory WERROR=1 all hooks tests san-tests
 	$(Q)tests/run_tests.sh --build $(BUILD) all
+
+# The in-process tests built again under ASan+UBSan and under TSan (the
+# threaded pipeline); make test runs them too.
+san-tests:
+	$(Q)$(MAKE) --no-print-directory BUILD=$(BUILD)/asan \
+		SAN=address,undefined WERROR=1 tests
+	$(Q)$(MAKE) --no-print-directory BUILD=$(BUILD)/tsan SAN=thread \
+		WERROR=1 tests
+
+test-san: san-tests
+	$(Q)tests/run_tests.sh --build $(BUILD) san
 
 tests: $(TEST_BINS)
 
@@ -120,13 +137,46 @@ demo: setup
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)tests/demo.sh $(BUILD)
 
+# Side-by-side ratios against ib_write_bw and rcopy (not a test: nothing
+# is asserted; read the table). Minutes, not seconds.
+bench: setup
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)tests/bench/run.sh $(BUILD)
+
+# The unit names the binary and the config file: their paths follow
+# BINDIR and SYSCONFDIR. An existing rdcpd.conf is never overwritten.
 install: all
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 \
+		$(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(UNITDIR) \
+		$(DESTDIR)$(SYSCONFDIR)/rdcp
 	install -m 0755 $(BUILD)/rdcp $(DESTDIR)$(BINDIR)/rdcp
 	install -m 0644 cmd/rdcp.1 $(DESTDIR)$(MANDIR)/man1/rdcp.1
+	install -m 0644 cmd/rdcp.bash-completion $(DESTDIR)$(BASHCOMPDIR)/rdcp
+	sed -e 's|/usr/bin/rdcp|$(BINDIR)/rdcp|g' \
+		-e 's|/etc/rdcp/|$(SYSCONFDIR)/rdcp/|g' \
+		packaging/systemd/rdcpd.service >$(BUILD)/rdcpd.service
+	install -m 0644 $(BUILD)/rdcpd.service $(DESTDIR)$(UNITDIR)/rdcpd.service
+	test -e $(DESTDIR)$(SYSCONFDIR)/rdcp/rdcpd.conf || \
+		install -m 0644 packaging/systemd/rdcpd.conf \
+			$(DESTDIR)$(SYSCONFDIR)/rdcp/rdcpd.conf
 
 uninstall:
-	rm -f $(DESTDIR)$(BINDIR)/rdcp $(DESTDIR)$(MANDIR)/man1/rdcp.1
+	rm -f $(DESTDIR)$(BINDIR)/rdcp $(DESTDIR)$(MANDIR)/man1/rdcp.1 \
+		$(DESTDIR)$(BASHCOMPDIR)/rdcp $(DESTDIR)$(UNITDIR)/rdcpd.service
+	@echo "kept $(DESTDIR)$(SYSCONFDIR)/rdcp/rdcpd.conf (remove it by hand)"
+
+# Packages, built from a copy of the tree (build/deb, build/rpm) and left
+# in build/. NOCHECK=1 skips the unit tests the package builds run.
+deb:
+	$(Q)packaging/mkdeb.sh $(if $(NOCHECK),--nocheck)
+
+rpm:
+	$(Q)packaging/mkrpm.sh $(if $(NOCHECK),--nocheck)
+
+# Builds both packages, then lints and inspects them (TAP, "N passed, N
+# failed").
+test-packages: deb rpm
+	$(Q)packaging/check-packages.sh
 
 clean:
 	rm -rf $(BUILD)

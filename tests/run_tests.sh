@@ -6,9 +6,11 @@
 #
 #   run_tests.sh --build DIR unit    in-process tests: util, wire, credits,
 #                                    the engine over an in-memory transport
+#   run_tests.sh --build DIR san     the same binaries built under
+#                                    ASan+UBSan (DIR/asan) and TSan (DIR/tsan)
 #   run_tests.sh --build DIR guest   real rdcp processes over Soft-RoCE
 #                                    (rdma_rxe) in qemu guests
-#   run_tests.sh --build DIR all     both
+#   run_tests.sh --build DIR all     all of these
 #
 # A suite that crashes or exits non-zero without a "not ok" line still
 # counts as one failure, so nothing can fail silently; the guest suite
@@ -47,17 +49,27 @@ run_suite() {
 	failed=$((failed + f))
 }
 
-if [ "$WHAT" = unit ] || [ "$WHAT" = all ]; then
-	found=0
-	for t in "$BUILD"/tests/test_*; do
+# unit_suites DIR LABEL: every test binary under DIR/tests.
+unit_suites() {
+	local dir=$1 label=$2 t found=0
+	for t in "$dir"/tests/test_*; do
 		[ -x "$t" ] || continue
 		found=1
-		run_suite "$(basename "$t")" "$t"
+		run_suite "$label$(basename "$t")" "$t"
 	done
 	if [ "$found" = 0 ]; then
-		echo "not ok - no unit test binaries under $BUILD/tests"
+		echo "not ok - no unit test binaries under $dir/tests"
 		failed=$((failed + 1))
 	fi
+}
+
+if [ "$WHAT" = unit ] || [ "$WHAT" = all ]; then
+	unit_suites "$BUILD" ""
+fi
+
+if [ "$WHAT" = san ] || [ "$WHAT" = all ]; then
+	ASAN_OPTIONS=detect_leaks=1 unit_suites "$BUILD/asan" "asan-"
+	TSAN_OPTIONS=halt_on_error=1 unit_suites "$BUILD/tsan" "tsan-"
 fi
 
 if [ "$WHAT" = guest ] || [ "$WHAT" = all ]; then

@@ -29,4 +29,13 @@ int source_run(struct engine *e, struct xfer_stats *st);
 int sink_run(struct engine *e, const struct sink_target *t,
 	     struct xfer_stats *st);
 
+/*
+ * One session on an established connection of any transport (the verbs one
+ * from cm/, or an in-memory pair in tests). The caller keeps c.
+ */
+enum xfer_fail session_push(const struct xfer_opts *o, struct cm_conn *c,
+			    struct xfer_stats *st);
+enum xfer_fail session_serve(const struct xfer_opts *o, int rootfd,
+			     struct cm_conn *c);
+
 #endif
