@@ -1,0 +1,234 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+#
+# Checks the packages that mkdeb.sh and mkrpm.sh left in build/, and the
+# files they ship: lintian and rpmlint clean, the expected files, conffiles,
+# dependencies and scriptlets, the man page (lint, and every option of
+# --help and every exit code documented), the bash completion and the
+# systemd unit. Prints TAP lines and a closing "N passed, N failed"; exits
+# non-zero when anything failed. `make test-packages` builds, then runs it.
+#
+#   packaging/check-packages.sh [--chroot DIR]
+#
+# --chroot DIR also installs the .deb with dpkg -i in DIR (a throwaway
+# Debian chroot, e.g. from `debootstrap --variant=minbase bookworm DIR`),
+# runs the installed rdcp there and purges it again.
+set -uo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+TOP=$(dirname "$HERE")
+OUT=$TOP/build
+CHROOT=
+while [ $# -gt 0 ]; do
+	case $1 in
+	--chroot) CHROOT=${2:?--chroot needs a directory}; shift 2 ;;
+	*) echo "usage: check-packages.sh [--chroot DIR]" >&2; exit 2 ;;
+	esac
+done
+
+"$HERE/tool-deps.sh" check || exit 1
+
+n=0 passed=0 failed=0
+ok() { n=$((n + 1)); passed=$((passed + 1)); echo "ok $n - $1"; }
+not_ok() {
+	n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"
+	[ -n "${2-}" ] && printf '%s\n' "$2" | sed 's/^/#   /'
+	return 0
+}
+# check NAME CMD...: ok when CMD succeeds; its output becomes diagnostics.
+check() {
+	local name=$1 out
+	shift
+	if out=$("$@" 2>&1); then ok "$name"; else not_ok "$name" "$out"; fi
+}
+
+VERSION=$(make -s -C "$TOP" --no-print-directory version)
+PKG=$(sed -n 's/^Source: *//p' "$HERE/debian/control")
+DEB=$OUT/${PKG}_${VERSION}_$(dpkg --print-architecture).deb
+RPM=$OUT/$PKG-$VERSION-1.$(rpm --eval '%{_arch}').rpm
+SRPM=$OUT/$PKG-$VERSION-1.src.rpm
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+
+# ---------------------------------------------------------------- .deb
+if [ -f "$DEB" ]; then ok "deb built: $(basename "$DEB")"; else
+	not_ok "deb built: no $DEB (make deb)"; fi
+
+if [ -f "$DEB" ]; then
+	lint=$(lintian --pedantic -I -E --fail-on none "$DEB" 2>&1 |
+		grep -v 'running with root privileges')
+	bad=$(printf '%s\n' "$lint" | grep -E '^[EW]: ' || true)
+	if [ -z "$bad" ]; then ok "lintian: no errors or warnings" \
+		"$(printf '%s\n' "$lint" | grep -c '^[IPX]: ') info/pedantic"
+	else not_ok "lintian: no errors or warnings" "$bad"; fi
+	[ -n "$lint" ] && printf '%s\n' "$lint" | sed 's/^/# lintian: /'
+
+	dpkg-deb -x "$DEB" "$TMP/deb"
+	missing=
+	for f in usr/bin/rdcp usr/share/man/man1/rdcp.1.gz \
+		usr/share/bash-completion/completions/rdcp \
+		lib/systemd/system/rdcpd.service etc/rdcp/rdcpd.conf \
+		usr/share/doc/$PKG/copyright; do
+		[ -e "$TMP/deb/$f" ] || missing="$missing /$f"
+	done
+	if [ -z "$missing" ]; then ok "deb ships binary, man page, completion, unit, config"
+	else not_ok "deb ships binary, man page, completion, unit, config" "missing:$missing"; fi
+
+	check "deb: /etc/rdcp/rdcpd.conf is a conffile" \
+		sh -c "dpkg-deb -f '$DEB' Package >/dev/null &&
+			dpkg-deb --ctrl-tarfile '$DEB' | tar -xOf - ./conffiles |
+			grep -qx /etc/rdcp/rdcpd.conf"
+	deps=$(dpkg-deb -f "$DEB" Depends)
+	miss=
+	for d in ibverbs-providers adduser libibverbs1 librdmacm1 libssl3 zlib1g; do
+		[[ ",$deps," == *[\ ,]$d[\ ,\(]* ]] || miss="$miss $d"
+	done
+	if [ -z "$miss" ]; then ok "deb Depends: ibverbs-providers, adduser and the libraries"
+	else not_ok "deb Depends: ibverbs-providers, adduser and the libraries" \
+		"missing:$miss in: $deps"; fi
+	check "deb version $(dpkg-deb -f "$DEB" Version) is the Makefile's $VERSION" \
+		test "$(dpkg-deb -f "$DEB" Version | sed 's/-[^-]*$//')" = "$VERSION"
+	check "deb postinst creates the rdcp user and /srv/rdcp" \
+		sh -c "dpkg-deb --ctrl-tarfile '$DEB' | tar -xOf - ./postinst |
+			grep -q 'adduser .*--system' &&
+			dpkg-deb --ctrl-tarfile '$DEB' | tar -xOf - ./postinst |
+			grep -q '/srv/rdcp'"
+	# dh_installsystemd --no-enable: enable only what the admin had
+	# enabled before (the "debian-installed" form of the snippet).
+	check "deb postinst does not enable rdcpd.service on install" \
+		sh -c "dpkg-deb --ctrl-tarfile '$DEB' | tar -xOf - ./postinst |
+			grep -q 'deb-systemd-helper debian-installed .rdcpd.service.'"
+	check "packaged rdcp --version prints rdcp $VERSION" \
+		sh -c "'$TMP/deb/usr/bin/rdcp' --version | grep -qx 'rdcp $VERSION'"
+fi
+
+# ---------------------------------------------------------------- .rpm
+if [ -f "$RPM" ]; then ok "rpm built: $(basename "$RPM")"; else
+	not_ok "rpm built: no $RPM (make rpm)"; fi
+
+if [ -f "$RPM" ]; then
+	lintfiles=("$RPM")
+	[ -f "$SRPM" ] && lintfiles+=("$SRPM")
+	[ -f "$OUT/rpm/SPECS/$PKG.spec" ] && lintfiles+=("$OUT/rpm/SPECS/$PKG.spec")
+	out=$(rpmlint -c "$HERE/rpm/rpmlint.toml" "${lintfiles[@]}" 2>&1)
+	summary=$(printf '%s\n' "$out" | grep 'checked;')
+	if printf '%s\n' "$summary" | grep -q ' 0 errors, 0 warnings'; then
+		ok "rpmlint: $summary"
+	else not_ok "rpmlint: no errors or warnings" "$out"; fi
+
+	files=$(rpm -qlp "$RPM" 2>/dev/null)
+	missing=
+	for f in /usr/bin/rdcp /usr/share/man/man1/rdcp.1.gz \
+		/usr/share/bash-completion/completions/rdcp \
+		/usr/lib/systemd/system/rdcpd.service /etc/rdcp/rdcpd.conf; do
+		grep -qx "$f" <<<"$files" || missing="$missing $f"
+	done
+	if [ -z "$missing" ]; then ok "rpm ships binary, man page, completion, unit, config"
+	else not_ok "rpm ships binary, man page, completion, unit, config" "missing:$missing"; fi
+	check "rpm: /etc/rdcp/rdcpd.conf is %config" \
+		sh -c "rpm -qp --configfiles '$RPM' 2>/dev/null | grep -qx /etc/rdcp/rdcpd.conf"
+	reqs=$(rpm -qp --requires "$RPM" 2>/dev/null)
+	miss=
+	for r in libibverbs 'libibverbs.so.1()(64bit)' 'librdmacm.so.1()(64bit)' \
+		shadow-utils; do
+		grep -qxF "$r" <<<"$reqs" || miss="$miss $r"
+	done
+	if [ -z "$miss" ]; then ok "rpm Requires: libibverbs (providers), the libraries, shadow-utils"
+	else not_ok "rpm Requires: libibverbs (providers), the libraries, shadow-utils" \
+		"missing:$miss"; fi
+	check "rpm version is the Makefile's $VERSION" \
+		test "$(rpm -qp --qf '%{VERSION}' "$RPM" 2>/dev/null)" = "$VERSION"
+	check "rpm %pre creates the rdcp user" \
+		sh -c "rpm -qp --scripts '$RPM' 2>/dev/null | grep -q 'useradd -r'"
+fi
+
+# ------------------------------------------------ files both packages ship
+MAN=$TOP/cmd/rdcp.1
+check "man page: mandoc -T lint clean" \
+	sh -c "out=\$(mandoc -T lint -W warning '$MAN' 2>&1); echo \"\$out\"; [ -z \"\$out\" ]"
+check "man page: groff -man -ww clean" \
+	sh -c "out=\$(groff -man -ww -z '$MAN' 2>&1); echo \"\$out\"; [ -z \"\$out\" ]"
+
+BIN=$TMP/deb/usr/bin/rdcp
+[ -x "$BIN" ] || BIN=$OUT/rdcp
+if [ -x "$BIN" ]; then
+	opts=$("$BIN" --help | grep -oE -- '--[a-z][a-z0-9-]+' | sort -u)
+	mantext=$(sed 's/\\-/-/g' "$MAN")
+	missing=
+	for o in $opts; do
+		grep -qF -- "$o" <<<"$mantext" || missing="$missing $o"
+	done
+	if [ -z "$missing" ]; then ok "man page documents every option of --help ($(wc -w <<<"$opts"))"
+	else not_ok "man page documents every option of --help" "missing:$missing"; fi
+	missing=
+	for o in $opts; do
+		grep -qF -- "$o" "$TOP/cmd/rdcp.bash-completion" || missing="$missing $o"
+	done
+	if [ -z "$missing" ]; then ok "completion offers every option of --help"
+	else not_ok "completion offers every option of --help" "missing:$missing"; fi
+else
+	not_ok "man page and completion against --help: no rdcp binary"
+fi
+
+codes=$(sed -n 's/.*RDCP_EXIT_[A-Z_]* = \([0-9]*\).*/\1/p' "$TOP/cmd/exit_codes.h")
+section=$(sed -n '/^\.SH EXIT STATUS/,/^\.SH /p' "$MAN")
+missing=
+for c in $codes; do
+	grep -qx "\.B $c" <<<"$section" || missing="$missing $c"
+done
+if [ -n "$codes" ] && [ -z "$missing" ]; then
+	ok "man page lists every exit code of cmd/exit_codes.h ($(wc -w <<<"$codes"))"
+else not_ok "man page lists every exit code of cmd/exit_codes.h" "missing:$missing"; fi
+
+check "bash completion: --checksum, --poll values and options" bash -c '
+	source /usr/share/bash-completion/bash_completion
+	source "$1"
+	t() { COMP_WORDS=("$@"); COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
+		COMP_LINE="$*"; COMP_POINT=${#COMP_LINE}; COMPREPLY=()
+		_rdcp rdcp "${COMP_WORDS[-1]}" "${COMP_WORDS[-2]}" 2>/dev/null
+		echo "${COMPREPLY[*]}"; }
+	[ "$(t rdcp --checksum "")" = "crc32 sha256 none" ] &&
+	[ "$(t rdcp --poll=b)" = "busy" ] &&
+	[ "$(t rdcp --lis)" = "--listen" ]' _ "$TOP/cmd/rdcp.bash-completion"
+
+UNIT=$TMP/deb/lib/systemd/system/rdcpd.service
+[ -f "$UNIT" ] || UNIT=$HERE/systemd/rdcpd.service
+check "systemd-analyze verify rdcpd.service" \
+	env MANPATH="$TMP/deb/usr/share/man:$(manpath 2>/dev/null)" \
+	systemd-analyze verify "$UNIT"
+for want in 'User=rdcp' 'LimitMEMLOCK=infinity' 'ProtectSystem=strict' \
+	'ReadWritePaths=/srv/rdcp' 'NoNewPrivileges=yes' 'PrivateTmp=yes' \
+	'ProtectHome=yes' 'DevicePolicy=closed' \
+	'DeviceAllow=char-infiniband_verbs rw' \
+	'DeviceAllow=/dev/infiniband/rdma_cm rw' 'Restart=on-failure' \
+	'KillSignal=SIGTERM' 'EnvironmentFile=-/etc/rdcp/rdcpd.conf'; do
+	grep -qxF "$want" "$UNIT" || missing_unit="${missing_unit-} $want"
+done
+if [ -z "${missing_unit-}" ]; then ok "unit sets user, memlock, sandbox, devices, restart"
+else not_ok "unit sets user, memlock, sandbox, devices, restart" "missing:$missing_unit"; fi
+
+# ------------------------------------------------ optional: install it
+if [ -n "$CHROOT" ]; then
+	if [ -f "$DEB" ] && [ -x "$CHROOT/usr/bin/dpkg" ]; then
+		cp "$DEB" "$CHROOT/tmp/"
+		check "chroot: apt-get install the Depends, then dpkg -i" chroot "$CHROOT" sh -c "
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+				--no-install-recommends adduser ibverbs-providers \
+				libibverbs1 librdmacm1 libssl3 zlib1g >/dev/null &&
+			dpkg -i /tmp/$(basename "$DEB")"
+		check "chroot: installed rdcp --version and --help" chroot "$CHROOT" sh -c "
+			rdcp --version | grep -qx 'rdcp $VERSION' &&
+			rdcp --help | grep -q -- '--listen'"
+		check "chroot: user rdcp and /srv/rdcp (rdcp:rdcp 0750)" chroot "$CHROOT" sh -c "
+			getent passwd rdcp >/dev/null &&
+			[ \"\$(stat -c '%U:%G %a' /srv/rdcp)\" = 'rdcp:rdcp 750' ]"
+		check "chroot: purge removes config and empty /srv/rdcp" chroot "$CHROOT" sh -c "
+			dpkg -P $PKG >/dev/null && [ ! -e /etc/rdcp ] && [ ! -e /srv/rdcp ]"
+	else
+		not_ok "chroot: no $DEB or no dpkg in $CHROOT"
+	fi
+fi
+
+echo "1..$n"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
