@@ -1000,7 +1000,8 @@ out_free:
 
 /* ---- passive side ---- */
 
-int cm_listen(const struct cm_addr *addr, struct cm_listener **out)
+static int listen_one(const struct cm_addr *addr, bool quiet,
+		      struct cm_listener **out)
 {
 	struct cm_listener *l;
 	struct addrinfo *ai = NULL;
@@ -1037,7 +1038,8 @@ int cm_listen(const struct cm_addr *addr, struct cm_listener **out)
 	}
 	if (rdma_bind_addr(l->id, ai->ai_addr)) {
 		rc = -errno;
-		log_err("cannot bind RDMA listener to %s: %s%s", where,
+		if (!quiet)
+			log_err("cannot bind RDMA listener to %s: %s%s", where,
 			strerror(errno),
 			errno == EADDRNOTAVAIL || errno == ENODEV
 				? " (no RDMA device has this address)"
@@ -1059,6 +1061,22 @@ out_free:
 		freeaddrinfo(ai);
 	cm_listener_destroy(l);
 	return rc;
+}
+
+int cm_listen(const struct cm_addr *addr, struct cm_listener **out)
+{
+	struct cm_addr any = *addr;
+
+	if (addr->host || addr->family != CM_AF_ANY)
+		return listen_one(addr, false, out);
+	/* All addresses: "::" takes IPv4 too; without IPv6, 0.0.0.0. */
+	any.host = "::";
+	any.family = CM_AF_INET6;
+	if (listen_one(&any, true, out) == 0)
+		return 0;
+	any.host = NULL;
+	any.family = CM_AF_INET;
+	return listen_one(&any, false, out);
 }
 
 void cm_listener_destroy(struct cm_listener *l)

@@ -75,7 +75,7 @@ static const struct argp_option options[] = {
 	{ "root", OPT_ROOT, "DIR", 0,
 	  "Directory that DEST paths are confined to (default: .)", 1 },
 	{ "bind", OPT_BIND, "ADDR", 0,
-	  "Listen on this address only (default: all)", 1 },
+	  "Listen on this address only (default: every IPv6 and IPv4 address)", 1 },
 	{ "once", OPT_ONCE, NULL, 0,
 	  "Serve one session, exit with its status", 1 },
 	{ "max-sessions", OPT_MAX_SESSIONS, "N", 0,
