@@ -101,7 +101,8 @@ struct cm_conn {
 	uint8_t *ring;	/* NULL until ring_create */
 	uint8_t *stage; /* NULL until stage_create */
 	char peer[64];	/* printable peer address, "[addr]:port" */
-	char dev[64];	/* device name ("rxe0"), empty if none */
+	char dev[64];	/* device name ("rxe0"; "tcp" over TCP) */
+	const char *transport; /* "rdma" or "tcp" */
 };
 
 static inline uint8_t *cm_tx(struct cm_conn *c, unsigned int i)
@@ -130,14 +131,29 @@ static inline void cm_conn_destroy(struct cm_conn *c)
 		c->ops->destroy(c);
 }
 
-/* ---- rdma_cm connection setup (cm/verbs.c) ---- */
+/*
+ * ---- connection setup (cm/transport.c over cm/verbs.c and cm/tcp.c) ----
+ *
+ * RDMA is rdma_cm + verbs (verbs.c). TCP (tcp.c) is for hosts without an
+ * RDMA device: the same ops, memory model, events and connect handshake
+ * over one TCP connection, so the engine cannot tell them apart. With
+ * CM_TRANSPORT_AUTO a client uses RDMA when rdma_cm resolves the peer to
+ * an RDMA device, else TCP (saying so once); a receiver listens on both,
+ * on the same port number (rdma_cm has its own port space).
+ */
 
 enum cm_family { CM_AF_ANY = 0, CM_AF_INET = 4, CM_AF_INET6 = 6 };
+enum cm_transport {
+	CM_TRANSPORT_AUTO = 0,
+	CM_TRANSPORT_RDMA,
+	CM_TRANSPORT_TCP,
+};
 
 struct cm_addr {
 	const char *host; /* name or literal; NULL = any (listen) */
 	uint16_t port;
 	enum cm_family family;
+	enum cm_transport transport;
 };
 
 /* What a receiver accepts; a client asking for more is clamped down. */
@@ -156,18 +172,21 @@ struct cm_listener;
 struct cm_request;
 
 /*
- * Bind and listen. Returns 0 with *out, or -errno (logged: -EADDRINUSE,
- * -ENODEV when no RDMA device can serve the address).
+ * Bind and listen (RDMA, TCP, or both for AUTO: then a host without an
+ * RDMA device serves TCP alone, after one notice). Returns 0 with *out, or
+ * -errno (logged: -EADDRINUSE, -ENODEV when RDMA was asked for and no
+ * device can serve the address).
  */
 int cm_listen(const struct cm_addr *addr, struct cm_listener **out)
 	__attribute__((warn_unused_result));
 void cm_listener_destroy(struct cm_listener *l);
 
 /*
- * Wait up to timeout_ms for a connection request. A request with a bad
- * magic or version is rejected here (both sides log why) and the call
- * returns -EAGAIN as for a timeout. On success *out owns the new cm_id on
- * its own event channel, so another thread may accept it.
+ * Wait up to timeout_ms for a connection request on either transport;
+ * never blocks on one client. An RDMA request with a bad magic or version
+ * is rejected here (both sides log why) and the call returns -EAGAIN as
+ * for a timeout. On success *out is owned by the caller and may be
+ * accepted or rejected from another thread.
  */
 int cm_listener_get(struct cm_listener *l, int timeout_ms,
 		    struct cm_request **out)
@@ -177,8 +196,9 @@ int cm_listener_get(struct cm_listener *l, int timeout_ms,
 const char *cm_request_peer(const struct cm_request *req);
 
 /*
- * Build verbs resources for the request with the geometry clamped to lim,
- * accept it and wait for ESTABLISHED. Consumes req in every case.
+ * Run the server half of the connect handshake with the geometry clamped
+ * to lim (verbs resources and ESTABLISHED, or the TCP hello), bounded by
+ * to->connect_ms. Consumes req in every case.
  */
 int cm_accept(struct cm_request *req, const struct cm_limits *lim,
 	      const struct cm_timeouts *to, struct cm_conn **out)
@@ -188,10 +208,11 @@ int cm_accept(struct cm_request *req, const struct cm_limits *lim,
 void cm_reject(struct cm_request *req);
 
 /*
- * Resolve, build resources, connect with the wanted geometry (the server
- * may lower slots/slot_size: read (*out)->geom). Returns 0 or -errno:
- * -ETIMEDOUT, -ECONNREFUSED (nobody listening, or rejected), -EPROTO
- * (version mismatch, logged), -EHOSTUNREACH, -ENODEV.
+ * Resolve, build resources, connect with the wanted geometry over
+ * addr->transport (the server may lower slots/slot_size: read
+ * (*out)->geom). Returns 0 or -errno, logged: -ETIMEDOUT, -ECONNREFUSED
+ * (nobody listening, or rejected), -EPROTO (version mismatch),
+ * -EHOSTUNREACH, -ENODEV (RDMA asked for, no device routes there).
  */
 int cm_connect(const struct cm_addr *addr, const struct cm_geom *want,
 	       const struct cm_timeouts *to, struct cm_conn **out)

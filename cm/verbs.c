@@ -29,25 +29,10 @@
 #include <rdma/rdma_cma.h>
 
 #include "cm/cm.h"
+#include "cm/cm_int.h"
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/units.h"
-
-/* Private data of connect, accept and reject; 56 bytes at most on RC. */
-enum {
-	PD_LEN = 24,
-	PD_ST_OK = 0,
-	PD_ST_VERSION = 1, /* protocol version not supported */
-	PD_ST_PARAMS = 2,  /* geometry out of range */
-	PD_ST_BUSY = 3,	   /* receiver at its session limit */
-};
-
-/* Allowed geometry on either side, whatever the peer asks for. */
-#define CTRL_SIZE_MIN 1024u
-#define CTRL_SIZE_MAX 65536u
-#define CTRL_CREDITS_MIN 4u /* below 4, idle peers trade acks forever */
-#define CTRL_CREDITS_MAX 256u
-#define SLOT_SIZE_MIN 4096u
 
 #define RETRY_COUNT 6 /* 7 means "forever" on rxe: peer loss never seen */
 #define RNR_RETRY 0   /* credits make RNR impossible; if one happens, fail */
@@ -75,170 +60,14 @@ struct vconn {
 	unsigned int idle_polls;
 };
 
-struct cm_listener {
+struct cm_rdma_listener {
 	struct rdma_event_channel *ech;
 	struct rdma_cm_id *id;
 };
-
-struct cm_request {
-	struct rdma_event_channel *ech;
-	struct rdma_cm_id *id;
-	struct cm_geom want;
-	char peer[64];
-};
-
-/* The protocol version this side speaks; a test build can pretend. */
-static uint16_t my_version(void)
-{
-#ifdef RDCP_TEST_HOOKS
-	const char *v = getenv("RDCP_TEST_PROTO_VERSION");
-
-	if (v)
-		return (uint16_t)strtoul(v, NULL, 0);
-#endif
-	return CM_VERSION;
-}
 
 static struct vconn *to_v(struct cm_conn *c)
 {
 	return (struct vconn *)c;
-}
-
-/* ---- private data ---- */
-
-static void pd_encode(uint8_t *p, uint16_t status, const struct cm_geom *g)
-{
-	uint32_t v32;
-	uint16_t v16;
-
-	memset(p, 0, PD_LEN);
-	v32 = htobe32(CM_MAGIC);
-	memcpy(p + 0, &v32, 4);
-	v16 = htobe16(my_version());
-	memcpy(p + 4, &v16, 2);
-	v16 = htobe16(status);
-	memcpy(p + 6, &v16, 2);
-	if (!g)
-		return;
-	v32 = htobe32(g->ctrl_size);
-	memcpy(p + 8, &v32, 4);
-	v16 = htobe16(g->ctrl_credits);
-	memcpy(p + 12, &v16, 2);
-	v16 = htobe16(g->slots);
-	memcpy(p + 14, &v16, 2);
-	v32 = htobe32(g->slot_size);
-	memcpy(p + 16, &v32, 4);
-}
-
-/*
- * Decodes private data (which may arrive longer than sent, zero padded).
- * Returns 0, -EPROTO for a foreign or short blob, or -EPROTONOSUPPORT with
- * *version set when the magic matches but the version does not.
- */
-static int pd_decode(const void *data, size_t len, uint16_t *version,
-		     uint16_t *status, struct cm_geom *g)
-{
-	const uint8_t *p = data;
-	uint32_t v32;
-	uint16_t v16;
-
-	if (!p || len < PD_LEN)
-		return -EPROTO;
-	memcpy(&v32, p, 4);
-	if (be32toh(v32) != CM_MAGIC)
-		return -EPROTO;
-	memcpy(&v16, p + 4, 2);
-	*version = be16toh(v16);
-	memcpy(&v16, p + 6, 2);
-	*status = be16toh(v16);
-	memcpy(&v32, p + 8, 4);
-	g->ctrl_size = be32toh(v32);
-	memcpy(&v16, p + 12, 2);
-	g->ctrl_credits = be16toh(v16);
-	memcpy(&v16, p + 14, 2);
-	g->slots = be16toh(v16);
-	memcpy(&v32, p + 16, 4);
-	g->slot_size = be32toh(v32);
-	if (*version != my_version())
-		return -EPROTONOSUPPORT;
-	return 0;
-}
-
-static const char *pd_status_str(uint16_t st)
-{
-	switch (st) {
-	case PD_ST_VERSION:
-		return "protocol version not supported";
-	case PD_ST_PARAMS:
-		return "ring geometry out of range";
-	case PD_ST_BUSY:
-		return "receiver is at its session limit, try again later";
-	default:
-		return "rejected";
-	}
-}
-
-static bool geom_valid(const struct cm_geom *g)
-{
-	return g->ctrl_size >= CTRL_SIZE_MIN && g->ctrl_size <= CTRL_SIZE_MAX &&
-	       g->ctrl_credits >= CTRL_CREDITS_MIN &&
-	       g->ctrl_credits <= CTRL_CREDITS_MAX && g->slots >= 1 &&
-	       g->slot_size >= SLOT_SIZE_MIN;
-}
-
-/* ---- small helpers ---- */
-
-static void sockaddr_str(const struct sockaddr *sa, char *buf, size_t n)
-{
-	char host[INET6_ADDRSTRLEN] = "?";
-	unsigned int port = 0;
-
-	if (sa && sa->sa_family == AF_INET) {
-		const struct sockaddr_in *s4 = (const void *)sa;
-
-		inet_ntop(AF_INET, &s4->sin_addr, host, sizeof(host));
-		port = ntohs(s4->sin_port);
-		snprintf(buf, n, "%s:%u", host, port);
-	} else if (sa && sa->sa_family == AF_INET6) {
-		const struct sockaddr_in6 *s6 = (const void *)sa;
-
-		inet_ntop(AF_INET6, &s6->sin6_addr, host, sizeof(host));
-		port = ntohs(s6->sin6_port);
-		snprintf(buf, n, "[%s]:%u", host, port);
-	} else {
-		snprintf(buf, n, "?");
-	}
-}
-
-static int set_nonblock(int fd)
-{
-	int fl = fcntl(fd, F_GETFL);
-
-	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
-		return -errno;
-	return 0;
-}
-
-static int resolve(const struct cm_addr *a, bool passive,
-		   struct addrinfo **res)
-{
-	struct addrinfo hints = { 0 };
-	char port[8];
-	int rc;
-
-	hints.ai_family = a->family == CM_AF_INET    ? AF_INET
-			  : a->family == CM_AF_INET6 ? AF_INET6
-						     : AF_UNSPEC;
-	hints.ai_socktype = SOCK_STREAM;
-	hints.ai_flags = passive ? AI_PASSIVE : 0;
-	snprintf(port, sizeof(port), "%u", a->port);
-	rc = getaddrinfo(a->host, port, &hints, res);
-	if (rc) {
-		log_err("cannot resolve '%s': %s", a->host ? a->host : "*",
-			gai_strerror(rc));
-		return rc == EAI_SYSTEM ? -errno : -EHOSTUNREACH;
-	}
-	return 0;
 }
 
 /*
@@ -738,6 +567,7 @@ static int vconn_build(struct vconn *v)
 	int rc;
 
 	c->ops = &verbs_ops;
+	c->transport = "rdma";
 	snprintf(c->dev, sizeof(c->dev), "%s",
 		 ibv_get_device_name(v->id->verbs->device));
 	v->pd = ibv_alloc_pd(v->id->verbs);
@@ -752,7 +582,7 @@ static int vconn_build(struct vconn *v)
 			strerror(errno));
 		return -errno;
 	}
-	rc = set_nonblock(v->cch->fd);
+	rc = cm_set_nonblock(v->cch->fd);
 	if (rc)
 		return rc;
 	/* Every send WR may complete (selective signalling only lowers it). */
@@ -832,10 +662,10 @@ static int expect(struct vconn *v, enum rdma_cm_event_type want,
 			uint16_t ver, st;
 			struct cm_geom g;
 
-			rc = pd_decode(ev->param.conn.private_data,
+			rc = cm_pd_decode(ev->param.conn.private_data,
 				       ev->param.conn.private_data_len, &ver,
 				       &st, &g);
-			if (rc || !geom_valid(&g) ||
+			if (rc || !cm_geom_valid(&g) ||
 			    g.slots > v->base.geom.slots ||
 			    g.slot_size > v->base.geom.slot_size ||
 			    g.ctrl_size != v->base.geom.ctrl_size ||
@@ -856,7 +686,7 @@ static int expect(struct vconn *v, enum rdma_cm_event_type want,
 	case RDMA_CM_EVENT_REJECTED: {
 		uint16_t ver = 0, st = 0;
 		struct cm_geom g;
-		int prc = pd_decode(ev->param.conn.private_data,
+		int prc = cm_pd_decode(ev->param.conn.private_data,
 				    ev->param.conn.private_data_len, &ver, &st,
 				    &g);
 
@@ -864,11 +694,11 @@ static int expect(struct vconn *v, enum rdma_cm_event_type want,
 			log_err("%s %s: the receiver speaks rdcp protocol "
 				"version %u, this rdcp speaks %u: install the "
 				"same rdcp version on both hosts",
-				what, v->base.peer, ver, my_version());
+				what, v->base.peer, ver, cm_version());
 			rc = -EPROTO;
 		} else if (prc == 0) {
 			log_err("%s %s: rejected: %s", what, v->base.peer,
-				pd_status_str(st));
+				cm_pd_status_str(st));
 			rc = st == PD_ST_BUSY ? -EBUSY : -EPROTO;
 		} else {
 			log_err("%s %s: connection refused (is 'rdcp --listen' "
@@ -911,7 +741,7 @@ static int vconn_alloc(struct vconn **out)
 	return 0;
 }
 
-int cm_connect(const struct cm_addr *addr, const struct cm_geom *want,
+int cm_rdma_connect(const struct cm_addr *addr, const struct cm_geom *want,
 	       const struct cm_timeouts *to, struct cm_conn **out)
 {
 	struct rdma_conn_param param;
@@ -920,7 +750,7 @@ int cm_connect(const struct cm_addr *addr, const struct cm_geom *want,
 	struct vconn *v;
 	int rc;
 
-	if (!geom_valid(want))
+	if (!cm_geom_valid(want))
 		return -EINVAL;
 	rc = vconn_alloc(&v);
 	if (rc)
@@ -928,18 +758,20 @@ int cm_connect(const struct cm_addr *addr, const struct cm_geom *want,
 	v->base.geom = *want;
 	snprintf(v->base.peer, sizeof(v->base.peer), "%s:%u", addr->host,
 		 addr->port);
-	rc = resolve(addr, false, &ai);
+	rc = cm_resolve(addr, false, &ai);
 	if (rc)
 		goto out_free;
-	sockaddr_str(ai->ai_addr, v->base.peer, sizeof(v->base.peer));
+	cm_sockaddr_str(ai->ai_addr, v->base.peer, sizeof(v->base.peer));
 	v->ech = rdma_create_event_channel();
 	if (!v->ech) {
 		rc = -errno;
-		log_err("cannot open the RDMA CM (%s): is rdma_ucm loaded?",
+		log_err("cannot open the RDMA CM (%s): no RDMA device, or "
+			"rdma_ucm not loaded (set up a device, or Soft-RoCE: "
+			"rdma link add rxe0 type rxe netdev eth0)",
 			strerror(errno));
 		goto out_free;
 	}
-	rc = set_nonblock(v->ech->fd);
+	rc = cm_set_nonblock(v->ech->fd);
 	if (rc)
 		goto out_free;
 	if (rdma_create_id(v->ech, &v->id, v, RDMA_PS_TCP)) {
@@ -972,7 +804,7 @@ int cm_connect(const struct cm_addr *addr, const struct cm_geom *want,
 	rc = vconn_build(v);
 	if (rc)
 		goto out_free;
-	pd_encode(pd, PD_ST_OK, want);
+	cm_pd_encode(pd, PD_ST_OK, want);
 	conn_param_init(&param, pd);
 	if (rdma_connect(v->id, &param)) {
 		rc = -errno;
@@ -1001,9 +833,9 @@ out_free:
 /* ---- passive side ---- */
 
 static int listen_one(const struct cm_addr *addr, bool quiet,
-		      struct cm_listener **out)
+		      struct cm_rdma_listener **out)
 {
-	struct cm_listener *l;
+	struct cm_rdma_listener *l;
 	struct addrinfo *ai = NULL;
 	char where[80];
 	int rc;
@@ -1011,23 +843,27 @@ static int listen_one(const struct cm_addr *addr, bool quiet,
 	l = calloc(1, sizeof(*l));
 	if (!l)
 		return -ENOMEM;
-	rc = resolve(addr, true, &ai);
+	rc = cm_resolve(addr, true, &ai);
 	if (rc)
 		goto out_free;
-	sockaddr_str(ai->ai_addr, where, sizeof(where));
+	cm_sockaddr_str(ai->ai_addr, where, sizeof(where));
 	l->ech = rdma_create_event_channel();
 	if (!l->ech) {
 		rc = -errno;
-		log_err("cannot open the RDMA CM (%s): is rdma_ucm loaded?",
-			strerror(errno));
+		if (!quiet)
+			log_err("cannot open the RDMA CM (%s): no RDMA device, "
+				"or rdma_ucm not loaded",
+				strerror(errno));
 		goto out_free;
 	}
-	rc = set_nonblock(l->ech->fd);
+	rc = cm_set_nonblock(l->ech->fd);
 	if (rc)
 		goto out_free;
 	if (rdma_create_id(l->ech, &l->id, NULL, RDMA_PS_TCP)) {
 		rc = -errno;
-		log_err("cannot create RDMA CM id: %s", strerror(errno));
+		if (!quiet)
+			log_err("cannot create RDMA CM id: %s",
+				strerror(errno));
 		goto out_free;
 	}
 	if (ai->ai_family == AF_INET6) {
@@ -1048,7 +884,9 @@ static int listen_one(const struct cm_addr *addr, bool quiet,
 	}
 	if (rdma_listen(l->id, 64)) {
 		rc = -errno;
-		log_err("cannot listen on %s: %s", where, strerror(errno));
+		if (!quiet)
+			log_err("cannot listen on %s: %s", where,
+				strerror(errno));
 		goto out_free;
 	}
 	log_info("listening for RDMA connections on %s", where);
@@ -1059,16 +897,17 @@ static int listen_one(const struct cm_addr *addr, bool quiet,
 out_free:
 	if (ai)
 		freeaddrinfo(ai);
-	cm_listener_destroy(l);
+	cm_rdma_listener_destroy(l);
 	return rc;
 }
 
-int cm_listen(const struct cm_addr *addr, struct cm_listener **out)
+int cm_rdma_listen(const struct cm_addr *addr, bool quiet,
+		   struct cm_rdma_listener **out)
 {
 	struct cm_addr any = *addr;
 
 	if (addr->host || addr->family != CM_AF_ANY)
-		return listen_one(addr, false, out);
+		return listen_one(addr, quiet, out);
 	/* All addresses: "::" takes IPv4 too; without IPv6, 0.0.0.0. */
 	any.host = "::";
 	any.family = CM_AF_INET6;
@@ -1076,10 +915,10 @@ int cm_listen(const struct cm_addr *addr, struct cm_listener **out)
 		return 0;
 	any.host = NULL;
 	any.family = CM_AF_INET;
-	return listen_one(&any, false, out);
+	return listen_one(&any, quiet, out);
 }
 
-void cm_listener_destroy(struct cm_listener *l)
+void cm_rdma_listener_destroy(struct cm_rdma_listener *l)
 {
 	if (!l)
 		return;
@@ -1095,11 +934,11 @@ static void reject(struct rdma_cm_id *id, uint16_t status)
 {
 	uint8_t pd[PD_LEN];
 
-	pd_encode(pd, status, NULL);
+	cm_pd_encode(pd, status, NULL);
 	rdma_reject(id, pd, PD_LEN);
 }
 
-int cm_listener_get(struct cm_listener *l, int timeout_ms,
+int cm_rdma_get(struct cm_rdma_listener *l, int timeout_ms,
 		    struct cm_request **out)
 {
 	struct rdma_cm_event *ev;
@@ -1119,6 +958,8 @@ int cm_listener_get(struct cm_listener *l, int timeout_ms,
 		return -EAGAIN;
 	}
 	req = calloc(1, sizeof(*req));
+	if (req)
+		req->fd = -1;
 	if (!req) {
 		reject(ev->id, PD_ST_BUSY);
 		rdma_destroy_id(ev->id);
@@ -1126,14 +967,14 @@ int cm_listener_get(struct cm_listener *l, int timeout_ms,
 		return -ENOMEM;
 	}
 	req->id = ev->id;
-	sockaddr_str(rdma_get_peer_addr(ev->id), req->peer, sizeof(req->peer));
-	rc = pd_decode(ev->param.conn.private_data,
+	cm_sockaddr_str(rdma_get_peer_addr(ev->id), req->peer, sizeof(req->peer));
+	rc = cm_pd_decode(ev->param.conn.private_data,
 		       ev->param.conn.private_data_len, &ver, &st, &g);
-	if (rc || !geom_valid(&g)) {
+	if (rc || !cm_geom_valid(&g)) {
 		if (rc == -EPROTONOSUPPORT)
 			log_err("refused %s: it speaks rdcp protocol version "
 				"%u, this receiver speaks %u",
-				req->peer, ver, my_version());
+				req->peer, ver, cm_version());
 		else
 			log_err("refused %s: not an rdcp client (bad connect "
 				"data)",
@@ -1148,7 +989,7 @@ int cm_listener_get(struct cm_listener *l, int timeout_ms,
 	req->want = g;
 	rdma_ack_cm_event(ev);
 	req->ech = rdma_create_event_channel();
-	if (!req->ech || set_nonblock(req->ech->fd) ||
+	if (!req->ech || cm_set_nonblock(req->ech->fd) ||
 	    rdma_migrate_id(req->id, req->ech)) {
 		rc = -errno;
 		log_err("cannot take connection from %s: %s", req->peer,
@@ -1164,12 +1005,12 @@ int cm_listener_get(struct cm_listener *l, int timeout_ms,
 	return 0;
 }
 
-const char *cm_request_peer(const struct cm_request *req)
+int cm_rdma_listener_fd(const struct cm_rdma_listener *l)
 {
-	return req->peer;
+	return l->ech->fd;
 }
 
-void cm_reject(struct cm_request *req)
+void cm_rdma_reject(struct cm_request *req)
 {
 	if (!req)
 		return;
@@ -1180,7 +1021,7 @@ void cm_reject(struct cm_request *req)
 	free(req);
 }
 
-int cm_accept(struct cm_request *req, const struct cm_limits *lim,
+int cm_rdma_accept(struct cm_request *req, const struct cm_limits *lim,
 	      const struct cm_timeouts *to, struct cm_conn **out)
 {
 	struct rdma_conn_param param;
@@ -1190,7 +1031,7 @@ int cm_accept(struct cm_request *req, const struct cm_limits *lim,
 
 	rc = vconn_alloc(&v);
 	if (rc) {
-		cm_reject(req);
+		cm_rdma_reject(req);
 		return rc;
 	}
 	v->ech = req->ech;
@@ -1207,7 +1048,7 @@ int cm_accept(struct cm_request *req, const struct cm_limits *lim,
 		reject(v->id, PD_ST_BUSY);
 		goto out_free;
 	}
-	pd_encode(pd, PD_ST_OK, &v->base.geom);
+	cm_pd_encode(pd, PD_ST_OK, &v->base.geom);
 	conn_param_init(&param, pd);
 	if (rdma_accept(v->id, &param)) {
 		rc = -errno;
@@ -1226,5 +1067,55 @@ int cm_accept(struct cm_request *req, const struct cm_limits *lim,
 out_free:
 	vconn_teardown(v);
 	free(v);
+	return rc;
+}
+
+int cm_rdma_probe(const struct cm_addr *addr, int timeout_ms, char *why,
+		  size_t whysz)
+{
+	struct rdma_event_channel *ech;
+	struct rdma_cm_id *id = NULL;
+	struct rdma_cm_event *ev;
+	struct addrinfo hints = { 0 }, *ai = NULL;
+	char port[8];
+	int rc;
+
+	hints.ai_family = addr->family == CM_AF_INET    ? AF_INET
+			  : addr->family == CM_AF_INET6 ? AF_INET6
+							: AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	snprintf(port, sizeof(port), "%u", addr->port);
+	if (getaddrinfo(addr->host, port, &hints, &ai)) {
+		snprintf(why, whysz, "cannot resolve '%s'", addr->host);
+		return -EHOSTUNREACH;
+	}
+	ech = rdma_create_event_channel();
+	if (!ech) {
+		snprintf(why, whysz, "no RDMA stack on this host (%s)",
+			 strerror(errno));
+		freeaddrinfo(ai);
+		return -ENODEV;
+	}
+	rc = -ENODEV;
+	if (cm_set_nonblock(ech->fd) ||
+	    rdma_create_id(ech, &id, NULL, RDMA_PS_TCP)) {
+		snprintf(why, whysz, "cannot use the RDMA CM (%s)",
+			 strerror(errno));
+	} else if (rdma_resolve_addr(id, NULL, ai->ai_addr, timeout_ms)) {
+		snprintf(why, whysz, "no RDMA device routes to it (%s)",
+			 strerror(errno));
+	} else if (next_event(ech, timeout_ms + 1000, &ev)) {
+		snprintf(why, whysz, "RDMA address resolution timed out");
+	} else {
+		if (ev->event == RDMA_CM_EVENT_ADDR_RESOLVED)
+			rc = 0;
+		else
+			snprintf(why, whysz, "no RDMA device routes to it");
+		rdma_ack_cm_event(ev);
+	}
+	freeaddrinfo(ai);
+	if (id)
+		rdma_destroy_id(id);
+	rdma_destroy_event_channel(ech);
 	return rc;
 }

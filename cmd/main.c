@@ -23,8 +23,8 @@ const char *argp_program_version = "rdcp " RDCP_VERSION;
 error_t argp_err_exit_status = RDCP_EXIT_USAGE;
 
 static const char doc[] =
-	"rdcp -- copy files between hosts over RDMA (rdma_cm + verbs), "
-	"every chunk and every file verified.\n\n"
+	"rdcp -- copy files between hosts over RDMA (rdma_cm + verbs), or "
+	"TCP where there is no RDMA; every chunk and every file verified.\n\n"
 	"  rdcp [OPTION...] SRC... HOST:DEST     send files to a receiver\n"
 	"  rdcp --listen --root DIR [OPTION...]  run a receiver\n"
 	"  rdcp --keygen FILE                    make a pre-shared key\n\n"
@@ -67,6 +67,7 @@ enum {
 	OPT_KEYGEN,
 	OPT_KEY_FILE,
 	OPT_NO_AUTH,
+	OPT_TRANSPORT,
 };
 
 static const struct argp_option options[] = {
@@ -81,6 +82,10 @@ static const struct argp_option options[] = {
 	{ "max-sessions", OPT_MAX_SESSIONS, "N", 0,
 	  "Concurrent sessions (default 16)", 1 },
 	{ NULL, 0, NULL, 0, "Transfer:", 2 },
+	{ "transport", OPT_TRANSPORT, "T", 0,
+	  "rdma, tcp, or auto (default): RDMA when rdma_cm resolves the peer "
+	  "to an RDMA device, else TCP; a receiver serves both",
+	  2 },
 	{ "port", 'P', "PORT", 0, "Port (default 7471)", 2 },
 	{ "ipv4", '4', NULL, 0, "Use IPv4 only", 2 },
 	{ "ipv6", '6', NULL, 0, "Use IPv6 only", 2 },
@@ -204,6 +209,18 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		if (parse_uint(arg, 1, 65535, &v))
 			argp_error(state, "--port: '%s' is not 1..65535", arg);
 		o->addr.port = (uint16_t)v;
+		break;
+	case OPT_TRANSPORT:
+		if (!strcmp(arg, "auto"))
+			o->addr.transport = CM_TRANSPORT_AUTO;
+		else if (!strcmp(arg, "rdma"))
+			o->addr.transport = CM_TRANSPORT_RDMA;
+		else if (!strcmp(arg, "tcp"))
+			o->addr.transport = CM_TRANSPORT_TCP;
+		else
+			argp_error(state,
+				   "--transport: '%s' is not rdma, tcp or auto",
+				   arg);
 		break;
 	case '4':
 		o->addr.family = CM_AF_INET;
@@ -493,7 +510,7 @@ int main(int argc, char **argv)
 		cli.o.on_file = on_file;
 		v = xfer_push(&cli.o, &st);
 		if (v == XFER_OK)
-			log_info("%llu files, %s in %.2f s (%s) over %s on %s",
+			log_info("%llu files, %s in %.2f s (%s) over %s%s%s",
 				 (unsigned long long)st.files_ok,
 				 units_format_size(st.bytes, sz, sizeof(sz)),
 				 st.seconds,
@@ -501,7 +518,10 @@ int main(int argc, char **argv)
 							   ? st.bytes / st.seconds
 							   : 0,
 						   rate, sizeof(rate)),
-				 st.transport, st.device);
+				 st.transport,
+				 strcmp(st.transport, st.device) ? " on " : "",
+				 strcmp(st.transport, st.device) ? st.device
+								 : "");
 		free(cli.target);
 	}
 	return exit_code(v);

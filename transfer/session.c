@@ -251,10 +251,11 @@ enum xfer_fail xfer_push(const struct xfer_opts *o, struct xfer_stats *st)
 	int rc;
 
 	memset(st, 0, sizeof(*st));
-	snprintf(st->transport, sizeof(st->transport), "rdma");
 	rc = cm_connect(&o->addr, &geom, &to, &c);
 	if (rc)
 		return connect_klass(rc);
+	snprintf(st->transport, sizeof(st->transport), "%s",
+		 c->transport ? c->transport : "?");
 	snprintf(st->device, sizeof(st->device), "%s", c->dev);
 	log_info("ring: %u slots of %s on %s", c->geom.slots,
 		 units_format_size(c->geom.slot_size - WIRE_SLOT_HDR, sz,

@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * Private to cm/: what the RDMA transport (verbs.c), the TCP transport
+ * (tcp.c) and the dispatcher (transport.c) share. Nothing outside cm/
+ * includes this.
+ *
+ * Both transports open a connection with the same 24-byte blob (the RC
+ * private data over rdma_cm; the first bytes each way over TCP), so a
+ * version or geometry mismatch is found and reported the same way.
+ */
+#ifndef RDCP_CM_INT_H
+#define RDCP_CM_INT_H
+
+#include <netdb.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "cm/cm.h"
+
+/* Private data of connect, accept and reject; 56 bytes at most on RC. */
+enum {
+	PD_LEN = 24,
+	PD_ST_OK = 0,
+	PD_ST_VERSION = 1, /* protocol version not supported */
+	PD_ST_PARAMS = 2,  /* geometry out of range */
+	PD_ST_BUSY = 3,	   /* receiver at its session limit */
+};
+
+/* Allowed geometry on either side, whatever the peer asks for. */
+#define CTRL_SIZE_MIN 1024u
+#define CTRL_SIZE_MAX 65536u
+#define CTRL_CREDITS_MIN 4u /* below 4, idle peers trade acks forever */
+#define CTRL_CREDITS_MAX 256u
+#define SLOT_SIZE_MIN 4096u
+
+/* The protocol version this side speaks; a test build can pretend. */
+uint16_t cm_version(void);
+void cm_pd_encode(uint8_t *p, uint16_t status, const struct cm_geom *g);
+/*
+ * Decodes private data (which may arrive longer than sent, zero padded).
+ * Returns 0, -EPROTO for a foreign or short blob, or -EPROTONOSUPPORT with
+ * *version set when the magic matches but the version does not.
+ */
+int cm_pd_decode(const void *data, size_t len, uint16_t *version,
+		 uint16_t *status, struct cm_geom *g);
+const char *cm_pd_status_str(uint16_t st);
+bool cm_geom_valid(const struct cm_geom *g);
+
+/* "a.b.c.d:port", "[v6]:port" (v4-mapped shown as v4). */
+void cm_sockaddr_str(const struct sockaddr *sa, char *buf, size_t n);
+int cm_set_nonblock(int fd);
+/* getaddrinfo for addr (logged on failure). 0 or -errno. */
+int cm_resolve(const struct cm_addr *a, bool passive, struct addrinfo **res);
+
+/* ---- what the dispatcher in transport.c uses ---- */
+
+struct rdma_event_channel;
+struct rdma_cm_id;
+
+/* A waiting connection of either transport, taken by cm_listener_get. */
+struct cm_request {
+	bool tcp;
+	char peer[64];
+	/* RDMA: the cm_id, migrated to its own event channel */
+	struct rdma_event_channel *ech;
+	struct rdma_cm_id *id;
+	struct cm_geom want;
+	/* TCP: the accepted socket, handshake not yet run */
+	int fd;
+};
+
+/* cm/verbs.c: the rdma_cm halves of the calls in cm.h. */
+struct cm_rdma_listener;
+/* quiet: no log line on failure (AUTO says why itself). */
+int cm_rdma_listen(const struct cm_addr *addr, bool quiet,
+		   struct cm_rdma_listener **out);
+int cm_rdma_listener_fd(const struct cm_rdma_listener *l);
+int cm_rdma_get(struct cm_rdma_listener *l, int timeout_ms,
+		struct cm_request **out);
+void cm_rdma_listener_destroy(struct cm_rdma_listener *l);
+int cm_rdma_accept(struct cm_request *req, const struct cm_limits *lim,
+		   const struct cm_timeouts *to, struct cm_conn **out);
+void cm_rdma_reject(struct cm_request *req);
+int cm_rdma_connect(const struct cm_addr *addr, const struct cm_geom *want,
+		    const struct cm_timeouts *to, struct cm_conn **out);
+/*
+ * Whether an RDMA device routes to addr (rdma_resolve_addr), silently:
+ * 0, or -ENODEV/-EHOSTUNREACH with the reason in why.
+ */
+int cm_rdma_probe(const struct cm_addr *addr, int timeout_ms, char *why,
+		  size_t whysz);
+
+#endif

@@ -1,0 +1,162 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * Helpers both transports share (cm_int.h): the connection private data,
+ * geometry limits, address formatting and resolution.
+ */
+#include <arpa/inet.h>
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cm/cm_int.h"
+#include "util/log.h"
+
+uint16_t cm_version(void)
+{
+#ifdef RDCP_TEST_HOOKS
+	const char *v = getenv("RDCP_TEST_PROTO_VERSION");
+
+	if (v)
+		return (uint16_t)strtoul(v, NULL, 0);
+#endif
+	return CM_VERSION;
+}
+
+/* ---- private data ---- */
+
+void cm_pd_encode(uint8_t *p, uint16_t status, const struct cm_geom *g)
+{
+	uint32_t v32;
+	uint16_t v16;
+
+	memset(p, 0, PD_LEN);
+	v32 = htobe32(CM_MAGIC);
+	memcpy(p + 0, &v32, 4);
+	v16 = htobe16(cm_version());
+	memcpy(p + 4, &v16, 2);
+	v16 = htobe16(status);
+	memcpy(p + 6, &v16, 2);
+	if (!g)
+		return;
+	v32 = htobe32(g->ctrl_size);
+	memcpy(p + 8, &v32, 4);
+	v16 = htobe16(g->ctrl_credits);
+	memcpy(p + 12, &v16, 2);
+	v16 = htobe16(g->slots);
+	memcpy(p + 14, &v16, 2);
+	v32 = htobe32(g->slot_size);
+	memcpy(p + 16, &v32, 4);
+}
+
+int cm_pd_decode(const void *data, size_t len, uint16_t *version,
+		     uint16_t *status, struct cm_geom *g)
+{
+	const uint8_t *p = data;
+	uint32_t v32;
+	uint16_t v16;
+
+	if (!p || len < PD_LEN)
+		return -EPROTO;
+	memcpy(&v32, p, 4);
+	if (be32toh(v32) != CM_MAGIC)
+		return -EPROTO;
+	memcpy(&v16, p + 4, 2);
+	*version = be16toh(v16);
+	memcpy(&v16, p + 6, 2);
+	*status = be16toh(v16);
+	memcpy(&v32, p + 8, 4);
+	g->ctrl_size = be32toh(v32);
+	memcpy(&v16, p + 12, 2);
+	g->ctrl_credits = be16toh(v16);
+	memcpy(&v16, p + 14, 2);
+	g->slots = be16toh(v16);
+	memcpy(&v32, p + 16, 4);
+	g->slot_size = be32toh(v32);
+	if (*version != cm_version())
+		return -EPROTONOSUPPORT;
+	return 0;
+}
+
+const char *cm_pd_status_str(uint16_t st)
+{
+	switch (st) {
+	case PD_ST_VERSION:
+		return "protocol version not supported";
+	case PD_ST_PARAMS:
+		return "ring geometry out of range";
+	case PD_ST_BUSY:
+		return "receiver is at its session limit, try again later";
+	default:
+		return "rejected";
+	}
+}
+
+bool cm_geom_valid(const struct cm_geom *g)
+{
+	return g->ctrl_size >= CTRL_SIZE_MIN && g->ctrl_size <= CTRL_SIZE_MAX &&
+	       g->ctrl_credits >= CTRL_CREDITS_MIN &&
+	       g->ctrl_credits <= CTRL_CREDITS_MAX && g->slots >= 1 &&
+	       g->slot_size >= SLOT_SIZE_MIN;
+}
+
+/* ---- small helpers ---- */
+
+void cm_sockaddr_str(const struct sockaddr *sa, char *buf, size_t n)
+{
+	char host[INET6_ADDRSTRLEN] = "?";
+
+	if (sa && sa->sa_family == AF_INET) {
+		const struct sockaddr_in *s4 = (const void *)sa;
+
+		inet_ntop(AF_INET, &s4->sin_addr, host, sizeof(host));
+		snprintf(buf, n, "%s:%u", host, ntohs(s4->sin_port));
+	} else if (sa && sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *s6 = (const void *)sa;
+
+		if (IN6_IS_ADDR_V4MAPPED(&s6->sin6_addr)) {
+			/* An IPv4 client of a "::" listener. */
+			inet_ntop(AF_INET, &s6->sin6_addr.s6_addr[12], host,
+				  sizeof(host));
+			snprintf(buf, n, "%s:%u", host, ntohs(s6->sin6_port));
+			return;
+		}
+		inet_ntop(AF_INET6, &s6->sin6_addr, host, sizeof(host));
+		snprintf(buf, n, "[%s]:%u", host, ntohs(s6->sin6_port));
+	} else {
+		snprintf(buf, n, "?");
+	}
+}
+
+int cm_set_nonblock(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+		return -errno;
+	return 0;
+}
+
+int cm_resolve(const struct cm_addr *a, bool passive,
+		   struct addrinfo **res)
+{
+	struct addrinfo hints = { 0 };
+	char port[8];
+	int rc;
+
+	hints.ai_family = a->family == CM_AF_INET    ? AF_INET
+			  : a->family == CM_AF_INET6 ? AF_INET6
+						     : AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = passive ? AI_PASSIVE : 0;
+	snprintf(port, sizeof(port), "%u", a->port);
+	rc = getaddrinfo(a->host, port, &hints, res);
+	if (rc) {
+		log_err("cannot resolve '%s': %s", a->host ? a->host : "*",
+			gai_strerror(rc));
+		return rc == EAI_SYSTEM ? -errno : -EHOSTUNREACH;
+	}
+	return 0;
+}

@@ -1,0 +1,1366 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * The TCP transport: the struct cm_ops of cm.h over one TCP connection, for
+ * hosts without RDMA. It behaves as the RDMA transport of verbs.c does, so
+ * the engine, wire format, credits, checksums and placement are the same.
+ *
+ * Connection setup: the client connects (non-blocking, bounded by
+ * connect_ms) and sends the 24-byte private-data blob of verbs.c (magic,
+ * version, status, geometry; big-endian); the server answers with the same
+ * blob, status PD_ST_OK and the geometry clamped to its limits, or with a
+ * refusal status and closes, as rdma_accept()/rdma_reject() would.
+ *
+ * Then every message is one frame, all fields big-endian:
+ *
+ *   0      1      4          8          12         16
+ *   +------+------+----------+----------+----------+----------------+
+ *   |  op  | zero |   len    |   imm    |   slot   | len bytes ...  |
+ *   +------+------+----------+----------+----------+----------------+
+ *   op 1 = SEND            payload lands in the oldest posted rx buffer
+ *                          (len <= ctrl_size), imm and slot zero
+ *   op 2 = WRITE_WITH_IMM  payload lands in ring slot `slot` (len <=
+ *                          slot_size) and consumes the oldest posted rx
+ *                          buffer, as an RDMA WRITE WITH IMMEDIATE does
+ *
+ * The ring is addressed by slot index, so the cm_ring_desc is all zero.
+ *
+ * Per connection a send thread plays the HCA's requester: it takes posted
+ * work requests in order and writes each frame with one sendmsg() from the
+ * tx or staging buffer; a receive thread plays the responder: it reads a
+ * header, checks it, and reads the payload straight into its destination.
+ * Both queue completions on a mutex-protected completion queue with an
+ * eventfd that is readable while the queue is not empty. A frame for which
+ * no receive is posted breaks the credit protocol: like an RNR on RC, it
+ * fails the connection. Every wait is bounded; destroy() wakes both
+ * threads with shutdown(2) whatever the peer does.
+ */
+#include <arpa/inet.h>
+#include <assert.h>
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cm/cm_tcp.h"
+#include "cm/cm_int.h"
+#include "util/clock.h"
+#include "util/log.h"
+#include "util/units.h"
+
+enum { FR_HDR = 16, FR_SEND = 1, FR_WRITE = 2 };
+
+/*
+ * Socket buffers are left to the kernel's autotuning (up to tcp_rmem[2]).
+ * Fixed 1, 4 or 16 MiB SO_SNDBUF/SO_RCVBUF made no difference on loopback
+ * (about 1 GB/s for a 512 MiB copy either way), a fixed size turns the
+ * autotuning off, and the kernel clamps it to net.core.rmem_max (208 KiB
+ * on a stock system): a cap on a long or fast link. MSG_ZEROCOPY was
+ * 20-35% slower for 1 MiB chunks on loopback (the kernel copies anyway
+ * there and the send must wait for the notification): not used.
+ */
+#define LINGER_MS 1000 /* destroy: wait this long for a clean close */
+
+/* A posted send work request. */
+struct twr {
+	uint8_t op;
+	bool signaled;
+	unsigned int buf; /* tx buffer (SEND) or staging buffer (WRITE) */
+	uint32_t len;
+	uint32_t imm;
+	unsigned int slot;
+	uint64_t wr_id;
+};
+
+struct tconn {
+	struct cm_conn base;
+	int fd;
+	int evfd; /* readable while the completion queue is not empty */
+	pthread_mutex_t lock;
+	pthread_cond_t cond; /* CLOCK_MONOTONIC; send queue, thread states */
+	bool sync_init;
+	pthread_t tx_thr, rx_thr;
+	bool tx_started, rx_started;
+	unsigned int depth; /* send queue entries: slots + ctrl_credits */
+	/* Under lock from here on. */
+	struct twr *sq; /* posted, not yet written; depth entries */
+	unsigned int sq_head, sq_len;
+	/* WRs holding a send queue entry: queued, being written, or done and
+	 * their completion not yet polled (as on a verbs SQ). */
+	unsigned int sq_used;
+	bool tx_writing;   /* the send thread is writing a frame */
+	unsigned int *rq;  /* posted receives, oldest first; nrx entries */
+	unsigned int rq_head, rq_len;
+	struct cm_event *cq; /* completions; cq_cap entries */
+	unsigned int cq_cap, cq_head, cq_len;
+	bool dead;	  /* failed or closed: nothing more goes out */
+	int close_err;	  /* the status CLOSED will carry */
+	bool closed_queued;
+	bool stopping;	  /* destroy() runs: errors are expected */
+	bool rx_done;	  /* the receive thread has ended */
+	bool err_logged;  /* the root cause was logged once */
+	size_t ring_len, stage_len;
+};
+
+struct cm_tcp_listener {
+	int fd;
+	char where[80];
+};
+
+static struct tconn *to_t(struct cm_conn *c)
+{
+	return (struct tconn *)c;
+}
+
+/* ---- frames ---- */
+
+static void fr_encode(uint8_t *p, const struct twr *wr)
+{
+	uint32_t v;
+
+	memset(p, 0, FR_HDR);
+	p[0] = wr->op;
+	v = htobe32(wr->len);
+	memcpy(p + 4, &v, 4);
+	v = htobe32(wr->imm);
+	memcpy(p + 8, &v, 4);
+	v = htobe32(wr->slot);
+	memcpy(p + 12, &v, 4);
+}
+
+static void fr_decode(const uint8_t *p, uint8_t *op, uint32_t *len,
+		      uint32_t *imm, uint32_t *slot, bool *pad_ok)
+{
+	uint32_t v;
+
+	*op = p[0];
+	*pad_ok = !p[1] && !p[2] && !p[3];
+	memcpy(&v, p + 4, 4);
+	*len = be32toh(v);
+	memcpy(&v, p + 8, 4);
+	*imm = be32toh(v);
+	memcpy(&v, p + 12, 4);
+	*slot = be32toh(v);
+}
+
+static int set_blocking(int fd, bool blocking)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	if (fl < 0)
+		return -errno;
+	fl = blocking ? fl & ~O_NONBLOCK : fl | O_NONBLOCK;
+	if (fcntl(fd, F_SETFL, fl) < 0)
+		return -errno;
+	return 0;
+}
+
+static void setopt(int fd, int level, int name, int val, const char *what)
+{
+	if (setsockopt(fd, level, name, &val, sizeof(val)))
+		log_debug("cannot set %s on a TCP socket: %s", what,
+			  strerror(errno));
+}
+
+/*
+ * Control messages are latency-bound: no Nagle. A peer host that vanishes
+ * must fail a blocked send or an idle connection in bounded time.
+ */
+static void sock_tune(int fd, int connect_ms)
+{
+	int user_ms = connect_ms > 0 ? 2 * connect_ms : 20000;
+	int idle_s = user_ms / 3000 > 0 ? user_ms / 3000 : 1;
+
+	setopt(fd, IPPROTO_TCP, TCP_NODELAY, 1, "TCP_NODELAY");
+	setopt(fd, SOL_SOCKET, SO_KEEPALIVE, 1, "SO_KEEPALIVE");
+	setopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, idle_s, "TCP_KEEPIDLE");
+	setopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, idle_s, "TCP_KEEPINTVL");
+	setopt(fd, IPPROTO_TCP, TCP_KEEPCNT, 3, "TCP_KEEPCNT");
+	setopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, user_ms, "TCP_USER_TIMEOUT");
+}
+
+/*
+ * Moves exactly len bytes on a non-blocking socket before deadline_ms.
+ * Returns 0, -ETIMEDOUT, -ECONNRESET (EOF) or -errno.
+ */
+static int io_deadline(int fd, void *buf, size_t len, bool out,
+		       uint64_t deadline_ms)
+{
+	uint8_t *p = buf;
+
+	while (len) {
+		struct pollfd pfd = { .fd = fd, .events = out ? POLLOUT : POLLIN };
+		int64_t left = (int64_t)(deadline_ms - clock_now_ms());
+		ssize_t n;
+
+		n = out ? send(fd, p, len, MSG_NOSIGNAL) : recv(fd, p, len, 0);
+		if (n > 0) {
+			p += n;
+			len -= (size_t)n;
+			continue;
+		}
+		if (n == 0)
+			return -ECONNRESET;
+		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+			return -errno;
+		if (left <= 0)
+			return -ETIMEDOUT;
+		if (poll(&pfd, 1, (int)left) < 0 && errno != EINTR)
+			return -errno;
+	}
+	return 0;
+}
+
+/* Closes without a reset: everything sent goes out, then FIN. */
+static void close_gently(int fd)
+{
+	shutdown(fd, SHUT_WR);
+	close(fd);
+}
+
+/* ---- completion queue ---- */
+
+static void cq_push_locked(struct tconn *t, const struct cm_event *ev)
+{
+	uint64_t one = 1;
+
+	/* Sized for every receive and send WR plus CLOSED: cannot overrun. */
+	assert(t->cq_len < t->cq_cap);
+	t->cq[(t->cq_head + t->cq_len) % t->cq_cap] = *ev;
+	if (!t->cq_len++ && write(t->evfd, &one, sizeof(one)) < 0)
+		log_debug("cannot signal completion: %s", strerror(errno));
+}
+
+static void queue_closed_locked(struct tconn *t)
+{
+	struct cm_event ev = { .type = CM_EV_CLOSED, .status = t->close_err };
+
+	if (t->closed_queued)
+		return;
+	t->closed_queued = true;
+	cq_push_locked(t, &ev);
+}
+
+/*
+ * The connection is over: CLOSED goes after every completion already
+ * queued and after that of a frame being written right now (the peer may
+ * have it and have closed already: its SEND_DONE must come first, as on
+ * RC where a completion precedes the disconnect). err is what the engine
+ * sees (-ECONNRESET: the peer closed or reset).
+ */
+static void fail_locked(struct tconn *t, int err)
+{
+	if (t->dead)
+		return;
+	t->dead = true;
+	t->close_err = err;
+	if (!t->tx_writing)
+		queue_closed_locked(t);
+	pthread_cond_broadcast(&t->cond);
+}
+
+/* Logs the root cause of a failure once per connection, unless expected. */
+static bool first_error_locked(struct tconn *t)
+{
+	if (t->err_logged || t->stopping || t->dead)
+		return false;
+	t->err_logged = true;
+	return true;
+}
+
+/* What a socket error means for the user, and the errno it becomes. */
+static int sock_error(struct tconn *t, int err, const char *dir)
+{
+	const char *what = NULL;
+	int rc = err;
+
+	switch (err) {
+	case -ECONNRESET:
+	case -EPIPE:
+		rc = -ECONNRESET; /* the engine says "went away" */
+		break;
+	case -ETIMEDOUT:
+	case -EHOSTUNREACH:
+	case -ENETUNREACH:
+	case -EHOSTDOWN:
+		what = "peer unreachable: its host or the link is down";
+		rc = -EHOSTUNREACH;
+		break;
+	default:
+		what = "transfer aborted";
+		break;
+	}
+	pthread_mutex_lock(&t->lock);
+	if (first_error_locked(t)) {
+		if (what)
+			log_err("TCP %s %s %s failed: %s: %s", dir,
+				*dir == 's' ? "to" : "from", t->base.peer,
+				strerror(-err), what);
+		else
+			log_debug("TCP %s %s %s: %s", dir,
+				  *dir == 's' ? "to" : "from", t->base.peer,
+				  strerror(-err));
+	}
+	fail_locked(t, rc);
+	pthread_mutex_unlock(&t->lock);
+	return rc;
+}
+
+/* ---- the send thread (requester) ---- */
+
+/*
+ * A WR that will never go out completes with an error, as a verbs QP in
+ * the error state flushes it (IBV_WC_WR_FLUSH_ERR).
+ */
+static void flush_wr_locked(struct tconn *t, const struct twr *wr)
+{
+	struct cm_event ev = {
+		.type = CM_EV_SEND_DONE,
+		.status = -ECONNRESET,
+		.id = wr->wr_id,
+	};
+
+	if (wr->signaled)
+		cq_push_locked(t, &ev);
+	else
+		t->sq_used--;
+}
+
+static void flush_sq_locked(struct tconn *t)
+{
+	while (t->sq_len) {
+		flush_wr_locked(t, &t->sq[t->sq_head]);
+		t->sq_head = (t->sq_head + 1) % t->depth;
+		t->sq_len--;
+	}
+}
+
+static int send_frame(struct tconn *t, const struct twr *wr, const void *buf)
+{
+	uint8_t hdr[FR_HDR];
+	struct iovec iov[2] = {
+		{ .iov_base = hdr, .iov_len = FR_HDR },
+		{ .iov_base = (void *)buf, .iov_len = wr->len },
+	};
+	struct msghdr msg = { .msg_iov = iov, .msg_iovlen = wr->len ? 2 : 1 };
+
+	fr_encode(hdr, wr);
+	while (msg.msg_iovlen) {
+		ssize_t n = sendmsg(t->fd, &msg, MSG_NOSIGNAL);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		while (n > 0 && msg.msg_iovlen) {
+			size_t k = (size_t)n < msg.msg_iov->iov_len
+					   ? (size_t)n
+					   : msg.msg_iov->iov_len;
+
+			msg.msg_iov->iov_base = (uint8_t *)msg.msg_iov->iov_base + k;
+			msg.msg_iov->iov_len -= k;
+			n -= (ssize_t)k;
+			if (!msg.msg_iov->iov_len) {
+				msg.msg_iov++;
+				msg.msg_iovlen--;
+			}
+		}
+	}
+	return 0;
+}
+
+static void *tx_main(void *arg)
+{
+	struct tconn *t = arg;
+	struct cm_conn *c = &t->base;
+
+	for (;;) {
+		struct cm_event ev = { .type = CM_EV_SEND_DONE };
+		const uint8_t *buf;
+		struct twr wr;
+		int rc;
+
+		pthread_mutex_lock(&t->lock);
+		while (!t->sq_len && !t->dead && !t->stopping)
+			pthread_cond_wait(&t->cond, &t->lock);
+		if (t->dead || t->stopping) {
+			flush_sq_locked(t);
+			pthread_mutex_unlock(&t->lock);
+			break;
+		}
+		wr = t->sq[t->sq_head];
+		buf = wr.op == FR_SEND ? cm_tx(c, wr.buf) : cm_stage(c, wr.buf);
+		t->tx_writing = true;
+		pthread_mutex_unlock(&t->lock);
+
+		rc = send_frame(t, &wr, buf);
+
+		pthread_mutex_lock(&t->lock);
+		t->tx_writing = false;
+		t->sq_head = (t->sq_head + 1) % t->depth;
+		t->sq_len--;
+		if (!rc) {
+			if (wr.signaled) {
+				ev.id = wr.wr_id;
+				cq_push_locked(t, &ev);
+			} else {
+				t->sq_used--;
+			}
+		}
+		if (t->dead)
+			queue_closed_locked(t);
+		pthread_cond_broadcast(&t->cond);
+		pthread_mutex_unlock(&t->lock);
+		if (rc) {
+			sock_error(t, rc, "send");
+			break;
+		}
+	}
+	return NULL;
+}
+
+/* ---- the receive thread (responder) ---- */
+
+/* Reads exactly len bytes; -ECONNRESET on EOF. */
+static int recv_full(int fd, void *buf, size_t len)
+{
+	uint8_t *p = buf;
+
+	while (len) {
+		ssize_t n = recv(fd, p, len, MSG_WAITALL);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			return -ECONNRESET;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* A frame the peer should never have sent: log it, fail the connection. */
+static int rx_violation(struct tconn *t, const char *what, const char *fmt,
+			...) __attribute__((format(printf, 3, 4)));
+
+static int rx_violation(struct tconn *t, const char *what, const char *fmt,
+			...)
+{
+	char why[200];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	pthread_mutex_lock(&t->lock);
+	if (first_error_locked(t))
+		log_err("TCP receive from %s failed: %s: %s", t->base.peer,
+			why, what);
+	fail_locked(t, -EPROTO);
+	pthread_mutex_unlock(&t->lock);
+	/* As a QP in error: the peer learns at once, both threads stop. */
+	shutdown(t->fd, SHUT_RDWR);
+	return -EPROTO;
+}
+
+/* Receives one frame into its place; 0 or -errno (already handled). */
+static int rx_frame(struct tconn *t)
+{
+	struct cm_conn *c = &t->base;
+	struct cm_event ev = { 0 };
+	uint8_t hdr[FR_HDR], op, *dst;
+	uint32_t len, imm, slot;
+	unsigned int idx;
+	bool pad_ok;
+	int rc;
+
+	rc = recv_full(t->fd, hdr, sizeof(hdr));
+	if (rc)
+		return sock_error(t, rc, "receive");
+	fr_decode(hdr, &op, &len, &imm, &slot, &pad_ok);
+	if (!pad_ok || (op != FR_SEND && op != FR_WRITE))
+		return rx_violation(t, "protocol bug or not an rdcp peer",
+				    "unknown frame type %u", op);
+	if (op == FR_SEND && len > c->geom.ctrl_size)
+		return rx_violation(t, "message longer than the receive buffer",
+				    "message of %u bytes, buffers hold %u", len,
+				    c->geom.ctrl_size);
+	pthread_mutex_lock(&t->lock);
+	if (op == FR_WRITE && (!c->ring || slot >= c->geom.slots ||
+			       len > c->geom.slot_size)) {
+		bool ring = c->ring;
+
+		pthread_mutex_unlock(&t->lock);
+		return rx_violation(t,
+				    ring ? "outside the ring: protocol bug"
+					 : "before the ring exists: protocol bug",
+				    "write of %u bytes to slot %u", len, slot);
+	}
+	if (!t->rq_len) {
+		pthread_mutex_unlock(&t->lock);
+		return rx_violation(t,
+				    "peer had no receive posted: credit "
+				    "protocol violated",
+				    "%s frame of %u bytes",
+				    op == FR_SEND ? "SEND" : "WRITE", len);
+	}
+	idx = t->rq[t->rq_head];
+	t->rq_head = (t->rq_head + 1) % c->nrx;
+	t->rq_len--;
+	dst = op == FR_SEND ? cm_rx(c, idx) : cm_slot(c, slot);
+	pthread_mutex_unlock(&t->lock);
+
+	rc = recv_full(t->fd, dst, len);
+	if (rc)
+		return sock_error(t, rc, "receive");
+	ev.type = op == FR_SEND ? CM_EV_RECV : CM_EV_DATA;
+	ev.imm = op == FR_WRITE ? imm : 0;
+	ev.len = len;
+	ev.id = idx;
+	pthread_mutex_lock(&t->lock);
+	if (!t->dead)
+		cq_push_locked(t, &ev);
+	pthread_mutex_unlock(&t->lock);
+	return 0;
+}
+
+static void *rx_main(void *arg)
+{
+	struct tconn *t = arg;
+
+	while (rx_frame(t) == 0)
+		;
+	pthread_mutex_lock(&t->lock);
+	t->rx_done = true;
+	pthread_cond_broadcast(&t->cond);
+	pthread_mutex_unlock(&t->lock);
+	return NULL;
+}
+
+/* ---- ops ---- */
+
+/*
+ * Queues a send WR for the send thread. As with ibv_post_send(), posting
+ * on a failed connection succeeds and the WR is flushed: the engine then
+ * meets the failure in completion order, after what arrived before it
+ * (a reposted receive must not fail ahead of the BYE that was read).
+ */
+static int sq_post(struct tconn *t, const struct twr *wr, const char *what)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&t->lock);
+	if (t->sq_used >= t->depth) {
+		rc = -ENOMEM;
+	} else if (t->dead) {
+		t->sq_used++;
+		flush_wr_locked(t, wr);
+	} else {
+		t->sq[(t->sq_head + t->sq_len) % t->depth] = *wr;
+		t->sq_len++;
+		t->sq_used++;
+		pthread_cond_broadcast(&t->cond);
+	}
+	pthread_mutex_unlock(&t->lock);
+	if (rc)
+		log_err("cannot post %s to %s: send queue of %u entries full",
+			what, t->base.peer, t->depth);
+	return rc;
+}
+
+static int t_post_send(struct cm_conn *c, unsigned int txbuf, uint32_t len,
+		       uint64_t wr_id)
+{
+	struct twr wr = {
+		.op = FR_SEND,
+		.signaled = true,
+		.buf = txbuf,
+		.len = len,
+		.wr_id = wr_id,
+	};
+
+	if (txbuf >= c->ntx || len > c->geom.ctrl_size) {
+		log_err("cannot post control send to %s: %s", c->peer,
+			strerror(EINVAL));
+		return -EINVAL;
+	}
+	return sq_post(to_t(c), &wr, "control send");
+}
+
+static int t_post_write(struct cm_conn *c, unsigned int stage, uint32_t len,
+			unsigned int slot, uint32_t imm, bool signaled,
+			uint64_t wr_id)
+{
+	struct twr wr = {
+		.op = FR_WRITE,
+		.signaled = signaled,
+		.buf = stage,
+		.len = len,
+		.imm = imm,
+		.slot = slot,
+		.wr_id = wr_id,
+	};
+
+	if (!c->stage || stage >= c->geom.slots || slot >= c->geom.slots ||
+	    len > c->geom.slot_size) {
+		log_err("cannot post data write to %s: %s", c->peer,
+			strerror(EINVAL));
+		return -EINVAL;
+	}
+	return sq_post(to_t(c), &wr, "data write");
+}
+
+static int t_post_recv(struct cm_conn *c, unsigned int rxbuf)
+{
+	struct tconn *t = to_t(c);
+	int rc = 0;
+
+	/* Accepted on a failed connection too, as a verbs QP would. */
+	pthread_mutex_lock(&t->lock);
+	if (rxbuf >= c->nrx || t->rq_len >= c->nrx)
+		rc = -EINVAL;
+	else
+		t->rq[(t->rq_head + t->rq_len++) % c->nrx] = rxbuf;
+	pthread_mutex_unlock(&t->lock);
+	if (rc == -EINVAL)
+		log_err("cannot post receive: %s", strerror(-rc));
+	return rc;
+}
+
+static int t_poll(struct cm_conn *c, struct cm_event *ev, int max)
+{
+	struct tconn *t = to_t(c);
+	uint64_t cnt;
+	int n = 0;
+
+	pthread_mutex_lock(&t->lock);
+	while (n < max && t->cq_len) {
+		ev[n] = t->cq[t->cq_head];
+		t->cq_head = (t->cq_head + 1) % t->cq_cap;
+		t->cq_len--;
+		if (ev[n].type == CM_EV_SEND_DONE)
+			t->sq_used--;
+		n++;
+	}
+	if (n && !t->cq_len && read(t->evfd, &cnt, sizeof(cnt)) < 0 &&
+	    errno != EAGAIN)
+		log_debug("cannot clear completion signal: %s", strerror(errno));
+	pthread_mutex_unlock(&t->lock);
+	return n;
+}
+
+/* Completions are always signalled through the eventfd: nothing to arm. */
+static int t_arm(struct cm_conn *c)
+{
+	return 0;
+}
+
+static int t_wait(struct cm_conn *c, int extra_fd, int timeout_ms)
+{
+	struct tconn *t = to_t(c);
+	struct pollfd pfd[2] = {
+		{ .fd = t->evfd, .events = POLLIN },
+		{ .fd = extra_fd, .events = POLLIN },
+	};
+
+	if (poll(pfd, extra_fd >= 0 ? 2 : 1, timeout_ms) < 0)
+		return errno == EINTR ? 0 : -errno;
+	return 0;
+}
+
+static int alloc_buf(const char *what, size_t len, uint8_t **out)
+{
+	char sz[32];
+	void *p;
+
+	p = mmap(NULL, len ? len : 1, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED) {
+		int err = errno;
+
+		log_err("cannot allocate %s (%s): %s", what,
+			units_format_size(len, sz, sizeof(sz)), strerror(err));
+		return -err;
+	}
+	*out = p;
+	return 0;
+}
+
+static void free_buf(uint8_t **p, size_t len)
+{
+	if (*p)
+		munmap(*p, len ? len : 1);
+	*p = NULL;
+}
+
+static int t_ring_create(struct cm_conn *c, struct cm_ring_desc *desc)
+{
+	struct tconn *t = to_t(c);
+	size_t len = (size_t)c->geom.slots * c->geom.slot_size;
+	uint8_t *p;
+	int rc;
+
+	if (c->ring)
+		return -EEXIST;
+	rc = alloc_buf("ring", len, &p);
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&t->lock); /* the receive thread reads it */
+	c->ring = p;
+	t->ring_len = len;
+	pthread_mutex_unlock(&t->lock);
+	desc->addr = 0; /* the peer addresses slots by index */
+	desc->rkey = 0;
+	return 0;
+}
+
+static int t_stage_create(struct cm_conn *c, const struct cm_ring_desc *peer)
+{
+	struct tconn *t = to_t(c);
+	size_t len = (size_t)c->geom.slots * c->geom.slot_size;
+	uint8_t *p;
+	int rc;
+
+	if (c->stage)
+		return -EEXIST;
+	rc = alloc_buf("staging buffers", len, &p);
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&t->lock);
+	c->stage = p;
+	t->stage_len = len;
+	pthread_mutex_unlock(&t->lock);
+	return 0;
+}
+
+/* Waits on t->cond until done() or deadline_ms; called with the lock. */
+static void wait_locked(struct tconn *t, bool (*done)(const struct tconn *),
+			uint64_t deadline_ms)
+{
+	struct timespec ts = {
+		.tv_sec = (time_t)(deadline_ms / 1000),
+		.tv_nsec = (long)(deadline_ms % 1000) * 1000000L,
+	};
+
+	while (!done(t) && clock_now_ms() < deadline_ms)
+		pthread_cond_timedwait(&t->cond, &t->lock, &ts);
+}
+
+static bool sq_drained(const struct tconn *t)
+{
+	return t->dead || (!t->sq_len && !t->tx_writing);
+}
+
+static bool rx_ended(const struct tconn *t)
+{
+	return t->rx_done;
+}
+
+/*
+ * Stops both threads and frees everything; accepts a partly built
+ * connection. While the link is healthy it first lets posted sends go out
+ * and the peer close its side (bounded by LINGER_MS): closing a socket
+ * with unread data would reset the connection and could discard our last
+ * message (BYE) before the peer has it.
+ */
+static void tconn_teardown(struct tconn *t)
+{
+	struct cm_conn *c = &t->base;
+
+	if (t->tx_started || t->rx_started) {
+		uint64_t deadline = clock_now_ms() + LINGER_MS;
+
+		pthread_mutex_lock(&t->lock);
+		wait_locked(t, sq_drained, deadline);
+		t->stopping = true;
+		pthread_cond_broadcast(&t->cond);
+		pthread_mutex_unlock(&t->lock);
+		shutdown(t->fd, SHUT_WR);
+		pthread_mutex_lock(&t->lock);
+		wait_locked(t, rx_ended, deadline);
+		pthread_mutex_unlock(&t->lock);
+		/* Wakes a receive or send blocked on a vanished peer. */
+		shutdown(t->fd, SHUT_RDWR);
+		if (t->tx_started)
+			pthread_join(t->tx_thr, NULL);
+		if (t->rx_started)
+			pthread_join(t->rx_thr, NULL);
+		t->tx_started = t->rx_started = false;
+	}
+	if (t->fd >= 0)
+		close(t->fd);
+	t->fd = -1;
+	if (t->evfd >= 0)
+		close(t->evfd);
+	t->evfd = -1;
+	free_buf(&c->tx, (size_t)c->ntx * c->geom.ctrl_size);
+	free_buf(&c->rx, (size_t)c->nrx * c->geom.ctrl_size);
+	free_buf(&c->ring, t->ring_len);
+	free_buf(&c->stage, t->stage_len);
+	free(t->sq);
+	free(t->rq);
+	free(t->cq);
+	t->sq = NULL;
+	t->rq = NULL;
+	t->cq = NULL;
+	if (t->sync_init) {
+		pthread_cond_destroy(&t->cond);
+		pthread_mutex_destroy(&t->lock);
+		t->sync_init = false;
+	}
+}
+
+static void t_destroy(struct cm_conn *c)
+{
+	struct tconn *t = to_t(c);
+
+	tconn_teardown(t);
+	free(t);
+}
+
+static const struct cm_ops tcp_ops = {
+	.post_send = t_post_send,
+	.post_recv = t_post_recv,
+	.post_write = t_post_write,
+	.poll = t_poll,
+	.arm = t_arm,
+	.wait = t_wait,
+	.ring_create = t_ring_create,
+	.stage_create = t_stage_create,
+	.destroy = t_destroy,
+};
+
+/* ---- resources ---- */
+
+/*
+ * A connection around the socket fd (taken over, closed by teardown) with
+ * control buffers, queues and every rx buffer posted; no threads yet.
+ * On failure *out is a partly built connection for t_destroy.
+ */
+static int tconn_create(int fd, const struct cm_geom *g, const char *peer,
+			struct tconn **out)
+{
+	struct tconn *t = calloc(1, sizeof(*t));
+	struct cm_conn *c;
+	pthread_condattr_t ca;
+	int rc;
+
+	if (!t) {
+		close(fd);
+		return -ENOMEM;
+	}
+	*out = t;
+	c = &t->base;
+	t->fd = fd;
+	t->evfd = -1;
+	c->ops = &tcp_ops;
+	c->geom = *g;
+	snprintf(c->peer, sizeof(c->peer), "%s", peer);
+	snprintf(c->dev, sizeof(c->dev), "tcp");
+	c->transport = "tcp";
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_mutex_init(&t->lock, NULL);
+	pthread_cond_init(&t->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	t->sync_init = true;
+	t->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (t->evfd < 0) {
+		rc = -errno;
+		log_err("cannot create eventfd: %s", strerror(errno));
+		return rc;
+	}
+	t->depth = (unsigned int)g->slots + g->ctrl_credits;
+	c->ntx = g->ctrl_credits + 1u;
+	c->nrx = t->depth;
+	t->cq_cap = c->nrx + t->depth + 1; /* + CLOSED */
+	t->sq = calloc(t->depth, sizeof(*t->sq));
+	t->rq = calloc(c->nrx, sizeof(*t->rq));
+	t->cq = calloc(t->cq_cap, sizeof(*t->cq));
+	if (!t->sq || !t->rq || !t->cq) {
+		log_err("cannot allocate queues of %u entries: %s", t->depth,
+			strerror(ENOMEM));
+		return -ENOMEM;
+	}
+	rc = alloc_buf("control send buffers",
+		       (size_t)c->ntx * g->ctrl_size, &c->tx);
+	if (rc)
+		return rc;
+	rc = alloc_buf("control receive buffers",
+		       (size_t)c->nrx * g->ctrl_size, &c->rx);
+	if (rc)
+		return rc;
+	for (unsigned int i = 0; i < c->nrx; i++)
+		t->rq[t->rq_len++] = i;
+	return 0;
+}
+
+/* Switches to blocking I/O and starts the threads, signals blocked. */
+static int tconn_start(struct tconn *t, int connect_ms)
+{
+	sigset_t all, old;
+	int rc;
+
+	sock_tune(t->fd, connect_ms);
+	rc = set_blocking(t->fd, true);
+	if (rc) {
+		log_err("cannot set up socket: %s", strerror(-rc));
+		return rc;
+	}
+	/* Signals are for the thread that runs the engine. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	rc = pthread_create(&t->tx_thr, NULL, tx_main, t);
+	t->tx_started = !rc;
+	if (!rc) {
+		rc = pthread_create(&t->rx_thr, NULL, rx_main, t);
+		t->rx_started = !rc;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc) {
+		log_err("cannot start TCP transport threads: %s",
+			strerror(rc));
+		return -rc;
+	}
+	return 0;
+}
+
+/* ---- active side ---- */
+
+/* Socket, options, non-blocking connect to one address before deadline. */
+static int connect_one(const struct addrinfo *ai, uint64_t deadline_ms,
+		       int *out)
+{
+	struct pollfd pfd;
+	socklen_t len = sizeof(int);
+	int fd, err = 0, rc;
+
+	fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
+		    ai->ai_protocol);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
+		goto out_ok;
+	if (errno != EINPROGRESS) {
+		rc = -errno;
+		goto out_close;
+	}
+	for (;;) {
+		int64_t left = (int64_t)(deadline_ms - clock_now_ms());
+
+		if (left <= 0) {
+			rc = -ETIMEDOUT;
+			goto out_close;
+		}
+		pfd.fd = fd;
+		pfd.events = POLLOUT;
+		rc = poll(&pfd, 1, (int)left);
+		if (rc > 0)
+			break;
+		if (rc < 0 && errno != EINTR) {
+			rc = -errno;
+			goto out_close;
+		}
+	}
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+		err = errno;
+	if (err) {
+		rc = -err;
+		goto out_close;
+	}
+out_ok:
+	*out = fd;
+	return 0;
+out_close:
+	close(fd);
+	return rc;
+}
+
+/* Reads and judges the server's answer, as verbs.c's expect() does. */
+static int client_answer(int fd, const char *peer, const struct cm_geom *want,
+			 uint64_t deadline_ms, int connect_ms, struct cm_geom *out)
+{
+	uint8_t pd[PD_LEN];
+	uint16_t ver = 0, st = 0;
+	struct cm_geom g;
+	int rc, prc;
+
+	rc = io_deadline(fd, pd, sizeof(pd), false, deadline_ms);
+	if (rc == -ETIMEDOUT) {
+		log_err("cannot connect to %s: timed out after %d ms", peer,
+			connect_ms);
+		return rc;
+	}
+	if (rc == -ECONNRESET) {
+		log_err("cannot connect to %s: the receiver closed the "
+			"connection (is 'rdcp --listen' of this version "
+			"running there on this port?)",
+			peer);
+		return -ECONNREFUSED;
+	}
+	if (rc) {
+		log_err("cannot connect to %s: %s", peer, strerror(-rc));
+		return rc;
+	}
+	prc = cm_pd_decode(pd, sizeof(pd), &ver, &st, &g);
+	if (prc == -EPROTONOSUPPORT) {
+		log_err("cannot connect to %s: the receiver speaks rdcp "
+			"protocol version %u, this rdcp speaks %u: install the "
+			"same rdcp version on both hosts",
+			peer, ver, cm_version());
+		return -EPROTO;
+	}
+	if (prc) {
+		log_err("cannot connect to %s: connection refused (is 'rdcp "
+			"--listen' running there on this port?)",
+			peer);
+		return -ECONNREFUSED;
+	}
+	if (st != PD_ST_OK) {
+		log_err("cannot connect to %s: rejected: %s", peer,
+			cm_pd_status_str(st));
+		return st == PD_ST_BUSY ? -EBUSY : -EPROTO;
+	}
+	if (!cm_geom_valid(&g) || g.slots > want->slots ||
+	    g.slot_size > want->slot_size || g.ctrl_size != want->ctrl_size ||
+	    g.ctrl_credits != want->ctrl_credits) {
+		log_err("cannot connect to %s: the receiver answered with "
+			"unusable parameters (not an rdcp receiver of this "
+			"version?)",
+			peer);
+		return -EPROTO;
+	}
+	*out = g;
+	return 0;
+}
+
+static void connect_error(const char *peer, int rc, int connect_ms)
+{
+	if (rc == -ECONNREFUSED)
+		log_err("cannot connect to %s: %s (is 'rdcp --listen' running "
+			"there?)",
+			peer, strerror(-rc));
+	else if (rc == -ETIMEDOUT)
+		log_err("cannot connect to %s: timed out after %d ms", peer,
+			connect_ms);
+	else
+		log_err("cannot connect to %s: %s", peer, strerror(-rc));
+}
+
+int cm_tcp_connect(const struct cm_addr *addr, const struct cm_geom *want,
+		   const struct cm_timeouts *to, struct cm_conn **out)
+{
+	uint64_t deadline = clock_now_ms() + (uint64_t)to->connect_ms;
+	struct addrinfo *ai = NULL, *p;
+	struct tconn *t = NULL;
+	struct cm_geom g;
+	uint8_t pd[PD_LEN];
+	char peer[64];
+	int fd = -1, rc;
+
+	if (!cm_geom_valid(want))
+		return -EINVAL;
+	snprintf(peer, sizeof(peer), "%s:%u", addr->host, addr->port);
+	rc = cm_resolve(addr, false, &ai);
+	if (rc)
+		return rc;
+	/* Every address of the name in turn, all within connect_ms. */
+	for (p = ai; p; p = p->ai_next) {
+		cm_sockaddr_str(p->ai_addr, peer, sizeof(peer));
+		rc = connect_one(p, deadline, &fd);
+		if (!rc || rc == -ETIMEDOUT)
+			break;
+	}
+	freeaddrinfo(ai);
+	if (rc) {
+		connect_error(peer, rc, to->connect_ms);
+		return rc;
+	}
+	cm_pd_encode(pd, PD_ST_OK, want);
+	rc = io_deadline(fd, pd, sizeof(pd), true, deadline);
+	if (rc) {
+		connect_error(peer, rc == -EPIPE ? -ECONNRESET : rc,
+			      to->connect_ms);
+		close(fd);
+		return rc;
+	}
+	rc = client_answer(fd, peer, want, deadline, to->connect_ms, &g);
+	if (rc) {
+		close(fd);
+		return rc;
+	}
+	/* Sized for the geometry agreed (verbs.c must size for want). */
+	rc = tconn_create(fd, &g, peer, &t);
+	if (rc)
+		goto out_free;
+	rc = tconn_start(t, to->connect_ms);
+	if (rc)
+		goto out_free;
+	log_info("connected to %s through tcp", t->base.peer);
+	*out = &t->base;
+	return 0;
+
+out_free:
+	if (t)
+		t_destroy(&t->base);
+	return rc;
+}
+
+/* ---- passive side ---- */
+
+int cm_tcp_listen(const struct cm_addr *addr, struct cm_tcp_listener **out)
+{
+	struct cm_tcp_listener *l;
+	struct addrinfo *ai = NULL, *p, *pick[2] = { NULL, NULL };
+	int rc = -EAFNOSUPPORT;
+
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return -ENOMEM;
+	l->fd = -1;
+	rc = cm_resolve(addr, true, &ai);
+	if (rc)
+		goto out_free;
+	/* "Any address": one IPv6 socket serves IPv4 too; else the first. */
+	for (p = ai; p; p = p->ai_next) {
+		if (p->ai_family == AF_INET6 && !pick[0] && !addr->host)
+			pick[0] = p;
+		else if (!pick[1])
+			pick[1] = p;
+	}
+	for (int i = 0; i < 2 && l->fd < 0; i++) {
+		int one = 1, zero = 0;
+
+		if (!pick[i])
+			continue;
+		p = pick[i];
+		cm_sockaddr_str(p->ai_addr, l->where, sizeof(l->where));
+		l->fd = socket(p->ai_family,
+			       p->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
+			       p->ai_protocol);
+		if (l->fd < 0) {
+			rc = -errno;
+			continue;
+		}
+		setsockopt(l->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (p->ai_family == AF_INET6) {
+			const struct sockaddr_in6 *s6 = (const void *)p->ai_addr;
+
+			if (IN6_IS_ADDR_UNSPECIFIED(&s6->sin6_addr))
+				setsockopt(l->fd, IPPROTO_IPV6, IPV6_V6ONLY,
+					   &zero, sizeof(zero));
+		}
+		if (bind(l->fd, p->ai_addr, p->ai_addrlen) ||
+		    listen(l->fd, 64)) {
+			rc = -errno;
+			close(l->fd);
+			l->fd = -1;
+		}
+	}
+	freeaddrinfo(ai);
+	if (l->fd < 0) {
+		log_err("cannot listen on %s: %s%s", l->where, strerror(-rc),
+			rc == -EADDRINUSE ? " (is another 'rdcp --listen' "
+					    "running on this port?)"
+					  : "");
+		goto out_free;
+	}
+	log_info("listening for TCP connections on %s", l->where);
+	*out = l;
+	return 0;
+
+out_free:
+	cm_tcp_listener_destroy(l);
+	return rc;
+}
+
+int cm_tcp_listener_fd(const struct cm_tcp_listener *l)
+{
+	return l->fd;
+}
+
+void cm_tcp_listener_destroy(struct cm_tcp_listener *l)
+{
+	if (!l)
+		return;
+	if (l->fd >= 0)
+		close(l->fd);
+	free(l);
+}
+
+/* accept4() of the next waiting client; -EAGAIN if none. */
+static int take(struct cm_tcp_listener *l, char *peer, size_t n, int *out)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	int fd;
+
+	fd = accept4(l->fd, (struct sockaddr *)&ss, &len,
+		     SOCK_NONBLOCK | SOCK_CLOEXEC);
+	if (fd < 0) {
+		int err = errno;
+
+		/* Gone before we took it, or nothing there: as a timeout. */
+		if (err == EAGAIN || err == EWOULDBLOCK || err == EINTR ||
+		    err == ECONNABORTED || err == EPROTO)
+			return -EAGAIN;
+		log_err("cannot accept a connection on %s: %s", l->where,
+			strerror(err));
+		return -err;
+	}
+	cm_sockaddr_str((const struct sockaddr *)&ss, peer, n);
+	*out = fd;
+	return 0;
+}
+
+/* Sends a refusal with status st and closes; the client logs why. */
+static void refuse(int fd, uint16_t st, uint64_t deadline_ms)
+{
+	uint8_t pd[PD_LEN];
+
+	cm_pd_encode(pd, st, NULL);
+	int rc = io_deadline(fd, pd, sizeof(pd), true, deadline_ms);
+
+	if (rc)
+		log_debug("cannot send refusal: %s", strerror(-rc));
+	close_gently(fd);
+}
+
+/*
+ * Reads the client's private data; 0 with *g, or -errno after refusing
+ * (bad magic/version/geometry) or dropping the client, logged.
+ */
+static int server_hello(int fd, const char *peer, uint64_t deadline_ms,
+			int connect_ms, struct cm_geom *g)
+{
+	uint8_t pd[PD_LEN];
+	uint16_t ver = 0, st;
+	int rc;
+
+	rc = io_deadline(fd, pd, sizeof(pd), false, deadline_ms);
+	if (rc) {
+		if (rc == -ETIMEDOUT)
+			log_err("connection from %s: timed out after %d ms",
+				peer, connect_ms);
+		else
+			log_err("connection from %s: %s", peer, strerror(-rc));
+		close(fd);
+		return rc;
+	}
+	rc = cm_pd_decode(pd, sizeof(pd), &ver, &st, g);
+	if (rc || !cm_geom_valid(g)) {
+		if (rc == -EPROTONOSUPPORT)
+			log_err("refused %s: it speaks rdcp protocol version "
+				"%u, this receiver speaks %u",
+				peer, ver, cm_version());
+		else
+			log_err("refused %s: not an rdcp client (bad connect "
+				"data)",
+				peer);
+		refuse(fd, rc == -EPROTONOSUPPORT ? PD_ST_VERSION
+						  : PD_ST_PARAMS,
+		       deadline_ms);
+		return -EPROTO;
+	}
+	return 0;
+}
+
+int cm_tcp_take(struct cm_tcp_listener *l, char *peer, size_t n, int *fd)
+{
+	return take(l, peer, n, fd);
+}
+
+int cm_tcp_accept_fd(int fd, const char *peer, const struct cm_limits *lim,
+		     const struct cm_timeouts *to, struct cm_conn **out)
+{
+	uint64_t deadline = clock_now_ms() + (uint64_t)to->connect_ms;
+	struct tconn *t = NULL;
+	struct cm_geom g;
+	uint8_t pd[PD_LEN];
+	int rc;
+
+	rc = server_hello(fd, peer, deadline, to->connect_ms, &g);
+	if (rc)
+		return rc;
+	if (g.slots > lim->max_slots)
+		g.slots = lim->max_slots;
+	if (g.slot_size > lim->max_slot_size)
+		g.slot_size = lim->max_slot_size;
+	rc = tconn_create(fd, &g, peer, &t);
+	if (rc) {
+		if (t && t->fd >= 0) {
+			refuse(t->fd, PD_ST_BUSY, deadline);
+			t->fd = -1;
+		}
+		goto out_free;
+	}
+	cm_pd_encode(pd, PD_ST_OK, &g);
+	rc = io_deadline(t->fd, pd, sizeof(pd), true, deadline);
+	if (rc) {
+		log_err("cannot accept %s: %s", peer, strerror(-rc));
+		goto out_free;
+	}
+	rc = tconn_start(t, to->connect_ms);
+	if (rc)
+		goto out_free;
+	log_info("accepted %s on tcp", peer);
+	*out = &t->base;
+	return 0;
+
+out_free:
+	if (t)
+		t_destroy(&t->base);
+	return rc;
+}
+
+int cm_tcp_accept(struct cm_tcp_listener *l, const struct cm_limits *lim,
+		  const struct cm_timeouts *to, struct cm_conn **out)
+{
+	char peer[64];
+	int fd, rc;
+
+	rc = take(l, peer, sizeof(peer), &fd);
+	if (rc)
+		return rc;
+	return cm_tcp_accept_fd(fd, peer, lim, to, out);
+}
+
+void cm_tcp_reject_fd(int fd, const char *peer, const struct cm_timeouts *to)
+{
+	uint64_t deadline = clock_now_ms() + (uint64_t)to->connect_ms;
+	struct cm_geom g;
+
+	/* Read its hello first: a version mismatch is the better answer. */
+	if (server_hello(fd, peer, deadline, to->connect_ms, &g) == 0)
+		refuse(fd, PD_ST_BUSY, deadline);
+}
+
+int cm_tcp_reject(struct cm_tcp_listener *l, const struct cm_timeouts *to)
+{
+	char peer[64];
+	int fd, rc;
+
+	rc = take(l, peer, sizeof(peer), &fd);
+	if (rc)
+		return rc;
+	cm_tcp_reject_fd(fd, peer, to);
+	return 0;
+}

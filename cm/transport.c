@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * The connection calls of cm.h, dispatched to the RDMA transport
+ * (verbs.c) or the TCP one (tcp.c) by addr->transport. AUTO on a client:
+ * RDMA when rdma_cm resolves the peer to an RDMA device, otherwise TCP,
+ * with one notice saying why. AUTO on a receiver: both listeners on the
+ * same port number, TCP alone (after a notice) when the host has no RDMA.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cm/cm_int.h"
+#include "cm/cm_tcp.h"
+#include "util/log.h"
+
+struct cm_listener {
+	struct cm_rdma_listener *rdma;
+	struct cm_tcp_listener *tcp;
+};
+
+#define RDMA_HINT "set up a device, or Soft-RoCE: rdma link add rxe0 type rxe netdev eth0"
+
+int cm_connect(const struct cm_addr *addr, const struct cm_geom *want,
+	       const struct cm_timeouts *to, struct cm_conn **out)
+{
+	char why[200];
+	int rc;
+
+	switch (addr->transport) {
+	case CM_TRANSPORT_RDMA:
+		return cm_rdma_connect(addr, want, to, out);
+	case CM_TRANSPORT_TCP:
+		return cm_tcp_connect(addr, want, to, out);
+	default:
+		break;
+	}
+	rc = cm_rdma_probe(addr, to->resolve_ms, why, sizeof(why));
+	if (rc == 0)
+		return cm_rdma_connect(addr, want, to, out);
+	log_warn("using TCP to %s: %s (for RDMA: %s)", addr->host, why,
+		 RDMA_HINT);
+	return cm_tcp_connect(addr, want, to, out);
+}
+
+int cm_listen(const struct cm_addr *addr, struct cm_listener **out)
+{
+	struct cm_listener *l = calloc(1, sizeof(*l));
+	int rc = 0;
+
+	if (!l)
+		return -ENOMEM;
+	if (addr->transport != CM_TRANSPORT_TCP) {
+		bool rdma_only = addr->transport == CM_TRANSPORT_RDMA;
+
+		rc = cm_rdma_listen(addr, !rdma_only, &l->rdma);
+		if (rc && rdma_only)
+			goto out_free;
+		if (rc)
+			log_warn("serving TCP only: cannot listen for RDMA "
+				 "(%s; %s)",
+				 strerror(-rc), RDMA_HINT);
+	}
+	if (addr->transport != CM_TRANSPORT_RDMA) {
+		rc = cm_tcp_listen(addr, &l->tcp);
+		if (rc)
+			goto out_free;
+	}
+	*out = l;
+	return 0;
+
+out_free:
+	cm_listener_destroy(l);
+	return rc;
+}
+
+void cm_listener_destroy(struct cm_listener *l)
+{
+	if (!l)
+		return;
+	if (l->rdma)
+		cm_rdma_listener_destroy(l->rdma);
+	if (l->tcp)
+		cm_tcp_listener_destroy(l->tcp);
+	free(l);
+}
+
+int cm_listener_get(struct cm_listener *l, int timeout_ms,
+		    struct cm_request **out)
+{
+	struct pollfd pfd[2];
+	int n = 0, rdma = -1, tcp = -1, rc;
+
+	if (l->rdma) {
+		rdma = n;
+		pfd[n++] = (struct pollfd){ .fd = cm_rdma_listener_fd(l->rdma),
+					    .events = POLLIN };
+	}
+	if (l->tcp) {
+		tcp = n;
+		pfd[n++] = (struct pollfd){ .fd = cm_tcp_listener_fd(l->tcp),
+					    .events = POLLIN };
+	}
+	rc = poll(pfd, (nfds_t)n, timeout_ms);
+	if (rc < 0)
+		return errno == EINTR ? -EAGAIN : -errno;
+	if (rdma >= 0 && pfd[rdma].revents)
+		return cm_rdma_get(l->rdma, 0, out);
+	if (tcp >= 0 && pfd[tcp].revents) {
+		struct cm_request *req = calloc(1, sizeof(*req));
+
+		if (!req)
+			return -ENOMEM;
+		req->tcp = true;
+		rc = cm_tcp_take(l->tcp, req->peer, sizeof(req->peer), &req->fd);
+		if (rc) {
+			free(req);
+			return rc;
+		}
+		*out = req;
+		return 0;
+	}
+	return -EAGAIN;
+}
+
+const char *cm_request_peer(const struct cm_request *req)
+{
+	return req->peer;
+}
+
+int cm_accept(struct cm_request *req, const struct cm_limits *lim,
+	      const struct cm_timeouts *to, struct cm_conn **out)
+{
+	int rc;
+
+	if (!req->tcp)
+		return cm_rdma_accept(req, lim, to, out);
+	rc = cm_tcp_accept_fd(req->fd, req->peer, lim, to, out);
+	free(req);
+	return rc;
+}
+
+void cm_reject(struct cm_request *req)
+{
+	if (!req)
+		return;
+	if (!req->tcp) {
+		cm_rdma_reject(req);
+		return;
+	}
+	/* A short bound: this runs on the listener's thread. */
+	cm_tcp_reject_fd(req->fd, req->peer,
+			 &(struct cm_timeouts){ .connect_ms = 1000 });
+	free(req);
+}
