@@ -137,10 +137,12 @@ demo: setup
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)tests/demo.sh $(BUILD)
 
-# Side-by-side ratios against ib_write_bw and rcopy (not a test: nothing
-# is asserted; read the table). Minutes, not seconds.
+# Side-by-side ratios (not a test: nothing is asserted; read the tables):
+# over TCP on loopback against iperf3, nc, scp, rsync and tar | nc; in the
+# Soft-RoCE guest against ib_write_bw and rcopy. Minutes, not seconds.
 bench: setup
 	$(Q)$(MAKE) --no-print-directory all
+	$(Q)tests/bench/tcp.sh $(BUILD)
 	$(Q)tests/bench/run.sh $(BUILD)
 
 # The unit names the binary and the config file: their paths follow

@@ -1,0 +1,88 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+#
+# Runs inside the Soft-RoCE guest for `make bench` (tests/bench/run.sh):
+# rdcp against ib_write_bw (64 KiB and rdcp's chunk size; plain RDMA WRITE,
+# the ceiling) and rcopy (rdma-core's file copy over rsockets), on the same
+# rxe link, interleaved, REPS times. Prints one line per measurement:
+#   BENCH <name> <rep> <MB/s> [<sender cpu s> <receiver cpu s> <sender maxrss KiB>]
+# Arguments: file MiB (256), repetitions (5), rdcp chunk size (1 MiB).
+# Rates are SI MB/s from the guest's clock (/proc/uptime, 10 ms), which is
+# the same clock for every contender.
+set -u
+MIB=${1:-256}
+REPS=${2:-5}
+CHUNK=${3:-1048576}
+ADDR=$RDCP_GUEST_ADDR
+BYTES=$((MIB * 1048576))
+mkdir -p /tmp/b/root /tmp/b/rc
+head -c "$BYTES" /dev/urandom >/tmp/b/src.bin
+
+now() { cut -d' ' -f1 /proc/uptime; }
+rate() { awk -v b="$BYTES" -v a="$1" -v z="$2" 'BEGIN { printf "%.2f", b / 1e6 / (z - a) }'; }
+# busybox time -v: "User time (seconds): x", "System time (seconds): y"
+cpu() { awk -F': ' '/User time|System time/ { s += $2 } END { printf "%.2f", s }' "$1"; }
+maxrss() { awk -F': ' '/Maximum resident/ { print $2 }' "$1"; }
+
+bw() { # SIZE: ib_write_bw average MB/s (perftest prints MiB/s)
+	n=$((BYTES / $1))
+	ib_write_bw -d rxe0 -x 1 -s "$1" -n "$n" -F -p 18515 >/dev/null 2>&1 &
+	sleep 1
+	ib_write_bw -d rxe0 -x 1 -s "$1" -n "$n" -F -p 18515 "$ADDR" 2>/dev/null |
+		awk -v s="$1" '$1 == s { printf "%.2f", $4 * 1.048576 }'
+	wait
+}
+
+rdcp_run() { # REP
+	time -v -o /tmp/b/srv.time rdcp --listen --root /tmp/b/root --once \
+		--port 7490 >/tmp/b/srv.log 2>&1 &
+	sleep 1
+	t0=$(now)
+	time -v -o /tmp/b/cli.time rdcp --port 7490 --chunk-size "$CHUNK" \
+		/tmp/b/src.bin "$ADDR:out.bin" || echo "# rdcp failed"
+	t1=$(now)
+	wait
+	cmp -s /tmp/b/src.bin /tmp/b/root/out.bin || echo "# rdcp copy differs"
+	echo "BENCH rdcp $1 $(rate "$t0" "$t1") $(cpu /tmp/b/cli.time) $(cpu /tmp/b/srv.time) $(maxrss /tmp/b/cli.time)"
+	rm -f /tmp/b/root/out.bin
+}
+
+rcopy_run() { # REP
+	(cd /tmp/b/rc && rcopy -p 7491 >/dev/null 2>&1) &
+	srv=$!
+	sleep 1
+	t0=$(now)
+	rcopy /tmp/b/src.bin "$ADDR:/tmp/b/rc/out.bin" -p 7491 >/dev/null 2>&1 ||
+		echo "# rcopy failed"
+	t1=$(now)
+	kill "$srv" 2>/dev/null
+	wait
+	cmp -s /tmp/b/src.bin /tmp/b/rc/out.bin || echo "# rcopy copy differs"
+	echo "BENCH rcopy $1 $(rate "$t0" "$t1")"
+	rm -f /tmp/b/rc/out.bin
+}
+
+rnr0=$(cat /sys/class/infiniband/rxe0/ports/1/hw_counters/rcvd_rnr_err)
+for rep in $(seq 1 "$REPS"); do
+	echo "BENCH ib_write_bw_64k $rep $(bw 65536)"
+	echo "BENCH ib_write_bw_chunk $rep $(bw "$CHUNK")"
+	rdcp_run "$rep"
+	rcopy_run "$rep"
+done
+
+# Memory must not grow with file size: a 1 GiB and an 8 GiB sparse file
+# (1 MiB of data at the end, so it is cheap) through the same ring.
+for g in 1 8; do
+	truncate -s "$((g * 1024 - 1))M" /tmp/b/sparse.bin
+	head -c 1048576 /dev/urandom >>/tmp/b/sparse.bin
+	time -v -o /tmp/b/srv.time rdcp --listen --root /tmp/b/root --once \
+		--port 7492 >/dev/null 2>&1 &
+	sleep 1
+	time -v -o /tmp/b/cli.time rdcp --port 7492 /tmp/b/sparse.bin "$ADDR:s.bin" ||
+		echo "# sparse copy failed"
+	wait
+	echo "BENCH rss_${g}g 1 0 0 0 $(maxrss /tmp/b/cli.time) $(maxrss /tmp/b/srv.time)"
+	rm -f /tmp/b/sparse.bin /tmp/b/root/s.bin
+done
+rnr1=$(cat /sys/class/infiniband/rxe0/ports/1/hw_counters/rcvd_rnr_err)
+echo "BENCH rnr 1 $((rnr1 - rnr0))"

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+#
+# `make bench`: rdcp measured side by side with the tools it must beat, in
+# one run, so only ratios are reported (never absolute numbers asserted in
+# tests). Soft-RoCE part: boots the guest and runs rdma_guest.sh there
+# (ib_write_bw, rdcp, rcopy interleaved, BENCH_REPS times, median of each);
+# prints a table of medians and ratios and writes the raw numbers as JSON
+# to build/bench/rdma.json.
+#
+#   tests/bench/run.sh BUILD_DIR
+# Environment: BENCH_MIB (file size, default 256), BENCH_REPS (default 5).
+set -euo pipefail
+BUILD=${1:-build}
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+OUT=$BUILD/bench
+mkdir -p "$OUT"
+log=$OUT/rdma-guest.log
+
+"$HERE/../guest/guest.sh" prepare
+"$HERE/../guest/guest.sh" run --timeout 1800 --mem 2048 --bin "$BUILD/rdcp" \
+	"$HERE/rdma_guest.sh" "${BENCH_MIB:-256}" "${BENCH_REPS:-5}" 2>&1 | tee "$log" | grep -E '^(BENCH|#)' || true
+status=${PIPESTATUS[0]}
+[ "$status" -eq 0 ] || { echo "bench: the guest run failed ($status), see $log" >&2; exit 1; }
+
+awk -v json="$OUT/rdma.json" -v mib="${BENCH_MIB:-256}" '
+function median(name,   n, i, j, t, a) {
+	n = cnt[name]
+	for (i = 1; i <= n; i++) a[i] = val[name, i]
+	for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++)
+		if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+	if (n == 0) return 0
+	return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+}
+$1 == "BENCH" {
+	n = ++cnt[$2]; val[$2, n] = $4
+	if ($2 == "rdcp") { scpu[++ns] = $5; rcpu[ns] = $6 }
+	if ($2 ~ /^rss_/) { rss[$2, "s"] = $8; rss[$2, "r"] = $9 }
+	if ($2 == "rnr") rnr = $4
+	raw = raw sprintf("%s{\"name\":\"%s\",\"rep\":%s,\"mbps\":%s}", raw == "" ? "" : ",", $2, $3, $4)
+}
+END {
+	w64 = median("ib_write_bw_64k"); wch = median("ib_write_bw_chunk")
+	ceil = w64 > wch ? w64 : wch
+	r = median("rdcp"); c = median("rcopy")
+	printf "\nSoft-RoCE guest (qemu TCG, emulated: ratios only), median of %d\n", cnt["rdcp"]
+	printf "  %-28s %10s\n", "contender", "MB/s"
+	printf "  %-28s %10.2f\n", "ib_write_bw 64 KiB", w64
+	printf "  %-28s %10.2f\n", "ib_write_bw chunk size", wch
+	printf "  %-28s %10.2f\n", "rcopy (rsockets, no checksum)", c
+	printf "  %-28s %10.2f\n", "rdcp (crc32)", r
+	printf "  rdcp / ib_write_bw best   = %.2f   (target >= 0.95)\n", ceil ? r / ceil : 0
+	printf "  rdcp / rcopy              = %.2f   (target >= 1.10)\n", c ? r / c : 0
+	for (i = 1; i <= ns; i++) { s += scpu[i]; t += rcpu[i] }
+	if (ns) printf "  rdcp CPU s per GiB: sender %.2f, receiver %.2f (emulated)\n",
+		s / ns * 1024 / mib, t / ns * 1024 / mib
+	printf "  peak RSS KiB, 1 GiB file: sender %s receiver %s; 8 GiB: sender %s receiver %s\n",
+		rss["rss_1g", "s"], rss["rss_1g", "r"], rss["rss_8g", "s"], rss["rss_8g", "r"]
+	printf "  RNR errors during the bench: %s\n", rnr
+	printf "{\"soft_roce\":{\"ib_write_bw_64k\":%s,\"ib_write_bw_chunk\":%s,\"rcopy\":%s,\"rdcp\":%s,\"raw\":[%s]}}\n",
+		w64, wch, c, r, raw > json
+}' "$log"
+echo "raw numbers: $OUT/rdma.json"

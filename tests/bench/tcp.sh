@@ -1,0 +1,188 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+#
+# `make bench`, host part: rdcp over TCP on loopback beside the tools a
+# user would otherwise reach for, measured in the same run, interleaved,
+# median of REPS. Every server it needs (iperf3, nc, sshd, rsync daemon)
+# is started here on 127.0.0.1 only and stopped at the end.
+#   - 1 GiB file from page cache to tmpfs: rdcp (default crc32), iperf3
+#     single stream (memory to memory: the ceiling), nc, scp, rsync
+#   - 10 000 x 4 KiB files: rdcp vs tar | nc
+#   - CPU seconds per GiB (GNU time) and peak RSS for 1 GiB and 8 GiB
+#     (sparse) files
+# Prints a table; raw numbers go to BUILD/bench/tcp.json.
+#
+#   tests/bench/tcp.sh BUILD_DIR
+set -euo pipefail
+BUILD=${1:-build}
+RDCP=$(cd "$BUILD" && pwd)/rdcp
+REPS=${BENCH_REPS:-5}
+MIB=${BENCH_TCP_MIB:-1024}
+NSMALL=${BENCH_SMALL_FILES:-10000}
+OUT=$BUILD/bench
+mkdir -p "$OUT"
+W=$(mktemp -d /tmp/rdcp-bench.XXXXXX)
+SHM=$(mktemp -d /dev/shm/rdcp-bench.XXXXXX)
+PIDS=()
+cleanup() {
+	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+	rm -rf "$W" "$SHM"
+}
+trap cleanup EXIT
+PORT=$((20000 + $$ % 20000))
+port() { PORT=$((PORT + 1)); } # sets PORT (no subshell: it must count)
+
+need=()
+for t in iperf3:iperf3 nc:netcat-openbsd scp:openssh-client \
+	/usr/sbin/sshd:openssh-server rsync:rsync /usr/bin/time:time; do
+	command -v "${t%%:*}" >/dev/null 2>&1 || need+=("${t#*:}")
+done
+if [ "${#need[@]}" -gt 0 ]; then
+	echo "bench: installing ${need[*]}" >&2
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+		--no-install-recommends "${need[@]}" >/dev/null
+fi
+
+src=$W/src.bin
+head -c $((MIB * 1048576)) /dev/urandom >"$src"
+cat "$src" >/dev/null # into the page cache
+mkdir -p "$W/small"
+for i in $(seq 1 "$NSMALL"); do
+	head -c 4096 /dev/urandom >"$W/small/f$i"
+done 2>/dev/null
+BYTES=$((MIB * 1048576))
+
+now() { date +%s.%N; }
+mbps() { awk -v b="$1" -v a="$2" -v z="$3" 'BEGIN { printf "%.1f", b / 1e6 / (z - a) }'; }
+RAW=$OUT/tcp-raw.txt
+: >"$RAW"
+rec() { echo "$*" >>"$RAW"; echo "# $*"; }
+
+# sshd and rsync daemon on 127.0.0.1, with throwaway keys and configs.
+ssh-keygen -q -t ed25519 -N '' -f "$W/hostkey"
+ssh-keygen -q -t ed25519 -N '' -f "$W/userkey"
+mkdir -p /root/.ssh && chmod 700 /root/.ssh
+touch /root/.ssh/authorized_keys
+cp /root/.ssh/authorized_keys "$W/authorized_keys.saved"
+cat "$W/userkey.pub" >>/root/.ssh/authorized_keys
+trap 'cp "$W/authorized_keys.saved" /root/.ssh/authorized_keys; cleanup' EXIT
+port; SSHPORT=$PORT
+mkdir -p /run/sshd
+/usr/sbin/sshd -D -f /dev/null -h "$W/hostkey" -p "$SSHPORT" \
+	-o ListenAddress=127.0.0.1 -o PermitRootLogin=yes \
+	-o PasswordAuthentication=no -o UsePAM=no \
+	-o "Subsystem=sftp internal-sftp" &
+PIDS+=($!)
+port; RSPORT=$PORT
+cat >"$W/rsyncd.conf" <<CONF
+[b]
+path = $SHM
+read only = false
+use chroot = false
+uid = root
+gid = root
+CONF
+rsync --daemon --no-detach --address=127.0.0.1 --port="$RSPORT" \
+	--config="$W/rsyncd.conf" &
+PIDS+=($!)
+port; RDPORT=$PORT
+mkdir -p "$SHM/rdcp"
+"$RDCP" --listen --no-auth -q --transport tcp --root "$SHM/rdcp" \
+	--port "$RDPORT" &
+RXPID=$!
+PIDS+=($RXPID)
+sleep 1
+SSHOPTS=(-P "$SSHPORT" -i "$W/userkey" -o StrictHostKeyChecking=no
+	-o UserKnownHostsFile=/dev/null -o LogLevel=ERROR)
+
+rdcp_send() { # extra args...
+	/usr/bin/time -o "$W/tx.time" -f "%U %S %M" "$RDCP" --no-auth -q \
+		--transport tcp --port "$RDPORT" "$@"
+}
+
+for rep in $(seq 1 "$REPS"); do
+	port; p=$PORT
+	iperf3 -s -1 -B 127.0.0.1 -p "$p" >/dev/null 2>&1 &
+	sleep 0.5
+	bps=$(iperf3 -c 127.0.0.1 -p "$p" -n "$BYTES" -J 2>/dev/null |
+		awk -F'[:,]' '/"bits_per_second"/ { v = $2 } END { print v }')
+	wait $! 2>/dev/null || true
+	rec iperf3 "$rep" "$(awk -v b="$bps" 'BEGIN { printf "%.1f", b / 8e6 }')"
+
+	t0=$(now); rdcp_send "$src" "127.0.0.1:big.bin"; t1=$(now)
+	read -r u s m <"$W/tx.time"
+	cmp -s "$src" "$SHM/rdcp/big.bin" || echo "# rdcp copy differs" >&2
+	rec rdcp "$rep" "$(mbps "$BYTES" "$t0" "$t1")" "$u" "$s" "$m"
+	rm -f "$SHM/rdcp/big.bin"
+
+	port; p=$PORT
+	nc -l 127.0.0.1 "$p" >"$SHM/nc.bin" &
+	sleep 0.3
+	t0=$(now); nc -N 127.0.0.1 "$p" <"$src"; wait $!; t1=$(now)
+	rec nc "$rep" "$(mbps "$BYTES" "$t0" "$t1")"
+	rm -f "$SHM/nc.bin"
+
+	t0=$(now); scp -q "${SSHOPTS[@]}" "$src" "root@127.0.0.1:$SHM/scp.bin"; t1=$(now)
+	rec scp "$rep" "$(mbps "$BYTES" "$t0" "$t1")"
+	rm -f "$SHM/scp.bin"
+
+	t0=$(now); rsync -q "$src" "rsync://127.0.0.1:$RSPORT/b/rsync.bin"; t1=$(now)
+	rec rsync "$rep" "$(mbps "$BYTES" "$t0" "$t1")"
+	rm -f "$SHM/rsync.bin"
+
+	mkdir -p "$SHM/rdcp/small"
+	t0=$(now); (cd "$W/small" && rdcp_send ./* "127.0.0.1:small/"); t1=$(now)
+	rec rdcp_small "$rep" "$(mbps $((NSMALL * 4096)) "$t0" "$t1")"
+	rm -rf "$SHM/rdcp/small"
+
+	port; p=$PORT
+	mkdir -p "$SHM/tar"
+	(nc -l 127.0.0.1 "$p" | tar -x -C "$SHM/tar") &
+	sleep 0.3
+	t0=$(now); tar -C "$W/small" -cf - . | nc -N 127.0.0.1 "$p"; wait $!; t1=$(now)
+	rec tar_nc "$rep" "$(mbps $((NSMALL * 4096)) "$t0" "$t1")"
+	rm -rf "$SHM/tar"
+done
+
+for g in 1 8; do
+	truncate -s "$((g * 1024 - 1))M" "$W/sparse.bin"
+	head -c 1048576 /dev/urandom >>"$W/sparse.bin"
+	rdcp_send "$W/sparse.bin" "127.0.0.1:sparse.bin"
+	read -r u s m <"$W/tx.time"
+	rec "rss_${g}g" 1 0 0 0 "$m"
+	rm -f "$W/sparse.bin" "$SHM/rdcp/sparse.bin"
+done
+# Receiver CPU from /proc (utime, stime in clock ticks) before stopping it.
+read -r ru rs < <(awk -v hz="$(getconf CLK_TCK)" '{ printf "%.2f %.2f\n", $14 / hz, $15 / hz }' "/proc/$RXPID/stat")
+kill "$RXPID"; wait "$RXPID" 2>/dev/null || true
+
+awk -v json="$OUT/tcp.json" -v mib="$MIB" -v reps="$REPS" -v ru="${ru:-0}" \
+	-v rs="${rs:-0}" '
+function median(name,   n, i, j, t, a) {
+	n = cnt[name]
+	for (i = 1; i <= n; i++) a[i] = val[name, i]
+	for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++)
+		if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+	if (!n) return 0
+	return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+}
+{
+	n = ++cnt[$1]; val[$1, n] = $3
+	if ($1 == "rdcp") { cpu += $4 + $5 }
+	if ($1 ~ /^rss_/) rss[$1] = $6
+	raw = raw sprintf("%s{\"name\":\"%s\",\"rep\":%s,\"mbps\":%s}", raw == "" ? "" : ",", $1, $2, $3)
+}
+END {
+	i3 = median("iperf3"); r = median("rdcp"); n = median("nc")
+	s = median("scp"); y = median("rsync"); rs_ = median("rdcp_small"); tn = median("tar_nc")
+	printf "\nTCP on loopback, %d MiB file page cache -> tmpfs, median of %d (MB/s)\n", mib, reps
+	printf "  iperf3 single stream %8.1f\n  nc                   %8.1f\n  scp                  %8.1f\n  rsync (daemon)       %8.1f\n  rdcp --transport tcp %8.1f\n", i3, n, s, y, r
+	printf "  rdcp / iperf3 = %.2f (target >= 0.60)   rdcp / scp = %.2f (target >= 3)\n", i3 ? r / i3 : 0, s ? r / s : 0
+	printf "  rdcp / nc = %.2f   rdcp / rsync = %.2f\n", n ? r / n : 0, y ? r / y : 0
+	printf "  %d x 4 KiB files: rdcp %.1f MB/s, tar | nc %.1f MB/s, ratio %.2f (target >= 1)\n", '"$NSMALL"', rs_, tn, tn ? rs_ / tn : 0
+	printf "  rdcp sender CPU s per GiB: %.2f (receiver, whole bench: %.2f s)\n", cnt["rdcp"] ? cpu / cnt["rdcp"] * 1024 / mib : 0, ru + rs
+	printf "  sender peak RSS: 1 GiB file %s KiB, 8 GiB file %s KiB\n", rss["rss_1g"], rss["rss_8g"]
+	printf "{\"tcp\":{\"iperf3\":%s,\"rdcp\":%s,\"nc\":%s,\"scp\":%s,\"rsync\":%s,\"rdcp_small\":%s,\"tar_nc\":%s,\"raw\":[%s]}}\n",
+		i3, r, n, s, y, rs_, tn, raw > json
+}' "$RAW"
+echo "raw numbers: $OUT/tcp.json"
