@@ -18,8 +18,9 @@
 #       RDCP-GUEST-KILL-OTHER makes the host kill the other guest's qemu.
 #       Exit 124 on timeout, 125 when a guest died without reporting a status.
 #
-# Console logs are kept in the cache dir: last-run.log (pair mode: with
-# [a]/[b] prefixes) and last-run-a.log / last-run-b.log.  The guest's
+# Console logs are kept in the cache dir, one set per run: run-PID.log
+# (pair mode: with [a]/[b] prefixes) and run-PID-a.log / -b.log, with
+# last-run*.log pointing at the newest.  The guest's
 # /init is tests/guest/init.sh.
 set -euo pipefail
 
@@ -27,6 +28,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
 GDIR=${RDCP_GUEST_DIR:-$REPO/build/guest}
 KDIR=$GDIR/kernel
+LOGP=$GDIR/run-$$ # this run's console logs: $LOGP.log, $LOGP-a.log, ...
 FIX="run: sudo tests/guest/setup.sh"
 
 # Modules to load, in this order, after their dependencies (resolved from
@@ -266,7 +268,7 @@ reader() {
 		line=${line%$'\r'}
 		printf '%s%s\n' "$prefix" "$line"
 		printf '%s\n' "$line" >>"$log"
-		[ -n "$prefix" ] && printf '%s%s\n' "$prefix" "$line" >>"$GDIR/last-run.log"
+		[ -n "$prefix" ] && printf '%s%s\n' "$prefix" "$line" >>"$LOGP.log"
 		case "$line" in
 		RDCP-GUEST-EXIT=*)
 			st=${line#RDCP-GUEST-EXIT=}
@@ -354,13 +356,20 @@ cmd_run() {
 	local cmdline="console=ttyS0 panic=-1 oops=panic quiet loglevel=3 tsc=reliable no_timer_check mitigations=off"
 
 	local guests=()
-	rm -f "$GDIR"/last-run*.log
+	# Logs per run (concurrent runs must not share them); last-run*.log
+	# point at the newest.
+	rm -f "$LOGP"*.log
+	ln -sfn "$(basename "$LOGP").log" "$GDIR/last-run.log"
+	if [ "$pair" = 1 ]; then
+		ln -sfn "$(basename "$LOGP")-a.log" "$GDIR/last-run-a.log"
+		ln -sfn "$(basename "$LOGP")-b.log" "$GDIR/last-run-b.log"
+	fi
 	if [ "$pair" = 0 ]; then
 		guests=(s)
-		: >"$GDIR/last-run.log"
+		: >"$LOGP.log"
 	else
 		guests=(a b)
-		: >"$GDIR/last-run.log"; : >"$GDIR/last-run-a.log"; : >"$GDIR/last-run-b.log"
+		: >"$LOGP.log"; : >"$LOGP-a.log"; : >"$LOGP-b.log"
 	fi
 
 	local port=0
@@ -378,10 +387,10 @@ cmd_run() {
 	local g start=$SECONDS rpids=() qargs log prefix other lport rport mac role
 	for g in "${guests[@]}"; do
 		if [ "$g" = s ]; then
-			role=single; log=$GDIR/last-run.log; prefix=; other=
+			role=single; log=$LOGP.log; prefix=; other=
 			qargs=(-smp 2 -append "$cmdline rdcp.role=single")
 		else
-			role=$g; log=$GDIR/last-run-$g.log; prefix="[$g] "
+			role=$g; log=$LOGP-$g.log; prefix="[$g] "
 			if [ "$g" = a ]; then other=b lport=$port rport=$((port + 1)) mac=52:54:00:77:01:01
 			else other=a lport=$((port + 1)) rport=$port mac=52:54:00:77:01:02; fi
 			qargs=(-smp 1 -append "$cmdline rdcp.role=$g"
@@ -446,8 +455,8 @@ cmd_run() {
 	local w name
 	for w in "${why[@]}"; do
 		g=${w%%:*}
-		if [ "$g" = s ]; then log=$GDIR/last-run.log name="guest"
-		else log=$GDIR/last-run-$g.log name="guest $g"; fi
+		if [ "$g" = s ]; then log=$LOGP.log name="guest"
+		else log=$LOGP-$g.log name="guest $g"; fi
 		echo "guest.sh: ---- last 50 console lines of $name ($log) ----" >&2
 		tail -n 50 "$log" >&2
 		if [ "${w#*:}" = timeout ]; then

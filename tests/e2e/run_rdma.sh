@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+#
+# Host-side driver of rdcp's Soft-RoCE end-to-end tests.  Builds nothing:
+# expects build/rdcp (make WERROR=1) and build/hooks/rdcp (make hooks).
+# Runs `tests/guest/guest.sh prepare` (a failure is a test failure, never a
+# skip), then boots one guest for tests/e2e/rdma_single.sh and one guest
+# pair per peer-loss scenario of tests/e2e/rdma_pair.sh (rxhost, txhost,
+# linkcut).  The guests' TAP lines are relayed renumbered, with "#"
+# diagnostics; the full consoles go to build/e2e/<run>.log and their tail
+# is shown when a run fails.  A guest that crashes, times out or stops
+# before its plan counts as a failed test.  Ends with "N passed, N failed"
+# and a non-zero status if anything failed.
+#
+#   tests/e2e/run_rdma.sh [--build DIR] [single|rxhost|txhost|linkcut]...
+#       DIR (default build/) holds rdcp and hooks/rdcp; logs go to DIR/e2e/.
+#       Without scenario names, all four run (about 2 minutes).
+set -uo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO=$(cd "$HERE/../.." && pwd)
+GUEST=$REPO/tests/guest/guest.sh
+BUILD=$REPO/build
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--build) [ $# -ge 2 ] || { echo "run_rdma.sh: --build wants a directory" >&2; exit 2; }
+		BUILD=$2; shift 2 ;;
+	-h|--help) sed -n '3,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	*) break ;;
+	esac
+done
+case "$BUILD" in /*) ;; *) BUILD=$PWD/$BUILD ;; esac
+OUT=$BUILD/e2e
+RDCP=$BUILD/rdcp
+HOOKS=$BUILD/hooks/rdcp
+
+pass=0 fail=0 n=0
+ok() { n=$((n + 1)); pass=$((pass + 1)); echo "ok $n - $*"; }
+notok() { n=$((n + 1)); fail=$((fail + 1)); echo "not ok $n - $*"; }
+finish() {
+	echo "1..$n"
+	echo "$pass passed, $fail failed"
+	[ "$fail" = 0 ] && [ "$n" -gt 0 ]
+	exit
+}
+
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+mkdir -p "$OUT"
+
+missing=
+[ -x "$RDCP" ] || missing="$missing $RDCP (make WERROR=1)"
+[ -x "$HOOKS" ] || missing="$missing $HOOKS (make hooks)"
+if [ -n "$missing" ]; then
+	echo "run_rdma.sh: missing:$missing" >&2
+	notok "binaries present:$missing"
+	finish
+fi
+
+start=$SECONDS
+if ! "$GUEST" prepare >"$OUT/prepare.log" 2>&1; then
+	notok "tests/guest/guest.sh prepare"
+	tail -n 20 "$OUT/prepare.log" | sed 's/^/# /'
+	finish
+fi
+
+# The same binaries for every run, even if build/ changes meanwhile.
+cp "$RDCP" "$T/rdcp"
+cp "$HOOKS" "$T/rdcp-hooks"
+common=(--bin "$T/rdcp" --bin "$T/rdcp-hooks")
+# A pre-shared key for both guests, for builds with authentication.
+if "$T/rdcp" --help 2>&1 | grep -q -- '--keygen'; then
+	if ! "$T/rdcp" --keygen "$T/key" >/dev/null 2>&1; then
+		notok "rdcp --keygen"
+		finish
+	fi
+	common+=(--file "$T/key:/etc/rdcp/key")
+fi
+
+label() { if [ "$1" = s ]; then echo single; else echo "pair/$1"; fi; }
+
+# run_guest NAME "EXPECTED_GUESTS" GUEST_SH_ARGS...: boot, relay TAP,
+# account for crashes/timeouts.  EXPECTED_GUESTS: the guests that must
+# print a complete TAP stream ("s" for the single guest, "a", "b").
+run_guest() {
+	local name=$1 expect=$2 log=$OUT/$1.log
+	shift 2
+	local -A plan=() seen=()
+	local line g rest rc=1 t0=$SECONDS failed_before=$fail why=()
+	: >"$log"
+	while IFS= read -r line; do
+		line=${line%$'\r'}
+		[[ "$line" == RUN-STATUS=* ]] || printf '%s\n' "$line" >>"$log"
+		g=s rest=$line
+		if [[ "$line" =~ ^\[([ab])\]\ (.*)$ ]]; then
+			g=${BASH_REMATCH[1]} rest=${BASH_REMATCH[2]}
+		fi
+		if [[ "$rest" =~ ^RUN-STATUS=([0-9]+)$ ]]; then
+			rc=${BASH_REMATCH[1]}
+		elif [[ "$rest" =~ ^ok\ [0-9]+\ -\ (.*)$ ]]; then
+			seen[$g]=$((${seen[$g]:-0} + 1))
+			ok "$(label "$g"): ${BASH_REMATCH[1]}"
+		elif [[ "$rest" =~ ^not\ ok\ [0-9]+\ -\ (.*)$ ]]; then
+			seen[$g]=$((${seen[$g]:-0} + 1))
+			notok "$(label "$g"): ${BASH_REMATCH[1]}"
+		elif [[ "$rest" =~ ^1\.\.([0-9]+)$ ]]; then
+			plan[$g]=${BASH_REMATCH[1]}
+		elif [[ "$rest" =~ ^#\  ]]; then
+			if [ "$g" = s ]; then echo "$rest"; else echo "# [$g] ${rest#\# }"; fi
+		fi
+	done < <("$GUEST" run "$@" 2>&1; echo "RUN-STATUS=$?")
+	local el=$((SECONDS - t0))
+	for g in $expect; do
+		if [ -z "${plan[$g]:-}" ]; then
+			why+=("guest $g stopped before printing its plan (${seen[$g]:-0} results)")
+		elif [ "${plan[$g]}" != "${seen[$g]:-0}" ]; then
+			why+=("guest $g printed ${seen[$g]:-0} results for a plan of ${plan[$g]}")
+		fi
+	done
+	case "$rc" in
+	0) ;;
+	124) why+=("timed out (guest.sh status 124)") ;;
+	125) why+=("guest died without a status: crash, panic or qemu failure (125)") ;;
+	*) [ "$fail" != "$failed_before" ] || why+=("guest.sh status $rc with no failed test") ;;
+	esac
+	if [ ${#why[@]} -gt 0 ]; then
+		local IFS=';'
+		notok "$name: guest run completed (${why[*]})"
+	fi
+	echo "# $name: ${el}s (guest.sh status $rc)"
+	if [ "$fail" != "$failed_before" ]; then
+		echo "# ---- $name: last 40 console lines ($log)"
+		tail -n 40 "$log" | sed 's/^/#   /'
+	fi
+}
+
+[ $# -gt 0 ] || set -- single rxhost txhost linkcut
+for sc in "$@"; do
+	case "$sc" in
+	single)
+		run_guest single s --timeout 300 --mem 1536 "${common[@]}" "$HERE/rdma_single.sh" ;;
+	rxhost)
+		run_guest pair-rxhost a --pair --timeout 120 "${common[@]}" "$HERE/rdma_pair.sh" rxhost ;;
+	txhost)
+		run_guest pair-txhost b --pair --timeout 120 "${common[@]}" "$HERE/rdma_pair.sh" txhost ;;
+	linkcut)
+		run_guest pair-linkcut "a b" --pair --timeout 200 "${common[@]}" "$HERE/rdma_pair.sh" linkcut ;;
+	*)
+		notok "unknown scenario $sc (single rxhost txhost linkcut)" ;;
+	esac
+done
+echo "# total: $((SECONDS - start))s"
+finish
