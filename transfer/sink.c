@@ -116,7 +116,8 @@ static void file_free(struct snk_file *f)
 
 /* ---- FILE: choose the names and open the temporary ---- */
 
-static int open_target(struct sink *k, struct snk_file *f, const char *path)
+static int open_target(struct sink *k, struct snk_file *f, const char *path,
+		       bool sparse)
 {
 	const struct sink_target *t = k->t;
 	const char *base;
@@ -154,7 +155,12 @@ static int open_target(struct sink *k, struct snk_file *f, const char *path)
 			  strerror(errno));
 		return 0;
 	}
-	if (fstatvfs(f->fd, &vfs) == 0 &&
+	/*
+	 * Fail fast when the file cannot fit. A sparse source's size says
+	 * little of the space its data needs: then a full disk shows up at
+	 * the write instead, failing the same way.
+	 */
+	if (!sparse && fstatvfs(f->fd, &vfs) == 0 &&
 	    (uint64_t)vfs.f_bavail * vfs.f_frsize < f->size) {
 		file_fail(f, -ENOSPC,
 			  "not enough space for '%s': %s needed, %s free",
@@ -206,7 +212,7 @@ static int on_file(struct sink *k, const struct wire_file *wf)
 	if (!f->got || !f->crcs || (k->t->csum == XFER_CSUM_SHA256 && !f->shas))
 		return engine_fail(k->e, XFER_FAIL_RESOURCE, -ENOMEM,
 				   "out of memory for '%s'", wf->path);
-	return open_target(k, f, wf->path);
+	return open_target(k, f, wf->path, wf->flags & WIRE_FILE_SPARSE);
 }
 
 /* ---- chunks ---- */

@@ -280,6 +280,8 @@ static int send_file(struct source *s, struct src_file *f)
 	s->by_wire[f->wire_id] = (uint32_t)(f - s->files);
 	m.u.file.file_id = f->wire_id;
 	m.u.file.size = (uint64_t)f->st.st_size;
+	if ((uint64_t)f->st.st_blocks * 512 < (uint64_t)f->st.st_size)
+		m.u.file.flags |= WIRE_FILE_SPARSE;
 	m.u.file.mode = f->st.st_mode & 07777;
 	m.u.file.mtime_sec = f->st.st_mtim.tv_sec;
 	m.u.file.mtime_nsec = (uint32_t)f->st.st_mtim.tv_nsec;

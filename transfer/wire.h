@@ -18,7 +18,7 @@
 #define WIRE_SLOT_HDR 64u    /* bytes before the payload in every slot */
 #define WIRE_CTRL_HDR 16u    /* bytes of every control message header */
 #define WIRE_CTRL_SIZE 8192u /* control buffer size: header + body */
-#define WIRE_CTRL_CREDITS 16u
+#define WIRE_CTRL_CREDITS 64u
 #define WIRE_DIGEST_MAX 32u
 #define WIRE_NONCE_LEN 32u
 #define WIRE_MAC_LEN 32u
@@ -99,6 +99,10 @@ enum wire_hello_flags {
 	WIRE_HELLO_DEST_DIR = 1 << 1, /* DEST must be a directory */
 };
 
+enum wire_file_flags {
+	WIRE_FILE_SPARSE = 1 << 0, /* has holes: its size says little of space */
+};
+
 enum wire_file_end_flags {
 	WIRE_END_ABORT = 1 << 0, /* the source failed: discard the file */
 };
@@ -134,7 +138,7 @@ struct wire_ring {
 
 struct wire_file {
 	uint32_t file_id;
-	uint32_t flags;
+	uint32_t flags; /* enum wire_file_flags */
 	uint64_t size;
 	uint32_t mode;
 	int64_t mtime_sec;

@@ -310,7 +310,7 @@ static void test_handshake_and_ops(void)
 	struct cm_conn *s = NULL, *c;
 	struct connector k;
 	struct cm_ring_desc desc = { 1, 1 };
-	struct cm_event ev[64];
+	struct cm_event ev[8 + WIRE_CTRL_CREDITS + 8];
 	uint16_t port;
 	int fds = count_fds(), n, i;
 
