@@ -7,6 +7,7 @@
 #   make                 build build/rdcp
 #   make test            unit + engine tests, TCP loopback and Soft-RoCE
 #                        end-to-end suites; ends with "N passed, N failed"
+#   make test-quick      in-process tests + end-to-end over TCP loopback
 #   make test-unit       only the in-process tests (seconds)
 #   make demo            a real RDMA copy (host device, else Soft-RoCE guest)
 #   make SAN=address,undefined test    sanitizer build
@@ -68,7 +69,7 @@ TEST_SRCS := $(wildcard tests/unit/test_*.c)
 TEST_HELPERS := $(filter-out $(TEST_SRCS),$(wildcard tests/unit/*.c))
 TEST_BINS := $(TEST_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
-.PHONY: setup tests san-tests test-san hooks all test test-unit test-e2e test-guest demo bench install uninstall \
+.PHONY: test-quick setup tests san-tests test-san hooks all test test-unit test-e2e test-guest demo bench install uninstall \
 	clean help deb rpm test-packages fuzz version
 all: $(BUILD)/rdcp
 
@@ -127,6 +128,11 @@ tests: $(TEST_BINS)
 
 test-unit: all $(TEST_BINS)
 	$(Q)tests/run_tests.sh --build $(BUILD) unit
+
+# The everyday suite, seconds: in-process tests and every end-to-end
+# scenario over TCP on loopback.
+test-quick: all hooks $(TEST_BINS)
+	$(Q)tests/run_tests.sh --build $(BUILD) quick
 
 test-guest: all hooks
 	$(Q)tests/run_tests.sh --build $(BUILD) guest

@@ -8,6 +8,9 @@
 #                                    the engine over an in-memory transport
 #   run_tests.sh --build DIR san     the same binaries built under
 #                                    ASan+UBSan (DIR/asan) and TSan (DIR/tsan)
+#   run_tests.sh --build DIR tcp     the end-to-end scenarios over TCP on
+#                                    this host's loopback (seconds)
+#   run_tests.sh --build DIR quick   unit + tcp: the everyday suite
 #   run_tests.sh --build DIR guest   real rdcp processes over Soft-RoCE
 #                                    (rdma_rxe) in qemu guests
 #   run_tests.sh --build DIR all     all of these
@@ -63,8 +66,12 @@ unit_suites() {
 	fi
 }
 
-if [ "$WHAT" = unit ] || [ "$WHAT" = all ]; then
+if [ "$WHAT" = unit ] || [ "$WHAT" = quick ] || [ "$WHAT" = all ]; then
 	unit_suites "$BUILD" ""
+fi
+
+if [ "$WHAT" = tcp ] || [ "$WHAT" = quick ] || [ "$WHAT" = all ]; then
+	run_suite tcp-e2e "$HERE/e2e/run_tcp.sh" --build "$BUILD"
 fi
 
 if [ "$WHAT" = san ] || [ "$WHAT" = all ]; then

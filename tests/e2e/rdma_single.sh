@@ -14,7 +14,15 @@
 # if everything passed.
 
 ADDR=${RDCP_GUEST_ADDR:-10.77.0.1}
-W=/tmp/e2e
+# RDCP_E2E_HOST=1: the same scenarios on the host over TCP loopback
+# (tests/e2e/run_tcp.sh puts rdcp wrappers adding --transport tcp first in
+# PATH): no tmpfs mount, no rxe counters, the key under XDG_CONFIG_HOME.
+HOST_MODE=${RDCP_E2E_HOST:-}
+# The kill tests need a transfer still running when the kill comes: TCP
+# on loopback is ~30x faster than rxe under TCG.
+KILL_MIB=${RDCP_E2E_KILL_MIB:-64}
+KILL_AFTER_US=${RDCP_E2E_KILL_AFTER_US:-1000000}
+W=${RDCP_E2E_DIR:-/tmp/e2e}
 HW=/sys/class/infiniband/rxe0/ports/1/hw_counters
 RNR_COUNTERS="rcvd_rnr_err send_rnr_err retry_rnr_exceeded_err"
 # The peer-went-away wording accepted from a survivor.
@@ -230,12 +238,18 @@ s_default() {
 #    with cmp) plus the allocation of the copy (its holes must stay holes,
 #    so they read as zeros); a full cmp of 4 GiB takes minutes under TCG.
 s_sparse() {
-	mkdir -p /mnt/big
-	mount -t tmpfs -o size=16g tmpfs /mnt/big
-	mkdir -p /mnt/big/src /mnt/big/rx
-	dd if=/dev/urandom of=/mnt/big/src/tail bs=1M count=1 seek=4096 2>/dev/null
-	dd if=/dev/urandom of=/mnt/big/src/ends bs=1M count=3 2>/dev/null
-	dd if=/dev/urandom of=/mnt/big/src/ends bs=1M count=2 seek=4096 conv=notrunc 2>/dev/null
+	BIG=/mnt/big
+	if [ -n "$HOST_MODE" ]; then
+		BIG=$W/big
+		mkdir -p "$BIG"
+	else
+		mkdir -p "$BIG"
+		mount -t tmpfs -o size=16g tmpfs "$BIG"
+	fi
+	mkdir -p $BIG/src $BIG/rx
+	dd if=/dev/urandom of=$BIG/src/tail bs=1M count=1 seek=4096 2>/dev/null
+	dd if=/dev/urandom of=$BIG/src/ends bs=1M count=3 2>/dev/null
+	dd if=/dev/urandom of=$BIG/src/ends bs=1M count=2 seek=4096 conv=notrunc 2>/dev/null
 	# mib_sum FILE OFF LEN: md5 of LEN MiB at OFF MiB (dd seeks, cmp would read
 	# the whole skipped part).
 	mib_sum() {
@@ -267,16 +281,16 @@ s_sparse() {
 	for f in tail ends; do
 		t_begin "sparse 4 GiB+ file '$f'"
 		nextport
-		if start_rx "$W/rx-sparse-$f.log" --root /mnt/big/rx --once --port $P; then
-			send "$W/tx-sparse-$f.log" --port $P "/mnt/big/src/$f" "$ADDR:$f"
+		if start_rx "$W/rx-sparse-$f.log" --root $BIG/rx --once --port $P; then
+			send "$W/tx-sparse-$f.log" --port $P "$BIG/src/$f" "$ADDR:$f"
 			[ "$SRC" = 0 ] || t_fail "sender exit $SRC, want 0"
 			stop_rx 10
 			[ "$RX_RC" = 0 ] || t_fail "receiver exit $RX_RC, want 0"
 			if [ "$f" = tail ]; then
-				sparse_same /mnt/big/src/tail /mnt/big/rx/tail \
+				sparse_same $BIG/src/tail $BIG/rx/tail \
 					"4096:1" "0 2048 4095"
 			else
-				sparse_same /mnt/big/src/ends /mnt/big/rx/ends \
+				sparse_same $BIG/src/ends $BIG/rx/ends \
 					"0:3 4096:2" "3 2048 4095"
 			fi
 			# Holes are not sent: 4 GiB at rxe speed would take minutes.
@@ -287,10 +301,11 @@ s_sparse() {
 		fi
 		t_log "$W/tx-sparse-$f.log" "$W/rx-sparse-$f.log"
 		t_end
-		rm -f "/mnt/big/rx/$f"
+		rm -f "$BIG/rx/$f"
 	done
-	rm -rf /mnt/big/src /mnt/big/rx
-	umount /mnt/big
+	rm -rf $BIG/src $BIG/rx
+	[ -n "$HOST_MODE" ] || umount "$BIG"
+	rm -rf "$W/big"
 }
 
 # 4. --checksum sha256 and none.
@@ -428,7 +443,7 @@ s_noconn() {
 # 10. kill -9 of the sender mid-transfer.
 mk64() {
 	mkdir -p src
-	[ -f src/k64 ] || dd if=/dev/urandom of=src/k64 bs=1M count=64 2>/dev/null
+	[ -f src/k64 ] || dd if=/dev/urandom of=src/k64 bs=1M count="$KILL_MIB" 2>/dev/null
 }
 s_killsender() {
 	mk64
@@ -439,7 +454,7 @@ s_killsender() {
 		rdcp --port $P --window 2 --chunk-size 64K src/k64 "$ADDR:k64" >"$W/tx-ks.log" 2>&1 &
 		TX=$!
 		if wait_partfile rx/ks k64 "$TX"; then
-			sleep 1
+			usleep "$KILL_AFTER_US"
 			if alive "$TX"; then
 				kill -9 "$TX"
 				wait "$TX" 2>/dev/null
@@ -474,7 +489,7 @@ s_killreceiver() {
 		rdcp --port $P --window 2 --chunk-size 64K src/k64 "$ADDR:k64" >"$W/tx-kr.log" 2>&1 &
 		TX=$!
 		if wait_partfile rx/kr k64 "$RX"; then
-			sleep 1
+			usleep "$KILL_AFTER_US"
 			if alive "$TX"; then
 				kill -9 "$RX"
 				wait "$RX" 2>/dev/null
@@ -581,21 +596,52 @@ s_auth() {
 	rm -rf rx/auth src/au
 }
 
+# 14. --transport auto (the default) picks the transport this host has:
+#     RDMA in the guest, TCP with one notice on a host without RDMA.
+s_auto() {
+	want=${RDCP_E2E_AUTO_WANT:-rdma}
+	auto=${RDCP_E2E_AUTO_BIN:-rdcp}
+	t_begin "--transport auto picks $want here"
+	mkdir -p src rx/auto
+	mkrand src/auto 100000
+	nextport
+	"$auto" --listen -v --root "$W/rx/auto" --once --port $P >"$W/rx-auto.log" 2>&1 &
+	RX=$!
+	usleep 500000
+	timeout -s KILL 60 "$auto" -v --port $P src/auto "$ADDR:auto" >"$W/tx-auto.log" 2>&1
+	rc=$?
+	wait_pid "$RX" 20
+	[ "$rc" = 0 ] || t_fail "sender exit $rc"
+	grep -q "over $want" "$W/tx-auto.log" || t_fail "the copy did not go over $want"
+	if [ "$want" = tcp ]; then
+		grep -q "using TCP" "$W/tx-auto.log" ||
+			t_fail "no notice that TCP was chosen"
+		grep -q "serving TCP only" "$W/rx-auto.log" ||
+			t_fail "the receiver did not say it serves TCP only"
+	fi
+	same src/auto rx/auto/auto
+	t_log "$W/tx-auto.log" "$W/rx-auto.log"
+	t_end
+	rm -rf rx/auto
+}
+
 # ---------------------------------------------------------------- main
 
 # A shared key for every rdcp here (builds with authentication).
 AUTH=
 if rdcp --help 2>&1 | grep -q -- '--keygen'; then
 	AUTH=1
-	if [ ! -f /etc/rdcp/key ]; then
-		mkdir -p /etc/rdcp
-		rdcp --keygen /etc/rdcp/key >/dev/null 2>&1 ||
-			{ echo "# rdcp --keygen /etc/rdcp/key failed"; echo "not ok 1 - key setup"; echo "1..1"; exit 1; }
+	KEY=/etc/rdcp/key
+	[ -z "${XDG_CONFIG_HOME:-}" ] || KEY=$XDG_CONFIG_HOME/rdcp/key
+	if [ ! -f "$KEY" ]; then
+		mkdir -p "$(dirname "$KEY")"
+		rdcp --keygen "$KEY" >/dev/null 2>&1 ||
+			{ echo "# rdcp --keygen $KEY failed"; echo "not ok 1 - key setup"; echo "1..1"; exit 1; }
 	fi
 fi
 
 ALL="sizes default sparse checksum corrupt escape multifile partial noconn"
-ALL="$ALL killsender killreceiver daemon auth"
+ALL="$ALL killsender killreceiver daemon auth auto"
 # shellcheck disable=SC2086 # a word list
 [ $# -gt 0 ] || set -- $ALL
 RNR0=$(counters)
@@ -611,7 +657,8 @@ for sc in "$@"; do
 	echo "# scenario $sc: $(since "$SC_START")s"
 done
 
-# 13. No RNR NAK across the whole suite.
+# 13. No RNR NAK across the whole suite (RDMA only: TCP has no RNR).
+[ -z "$HOST_MODE" ] || { echo "1..$N"; [ "$FAILED" -eq 0 ]; exit; }
 RNR1=$(counters)
 echo "# rxe counters at end: $RNR1"
 t_begin "no RNR across the suite"

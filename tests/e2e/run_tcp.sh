@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+#
+# The single-host end-to-end scenarios of rdma_single.sh, run on this host
+# over TCP on loopback (127.0.0.1): the quick everyday suite, and proof
+# that both transports pass the same list. Wrappers named rdcp and
+# rdcp-hooks, first in PATH, add --transport tcp to every call, so the
+# scenarios themselves are the very same script. Prints its TAP lines and
+# exits non-zero if anything failed.
+#
+#   tests/e2e/run_tcp.sh [--build DIR] [SCENARIO...]
+set -uo pipefail
+BUILD=build
+if [ "${1:-}" = --build ]; then
+	BUILD=$2
+	shift 2
+fi
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+for b in "$BUILD/rdcp" "$BUILD/hooks/rdcp"; do
+	[ -x "$b" ] || { echo "not ok 1 - $b missing (run make all hooks)"; exit 1; }
+done
+
+T=$(mktemp -d /tmp/rdcp-e2e-tcp.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+mkdir -p "$T/bin" "$T/cfg"
+cp "$BUILD/rdcp" "$T/bin/rdcp.real"
+cp "$BUILD/hooks/rdcp" "$T/bin/rdcp-hooks.real"
+for n in rdcp rdcp-hooks; do
+	printf '#!/bin/sh\nexec "%s" --transport tcp "$@"\n' "$T/bin/$n.real" >"$T/bin/$n"
+	chmod +x "$T/bin/$n"
+done
+
+# The scenarios are written for the guest's busybox: run them with it, and
+# give them its usleep.
+command -v busybox >/dev/null 2>&1 ||
+	{ echo "not ok 1 - busybox missing (run make setup)"; exit 1; }
+printf '#!/bin/sh\nexec busybox usleep "$@"\n' >"$T/bin/usleep"
+chmod +x "$T/bin/usleep"
+
+cd "$T" || exit 1
+PATH=$T/bin:$PATH RDCP_GUEST_ADDR=127.0.0.1 RDCP_E2E_HOST=1 \
+	RDCP_E2E_KILL_MIB=1024 RDCP_E2E_KILL_AFTER_US=200000 \
+	RDCP_E2E_AUTO_BIN=$T/bin/rdcp.real RDCP_E2E_AUTO_WANT=tcp \
+	RDCP_E2E_DIR=$T/e2e XDG_CONFIG_HOME=$T/cfg \
+	busybox sh "$HERE/rdma_single.sh" "$@"
