@@ -15,6 +15,7 @@
 #include "tap.h"
 
 #include "memconn.h"
+#include "testfs.h"
 #include "transfer/engine.h"
 #include "transfer/session.h"
 #include "transfer/wire.h"
@@ -43,106 +44,6 @@
 __attribute__((constructor)) static void line_buffered(void)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
-}
-
-static int count_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *de;
-	int n = 0;
-
-	if (!d)
-		return -1;
-	while ((de = readdir(d)))
-		if (de->d_name[0] != '.')
-			n++;
-	closedir(d);
-	return n - 1; /* the DIR's own descriptor */
-}
-
-static int rm_one(const char *p, const struct stat *st, int type,
-		  struct FTW *ftw)
-{
-	(void)st;
-	(void)type;
-	(void)ftw;
-	return remove(p);
-}
-
-static void rm_tree(const char *dir)
-{
-	struct stat st;
-
-	CHECK_EQ(nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS), 0);
-	CHECK(stat(dir, &st) < 0 && errno == ENOENT);
-}
-
-static uint64_t rng_next(uint64_t *s)
-{
-	/* xorshift64*: reproducible file contents */
-	*s ^= *s >> 12;
-	*s ^= *s << 25;
-	*s ^= *s >> 27;
-	return *s * 0x2545F4914F6CDD1Dull;
-}
-
-/* Writes size pseudo-random bytes (seeded) to path. */
-static int make_file(const char *path, size_t size, uint64_t seed)
-{
-	uint8_t buf[8192];
-	uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-
-	if (fd < 0)
-		return -1;
-	while (size) {
-		size_t n = size < sizeof(buf) ? size : sizeof(buf);
-
-		for (size_t i = 0; i < n; i += 8) {
-			uint64_t v = rng_next(&s);
-
-			memcpy(buf + i, &v, n - i < 8 ? n - i : 8);
-		}
-		if (write(fd, buf, n) != (ssize_t)n) {
-			close(fd);
-			return -1;
-		}
-		size -= n;
-	}
-	return close(fd);
-}
-
-/* 1: same bytes, 0: different, -1: one of them cannot be read. */
-static int same_file(const char *a, const char *b)
-{
-	static uint8_t ba[65536], bb[65536];
-	int fa = open(a, O_RDONLY | O_CLOEXEC);
-	int fb = open(b, O_RDONLY | O_CLOEXEC);
-	int same = -1;
-
-	if (fa < 0 || fb < 0)
-		goto out;
-	for (;;) {
-		ssize_t na = read(fa, ba, sizeof(ba));
-		ssize_t nb = na > 0 ? read(fb, bb, (size_t)na) : read(fb, bb, 1);
-
-		if (na < 0 || nb < 0)
-			goto out;
-		if (na != nb || memcmp(ba, bb, (size_t)na)) {
-			same = 0;
-			goto out;
-		}
-		if (!na) {
-			same = 1;
-			goto out;
-		}
-	}
-out:
-	if (fa >= 0)
-		close(fa);
-	if (fb >= 0)
-		close(fb);
-	return same;
 }
 
 /* Counts the receiver's temporaries (".NAME.rdcp-part") under dir. */
@@ -221,7 +122,7 @@ static void sess_init(struct sess *s, uint16_t window)
 	s->poll = XFER_POLL_ADAPTIVE;
 	s->timeout_ms = 5000;
 	s->dest = "out";
-	s->fds_before = count_fds();
+	s->fds_before = tf_count_fds();
 	strcpy(s->srcdir, "/tmp/rdcp-test-src.XXXXXX");
 	strcpy(s->root, "/tmp/rdcp-test-root.XXXXXX");
 	CHECK(mkdtemp(s->srcdir) != NULL);
@@ -237,7 +138,7 @@ static const char *sess_add(struct sess *s, const char *name, size_t size,
 	if (!path)
 		abort();
 	sprintf(path, "%s/%s", s->srcdir, name);
-	CHECK_EQ(make_file(path, size, seed), 0);
+	CHECK_EQ(tf_make_file(path, size, seed), 0);
 	s->srcs[s->nsrcs++] = path;
 	return path;
 }
@@ -313,7 +214,7 @@ static void check_placed(const struct sess *s, size_t i)
 	char d[4200];
 
 	dest_of(s, i, d, sizeof(d));
-	if (same_file(s->srcs[i], d) != 1) {
+	if (tf_same_file(s->srcs[i], d) != 1) {
 		printf("#   %s did not arrive as %s\n", s->srcs[i], d);
 		CHECK(0);
 	}
@@ -347,11 +248,11 @@ static void sess_finish(struct sess *s)
 		       (unsigned long long)s->ms.no_ring);
 	CHECK_EQ(v, 0);
 	CHECK_EQ(count_temps(s->root), 0);
-	rm_tree(s->srcdir);
-	rm_tree(s->root);
+	CHECK_EQ(tf_rm_tree(s->srcdir), 0);
+	CHECK_EQ(tf_rm_tree(s->root), 0);
 	for (size_t i = 0; i < s->nsrcs; i++)
 		free((char *)s->srcs[i]);
-	CHECK_EQ(count_fds(), s->fds_before);
+	CHECK_EQ(tf_count_fds(), s->fds_before);
 }
 
 /* One file of size bytes, expected to arrive. */
@@ -683,7 +584,7 @@ static void test_memconn_rules(void)
 	struct cm_ring_desc ring;
 	struct memconn_stats ms;
 	struct cm_event ev[16];
-	int fds = count_fds(), n;
+	int fds = tf_count_fds(), n;
 	uint64_t t0;
 
 	CHECK_EQ(memconn_pair(&g, NULL, &a, &b), 0);
@@ -771,7 +672,7 @@ static void test_memconn_rules(void)
 	CHECK_EQ(ev[1].status, -ECONNRESET);
 	CHECK_EQ(poll_all(b, ev, 16), 0);
 	cm_conn_destroy(b);
-	CHECK_EQ(count_fds(), fds);
+	CHECK_EQ(tf_count_fds(), fds);
 }
 
 /* ---- a fatal error mid-session reaches the peer as that error ---- */
@@ -804,7 +705,7 @@ static void test_error_reaches_peer(void)
 	struct wire_msg m;
 	struct memconn_stats ms;
 	pthread_t tid;
-	int fds = count_fds();
+	int fds = tf_count_fds();
 
 	xfer_opts_init(&o);
 	o.timeout_ms = 5000;
@@ -837,7 +738,7 @@ static void test_error_reaches_peer(void)
 	engine_release(&eb);
 	cm_conn_destroy(a);
 	cm_conn_destroy(b);
-	CHECK_EQ(count_fds(), fds);
+	CHECK_EQ(tf_count_fds(), fds);
 }
 
 TAP_RUN(TAP_TEST(test_memconn_rules), TAP_TEST(test_error_reaches_peer),

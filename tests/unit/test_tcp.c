@@ -11,6 +11,7 @@
  * comment and not asserted.
  */
 #include "tap.h"
+#include "testfs.h"
 
 #include "cm/cm_tcp.h"
 #include "transfer/session.h"
@@ -43,99 +44,6 @@ __attribute__((constructor)) static void line_buffered(void)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (getenv("RDCP_TEST_DEBUG"))
 		log_set_level(LOG_DEBUG);
-}
-
-/* ---- helpers ---- */
-
-static int count_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *de;
-	int n = 0;
-
-	if (!d)
-		return -1;
-	while ((de = readdir(d)))
-		if (de->d_name[0] != '.')
-			n++;
-	closedir(d);
-	return n - 1;
-}
-
-static int rm_one(const char *p, const struct stat *st, int type,
-		  struct FTW *ftw)
-{
-	return remove(p);
-}
-
-static void rm_tree(const char *dir)
-{
-	CHECK_EQ(nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS), 0);
-}
-
-static uint64_t rng_next(uint64_t *s)
-{
-	*s ^= *s >> 12;
-	*s ^= *s << 25;
-	*s ^= *s >> 27;
-	return *s * 0x2545F4914F6CDD1Dull;
-}
-
-static int make_file(const char *path, size_t size, uint64_t seed)
-{
-	static uint8_t buf[1 << 16];
-	uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-
-	if (fd < 0)
-		return -1;
-	while (size) {
-		size_t n = size < sizeof(buf) ? size : sizeof(buf);
-
-		for (size_t i = 0; i < n; i += 8) {
-			uint64_t v = rng_next(&s);
-
-			memcpy(buf + i, &v, n - i < 8 ? n - i : 8);
-		}
-		if (write(fd, buf, n) != (ssize_t)n) {
-			close(fd);
-			return -1;
-		}
-		size -= n;
-	}
-	return close(fd);
-}
-
-static int same_file(const char *a, const char *b)
-{
-	static uint8_t ba[1 << 16], bb[1 << 16];
-	int fa = open(a, O_RDONLY | O_CLOEXEC);
-	int fb = open(b, O_RDONLY | O_CLOEXEC);
-	int same = -1;
-
-	if (fa < 0 || fb < 0)
-		goto out;
-	for (;;) {
-		ssize_t na = read(fa, ba, sizeof(ba));
-		ssize_t nb = na > 0 ? read(fb, bb, (size_t)na) : read(fb, bb, 1);
-
-		if (na < 0 || nb < 0)
-			goto out;
-		if (na != nb || memcmp(ba, bb, (size_t)na)) {
-			same = 0;
-			goto out;
-		}
-		if (!na) {
-			same = 1;
-			goto out;
-		}
-	}
-out:
-	if (fa >= 0)
-		close(fa);
-	if (fb >= 0)
-		close(fb);
-	return same;
 }
 
 static uint16_t port_of(int fd)
@@ -312,7 +220,7 @@ static void test_handshake_and_ops(void)
 	struct cm_ring_desc desc = { 1, 1 };
 	struct cm_event ev[8 + WIRE_CTRL_CREDITS + 8];
 	uint16_t port;
-	int fds = count_fds(), n, i;
+	int fds = tf_count_fds(), n, i;
 
 	l = listen_lo(&port);
 	if (!l)
@@ -432,7 +340,7 @@ static void test_handshake_and_ops(void)
 out:
 	cm_conn_destroy(s);
 	cm_tcp_listener_destroy(l);
-	CHECK_EQ(count_fds(), fds);
+	CHECK_EQ(tf_count_fds(), fds);
 }
 
 /* A client of another version (or bad geometry) is told why. */
@@ -445,7 +353,7 @@ static void test_refusals(void)
 	struct connector k;
 	uint8_t pd[24];
 	uint16_t port;
-	int fds = count_fds(), fd;
+	int fds = tf_count_fds(), fd;
 
 	l = listen_lo(&port);
 	if (!l)
@@ -506,7 +414,7 @@ static void test_refusals(void)
 		close(fd);
 	}
 	cm_tcp_listener_destroy(l);
-	CHECK_EQ(count_fds(), fds);
+	CHECK_EQ(tf_count_fds(), fds);
 }
 
 /* The client's side of refusals, from raw servers. */
@@ -516,7 +424,7 @@ static void test_client_side(void)
 	struct sockaddr_in sa = { .sin_family = AF_INET };
 	struct connector k;
 	uint8_t pd[24];
-	int fds = count_fds(), lfd, fd, i;
+	int fds = tf_count_fds(), lfd, fd, i;
 	uint16_t port;
 	double t0;
 
@@ -579,7 +487,7 @@ static void test_client_side(void)
 		CHECK(k.c == NULL);
 	}
 	close(lfd);
-	CHECK_EQ(count_fds(), fds);
+	CHECK_EQ(tf_count_fds(), fds);
 }
 
 /* Names and families: "localhost" as IPv4, "::1" as IPv6. */
@@ -594,7 +502,7 @@ static void test_names_and_families(void)
 	struct sockaddr_in6 sa;
 	socklen_t len = sizeof(sa);
 	uint16_t port;
-	int fds = count_fds(), rc;
+	int fds = tf_count_fds(), rc;
 
 	l = listen_lo(&port);
 	if (!l)
@@ -619,7 +527,7 @@ static void test_names_and_families(void)
 	if (rc) {
 		printf("#   skip IPv6: cannot listen on [::1]: %s\n",
 		       strerror(-rc));
-		CHECK_EQ(count_fds(), fds);
+		CHECK_EQ(tf_count_fds(), fds);
 		return;
 	}
 	CHECK_EQ(getsockname(cm_tcp_listener_fd(l), (struct sockaddr *)&sa,
@@ -643,7 +551,7 @@ static void test_names_and_families(void)
 	cm_conn_destroy(k.c);
 	cm_conn_destroy(s);
 	cm_tcp_listener_destroy(l);
-	CHECK_EQ(count_fds(), fds);
+	CHECK_EQ(tf_count_fds(), fds);
 }
 
 /* ---- whole sessions ---- */
@@ -808,7 +716,7 @@ static void sess_init(struct sess *s, uint16_t window, const char *base)
 	s->poll = XFER_POLL_ADAPTIVE;
 	s->dest = "in/";
 	s->base = base;
-	s->fds_before = count_fds();
+	s->fds_before = tf_count_fds();
 	snprintf(s->srcdir, sizeof(s->srcdir), "%s/rdcp-tcp-src.XXXXXX", base);
 	snprintf(s->root, sizeof(s->root), "%s/rdcp-tcp-root.XXXXXX", base);
 	CHECK(mkdtemp(s->srcdir) != NULL);
@@ -823,7 +731,7 @@ static const char *sess_add(struct sess *s, const char *name, size_t size,
 	if (!path)
 		abort();
 	sprintf(path, "%s/%s", s->srcdir, name);
-	CHECK_EQ(make_file(path, size, seed), 0);
+	CHECK_EQ(tf_make_file(path, size, seed), 0);
 	s->srcs[s->nsrcs++] = path;
 	return path;
 }
@@ -896,7 +804,7 @@ static void check_placed(const struct sess *s, size_t i)
 	char d[4200];
 
 	snprintf(d, sizeof(d), "%s/%s%s", s->root, s->dest, base);
-	if (same_file(s->srcs[i], d) != 1) {
+	if (tf_same_file(s->srcs[i], d) != 1) {
 		printf("#   %s did not arrive as %s\n", s->srcs[i], d);
 		CHECK(0);
 	}
@@ -906,9 +814,9 @@ static void sess_done(struct sess *s)
 {
 	for (size_t i = 0; i < s->nsrcs; i++)
 		free((void *)s->srcs[i]);
-	rm_tree(s->srcdir);
-	rm_tree(s->root);
-	CHECK_EQ(count_fds(), s->fds_before);
+	CHECK_EQ(tf_rm_tree(s->srcdir), 0);
+	CHECK_EQ(tf_rm_tree(s->root), 0);
+	CHECK_EQ(tf_count_fds(), s->fds_before);
 }
 
 static void sizes_session(uint16_t window, enum xfer_poll poll)

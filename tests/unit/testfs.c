@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/* The shared file helpers of testfs.h. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "testfs.h"
+
+int tf_count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *de;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((de = readdir(d)))
+		if (de->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n - 1; /* the DIR's own descriptor */
+}
+
+static int rm_one(const char *p, const struct stat *st, int type,
+		  struct FTW *ftw)
+{
+	(void)st;
+	(void)type;
+	(void)ftw;
+	return remove(p);
+}
+
+int tf_rm_tree(const char *dir)
+{
+	struct stat st;
+
+	if (nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS))
+		return -1;
+	return stat(dir, &st) < 0 && errno == ENOENT ? 0 : -1;
+}
+
+uint64_t tf_rng_next(uint64_t *s)
+{
+	/* xorshift64*: reproducible file contents */
+	*s ^= *s >> 12;
+	*s ^= *s << 25;
+	*s ^= *s >> 27;
+	return *s * 0x2545F4914F6CDD1Dull;
+}
+
+/* Writes size pseudo-random bytes (seeded) to path. */
+int tf_make_file(const char *path, size_t size, uint64_t seed)
+{
+	uint8_t buf[8192];
+	uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+	if (fd < 0)
+		return -1;
+	while (size) {
+		size_t n = size < sizeof(buf) ? size : sizeof(buf);
+
+		for (size_t i = 0; i < n; i += 8) {
+			uint64_t v = tf_rng_next(&s);
+
+			memcpy(buf + i, &v, n - i < 8 ? n - i : 8);
+		}
+		if (write(fd, buf, n) != (ssize_t)n) {
+			close(fd);
+			return -1;
+		}
+		size -= n;
+	}
+	return close(fd);
+}
+
+/* 1: same bytes, 0: different, -1: one of them cannot be read. */
+int tf_same_file(const char *a, const char *b)
+{
+	static uint8_t ba[65536], bb[65536];
+	int fa = open(a, O_RDONLY | O_CLOEXEC);
+	int fb = open(b, O_RDONLY | O_CLOEXEC);
+	int same = -1;
+
+	if (fa < 0 || fb < 0)
+		goto out;
+	for (;;) {
+		ssize_t na = read(fa, ba, sizeof(ba));
+		ssize_t nb = na > 0 ? read(fb, bb, (size_t)na) : read(fb, bb, 1);
+
+		if (na < 0 || nb < 0)
+			goto out;
+		if (na != nb || memcmp(ba, bb, (size_t)na)) {
+			same = 0;
+			goto out;
+		}
+		if (!na) {
+			same = 1;
+			goto out;
+		}
+	}
+out:
+	if (fa >= 0)
+		close(fa);
+	if (fb >= 0)
+		close(fb);
+	return same;
+}

@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * File helpers the session tests share (test_engine over the in-memory
+ * transport, test_tcp over loopback): reproducible random files, byte
+ * comparison, tree removal, open-fd counting for leak checks.
+ */
+#ifndef RDCP_TESTFS_H
+#define RDCP_TESTFS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Open file descriptors of this process (for leak checks). */
+int tf_count_fds(void);
+/* rm -rf dir; 0, or -1 if anything is left. */
+int tf_rm_tree(const char *dir);
+/* xorshift64*: the next value of a reproducible sequence. */
+uint64_t tf_rng_next(uint64_t *s);
+/* Writes size pseudo-random bytes (from seed) to path; 0 or -1. */
+int tf_make_file(const char *path, size_t size, uint64_t seed);
+/* 1: same bytes, 0: different, -1: one of them cannot be read. */
+int tf_same_file(const char *a, const char *b);
+
+#endif
