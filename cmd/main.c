@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include "cmd/exit_codes.h"
@@ -471,6 +472,21 @@ static int load_key(struct cli *cli)
 	return 0;
 }
 
+/* -v: what this process cost, from getrusage (also read by make bench). */
+static void report_usage(void)
+{
+	struct rusage ru;
+	char rss[32];
+
+	if (!log_enabled(LOG_INFO) || getrusage(RUSAGE_SELF, &ru))
+		return;
+	log_info("resources: user %.2f s, system %.2f s, peak RSS %s",
+		 ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6,
+		 ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6,
+		 units_format_size((uint64_t)ru.ru_maxrss * 1024, rss,
+				   sizeof(rss)));
+}
+
 int main(int argc, char **argv)
 {
 	static const struct argp argp = {
@@ -524,5 +540,6 @@ int main(int argc, char **argv)
 								 : "");
 		free(cli.target);
 	}
+	report_usage();
 	return exit_code(v);
 }

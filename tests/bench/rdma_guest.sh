@@ -17,12 +17,19 @@ ADDR=$RDCP_GUEST_ADDR
 BYTES=$((MIB * 1048576))
 mkdir -p /tmp/b/root /tmp/b/rc
 head -c "$BYTES" /dev/urandom >/tmp/b/src.bin
+# rdcp authenticates, as deployed; its handshake is inside the timing.
+rdcp --keygen /tmp/b/key >/dev/null 2>&1 || echo "# rdcp --keygen failed"
+K="--key-file /tmp/b/key"
 
 now() { cut -d' ' -f1 /proc/uptime; }
 rate() { awk -v b="$BYTES" -v a="$1" -v z="$2" 'BEGIN { printf "%.2f", b / 1e6 / (z - a) }'; }
-# busybox time -v: "User time (seconds): x", "System time (seconds): y"
-cpu() { awk -F': ' '/User time|System time/ { s += $2 } END { printf "%.2f", s }' "$1"; }
-maxrss() { awk -F': ' '/Maximum resident/ { print $2 }' "$1"; }
+# rdcp -v ends with "rdcp: resources: user U s, system S s, peak RSS N MiB"
+# (getrusage).
+cpu() { awk '/resources:/ { printf "%.2f", $4 + $7 }' "$1"; }
+maxrss() { # in KiB
+	awk '/resources:/ { m = $12 == "GiB" ? 1048576 : $12 == "MiB" ? 1024 : $12 == "B" ? 1 / 1024 : 1
+		printf "%d", $11 * m }' "$1"
+}
 
 bw() { # SIZE: ib_write_bw average MB/s (perftest prints MiB/s)
 	n=$((BYTES / $1))
@@ -34,16 +41,19 @@ bw() { # SIZE: ib_write_bw average MB/s (perftest prints MiB/s)
 }
 
 rdcp_run() { # REP
-	time -v -o /tmp/b/srv.time rdcp --listen --root /tmp/b/root --once \
-		--port 7490 >/tmp/b/srv.log 2>&1 &
+	rdcp -v --listen $K --root /tmp/b/root --once \
+		--port 7490 >/tmp/b/srv.time 2>&1 &
 	sleep 1
 	t0=$(now)
-	time -v -o /tmp/b/cli.time rdcp --port 7490 --chunk-size "$CHUNK" \
-		/tmp/b/src.bin "$ADDR:out.bin" || echo "# rdcp failed"
+	ok=1
+	rdcp -v $K --port 7490 --chunk-size "$CHUNK" \
+		/tmp/b/src.bin "$ADDR:out.bin" >/tmp/b/cli.time 2>&1 ||
+		{ echo "# rdcp failed"; cat /tmp/b/cli.time; ok=; }
 	t1=$(now)
 	wait
-	cmp -s /tmp/b/src.bin /tmp/b/root/out.bin || echo "# rdcp copy differs"
-	echo "BENCH rdcp $1 $(rate "$t0" "$t1") $(cpu /tmp/b/cli.time) $(cpu /tmp/b/srv.time) $(maxrss /tmp/b/cli.time)"
+	cmp -s /tmp/b/src.bin /tmp/b/root/out.bin || { echo "# rdcp copy differs"; ok=; }
+	[ -n "$ok" ] &&
+		echo "BENCH rdcp $1 $(rate "$t0" "$t1") $(cpu /tmp/b/cli.time) $(cpu /tmp/b/srv.time) $(maxrss /tmp/b/cli.time)"
 	rm -f /tmp/b/root/out.bin
 }
 
@@ -52,13 +62,14 @@ rcopy_run() { # REP
 	srv=$!
 	sleep 1
 	t0=$(now)
+	ok=1
 	rcopy /tmp/b/src.bin "$ADDR:/tmp/b/rc/out.bin" -p 7491 >/dev/null 2>&1 ||
-		echo "# rcopy failed"
+		{ echo "# rcopy failed"; ok=; }
 	t1=$(now)
 	kill "$srv" 2>/dev/null
 	wait
-	cmp -s /tmp/b/src.bin /tmp/b/rc/out.bin || echo "# rcopy copy differs"
-	echo "BENCH rcopy $1 $(rate "$t0" "$t1")"
+	cmp -s /tmp/b/src.bin /tmp/b/rc/out.bin || { echo "# rcopy copy differs"; ok=; }
+	[ -n "$ok" ] && echo "BENCH rcopy $1 $(rate "$t0" "$t1")"
 	rm -f /tmp/b/rc/out.bin
 }
 
@@ -75,10 +86,10 @@ done
 for g in 1 8; do
 	truncate -s "$((g * 1024 - 1))M" /tmp/b/sparse.bin
 	head -c 1048576 /dev/urandom >>/tmp/b/sparse.bin
-	time -v -o /tmp/b/srv.time rdcp --listen --root /tmp/b/root --once \
-		--port 7492 >/dev/null 2>&1 &
+	rdcp -v --listen $K --root /tmp/b/root --once \
+		--port 7492 >/tmp/b/srv.time 2>&1 &
 	sleep 1
-	time -v -o /tmp/b/cli.time rdcp --port 7492 /tmp/b/sparse.bin "$ADDR:s.bin" ||
+	rdcp -v $K --port 7492 /tmp/b/sparse.bin "$ADDR:s.bin" >/tmp/b/cli.time 2>&1 ||
 		echo "# sparse copy failed"
 	wait
 	echo "BENCH rss_${g}g 1 0 0 0 $(maxrss /tmp/b/cli.time) $(maxrss /tmp/b/srv.time)"

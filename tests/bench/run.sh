@@ -22,6 +22,10 @@ log=$OUT/rdma-guest.log
 	"$HERE/rdma_guest.sh" "${BENCH_MIB:-256}" "${BENCH_REPS:-5}" 2>&1 | tee "$log" | grep -E '^(BENCH|#)' || true
 status=${PIPESTATUS[0]}
 [ "$status" -eq 0 ] || { echo "bench: the guest run failed ($status), see $log" >&2; exit 1; }
+if grep -Eq '^# .*(failed|differs)' "$log"; then
+	echo "bench: a copy failed or differs (see $log): no table" >&2
+	exit 1
+fi
 
 awk -v json="$OUT/rdma.json" -v mib="${BENCH_MIB:-256}" '
 function median(name,   n, i, j, t, a) {
@@ -35,7 +39,7 @@ function median(name,   n, i, j, t, a) {
 $1 == "BENCH" {
 	n = ++cnt[$2]; val[$2, n] = $4
 	if ($2 == "rdcp") { scpu[++ns] = $5; rcpu[ns] = $6 }
-	if ($2 ~ /^rss_/) { rss[$2, "s"] = $8; rss[$2, "r"] = $9 }
+	if ($2 ~ /^rss_/) { rss[$2, "s"] = $7; rss[$2, "r"] = $8 }
 	if ($2 == "rnr") rnr = $4
 	raw = raw sprintf("%s{\"name\":\"%s\",\"rep\":%s,\"mbps\":%s}", raw == "" ? "" : ",", $2, $3, $4)
 }

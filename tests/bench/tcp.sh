@@ -111,7 +111,7 @@ for rep in $(seq 1 "$REPS"); do
 
 	t0=$(now); rdcp_send "$src" "127.0.0.1:big.bin"; t1=$(now)
 	read -r u s m <"$W/tx.time"
-	cmp -s "$src" "$SHM/rdcp/big.bin" || echo "# rdcp copy differs" >&2
+	cmp -s "$src" "$SHM/rdcp/big.bin" || { echo "bench: rdcp copy differs" >&2; exit 1; }
 	rec rdcp "$rep" "$(mbps "$BYTES" "$t0" "$t1")" "$u" "$s" "$m"
 	rm -f "$SHM/rdcp/big.bin"
 
