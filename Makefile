@@ -32,6 +32,13 @@ BUILD   ?= build
 SAN     ?=
 
 PKGS := libibverbs librdmacm zlib libcrypto
+# Intel ISA-L, when present (Debian: libisal-dev), computes the same CRC32
+# as zlib ~3.5x faster (PCLMULQDQ); without it rdcp uses zlib's. ISAL=0
+# builds without it even where it is installed.
+ISAL ?= $(shell pkg-config --exists libisal 2>/dev/null && echo 1 || echo 0)
+ifeq ($(ISAL),1)
+PKGS += libisal
+endif
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null || \
 	echo -libverbs -lrdmacm -lz -lcrypto)
@@ -45,6 +52,9 @@ endif
 CFLAGS ?= -O2 -g
 ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -DRDCP_VERSION=\"$(VERSION)\" \
 	-I. $(WARN) $(PKG_CFLAGS) $(CFLAGS) -MMD -MP -pthread
+ifeq ($(ISAL),1)
+ALL_CFLAGS += -DRDCP_HAVE_ISAL
+endif
 ifdef TEST_HOOKS
 ALL_CFLAGS += -DRDCP_TEST_HOOKS
 endif

@@ -8,7 +8,7 @@
 set -euo pipefail
 
 PACKAGES=(gcc make pkg-config libc6-dev libibverbs-dev librdmacm-dev
-	zlib1g-dev libssl-dev)
+	zlib1g-dev libssl-dev libisal-dev)
 
 die() { echo "build-deps.sh: error: $*" >&2; exit 1; }
 
