@@ -191,8 +191,10 @@ deb:
 rpm:
 	$(Q)packaging/mkrpm.sh $(if $(NOCHECK),--nocheck)
 
-# Builds both packages, then lints and inspects them (TAP, "N passed, N
-# failed").
+# Builds both packages, lints and inspects them, installs the .deb in a
+# clean Debian root (debootstrap, cached under build/) and copies files to
+# a receiver started the way the unit starts it, with the installed
+# binary; purges it again (TAP, "N passed, N failed").
 test-packages: deb rpm
 	$(Q)packaging/check-packages.sh
 

@@ -8,21 +8,28 @@
 # systemd unit. Prints TAP lines and a closing "N passed, N failed"; exits
 # non-zero when anything failed. `make test-packages` builds, then runs it.
 #
-#   packaging/check-packages.sh [--chroot DIR]
+#   packaging/check-packages.sh [--chroot DIR | --no-install-test]
 #
-# --chroot DIR also installs the .deb with dpkg -i in DIR (a throwaway
-# Debian chroot, e.g. from `debootstrap --variant=minbase bookworm DIR`),
-# runs the installed rdcp there and purges it again.
+# Then install-test.sh installs the .deb in a clean Debian 12 chroot, runs
+# the receiver as its unit would and copies files to it with the installed
+# rdcp over loopback, and purges it (see there). That needs root and, the
+# first time, the Debian mirror (debootstrap; the pristine root is cached
+# in build/install-test/); without them it fails, it does not skip.
+# --chroot DIR installs in DIR instead (a throwaway Debian root, or an
+# empty or missing directory to debootstrap into); --no-install-test
+# leaves the install test out.
 set -uo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 TOP=$(dirname "$HERE")
 OUT=$TOP/build
-CHROOT=
+CHROOT= INSTALL_TEST=1
 while [ $# -gt 0 ]; do
 	case $1 in
 	--chroot) CHROOT=${2:?--chroot needs a directory}; shift 2 ;;
-	*) echo "usage: check-packages.sh [--chroot DIR]" >&2; exit 2 ;;
+	--no-install-test) INSTALL_TEST= ; shift ;;
+	*) echo "usage: check-packages.sh [--chroot DIR | --no-install-test]" >&2
+		exit 2 ;;
 	esac
 done
 
@@ -93,6 +100,11 @@ if [ -f "$DEB" ]; then
 			grep -q 'adduser .*--system' &&
 			dpkg-deb --ctrl-tarfile '$DEB' | tar -xOf - ./postinst |
 			grep -q '/srv/rdcp'"
+	check "deb postinst makes /etc/rdcp/key only when absent, rdcp:rdcp 0600" \
+		sh -c "dpkg-deb --ctrl-tarfile '$DEB' | tar -xOf - ./postinst >'$TMP/postinst' &&
+			grep -q '! -e /etc/rdcp/key' '$TMP/postinst' &&
+			grep -q 'rdcp --keygen /etc/rdcp/key' '$TMP/postinst' &&
+			grep -q 'chown rdcp:rdcp /etc/rdcp/key' '$TMP/postinst'"
 	# dh_installsystemd --no-enable: enable only what the admin had
 	# enabled before (the "debian-installed" form of the snippet).
 	check "deb postinst does not enable rdcpd.service on install" \
@@ -140,6 +152,13 @@ if [ -f "$RPM" ]; then
 		test "$(rpm -qp --qf '%{VERSION}' "$RPM" 2>/dev/null)" = "$VERSION"
 	check "rpm %pre creates the rdcp user" \
 		sh -c "rpm -qp --scripts '$RPM' 2>/dev/null | grep -q 'useradd -r'"
+	check "rpm %post makes /etc/rdcp/key only when absent; %ghost rdcp 0600" \
+		sh -c "rpm -qp --scripts '$RPM' 2>/dev/null >'$TMP/rpmscripts' &&
+			grep -q '! -e /etc/rdcp/key' '$TMP/rpmscripts' &&
+			grep -q 'rdcp --keygen /etc/rdcp/key' '$TMP/rpmscripts' &&
+			grep -q 'chown rdcp:rdcp /etc/rdcp/key' '$TMP/rpmscripts' &&
+			rpm -qp --qf '[%{FILENAMES} %{FILEFLAGS:fflags} %{FILEMODES:perms} %{FILEUSERNAME}\n]' '$RPM' 2>/dev/null |
+			grep -qx '/etc/rdcp/key g -rw------- rdcp'"
 fi
 
 # ------------------------------------------------ files both packages ship
@@ -207,25 +226,27 @@ done
 if [ -z "${missing_unit-}" ]; then ok "unit sets user, memlock, sandbox, devices, restart"
 else not_ok "unit sets user, memlock, sandbox, devices, restart" "missing:$missing_unit"; fi
 
-# ------------------------------------------------ optional: install it
-if [ -n "$CHROOT" ]; then
-	if [ -f "$DEB" ] && [ -x "$CHROOT/usr/bin/dpkg" ]; then
-		cp "$DEB" "$CHROOT/tmp/"
-		check "chroot: apt-get install the Depends, then dpkg -i" chroot "$CHROOT" sh -c "
-			DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
-				--no-install-recommends adduser ibverbs-providers \
-				libibverbs1 librdmacm1 libssl3 zlib1g >/dev/null &&
-			dpkg -i /tmp/$(basename "$DEB")"
-		check "chroot: installed rdcp --version and --help" chroot "$CHROOT" sh -c "
-			rdcp --version | grep -qx 'rdcp $VERSION' &&
-			rdcp --help | grep -q -- '--listen'"
-		check "chroot: user rdcp and /srv/rdcp (rdcp:rdcp 0750)" chroot "$CHROOT" sh -c "
-			getent passwd rdcp >/dev/null &&
-			[ \"\$(stat -c '%U:%G %a' /srv/rdcp)\" = 'rdcp:rdcp 750' ]"
-		check "chroot: purge removes config and empty /srv/rdcp" chroot "$CHROOT" sh -c "
-			dpkg -P $PKG >/dev/null && [ ! -e /etc/rdcp ] && [ ! -e /srv/rdcp ]"
-	else
-		not_ok "chroot: no $DEB or no dpkg in $CHROOT"
+# ------------------------------------------------ install and run it
+# install-test.sh prints unnumbered TAP lines and its own summary; they
+# are numbered and counted here. Its exit status must agree.
+if [ -n "$INSTALL_TEST" ]; then
+	args=()
+	[ -n "$CHROOT" ] && args=(--root "$CHROOT")
+	it_failed=0 it_lines=0 it_rc=
+	while IFS= read -r line; do
+		case $line in
+		"ok - "*) ok "${line#ok - }"; it_lines=$((it_lines + 1)) ;;
+		"not ok - "*) not_ok "${line#not ok - }"
+			it_lines=$((it_lines + 1)) it_failed=$((it_failed + 1)) ;;
+		"#"*) printf '%s\n' "$line" ;;
+		[0-9]*" passed, "[0-9]*" failed") ;;
+		"exit "[0-9]*) it_rc=${line#exit } ;;
+		*) printf '# install-test: %s\n' "$line" ;;
+		esac
+	done < <("$HERE/install-test.sh" "${args[@]}" "$DEB" 2>&1; echo "exit $?")
+	if [ "$it_lines" -eq 0 ] || [ -z "$it_rc" ] ||
+		{ [ "$it_rc" != 0 ] && [ "$it_failed" -eq 0 ]; }; then
+		not_ok "install test ended (status $it_rc) without reporting a failure"
 	fi
 fi
 

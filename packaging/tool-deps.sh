@@ -8,6 +8,7 @@
 #   tool-deps.sh deb      dpkg-buildpackage, debhelper
 #   tool-deps.sh rpm      rpmbuild
 #   tool-deps.sh check    lintian, rpmlint, mandoc, groff, systemd-analyze,
+#                         debootstrap (the install test),
 #                         bash-completion
 #   tool-deps.sh all      everything
 set -euo pipefail
@@ -19,9 +20,9 @@ for what in "${@:-all}"; do
 	case $what in
 	deb) PACKAGES+=(dpkg-dev debhelper) ;;
 	rpm) PACKAGES+=(rpm) ;;
-	check) PACKAGES+=(lintian rpmlint rpm mandoc groff systemd
+	check) PACKAGES+=(lintian rpmlint rpm mandoc groff systemd debootstrap
 		bash-completion man-db) ;;
-	all) PACKAGES+=(dpkg-dev debhelper rpm lintian rpmlint mandoc groff
+	all) PACKAGES+=(dpkg-dev debhelper rpm lintian rpmlint mandoc groff debootstrap
 		systemd bash-completion man-db) ;;
 	*) die "unknown set '$what' (deb, rpm, check or all)" ;;
 	esac
