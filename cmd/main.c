@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 
 #include "cmd/exit_codes.h"
+#include "cmd/json_out.h"
 #include "transfer/xfer.h"
 #include "util/keyfile.h"
 #include "util/log.h"
@@ -69,6 +70,7 @@ enum {
 	OPT_KEY_FILE,
 	OPT_NO_AUTH,
 	OPT_TRANSPORT,
+	OPT_JSON,
 };
 
 static const struct argp_option options[] = {
@@ -124,6 +126,10 @@ static const struct argp_option options[] = {
 	  "write into the root. Isolated fabrics only",
 	  3 },
 	{ NULL, 0, NULL, 0, "Output:", 4 },
+	{ "json", OPT_JSON, NULL, 0,
+	  "Sender: newline-delimited JSON events on stdout (file_start, "
+	  "file_done, error, summary)",
+	  4 },
 	{ "quiet", 'q', NULL, 0, "Print nothing but errors", 4 },
 	{ "verbose", 'v', NULL, 0, "More detail; twice for debug", 4 },
 	{ 0 }
@@ -134,6 +140,7 @@ struct cli {
 	bool listen;
 	int verbose;
 	bool quiet;
+	bool json;
 	const char *keygen;
 	const char *key_file;
 	bool no_auth;
@@ -290,6 +297,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			argp_error(state, "--workers: '%s' is not 1..256", arg);
 		o->workers = (unsigned int)v;
 		break;
+	case OPT_JSON:
+		cli->json = true;
+		break;
 	case OPT_KEYGEN:
 		cli->keygen = arg;
 		break;
@@ -332,11 +342,22 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			const char *dest;
 			const char *last = cli->srcs[cli->nsrcs - 1];
 
-			if (split_remote(last, &cli->target, &dest))
+			if (split_remote(last, &cli->target, &dest)) {
+				char *h = NULL;
+				const char *p;
+
+				if (split_remote(cli->srcs[0], &h, &p) == 0) {
+					free(h);
+					argp_error(state,
+						   "'%s': pulling from a remote "
+						   "host is not supported yet",
+						   cli->srcs[0]);
+				}
 				argp_error(state,
 					   "'%s' is not HOST:DEST (the last "
 					   "argument names the receiver)",
 					   last);
+			}
 			cli->o.dest = dest;
 			cli->nsrcs--;
 			for (size_t i = 0; i < cli->nsrcs; i++) {
@@ -401,9 +422,14 @@ static int exit_code(enum xfer_fail f)
 
 static void on_file(void *arg, const struct xfer_file_report *r)
 {
+	const struct cli *cli = arg;
 	char sz[32], rate[32];
 
-	if (r->status || !log_enabled(LOG_INFO))
+	if (cli->json) {
+		json_file(stdout, r);
+		return;
+	}
+	if (!r->done || r->status || !log_enabled(LOG_INFO))
 		return;
 	log_info("sent '%s': %s in %.2f s (%s), digest %s", r->path,
 		 units_format_size(r->bytes, sz, sizeof(sz)), r->seconds,
@@ -524,7 +550,16 @@ int main(int argc, char **argv)
 		cli.o.srcs = cli.srcs;
 		cli.o.nsrcs = cli.nsrcs;
 		cli.o.on_file = on_file;
+		cli.o.on_file_arg = &cli;
 		v = xfer_push(&cli.o, &st);
+		if (cli.json) {
+			/* A session failure (not one of its files). */
+			if (v != XFER_OK && !(st.files_failed && !st.error[0]))
+				json_error(stdout, v, exit_code(v),
+					   st.error[0] ? st.error
+						       : log_last_error());
+			json_summary(stdout, &st, v, exit_code(v));
+		}
 		if (v == XFER_OK)
 			log_info("%llu files, %s in %.2f s (%s) over %s%s%s",
 				 (unsigned long long)st.files_ok,

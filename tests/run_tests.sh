@@ -72,6 +72,7 @@ fi
 
 if [ "$WHAT" = tcp ] || [ "$WHAT" = quick ] || [ "$WHAT" = all ]; then
 	run_suite tcp-e2e "$HERE/e2e/run_tcp.sh" --build "$BUILD"
+	run_suite cli "$HERE/e2e/cli.sh" --build "$BUILD"
 fi
 
 if [ "$WHAT" = san ] || [ "$WHAT" = all ]; then

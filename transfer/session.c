@@ -230,6 +230,9 @@ enum xfer_fail session_push(const struct xfer_opts *o, struct cm_conn *c,
 	if (!rc)
 		source_run(&e, st);
 	st->seconds = clock_now_s() - t0;
+	snprintf(st->peer, sizeof(st->peer), "%s", c->peer);
+	if (e.fail)
+		snprintf(st->error, sizeof(st->error), "%s", e.why);
 	engine_tell_peer(&e);
 	v = verdict(&e, st);
 	engine_release(&e);

@@ -95,6 +95,13 @@ struct source {
 static void report(struct source *s, struct src_file *f, int status,
 		   const char *msg, const uint8_t *digest, unsigned int dlen);
 
+static const char *csum_name(enum xfer_csum c)
+{
+	return c == XFER_CSUM_SHA256 ? "sha256"
+	       : c == XFER_CSUM_CRC32 ? "crc32"
+				      : "none";
+}
+
 /* ---- planning ---- */
 
 static struct item *fifo_at(struct source *s, unsigned int i)
@@ -287,6 +294,15 @@ static int send_file(struct source *s, struct src_file *f)
 	m.u.file.mtime_nsec = (uint32_t)f->st.st_mtim.tv_nsec;
 	snprintf(m.u.file.path, sizeof(m.u.file.path), "%s",
 		 path_basename(f->path));
+	if (s->o->on_file) {
+		struct xfer_file_report r = {
+			.path = f->path,
+			.bytes = (uint64_t)f->st.st_size,
+			.algorithm = csum_name(s->o->csum),
+		};
+
+		s->o->on_file(s->o->on_file_arg, &r);
+	}
 	return engine_send(s->e, &m);
 }
 
@@ -447,12 +463,15 @@ static void report(struct source *s, struct src_file *f, int status,
 {
 	char hex[2 * WIRE_DIGEST_MAX + 1] = "";
 	struct xfer_file_report r = {
+		.done = true,
 		.path = f->path,
 		.bytes = (uint64_t)f->st.st_size,
 		.seconds = clock_now_s() - f->t0,
 		.status = status,
+		.klass = engine_klass_of(status, !f->err),
 		.message = msg,
 		.digest = hex,
+		.algorithm = csum_name(s->o->csum),
 	};
 
 	if (dlen)
@@ -461,7 +480,7 @@ static void report(struct source *s, struct src_file *f, int status,
 	s->results++;
 	if (status) {
 		if (!s->st->files_failed++)
-			s->st->first_fail = engine_klass_of(status, !f->err);
+			s->st->first_fail = r.klass;
 	} else {
 		s->st->files_ok++;
 		s->st->bytes += (uint64_t)f->st.st_size;

@@ -35,14 +35,17 @@ enum xfer_fail {
 enum xfer_csum { XFER_CSUM_CRC32 = 1, XFER_CSUM_SHA256 = 2, XFER_CSUM_NONE = 0 };
 enum xfer_poll { XFER_POLL_ADAPTIVE = 0, XFER_POLL_BUSY, XFER_POLL_EVENT };
 
-/* One finished file, for progress and machine-readable output. */
+/* One file started (done = false) or finished, for machine output. */
 struct xfer_file_report {
+	bool done;
 	const char *path; /* local source path */
 	uint64_t bytes;
 	double seconds;
-	int status;	     /* 0 or negative errno */
-	const char *message; /* why it failed, or NULL */
-	const char *digest;  /* hex of the verified digest, or "" */
+	int status;	       /* 0 or negative errno */
+	enum xfer_fail klass;  /* the verdict on this file */
+	const char *message;   /* why it failed, or NULL */
+	const char *digest;    /* hex of the verified digest, or "" */
+	const char *algorithm; /* "crc32", "sha256" or "none" */
 };
 
 struct xfer_opts {
@@ -82,8 +85,10 @@ struct xfer_stats {
 	uint64_t bytes;
 	double seconds;
 	enum xfer_fail first_fail; /* verdict on the first failed file */
-	char transport[16];	   /* "rdma" */
+	char transport[16];	   /* "rdma" or "tcp" */
 	char device[64];
+	char peer[64];
+	char error[600]; /* the session's failure in one line, or "" */
 };
 
 /* Defaults for every field (the CLI starts from these). */

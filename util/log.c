@@ -65,6 +65,14 @@ static void log_write(const char *buf, size_t len)
 	}
 }
 
+/* The last error logged by this thread, for --json (log_last_error). */
+static _Thread_local char last_error[LOG_LINE_MAX];
+
+const char *log_last_error(void)
+{
+	return last_error;
+}
+
 void log_msg(enum log_level level, const char *fmt, ...)
 {
 	char buf[LOG_LINE_MAX];
@@ -73,6 +81,12 @@ void log_msg(enum log_level level, const char *fmt, ...)
 	va_list ap;
 	int n;
 
+	if (level == LOG_ERR) {
+		va_start(ap, fmt);
+		vsnprintf(last_error, sizeof(last_error), fmt, ap);
+		va_end(ap);
+		errno = saved;
+	}
 	if (!log_enabled(level))
 		return;
 

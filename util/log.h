@@ -29,6 +29,9 @@ void log_set_prefix(const char *prefix);
 void log_msg(enum log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/* The text of the last error this thread logged ("" if none). */
+const char *log_last_error(void);
+
 #define log_err(...) log_msg(LOG_ERR, __VA_ARGS__)
 #define log_warn(...) log_msg(LOG_WARN, __VA_ARGS__)
 #define log_info(...) log_msg(LOG_INFO, __VA_ARGS__)

@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * The --json event writer (json_out.h). Strings are escaped as JSON
+ * requires (quote, backslash, control characters); other bytes, such as
+ * the UTF-8 of a file name, pass through unchanged.
+ */
+#include <inttypes.h>
+#include <string.h>
+
+#include "cmd/json_out.h"
+
+static void str(FILE *out, const char *s)
+{
+	fputc('"', out);
+	for (const unsigned char *p = (const unsigned char *)s; p && *p; p++) {
+		if (*p == '"' || *p == '\\')
+			fprintf(out, "\\%c", *p);
+		else if (*p == '\n')
+			fputs("\\n", out);
+		else if (*p < 0x20)
+			fprintf(out, "\\u%04x", *p);
+		else
+			fputc(*p, out);
+	}
+	fputc('"', out);
+}
+
+static void end(FILE *out)
+{
+	fputs("}\n", out);
+	fflush(out);
+}
+
+void json_file(FILE *out, const struct xfer_file_report *r)
+{
+	fputs(r->done ? "{\"event\":\"file_done\",\"path\":"
+		      : "{\"event\":\"file_start\",\"path\":",
+	      out);
+	str(out, r->path);
+	fprintf(out, ",\"bytes\":%" PRIu64, r->bytes);
+	if (!r->done) {
+		end(out);
+		return;
+	}
+	fprintf(out, ",\"seconds\":%.6f,\"status\":", r->seconds);
+	str(out, r->status ? "failed" : "ok");
+	if (r->status) {
+		fputs(",\"class\":", out);
+		str(out, xfer_fail_name(r->klass));
+		fputs(",\"error\":", out);
+		str(out, r->message ? r->message : strerror(-r->status));
+	} else {
+		fputs(",\"digest\":", out);
+		str(out, r->digest);
+		fputs(",\"algorithm\":", out);
+		str(out, r->algorithm);
+	}
+	end(out);
+}
+
+void json_error(FILE *out, enum xfer_fail f, int exit_code,
+		const char *message)
+{
+	fputs("{\"event\":\"error\",\"class\":", out);
+	str(out, xfer_fail_name(f));
+	fprintf(out, ",\"exit\":%d,\"message\":", exit_code);
+	str(out, message);
+	end(out);
+}
+
+void json_summary(FILE *out, const struct xfer_stats *st, enum xfer_fail f,
+		  int exit_code)
+{
+	fprintf(out,
+		"{\"event\":\"summary\",\"files_ok\":%" PRIu64
+		",\"files_failed\":%" PRIu64 ",\"bytes\":%" PRIu64
+		",\"seconds\":%.6f,\"bytes_per_second\":%.0f,\"transport\":",
+		st->files_ok, st->files_failed, st->bytes, st->seconds,
+		st->seconds > 0 ? st->bytes / st->seconds : 0.0);
+	str(out, st->transport);
+	fputs(",\"device\":", out);
+	str(out, st->device);
+	fputs(",\"peer\":", out);
+	str(out, st->peer);
+	fputs(",\"result\":", out);
+	str(out, xfer_fail_name(f));
+	fprintf(out, ",\"exit\":%d", exit_code);
+	end(out);
+}

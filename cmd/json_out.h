@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * --json: newline-delimited JSON events on stdout, one object per line,
+ * flushed as it happens, for scripts. The event types and their fields are
+ * listed in README.md ("Machine-readable output") and rdcp(1).
+ */
+#ifndef RDCP_JSON_OUT_H
+#define RDCP_JSON_OUT_H
+
+#include <stdio.h>
+
+#include "transfer/xfer.h"
+
+void json_file(FILE *out, const struct xfer_file_report *r);
+void json_error(FILE *out, enum xfer_fail f, int exit_code,
+		const char *message);
+void json_summary(FILE *out, const struct xfer_stats *st, enum xfer_fail f,
+		  int exit_code);
+
+#endif

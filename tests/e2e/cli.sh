@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+#
+# The command line as a user and a script meet it, on this host over TCP
+# loopback: --help against a golden copy (tests/e2e/help.golden:
+# regenerate it with 'build/rdcp --help > tests/e2e/help.golden' when an
+# option changes on purpose), usage errors (one line, exit 2), --version,
+# key handling (exit 4), and --json: every line parsed as JSON and the
+# events checked field by field. TAP out, 'N passed, N failed' last.
+#
+#   tests/e2e/cli.sh [--build DIR]
+set -u
+BUILD=build
+[ "${1:-}" = --build ] && BUILD=$2
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+RDCP=$(cd "$BUILD" && pwd)/rdcp
+T=$(mktemp -d /tmp/rdcp-cli.XXXXXX)
+trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$T"' EXIT
+export XDG_CONFIG_HOME=$T/cfg
+N=0 F=0
+ok() { N=$((N + 1)); echo "ok $N - $1"; }
+nok() { N=$((N + 1)) F=$((F + 1)); echo "not ok $N - $1"; shift; for l in "$@"; do echo "# $l"; done; }
+check() { # NAME COMMAND...: passes when COMMAND succeeds
+	local name=$1
+	shift
+	if "$@" >"$T/out" 2>&1; then ok "$name"; else nok "$name" "$(head -c 2000 "$T/out")"; fi
+}
+# expect_fail NAME CODE ARGS...: rdcp exits CODE with exactly one line
+# on stderr and nothing on stdout.
+expect_fail() {
+	local name=$1 code=$2 rc lines
+	shift 2
+	"$RDCP" "$@" >"$T/o" 2>"$T/e"
+	rc=$?
+	lines=$(grep -c . "$T/e")
+	if [ "$rc" = "$code" ] && [ "$lines" -ge 1 ] && [ ! -s "$T/o" ]; then
+		ok "$name (exit $rc: $(head -n1 "$T/e"))"
+	else
+		nok "$name" "exit $rc, want $code" "$(cat "$T/e" "$T/o")"
+	fi
+}
+
+check "--help matches tests/e2e/help.golden" diff -u "$HERE/help.golden" <("$RDCP" --help)
+check "--version names rdcp and a version" bash -c "'$RDCP' --version | grep -Eq '^rdcp [0-9]+\.[0-9]+'"
+check "--usage lists the options" bash -c "'$RDCP' --usage | grep -q -- '--transport'"
+expect_fail "no arguments" 2
+expect_fail "one argument" 2 file
+expect_fail "last argument not HOST:DEST" 2 a b
+expect_fail "pull is refused for now" 2 host:src .
+expect_fail "bad --transport" 2 --transport ib a h:
+expect_fail "bad --chunk-size (not a power of two)" 2 --chunk-size 3000 a h:
+expect_fail "bad --window" 2 --window 0 a h:
+expect_fail "bad --checksum" 2 --checksum md5 a h:
+expect_fail "--listen with a DEST" 2 --listen a h:
+expect_fail "--no-auth with --key-file" 2 --no-auth --key-file k a h:
+
+# Keys.
+mkdir -p "$T/cfg/rdcp"
+check "--keygen writes a 0600 key" bash -c "'$RDCP' --keygen '$T/k1' 2>/dev/null && [ \"\$(stat -c %a '$T/k1')\" = 600 ] && [ \$(head -c 64 '$T/k1' | tr -d 0-9a-f | wc -c) = 0 ]"
+expect_fail "--keygen never overwrites" 6 --keygen "$T/k1"
+cp "$T/k1" "$T/k2" && chmod 644 "$T/k2"
+expect_fail "a key readable by others is refused" 4 --key-file "$T/k2" a h:
+expect_fail "no key and no --no-auth" 4 a h:
+cp "$T/k1" "$T/cfg/rdcp/key"
+
+# --json against a receiver over TCP.
+mkdir -p "$T/root" "$T/src"
+head -c 3000000 /dev/urandom >"$T/src/big"
+echo hi >"$T/src/small"
+: >"$T/src/empty"
+PORT=$((30000 + $$ % 20000))
+"$RDCP" --listen -q --transport tcp --root "$T/root" --port "$PORT" &
+RX=$!
+sleep 0.5
+"$RDCP" --json -q --transport tcp --port "$PORT" "$T/src/small" "$T/src/missing" \
+	"$T/src/empty" "$T/src/big" "127.0.0.1:j/" >"$T/json" 2>"$T/json.err"
+RC=$?
+check "--json partial copy exits 9" test "$RC" = 9
+check "--json: every line is a JSON object with the documented fields" python3 - "$T/json" <<'PY'
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+kinds = [e["event"] for e in ev]
+assert kinds.count("file_start") == 3, kinds
+assert kinds.count("file_done") == 4, kinds
+assert kinds[-1] == "summary", kinds
+done = {e["path"].rsplit("/", 1)[1]: e for e in ev if e["event"] == "file_done"}
+for n in ("small", "empty", "big"):
+    d = done[n]
+    assert d["status"] == "ok" and d["algorithm"] == "crc32" and len(d["digest"]) == 8, d
+    assert isinstance(d["seconds"], float) and d["bytes"] >= 0, d
+assert done["big"]["bytes"] == 3000000
+m = done["missing"]
+assert m["status"] == "failed" and m["class"] == "local-io" and "missing" in m["error"], m
+s = ev[-1]
+assert s["files_ok"] == 3 and s["files_failed"] == 1 and s["result"] == "partial" and s["exit"] == 9, s
+assert s["transport"] == "tcp" and s["bytes"] == 3000003 and s["bytes_per_second"] >= 0, s
+PY
+check "--json copies arrived" cmp "$T/src/big" "$T/root/j/big"
+"$RDCP" --json -q --transport tcp --port $((PORT + 1)) "$T/src/small" 127.0.0.1: >"$T/json2" 2>/dev/null
+RC=$?
+check "--json connect failure: error + summary events, exit 3" python3 - "$T/json2" "$RC" <<'PY'
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+assert int(sys.argv[2]) == 3
+assert [e["event"] for e in ev] == ["error", "summary"], ev
+assert ev[0]["class"] == "connect" and ev[0]["exit"] == 3 and "cannot connect" in ev[0]["message"], ev
+assert ev[1]["result"] == "connect" and ev[1]["exit"] == 3, ev
+PY
+kill "$RX" 2>/dev/null
+wait "$RX" 2>/dev/null
+echo "1..$N"
+echo "$((N - F)) passed, $F failed"
+[ "$F" = 0 ]
