@@ -388,7 +388,8 @@ static int run(struct engine *e, uint64_t deadline_ms)
 		if ((rc = flush(e)) > 0)
 			progress += rc;
 		now = clock_now_ms();
-		if ((credit_ctrl_should_ack(&e->cc) ||
+		if (!e->closing &&
+		    (credit_ctrl_should_ack(&e->cc) ||
 		     now - e->last_tx_ms >= ENGINE_KEEPALIVE_MS) &&
 		    send_acks(e) > 0)
 			progress++;

@@ -63,6 +63,8 @@ struct engine {
 	int err;
 	char why[600];
 	bool peer_said_error; /* the peer sent ERROR: do not answer it */
+	bool closing; /* the role said its last word: no acks or keepalives,
+		       * which the peer, free to hang up now, would not read */
 };
 
 int engine_init(struct engine *e, struct cm_conn *c, const struct xfer_opts *o)

@@ -520,10 +520,12 @@ static int snk_pump(struct engine *e)
 		m.u.bye.files_failed = k->st->files_failed;
 		m.u.bye.bytes = k->st->bytes;
 		k->bye_sent = true;
+		e->closing = true;
 		return engine_send(e, &m) ? 0 : 1;
 	}
 	/* Hand released slots back: batched, or at once when idle. */
-	if (credit_rx_should_report(&k->rx) && engine_out_empty(e) &&
+	if (!k->bye_sent && credit_rx_should_report(&k->rx) &&
+	    engine_out_empty(e) &&
 	    credit_ctrl_can_send(&e->cc, false))
 		return engine_send(e, &m) ? 0 : 1;
 	return 0;
