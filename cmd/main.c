@@ -13,12 +13,15 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cmd/exit_codes.h"
 #include "cmd/json_out.h"
 #include "transfer/xfer.h"
 #include "util/keyfile.h"
+#include "util/clock.h"
 #include "util/log.h"
+#include "util/path.h"
 #include "util/units.h"
 
 const char *argp_program_version = "rdcp " RDCP_VERSION;
@@ -71,6 +74,7 @@ enum {
 	OPT_NO_AUTH,
 	OPT_TRANSPORT,
 	OPT_JSON,
+	OPT_PROGRESS,
 };
 
 static const struct argp_option options[] = {
@@ -130,6 +134,10 @@ static const struct argp_option options[] = {
 	  "Sender: newline-delimited JSON events on stdout (file_start, "
 	  "file_done, error, summary)",
 	  4 },
+	{ "progress", OPT_PROGRESS, NULL, 0,
+	  "Sender: show progress even when stderr is not a terminal (it is "
+	  "shown by default on a terminal)",
+	  4 },
 	{ "quiet", 'q', NULL, 0, "Print nothing but errors", 4 },
 	{ "verbose", 'v', NULL, 0, "More detail; twice for debug", 4 },
 	{ 0 }
@@ -141,6 +149,9 @@ struct cli {
 	int verbose;
 	bool quiet;
 	bool json;
+	bool progress;	     /* show the progress line */
+	bool progress_shown; /* a progress line is on screen now */
+	double progress_t0;
 	const char *keygen;
 	const char *key_file;
 	bool no_auth;
@@ -300,6 +311,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_JSON:
 		cli->json = true;
 		break;
+	case OPT_PROGRESS:
+		cli->progress = true;
+		break;
 	case OPT_KEYGEN:
 		cli->keygen = arg;
 		break;
@@ -420,13 +434,54 @@ static int exit_code(enum xfer_fail f)
 	return codes[f];
 }
 
+/* Wipes the progress line so that a normal line can be printed. */
+static void progress_clear(struct cli *cli)
+{
+	if (cli->progress_shown)
+		fputs("\r\033[K", stderr);
+	cli->progress_shown = false;
+}
+
+/* "name  12.00 MiB / 1.00 GiB  812.3 MB/s  ETA 0:01", redrawn in place. */
+static void on_progress(void *arg, uint64_t done, uint64_t total,
+			const char *path)
+{
+	struct cli *cli = arg;
+	char d[32], t[32], r[32];
+	double now = clock_now_s(), rate;
+	uint64_t eta;
+
+	if (!cli->progress)
+		return;
+	if (!cli->progress_t0)
+		cli->progress_t0 = now;
+	rate = now > cli->progress_t0 ? done / (now - cli->progress_t0) : 0;
+	eta = rate > 0 && total > done ? (uint64_t)((total - done) / rate) : 0;
+	fprintf(stderr,
+		"\r\033[K%-30.30s %s / %s  %s  ETA %llu:%02llu",
+		path_basename(path), units_format_size(done, d, sizeof(d)),
+		units_format_size(total, t, sizeof(t)),
+		units_format_rate(rate, r, sizeof(r)),
+		(unsigned long long)(eta / 60), (unsigned long long)(eta % 60));
+	fflush(stderr);
+	cli->progress_shown = true;
+}
+
 static void on_file(void *arg, const struct xfer_file_report *r)
 {
-	const struct cli *cli = arg;
+	struct cli *cli = arg;
 	char sz[32], rate[32];
 
 	if (cli->json) {
 		json_file(stdout, r);
+		return;
+	}
+	if (cli->progress && r->done) {
+		/* One line per file above the progress line. */
+		progress_clear(cli);
+		fprintf(stderr, "%-40s %12s  %s\n", r->path,
+			units_format_size(r->bytes, sz, sizeof(sz)),
+			r->status ? "FAILED" : "ok");
 		return;
 	}
 	if (!r->done || r->status || !log_enabled(LOG_INFO))
@@ -551,7 +606,24 @@ int main(int argc, char **argv)
 		cli.o.nsrcs = cli.nsrcs;
 		cli.o.on_file = on_file;
 		cli.o.on_file_arg = &cli;
+		if (!cli.progress)
+			cli.progress = isatty(STDERR_FILENO) && !cli.json &&
+				       log_get_level() < LOG_INFO;
+		if (cli.quiet)
+			cli.progress = false;
+		cli.o.on_progress = on_progress;
 		v = xfer_push(&cli.o, &st);
+		progress_clear(&cli);
+		if (cli.progress && v == XFER_OK)
+			fprintf(stderr, "%llu files, %s in %.2f s (%s) over %s\n",
+				(unsigned long long)st.files_ok,
+				units_format_size(st.bytes, sz, sizeof(sz)),
+				st.seconds,
+				units_format_rate(st.seconds > 0
+							  ? st.bytes / st.seconds
+							  : 0,
+						  rate, sizeof(rate)),
+				st.transport);
 		if (cli.json) {
 			/* A session failure (not one of its files). */
 			if (v != XFER_OK && !(st.files_failed && !st.error[0]))

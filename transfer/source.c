@@ -88,6 +88,8 @@ struct source {
 	unsigned int posted_head, posted_len;
 	unsigned int sig_every, unsignaled;
 	bool done_planned, done_sent, bye;
+	uint64_t bytes_posted, bytes_total; /* for on_progress */
+	uint64_t next_progress_ms;
 	uint64_t results;
 	uint64_t corrupt_seq; /* test hook: flip a byte of this chunk */
 };
@@ -395,6 +397,16 @@ static int post_chunk(struct source *s, struct src_job *j)
 		s->unsignaled = 0;
 	j->state = JOB_POSTED;
 	f->nchunks++;
+	s->bytes_posted += j->len;
+	if (s->o->on_progress) {
+		uint64_t now = clock_now_ms();
+
+		if (now >= s->next_progress_ms) {
+			s->next_progress_ms = now + 250;
+			s->o->on_progress(s->o->on_file_arg, s->bytes_posted,
+					  s->bytes_total, f->path);
+		}
+	}
 	s->posted[(s->posted_head + s->posted_len++) % s->njobs] = j->idx;
 	f->crc = ck_crc32_combine(f->crc, j->crc, j->len);
 	if (f->tree)
@@ -614,8 +626,13 @@ int source_run(struct engine *e, struct xfer_stats *st)
 		goto out;
 	}
 	for (size_t i = 0; i < s.nfiles; i++) {
+		struct stat sb;
+
 		s.files[i].path = o->srcs[i];
 		s.files[i].fd = -1;
+		if (o->on_progress && stat(o->srcs[i], &sb) == 0 &&
+		    S_ISREG(sb.st_mode))
+			s.bytes_total += (uint64_t)sb.st_size;
 	}
 	for (unsigned int i = 0; i < s.njobs; i++) {
 		s.jobs[i].item.fn = read_chunk;

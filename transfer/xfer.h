@@ -73,6 +73,13 @@ struct xfer_opts {
 	size_t nsrcs;
 	void (*on_file)(void *arg, const struct xfer_file_report *r);
 	void *on_file_arg;
+	/*
+	 * Called from the engine thread at most every 250 ms while data
+	 * moves: bytes handed to the transport so far, of the sources' total
+	 * size (holes included), and the file being sent.
+	 */
+	void (*on_progress)(void *arg, uint64_t done, uint64_t total,
+			    const char *path);
 	/* receiver (server) */
 	const char *root;
 	bool once;

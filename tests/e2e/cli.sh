@@ -106,6 +106,14 @@ assert [e["event"] for e in ev] == ["error", "summary"], ev
 assert ev[0]["class"] == "connect" and ev[0]["exit"] == 3 and "cannot connect" in ev[0]["message"], ev
 assert ev[1]["result"] == "connect" and ev[1]["exit"] == 3, ev
 PY
+"$RDCP" --progress --transport tcp --port "$PORT" "$T/src/small" "$T/src/big" \
+	"127.0.0.1:p/" 2>"$T/progress" >"$T/progress.out"
+RC=$?
+check "--progress: a line per file and a total, on stderr only" bash -c "
+	[ $RC = 0 ] && [ ! -s '$T/progress.out' ] &&
+	tr '\r' '\n' <'$T/progress' | grep -Eq '/small +3 B +ok' &&
+	tr '\r' '\n' <'$T/progress' | grep -Eq '/big +2.86 MiB +ok' &&
+	grep -Eq '^2 files, 2.86 MiB in .* over tcp' '$T/progress'"
 kill "$RX" 2>/dev/null
 wait "$RX" 2>/dev/null
 echo "1..$N"
