@@ -218,6 +218,19 @@ int cm_connect(const struct cm_addr *addr, const struct cm_geom *want,
 	       const struct cm_timeouts *to, struct cm_conn **out)
 	__attribute__((warn_unused_result));
 
+/* ---- rdcp --check (cm/doctor.c) ---- */
+
+enum cm_check_kind { CM_CHECK_OK, CM_CHECK_INFO, CM_CHECK_PROBLEM };
+
+/*
+ * Looks over the RDMA environment and, with peer->host, the way to that
+ * peer; each finding goes to out (a problem says how to fix it). A
+ * session pins session_bytes of memory. Returns the number of problems.
+ */
+int cm_check(const struct cm_addr *peer, uint64_t session_bytes,
+	     void (*out)(void *arg, enum cm_check_kind kind, const char *text),
+	     void *arg);
+
 /* Protocol identity in the private data. */
 #define CM_MAGIC 0x52444350u /* "RDCP" */
 #define CM_VERSION 1

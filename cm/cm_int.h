@@ -87,9 +87,10 @@ int cm_rdma_connect(const struct cm_addr *addr, const struct cm_geom *want,
 		    const struct cm_timeouts *to, struct cm_conn **out);
 /*
  * Whether an RDMA device routes to addr (rdma_resolve_addr), silently:
- * 0, or -ENODEV/-EHOSTUNREACH with the reason in why.
+ * 0 with the device's name in dev (if dev), or -ENODEV/-EHOSTUNREACH with
+ * the reason in why.
  */
 int cm_rdma_probe(const struct cm_addr *addr, int timeout_ms, char *why,
-		  size_t whysz);
+		  size_t whysz, char *dev, size_t devsz);
 
 #endif

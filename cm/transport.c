@@ -37,7 +37,7 @@ int cm_connect(const struct cm_addr *addr, const struct cm_geom *want,
 	default:
 		break;
 	}
-	rc = cm_rdma_probe(addr, to->resolve_ms, why, sizeof(why));
+	rc = cm_rdma_probe(addr, to->resolve_ms, why, sizeof(why), NULL, 0);
 	if (rc == 0)
 		return cm_rdma_connect(addr, want, to, out);
 	log_warn("using TCP to %s: %s (for RDMA: %s)", addr->host, why,

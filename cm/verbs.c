@@ -1071,7 +1071,7 @@ out_free:
 }
 
 int cm_rdma_probe(const struct cm_addr *addr, int timeout_ms, char *why,
-		  size_t whysz)
+		  size_t whysz, char *dev, size_t devsz)
 {
 	struct rdma_event_channel *ech;
 	struct rdma_cm_id *id = NULL;
@@ -1107,9 +1107,12 @@ int cm_rdma_probe(const struct cm_addr *addr, int timeout_ms, char *why,
 	} else if (next_event(ech, timeout_ms + 1000, &ev)) {
 		snprintf(why, whysz, "RDMA address resolution timed out");
 	} else {
-		if (ev->event == RDMA_CM_EVENT_ADDR_RESOLVED)
+		if (ev->event == RDMA_CM_EVENT_ADDR_RESOLVED) {
 			rc = 0;
-		else
+			if (dev && id->verbs)
+				snprintf(dev, devsz, "%s",
+					 ibv_get_device_name(id->verbs->device));
+		} else
 			snprintf(why, whysz, "no RDMA device routes to it");
 		rdma_ack_cm_event(ev);
 	}

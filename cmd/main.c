@@ -32,7 +32,9 @@ static const char doc[] =
 	"TCP where there is no RDMA; every chunk and every file verified.\n\n"
 	"  rdcp [OPTION...] SRC... HOST:DEST     send files to a receiver\n"
 	"  rdcp --listen --root DIR [OPTION...]  run a receiver\n"
-	"  rdcp --keygen FILE                    make a pre-shared key\n\n"
+	"  rdcp --keygen FILE                    make a pre-shared key\n"
+	"  rdcp --check [HOST]                   diagnose RDMA and the way "
+	"to HOST\n\n"
 	"DEST is relative to the receiver's --root. A DEST ending in '/' or "
 	"naming a directory receives into it (created if it ends in '/'); "
 	"several SRCs need a directory. IPv6 addresses go in brackets: "
@@ -54,7 +56,8 @@ static const char doc[] =
 	"  130 interrupted\n\n"
 	"Sizes take K/M/G/T (powers of 1024) or KB/MB/GB/TB (powers of 1000).";
 
-static const char args_doc[] = "SRC... HOST:DEST\n--listen\n--keygen FILE";
+static const char args_doc[] =
+	"SRC... HOST:DEST\n--listen\n--keygen FILE\n--check [HOST]";
 
 enum {
 	OPT_ROOT = 256,
@@ -75,6 +78,7 @@ enum {
 	OPT_TRANSPORT,
 	OPT_JSON,
 	OPT_PROGRESS,
+	OPT_CHECK,
 };
 
 static const struct argp_option options[] = {
@@ -118,6 +122,11 @@ static const struct argp_option options[] = {
 	  "Bound on resolving and connecting (default 10)", 2 },
 	{ "workers", OPT_WORKERS, "N", 0,
 	  "Threads for disk I/O and checksums (default 2)", 2 },
+	{ "check", OPT_CHECK, NULL, 0,
+	  "Check this host's RDMA setup and, with a HOST argument, the way "
+	  "to a receiver there; print the fix for each problem (exit 0: none "
+	  "found, 10: some)",
+	  1 },
 	{ NULL, 0, NULL, 0, "Authentication:", 3 },
 	{ "keygen", OPT_KEYGEN, "FILE", 0,
 	  "Write a new random key to FILE (mode 0600) and exit", 3 },
@@ -149,6 +158,7 @@ struct cli {
 	int verbose;
 	bool quiet;
 	bool json;
+	bool check;
 	bool progress;	     /* show the progress line */
 	bool progress_shown; /* a progress line is on screen now */
 	double progress_t0;
@@ -314,6 +324,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_PROGRESS:
 		cli->progress = true;
 		break;
+	case OPT_CHECK:
+		cli->check = true;
+		break;
 	case OPT_KEYGEN:
 		cli->keygen = arg;
 		break;
@@ -334,6 +347,14 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		cli->nsrcs = (size_t)(state->argc - state->next);
 		break;
 	case ARGP_KEY_END:
+		if (cli->check) {
+			if (cli->nsrcs > 1 || cli->listen || cli->keygen)
+				argp_error(state, "--check takes at most one "
+						  "HOST");
+			if (cli->nsrcs)
+				cli->o.addr.host = cli->srcs[0];
+			break;
+		}
 		if (cli->keygen) {
 			if (cli->nsrcs || cli->listen)
 				argp_error(state, "--keygen takes no other "
@@ -568,6 +589,28 @@ static void report_usage(void)
 				   sizeof(rss)));
 }
 
+static void check_line(void *arg, enum cm_check_kind kind, const char *text)
+{
+	static const char *const tag[] = {
+		[CM_CHECK_OK] = "ok      ",
+		[CM_CHECK_INFO] = "        ",
+		[CM_CHECK_PROBLEM] = "PROBLEM ",
+	};
+
+	printf("%s%s\n", tag[kind], text);
+}
+
+/* rdcp --check [HOST]: exit 0 when nothing is wrong. */
+static int check(struct cli *cli)
+{
+	uint64_t pinned = 2 * (uint64_t)cli->o.window *
+			  (cli->o.chunk_size + 64) + (1u << 20);
+	int problems = cm_check(&cli->o.addr, pinned, check_line, NULL);
+
+	printf("%d problem%s found\n", problems, problems == 1 ? "" : "s");
+	return problems ? RDCP_EXIT_RESOURCE : RDCP_EXIT_OK;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct argp argp = {
@@ -587,6 +630,8 @@ int main(int argc, char **argv)
 				       : LOG_WARN);
 	if (cli.keygen)
 		return keygen(cli.keygen);
+	if (cli.check)
+		return check(&cli);
 	{
 		int rc = load_key(&cli);
 

@@ -625,6 +625,38 @@ s_auto() {
 	rm -rf rx/auto
 }
 
+# 15. rdcp --check HOST: in the guest everything is right (rxe0 ACTIVE,
+#     the RoCE v2 IPv4 GID found, rdma_cm resolves through rxe0, the
+#     receiver answers over rdma); on a host without RDMA it names the
+#     problems with their fixes and exits 10.
+s_check() {
+	auto=${RDCP_E2E_AUTO_BIN:-rdcp}
+	t_begin "rdcp --check $ADDR"
+	mkdir -p rx/check
+	nextport
+	"$auto" --listen --root "$W/rx/check" --once --port $P >"$W/rx-check.log" 2>&1 &
+	RX=$!
+	usleep 500000
+	timeout -s KILL 60 "$auto" --check --port $P "$ADDR" >"$W/check.log" 2>&1
+	rc=$?
+	kill "$RX" 2>/dev/null
+	wait "$RX" 2>/dev/null
+	if [ "${RDCP_E2E_AUTO_WANT:-rdma}" = rdma ]; then
+		[ "$rc" = 0 ] || t_fail "exit $rc, want 0"
+		grep -q "^ok .*rxe0 port 1: active" "$W/check.log" || t_fail "rxe0 not reported ACTIVE"
+		grep -q "RoCE v2 over IPv4 is GID index 1" "$W/check.log" || t_fail "RoCE v2 GID not found"
+		grep -q "resolves $ADDR through rxe0" "$W/check.log" || t_fail "no rdma_cm route reported"
+		grep -q "answers at .* over rdma" "$W/check.log" || t_fail "receiver not found over rdma"
+	else
+		[ "$rc" = 10 ] || t_fail "exit $rc, want 10"
+		grep -q "^PROBLEM no RDMA device: .*rdma link add" "$W/check.log" || t_fail "no 'no RDMA device' problem with its fix"
+		grep -q "answers at .* over tcp" "$W/check.log" || t_fail "receiver not found over tcp"
+	fi
+	t_log "$W/check.log"
+	t_end
+	rm -rf rx/check
+}
+
 # ---------------------------------------------------------------- main
 
 # A shared key for every rdcp here (builds with authentication).
@@ -641,7 +673,7 @@ if rdcp --help 2>&1 | grep -q -- '--keygen'; then
 fi
 
 ALL="sizes default sparse checksum corrupt escape multifile partial noconn"
-ALL="$ALL killsender killreceiver daemon auth auto"
+ALL="$ALL killsender killreceiver daemon auth auto check"
 # shellcheck disable=SC2086 # a word list
 [ $# -gt 0 ] || set -- $ALL
 RNR0=$(counters)

@@ -1,0 +1,224 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * rdcp --check: the environment doctor. Looks at what RDMA users lose hours
+ * to: no device or provider, a port that is not ACTIVE, which GID index is
+ * RoCE v2 over IPv4, the memlock limit against the ring, the rdma_cm
+ * device node, whether rdma_cm resolves the peer and through which device,
+ * and whether a receiver answers there and over which transport. Every
+ * problem comes with the command that fixes it. Findings go to a callback
+ * (cmd/ prints them); nothing here prints.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <infiniband/verbs.h>
+
+#include "cm/cm_int.h"
+#include "util/log.h"
+#include "util/units.h"
+
+struct doc {
+	void (*say)(void *arg, enum cm_check_kind kind, const char *text);
+	void *arg;
+	int problems;
+};
+
+static void say(struct doc *d, enum cm_check_kind kind, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void say(struct doc *d, enum cm_check_kind kind, const char *fmt, ...)
+{
+	char buf[600];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	if (kind == CM_CHECK_PROBLEM)
+		d->problems++;
+	d->say(d->arg, kind, buf);
+}
+
+static const char *port_state(enum ibv_port_state s)
+{
+	return ibv_port_state_str(s);
+}
+
+static const char *gid_type(uint32_t t)
+{
+	return t == IBV_GID_TYPE_ROCE_V2	? "RoCE v2"
+	       : t == IBV_GID_TYPE_ROCE_V1 ? "RoCE v1"
+					   : "IB";
+}
+
+static void gids(struct doc *d, struct ibv_context *ctx, const char *name,
+		 uint8_t port, int len)
+{
+	int v2_ipv4 = -1;
+
+	for (int i = 0; i < len; i++) {
+		struct ibv_gid_entry e;
+		char a[INET6_ADDRSTRLEN];
+
+		if (ibv_query_gid_ex(ctx, port, (uint32_t)i, &e, 0))
+			continue;
+		inet_ntop(AF_INET6, e.gid.raw, a, sizeof(a));
+		say(d, CM_CHECK_INFO, "  %s port %u GID %d: %s (%s)", name, port,
+		    i, a, gid_type(e.gid_type));
+		if (v2_ipv4 < 0 && e.gid_type == IBV_GID_TYPE_ROCE_V2 &&
+		    IN6_IS_ADDR_V4MAPPED((struct in6_addr *)e.gid.raw))
+			v2_ipv4 = i;
+	}
+	if (v2_ipv4 >= 0)
+		say(d, CM_CHECK_OK,
+		    "%s port %u: RoCE v2 over IPv4 is GID index %d (rdma_cm "
+		    "picks it from the address; perftest wants -x %d)",
+		    name, port, v2_ipv4, v2_ipv4);
+}
+
+static void devices(struct doc *d)
+{
+	struct ibv_device **list;
+	int n = 0;
+
+	list = ibv_get_device_list(&n);
+	if (!list || n == 0) {
+		say(d, CM_CHECK_PROBLEM,
+		    "no RDMA device: load your NIC's driver, or for Soft-RoCE: "
+		    "modprobe rdma_rxe && rdma link add rxe0 type rxe netdev "
+		    "eth0 (rdcp will use TCP meanwhile)");
+		if (list)
+			ibv_free_device_list(list);
+		return;
+	}
+	for (int i = 0; i < n; i++) {
+		const char *name = ibv_get_device_name(list[i]);
+		struct ibv_context *ctx = ibv_open_device(list[i]);
+		struct ibv_device_attr da;
+
+		if (!ctx) {
+			say(d, CM_CHECK_PROBLEM,
+			    "%s: cannot open (%s): is its provider installed? "
+			    "apt-get install ibverbs-providers",
+			    name, strerror(errno));
+			continue;
+		}
+		if (ibv_query_device(ctx, &da)) {
+			ibv_close_device(ctx);
+			continue;
+		}
+		for (uint8_t p = 1; p <= da.phys_port_cnt; p++) {
+			struct ibv_port_attr pa;
+
+			if (ibv_query_port(ctx, p, &pa))
+				continue;
+			say(d, pa.state == IBV_PORT_ACTIVE ? CM_CHECK_OK
+							   : CM_CHECK_PROBLEM,
+			    "%s port %u: %s, %s, active MTU %d%s", name, p,
+			    port_state(pa.state),
+			    pa.link_layer == IBV_LINK_LAYER_ETHERNET
+				    ? "Ethernet (RoCE)"
+				    : "InfiniBand",
+			    128 << pa.active_mtu,
+			    pa.state == IBV_PORT_ACTIVE
+				    ? ""
+				    : ": bring its link up (ip link set DEV up, "
+				      "check the cable and the switch port)");
+			gids(d, ctx, name, p, pa.gid_tbl_len);
+		}
+		ibv_close_device(ctx);
+	}
+	ibv_free_device_list(list);
+}
+
+static void memlock(struct doc *d, uint64_t need)
+{
+	struct rlimit rl;
+	char have[32], want[32];
+
+	if (getrlimit(RLIMIT_MEMLOCK, &rl))
+		return;
+	units_format_size(need, want, sizeof(want));
+	if (rl.rlim_cur == RLIM_INFINITY) {
+		say(d, CM_CHECK_OK, "memlock limit: unlimited (a session pins %s)",
+		    want);
+		return;
+	}
+	units_format_size(rl.rlim_cur, have, sizeof(have));
+	if (rl.rlim_cur >= need)
+		say(d, CM_CHECK_OK, "memlock limit %s covers a session (%s)",
+		    have, want);
+	else
+		say(d, CM_CHECK_PROBLEM,
+		    "memlock limit %s is below the %s a session pins: 'ulimit "
+		    "-l unlimited' (or memlock in /etc/security/limits.conf); "
+		    "for the service LimitMEMLOCK=infinity",
+		    have, want);
+}
+
+int cm_check(const struct cm_addr *peer, uint64_t session_bytes,
+	     void (*out)(void *arg, enum cm_check_kind kind, const char *text),
+	     void *arg)
+{
+	struct doc d = { .say = out, .arg = arg };
+	char why[200], dev[64];
+	int fd;
+
+	devices(&d);
+	fd = open("/dev/infiniband/rdma_cm", O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		say(&d, CM_CHECK_PROBLEM,
+		    "cannot open /dev/infiniband/rdma_cm (%s): modprobe "
+		    "rdma_ucm",
+		    strerror(errno));
+	else
+		close(fd);
+	memlock(&d, session_bytes);
+	if (!peer || !peer->host)
+		return d.problems;
+	if (cm_rdma_probe(peer, 2000, why, sizeof(why), dev, sizeof(dev)))
+		say(&d, CM_CHECK_PROBLEM,
+		    "rdma_cm cannot reach %s: %s: rdcp would use TCP (set up a "
+		    "device on that network, or Soft-RoCE: rdma link add rxe0 "
+		    "type rxe netdev eth0)",
+		    peer->host, why);
+	else
+		say(&d, CM_CHECK_OK, "rdma_cm resolves %s through %s", peer->host,
+		    dev);
+	{
+		struct cm_geom g = {
+			.ctrl_size = 8192,
+			.ctrl_credits = 4,
+			.slots = 1,
+			.slot_size = 4096,
+		};
+		struct cm_timeouts to = { .resolve_ms = 2000, .connect_ms = 4000 };
+		struct cm_conn *c;
+		enum log_level lvl = log_get_level();
+		int rc;
+
+		/* The connect errors are findings here, not failures. */
+		log_set_level(LOG_QUIET);
+		rc = cm_connect(peer, &g, &to, &c);
+		log_set_level(lvl);
+		if (rc) {
+			say(&d, CM_CHECK_PROBLEM,
+			    "no rdcp receiver answers at %s port %u: %s (start "
+			    "one: rdcp --listen --root DIR, or systemctl start "
+			    "rdcpd)",
+			    peer->host, peer->port, log_last_error());
+		} else {
+			say(&d, CM_CHECK_OK,
+			    "an rdcp receiver answers at %s over %s (%s)",
+			    c->peer, c->transport, c->dev);
+			cm_conn_destroy(c);
+		}
+	}
+	return d.problems;
+}
