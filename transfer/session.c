@@ -453,8 +453,15 @@ static int server_auth(struct server *srv, struct engine *e,
 	if (rc || !key)
 		return rc;
 	rc = engine_expect(e, WIRE_AUTH, &m, HANDSHAKE_MS);
-	if (rc)
+	if (rc) {
+		/*
+		 * A client with another key finds out first (our MAC does not
+		 * verify) and says so instead of answering: count that too.
+		 */
+		if (e->fail == XFER_FAIL_AUTH)
+			penalty_add(srv, e->c->peer);
 		return rc;
+	}
 	if (!key_equal(want, m.u.auth.mac, WIRE_MAC_LEN)) {
 		penalty_add(srv, e->c->peer);
 		return engine_fail(e, XFER_FAIL_AUTH, -EACCES,

@@ -1,0 +1,804 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+#
+# Fault scenarios of rdcp, end to end on this host over TCP on loopback
+# (127.0.0.1 only): the receiver's file system filling up, a source
+# changing while it is sent, peers that connect and say nothing or
+# garbage (tests/e2e/faults_peer.py plays them), wrong keys and the
+# receiver's hold-off, kill -9 and SIGINT mid-file followed by the same
+# copy again, a 200-transfer soak of one receiver daemon (fds and RSS must
+# not grow), and good clients next to bad ones. Started by
+# tests/e2e/run_faults.sh, which passes the binaries, a key and a work
+# directory in the environment; needs root for the tmpfs mount. Prints TAP
+# lines ("ok N - ...", "not ok N - ..." with "# " diagnostics and the tail
+# of the rdcp logs involved), the plan last, and exits 0 only if
+# everything passed.
+#
+#   RDCP_BIN=... RDCP_HOOKS_BIN=... RDCP_KEY=... RDCP_FAULTS_DIR=... \
+#       bash tests/e2e/faults.sh
+set -u
+
+RDCP=${RDCP_BIN:?RDCP_BIN: the rdcp binary}
+HOOKS=${RDCP_HOOKS_BIN:?RDCP_HOOKS_BIN: the test-hooks rdcp binary}
+KEY=${RDCP_KEY:?RDCP_KEY: a key file made with rdcp --keygen}
+W=${RDCP_FAULTS_DIR:?RDCP_FAULTS_DIR: a scratch directory}
+PIDFILE=${RDCP_FAULTS_PIDS:-$W/pids} # every background pid, for cleanup
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+PEER=$HERE/faults_peer.py
+ADDR=127.0.0.1
+M=1048576
+P=7800 # ports: one per receiver
+nextport() { P=$((P + 1)); }
+
+cd "$W" || exit 1
+: >>"$PIDFILE"
+
+# ---------------------------------------------------------------- TAP
+
+N=0 FAILED=0
+T_NAME='' T_WHY='' T_LOGS='' T_START=0
+t_begin() { T_NAME=$1 T_WHY='' T_LOGS='' T_START=$(now_ms); }
+t_fail() { T_WHY="$T_WHY${T_WHY:+; }$*"; }
+t_log() { T_LOGS="$T_LOGS $*"; }
+t_end() {
+	local f secs
+	N=$((N + 1))
+	secs=$(since "$T_START")
+	if [ -z "$T_WHY" ]; then
+		echo "ok $N - $T_NAME (${secs}s)"
+	else
+		FAILED=$((FAILED + 1))
+		echo "not ok $N - $T_NAME (${secs}s)"
+		echo "# $T_WHY"
+		for f in $T_LOGS; do
+			[ -f "$f" ] || continue
+			echo "# ---- $f (last 20 lines)"
+			tail -n 20 "$f" | sed 's/^/#   /'
+		done
+	fi
+}
+
+# ---------------------------------------------------------------- helpers
+
+now_ms() { local t=${EPOCHREALTIME/./}; echo $((t / 1000)); }
+since() { # seconds (one decimal) since a now_ms value
+	local d=$(($(now_ms) - $1))
+	echo "$((d / 1000)).$((d % 1000 / 100))"
+}
+msleep() { sleep "$(printf '%d.%03d' $(($1 / 1000)) $(($1 % 1000)))"; }
+
+track() { echo "$1" >>"$PIDFILE"; }
+
+alive() { # PID: running (not gone, not a zombie)
+	[ -r "/proc/$1/stat" ] || return 1
+	! grep -q '^[0-9]* ([^)]*) Z' "/proc/$1/stat" 2>/dev/null
+}
+
+# wait_pid PID SECONDS: wait up to SECONDS for PID (a child); WRC = its
+# status, or 124 after kill -9 on timeout. WT = seconds waited.
+wait_pid() {
+	local s d
+	s=$(now_ms)
+	d=$((s + $2 * 1000))
+	while alive "$1"; do
+		if [ "$(now_ms)" -ge "$d" ]; then
+			kill -9 "$1" 2>/dev/null
+			wait "$1" 2>/dev/null
+			WRC=124 WT=$(since "$s")
+			return
+		fi
+		msleep 20
+	done
+	wait "$1"
+	WRC=$? WT=$(since "$s")
+}
+
+# start_rx LOG ARGS...: a receiver on 127.0.0.1:$P with the key, -v, in
+# the background; RX = its pid. Non-zero if it is not listening in 10 s.
+start_rx() {
+	local log=$1 i=0
+	shift
+	"$RDCP" --listen -v --transport tcp --bind "$ADDR" --port "$P" \
+		--key-file "$KEY" "$@" >"$log" 2>&1 &
+	RX=$!
+	track "$RX"
+	until grep -q 'listening' "$log" 2>/dev/null; do
+		alive "$RX" || return 1
+		i=$((i + 1))
+		[ $i -lt 500 ] || return 1
+		msleep 20
+	done
+}
+
+# stop_rx [PID]: SIGTERM a daemon, wait (<= 5 s, then kill -9); RX_RC.
+stop_rx() {
+	local pid=${1:-$RX}
+	kill -TERM "$pid" 2>/dev/null
+	wait_pid "$pid" 5
+	RX_RC=$WRC
+}
+
+# send LOG ARGS...: a sender in the foreground, bounded (60 s); SRC = its
+# status, ST = seconds.
+send() {
+	local log=$1 s
+	shift
+	s=$(now_ms)
+	timeout -s KILL 60 "$RDCP" --transport tcp --port "$P" \
+		--key-file "$KEY" "$@" >"$log" 2>&1
+	SRC=$? ST=$(since "$s")
+}
+
+# bg_send LOG ARGS...: a sender in the background; TX = its pid.
+bg_send() {
+	local log=$1
+	shift
+	# rdcp itself, not a subshell: TX gets the signals.
+	"$RDCP" --transport tcp --port "$P" --key-file "$KEY" "$@" >"$log" 2>&1 &
+	TX=$!
+	track "$TX"
+}
+
+# peer MODE [WAIT [COUNT]]: a raw client of faults_peer.py, bounded; its
+# one-line report in PEER_OUT, status in PEER_RC.
+peer() {
+	PEER_OUT=$(timeout -s KILL 60 python3 "$PEER" "$P" "$@" 2>&1)
+	PEER_RC=$?
+}
+
+same() { # A B: byte-for-byte equal, else t_fail
+	if [ ! -f "$2" ]; then
+		t_fail "$2 missing"
+	elif ! cmp -s "$1" "$2"; then
+		t_fail "$2 differs from $1 (sizes $(stat -c %s "$1") vs $(stat -c %s "$2"))"
+	fi
+}
+
+temps() { find "$1" -name '.*.rdcp-part' 2>/dev/null | tr '\n' ' '; }
+
+# no_temp DIR [SECONDS]: no .*.rdcp-part under DIR (waits up to SECONDS
+# for the receiver to remove them).
+no_temp() {
+	local i=0 n=$((${2:-0} * 50))
+	while [ -n "$(temps "$1")" ] && [ $i -lt $n ]; do
+		i=$((i + 1))
+		msleep 20
+	done
+	[ -z "$(temps "$1")" ] || t_fail "temporary file(s) left: $(temps "$1")"
+}
+
+# wait_partfile DIR NAME PID: wait (<= 20 s) until the receiver has the
+# temporary for NAME (the transfer is under way) while PID lives.
+wait_partfile() {
+	local i=0
+	until [ -e "$1/.$2.rdcp-part" ]; do
+		alive "$3" || return 1
+		i=$((i + 1))
+		[ $i -lt 1000 ] || return 1
+		msleep 20
+	done
+}
+
+fdcount() { find "/proc/$1/fd" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l; }
+
+# steady_fds PID: FDS = PID's fd count once it held still for 200 ms
+# (<= 3 s): the baseline after a session's teardown.
+steady_fds() {
+	local i=0 last=-1 same=0
+	FDS=$(fdcount "$1")
+	while [ $i -lt 60 ] && [ $same -lt 4 ]; do
+		if [ "$FDS" = "$last" ]; then same=$((same + 1)); else same=0; fi
+		last=$FDS
+		msleep 50
+		FDS=$(fdcount "$1")
+		i=$((i + 1))
+	done
+}
+rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status" 2>/dev/null; }
+threads() { awk '/^Threads:/ { print $2 }' "/proc/$1/status" 2>/dev/null; }
+
+# settle_fds PID WANT [SECONDS]: wait (<= 5 s) for PID's fd count to come
+# back to WANT (sessions are torn down on their own threads); FDS = the
+# count seen last.
+settle_fds() {
+	local i=0 n=$((${3:-5} * 50))
+	FDS=$(fdcount "$1")
+	while [ "$FDS" != "$2" ] && [ $i -lt $n ]; do
+		i=$((i + 1))
+		msleep 20
+		FDS=$(fdcount "$1")
+	done
+}
+
+# served LOG NAME: a real client copies a small file to the receiver on
+# $P as NAME under $RXDIR, else t_fail (the receiver still serves).
+served() {
+	send "$1" "$W/src/small" "$ADDR:$2"
+	[ "$SRC" = 0 ] || t_fail "a real client afterwards: exit $SRC, want 0"
+	same "$W/src/small" "$RXDIR/$2"
+	t_log "$1"
+}
+
+# prng FILE BYTES: fast pseudo-random content (AES-CTR of zeros).
+prng() {
+	head -c "$2" /dev/zero |
+		openssl enc -aes-128-ctr -nosalt -K "$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')" \
+			-iv 0 2>/dev/null >"$1"
+}
+
+mkdir -p src
+prng src/small 100000
+prng src/big $((1024 * M)) # the kill and SIGINT tests
+
+# ---------------------------------------------------------------- 5. keys
+
+# Wrong keys, part 1 (part 2 runs last, once the hold-off is over).
+# An rdcp sender with another key 5 times, then a correct one; then a key
+# guesser (faults_peer.py bad-auth: a HELLO, then an AUTH with a random
+# MAC) against a fresh receiver.
+s_keys() {
+	local i rcs='' held
+	mkdir -p rx/keys rx/guess
+	"$RDCP" --keygen "$W/other.key" >/dev/null 2>&1
+	nextport
+	KEYS_PORT=$P
+	if ! start_rx "$W/rx-keys.log" --root "$W/rx/keys"; then
+		t_begin "wrong key: receiver starts"
+		t_fail "receiver did not start listening"
+		t_log "$W/rx-keys.log"
+		t_end
+		return
+	fi
+	KEYS_RX=$RX
+	t_begin "wrong key 5 times from $ADDR: each attempt exits 4, nothing written"
+	for i in 1 2 3 4 5; do
+		send "$W/tx-key$i.log" --key-file "$W/other.key" src/small "$ADDR:k$i"
+		rcs="$rcs $SRC"
+		# Once the address is held off, the refusal is a connect error.
+		if [ "$i" -le 3 ] || ! grep -q 'held off' "$W/rx-keys.log"; then
+			[ "$SRC" = 4 ] || t_fail "attempt $i: exit $SRC, want 4"
+		else
+			[ "$SRC" = 4 ] || [ "$SRC" = 3 ] ||
+				t_fail "attempt $i (held off): exit $SRC, want 3 or 4"
+		fi
+		[ "$i" != 3 ] || KEYS_T3=$(now_ms)
+	done
+	echo "# wrong key: exit statuses$rcs"
+	[ -z "$(find rx/keys -mindepth 1)" ] || t_fail "written: $(find rx/keys -mindepth 1 | tr '\n' ' ')"
+	alive "$KEYS_RX" || t_fail "receiver gone"
+	t_log "$W/tx-key1.log" "$W/tx-key5.log" "$W/rx-keys.log"
+	t_end
+
+	t_begin "wrong key: after the 3rd failure $ADDR is held off (logged), a correct key is refused"
+	held=$(grep -c 'held off' "$W/rx-keys.log")
+	[ "$held" -ge 1 ] || t_fail "the receiver log never says 'held off' after 5 wrong keys"
+	send "$W/tx-key-ok-early.log" src/small "$ADDR:early"
+	echo "# correct key right after 5 wrong ones: exit $SRC (want 3 while held off)"
+	[ "$SRC" = 3 ] || t_fail "a correct key while held off: exit $SRC, want 3 (refused)"
+	[ ! -e rx/keys/early ] || t_fail "the correct key's file was written while held off"
+	t_log "$W/tx-key-ok-early.log" "$W/rx-keys.log"
+	t_end
+
+	nextport
+	GUESS_PORT=$P
+	t_begin "key guesser: 3 bad AUTHs, then $ADDR is held off and a correct key refused (exit 3)"
+	if start_rx "$W/rx-guess.log" --root "$W/rx/guess"; then
+		GUESS_RX=$RX
+		for i in 1 2 3; do
+			peer bad-auth 10
+			[ "$PEER_RC" = 0 ] || t_fail "guess $i: $PEER_OUT"
+		done
+		GUESS_T3=$(now_ms)
+		[ "$(grep -c 'authentication failed for' "$W/rx-guess.log")" = 3 ] ||
+			t_fail "the receiver did not log 3 failed authentications"
+		send "$W/tx-guess-ok.log" src/small "$ADDR:early"
+		[ "$SRC" = 3 ] || t_fail "a correct key while held off: exit $SRC, want 3"
+		grep -q 'held off' "$W/rx-guess.log" || t_fail "the receiver log does not say 'held off'"
+		[ ! -e rx/guess/early ] || t_fail "written while held off"
+		echo "# while held off the sender says: $(grep -m1 'cannot connect' "$W/tx-guess-ok.log")"
+		alive "$GUESS_RX" || t_fail "receiver gone"
+	else
+		GUESS_RX=
+		t_fail "receiver did not start listening"
+	fi
+	t_log "$W/tx-guess-ok.log" "$W/rx-guess.log"
+	t_end
+}
+
+# Part 2: both receivers take a correct key again once 10 s passed since
+# the third failure.
+s_keys_after() {
+	local left
+	[ -n "${KEYS_RX:-}" ] || return
+	t_begin "after the hold-off (10 s) a correct key from $ADDR works again"
+	left=$((${GUESS_T3:-$KEYS_T3} + 10500 - $(now_ms)))
+	[ $left -le 0 ] || msleep $left
+	P=$KEYS_PORT RXDIR=$W/rx/keys served "$W/tx-key-after.log" after
+	if [ -n "${GUESS_RX:-}" ]; then
+		P=$GUESS_PORT RXDIR=$W/rx/guess served "$W/tx-guess-after.log" after
+		stop_rx "$GUESS_RX"
+	fi
+	stop_rx "$KEYS_RX"
+	t_log "$W/rx-keys.log" "$W/rx-guess.log"
+	t_end
+}
+
+# ---------------------------------------------------------------- 1. ENOSPC
+
+# Twice: a dense 32 MiB file (the receiver's free-space check refuses it
+# up front) and a sparse one (32 MiB of data and a 1 MiB hole: the check
+# is skipped, the write itself meets ENOSPC).
+s_enospc() {
+	local fs=$W/fs v
+	mkdir -p "$fs"
+	if [ "$(id -u)" != 0 ]; then
+		N=$((N + 1))
+		echo "ok $N - receiver file system full # SKIP not root: cannot mount a tmpfs"
+		return
+	fi
+	if ! mount -t tmpfs -o size=8m tmpfs "$fs"; then
+		t_begin "receiver file system full: tmpfs"
+		t_fail "cannot mount a tmpfs on $fs"
+		t_end
+		return
+	fi
+	prng src/dense $((32 * M))
+	cp src/dense src/sparse
+	truncate -s $((33 * M)) src/sparse
+	RXDIR=$fs
+	nextport
+	if start_rx "$W/rx-full.log" --root "$fs"; then
+		for v in dense sparse; do
+			t_begin "receiver file system full (8 MiB tmpfs, $v 32 MiB file): exit 7, logged, nothing left"
+			send "$W/tx-full-$v.log" "src/$v" "$ADDR:$v"
+			[ "$SRC" = 7 ] || t_fail "sender exit $SRC, want 7"
+			grep -Eiq "space.*'$v'|'$v'.*space" "$W/rx-full.log" ||
+				t_fail "the receiver did not log the lack of space for '$v'"
+			grep -Eiq 'space' "$W/tx-full-$v.log" ||
+				t_fail "the sender did not say the receiver's disk is full"
+			echo "# $v: sender says: $(grep -m1 -i 'space' "$W/tx-full-$v.log")"
+			[ ! -e "$fs/$v" ] || t_fail "'$v' placed under its final name"
+			no_temp "$fs" 3
+			echo "# tmpfs after the failure: $(df -k --output=used "$fs" | tail -n1 | tr -d ' ') KiB used"
+			alive "$RX" || t_fail "receiver gone"
+			t_log "$W/tx-full-$v.log" "$W/rx-full.log"
+			t_end
+		done
+
+		t_begin "receiver file system full: the same daemon then takes a small file"
+		served "$W/tx-full-small.log" small
+		no_temp "$fs"
+		stop_rx
+		t_log "$W/rx-full.log"
+	else
+		t_begin "receiver file system full: receiver starts"
+		t_fail "receiver did not start listening"
+		t_log "$W/rx-full.log"
+	fi
+	t_end
+	umount "$fs" || echo "# cannot umount $fs"
+	rm -f src/dense src/sparse
+}
+
+# ---------------------------------------------------------------- 2. source changes
+
+s_changed() {
+	local v t
+	mkdir -p rx/chg
+	nextport
+	if ! start_rx "$W/rx-chg.log" --root "$W/rx/chg"; then
+		t_begin "source changed while sent: receiver starts"
+		t_fail "receiver did not start listening"
+		t_log "$W/rx-chg.log"
+		t_end
+		return
+	fi
+	for v in append truncate touch; do
+		t_begin "source changed while sent ($v): exit 6, nothing placed"
+		t=$(now_ms)
+		head -c $((1024 * M)) /dev/zero >src/chg
+		echo "# made src/chg in $(since "$t")s"
+		bg_send "$W/tx-chg-$v.log" --window 2 --chunk-size 64K src/chg "$ADDR:chg"
+		if wait_partfile rx/chg chg "$TX"; then
+			msleep 200
+			if alive "$TX"; then
+				case $v in
+				append) echo more >>src/chg ;;
+				truncate) truncate -s $((512 * M)) src/chg ;;
+				touch) touch -m -d '2001-02-03 04:05:06' src/chg ;;
+				esac
+				wait_pid "$TX" 60
+				[ "$WRC" = 6 ] || t_fail "sender exit $WRC, want 6"
+				echo "# $v: sender exit $WRC ${WT}s after the change: $(grep -m1 -Ei 'changed|cannot|read' "$W/tx-chg-$v.log")"
+			else
+				t_fail "the copy ended before the change (test too fast)"
+			fi
+		else
+			t_fail "the transfer never started"
+		fi
+		kill -9 "$TX" 2>/dev/null
+		[ ! -e rx/chg/chg ] || t_fail "placed under its final name"
+		no_temp rx/chg 3
+		alive "$RX" || t_fail "receiver gone"
+		t_log "$W/tx-chg-$v.log" "$W/rx-chg.log"
+		t_end
+		rm -f rx/chg/chg
+	done
+	stop_rx
+	rm -rf src/chg rx/chg
+}
+
+# ---------------------------------------------------------------- 3. silent peers
+
+s_silent() {
+	local base
+	mkdir -p rx/sil
+	nextport
+	RXDIR=$W/rx/sil
+	t_begin "silent peer: dropped within --connect-timeout 2, fds back to the baseline"
+	if ! start_rx "$W/rx-sil.log" --root "$RXDIR" --connect-timeout 2 --timeout 3; then
+		t_fail "receiver did not start listening"
+		t_log "$W/rx-sil.log"
+		t_end
+		return
+	fi
+	served "$W/tx-sil0.log" first
+	steady_fds "$RX"
+	base=$FDS
+	peer silent 10
+	echo "# $PEER_OUT"
+	[ "$PEER_RC" = 0 ] || t_fail "$PEER_OUT"
+	case $PEER_OUT in
+	*"closed after "[0-3].*) ;;
+	*) t_fail "not dropped within ~2 s: $PEER_OUT" ;;
+	esac
+	grep -q 'timed out after 2000 ms' "$W/rx-sil.log" ||
+		t_fail "the receiver did not log the timeout"
+	settle_fds "$RX" "$base"
+	[ "$FDS" = "$base" ] || t_fail "fd count $FDS, baseline $base"
+	served "$W/tx-sil1.log" second
+	t_log "$W/rx-sil.log"
+	t_end
+
+	t_begin "peer silent after the connect exchange: dropped within --timeout 3, fds back"
+	peer hs-silent 20
+	echo "# $PEER_OUT"
+	[ "$PEER_RC" = 0 ] || t_fail "$PEER_OUT"
+	case $PEER_OUT in
+	*"closed after "[0-4].*) ;;
+	*) t_fail "not dropped within ~3 s: $PEER_OUT" ;;
+	esac
+	grep -q 'no word from' "$W/rx-sil.log" || t_fail "the receiver did not log the silence"
+	settle_fds "$RX" "$base"
+	[ "$FDS" = "$base" ] || t_fail "fd count $FDS, baseline $base"
+	served "$W/tx-sil2.log" third
+	alive "$RX" || t_fail "receiver gone"
+	t_log "$W/rx-sil.log"
+	t_end
+	stop_rx
+
+	# Silent peers hold a session until the connect timeout: with
+	# --max-sessions 4 four of them lock real clients out (refused, exit 3,
+	# saying why) for that long, no longer.
+	nextport
+	t_begin "silent peers fill --max-sessions 4: a real client is refused (exit 3), then served once they are dropped"
+	if start_rx "$W/rx-sil4.log" --root "$RXDIR" --connect-timeout 2 --max-sessions 4; then
+		local i ppids=''
+		for i in 1 2 3 4; do
+			python3 "$PEER" "$P" silent 10 >"$W/peer-sil4-$i.log" 2>&1 &
+			track $!
+			ppids="$ppids $!"
+		done
+		i=0
+		until [ "$(grep -c 'connection from' "$W/rx-sil4.log")" -ge 4 ] || [ $i -ge 100 ]; do
+			i=$((i + 1))
+			msleep 20
+		done
+		send "$W/tx-sil4-busy.log" src/small "$ADDR:busy"
+		echo "# while 4 silent peers are connected: exit $SRC: $(grep -m1 'cannot' "$W/tx-sil4-busy.log")"
+		[ "$SRC" = 3 ] || t_fail "a client past the session limit: exit $SRC, want 3"
+		grep -q 'session limit' "$W/tx-sil4-busy.log" || t_fail "the refused client does not say why"
+		for p in $ppids; do
+			wait_pid "$p" 15
+			[ "$WRC" = 0 ] || t_fail "a silent peer was not dropped"
+		done
+		served "$W/tx-sil4.log" after-busy
+		stop_rx
+	else
+		t_fail "receiver did not start listening"
+	fi
+	t_log "$W/tx-sil4-busy.log" "$W/rx-sil4.log"
+	t_end
+	rm -rf rx/sil
+}
+
+# ---------------------------------------------------------------- 4. garbage
+
+s_garbage() {
+	local base m pat before
+	mkdir -p rx/junk
+	nextport
+	RXDIR=$W/rx/junk
+	if ! start_rx "$W/rx-junk.log" --root "$RXDIR" --connect-timeout 2 --timeout 3; then
+		t_begin "garbage: receiver starts"
+		t_fail "receiver did not start listening"
+		t_log "$W/rx-junk.log"
+		t_end
+		return
+	fi
+	served "$W/tx-junk0.log" first
+	steady_fds "$RX"
+	base=$FDS
+
+	t_begin "garbage instead of the connect data: refused, receiver keeps serving"
+	peer junk 10
+	echo "# $PEER_OUT"
+	[ "$PEER_RC" = 0 ] || t_fail "$PEER_OUT"
+	grep -q 'not an rdcp client' "$W/rx-junk.log" || t_fail "the receiver did not log the refusal"
+	settle_fds "$RX" "$base"
+	[ "$FDS" = "$base" ] || t_fail "fd count $FDS, baseline $base"
+	served "$W/tx-junk1.log" after-junk
+	t_log "$W/rx-junk.log"
+	t_end
+
+	# MODE:what the receiver must log
+	for m in 'ctrl-random:malformed control message' \
+		'bad-op:unknown frame type' \
+		'write-early:before the ring exists' \
+		'oversize:longer than the receive buffer' \
+		'bad-ack:acknowledged control messages never sent' \
+		'hello-junk:malformed control message|sent a bad HELLO'; do
+		pat=${m#*:}
+		m=${m%%:*}
+		t_begin "connect exchange, then garbage frames ($m): protocol error logged, session dropped"
+		before=$(wc -l <"$W/rx-junk.log")
+		peer "$m" 10
+		echo "# $PEER_OUT"
+		[ "$PEER_RC" = 0 ] || t_fail "$PEER_OUT"
+		msleep 100
+		tail -n +$((before + 1)) "$W/rx-junk.log" | grep -Eq "$pat" ||
+			t_fail "the receiver did not log /$pat/"
+		alive "$RX" || t_fail "receiver gone (crashed?)"
+		settle_fds "$RX" "$base"
+		[ "$FDS" = "$base" ] || t_fail "fd count $FDS, baseline $base"
+		served "$W/tx-junk-$m.log" "after-$m"
+		t_log "$W/rx-junk.log"
+		t_end
+	done
+
+	t_begin "fuzz: 100 sessions of random frames after the connect exchange"
+	peer fuzz 10 100
+	echo "# $PEER_OUT"
+	[ "$PEER_RC" = 0 ] || t_fail "$PEER_OUT"
+	alive "$RX" || t_fail "receiver gone (crashed?)"
+	settle_fds "$RX" "$base"
+	[ "$FDS" = "$base" ] || t_fail "fd count $FDS, baseline $base"
+	served "$W/tx-junk-fuzz.log" after-fuzz
+	no_temp "$RXDIR"
+	t_log "$W/rx-junk.log"
+	t_end
+	stop_rx
+	rm -rf rx/junk
+}
+
+# ---------------------------------------------------------------- 6. kill -9
+
+s_kill9() {
+	local who
+	mkdir -p rx/k9
+	RXDIR=$W/rx/k9
+	nextport
+	for who in receiver sender; do
+		t_begin "kill -9 of the $who mid-file"
+		if ! start_rx "$W/rx-k9-$who.log" --root "$RXDIR"; then
+			t_fail "receiver did not start listening"
+			t_log "$W/rx-k9-$who.log"
+			t_end
+			continue
+		fi
+		bg_send "$W/tx-k9-$who.log" --window 2 --chunk-size 64K src/big "$ADDR:big"
+		if wait_partfile "$RXDIR" big "$TX"; then
+			msleep 200
+			if alive "$TX"; then
+				if [ $who = receiver ]; then
+					kill -9 "$RX"
+					wait "$RX" 2>/dev/null
+					wait_pid "$TX" 30
+					[ "$WRC" = 11 ] || t_fail "sender exit $WRC, want 11"
+					if [ -e "$RXDIR/.big.rdcp-part" ]; then
+						echo "# stale temporary after kill -9: $(stat -c %s "$RXDIR/.big.rdcp-part") bytes"
+					else
+						echo "# (no stale temporary after kill -9: nothing to overwrite)"
+					fi
+				else
+					kill -9 "$TX"
+					wait "$TX" 2>/dev/null
+					no_temp "$RXDIR" 5
+					alive "$RX" || t_fail "receiver gone after the sender died"
+					grep -Eq 'went away|no word from' "$W/rx-k9-$who.log" ||
+						t_fail "the receiver did not log the lost sender"
+				fi
+			else
+				t_fail "the copy ended before the kill (test too fast)"
+			fi
+		else
+			t_fail "the transfer never started"
+		fi
+		kill -9 "$TX" 2>/dev/null
+		[ ! -e "$RXDIR/big" ] || t_fail "placed under its final name"
+		t_log "$W/tx-k9-$who.log" "$W/rx-k9-$who.log"
+		t_end
+
+		t_begin "kill -9 of the $who mid-file, then the same copy again: byte-identical"
+		if ! alive "$RX"; then
+			start_rx "$W/rx-k9-$who-2.log" --root "$RXDIR" ||
+				t_fail "receiver did not start listening again"
+		fi
+		send "$W/tx-k9-$who-2.log" src/big "$ADDR:big"
+		[ "$SRC" = 0 ] || t_fail "second copy: exit $SRC, want 0"
+		same src/big "$RXDIR/big"
+		no_temp "$RXDIR"
+		echo "# second copy of 1 GiB: ${ST}s"
+		stop_rx
+		t_log "$W/tx-k9-$who-2.log" "$W/rx-k9-$who.log" "$W/rx-k9-$who-2.log"
+		t_end
+		rm -f "$RXDIR/big"
+	done
+	rm -rf rx/k9
+}
+
+# ---------------------------------------------------------------- 7. SIGINT
+
+s_sigint() {
+	mkdir -p rx/int
+	RXDIR=$W/rx/int
+	nextport
+	t_begin "SIGINT of the sender mid-file: exit 130, temporary removed, receiver serves on"
+	if start_rx "$W/rx-int.log" --root "$RXDIR"; then
+		bg_send "$W/tx-int.log" --window 2 --chunk-size 64K src/big "$ADDR:big"
+		if wait_partfile "$RXDIR" big "$TX"; then
+			msleep 200
+			if alive "$TX"; then
+				kill -INT "$TX"
+				wait_pid "$TX" 15
+				[ "$WRC" = 130 ] || t_fail "sender exit $WRC, want 130"
+				echo "# sender stopped ${WT}s after SIGINT (exit $WRC)"
+			else
+				t_fail "the copy ended before the signal (test too fast)"
+			fi
+		else
+			t_fail "the transfer never started"
+		fi
+		kill -9 "$TX" 2>/dev/null
+		no_temp "$RXDIR" 5
+		[ ! -e "$RXDIR/big" ] || t_fail "placed under its final name"
+		alive "$RX" || t_fail "receiver gone"
+		served "$W/tx-int2.log" small
+		stop_rx
+	else
+		t_fail "receiver did not start listening"
+	fi
+	t_log "$W/tx-int.log" "$W/rx-int.log"
+	t_end
+	rm -rf rx/int
+}
+
+# ---------------------------------------------------------------- 8. soak
+
+s_soak() {
+	local i n=200 size fd1 rss1 fd2 rss2 thr1 thr2 bad=0 off=0
+	mkdir -p rx/soak src/soak
+	RXDIR=$W/rx/soak
+	for i in $(seq 1 $n); do
+		size=$(((RANDOM * 32768 + RANDOM) % (256 * 1024 + 1)))
+		[ $((i % 25)) != 0 ] || size=0
+		tail -c +$((off + 1)) src/big | head -c "$size" >"src/soak/f$i"
+		off=$((off + size))
+	done
+	nextport
+	t_begin "soak: $n back-to-back small transfers to one daemon: fds and RSS steady"
+	if start_rx "$W/rx-soak.log" --root "$RXDIR"; then
+		for i in $(seq 1 $n); do
+			# Names repeat: every 20th transfer replaces an earlier file.
+			send "$W/tx-soak.log" "src/soak/f$i" "$ADDR:s$((i % 20))"
+			if [ "$SRC" != 0 ] || ! cmp -s "src/soak/f$i" "$RXDIR/s$((i % 20))"; then
+				bad=$((bad + 1))
+				[ $bad -gt 3 ] || t_fail "transfer $i ($(stat -c %s "src/soak/f$i") bytes): exit $SRC$(cmp -s "src/soak/f$i" "$RXDIR/s$((i % 20))" || echo ', copy differs')"
+				cp "$W/tx-soak.log" "$W/tx-soak-bad$i.log"
+				t_log "$W/tx-soak-bad$i.log"
+			fi
+			if [ "$i" = 1 ]; then
+				steady_fds "$RX"
+				fd1=$FDS rss1=$(rss_kb "$RX") thr1=$(threads "$RX")
+			fi
+		done
+		settle_fds "$RX" "$fd1"
+		fd2=$FDS rss2=$(rss_kb "$RX") thr2=$(threads "$RX")
+		echo "# soak: $bad of $n failed; fds $fd1 -> $fd2; VmRSS ${rss1} -> ${rss2} kB ($((rss2 - rss1)) kB); threads $thr1 -> $thr2"
+		[ "$bad" = 0 ] || t_fail "$bad of $n transfers failed"
+		[ "$fd2" = "$fd1" ] || t_fail "fd count grew: $fd1 -> $fd2"
+		[ $((rss2 - rss1)) -le 4096 ] || t_fail "VmRSS grew by $((rss2 - rss1)) kB (> 4 MiB)"
+		[ "$thr2" = "$thr1" ] || t_fail "thread count $thr1 -> $thr2"
+		no_temp "$RXDIR"
+		alive "$RX" || t_fail "receiver gone"
+		stop_rx
+		[ "$RX_RC" = 130 ] || t_fail "daemon exit $RX_RC after SIGTERM, want 130"
+	else
+		t_fail "receiver did not start listening"
+	fi
+	t_log "$W/rx-soak.log"
+	t_end
+	rm -rf rx/soak src/soak
+}
+
+# ---------------------------------------------------------------- 9. concurrent
+
+s_concurrent() {
+	local i pids='' base ppids='' hk
+	mkdir -p rx/conc
+	RXDIR=$W/rx/conc
+	for i in 1 2 3 4; do
+		tail -c +$((i * 7 * M + 1)) src/big | head -c $((6 * M + i * 4099)) >"src/c$i"
+	done
+	nextport
+	t_begin "4 good clients next to bad ones (garbage, silence, fuzz, a corrupted chunk): the good ones complete"
+	if start_rx "$W/rx-conc.log" --root "$RXDIR" --connect-timeout 2 --timeout 3; then
+		served "$W/tx-conc0.log" first
+		steady_fds "$RX"
+		base=$FDS
+		for m in ctrl-random silent junk bad-op hs-silent; do
+			python3 "$PEER" "$P" "$m" 15 >"$W/peer-conc-$m.log" 2>&1 &
+			track $!
+			ppids="$ppids $!"
+		done
+		python3 "$PEER" "$P" fuzz 10 40 >"$W/peer-conc-fuzz.log" 2>&1 &
+		track $!
+		ppids="$ppids $!"
+		RDCP_TEST_CORRUPT_CHUNK=1 "$HOOKS" --transport tcp --port "$P" --key-file "$KEY" \
+			--chunk-size 64K src/c1 "$ADDR:corrupt" >"$W/tx-conc-hooks.log" 2>&1 &
+		hk=$!
+		track $hk
+		for i in 1 2 3 4; do
+			bg_send "$W/tx-conc$i.log" --chunk-size 256K --window 8 "src/c$i" "$ADDR:c$i"
+			pids="$pids $TX"
+			t_log "$W/tx-conc$i.log"
+		done
+		i=1
+		for p in $pids; do
+			wait_pid "$p" 60
+			[ "$WRC" = 0 ] || t_fail "good client $i: exit $WRC, want 0"
+			same "src/c$i" "$RXDIR/c$i"
+			i=$((i + 1))
+		done
+		wait_pid "$hk" 60
+		[ "$WRC" = 8 ] || t_fail "corrupting client: exit $WRC, want 8"
+		[ ! -e "$RXDIR/corrupt" ] || t_fail "the corrupted file was placed"
+		for p in $ppids; do
+			wait_pid "$p" 30
+			[ "$WRC" = 0 ] || t_fail "a bad client was not dropped (status $WRC)"
+		done
+		cat "$W"/peer-conc-*.log | sed 's/^/# /'
+		no_temp "$RXDIR" 3
+		alive "$RX" || t_fail "receiver gone"
+		settle_fds "$RX" "$base"
+		[ "$FDS" = "$base" ] || t_fail "fd count $FDS, baseline $base"
+		served "$W/tx-conc5.log" last
+		stop_rx
+	else
+		t_fail "receiver did not start listening"
+	fi
+	t_log "$W/tx-conc-hooks.log" "$W/rx-conc.log"
+	t_end
+	rm -rf rx/conc src/c[1-4]
+}
+
+# ---------------------------------------------------------------- main
+
+T0=$(now_ms)
+SCENARIOS=${*:-keys enospc silent garbage changed kill9 sigint soak concurrent keys_after}
+for s in $SCENARIOS; do
+	"s_$s"
+done
+echo "1..$N"
+echo "# faults: $((N - FAILED)) of $N passed in $(since "$T0")s"
+[ "$FAILED" -eq 0 ]
