@@ -9,6 +9,7 @@
 #                        end-to-end suites; ends with "N passed, N failed"
 #   make test-quick      in-process tests + end-to-end over TCP loopback
 #   make test-unit       only the in-process tests (seconds)
+#   make fuzz            libFuzzer on the wire decoder and path checker
 #   make demo            a real RDMA copy (host device, else Soft-RoCE guest)
 #   make SAN=address,undefined test    sanitizer build
 #   make install DESTDIR=... PREFIX=/usr
@@ -78,6 +79,10 @@ MAIN_OBJ := $(BUILD)/cmd/main.o
 TEST_SRCS := $(wildcard tests/unit/test_*.c)
 TEST_HELPERS := $(filter-out $(TEST_SRCS),$(wildcard tests/unit/*.c))
 TEST_BINS := $(TEST_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
+# The fuzz targets (tests/fuzz/) linked with a plain main() that replays a
+# corpus: built by `make tests`, run over tests/fuzz/corpus by run_tests.sh.
+FUZZ_REPLAY_BINS := $(BUILD)/fuzz-replay/replay_wire \
+	$(BUILD)/fuzz-replay/replay_path
 
 .PHONY: test-quick setup tests san-tests test-san hooks all test test-unit test-e2e test-guest demo bench install uninstall \
 	clean help deb rpm test-packages fuzz version
@@ -109,6 +114,18 @@ hooks:
 	$(Q)$(MAKE) --no-print-directory BUILD=$(BUILD)/hooks TEST_HOOKS=1 \
 		$(BUILD)/hooks/rdcp
 
+$(BUILD)/fuzz-replay/replay_%: tests/fuzz/replay.c tests/fuzz/fuzz_%.c \
+		tests/fuzz/fuzz.h $(BUILD)/librdcp.a
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  FUZZ    $@")
+	$(Q)$(CC) $(ALL_CFLAGS) -Itests/fuzz $(ALL_LDFLAGS) -o $@ \
+		tests/fuzz/replay.c tests/fuzz/fuzz_$*.c $(BUILD)/librdcp.a \
+		$(LIBS)
+
+# libFuzzer (clang) for 60 s per target run; findings in build/fuzz/crashes.
+fuzz:
+	$(Q)tests/fuzz/run.sh 60
+
 # Everything a fresh Debian machine needs to build and test (apt-get;
 # quick when already installed).
 setup:
@@ -134,14 +151,14 @@ san-tests:
 test-san: san-tests
 	$(Q)tests/run_tests.sh --build $(BUILD) san
 
-tests: $(TEST_BINS)
+tests: $(TEST_BINS) $(FUZZ_REPLAY_BINS)
 
-test-unit: all $(TEST_BINS)
+test-unit: all $(TEST_BINS) $(FUZZ_REPLAY_BINS)
 	$(Q)tests/run_tests.sh --build $(BUILD) unit
 
 # The everyday suite, seconds: in-process tests and every end-to-end
 # scenario over TCP on loopback.
-test-quick: all hooks $(TEST_BINS)
+test-quick: all hooks $(TEST_BINS) $(FUZZ_REPLAY_BINS)
 	$(Q)tests/run_tests.sh --build $(BUILD) quick
 
 test-guest: all hooks
@@ -207,4 +224,5 @@ version:
 help:
 	@sed -n 's/^#   //p' Makefile
 
--include $(LIB_OBJS:.o=.d) $(MAIN_OBJ:.o=.d) $(TEST_BINS:=.d)
+-include $(LIB_OBJS:.o=.d) $(MAIN_OBJ:.o=.d) $(TEST_BINS:=.d) \
+	$(FUZZ_REPLAY_BINS:=.d)

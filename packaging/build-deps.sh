@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 #
-# Installs, with apt-get, what building rdcp needs on Debian/Ubuntu: the
-# same list as Build-Depends in packaging/debian/control. Idempotent and
+# Installs, with apt-get, what building and testing rdcp needs on
+# Debian/Ubuntu: Build-Depends of packaging/debian/control, plus valgrind,
+# busybox-static and python3 for make test. Idempotent and
 # quick when everything is present (apt-get update runs only when a package
 # is missing). `make setup` runs this and tests/guest/setup.sh.
 set -euo pipefail
 
 PACKAGES=(gcc make pkg-config libc6-dev libibverbs-dev librdmacm-dev
-	zlib1g-dev libssl-dev libisal-dev)
+	zlib1g-dev libssl-dev libisal-dev valgrind busybox-static python3)
 
 die() { echo "build-deps.sh: error: $*" >&2; exit 1; }
 

@@ -70,9 +70,30 @@ if [ "$WHAT" = unit ] || [ "$WHAT" = quick ] || [ "$WHAT" = all ]; then
 	unit_suites "$BUILD" ""
 fi
 
+# The fuzz targets replayed over their committed corpora (gcc, no
+# libFuzzer; tests/fuzz/run.sh fuzzes): path twice, over openat2(2) and
+# over the O_NOFOLLOW walk of kernels without it.
+if [ "$WHAT" = unit ] || [ "$WHAT" = quick ] || [ "$WHAT" = all ]; then
+	run_suite fuzz-replay-wire "$BUILD/fuzz-replay/replay_wire" \
+		"$HERE/fuzz/corpus/wire"
+	run_suite fuzz-replay-path "$BUILD/fuzz-replay/replay_path" \
+		"$HERE/fuzz/corpus/path"
+	RDCP_FUZZ_PATH_WALK=1 run_suite fuzz-replay-path-walk \
+		"$BUILD/fuzz-replay/replay_path" "$HERE/fuzz/corpus/path"
+fi
+
+# The quick in-process tests again under valgrind (memcheck, leaks).
+if [ "$WHAT" = unit ] || [ "$WHAT" = quick ] || [ "$WHAT" = all ]; then
+	for t in test_wire test_credit test_util; do
+		run_suite "valgrind-$t" valgrind -q --error-exitcode=1 \
+			--leak-check=full "$BUILD/tests/$t"
+	done
+fi
+
 if [ "$WHAT" = tcp ] || [ "$WHAT" = quick ] || [ "$WHAT" = all ]; then
 	run_suite tcp-e2e "$HERE/e2e/run_tcp.sh" --build "$BUILD"
 	run_suite cli "$HERE/e2e/cli.sh" --build "$BUILD"
+	run_suite faults-e2e "$HERE/e2e/run_faults.sh" --build "$BUILD"
 fi
 
 if [ "$WHAT" = san ] || [ "$WHAT" = all ]; then

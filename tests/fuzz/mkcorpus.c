@@ -1,0 +1,329 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * Writes the seed corpora of the fuzz targets: OUT/wire/ gets valid
+ * encodings of every control message (made with wire_encode()), valid
+ * 64-byte slot headers and a few malformed messages; OUT/path/ gets valid
+ * and hostile peer paths. The committed tests/fuzz/corpus/ is its output:
+ *
+ *   cc -std=c11 -D_GNU_SOURCE -I. -o build/mkcorpus tests/fuzz/mkcorpus.c \
+ *       build/librdcp.a $(pkg-config --libs libibverbs librdmacm zlib \
+ *       libcrypto libisal) -pthread
+ *   build/mkcorpus tests/fuzz/corpus
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "transfer/wire.h"
+#include "util/path.h"
+
+static const char *out;
+static int errs;
+
+static void put(const char *dir, const char *name, const void *p, size_t n)
+{
+	char path[4096];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s/%s", out, dir, name);
+	f = fopen(path, "wb");
+	if (!f || fwrite(p, 1, n, f) != n || fclose(f)) {
+		perror(path);
+		errs++;
+	}
+}
+
+/* Encodes m as wire/NAME; returns its length (buf keeps the bytes). */
+static int msg(const char *name, const struct wire_msg *m, uint8_t *buf)
+{
+	int n = wire_encode(m, buf, WIRE_CTRL_SIZE);
+
+	if (n < 0) {
+		fprintf(stderr, "%s: wire_encode: %d\n", name, n);
+		errs++;
+		return 0;
+	}
+	put("wire", name, buf, (size_t)n);
+	return n;
+}
+
+/* Patches the total length in a control header. */
+static void set_total(uint8_t *p, size_t n)
+{
+	p[4] = (uint8_t)(n >> 24);
+	p[5] = (uint8_t)(n >> 16);
+	p[6] = (uint8_t)(n >> 8);
+	p[7] = (uint8_t)n;
+}
+
+static void fill(uint8_t *p, size_t n, uint8_t seed)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		p[i] = (uint8_t)(seed + i * 7);
+}
+
+static void wire_seeds(void)
+{
+	static struct wire_msg m;
+	static uint8_t buf[WIRE_CTRL_SIZE], bad[WIRE_CTRL_SIZE];
+	struct wire_slot_hdr h;
+	uint8_t slot[WIRE_SLOT_HDR];
+	int n;
+
+	memset(&m, 0, sizeof(m));
+	m.type = WIRE_HELLO;
+	m.u.hello.role = WIRE_PUSH;
+	m.u.hello.csum = WIRE_CSUM_CRC32;
+	m.u.hello.flags = WIRE_HELLO_FSYNC | WIRE_HELLO_DEST_DIR;
+	m.u.hello.features = WIRE_FEAT_AUTH;
+	m.u.hello.chunk_size = 1 << 20;
+	fill(m.u.hello.nonce, WIRE_NONCE_LEN, 1);
+	strcpy(m.u.hello.path, "backups/2024/");
+	n = msg("hello-push", &m, buf);
+
+	/* malformed variants of that HELLO */
+	memcpy(bad, buf, (size_t)n);
+	put("wire", "bad-hello-truncated", bad, (size_t)n - 3);
+	set_total(bad, (size_t)n + 1); /* total length one too many */
+	memcpy(bad + n, "x", 1);
+	put("wire", "bad-hello-trailing", bad, (size_t)n + 1);
+	memcpy(bad, buf, (size_t)n);
+	bad[n - 5] = '\0'; /* NUL inside the path */
+	put("wire", "bad-hello-nul-in-path", bad, (size_t)n);
+	memcpy(bad, buf, (size_t)n);
+	bad[0] = 0;
+	put("wire", "bad-type-0", bad, (size_t)n);
+	bad[0] = WIRE_TYPE_MAX;
+	put("wire", "bad-type-max", bad, (size_t)n);
+
+	m.u.hello.role = WIRE_PULL;
+	m.u.hello.csum = WIRE_CSUM_SHA256;
+	m.u.hello.flags = 0;
+	m.u.hello.features = 0;
+	memset(m.u.hello.path, 'p', 4095);
+	m.u.hello.path[4095] = '\0';
+	msg("hello-pull-longpath", &m, buf);
+	m.u.hello.path[0] = '\0';
+	m.u.hello.csum = WIRE_CSUM_NONE;
+	msg("hello-pull-empty", &m, buf);
+
+	memset(&m, 0, sizeof(m));
+	m.type = WIRE_WELCOME;
+	m.ctrl_ack = 1;
+	m.u.welcome.features = WIRE_FEAT_AUTH;
+	fill(m.u.welcome.nonce, WIRE_NONCE_LEN, 2);
+	fill(m.u.welcome.mac, WIRE_MAC_LEN, 3);
+	msg("welcome-ok", &m, buf);
+	m.u.welcome.status = -EACCES;
+	m.u.welcome.features = 0;
+	memset(m.u.welcome.mac, 0, WIRE_MAC_LEN);
+	strcpy(m.u.welcome.msg, "permission denied: /srv/rdcp/x");
+	msg("welcome-eacces", &m, buf);
+	memset(m.u.welcome.msg, 'm', WIRE_MSG_MAX);
+	m.u.welcome.msg[WIRE_MSG_MAX] = '\0';
+	n = msg("welcome-longmsg", &m, buf);
+	/* string length one over WIRE_MSG_MAX */
+	memcpy(bad, buf, (size_t)n);
+	bad[n - WIRE_MSG_MAX - 2] = (WIRE_MSG_MAX + 1) >> 8;
+	bad[n - WIRE_MSG_MAX - 1] = (WIRE_MSG_MAX + 1) & 0xff;
+	set_total(bad, (size_t)n + 1);
+	bad[n] = 'm';
+	put("wire", "bad-welcome-msg-too-long", bad, (size_t)n + 1);
+
+	memset(&m, 0, sizeof(m));
+	m.type = WIRE_AUTH;
+	m.ctrl_ack = 1;
+	fill(m.u.auth.mac, WIRE_MAC_LEN, 4);
+	msg("auth", &m, buf);
+
+	memset(&m, 0, sizeof(m));
+	m.type = WIRE_RING;
+	m.ctrl_ack = 2;
+	m.u.ring.addr = 0x7f1234560000ull;
+	m.u.ring.rkey = 0xdeadbeef;
+	m.u.ring.slots = 64;
+	m.u.ring.slot_size = (1 << 20) + WIRE_SLOT_HDR;
+	msg("ring", &m, buf);
+
+	memset(&m, 0, sizeof(m));
+	m.type = WIRE_FILE;
+	m.ctrl_ack = 3;
+	m.slot_ack = 17;
+	m.u.file.file_id = 1;
+	m.u.file.size = 123456789;
+	m.u.file.mode = 0100644;
+	m.u.file.mtime_sec = 1700000000;
+	m.u.file.mtime_nsec = 999999999;
+	strcpy(m.u.file.path, "dir/sub/file.bin");
+	msg("file", &m, buf);
+	m.u.file.file_id = 0xffffffffu;
+	m.u.file.flags = WIRE_FILE_SPARSE;
+	m.u.file.size = ~0ull;
+	m.u.file.mtime_sec = -1;
+	strcpy(m.u.file.path, "../../etc/shadow");
+	msg("file-hostile-path", &m, buf);
+
+	memset(&m, 0, sizeof(m));
+	m.type = WIRE_FILE_END;
+	m.u.end.file_id = 1;
+	m.u.end.nchunks = 118;
+	m.u.end.csum = WIRE_CSUM_CRC32;
+	m.u.end.digest_len = 4;
+	fill(m.u.end.digest, 4, 5);
+	msg("file-end-crc32", &m, buf);
+	m.u.end.csum = WIRE_CSUM_SHA256;
+	m.u.end.digest_len = WIRE_DIGEST_MAX;
+	fill(m.u.end.digest, WIRE_DIGEST_MAX, 6);
+	n = msg("file-end-sha256", &m, buf);
+	/* digest_len 33 */
+	memcpy(bad, buf, (size_t)n);
+	bad[n - WIRE_DIGEST_MAX - 1] = WIRE_DIGEST_MAX + 1;
+	set_total(bad, (size_t)n + 1);
+	bad[n] = 0;
+	put("wire", "bad-file-end-digest-33", bad, (size_t)n + 1);
+	m.u.end.flags = WIRE_END_ABORT;
+	m.u.end.csum = WIRE_CSUM_NONE;
+	m.u.end.digest_len = 0;
+	msg("file-end-abort", &m, buf);
+
+	memset(&m, 0, sizeof(m));
+	m.type = WIRE_FILE_RESULT;
+	m.ctrl_ack = 9;
+	m.u.result.file_id = 1;
+	m.u.result.digest_len = WIRE_DIGEST_MAX;
+	fill(m.u.result.digest, WIRE_DIGEST_MAX, 6);
+	msg("file-result-ok", &m, buf);
+	m.u.result.status = -EBADMSG;
+	m.u.result.digest_len = 4;
+	strcpy(m.u.result.msg, "checksum mismatch");
+	msg("file-result-badmsg", &m, buf);
+
+	memset(&m, 0, sizeof(m));
+	m.type = WIRE_DONE;
+	m.ctrl_ack = 10;
+	m.slot_ack = 118;
+	msg("done", &m, buf);
+
+	memset(&m, 0, sizeof(m));
+	m.type = WIRE_BYE;
+	m.u.bye.files_ok = 3;
+	m.u.bye.files_failed = 1;
+	m.u.bye.bytes = 123456789;
+	msg("bye", &m, buf);
+
+	memset(&m, 0, sizeof(m));
+	m.type = WIRE_ERROR;
+	m.u.error.status = -EIO;
+	m.u.error.klass = 2;
+	strcpy(m.u.error.msg, "write: Input/output error");
+	msg("error", &m, buf);
+
+	memset(&m, 0, sizeof(m));
+	m.type = WIRE_CREDIT;
+	m.ctrl_ack = 0xffffffffu;
+	m.slot_ack = 0x80000000u;
+	n = msg("credit", &m, buf);
+	put("wire", "bad-header-short", buf, 15);
+	put("wire", "bad-empty", buf, 0);
+
+	/* 64-byte slot headers (wire_slot_decode gets an input's first 64) */
+	memset(&h, 0, sizeof(h));
+	h.seq = 5;
+	h.file_id = 1;
+	h.len = 1 << 20;
+	h.offset = 5ull << 20;
+	h.crc = 0x12345678;
+	h.raw_len = h.len;
+	wire_slot_encode(slot, &h);
+	put("wire", "slot-plain", slot, sizeof(slot));
+	slot[10] ^= 1; /* header CRC no longer matches */
+	put("wire", "bad-slot-crc", slot, sizeof(slot));
+	h.seq = ~0ull;
+	h.flags = WIRE_SLOT_COMPRESSED | WIRE_SLOT_ENCRYPTED;
+	h.raw_len = 4 << 20;
+	fill(h.tag, sizeof(h.tag), 7);
+	wire_slot_encode(slot, &h);
+	put("wire", "slot-flags", slot, sizeof(slot));
+}
+
+static void path_seed(const char *name, const char *p, size_t n)
+{
+	put("path", name, p, n);
+}
+
+#define SEED(name, lit) path_seed(name, lit, sizeof(lit) - 1)
+
+static void path_seeds(void)
+{
+	static char big[PATH_PEER_MAX + 2];
+	size_t i;
+
+	SEED("ok-file", "file.bin");
+	SEED("ok-nested", "a/b/c");
+	SEED("ok-dir", "d/");
+	SEED("ok-dir-nested", "d/e/");
+	SEED("ok-d-g", "d/g");
+	SEED("ok-f", "f");
+	SEED("ok-three-dots", "...");
+	SEED("ok-hidden", ".hidden");
+	SEED("ok-dots-inside", "a..b/..c/d..");
+	SEED("ok-missing", "nosuch/x");
+	SEED("bad-dotdot", "..");
+	SEED("bad-dotdot-inside", "a/../b");
+	SEED("bad-dotdot-lead", "../a");
+	SEED("bad-dotdot-tail", "a/..");
+	SEED("bad-dotdot-slash", "../");
+	SEED("bad-dot", ".");
+	SEED("bad-dot-lead", "./a");
+	SEED("bad-dot-inside", "a/./b");
+	SEED("bad-absolute", "/etc/passwd");
+	SEED("bad-root", "/");
+	SEED("bad-double-slash", "a//b");
+	SEED("bad-two-trailing", "a//");
+	SEED("bad-nul", "a\0b");
+	SEED("bad-nul-tail", "etc\0");
+	SEED("bad-empty", "");
+	SEED("link-out", "out");
+	SEED("link-out-etc", "out/etc");
+	SEED("link-out-dir", "out/");
+	SEED("link-lnk-g", "lnk/g");
+	SEED("link-up-out", "d/up/out");
+	SEED("link-loop-etc", "d/loop/etc");
+	SEED("link-abs-passwd", "d/e/abs/passwd");
+	SEED("link-dl", "dl");
+	SEED("file-as-dir", "f/");
+
+	/* one component of 255 bytes (ok) and of 256 (too long) */
+	memset(big, 'n', 256);
+	path_seed("ok-name-255", big, 255);
+	path_seed("bad-name-256", big, 256);
+	/* 16 names of 255 and 15 '/': 4095 bytes (ok); one more: too long */
+	for (i = 0; i < PATH_PEER_MAX + 1; i++)
+		big[i] = (i % 256 == 255) ? '/' : 'x';
+	path_seed("ok-total-4095", big, PATH_PEER_MAX);
+	big[PATH_PEER_MAX] = 'x';
+	path_seed("bad-total-4096", big, PATH_PEER_MAX + 1);
+}
+
+int main(int argc, char **argv)
+{
+	char dir[4096];
+
+	if (argc != 2) {
+		fprintf(stderr, "usage: %s OUTDIR\n", argv[0]);
+		return 2;
+	}
+	out = argv[1];
+	snprintf(dir, sizeof(dir), "%s/wire", out);
+	mkdir(out, 0755);
+	mkdir(dir, 0755);
+	snprintf(dir, sizeof(dir), "%s/path", out);
+	mkdir(dir, 0755);
+	wire_seeds();
+	path_seeds();
+	return errs ? 1 : 0;
+}
