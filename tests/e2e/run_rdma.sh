@@ -68,14 +68,12 @@ fi
 cp "$RDCP" "$T/rdcp"
 cp "$HOOKS" "$T/rdcp-hooks"
 common=(--bin "$T/rdcp" --bin "$T/rdcp-hooks")
-# A pre-shared key for both guests, for builds with authentication.
-if "$T/rdcp" --help 2>&1 | grep -q -- '--keygen'; then
-	if ! "$T/rdcp" --keygen "$T/key" >/dev/null 2>&1; then
-		notok "rdcp --keygen"
-		finish
-	fi
-	common+=(--file "$T/key:/etc/rdcp/key")
+# One pre-shared key for every guest (rdcp authenticates by default).
+if ! "$T/rdcp" --keygen "$T/key" >/dev/null 2>&1; then
+	notok "rdcp --keygen"
+	finish
 fi
+common+=(--file "$T/key:/etc/rdcp/key")
 
 label() { if [ "$1" = s ]; then echo single; else echo "pair/$1"; fi; }
 
