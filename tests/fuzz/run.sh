@@ -26,8 +26,19 @@ cd "$TOP" || exit 1
 case "$SECS" in
 ''|*[!0-9]*) echo "usage: $0 [SECONDS]" >&2; exit 2 ;;
 esac
-if ! command -v "$CC" >/dev/null; then
-	echo "run.sh: $CC not found (Debian: apt-get install clang)" >&2
+# clang with libFuzzer's runtime: Debian 12's clang and libclang-rt-14-dev.
+fuzzer_ok() {
+	command -v "$CC" >/dev/null &&
+		printf 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n)\n{ return 0; }\n' |
+		"$CC" -x c -fsanitize=fuzzer -o /dev/null - 2>/dev/null
+}
+if ! fuzzer_ok && [ "$CC" = clang ] && command -v apt-get >/dev/null; then
+	echo "run.sh: installing clang and libFuzzer (apt-get)" >&2
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+		--no-install-recommends clang libclang-rt-14-dev >/dev/null
+fi
+if ! fuzzer_ok; then
+	echo "run.sh: $CC cannot build libFuzzer targets (Debian: apt-get install clang libclang-rt-14-dev)" >&2
 	exit 1
 fi
 
