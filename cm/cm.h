@@ -98,10 +98,10 @@ struct cm_conn {
 	unsigned int ntx;
 	uint8_t *rx;
 	unsigned int nrx;
-	uint8_t *ring;	/* NULL until ring_create */
-	uint8_t *stage; /* NULL until stage_create */
-	char peer[64];	/* printable peer address, "[addr]:port" */
-	char dev[64];	/* device name ("rxe0"; "tcp" over TCP) */
+	uint8_t *ring;	       /* NULL until ring_create */
+	uint8_t *stage;	       /* NULL until stage_create */
+	char peer[64];	       /* printable peer address, "[addr]:port" */
+	char dev[64];	       /* device name ("rxe0"; "tcp" over TCP) */
 	const char *transport; /* "rdma" or "tcp" */
 };
 
@@ -142,7 +142,11 @@ static inline void cm_conn_destroy(struct cm_conn *c)
  * on the same port number (rdma_cm has its own port space).
  */
 
-enum cm_family { CM_AF_ANY = 0, CM_AF_INET = 4, CM_AF_INET6 = 6 };
+enum cm_family {
+	CM_AF_ANY = 0,
+	CM_AF_INET = 4,
+	CM_AF_INET6 = 6
+};
 enum cm_transport {
 	CM_TRANSPORT_AUTO = 0,
 	CM_TRANSPORT_RDMA,
@@ -220,7 +224,11 @@ int cm_connect(const struct cm_addr *addr, const struct cm_geom *want,
 
 /* ---- rdcp --check (cm/doctor.c) ---- */
 
-enum cm_check_kind { CM_CHECK_OK, CM_CHECK_INFO, CM_CHECK_PROBLEM };
+enum cm_check_kind {
+	CM_CHECK_OK,
+	CM_CHECK_INFO,
+	CM_CHECK_PROBLEM
+};
 
 /*
  * Looks over the RDMA environment and, with peer->host, the way to that

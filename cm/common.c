@@ -52,7 +52,7 @@ void cm_pd_encode(uint8_t *p, uint16_t status, const struct cm_geom *g)
 }
 
 int cm_pd_decode(const void *data, size_t len, uint16_t *version,
-		     uint16_t *status, struct cm_geom *g)
+		 uint16_t *status, struct cm_geom *g)
 {
 	const uint8_t *p = data;
 	uint32_t v32;
@@ -139,8 +139,7 @@ int cm_set_nonblock(int fd)
 	return 0;
 }
 
-int cm_resolve(const struct cm_addr *a, bool passive,
-		   struct addrinfo **res)
+int cm_resolve(const struct cm_addr *a, bool passive, struct addrinfo **res)
 {
 	struct addrinfo hints = { 0 };
 	char port[8];

@@ -52,7 +52,7 @@ static const char *port_state(enum ibv_port_state s)
 
 static const char *gid_type(uint32_t t)
 {
-	return t == IBV_GID_TYPE_ROCE_V2	? "RoCE v2"
+	return t == IBV_GID_TYPE_ROCE_V2   ? "RoCE v2"
 	       : t == IBV_GID_TYPE_ROCE_V1 ? "RoCE v1"
 					   : "IB";
 }
@@ -69,8 +69,8 @@ static void gids(struct doc *d, struct ibv_context *ctx, const char *name,
 		if (ibv_query_gid_ex(ctx, port, (uint32_t)i, &e, 0))
 			continue;
 		inet_ntop(AF_INET6, e.gid.raw, a, sizeof(a));
-		say(d, CM_CHECK_INFO, "  %s port %u GID %d: %s (%s)", name, port,
-		    i, a, gid_type(e.gid_type));
+		say(d, CM_CHECK_INFO, "  %s port %u GID %d: %s (%s)", name,
+		    port, i, a, gid_type(e.gid_type));
 		if (v2_ipv4 < 0 && e.gid_type == IBV_GID_TYPE_ROCE_V2 &&
 		    IN6_IS_ADDR_V4MAPPED((struct in6_addr *)e.gid.raw))
 			v2_ipv4 = i;
@@ -118,8 +118,9 @@ static void devices(struct doc *d)
 
 			if (ibv_query_port(ctx, p, &pa))
 				continue;
-			say(d, pa.state == IBV_PORT_ACTIVE ? CM_CHECK_OK
-							   : CM_CHECK_PROBLEM,
+			say(d,
+			    pa.state == IBV_PORT_ACTIVE ? CM_CHECK_OK
+							: CM_CHECK_PROBLEM,
 			    "%s port %u: %s, %s, active MTU %d%s", name, p,
 			    port_state(pa.state),
 			    pa.link_layer == IBV_LINK_LAYER_ETHERNET
@@ -128,7 +129,8 @@ static void devices(struct doc *d)
 			    128 << pa.active_mtu,
 			    pa.state == IBV_PORT_ACTIVE
 				    ? ""
-				    : ": bring its link up (ip link set DEV up, "
+				    : ": bring its link up (ip link set DEV "
+				      "up, "
 				      "check the cable and the switch port)");
 			gids(d, ctx, name, p, pa.gid_tbl_len);
 		}
@@ -146,8 +148,8 @@ static void memlock(struct doc *d, uint64_t need)
 		return;
 	units_format_size(need, want, sizeof(want));
 	if (rl.rlim_cur == RLIM_INFINITY) {
-		say(d, CM_CHECK_OK, "memlock limit: unlimited (a session pins %s)",
-		    want);
+		say(d, CM_CHECK_OK,
+		    "memlock limit: unlimited (a session pins %s)", want);
 		return;
 	}
 	units_format_size(rl.rlim_cur, have, sizeof(have));
@@ -189,8 +191,8 @@ int cm_check(const struct cm_addr *peer, uint64_t session_bytes,
 		    "type rxe netdev eth0)",
 		    peer->host, why);
 	else
-		say(&d, CM_CHECK_OK, "rdma_cm resolves %s through %s", peer->host,
-		    dev);
+		say(&d, CM_CHECK_OK, "rdma_cm resolves %s through %s",
+		    peer->host, dev);
 	{
 		struct cm_geom g = {
 			.ctrl_size = 8192,
@@ -198,7 +200,8 @@ int cm_check(const struct cm_addr *peer, uint64_t session_bytes,
 			.slots = 1,
 			.slot_size = 4096,
 		};
-		struct cm_timeouts to = { .resolve_ms = 2000, .connect_ms = 4000 };
+		struct cm_timeouts to = { .resolve_ms = 2000,
+					  .connect_ms = 4000 };
 		struct cm_conn *c;
 		enum log_level lvl = log_get_level();
 		int rc;

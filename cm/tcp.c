@@ -62,7 +62,11 @@
 #include "util/log.h"
 #include "util/units.h"
 
-enum { FR_HDR = 16, FR_SEND = 1, FR_WRITE = 2 };
+enum {
+	FR_HDR = 16,
+	FR_SEND = 1,
+	FR_WRITE = 2
+};
 
 /*
  * Socket buffers are left to the kernel's autotuning (up to tcp_rmem[2]).
@@ -102,17 +106,17 @@ struct tconn {
 	/* WRs holding a send queue entry: queued, being written, or done and
 	 * their completion not yet polled (as on a verbs SQ). */
 	unsigned int sq_used;
-	bool tx_writing;   /* the send thread is writing a frame */
-	unsigned int *rq;  /* posted receives, oldest first; nrx entries */
+	bool tx_writing;  /* the send thread is writing a frame */
+	unsigned int *rq; /* posted receives, oldest first; nrx entries */
 	unsigned int rq_head, rq_len;
 	struct cm_event *cq; /* completions; cq_cap entries */
 	unsigned int cq_cap, cq_head, cq_len;
-	bool dead;	  /* failed or closed: nothing more goes out */
-	int close_err;	  /* the status CLOSED will carry */
+	bool dead;     /* failed or closed: nothing more goes out */
+	int close_err; /* the status CLOSED will carry */
 	bool closed_queued;
-	bool stopping;	  /* destroy() runs: errors are expected */
-	bool rx_done;	  /* the receive thread has ended */
-	bool err_logged;  /* the root cause was logged once */
+	bool stopping;	 /* destroy() runs: errors are expected */
+	bool rx_done;	 /* the receive thread has ended */
+	bool err_logged; /* the root cause was logged once */
 	size_t ring_len, stage_len;
 };
 
@@ -203,7 +207,8 @@ static int io_deadline(int fd, void *buf, size_t len, bool out,
 	uint8_t *p = buf;
 
 	while (len) {
-		struct pollfd pfd = { .fd = fd, .events = out ? POLLOUT : POLLIN };
+		struct pollfd pfd = { .fd = fd,
+				      .events = out ? POLLOUT : POLLIN };
 		int64_t left = (int64_t)(deadline_ms - clock_now_ms());
 		ssize_t n;
 
@@ -372,7 +377,8 @@ static int send_frame(struct tconn *t, const struct twr *wr, const void *buf)
 					   ? (size_t)n
 					   : msg.msg_iov->iov_len;
 
-			msg.msg_iov->iov_base = (uint8_t *)msg.msg_iov->iov_base + k;
+			msg.msg_iov->iov_base =
+				(uint8_t *)msg.msg_iov->iov_base + k;
 			msg.msg_iov->iov_len -= k;
 			n -= (ssize_t)k;
 			if (!msg.msg_iov->iov_len) {
@@ -458,11 +464,10 @@ static int recv_full(int fd, void *buf, size_t len)
 }
 
 /* A frame the peer should never have sent: log it, fail the connection. */
-static int rx_violation(struct tconn *t, const char *what, const char *fmt,
-			...) __attribute__((format(printf, 3, 4)));
+static int rx_violation(struct tconn *t, const char *what, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
-static int rx_violation(struct tconn *t, const char *what, const char *fmt,
-			...)
+static int rx_violation(struct tconn *t, const char *what, const char *fmt, ...)
 {
 	char why[200];
 	va_list ap;
@@ -472,8 +477,8 @@ static int rx_violation(struct tconn *t, const char *what, const char *fmt,
 	va_end(ap);
 	pthread_mutex_lock(&t->lock);
 	if (first_error_locked(t))
-		log_err("TCP receive from %s failed: %s: %s", t->base.peer,
-			why, what);
+		log_err("TCP receive from %s failed: %s: %s", t->base.peer, why,
+			what);
 	fail_locked(t, -EPROTO);
 	pthread_mutex_unlock(&t->lock);
 	/* As a QP in error: the peer learns at once, both threads stop. */
@@ -504,15 +509,16 @@ static int rx_frame(struct tconn *t)
 				    "message of %u bytes, buffers hold %u", len,
 				    c->geom.ctrl_size);
 	pthread_mutex_lock(&t->lock);
-	if (op == FR_WRITE && (!c->ring || slot >= c->geom.slots ||
-			       len > c->geom.slot_size)) {
+	if (op == FR_WRITE &&
+	    (!c->ring || slot >= c->geom.slots || len > c->geom.slot_size)) {
 		bool ring = c->ring;
 
 		pthread_mutex_unlock(&t->lock);
-		return rx_violation(t,
-				    ring ? "outside the ring: protocol bug"
-					 : "before the ring exists: protocol bug",
-				    "write of %u bytes to slot %u", len, slot);
+		return rx_violation(
+			t,
+			ring ? "outside the ring: protocol bug"
+			     : "before the ring exists: protocol bug",
+			"write of %u bytes to slot %u", len, slot);
 	}
 	if (!t->rq_len) {
 		pthread_mutex_unlock(&t->lock);
@@ -662,7 +668,8 @@ static int t_poll(struct cm_conn *c, struct cm_event *ev, int max)
 	}
 	if (n && !t->cq_len && read(t->evfd, &cnt, sizeof(cnt)) < 0 &&
 	    errno != EAGAIN)
-		log_debug("cannot clear completion signal: %s", strerror(errno));
+		log_debug("cannot clear completion signal: %s",
+			  strerror(errno));
 	pthread_mutex_unlock(&t->lock);
 	return n;
 }
@@ -900,12 +907,12 @@ static int tconn_create(int fd, const struct cm_geom *g, const char *peer,
 			strerror(ENOMEM));
 		return -ENOMEM;
 	}
-	rc = alloc_buf("control send buffers",
-		       (size_t)c->ntx * g->ctrl_size, &c->tx);
+	rc = alloc_buf("control send buffers", (size_t)c->ntx * g->ctrl_size,
+		       &c->tx);
 	if (rc)
 		return rc;
-	rc = alloc_buf("control receive buffers",
-		       (size_t)c->nrx * g->ctrl_size, &c->rx);
+	rc = alloc_buf("control receive buffers", (size_t)c->nrx * g->ctrl_size,
+		       &c->rx);
 	if (rc)
 		return rc;
 	for (unsigned int i = 0; i < c->nrx; i++)
@@ -936,8 +943,7 @@ static int tconn_start(struct tconn *t, int connect_ms)
 	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc) {
-		log_err("cannot start TCP transport threads: %s",
-			strerror(rc));
+		log_err("cannot start TCP transport threads: %s", strerror(rc));
 		return -rc;
 	}
 	return 0;
@@ -953,7 +959,8 @@ static int connect_one(const struct addrinfo *ai, uint64_t deadline_ms,
 	socklen_t len = sizeof(int);
 	int fd, err = 0, rc;
 
-	fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
+	fd = socket(ai->ai_family,
+		    ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
 		    ai->ai_protocol);
 	if (fd < 0)
 		return -errno;
@@ -996,7 +1003,8 @@ out_close:
 
 /* Reads and judges the server's answer, as verbs.c's expect() does. */
 static int client_answer(int fd, const char *peer, const struct cm_geom *want,
-			 uint64_t deadline_ms, int connect_ms, struct cm_geom *out)
+			 uint64_t deadline_ms, int connect_ms,
+			 struct cm_geom *out)
 {
 	uint8_t pd[PD_LEN];
 	uint16_t ver = 0, st = 0;
@@ -1162,7 +1170,8 @@ int cm_tcp_listen(const struct cm_addr *addr, struct cm_tcp_listener **out)
 		}
 		setsockopt(l->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 		if (p->ai_family == AF_INET6) {
-			const struct sockaddr_in6 *s6 = (const void *)p->ai_addr;
+			const struct sockaddr_in6 *s6 =
+				(const void *)p->ai_addr;
 
 			if (IN6_IS_ADDR_UNSPECIFIED(&s6->sin6_addr))
 				setsockopt(l->fd, IPPROTO_IPV6, IPV6_V6ONLY,
@@ -1275,8 +1284,8 @@ static int server_hello(int fd, const char *peer, uint64_t deadline_ms,
 			log_err("refused %s: not an rdcp client (bad connect "
 				"data)",
 				peer);
-		refuse(fd, rc == -EPROTONOSUPPORT ? PD_ST_VERSION
-						  : PD_ST_PARAMS,
+		refuse(fd,
+		       rc == -EPROTONOSUPPORT ? PD_ST_VERSION : PD_ST_PARAMS,
 		       deadline_ms);
 		return -EPROTO;
 	}

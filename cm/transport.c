@@ -21,7 +21,9 @@ struct cm_listener {
 	struct cm_tcp_listener *tcp;
 };
 
-#define RDMA_HINT "set up a device, or Soft-RoCE: rdma link add rxe0 type rxe netdev eth0"
+#define RDMA_HINT                                                              \
+	"set up a device, or Soft-RoCE: rdma link add rxe0 type rxe netdev "   \
+	"eth0"
 
 int cm_connect(const struct cm_addr *addr, const struct cm_geom *want,
 	       const struct cm_timeouts *to, struct cm_conn **out)
@@ -114,7 +116,8 @@ int cm_listener_get(struct cm_listener *l, int timeout_ms,
 		if (!req)
 			return -ENOMEM;
 		req->tcp = true;
-		rc = cm_tcp_take(l->tcp, req->peer, sizeof(req->peer), &req->fd);
+		rc = cm_tcp_take(l->tcp, req->peer, sizeof(req->peer),
+				 &req->fd);
 		if (rc) {
 			free(req);
 			return rc;

@@ -208,7 +208,8 @@ static void memlock_hint(char *buf, size_t n, size_t want)
 	struct rlimit rl;
 	char have[32], need[32];
 
-	if (getrlimit(RLIMIT_MEMLOCK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+	if (getrlimit(RLIMIT_MEMLOCK, &rl) == 0 &&
+	    rl.rlim_cur != RLIM_INFINITY) {
 		units_format_size(rl.rlim_cur, have, sizeof(have));
 		units_format_size(want, need, sizeof(need));
 		snprintf(buf, n,
@@ -256,8 +257,8 @@ static int v_ring_create(struct cm_conn *c, struct cm_ring_desc *desc)
 
 	v->ring_len = (size_t)c->geom.slots * c->geom.slot_size;
 	rc = reg_buf(v, "ring", v->ring_len,
-		     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
-		     &c->ring, &v->ring_mr);
+		     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, &c->ring,
+		     &v->ring_mr);
 	if (rc)
 		return rc;
 	desc->addr = (uintptr_t)c->ring;
@@ -271,8 +272,8 @@ static int v_stage_create(struct cm_conn *c, const struct cm_ring_desc *peer)
 	int rc;
 
 	v->stage_len = (size_t)c->geom.slots * c->geom.slot_size;
-	rc = reg_buf(v, "staging buffers", v->stage_len,
-		     IBV_ACCESS_LOCAL_WRITE, &c->stage, &v->stage_mr);
+	rc = reg_buf(v, "staging buffers", v->stage_len, IBV_ACCESS_LOCAL_WRITE,
+		     &c->stage, &v->stage_mr);
 	if (rc)
 		return rc;
 	v->remote_addr = peer->addr;
@@ -397,8 +398,8 @@ static int wc_error(struct vconn *v, const struct ibv_wc *wc)
 		v->first_err_logged = true;
 		log_err("RDMA %s to %s failed: %s (status %d): %s",
 			wc->opcode & IBV_WC_RECV ? "receive" : "send",
-			v->base.peer, ibv_wc_status_str(wc->status),
-			wc->status, what);
+			v->base.peer, ibv_wc_status_str(wc->status), wc->status,
+			what);
 	}
 	return err;
 }
@@ -427,8 +428,8 @@ static void check_cm(struct vconn *v)
 	}
 }
 
-static int poll_one_cq(struct vconn *v, struct ibv_cq *cq,
-		       struct cm_event *ev, int max)
+static int poll_one_cq(struct vconn *v, struct ibv_cq *cq, struct cm_event *ev,
+		       int max)
 {
 	struct ibv_wc wc[32];
 	int n, i;
@@ -530,7 +531,8 @@ static int v_wait(struct cm_conn *c, int extra_fd, int timeout_ms)
 	if (pfd[0].revents) {
 		while (ibv_get_cq_event(v->cch, &cq, &ctx) == 0) {
 			/* Ack in batches; both CQs are acked at teardown. */
-			if (cq == v->rcq && ++v->unacked_events >= CQ_ACK_BATCH) {
+			if (cq == v->rcq &&
+			    ++v->unacked_events >= CQ_ACK_BATCH) {
 				ibv_ack_cq_events(v->rcq, v->unacked_events);
 				v->unacked_events = 0;
 			} else if (cq == v->scq) {
@@ -590,7 +592,8 @@ static int vconn_build(struct vconn *v)
 	v->rcq = v->scq ? ibv_create_cq(v->id->verbs, (int)depth, v, v->cch, 0)
 			: NULL;
 	if (!v->scq || !v->rcq) {
-		log_err("cannot create completion queue of %u entries on %s: %s",
+		log_err("cannot create completion queue of %u entries on %s: "
+			"%s",
 			depth, c->dev, strerror(errno));
 		return -errno;
 	}
@@ -642,8 +645,8 @@ static void conn_param_init(struct rdma_conn_param *p, const uint8_t *pd)
 
 /* ---- active side ---- */
 
-static int expect(struct vconn *v, enum rdma_cm_event_type want,
-		  int timeout_ms, const char *what, bool active)
+static int expect(struct vconn *v, enum rdma_cm_event_type want, int timeout_ms,
+		  const char *what, bool active)
 {
 	struct rdma_cm_event *ev;
 	int rc = next_event(v->ech, timeout_ms, &ev);
@@ -663,8 +666,8 @@ static int expect(struct vconn *v, enum rdma_cm_event_type want,
 			struct cm_geom g;
 
 			rc = cm_pd_decode(ev->param.conn.private_data,
-				       ev->param.conn.private_data_len, &ver,
-				       &st, &g);
+					  ev->param.conn.private_data_len, &ver,
+					  &st, &g);
 			if (rc || !cm_geom_valid(&g) ||
 			    g.slots > v->base.geom.slots ||
 			    g.slot_size > v->base.geom.slot_size ||
@@ -687,8 +690,8 @@ static int expect(struct vconn *v, enum rdma_cm_event_type want,
 		uint16_t ver = 0, st = 0;
 		struct cm_geom g;
 		int prc = cm_pd_decode(ev->param.conn.private_data,
-				    ev->param.conn.private_data_len, &ver, &st,
-				    &g);
+				       ev->param.conn.private_data_len, &ver,
+				       &st, &g);
 
 		if (prc == -EPROTONOSUPPORT) {
 			log_err("%s %s: the receiver speaks rdcp protocol "
@@ -742,7 +745,7 @@ static int vconn_alloc(struct vconn **out)
 }
 
 int cm_rdma_connect(const struct cm_addr *addr, const struct cm_geom *want,
-	       const struct cm_timeouts *to, struct cm_conn **out)
+		    const struct cm_timeouts *to, struct cm_conn **out)
 {
 	struct rdma_conn_param param;
 	uint8_t pd[PD_LEN];
@@ -876,10 +879,10 @@ static int listen_one(const struct cm_addr *addr, bool quiet,
 		rc = -errno;
 		if (!quiet)
 			log_err("cannot bind RDMA listener to %s: %s%s", where,
-			strerror(errno),
-			errno == EADDRNOTAVAIL || errno == ENODEV
-				? " (no RDMA device has this address)"
-				: "");
+				strerror(errno),
+				errno == EADDRNOTAVAIL || errno == ENODEV
+					? " (no RDMA device has this address)"
+					: "");
 		goto out_free;
 	}
 	if (rdma_listen(l->id, 64)) {
@@ -939,7 +942,7 @@ static void reject(struct rdma_cm_id *id, uint16_t status)
 }
 
 int cm_rdma_get(struct cm_rdma_listener *l, int timeout_ms,
-		    struct cm_request **out)
+		struct cm_request **out)
 {
 	struct rdma_cm_event *ev;
 	struct cm_request *req;
@@ -967,9 +970,10 @@ int cm_rdma_get(struct cm_rdma_listener *l, int timeout_ms,
 		return -ENOMEM;
 	}
 	req->id = ev->id;
-	cm_sockaddr_str(rdma_get_peer_addr(ev->id), req->peer, sizeof(req->peer));
+	cm_sockaddr_str(rdma_get_peer_addr(ev->id), req->peer,
+			sizeof(req->peer));
 	rc = cm_pd_decode(ev->param.conn.private_data,
-		       ev->param.conn.private_data_len, &ver, &st, &g);
+			  ev->param.conn.private_data_len, &ver, &st, &g);
 	if (rc || !cm_geom_valid(&g)) {
 		if (rc == -EPROTONOSUPPORT)
 			log_err("refused %s: it speaks rdcp protocol version "
@@ -979,8 +983,8 @@ int cm_rdma_get(struct cm_rdma_listener *l, int timeout_ms,
 			log_err("refused %s: not an rdcp client (bad connect "
 				"data)",
 				req->peer);
-		reject(ev->id, rc == -EPROTONOSUPPORT ? PD_ST_VERSION
-						       : PD_ST_PARAMS);
+		reject(ev->id,
+		       rc == -EPROTONOSUPPORT ? PD_ST_VERSION : PD_ST_PARAMS);
 		rdma_ack_cm_event(ev);
 		rdma_destroy_id(req->id);
 		free(req);
@@ -1022,7 +1026,7 @@ void cm_rdma_reject(struct cm_request *req)
 }
 
 int cm_rdma_accept(struct cm_request *req, const struct cm_limits *lim,
-	      const struct cm_timeouts *to, struct cm_conn **out)
+		   const struct cm_timeouts *to, struct cm_conn **out)
 {
 	struct rdma_conn_param param;
 	uint8_t pd[PD_LEN];
@@ -1080,7 +1084,7 @@ int cm_rdma_probe(const struct cm_addr *addr, int timeout_ms, char *why,
 	char port[8];
 	int rc;
 
-	hints.ai_family = addr->family == CM_AF_INET    ? AF_INET
+	hints.ai_family = addr->family == CM_AF_INET	? AF_INET
 			  : addr->family == CM_AF_INET6 ? AF_INET6
 							: AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;
@@ -1110,8 +1114,9 @@ int cm_rdma_probe(const struct cm_addr *addr, int timeout_ms, char *why,
 		if (ev->event == RDMA_CM_EVENT_ADDR_RESOLVED) {
 			rc = 0;
 			if (dev && id->verbs)
-				snprintf(dev, devsz, "%s",
-					 ibv_get_device_name(id->verbs->device));
+				snprintf(
+					dev, devsz, "%s",
+					ibv_get_device_name(id->verbs->device));
 		} else
 			snprintf(why, whysz, "no RDMA device routes to it");
 		rdma_ack_cm_event(ev);

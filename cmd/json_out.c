@@ -58,8 +58,7 @@ void json_file(FILE *out, const struct xfer_file_report *r)
 	end(out);
 }
 
-void json_error(FILE *out, enum xfer_fail f, int exit_code,
-		const char *message)
+void json_error(FILE *out, enum xfer_fail f, int exit_code, const char *message)
 {
 	fputs("{\"event\":\"error\",\"class\":", out);
 	str(out, xfer_fail_name(f));

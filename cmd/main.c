@@ -87,9 +87,10 @@ static const struct argp_option options[] = {
 	{ "root", OPT_ROOT, "DIR", 0,
 	  "Directory that DEST paths are confined to (default: .)", 1 },
 	{ "bind", OPT_BIND, "ADDR", 0,
-	  "Listen on this address only (default: every IPv6 and IPv4 address)", 1 },
-	{ "once", OPT_ONCE, NULL, 0,
-	  "Serve one session, exit with its status", 1 },
+	  "Listen on this address only (default: every IPv6 and IPv4 address)",
+	  1 },
+	{ "once", OPT_ONCE, NULL, 0, "Serve one session, exit with its status",
+	  1 },
 	{ "max-sessions", OPT_MAX_SESSIONS, "N", 0,
 	  "Concurrent sessions (default 16)", 1 },
 	{ NULL, 0, NULL, 0, "Transfer:", 2 },
@@ -383,10 +384,11 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 
 				if (split_remote(cli->srcs[0], &h, &p) == 0) {
 					free(h);
-					argp_error(state,
-						   "'%s': pulling from a remote "
-						   "host is not supported yet",
-						   cli->srcs[0]);
+					argp_error(
+						state,
+						"'%s': pulling from a remote "
+						"host is not supported yet",
+						cli->srcs[0]);
 				}
 				argp_error(state,
 					   "'%s' is not HOST:DEST (the last "
@@ -401,10 +403,11 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 
 				if (split_remote(cli->srcs[i], &h, &p) == 0) {
 					free(h);
-					argp_error(state,
-						   "'%s': pulling from a remote "
-						   "host is not supported yet",
-						   cli->srcs[i]);
+					argp_error(
+						state,
+						"'%s': pulling from a remote "
+						"host is not supported yet",
+						cli->srcs[i]);
 				}
 			}
 		}
@@ -478,8 +481,7 @@ static void on_progress(void *arg, uint64_t done, uint64_t total,
 		cli->progress_t0 = now;
 	rate = now > cli->progress_t0 ? done / (now - cli->progress_t0) : 0;
 	eta = rate > 0 && total > done ? (uint64_t)((total - done) / rate) : 0;
-	fprintf(stderr,
-		"\r\033[K%-30.30s %s / %s  %s  ETA %llu:%02llu",
+	fprintf(stderr, "\r\033[K%-30.30s %s / %s  %s  ETA %llu:%02llu",
 		path_basename(path), units_format_size(done, d, sizeof(d)),
 		units_format_size(total, t, sizeof(t)),
 		units_format_rate(rate, r, sizeof(r)),
@@ -603,8 +605,9 @@ static void check_line(void *arg, enum cm_check_kind kind, const char *text)
 /* rdcp --check [HOST]: exit 0 when nothing is wrong. */
 static int check(struct cli *cli)
 {
-	uint64_t pinned = 2 * (uint64_t)cli->o.window *
-			  (cli->o.chunk_size + 64) + (1u << 20);
+	uint64_t pinned =
+		2 * (uint64_t)cli->o.window * (cli->o.chunk_size + 64) +
+		(1u << 20);
 	int problems = cm_check(&cli->o.addr, pinned, check_line, NULL);
 
 	printf("%d problem%s found\n", problems, problems == 1 ? "" : "s");
@@ -624,10 +627,10 @@ int main(int argc, char **argv)
 
 	xfer_opts_init(&cli.o);
 	argp_parse(&argp, argc, argv, 0, NULL, &cli);
-	log_set_level(cli.quiet	       ? LOG_ERR
+	log_set_level(cli.quiet		 ? LOG_ERR
 		      : cli.verbose >= 2 ? LOG_DEBUG
-		      : cli.verbose    ? LOG_INFO
-				       : LOG_WARN);
+		      : cli.verbose	 ? LOG_INFO
+					 : LOG_WARN);
 	if (cli.keygen)
 		return keygen(cli.keygen);
 	if (cli.check)
@@ -660,14 +663,15 @@ int main(int argc, char **argv)
 		v = xfer_push(&cli.o, &st);
 		progress_clear(&cli);
 		if (cli.progress && v == XFER_OK)
-			fprintf(stderr, "%llu files, %s in %.2f s (%s) over %s\n",
+			fprintf(stderr,
+				"%llu files, %s in %.2f s (%s) over %s\n",
 				(unsigned long long)st.files_ok,
 				units_format_size(st.bytes, sz, sizeof(sz)),
 				st.seconds,
-				units_format_rate(st.seconds > 0
-							  ? st.bytes / st.seconds
-							  : 0,
-						  rate, sizeof(rate)),
+				units_format_rate(
+					st.seconds > 0 ? st.bytes / st.seconds
+						       : 0,
+					rate, sizeof(rate)),
 				st.transport);
 		if (cli.json) {
 			/* A session failure (not one of its files). */
@@ -682,10 +686,10 @@ int main(int argc, char **argv)
 				 (unsigned long long)st.files_ok,
 				 units_format_size(st.bytes, sz, sizeof(sz)),
 				 st.seconds,
-				 units_format_rate(st.seconds > 0
-							   ? st.bytes / st.seconds
-							   : 0,
-						   rate, sizeof(rate)),
+				 units_format_rate(
+					 st.seconds > 0 ? st.bytes / st.seconds
+							: 0,
+					 rate, sizeof(rate)),
 				 st.transport,
 				 strcmp(st.transport, st.device) ? " on " : "",
 				 strcmp(st.transport, st.device) ? st.device

@@ -158,9 +158,8 @@ static int post_ctrl(struct engine *e, unsigned int i, uint32_t len)
 {
 	uint8_t *p = cm_tx(e->c, i);
 	uint32_t ctrl_ack = credit_ctrl_sent(&e->cc);
-	uint32_t slot_ack = e->role && e->role->slot_ack
-				    ? e->role->slot_ack(e)
-				    : 0;
+	uint32_t slot_ack =
+		e->role && e->role->slot_ack ? e->role->slot_ack(e) : 0;
 	int rc;
 
 	ctrl_ack = htobe32(ctrl_ack);
@@ -208,7 +207,8 @@ static int send_acks(struct engine *e)
 
 	if (i < 0 || !credit_ctrl_can_send(&e->cc, true))
 		return 0;
-	len = wire_encode(&m, cm_tx(e->c, (unsigned int)i), e->c->geom.ctrl_size);
+	len = wire_encode(&m, cm_tx(e->c, (unsigned int)i),
+			  e->c->geom.ctrl_size);
 	if (len < 0)
 		return engine_fail(e, XFER_FAIL_INTERNAL, len, "cannot encode");
 	return post_ctrl(e, (unsigned int)i, (uint32_t)len) ? -1 : 1;
@@ -226,10 +226,13 @@ void engine_tell_peer(struct engine *e)
 	m.ctrl_ack = credit_ctrl_sent(&e->cc);
 	m.u.error.status = e->err;
 	m.u.error.klass = (uint32_t)e->fail;
-	snprintf(m.u.error.msg, sizeof(m.u.error.msg), "%.*s", (int)WIRE_MSG_MAX, e->why);
-	len = wire_encode(&m, cm_tx(e->c, (unsigned int)i), e->c->geom.ctrl_size);
-	if (len > 0 && e->c->ops->post_send(e->c, (unsigned int)i, (uint32_t)len,
-					    ENGINE_WR_CTRL | (unsigned int)i) == 0)
+	snprintf(m.u.error.msg, sizeof(m.u.error.msg), "%.*s",
+		 (int)WIRE_MSG_MAX, e->why);
+	len = wire_encode(&m, cm_tx(e->c, (unsigned int)i),
+			  e->c->geom.ctrl_size);
+	if (len > 0 &&
+	    e->c->ops->post_send(e->c, (unsigned int)i, (uint32_t)len,
+				 ENGINE_WR_CTRL | (unsigned int)i) == 0)
 		e->tx_busy[i] = 1;
 	/* Give the HCA a moment to put it on the wire before teardown. */
 	for (int k = 0; k < 50; k++) {
@@ -255,25 +258,26 @@ static int on_recv(struct engine *e, const struct cm_event *ev)
 				   e->c->peer);
 	rc = credit_ctrl_recv(&e->cc, m.ctrl_ack);
 	if (rc)
-		return engine_fail(e, XFER_FAIL_PROTOCOL, rc,
-				   "%s acknowledged control messages never sent",
-				   e->c->peer);
+		return engine_fail(
+			e, XFER_FAIL_PROTOCOL, rc,
+			"%s acknowledged control messages never sent",
+			e->c->peer);
 	rc = e->c->ops->post_recv(e->c, (unsigned int)ev->id);
 	if (rc)
 		return fail_quiet(e, XFER_FAIL_PEER_LOST, rc);
 	if (m.type == WIRE_ERROR) {
-		enum xfer_fail k = m.u.error.klass > 0 &&
-						   m.u.error.klass <= XFER_FAIL_CANCELED
-					   ? (enum xfer_fail)m.u.error.klass
-					   : XFER_FAIL_PROTOCOL;
+		enum xfer_fail k =
+			m.u.error.klass > 0 &&
+					m.u.error.klass <= XFER_FAIL_CANCELED
+				? (enum xfer_fail)m.u.error.klass
+				: XFER_FAIL_PROTOCOL;
 
 		e->peer_said_error = true;
 		if (k == XFER_FAIL_LOCAL_IO)
 			k = XFER_FAIL_REMOTE_IO; /* its local is our remote */
-		return engine_fail(e, k,
-				   m.u.error.status < 0 ? m.u.error.status
-							: -EPROTO,
-				   "%s: %s", e->c->peer, m.u.error.msg);
+		return engine_fail(
+			e, k, m.u.error.status < 0 ? m.u.error.status : -EPROTO,
+			"%s: %s", e->c->peer, m.u.error.msg);
 	}
 	return e->role->on_msg(e, &m);
 }

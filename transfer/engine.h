@@ -56,7 +56,7 @@ struct engine {
 	struct cm_event evq[32];
 	unsigned int evq_head, evq_len;
 	bool armed;
-	unsigned int spins;	 /* empty turns in a row */
+	unsigned int spins;	/* empty turns in a row */
 	uint64_t idle_since_ns; /* when the current run of them began */
 	/* the first fatal error: class, errno and one line for the user */
 	enum xfer_fail fail;

@@ -273,8 +273,8 @@ enum xfer_fail xfer_push(const struct xfer_opts *o, struct xfer_stats *st)
 
 /* Peers that failed authentication lately, to slow down key guessing. */
 #define PENALTY_SLOTS 64
-#define PENALTY_FREE 2	      /* failures before an address is held off */
-#define PENALTY_MS 10000      /* first hold-off; doubles per failure */
+#define PENALTY_FREE 2	 /* failures before an address is held off */
+#define PENALTY_MS 10000 /* first hold-off; doubles per failure */
 #define PENALTY_MAX_MS 600000
 
 struct penalty {
@@ -297,8 +297,8 @@ static void peer_host(const char *peer, char *out, size_t n)
 {
 	const char *colon = strrchr(peer, ':');
 
-	snprintf(out, n, "%.*s", colon ? (int)(colon - peer) : (int)strlen(peer),
-		 peer);
+	snprintf(out, n, "%.*s",
+		 colon ? (int)(colon - peer) : (int)strlen(peer), peer);
 }
 
 static struct penalty *penalty_find(struct server *srv, const char *host,
@@ -330,12 +330,11 @@ static void penalty_add(struct server *srv, const char *peer)
 	if (++p->fails > PENALTY_FREE) {
 		uint64_t ms = PENALTY_MS;
 
-		for (unsigned int i = PENALTY_FREE + 1; i < p->fails &&
-							 ms < PENALTY_MAX_MS;
-		     i++)
+		for (unsigned int i = PENALTY_FREE + 1;
+		     i < p->fails && ms < PENALTY_MAX_MS; i++)
 			ms *= 2;
-		p->until_ms = clock_now_ms() + (ms < PENALTY_MAX_MS ? ms
-								    : PENALTY_MAX_MS);
+		p->until_ms = clock_now_ms() +
+			      (ms < PENALTY_MAX_MS ? ms : PENALTY_MAX_MS);
 	}
 	pthread_mutex_unlock(&srv->lock);
 }
@@ -366,8 +365,10 @@ static int resolve_target(struct server *srv, const struct wire_hello *h,
 	snprintf(t->shown, sizeof(t->shown), "%s", dest);
 	rc = path_check_relative(dest, len, true);
 	if (rc) {
-		snprintf(why, whysz, "DEST '%s' is not a path inside the "
-			 "receiver's root: refused", dest);
+		snprintf(why, whysz,
+			 "DEST '%s' is not a path inside the "
+			 "receiver's root: refused",
+			 dest);
 		return rc;
 	}
 	if (len && dest[len - 1] == '/') {
@@ -383,11 +384,13 @@ static int resolve_target(struct server *srv, const struct wire_hello *h,
 	t->is_dir = true;
 	t->dirfd = len ? path_open_beneath(srv->rootfd, dest,
 					   O_PATH | O_DIRECTORY, 0)
-		       : openat(srv->rootfd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		       : openat(srv->rootfd, ".",
+				O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (t->dirfd >= 0)
 		return 0;
 	rc = len ? t->dirfd : -errno;
-	if ((rc == -ENOTDIR || rc == -ENOENT) && !(h->flags & WIRE_HELLO_DEST_DIR)) {
+	if ((rc == -ENOTDIR || rc == -ENOENT) &&
+	    !(h->flags & WIRE_HELLO_DEST_DIR)) {
 		/* A file name: its directory must exist. */
 		char *slash = strrchr(dest, '/');
 		const char *base = slash ? slash + 1 : dest;
@@ -410,7 +413,8 @@ static int resolve_target(struct server *srv, const struct wire_hello *h,
 		return rc;
 	}
 	if (rc == -ENOTDIR || rc == -ENOENT)
-		snprintf(why, whysz, "DEST '%s' is not a directory (several "
+		snprintf(why, whysz,
+			 "DEST '%s' is not a directory (several "
 			 "files need one; end it with '/' to create it)",
 			 h->path);
 	else
@@ -443,8 +447,8 @@ static int server_auth(struct server *srv, struct engine *e,
 		rc = auth_mac(key, "rdcp1 server", h, m.u.welcome.nonce,
 			      m.u.welcome.mac);
 		if (!rc)
-			rc = auth_mac(key, "rdcp1 client", h,
-				      m.u.welcome.nonce, want);
+			rc = auth_mac(key, "rdcp1 client", h, m.u.welcome.nonce,
+				      want);
 		if (rc)
 			return engine_fail(e, XFER_FAIL_INTERNAL, rc,
 					   "HMAC failed");
@@ -635,8 +639,8 @@ enum xfer_fail xfer_serve(const struct xfer_opts *o)
 	enum xfer_fail v = XFER_OK;
 	int rc;
 
-	srv.rootfd = open(o->root ? o->root : ".",
-			  O_PATH | O_DIRECTORY | O_CLOEXEC);
+	srv.rootfd =
+		open(o->root ? o->root : ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (srv.rootfd < 0) {
 		log_err("cannot use root directory '%s': %s", o->root,
 			strerror(errno));

@@ -13,10 +13,10 @@
 
 /* Where the sink puts files: decided from DEST during the handshake. */
 struct sink_target {
-	int dirfd;	   /* O_PATH directory beneath the root */
-	bool is_dir;	   /* DEST is a directory: files go inside */
-	char name[256];	   /* DEST's last component when !is_dir */
-	char shown[4200];  /* DEST as logged */
+	int dirfd;	  /* O_PATH directory beneath the root */
+	bool is_dir;	  /* DEST is a directory: files go inside */
+	char name[256];	  /* DEST's last component when !is_dir */
+	char shown[4200]; /* DEST as logged */
 	enum xfer_csum csum;
 	bool fsync;
 	mode_t umask;

@@ -79,9 +79,9 @@ struct sink {
 	struct credit_rx rx;
 	struct snk_job *jobs; /* one per slot */
 	struct snk_file **files;
-	uint32_t nfiles;      /* announced so far (= next id) */
+	uint32_t nfiles; /* announced so far (= next id) */
 	uint32_t cap;
-	unsigned int active;  /* announced, result not yet sent */
+	unsigned int active; /* announced, result not yet sent */
 	bool done, bye_sent;
 };
 
@@ -162,11 +162,12 @@ static int open_target(struct sink *k, struct snk_file *f, const char *path,
 	 */
 	if (!sparse && fstatvfs(f->fd, &vfs) == 0 &&
 	    (uint64_t)vfs.f_bavail * vfs.f_frsize < f->size) {
-		file_fail(f, -ENOSPC,
-			  "not enough space for '%s': %s needed, %s free",
-			  f->shown, units_format_size(f->size, sz, sizeof(sz)),
-			  units_format_size((uint64_t)vfs.f_bavail * vfs.f_frsize,
-					    av, sizeof(av)));
+		file_fail(
+			f, -ENOSPC,
+			"not enough space for '%s': %s needed, %s free",
+			f->shown, units_format_size(f->size, sz, sizeof(sz)),
+			units_format_size((uint64_t)vfs.f_bavail * vfs.f_frsize,
+					  av, sizeof(av)));
 		return 0;
 	}
 	/* Holes the source skipped stay holes. */
@@ -254,9 +255,9 @@ static int snk_on_data(struct engine *e, const struct cm_event *ev)
 				   "credit protocol violated",
 				   e->c->peer, ev->imm);
 	rc = wire_slot_decode(cm_slot(e->c, (unsigned int)slot), &h);
-	if (rc == 0 && (h.seq != seq || h.file_id >= k->nfiles ||
-			!k->files[h.file_id] || h.len + WIRE_SLOT_HDR != ev->len ||
-			h.flags))
+	if (rc == 0 &&
+	    (h.seq != seq || h.file_id >= k->nfiles || !k->files[h.file_id] ||
+	     h.len + WIRE_SLOT_HDR != ev->len || h.flags))
 		rc = -EPROTO;
 	if (rc)
 		return engine_fail(e, XFER_FAIL_PROTOCOL, rc,
@@ -525,8 +526,7 @@ static int snk_pump(struct engine *e)
 	}
 	/* Hand released slots back: batched, or at once when idle. */
 	if (!k->bye_sent && credit_rx_should_report(&k->rx) &&
-	    engine_out_empty(e) &&
-	    credit_ctrl_can_send(&e->cc, false))
+	    engine_out_empty(e) && credit_ctrl_can_send(&e->cc, false))
 		return engine_send(e, &m) ? 0 : 1;
 	return 0;
 }

@@ -31,8 +31,18 @@
 #include "util/log.h"
 #include "util/path.h"
 
-enum item_kind { IT_FILE, IT_CHUNK, IT_END, IT_DONE };
-enum job_state { JOB_FREE, JOB_READING, JOB_READY, JOB_POSTED };
+enum item_kind {
+	IT_FILE,
+	IT_CHUNK,
+	IT_END,
+	IT_DONE
+};
+enum job_state {
+	JOB_FREE,
+	JOB_READING,
+	JOB_READY,
+	JOB_POSTED
+};
 
 struct src_file {
 	const char *path; /* as given by the user */
@@ -99,7 +109,7 @@ static void report(struct source *s, struct src_file *f, int status,
 
 static const char *csum_name(enum xfer_csum c)
 {
-	return c == XFER_CSUM_SHA256 ? "sha256"
+	return c == XFER_CSUM_SHA256  ? "sha256"
 	       : c == XFER_CSUM_CRC32 ? "crc32"
 				      : "none";
 }
@@ -158,9 +168,8 @@ static int open_next(struct source *s)
 	} else if (!S_ISREG(f->st.st_mode)) {
 		file_fail(f, S_ISDIR(f->st.st_mode) ? -EISDIR : -EINVAL,
 			  "cannot send '%s': %s", f->path,
-			  S_ISDIR(f->st.st_mode)
-				  ? "it is a directory (use -r)"
-				  : "not a regular file");
+			  S_ISDIR(f->st.st_mode) ? "it is a directory (use -r)"
+						 : "not a regular file");
 	}
 	if (f->err) {
 		log_err("%s", f->errmsg);
@@ -267,7 +276,8 @@ static int plan(struct source *s)
 		j->offset = f->next_off;
 		j->len = (uint32_t)((uint64_t)f->st.st_size - f->next_off <
 						    s->chunk
-					    ? (uint64_t)f->st.st_size - f->next_off
+					    ? (uint64_t)f->st.st_size -
+						      f->next_off
 					    : s->chunk);
 		j->status = 0;
 		j->crc = 0;
@@ -612,8 +622,8 @@ int source_run(struct engine *e, struct xfer_stats *st)
 	s.corrupt_seq = UINT64_MAX;
 #ifdef RDCP_TEST_HOOKS
 	if (getenv("RDCP_TEST_CORRUPT_CHUNK"))
-		s.corrupt_seq = strtoull(getenv("RDCP_TEST_CORRUPT_CHUNK"),
-					 NULL, 0);
+		s.corrupt_seq =
+			strtoull(getenv("RDCP_TEST_CORRUPT_CHUNK"), NULL, 0);
 #endif
 	credit_tx_init(&s.tx, e->c->geom.slots);
 	s.files = calloc(s.nfiles ? s.nfiles : 1, sizeof(*s.files));

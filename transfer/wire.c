@@ -248,7 +248,8 @@ int wire_encode(const struct wire_msg *m, uint8_t *buf, size_t cap)
 	struct put w = { .p = buf, .cap = cap };
 
 	if (m->type == 0 || m->type >= WIRE_TYPE_MAX ||
-	    (m->type == WIRE_FILE_END && m->u.end.digest_len > WIRE_DIGEST_MAX) ||
+	    (m->type == WIRE_FILE_END &&
+	     m->u.end.digest_len > WIRE_DIGEST_MAX) ||
 	    (m->type == WIRE_FILE_RESULT &&
 	     m->u.result.digest_len > WIRE_DIGEST_MAX))
 		return -EINVAL;

@@ -68,21 +68,24 @@ static inline uint16_t wire_imm_seq16(uint32_t imm)
 /* ---- control messages ---- */
 
 enum wire_type {
-	WIRE_HELLO = 1,	   /* client -> server: who, what, where */
-	WIRE_WELCOME,	   /* server -> client: accepted or why not */
-	WIRE_RING,	   /* data sink -> source: the ring's address/rkey */
-	WIRE_FILE,	   /* source -> sink: a file follows */
-	WIRE_FILE_END,	   /* source -> sink: all chunks posted, digest */
-	WIRE_FILE_RESULT,  /* sink -> source: verified and placed, or not */
-	WIRE_DONE,	   /* source -> sink: no more files */
-	WIRE_BYE,	   /* sink -> source: every result sent */
-	WIRE_ERROR,	   /* either: fatal session error */
-	WIRE_CREDIT,	   /* either: acks only (also the keepalive) */
-	WIRE_AUTH,	   /* client -> server: challenge response */
+	WIRE_HELLO = 1,	  /* client -> server: who, what, where */
+	WIRE_WELCOME,	  /* server -> client: accepted or why not */
+	WIRE_RING,	  /* data sink -> source: the ring's address/rkey */
+	WIRE_FILE,	  /* source -> sink: a file follows */
+	WIRE_FILE_END,	  /* source -> sink: all chunks posted, digest */
+	WIRE_FILE_RESULT, /* sink -> source: verified and placed, or not */
+	WIRE_DONE,	  /* source -> sink: no more files */
+	WIRE_BYE,	  /* sink -> source: every result sent */
+	WIRE_ERROR,	  /* either: fatal session error */
+	WIRE_CREDIT,	  /* either: acks only (also the keepalive) */
+	WIRE_AUTH,	  /* client -> server: challenge response */
 	WIRE_TYPE_MAX,
 };
 
-enum wire_role { WIRE_PUSH = 1, WIRE_PULL = 2 };
+enum wire_role {
+	WIRE_PUSH = 1,
+	WIRE_PULL = 2
+};
 
 enum wire_csum {
 	WIRE_CSUM_NONE = 0,
@@ -100,7 +103,8 @@ enum wire_hello_flags {
 };
 
 enum wire_file_flags {
-	WIRE_FILE_SPARSE = 1 << 0, /* has holes: its size says little of space */
+	WIRE_FILE_SPARSE = 1
+			   << 0, /* has holes: its size says little of space */
 };
 
 enum wire_file_end_flags {

@@ -32,8 +32,16 @@ enum xfer_fail {
 	XFER_FAIL_CANCELED,  /* SIGINT/SIGTERM */
 };
 
-enum xfer_csum { XFER_CSUM_CRC32 = 1, XFER_CSUM_SHA256 = 2, XFER_CSUM_NONE = 0 };
-enum xfer_poll { XFER_POLL_ADAPTIVE = 0, XFER_POLL_BUSY, XFER_POLL_EVENT };
+enum xfer_csum {
+	XFER_CSUM_CRC32 = 1,
+	XFER_CSUM_SHA256 = 2,
+	XFER_CSUM_NONE = 0
+};
+enum xfer_poll {
+	XFER_POLL_ADAPTIVE = 0,
+	XFER_POLL_BUSY,
+	XFER_POLL_EVENT
+};
 
 /* One file started (done = false) or finished, for machine output. */
 struct xfer_file_report {
@@ -50,13 +58,13 @@ struct xfer_file_report {
 
 struct xfer_opts {
 	/* both sides */
-	struct cm_addr addr;	/* connect to / listen on */
-	uint32_t chunk_size;	/* payload bytes per slot (power of two) */
-	uint16_t window;	/* ring slots */
-	unsigned int workers;	/* checksum/disk threads */
+	struct cm_addr addr;  /* connect to / listen on */
+	uint32_t chunk_size;  /* payload bytes per slot (power of two) */
+	uint16_t window;      /* ring slots */
+	unsigned int workers; /* checksum/disk threads */
 	enum xfer_poll poll;
-	int timeout_ms;		/* peer silence before giving up */
-	int connect_timeout_ms; /* resolve + connect */
+	int timeout_ms;			     /* peer silence before giving up */
+	int connect_timeout_ms;		     /* resolve + connect */
 	const volatile sig_atomic_t *cancel; /* set by a signal handler */
 	/*
 	 * Pre-shared key (32 bytes) for mutual HMAC-SHA256 authentication,

@@ -81,8 +81,7 @@ int units_parse_size(const char *s, uint64_t *out)
 
 char *units_format_size(uint64_t bytes, char *buf, size_t bufsz)
 {
-	static const char *const unit[] = { "KiB", "MiB", "GiB", "TiB",
-					    "PiB" };
+	static const char *const unit[] = { "KiB", "MiB", "GiB", "TiB", "PiB" };
 	double v = (double)bytes / 1024;
 	size_t i = 0;
 

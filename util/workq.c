@@ -15,7 +15,7 @@ struct workq {
 	pthread_cond_t cond;
 	pthread_cond_t idle; /* signalled when running drops to 0, list empty */
 	unsigned int running;
-	struct workq_item *head, *tail;	       /* to do */
+	struct workq_item *head, *tail;		  /* to do */
 	struct workq_item *done_head, *done_tail; /* done */
 	unsigned int pending;
 	bool stop;
