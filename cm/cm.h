@@ -158,6 +158,7 @@ struct cm_addr {
 	uint16_t port;
 	enum cm_family family;
 	enum cm_transport transport;
+	const char *device; /* RDMA device to use ("mlx5_0"), NULL: any */
 };
 
 /* What a receiver accepts; a client asking for more is clamped down. */

@@ -34,6 +34,11 @@ int cm_connect(const struct cm_addr *addr, const struct cm_geom *want,
 	switch (addr->transport) {
 	case CM_TRANSPORT_RDMA:
 		return cm_rdma_connect(addr, want, to, out);
+	case CM_TRANSPORT_AUTO:
+		/* A device named on the command line means RDMA, or fail. */
+		if (addr->device)
+			return cm_rdma_connect(addr, want, to, out);
+		break;
 	case CM_TRANSPORT_TCP:
 		return cm_tcp_connect(addr, want, to, out);
 	default:
@@ -55,7 +60,9 @@ int cm_listen(const struct cm_addr *addr, struct cm_listener **out)
 	if (!l)
 		return -ENOMEM;
 	if (addr->transport != CM_TRANSPORT_TCP) {
-		bool rdma_only = addr->transport == CM_TRANSPORT_RDMA;
+		/* A device named on the command line means RDMA, or fail. */
+		bool rdma_only = addr->transport == CM_TRANSPORT_RDMA ||
+				 addr->device;
 
 		rc = cm_rdma_listen(addr, !rdma_only, &l->rdma);
 		if (rc && rdma_only)

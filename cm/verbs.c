@@ -17,6 +17,8 @@
 #include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
 #include <netdb.h>
 #include <poll.h>
 #include <stdio.h>
@@ -24,6 +26,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
@@ -643,6 +646,101 @@ static void conn_param_init(struct rdma_conn_param *p, const uint8_t *pd)
 	p->responder_resources = 0;
 }
 
+/* ---- --device: pin the RDMA device through the source address ---- */
+
+/*
+ * rdma_cm picks the device from the addresses; to use a given device,
+ * resolve from an address of one of its netdevs (the GID table names them
+ * for RoCE; sysfs for IPoIB). Fills out with such an address of family
+ * (AF_UNSPEC: any), port 0. Returns 0, or -ENODEV with why filled.
+ */
+static int device_addr(const char *dev, int family,
+		       struct sockaddr_storage *out, char *why, size_t whysz)
+{
+	unsigned int ifidx[64];
+	int nif = 0, n = 0, rc = -ENODEV;
+	struct ibv_device **list = ibv_get_device_list(&n);
+	struct ibv_context *ctx = NULL;
+	struct ifaddrs *ifa = NULL;
+	char have[256] = "";
+
+	for (int i = 0; list && i < n; i++) {
+		const char *name = ibv_get_device_name(list[i]);
+
+		if (!strcmp(name, dev))
+			ctx = ibv_open_device(list[i]);
+		snprintf(have + strlen(have), sizeof(have) - strlen(have),
+			 "%s%s", have[0] ? ", " : "", name);
+	}
+	if (list)
+		ibv_free_device_list(list);
+	if (!ctx) {
+		snprintf(why, whysz, "no RDMA device named '%s' here (%s%s)",
+			 dev, have[0] ? "have: " : "none at all",
+			 have);
+		return -ENODEV;
+	}
+	{
+		struct ibv_device_attr da;
+
+		if (ibv_query_device(ctx, &da) == 0)
+			for (uint8_t p = 1; p <= da.phys_port_cnt; p++) {
+				struct ibv_port_attr pa;
+
+				if (ibv_query_port(ctx, p, &pa))
+					continue;
+				for (int g = 0; g < pa.gid_tbl_len && nif < 64;
+				     g++) {
+					struct ibv_gid_entry e;
+
+					if (!ibv_query_gid_ex(ctx, p,
+							      (uint32_t)g, &e,
+							      0) &&
+					    e.ndev_ifindex)
+						ifidx[nif++] = e.ndev_ifindex;
+				}
+			}
+	}
+	ibv_close_device(ctx);
+	if (getifaddrs(&ifa) == 0) {
+		for (struct ifaddrs *a = ifa; a && rc; a = a->ifa_next) {
+			unsigned int idx;
+			char sysfs[300];
+
+			if (!a->ifa_addr ||
+			    (a->ifa_addr->sa_family != AF_INET &&
+			     a->ifa_addr->sa_family != AF_INET6) ||
+			    (family != AF_UNSPEC &&
+			     a->ifa_addr->sa_family != family))
+				continue;
+			idx = if_nametoindex(a->ifa_name);
+			snprintf(sysfs, sizeof(sysfs),
+				 "/sys/class/infiniband/%s/device/net/%s", dev,
+				 a->ifa_name);
+			for (int i = 0; i < nif && rc; i++)
+				if (ifidx[i] == idx)
+					rc = 0;
+			if (rc && access(sysfs, F_OK) == 0)
+				rc = 0;
+			if (!rc) {
+				memset(out, 0, sizeof(*out));
+				memcpy(out, a->ifa_addr,
+				       a->ifa_addr->sa_family == AF_INET
+					       ? sizeof(struct sockaddr_in)
+					       : sizeof(struct sockaddr_in6));
+			}
+		}
+		freeifaddrs(ifa);
+	}
+	if (rc)
+		snprintf(why, whysz,
+			 "RDMA device '%s' has no %saddress on its network "
+			 "interface (give it one: ip addr add ADDR dev NETDEV)",
+			 dev, family == AF_INET6 ? "IPv6 " :
+			      family == AF_INET ? "IPv4 " : "");
+	return rc;
+}
+
 /* ---- active side ---- */
 
 static int expect(struct vconn *v, enum rdma_cm_event_type want, int timeout_ms,
@@ -747,6 +845,7 @@ static int vconn_alloc(struct vconn **out)
 int cm_rdma_connect(const struct cm_addr *addr, const struct cm_geom *want,
 		    const struct cm_timeouts *to, struct cm_conn **out)
 {
+	struct sockaddr_storage src;
 	struct rdma_conn_param param;
 	uint8_t pd[PD_LEN];
 	struct addrinfo *ai = NULL;
@@ -782,7 +881,19 @@ int cm_rdma_connect(const struct cm_addr *addr, const struct cm_geom *want,
 		log_err("cannot create RDMA CM id: %s", strerror(errno));
 		goto out_free;
 	}
-	if (rdma_resolve_addr(v->id, NULL, ai->ai_addr, to->resolve_ms)) {
+	if (addr->device) {
+		char why[300];
+
+		rc = device_addr(addr->device, ai->ai_family, &src, why,
+				 sizeof(why));
+		if (rc) {
+			log_err("cannot connect to %s: %s", v->base.peer, why);
+			goto out_free;
+		}
+	}
+	if (rdma_resolve_addr(v->id, addr->device ? (struct sockaddr *)&src
+						  : NULL,
+			      ai->ai_addr, to->resolve_ms)) {
 		rc = -errno;
 		log_err("cannot resolve %s to an RDMA device: %s (set up a "
 			"device, or Soft-RoCE: rdma link add rxe0 type rxe "
@@ -804,6 +915,16 @@ int cm_rdma_connect(const struct cm_addr *addr, const struct cm_geom *want,
 		    "cannot resolve route to", true);
 	if (rc)
 		goto out_free;
+	if (addr->device &&
+	    strcmp(ibv_get_device_name(v->id->verbs->device), addr->device)) {
+		log_err("cannot connect to %s through %s: rdma_cm routes it "
+			"through %s (check the routes of %s's network)",
+			v->base.peer, addr->device,
+			ibv_get_device_name(v->id->verbs->device),
+			addr->device);
+		rc = -ENODEV;
+		goto out_free;
+	}
 	rc = vconn_build(v);
 	if (rc)
 		goto out_free;
@@ -908,6 +1029,32 @@ int cm_rdma_listen(const struct cm_addr *addr, bool quiet,
 		   struct cm_rdma_listener **out)
 {
 	struct cm_addr any = *addr;
+
+	if (addr->device && !addr->host) {
+		/* --device without --bind: listen on that device's address. */
+		struct sockaddr_storage ss;
+		char why[300], host[INET6_ADDRSTRLEN];
+		int family = addr->family == CM_AF_INET6 ? AF_INET6
+			     : addr->family == CM_AF_INET ? AF_INET
+							  : AF_UNSPEC;
+		int rc = device_addr(addr->device, family, &ss, why,
+				     sizeof(why));
+
+		if (rc) {
+			log_err("cannot listen: %s", why);
+			return rc;
+		}
+		if (ss.ss_family == AF_INET)
+			inet_ntop(AF_INET,
+				  &((struct sockaddr_in *)&ss)->sin_addr, host,
+				  sizeof(host));
+		else
+			inet_ntop(AF_INET6,
+				  &((struct sockaddr_in6 *)&ss)->sin6_addr,
+				  host, sizeof(host));
+		any.host = host;
+		return listen_one(&any, quiet, out);
+	}
 
 	if (addr->host || addr->family != CM_AF_ANY)
 		return listen_one(addr, quiet, out);

@@ -79,6 +79,7 @@ enum {
 	OPT_JSON,
 	OPT_PROGRESS,
 	OPT_CHECK,
+	OPT_DEVICE,
 };
 
 static const struct argp_option options[] = {
@@ -97,6 +98,11 @@ static const struct argp_option options[] = {
 	{ "transport", OPT_TRANSPORT, "T", 0,
 	  "rdma, tcp, or auto (default): RDMA when rdma_cm resolves the peer "
 	  "to an RDMA device, else TCP; a receiver serves both",
+	  2 },
+	{ "device", OPT_DEVICE, "NAME", 0,
+	  "Use this RDMA device (mlx5_0, rxe0, ...) when a host has several: "
+	  "RDMA is then required, and a receiver without --bind listens on "
+	  "the device's address",
 	  2 },
 	{ "port", 'P', "PORT", 0, "Port (default 7471)", 2 },
 	{ "ipv4", '4', NULL, 0, "Use IPv4 only", 2 },
@@ -327,6 +333,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_CHECK:
 		cli->check = true;
+		break;
+	case OPT_DEVICE:
+		o->addr.device = arg;
 		break;
 	case OPT_KEYGEN:
 		cli->keygen = arg;

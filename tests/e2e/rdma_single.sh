@@ -657,6 +657,40 @@ s_check() {
 	rm -rf rx/check
 }
 
+# 16. --device pins the RDMA device; a device this host lacks is refused
+#     on both sides with the list of those it has (exit 3).
+s_device() {
+	auto=${RDCP_E2E_AUTO_BIN:-rdcp}
+	t_begin "--device: the named device is used, an unknown one refused"
+	mkdir -p src rx/dev
+	mkrand src/dev 70000
+	if [ "${RDCP_E2E_AUTO_WANT:-rdma}" = rdma ]; then
+		nextport
+		"$auto" --listen -v --device rxe0 --root "$W/rx/dev" --once --port $P >"$W/rx-dev.log" 2>&1 &
+		RX=$!
+		usleep 500000
+		timeout -s KILL 60 "$auto" -v --device rxe0 --port $P src/dev "$ADDR:dev" >"$W/tx-dev.log" 2>&1
+		rc=$?
+		wait_pid "$RX" 20
+		[ "$rc" = 0 ] || t_fail "sender with --device rxe0: exit $rc"
+		grep -q "over rdma on rxe0" "$W/tx-dev.log" || t_fail "not over rxe0"
+		grep -q "listening for RDMA connections on $ADDR:" "$W/rx-dev.log" ||
+			t_fail "receiver did not listen on rxe0's address"
+		same src/dev rx/dev/dev
+	fi
+	nextport
+	timeout -s KILL 30 "$auto" --device nosuch0 --port $P src/dev "$ADDR:x" >"$W/tx-dev2.log" 2>&1
+	rc=$?
+	[ "$rc" = 3 ] || t_fail "sender with --device nosuch0: exit $rc, want 3"
+	grep -q "no RDMA device named 'nosuch0'" "$W/tx-dev2.log" || t_fail "no clear message"
+	timeout -s KILL 30 "$auto" --listen --device nosuch0 --root "$W/rx/dev" --port $P >"$W/rx-dev2.log" 2>&1
+	rc=$?
+	[ "$rc" = 3 ] || t_fail "receiver with --device nosuch0: exit $rc, want 3"
+	t_log "$W/tx-dev.log" "$W/rx-dev.log" "$W/tx-dev2.log" "$W/rx-dev2.log"
+	t_end
+	rm -rf rx/dev
+}
+
 # ---------------------------------------------------------------- main
 
 # A shared key for every rdcp here (builds with authentication).
@@ -673,7 +707,7 @@ if rdcp --help 2>&1 | grep -q -- '--keygen'; then
 fi
 
 ALL="sizes default sparse checksum corrupt escape multifile partial noconn"
-ALL="$ALL killsender killreceiver daemon auth auto check"
+ALL="$ALL killsender killreceiver daemon auth auto check device"
 # shellcheck disable=SC2086 # a word list
 [ $# -gt 0 ] || set -- $ALL
 RNR0=$(counters)
