@@ -864,6 +864,16 @@ int cm_rdma_connect(const struct cm_addr *addr, const struct cm_geom *want,
 	if (rc)
 		goto out_free;
 	cm_sockaddr_str(ai->ai_addr, v->base.peer, sizeof(v->base.peer));
+	if (addr->device) {
+		char why[300];
+
+		rc = device_addr(addr->device, ai->ai_family, &src, why,
+				 sizeof(why));
+		if (rc) {
+			log_err("cannot connect to %s: %s", v->base.peer, why);
+			goto out_free;
+		}
+	}
 	v->ech = rdma_create_event_channel();
 	if (!v->ech) {
 		rc = -errno;
@@ -880,16 +890,6 @@ int cm_rdma_connect(const struct cm_addr *addr, const struct cm_geom *want,
 		rc = -errno;
 		log_err("cannot create RDMA CM id: %s", strerror(errno));
 		goto out_free;
-	}
-	if (addr->device) {
-		char why[300];
-
-		rc = device_addr(addr->device, ai->ai_family, &src, why,
-				 sizeof(why));
-		if (rc) {
-			log_err("cannot connect to %s: %s", v->base.peer, why);
-			goto out_free;
-		}
 	}
 	if (rdma_resolve_addr(v->id, addr->device ? (struct sockaddr *)&src
 						  : NULL,
