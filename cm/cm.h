@@ -159,6 +159,7 @@ struct cm_addr {
 	enum cm_family family;
 	enum cm_transport transport;
 	const char *device; /* RDMA device to use ("mlx5_0"), NULL: any */
+	int gid_index;	    /* with device: take its address from this GID */
 };
 
 /* What a receiver accepts; a client asking for more is clamped down. */
@@ -242,6 +243,6 @@ int cm_check(const struct cm_addr *peer, uint64_t session_bytes,
 
 /* Protocol identity in the private data. */
 #define CM_MAGIC 0x52444350u /* "RDCP" */
-#define CM_VERSION 1
+#define CM_VERSION 2
 
 #endif

@@ -676,8 +676,7 @@ static int device_addr(const char *dev, int family,
 		ibv_free_device_list(list);
 	if (!ctx) {
 		snprintf(why, whysz, "no RDMA device named '%s' here (%s%s)",
-			 dev, have[0] ? "have: " : "none at all",
-			 have);
+			 dev, have[0] ? "have: " : "none at all", have);
 		return -ENODEV;
 	}
 	{
@@ -736,8 +735,85 @@ static int device_addr(const char *dev, int family,
 		snprintf(why, whysz,
 			 "RDMA device '%s' has no %saddress on its network "
 			 "interface (give it one: ip addr add ADDR dev NETDEV)",
-			 dev, family == AF_INET6 ? "IPv6 " :
-			      family == AF_INET ? "IPv4 " : "");
+			 dev,
+			 family == AF_INET6  ? "IPv6 "
+			 : family == AF_INET ? "IPv4 "
+					     : "");
+	return rc;
+}
+
+/*
+ * --gid-index: the IP address held in GID gid of dev (the first port that
+ * has such an index), so that rdma_cm resolves from it and uses that GID.
+ */
+static int gid_addr(const char *dev, int gid, struct sockaddr_storage *out,
+		    uint8_t raw[16], char *why, size_t whysz)
+{
+	static const uint8_t v4mapped[12] = { 0, 0, 0, 0, 0,	0,
+					      0, 0, 0, 0, 0xff, 0xff };
+	static const uint8_t zero[16];
+	int n = 0, rc = -ENODEV;
+	struct ibv_device **list = ibv_get_device_list(&n);
+	struct ibv_context *ctx = NULL;
+	struct ibv_device_attr da;
+	struct ibv_gid_entry e;
+
+	for (int i = 0; list && i < n && !ctx; i++)
+		if (!strcmp(ibv_get_device_name(list[i]), dev))
+			ctx = ibv_open_device(list[i]);
+	if (list)
+		ibv_free_device_list(list);
+	if (!ctx) {
+		snprintf(why, whysz, "no RDMA device named '%s' here", dev);
+		return -ENODEV;
+	}
+	snprintf(why, whysz,
+		 "'%s' has no GID %d holding an address (see rdcp --check)",
+		 dev, gid);
+	if (ibv_query_device(ctx, &da) == 0)
+		for (uint8_t p = 1; p <= da.phys_port_cnt && rc; p++)
+			if (!ibv_query_gid_ex(ctx, p, (uint32_t)gid, &e, 0) &&
+			    memcmp(e.gid.raw, zero, 16))
+				rc = 0;
+	ibv_close_device(ctx);
+	if (rc)
+		return rc;
+	memcpy(raw, e.gid.raw, 16);
+	memset(out, 0, sizeof(*out));
+	if (!memcmp(e.gid.raw, v4mapped, 12)) {
+		struct sockaddr_in *sin = (struct sockaddr_in *)out;
+
+		sin->sin_family = AF_INET;
+		memcpy(&sin->sin_addr, e.gid.raw + 12, 4);
+	} else {
+		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)out;
+
+		sin6->sin6_family = AF_INET6;
+		memcpy(&sin6->sin6_addr, e.gid.raw, 16);
+		if (e.gid.raw[0] == 0xfe && (e.gid.raw[1] & 0xc0) == 0x80)
+			sin6->sin6_scope_id = e.ndev_ifindex;
+	}
+	return 0;
+}
+
+/* The source address that pins --device (and --gid-index). */
+static int pinned_addr(const struct cm_addr *addr, int family,
+		       struct sockaddr_storage *out, uint8_t gid[16], char *why,
+		       size_t whysz)
+{
+	int rc;
+
+	if (addr->gid_index < 0)
+		return device_addr(addr->device, family, out, why, whysz);
+	rc = gid_addr(addr->device, addr->gid_index, out, gid, why, whysz);
+	if (!rc && family != AF_UNSPEC && out->ss_family != family) {
+		snprintf(why, whysz,
+			 "GID %d of '%s' holds an %s address, the peer is %s",
+			 addr->gid_index, addr->device,
+			 out->ss_family == AF_INET ? "IPv4" : "IPv6",
+			 family == AF_INET ? "IPv4" : "IPv6");
+		rc = -EAFNOSUPPORT;
+	}
 	return rc;
 }
 
@@ -846,6 +922,7 @@ int cm_rdma_connect(const struct cm_addr *addr, const struct cm_geom *want,
 		    const struct cm_timeouts *to, struct cm_conn **out)
 {
 	struct sockaddr_storage src;
+	uint8_t gid[16] = { 0 };
 	struct rdma_conn_param param;
 	uint8_t pd[PD_LEN];
 	struct addrinfo *ai = NULL;
@@ -867,7 +944,7 @@ int cm_rdma_connect(const struct cm_addr *addr, const struct cm_geom *want,
 	if (addr->device) {
 		char why[300];
 
-		rc = device_addr(addr->device, ai->ai_family, &src, why,
+		rc = pinned_addr(addr, ai->ai_family, &src, gid, why,
 				 sizeof(why));
 		if (rc) {
 			log_err("cannot connect to %s: %s", v->base.peer, why);
@@ -891,8 +968,8 @@ int cm_rdma_connect(const struct cm_addr *addr, const struct cm_geom *want,
 		log_err("cannot create RDMA CM id: %s", strerror(errno));
 		goto out_free;
 	}
-	if (rdma_resolve_addr(v->id, addr->device ? (struct sockaddr *)&src
-						  : NULL,
+	if (rdma_resolve_addr(v->id,
+			      addr->device ? (struct sockaddr *)&src : NULL,
 			      ai->ai_addr, to->resolve_ms)) {
 		rc = -errno;
 		log_err("cannot resolve %s to an RDMA device: %s (set up a "
@@ -922,6 +999,15 @@ int cm_rdma_connect(const struct cm_addr *addr, const struct cm_geom *want,
 			v->base.peer, addr->device,
 			ibv_get_device_name(v->id->verbs->device),
 			addr->device);
+		rc = -ENODEV;
+		goto out_free;
+	}
+	if (addr->device && addr->gid_index >= 0 && v->id->route.path_rec &&
+	    memcmp(v->id->route.path_rec->sgid.raw, gid, 16)) {
+		log_err("cannot connect to %s from GID %d of %s: rdma_cm "
+			"chose another GID (check the routes and GID table "
+			"with rdcp --check)",
+			v->base.peer, addr->gid_index, addr->device);
 		rc = -ENODEV;
 		goto out_free;
 	}
@@ -1034,11 +1120,11 @@ int cm_rdma_listen(const struct cm_addr *addr, bool quiet,
 		/* --device without --bind: listen on that device's address. */
 		struct sockaddr_storage ss;
 		char why[300], host[INET6_ADDRSTRLEN];
-		int family = addr->family == CM_AF_INET6 ? AF_INET6
+		int family = addr->family == CM_AF_INET6  ? AF_INET6
 			     : addr->family == CM_AF_INET ? AF_INET
 							  : AF_UNSPEC;
-		int rc = device_addr(addr->device, family, &ss, why,
-				     sizeof(why));
+		uint8_t gid[16];
+		int rc = pinned_addr(addr, family, &ss, gid, why, sizeof(why));
 
 		if (rc) {
 			log_err("cannot listen: %s", why);

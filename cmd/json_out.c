@@ -37,13 +37,17 @@ void json_file(FILE *out, const struct xfer_file_report *r)
 		      : "{\"event\":\"file_start\",\"path\":",
 	      out);
 	str(out, r->path);
+	fputs(",\"type\":", out);
+	str(out, r->kind ? r->kind : "file");
 	fprintf(out, ",\"bytes\":%" PRIu64, r->bytes);
 	if (!r->done) {
 		end(out);
 		return;
 	}
-	fprintf(out, ",\"seconds\":%.6f,\"status\":", r->seconds);
-	str(out, r->status ? "failed" : "ok");
+	fprintf(out,
+		",\"sent\":%" PRIu64 ",\"seconds\":%.6f,\"status\":", r->sent,
+		r->seconds);
+	str(out, r->status ? "failed" : r->skipped ? "skipped" : "ok");
 	if (r->status) {
 		fputs(",\"class\":", out);
 		str(out, xfer_fail_name(r->klass));
@@ -72,10 +76,11 @@ void json_summary(FILE *out, const struct xfer_stats *st, enum xfer_fail f,
 {
 	fprintf(out,
 		"{\"event\":\"summary\",\"files_ok\":%" PRIu64
-		",\"files_failed\":%" PRIu64 ",\"bytes\":%" PRIu64
+		",\"files_failed\":%" PRIu64 ",\"files_skipped\":%" PRIu64
+		",\"bytes\":%" PRIu64
 		",\"seconds\":%.6f,\"bytes_per_second\":%.0f,\"transport\":",
-		st->files_ok, st->files_failed, st->bytes, st->seconds,
-		st->seconds > 0 ? st->bytes / st->seconds : 0.0);
+		st->files_ok, st->files_failed, st->files_skipped, st->bytes,
+		st->seconds, st->seconds > 0 ? st->bytes / st->seconds : 0.0);
 	str(out, st->transport);
 	fputs(",\"device\":", out);
 	str(out, st->device);

@@ -31,14 +31,15 @@ static const char doc[] =
 	"rdcp -- copy files between hosts over RDMA (rdma_cm + verbs), or "
 	"TCP where there is no RDMA; every chunk and every file verified.\n\n"
 	"  rdcp [OPTION...] SRC... HOST:DEST     send files to a receiver\n"
+	"  rdcp [OPTION...] HOST:SRC... DEST     fetch files from it\n"
 	"  rdcp --listen --root DIR [OPTION...]  run a receiver\n"
 	"  rdcp --keygen FILE                    make a pre-shared key\n"
 	"  rdcp --check [HOST]                   diagnose RDMA and the way "
 	"to HOST\n\n"
-	"DEST is relative to the receiver's --root. A DEST ending in '/' or "
-	"naming a directory receives into it (created if it ends in '/'); "
-	"several SRCs need a directory. IPv6 addresses go in brackets: "
-	"[fe80::1]:dir/."
+	"Remote paths are relative to the receiver's --root. A DEST ending "
+	"in '/' or naming a directory receives into it (created if it ends "
+	"in '/'); several SRCs need a directory. IPv6 addresses go in "
+	"brackets: [fe80::1]:dir/."
 	"\v"
 	"Exit status:\n"
 	"  0   all files copied and verified\n"
@@ -54,10 +55,11 @@ static const char doc[] =
 	"  10  resources: memory, memlock limit, RDMA device\n"
 	"  11  peer lost: host down, link cut, or process killed\n"
 	"  130 interrupted\n\n"
-	"Sizes take K/M/G/T (powers of 1024) or KB/MB/GB/TB (powers of 1000).";
+	"Sizes and rates take K/M/G/T (powers of 1024) or KB/MB/GB/TB (powers "
+	"of 1000).";
 
-static const char args_doc[] =
-	"SRC... HOST:DEST\n--listen\n--keygen FILE\n--check [HOST]";
+static const char args_doc[] = "SRC... HOST:DEST\nHOST:SRC... DEST\n--listen\n"
+			       "--keygen FILE\n--check [HOST]";
 
 enum {
 	OPT_ROOT = 256,
@@ -80,6 +82,13 @@ enum {
 	OPT_PROGRESS,
 	OPT_CHECK,
 	OPT_DEVICE,
+	OPT_RESUME,
+	OPT_SPARSE,
+	OPT_ENCRYPT,
+	OPT_COMPRESS,
+	OPT_BWLIMIT,
+	OPT_GID_INDEX,
+	OPT_STREAMS,
 };
 
 static const struct argp_option options[] = {
@@ -94,6 +103,39 @@ static const struct argp_option options[] = {
 	  1 },
 	{ "max-sessions", OPT_MAX_SESSIONS, "N", 0,
 	  "Concurrent sessions (default 16)", 1 },
+	{ NULL, 0, NULL, 0, "Copying:", 1 },
+	{ "recursive", 'r', NULL, 0,
+	  "Copy directories: their trees, with empty directories and "
+	  "symlinks (copied as links, never followed); hard links become "
+	  "separate files",
+	  1 },
+	{ "preserve", 'p', NULL, 0,
+	  "Keep mode, access and modification times (else: mode less the "
+	  "umask, new times)",
+	  1 },
+	{ "resume", OPT_RESUME, NULL, 0,
+	  "Finish an interrupted copy: what is already at DEST is checked "
+	  "chunk by chunk against the source by CRC32 and only what "
+	  "differs is sent; partial files are kept on failure for the next "
+	  "try",
+	  1 },
+	{ "no-clobber", 'n', NULL, 0, "Never replace an existing file", 1 },
+	{ "update", 'u', NULL, 0,
+	  "Replace only files older than the source (modification time)", 1 },
+	{ "sparse", OPT_SPARSE, NULL, 0,
+	  "Also turn all-zero chunks into holes (holes in the source are "
+	  "always kept)",
+	  1 },
+	{ "compress", OPT_COMPRESS, "LEVEL", OPTION_ARG_OPTIONAL,
+	  "zlib per chunk, level 1-9 (default 1); chunks that do not shrink "
+	  "go raw",
+	  1 },
+	{ "encrypt", OPT_ENCRYPT, NULL, 0,
+	  "Encrypt file data with AES-256-GCM under a per-session key "
+	  "derived from the pre-shared key",
+	  1 },
+	{ "bwlimit", OPT_BWLIMIT, "RATE", 0,
+	  "Send at most RATE bytes per second (500M, 2G, 1GB)", 1 },
 	{ NULL, 0, NULL, 0, "Transfer:", 2 },
 	{ "transport", OPT_TRANSPORT, "T", 0,
 	  "rdma, tcp, or auto (default): RDMA when rdma_cm resolves the peer "
@@ -104,6 +146,12 @@ static const struct argp_option options[] = {
 	  "RDMA is then required, and a receiver without --bind listens on "
 	  "the device's address",
 	  2 },
+	{ "gid-index", OPT_GID_INDEX, "N", 0,
+	  "RoCE: use the address of GID N of the device (see rdcp --check): "
+	  "with --device, pins the GID the connection uses",
+	  2 },
+	{ "streams", OPT_STREAMS, "N", 0,
+	  "Queue pairs per session; only 1 is implemented so far", 2 },
 	{ "port", 'P', "PORT", 0, "Port (default 7471)", 2 },
 	{ "ipv4", '4', NULL, 0, "Use IPv4 only", 2 },
 	{ "ipv6", '6', NULL, 0, "Use IPv6 only", 2 },
@@ -213,6 +261,52 @@ static int split_remote(const char *arg, char **host, const char **path)
 	*host = strndup(arg, (size_t)(colon - arg));
 	*path = colon + 1;
 	return *host ? 0 : -ENOMEM;
+}
+
+/*
+ * SRC... HOST:DEST pushes, HOST:SRC... DEST pulls; all remote arguments
+ * name the same host, and local and remote SRCs do not mix.
+ */
+static void split_args(struct cli *cli, struct argp_state *state)
+{
+	size_t last = cli->nsrcs - 1;
+	const char *path;
+	char *host = NULL;
+	bool pull = split_remote(cli->srcs[last], &cli->target, &path) != 0;
+
+	if (!pull) {
+		cli->o.dest = path;
+	} else {
+		if (split_remote(cli->srcs[0], &cli->target, &path))
+			argp_error(state,
+				   "'%s' is not HOST:path: one side of a copy "
+				   "names the receiver",
+				   cli->srcs[last]);
+		cli->o.pull = true;
+		cli->o.dest = cli->srcs[last];
+	}
+	cli->nsrcs--;
+	for (size_t i = 0; i < cli->nsrcs; i++) {
+		bool remote = split_remote(cli->srcs[i], &host, &path) == 0;
+
+		if (remote != pull)
+			argp_error(
+				state,
+				pull ? "'%s': all SRCs of a pull are on the "
+				       "remote host (HOST:SRC)"
+				     : "'%s': SRCs of a push are local files; "
+				       "copying between two remote hosts is "
+				       "not supported",
+				cli->srcs[i]);
+		if (remote && strcmp(host, cli->target))
+			argp_error(state,
+				   "'%s': all SRCs must come from one host",
+				   cli->srcs[i]);
+		if (remote)
+			cli->srcs[i] = path;
+		free(host);
+		host = NULL;
+	}
 }
 
 static error_t parse_opt(int key, char *arg, struct argp_state *state)
@@ -337,6 +431,57 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_DEVICE:
 		o->addr.device = arg;
 		break;
+	case 'r':
+		o->recursive = true;
+		break;
+	case 'p':
+		o->preserve = true;
+		break;
+	case OPT_RESUME:
+		o->resume = true;
+		break;
+	case 'n':
+		o->no_clobber = true;
+		break;
+	case 'u':
+		o->update = true;
+		break;
+	case OPT_SPARSE:
+		o->sparse = true;
+		break;
+	case OPT_ENCRYPT:
+		o->encrypt = true;
+		break;
+	case OPT_COMPRESS:
+		o->compress = 1;
+		if (arg && parse_uint(arg, 1, 9, &v))
+			argp_error(state, "--compress: '%s' is not 1..9", arg);
+		if (arg)
+			o->compress = (int)v;
+		break;
+	case OPT_BWLIMIT:
+		if (units_parse_size(arg, &size) || !size)
+			argp_error(state,
+				   "--bwlimit: '%s' is not a rate in bytes "
+				   "per second (500M, 2G, 1GB)",
+				   arg);
+		o->bwlimit = size;
+		break;
+	case OPT_GID_INDEX:
+		if (parse_uint(arg, 0, 65535, &v))
+			argp_error(state, "--gid-index: '%s' is not 0..65535",
+				   arg);
+		o->addr.gid_index = (int)v;
+		break;
+	case OPT_STREAMS:
+		if (parse_uint(arg, 1, 64, &v))
+			argp_error(state, "--streams: '%s' is not 1..64", arg);
+		if (v != 1)
+			argp_error(state,
+				   "--streams %lu: only one stream per session "
+				   "is implemented so far",
+				   v);
+		break;
 	case OPT_KEYGEN:
 		cli->keygen = arg;
 		break;
@@ -371,6 +516,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 						  "arguments");
 			break;
 		}
+		if (cli->o.addr.gid_index >= 0 && !cli->o.addr.device)
+			argp_error(state, "--gid-index needs --device: a GID "
+					  "index is per device");
 		if (cli->no_auth && cli->key_file)
 			argp_error(state, "--no-auth and --key-file exclude "
 					  "each other");
@@ -381,45 +529,15 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			break;
 		}
 		if (cli->nsrcs < 2)
-			argp_error(state, "need at least one SRC and a "
-					  "HOST:DEST");
-		{
-			const char *dest;
-			const char *last = cli->srcs[cli->nsrcs - 1];
-
-			if (split_remote(last, &cli->target, &dest)) {
-				char *h = NULL;
-				const char *p;
-
-				if (split_remote(cli->srcs[0], &h, &p) == 0) {
-					free(h);
-					argp_error(
-						state,
-						"'%s': pulling from a remote "
-						"host is not supported yet",
-						cli->srcs[0]);
-				}
-				argp_error(state,
-					   "'%s' is not HOST:DEST (the last "
-					   "argument names the receiver)",
-					   last);
-			}
-			cli->o.dest = dest;
-			cli->nsrcs--;
-			for (size_t i = 0; i < cli->nsrcs; i++) {
-				char *h = NULL;
-				const char *p;
-
-				if (split_remote(cli->srcs[i], &h, &p) == 0) {
-					free(h);
-					argp_error(
-						state,
-						"'%s': pulling from a remote "
-						"host is not supported yet",
-						cli->srcs[i]);
-				}
-			}
-		}
+			argp_error(state, "need at least one SRC and a DEST, "
+					  "one side of them HOST:path");
+		split_args(cli, state);
+		if (cli->o.encrypt && cli->no_auth)
+			argp_error(state, "--encrypt needs the pre-shared key: "
+					  "it cannot go with --no-auth");
+		if (cli->o.no_clobber && cli->o.update)
+			argp_error(state, "--no-clobber and --update exclude "
+					  "each other");
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -490,11 +608,18 @@ static void on_progress(void *arg, uint64_t done, uint64_t total,
 		cli->progress_t0 = now;
 	rate = now > cli->progress_t0 ? done / (now - cli->progress_t0) : 0;
 	eta = rate > 0 && total > done ? (uint64_t)((total - done) / rate) : 0;
-	fprintf(stderr, "\r\033[K%-30.30s %s / %s  %s  ETA %llu:%02llu",
-		path_basename(path), units_format_size(done, d, sizeof(d)),
-		units_format_size(total, t, sizeof(t)),
-		units_format_rate(rate, r, sizeof(r)),
-		(unsigned long long)(eta / 60), (unsigned long long)(eta % 60));
+	if (!total) /* a pull: the sizes come as the files do */
+		fprintf(stderr, "\r\033[K%-30.30s %s  %s", path_basename(path),
+			units_format_size(done, d, sizeof(d)),
+			units_format_rate(rate, r, sizeof(r)));
+	else
+		fprintf(stderr, "\r\033[K%-30.30s %s / %s  %s  ETA %llu:%02llu",
+			path_basename(path),
+			units_format_size(done, d, sizeof(d)),
+			units_format_size(total, t, sizeof(t)),
+			units_format_rate(rate, r, sizeof(r)),
+			(unsigned long long)(eta / 60),
+			(unsigned long long)(eta % 60));
 	fflush(stderr);
 	cli->progress_shown = true;
 }
@@ -513,13 +638,19 @@ static void on_file(void *arg, const struct xfer_file_report *r)
 		progress_clear(cli);
 		fprintf(stderr, "%-40s %12s  %s\n", r->path,
 			units_format_size(r->bytes, sz, sizeof(sz)),
-			r->status ? "FAILED" : "ok");
+			r->status    ? "FAILED"
+			: r->skipped ? "skipped"
+				     : "ok");
 		return;
 	}
 	if (!r->done || r->status || !log_enabled(LOG_INFO))
 		return;
-	log_info("sent '%s': %s in %.2f s (%s), digest %s", r->path,
-		 units_format_size(r->bytes, sz, sizeof(sz)), r->seconds,
+	log_info("%s '%s': %s in %.2f s (%s), digest %s",
+		 r->skipped    ? "kept"
+		 : cli->o.pull ? "received"
+			       : "sent",
+		 r->path, units_format_size(r->bytes, sz, sizeof(sz)),
+		 r->seconds,
 		 units_format_rate(r->seconds > 0 ? r->bytes / r->seconds : 0,
 				   rate, sizeof(rate)),
 		 r->digest[0] ? r->digest : "none");
@@ -669,7 +800,7 @@ int main(int argc, char **argv)
 		if (cli.quiet)
 			cli.progress = false;
 		cli.o.on_progress = on_progress;
-		v = xfer_push(&cli.o, &st);
+		v = xfer_copy(&cli.o, &st);
 		progress_clear(&cli);
 		if (cli.progress && v == XFER_OK)
 			fprintf(stderr,

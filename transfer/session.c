@@ -31,7 +31,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <openssl/crypto.h>
+
 #include "transfer/session.h"
+#include "util/aead.h"
 #include "util/clock.h"
 #include "util/keyfile.h"
 #include "util/log.h"
@@ -44,6 +47,7 @@ void xfer_opts_init(struct xfer_opts *o)
 {
 	memset(o, 0, sizeof(*o));
 	o->addr.port = 7471;
+	o->addr.gid_index = -1;
 	o->chunk_size = 1u << 20;
 	o->window = 64;
 	o->workers = 2;
@@ -112,18 +116,36 @@ static int auth_mac(const uint8_t *key, const char *label,
 		    const struct wire_hello *h, const uint8_t *nonce_s,
 		    uint8_t mac[WIRE_MAC_LEN])
 {
-	uint8_t params[8];
-	uint16_t role = htobe16(h->role);
-	uint32_t chunk = htobe32(h->chunk_size);
-	const void *parts[] = { label, h->nonce, nonce_s, params, h->path };
+	uint8_t params[16];
+	uint16_t role = htobe16(h->role), npaths = htobe16(h->npaths);
+	uint32_t chunk = htobe32(h->chunk_size), flags = htobe32(h->flags);
+	const void *parts[] = { label, h->nonce, nonce_s, params, h->paths };
 	size_t lens[] = { strlen(label) + 1, WIRE_NONCE_LEN, WIRE_NONCE_LEN,
-			  sizeof(params), strlen(h->path) };
+			  sizeof(params), h->paths_len };
 
 	memcpy(params, &role, 2);
 	params[2] = h->csum;
-	params[3] = h->flags;
-	memcpy(params + 4, &chunk, 4);
+	params[3] = h->level;
+	memcpy(params + 4, &flags, 4);
+	memcpy(params + 8, &chunk, 4);
+	memcpy(params + 12, &npaths, 2);
+	params[14] = params[15] = 0;
 	return key_hmac(key, parts, lens, 5, mac);
+}
+
+/*
+ * The AES-256-GCM key of a session with --encrypt: HKDF-SHA256 of the
+ * pre-shared key, salted with both nonces, so every session has its own.
+ */
+static int data_key(const uint8_t *key, const struct wire_hello *h,
+		    const uint8_t *nonce_s, uint8_t out[AEAD_KEY_LEN])
+{
+	uint8_t salt[2 * WIRE_NONCE_LEN];
+
+	memcpy(salt, h->nonce, WIRE_NONCE_LEN);
+	memcpy(salt + WIRE_NONCE_LEN, nonce_s, WIRE_NONCE_LEN);
+	return aead_hkdf(key, KEY_LEN, salt, sizeof(salt), "rdcp1 data key",
+			 out, AEAD_KEY_LEN);
 }
 
 /* ---- client ---- */
@@ -150,7 +172,7 @@ static int client_auth(struct engine *e, const struct xfer_opts *o,
 	if (!(w->features & WIRE_FEAT_AUTH))
 		return engine_fail(e, XFER_FAIL_AUTH, -EACCES,
 				   "%s does not authenticate (it runs with "
-				   "--no-auth): not sending to an "
+				   "--no-auth): not talking to an "
 				   "unauthenticated receiver (use --no-auth "
 				   "here too, on isolated fabrics only)",
 				   e->c->peer);
@@ -169,36 +191,66 @@ static int client_auth(struct engine *e, const struct xfer_opts *o,
 	return engine_send(e, &m);
 }
 
-static int client_handshake(struct engine *e, const struct xfer_opts *o)
+static uint32_t hello_flags(const struct xfer_opts *o)
 {
-	struct wire_msg m = { .type = WIRE_HELLO };
-	struct wire_msg w;
+	return (o->fsync ? WIRE_HELLO_FSYNC : 0) |
+	       (!o->pull && o->nsrcs > 1 ? WIRE_HELLO_DEST_DIR : 0) |
+	       (o->recursive ? WIRE_HELLO_RECURSIVE : 0) |
+	       (o->preserve ? WIRE_HELLO_PRESERVE : 0) |
+	       (o->resume ? WIRE_HELLO_RESUME : 0) |
+	       (o->no_clobber ? WIRE_HELLO_NO_CLOBBER : 0) |
+	       (o->update ? WIRE_HELLO_UPDATE : 0) |
+	       (o->encrypt ? WIRE_HELLO_ENCRYPT : 0) |
+	       (o->compress ? WIRE_HELLO_COMPRESS : 0) |
+	       (o->sparse ? WIRE_HELLO_SPARSE : 0);
+}
+
+static int build_hello(struct engine *e, const struct xfer_opts *o,
+		       struct wire_hello *h)
+{
+	int rc = 0;
+
+	h->role = o->pull ? WIRE_PULL : WIRE_PUSH;
+	h->csum = (uint8_t)o->csum;
+	h->level = (uint8_t)o->compress;
+	h->flags = hello_flags(o);
+	h->features = o->key ? WIRE_FEAT_AUTH : 0;
+	h->chunk_size = e->c->geom.slot_size - WIRE_SLOT_HDR;
+	if (getrandom(h->nonce, WIRE_NONCE_LEN, 0) != WIRE_NONCE_LEN)
+		return engine_fail(e, XFER_FAIL_RESOURCE, -errno,
+				   "cannot get random bytes");
+	if (!o->pull)
+		rc = wire_hello_add_path(h, o->dest ? o->dest : "");
+	for (size_t i = 0; o->pull && !rc && i < o->nsrcs; i++)
+		rc = wire_hello_add_path(h, o->srcs[i]);
+	if (rc)
+		return engine_fail(e, XFER_FAIL_USAGE, rc,
+				   "the remote paths are too long for one "
+				   "session (%u bytes at most)",
+				   WIRE_PATHS_MAX);
+	return 0;
+}
+
+/* The sink's ring, made here and announced (pull), or the peer's (push). */
+static int rings(struct engine *e, bool sink)
+{
+	struct wire_msg m = { .type = WIRE_RING };
 	struct cm_ring_desc ring;
 	int rc;
 
-	m.u.hello.role = WIRE_PUSH;
-	m.u.hello.csum = (uint8_t)o->csum;
-	m.u.hello.flags = (o->fsync ? WIRE_HELLO_FSYNC : 0) |
-			  (o->nsrcs > 1 ? WIRE_HELLO_DEST_DIR : 0);
-	m.u.hello.features = o->key ? WIRE_FEAT_AUTH : 0;
-	m.u.hello.chunk_size = e->c->geom.slot_size - WIRE_SLOT_HDR;
-	if (getrandom(m.u.hello.nonce, WIRE_NONCE_LEN, 0) != WIRE_NONCE_LEN)
-		return engine_fail(e, XFER_FAIL_RESOURCE, -errno,
-				   "cannot get random bytes");
-	snprintf(m.u.hello.path, sizeof(m.u.hello.path), "%s",
-		 o->dest ? o->dest : "");
-	rc = engine_send(e, &m);
-	if (!rc)
-		rc = engine_expect(e, WIRE_WELCOME, &w, HANDSHAKE_MS);
-	if (rc)
-		return rc;
-	if (w.u.welcome.status)
-		return engine_fail(e, XFER_FAIL_REMOTE_IO, w.u.welcome.status,
-				   "%s refused the session: %s", e->c->peer,
-				   w.u.welcome.msg);
-	rc = client_auth(e, o, &m.u.hello, &w.u.welcome);
-	if (!rc)
-		rc = engine_expect(e, WIRE_RING, &m, HANDSHAKE_MS);
+	if (sink) {
+		rc = e->c->ops->ring_create(e->c, &ring);
+		if (rc)
+			return engine_fail(e, XFER_FAIL_RESOURCE, rc,
+					   "cannot set up the ring for %s",
+					   e->c->peer);
+		m.u.ring.addr = ring.addr;
+		m.u.ring.rkey = ring.rkey;
+		m.u.ring.slots = e->c->geom.slots;
+		m.u.ring.slot_size = e->c->geom.slot_size;
+		return engine_send(e, &m);
+	}
+	rc = engine_expect(e, WIRE_RING, &m, HANDSHAKE_MS);
 	if (rc)
 		return rc;
 	if (m.u.ring.slots != e->c->geom.slots ||
@@ -215,20 +267,137 @@ static int client_handshake(struct engine *e, const struct xfer_opts *o)
 	return 0;
 }
 
-enum xfer_fail session_push(const struct xfer_opts *o, struct cm_conn *c,
-			    struct xfer_stats *st)
+static int client_handshake(struct engine *e, const struct xfer_opts *o,
+			    uint8_t key[AEAD_KEY_LEN])
 {
+	struct wire_msg m = { .type = WIRE_HELLO };
+	struct wire_msg w;
+	int rc;
+
+	rc = build_hello(e, o, &m.u.hello);
+	if (!rc)
+		rc = engine_send(e, &m);
+	if (!rc)
+		rc = engine_expect(e, WIRE_WELCOME, &w, HANDSHAKE_MS);
+	if (rc)
+		return rc;
+	if (w.u.welcome.status)
+		return engine_fail(
+			e,
+			w.u.welcome.status == -EOPNOTSUPP ? XFER_FAIL_PROTOCOL
+							  : XFER_FAIL_REMOTE_IO,
+			w.u.welcome.status, "%s refused the session: %s",
+			e->c->peer, w.u.welcome.msg);
+	rc = client_auth(e, o, &m.u.hello, &w.u.welcome);
+	if (!rc && o->encrypt) {
+		rc = data_key(o->key, &m.u.hello, w.u.welcome.nonce, key);
+		if (rc)
+			return engine_fail(e, XFER_FAIL_INTERNAL, rc,
+					   "cannot derive the session key");
+	}
+	if (!rc)
+		rc = rings(e, o->pull);
+	return rc;
+}
+
+/*
+ * A pull's DEST, on this host: an existing directory (or one named with a
+ * trailing '/', made if needed) receives inside; otherwise DEST is the new
+ * name of the only SRC.
+ */
+static int local_target(const struct xfer_opts *o, struct sink_target *t,
+			struct engine *e)
+{
+	char dest[4096];
+	size_t len;
+	char *slash;
+	int rc;
+
+	snprintf(dest, sizeof(dest), "%s", o->dest && *o->dest ? o->dest : ".");
+	snprintf(t->shown, sizeof(t->shown), "%s", dest);
+	len = strlen(dest);
+	while (len > 1 && dest[len - 1] == '/') {
+		dest[--len] = '\0';
+		rc = path_mkdirs_local(dest, 0755);
+		if (rc)
+			return engine_fail(e, XFER_FAIL_LOCAL_IO, rc,
+					   "cannot create directory '%s': %s",
+					   dest, strerror(-rc));
+	}
+	t->shown[len] = '\0';
+	t->dirfd = open(dest, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	t->is_dir = t->dirfd >= 0;
+	if (t->is_dir)
+		return 0;
+	if (errno != ENOENT && errno != ENOTDIR)
+		return engine_fail(e, XFER_FAIL_LOCAL_IO, -errno,
+				   "cannot use '%s': %s", dest,
+				   strerror(errno));
+	if (o->nsrcs > 1)
+		return engine_fail(e, XFER_FAIL_USAGE, -ENOTDIR,
+				   "'%s' is not a directory (several sources "
+				   "need one; end it with '/' to create it)",
+				   dest);
+	slash = strrchr(dest, '/');
+	snprintf(t->name, sizeof(t->name), "%.255s", slash ? slash + 1 : dest);
+	if (slash)
+		*slash = '\0';
+	t->dirfd = open(slash ? (*dest ? dest : "/") : ".",
+			O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (t->dirfd < 0)
+		return engine_fail(e, XFER_FAIL_LOCAL_IO, -errno,
+				   "cannot use '%s': %s", o->dest,
+				   strerror(errno));
+	return 0;
+}
+
+static struct session_params client_params(const struct xfer_opts *o,
+					   const uint8_t *key)
+{
+	struct session_params p = {
+		.flags = hello_flags(o),
+		.csum = o->csum,
+		.level = o->compress,
+		.data_key = o->encrypt ? key : NULL,
+	};
+
+	return p;
+}
+
+enum xfer_fail session_client(const struct xfer_opts *o, struct cm_conn *c,
+			      struct xfer_stats *st)
+{
+	struct sink_target t = { .dirfd = -1 };
+	uint8_t key[AEAD_KEY_LEN];
 	struct engine e;
 	enum xfer_fail v;
 	double t0 = clock_now_s();
+	mode_t um;
 	int rc;
 
 	rc = engine_init(&e, c, o);
 	if (rc)
 		return XFER_FAIL_RESOURCE;
-	rc = client_handshake(&e, o);
-	if (!rc)
-		source_run(&e, st);
+	rc = client_handshake(&e, o, key);
+	if (!rc && o->pull) {
+		um = umask(022);
+		umask(um);
+		t.umask = um;
+		t.p = client_params(o, key);
+		rc = local_target(o, &t, &e);
+		if (!rc)
+			sink_run(&e, &t, st);
+	} else if (!rc) {
+		struct source_cfg cfg = {
+			.srcs = o->srcs,
+			.nsrcs = o->nsrcs,
+			.rootfd = -1,
+			.p = client_params(o, key),
+		};
+
+		source_run(&e, &cfg, st);
+	}
+	OPENSSL_cleanse(key, sizeof(key));
 	st->seconds = clock_now_s() - t0;
 	snprintf(st->peer, sizeof(st->peer), "%s", c->peer);
 	if (e.fail)
@@ -236,10 +405,12 @@ enum xfer_fail session_push(const struct xfer_opts *o, struct cm_conn *c,
 	engine_tell_peer(&e);
 	v = verdict(&e, st);
 	engine_release(&e);
+	if (t.dirfd >= 0)
+		close(t.dirfd);
 	return v;
 }
 
-enum xfer_fail xfer_push(const struct xfer_opts *o, struct xfer_stats *st)
+enum xfer_fail xfer_copy(const struct xfer_opts *o, struct xfer_stats *st)
 {
 	struct cm_geom geom = {
 		.ctrl_size = WIRE_CTRL_SIZE,
@@ -264,7 +435,7 @@ enum xfer_fail xfer_push(const struct xfer_opts *o, struct xfer_stats *st)
 		 units_format_size(c->geom.slot_size - WIRE_SLOT_HDR, sz,
 				   sizeof(sz)),
 		 c->dev);
-	v = session_push(o, c, st);
+	v = session_client(o, c, st);
 	cm_conn_destroy(c);
 	return v;
 }
@@ -357,11 +528,12 @@ static bool penalty_holds(struct server *srv, const char *peer)
 static int resolve_target(struct server *srv, const struct wire_hello *h,
 			  struct sink_target *t, char *why, size_t whysz)
 {
-	char dest[sizeof(h->path)];
-	size_t len = strlen(h->path);
+	const char *path = wire_hello_path(h, 0);
+	char dest[WIRE_PATHS_MAX];
+	size_t len = strlen(path);
 	int rc;
 
-	snprintf(dest, sizeof(dest), "%s", h->path);
+	snprintf(dest, sizeof(dest), "%s", path);
 	snprintf(t->shown, sizeof(t->shown), "%s", dest);
 	rc = path_check_relative(dest, len, true);
 	if (rc) {
@@ -408,7 +580,7 @@ static int resolve_target(struct server *srv, const struct wire_hello *h,
 		if (t->dirfd >= 0)
 			return 0;
 		rc = t->dirfd;
-		snprintf(why, whysz, "cannot use '%s': %s", h->path,
+		snprintf(why, whysz, "cannot use '%s': %s", path,
 			 strerror(-rc));
 		return rc;
 	}
@@ -416,15 +588,16 @@ static int resolve_target(struct server *srv, const struct wire_hello *h,
 		snprintf(why, whysz,
 			 "DEST '%s' is not a directory (several "
 			 "files need one; end it with '/' to create it)",
-			 h->path);
+			 path);
 	else
-		snprintf(why, whysz, "cannot use DEST '%s': %s", h->path,
+		snprintf(why, whysz, "cannot use DEST '%s': %s", path,
 			 strerror(-rc));
 	return rc;
 }
 
 static int server_auth(struct server *srv, struct engine *e,
-		       const struct wire_hello *h)
+		       const struct wire_hello *h,
+		       uint8_t nonce[WIRE_NONCE_LEN])
 {
 	const uint8_t *key = srv->o->key;
 	struct wire_msg m = { .type = WIRE_WELCOME };
@@ -453,6 +626,7 @@ static int server_auth(struct server *srv, struct engine *e,
 			return engine_fail(e, XFER_FAIL_INTERNAL, rc,
 					   "HMAC failed");
 	}
+	memcpy(nonce, m.u.welcome.nonce, WIRE_NONCE_LEN);
 	rc = engine_send(e, &m);
 	if (rc || !key)
 		return rc;
@@ -475,74 +649,129 @@ static int server_auth(struct server *srv, struct engine *e,
 	return 0;
 }
 
-static int server_handshake(struct server *srv, struct engine *e,
-			    struct sink_target *t)
+/* A pull's SRCs: each a path inside the root. */
+static int check_sources(const struct wire_hello *h, char *why, size_t whysz)
 {
-	struct wire_msg m, h;
-	struct cm_ring_desc ring;
-	char why[600];
+	if (!h->npaths) {
+		snprintf(why, whysz, "nothing to send: no source named");
+		return -EINVAL;
+	}
+	for (unsigned int i = 0; i < h->npaths; i++) {
+		const char *p = wire_hello_path(h, i);
+
+		if (path_check_relative(p, strlen(p), false)) {
+			snprintf(why, whysz,
+				 "source '%s' is not a path inside the "
+				 "receiver's root: refused",
+				 p);
+			return -EPERM;
+		}
+	}
+	return 0;
+}
+
+static int server_handshake(struct server *srv, struct engine *e,
+			    struct wire_hello *h, struct session_params *p,
+			    uint8_t key[AEAD_KEY_LEN])
+{
+	uint8_t nonce[WIRE_NONCE_LEN];
+	struct wire_msg m;
 	int rc;
 
-	rc = engine_expect(e, WIRE_HELLO, &h, HANDSHAKE_MS);
+	rc = engine_expect(e, WIRE_HELLO, &m, HANDSHAKE_MS);
 	if (rc)
 		return rc;
-	if (h.u.hello.role != WIRE_PUSH)
-		return engine_fail(e, XFER_FAIL_PROTOCOL, -EOPNOTSUPP,
-				   "%s asked to pull: not supported by this "
-				   "receiver",
-				   e->c->peer);
-	if (h.u.hello.csum > WIRE_CSUM_SHA256 ||
-	    h.u.hello.chunk_size != e->c->geom.slot_size - WIRE_SLOT_HDR)
+	*h = m.u.hello;
+	if ((h->role != WIRE_PUSH && h->role != WIRE_PULL) ||
+	    h->csum > WIRE_CSUM_SHA256 || h->level > 9 ||
+	    !(h->flags & WIRE_HELLO_COMPRESS) != !h->level ||
+	    h->chunk_size != e->c->geom.slot_size - WIRE_SLOT_HDR ||
+	    (h->role == WIRE_PUSH && h->npaths != 1))
 		return engine_fail(e, XFER_FAIL_PROTOCOL, -EPROTO,
 				   "%s sent a bad HELLO", e->c->peer);
+	if ((h->flags & WIRE_HELLO_ENCRYPT) && !srv->o->key)
+		return engine_fail(e, XFER_FAIL_AUTH, -EACCES,
+				   "refused %s: it asked for --encrypt, which "
+				   "needs a key, and this receiver runs with "
+				   "--no-auth",
+				   e->c->peer);
 	/* Nothing about the root is touched before the peer proved itself. */
-	rc = server_auth(srv, e, &h.u.hello);
+	rc = server_auth(srv, e, h, nonce);
 	if (rc)
 		return rc;
-	t->csum = (enum xfer_csum)h.u.hello.csum;
-	t->fsync = h.u.hello.flags & WIRE_HELLO_FSYNC;
-	t->umask = srv->umask;
-	rc = resolve_target(srv, &h.u.hello, t, why, sizeof(why));
-	if (rc)
-		return engine_fail(e, XFER_FAIL_LOCAL_IO, rc, "%s: %s",
-				   e->c->peer, why);
-	rc = e->c->ops->ring_create(e->c, &ring);
-	if (rc)
-		return engine_fail(e, XFER_FAIL_RESOURCE, rc,
-				   "cannot set up the ring for %s", e->c->peer);
-	memset(&m, 0, sizeof(m));
-	m.type = WIRE_RING;
-	m.u.ring.addr = ring.addr;
-	m.u.ring.rkey = ring.rkey;
-	m.u.ring.slots = e->c->geom.slots;
-	m.u.ring.slot_size = e->c->geom.slot_size;
-	return engine_send(e, &m);
+	p->flags = h->flags;
+	p->csum = (enum xfer_csum)h->csum;
+	p->level = h->level;
+	p->server = true;
+	if (h->flags & WIRE_HELLO_ENCRYPT) {
+		rc = data_key(srv->o->key, h, nonce, key);
+		if (rc)
+			return engine_fail(e, XFER_FAIL_INTERNAL, rc,
+					   "cannot derive the session key");
+		p->data_key = key;
+	}
+	return 0;
 }
 
 static enum xfer_fail serve_conn(struct server *srv, struct cm_conn *c)
 {
 	struct sink_target t = { .dirfd = -1 };
 	struct xfer_stats st = { 0 };
+	const char *srcs[WIRE_PATHS_MAX / 2];
+	struct session_params p = { 0 };
+	struct wire_hello *h = NULL;
+	uint8_t key[AEAD_KEY_LEN];
 	struct engine e;
 	enum xfer_fail v;
-	char sz[32];
+	char sz[32], why[600];
 	double t0 = clock_now_s();
 	int rc;
 
 	rc = engine_init(&e, c, srv->o);
 	if (rc)
 		return XFER_FAIL_RESOURCE;
-	rc = server_handshake(srv, &e, &t);
-	if (!rc)
-		sink_run(&e, &t, &st);
+	h = malloc(sizeof(*h));
+	rc = h ? server_handshake(srv, &e, h, &p, key)
+	       : engine_fail(&e, XFER_FAIL_RESOURCE, -ENOMEM, "out of memory");
+	if (rc) {
+		/* said in engine_fail */
+	} else if (h->role == WIRE_PUSH) {
+		t.p = p;
+		t.umask = srv->umask;
+		rc = resolve_target(srv, h, &t, why, sizeof(why));
+		if (rc)
+			engine_fail(&e, XFER_FAIL_LOCAL_IO, rc, "%s: %s",
+				    c->peer, why);
+		else if (!rings(&e, true))
+			sink_run(&e, &t, &st);
+	} else {
+		struct source_cfg cfg = {
+			.srcs = srcs,
+			.nsrcs = h->npaths,
+			.rootfd = srv->rootfd,
+			.p = p,
+		};
+
+		for (unsigned int i = 0; i < h->npaths; i++)
+			srcs[i] = wire_hello_path(h, i);
+		rc = check_sources(h, why, sizeof(why));
+		if (rc)
+			engine_fail(&e, XFER_FAIL_USAGE, rc, "%s: %s", c->peer,
+				    why);
+		else if (!rings(&e, false))
+			source_run(&e, &cfg, &st);
+	}
+	OPENSSL_cleanse(key, sizeof(key));
 	engine_tell_peer(&e);
 	v = verdict(&e, &st);
 	if (v == XFER_OK)
-		log_info("session from %s: %llu files, %s in %.2f s", c->peer,
+		log_info("session %s %s: %llu files, %s in %.2f s",
+			 h->role == WIRE_PUSH ? "from" : "to", c->peer,
 			 (unsigned long long)st.files_ok,
 			 units_format_size(st.bytes, sz, sizeof(sz)),
 			 clock_now_s() - t0);
 	engine_release(&e);
+	free(h);
 	if (t.dirfd >= 0)
 		close(t.dirfd);
 	return v;

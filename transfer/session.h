@@ -11,19 +11,36 @@
 
 #include "transfer/engine.h"
 
+/* What both data roles agreed on in the handshake. */
+struct session_params {
+	uint32_t flags; /* enum wire_hello_flags */
+	enum xfer_csum csum;
+	int level;		 /* zlib level for chunks, 0: never compress */
+	const uint8_t *data_key; /* AES-256-GCM key with ENCRYPT, else NULL */
+	bool server;		 /* this side is the receiver daemon */
+};
+
 /* Where the sink puts files: decided from DEST during the handshake. */
 struct sink_target {
-	int dirfd;	  /* O_PATH directory beneath the root */
+	int dirfd;	  /* O_PATH directory: DEST, or DEST's parent */
 	bool is_dir;	  /* DEST is a directory: files go inside */
 	char name[256];	  /* DEST's last component when !is_dir */
 	char shown[4200]; /* DEST as logged */
-	enum xfer_csum csum;
-	bool fsync;
 	mode_t umask;
+	struct session_params p;
 };
 
-/* Source: send o->srcs; fills st. Returns 0 or the engine's error. */
-int source_run(struct engine *e, struct xfer_stats *st);
+/* What the source sends. */
+struct source_cfg {
+	const char *const *srcs;
+	size_t nsrcs;
+	int rootfd; /* -1: local paths; else the receiver's root (pull) */
+	struct session_params p;
+};
+
+/* Source: send cfg's SRCs; fills st. Returns 0 or the engine's error. */
+int source_run(struct engine *e, const struct source_cfg *cfg,
+	       struct xfer_stats *st);
 
 /* Sink: receive into t. Returns 0 or the engine's error. */
 int sink_run(struct engine *e, const struct sink_target *t,
@@ -33,8 +50,8 @@ int sink_run(struct engine *e, const struct sink_target *t,
  * One session on an established connection of any transport (the verbs one
  * from cm/, or an in-memory pair in tests). The caller keeps c.
  */
-enum xfer_fail session_push(const struct xfer_opts *o, struct cm_conn *c,
-			    struct xfer_stats *st);
+enum xfer_fail session_client(const struct xfer_opts *o, struct cm_conn *c,
+			      struct xfer_stats *st);
 enum xfer_fail session_serve(const struct xfer_opts *o, int rootfd,
 			     struct cm_conn *c);
 

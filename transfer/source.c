@@ -4,15 +4,22 @@
  * the sink's ring.
  *
  * The engine thread plans the session as an ordered list of items, FILE,
- * CHUNK..., FILE_END for each file and DONE at the end, and posts them in
- * that order; because SENDs and WRITEs on one RC queue pair arrive in
- * order, the sink always sees a file announced before its first chunk and
- * ended after its last. Each CHUNK owns one staging buffer (a job): a worker
- * preads it and computes its CRC32 (and SHA-256), then the engine thread
- * posts it with WRITE_WITH_IMM into slot seq % N as soon as it holds a
- * credit. Writes are signalled selectively: every sig_every-th, and
- * whenever posting stalls or no staging buffer is left, so every buffer is
- * reclaimed by a later completion.
+ * CHUNK..., FILE_END for each entry of the walk (walk.h) and DONE at the
+ * end. FILE goes out as soon as it is planned, so the sink learns of files
+ * ahead of their data; chunks and FILE_END are posted in plan order, and
+ * because SENDs and WRITEs on one RC queue pair arrive in order the sink
+ * always sees a file announced before its first chunk and ended after its
+ * last. Each CHUNK owns one staging buffer (a job): a worker preads it,
+ * computes its CRC32 (and SHA-256), compresses and seals it on request,
+ * then the engine thread posts it with WRITE_WITH_IMM into slot seq % N as
+ * soon as it holds a credit. Writes are signalled selectively: every
+ * sig_every-th, and whenever posting stalls or no staging buffer is left,
+ * so every buffer is reclaimed by a later completion.
+ *
+ * With --resume, --no-clobber or --update the sink answers each FILE with
+ * HAVE: skip the file, or the CRC32s of the chunks it already holds. The
+ * file's chunks are read meanwhile; each is then posted only if the sink's
+ * CRC of that chunk differs from ours.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -25,11 +32,15 @@
 
 #include "transfer/engine.h"
 #include "transfer/session.h"
+#include "transfer/walk.h"
+#include "util/aead.h"
 #include "util/checksum.h"
 #include "util/clock.h"
 #include "util/fileio.h"
 #include "util/log.h"
 #include "util/path.h"
+#include "util/ratelimit.h"
+#include "util/zchunk.h"
 
 enum item_kind {
 	IT_FILE,
@@ -45,19 +56,27 @@ enum job_state {
 };
 
 struct src_file {
-	const char *path; /* as given by the user */
+	struct walk_entry *w;
+	const char *path; /* as the user (or the walk) named it */
 	int fd;
 	struct stat st;
-	uint64_t nchunks;  /* chunks posted (holes are not) */
+	uint64_t nchunks;  /* chunks posted (holes and matches are not) */
+	uint64_t matched;  /* chunks the sink already had */
 	uint64_t next_off; /* planning cursor */
 	uint32_t crc;	   /* CRC32 of the file, combined in post order */
 	struct ck_sha256 *tree;
 	int err;
 	char errmsg[300];
-	bool skipped;	  /* never announced: failed before FILE */
+	bool announced;	  /* FILE sent: a FILE_RESULT will come */
 	uint32_t wire_id; /* file id on the wire: announced files, in order */
-	bool result;
+	bool result, skipped;
+	uint64_t sent; /* as the sink counted it */
 	double t0;
+	/* the sink's answer (HAVE) when it is asked first */
+	bool asking, have_done, skip;
+	int skip_status;
+	uint32_t *have; /* CRC32 of the sink's chunk i, i < have_n */
+	uint64_t have_n;
 };
 
 struct src_job {
@@ -67,9 +86,15 @@ struct src_job {
 	enum job_state state;
 	struct src_file *f;
 	uint64_t offset;
-	uint32_t len;
+	uint32_t len;	   /* raw bytes */
+	uint32_t wire_len; /* payload bytes after compression */
+	uint16_t flags;	   /* enum wire_slot_flags */
+	bool zero;	   /* all zero and --sparse: not sent */
 	uint32_t crc;
 	uint8_t sha[CK_SHA256_LEN];
+	uint8_t tag[AEAD_TAG_LEN];
+	uint8_t *scratch; /* raw data when compressing */
+	struct aead *aead;
 	int status;
 };
 
@@ -82,9 +107,11 @@ struct item {
 struct source {
 	struct engine *e;
 	const struct xfer_opts *o;
+	const struct source_cfg *cfg;
 	struct xfer_stats *st;
 	uint32_t chunk;
 	struct credit_tx tx;
+	struct walk walk;
 	struct src_file *files;
 	size_t nfiles, next_file;
 	uint32_t *by_wire; /* wire id -> index in files */
@@ -98,6 +125,8 @@ struct source {
 	unsigned int posted_head, posted_len;
 	unsigned int sig_every, unsignaled;
 	bool done_planned, done_sent, bye;
+	bool ask, resume; /* HAVE before data; chunks may match */
+	struct ratelimit rl;
 	uint64_t bytes_posted, bytes_total; /* for on_progress */
 	uint64_t next_progress_ms;
 	uint64_t results;
@@ -152,57 +181,207 @@ static void file_fail(struct src_file *f, int err, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* Opens the next source; a file that cannot be opened is reported now. */
-static int open_next(struct source *s)
+static void fill_file_msg(struct source *s, struct src_file *f,
+			  struct wire_file *m)
 {
-	struct src_file *f = &s->files[s->next_file++];
+	m->file_id = f->wire_id;
+	m->kind = f->w->kind;
+	m->mode = f->st.st_mode & 07777;
+	m->mtime_sec = f->st.st_mtim.tv_sec;
+	m->mtime_nsec = (uint32_t)f->st.st_mtim.tv_nsec;
+	m->atime_sec = f->st.st_atim.tv_sec;
+	m->atime_nsec = (uint32_t)f->st.st_atim.tv_nsec;
+	snprintf(m->path, sizeof(m->path), "%s", f->w->wire);
+	if (f->w->kind == WIRE_KIND_SYMLINK)
+		snprintf(m->link, sizeof(m->link), "%s", f->w->link);
+	if (f->w->kind != WIRE_KIND_FILE)
+		return;
+	m->size = (uint64_t)f->st.st_size;
+	if ((uint64_t)f->st.st_blocks * 512 < (uint64_t)f->st.st_size)
+		m->flags |= WIRE_FILE_SPARSE;
+}
 
-	f->t0 = clock_now_s();
-	f->fd = open(f->path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (f->fd < 0) {
-		file_fail(f, -errno, "cannot open '%s': %s", f->path,
-			  strerror(errno));
-	} else if (fstat(f->fd, &f->st) < 0) {
-		file_fail(f, -errno, "cannot stat '%s': %s", f->path,
-			  strerror(errno));
-	} else if (!S_ISREG(f->st.st_mode)) {
-		file_fail(f, S_ISDIR(f->st.st_mode) ? -EISDIR : -EINVAL,
-			  "cannot send '%s': %s", f->path,
-			  S_ISDIR(f->st.st_mode) ? "it is a directory (use -r)"
-						 : "not a regular file");
+static void announce(struct source *s, struct src_file *f)
+{
+	f->wire_id = s->nwire++;
+	s->by_wire[f->wire_id] = (uint32_t)(f - s->files);
+	f->announced = true;
+}
+
+static int send_file(struct source *s, struct src_file *f)
+{
+	struct wire_msg m = { .type = WIRE_FILE };
+
+	announce(s, f);
+	fill_file_msg(s, f, &m.u.file);
+	f->asking = s->ask && f->w->kind == WIRE_KIND_FILE;
+	if (s->o->on_file) {
+		struct xfer_file_report r = {
+			.path = f->path,
+			.bytes = m.u.file.size,
+			.algorithm = csum_name(s->cfg->p.csum),
+		};
+
+		s->o->on_file(s->o->on_file_arg, &r);
 	}
-	if (f->err) {
-		log_err("%s", f->errmsg);
-		f->skipped = true;
+	return engine_send(s->e, &m);
+}
+
+/*
+ * A file that failed before it could be announced. When this side is the
+ * receiver serving a pull, the user is on the other side: the failure is
+ * announced and aborted so the sink reports it there.
+ */
+static int send_failure(struct source *s, struct src_file *f)
+{
+	struct wire_msg m = { .type = WIRE_FILE };
+
+	log_err("%s", f->errmsg);
+	if (!s->cfg->p.server) {
 		report(s, f, f->err, f->errmsg, NULL, 0);
 		return 0;
 	}
-	posix_fadvise(f->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-	if (s->o->csum == XFER_CSUM_SHA256) {
-		int rc = ck_sha256_create(&f->tree);
+	announce(s, f);
+	m.u.file.file_id = f->wire_id;
+	m.u.file.kind = WIRE_KIND_FILE; /* nothing follows but the abort */
+	snprintf(m.u.file.path, sizeof(m.u.file.path), "%s", f->w->wire);
+	if (engine_send(s->e, &m))
+		return -1;
+	memset(&m, 0, sizeof(m));
+	m.type = WIRE_FILE_END;
+	m.u.end.file_id = f->wire_id;
+	m.u.end.flags = WIRE_END_ABORT;
+	m.u.end.csum = (uint8_t)s->cfg->p.csum;
+	m.u.end.status = f->err;
+	snprintf(m.u.end.msg, sizeof(m.u.end.msg), "%s", f->errmsg);
+	return engine_send(s->e, &m);
+}
 
+/* Opens the next entry and announces it; failures are reported now. */
+static int open_next(struct source *s)
+{
+	struct src_file *f = &s->files[s->next_file++];
+	int rc;
+
+	f->t0 = clock_now_s();
+	f->st = f->w->st;
+	if (f->w->err) {
+		file_fail(f, f->w->err, "%s",
+			  f->w->errmsg ? f->w->errmsg : strerror(-f->w->err));
+		return send_failure(s, f);
+	}
+	if (f->w->kind != WIRE_KIND_FILE)
+		return send_file(s, f);
+	f->fd = walk_open(&s->walk, f->w);
+	if (f->fd < 0)
+		file_fail(f, f->fd, "cannot open '%s': %s", f->path,
+			  strerror(-f->fd));
+	else if (fstat(f->fd, &f->st) < 0)
+		file_fail(f, -errno, "cannot stat '%s': %s", f->path,
+			  strerror(errno));
+	else if (!S_ISREG(f->st.st_mode))
+		file_fail(f, -EINVAL, "cannot send '%s': not a regular file",
+			  f->path);
+	if (f->err) {
+		if (f->fd >= 0)
+			close(f->fd);
+		f->fd = -1;
+		return send_failure(s, f);
+	}
+	posix_fadvise(f->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+	if (s->cfg->p.csum == XFER_CSUM_SHA256) {
+		rc = ck_sha256_create(&f->tree);
 		if (rc)
 			return engine_fail(s->e, XFER_FAIL_RESOURCE, rc,
 					   "cannot start SHA-256");
 	}
+	rc = send_file(s, f);
+	if (rc)
+		return rc;
 	s->cur = f;
 	fifo_push(s, IT_FILE, f, NULL);
 	return 0;
 }
 
+static bool all_zero(const uint8_t *p, size_t len)
+{
+	static const uint8_t zero[256];
+
+	while (len >= sizeof(zero)) {
+		if (memcmp(p, zero, sizeof(zero)))
+			return false;
+		p += sizeof(zero);
+		len -= sizeof(zero);
+	}
+	return !memcmp(p, zero, len);
+}
+
+/* The authenticated fields of an encrypted chunk besides its payload. */
+static size_t chunk_aad(uint8_t aad[24], uint32_t file_id, uint64_t offset,
+			uint32_t raw_len, uint16_t flags)
+{
+	uint32_t id = htobe32(file_id), raw = htobe32(raw_len);
+	uint64_t off = htobe64(offset);
+	uint16_t fl = htobe16(flags), zero = 0;
+
+	memcpy(aad, &id, 4);
+	memcpy(aad + 4, &off, 8);
+	memcpy(aad + 12, &raw, 4);
+	memcpy(aad + 16, &fl, 2);
+	memcpy(aad + 18, &zero, 2);
+	memset(aad + 20, 0, 4);
+	return 24;
+}
+
+/* Worker: read, checksum, maybe compress, maybe seal. */
 static void read_chunk(struct workq_item *item)
 {
 	struct src_job *j = (struct src_job *)item;
 	struct source *s = j->s;
+	const struct session_params *p = &s->cfg->p;
 	uint8_t *data = cm_stage(s->e->c, j->idx) + WIRE_SLOT_HDR;
+	uint8_t *raw = j->scratch ? j->scratch : data;
+	uint8_t aad[24];
+	long n;
 
-	j->status = io_pread_full(j->f->fd, data, j->len, j->offset);
+	j->flags = 0;
+	j->wire_len = j->len;
+	j->zero = false;
+	j->status = io_pread_full(j->f->fd, raw, j->len, j->offset);
 	if (j->status)
 		return;
-	if (s->o->csum != XFER_CSUM_NONE)
-		j->crc = ck_crc32(0, data, j->len);
-	if (s->o->csum == XFER_CSUM_SHA256)
-		j->status = ck_sha256(data, j->len, j->sha);
+	if ((p->flags & WIRE_HELLO_SPARSE) && !s->resume &&
+	    all_zero(raw, j->len)) {
+		j->zero = true;
+		return;
+	}
+	if (p->csum != XFER_CSUM_NONE || s->resume)
+		j->crc = ck_crc32(0, raw, j->len);
+	if (p->csum == XFER_CSUM_SHA256) {
+		j->status = ck_sha256(raw, j->len, j->sha);
+		if (j->status)
+			return;
+	}
+	if (j->scratch) {
+		n = zchunk_compress(p->level, raw, j->len, data, s->chunk);
+		if (n < 0) {
+			j->status = (int)n;
+			return;
+		}
+		if (n > 0) {
+			j->wire_len = (uint32_t)n;
+			j->flags |= WIRE_SLOT_COMPRESSED;
+		} else {
+			memcpy(data, raw, j->len);
+		}
+	}
+	if (j->aead) {
+		j->flags |= WIRE_SLOT_ENCRYPTED;
+		chunk_aad(aad, j->f->wire_id, j->offset, j->len, j->flags);
+		j->status =
+			aead_seal(j->aead, j->f->wire_id, j->offset / s->chunk,
+				  aad, sizeof(aad), data, j->wire_len, j->tag);
+	}
 }
 
 static struct src_job *take_job(struct source *s)
@@ -220,12 +399,16 @@ static struct src_job *take_job(struct source *s)
  * Moves the planning cursor past chunks that lie wholly in a hole: they are
  * not sent, and the sink's file (sized up front) keeps them as holes. The
  * chunk grid stays aligned, so offsets remain multiples of the chunk size.
+ * Not with --resume, where every chunk is compared with the sink's.
  */
 static bool skip_hole(struct source *s, struct src_file *f)
 {
-	off_t d = lseek(f->fd, (off_t)f->next_off, SEEK_DATA);
+	off_t d;
 	uint64_t aligned;
 
+	if (s->resume)
+		return false;
+	d = lseek(f->fd, (off_t)f->next_off, SEEK_DATA);
 	if (d < 0 && errno == ENXIO) {
 		f->next_off = (uint64_t)f->st.st_size;
 		return true;
@@ -256,7 +439,8 @@ static int plan(struct source *s)
 				}
 				break;
 			}
-			open_next(s);
+			if (open_next(s))
+				return -1;
 			n++;
 			continue;
 		}
@@ -266,7 +450,9 @@ static int plan(struct source *s)
 			n++;
 			continue;
 		}
-		if (skip_hole(s, f))
+		if (f->skip)
+			f->next_off = (uint64_t)f->st.st_size;
+		if (f->skip || skip_hole(s, f))
 			continue;
 		j = take_job(s);
 		if (!j)
@@ -291,33 +477,6 @@ static int plan(struct source *s)
 
 /* ---- posting ---- */
 
-static int send_file(struct source *s, struct src_file *f)
-{
-	struct wire_msg m = { .type = WIRE_FILE };
-
-	f->wire_id = s->nwire++;
-	s->by_wire[f->wire_id] = (uint32_t)(f - s->files);
-	m.u.file.file_id = f->wire_id;
-	m.u.file.size = (uint64_t)f->st.st_size;
-	if ((uint64_t)f->st.st_blocks * 512 < (uint64_t)f->st.st_size)
-		m.u.file.flags |= WIRE_FILE_SPARSE;
-	m.u.file.mode = f->st.st_mode & 07777;
-	m.u.file.mtime_sec = f->st.st_mtim.tv_sec;
-	m.u.file.mtime_nsec = (uint32_t)f->st.st_mtim.tv_nsec;
-	snprintf(m.u.file.path, sizeof(m.u.file.path), "%s",
-		 path_basename(f->path));
-	if (s->o->on_file) {
-		struct xfer_file_report r = {
-			.path = f->path,
-			.bytes = (uint64_t)f->st.st_size,
-			.algorithm = csum_name(s->o->csum),
-		};
-
-		s->o->on_file(s->o->on_file_arg, &r);
-	}
-	return engine_send(s->e, &m);
-}
-
 /* The source's own look at the file once every chunk is read. */
 static void check_unchanged(struct src_file *f)
 {
@@ -340,20 +499,23 @@ static void check_unchanged(struct src_file *f)
 static int send_end(struct source *s, struct src_file *f)
 {
 	struct wire_msg m = { .type = WIRE_FILE_END };
+	enum xfer_csum csum = s->cfg->p.csum;
 	int rc;
 
 	check_unchanged(f);
 	m.u.end.file_id = f->wire_id;
 	m.u.end.nchunks = f->nchunks;
-	m.u.end.csum = (uint8_t)s->o->csum;
+	m.u.end.csum = (uint8_t)csum;
 	if (f->err) {
 		m.u.end.flags = WIRE_END_ABORT;
-	} else if (s->o->csum == XFER_CSUM_CRC32) {
+		m.u.end.status = f->err;
+		snprintf(m.u.end.msg, sizeof(m.u.end.msg), "%s", f->errmsg);
+	} else if (csum == XFER_CSUM_CRC32) {
 		uint32_t be = htobe32(f->crc);
 
 		m.u.end.digest_len = 4;
 		memcpy(m.u.end.digest, &be, 4);
-	} else if (s->o->csum == XFER_CSUM_SHA256) {
+	} else if (csum == XFER_CSUM_SHA256) {
 		m.u.end.digest_len = CK_SHA256_LEN;
 		rc = ck_sha256_final(f->tree, m.u.end.digest);
 		if (rc)
@@ -374,6 +536,30 @@ static bool should_signal(struct source *s)
 	       next->kind != IT_CHUNK || next->job->state != JOB_READY;
 }
 
+static void progress(struct source *s, struct src_file *f, uint32_t len)
+{
+	uint64_t now;
+
+	s->bytes_posted += len;
+	if (!s->o->on_progress)
+		return;
+	now = clock_now_ms();
+	if (now >= s->next_progress_ms) {
+		s->next_progress_ms = now + 250;
+		s->o->on_progress(s->o->on_file_arg, s->bytes_posted,
+				  s->bytes_total, f->path);
+	}
+}
+
+/* Adds a chunk to the file's digest, whether posted or already there. */
+static int account(struct src_file *f, const struct src_job *j)
+{
+	f->crc = ck_crc32_combine(f->crc, j->crc, j->len);
+	if (f->tree)
+		return ck_sha256_update(f->tree, j->sha, CK_SHA256_LEN);
+	return 0;
+}
+
 static int post_chunk(struct source *s, struct src_job *j)
 {
 	struct wire_slot_hdr h = { 0 };
@@ -386,19 +572,24 @@ static int post_chunk(struct source *s, struct src_job *j)
 
 	h.seq = seq;
 	h.file_id = f->wire_id;
-	h.len = j->len;
+	h.len = j->wire_len;
 	h.raw_len = j->len;
 	h.offset = j->offset;
-	h.crc = j->crc;
+	h.flags = j->flags;
+	if (j->flags & WIRE_SLOT_ENCRYPTED)
+		memcpy(h.tag, j->tag, AEAD_TAG_LEN); /* the tag is the check */
+	else
+		h.crc = j->crc;
 	wire_slot_encode(buf, &h);
 #ifdef RDCP_TEST_HOOKS
 	if (seq == s->corrupt_seq)
-		buf[WIRE_SLOT_HDR + j->len / 2] ^= 0x5a;
+		buf[WIRE_SLOT_HDR + j->wire_len / 2] ^= 0x5a;
 #endif
 	sig = should_signal(s);
 	slot = credit_tx_take(&s->tx);
-	rc = s->e->c->ops->post_write(s->e->c, j->idx, WIRE_SLOT_HDR + j->len,
-				      slot, wire_imm(seq, slot), sig, j->idx);
+	rc = s->e->c->ops->post_write(s->e->c, j->idx,
+				      WIRE_SLOT_HDR + j->wire_len, slot,
+				      wire_imm(seq, slot), sig, j->idx);
 	if (rc)
 		return engine_fail(s->e, XFER_FAIL_PEER_LOST, rc,
 				   "cannot post RDMA write to %s",
@@ -407,27 +598,45 @@ static int post_chunk(struct source *s, struct src_job *j)
 		s->unsignaled = 0;
 	j->state = JOB_POSTED;
 	f->nchunks++;
-	s->bytes_posted += j->len;
-	if (s->o->on_progress) {
-		uint64_t now = clock_now_ms();
-
-		if (now >= s->next_progress_ms) {
-			s->next_progress_ms = now + 250;
-			s->o->on_progress(s->o->on_file_arg, s->bytes_posted,
-					  s->bytes_total, f->path);
-		}
-	}
+	ratelimit_take(&s->rl, j->wire_len, clock_now_ns());
+	progress(s, f, j->len);
 	s->posted[(s->posted_head + s->posted_len++) % s->njobs] = j->idx;
-	f->crc = ck_crc32_combine(f->crc, j->crc, j->len);
-	if (f->tree)
-		return ck_sha256_update(f->tree, j->sha, CK_SHA256_LEN);
-	return 0;
+	return account(f, j);
 }
 
 static void free_job(struct source *s, struct src_job *j)
 {
 	j->state = JOB_FREE;
 	s->free_jobs++;
+}
+
+/*
+ * A read chunk that need not be posted: its file failed or is skipped, it
+ * is all zero with --sparse, or the sink already holds it. Returns 1 when
+ * it was dealt with, 0 when it must be posted.
+ */
+static int settle_chunk(struct source *s, struct src_job *j)
+{
+	struct src_file *f = j->f;
+	uint64_t idx = j->offset / s->chunk;
+
+	if (j->status || f->err) {
+		file_fail(f, j->status, "cannot read '%s': %s", f->path,
+			  strerror(-j->status));
+	} else if (f->skip) {
+		/* the sink needs nothing of this file */
+	} else if (j->zero) {
+		progress(s, f, j->len); /* a hole now, like the source's */
+	} else if (s->resume && idx < f->have_n && f->have[idx] == j->crc) {
+		f->matched++;
+		progress(s, f, j->len);
+		if (account(f, j))
+			file_fail(f, -EIO, "SHA-256 failed");
+	} else {
+		return 0;
+	}
+	free_job(s, j);
+	return 1;
 }
 
 /* Posts planned items in order while credits and readiness allow. */
@@ -440,27 +649,26 @@ static int post(struct source *s)
 
 		switch (it->kind) {
 		case IT_FILE:
-			if (!it->f->skipped && send_file(s, it->f))
-				return -1;
-			break;
+			break; /* announced when planned */
 		case IT_CHUNK:
-			if (it->job->state != JOB_READY)
+			if (it->job->state != JOB_READY ||
+			    (it->f->asking && !it->f->have_done))
 				return n;
-			if (it->job->status || it->f->err) {
-				file_fail(it->f, it->job->status,
-					  "cannot read '%s': %s", it->f->path,
-					  strerror(-it->job->status));
-				free_job(s, it->job);
+			if (settle_chunk(s, it->job))
 				break;
-			}
 			/* Data must not overtake a queued announcement. */
 			if (!credit_tx_avail(&s->tx) || !engine_out_empty(s->e))
+				return n;
+			if (ratelimit_delay_ns(&s->rl, it->job->wire_len,
+					       clock_now_ns()))
 				return n;
 			if (post_chunk(s, it->job))
 				return -1;
 			break;
 		case IT_END:
-			if (!it->f->skipped && send_end(s, it->f))
+			if (it->f->asking && !it->f->have_done)
+				return n;
+			if (!it->f->skip && send_end(s, it->f))
 				return -1;
 			break;
 		case IT_DONE: {
@@ -484,16 +692,22 @@ static void report(struct source *s, struct src_file *f, int status,
 		   const char *msg, const uint8_t *digest, unsigned int dlen)
 {
 	char hex[2 * WIRE_DIGEST_MAX + 1] = "";
+	bool regular = f->w->kind == WIRE_KIND_FILE;
 	struct xfer_file_report r = {
 		.done = true,
 		.path = f->path,
-		.bytes = (uint64_t)f->st.st_size,
+		.kind = f->w->kind == WIRE_KIND_DIR	  ? "dir"
+			: f->w->kind == WIRE_KIND_SYMLINK ? "symlink"
+							  : "file",
+		.bytes = regular ? (uint64_t)f->st.st_size : 0,
+		.sent = f->sent,
 		.seconds = clock_now_s() - f->t0,
 		.status = status,
 		.klass = engine_klass_of(status, !f->err),
 		.message = msg,
+		.skipped = f->skipped && !status,
 		.digest = hex,
-		.algorithm = csum_name(s->o->csum),
+		.algorithm = csum_name(s->cfg->p.csum),
 	};
 
 	if (dlen)
@@ -505,16 +719,73 @@ static void report(struct source *s, struct src_file *f, int status,
 			s->st->first_fail = r.klass;
 	} else {
 		s->st->files_ok++;
-		s->st->bytes += (uint64_t)f->st.st_size;
+		s->st->bytes += r.bytes;
+		if (r.skipped)
+			s->st->files_skipped++;
 	}
 	if (s->o->on_file)
 		s->o->on_file(s->o->on_file_arg, &r);
 }
 
+static int on_result(struct source *s, const struct wire_file_result *res)
+{
+	struct src_file *f;
+	int status;
+	const char *msg;
+
+	if (res->file_id >= s->nwire)
+		return -EPROTO;
+	f = &s->files[s->by_wire[res->file_id]];
+	if (f->result)
+		return -EPROTO;
+	/* Our own failure (read error, file changed) wins. */
+	status = f->err ? f->err : res->status;
+	msg = f->err ? f->errmsg : res->msg;
+	f->skipped = res->flags & WIRE_RESULT_SKIPPED;
+	f->sent = res->sent;
+	if (status && !(f->err && s->cfg->p.server))
+		log_err("%s%s%s", f->err ? "" : f->path, f->err ? "" : ": ",
+			msg);
+	else if (!status && s->cfg->p.server)
+		log_info("sent '%s'", f->path);
+	report(s, f, status, msg, res->digest, status ? 0 : res->digest_len);
+	return 0;
+}
+
+static int on_have(struct source *s, const struct wire_have *h)
+{
+	struct src_file *f;
+	uint64_t nslots;
+
+	if (h->file_id >= s->nwire)
+		return -EPROTO;
+	f = &s->files[s->by_wire[h->file_id]];
+	if (!f->asking || f->have_done)
+		return -EPROTO;
+	if (h->flags & WIRE_HAVE_SKIP) {
+		f->skip = true;
+		f->skip_status = h->status;
+		f->have_done = true;
+		return 0;
+	}
+	nslots = ((uint64_t)f->st.st_size + s->chunk - 1) / s->chunk;
+	if (h->first != f->have_n || h->count > nslots - f->have_n)
+		return -EPROTO;
+	if (h->count && !f->have) {
+		f->have = calloc(nslots, sizeof(*f->have));
+		if (!f->have)
+			return -ENOMEM;
+	}
+	memcpy(f->have + f->have_n, h->crcs, h->count * sizeof(*f->have));
+	f->have_n += h->count;
+	f->have_done = h->flags & WIRE_HAVE_LAST;
+	return 0;
+}
+
 static int src_on_msg(struct engine *e, const struct wire_msg *m)
 {
 	struct source *s = e->role_data;
-	struct src_file *f;
+	int rc = -EPROTO;
 
 	if (credit_tx_ack(&s->tx, m->slot_ack))
 		return engine_fail(e, XFER_FAIL_PROTOCOL, -EPROTO,
@@ -524,23 +795,11 @@ static int src_on_msg(struct engine *e, const struct wire_msg *m)
 	case WIRE_CREDIT:
 		return 0;
 	case WIRE_FILE_RESULT:
-		if (m->u.result.file_id >= s->nwire)
-			break;
-		f = &s->files[s->by_wire[m->u.result.file_id]];
-		if (f->result)
-			break;
-		{
-			/* Our own failure (read error, file changed) wins. */
-			int status = f->err ? f->err : m->u.result.status;
-			const char *msg = f->err ? f->errmsg : m->u.result.msg;
-
-			if (status)
-				log_err("%s%s%s", f->err ? "" : f->path,
-					f->err ? "" : ": ", msg);
-			report(s, f, status, msg, m->u.result.digest,
-			       status ? 0 : m->u.result.digest_len);
-		}
-		return 0;
+		rc = on_result(s, &m->u.result);
+		break;
+	case WIRE_HAVE:
+		rc = on_have(s, &m->u.have);
+		break;
 	case WIRE_BYE:
 		if (!s->done_sent || s->results != s->nfiles)
 			break;
@@ -549,9 +808,13 @@ static int src_on_msg(struct engine *e, const struct wire_msg *m)
 	default:
 		break;
 	}
-	return engine_fail(e, XFER_FAIL_PROTOCOL, -EPROTO,
-			   "%s sent an unexpected %s", e->c->peer,
-			   wire_type_name(m->type));
+	if (rc == -ENOMEM)
+		return engine_fail(e, XFER_FAIL_RESOURCE, rc, "out of memory");
+	if (rc)
+		return engine_fail(e, XFER_FAIL_PROTOCOL, -EPROTO,
+				   "%s sent an unexpected %s", e->c->peer,
+				   wire_type_name(m->type));
+	return 0;
 }
 
 static int src_on_write_done(struct engine *e, uint64_t wr_id)
@@ -605,7 +868,42 @@ static const struct engine_role source_role = {
 	.finished = src_finished,
 };
 
-int source_run(struct engine *e, struct xfer_stats *st)
+static int jobs_init(struct source *s)
+{
+	const struct session_params *p = &s->cfg->p;
+	int rc;
+
+	for (unsigned int i = 0; i < s->njobs; i++) {
+		struct src_job *j = &s->jobs[i];
+
+		j->item.fn = read_chunk;
+		j->s = s;
+		j->idx = i;
+		if (p->level) {
+			j->scratch = malloc(s->chunk);
+			if (!j->scratch)
+				return -ENOMEM;
+		}
+		if (p->data_key) {
+			rc = aead_create(p->data_key, &j->aead);
+			if (rc)
+				return rc;
+		}
+	}
+	return 0;
+}
+
+static void jobs_free(struct source *s)
+{
+	for (unsigned int i = 0; s->jobs && i < s->njobs; i++) {
+		free(s->jobs[i].scratch);
+		aead_destroy(s->jobs[i].aead);
+	}
+	free(s->jobs);
+}
+
+int source_run(struct engine *e, const struct source_cfg *cfg,
+	       struct xfer_stats *st)
 {
 	struct source s = { 0 };
 	const struct xfer_opts *o = e->o;
@@ -613,41 +911,53 @@ int source_run(struct engine *e, struct xfer_stats *st)
 
 	s.e = e;
 	s.o = o;
+	s.cfg = cfg;
 	s.st = st;
 	s.chunk = e->c->geom.slot_size - WIRE_SLOT_HDR;
 	s.njobs = s.free_jobs = e->c->geom.slots;
 	s.sig_every = s.njobs / 4 ? s.njobs / 4 : 1;
-	s.nfiles = o->nsrcs;
 	s.fifo_cap = 2 * s.njobs + 64;
+	s.ask = cfg->p.flags & WIRE_HELLO_ASK;
+	s.resume = cfg->p.flags & WIRE_HELLO_RESUME;
 	s.corrupt_seq = UINT64_MAX;
+	s.walk.rootfd = cfg->rootfd;
+	s.walk.recursive = cfg->p.flags & WIRE_HELLO_RECURSIVE;
+	ratelimit_init(&s.rl, o->bwlimit,
+		       o->bwlimit / 10 > s.chunk ? o->bwlimit / 10 : s.chunk,
+		       clock_now_ns());
 #ifdef RDCP_TEST_HOOKS
 	if (getenv("RDCP_TEST_CORRUPT_CHUNK"))
 		s.corrupt_seq =
 			strtoull(getenv("RDCP_TEST_CORRUPT_CHUNK"), NULL, 0);
 #endif
 	credit_tx_init(&s.tx, e->c->geom.slots);
+	rc = walk_sources(&s.walk, cfg->srcs, cfg->nsrcs);
+	if (rc) {
+		engine_fail(e, XFER_FAIL_RESOURCE, rc,
+			    "cannot list the sources: %s", strerror(-rc));
+		goto out;
+	}
+	s.nfiles = s.walk.n;
+	s.bytes_total = s.walk.bytes;
 	s.files = calloc(s.nfiles ? s.nfiles : 1, sizeof(*s.files));
 	s.jobs = calloc(s.njobs, sizeof(*s.jobs));
 	s.fifo = calloc(s.fifo_cap, sizeof(*s.fifo));
 	s.posted = calloc(s.njobs, sizeof(*s.posted));
 	s.by_wire = calloc(s.nfiles ? s.nfiles : 1, sizeof(*s.by_wire));
 	if (!s.files || !s.jobs || !s.fifo || !s.posted || !s.by_wire) {
-		engine_fail(e, XFER_FAIL_RESOURCE, rc, "out of memory");
+		engine_fail(e, XFER_FAIL_RESOURCE, -ENOMEM, "out of memory");
 		goto out;
 	}
 	for (size_t i = 0; i < s.nfiles; i++) {
-		struct stat sb;
-
-		s.files[i].path = o->srcs[i];
+		s.files[i].w = &s.walk.v[i];
+		s.files[i].path = s.walk.v[i].local;
 		s.files[i].fd = -1;
-		if (o->on_progress && stat(o->srcs[i], &sb) == 0 &&
-		    S_ISREG(sb.st_mode))
-			s.bytes_total += (uint64_t)sb.st_size;
 	}
-	for (unsigned int i = 0; i < s.njobs; i++) {
-		s.jobs[i].item.fn = read_chunk;
-		s.jobs[i].s = &s;
-		s.jobs[i].idx = i;
+	rc = jobs_init(&s);
+	if (rc) {
+		engine_fail(e, XFER_FAIL_RESOURCE, rc,
+			    "cannot set up the workers: %s", strerror(-rc));
+		goto out;
 	}
 	rc = engine_run(e, &source_role, &s);
 out:
@@ -658,11 +968,13 @@ out:
 		if (s.files[i].fd >= 0)
 			close(s.files[i].fd);
 		ck_sha256_destroy(s.files[i].tree);
+		free(s.files[i].have);
 	}
 	free(s.files);
-	free(s.jobs);
+	jobs_free(&s);
 	free(s.fifo);
 	free(s.posted);
 	free(s.by_wire);
-	return rc;
+	walk_free(&s.walk);
+	return e->fail ? e->err : 0;
 }

@@ -14,8 +14,10 @@
 
 _Static_assert(WIRE_CTRL_HDR == 16, "control header is 16 bytes");
 _Static_assert(WIRE_SLOT_HDR == 64, "slot header is 64 bytes");
-_Static_assert(WIRE_CTRL_SIZE >= WIRE_CTRL_HDR + 64 + 4096 + WIRE_MSG_MAX,
-	       "a control buffer holds the longest message");
+_Static_assert(WIRE_CTRL_SIZE >= WIRE_CTRL_HDR + 64 + WIRE_PATHS_MAX + 4,
+	       "a control buffer holds the longest HELLO");
+_Static_assert(WIRE_CTRL_SIZE >= WIRE_CTRL_HDR + 24 + 4 * WIRE_HAVE_MAX,
+	       "a control buffer holds the longest HAVE");
 
 struct put {
 	uint8_t *p;
@@ -182,11 +184,17 @@ static void enc_body(struct put *w, const struct wire_msg *m)
 	case WIRE_HELLO:
 		put_u16(w, m->u.hello.role);
 		put_u8(w, m->u.hello.csum);
-		put_u8(w, m->u.hello.flags);
+		put_u8(w, m->u.hello.level);
+		put_u32(w, m->u.hello.flags);
 		put_u32(w, m->u.hello.features);
 		put_u32(w, m->u.hello.chunk_size);
 		put_bytes(w, m->u.hello.nonce, WIRE_NONCE_LEN);
-		put_str(w, m->u.hello.path, sizeof(m->u.hello.path) - 1);
+		put_u16(w, m->u.hello.npaths);
+		if (m->u.hello.paths_len > WIRE_PATHS_MAX)
+			w->err = true;
+		else
+			put_u16(w, m->u.hello.paths_len);
+		put_bytes(w, m->u.hello.paths, m->u.hello.paths_len);
 		break;
 	case WIRE_WELCOME:
 		put_u32(w, (uint32_t)m->u.welcome.status);
@@ -203,12 +211,27 @@ static void enc_body(struct put *w, const struct wire_msg *m)
 		break;
 	case WIRE_FILE:
 		put_u32(w, m->u.file.file_id);
+		put_u8(w, m->u.file.kind);
 		put_u32(w, m->u.file.flags);
 		put_u64(w, m->u.file.size);
 		put_u32(w, m->u.file.mode);
 		put_u64(w, (uint64_t)m->u.file.mtime_sec);
 		put_u32(w, m->u.file.mtime_nsec);
+		put_u64(w, (uint64_t)m->u.file.atime_sec);
+		put_u32(w, m->u.file.atime_nsec);
 		put_str(w, m->u.file.path, sizeof(m->u.file.path) - 1);
+		put_str(w, m->u.file.link, sizeof(m->u.file.link) - 1);
+		break;
+	case WIRE_HAVE:
+		put_u32(w, m->u.have.file_id);
+		put_u16(w, m->u.have.flags);
+		put_u64(w, m->u.have.first);
+		put_u32(w, (uint32_t)m->u.have.status);
+		if (m->u.have.count > WIRE_HAVE_MAX)
+			w->err = true;
+		put_u16(w, m->u.have.count);
+		for (unsigned int i = 0; !w->err && i < m->u.have.count; i++)
+			put_u32(w, m->u.have.crcs[i]);
 		break;
 	case WIRE_FILE_END:
 		put_u32(w, m->u.end.file_id);
@@ -217,10 +240,14 @@ static void enc_body(struct put *w, const struct wire_msg *m)
 		put_u8(w, m->u.end.csum);
 		put_u8(w, m->u.end.digest_len);
 		put_bytes(w, m->u.end.digest, m->u.end.digest_len);
+		put_u32(w, (uint32_t)m->u.end.status);
+		put_str(w, m->u.end.msg, WIRE_MSG_MAX);
 		break;
 	case WIRE_FILE_RESULT:
 		put_u32(w, m->u.result.file_id);
 		put_u32(w, (uint32_t)m->u.result.status);
+		put_u32(w, m->u.result.flags);
+		put_u64(w, m->u.result.sent);
 		put_u8(w, m->u.result.digest_len);
 		put_bytes(w, m->u.result.digest, m->u.result.digest_len);
 		put_str(w, m->u.result.msg, WIRE_MSG_MAX);
@@ -280,17 +307,71 @@ static void dec_digest(struct get *r, uint8_t *len, uint8_t *digest)
 	get_bytes(r, digest, *len);
 }
 
+/* HELLO paths: npaths NUL-terminated strings filling paths_len bytes. */
+static void dec_paths(struct get *r, struct wire_hello *h)
+{
+	const char *p = h->paths, *end;
+	unsigned int n = 0;
+
+	h->npaths = get_u16(r);
+	h->paths_len = get_u16(r);
+	if (h->paths_len > WIRE_PATHS_MAX) {
+		r->err = true;
+		return;
+	}
+	get_bytes(r, h->paths, h->paths_len);
+	if (r->err)
+		return;
+	end = h->paths + h->paths_len;
+	while (p < end) {
+		const char *nul = memchr(p, '\0', (size_t)(end - p));
+
+		if (!nul) {
+			r->err = true;
+			return;
+		}
+		p = nul + 1;
+		n++;
+	}
+	if (n != h->npaths)
+		r->err = true;
+}
+
+int wire_hello_add_path(struct wire_hello *h, const char *path)
+{
+	size_t n = strlen(path) + 1;
+
+	if (n > WIRE_PATHS_MAX - h->paths_len || h->npaths == UINT16_MAX)
+		return -ENAMETOOLONG;
+	memcpy(h->paths + h->paths_len, path, n);
+	h->paths_len += (uint16_t)n;
+	h->npaths++;
+	return 0;
+}
+
+const char *wire_hello_path(const struct wire_hello *h, unsigned int i)
+{
+	const char *p = h->paths;
+
+	if (i >= h->npaths)
+		return "";
+	while (i--)
+		p += strlen(p) + 1;
+	return p;
+}
+
 static void dec_body(struct get *r, struct wire_msg *m)
 {
 	switch (m->type) {
 	case WIRE_HELLO:
 		m->u.hello.role = get_u16(r);
 		m->u.hello.csum = get_u8(r);
-		m->u.hello.flags = get_u8(r);
+		m->u.hello.level = get_u8(r);
+		m->u.hello.flags = get_u32(r);
 		m->u.hello.features = get_u32(r);
 		m->u.hello.chunk_size = get_u32(r);
 		get_bytes(r, m->u.hello.nonce, WIRE_NONCE_LEN);
-		get_str(r, m->u.hello.path, sizeof(m->u.hello.path) - 1);
+		dec_paths(r, &m->u.hello);
 		break;
 	case WIRE_WELCOME:
 		m->u.welcome.status = (int32_t)get_u32(r);
@@ -307,12 +388,37 @@ static void dec_body(struct get *r, struct wire_msg *m)
 		break;
 	case WIRE_FILE:
 		m->u.file.file_id = get_u32(r);
+		m->u.file.kind = get_u8(r);
 		m->u.file.flags = get_u32(r);
 		m->u.file.size = get_u64(r);
 		m->u.file.mode = get_u32(r);
 		m->u.file.mtime_sec = (int64_t)get_u64(r);
 		m->u.file.mtime_nsec = get_u32(r);
+		m->u.file.atime_sec = (int64_t)get_u64(r);
+		m->u.file.atime_nsec = get_u32(r);
 		get_str(r, m->u.file.path, sizeof(m->u.file.path) - 1);
+		get_str(r, m->u.file.link, sizeof(m->u.file.link) - 1);
+		if (m->u.file.kind > WIRE_KIND_SYMLINK ||
+		    m->u.file.mtime_nsec >= 1000000000u ||
+		    m->u.file.atime_nsec >= 1000000000u ||
+		    (m->u.file.kind != WIRE_KIND_FILE && m->u.file.size) ||
+		    (m->u.file.kind == WIRE_KIND_SYMLINK) !=
+			    (m->u.file.link[0] != '\0'))
+			r->err = true;
+		break;
+	case WIRE_HAVE:
+		m->u.have.file_id = get_u32(r);
+		m->u.have.flags = get_u16(r);
+		m->u.have.first = get_u64(r);
+		m->u.have.status = (int32_t)get_u32(r);
+		m->u.have.count = get_u16(r);
+		if (m->u.have.count > WIRE_HAVE_MAX ||
+		    m->u.have.first > UINT64_MAX - WIRE_HAVE_MAX) {
+			r->err = true;
+			break;
+		}
+		for (unsigned int i = 0; i < m->u.have.count; i++)
+			m->u.have.crcs[i] = get_u32(r);
 		break;
 	case WIRE_FILE_END:
 		m->u.end.file_id = get_u32(r);
@@ -320,10 +426,14 @@ static void dec_body(struct get *r, struct wire_msg *m)
 		m->u.end.nchunks = get_u64(r);
 		m->u.end.csum = get_u8(r);
 		dec_digest(r, &m->u.end.digest_len, m->u.end.digest);
+		m->u.end.status = (int32_t)get_u32(r);
+		get_str(r, m->u.end.msg, WIRE_MSG_MAX);
 		break;
 	case WIRE_FILE_RESULT:
 		m->u.result.file_id = get_u32(r);
 		m->u.result.status = (int32_t)get_u32(r);
+		m->u.result.flags = get_u32(r);
+		m->u.result.sent = get_u64(r);
 		dec_digest(r, &m->u.result.digest_len, m->u.result.digest);
 		get_str(r, m->u.result.msg, WIRE_MSG_MAX);
 		break;
@@ -379,6 +489,7 @@ const char *wire_type_name(unsigned int type)
 		[WIRE_ERROR] = "ERROR",
 		[WIRE_CREDIT] = "CREDIT",
 		[WIRE_AUTH] = "AUTH",
+		[WIRE_HAVE] = "HAVE",
 	};
 
 	return type < WIRE_TYPE_MAX && names[type] ? names[type] : "?";

@@ -28,8 +28,8 @@
 
 enum wire_slot_flags {
 	WIRE_SLOT_PACKED = 1 << 0,     /* reserved: several small files */
-	WIRE_SLOT_COMPRESSED = 1 << 1, /* reserved: zlib payload */
-	WIRE_SLOT_ENCRYPTED = 1 << 2,  /* reserved: AES-256-GCM, tag below */
+	WIRE_SLOT_COMPRESSED = 1 << 1, /* zlib payload, raw_len bytes raw */
+	WIRE_SLOT_ENCRYPTED = 1 << 2,  /* AES-256-GCM payload, tag below */
 };
 
 struct wire_slot_hdr {
@@ -37,7 +37,7 @@ struct wire_slot_hdr {
 	uint32_t file_id; /* as announced by WIRE_FILE */
 	uint32_t len;	  /* payload bytes after the header */
 	uint64_t offset;  /* byte offset of the payload in the file */
-	uint32_t crc;	  /* CRC32 of the payload (0 with checksum none) */
+	uint32_t crc;	  /* CRC32 of the raw payload (0: none, encrypted) */
 	uint16_t flags;	  /* enum wire_slot_flags */
 	uint32_t raw_len; /* payload bytes before compression (= len) */
 	uint8_t tag[16];  /* GCM tag when encrypted, else zero */
@@ -79,6 +79,7 @@ enum wire_type {
 	WIRE_ERROR,	  /* either: fatal session error */
 	WIRE_CREDIT,	  /* either: acks only (also the keepalive) */
 	WIRE_AUTH,	  /* client -> server: challenge response */
+	WIRE_HAVE,	  /* sink -> source: what of a file is there */
 	WIRE_TYPE_MAX,
 };
 
@@ -99,26 +100,60 @@ enum wire_features {
 
 enum wire_hello_flags {
 	WIRE_HELLO_FSYNC = 1 << 0,
-	WIRE_HELLO_DEST_DIR = 1 << 1, /* DEST must be a directory */
+	WIRE_HELLO_DEST_DIR = 1 << 1,	/* DEST must be a directory */
+	WIRE_HELLO_RECURSIVE = 1 << 2,	/* pull: walk directory sources */
+	WIRE_HELLO_PRESERVE = 1 << 3,	/* exact mode, atime and mtime */
+	WIRE_HELLO_RESUME = 1 << 4,	/* reuse verified parts; keep temps */
+	WIRE_HELLO_NO_CLOBBER = 1 << 5, /* never replace an existing file */
+	WIRE_HELLO_UPDATE = 1 << 6,	/* replace only older files */
+	WIRE_HELLO_ENCRYPT = 1 << 7,	/* AES-256-GCM chunks (needs a key) */
+	WIRE_HELLO_COMPRESS = 1 << 8,	/* chunks may come zlib-compressed */
+	WIRE_HELLO_SPARSE = 1 << 9,	/* zero chunks become holes */
+};
+
+/* Whether the sink answers each FILE with HAVE before the data flows. */
+#define WIRE_HELLO_ASK                                                         \
+	(WIRE_HELLO_RESUME | WIRE_HELLO_NO_CLOBBER | WIRE_HELLO_UPDATE)
+
+enum wire_file_kind {
+	WIRE_KIND_FILE = 0,
+	WIRE_KIND_DIR = 1,
+	WIRE_KIND_SYMLINK = 2,
 };
 
 enum wire_file_flags {
-	WIRE_FILE_SPARSE = 1
-			   << 0, /* has holes: its size says little of space */
+	WIRE_FILE_SPARSE = 1 << 0, /* has holes: size says little of space */
 };
+
+enum wire_have_flags {
+	WIRE_HAVE_LAST = 1 << 0, /* the last HAVE for this file */
+	WIRE_HAVE_SKIP = 1 << 1, /* send nothing: a result follows */
+};
+
+#define WIRE_HAVE_MAX 1024u /* chunk CRCs per HAVE message */
 
 enum wire_file_end_flags {
 	WIRE_END_ABORT = 1 << 0, /* the source failed: discard the file */
 };
 
+#define WIRE_PATHS_MAX 4096u /* bytes of HELLO paths, NULs included */
+
 struct wire_hello {
 	uint16_t role;	   /* enum wire_role */
 	uint8_t csum;	   /* enum wire_csum */
-	uint8_t flags;	   /* enum wire_hello_flags */
-	uint32_t features; /* reserved, 0 */
+	uint8_t level;	   /* zlib level with WIRE_HELLO_COMPRESS, else 0 */
+	uint32_t flags;	   /* enum wire_hello_flags */
+	uint32_t features; /* enum wire_features */
 	uint32_t chunk_size;
 	uint8_t nonce[WIRE_NONCE_LEN];
-	char path[4096]; /* DEST for push, relative to the server's root */
+	/*
+	 * Paths relative to the server's root, each NUL-terminated, back to
+	 * back: push sends one (DEST), pull the SRCs. paths_len counts every
+	 * byte including the NULs.
+	 */
+	uint16_t npaths;
+	uint16_t paths_len;
+	char paths[WIRE_PATHS_MAX];
 };
 
 struct wire_welcome {
@@ -142,12 +177,25 @@ struct wire_ring {
 
 struct wire_file {
 	uint32_t file_id;
+	uint8_t kind;	/* enum wire_file_kind */
 	uint32_t flags; /* enum wire_file_flags */
-	uint64_t size;
+	uint64_t size;	/* 0 unless a regular file */
 	uint32_t mode;
 	int64_t mtime_sec;
 	uint32_t mtime_nsec;
-	char path[4096]; /* relative name (basename for a single file) */
+	int64_t atime_sec;
+	uint32_t atime_nsec;
+	char path[4096]; /* relative name: basename, or beneath one */
+	char link[4096]; /* symlink target, copied as is; else "" */
+};
+
+struct wire_have {
+	uint32_t file_id;
+	uint16_t flags; /* enum wire_have_flags */
+	uint64_t first; /* chunk index of crcs[0] */
+	uint16_t count; /* <= WIRE_HAVE_MAX */
+	int32_t status; /* with SKIP: 0 (nothing to do) or -errno */
+	uint32_t crcs[WIRE_HAVE_MAX]; /* CRC32 of the sink's chunks */
 };
 
 struct wire_file_end {
@@ -157,11 +205,19 @@ struct wire_file_end {
 	uint8_t csum; /* enum wire_csum */
 	uint8_t digest_len;
 	uint8_t digest[WIRE_DIGEST_MAX];
+	int32_t status;		    /* with ABORT: why, a negative errno */
+	char msg[WIRE_MSG_MAX + 1]; /* with ABORT: why, for the user */
+};
+
+enum wire_result_flags {
+	WIRE_RESULT_SKIPPED = 1 << 0, /* left as it was (no-clobber etc.) */
 };
 
 struct wire_file_result {
 	uint32_t file_id;
 	int32_t status; /* 0, or a negative errno (-EBADMSG: verify) */
+	uint32_t flags; /* enum wire_result_flags */
+	uint64_t sent;	/* payload bytes that came over the link */
 	uint8_t digest_len;
 	uint8_t digest[WIRE_DIGEST_MAX];
 	char msg[WIRE_MSG_MAX + 1];
@@ -194,6 +250,7 @@ struct wire_msg {
 		struct wire_bye bye;
 		struct wire_error error;
 		struct wire_auth auth;
+		struct wire_have have;
 	} u;
 };
 
@@ -214,5 +271,12 @@ int wire_decode(const uint8_t *buf, size_t len, struct wire_msg *m)
 	__attribute__((warn_unused_result));
 
 const char *wire_type_name(unsigned int type);
+
+/* Appends a path to h->paths. 0 or -ENAMETOOLONG when they are full. */
+int wire_hello_add_path(struct wire_hello *h, const char *path)
+	__attribute__((warn_unused_result));
+
+/* The i-th path of a decoded (or built) HELLO; "" past the end. */
+const char *wire_hello_path(const struct wire_hello *h, unsigned int i);
 
 #endif

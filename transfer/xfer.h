@@ -46,12 +46,15 @@ enum xfer_poll {
 /* One file started (done = false) or finished, for machine output. */
 struct xfer_file_report {
 	bool done;
-	const char *path; /* local source path */
-	uint64_t bytes;
+	const char *path; /* local path: the source, or where it landed */
+	const char *kind; /* "file", "dir" or "symlink" */
+	uint64_t bytes;	  /* the file's size */
+	uint64_t sent;	  /* bytes that crossed the link (done only) */
 	double seconds;
 	int status;	       /* 0 or negative errno */
 	enum xfer_fail klass;  /* the verdict on this file */
 	const char *message;   /* why it failed, or NULL */
+	bool skipped;	       /* not copied: --no-clobber, --update, resume */
 	const char *digest;    /* hex of the verified digest, or "" */
 	const char *algorithm; /* "crc32", "sha256" or "none" */
 };
@@ -73,11 +76,21 @@ struct xfer_opts {
 	 * receiver, and a sender with one never does.
 	 */
 	const uint8_t *key;
-	/* sender (client, push) */
+	/* client */
+	bool pull; /* srcs are on the receiver, dest is local */
 	enum xfer_csum csum;
 	bool fsync;
-	const char *dest; /* DEST, relative to the receiver's root */
-	const char *const *srcs;
+	bool recursive;	  /* -r: directory trees */
+	bool preserve;	  /* -p: exact mode, atime and mtime */
+	bool resume;	  /* reuse what a verified earlier attempt left */
+	bool no_clobber;  /* never replace an existing file */
+	bool update;	  /* replace only files older than the source */
+	bool sparse;	  /* all-zero chunks become holes */
+	bool encrypt;	  /* AES-256-GCM per chunk (needs key) */
+	int compress;	  /* zlib level 1-9, 0: off */
+	uint64_t bwlimit; /* bytes per second, 0: unlimited */
+	const char *dest; /* push: relative to the receiver's root */
+	const char *const *srcs; /* pull: relative to the receiver's root */
 	size_t nsrcs;
 	void (*on_file)(void *arg, const struct xfer_file_report *r);
 	void *on_file_arg;
@@ -97,6 +110,7 @@ struct xfer_opts {
 struct xfer_stats {
 	uint64_t files_ok;
 	uint64_t files_failed;
+	uint64_t files_skipped; /* counted in files_ok too */
 	uint64_t bytes;
 	double seconds;
 	enum xfer_fail first_fail; /* verdict on the first failed file */
@@ -109,8 +123,11 @@ struct xfer_stats {
 /* Defaults for every field (the CLI starts from these). */
 void xfer_opts_init(struct xfer_opts *o);
 
-/* Sender: copy o->srcs into o->dest on the receiver at o->addr. */
-enum xfer_fail xfer_push(const struct xfer_opts *o, struct xfer_stats *st);
+/*
+ * Client: copy o->srcs into o->dest, to the receiver at o->addr (push) or
+ * from it (o->pull).
+ */
+enum xfer_fail xfer_copy(const struct xfer_opts *o, struct xfer_stats *st);
 
 /* Receiver: serve sessions until cancelled (or one, with o->once). */
 enum xfer_fail xfer_serve(const struct xfer_opts *o);

@@ -231,3 +231,22 @@ int path_join(char *out, size_t outsz, const char *a, const char *b)
 	memcpy(out + la + sep, b, lb + 1);
 	return 0;
 }
+
+int path_mkdirs_local(const char *p, mode_t mode)
+{
+	char buf[4096];
+	size_t len = strlen(p);
+
+	if (len >= sizeof(buf))
+		return -ENAMETOOLONG;
+	memcpy(buf, p, len + 1);
+	for (size_t i = 1; i <= len; i++) {
+		if (buf[i] != '/' && buf[i] != '\0')
+			continue;
+		buf[i] = '\0';
+		if (mkdir(buf, mode) < 0 && errno != EEXIST)
+			return -errno;
+		buf[i] = p[i];
+	}
+	return 0;
+}

@@ -38,6 +38,10 @@ int path_open_beneath(int rootfd, const char *rel, int flags, mode_t mode)
 int path_mkdirs_beneath(int rootfd, const char *rel, mode_t mode)
 	__attribute__((warn_unused_result));
 
+/* mkdir -p of a local, trusted path (the user's own DEST). 0 or -errno. */
+int path_mkdirs_local(const char *p, mode_t mode)
+	__attribute__((warn_unused_result));
+
 /* Last component of p (after the last '/'), p itself if none. */
 const char *path_basename(const char *p);
 

@@ -46,7 +46,15 @@ check "--usage lists the options" bash -c "'$RDCP' --usage | grep -q -- '--trans
 expect_fail "no arguments" 2
 expect_fail "one argument" 2 file
 expect_fail "last argument not HOST:DEST" 2 a b
-expect_fail "pull is refused for now" 2 host:src .
+expect_fail "local and remote SRCs mixed in a pull" 2 host:src local .
+expect_fail "a pull's SRCs from two hosts" 2 h1:a h2:b .
+expect_fail "remote to remote" 2 h1:a h2:b
+expect_fail "--streams beyond 1 (not implemented yet)" 2 --streams 2 a h:
+expect_fail "--gid-index without --device" 2 --gid-index 1 a h:
+expect_fail "--compress level out of range" 2 --compress=10 a h:
+expect_fail "bad --bwlimit" 2 --bwlimit fast a h:
+expect_fail "--encrypt with --no-auth" 2 --encrypt --no-auth a h:
+expect_fail "--no-clobber with --update" 2 -n -u a h:
 expect_fail "bad --transport" 2 --transport ib a h:
 expect_fail "bad --chunk-size (not a power of two)" 2 --chunk-size 3000 a h:
 expect_fail "bad --window" 2 --window 0 a h:

@@ -24,7 +24,7 @@ import sys
 import time
 
 MAGIC = 0x52444350
-VERSION = 1
+VERSION = 2
 CTRL_SIZE = 8192
 CTRL_CREDITS = 64
 FR_SEND, FR_WRITE = 1, 2
@@ -90,8 +90,9 @@ def ctrl(mtype, body, ctrl_ack=0):
 
 def hello(rng, dest=b"guess"):
     """A push HELLO with crc32, claiming a key (features 1)."""
-    body = struct.pack(">HBBII", 1, 1, 0, 1, 65536) + rng.randbytes(32)
-    return ctrl(1, body + struct.pack(">H", len(dest)) + dest)
+    body = struct.pack(">HBBIII", 1, 1, 0, 0, 1, 65536) + rng.randbytes(32)
+    paths = dest + b"\0"
+    return ctrl(1, body + struct.pack(">HH", 1, len(paths)) + paths)
 
 
 def read_frame(s):

@@ -2,7 +2,7 @@
 /*
  * Engine tests: whole push sessions in one process. session_serve() runs
  * the receiver in a thread over one end of a memconn pair (memconn.h),
- * session_push() the sender in the test's thread over the other, with the
+ * session_client() the sender in the test's thread over the other, with the
  * real geometry but small chunks and windows so that ring wrap-around and
  * credit exhaustion happen many times per file. Each test checks the
  * verdicts, compares every placed file byte for byte with its source,
@@ -184,7 +184,7 @@ static void sess_run(struct sess *s)
 	alarm(WATCHDOG_S);
 	t0 = clock_now_s();
 	CHECK_EQ(pthread_create(&tid, NULL, server_main, &sa), 0);
-	s->vc = session_push(&co, a, &s->st);
+	s->vc = session_client(&co, a, &s->st);
 	s->seconds = clock_now_s() - t0;
 	/* The sender is done; a receiver that still waits learns it now. */
 	memconn_get_stats(a, &s->ms);

@@ -4,7 +4,7 @@
  * picks. First the transport alone: the handshake and its geometry
  * clamping, refusals (version, geometry, busy) seen from both sides by
  * raw-socket peers, a closed port, the ops (SEND, WRITE_WITH_IMM, queue
- * depth, CLOSED). Then whole push sessions, session_push() against
+ * depth, CLOSED). Then whole push sessions, session_client() against
  * session_serve() in a thread, each file compared byte for byte. Then peer
  * death, through a relay that resets or black-holes the connection
  * mid-transfer. Last, the throughput of a 512 MiB copy, printed as a TAP
@@ -783,7 +783,7 @@ static void sess_run(struct sess *s)
 	CHECK_EQ(rc, 0);
 	if (!rc) {
 		memset(&s->st, 0, sizeof(s->st));
-		s->vc = session_push(&co, c, &s->st);
+		s->vc = session_client(&co, c, &s->st);
 		s->seconds = clock_now_s() - t0;
 		cm_conn_destroy(c);
 	}

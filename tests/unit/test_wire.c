@@ -64,7 +64,8 @@ static size_t samples(struct wire_msg *m, size_t max)
 	m[n].u.hello.chunk_size = 1u << 20;
 	for (unsigned int i = 0; i < WIRE_NONCE_LEN; i++)
 		m[n].u.hello.nonce[i] = (uint8_t)(0xc0 + i);
-	strcpy(m[n].u.hello.path, "some/dir/");
+	CHECK_EQ(wire_hello_add_path(&m[n].u.hello, "some/dir/"), 0);
+	CHECK_EQ(wire_hello_add_path(&m[n].u.hello, "second"), 0);
 	n++;
 
 	m[n].type = WIRE_WELCOME;
@@ -92,6 +93,25 @@ static size_t samples(struct wire_msg *m, size_t max)
 	m[n].u.file.mtime_sec = -5; /* before 1970: signed on the wire */
 	m[n].u.file.mtime_nsec = 999999999u;
 	memset(m[n].u.file.path, 'p', sizeof(m[n].u.file.path) - 1);
+	n++;
+
+	m[n].type = WIRE_FILE;
+	m[n].u.file.file_id = 10;
+	m[n].u.file.kind = WIRE_KIND_SYMLINK;
+	m[n].u.file.mode = 0777;
+	m[n].u.file.atime_sec = 1700000000;
+	m[n].u.file.atime_nsec = 5;
+	strcpy(m[n].u.file.path, "tree/link");
+	strcpy(m[n].u.file.link, "../elsewhere/target");
+	n++;
+
+	m[n].type = WIRE_HAVE;
+	m[n].u.have.file_id = 10;
+	m[n].u.have.flags = WIRE_HAVE_LAST;
+	m[n].u.have.first = 1024;
+	m[n].u.have.count = WIRE_HAVE_MAX; /* the longest */
+	for (unsigned int i = 0; i < WIRE_HAVE_MAX; i++)
+		m[n].u.have.crcs[i] = 0x9e3779b9u * i;
 	n++;
 
 	m[n].type = WIRE_FILE_END;
@@ -178,10 +198,12 @@ static void test_encode_limits(void)
 	CHECK_EQ(wire_encode(&m[0], buf, sizeof(buf)), -EINVAL);
 	m[0].type = WIRE_TYPE_MAX;
 	CHECK_EQ(wire_encode(&m[0], buf, sizeof(buf)), -EINVAL);
-	m[4].u.end.digest_len = WIRE_DIGEST_MAX + 1;
-	CHECK_EQ(wire_encode(&m[4], buf, sizeof(buf)), -EINVAL);
-	m[5].u.result.digest_len = WIRE_DIGEST_MAX + 1;
-	CHECK_EQ(wire_encode(&m[5], buf, sizeof(buf)), -EINVAL);
+	CHECK_EQ(m[6].type, WIRE_FILE_END);
+	m[6].u.end.digest_len = WIRE_DIGEST_MAX + 1;
+	CHECK_EQ(wire_encode(&m[6], buf, sizeof(buf)), -EINVAL);
+	CHECK_EQ(m[7].type, WIRE_FILE_RESULT);
+	m[7].u.result.digest_len = WIRE_DIGEST_MAX + 1;
+	CHECK_EQ(wire_encode(&m[7], buf, sizeof(buf)), -EINVAL);
 }
 
 /* Every proper prefix is refused, with or without a matching length. */
@@ -200,7 +222,8 @@ static void test_decode_truncated(void)
 				/* lie about the length: the body must notice */
 				memcpy(cut, buf, (size_t)l);
 				put_be32(cut + 4, (uint32_t)l);
-				if (wire_decode(cut, (size_t)l, &d) != -EPROTO) {
+				if (wire_decode(cut, (size_t)l, &d) !=
+				    -EPROTO) {
 					printf("#   %s cut to %d accepted\n",
 					       wire_type_name(m[i].type), l);
 					CHECK(0);
@@ -291,10 +314,11 @@ static void test_decode_strings(void)
 	strcpy(m.u.file.path, "aXb");
 	len = wire_encode(&m, buf, sizeof(buf));
 	CHECK(len > 0);
-	CHECK_EQ(buf[len - 2], 'X');
-	buf[len - 2] = '\0';
+	/* the path, then the (empty) link target: u16 0 */
+	CHECK_EQ(buf[len - 4], 'X');
+	buf[len - 4] = '\0';
 	CHECK_EQ(wire_decode(buf, (size_t)len, &d), -EPROTO);
-	buf[len - 2] = 'Y';
+	buf[len - 4] = 'Y';
 	CHECK_EQ(wire_decode(buf, (size_t)len, &d), 0);
 	CHECK(strcmp(d.u.file.path, "aYb") == 0);
 	/* an empty string is a string */
@@ -307,46 +331,59 @@ static void test_decode_strings(void)
 static void test_decode_digest_len(void)
 {
 	struct wire_msg m = { .type = WIRE_FILE_END }, d;
-	int len;
+	int len, at;
 
 	m.u.end.digest_len = WIRE_DIGEST_MAX;
 	len = wire_encode(&m, buf, sizeof(buf));
 	CHECK(len > 0);
+	/* after the digest: status u32 and an empty msg (u16 0) */
+	at = len - 6 - WIRE_DIGEST_MAX - 1;
 	/* digest_len is the byte before the digest, at the end */
-	CHECK_EQ(buf[len - WIRE_DIGEST_MAX - 1], WIRE_DIGEST_MAX);
+	CHECK_EQ(buf[at], WIRE_DIGEST_MAX);
 	CHECK_EQ(wire_decode(buf, (size_t)len, &d), 0);
 	/* 33 with 33 bytes present: still refused */
-	buf[len - WIRE_DIGEST_MAX - 1] = WIRE_DIGEST_MAX + 1;
+	buf[at] = WIRE_DIGEST_MAX + 1;
 	buf[len] = 0;
 	put_be32(buf + 4, (uint32_t)len + 1);
 	CHECK_EQ(wire_decode(buf, (size_t)len + 1, &d), -EPROTO);
-	buf[len - WIRE_DIGEST_MAX - 1] = 0xff;
+	buf[at] = 0xff;
 	CHECK_EQ(wire_decode(buf, (size_t)len + 1, &d), -EPROTO);
 
 	memset(&m, 0, sizeof(m));
 	m.type = WIRE_FILE_RESULT;
 	m.u.result.digest_len = 0;
 	len = wire_encode(&m, buf, sizeof(buf));
-	/* result: file_id, status, then digest_len */
-	CHECK_EQ(buf[WIRE_CTRL_HDR + 8], 0);
-	buf[WIRE_CTRL_HDR + 8] = WIRE_DIGEST_MAX + 1;
+	/* result: file_id, status, flags, sent, then digest_len */
+	CHECK_EQ(buf[WIRE_CTRL_HDR + 20], 0);
+	buf[WIRE_CTRL_HDR + 20] = WIRE_DIGEST_MAX + 1;
 	CHECK_EQ(wire_decode(buf, (size_t)len, &d), -EPROTO);
 }
 
 /*
  * HELLO as documented: header type u8, 0 u8, 0 u16, total u32, ctrl_ack
- * u32, slot_ack u32; body role u16, csum u8, flags u8, features u32,
- * chunk_size u32, nonce[32], path as u16 length + bytes. Big-endian.
+ * u32, slot_ack u32; body role u16, csum u8, level u8, flags u32,
+ * features u32, chunk_size u32, nonce[32], npaths u16, paths_len u16 and
+ * the paths, each NUL-terminated. Big-endian.
  */
 static void test_golden_hello(void)
 {
 	static const char want_hex[] =
-		"01000000" "00000041" "01020304" "0a0b0c0d" /* header */
-		"0001" "02" "03" "00000000" "00100000"	     /* role..chunk */
-		"000102030405060708090a0b0c0d0e0f"	     /* nonce */
+		"01000000"
+		"00000048"
+		"01020304"
+		"0a0b0c0d" /* header */
+		"0001"
+		"02"
+		"00"
+		"00000003"
+		"00000000"			   /* role..features */
+		"00100000"			   /* chunk_size */
+		"000102030405060708090a0b0c0d0e0f" /* nonce */
 		"101112131415161718191a1b1c1d1e1f"
-		"0003" "642f78";			     /* "d/x" */
-	uint8_t want[65];
+		"0001"
+		"0004"
+		"642f7800"; /* "d/x" */
+	uint8_t want[72];
 	struct wire_msg m, d;
 	int len;
 
@@ -361,7 +398,7 @@ static void test_golden_hello(void)
 	m.u.hello.chunk_size = 1u << 20;
 	for (unsigned int i = 0; i < WIRE_NONCE_LEN; i++)
 		m.u.hello.nonce[i] = (uint8_t)i;
-	strcpy(m.u.hello.path, "d/x");
+	CHECK_EQ(wire_hello_add_path(&m.u.hello, "d/x"), 0);
 	len = wire_encode(&m, buf, sizeof(buf));
 	CHECK_EQ(len, sizeof(want));
 	if (len == (int)sizeof(want) && memcmp(buf, want, sizeof(want))) {
@@ -377,18 +414,25 @@ static void test_golden_hello(void)
  * crc u32, flags u16, reserved u16, raw_len u32, reserved[8], tag[16], and
  * the CRC32 (IEEE, as zlib) of those 60 bytes. Big-endian.
  */
-static const char golden_slot_hex[] =
-	"0102030405060708" "11121314" "00001000" "2122232425262728"
-	"deadbeef" "0000" "0000" "00001000" "0000000000000000"
-	"a0a1a2a3a4a5a6a7a8a9aaabacadaeaf" "291220bf";
+static const char golden_slot_hex[] = "0102030405060708"
+				      "11121314"
+				      "00001000"
+				      "2122232425262728"
+				      "deadbeef"
+				      "0000"
+				      "0000"
+				      "00001000"
+				      "0000000000000000"
+				      "a0a1a2a3a4a5a6a7a8a9aaabacadaeaf"
+				      "291220bf";
 
 static bool slot_eq(const struct wire_slot_hdr *a,
 		    const struct wire_slot_hdr *b)
 {
 	return a->seq == b->seq && a->file_id == b->file_id &&
-	       a->len == b->len && a->offset == b->offset &&
-	       a->crc == b->crc && a->flags == b->flags &&
-	       a->raw_len == b->raw_len && !memcmp(a->tag, b->tag, 16);
+	       a->len == b->len && a->offset == b->offset && a->crc == b->crc &&
+	       a->flags == b->flags && a->raw_len == b->raw_len &&
+	       !memcmp(a->tag, b->tag, 16);
 }
 
 static void golden_slot(struct wire_slot_hdr *h)
@@ -461,8 +505,8 @@ static void test_slot_bitflip(void)
 
 static void test_imm(void)
 {
-	const uint64_t seqs[] = { 0, 1, 0xfffe, 0xffff, 0x10000, 0x12345678,
-				  UINT64_MAX };
+	const uint64_t seqs[] = { 0,	   1,	       0xfffe,	  0xffff,
+				  0x10000, 0x12345678, UINT64_MAX };
 	const unsigned int slots[] = { 0, 1, 63, 0xffff };
 
 	for (size_t i = 0; i < sizeof(seqs) / sizeof(seqs[0]); i++) {

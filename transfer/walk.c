@@ -1,0 +1,341 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * The source's list of entries (walk.h). Directories are read through
+ * file descriptors opened without following symlinks, so a tree that
+ * changes under the walk cannot lead it outside itself; on a receiver
+ * serving a pull every open goes through path_open_beneath().
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "transfer/walk.h"
+#include "transfer/wire.h"
+#include "util/log.h"
+#include "util/path.h"
+
+#define WALK_MAX_DEPTH 256
+
+static struct walk_entry *add(struct walk *w, const char *local,
+			      const char *wire)
+{
+	struct walk_entry *e;
+
+	if (w->n == w->cap) {
+		size_t cap = w->cap ? 2 * w->cap : 64;
+		struct walk_entry *v = realloc(w->v, cap * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		w->v = v;
+		w->cap = cap;
+	}
+	e = &w->v[w->n];
+	memset(e, 0, sizeof(*e));
+	e->local = strdup(local);
+	e->wire = strdup(wire);
+	if (!e->local || !e->wire) {
+		free(e->local);
+		free(e->wire);
+		return NULL;
+	}
+	w->n++;
+	return e;
+}
+
+static int entry_fail(struct walk_entry *e, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int entry_fail(struct walk_entry *e, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (vasprintf(&e->errmsg, fmt, ap) < 0)
+		e->errmsg = NULL;
+	va_end(ap);
+	e->err = err;
+	return e->errmsg ? 0 : -ENOMEM;
+}
+
+static int open_path(const struct walk *w, const char *path, int flags)
+{
+	int fd;
+
+	if (w->rootfd >= 0)
+		return path_open_beneath(w->rootfd, path, flags, 0);
+	fd = open(path, flags | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+int walk_open(const struct walk *w, const struct walk_entry *e)
+{
+	return open_path(w, e->local, O_RDONLY | O_NOCTTY | O_NOFOLLOW);
+}
+
+/* Fills kind (and link) from st; 0, or 1 for an entry to leave out. */
+static int classify(struct walk_entry *e, int dirfd, const char *name)
+{
+	char buf[PATH_MAX];
+	ssize_t n;
+
+	if (S_ISREG(e->st.st_mode)) {
+		e->kind = WIRE_KIND_FILE;
+	} else if (S_ISDIR(e->st.st_mode)) {
+		e->kind = WIRE_KIND_DIR;
+	} else if (S_ISLNK(e->st.st_mode)) {
+		e->kind = WIRE_KIND_SYMLINK;
+		n = readlinkat(dirfd, name, buf, sizeof(buf) - 1);
+		if (n < 0)
+			return entry_fail(e, -errno,
+					  "cannot read link '%s': %s", e->local,
+					  strerror(errno));
+		buf[n] = '\0';
+		e->link = strdup(buf);
+		if (!e->link)
+			return -ENOMEM;
+	} else {
+		log_warn("skipping '%s': not a regular file, directory or "
+			 "symlink",
+			 e->local);
+		return 1;
+	}
+	return 0;
+}
+
+static int cmp_names(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Reads the names in directory fd (consumed), sorted. */
+static int read_names(int fd, char ***out, size_t *count)
+{
+	DIR *d = fdopendir(fd);
+	char **v = NULL;
+	size_t n = 0, cap = 0;
+	struct dirent *de;
+	int rc = 0;
+
+	if (!d) {
+		rc = -errno;
+		close(fd);
+		return rc;
+	}
+	for (errno = 0; (de = readdir(d)); errno = 0) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (n == cap) {
+			char **nv = realloc(v, (cap = cap ? 2 * cap : 32) *
+						       sizeof(*v));
+
+			if (!nv) {
+				rc = -ENOMEM;
+				break;
+			}
+			v = nv;
+		}
+		v[n] = strdup(de->d_name);
+		if (!v[n]) {
+			rc = -ENOMEM;
+			break;
+		}
+		n++;
+	}
+	if (!rc && errno)
+		rc = -errno;
+	closedir(d);
+	if (rc) {
+		while (n)
+			free(v[--n]);
+		free(v);
+		return rc;
+	}
+	qsort(v, n, sizeof(*v), cmp_names);
+	*out = v;
+	*count = n;
+	return 0;
+}
+
+static int walk_dir(struct walk *w, size_t dir_idx, int depth);
+
+/* Adds name found in the directory entry w->v[dir_idx] (open as dirfd). */
+static int walk_child(struct walk *w, size_t dir_idx, int dirfd,
+		      const char *name, int depth)
+{
+	char local[PATH_MAX + 1], wire[PATH_MAX + 1];
+	struct walk_entry *e;
+	int rc;
+
+	if (path_join(local, sizeof(local), w->v[dir_idx].local, name) ||
+	    path_join(wire, sizeof(wire), w->v[dir_idx].wire, name) ||
+	    strlen(wire) > PATH_PEER_MAX) {
+		log_warn("skipping '%s/%s': path too long", w->v[dir_idx].local,
+			 name);
+		return 0;
+	}
+	e = add(w, local, wire);
+	if (!e)
+		return -ENOMEM;
+	if (fstatat(dirfd, name, &e->st, AT_SYMLINK_NOFOLLOW) < 0)
+		return entry_fail(e, -errno, "cannot stat '%s': %s", local,
+				  strerror(errno));
+	rc = classify(e, dirfd, name);
+	if (rc == 1) {
+		free(e->local);
+		free(e->wire);
+		w->n--;
+		return 0;
+	}
+	if (rc || e->err)
+		return rc;
+	if (e->kind == WIRE_KIND_FILE)
+		w->bytes += (uint64_t)e->st.st_size;
+	if (e->kind == WIRE_KIND_DIR)
+		return walk_dir(w, w->n - 1, depth + 1);
+	return 0;
+}
+
+static int walk_dir(struct walk *w, size_t dir_idx, int depth)
+{
+	char **names = NULL;
+	size_t n = 0;
+	int fd, dfd, rc;
+
+	if (depth > WALK_MAX_DEPTH)
+		return entry_fail(&w->v[dir_idx], -ELOOP,
+				  "'%s': deeper than %d levels: not copied",
+				  w->v[dir_idx].local, WALK_MAX_DEPTH);
+	fd = open_path(w, w->v[dir_idx].local,
+		       O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+	if (fd < 0)
+		return entry_fail(&w->v[dir_idx], fd,
+				  "cannot open directory '%s': %s",
+				  w->v[dir_idx].local, strerror(-fd));
+	dfd = dup(fd);
+	if (dfd < 0) {
+		rc = -errno;
+		close(fd);
+		return rc;
+	}
+	rc = read_names(fd, &names, &n);
+	if (rc == -ENOMEM) {
+		close(dfd);
+		return rc;
+	}
+	if (rc) {
+		close(dfd);
+		return entry_fail(&w->v[dir_idx], rc,
+				  "cannot read directory '%s': %s",
+				  w->v[dir_idx].local, strerror(-rc));
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (!rc)
+			rc = walk_child(w, dir_idx, dfd, names[i], depth);
+		free(names[i]);
+	}
+	free(names);
+	close(dfd);
+	return rc;
+}
+
+/* The name a top-level SRC gets on the wire: its last component. */
+static int top_name(const char *src, char *out, size_t outsz)
+{
+	char buf[PATH_MAX + 1];
+	size_t len = strlen(src);
+	const char *base;
+
+	if (len >= sizeof(buf))
+		return -ENAMETOOLONG;
+	memcpy(buf, src, len + 1);
+	while (len > 1 && buf[len - 1] == '/')
+		buf[--len] = '\0';
+	base = path_basename(buf);
+	if (!*base || !strcmp(base, ".") || !strcmp(base, "..") ||
+	    !strcmp(buf, "/")) {
+		char real[PATH_MAX];
+
+		if (!realpath(src, real))
+			return -errno;
+		base = path_basename(real);
+		if (!*base)
+			return -EINVAL;
+		snprintf(out, outsz, "%s", base);
+		return 0;
+	}
+	snprintf(out, outsz, "%s", base);
+	return 0;
+}
+
+static int walk_top(struct walk *w, const char *src)
+{
+	char name[PATH_NAME_MAX + 1];
+	struct walk_entry *e;
+	int rc, fd;
+
+	rc = top_name(src, name, sizeof(name));
+	e = add(w, src, rc ? "?" : name);
+	if (!e)
+		return -ENOMEM;
+	if (rc)
+		return entry_fail(e, rc, "cannot name '%s': %s", src,
+				  strerror(-rc));
+	/* A SRC named on the command line is followed, as cp and scp do. */
+	fd = open_path(w, src, O_PATH);
+	if (fd < 0)
+		return entry_fail(e, fd, "cannot open '%s': %s", src,
+				  strerror(-fd));
+	rc = fstat(fd, &e->st) < 0 ? -errno : 0;
+	close(fd);
+	if (rc)
+		return entry_fail(e, rc, "cannot stat '%s': %s", src,
+				  strerror(-rc));
+	if (S_ISREG(e->st.st_mode)) {
+		e->kind = WIRE_KIND_FILE;
+		w->bytes += (uint64_t)e->st.st_size;
+		return 0;
+	}
+	if (!S_ISDIR(e->st.st_mode))
+		return entry_fail(e, -EINVAL,
+				  "cannot send '%s': not a regular "
+				  "file",
+				  src);
+	if (!w->recursive)
+		return entry_fail(e, -EISDIR,
+				  "cannot send '%s': it is a directory (use "
+				  "-r)",
+				  src);
+	e->kind = WIRE_KIND_DIR;
+	return walk_dir(w, w->n - 1, 0);
+}
+
+int walk_sources(struct walk *w, const char *const *srcs, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		int rc = walk_top(w, srcs[i]);
+
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+void walk_free(struct walk *w)
+{
+	for (size_t i = 0; i < w->n; i++) {
+		free(w->v[i].local);
+		free(w->v[i].wire);
+		free(w->v[i].link);
+		free(w->v[i].errmsg);
+	}
+	free(w->v);
+	w->v = NULL;
+	w->n = w->cap = 0;
+}
