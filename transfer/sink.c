@@ -428,14 +428,23 @@ static bool find_candidate(struct sink *k, struct snk_file *f)
 	return false;
 }
 
-static int send_have_skip(struct sink *k, struct snk_file *f)
+static int send_result(struct sink *k, struct snk_file *f,
+		       const uint8_t *digest, unsigned int dlen);
+
+/*
+ * The source is told to send nothing of f, then f's result follows: kept
+ * as it was (skipped), or failed before any data (f->err). Frees f.
+ */
+static int skip_file(struct sink *k, struct snk_file *f)
 {
 	struct wire_msg m = { .type = WIRE_HAVE };
 
 	m.u.have.file_id = f->id;
 	m.u.have.flags = WIRE_HAVE_SKIP | WIRE_HAVE_LAST;
 	m.u.have.status = f->err;
-	return engine_send(k->e, &m);
+	if (engine_send(k->e, &m))
+		return -1;
+	return send_result(k, f, NULL, 0);
 }
 
 /* The CRCs of chunks [0, have_n), in as many HAVEs as it takes. */
@@ -476,9 +485,6 @@ static int start_work(struct sink *k, struct snk_file *f,
 	return 0;
 }
 
-static int send_result(struct sink *k, struct snk_file *f,
-		       const uint8_t *digest, unsigned int dlen);
-
 static int open_file(struct sink *k, struct snk_file *f,
 		     const struct wire_file *wf)
 {
@@ -486,15 +492,13 @@ static int open_file(struct sink *k, struct snk_file *f,
 
 	if (!f->err && ask && keep_existing(k, f)) {
 		f->skipped = true;
-		if (send_have_skip(k, f))
-			return -1;
-		return send_result(k, f, NULL, 0);
+		return skip_file(k, f);
 	}
 	if (f->err)
-		return ask ? send_have_skip(k, f) : 0;
+		return ask ? skip_file(k, f) : 0;
 	if (find_candidate(k, f)) {
 		if (open_tmp(k, f, !f->cand_final))
-			return send_have_skip(k, f);
+			return skip_file(k, f);
 		f->scanning = true;
 		return start_work(k, f, scan);
 	}
@@ -508,7 +512,7 @@ static int open_file(struct sink *k, struct snk_file *f,
 	if (!ask)
 		return 0;
 	if (f->err)
-		return send_have_skip(k, f);
+		return skip_file(k, f);
 	return send_have(k, f); /* nothing here: send it all */
 }
 
@@ -632,7 +636,7 @@ static int scanned(struct sink *k, struct snk_fin *w)
 			 "checking them against the source",
 			 f->shown, (unsigned long long)f->have_n,
 			 (unsigned long long)f->nslots);
-	return f->err ? send_have_skip(k, f) : send_have(k, f);
+	return f->err ? skip_file(k, f) : send_have(k, f);
 }
 
 /* ---- chunks ---- */
@@ -986,7 +990,9 @@ static int send_result(struct sink *k, struct snk_file *f,
 	if (f->err) {
 		snprintf(m.u.result.msg, sizeof(m.u.result.msg), "%s",
 			 f->errmsg);
-		if (!f->err_remote || !k->p->server)
+		if (!k->p->server)
+			log_err("%s", f->errmsg);
+		else if (!f->err_remote)
 			log_warn("%s", f->errmsg);
 		if (!k->st->files_failed++)
 			k->st->first_fail =

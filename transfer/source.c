@@ -668,8 +668,12 @@ static int post(struct source *s)
 		case IT_END:
 			if (it->f->asking && !it->f->have_done)
 				return n;
-			if (!it->f->skip && send_end(s, it->f))
+			if (it->f->skip) {
+				close(it->f->fd); /* the sink said no */
+				it->f->fd = -1;
+			} else if (send_end(s, it->f)) {
 				return -1;
+			}
 			break;
 		case IT_DONE: {
 			struct wire_msg m = { .type = WIRE_DONE };
