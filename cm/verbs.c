@@ -817,6 +817,38 @@ static int pinned_addr(const struct cm_addr *addr, int family,
 	return rc;
 }
 
+/*
+ * -v: which port, GID and MTU the connection uses, the facts to compare
+ * with rdcp --check when a host has several devices.
+ */
+static void log_path(struct vconn *v, const char *what)
+{
+	struct ibv_port_attr pa;
+	union ibv_gid sgid, g;
+	char gs[INET6_ADDRSTRLEN] = "?";
+	int idx = -1;
+
+	if (!log_enabled(LOG_INFO))
+		return;
+	if (!v->id->route.path_rec ||
+	    ibv_query_port(v->id->verbs, v->id->port_num, &pa)) {
+		log_info("%s %s through %s", what, v->base.peer, v->base.dev);
+		return;
+	}
+	sgid = v->id->route.path_rec->sgid;
+	for (int i = 0; i < pa.gid_tbl_len && idx < 0; i++)
+		if (!ibv_query_gid(v->id->verbs, v->id->port_num, i, &g) &&
+		    !memcmp(&g, &sgid, sizeof(g)))
+			idx = i;
+	inet_ntop(AF_INET6, sgid.raw, gs, sizeof(gs));
+	log_info("%s %s through %s port %u, GID %d (%s), active MTU %d, "
+		 "link %s",
+		 what, v->base.peer, v->base.dev, v->id->port_num, idx, gs,
+		 128 << pa.active_mtu,
+		 pa.link_layer == IBV_LINK_LAYER_ETHERNET ? "Ethernet (RoCE)"
+							  : "InfiniBand");
+}
+
 /* ---- active side ---- */
 
 static int expect(struct vconn *v, enum rdma_cm_event_type want, int timeout_ms,
@@ -1027,7 +1059,7 @@ int cm_rdma_connect(const struct cm_addr *addr, const struct cm_geom *want,
 	if (rc)
 		goto out_free;
 	v->established = true;
-	log_info("connected to %s through %s", v->base.peer, v->base.dev);
+	log_path(v, "connected to");
 	freeaddrinfo(ai);
 	*out = &v->base;
 	return 0;
@@ -1297,7 +1329,7 @@ int cm_rdma_accept(struct cm_request *req, const struct cm_limits *lim,
 	if (rc)
 		goto out_free;
 	v->established = true;
-	log_info("accepted %s on %s", v->base.peer, v->base.dev);
+	log_path(v, "accepted");
 	*out = &v->base;
 	return 0;
 
