@@ -330,6 +330,8 @@ static bool keep_existing(struct sink *k, struct snk_file *f)
 
 static void make_symlink(struct sink *k, struct snk_file *f, const char *to)
 {
+	struct timespec ts[2] = { f->times[0], f->times[1] };
+
 	unlinkat(f->dirfd, f->tmp, 0);
 	if (symlinkat(to, f->dirfd, f->tmp) < 0) {
 		file_fail(f, -errno, "cannot create symlink '%s': %s", f->shown,
@@ -337,7 +339,7 @@ static void make_symlink(struct sink *k, struct snk_file *f, const char *to)
 		return;
 	}
 	if ((k->p->flags & WIRE_HELLO_PRESERVE) &&
-	    utimensat(f->dirfd, f->tmp, f->times, AT_SYMLINK_NOFOLLOW) < 0)
+	    utimensat(f->dirfd, f->tmp, ts, AT_SYMLINK_NOFOLLOW) < 0)
 		file_fail(f, -errno, "cannot set times of '%s': %s", f->shown,
 			  strerror(errno));
 	if (!f->err && renameat(f->dirfd, f->tmp, f->dirfd, f->name) < 0)
