@@ -643,33 +643,18 @@ static int scanned(struct sink *k, struct snk_fin *w)
 
 /* ---- chunks ---- */
 
-/* The authenticated fields of a sealed chunk besides its payload. */
-static size_t chunk_aad(uint8_t aad[24], const struct wire_slot_hdr *h)
-{
-	uint32_t id = htobe32(h->file_id), raw = htobe32(h->raw_len);
-	uint64_t off = htobe64(h->offset);
-	uint16_t fl = htobe16(h->flags), zero = 0;
-
-	memcpy(aad, &id, 4);
-	memcpy(aad + 4, &off, 8);
-	memcpy(aad + 12, &raw, 4);
-	memcpy(aad + 16, &fl, 2);
-	memcpy(aad + 18, &zero, 2);
-	memset(aad + 20, 0, 4);
-	return 24;
-}
-
 static void write_chunk(struct workq_item *item)
 {
 	struct snk_job *j = (struct snk_job *)item;
 	struct sink *k = j->k;
 	uint8_t *data = cm_slot(k->e->c, j->slot) + WIRE_SLOT_HDR;
 	const uint8_t *raw = data;
-	uint8_t aad[24];
+	uint8_t aad[WIRE_AAD_LEN];
 	uint32_t crc = 0;
 
 	if (j->h.flags & WIRE_SLOT_ENCRYPTED) {
-		chunk_aad(aad, &j->h);
+		wire_chunk_aad(aad, j->h.file_id, j->h.offset, j->h.raw_len,
+			       j->h.flags);
 		j->status = aead_open(j->aead, j->h.file_id, j->index, aad,
 				      sizeof(aad), data, j->h.len, j->h.tag);
 		if (j->status)

@@ -316,23 +316,6 @@ static bool all_zero(const uint8_t *p, size_t len)
 	return !memcmp(p, zero, len);
 }
 
-/* The authenticated fields of an encrypted chunk besides its payload. */
-static size_t chunk_aad(uint8_t aad[24], uint32_t file_id, uint64_t offset,
-			uint32_t raw_len, uint16_t flags)
-{
-	uint32_t id = htobe32(file_id), raw = htobe32(raw_len);
-	uint64_t off = htobe64(offset);
-	uint16_t fl = htobe16(flags), zero = 0;
-
-	memcpy(aad, &id, 4);
-	memcpy(aad + 4, &off, 8);
-	memcpy(aad + 12, &raw, 4);
-	memcpy(aad + 16, &fl, 2);
-	memcpy(aad + 18, &zero, 2);
-	memset(aad + 20, 0, 4);
-	return 24;
-}
-
 /* Worker: read, checksum, maybe compress, maybe seal. */
 static void read_chunk(struct workq_item *item)
 {
@@ -341,7 +324,7 @@ static void read_chunk(struct workq_item *item)
 	const struct session_params *p = &s->cfg->p;
 	uint8_t *data = cm_stage(s->e->c, j->idx) + WIRE_SLOT_HDR;
 	uint8_t *raw = j->scratch ? j->scratch : data;
-	uint8_t aad[24];
+	uint8_t aad[WIRE_AAD_LEN];
 	long n;
 
 	j->flags = 0;
@@ -377,7 +360,7 @@ static void read_chunk(struct workq_item *item)
 	}
 	if (j->aead) {
 		j->flags |= WIRE_SLOT_ENCRYPTED;
-		chunk_aad(aad, j->f->wire_id, j->offset, j->len, j->flags);
+		wire_chunk_aad(aad, j->f->wire_id, j->offset, j->len, j->flags);
 		j->status =
 			aead_seal(j->aead, j->f->wire_id, j->offset / s->chunk,
 				  aad, sizeof(aad), data, j->wire_len, j->tag);

@@ -176,6 +176,19 @@ int wire_slot_decode(const uint8_t *p, struct wire_slot_hdr *h)
 	return 0;
 }
 
+void wire_chunk_aad(uint8_t aad[WIRE_AAD_LEN], uint32_t file_id,
+		    uint64_t offset, uint32_t raw_len, uint16_t flags)
+{
+	struct put w = { .p = aad, .cap = WIRE_AAD_LEN };
+	static const uint8_t zero[6];
+
+	put_u32(&w, file_id);
+	put_u64(&w, offset);
+	put_u32(&w, raw_len);
+	put_u16(&w, flags);
+	put_bytes(&w, zero, sizeof(zero));
+}
+
 /* ---- control messages ---- */
 
 static void enc_body(struct put *w, const struct wire_msg *m)

@@ -49,6 +49,17 @@ void wire_slot_encode(uint8_t *p, const struct wire_slot_hdr *h);
 int wire_slot_decode(const uint8_t *p, struct wire_slot_hdr *h)
 	__attribute__((warn_unused_result));
 
+#define WIRE_AAD_LEN 24u
+
+/*
+ * The additional authenticated data of a sealed chunk (AES-256-GCM): the
+ * header fields that say what the payload is, so a chunk cannot be moved
+ * to another file or offset: file_id u32, offset u64, raw_len u32, flags
+ * u16 and 6 zero bytes, big-endian.
+ */
+void wire_chunk_aad(uint8_t aad[WIRE_AAD_LEN], uint32_t file_id,
+		    uint64_t offset, uint32_t raw_len, uint16_t flags);
+
 /* Immediate: the low 16 bits of seq above the slot index. */
 static inline uint32_t wire_imm(uint64_t seq, unsigned int slot)
 {

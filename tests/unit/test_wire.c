@@ -520,10 +520,28 @@ static void test_imm(void)
 	CHECK_EQ(wire_imm(0x12345, 7), 0x23450007u);
 }
 
+/* The AAD of a sealed chunk, as README.md documents it. */
+static void test_chunk_aad(void)
+{
+	static const uint8_t want[WIRE_AAD_LEN] = {
+		0x01, 0x02, 0x03, 0x04,				/* file_id */
+		0x00, 0x00, 0x00, 0x05, 0x00, 0x10, 0x00, 0x00, /* offset */
+		0x00, 0x10, 0x00, 0x00,				/* raw_len */
+		0x00, 0x06,					/* flags */
+		0,    0,    0,    0,    0,	  0,
+	};
+	uint8_t aad[WIRE_AAD_LEN];
+
+	wire_chunk_aad(aad, 0x01020304u, 0x500100000ull, 1u << 20,
+		       WIRE_SLOT_COMPRESSED | WIRE_SLOT_ENCRYPTED);
+	CHECK(memcmp(aad, want, sizeof(want)) == 0);
+}
+
 TAP_RUN(TAP_TEST(test_roundtrip_every_type), TAP_TEST(test_encode_limits),
 	TAP_TEST(test_decode_truncated),
 	TAP_TEST(test_decode_trailing_and_length),
 	TAP_TEST(test_decode_unknown_type), TAP_TEST(test_decode_strings),
 	TAP_TEST(test_decode_digest_len), TAP_TEST(test_golden_hello),
 	TAP_TEST(test_golden_slot_header), TAP_TEST(test_slot_roundtrip),
-	TAP_TEST(test_slot_bitflip), TAP_TEST(test_imm))
+	TAP_TEST(test_slot_bitflip), TAP_TEST(test_imm),
+	TAP_TEST(test_chunk_aad))
