@@ -11,10 +11,12 @@
 #   txhost   a's whole host dies mid-transfer (b asks for the kill): b's
 #            receiver (--timeout 10) must exit non-zero within 30 s and leave
 #            no file under the final name (nor a temporary).
-#   linkcut  b takes eth0 down mid-transfer for 30 s: both sides must give
-#            up within 30 s, no file placed; after the link is back (and
+#   linkcut  b takes eth0 down mid-transfer (a sends with --resume) for
+#            30 s: both sides must give up within 30 s, no file placed, the
+#            partial temporary kept for --resume; after the link is back (and
 #            rxe0 re-created on b, see the rxe bug noted there) a new copy
-#            must work.
+#            must work and `--resume` must finish the cut file byte-identical
+#            while sending less than all of it.
 # The surviving guest(s) print TAP lines ("ok N - ...", "not ok N - ..."
 # with "# " diagnostics, the plan last) and exit 0 only if all passed.  A
 # pre-shared key, if the build needs one, is expected at /etc/rdcp/key.
@@ -155,6 +157,10 @@ mk64() {
 mknew() {
 	seq 1 400000 >"$1"
 }
+# ~77 MB, the same in both guests: the file the link cut interrupts.
+mkcut() {
+	seq 1 9000000 >"$1"
+}
 
 echo "# role $ROLE, scenario $SCEN, peer $PEER"
 case "$ROLE:$SCEN" in
@@ -240,12 +246,12 @@ b:txhost)
 	;;
 # ---------------------------------------------------------------- linkcut
 a:linkcut)
-	mk64
+	mkcut "$W/k64"
 	mknew "$W/new"
 	t_begin "link cut: sender exits 11 within 30 s, says so"
 	wait_peer 60 || t_fail "peer never answered ping"
 	if [ -z "$T_WHY" ] && start_tx "$W/tx.log" --port $PORT --window 2 --chunk-size 64K \
-		"$W/k64" "$PEER:k64"; then
+		--resume "$W/k64" "$PEER:k64"; then
 		# b cuts the link ~2 s into the transfer: note when pings
 		# stop being answered (within ~1 s of the cut).
 		(
@@ -288,10 +294,26 @@ a:linkcut)
 	fi
 	t_log "$W/tx2.log"
 	t_end
+	t_begin "--resume after the cut: completes, sends less than the whole file"
+	if TX_TRIES=6 start_tx "$W/tx3.log" --port $((PORT + 2)) --window 32 --chunk-size 64K \
+		--resume --json "$W/k64" "$PEER:k64"; then
+		wait_pid "$TX" 120
+		[ "$WRC" = 0 ] || t_fail "sender exit $WRC, want 0"
+		_sent=$(grep '"event":"file_done"' "$W/tx3.log" | sed -n 's/.*"sent":\([0-9]*\).*/\1/p')
+		_size=$(stat -c %s "$W/k64")
+		echo "# resumed: sent ${_sent:-?} of $_size bytes"
+		[ -n "$_sent" ] && [ "$_sent" -lt "$_size" ] || t_fail "resume sent ${_sent:-?} of $_size bytes"
+	else
+		t_fail "sender did not connect"
+		kill -9 "$TX" 2>/dev/null
+	fi
+	t_log "$W/tx3.log"
+	t_end
 	finish
 	;;
 b:linkcut)
 	mknew "$W/new"
+	mkcut "$W/k64.want"
 	t_begin "link cut: receiver exits non-zero within 30 s, no file"
 	if start_rx "$W/rx.log" --root "$W/rx" --once --port $PORT --timeout 10; then
 		if wait_partfile k64 "$RX"; then
@@ -307,8 +329,8 @@ b:linkcut)
 			grep -Eiq "$LOST_RE" "$W/rx.log" || t_fail "receiver did not say the peer went away"
 			echo "# receiver gave up ${WT}s after the cut (exit $WRC): $(grep -Ei "$LOST_RE" "$W/rx.log" | head -n1)"
 			[ ! -e "$W/rx/k64" ] || t_fail "k64 placed under its final name"
-			_t=$(find "$W/rx" -name '.*.rdcp-part')
-			[ -z "$_t" ] || t_fail "temporary left: $_t"
+			# The sender said --resume: the partial file stays.
+			[ -f "$W/rx/.k64.rdcp-part" ] || t_fail "temporary not kept for --resume"
 			# Keep the link down long enough for the sender's bound.
 			while [ $(($(now) - CUT)) -lt $((LINK_DOWN_S * 100)) ]; do sleep 1; done
 		else
@@ -340,6 +362,22 @@ b:linkcut)
 		t_fail "receiver did not start listening"
 	fi
 	t_log "$W/rx2.log"
+	t_end
+	t_begin "--resume after the cut: k64 arrives byte-identical"
+	if start_rx "$W/rx3.log" --root "$W/rx" --once --port $((PORT + 2)); then
+		wait_pid "$RX" 180
+		[ "$WRC" = 0 ] || t_fail "receiver exit $WRC, want 0"
+		if [ ! -f "$W/rx/k64" ]; then
+			t_fail "k64 missing after --resume"
+		else
+			cmp "$W/k64.want" "$W/rx/k64" >/dev/null 2>&1 || t_fail "k64 differs after --resume"
+		fi
+		[ ! -e "$W/rx/.k64.rdcp-part" ] || t_fail "temporary left after the resumed copy"
+		grep -q 'resuming' "$W/rx3.log" || t_fail "receiver did not say it resumed"
+	else
+		t_fail "receiver did not start listening"
+	fi
+	t_log "$W/rx3.log"
 	t_end
 	finish
 	;;

@@ -142,7 +142,7 @@ for sc in "$@"; do
 	txhost)
 		run_guest pair-txhost b --pair --timeout 120 "${common[@]}" "$HERE/rdma_pair.sh" txhost ;;
 	linkcut)
-		run_guest pair-linkcut "a b" --pair --timeout 200 "${common[@]}" "$HERE/rdma_pair.sh" linkcut ;;
+		run_guest pair-linkcut "a b" --pair --timeout 320 "${common[@]}" "$HERE/rdma_pair.sh" linkcut ;;
 	*)
 		notok "unknown scenario $sc (single rxhost txhost linkcut)" ;;
 	esac
