@@ -756,8 +756,8 @@ static enum xfer_fail serve_conn(struct server *srv, struct cm_conn *c)
 			srcs[i] = wire_hello_path(h, i);
 		rc = check_sources(h, why, sizeof(why));
 		if (rc)
-			engine_fail(&e, XFER_FAIL_USAGE, rc, "%s: %s", c->peer,
-				    why);
+			engine_fail(&e, XFER_FAIL_LOCAL_IO, rc, "%s: %s",
+				    c->peer, why);
 		else if (!rings(&e, false))
 			source_run(&e, &cfg, &st);
 	}

@@ -751,7 +751,7 @@ static int snk_on_data(struct engine *e, const struct cm_event *ev)
 				   (unsigned long long)h.offset, h.raw_len);
 	f->got[idx] = 1;
 	f->received++;
-	f->sent += h.raw_len;
+	f->sent += h.len; /* what crossed the link, compressed or not */
 	progress(k, f, h.raw_len);
 	if (f->err || f->fd < 0) {
 		/* Drain without writing; the result is already known. */
@@ -772,10 +772,58 @@ static int snk_on_data(struct engine *e, const struct cm_event *ev)
 
 /* ---- FILE_END and placement ---- */
 
-/* Whether chunk i is part of the file's digest, and from which side. */
+/*
+ * Whether chunk i is part of the file's digest. Without --resume only the
+ * chunks that came are (the source leaves holes out too); with it every
+ * chunk is: one that came, one already here (matched), or one the source
+ * did not send because it is all zero and this side had nothing there.
+ */
 static bool counted(const struct sink *k, const struct snk_file *f, uint64_t i)
 {
-	return f->got[i] || (resuming(k) && i < f->have_n);
+	return f->got[i] || resuming(k);
+}
+
+/* --resume: the digests of the all-zero chunks beyond what was here. */
+static int zero_chunks(struct snk_fin *fin)
+{
+	struct snk_file *f = fin->f;
+	const struct sink *k = fin->k;
+	uint8_t *zero = NULL;
+	uint32_t crc = 0;
+	uint8_t sha[CK_SHA256_LEN];
+	int rc = 0;
+
+	for (uint64_t i = f->have_n; !rc && i < f->nslots; i++) {
+		uint64_t len = f->size - i * k->chunk;
+
+		if (f->got[i])
+			continue;
+		if (len > k->chunk)
+			len = k->chunk;
+		if (!zero) {
+			zero = calloc(1, k->chunk);
+			if (!zero)
+				return -ENOMEM;
+		}
+		if (len == k->chunk && crc) {
+			f->crcs[i] = crc; /* the full-chunk one, once */
+			if (f->shas)
+				memcpy(f->shas + i * CK_SHA256_LEN, sha,
+				       CK_SHA256_LEN);
+			continue;
+		}
+		f->crcs[i] = ck_crc32(0, zero, len);
+		if (f->shas)
+			rc = ck_sha256(zero, len, f->shas + i * CK_SHA256_LEN);
+		if (!rc && len == k->chunk) {
+			crc = f->crcs[i];
+			if (f->shas)
+				memcpy(sha, f->shas + i * CK_SHA256_LEN,
+				       CK_SHA256_LEN);
+		}
+	}
+	free(zero);
+	return rc;
 }
 
 static int verify_digest(struct snk_fin *fin)
@@ -785,13 +833,14 @@ static int verify_digest(struct snk_fin *fin)
 	uint32_t crc = 0;
 	int rc = 0;
 
-	for (uint64_t i = 0; resuming(k) && i < f->nslots; i++)
-		if (!counted(k, f, i)) {
-			file_fail(f, -EPROTO,
-				  "'%s': chunk %llu neither sent nor here",
-				  f->shown, (unsigned long long)i);
-			return -EPROTO;
+	if (resuming(k)) {
+		rc = zero_chunks(fin);
+		if (rc) {
+			file_fail(f, rc, "cannot hash '%s': %s", f->shown,
+				  strerror(-rc));
+			return rc;
 		}
+	}
 	if (k->p->csum == XFER_CSUM_CRC32) {
 		for (uint64_t i = 0; i < f->nslots; i++) {
 			uint64_t len = f->size - i * k->chunk;

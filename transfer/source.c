@@ -89,7 +89,7 @@ struct src_job {
 	uint32_t len;	   /* raw bytes */
 	uint32_t wire_len; /* payload bytes after compression */
 	uint16_t flags;	   /* enum wire_slot_flags */
-	bool zero;	   /* all zero and --sparse: not sent */
+	bool zero;	   /* all zero (checked with --sparse or --resume) */
 	uint32_t crc;
 	uint8_t sha[CK_SHA256_LEN];
 	uint8_t tag[AEAD_TAG_LEN];
@@ -218,6 +218,9 @@ static int send_file(struct source *s, struct src_file *f)
 	if (s->o->on_file) {
 		struct xfer_file_report r = {
 			.path = f->path,
+			.kind = f->w->kind == WIRE_KIND_DIR	  ? "dir"
+				: f->w->kind == WIRE_KIND_SYMLINK ? "symlink"
+								  : "file",
 			.bytes = m.u.file.size,
 			.algorithm = csum_name(s->cfg->p.csum),
 		};
@@ -333,11 +336,10 @@ static void read_chunk(struct workq_item *item)
 	j->status = io_pread_full(j->f->fd, raw, j->len, j->offset);
 	if (j->status)
 		return;
-	if ((p->flags & WIRE_HELLO_SPARSE) && !s->resume &&
-	    all_zero(raw, j->len)) {
-		j->zero = true;
-		return;
-	}
+	if ((p->flags & WIRE_HELLO_SPARSE) || s->resume)
+		j->zero = all_zero(raw, j->len);
+	if (j->zero && !s->resume)
+		return; /* --sparse: a hole, out of the digest like holes */
 	if (p->csum != XFER_CSUM_NONE || s->resume)
 		j->crc = ck_crc32(0, raw, j->len);
 	if (p->csum == XFER_CSUM_SHA256) {
@@ -382,7 +384,8 @@ static struct src_job *take_job(struct source *s)
  * Moves the planning cursor past chunks that lie wholly in a hole: they are
  * not sent, and the sink's file (sized up front) keeps them as holes. The
  * chunk grid stays aligned, so offsets remain multiples of the chunk size.
- * Not with --resume, where every chunk is compared with the sink's.
+ * Not with --resume, where every chunk is compared with the sink's: holes
+ * read as zeros, and a zero chunk where the sink has nothing is not sent.
  */
 static bool skip_hole(struct source *s, struct src_file *f)
 {
@@ -608,9 +611,15 @@ static int settle_chunk(struct source *s, struct src_job *j)
 			  strerror(-j->status));
 	} else if (f->skip) {
 		/* the sink needs nothing of this file */
-	} else if (j->zero) {
+	} else if (j->zero && !s->resume) {
 		progress(s, f, j->len); /* a hole now, like the source's */
-	} else if (s->resume && idx < f->have_n && f->have[idx] == j->crc) {
+	} else if (s->resume &&
+		   (idx < f->have_n ? f->have[idx] == j->crc : j->zero)) {
+		/*
+		 * The sink holds this chunk already, or it is all zero and
+		 * the sink has nothing there (a hole in its temporary): not
+		 * sent, in the digest all the same.
+		 */
 		f->matched++;
 		progress(s, f, j->len);
 		if (account(f, j))

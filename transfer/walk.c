@@ -74,9 +74,15 @@ static int open_path(const struct walk *w, const char *path, int flags)
 	return fd < 0 ? -errno : fd;
 }
 
+/* Inside a tree nothing is followed; a local SRC as named is, like cp. */
+static int nofollow(const struct walk *w, const struct walk_entry *e)
+{
+	return e->top && w->rootfd < 0 ? 0 : O_NOFOLLOW;
+}
+
 int walk_open(const struct walk *w, const struct walk_entry *e)
 {
-	return open_path(w, e->local, O_RDONLY | O_NOCTTY | O_NOFOLLOW);
+	return open_path(w, e->local, O_RDONLY | O_NOCTTY | nofollow(w, e));
 }
 
 /* Fills kind (and link) from st; 0, or 1 for an entry to leave out. */
@@ -213,7 +219,7 @@ static int walk_dir(struct walk *w, size_t dir_idx, int depth)
 				  "'%s': deeper than %d levels: not copied",
 				  w->v[dir_idx].local, WALK_MAX_DEPTH);
 	fd = open_path(w, w->v[dir_idx].local,
-		       O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+		       O_RDONLY | O_DIRECTORY | nofollow(w, &w->v[dir_idx]));
 	if (fd < 0)
 		return entry_fail(&w->v[dir_idx], fd,
 				  "cannot open directory '%s': %s",
@@ -284,6 +290,7 @@ static int walk_top(struct walk *w, const char *src)
 	e = add(w, src, rc ? "?" : name);
 	if (!e)
 		return -ENOMEM;
+	e->top = true;
 	if (rc)
 		return entry_fail(e, rc, "cannot name '%s': %s", src,
 				  strerror(-rc));

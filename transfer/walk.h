@@ -22,6 +22,7 @@ struct walk_entry {
 	char *link;  /* symlink target, NULL otherwise */
 	struct stat st;
 	uint8_t kind; /* enum wire_file_kind */
+	bool top;     /* a SRC as named: a symlink there is followed */
 	int err;      /* 0, or why this entry cannot be sent */
 	char *errmsg;
 };
