@@ -8,10 +8,12 @@
 # build as /usr/bin/rdcp-hooks.  Covers chunk/ring boundary sizes, the
 # default geometry, >4 GiB sparse files, the digests, an injected CRC
 # mismatch, DEST confinement, multi-file/partial sessions, connection
-# failure, kill -9 of either side, a multi-client receiver daemon, and
-# that rxe saw no RNR across the suite.  Prints TAP lines ("ok N - ...",
-# "not ok N - ..." with "# " diagnostics, the plan last) and exits 0 only
-# if everything passed.
+# failure, kill -9 of either side, a multi-client receiver daemon, -r -p
+# trees (compared entry by entry), pull, --resume after kill -9 of either
+# side, --no-clobber/--update, --encrypt/--compress, --sparse, --bwlimit,
+# a full receiver file system, and that rxe saw no RNR across the suite.
+# Prints TAP lines ("ok N - ...", "not ok N - ..." with "# " diagnostics,
+# the plan last) and exits 0 only if everything passed.
 
 ADDR=${RDCP_GUEST_ADDR:-10.77.0.1}
 # RDCP_E2E_HOST=1: the same scenarios on the host over TCP loopback
@@ -691,6 +693,596 @@ s_device() {
 	rm -rf rx/dev
 }
 
+# ---------------------------------------------------------------- protocol v2
+
+# jget LOG EVENT FIELD: FIELD of the first --json EVENT line in LOG
+# (numbers and plain strings only).
+jget() {
+	grep "\"event\":\"$2\"" "$1" | head -n1 |
+		sed -n "s/.*\"$3\":\"\{0,1\}\([^\",}]*\).*/\1/p"
+}
+
+# jdone LOG PATH FIELD: FIELD of the file_done event for PATH.
+jdone() {
+	grep "\"event\":\"file_done\",\"path\":\"$2\"" "$1" | head -n1 |
+		sed -n "s/.*\"$3\":\"\{0,1\}\([^\",}]*\).*/\1/p"
+}
+
+# alloc FILE: bytes allocated on disk.
+alloc() { echo $(($(stat -c '%b * %B' "$1"))); }
+
+# mktree DIR: the tree the -r tests copy: nested directories, two empty
+# ones, files of 0, chunk+1 (64 KiB chunks) and other sizes, a relative,
+# an absolute (/etc/passwd) and a dangling symlink, a file with holes, a
+# 0750 directory, a 0640 file with old times (atime != mtime), old times
+# on a symlink and on directories.  MT_ATIME = the old file's atime.
+mktree() {
+	mkdir -p "$1/a/b/c" "$1/empty" "$1/e2/inner-empty"
+	mkrand "$1/top" 3000
+	mkrand "$1/a/f640" 65537
+	mkrand "$1/a/b/c/deep" 100
+	: >"$1/zero"
+	ln -s a/f640 "$1/rel"
+	ln -s /etc/passwd "$1/abs"
+	ln -s does/not/exist "$1/a/dangling"
+	# 8 MiB: 64 KiB of data at 0 and at 5 MiB, holes elsewhere (whole
+	# chunks of holes even with 1 MiB chunks).
+	dd if=/dev/urandom of="$1/holey" bs=65536 count=1 2>/dev/null
+	dd if=/dev/urandom of="$1/holey" bs=65536 count=1 seek=80 conv=notrunc 2>/dev/null
+	truncate -s $((8 * M)) "$1/holey"
+	chmod 0640 "$1/a/f640"
+	chmod 0750 "$1/a"
+	chmod 0700 "$1/e2/inner-empty"
+	touch -d '2001-02-03 04:05:06' "$1/a/f640"
+	touch -a -d '2002-03-04 05:06:07' "$1/a/f640"
+	MT_ATIME=$(stat -c %X "$1/a/f640")
+	touch -h -d '2003-04-05 06:07:08' "$1/rel"
+	touch -d '2004-05-06 07:08:09' "$1/a/b/c" "$1/empty" "$1/e2/inner-empty"
+	touch -d '2005-06-07 08:09:10' "$1/a/b" "$1/a"
+}
+
+# tree_same A B [p]: B holds the same entries as A (names, types, file
+# contents, symlink targets); with p also the same mode and mtime.
+tree_same() {
+	if [ ! -d "$2" ]; then
+		t_fail "$2 missing"
+		return
+	fi
+	(cd "$1" && find . | sort) >"$W/tree-a"
+	(cd "$2" && find . | sort) >"$W/tree-b"
+	[ -s "$W/tree-a" ] || t_fail "$1 is empty (test setup)"
+	_only=$(grep -vxF -f "$W/tree-b" "$W/tree-a" | tr '\n' ' ')
+	[ -z "$_only" ] || t_fail "missing in $2: $_only"
+	_only=$(grep -vxF -f "$W/tree-a" "$W/tree-b" | tr '\n' ' ')
+	[ -z "$_only" ] || t_fail "extra in $2: $_only"
+	while read -r _e; do
+		_a=$1/$_e _b=$2/$_e
+		[ -e "$_b" ] || [ -L "$_b" ] || continue
+		_ta=$(stat -c %F "$_a") _tb=$(stat -c %F "$_b")
+		if [ "$_ta" != "$_tb" ]; then
+			t_fail "$_e: a $_tb, want a $_ta"
+			continue
+		fi
+		case "$_ta" in
+		symbolic*)
+			[ "$(readlink "$_a")" = "$(readlink "$_b")" ] ||
+				t_fail "$_e: link to '$(readlink "$_b")', want '$(readlink "$_a")'"
+			;;
+		regular*)
+			cmp "$_a" "$_b" >/dev/null 2>&1 || t_fail "$_e: content differs"
+			;;
+		esac
+		[ "${3:-}" = p ] || continue
+		case "$_ta" in
+		symbolic*) ;;
+		*)
+			[ "$(stat -c %a "$_a")" = "$(stat -c %a "$_b")" ] ||
+				t_fail "$_e: mode $(stat -c %a "$_b"), want $(stat -c %a "$_a")"
+			;;
+		esac
+		[ "$(stat -c %Y "$_a")" = "$(stat -c %Y "$_b")" ] ||
+			t_fail "$_e: mtime $(stat -c %Y "$_b"), want $(stat -c %Y "$_a")"
+	done <"$W/tree-a"
+}
+
+# tree_extra B [p]: what mktree's tree must look like beyond tree_same:
+# the symlinks are links (the absolute one not followed), the empty
+# directories exist, the holes stayed holes, with p the atime was kept.
+# Call it before tree_same, whose cmp reads the files (and sets atimes).
+tree_extra() {
+	[ -L "$1/abs" ] || t_fail "$1/abs is not a symlink (followed?)"
+	[ "$(readlink "$1/abs" 2>/dev/null)" = /etc/passwd ] || t_fail "$1/abs does not point to /etc/passwd"
+	[ -L "$1/a/dangling" ] || t_fail "$1/a/dangling is not a symlink"
+	[ -d "$1/empty" ] && [ -z "$(ls -A "$1/empty")" ] || t_fail "$1/empty is not an empty directory"
+	[ -d "$1/e2/inner-empty" ] || t_fail "$1/e2/inner-empty missing"
+	if [ -f "$1/holey" ]; then
+		[ "$(stat -c %s "$1/holey")" = $((8 * M)) ] || t_fail "$1/holey: size $(stat -c %s "$1/holey")"
+		[ "$(alloc "$1/holey")" -lt $((4 * M)) ] ||
+			t_fail "$1/holey allocates $(alloc "$1/holey") of $((8 * M)) bytes: holes filled"
+	fi
+	if [ "${2:-}" = p ]; then
+		[ "$(stat -c %X "$1/a/f640" 2>/dev/null)" = "$MT_ATIME" ] ||
+			t_fail "$1/a/f640: atime $(stat -c %X "$1/a/f640" 2>/dev/null), want $MT_ATIME"
+	fi
+}
+
+# 17. -r -p: a whole tree pushed, compared entry by entry; DEST missing
+#     (renamed, as cp -r does) and DEST an existing directory (DEST/NAME);
+#     a symlink planted in DEST's tree is never written through.
+s_tree() {
+	rm -rf src/tree rx/tree
+	mkdir -p src rx/tree/exists
+	mktree src/tree
+	[ "$(alloc src/tree/holey)" -lt $((4 * M)) ] ||
+		echo "# note: this file system did not keep the source's holes"
+	nextport
+	if start_rx "$W/rx-tree.log" --root "$W/rx/tree" --port $P; then
+		t_begin "-r -p tree push to a new DEST: entries, modes, times, links, holes"
+		send "$W/tx-tree.log" --port $P --chunk-size 64K -r -p --json src/tree "$ADDR:copy"
+		[ "$SRC" = 0 ] || t_fail "sender exit $SRC, want 0"
+		tree_extra rx/tree/copy p
+		tree_same src/tree rx/tree/copy p
+		[ ! -e rx/tree/copy/tree ] || t_fail "DEST did not exist, yet the tree went to DEST/tree"
+		no_temp rx/tree
+		# --json: one file_done per entry, each with its type, all ok.
+		for k in d:dir l:symlink f:file; do
+			_want=$(find src/tree -type "${k%:*}" | wc -l)
+			_got=$(grep '"event":"file_done"' "$W/tx-tree.log" | grep -c "\"type\":\"${k#*:}\"")
+			[ "$_want" = "$_got" ] || t_fail "--json: $_got file_done of type ${k#*:}, want $_want"
+		done
+		_n=$(find src/tree | wc -l)
+		[ "$(grep '"event":"file_done"' "$W/tx-tree.log" | grep -c '"status":"ok"')" = "$_n" ] ||
+			t_fail "--json: not $_n file_done with status ok"
+		[ "$(jget "$W/tx-tree.log" summary files_ok)" = "$_n" ] ||
+			t_fail "--json summary: files_ok $(jget "$W/tx-tree.log" summary files_ok), want $_n"
+		[ "$(jdone "$W/tx-tree.log" src/tree/a/f640 sent)" = 65537 ] ||
+			t_fail "--json: a/f640 sent $(jdone "$W/tx-tree.log" src/tree/a/f640 sent), want 65537"
+		t_log "$W/tx-tree.log" "$W/rx-tree.log"
+		t_end
+
+		t_begin "-r tree push to an existing directory DEST: lands in DEST/NAME"
+		send "$W/tx-tree2.log" --port $P -r src/tree "$ADDR:exists"
+		[ "$SRC" = 0 ] || t_fail "sender exit $SRC, want 0"
+		tree_extra rx/tree/exists/tree
+		tree_same src/tree rx/tree/exists/tree
+		[ ! -e rx/tree/exists/top ] || t_fail "the tree's contents went into DEST itself"
+		no_temp rx/tree
+		alive "$RX" || t_fail "receiver gone"
+		t_log "$W/tx-tree2.log" "$W/rx-tree.log"
+		t_end
+
+		t_begin "-r push: a symlink planted in DEST's tree is not followed"
+		rm -rf "$W/outside"
+		mkdir -p "$W/outside" rx/tree/trap/tree/a
+		ln -s "$W/outside" rx/tree/trap/tree/a/b
+		send "$W/tx-tree3.log" --port $P -r src/tree "$ADDR:trap"
+		[ "$SRC" = 9 ] || t_fail "sender exit $SRC, want 9 (a/b cannot be made)"
+		[ -z "$(ls -A "$W/outside")" ] ||
+			t_fail "written through the symlink: $(ls -A "$W/outside" | tr '\n' ' ')"
+		same src/tree/top rx/tree/trap/tree/top
+		no_temp rx/tree
+		alive "$RX" || t_fail "receiver gone"
+		t_log "$W/tx-tree3.log" "$W/rx-tree.log"
+		t_end
+		kill -TERM "$RX" 2>/dev/null
+		stop_rx 10
+	else
+		t_begin "-r tree push: receiver starts"
+		t_fail "receiver did not start listening"
+		t_log "$W/rx-tree.log"
+		t_end
+		kill -9 "$RX" 2>/dev/null
+	fi
+	rm -rf rx/tree "$W/outside"
+}
+
+# 18. Pull (HOST:SRC... DEST) from a receiver daemon: one file, several
+#     into a directory, a -r -p tree; a missing source (exit 7, named);
+#     sources outside the root refused.
+s_pull() {
+	rm -rf rx/pull got
+	mkdir -p rx/pull/pl got
+	mkrand rx/pull/pl/one 100001
+	mkrand rx/pull/pl/two $((M + 3))
+	mktree rx/pull/tree
+	echo bait >rx/x # ../x from the root
+	nextport
+	if start_rx "$W/rx-pull.log" --root "$W/rx/pull" --port $P; then
+		t_begin "pull: one file"
+		send "$W/tx-pull1.log" --port $P "$ADDR:pl/one" got/one.copy
+		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
+		same rx/pull/pl/one got/one.copy
+		no_temp got
+		t_log "$W/tx-pull1.log" "$W/rx-pull.log"
+		t_end
+
+		t_begin "pull: several files into a directory"
+		send "$W/tx-pull2.log" --port $P "$ADDR:pl/one" "$ADDR:pl/two" got/multi/
+		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
+		same rx/pull/pl/one got/multi/one
+		same rx/pull/pl/two got/multi/two
+		no_temp got
+		t_log "$W/tx-pull2.log" "$W/rx-pull.log"
+		t_end
+
+		t_begin "pull: -r -p tree: entries, modes, times, links, holes"
+		send "$W/tx-pull3.log" --port $P --chunk-size 64K -r -p "$ADDR:tree" got/tree
+		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
+		tree_extra got/tree p
+		tree_same rx/pull/tree got/tree p
+		no_temp got
+		t_log "$W/tx-pull3.log" "$W/rx-pull.log"
+		t_end
+
+		t_begin "pull: a missing remote source: exit 7, named, nothing written"
+		send "$W/tx-pull4.log" --port $P "$ADDR:pl/nope" got/nope
+		[ "$SRC" = 7 ] || t_fail "exit $SRC, want 7"
+		grep -q "pl/nope" "$W/tx-pull4.log" || t_fail "no message naming pl/nope"
+		[ ! -e got/nope ] && [ ! -L got/nope ] || t_fail "got/nope written"
+		no_temp got
+		t_log "$W/tx-pull4.log" "$W/rx-pull.log"
+		t_end
+
+		for s in ../x /etc/passwd ../pull/../x; do
+			t_begin "pull: source '$s' outside the root refused"
+			rm -rf got/esc
+			mkdir -p got/esc
+			send "$W/tx-pull5.log" --port $P "$ADDR:$s" got/esc/
+			[ "$SRC" != 0 ] || t_fail "exit 0"
+			echo "# pull of '$s': exit $SRC: $(head -n1 "$W/tx-pull5.log")"
+			[ -z "$(ls -A got/esc)" ] || t_fail "written: $(ls -A got/esc | tr '\n' ' ')"
+			[ "$(cat rx/x)" = bait ] || t_fail "$W/rx/x changed"
+			alive "$RX" || t_fail "receiver gone"
+			t_log "$W/tx-pull5.log" "$W/rx-pull.log"
+			t_end
+		done
+		kill -TERM "$RX" 2>/dev/null
+		stop_rx 10
+	else
+		t_begin "pull: receiver starts"
+		t_fail "receiver did not start listening"
+		t_log "$W/rx-pull.log"
+		t_end
+		kill -9 "$RX" 2>/dev/null
+	fi
+	rm -rf rx/pull rx/x got
+}
+
+# 19. --resume.  The interrupted copies are paced with --bwlimit 1M so the
+#     kill lands mid-file on any transport: 4 MiB in 64 KiB chunks, killed
+#     1.5 s after the temporary appeared.
+RS_SIZE=$((4 * M))
+# rs_kill WHO: start a --once receiver and a --resume sender, kill -9 WHO
+# (sender|receiver) mid-file, check the temporary is kept, then resume
+# with a new receiver: byte-identical and fewer bytes sent than the size.
+rs_kill() {
+	rm -rf rx/rs
+	mkdir -p rx/rs
+	nextport
+	if ! start_rx "$W/rx-rs-$1.log" --root "$W/rx/rs" --once --port $P; then
+		t_fail "receiver did not start listening"
+		t_log "$W/rx-rs-$1.log"
+		kill -9 "$RX" 2>/dev/null
+		return
+	fi
+	t_log "$W/tx-rs-$1.log" "$W/rx-rs-$1.log" "$W/tx-rs2-$1.log" "$W/rx-rs2-$1.log"
+	rdcp --port $P --chunk-size 64K --resume --bwlimit 1M src/rs "$ADDR:rs" >"$W/tx-rs-$1.log" 2>&1 &
+	TX=$!
+	if ! wait_partfile rx/rs rs "$TX"; then
+		t_fail "transfer never started"
+		kill -9 "$TX" "$RX" 2>/dev/null
+		return
+	fi
+	usleep 1500000
+	if ! alive "$TX"; then
+		t_fail "the transfer ended before the kill"
+		kill -9 "$RX" 2>/dev/null
+		return
+	fi
+	if [ "$1" = sender ]; then
+		kill -9 "$TX"
+		wait "$TX" 2>/dev/null
+		wait_pid "$RX" 40
+		[ "$WRC" = 11 ] || t_fail "receiver exit $WRC, want 11"
+	else
+		kill -9 "$RX"
+		wait "$RX" 2>/dev/null
+		wait_pid "$TX" 40
+		[ "$WRC" = 11 ] || t_fail "sender exit $WRC, want 11"
+	fi
+	[ ! -e rx/rs/rs ] || t_fail "file placed under its final name"
+	if [ -f rx/rs/.rs.rdcp-part ]; then
+		echo "# kill -9 of the $1: the temporary holds $(alloc rx/rs/.rs.rdcp-part) bytes"
+	else
+		t_fail "the temporary .rs.rdcp-part was not kept (--resume)"
+	fi
+	nextport
+	if start_rx "$W/rx-rs2-$1.log" --root "$W/rx/rs" --once --port $P; then
+		send "$W/tx-rs2-$1.log" --port $P --chunk-size 64K --resume --json src/rs "$ADDR:rs"
+		[ "$SRC" = 0 ] || t_fail "resuming sender exit $SRC, want 0"
+		stop_rx 10
+		[ "$RX_RC" = 0 ] || t_fail "receiver exit $RX_RC, want 0"
+		same src/rs rx/rs/rs
+		no_temp rx/rs
+		_sent=$(jdone "$W/tx-rs2-$1.log" src/rs sent)
+		echo "# resumed after kill -9 of the $1: sent $_sent of $RS_SIZE bytes"
+		[ -n "$_sent" ] && [ "$_sent" -lt $RS_SIZE ] ||
+			t_fail "resume sent '$_sent' bytes, want fewer than $RS_SIZE"
+		[ "$(jdone "$W/tx-rs2-$1.log" src/rs status)" = ok ] || t_fail "file_done status not ok"
+	else
+		t_fail "second receiver did not start listening"
+		kill -9 "$RX" 2>/dev/null
+	fi
+}
+s_resume() {
+	mkdir -p src
+	mkrand src/rs $RS_SIZE
+	t_begin "--resume after kill -9 of the sender: temporary kept, rest sent"
+	rs_kill sender
+	t_end
+	t_begin "--resume after kill -9 of the receiver: temporary kept, rest sent"
+	rs_kill receiver
+	t_end
+
+	rm -rf rx/rs
+	mkdir -p rx/rs
+	nextport
+	if start_rx "$W/rx-rs3.log" --root "$W/rx/rs" --port $P; then
+		t_begin "--resume onto an identical file: skipped, nothing sent"
+		cp src/rs rx/rs/same
+		send "$W/tx-rs3.log" --port $P --chunk-size 64K --resume --json src/rs "$ADDR:same"
+		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
+		same src/rs rx/rs/same
+		[ "$(jdone "$W/tx-rs3.log" src/rs status)" = skipped ] ||
+			t_fail "status '$(jdone "$W/tx-rs3.log" src/rs status)', want skipped"
+		[ "$(jdone "$W/tx-rs3.log" src/rs sent)" = 0 ] ||
+			t_fail "sent $(jdone "$W/tx-rs3.log" src/rs sent), want 0"
+		[ "$(jget "$W/tx-rs3.log" summary files_skipped)" = 1 ] ||
+			t_fail "summary files_skipped $(jget "$W/tx-rs3.log" summary files_skipped), want 1"
+		no_temp rx/rs
+		t_log "$W/tx-rs3.log" "$W/rx-rs3.log"
+		t_end
+
+		t_begin "--resume onto an older version: only the changed chunk sent"
+		cp src/rs rx/rs/older
+		cp src/rs src/rs-new
+		dd if=/dev/urandom of=src/rs-new bs=65536 count=1 seek=30 conv=notrunc 2>/dev/null
+		cmp src/rs-new rx/rs/older >/dev/null 2>&1 && t_fail "test setup: the versions are equal"
+		send "$W/tx-rs4.log" --port $P --chunk-size 64K --resume --json src/rs-new "$ADDR:older"
+		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
+		same src/rs-new rx/rs/older
+		[ "$(jdone "$W/tx-rs4.log" src/rs-new status)" = ok ] ||
+			t_fail "status '$(jdone "$W/tx-rs4.log" src/rs-new status)', want ok"
+		[ "$(jdone "$W/tx-rs4.log" src/rs-new sent)" = 65536 ] ||
+			t_fail "sent $(jdone "$W/tx-rs4.log" src/rs-new sent), want 65536 (one chunk)"
+		no_temp rx/rs
+		t_log "$W/tx-rs4.log" "$W/rx-rs3.log"
+		t_end
+		kill -TERM "$RX" 2>/dev/null
+		stop_rx 10
+	else
+		t_begin "--resume: receiver starts"
+		t_fail "receiver did not start listening"
+		t_log "$W/rx-rs3.log"
+		t_end
+		kill -9 "$RX" 2>/dev/null
+	fi
+	rm -rf rx/rs src/rs src/rs-new
+}
+
+# 20. --no-clobber and --update.
+s_skip() {
+	rm -rf rx/skip
+	mkdir -p src rx/skip
+	nextport
+	if start_rx "$W/rx-skip.log" --root "$W/rx/skip" --port $P; then
+		t_begin "--no-clobber keeps an existing different file, copies a new one"
+		mkrand src/nc 5000
+		echo keep >rx/skip/nc
+		send "$W/tx-nc.log" --port $P -n --json src/nc "$ADDR:nc"
+		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
+		[ "$(cat rx/skip/nc)" = keep ] || t_fail "the existing file was replaced"
+		[ "$(jdone "$W/tx-nc.log" src/nc status)" = skipped ] ||
+			t_fail "status '$(jdone "$W/tx-nc.log" src/nc status)', want skipped"
+		[ "$(jget "$W/tx-nc.log" summary files_skipped)" = 1 ] ||
+			t_fail "summary files_skipped $(jget "$W/tx-nc.log" summary files_skipped), want 1"
+		send "$W/tx-nc2.log" --port $P -n --json src/nc "$ADDR:nc-new"
+		[ "$SRC" = 0 ] || t_fail "exit $SRC for a new name, want 0"
+		same src/nc rx/skip/nc-new
+		[ "$(jdone "$W/tx-nc2.log" src/nc status)" = ok ] || t_fail "new name: status not ok"
+		no_temp rx/skip
+		t_log "$W/tx-nc.log" "$W/tx-nc2.log" "$W/rx-skip.log"
+		t_end
+
+		t_begin "--update skips a newer DEST, replaces an older one"
+		mkrand src/up 7000
+		touch -d '2010-01-01 00:00:00' src/up
+		echo newer >rx/skip/up
+		touch -d '2020-01-01 00:00:00' rx/skip/up
+		send "$W/tx-up.log" --port $P -u --json src/up "$ADDR:up"
+		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
+		[ "$(cat rx/skip/up)" = newer ] || t_fail "a newer DEST was replaced"
+		[ "$(jdone "$W/tx-up.log" src/up status)" = skipped ] ||
+			t_fail "newer DEST: status '$(jdone "$W/tx-up.log" src/up status)', want skipped"
+		touch -d '2000-01-01 00:00:00' rx/skip/up
+		send "$W/tx-up2.log" --port $P -u --json src/up "$ADDR:up"
+		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
+		same src/up rx/skip/up
+		[ "$(jdone "$W/tx-up2.log" src/up status)" = ok ] ||
+			t_fail "older DEST: status '$(jdone "$W/tx-up2.log" src/up status)', want ok"
+		[ "$(jdone "$W/tx-up2.log" src/up sent)" = 7000 ] ||
+			t_fail "older DEST: sent $(jdone "$W/tx-up2.log" src/up sent), want 7000"
+		no_temp rx/skip
+		t_log "$W/tx-up.log" "$W/tx-up2.log" "$W/rx-skip.log"
+		t_end
+		kill -TERM "$RX" 2>/dev/null
+		stop_rx 10
+	else
+		t_begin "--no-clobber/--update: receiver starts"
+		t_fail "receiver did not start listening"
+		t_log "$W/rx-skip.log"
+		t_end
+		kill -9 "$RX" 2>/dev/null
+	fi
+	rm -rf rx/skip src/nc src/up
+}
+
+# 21. --encrypt, --compress, both; a chunk corrupted under --encrypt.
+s_crypt() {
+	rm -rf rx/cr
+	mkdir -p src rx/cr
+	mkrand src/cr-rand $((M + 777))
+	{ head -c 500000 /dev/zero; head -c 300000 /dev/urandom; seq 1 50000; } >src/cr-text
+	for o in --encrypt --compress "--compress=9 --encrypt"; do
+		t_begin "$o: byte-identical"
+		nextport
+		if start_rx "$W/rx-cr.log" --root "$W/rx/cr" --once --port $P; then
+			# shellcheck disable=SC2086 # option list
+			send "$W/tx-cr.log" --port $P --chunk-size 64K $o src/cr-rand src/cr-text "$ADDR:d/"
+			[ "$SRC" = 0 ] || t_fail "sender exit $SRC, want 0"
+			stop_rx 10
+			[ "$RX_RC" = 0 ] || t_fail "receiver exit $RX_RC, want 0"
+			same src/cr-rand rx/cr/d/cr-rand
+			same src/cr-text rx/cr/d/cr-text
+			no_temp rx/cr
+		else
+			t_fail "receiver did not start listening"
+			kill -9 "$RX" 2>/dev/null
+		fi
+		t_log "$W/tx-cr.log" "$W/rx-cr.log"
+		t_end
+		rm -rf rx/cr/d
+	done
+
+	t_begin "--encrypt, chunk 0 corrupted: exit 8, file not placed"
+	nextport
+	if start_rx "$W/rx-crbad.log" --root "$W/rx/cr" --once --port $P --chunk-size 64K; then
+		RDCP_TEST_CORRUPT_CHUNK=0 timeout -s KILL 60 rdcp-hooks --port $P --chunk-size 64K \
+			--encrypt src/cr-rand "$ADDR:bad" >"$W/tx-crbad.log" 2>&1
+		SRC=$?
+		[ "$SRC" = 8 ] || t_fail "sender exit $SRC, want 8"
+		stop_rx 10
+		[ "$RX_RC" != 0 ] || t_fail "receiver exit 0 after a corrupted chunk"
+		[ ! -e rx/cr/bad ] || t_fail "the corrupted file was placed"
+		no_temp rx/cr
+	else
+		t_fail "receiver did not start listening"
+		kill -9 "$RX" 2>/dev/null
+	fi
+	t_log "$W/tx-crbad.log" "$W/rx-crbad.log"
+	t_end
+	rm -rf rx/cr src/cr-rand src/cr-text
+}
+
+# 22. --sparse: all-zero chunks of a dense source arrive as holes and are
+#     not sent.
+s_zeros() {
+	t_begin "--sparse: all-zero chunks become holes, not sent"
+	mkdir -p src rx/zeros
+	{ head -c $M /dev/urandom; head -c $((3 * M)) /dev/zero; } >src/zeros
+	nextport
+	if start_rx "$W/rx-zeros.log" --root "$W/rx/zeros" --once --port $P; then
+		send "$W/tx-zeros.log" --port $P --chunk-size 64K --sparse --json src/zeros "$ADDR:zeros"
+		[ "$SRC" = 0 ] || t_fail "sender exit $SRC, want 0"
+		stop_rx 10
+		[ "$RX_RC" = 0 ] || t_fail "receiver exit $RX_RC, want 0"
+		same src/zeros rx/zeros/zeros
+		[ -f rx/zeros/zeros ] && [ "$(alloc rx/zeros/zeros)" -lt $((2 * M)) ] ||
+			t_fail "the copy allocates $(alloc rx/zeros/zeros 2>/dev/null) bytes: zeros written"
+		[ "$(jdone "$W/tx-zeros.log" src/zeros sent)" = $M ] ||
+			t_fail "sent $(jdone "$W/tx-zeros.log" src/zeros sent), want $M"
+	else
+		t_fail "receiver did not start listening"
+		kill -9 "$RX" 2>/dev/null
+	fi
+	t_log "$W/tx-zeros.log" "$W/rx-zeros.log"
+	t_end
+	rm -rf rx/zeros src/zeros
+}
+
+# 23. --bwlimit paces the sender: 8 MiB at 4M/s cannot take less than
+#     ~1.5 s (a lower bound only).
+s_bwlimit() {
+	t_begin "--bwlimit 4M: 8 MiB takes at least 1.5 s"
+	mkdir -p src rx/bw
+	mkrand src/bw $((8 * M))
+	nextport
+	if start_rx "$W/rx-bw.log" --root "$W/rx/bw" --once --port $P; then
+		send "$W/tx-bw.log" --port $P --bwlimit 4M src/bw "$ADDR:bw"
+		[ "$SRC" = 0 ] || t_fail "sender exit $SRC, want 0"
+		stop_rx 10
+		same src/bw rx/bw/bw
+		echo "# --bwlimit 4M: 8 MiB in ${ST}s"
+		[ "${ST%.*}${ST#*.}" -ge 15 ] || t_fail "8 MiB in ${ST}s: faster than 4 MiB/s allows"
+	else
+		t_fail "receiver did not start listening"
+		kill -9 "$RX" 2>/dev/null
+	fi
+	t_log "$W/tx-bw.log" "$W/rx-bw.log"
+	t_end
+	rm -rf rx/bw src/bw
+}
+
+# 24. The receiver's file system full (a 2 MiB tmpfs): a dense file
+#     (refused up front) and a sparse one (the write meets ENOSPC) fail
+#     with 7 and leave nothing; the daemon then takes a small file.
+s_full() {
+	FS=$W/full
+	mkdir -p "$FS" src
+	if [ -n "$HOST_MODE" ] && [ "$(id -u)" != 0 ]; then
+		N=$((N + 1))
+		echo "ok $N - receiver file system full # SKIP not root: cannot mount a tmpfs"
+		return
+	fi
+	if ! mount -t tmpfs -o size=2m tmpfs "$FS"; then
+		if [ -n "$HOST_MODE" ]; then
+			N=$((N + 1))
+			echo "ok $N - receiver file system full # SKIP cannot mount a tmpfs on $FS"
+		else
+			t_begin "receiver file system full: tmpfs"
+			t_fail "cannot mount a tmpfs on $FS"
+			t_end
+		fi
+		return
+	fi
+	mkrand src/full-dense $((4 * M))
+	truncate -s $((5 * M)) src/full-sparse
+	dd if=/dev/urandom of=src/full-sparse bs=65536 count=48 conv=notrunc 2>/dev/null
+	mkrand src/full-small 100000
+	nextport
+	if start_rx "$W/rx-full.log" --root "$FS" --port $P; then
+		for v in dense sparse; do
+			t_begin "receiver file system full (2 MiB tmpfs, $v file): exit 7, nothing left"
+			send "$W/tx-full-$v.log" --port $P --chunk-size 64K "src/full-$v" "$ADDR:$v"
+			[ "$SRC" = 7 ] || t_fail "sender exit $SRC, want 7"
+			grep -qi 'space' "$W/tx-full-$v.log" || t_fail "the sender did not say the disk is full"
+			echo "# $v: $(grep -m1 -i 'space' "$W/tx-full-$v.log")"
+			[ ! -e "$FS/$v" ] || t_fail "'$v' placed under its final name"
+			no_temp "$FS"
+			alive "$RX" || t_fail "receiver gone"
+			t_log "$W/tx-full-$v.log" "$W/rx-full.log"
+			t_end
+		done
+		t_begin "receiver file system full: the same daemon then takes a small file"
+		send "$W/tx-full-small.log" --port $P src/full-small "$ADDR:small"
+		[ "$SRC" = 0 ] || t_fail "sender exit $SRC, want 0"
+		same src/full-small "$FS/small"
+		no_temp "$FS"
+		t_log "$W/tx-full-small.log" "$W/rx-full.log"
+		t_end
+		kill -TERM "$RX" 2>/dev/null
+		stop_rx 10
+	else
+		t_begin "receiver file system full: receiver starts"
+		t_fail "receiver did not start listening"
+		t_log "$W/rx-full.log"
+		t_end
+		kill -9 "$RX" 2>/dev/null
+	fi
+	umount "$FS" || echo "# cannot umount $FS"
+	rm -rf "$FS" src/full-dense src/full-sparse src/full-small
+}
+
 # ---------------------------------------------------------------- main
 
 # A shared key for every rdcp here (builds with authentication).
@@ -708,6 +1300,7 @@ fi
 
 ALL="sizes default sparse checksum corrupt escape multifile partial noconn"
 ALL="$ALL killsender killreceiver daemon auth auto check device"
+ALL="$ALL tree pull resume skip crypt zeros bwlimit full"
 # shellcheck disable=SC2086 # a word list
 [ $# -gt 0 ] || set -- $ALL
 RNR0=$(counters)
