@@ -82,7 +82,8 @@ static void wire_seeds(void)
 	m.u.hello.features = WIRE_FEAT_AUTH;
 	m.u.hello.chunk_size = 1 << 20;
 	fill(m.u.hello.nonce, WIRE_NONCE_LEN, 1);
-	strcpy(m.u.hello.path, "backups/2024/");
+	if (wire_hello_add_path(&m.u.hello, "backups/2024/"))
+		errs++;
 	n = msg("hello-push", &m, buf);
 
 	/* malformed variants of that HELLO */
@@ -102,12 +103,31 @@ static void wire_seeds(void)
 
 	m.u.hello.role = WIRE_PULL;
 	m.u.hello.csum = WIRE_CSUM_SHA256;
-	m.u.hello.flags = 0;
+	m.u.hello.flags = WIRE_HELLO_RECURSIVE | WIRE_HELLO_PRESERVE |
+			  WIRE_HELLO_RESUME | WIRE_HELLO_ENCRYPT |
+			  WIRE_HELLO_COMPRESS;
+	m.u.hello.level = 6;
 	m.u.hello.features = 0;
-	memset(m.u.hello.path, 'p', 4095);
-	m.u.hello.path[4095] = '\0';
+	m.u.hello.npaths = 0;
+	m.u.hello.paths_len = 0;
+	{
+		char longp[4095];
+
+		memset(longp, 'p', sizeof(longp) - 1);
+		longp[sizeof(longp) - 1] = '\0';
+		if (wire_hello_add_path(&m.u.hello, longp))
+			errs++;
+	}
 	msg("hello-pull-longpath", &m, buf);
-	m.u.hello.path[0] = '\0';
+	m.u.hello.npaths = 0;
+	m.u.hello.paths_len = 0;
+	if (wire_hello_add_path(&m.u.hello, "a") ||
+	    wire_hello_add_path(&m.u.hello, "dir/b") ||
+	    wire_hello_add_path(&m.u.hello, "c/"))
+		errs++;
+	msg("hello-pull-three", &m, buf);
+	m.u.hello.npaths = 0;
+	m.u.hello.paths_len = 0;
 	m.u.hello.csum = WIRE_CSUM_NONE;
 	msg("hello-pull-empty", &m, buf);
 
@@ -166,6 +186,33 @@ static void wire_seeds(void)
 	m.u.file.mtime_sec = -1;
 	strcpy(m.u.file.path, "../../etc/shadow");
 	msg("file-hostile-path", &m, buf);
+	memset(&m, 0, sizeof(m));
+	m.type = WIRE_FILE;
+	m.u.file.file_id = 2;
+	m.u.file.kind = WIRE_KIND_SYMLINK;
+	m.u.file.mode = 0120777;
+	strcpy(m.u.file.path, "tree/link");
+	strcpy(m.u.file.link, "../../../etc/passwd");
+	msg("file-symlink", &m, buf);
+	m.u.file.kind = WIRE_KIND_DIR;
+	m.u.file.link[0] = '\0';
+	m.u.file.atime_sec = 1;
+	m.u.file.atime_nsec = 2;
+	strcpy(m.u.file.path, "tree/empty");
+	msg("file-dir", &m, buf);
+
+	memset(&m, 0, sizeof(m));
+	m.type = WIRE_HAVE;
+	m.u.have.file_id = 1;
+	m.u.have.flags = WIRE_HAVE_LAST;
+	m.u.have.count = 3;
+	m.u.have.crcs[0] = 0xdeadbeef;
+	m.u.have.crcs[2] = 7;
+	msg("have", &m, buf);
+	m.u.have.flags = WIRE_HAVE_SKIP | WIRE_HAVE_LAST;
+	m.u.have.count = 0;
+	m.u.have.status = -EBUSY;
+	msg("have-skip", &m, buf);
 
 	memset(&m, 0, sizeof(m));
 	m.type = WIRE_FILE_END;
