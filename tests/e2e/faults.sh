@@ -365,6 +365,25 @@ s_enospc() {
 			t_end
 		done
 
+		t_begin "receiver file system full with --resume, then room made: --resume completes byte-identical"
+		send "$W/tx-full-res1.log" --resume src/sparse "$ADDR:res"
+		[ "$SRC" = 7 ] || t_fail "first attempt: exit $SRC, want 7"
+		[ -e "$fs/.res.rdcp-part" ] || t_fail "temporary not kept for --resume"
+		if mount -o remount,size=48m "$fs"; then
+			send "$W/tx-full-res2.log" --resume --json src/sparse "$ADDR:res"
+			[ "$SRC" = 0 ] || t_fail "resumed attempt: exit $SRC, want 0"
+			same src/sparse "$fs/res"
+			grep -q '"sent":' "$W/tx-full-res2.log" || t_fail "no file_done event"
+			echo "# resumed after ENOSPC: $(grep -o '"sent":[0-9]*' "$W/tx-full-res2.log") of $((33 * M))"
+			no_temp "$fs"
+			rm -f "$fs/res"
+			mount -o remount,size=8m "$fs" || t_fail "cannot shrink the tmpfs back"
+		else
+			t_fail "cannot grow the tmpfs"
+		fi
+		t_log "$W/tx-full-res1.log" "$W/tx-full-res2.log" "$W/rx-full.log"
+		t_end
+
 		t_begin "receiver file system full: the same daemon then takes a small file"
 		served "$W/tx-full-small.log" small
 		no_temp "$fs"
@@ -424,8 +443,44 @@ s_changed() {
 		t_end
 		rm -f rx/chg/chg
 	done
+	t_begin "source changed while sent with --resume, then --resume again: byte-identical, less sent"
+	prng src/chg $((64 * M)) # not zeros: --resume would not send those
+	bg_send "$W/tx-chg-res1.log" --resume --bwlimit 16M --chunk-size 64K src/chg "$ADDR:chg"
+	if wait_partfile rx/chg chg "$TX"; then
+		msleep 200
+		echo more >>src/chg
+		wait_pid "$TX" 60
+		[ "$WRC" = 6 ] || t_fail "first attempt: exit $WRC, want 6"
+		[ -e rx/chg/.chg.rdcp-part ] || t_fail "temporary not kept for --resume"
+		send "$W/tx-chg-res2.log" --resume --json --chunk-size 64K src/chg "$ADDR:chg"
+		[ "$SRC" = 0 ] || t_fail "resumed attempt: exit $SRC, want 0"
+		same src/chg rx/chg/chg
+		sent=$(grep -o '"sent":[0-9]*' "$W/tx-chg-res2.log" | cut -d: -f2)
+		echo "# resumed after the change: sent ${sent:-?} of $(stat -c %s src/chg)"
+		[ -n "$sent" ] && [ "$sent" -lt $((64 * M)) ] || t_fail "resume sent ${sent:-?} bytes"
+	else
+		t_fail "the transfer never started"
+	fi
+	kill -9 "$TX" 2>/dev/null
+	no_temp rx/chg 3
+	t_log "$W/tx-chg-res1.log" "$W/tx-chg-res2.log" "$W/rx-chg.log"
+	t_end
+
+	t_begin "corrupted chunk with --resume (exit 8, temporary dropped), then --resume: byte-identical"
+	prng src/cor $((4 * M))
+	RDCP_TEST_CORRUPT_CHUNK=2 timeout -s KILL 60 "$HOOKS" --transport tcp --port "$P" \
+		--key-file "$KEY" --resume --chunk-size 64K src/cor "$ADDR:cor" >"$W/tx-cor-res1.log" 2>&1
+	rc=$?
+	[ "$rc" = 8 ] || t_fail "corrupted attempt: exit $rc, want 8"
+	[ ! -e rx/chg/cor ] || t_fail "placed under its final name"
+	no_temp rx/chg 3
+	send "$W/tx-cor-res2.log" --resume --chunk-size 64K src/cor "$ADDR:cor"
+	[ "$SRC" = 0 ] || t_fail "resumed attempt: exit $SRC, want 0"
+	same src/cor rx/chg/cor
+	t_log "$W/tx-cor-res1.log" "$W/tx-cor-res2.log" "$W/rx-chg.log"
+	t_end
 	stop_rx
-	rm -rf src/chg rx/chg
+	rm -rf src/chg src/cor rx/chg
 }
 
 # ---------------------------------------------------------------- 3. silent peers
