@@ -663,7 +663,7 @@ s_check() {
 #     on both sides with the list of those it has (exit 3).
 s_device() {
 	auto=${RDCP_E2E_AUTO_BIN:-rdcp}
-	t_begin "--device: the named device is used, an unknown one refused"
+	t_begin "--device (and --gid-index): the named device and GID are used, unknown ones refused"
 	mkdir -p src rx/dev
 	mkrand src/dev 70000
 	if [ "${RDCP_E2E_AUTO_WANT:-rdma}" = rdma ]; then
@@ -679,6 +679,40 @@ s_device() {
 		grep -q "listening for RDMA connections on $ADDR:" "$W/rx-dev.log" ||
 			t_fail "receiver did not listen on rxe0's address"
 		same src/dev rx/dev/dev
+	fi
+	if [ "${RDCP_E2E_AUTO_WANT:-rdma}" = rdma ]; then
+		# --gid-index: the GID holding ::ffff:$ADDR is pinned and named
+		# by -v; an empty GID is refused before connecting.
+		want=$(echo "$ADDR" | awk -F. '{ printf "0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x", $1, $2, $3, $4 }')
+		gi='' empty=''
+		for g in /sys/class/infiniband/rxe0/ports/1/gids/*; do
+			v=$(cat "$g" 2>/dev/null) || continue
+			[ "$v" = "$want" ] && [ -z "$gi" ] && gi=${g##*/}
+			[ "$v" = "0000:0000:0000:0000:0000:0000:0000:0000" ] && empty=${g##*/}
+		done
+		if [ -z "$gi" ]; then
+			t_fail "no GID of rxe0 holds $ADDR"
+		else
+			nextport
+			"$auto" --listen --root "$W/rx/dev" --once --port $P >"$W/rx-gid.log" 2>&1 &
+			RX=$!
+			usleep 500000
+			timeout -s KILL 60 "$auto" -v --device rxe0 --gid-index "$gi" --port $P src/dev "$ADDR:gid" >"$W/tx-gid.log" 2>&1
+			rc=$?
+			wait_pid "$RX" 20
+			[ "$rc" = 0 ] || t_fail "sender with --gid-index $gi: exit $rc"
+			grep -q "GID $gi " "$W/tx-gid.log" || t_fail "-v does not name GID $gi"
+			same src/dev rx/dev/gid
+			t_log "$W/tx-gid.log" "$W/rx-gid.log"
+		fi
+		if [ -n "$empty" ]; then
+			nextport
+			timeout -s KILL 30 "$auto" --device rxe0 --gid-index "$empty" --port $P src/dev "$ADDR:x" >"$W/tx-gid2.log" 2>&1
+			rc=$?
+			[ "$rc" = 3 ] || t_fail "--gid-index $empty (empty GID): exit $rc, want 3"
+			grep -q "has no GID $empty" "$W/tx-gid2.log" || t_fail "no clear message for an empty GID"
+			t_log "$W/tx-gid2.log"
+		fi
 	fi
 	nextport
 	timeout -s KILL 30 "$auto" --device nosuch0 --port $P src/dev "$ADDR:x" >"$W/tx-dev2.log" 2>&1
