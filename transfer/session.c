@@ -116,9 +116,10 @@ static int auth_mac(const uint8_t *key, const char *label,
 		    const struct wire_hello *h, const uint8_t *nonce_s,
 		    uint8_t mac[WIRE_MAC_LEN])
 {
-	uint8_t params[16];
+	uint8_t params[24];
 	uint16_t role = htobe16(h->role), npaths = htobe16(h->npaths);
 	uint32_t chunk = htobe32(h->chunk_size), flags = htobe32(h->flags);
+	uint64_t bw = htobe64(h->bwlimit);
 	const void *parts[] = { label, h->nonce, nonce_s, params, h->paths };
 	size_t lens[] = { strlen(label) + 1, WIRE_NONCE_LEN, WIRE_NONCE_LEN,
 			  sizeof(params), h->paths_len };
@@ -130,6 +131,7 @@ static int auth_mac(const uint8_t *key, const char *label,
 	memcpy(params + 8, &chunk, 4);
 	memcpy(params + 12, &npaths, 2);
 	params[14] = params[15] = 0;
+	memcpy(params + 16, &bw, 8);
 	return key_hmac(key, parts, lens, 5, mac);
 }
 
@@ -216,6 +218,7 @@ static int build_hello(struct engine *e, const struct xfer_opts *o,
 	h->flags = hello_flags(o);
 	h->features = o->key ? WIRE_FEAT_AUTH : 0;
 	h->chunk_size = e->c->geom.slot_size - WIRE_SLOT_HDR;
+	h->bwlimit = o->bwlimit;
 	if (getrandom(h->nonce, WIRE_NONCE_LEN, 0) != WIRE_NONCE_LEN)
 		return engine_fail(e, XFER_FAIL_RESOURCE, -errno,
 				   "cannot get random bytes");
@@ -392,6 +395,7 @@ enum xfer_fail session_client(const struct xfer_opts *o, struct cm_conn *c,
 			.srcs = o->srcs,
 			.nsrcs = o->nsrcs,
 			.rootfd = -1,
+			.bwlimit = o->bwlimit,
 			.p = client_params(o, key),
 		};
 
@@ -649,6 +653,12 @@ static int server_auth(struct server *srv, struct engine *e,
 	return 0;
 }
 
+/* The lower of two rates, 0 meaning no limit. */
+static uint64_t slower(uint64_t a, uint64_t b)
+{
+	return !a ? b : !b ? a : a < b ? a : b;
+}
+
 /* A pull's SRCs: each a path inside the root. */
 static int check_sources(const struct wire_hello *h, char *why, size_t whysz)
 {
@@ -749,6 +759,7 @@ static enum xfer_fail serve_conn(struct server *srv, struct cm_conn *c)
 			.srcs = srcs,
 			.nsrcs = h->npaths,
 			.rootfd = srv->rootfd,
+			.bwlimit = slower(srv->o->bwlimit, h->bwlimit),
 			.p = p,
 		};
 

@@ -34,7 +34,8 @@ struct sink_target {
 struct source_cfg {
 	const char *const *srcs;
 	size_t nsrcs;
-	int rootfd; /* -1: local paths; else the receiver's root (pull) */
+	int rootfd;	  /* -1: local paths; else the receiver's root (pull) */
+	uint64_t bwlimit; /* bytes per second, 0: no limit */
 	struct session_params p;
 };
 

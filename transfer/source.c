@@ -918,8 +918,9 @@ int source_run(struct engine *e, const struct source_cfg *cfg,
 	s.corrupt_seq = UINT64_MAX;
 	s.walk.rootfd = cfg->rootfd;
 	s.walk.recursive = cfg->p.flags & WIRE_HELLO_RECURSIVE;
-	ratelimit_init(&s.rl, o->bwlimit,
-		       o->bwlimit / 10 > s.chunk ? o->bwlimit / 10 : s.chunk,
+	ratelimit_init(&s.rl, cfg->bwlimit,
+		       cfg->bwlimit / 10 > s.chunk ? cfg->bwlimit / 10
+						   : s.chunk,
 		       clock_now_ns());
 #ifdef RDCP_TEST_HOOKS
 	if (getenv("RDCP_TEST_CORRUPT_CHUNK"))

@@ -201,6 +201,7 @@ static void enc_body(struct put *w, const struct wire_msg *m)
 		put_u32(w, m->u.hello.flags);
 		put_u32(w, m->u.hello.features);
 		put_u32(w, m->u.hello.chunk_size);
+		put_u64(w, m->u.hello.bwlimit);
 		put_bytes(w, m->u.hello.nonce, WIRE_NONCE_LEN);
 		put_u16(w, m->u.hello.npaths);
 		if (m->u.hello.paths_len > WIRE_PATHS_MAX)
@@ -383,6 +384,7 @@ static void dec_body(struct get *r, struct wire_msg *m)
 		m->u.hello.flags = get_u32(r);
 		m->u.hello.features = get_u32(r);
 		m->u.hello.chunk_size = get_u32(r);
+		m->u.hello.bwlimit = get_u64(r);
 		get_bytes(r, m->u.hello.nonce, WIRE_NONCE_LEN);
 		dec_paths(r, &m->u.hello);
 		break;

@@ -156,6 +156,7 @@ struct wire_hello {
 	uint32_t flags;	   /* enum wire_hello_flags */
 	uint32_t features; /* enum wire_features */
 	uint32_t chunk_size;
+	uint64_t bwlimit; /* bytes/s the data source may send, 0: no limit */
 	uint8_t nonce[WIRE_NONCE_LEN];
 	/*
 	 * Paths relative to the server's root, each NUL-terminated, back to

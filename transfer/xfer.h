@@ -88,7 +88,8 @@ struct xfer_opts {
 	bool sparse;	  /* all-zero chunks become holes */
 	bool encrypt;	  /* AES-256-GCM per chunk (needs key) */
 	int compress;	  /* zlib level 1-9, 0: off */
-	uint64_t bwlimit; /* bytes per second, 0: unlimited */
+	uint64_t bwlimit; /* bytes per second the data source sends, 0: any;
+			   * a receiver's caps the pulls it serves too */
 	const char *dest; /* push: relative to the receiver's root */
 	const char *const *srcs; /* pull: relative to the receiver's root */
 	size_t nsrcs;

@@ -90,7 +90,7 @@ def ctrl(mtype, body, ctrl_ack=0):
 
 def hello(rng, dest=b"guess"):
     """A push HELLO with crc32, claiming a key (features 1)."""
-    body = struct.pack(">HBBIII", 1, 1, 0, 0, 1, 65536) + rng.randbytes(32)
+    body = struct.pack(">HBBIIIQ", 1, 1, 0, 0, 1, 65536, 0) + rng.randbytes(32)
     paths = dest + b"\0"
     return ctrl(1, body + struct.pack(">HH", 1, len(paths)) + paths)
 

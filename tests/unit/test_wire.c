@@ -62,6 +62,7 @@ static size_t samples(struct wire_msg *m, size_t max)
 	m[n].u.hello.flags = WIRE_HELLO_FSYNC | WIRE_HELLO_DEST_DIR;
 	m[n].u.hello.features = 0x01020304u;
 	m[n].u.hello.chunk_size = 1u << 20;
+	m[n].u.hello.bwlimit = 500000000ull;
 	for (unsigned int i = 0; i < WIRE_NONCE_LEN; i++)
 		m[n].u.hello.nonce[i] = (uint8_t)(0xc0 + i);
 	CHECK_EQ(wire_hello_add_path(&m[n].u.hello, "some/dir/"), 0);
@@ -362,14 +363,14 @@ static void test_decode_digest_len(void)
 /*
  * HELLO as documented: header type u8, 0 u8, 0 u16, total u32, ctrl_ack
  * u32, slot_ack u32; body role u16, csum u8, level u8, flags u32,
- * features u32, chunk_size u32, nonce[32], npaths u16, paths_len u16 and
- * the paths, each NUL-terminated. Big-endian.
+ * features u32, chunk_size u32, bwlimit u64, nonce[32], npaths u16,
+ * paths_len u16 and the paths, each NUL-terminated. Big-endian.
  */
 static void test_golden_hello(void)
 {
 	static const char want_hex[] =
 		"01000000"
-		"00000048"
+		"00000050"
 		"01020304"
 		"0a0b0c0d" /* header */
 		"0001"
@@ -378,12 +379,13 @@ static void test_golden_hello(void)
 		"00000003"
 		"00000000"			   /* role..features */
 		"00100000"			   /* chunk_size */
+		"0000000000000000"		   /* bwlimit */
 		"000102030405060708090a0b0c0d0e0f" /* nonce */
 		"101112131415161718191a1b1c1d1e1f"
 		"0001"
 		"0004"
 		"642f7800"; /* "d/x" */
-	uint8_t want[72];
+	uint8_t want[80];
 	struct wire_msg m, d;
 	int len;
 
@@ -528,7 +530,7 @@ static void test_chunk_aad(void)
 		0x00, 0x00, 0x00, 0x05, 0x00, 0x10, 0x00, 0x00, /* offset */
 		0x00, 0x10, 0x00, 0x00,				/* raw_len */
 		0x00, 0x06,					/* flags */
-		0,    0,    0,    0,    0,	  0,
+		0,    0,    0,	  0,	0,    0,
 	};
 	uint8_t aad[WIRE_AAD_LEN];
 
