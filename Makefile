@@ -107,6 +107,20 @@ $(BUILD)/tests/%: tests/unit/%.c $(TEST_HELPERS) $(BUILD)/librdcp.a tests/tap.h
 	$(Q)$(CC) $(ALL_CFLAGS) -Itests -Itests/unit $(ALL_LDFLAGS) -o $@ $< \
 		$(TEST_HELPERS) $(BUILD)/librdcp.a $(LIBS)
 
+# test_fault fails the Nth allocation, open or file call of librdcp.a:
+# GNU ld --wrap sends each of these to the test's __wrap_X, which calls
+# __real_X unless told to fail it (tests/unit/test_fault.c). private: not
+# for librdcp.a, built as a prerequisite.
+FAULT_WRAP := malloc calloc realloc strdup vasprintf __vasprintf_chk \
+	fdopendir EVP_MD_CTX_new pthread_create open openat __open_2 \
+	__openat_2 dup eventfd syscall pread pwrite fsync ftruncate fstat \
+	fstatat mkdir mkdirat symlinkat renameat readlinkat __readlinkat_chk \
+	fchmod futimens utimensat flock lseek fstatvfs posix_fadvise getrandom \
+	open64 openat64 __open64_2 __openat64_2 pread64 pwrite64 ftruncate64 \
+	fstat64 fstatat64 lseek64 fstatvfs64 posix_fadvise64
+$(BUILD)/tests/test_fault: private ALL_LDFLAGS += \
+	$(foreach s,$(FAULT_WRAP),-Wl,--wrap=$(s))
+
 # The same binary with test-only fault hooks (RDCP_TEST_CORRUPT_CHUNK=N
 # flips a byte of chunk N after its CRC was taken): end-to-end tests use it
 # to prove corruption is caught. Never installed.

@@ -366,7 +366,13 @@ static int open_tmp(struct sink *k, struct snk_file *f, bool keep)
 		return -1;
 	}
 	if (flock(f->fd, LOCK_EX | LOCK_NB) < 0) {
-		file_fail(f, errno == EWOULDBLOCK ? -EBUSY : -errno,
+		if (errno != EWOULDBLOCK) {
+			file_fail(f, -errno, "cannot lock '%s': %s", f->shown,
+				  strerror(errno));
+			discard(k, f);
+			return -1;
+		}
+		file_fail(f, -EBUSY,
 			  "cannot write '%s': another session is writing it",
 			  f->shown);
 		close(f->fd);
@@ -895,8 +901,11 @@ static int copy_matched(struct snk_fin *fin)
 	uint8_t *buf = malloc(k->chunk);
 	int rc = 0;
 
-	if (!buf)
+	if (!buf) {
+		file_fail(f, -ENOMEM, "cannot reuse '%s': out of memory",
+			  f->shown);
 		return -ENOMEM;
+	}
 	for (uint64_t i = 0; !rc && i < f->have_n; i++) {
 		uint64_t off = i * k->chunk, len = f->size - off;
 
@@ -1035,7 +1044,8 @@ static int send_result(struct sink *k, struct snk_file *f,
 				engine_klass_of(f->err, f->err_remote);
 	} else {
 		m.u.result.digest_len = (uint8_t)dlen;
-		memcpy(m.u.result.digest, digest, dlen);
+		if (dlen)
+			memcpy(m.u.result.digest, digest, dlen);
 		if (k->p->server)
 			log_info("%s '%s' (%llu bytes)",
 				 f->skipped ? "kept" : "received", f->shown,

@@ -772,7 +772,9 @@ static int on_have(struct source *s, const struct wire_have *h)
 		if (!f->have)
 			return -ENOMEM;
 	}
-	memcpy(f->have + f->have_n, h->crcs, h->count * sizeof(*f->have));
+	if (h->count)
+		memcpy(f->have + f->have_n, h->crcs,
+		       h->count * sizeof(*f->have));
 	f->have_n += h->count;
 	f->have_done = h->flags & WIRE_HAVE_LAST;
 	return 0;
@@ -937,6 +939,8 @@ int source_run(struct engine *e, const struct source_cfg *cfg,
 	s.nfiles = s.walk.n;
 	s.bytes_total = s.walk.bytes;
 	s.files = calloc(s.nfiles ? s.nfiles : 1, sizeof(*s.files));
+	for (size_t i = 0; s.files && i < s.nfiles; i++)
+		s.files[i].fd = -1; /* before any way out: cleanup closes fds */
 	s.jobs = calloc(s.njobs, sizeof(*s.jobs));
 	s.fifo = calloc(s.fifo_cap, sizeof(*s.fifo));
 	s.posted = calloc(s.njobs, sizeof(*s.posted));

@@ -163,7 +163,8 @@ static int read_names(int fd, char ***out, size_t *count)
 		free(v);
 		return rc;
 	}
-	qsort(v, n, sizeof(*v), cmp_names);
+	if (n)
+		qsort(v, n, sizeof(*v), cmp_names);
 	*out = v;
 	*count = n;
 	return 0;
