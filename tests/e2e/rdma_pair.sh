@@ -10,7 +10,9 @@
 #            a's sender must exit 11 within 30 s and say the peer went away.
 #   txhost   a's whole host dies mid-transfer (b asks for the kill): b's
 #            receiver (--timeout 10) must exit non-zero within 30 s and leave
-#            no file under the final name (nor a temporary).
+#            no file under the final name, the temporary kept (a sent with
+#            --resume); the same file sent again from b with --resume
+#            completes byte-identical, sending less than all of it.
 #   linkcut  b takes eth0 down mid-transfer (a sends with --resume) for
 #            30 s: both sides must give up within 30 s, no file placed, the
 #            partial temporary kept for --resume; after the link is back (and
@@ -202,9 +204,9 @@ b:rxhost)
 	;;
 # ---------------------------------------------------------------- txhost
 a:txhost)
-	mk64
+	mkcut "$W/k64"
 	wait_peer 60 || echo "# peer never answered ping"
-	start_tx "$W/tx.log" --port $PORT --window 2 --chunk-size 64K "$W/k64" "$PEER:k64" ||
+	start_tx "$W/tx.log" --port $PORT --window 2 --chunk-size 64K --resume "$W/k64" "$PEER:k64" ||
 		echo "# sender did not connect"
 	wait_pid "$TX" 120
 	echo "# still alive: sender exit $WRC"
@@ -237,10 +239,30 @@ b:txhost)
 	fi
 	t_log "$W/rx.log"
 	t_end
-	t_begin "sender host lost: no file under its final name, no temporary"
+	t_begin "sender host lost: no file under its final name, the temporary kept for --resume"
 	[ ! -e "$W/rx/k64" ] || t_fail "k64 placed ($(stat -c %s "$W/rx/k64") bytes)"
-	_t=$(find "$W/rx" -name '.*.rdcp-part')
-	[ -z "$_t" ] || t_fail "temporary left: $_t"
+	[ -f "$W/rx/.k64.rdcp-part" ] || t_fail "temporary not kept (the sender asked for --resume)"
+	t_end
+	# The sender's host is gone for good; the same file, sent from this
+	# host (over rxe0 to itself), finishes the copy.
+	t_begin "sender host lost: --resume from another host completes byte-identical, sends less"
+	mkcut "$W/k64.want"
+	if start_rx "$W/rx2.log" --root "$W/rx" --once --port $((PORT + 1)); then
+		timeout -s KILL 120 rdcp --port $((PORT + 1)) --window 32 --chunk-size 64K \
+			--resume --json "$W/k64.want" "10.77.1.2:k64" >"$W/tx2.log" 2>&1
+		_rc=$?
+		wait_pid "$RX" 30
+		[ "$_rc" = 0 ] || t_fail "resuming sender exit $_rc"
+		[ "$WRC" = 0 ] || t_fail "receiver exit $WRC"
+		cmp "$W/k64.want" "$W/rx/k64" >/dev/null 2>&1 || t_fail "k64 differs after --resume"
+		_sent=$(grep '"event":"file_done"' "$W/tx2.log" | sed -n 's/.*"sent":\([0-9]*\).*/\1/p')
+		_size=$(stat -c %s "$W/k64.want")
+		echo "# resumed: sent ${_sent:-?} of $_size bytes"
+		[ -n "$_sent" ] && [ "$_sent" -lt "$_size" ] || t_fail "resume sent ${_sent:-?} of $_size bytes"
+	else
+		t_fail "receiver did not start listening"
+	fi
+	t_log "$W/rx2.log" "$W/tx2.log"
 	t_end
 	finish
 	;;

@@ -140,7 +140,7 @@ for sc in "$@"; do
 	rxhost)
 		run_guest pair-rxhost a --pair --timeout 120 "${common[@]}" "$HERE/rdma_pair.sh" rxhost ;;
 	txhost)
-		run_guest pair-txhost b --pair --timeout 120 "${common[@]}" "$HERE/rdma_pair.sh" txhost ;;
+		run_guest pair-txhost b --pair --timeout 240 "${common[@]}" "$HERE/rdma_pair.sh" txhost ;;
 	linkcut)
 		run_guest pair-linkcut "a b" --pair --timeout 320 "${common[@]}" "$HERE/rdma_pair.sh" linkcut ;;
 	*)
