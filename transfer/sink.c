@@ -190,9 +190,7 @@ static void client_report(struct sink *k, struct snk_file *f, bool done,
 	struct xfer_file_report r = {
 		.done = done,
 		.path = f->shown,
-		.kind = f->kind == WIRE_KIND_DIR       ? "dir"
-			: f->kind == WIRE_KIND_SYMLINK ? "symlink"
-						       : "file",
+		.kind = wire_kind_name(f->kind),
 		.bytes = f->size,
 		.sent = f->sent,
 		.seconds = clock_now_s() - f->t0,

@@ -218,9 +218,7 @@ static int send_file(struct source *s, struct src_file *f)
 	if (s->o->on_file) {
 		struct xfer_file_report r = {
 			.path = f->path,
-			.kind = f->w->kind == WIRE_KIND_DIR	  ? "dir"
-				: f->w->kind == WIRE_KIND_SYMLINK ? "symlink"
-								  : "file",
+			.kind = wire_kind_name(f->w->kind),
 			.bytes = m.u.file.size,
 			.algorithm = csum_name(s->cfg->p.csum),
 		};
@@ -692,9 +690,7 @@ static void report(struct source *s, struct src_file *f, int status,
 	struct xfer_file_report r = {
 		.done = true,
 		.path = f->path,
-		.kind = f->w->kind == WIRE_KIND_DIR	  ? "dir"
-			: f->w->kind == WIRE_KIND_SYMLINK ? "symlink"
-							  : "file",
+		.kind = wire_kind_name(f->w->kind),
 		.bytes = regular ? (uint64_t)f->st.st_size : 0,
 		.sent = f->sent,
 		.seconds = clock_now_s() - f->t0,

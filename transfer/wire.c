@@ -490,6 +490,13 @@ int wire_decode(const uint8_t *buf, size_t len, struct wire_msg *m)
 	return 0;
 }
 
+const char *wire_kind_name(unsigned int kind)
+{
+	return kind == WIRE_KIND_DIR	   ? "dir"
+	       : kind == WIRE_KIND_SYMLINK ? "symlink"
+					   : "file";
+}
+
 const char *wire_type_name(unsigned int type)
 {
 	static const char *const names[WIRE_TYPE_MAX] = {

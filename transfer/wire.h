@@ -284,6 +284,9 @@ int wire_decode(const uint8_t *buf, size_t len, struct wire_msg *m)
 
 const char *wire_type_name(unsigned int type);
 
+/* "file", "dir" or "symlink" for an enum wire_file_kind (JSON, logs). */
+const char *wire_kind_name(unsigned int kind);
+
 /* Appends a path to h->paths. 0 or -ENAMETOOLONG when they are full. */
 int wire_hello_add_path(struct wire_hello *h, const char *path)
 	__attribute__((warn_unused_result));
