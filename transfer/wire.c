@@ -266,6 +266,10 @@ static void enc_body(struct put *w, const struct wire_msg *m)
 		put_bytes(w, m->u.result.digest, m->u.result.digest_len);
 		put_str(w, m->u.result.msg, WIRE_MSG_MAX);
 		break;
+	case WIRE_PACK_DONE:
+		put_u32(w, m->u.pack_done.first_id);
+		put_u32(w, m->u.pack_done.count);
+		break;
 	case WIRE_BYE:
 		put_u64(w, m->u.bye.files_ok);
 		put_u64(w, m->u.bye.files_failed);
@@ -452,6 +456,13 @@ static void dec_body(struct get *r, struct wire_msg *m)
 		dec_digest(r, &m->u.result.digest_len, m->u.result.digest);
 		get_str(r, m->u.result.msg, WIRE_MSG_MAX);
 		break;
+	case WIRE_PACK_DONE:
+		m->u.pack_done.first_id = get_u32(r);
+		m->u.pack_done.count = get_u32(r);
+		if (!m->u.pack_done.count ||
+		    m->u.pack_done.count > WIRE_PACK_MAX_FILES)
+			r->err = true;
+		break;
 	case WIRE_BYE:
 		m->u.bye.files_ok = get_u64(r);
 		m->u.bye.files_failed = get_u64(r);
@@ -512,7 +523,95 @@ const char *wire_type_name(unsigned int type)
 		[WIRE_CREDIT] = "CREDIT",
 		[WIRE_AUTH] = "AUTH",
 		[WIRE_HAVE] = "HAVE",
+		[WIRE_PACK_DONE] = "PACK_DONE",
 	};
 
 	return type < WIRE_TYPE_MAX && names[type] ? names[type] : "?";
+}
+
+/* ---- packed slots ---- */
+
+size_t wire_pack_put(uint8_t *p, const struct wire_pack_rec *r)
+{
+	struct put w = { .p = p, .cap = WIRE_PACK_REC_HDR + WIRE_DIGEST_MAX +
+					 r->path_len };
+
+	put_u32(&w, r->file_id);
+	put_u8(&w, r->flags);
+	put_u8(&w, r->digest_len);
+	put_u16(&w, r->path_len);
+	put_u32(&w, r->mode);
+	put_u64(&w, (uint64_t)r->mtime_sec);
+	put_u32(&w, r->mtime_nsec);
+	put_u64(&w, (uint64_t)r->atime_sec);
+	put_u32(&w, r->atime_nsec);
+	put_u32(&w, r->size);
+	put_u32(&w, (uint32_t)r->status);
+	put_bytes(&w, r->digest, r->digest_len);
+	put_bytes(&w, r->path, r->path_len);
+	return w.off;
+}
+
+int wire_pack_digest(uint8_t csum, const uint8_t *data, uint32_t len,
+		     uint8_t out[WIRE_DIGEST_MAX])
+{
+	uint8_t inner[CK_SHA256_LEN];
+	uint32_t crc;
+	int rc;
+
+	switch (csum) {
+	case WIRE_CSUM_CRC32:
+		crc = htobe32(ck_crc32(0, data, len));
+		memcpy(out, &crc, 4);
+		return 4;
+	case WIRE_CSUM_SHA256:
+		/* SHA-256 over the chunks' SHA-256s: none, or this one. */
+		rc = len ? ck_sha256(data, len, inner) : 0;
+		if (!rc)
+			rc = len ? ck_sha256(inner, sizeof(inner), out)
+				 : ck_sha256("", 0, out);
+		return rc ? rc : CK_SHA256_LEN;
+	default:
+		return 0;
+	}
+}
+
+int wire_pack_next(const uint8_t *p, size_t len, size_t *pos,
+		   struct wire_pack_rec *r)
+{
+	struct get g = { .p = p, .len = len, .off = *pos };
+	bool abort;
+
+	memset(r, 0, sizeof(*r));
+	if (*pos > len)
+		return -EPROTO;
+	r->file_id = get_u32(&g);
+	r->flags = get_u8(&g);
+	r->digest_len = get_u8(&g);
+	r->path_len = get_u16(&g);
+	r->mode = get_u32(&g);
+	r->mtime_sec = (int64_t)get_u64(&g);
+	r->mtime_nsec = get_u32(&g);
+	r->atime_sec = (int64_t)get_u64(&g);
+	r->atime_nsec = get_u32(&g);
+	r->size = get_u32(&g);
+	r->status = (int32_t)get_u32(&g);
+	abort = r->flags & WIRE_PACK_ABORT;
+	if (g.err || r->flags & ~WIRE_PACK_ABORT ||
+	    r->digest_len > WIRE_DIGEST_MAX || !r->path_len ||
+	    r->path_len > 4095 || r->mtime_nsec >= 1000000000u ||
+	    r->atime_nsec >= 1000000000u ||
+	    (abort ? r->status >= 0 : r->status != 0) ||
+	    (abort && r->size > WIRE_MSG_MAX))
+		return -EPROTO;
+	get_bytes(&g, r->digest, r->digest_len);
+	if (g.err || len - g.off < (size_t)r->path_len + r->size)
+		return -EPROTO;
+	r->path = (const char *)p + g.off;
+	r->data = p + g.off + r->path_len;
+	if (memchr(r->path, '\0', r->path_len) ||
+	    (abort && memchr(r->data, '\0', r->size)))
+		return -EPROTO;
+	*pos = g.off + r->path_len + r->size;
+	return 0;
 }

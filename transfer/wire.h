@@ -27,7 +27,7 @@
 /* ---- ring slots ---- */
 
 enum wire_slot_flags {
-	WIRE_SLOT_PACKED = 1 << 0,     /* reserved: several small files */
+	WIRE_SLOT_PACKED = 1 << 0,     /* small files: records, see below */
 	WIRE_SLOT_COMPRESSED = 1 << 1, /* zlib payload, raw_len bytes raw */
 	WIRE_SLOT_ENCRYPTED = 1 << 2,  /* AES-256-GCM payload, tag below */
 };
@@ -36,7 +36,8 @@ struct wire_slot_hdr {
 	uint64_t seq;	  /* chunk sequence number in the session, from 0 */
 	uint32_t file_id; /* as announced by WIRE_FILE */
 	uint32_t len;	  /* payload bytes after the header */
-	uint64_t offset;  /* byte offset of the payload in the file */
+	uint64_t offset;  /* byte offset of the payload in the file;
+			   * PACKED: how many files (records) it holds */
 	uint32_t crc;	  /* CRC32 of the raw payload (0: none, encrypted) */
 	uint16_t flags;	  /* enum wire_slot_flags */
 	uint32_t raw_len; /* payload bytes before compression (= len) */
@@ -91,6 +92,7 @@ enum wire_type {
 	WIRE_CREDIT,	  /* either: acks only (also the keepalive) */
 	WIRE_AUTH,	  /* client -> server: challenge response */
 	WIRE_HAVE,	  /* sink -> source: what of a file is there */
+	WIRE_PACK_DONE,	  /* sink -> source: a packed slot's files placed */
 	WIRE_TYPE_MAX,
 };
 
@@ -107,6 +109,7 @@ enum wire_csum {
 
 enum wire_features {
 	WIRE_FEAT_AUTH = 1 << 0, /* this side holds a key and will prove it */
+	WIRE_FEAT_PACK = 1 << 1, /* this side takes packed slots as a sink */
 };
 
 enum wire_hello_flags {
@@ -235,6 +238,16 @@ struct wire_file_result {
 	char msg[WIRE_MSG_MAX + 1];
 };
 
+/*
+ * Every file in [first_id, first_id + count) of a packed slot that had no
+ * FILE_RESULT of its own (those, failures, come first) is verified and in
+ * place under its final name.
+ */
+struct wire_pack_done {
+	uint32_t first_id;
+	uint32_t count;
+};
+
 struct wire_bye {
 	uint64_t files_ok;
 	uint64_t files_failed;
@@ -263,6 +276,7 @@ struct wire_msg {
 		struct wire_error error;
 		struct wire_auth auth;
 		struct wire_have have;
+		struct wire_pack_done pack_done;
 	} u;
 };
 
@@ -283,6 +297,76 @@ int wire_decode(const uint8_t *buf, size_t len, struct wire_msg *m)
 	__attribute__((warn_unused_result));
 
 const char *wire_type_name(unsigned int type);
+
+/*
+ * ---- packed slots ----
+ *
+ * Small regular files travel several to a slot (WIRE_SLOT_PACKED), each a
+ * record that carries its own announcement, digest and data, so a file
+ * costs no control message of its own. The slot header's file_id is the
+ * first record's id, offset the number of records; records follow back to
+ * back with consecutive ids, and the slot CRC (or GCM tag) covers them
+ * all. A record is a 44-byte header then digest, path and data:
+ *
+ *   u32 file_id, u8 flags, u8 digest_len, u16 path_len, u32 mode,
+ *   i64 mtime_sec, u32 mtime_nsec, i64 atime_sec, u32 atime_nsec,
+ *   u32 size, i32 status
+ *
+ * With WIRE_PACK_ABORT the source could not read the file: status says
+ * why and the data is the message for the user, not file content.
+ */
+#define WIRE_PACK_REC_HDR 44u
+#define WIRE_PACK_MAX_FILES 1024u /* records in one slot */
+
+enum wire_pack_flags {
+	WIRE_PACK_ABORT = 1 << 0,
+};
+
+struct wire_pack_rec {
+	uint32_t file_id;
+	uint8_t flags; /* enum wire_pack_flags */
+	uint8_t digest_len;
+	uint16_t path_len; /* 1 .. 4095; no NUL */
+	uint32_t mode;
+	int64_t mtime_sec;
+	uint32_t mtime_nsec;
+	int64_t atime_sec;
+	uint32_t atime_nsec;
+	uint32_t size;	/* data bytes; with ABORT the message's */
+	int32_t status; /* 0, or with ABORT a negative errno */
+	uint8_t digest[WIRE_DIGEST_MAX]; /* the file's, as in FILE_END */
+	const char *path;		 /* path_len bytes into the slot */
+	const uint8_t *data;		 /* size bytes into the slot */
+};
+
+/* Bytes the record takes in a slot. */
+static inline size_t wire_pack_rec_len(size_t path_len, size_t digest_len,
+				       size_t size)
+{
+	return WIRE_PACK_REC_HDR + digest_len + path_len + size;
+}
+
+/*
+ * Writes r's header, digest and path at p; the caller puts r->size bytes
+ * of data right after them, at the returned offset.
+ */
+size_t wire_pack_put(uint8_t *p, const struct wire_pack_rec *r);
+
+/*
+ * The digest (enum wire_csum) a record carries: what FILE_END would for
+ * the same file sent as one chunk (or none, when empty). Returns its
+ * length, or -errno.
+ */
+int wire_pack_digest(uint8_t csum, const uint8_t *data, uint32_t len,
+		     uint8_t out[WIRE_DIGEST_MAX])
+	__attribute__((warn_unused_result));
+
+/*
+ * Decodes the record at *pos of a packed payload of len bytes and moves
+ * *pos past it. 0, or -EPROTO when it is malformed or runs past the end.
+ */
+int wire_pack_next(const uint8_t *p, size_t len, size_t *pos,
+		   struct wire_pack_rec *r) __attribute__((warn_unused_result));
 
 /* "file", "dir" or "symlink" for an enum wire_file_kind (JSON, logs). */
 const char *wire_kind_name(unsigned int kind);

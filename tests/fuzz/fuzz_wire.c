@@ -5,9 +5,15 @@
  * must re-encode: the encoding is canonical (the input again, with the
  * reserved header bytes zeroed), decodes to the same message, and
  * wire_encode() into a buffer one byte short fails with -EMSGSIZE without
- * writing past it. Any broken promise calls abort().
+ * writing past it. Every input is also read as a packed slot's payload:
+ * wire_pack_next() from offset 0 until it fails or reaches the end (at
+ * most WIRE_PACK_MAX_FILES records); each record it takes honours the
+ * ranges wire.h promises, and wire_pack_put() plus its data gives back
+ * exactly the bytes it came from (canonical), which decode to the same
+ * fields. Any broken promise calls abort().
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,9 +86,85 @@ static void check_msg(const uint8_t *data, size_t size)
 	free(shortbuf);
 }
 
+static bool pack_eq(const struct wire_pack_rec *a,
+		    const struct wire_pack_rec *b)
+{
+	return a->file_id == b->file_id && a->flags == b->flags &&
+	       a->digest_len == b->digest_len && a->path_len == b->path_len &&
+	       a->mode == b->mode && a->mtime_sec == b->mtime_sec &&
+	       a->mtime_nsec == b->mtime_nsec && a->atime_sec == b->atime_sec &&
+	       a->atime_nsec == b->atime_nsec && a->size == b->size &&
+	       a->status == b->status &&
+	       !memcmp(a->digest, b->digest, sizeof(a->digest)) &&
+	       !memcmp(a->path, b->path, a->path_len) &&
+	       !memcmp(a->data, b->data, a->size);
+}
+
+/* What wire.h says of a record wire_pack_next() took. */
+static void check_rec_ranges(const struct wire_pack_rec *r)
+{
+	bool abort_rec = r->flags & WIRE_PACK_ABORT;
+
+	if (r->flags & ~WIRE_PACK_ABORT || r->digest_len > WIRE_DIGEST_MAX ||
+	    !r->path_len || r->path_len > 4095 ||
+	    r->mtime_nsec >= 1000000000u || r->atime_nsec >= 1000000000u)
+		fail("pack: a field out of range was taken");
+	if (memchr(r->path, '\0', r->path_len))
+		fail("pack: a path with a NUL was taken");
+	if (abort_rec && (r->status >= 0 || r->size > WIRE_MSG_MAX ||
+			  memchr(r->data, '\0', r->size)))
+		fail("pack: a malformed ABORT was taken");
+	if (!abort_rec && r->status != 0)
+		fail("pack: a status without ABORT was taken");
+}
+
+static void check_pack(const uint8_t *data, size_t size)
+{
+	struct wire_pack_rec r, r2;
+	size_t pos = 0, start, n, off, pos2;
+	uint8_t *enc;
+
+	for (unsigned int i = 0; i < WIRE_PACK_MAX_FILES && pos < size; i++) {
+		start = pos;
+		if (wire_pack_next(data, size, &pos, &r)) {
+			if (pos != start)
+				fail("pack: a refused record moved pos");
+			return;
+		}
+		n = wire_pack_rec_len(r.path_len, r.digest_len, r.size);
+		if (pos <= start || pos > size || pos - start != n)
+			fail("pack: pos did not move by the record's length");
+		if (r.path != (const char *)data + start + WIRE_PACK_REC_HDR +
+				      r.digest_len ||
+		    r.data != (const uint8_t *)r.path + r.path_len)
+			fail("pack: path or data not where the record has "
+			     "them");
+		check_rec_ranges(&r);
+
+		/* exactly n bytes: ASan sees any write past them */
+		enc = malloc(n);
+		if (!enc)
+			return;
+		off = wire_pack_put(enc, &r);
+		if (off != n - r.size)
+			fail("pack: wire_pack_put wrote other than the header, "
+			     "digest and path");
+		memcpy(enc + off, r.data, r.size);
+		if (memcmp(enc, data + start, n))
+			fail("pack: encoding differs from the decoded input");
+		pos2 = 0;
+		if (wire_pack_next(enc, n, &pos2, &r2) || pos2 != n)
+			fail("pack: re-encoded record does not decode");
+		if (!pack_eq(&r, &r2))
+			fail("pack: fields differ after a round trip");
+		free(enc);
+	}
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	check_msg(data, size);
+	check_pack(data, size);
 	if (size >= WIRE_SLOT_HDR)
 		check_slot(data);
 	return 0;

@@ -2,7 +2,8 @@
 /*
  * Writes the seed corpora of the fuzz targets: OUT/wire/ gets valid
  * encodings of every control message (made with wire_encode()), valid
- * 64-byte slot headers and a few malformed messages; OUT/path/ gets valid
+ * 64-byte slot headers, packed slot payloads (records made with
+ * wire_pack_put()) and a few malformed inputs; OUT/path/ gets valid
  * and hostile peer paths. The committed tests/fuzz/corpus/ is its output:
  *
  *   cc -std=c11 -D_GNU_SOURCE -I. -o build/mkcorpus tests/fuzz/mkcorpus.c \
@@ -64,6 +65,81 @@ static void fill(uint8_t *p, size_t n, uint8_t seed)
 
 	for (i = 0; i < n; i++)
 		p[i] = (uint8_t)(seed + i * 7);
+}
+
+/* Appends record r and its data at *off of p (a packed slot's payload). */
+static void pack_rec(uint8_t *p, size_t *off, const struct wire_pack_rec *r)
+{
+	size_t n = wire_pack_put(p + *off, r);
+
+	memcpy(p + *off + n, r->data, r->size);
+	*off += n + r->size;
+}
+
+/* Packed slot payloads: records back to back (fuzz_wire reads them so). */
+static void pack_seeds(void)
+{
+	static const char text[] = "hello, packed world\n";
+	static const char why[] = "cannot open 'dir/gone': No such file";
+	static uint8_t p[1024];
+	struct wire_pack_rec r;
+	size_t off = 0;
+	int n;
+
+	/* a file with its CRC32, then one the source could not read */
+	memset(&r, 0, sizeof(r));
+	r.file_id = 2;
+	r.mode = 0100644;
+	r.mtime_sec = 1700000000;
+	r.mtime_nsec = 123456789;
+	r.atime_sec = 1700000001;
+	r.path = "dir/small.txt";
+	r.path_len = (uint16_t)strlen(r.path);
+	r.data = (const uint8_t *)text;
+	r.size = sizeof(text) - 1;
+	n = wire_pack_digest(WIRE_CSUM_CRC32, r.data, r.size, r.digest);
+	if (n < 0)
+		errs++;
+	r.digest_len = n < 0 ? 0 : (uint8_t)n;
+	pack_rec(p, &off, &r);
+	memset(&r, 0, sizeof(r));
+	r.file_id = 3;
+	r.flags = WIRE_PACK_ABORT;
+	r.status = -ENOENT;
+	r.path = "dir/gone";
+	r.path_len = (uint16_t)strlen(r.path);
+	r.data = (const uint8_t *)why;
+	r.size = sizeof(why) - 1;
+	pack_rec(p, &off, &r);
+	put("wire", "pack-two", p, off);
+	put("wire", "bad-pack-truncated", p, off - 1);
+
+	/* SHA-256: an empty file, then one byte; mtime before 1970 */
+	off = 0;
+	memset(&r, 0, sizeof(r));
+	r.file_id = 7;
+	r.mode = 0100600;
+	r.mtime_sec = -1;
+	r.mtime_nsec = 999999999;
+	r.path = "e";
+	r.path_len = 1;
+	r.data = (const uint8_t *)"";
+	n = wire_pack_digest(WIRE_CSUM_SHA256, r.data, r.size, r.digest);
+	if (n < 0)
+		errs++;
+	r.digest_len = n < 0 ? 0 : (uint8_t)n;
+	pack_rec(p, &off, &r);
+	r.file_id = 8;
+	r.path = "sub/one";
+	r.path_len = (uint16_t)strlen(r.path);
+	r.data = (const uint8_t *)"1";
+	r.size = 1;
+	n = wire_pack_digest(WIRE_CSUM_SHA256, r.data, r.size, r.digest);
+	if (n < 0)
+		errs++;
+	r.digest_len = n < 0 ? 0 : (uint8_t)n;
+	pack_rec(p, &off, &r);
+	put("wire", "pack-sha256", p, off);
 }
 
 static void wire_seeds(void)
@@ -276,6 +352,15 @@ static void wire_seeds(void)
 	n = msg("credit", &m, buf);
 	put("wire", "bad-header-short", buf, 15);
 	put("wire", "bad-empty", buf, 0);
+
+	memset(&m, 0, sizeof(m));
+	m.type = WIRE_PACK_DONE;
+	m.ctrl_ack = 11;
+	m.u.pack_done.first_id = 2;
+	m.u.pack_done.count = 2;
+	msg("pack-done", &m, buf);
+
+	pack_seeds();
 
 	/* 64-byte slot headers (wire_slot_decode gets an input's first 64) */
 	memset(&h, 0, sizeof(h));

@@ -7,12 +7,16 @@
  * decoder's refusals: every truncation, trailing bytes, a wrong length
  * field, unknown types, strings past the end, over their limit or with a
  * NUL inside, digests longer than 32 bytes, and any single flipped bit in
- * a slot header.
+ * a slot header. Packed-slot records the same way: round trips alone and
+ * back to back, golden bytes, every truncation, each field out of range,
+ * and the digest a record carries.
  */
 #include "tap.h"
 
 #include "transfer/wire.h"
+#include "util/checksum.h"
 
+#include <endian.h>
 #include <errno.h>
 #include <stdint.h>
 
@@ -51,7 +55,6 @@ static size_t samples(struct wire_msg *m, size_t max)
 {
 	size_t n = 0;
 
-	(void)max;
 	memset(m, 0, max * sizeof(*m));
 
 	m[n].type = WIRE_HELLO;
@@ -155,6 +158,14 @@ static size_t samples(struct wire_msg *m, size_t max)
 	m[n].ctrl_ack = 12;
 	m[n].slot_ack = 34;
 	n++;
+
+	m[n].type = WIRE_PACK_DONE;
+	m[n].ctrl_ack = 5;
+	m[n].slot_ack = 6;
+	m[n].u.pack_done.first_id = 0xfffffc00u;
+	m[n].u.pack_done.count = WIRE_PACK_MAX_FILES; /* the most */
+	n++;
+	CHECK(n <= max);
 	return n;
 }
 
@@ -539,6 +550,436 @@ static void test_chunk_aad(void)
 	CHECK(memcmp(aad, want, sizeof(want)) == 0);
 }
 
+/* PACK_DONE counts 1 .. WIRE_PACK_MAX_FILES files; 0 or more is refused. */
+static void test_decode_pack_done(void)
+{
+	struct wire_msg m = { .type = WIRE_PACK_DONE }, d;
+	const uint32_t counts[] = { 0, 1, WIRE_PACK_MAX_FILES,
+				    WIRE_PACK_MAX_FILES + 1, UINT32_MAX };
+	int len;
+
+	for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
+		bool ok = counts[i] && counts[i] <= WIRE_PACK_MAX_FILES;
+
+		m.u.pack_done.first_id = 7;
+		m.u.pack_done.count = counts[i];
+		len = wire_encode(&m, buf, sizeof(buf));
+		CHECK_EQ(len, WIRE_CTRL_HDR + 8);
+		CHECK_EQ(wire_decode(buf, (size_t)len, &d), ok ? 0 : -EPROTO);
+		if (ok) {
+			CHECK_EQ(d.u.pack_done.first_id, 7);
+			CHECK_EQ(d.u.pack_done.count, counts[i]);
+		}
+	}
+}
+
+/* ---- packed slots ---- */
+
+static uint8_t pbuf[4 * (WIRE_PACK_REC_HDR + WIRE_DIGEST_MAX + 4096 + 1024)];
+static char long_path[4097];
+
+/*
+ * Record sample i, with distinct non-zero fields: 0 a file with a CRC32
+ * digest, 1 one with a SHA-256 digest and the longest path, 2 an ABORT
+ * whose data is the message, 3 an empty file without a digest.
+ */
+static void pack_sample(struct wire_pack_rec *r, unsigned int i)
+{
+	static const uint8_t data[] = "file content\0with a NUL, fine here";
+	static const char msg[] = "cannot read 'f': Input/output error";
+
+	memset(long_path, 'L', 4095);
+	long_path[4095] = '\0';
+	memset(r, 0, sizeof(*r));
+	r->file_id = 100 + i;
+	r->mode = 0100644;
+	r->mtime_sec = -5; /* before 1970: signed on the wire */
+	r->mtime_nsec = 999999999u;
+	r->atime_sec = INT64_MAX;
+	r->atime_nsec = 1;
+	switch (i) {
+	case 0:
+		r->digest_len = 4;
+		memcpy(r->digest, "\xde\xad\xbe\xef", 4);
+		r->path = "dir/a.txt";
+		r->data = data;
+		r->size = sizeof(data) - 1;
+		break;
+	case 1:
+		r->digest_len = WIRE_DIGEST_MAX;
+		for (unsigned int k = 0; k < WIRE_DIGEST_MAX; k++)
+			r->digest[k] = (uint8_t)(0xa0 + k);
+		r->path = long_path;
+		r->data = (const uint8_t *)"x";
+		r->size = 1;
+		r->mtime_sec = INT64_MIN;
+		break;
+	case 2:
+		r->flags = WIRE_PACK_ABORT;
+		r->status = -EIO;
+		r->path = "dir/b";
+		r->data = (const uint8_t *)msg;
+		r->size = sizeof(msg) - 1;
+		break;
+	default:
+		r->path = "empty";
+		r->data = (const uint8_t *)"";
+		r->mode = 0100600;
+		break;
+	}
+	r->path_len = (uint16_t)strlen(r->path);
+}
+
+#define PACK_SAMPLES 4u
+
+/* Header, digest and path with wire_pack_put, then the data: the length. */
+static size_t pack_enc(uint8_t *p, const struct wire_pack_rec *r)
+{
+	size_t off = wire_pack_put(p, r);
+
+	CHECK_EQ(off, wire_pack_rec_len(r->path_len, r->digest_len, 0));
+	memcpy(p + off, r->data, r->size);
+	return wire_pack_rec_len(r->path_len, r->digest_len, r->size);
+}
+
+static bool pack_eq(const struct wire_pack_rec *a,
+		    const struct wire_pack_rec *b)
+{
+	return a->file_id == b->file_id && a->flags == b->flags &&
+	       a->digest_len == b->digest_len && a->path_len == b->path_len &&
+	       a->mode == b->mode && a->mtime_sec == b->mtime_sec &&
+	       a->mtime_nsec == b->mtime_nsec && a->atime_sec == b->atime_sec &&
+	       a->atime_nsec == b->atime_nsec && a->size == b->size &&
+	       a->status == b->status &&
+	       !memcmp(a->digest, b->digest, a->digest_len) &&
+	       !memcmp(a->path, b->path, a->path_len) &&
+	       !memcmp(a->data, b->data, a->size);
+}
+
+/* -EPROTO, with *pos left where it was. */
+static bool pack_refused(const uint8_t *p, size_t len, size_t pos)
+{
+	struct wire_pack_rec d;
+	size_t at = pos;
+
+	return wire_pack_next(p, len, &at, &d) == -EPROTO && at == pos;
+}
+
+static void test_pack_roundtrip(void)
+{
+	struct wire_pack_rec r[PACK_SAMPLES], d;
+	size_t off[PACK_SAMPLES + 1] = { 0 }, pos = 0, n;
+
+	for (unsigned int i = 0; i < PACK_SAMPLES; i++) {
+		pack_sample(&r[i], i);
+		/* alone, exactly its length */
+		n = pack_enc(pbuf, &r[i]);
+		pos = 0;
+		CHECK_EQ(wire_pack_next(pbuf, n, &pos, &d), 0);
+		CHECK_EQ(pos, n);
+		CHECK(pack_eq(&r[i], &d));
+		/* the pointers go into the buffer, never copied */
+		CHECK(d.path ==
+		      (const char *)pbuf + WIRE_PACK_REC_HDR + r[i].digest_len);
+		CHECK(d.data == (const uint8_t *)d.path + r[i].path_len);
+	}
+	/* back to back: pos moves from one record to the next */
+	for (unsigned int i = 0; i < PACK_SAMPLES; i++)
+		off[i + 1] = off[i] + pack_enc(pbuf + off[i], &r[i]);
+	pos = 0;
+	for (unsigned int i = 0; i < PACK_SAMPLES; i++) {
+		CHECK_EQ(pos, off[i]);
+		CHECK_EQ(wire_pack_next(pbuf, off[PACK_SAMPLES], &pos, &d), 0);
+		CHECK_EQ(pos, off[i + 1]);
+		if (!pack_eq(&r[i], &d)) {
+			printf("#   record %u does not survive a round trip\n",
+			       i);
+			CHECK(0);
+		}
+		CHECK(d.data == pbuf + off[i + 1] - r[i].size);
+	}
+	/* nothing more at the end */
+	CHECK(pack_refused(pbuf, off[PACK_SAMPLES], off[PACK_SAMPLES]));
+}
+
+/* Every proper prefix is refused, at the start or after another record. */
+static void test_pack_truncated(void)
+{
+	struct wire_pack_rec r, first;
+	size_t lead, n;
+	int bad = 0;
+
+	pack_sample(&first, 3);
+	lead = pack_enc(pbuf, &first);
+	for (unsigned int i = 0; i < PACK_SAMPLES; i++) {
+		pack_sample(&r, i);
+		n = pack_enc(pbuf + lead, &r);
+		for (size_t l = 0; l < n; l++) {
+			if (!pack_refused(pbuf + lead, l, 0) ||
+			    !pack_refused(pbuf, lead + l, lead))
+				bad++;
+		}
+		CHECK(!pack_refused(pbuf, lead + n, lead));
+	}
+	CHECK_EQ(bad, 0);
+}
+
+/*
+ * Encodes r (any field values; wire_pack_put checks nothing) and whether
+ * wire_pack_next takes it, with a 64-byte tail after it so that no
+ * refusal is for want of bytes.
+ */
+static int pack_try(const struct wire_pack_rec *r)
+{
+	struct wire_pack_rec d;
+	size_t n = pack_enc(pbuf, r), pos = 0;
+	int rc;
+
+	memset(pbuf + n, 'T', 64);
+	rc = wire_pack_next(pbuf, n + 64, &pos, &d);
+	if (rc)
+		CHECK_EQ(pos, 0);
+	else
+		CHECK_EQ(pos, n);
+	return rc;
+}
+
+static void test_pack_refusals(void)
+{
+	static char path[4097], msg[WIRE_MSG_MAX + 2];
+	struct wire_pack_rec base, r;
+	size_t n;
+
+	pack_sample(&base, 0);
+	CHECK_EQ(pack_try(&base), 0);
+
+	/* flags: only ABORT is known */
+	for (unsigned int bit = 1; bit < 8; bit++) {
+		r = base;
+		r.flags = (uint8_t)(1u << bit);
+		CHECK_EQ(pack_try(&r), -EPROTO);
+	}
+	/* time stamps: nanoseconds below one second */
+	r = base;
+	r.mtime_nsec = 1000000000u;
+	CHECK_EQ(pack_try(&r), -EPROTO);
+	r.mtime_nsec = UINT32_MAX;
+	CHECK_EQ(pack_try(&r), -EPROTO);
+	r = base;
+	r.atime_nsec = 1000000000u;
+	CHECK_EQ(pack_try(&r), -EPROTO);
+	r.atime_nsec = 999999999u;
+	CHECK_EQ(pack_try(&r), 0);
+
+	/* path: 1 .. 4095 bytes, no NUL */
+	memset(path, 'p', 4096);
+	r = base;
+	r.path = path;
+	r.path_len = 0;
+	CHECK_EQ(pack_try(&r), -EPROTO);
+	r.path_len = 1;
+	CHECK_EQ(pack_try(&r), 0);
+	r.path_len = 4095;
+	CHECK_EQ(pack_try(&r), 0);
+	r.path_len = 4096;
+	CHECK_EQ(pack_try(&r), -EPROTO);
+	r.path_len = 10;
+	path[5] = '\0';
+	CHECK_EQ(pack_try(&r), -EPROTO);
+	path[5] = 'p';
+	path[9] = '\0'; /* last byte */
+	CHECK_EQ(pack_try(&r), -EPROTO);
+	path[9] = 'p';
+	path[0] = '\0';
+	CHECK_EQ(pack_try(&r), -EPROTO);
+	path[0] = 'p';
+	CHECK_EQ(pack_try(&r), 0);
+
+	/* status: 0 without ABORT, negative with it */
+	r = base;
+	r.status = -EIO;
+	CHECK_EQ(pack_try(&r), -EPROTO);
+	r.status = EIO; /* positive: not an errno either */
+	CHECK_EQ(pack_try(&r), -EPROTO);
+	r.status = INT32_MIN;
+	CHECK_EQ(pack_try(&r), -EPROTO);
+	pack_sample(&base, 2); /* ABORT */
+	CHECK_EQ(pack_try(&base), 0);
+	r = base;
+	r.status = 0;
+	CHECK_EQ(pack_try(&r), -EPROTO);
+	r.status = EIO;
+	CHECK_EQ(pack_try(&r), -EPROTO);
+	r.status = INT32_MIN;
+	CHECK_EQ(pack_try(&r), 0);
+
+	/* ABORT message: up to WIRE_MSG_MAX bytes, no NUL */
+	memset(msg, 'm', sizeof(msg));
+	r = base;
+	r.data = (const uint8_t *)msg;
+	r.size = WIRE_MSG_MAX;
+	CHECK_EQ(pack_try(&r), 0);
+	r.size = WIRE_MSG_MAX + 1;
+	CHECK_EQ(pack_try(&r), -EPROTO);
+	r.size = 20;
+	msg[7] = '\0';
+	CHECK_EQ(pack_try(&r), -EPROTO);
+	msg[7] = 'm';
+	msg[19] = '\0';
+	CHECK_EQ(pack_try(&r), -EPROTO);
+	msg[19] = 'm';
+	r.size = 0; /* an empty message is a message */
+	CHECK_EQ(pack_try(&r), 0);
+	/* file data may be longer and hold NULs (sample 0 has one) */
+	pack_sample(&base, 0);
+	CHECK(memchr(base.data, '\0', base.size) != NULL);
+	r = base;
+	r.data = (const uint8_t *)msg;
+	r.size = WIRE_MSG_MAX + 1;
+	CHECK_EQ(pack_try(&r), 0);
+
+	/*
+	 * digest_len over 32: wire_pack_put cannot write it (the digest
+	 * is 32 bytes), so patch byte 5 of a record with a 32-byte digest;
+	 * a 64-byte tail, as in pack_try(), holds the 33rd byte.
+	 */
+	pack_sample(&r, 1);
+	n = pack_enc(pbuf, &r);
+	memset(pbuf + n, 'T', 64);
+	CHECK_EQ(pbuf[5], WIRE_DIGEST_MAX);
+	CHECK(!pack_refused(pbuf, n + 64, 0));
+	pbuf[5] = WIRE_DIGEST_MAX + 1;
+	CHECK(pack_refused(pbuf, n + 64, 0));
+	pbuf[5] = 0xff;
+	CHECK(pack_refused(pbuf, n + 64, 0));
+	pbuf[5] = WIRE_DIGEST_MAX;
+
+	/* *pos past the end, however far */
+	CHECK(pack_refused(pbuf, n, n + 1));
+	CHECK(pack_refused(pbuf, n, SIZE_MAX));
+	CHECK(pack_refused(pbuf, 0, 1));
+	CHECK(!pack_refused(pbuf, n, 0));
+}
+
+/*
+ * Two records as documented (wire.h, "packed slots"), big-endian: u32
+ * file_id, u8 flags, u8 digest_len, u16 path_len, u32 mode, i64
+ * mtime_sec, u32 mtime_nsec, i64 atime_sec, u32 atime_nsec, u32 size,
+ * i32 status, then digest, path and data; the second one an ABORT.
+ */
+static void test_pack_golden(void)
+{
+	static const char want_hex[] = "01020304"	  /* file_id */
+				       "00"		  /* flags */
+				       "04"		  /* digest_len */
+				       "0003"		  /* path_len */
+				       "000081a4"	  /* mode 0100644 */
+				       "fffffffffffffffe" /* mtime_sec -2 */
+				       "3b9ac9ff" /* mtime_nsec 999999999 */
+				       "0000000011223344" /* atime_sec */
+				       "00000005"	  /* atime_nsec */
+				       "00000002"	  /* size */
+				       "00000000"	  /* status */
+				       "deadbeef"	  /* digest */
+				       "612f62"		  /* "a/b" */
+				       "6869"		  /* "hi" */
+				       "01020305"
+				       "01" /* ABORT */
+				       "00"
+				       "0001"
+				       "00008180" /* mode 0100600 */
+				       "0000000000000000"
+				       "00000000"
+				       "0000000000000000"
+				       "00000000"
+				       "00000003"
+				       "fffffffb" /* -EIO */
+				       "78"	  /* "x" */
+				       "656f66";  /* "eof" */
+	uint8_t want[101], got[sizeof(want)];
+	struct wire_pack_rec r[2], d;
+	size_t n, pos = 0;
+
+	hex_to(want_hex, want, sizeof(want));
+	memset(r, 0, sizeof(r));
+	r[0].file_id = 0x01020304u;
+	r[0].digest_len = 4;
+	memcpy(r[0].digest, "\xde\xad\xbe\xef", 4);
+	r[0].path_len = 3;
+	r[0].path = "a/b";
+	r[0].mode = 0100644;
+	r[0].mtime_sec = -2;
+	r[0].mtime_nsec = 999999999u;
+	r[0].atime_sec = 0x11223344;
+	r[0].atime_nsec = 5;
+	r[0].size = 2;
+	r[0].data = (const uint8_t *)"hi";
+	r[1].file_id = 0x01020305u;
+	r[1].flags = WIRE_PACK_ABORT;
+	r[1].path_len = 1;
+	r[1].path = "x";
+	r[1].mode = 0100600;
+	r[1].size = 3;
+	r[1].status = -EIO;
+	r[1].data = (const uint8_t *)"eof";
+	CHECK_EQ(-EIO, -5); /* Linux */
+
+	memset(got, 0xee, sizeof(got));
+	n = pack_enc(got, &r[0]);
+	CHECK_EQ(n, 53);
+	n += pack_enc(got + n, &r[1]);
+	CHECK_EQ(n, sizeof(want));
+	if (memcmp(got, want, sizeof(want))) {
+		show_diff(got, want, sizeof(want));
+		CHECK(0);
+	}
+	for (unsigned int i = 0; i < 2; i++) {
+		CHECK_EQ(wire_pack_next(want, sizeof(want), &pos, &d), 0);
+		CHECK(pack_eq(&d, &r[i]));
+	}
+	CHECK_EQ(pos, sizeof(want));
+}
+
+static void test_pack_digest(void)
+{
+	static const uint8_t data[] = "the quick brown fox";
+	uint8_t out[WIRE_DIGEST_MAX], inner[CK_SHA256_LEN], want[CK_SHA256_LEN];
+	uint32_t crc;
+
+	/* CRC32: big-endian, as FILE_END carries it */
+	memset(out, 0xee, sizeof(out));
+	CHECK_EQ(wire_pack_digest(WIRE_CSUM_CRC32, data, sizeof(data) - 1, out),
+		 4);
+	crc = htobe32(ck_crc32(0, data, sizeof(data) - 1));
+	CHECK(memcmp(out, &crc, 4) == 0);
+	CHECK_EQ(out[4], 0xee); /* no more than its length written */
+	CHECK_EQ(wire_pack_digest(WIRE_CSUM_CRC32, data, 0, out), 4);
+	CHECK(memcmp(out, "\0\0\0\0", 4) == 0);
+
+	/* SHA-256 over the one chunk's SHA-256 */
+	CHECK_EQ(
+		wire_pack_digest(WIRE_CSUM_SHA256, data, sizeof(data) - 1, out),
+		CK_SHA256_LEN);
+	CHECK_EQ(ck_sha256(data, sizeof(data) - 1, inner), 0);
+	CHECK_EQ(ck_sha256(inner, sizeof(inner), want), 0);
+	CHECK(memcmp(out, want, CK_SHA256_LEN) == 0);
+	/* ... and over no chunks at all when empty: SHA-256("") */
+	CHECK_EQ(wire_pack_digest(WIRE_CSUM_SHA256, data, 0, out),
+		 CK_SHA256_LEN);
+	CHECK_EQ(ck_sha256("", 0, want), 0);
+	CHECK(memcmp(out, want, CK_SHA256_LEN) == 0);
+	hex_to("e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b85"
+	       "5",
+	       want, sizeof(want));
+	CHECK(memcmp(out, want, CK_SHA256_LEN) == 0);
+
+	/* none: no digest, nothing written */
+	memset(out, 0xee, sizeof(out));
+	CHECK_EQ(wire_pack_digest(WIRE_CSUM_NONE, data, sizeof(data) - 1, out),
+		 0);
+	CHECK_EQ(out[0], 0xee);
+}
+
 TAP_RUN(TAP_TEST(test_roundtrip_every_type), TAP_TEST(test_encode_limits),
 	TAP_TEST(test_decode_truncated),
 	TAP_TEST(test_decode_trailing_and_length),
@@ -546,4 +987,7 @@ TAP_RUN(TAP_TEST(test_roundtrip_every_type), TAP_TEST(test_encode_limits),
 	TAP_TEST(test_decode_digest_len), TAP_TEST(test_golden_hello),
 	TAP_TEST(test_golden_slot_header), TAP_TEST(test_slot_roundtrip),
 	TAP_TEST(test_slot_bitflip), TAP_TEST(test_imm),
-	TAP_TEST(test_chunk_aad))
+	TAP_TEST(test_chunk_aad), TAP_TEST(test_decode_pack_done),
+	TAP_TEST(test_pack_roundtrip), TAP_TEST(test_pack_truncated),
+	TAP_TEST(test_pack_refusals), TAP_TEST(test_pack_golden),
+	TAP_TEST(test_pack_digest))
