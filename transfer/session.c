@@ -216,7 +216,7 @@ static int build_hello(struct engine *e, const struct xfer_opts *o,
 	h->csum = (uint8_t)o->csum;
 	h->level = (uint8_t)o->compress;
 	h->flags = hello_flags(o);
-	h->features = o->key ? WIRE_FEAT_AUTH : 0;
+	h->features = (o->key ? WIRE_FEAT_AUTH : 0) | WIRE_FEAT_PACK;
 	h->chunk_size = e->c->geom.slot_size - WIRE_SLOT_HDR;
 	h->bwlimit = o->bwlimit;
 	if (getrandom(h->nonce, WIRE_NONCE_LEN, 0) != WIRE_NONCE_LEN)
@@ -271,7 +271,7 @@ static int rings(struct engine *e, bool sink)
 }
 
 static int client_handshake(struct engine *e, const struct xfer_opts *o,
-			    uint8_t key[AEAD_KEY_LEN])
+			    uint8_t key[AEAD_KEY_LEN], uint32_t *features)
 {
 	struct wire_msg m = { .type = WIRE_HELLO };
 	struct wire_msg w;
@@ -291,6 +291,7 @@ static int client_handshake(struct engine *e, const struct xfer_opts *o,
 							  : XFER_FAIL_REMOTE_IO,
 			w.u.welcome.status, "%s refused the session: %s",
 			e->c->peer, w.u.welcome.msg);
+	*features = w.u.welcome.features;
 	rc = client_auth(e, o, &m.u.hello, &w.u.welcome);
 	if (!rc && o->encrypt) {
 		rc = data_key(o->key, &m.u.hello, w.u.welcome.nonce, key);
@@ -372,6 +373,7 @@ enum xfer_fail session_client(const struct xfer_opts *o, struct cm_conn *c,
 {
 	struct sink_target t = { .dirfd = -1 };
 	uint8_t key[AEAD_KEY_LEN];
+	uint32_t features = 0;
 	struct engine e;
 	enum xfer_fail v;
 	double t0 = clock_now_s();
@@ -381,7 +383,7 @@ enum xfer_fail session_client(const struct xfer_opts *o, struct cm_conn *c,
 	rc = engine_init(&e, c, o);
 	if (rc)
 		return XFER_FAIL_RESOURCE;
-	rc = client_handshake(&e, o, key);
+	rc = client_handshake(&e, o, key, &features);
 	if (!rc && o->pull) {
 		um = umask(022);
 		umask(um);
@@ -399,6 +401,7 @@ enum xfer_fail session_client(const struct xfer_opts *o, struct cm_conn *c,
 			.p = client_params(o, key),
 		};
 
+		cfg.p.pack = features & WIRE_FEAT_PACK;
 		source_run(&e, &cfg, st);
 	}
 	OPENSSL_cleanse(key, sizeof(key));
@@ -615,8 +618,9 @@ static int server_auth(struct server *srv, struct engine *e,
 				   "receiver's key file with --key-file)",
 				   e->c->peer);
 	}
+	m.u.welcome.features = WIRE_FEAT_PACK;
 	if (key) {
-		m.u.welcome.features = WIRE_FEAT_AUTH;
+		m.u.welcome.features |= WIRE_FEAT_AUTH;
 		if (getrandom(m.u.welcome.nonce, WIRE_NONCE_LEN, 0) !=
 		    WIRE_NONCE_LEN)
 			return engine_fail(e, XFER_FAIL_RESOURCE, -errno,
@@ -713,6 +717,7 @@ static int server_handshake(struct server *srv, struct engine *e,
 	p->csum = (enum xfer_csum)h->csum;
 	p->level = h->level;
 	p->server = true;
+	p->pack = h->features & WIRE_FEAT_PACK;
 	if (h->flags & WIRE_HELLO_ENCRYPT) {
 		rc = data_key(srv->o->key, h, nonce, key);
 		if (rc)

@@ -18,6 +18,7 @@ struct session_params {
 	int level;		 /* zlib level for chunks, 0: never compress */
 	const uint8_t *data_key; /* AES-256-GCM key with ENCRYPT, else NULL */
 	bool server;		 /* this side is the receiver daemon */
+	bool pack; /* the sink takes packed slots (WIRE_FEAT_PACK) */
 };
 
 /* Where the sink puts files: decided from DEST during the handshake. */

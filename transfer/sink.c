@@ -26,6 +26,12 @@
  *
  * Temporaries of failed files are removed, except with --resume, which
  * keeps them for the next attempt unless their content failed to verify.
+ *
+ * A packed slot (wire.h) carries many small files whole. The engine thread
+ * reserves their ids as it arrives; one worker checks every record, then
+ * places the files one after the other (temporary, data, mode and times,
+ * rename), and the engine thread reports them: a FILE_RESULT for each one
+ * that failed, then one PACK_DONE for the slot.
  */
 #include <endian.h>
 #include <errno.h>
@@ -51,6 +57,14 @@
 
 #define SINK_MAX_FILES (1u << 24) /* per session */
 
+/* Where an announced path lands, and how it is shown. */
+struct snk_names {
+	char name[PATH_NAME_MAX + 1]; /* last component */
+	char tmp[PATH_NAME_MAX + 1];  /* its temporary, beside it */
+	char rel[PATH_PEER_MAX + PATH_NAME_MAX + 2]; /* beneath t->dirfd */
+	char shown[4400];
+};
+
 struct snk_file {
 	uint32_t id;
 	uint8_t kind;
@@ -58,10 +72,7 @@ struct snk_file {
 	int dirfd;	 /* the parent: owned unless it is the target's */
 	int cand;	 /* resume: what an earlier attempt left (or -1) */
 	bool cand_final; /* ... and that is the file under its final name */
-	char name[PATH_NAME_MAX + 1];
-	char tmp[PATH_NAME_MAX + 1];
-	char rel[PATH_PEER_MAX + PATH_NAME_MAX + 2]; /* beneath t->dirfd */
-	char shown[4400];
+	struct snk_names n;
 	uint64_t size, nslots, received, sent;
 	uint32_t mode;
 	struct timespec times[2]; /* atime, mtime */
@@ -79,12 +90,25 @@ struct snk_file {
 	double t0;
 };
 
+/* What became of one file of a pack, for the engine thread to report. */
+struct snk_packed {
+	char *shown; /* NULL: the pack failed before it was read */
+	uint64_t size;
+	int status;
+	bool remote; /* the source's own failure (an aborting record) */
+	char *msg;   /* with status; NULL if it could not be kept */
+	uint8_t dlen;
+	uint8_t digest[WIRE_DIGEST_MAX];
+};
+
 struct snk_job {
 	struct workq_item item;
 	struct sink *k;
 	unsigned int slot;
 	struct wire_slot_hdr h;
-	struct snk_file *f;
+	struct snk_file *f;		/* NULL for a pack */
+	struct snk_packed *packed;	/* a pack: one per file */
+	uint32_t npacked;
 	uint64_t index;
 	uint8_t *scratch; /* inflated payload, with compression */
 	struct aead *aead;
@@ -128,6 +152,9 @@ struct sink {
 
 static void scan(struct workq_item *item);
 static void finalize(struct workq_item *item);
+static void unpack(struct workq_item *item);
+static int on_pack(struct sink *k, const struct wire_slot_hdr *h,
+		   unsigned int slot, const struct cm_event *ev);
 
 static void file_fail(struct snk_file *f, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -157,7 +184,7 @@ static void discard(struct sink *k, struct snk_file *f)
 	close(f->fd);
 	f->fd = -1;
 	if (!resuming(k) || f->err == -EBADMSG || f->kind != WIRE_KIND_FILE)
-		unlinkat(f->dirfd, f->tmp, 0);
+		unlinkat(f->dirfd, f->n.tmp, 0);
 }
 
 static void file_free(struct sink *k, struct snk_file *f)
@@ -182,14 +209,30 @@ static mode_t final_mode(const struct sink *k, uint32_t mode)
 	return mode & 0777 & ~k->t->umask;
 }
 
-static void client_report(struct sink *k, struct snk_file *f, bool done,
-			  const uint8_t *digest, unsigned int dlen)
+/* Fills in the digest and algorithm; the client's user sees r. */
+static void user_report(struct sink *k, struct xfer_file_report *r,
+			const uint8_t *digest, unsigned int dlen)
 {
 	const struct xfer_opts *o = k->e->o;
 	char hex[2 * WIRE_DIGEST_MAX + 1] = "";
+
+	if (k->p->server || !o->on_file)
+		return;
+	if (dlen)
+		ck_hex(digest, dlen, hex);
+	r->digest = hex;
+	r->algorithm = k->p->csum == XFER_CSUM_SHA256  ? "sha256"
+		       : k->p->csum == XFER_CSUM_CRC32 ? "crc32"
+						       : "none";
+	o->on_file(o->on_file_arg, r);
+}
+
+static void client_report(struct sink *k, struct snk_file *f, bool done,
+			  const uint8_t *digest, unsigned int dlen)
+{
 	struct xfer_file_report r = {
 		.done = done,
-		.path = f->shown,
+		.path = f->n.shown,
 		.kind = wire_kind_name(f->kind),
 		.bytes = f->size,
 		.sent = f->sent,
@@ -198,26 +241,22 @@ static void client_report(struct sink *k, struct snk_file *f, bool done,
 		.klass = engine_klass_of(f->err, f->err_remote),
 		.message = f->err ? f->errmsg : NULL,
 		.skipped = f->skipped,
-		.digest = hex,
-		.algorithm = k->p->csum == XFER_CSUM_SHA256  ? "sha256"
-			     : k->p->csum == XFER_CSUM_CRC32 ? "crc32"
-							     : "none",
 	};
 
-	if (k->p->server || !o->on_file)
-		return;
-	if (dlen)
-		ck_hex(digest, dlen, hex);
-	o->on_file(o->on_file_arg, &r);
+	user_report(k, &r, digest, dlen);
 }
 
 /* ---- FILE: names ---- */
 
 /*
  * Where an announced path goes beneath the target: the path itself inside
- * a directory DEST, else DEST's name in place of its first component.
+ * a directory DEST, else DEST's name in place of its first component,
+ * which file id 0 sets (announced first, in the engine thread; a worker
+ * placing packed files, never id 0, only reads it). -EPERM for a path that
+ * is not beneath, -EPROTO for one outside the first's tree.
  */
-static int map_path(struct sink *k, struct snk_file *f, const char *path)
+static int map_names(struct sink *k, uint32_t id, const char *path,
+		     struct snk_names *n)
 {
 	const struct sink_target *t = k->t;
 	const char *slash;
@@ -228,36 +267,56 @@ static int map_path(struct sink *k, struct snk_file *f, const char *path)
 	if (rc || path[strlen(path) - 1] == '/')
 		return -EPERM;
 	if (t->is_dir) {
-		snprintf(f->rel, sizeof(f->rel), "%s", path);
+		snprintf(n->rel, sizeof(n->rel), "%s", path);
 	} else {
 		slash = strchr(path, '/');
 		first = slash ? (size_t)(slash - path) : strlen(path);
-		if (k->nfiles == 1 && !slash)
+		if (id == 0 && !slash)
 			snprintf(k->top, sizeof(k->top), "%s", path);
 		if (!k->top[0] || strlen(k->top) != first ||
 		    strncmp(path, k->top, first))
 			return -EPROTO;
-		snprintf(f->rel, sizeof(f->rel), "%s%s", t->name,
+		snprintf(n->rel, sizeof(n->rel), "%s%s", t->name,
 			 slash ? slash : "");
 	}
-	slash = strrchr(f->rel, '/');
-	snprintf(f->name, sizeof(f->name), "%s", slash ? slash + 1 : f->rel);
-	snprintf(f->tmp, sizeof(f->tmp), ".%.200s.rdcp-part", f->name);
-	snprintf(f->shown, sizeof(f->shown), "%s%s%s", t->shown,
+	slash = strrchr(n->rel, '/');
+	snprintf(n->name, sizeof(n->name), "%s", slash ? slash + 1 : n->rel);
+	snprintf(n->tmp, sizeof(n->tmp), ".%.200s.rdcp-part", n->name);
+	snprintf(n->shown, sizeof(n->shown), "%s%s%s", t->shown,
 		 t->is_dir && t->shown[0] ? "/" : "",
-		 t->is_dir ? f->rel : f->rel + strlen(t->name));
-	if (!slash) {
-		f->dirfd = t->dirfd;
-		return 0;
-	}
-	f->rel[slash - f->rel] = '\0';
-	f->dirfd = path_open_beneath(t->dirfd, f->rel, O_PATH | O_DIRECTORY, 0);
-	f->rel[slash - f->rel] = '/';
+		 t->is_dir ? n->rel : n->rel + strlen(t->name));
+	return 0;
+}
+
+/*
+ * The directory n goes into: the target's own dirfd (not to be closed)
+ * or a new O_PATH fd beneath it, or -errno.
+ */
+static int open_parent(const struct sink *k, struct snk_names *n)
+{
+	char *slash = strrchr(n->rel, '/');
+	int fd;
+
+	if (!slash)
+		return k->t->dirfd;
+	*slash = '\0';
+	fd = path_open_beneath(k->t->dirfd, n->rel, O_PATH | O_DIRECTORY, 0);
+	*slash = '/';
+	return fd;
+}
+
+static int map_path(struct sink *k, struct snk_file *f, const char *path)
+{
+	int rc = map_names(k, f->id, path, &f->n);
+
+	if (rc)
+		return rc;
+	f->dirfd = open_parent(k, &f->n);
 	if (f->dirfd < 0) {
 		rc = f->dirfd;
 		f->dirfd = -1;
 		file_fail(f, rc, "cannot open the directory of '%s': %s",
-			  f->shown, strerror(-rc));
+			  f->n.shown, strerror(-rc));
 	}
 	return 0;
 }
@@ -278,7 +337,7 @@ static int remember_dir(struct sink *k, struct snk_file *f, bool created)
 		k->dirs_cap = cap;
 	}
 	d = &k->dirs[k->ndirs];
-	d->rel = strdup(f->rel);
+	d->rel = strdup(f->n.rel);
 	if (!d->rel)
 		return -ENOMEM;
 	d->mode = f->mode;
@@ -293,19 +352,19 @@ static int make_dir(struct sink *k, struct snk_file *f)
 {
 	struct stat st;
 
-	if (mkdirat(f->dirfd, f->name, 0700) == 0)
+	if (mkdirat(f->dirfd, f->n.name, 0700) == 0)
 		return remember_dir(k, f, true);
 	if (errno != EEXIST) {
 		file_fail(f, -errno, "cannot create directory '%s': %s",
-			  f->shown, strerror(errno));
+			  f->n.shown, strerror(errno));
 		return 0;
 	}
-	if (fstatat(f->dirfd, f->name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+	if (fstatat(f->dirfd, f->n.name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
 	    !S_ISDIR(st.st_mode)) {
 		file_fail(f, -EEXIST,
 			  "cannot create directory '%s': something else "
 			  "has that name",
-			  f->shown);
+			  f->n.shown);
 		return 0;
 	}
 	return remember_dir(k, f, false);
@@ -317,7 +376,7 @@ static bool keep_existing(struct sink *k, struct snk_file *f)
 	struct stat st;
 
 	if (!(k->p->flags & (WIRE_HELLO_NO_CLOBBER | WIRE_HELLO_UPDATE)) ||
-	    fstatat(f->dirfd, f->name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+	    fstatat(f->dirfd, f->n.name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return false;
 	if (k->p->flags & WIRE_HELLO_NO_CLOBBER)
 		return true;
@@ -330,21 +389,21 @@ static void make_symlink(struct sink *k, struct snk_file *f, const char *to)
 {
 	struct timespec ts[2] = { f->times[0], f->times[1] };
 
-	unlinkat(f->dirfd, f->tmp, 0);
-	if (symlinkat(to, f->dirfd, f->tmp) < 0) {
-		file_fail(f, -errno, "cannot create symlink '%s': %s", f->shown,
+	unlinkat(f->dirfd, f->n.tmp, 0);
+	if (symlinkat(to, f->dirfd, f->n.tmp) < 0) {
+		file_fail(f, -errno, "cannot create symlink '%s': %s", f->n.shown,
 			  strerror(errno));
 		return;
 	}
 	if ((k->p->flags & WIRE_HELLO_PRESERVE) &&
-	    utimensat(f->dirfd, f->tmp, ts, AT_SYMLINK_NOFOLLOW) < 0)
-		file_fail(f, -errno, "cannot set times of '%s': %s", f->shown,
+	    utimensat(f->dirfd, f->n.tmp, ts, AT_SYMLINK_NOFOLLOW) < 0)
+		file_fail(f, -errno, "cannot set times of '%s': %s", f->n.shown,
 			  strerror(errno));
-	if (!f->err && renameat(f->dirfd, f->tmp, f->dirfd, f->name) < 0)
-		file_fail(f, -errno, "cannot rename into '%s': %s", f->shown,
+	if (!f->err && renameat(f->dirfd, f->n.tmp, f->dirfd, f->n.name) < 0)
+		file_fail(f, -errno, "cannot rename into '%s': %s", f->n.shown,
 			  strerror(errno));
 	if (f->err)
-		unlinkat(f->dirfd, f->tmp, 0);
+		unlinkat(f->dirfd, f->n.tmp, 0);
 }
 
 /* ---- FILE: regular files ---- */
@@ -354,35 +413,68 @@ static void make_symlink(struct sink *k, struct snk_file *f, const char *to)
  * writing the same file fails instead of mixing its chunks in), then
  * truncates unless it is to be resumed.
  */
+/*
+ * Opens the temporary tmp in dirfd, locked. A new one is made with mode
+ * (less the umask) and is empty; one that was there is truncated unless
+ * keep, and *fresh says which. The fd, or -errno and *what failed.
+ */
+static int tmp_open(int dirfd, const char *tmp, bool keep, mode_t mode,
+		    bool *fresh, const char **what)
+{
+	int fd, rc;
+
+	*what = "create";
+	fd = openat(dirfd, tmp,
+		    O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+	*fresh = fd >= 0;
+	if (fd < 0 && errno == EEXIST)
+		fd = openat(dirfd, tmp, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	*what = "lock";
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0)
+		goto fail;
+	*what = "truncate";
+	if (!keep && !*fresh && ftruncate(fd, 0) < 0)
+		goto fail;
+	return fd;
+fail:
+	rc = -errno;
+	close(fd);
+	return rc;
+}
+
+/* A tmp_open failure as one line for the user; whether tmp is ours. */
+static bool tmp_failed(int rc, const char *what, const char *shown,
+		       char *msg, size_t len)
+{
+	if (!strcmp(what, "lock") && rc == -EWOULDBLOCK) {
+		snprintf(msg, len,
+			 "cannot write '%s': another session is writing it",
+			 shown);
+		return false; /* not ours to remove */
+	}
+	snprintf(msg, len, "cannot %s '%s': %s", what, shown, strerror(-rc));
+	return strcmp(what, "create") != 0;
+}
+
 static int open_tmp(struct sink *k, struct snk_file *f, bool keep)
 {
-	f->fd = openat(f->dirfd, f->tmp,
-		       O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (f->fd < 0) {
-		file_fail(f, -errno, "cannot create '%s': %s", f->shown,
-			  strerror(errno));
-		return -1;
-	}
-	if (flock(f->fd, LOCK_EX | LOCK_NB) < 0) {
-		if (errno != EWOULDBLOCK) {
-			file_fail(f, -errno, "cannot lock '%s': %s", f->shown,
-				  strerror(errno));
-			discard(k, f);
-			return -1;
-		}
-		file_fail(f, -EBUSY,
-			  "cannot write '%s': another session is writing it",
-			  f->shown);
-		close(f->fd);
-		f->fd = -1; /* not ours to remove */
-		return -1;
-	}
-	if (!keep && ftruncate(f->fd, 0) < 0) {
-		file_fail(f, -errno, "cannot truncate '%s': %s", f->shown,
-			  strerror(errno));
-		return -1;
-	}
-	return 0;
+	char msg[WIRE_MSG_MAX + 1];
+	const char *what;
+	bool fresh;
+	int rc;
+
+	f->fd = tmp_open(f->dirfd, f->n.tmp, keep, 0600, &fresh, &what);
+	if (f->fd >= 0)
+		return 0;
+	rc = f->fd;
+	f->fd = -1;
+	if (tmp_failed(rc, what, f->n.shown, msg, sizeof(msg)) &&
+	    !resuming(k))
+		unlinkat(f->dirfd, f->n.tmp, 0);
+	file_fail(f, rc == -EWOULDBLOCK ? -EBUSY : rc, "%s", msg);
+	return -1;
 }
 
 static void check_space(struct snk_file *f, bool sparse)
@@ -400,7 +492,7 @@ static void check_space(struct snk_file *f, bool sparse)
 		file_fail(
 			f, -ENOSPC,
 			"not enough space for '%s': %s needed, %s free",
-			f->shown, units_format_size(f->size, sz, sizeof(sz)),
+			f->n.shown, units_format_size(f->size, sz, sizeof(sz)),
 			units_format_size((uint64_t)vfs.f_bavail * vfs.f_frsize,
 					  av, sizeof(av)));
 }
@@ -416,14 +508,14 @@ static bool find_candidate(struct sink *k, struct snk_file *f)
 
 	if (!resuming(k) || f->err)
 		return false;
-	fd = openat(f->dirfd, f->tmp, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	fd = openat(f->dirfd, f->n.tmp, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
 		f->cand = fd; /* the temporary itself: keep what it holds */
 		return true;
 	}
 	if (fd >= 0)
 		close(fd);
-	fd = openat(f->dirfd, f->name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	fd = openat(f->dirfd, f->n.name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
 		f->cand = fd;
 		f->cand_final = true;
@@ -512,7 +604,7 @@ static int open_file(struct sink *k, struct snk_file *f,
 		check_space(f, wf->flags & WIRE_FILE_SPARSE);
 		/* Holes the source skipped stay holes. */
 		if (!f->err && ftruncate(f->fd, (off_t)f->size) < 0)
-			file_fail(f, -errno, "cannot size '%s': %s", f->shown,
+			file_fail(f, -errno, "cannot size '%s': %s", f->n.shown,
 				  strerror(errno));
 	}
 	if (!ask)
@@ -520,6 +612,24 @@ static int open_file(struct sink *k, struct snk_file *f,
 	if (f->err)
 		return skip_file(k, f);
 	return send_have(k, f); /* nothing here: send it all */
+}
+
+/* Room in files[] for n more ids. 0 or -ENOMEM. */
+static int reserve_ids(struct sink *k, uint32_t n)
+{
+	uint32_t cap = k->cap ? k->cap : 64;
+	struct snk_file **v;
+
+	while (cap - k->nfiles < n)
+		cap *= 2;
+	if (cap == k->cap)
+		return 0;
+	v = realloc(k->files, cap * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	k->files = v;
+	k->cap = cap;
+	return 0;
 }
 
 static int on_file(struct sink *k, const struct wire_file *wf)
@@ -531,16 +641,9 @@ static int on_file(struct sink *k, const struct wire_file *wf)
 		return engine_fail(k->e, XFER_FAIL_PROTOCOL, -EPROTO,
 				   "%s announced file %u out of order",
 				   k->e->c->peer, wf->file_id);
-	if (k->nfiles == k->cap) {
-		uint32_t cap = k->cap ? 2 * k->cap : 64;
-		struct snk_file **n = realloc(k->files, cap * sizeof(*n));
-
-		if (!n)
-			return engine_fail(k->e, XFER_FAIL_RESOURCE, -ENOMEM,
-					   "out of memory");
-		k->files = n;
-		k->cap = cap;
-	}
+	if (reserve_ids(k, 1))
+		return engine_fail(k->e, XFER_FAIL_RESOURCE, -ENOMEM,
+				   "out of memory");
 	f = calloc(1, sizeof(*f));
 	if (!f)
 		return engine_fail(k->e, XFER_FAIL_RESOURCE, -ENOMEM,
@@ -601,7 +704,7 @@ static void scan(struct workq_item *item)
 
 	if (!buf || fstat(f->cand, &st) < 0) {
 		file_fail(f, buf ? -errno : -ENOMEM, "cannot read '%s': %s",
-			  f->shown, strerror(buf ? errno : ENOMEM));
+			  f->n.shown, strerror(buf ? errno : ENOMEM));
 		free(buf);
 		return;
 	}
@@ -622,12 +725,12 @@ static void scan(struct workq_item *item)
 	}
 	free(buf);
 	if (rc && rc != -ENODATA)
-		file_fail(f, rc, "cannot read '%s': %s", f->shown,
+		file_fail(f, rc, "cannot read '%s': %s", f->n.shown,
 			  strerror(-rc));
 	f->cand_size = (uint64_t)st.st_size;
 	/* Either way the temporary now gets the announced size. */
 	if (!f->err && ftruncate(f->fd, (off_t)f->size) < 0)
-		file_fail(f, -errno, "cannot size '%s': %s", f->shown,
+		file_fail(f, -errno, "cannot size '%s': %s", f->n.shown,
 			  strerror(errno));
 }
 
@@ -640,37 +743,53 @@ static int scanned(struct sink *k, struct snk_fin *w)
 	if (f->have_n)
 		log_info("resuming '%s': %llu of %llu chunks already here, "
 			 "checking them against the source",
-			 f->shown, (unsigned long long)f->have_n,
+			 f->n.shown, (unsigned long long)f->have_n,
 			 (unsigned long long)f->nslots);
 	return f->err ? skip_file(k, f) : send_have(k, f);
 }
 
 /* ---- chunks ---- */
 
+/*
+ * Worker: opens a sealed payload in place and inflates a compressed one
+ * into the job's scratch; *raw is then the payload as the source read it.
+ */
+static int open_payload(struct sink *k, struct snk_job *j,
+			const uint8_t **raw)
+{
+	uint8_t *data = cm_slot(k->e->c, j->slot) + WIRE_SLOT_HDR;
+	uint8_t aad[WIRE_AAD_LEN];
+	int rc;
+
+	*raw = data;
+	if (j->h.flags & WIRE_SLOT_ENCRYPTED) {
+		wire_chunk_aad(aad, j->h.file_id, j->h.offset, j->h.raw_len,
+			       j->h.flags);
+		rc = aead_open(j->aead, j->h.file_id, j->index, aad,
+			       sizeof(aad), data, j->h.len, j->h.tag);
+		if (rc)
+			return rc;
+	}
+	if (j->h.flags & WIRE_SLOT_COMPRESSED) {
+		rc = zchunk_decompress(data, j->h.len, j->scratch,
+				       j->h.raw_len);
+		if (rc)
+			return rc;
+		*raw = j->scratch;
+	}
+	return 0;
+}
+
 static void write_chunk(struct workq_item *item)
 {
 	struct snk_job *j = (struct snk_job *)item;
 	struct sink *k = j->k;
-	uint8_t *data = cm_slot(k->e->c, j->slot) + WIRE_SLOT_HDR;
-	const uint8_t *raw = data;
-	uint8_t aad[WIRE_AAD_LEN];
+	const uint8_t *raw;
 	uint32_t crc = 0;
 
-	if (j->h.flags & WIRE_SLOT_ENCRYPTED) {
-		wire_chunk_aad(aad, j->h.file_id, j->h.offset, j->h.raw_len,
-			       j->h.flags);
-		j->status = aead_open(j->aead, j->h.file_id, j->index, aad,
-				      sizeof(aad), data, j->h.len, j->h.tag);
-		if (j->status)
-			return;
-	}
-	if (j->h.flags & WIRE_SLOT_COMPRESSED) {
-		j->status = zchunk_decompress(data, j->h.len, j->scratch,
-					      j->h.raw_len);
-		if (j->status)
-			return;
-		raw = j->scratch;
-	}
+	j->status = open_payload(k, j, &raw);
+	if (j->status)
+		return;
 	if (k->p->csum != XFER_CSUM_NONE || resuming(k)) {
 		crc = ck_crc32(0, raw, j->h.raw_len);
 		if (!(j->h.flags & WIRE_SLOT_ENCRYPTED) && crc != j->h.crc) {
@@ -700,7 +819,7 @@ static bool flags_ok(const struct sink *k, uint16_t flags)
 	return !(flags & WIRE_SLOT_ENCRYPTED) == !k->p->data_key;
 }
 
-static void progress(struct sink *k, struct snk_file *f, uint32_t len)
+static void progress(struct sink *k, const char *shown, uint32_t len)
 {
 	const struct xfer_opts *o = k->e->o;
 	uint64_t now;
@@ -711,7 +830,7 @@ static void progress(struct sink *k, struct snk_file *f, uint32_t len)
 	now = clock_now_ms();
 	if (now >= k->next_progress_ms) {
 		k->next_progress_ms = now + 250;
-		o->on_progress(o->on_file_arg, k->bytes_in, 0, f->shown);
+		o->on_progress(o->on_file_arg, k->bytes_in, 0, shown);
 	}
 }
 
@@ -731,6 +850,8 @@ static int snk_on_data(struct engine *e, const struct cm_event *ev)
 				   "credit protocol violated",
 				   e->c->peer, ev->imm);
 	rc = wire_slot_decode(cm_slot(e->c, (unsigned int)slot), &h);
+	if (rc == 0 && h.seq == seq && (h.flags & WIRE_SLOT_PACKED))
+		return on_pack(k, &h, (unsigned int)slot, ev);
 	if (rc == 0 &&
 	    (h.seq != seq || h.file_id >= k->nfiles || !k->files[h.file_id] ||
 	     h.len + WIRE_SLOT_HDR != ev->len || !flags_ok(k, h.flags) ||
@@ -751,12 +872,12 @@ static int snk_on_data(struct engine *e, const struct cm_event *ev)
 		return engine_fail(e, XFER_FAIL_PROTOCOL, -EPROTO,
 				   "%s sent a chunk outside '%s' (offset %llu, "
 				   "%u bytes)",
-				   e->c->peer, f->shown,
+				   e->c->peer, f->n.shown,
 				   (unsigned long long)h.offset, h.raw_len);
 	f->got[idx] = 1;
 	f->received++;
 	f->sent += h.len; /* what crossed the link, compressed or not */
-	progress(k, f, h.raw_len);
+	progress(k, f->n.shown, h.raw_len);
 	if (f->err || f->fd < 0) {
 		/* Drain without writing; the result is already known. */
 		if (credit_rx_drain(&k->rx, (unsigned int)slot))
@@ -765,6 +886,7 @@ static int snk_on_data(struct engine *e, const struct cm_event *ev)
 		return 0;
 	}
 	j = &k->jobs[slot];
+	j->item.fn = write_chunk; /* the slot's last use may have been a pack */
 	j->h = h;
 	j->f = f;
 	j->index = idx;
@@ -840,7 +962,7 @@ static int verify_digest(struct snk_fin *fin)
 	if (resuming(k)) {
 		rc = zero_chunks(fin);
 		if (rc) {
-			file_fail(f, rc, "cannot hash '%s': %s", f->shown,
+			file_fail(f, rc, "cannot hash '%s': %s", f->n.shown,
 				  strerror(-rc));
 			return rc;
 		}
@@ -882,7 +1004,7 @@ static int verify_digest(struct snk_fin *fin)
 			  "'%s' failed verification: its digest does not "
 			  "match the sender's (corrupted in transit?); not "
 			  "placed",
-			  f->shown);
+			  f->n.shown);
 		return -EBADMSG;
 	}
 	return 0;
@@ -901,7 +1023,7 @@ static int copy_matched(struct snk_fin *fin)
 
 	if (!buf) {
 		file_fail(f, -ENOMEM, "cannot reuse '%s': out of memory",
-			  f->shown);
+			  f->n.shown);
 		return -ENOMEM;
 	}
 	for (uint64_t i = 0; !rc && i < f->have_n; i++) {
@@ -919,25 +1041,38 @@ static int copy_matched(struct snk_fin *fin)
 	}
 	free(buf);
 	if (rc)
-		file_fail(f, rc, "cannot reuse '%s': %s", f->shown,
+		file_fail(f, rc, "cannot reuse '%s': %s", f->n.shown,
 			  rc == -ESTALE ? "it changed while being resumed"
 					: strerror(-rc));
 	return rc;
 }
 
+/*
+ * The final mode, unless the file was made with it already (have_mode),
+ * and the times with -p. 0, or -errno and *what.
+ */
+static int apply_meta(const struct sink *k, int fd, uint32_t mode,
+		      bool have_mode, const struct timespec times[2],
+		      const char **what)
+{
+	*what = "mode";
+	if (!have_mode && fchmod(fd, final_mode(k, mode)) < 0)
+		return -errno;
+	*what = "times";
+	if ((k->p->flags & WIRE_HELLO_PRESERVE) && futimens(fd, times) < 0)
+		return -errno;
+	return 0;
+}
+
 static int set_meta(struct sink *k, struct snk_file *f, int fd)
 {
-	if (fchmod(fd, final_mode(k, f->mode)) < 0) {
-		file_fail(f, -errno, "cannot set mode of '%s': %s", f->shown,
-			  strerror(errno));
-		return -1;
-	}
-	if ((k->p->flags & WIRE_HELLO_PRESERVE) && futimens(fd, f->times) < 0) {
-		file_fail(f, -errno, "cannot set times of '%s': %s", f->shown,
-			  strerror(errno));
-		return -1;
-	}
-	return 0;
+	const char *what;
+	int rc = apply_meta(k, fd, f->mode, false, f->times, &what);
+
+	if (rc)
+		file_fail(f, rc, "cannot set %s of '%s': %s", what, f->n.shown,
+			  strerror(-rc));
+	return rc ? -1 : 0;
 }
 
 static void finalize(struct workq_item *item)
@@ -955,7 +1090,7 @@ static void finalize(struct workq_item *item)
 			goto out_discard;
 		close(f->fd);
 		f->fd = -1;
-		unlinkat(f->dirfd, f->tmp, 0);
+		unlinkat(f->dirfd, f->n.tmp, 0);
 		f->skipped = true;
 		return;
 	}
@@ -964,22 +1099,22 @@ static void finalize(struct workq_item *item)
 	if (set_meta(k, f, f->fd))
 		goto out_discard;
 	if (k->p->flags & WIRE_HELLO_FSYNC && fsync(f->fd) < 0) {
-		file_fail(f, -errno, "cannot fsync '%s': %s", f->shown,
+		file_fail(f, -errno, "cannot fsync '%s': %s", f->n.shown,
 			  strerror(errno));
 		goto out_discard;
 	}
 	rc = io_close(f->fd);
 	f->fd = -1;
 	if (rc) {
-		file_fail(f, rc, "cannot write '%s': %s", f->shown,
+		file_fail(f, rc, "cannot write '%s': %s", f->n.shown,
 			  strerror(-rc));
-		unlinkat(f->dirfd, f->tmp, 0);
+		unlinkat(f->dirfd, f->n.tmp, 0);
 		return;
 	}
-	if (renameat(f->dirfd, f->tmp, f->dirfd, f->name) < 0) {
-		file_fail(f, -errno, "cannot rename into '%s': %s", f->shown,
+	if (renameat(f->dirfd, f->n.tmp, f->dirfd, f->n.name) < 0) {
+		file_fail(f, -errno, "cannot rename into '%s': %s", f->n.shown,
 			  strerror(errno));
-		unlinkat(f->dirfd, f->tmp, 0);
+		unlinkat(f->dirfd, f->n.tmp, 0);
 	}
 	return;
 
@@ -993,7 +1128,7 @@ static int maybe_finalize(struct sink *k, struct snk_file *f)
 		return 0;
 	if (!f->err && f->received != f->end.nchunks)
 		file_fail(f, -EPROTO, "'%s': %llu chunks announced, %llu came",
-			  f->shown, (unsigned long long)f->end.nchunks,
+			  f->n.shown, (unsigned long long)f->end.nchunks,
 			  (unsigned long long)f->received);
 	f->finalizing = true;
 	return start_work(k, f, finalize);
@@ -1020,6 +1155,43 @@ static int on_end(struct sink *k, const struct wire_file_end *end)
 	return maybe_finalize(k, f);
 }
 
+/*
+ * Counts a file's outcome and logs it: every failure on the client, the
+ * receiver's own ones and each placed file on the receiver. msg NULL: the
+ * failure was logged already.
+ */
+static void tally(struct sink *k, const char *shown, uint64_t size, int err,
+		  bool remote, const char *msg, bool skipped)
+{
+	if (err) {
+		if (msg && !k->p->server)
+			log_err("%s", msg);
+		else if (msg && !remote)
+			log_warn("%s", msg);
+		if (!k->st->files_failed++)
+			k->st->first_fail = engine_klass_of(err, remote);
+		return;
+	}
+	if (k->p->server)
+		log_info("%s '%s' (%llu bytes)", skipped ? "kept" : "received",
+			 shown, (unsigned long long)size);
+	k->st->files_ok++;
+	k->st->files_skipped += skipped;
+	k->st->bytes += size;
+}
+
+/* A FILE_RESULT for a packed file that failed here. */
+static int send_failed(struct sink *k, uint32_t id, int status,
+		       const char *msg)
+{
+	struct wire_msg m = { .type = WIRE_FILE_RESULT };
+
+	m.u.result.file_id = id;
+	m.u.result.status = status;
+	snprintf(m.u.result.msg, sizeof(m.u.result.msg), "%s", msg);
+	return engine_send(k->e, &m);
+}
+
 static int send_result(struct sink *k, struct snk_file *f,
 		       const uint8_t *digest, unsigned int dlen)
 {
@@ -1033,25 +1205,13 @@ static int send_result(struct sink *k, struct snk_file *f,
 	if (f->err) {
 		snprintf(m.u.result.msg, sizeof(m.u.result.msg), "%s",
 			 f->errmsg);
-		if (!k->p->server)
-			log_err("%s", f->errmsg);
-		else if (!f->err_remote)
-			log_warn("%s", f->errmsg);
-		if (!k->st->files_failed++)
-			k->st->first_fail =
-				engine_klass_of(f->err, f->err_remote);
 	} else {
 		m.u.result.digest_len = (uint8_t)dlen;
 		if (dlen)
 			memcpy(m.u.result.digest, digest, dlen);
-		if (k->p->server)
-			log_info("%s '%s' (%llu bytes)",
-				 f->skipped ? "kept" : "received", f->shown,
-				 (unsigned long long)f->size);
-		k->st->files_ok++;
-		k->st->files_skipped += f->skipped;
-		k->st->bytes += f->size;
 	}
+	tally(k, f->n.shown, f->size, f->err, f->err_remote, f->errmsg,
+	      f->skipped);
 	client_report(k, f, true, digest, dlen);
 	rc = engine_send(k->e, &m);
 	k->files[f->id] = NULL;
@@ -1082,6 +1242,301 @@ static void finish_dirs(struct sink *k)
 		}
 		free(d->rel);
 	}
+}
+
+/* ---- packed slots ---- */
+
+/* The engine thread: a packed slot came; reserve its ids, unpack it. */
+static int on_pack(struct sink *k, const struct wire_slot_hdr *h,
+		   unsigned int slot, const struct cm_event *ev)
+{
+	struct snk_job *j = &k->jobs[slot];
+	uint64_t count = h->offset;
+
+	if (h->file_id != k->nfiles || h->file_id == 0 || !count ||
+	    count > WIRE_PACK_MAX_FILES || count > SINK_MAX_FILES - k->nfiles ||
+	    h->len + WIRE_SLOT_HDR != ev->len || h->raw_len > k->chunk ||
+	    !flags_ok(k, h->flags & ~WIRE_SLOT_PACKED) ||
+	    (!(h->flags & WIRE_SLOT_COMPRESSED) && h->raw_len != h->len) ||
+	    (k->p->flags & WIRE_HELLO_ASK))
+		return engine_fail(k->e, XFER_FAIL_PROTOCOL, -EPROTO,
+				   "%s wrote a bad packed slot (seq %llu)",
+				   k->e->c->peer, (unsigned long long)h->seq);
+	j->packed = calloc(count, sizeof(*j->packed));
+	if (!j->packed || reserve_ids(k, (uint32_t)count))
+		return engine_fail(k->e, XFER_FAIL_RESOURCE, -ENOMEM,
+				   "out of memory");
+	for (uint64_t i = 0; i < count; i++)
+		k->files[k->nfiles++] = NULL;
+	k->active++;
+	j->npacked = (uint32_t)count;
+	j->h = *h;
+	j->f = NULL;
+	j->index = 0; /* the IV's: (first id, 0) */
+	j->status = 0;
+	j->item.fn = unpack;
+	progress(k, k->t->shown, h->raw_len);
+	workq_push(k->e->wq, &j->item);
+	return 0;
+}
+
+/* Reuses the O_PATH fd of the last parent while the files share it. */
+struct parent_cache {
+	int fd;
+	char rel[PATH_PEER_MAX + PATH_NAME_MAX + 2];
+};
+
+static int cached_parent(const struct sink *k, struct parent_cache *pc,
+			 struct snk_names *n)
+{
+	const char *slash = strrchr(n->rel, '/');
+	size_t len = slash ? (size_t)(slash - n->rel) : 0;
+
+	if (!slash)
+		return k->t->dirfd;
+	if (pc->fd >= 0 && strlen(pc->rel) == len &&
+	    !memcmp(pc->rel, n->rel, len))
+		return pc->fd;
+	if (pc->fd >= 0)
+		close(pc->fd);
+	pc->fd = open_parent(k, n);
+	if (pc->fd < 0) {
+		int rc = pc->fd;
+
+		pc->fd = -1;
+		return rc;
+	}
+	memcpy(pc->rel, n->rel, len);
+	pc->rel[len] = '\0';
+	return pc->fd;
+}
+
+static void packed_fail(struct snk_packed *res, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void packed_fail(struct snk_packed *res, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	res->status = err;
+	va_start(ap, fmt);
+	if (vasprintf(&res->msg, fmt, ap) < 0)
+		res->msg = NULL;
+	va_end(ap);
+}
+
+/* Worker: verifies one record's file and gives it its final name. */
+static void place_packed(struct sink *k, const struct wire_pack_rec *r,
+			 struct snk_names *n, struct parent_cache *pc,
+			 struct snk_packed *res)
+{
+	struct timespec times[2] = {
+		{ .tv_sec = r->atime_sec, .tv_nsec = r->atime_nsec },
+		{ .tv_sec = r->mtime_sec, .tv_nsec = r->mtime_nsec },
+	};
+	mode_t mode = final_mode(k, r->mode);
+	char msg[WIRE_MSG_MAX + 1];
+	const char *what;
+	int dirfd, fd, rc;
+	bool fresh;
+
+	res->shown = strdup(n->shown);
+	if (r->flags & WIRE_PACK_ABORT) {
+		res->remote = true;
+		res->status = r->status;
+		res->msg = strndup((const char *)r->data, r->size);
+		return;
+	}
+	res->size = r->size;
+	rc = wire_pack_digest((uint8_t)k->p->csum, r->data, r->size,
+			      res->digest);
+	if (rc < 0)
+		return packed_fail(res, rc, "cannot hash '%s': %s", n->shown,
+				   strerror(-rc));
+	res->dlen = (uint8_t)rc;
+	if (res->dlen != r->digest_len ||
+	    memcmp(res->digest, r->digest, res->dlen))
+		return packed_fail(res, -EBADMSG,
+				   "'%s' failed verification: its digest does "
+				   "not match the sender's (corrupted in "
+				   "transit?); not placed",
+				   n->shown);
+	dirfd = cached_parent(k, pc, n);
+	if (dirfd < 0)
+		return packed_fail(res, dirfd,
+				   "cannot open the directory of '%s': %s",
+				   n->shown, strerror(-dirfd));
+	/* Written whole at once: made with its final mode if it is new. */
+	fd = tmp_open(dirfd, n->tmp, false, mode, &fresh, &what);
+	if (fd < 0) {
+		if (tmp_failed(fd, what, n->shown, msg, sizeof(msg)))
+			unlinkat(dirfd, n->tmp, 0);
+		return packed_fail(res, fd == -EWOULDBLOCK ? -EBUSY : fd,
+				   "%s", msg);
+	}
+	what = "write";
+	rc = io_pwrite_full(fd, r->data, r->size, 0);
+	if (!rc)
+		rc = apply_meta(k, fd, r->mode,
+				fresh && !(mode & k->t->umask), times, &what);
+	if (!rc && (k->p->flags & WIRE_HELLO_FSYNC)) {
+		what = "fsync";
+		rc = fsync(fd) < 0 ? -errno : 0;
+	}
+	if (rc) {
+		close(fd);
+	} else {
+		what = "write";
+		rc = io_close(fd);
+	}
+	if (!rc && renameat(dirfd, n->tmp, dirfd, n->name) < 0) {
+		what = "rename into";
+		rc = -errno;
+	}
+	if (rc) {
+		unlinkat(dirfd, n->tmp, 0);
+		packed_fail(res, rc, "cannot %s%s '%s': %s", what,
+			    !strcmp(what, "mode") || !strcmp(what, "times")
+				    ? " of"
+				    : "",
+			    n->shown, strerror(-rc));
+	}
+}
+
+/*
+ * Worker: a pack's records are all checked (ids in order, names beneath
+ * DEST, lengths) before any file is placed, so a malformed slot places
+ * nothing. Returns 0 or -EPROTO.
+ */
+static int check_pack(struct sink *k, struct snk_job *j, const uint8_t *raw)
+{
+	struct wire_pack_rec r;
+	struct snk_names n;
+	char path[PATH_PEER_MAX + 1];
+	size_t pos = 0;
+
+	for (uint32_t i = 0; i < j->npacked; i++) {
+		if (wire_pack_next(raw, j->h.raw_len, &pos, &r) ||
+		    r.file_id != j->h.file_id + i)
+			return -EPROTO;
+		memcpy(path, r.path, r.path_len);
+		path[r.path_len] = '\0';
+		if (map_names(k, r.file_id, path, &n))
+			return -EPROTO;
+	}
+	return pos == j->h.raw_len ? 0 : -EPROTO;
+}
+
+static void unpack(struct workq_item *item)
+{
+	struct snk_job *j = (struct snk_job *)item;
+	struct sink *k = j->k;
+	struct parent_cache *pc = NULL;
+	struct wire_pack_rec r;
+	struct snk_names *n = NULL;
+	const uint8_t *raw;
+	char path[PATH_PEER_MAX + 1];
+	size_t pos = 0;
+
+	j->status = open_payload(k, j, &raw);
+	if (!j->status && !(j->h.flags & WIRE_SLOT_ENCRYPTED) &&
+	    ck_crc32(0, raw, j->h.raw_len) != j->h.crc)
+		j->status = -EBADMSG;
+	if (!j->status)
+		j->status = check_pack(k, j, raw);
+	if (!j->status) {
+		pc = malloc(sizeof(*pc));
+		n = malloc(sizeof(*n));
+		j->status = pc && n ? 0 : -ENOMEM;
+	}
+	if (pc)
+		pc->fd = -1;
+	for (uint32_t i = 0; !j->status && i < j->npacked; i++) {
+		if (wire_pack_next(raw, j->h.raw_len, &pos, &r))
+			break; /* checked above */
+		memcpy(path, r.path, r.path_len);
+		path[r.path_len] = '\0';
+		if (map_names(k, r.file_id, path, n))
+			break;
+		place_packed(k, &r, n, pc, &j->packed[i]);
+	}
+	if (pc && pc->fd >= 0)
+		close(pc->fd);
+	free(pc);
+	free(n);
+}
+
+/* The engine thread: report a pack's files, release its slot. */
+static void pack_done(struct sink *k, struct snk_job *j)
+{
+	struct wire_msg m = { .type = WIRE_PACK_DONE };
+	uint32_t first = j->h.file_id;
+	char why[WIRE_MSG_MAX + 1] = "";
+	char shown[64];
+
+	if (j->status == -EPROTO) {
+		engine_fail(k->e, XFER_FAIL_PROTOCOL, -EPROTO,
+			    "%s wrote a malformed packed slot (seq %llu)",
+			    k->e->c->peer, (unsigned long long)j->h.seq);
+		goto out;
+	}
+	if (j->status == -EBADMSG)
+		snprintf(why, sizeof(why),
+			 "%u small files packed in chunk %llu failed its %s "
+			 "check (corrupted in transit); none placed",
+			 j->npacked, (unsigned long long)j->h.seq,
+			 j->h.flags & WIRE_SLOT_ENCRYPTED ? "AES-GCM"
+							  : "CRC32");
+	else if (j->status)
+		snprintf(why, sizeof(why), "cannot unpack %u small files: %s",
+			 j->npacked, strerror(-j->status));
+	if (j->status)
+		log_err("%s", why);
+	for (uint32_t i = 0; i < j->npacked; i++) {
+		struct snk_packed *res = &j->packed[i];
+		int status = j->status ? j->status : res->status;
+		const char *msg = j->status ? why
+				  : res->msg	? res->msg
+						: strerror(-status);
+		struct xfer_file_report r = {
+			.path = res->shown,
+			.kind = "file",
+			.bytes = res->size,
+		};
+
+		if (!r.path) {
+			snprintf(shown, sizeof(shown), "(packed file %u)",
+				 first + i);
+			r.path = shown;
+		}
+		user_report(k, &r, NULL, 0);
+		r.done = true;
+		r.sent = status ? 0 : res->size;
+		r.status = status;
+		r.klass = engine_klass_of(status, res->remote);
+		r.message = status ? msg : NULL;
+		user_report(k, &r, res->digest, status ? 0 : res->dlen);
+		tally(k, r.path, res->size, status, res->remote,
+		      j->status ? NULL : msg, false);
+		if (status && !res->remote && send_failed(k, first + i, status, msg))
+			goto out;
+	}
+	m.u.pack_done.first_id = first;
+	m.u.pack_done.count = j->npacked;
+	if (engine_send(k->e, &m))
+		goto out;
+	k->active--;
+out:
+	for (uint32_t i = 0; i < j->npacked; i++) {
+		free(j->packed[i].shown);
+		free(j->packed[i].msg);
+	}
+	free(j->packed);
+	j->packed = NULL;
+	j->npacked = 0;
+	if (credit_rx_drain(&k->rx, j->slot))
+		engine_fail(k->e, XFER_FAIL_INTERNAL, -EPROTO,
+			    "slot accounting");
 }
 
 /* ---- engine role ---- */
@@ -1123,11 +1578,11 @@ static void chunk_done(struct sink *k, struct snk_job *j)
 		file_fail(f, -EBADMSG,
 			  "'%s': chunk at offset %llu failed its %s check "
 			  "(corrupted in transit); not placed",
-			  f->shown, (unsigned long long)j->h.offset,
+			  f->n.shown, (unsigned long long)j->h.offset,
 			  j->h.flags & WIRE_SLOT_ENCRYPTED ? "AES-GCM"
 							   : "CRC32");
 	else if (j->status)
-		file_fail(f, j->status, "cannot write '%s': %s", f->shown,
+		file_fail(f, j->status, "cannot write '%s': %s", f->n.shown,
 			  strerror(-j->status));
 	f->inflight--;
 	if (credit_rx_drain(&k->rx, j->slot)) {
@@ -1145,6 +1600,8 @@ static void snk_on_work(struct engine *e, struct workq_item *it)
 
 	if (it->fn == scan) {
 		scanned(k, w);
+	} else if (it->fn == unpack) {
+		pack_done(k, (struct snk_job *)it);
 	} else if (it->fn == finalize) {
 		send_result(k, w->f, w->digest, w->f->err ? 0 : w->dlen);
 		free(w);
@@ -1268,6 +1725,11 @@ out:
 		file_free(&k, k.files[i]); /* removes unfinished temporaries */
 	free(k.files);
 	for (unsigned int i = 0; k.jobs && i < e->c->geom.slots; i++) {
+		for (uint32_t n = 0; n < k.jobs[i].npacked; n++) {
+			free(k.jobs[i].packed[n].shown);
+			free(k.jobs[i].packed[n].msg);
+		}
+		free(k.jobs[i].packed);
 		free(k.jobs[i].scratch);
 		aead_destroy(k.jobs[i].aead);
 	}

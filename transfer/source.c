@@ -20,6 +20,13 @@
  * HAVE: skip the file, or the CRC32s of the chunks it already holds. The
  * file's chunks are read meanwhile; each is then posted only if the sink's
  * CRC of that chunk differs from ours.
+ *
+ * Otherwise runs of small files are packed (wire.h): one PACK item, one
+ * staging buffer, read by one worker job, carries up to a slot's worth of
+ * files with their announcements and digests, and one PACK_DONE answers
+ * for all of them. The sink must learn of file ids in order, so while a
+ * pack is planned but not posted, FILE messages planned after it wait in
+ * the fifo (deferred) instead of going out at once.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -46,8 +53,11 @@ enum item_kind {
 	IT_FILE,
 	IT_CHUNK,
 	IT_END,
+	IT_PACK,
 	IT_DONE
 };
+
+#define PACK_FILE_MAX (64u << 10) /* bytes: larger files go alone */
 enum job_state {
 	JOB_FREE,
 	JOB_READING,
@@ -67,8 +77,12 @@ struct src_file {
 	struct ck_sha256 *tree;
 	int err;
 	char errmsg[300];
-	bool announced;	  /* FILE sent: a FILE_RESULT will come */
+	bool announced;	  /* has a wire id: a FILE_RESULT will come */
+	bool deferred;	  /* its FILE waits in the fifo behind a pack */
+	bool packed, posted; /* in a pack; that pack is in the ring */
 	uint32_t wire_id; /* file id on the wire: announced files, in order */
+	uint8_t digest[WIRE_DIGEST_MAX]; /* packed: the file's, sent along */
+	uint8_t dlen;
 	bool result, skipped;
 	uint64_t sent; /* as the sink counted it */
 	double t0;
@@ -84,7 +98,9 @@ struct src_job {
 	struct source *s;
 	unsigned int idx; /* staging buffer index */
 	enum job_state state;
-	struct src_file *f;
+	struct src_file *f; /* NULL for a pack */
+	size_t first;	    /* a pack: files[first, first + nfiles) */
+	unsigned int nfiles;
 	uint64_t offset;
 	uint32_t len;	   /* raw bytes */
 	uint32_t wire_len; /* payload bytes after compression */
@@ -123,6 +139,9 @@ struct source {
 	unsigned int fifo_cap, fifo_head, fifo_len;
 	unsigned int *posted; /* job indices in post order, unreclaimed */
 	unsigned int posted_head, posted_len;
+	unsigned int held; /* packs and deferred FILEs in the fifo */
+	uint32_t pack_max; /* files up to this size are packed, 0: none */
+	uint8_t dlen;	   /* digest bytes of csum */
 	unsigned int sig_every, unsignaled;
 	bool done_planned, done_sent, bye;
 	bool ask, resume; /* HAVE before data; chunks may match */
@@ -208,23 +227,26 @@ static void announce(struct source *s, struct src_file *f)
 	f->announced = true;
 }
 
+/* The user's "file started" event. */
+static void started(struct source *s, struct src_file *f)
+{
+	struct xfer_file_report r = {
+		.path = f->path,
+		.kind = wire_kind_name(f->w->kind),
+		.bytes = f->w->kind == WIRE_KIND_FILE ? (uint64_t)f->st.st_size
+						      : 0,
+		.algorithm = csum_name(s->cfg->p.csum),
+	};
+
+	if (s->o->on_file)
+		s->o->on_file(s->o->on_file_arg, &r);
+}
+
 static int send_file(struct source *s, struct src_file *f)
 {
 	struct wire_msg m = { .type = WIRE_FILE };
 
-	announce(s, f);
 	fill_file_msg(s, f, &m.u.file);
-	f->asking = s->ask && f->w->kind == WIRE_KIND_FILE;
-	if (s->o->on_file) {
-		struct xfer_file_report r = {
-			.path = f->path,
-			.kind = wire_kind_name(f->w->kind),
-			.bytes = m.u.file.size,
-			.algorithm = csum_name(s->cfg->p.csum),
-		};
-
-		s->o->on_file(s->o->on_file_arg, &r);
-	}
 	return engine_send(s->e, &m);
 }
 
@@ -237,12 +259,6 @@ static int send_failure(struct source *s, struct src_file *f)
 {
 	struct wire_msg m = { .type = WIRE_FILE };
 
-	log_err("%s", f->errmsg);
-	if (!s->cfg->p.server) {
-		report(s, f, f->err, f->errmsg, NULL, 0);
-		return 0;
-	}
-	announce(s, f);
 	m.u.file.file_id = f->wire_id;
 	m.u.file.kind = WIRE_KIND_FILE; /* nothing follows but the abort */
 	snprintf(m.u.file.path, sizeof(m.u.file.path), "%s", f->w->wire);
@@ -258,6 +274,33 @@ static int send_failure(struct source *s, struct src_file *f)
 	return engine_send(s->e, &m);
 }
 
+/*
+ * Gives f its wire id and sends its FILE (or, failed, FILE and an aborting
+ * FILE_END), or queues that behind a pack still to be posted. A failure on
+ * the client's own side is only reported: the user is here.
+ */
+static int tell(struct source *s, struct src_file *f)
+{
+	if (f->err) {
+		log_err("%s", f->errmsg);
+		if (!s->cfg->p.server) {
+			report(s, f, f->err, f->errmsg, NULL, 0);
+			return 0;
+		}
+	}
+	announce(s, f);
+	f->asking = s->ask && f->w->kind == WIRE_KIND_FILE && !f->err;
+	if (!f->err)
+		started(s, f);
+	if (s->held) {
+		f->deferred = true;
+		s->held++;
+		fifo_push(s, IT_FILE, f, NULL);
+		return 0;
+	}
+	return f->err ? send_failure(s, f) : send_file(s, f);
+}
+
 /* Opens the next entry and announces it; failures are reported now. */
 static int open_next(struct source *s)
 {
@@ -269,10 +312,10 @@ static int open_next(struct source *s)
 	if (f->w->err) {
 		file_fail(f, f->w->err, "%s",
 			  f->w->errmsg ? f->w->errmsg : strerror(-f->w->err));
-		return send_failure(s, f);
+		return tell(s, f);
 	}
 	if (f->w->kind != WIRE_KIND_FILE)
-		return send_file(s, f);
+		return tell(s, f);
 	f->fd = walk_open(&s->walk, f->w);
 	if (f->fd < 0)
 		file_fail(f, f->fd, "cannot open '%s': %s", f->path,
@@ -287,7 +330,7 @@ static int open_next(struct source *s)
 		if (f->fd >= 0)
 			close(f->fd);
 		f->fd = -1;
-		return send_failure(s, f);
+		return tell(s, f);
 	}
 	posix_fadvise(f->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
 	if (s->cfg->p.csum == XFER_CSUM_SHA256) {
@@ -296,11 +339,12 @@ static int open_next(struct source *s)
 			return engine_fail(s->e, XFER_FAIL_RESOURCE, rc,
 					   "cannot start SHA-256");
 	}
-	rc = send_file(s, f);
+	rc = tell(s, f);
 	if (rc)
 		return rc;
 	s->cur = f;
-	fifo_push(s, IT_FILE, f, NULL);
+	if (!f->deferred)
+		fifo_push(s, IT_FILE, f, NULL);
 	return 0;
 }
 
@@ -317,6 +361,39 @@ static bool all_zero(const uint8_t *p, size_t len)
 	return !memcmp(p, zero, len);
 }
 
+/*
+ * Worker: compresses j's raw payload into the staging buffer (data) when
+ * that helps, else copies it there, then seals it with --encrypt. The IV
+ * is (id, index): (file id, chunk index) for a chunk, (first id, 0) for a
+ * pack, whose first file has no chunks. The AAD carries the header's
+ * file_id and offset fields.
+ */
+static int seal(struct source *s, struct src_job *j, const uint8_t *raw,
+		uint8_t *data, uint32_t id, uint64_t offset, uint64_t index)
+{
+	uint8_t aad[WIRE_AAD_LEN];
+	long n;
+
+	if (j->scratch) {
+		n = zchunk_compress(s->cfg->p.level, raw, j->len, data,
+				    s->chunk);
+		if (n < 0)
+			return (int)n;
+		if (n > 0) {
+			j->wire_len = (uint32_t)n;
+			j->flags |= WIRE_SLOT_COMPRESSED;
+		} else {
+			memcpy(data, raw, j->len);
+		}
+	}
+	if (!j->aead)
+		return 0;
+	j->flags |= WIRE_SLOT_ENCRYPTED;
+	wire_chunk_aad(aad, id, offset, j->len, j->flags);
+	return aead_seal(j->aead, id, index, aad, sizeof(aad), data,
+			 j->wire_len, j->tag);
+}
+
 /* Worker: read, checksum, maybe compress, maybe seal. */
 static void read_chunk(struct workq_item *item)
 {
@@ -325,8 +402,6 @@ static void read_chunk(struct workq_item *item)
 	const struct session_params *p = &s->cfg->p;
 	uint8_t *data = cm_stage(s->e->c, j->idx) + WIRE_SLOT_HDR;
 	uint8_t *raw = j->scratch ? j->scratch : data;
-	uint8_t aad[WIRE_AAD_LEN];
-	long n;
 
 	j->flags = 0;
 	j->wire_len = j->len;
@@ -345,26 +420,8 @@ static void read_chunk(struct workq_item *item)
 		if (j->status)
 			return;
 	}
-	if (j->scratch) {
-		n = zchunk_compress(p->level, raw, j->len, data, s->chunk);
-		if (n < 0) {
-			j->status = (int)n;
-			return;
-		}
-		if (n > 0) {
-			j->wire_len = (uint32_t)n;
-			j->flags |= WIRE_SLOT_COMPRESSED;
-		} else {
-			memcpy(data, raw, j->len);
-		}
-	}
-	if (j->aead) {
-		j->flags |= WIRE_SLOT_ENCRYPTED;
-		wire_chunk_aad(aad, j->f->wire_id, j->offset, j->len, j->flags);
-		j->status =
-			aead_seal(j->aead, j->f->wire_id, j->offset / s->chunk,
-				  aad, sizeof(aad), data, j->wire_len, j->tag);
-	}
+	j->status = seal(s, j, raw, data, j->f->wire_id, j->offset,
+			 j->offset / s->chunk);
 }
 
 static struct src_job *take_job(struct source *s)
@@ -376,6 +433,152 @@ static struct src_job *take_job(struct source *s)
 		}
 	}
 	return NULL;
+}
+
+/* ---- packs ---- */
+
+static size_t pack_rec_len(const struct source *s, const struct src_file *f)
+{
+	return wire_pack_rec_len(strlen(f->w->wire), s->dlen,
+				 (size_t)f->w->st.st_size);
+}
+
+/*
+ * Whether f travels in a pack: a small regular file without holes, never
+ * the session's first id (the sink names DEST after that one as it is
+ * announced, in its engine thread).
+ */
+static bool packable(const struct source *s, const struct src_file *f)
+{
+	const struct walk_entry *w = f->w;
+
+	return s->pack_max && !w->err && w->kind == WIRE_KIND_FILE &&
+	       s->nwire > 0 && (uint64_t)w->st.st_size <= s->pack_max &&
+	       (uint64_t)w->st.st_blocks * 512 >= (uint64_t)w->st.st_size &&
+	       pack_rec_len(s, f) <= s->chunk;
+}
+
+/* Worker: f's record at out + *pos, or an aborting one if it fails. */
+static int pack_file(struct source *s, struct src_file *f, uint8_t *out,
+		     size_t *pos)
+{
+	struct wire_pack_rec r = {
+		.file_id = f->wire_id,
+		.path = f->w->wire,
+		.path_len = (uint16_t)strlen(f->w->wire),
+		.mode = f->st.st_mode & 07777,
+		.mtime_sec = f->st.st_mtim.tv_sec,
+		.mtime_nsec = (uint32_t)f->st.st_mtim.tv_nsec,
+		.atime_sec = f->st.st_atim.tv_sec,
+		.atime_nsec = (uint32_t)f->st.st_atim.tv_nsec,
+		.size = (uint32_t)f->st.st_size,
+		.digest_len = s->dlen,
+	};
+	uint8_t *data = out + *pos + wire_pack_rec_len(r.path_len, s->dlen, 0);
+	struct stat now;
+	int fd, rc;
+
+	fd = walk_open(&s->walk, f->w);
+	rc = fd < 0 ? fd : io_pread_full(fd, data, r.size, 0);
+	if (fd < 0)
+		file_fail(f, fd, "cannot open '%s': %s", f->path,
+			  strerror(-fd));
+	else if (rc == -ENODATA)
+		file_fail(f, -ESTALE,
+			  "'%s' changed while it was being sent: not copied",
+			  f->path);
+	else if (rc)
+		file_fail(f, rc, "cannot read '%s': %s", f->path,
+			  strerror(-rc));
+	else if (fstat(fd, &now) < 0)
+		file_fail(f, -errno, "cannot stat '%s': %s", f->path,
+			  strerror(errno));
+	else if (!S_ISREG(now.st_mode))
+		file_fail(f, -EINVAL, "cannot send '%s': not a regular file",
+			  f->path);
+	else if (now.st_size != f->st.st_size ||
+		 now.st_mtim.tv_sec != f->st.st_mtim.tv_sec ||
+		 now.st_mtim.tv_nsec != f->st.st_mtim.tv_nsec)
+		file_fail(f, -ESTALE,
+			  "'%s' changed while it was being sent: not copied",
+			  f->path);
+	if (fd >= 0)
+		close(fd);
+	if (!f->err) {
+		rc = wire_pack_digest((uint8_t)s->cfg->p.csum, data, r.size,
+				      f->digest);
+		if (rc < 0)
+			return rc;
+		f->dlen = (uint8_t)rc;
+		memcpy(r.digest, f->digest, f->dlen);
+	} else {
+		/* The sink reports it failed, with our message. */
+		r.flags = WIRE_PACK_ABORT;
+		r.status = f->err;
+		r.digest_len = 0;
+		r.size = (uint32_t)strnlen(f->errmsg, WIRE_MSG_MAX);
+		memcpy(out + *pos + wire_pack_rec_len(r.path_len, 0, 0),
+		       f->errmsg, r.size);
+	}
+	*pos += wire_pack_put(out + *pos, &r) + r.size;
+	return 0;
+}
+
+/* Worker: read every file of a pack into its records, then seal. */
+static void read_pack(struct workq_item *item)
+{
+	struct src_job *j = (struct src_job *)item;
+	struct source *s = j->s;
+	uint8_t *data = cm_stage(s->e->c, j->idx) + WIRE_SLOT_HDR;
+	uint8_t *raw = j->scratch ? j->scratch : data;
+	size_t pos = 0;
+
+	for (unsigned int i = 0; !j->status && i < j->nfiles; i++)
+		j->status = pack_file(s, &s->files[j->first + i], raw, &pos);
+	if (j->status)
+		return;
+	j->len = j->wire_len = (uint32_t)pos;
+	j->flags = WIRE_SLOT_PACKED;
+	j->crc = ck_crc32(0, raw, j->len); /* the records too, always */
+	j->status = seal(s, j, raw, data, s->files[j->first].wire_id,
+			 j->nfiles, 0);
+}
+
+/*
+ * Plans a pack of the small files from next_file on, as many as fit one
+ * slot. Returns 1, or 0 when no staging buffer is free.
+ */
+static int plan_pack(struct source *s)
+{
+	struct src_job *j = take_job(s);
+	size_t room = s->chunk;
+
+	if (!j)
+		return 0;
+	j->first = s->next_file;
+	j->nfiles = 0;
+	while (s->next_file < s->nfiles && j->nfiles < WIRE_PACK_MAX_FILES) {
+		struct src_file *f = &s->files[s->next_file];
+
+		if (!packable(s, f) || pack_rec_len(s, f) > room)
+			break;
+		room -= pack_rec_len(s, f);
+		f->t0 = clock_now_s();
+		f->st = f->w->st;
+		f->packed = true;
+		announce(s, f);
+		started(s, f);
+		s->next_file++;
+		j->nfiles++;
+	}
+	j->state = JOB_READING;
+	j->f = NULL;
+	j->status = 0;
+	j->item.fn = read_pack;
+	fifo_push(s, IT_PACK, NULL, j);
+	s->held++;
+	workq_push(s->e->wq, &j->item);
+	return 1;
 }
 
 /*
@@ -423,8 +626,12 @@ static int plan(struct source *s)
 				}
 				break;
 			}
-			if (open_next(s))
+			if (packable(s, &s->files[s->next_file])) {
+				if (!plan_pack(s))
+					break;
+			} else if (open_next(s)) {
 				return -1;
+			}
 			n++;
 			continue;
 		}
@@ -442,6 +649,7 @@ static int plan(struct source *s)
 		if (!j)
 			break;
 		j->state = JOB_READING;
+		j->item.fn = read_chunk;
 		j->f = f;
 		j->offset = f->next_off;
 		j->len = (uint32_t)((uint64_t)f->st.st_size - f->next_off <
@@ -516,8 +724,8 @@ static bool should_signal(struct source *s)
 	struct item *next = s->fifo_len > 1 ? fifo_at(s, 1) : NULL;
 
 	return ++s->unsignaled >= s->sig_every || s->free_jobs == 0 ||
-	       credit_tx_avail(&s->tx) == 1 || !next ||
-	       next->kind != IT_CHUNK || next->job->state != JOB_READY;
+	       credit_tx_avail(&s->tx) == 1 || !next || !next->job ||
+	       next->job->state != JOB_READY;
 }
 
 static void progress(struct source *s, struct src_file *f, uint32_t len)
@@ -544,27 +752,25 @@ static int account(struct src_file *f, const struct src_job *j)
 	return 0;
 }
 
-static int post_chunk(struct source *s, struct src_job *j)
+/* Writes j's staging buffer into the next slot, header h first. */
+static int post_slot(struct source *s, struct src_job *j,
+		     struct wire_slot_hdr *h)
 {
-	struct wire_slot_hdr h = { 0 };
-	struct src_file *f = j->f;
 	uint8_t *buf = cm_stage(s->e->c, j->idx);
 	uint64_t seq = s->tx.posted;
 	unsigned int slot;
 	bool sig;
 	int rc;
 
-	h.seq = seq;
-	h.file_id = f->wire_id;
-	h.len = j->wire_len;
-	h.raw_len = j->len;
-	h.offset = j->offset;
-	h.flags = j->flags;
+	h->seq = seq;
+	h->len = j->wire_len;
+	h->raw_len = j->len;
+	h->flags = j->flags;
 	if (j->flags & WIRE_SLOT_ENCRYPTED)
-		memcpy(h.tag, j->tag, AEAD_TAG_LEN); /* the tag is the check */
+		memcpy(h->tag, j->tag, AEAD_TAG_LEN); /* the tag is the check */
 	else
-		h.crc = j->crc;
-	wire_slot_encode(buf, &h);
+		h->crc = j->crc;
+	wire_slot_encode(buf, h);
 #ifdef RDCP_TEST_HOOKS
 	if (seq == s->corrupt_seq)
 		buf[WIRE_SLOT_HDR + j->wire_len / 2] ^= 0x5a;
@@ -581,11 +787,42 @@ static int post_chunk(struct source *s, struct src_job *j)
 	if (sig)
 		s->unsignaled = 0;
 	j->state = JOB_POSTED;
-	f->nchunks++;
 	ratelimit_take(&s->rl, j->wire_len, clock_now_ns());
-	progress(s, f, j->len);
 	s->posted[(s->posted_head + s->posted_len++) % s->njobs] = j->idx;
-	return account(f, j);
+	return 0;
+}
+
+static int post_chunk(struct source *s, struct src_job *j)
+{
+	struct wire_slot_hdr h = { .file_id = j->f->wire_id,
+				   .offset = j->offset };
+
+	if (post_slot(s, j, &h))
+		return -1;
+	j->f->nchunks++;
+	progress(s, j->f, j->len);
+	return account(j->f, j);
+}
+
+static int post_pack(struct source *s, struct src_job *j)
+{
+	struct wire_slot_hdr h = { .file_id = s->files[j->first].wire_id,
+				   .offset = j->nfiles };
+
+	if (j->status)
+		return engine_fail(s->e, XFER_FAIL_INTERNAL, j->status,
+				   "cannot pack files: %s",
+				   strerror(-j->status));
+	if (post_slot(s, j, &h))
+		return -1;
+	for (unsigned int i = 0; i < j->nfiles; i++) {
+		struct src_file *f = &s->files[j->first + i];
+
+		f->posted = true;
+		f->sent = f->err ? 0 : (uint64_t)f->st.st_size;
+		progress(s, f, (uint32_t)f->st.st_size);
+	}
+	return 0;
 }
 
 static void free_job(struct source *s, struct src_job *j)
@@ -639,7 +876,27 @@ static int post(struct source *s)
 
 		switch (it->kind) {
 		case IT_FILE:
-			break; /* announced when planned */
+			if (!it->f->deferred)
+				break; /* announced when planned */
+			it->f->deferred = false;
+			s->held--;
+			if (it->f->err ? send_failure(s, it->f)
+				       : send_file(s, it->f))
+				return -1;
+			break;
+		case IT_PACK:
+			if (it->job->state != JOB_READY)
+				return n;
+			/* Nor may it overtake the FILEs before it. */
+			if (!credit_tx_avail(&s->tx) || !engine_out_empty(s->e))
+				return n;
+			if (ratelimit_delay_ns(&s->rl, it->job->wire_len,
+					       clock_now_ns()))
+				return n;
+			if (post_pack(s, it->job))
+				return -1;
+			s->held--;
+			break;
 		case IT_CHUNK:
 			if (it->job->state != JOB_READY ||
 			    (it->f->asking && !it->f->have_done))
@@ -719,28 +976,51 @@ static void report(struct source *s, struct src_file *f, int status,
 		s->o->on_file(s->o->on_file_arg, &r);
 }
 
-static int on_result(struct source *s, const struct wire_file_result *res)
+/* The sink's verdict on f, unless our own failure (read error, file
+ * changed) came first: that one wins. */
+static void conclude(struct source *s, struct src_file *f, int status,
+		     const char *msg, const uint8_t *digest, unsigned int dlen)
 {
-	struct src_file *f;
-	int status;
-	const char *msg;
-
-	if (res->file_id >= s->nwire)
-		return -EPROTO;
-	f = &s->files[s->by_wire[res->file_id]];
-	if (f->result)
-		return -EPROTO;
-	/* Our own failure (read error, file changed) wins. */
-	status = f->err ? f->err : res->status;
-	msg = f->err ? f->errmsg : res->msg;
-	f->skipped = res->flags & WIRE_RESULT_SKIPPED;
-	f->sent = res->sent;
+	if (f->err) {
+		status = f->err;
+		msg = f->errmsg;
+	}
 	if (status && !(f->err && s->cfg->p.server))
 		log_err("%s%s%s", f->err ? "" : f->path, f->err ? "" : ": ",
 			msg);
 	else if (!status && s->cfg->p.server)
 		log_info("sent '%s'", f->path);
-	report(s, f, status, msg, res->digest, status ? 0 : res->digest_len);
+	report(s, f, status, msg, digest, status ? 0 : dlen);
+}
+
+static int on_result(struct source *s, const struct wire_file_result *res)
+{
+	struct src_file *f;
+
+	if (res->file_id >= s->nwire)
+		return -EPROTO;
+	f = &s->files[s->by_wire[res->file_id]];
+	if (f->result || (f->packed && !f->posted))
+		return -EPROTO;
+	f->skipped = res->flags & WIRE_RESULT_SKIPPED;
+	f->sent = res->sent;
+	conclude(s, f, res->status, res->msg, res->digest, res->digest_len);
+	return 0;
+}
+
+/* Every file of a pack without a FILE_RESULT is in place. */
+static int on_pack_done(struct source *s, const struct wire_pack_done *d)
+{
+	if (d->first_id >= s->nwire || d->count > s->nwire - d->first_id)
+		return -EPROTO;
+	for (uint32_t id = d->first_id; id < d->first_id + d->count; id++) {
+		struct src_file *f = &s->files[s->by_wire[id]];
+
+		if (!f->packed || !f->posted)
+			return -EPROTO;
+		if (!f->result)
+			conclude(s, f, 0, NULL, f->digest, f->dlen);
+	}
 	return 0;
 }
 
@@ -793,6 +1073,9 @@ static int src_on_msg(struct engine *e, const struct wire_msg *m)
 		break;
 	case WIRE_HAVE:
 		rc = on_have(s, &m->u.have);
+		break;
+	case WIRE_PACK_DONE:
+		rc = on_pack_done(s, &m->u.pack_done);
 		break;
 	case WIRE_BYE:
 		if (!s->done_sent || s->results != s->nfiles)
@@ -913,6 +1196,13 @@ int source_run(struct engine *e, const struct source_cfg *cfg,
 	s.fifo_cap = 2 * s.njobs + 64;
 	s.ask = cfg->p.flags & WIRE_HELLO_ASK;
 	s.resume = cfg->p.flags & WIRE_HELLO_RESUME;
+	/* Small files are packed unless each must wait for a HAVE. */
+	if (cfg->p.pack && !s.ask)
+		s.pack_max = s.chunk / 4 < PACK_FILE_MAX ? s.chunk / 4
+							 : PACK_FILE_MAX;
+	s.dlen = cfg->p.csum == XFER_CSUM_SHA256  ? CK_SHA256_LEN
+		 : cfg->p.csum == XFER_CSUM_CRC32 ? 4
+						  : 0;
 	s.corrupt_seq = UINT64_MAX;
 	s.walk.rootfd = cfg->rootfd;
 	s.walk.recursive = cfg->p.flags & WIRE_HELLO_RECURSIVE;

@@ -295,13 +295,20 @@ static int walk_top(struct walk *w, const char *src)
 	if (rc)
 		return entry_fail(e, rc, "cannot name '%s': %s", src,
 				  strerror(-rc));
-	/* A SRC named on the command line is followed, as cp and scp do. */
-	fd = open_path(w, src, O_PATH);
-	if (fd < 0)
-		return entry_fail(e, fd, "cannot open '%s': %s", src,
-				  strerror(-fd));
-	rc = fstat(fd, &e->st) < 0 ? -errno : 0;
-	close(fd);
+	/*
+	 * A SRC named on the command line is followed, as cp and scp do;
+	 * beneath a root (a pull) it is opened, confined, to be looked at.
+	 */
+	if (w->rootfd < 0) {
+		rc = stat(src, &e->st) < 0 ? -errno : 0;
+	} else {
+		fd = open_path(w, src, O_PATH);
+		if (fd < 0)
+			return entry_fail(e, fd, "cannot open '%s': %s", src,
+					  strerror(-fd));
+		rc = fstat(fd, &e->st) < 0 ? -errno : 0;
+		close(fd);
+	}
 	if (rc)
 		return entry_fail(e, rc, "cannot stat '%s': %s", src,
 				  strerror(-rc));

@@ -84,6 +84,7 @@ struct sess {
 	enum xfer_csum csum;
 	enum xfer_poll poll;
 	int timeout_ms;
+	bool recursive;
 	const char *dest;
 	const char *srcs[16];
 	size_t nsrcs;
@@ -164,6 +165,7 @@ static void sess_run(struct sess *s)
 	co.poll = s->poll;
 	co.timeout_ms = s->timeout_ms;
 	co.csum = s->csum;
+	co.recursive = s->recursive;
 	co.dest = s->dest;
 	co.srcs = s->srcs;
 	co.nsrcs = s->nsrcs;
@@ -565,6 +567,116 @@ static void test_peer_vanishes(void)
 	sess_finish(&s);
 }
 
+/* ---- small files packed into shared slots ---- */
+
+#define TREE_FILES 240
+
+/* File i of the tree: sizes from 0 past the packing limit (CHUNK / 4). */
+static size_t tree_size(unsigned int i)
+{
+	return i % 17 == 0 ? 0 : (i * 37) % 1300;
+}
+
+static void tree_path(char *out, size_t n, const char *top, unsigned int i)
+{
+	snprintf(out, n, "%s/%sf%u", top, i % 3 ? "" : "sub/", i);
+}
+
+/* A directory "tree" with TREE_FILES files, a third in tree/sub. */
+static void make_tree(struct sess *s)
+{
+	char top[200], path[300];
+
+	snprintf(top, sizeof(top), "%s/tree", s->srcdir);
+	CHECK_EQ(mkdir(top, 0755), 0);
+	snprintf(path, sizeof(path), "%s/sub", top);
+	CHECK_EQ(mkdir(path, 0750), 0);
+	for (unsigned int i = 0; i < TREE_FILES; i++) {
+		tree_path(path, sizeof(path), top, i);
+		CHECK_EQ(tf_make_file(path, tree_size(i), 500 + i), 0);
+		CHECK_EQ(chmod(path, 0600 | (i % 2 ? 0044 : 0)), 0);
+	}
+	s->srcs[s->nsrcs++] = strdup(top);
+	s->recursive = true;
+}
+
+/* How many tree files arrived intact (and with their mode) under out. */
+static unsigned int tree_placed(const struct sess *s)
+{
+	char a[300], b[300], top[200];
+	struct stat sa, sb;
+	unsigned int n = 0;
+
+	for (unsigned int i = 0; i < TREE_FILES; i++) {
+		snprintf(top, sizeof(top), "%s/tree", s->srcdir);
+		tree_path(a, sizeof(a), top, i);
+		snprintf(top, sizeof(top), "%s/%s", s->root, s->dest);
+		tree_path(b, sizeof(b), top, i);
+		if (tf_same_file(a, b) == 1 && stat(a, &sa) == 0 &&
+		    stat(b, &sb) == 0 && sa.st_mode == sb.st_mode)
+			n++;
+	}
+	return n;
+}
+
+/*
+ * A tree of small files crosses in a few packed slots, not a slot and
+ * three messages per file, and every file arrives with its mode, the
+ * DEST-renamed top and the subdirectory included.
+ */
+static void test_pack_tree(void)
+{
+	static const enum xfer_csum csums[] = { XFER_CSUM_CRC32,
+						XFER_CSUM_SHA256,
+						XFER_CSUM_NONE };
+
+	for (unsigned int c = 0; c < 3; c++) {
+		struct sess s;
+
+		sess_init(&s, 3);
+		s.csum = csums[c];
+		make_tree(&s);
+		sess_run(&s);
+		CHECK_EQ(s.vc, XFER_OK);
+		CHECK_EQ(s.vs, XFER_OK);
+		CHECK_EQ(s.st.files_ok, TREE_FILES + 2); /* and two dirs */
+		CHECK_EQ(s.st.files_failed, 0);
+		CHECK_EQ(tree_placed(&s), TREE_FILES);
+		/* ~80 files above CHUNK / 4 go alone; the rest share ~20. */
+		if (s.ms.writes > 120 || s.ms.sends[0] > 200)
+			printf("#   %llu writes, %llu messages for %u files\n",
+			       (unsigned long long)s.ms.writes,
+			       (unsigned long long)s.ms.sends[0], TREE_FILES);
+		CHECK(s.ms.writes <= 120);
+		CHECK(s.ms.sends[0] <= 200);
+		sess_finish(&s);
+	}
+}
+
+/*
+ * A packed slot corrupted in flight fails all its files, and only them:
+ * none is placed, the others arrive.
+ */
+static void test_pack_corrupted(void)
+{
+	struct sess s;
+	unsigned int placed;
+
+	sess_init(&s, 3);
+	s.faults.corrupt_write = 2;
+	make_tree(&s);
+	sess_run(&s);
+	placed = tree_placed(&s);
+	CHECK_EQ(s.ms.corrupted, 1);
+	CHECK_EQ(s.vc, XFER_FAIL_PARTIAL);
+	CHECK_EQ(s.vs, XFER_FAIL_PARTIAL);
+	CHECK_EQ(s.st.first_fail, XFER_FAIL_VERIFY);
+	CHECK(s.st.files_failed >= 1);
+	CHECK_EQ(s.st.files_ok + s.st.files_failed, TREE_FILES + 2);
+	CHECK_EQ(placed + s.st.files_failed, TREE_FILES);
+	sess_finish(&s);
+}
+
 /* ---- the checker itself: memconn must catch what hardware would ---- */
 
 static int poll_all(struct cm_conn *c, struct cm_event *ev, int max)
@@ -752,4 +864,5 @@ TAP_RUN(TAP_TEST(test_memconn_rules), TAP_TEST(test_error_reaches_peer),
 	TAP_TEST(test_corruption_crc32), TAP_TEST(test_corruption_sha256),
 	TAP_TEST(test_receiver_verdict_all_failed),
 	TAP_TEST(test_corruption_one_of_many), TAP_TEST(test_dropped_credit),
-	TAP_TEST(test_delays), TAP_TEST(test_peer_vanishes))
+	TAP_TEST(test_delays), TAP_TEST(test_peer_vanishes),
+	TAP_TEST(test_pack_tree), TAP_TEST(test_pack_corrupted))
