@@ -77,9 +77,10 @@ void json_summary(FILE *out, const struct xfer_stats *st, enum xfer_fail f,
 	fprintf(out,
 		"{\"event\":\"summary\",\"files_ok\":%" PRIu64
 		",\"files_failed\":%" PRIu64 ",\"files_skipped\":%" PRIu64
-		",\"bytes\":%" PRIu64
+		",\"files_packed\":%" PRIu64 ",\"bytes\":%" PRIu64
 		",\"seconds\":%.6f,\"bytes_per_second\":%.0f,\"transport\":",
-		st->files_ok, st->files_failed, st->files_skipped, st->bytes,
+		st->files_ok, st->files_failed, st->files_skipped,
+		st->files_packed, st->bytes,
 		st->seconds, st->seconds > 0 ? st->bytes / st->seconds : 0.0);
 	str(out, st->transport);
 	fputs(",\"device\":", out);

@@ -109,6 +109,7 @@ struct snk_job {
 	struct snk_file *f;		/* NULL for a pack */
 	struct snk_packed *packed;	/* a pack: one per file */
 	uint32_t npacked;
+	double t0; /* when the pack came */
 	uint64_t index;
 	uint8_t *scratch; /* inflated payload, with compression */
 	struct aead *aead;
@@ -1274,6 +1275,7 @@ static int on_pack(struct sink *k, const struct wire_slot_hdr *h,
 	j->f = NULL;
 	j->index = 0; /* the IV's: (first id, 0) */
 	j->status = 0;
+	j->t0 = clock_now_s();
 	j->item.fn = unpack;
 	progress(k, k->t->shown, h->raw_len);
 	workq_push(k->e->wq, &j->item);
@@ -1511,6 +1513,7 @@ static void pack_done(struct sink *k, struct snk_job *j)
 		}
 		user_report(k, &r, NULL, 0);
 		r.done = true;
+		r.seconds = clock_now_s() - j->t0;
 		r.sent = status ? 0 : res->size;
 		r.status = status;
 		r.klass = engine_klass_of(status, res->remote);
@@ -1518,6 +1521,7 @@ static void pack_done(struct sink *k, struct snk_job *j)
 		user_report(k, &r, res->digest, status ? 0 : res->dlen);
 		tally(k, r.path, res->size, status, res->remote,
 		      j->status ? NULL : msg, false);
+		k->st->files_packed += !status;
 		if (status && !res->remote && send_failed(k, first + i, status, msg))
 			goto out;
 	}

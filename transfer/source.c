@@ -968,6 +968,7 @@ static void report(struct source *s, struct src_file *f, int status,
 			s->st->first_fail = r.klass;
 	} else {
 		s->st->files_ok++;
+		s->st->files_packed += f->packed;
 		s->st->bytes += r.bytes;
 		if (r.skipped)
 			s->st->files_skipped++;

@@ -112,6 +112,7 @@ struct xfer_stats {
 	uint64_t files_ok;
 	uint64_t files_failed;
 	uint64_t files_skipped; /* counted in files_ok too */
+	uint64_t files_packed;	/* files_ok that travelled in packed slots */
 	uint64_t bytes;
 	double seconds;
 	enum xfer_fail first_fail; /* verdict on the first failed file */

@@ -11,7 +11,8 @@
 # failure, kill -9 of either side, a multi-client receiver daemon, -r -p
 # trees (compared entry by entry), pull, --resume after kill -9 of either
 # side, --no-clobber/--update, --encrypt/--compress, --sparse, --bwlimit,
-# a full receiver file system, and that rxe saw no RNR across the suite.
+# a full receiver file system, a tree of 600 small files (packed) pushed
+# and pulled, and that rxe saw no RNR across the suite.
 # Prints TAP lines ("ok N - ...", "not ok N - ..." with "# " diagnostics,
 # the plan last) and exits 0 only if everything passed.
 
@@ -1317,6 +1318,97 @@ s_full() {
 	rm -rf "$FS" src/full-dense src/full-sparse src/full-small
 }
 
+# sums DIR: every entry of DIR as "name type mode mtime", then an md5sum
+# of every file: one line each, sorted, in two processes (not one per file:
+# the guest's CPU is emulated).
+sums() {
+	(cd "$1" && find . | sort | xargs stat -c '%n %F %a %Y' &&
+		find . -type f | sort | xargs md5sum)
+}
+
+# 27. Many small files, packed several to a ring slot: a tree of 600 files
+#     of 0 B to 40 KiB (and every 50th of 100 KiB, sent alone in between),
+#     four modes, old times, three directories: pushed -r -p, pulled back
+#     -r -p, pushed again with --compress. Each copy has every entry, mode,
+#     mtime and byte; --json has one ok file_done per entry and a summary
+#     that counts the packed files.
+s_small() {
+	rm -rf src/small rx/small got
+	mkdir -p src/small/d1/d2 src/small/d3 rx/small got
+	i=0
+	while [ $i -lt 600 ]; do
+		case $((i % 3)) in
+		0) d=src/small ;;
+		1) d=src/small/d1/d2 ;;
+		*) d=src/small/d3 ;;
+		esac
+		if [ $((i % 50)) = 25 ]; then
+			mkrand "$d/f$i" 102400
+		else
+			mkrand "$d/f$i" $((i * 997 % 40960))
+		fi
+		i=$((i + 1))
+	done
+	chmod 0640 src/small/d3/*
+	chmod 0755 src/small/d1/d2/f1*
+	chmod 0600 src/small/f2*
+	touch -d '2006-07-08 09:10:11' src/small/d3/f1* src/small/f3*
+	touch -d '2007-08-09 10:11:12' src/small/d1/d2 src/small/d3
+	sums src/small >"$W/small-a"
+	_n=$(find src/small | wc -l)
+	nextport
+	if start_rx "$W/rx-small.log" --root "$W/rx/small" --port $P; then
+		t_begin "600 small files -r -p push, packed: every entry, mode, mtime and byte"
+		send "$W/tx-small1.log" --port $P -r -p --json src/small "$ADDR:copy"
+		[ "$SRC" = 0 ] || t_fail "sender exit $SRC, want 0"
+		sums rx/small/copy >"$W/small-b"
+		cmp -s "$W/small-a" "$W/small-b" ||
+			t_fail "the copy differs: $(diff "$W/small-a" "$W/small-b" | grep '^[-+][^-+]' | head -n 3 | tr '\n' ' ')"
+		no_temp rx/small
+		[ "$(grep '"event":"file_done"' "$W/tx-small1.log" | grep -c '"status":"ok"')" = "$_n" ] ||
+			t_fail "--json: not $_n file_done with status ok"
+		_p=$(jget "$W/tx-small1.log" summary files_packed)
+		echo "# push: $_p of $_n entries packed in $ST s"
+		[ "${_p:-0}" -ge 500 ] || t_fail "summary files_packed ${_p:-none}, want >= 500"
+		t_log "$W/tx-small1.log" "$W/rx-small.log"
+		t_end
+
+		t_begin "600 small files -r -p pull, packed: every entry, mode, mtime and byte"
+		send "$W/tx-small2.log" --port $P -r -p --json "$ADDR:copy" got/back
+		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
+		sums got/back >"$W/small-c"
+		cmp -s "$W/small-a" "$W/small-c" ||
+			t_fail "the copy differs: $(diff "$W/small-a" "$W/small-c" | grep '^[-+][^-+]' | head -n 3 | tr '\n' ' ')"
+		no_temp got
+		_p=$(jget "$W/tx-small2.log" summary files_packed)
+		echo "# pull: $_p of $_n entries packed in $ST s"
+		[ "${_p:-0}" -ge 500 ] || t_fail "summary files_packed ${_p:-none}, want >= 500"
+		t_log "$W/tx-small2.log" "$W/rx-small.log"
+		t_end
+
+		t_begin "600 small files -r -p --compress push, packed: identical"
+		send "$W/tx-small3.log" --port $P -r -p --compress --json src/small "$ADDR:zcopy"
+		[ "$SRC" = 0 ] || t_fail "sender exit $SRC, want 0"
+		sums rx/small/zcopy >"$W/small-d"
+		cmp -s "$W/small-a" "$W/small-d" ||
+			t_fail "the copy differs: $(diff "$W/small-a" "$W/small-d" | grep '^[-+][^-+]' | head -n 3 | tr '\n' ' ')"
+		no_temp rx/small
+		[ "$(jget "$W/tx-small3.log" summary files_packed)" -ge 500 ] ||
+			t_fail "summary files_packed $(jget "$W/tx-small3.log" summary files_packed), want >= 500"
+		t_log "$W/tx-small3.log" "$W/rx-small.log"
+		t_end
+		kill -TERM "$RX" 2>/dev/null
+		stop_rx 10
+	else
+		t_begin "small files: receiver starts"
+		t_fail "receiver did not start listening"
+		t_log "$W/rx-small.log"
+		t_end
+		kill -9 "$RX" 2>/dev/null
+	fi
+	rm -rf src/small rx/small got
+}
+
 # ---------------------------------------------------------------- main
 
 # A shared key for every rdcp here (builds with authentication).
@@ -1334,7 +1426,7 @@ fi
 
 ALL="sizes default sparse checksum corrupt escape multifile partial noconn"
 ALL="$ALL killsender killreceiver daemon auth auto check device"
-ALL="$ALL tree pull resume skip crypt zeros bwlimit full"
+ALL="$ALL tree pull resume skip crypt zeros bwlimit full small"
 # shellcheck disable=SC2086 # a word list
 [ $# -gt 0 ] || set -- $ALL
 RNR0=$(counters)
