@@ -707,6 +707,12 @@ static int alloc_buf(const char *what, size_t len, uint8_t **out)
 			units_format_size(len, sz, sizeof(sz)), strerror(err));
 		return -err;
 	}
+	/*
+	 * Huge pages where the kernel allows them: a ring or staging area is
+	 * touched once per 4 KiB page otherwise, 16 384 faults for 64 MiB,
+	 * a cost paid again by every session. Advice only: no error.
+	 */
+	madvise(p, len ? len : 1, MADV_HUGEPAGE);
 	*out = p;
 	return 0;
 }
