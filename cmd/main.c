@@ -608,7 +608,7 @@ static void on_progress(void *arg, uint64_t done, uint64_t total,
 		cli->progress_t0 = now;
 	rate = now > cli->progress_t0 ? done / (now - cli->progress_t0) : 0;
 	eta = rate > 0 && total > done ? (uint64_t)((total - done) / rate) : 0;
-	if (!total) /* a pull: the sizes come as the files do */
+	if (!total) /* a pull, or sources still being listed: no total */
 		fprintf(stderr, "\r\033[K%-30.30s %s  %s", path_basename(path),
 			units_format_size(done, d, sizeof(d)),
 			units_format_rate(rate, r, sizeof(r)));

@@ -55,7 +55,6 @@
 #include "util/units.h"
 #include "util/zchunk.h"
 
-#define SINK_MAX_FILES (1u << 24) /* per session */
 
 /* Where an announced path lands, and how it is shown. */
 struct snk_names {
@@ -638,7 +637,7 @@ static int on_file(struct sink *k, const struct wire_file *wf)
 	struct snk_file *f;
 	int rc;
 
-	if (wf->file_id != k->nfiles || k->nfiles >= SINK_MAX_FILES)
+	if (wf->file_id != k->nfiles || k->nfiles >= WIRE_FILES_MAX)
 		return engine_fail(k->e, XFER_FAIL_PROTOCOL, -EPROTO,
 				   "%s announced file %u out of order",
 				   k->e->c->peer, wf->file_id);
@@ -1255,7 +1254,7 @@ static int on_pack(struct sink *k, const struct wire_slot_hdr *h,
 	uint64_t count = h->offset;
 
 	if (h->file_id != k->nfiles || h->file_id == 0 || !count ||
-	    count > WIRE_PACK_MAX_FILES || count > SINK_MAX_FILES - k->nfiles ||
+	    count > WIRE_PACK_MAX_FILES || count > WIRE_FILES_MAX - k->nfiles ||
 	    h->len + WIRE_SLOT_HDR != ev->len || h->raw_len > k->chunk ||
 	    !flags_ok(k, h->flags & ~WIRE_SLOT_PACKED) ||
 	    (!(h->flags & WIRE_SLOT_COMPRESSED) && h->raw_len != h->len) ||
@@ -1282,9 +1281,14 @@ static int on_pack(struct sink *k, const struct wire_slot_hdr *h,
 	return 0;
 }
 
-/* Reuses the O_PATH fd of the last parent while the files share it. */
+/*
+ * One worker's state across a pack: the O_PATH fd of the last parent,
+ * reused while the files share it, and whether linking in unnamed files
+ * stopped working (the names exist, or the file system cannot).
+ */
 struct parent_cache {
 	int fd;
+	bool named;
 	char rel[PATH_PEER_MAX + PATH_NAME_MAX + 2];
 };
 
@@ -1325,6 +1329,71 @@ static void packed_fail(struct snk_packed *res, int err, const char *fmt, ...)
 	if (vasprintf(&res->msg, fmt, ap) < 0)
 		res->msg = NULL;
 	va_end(ap);
+}
+
+/* Worker: a packed file's data, mode, times (and fsync) into fd. */
+static int fill(const struct sink *k, int fd, const struct wire_pack_rec *r,
+		bool have_mode, const struct timespec times[2],
+		const char **what)
+{
+	int rc;
+
+	*what = "write";
+	rc = io_pwrite_full(fd, r->data, r->size, 0);
+	if (!rc)
+		rc = apply_meta(k, fd, r->mode, have_mode, times, what);
+	if (rc) {
+		if (!strcmp(*what, "mode") || !strcmp(*what, "times"))
+			*what = !strcmp(*what, "mode") ? "set mode of"
+						       : "set times of";
+		return rc;
+	}
+	if ((k->p->flags & WIRE_HELLO_FSYNC) && fsync(fd) < 0) {
+		*what = "fsync";
+		return -errno;
+	}
+	return 0;
+}
+
+/*
+ * Worker: the quick way to place a packed file under a name not taken
+ * yet. An unnamed file (O_TMPFILE) is filled, then linked in under its
+ * final name: nobody sees it before it is whole, and no other session can
+ * write into it, so there is no temporary to name, lock and rename.
+ * Returns 1 when it is in place, 0 when this way does not apply (the name
+ * exists, or the file system has no O_TMPFILE: use a named temporary),
+ * or -errno with *what.
+ */
+static int place_unnamed(const struct sink *k, int dirfd,
+			 const struct wire_pack_rec *r,
+			 const struct snk_names *n, mode_t mode,
+			 const struct timespec times[2], const char **what)
+{
+	char proc[40];
+	int fd, rc;
+
+	fd = openat(dirfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, mode);
+	if (fd < 0)
+		return 0; /* the named way says what is wrong, if anything */
+	rc = fill(k, fd, r, !(mode & k->t->umask), times, what);
+	if (!rc) {
+		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+		if (linkat(AT_FDCWD, proc, dirfd, n->name,
+			   AT_SYMLINK_FOLLOW) == 0)
+			rc = 1;
+		else if (errno == EEXIST || errno == ENOENT || errno == EPERM)
+			rc = 0; /* taken, or no /proc: the named way */
+		else
+			rc = -errno;
+		if (rc < 0)
+			*what = "link into";
+	}
+	if (io_close(fd) && rc == 1) {
+		unlinkat(dirfd, n->name, 0); /* never a doubtful file */
+		*what = "write";
+		rc = -EIO;
+	}
+	return rc;
 }
 
 /* Worker: verifies one record's file and gives it its final name. */
@@ -1368,6 +1437,15 @@ static void place_packed(struct sink *k, const struct wire_pack_rec *r,
 		return packed_fail(res, dirfd,
 				   "cannot open the directory of '%s': %s",
 				   n->shown, strerror(-dirfd));
+	if (!pc->named) {
+		rc = place_unnamed(k, dirfd, r, n, mode, times, &what);
+		if (rc == 1)
+			return;
+		if (rc < 0)
+			return packed_fail(res, rc, "cannot %s '%s': %s", what,
+					   n->shown, strerror(-rc));
+		pc->named = true; /* for the rest of this pack */
+	}
 	/* Written whole at once: made with its final mode if it is new. */
 	fd = tmp_open(dirfd, n->tmp, false, mode, &fresh, &what);
 	if (fd < 0) {
@@ -1376,15 +1454,7 @@ static void place_packed(struct sink *k, const struct wire_pack_rec *r,
 		return packed_fail(res, fd == -EWOULDBLOCK ? -EBUSY : fd,
 				   "%s", msg);
 	}
-	what = "write";
-	rc = io_pwrite_full(fd, r->data, r->size, 0);
-	if (!rc)
-		rc = apply_meta(k, fd, r->mode,
-				fresh && !(mode & k->t->umask), times, &what);
-	if (!rc && (k->p->flags & WIRE_HELLO_FSYNC)) {
-		what = "fsync";
-		rc = fsync(fd) < 0 ? -errno : 0;
-	}
+	rc = fill(k, fd, r, fresh && !(mode & k->t->umask), times, &what);
 	if (rc) {
 		close(fd);
 	} else {
@@ -1397,11 +1467,8 @@ static void place_packed(struct sink *k, const struct wire_pack_rec *r,
 	}
 	if (rc) {
 		unlinkat(dirfd, n->tmp, 0);
-		packed_fail(res, rc, "cannot %s%s '%s': %s", what,
-			    !strcmp(what, "mode") || !strcmp(what, "times")
-				    ? " of"
-				    : "",
-			    n->shown, strerror(-rc));
+		packed_fail(res, rc, "cannot %s '%s': %s", what, n->shown,
+			    strerror(-rc));
 	}
 }
 
@@ -1451,8 +1518,10 @@ static void unpack(struct workq_item *item)
 		n = malloc(sizeof(*n));
 		j->status = pc && n ? 0 : -ENOMEM;
 	}
-	if (pc)
+	if (pc) {
 		pc->fd = -1;
+		pc->named = false;
+	}
 	for (uint32_t i = 0; !j->status && i < j->npacked; i++) {
 		if (wire_pack_next(raw, j->h.raw_len, &pos, &r))
 			break; /* checked above */

@@ -67,6 +67,7 @@ enum job_state {
 
 struct src_file {
 	struct walk_entry *w;
+	size_t idx;	  /* in the walk, = in files */
 	const char *path; /* as the user (or the walk) named it */
 	int fd;
 	struct stat st;
@@ -128,8 +129,14 @@ struct source {
 	uint32_t chunk;
 	struct credit_tx tx;
 	struct walk walk;
-	struct src_file *files;
-	size_t nfiles, next_file;
+	/*
+	 * One block per WALK_BLOCK entries of the walk. Workers reach files
+	 * through it, so it is sized once for a whole session and never
+	 * moves.
+	 */
+	struct src_file **fblk;
+	size_t nfblk;
+	size_t nfiles, next_file; /* listed by the walk so far; planned */
 	uint32_t *by_wire; /* wire id -> index in files */
 	uint32_t nwire;
 	struct src_file *cur; /* being planned */
@@ -140,6 +147,7 @@ struct source {
 	unsigned int *posted; /* job indices in post order, unreclaimed */
 	unsigned int posted_head, posted_len;
 	unsigned int held; /* packs and deferred FILEs in the fifo */
+	unsigned int pack_ahead; /* staging buffers packs may hold at once */
 	uint32_t pack_max; /* files up to this size are packed, 0: none */
 	uint8_t dlen;	   /* digest bytes of csum */
 	unsigned int sig_every, unsignaled;
@@ -154,6 +162,60 @@ struct source {
 
 static void report(struct source *s, struct src_file *f, int status,
 		   const char *msg, const uint8_t *digest, unsigned int dlen);
+static void free_job(struct source *s, struct src_job *j);
+
+/* File i < nfiles: as the walk listed it. */
+static struct src_file *sf(const struct source *s, size_t i)
+{
+	return &s->fblk[i / WALK_BLOCK][i % WALK_BLOCK];
+}
+
+#define WALK_STEP 512 /* entries listed at a time, in the engine thread */
+
+/*
+ * Lists more of the walk and makes their files. The walk runs as the plan
+ * needs it, so data flows while a big tree is still being listed.
+ */
+static int more_files(struct source *s)
+{
+	int rc = walk_more(&s->walk, WALK_STEP);
+
+	if (rc)
+		return engine_fail(s->e, XFER_FAIL_RESOURCE, rc,
+				   "cannot list the sources: %s",
+				   strerror(-rc));
+	if (s->walk.n > WIRE_FILES_MAX)
+		return engine_fail(s->e, XFER_FAIL_USAGE, -E2BIG,
+				   "more than %u entries to copy: split the "
+				   "copy into several sessions",
+				   WIRE_FILES_MAX);
+	if (s->walk.n > s->nfblk * WALK_BLOCK) {
+		size_t nb = (s->walk.n + WALK_BLOCK - 1) / WALK_BLOCK;
+		uint32_t *bw = realloc(s->by_wire,
+				       nb * WALK_BLOCK * sizeof(*bw));
+
+		if (bw)
+			s->by_wire = bw;
+		while (bw && s->nfblk < nb &&
+		       (s->fblk[s->nfblk] =
+				calloc(WALK_BLOCK, sizeof(**s->fblk))))
+			s->nfblk++;
+		if (s->nfblk < nb)
+			return engine_fail(s->e, XFER_FAIL_RESOURCE, -ENOMEM,
+					   "out of memory");
+	}
+	for (; s->nfiles < s->walk.n; s->nfiles++) {
+		struct src_file *f = sf(s, s->nfiles);
+
+		f->w = walk_at(&s->walk, s->nfiles);
+		f->idx = s->nfiles;
+		f->path = f->w->local;
+		f->fd = -1;
+	}
+	if (s->walk.done)
+		s->bytes_total = s->walk.bytes; /* known now: an ETA */
+	return 0;
+}
 
 static const char *csum_name(enum xfer_csum c)
 {
@@ -223,7 +285,7 @@ static void fill_file_msg(struct source *s, struct src_file *f,
 static void announce(struct source *s, struct src_file *f)
 {
 	f->wire_id = s->nwire++;
-	s->by_wire[f->wire_id] = (uint32_t)(f - s->files);
+	s->by_wire[f->wire_id] = (uint32_t)f->idx;
 	f->announced = true;
 }
 
@@ -304,7 +366,7 @@ static int tell(struct source *s, struct src_file *f)
 /* Opens the next entry and announces it; failures are reported now. */
 static int open_next(struct source *s)
 {
-	struct src_file *f = &s->files[s->next_file++];
+	struct src_file *f = sf(s, s->next_file++);
 	int rc;
 
 	f->t0 = clock_now_s();
@@ -534,19 +596,19 @@ static void read_pack(struct workq_item *item)
 	size_t pos = 0;
 
 	for (unsigned int i = 0; !j->status && i < j->nfiles; i++)
-		j->status = pack_file(s, &s->files[j->first + i], raw, &pos);
+		j->status = pack_file(s, sf(s, j->first + i), raw, &pos);
 	if (j->status)
 		return;
 	j->len = j->wire_len = (uint32_t)pos;
 	j->flags = WIRE_SLOT_PACKED;
 	j->crc = ck_crc32(0, raw, j->len); /* the records too, always */
-	j->status = seal(s, j, raw, data, s->files[j->first].wire_id,
+	j->status = seal(s, j, raw, data, sf(s, j->first)->wire_id,
 			 j->nfiles, 0);
 }
 
 /*
  * Plans a pack of the small files from next_file on, as many as fit one
- * slot. Returns 1, or 0 when no staging buffer is free.
+ * slot. Returns 1, 0 when no staging buffer is free, -1 on a failure.
  */
 static int plan_pack(struct source *s)
 {
@@ -557,9 +619,17 @@ static int plan_pack(struct source *s)
 		return 0;
 	j->first = s->next_file;
 	j->nfiles = 0;
-	while (s->next_file < s->nfiles && j->nfiles < WIRE_PACK_MAX_FILES) {
-		struct src_file *f = &s->files[s->next_file];
+	while (j->nfiles < WIRE_PACK_MAX_FILES) {
+		struct src_file *f;
 
+		if (s->next_file == s->nfiles && !s->walk.done &&
+		    more_files(s)) {
+			free_job(s, j);
+			return -1;
+		}
+		if (s->next_file == s->nfiles)
+			break;
+		f = sf(s, s->next_file);
 		if (!packable(s, f) || pack_rec_len(s, f) > room)
 			break;
 		room -= pack_rec_len(s, f);
@@ -618,6 +688,11 @@ static int plan(struct source *s)
 		struct src_job *j;
 
 		if (!f) {
+			if (s->next_file == s->nfiles && !s->walk.done) {
+				if (more_files(s))
+					return -1;
+				continue;
+			}
 			if (s->next_file == s->nfiles) {
 				if (!s->done_planned) {
 					fifo_push(s, IT_DONE, NULL, NULL);
@@ -626,8 +701,14 @@ static int plan(struct source *s)
 				}
 				break;
 			}
-			if (packable(s, &s->files[s->next_file])) {
-				if (!plan_pack(s))
+			if (packable(s, sf(s, s->next_file))) {
+				int rc = s->njobs - s->free_jobs < s->pack_ahead
+						 ? plan_pack(s)
+						 : 0;
+
+				if (rc < 0)
+					return -1;
+				if (!rc)
 					break;
 			} else if (open_next(s)) {
 				return -1;
@@ -806,7 +887,7 @@ static int post_chunk(struct source *s, struct src_job *j)
 
 static int post_pack(struct source *s, struct src_job *j)
 {
-	struct wire_slot_hdr h = { .file_id = s->files[j->first].wire_id,
+	struct wire_slot_hdr h = { .file_id = sf(s, j->first)->wire_id,
 				   .offset = j->nfiles };
 
 	if (j->status)
@@ -816,7 +897,7 @@ static int post_pack(struct source *s, struct src_job *j)
 	if (post_slot(s, j, &h))
 		return -1;
 	for (unsigned int i = 0; i < j->nfiles; i++) {
-		struct src_file *f = &s->files[j->first + i];
+		struct src_file *f = sf(s, j->first + i);
 
 		f->posted = true;
 		f->sent = f->err ? 0 : (uint64_t)f->st.st_size;
@@ -1000,7 +1081,7 @@ static int on_result(struct source *s, const struct wire_file_result *res)
 
 	if (res->file_id >= s->nwire)
 		return -EPROTO;
-	f = &s->files[s->by_wire[res->file_id]];
+	f = sf(s, s->by_wire[res->file_id]);
 	if (f->result || (f->packed && !f->posted))
 		return -EPROTO;
 	f->skipped = res->flags & WIRE_RESULT_SKIPPED;
@@ -1015,7 +1096,7 @@ static int on_pack_done(struct source *s, const struct wire_pack_done *d)
 	if (d->first_id >= s->nwire || d->count > s->nwire - d->first_id)
 		return -EPROTO;
 	for (uint32_t id = d->first_id; id < d->first_id + d->count; id++) {
-		struct src_file *f = &s->files[s->by_wire[id]];
+		struct src_file *f = sf(s, s->by_wire[id]);
 
 		if (!f->packed || !f->posted)
 			return -EPROTO;
@@ -1032,7 +1113,7 @@ static int on_have(struct source *s, const struct wire_have *h)
 
 	if (h->file_id >= s->nwire)
 		return -EPROTO;
-	f = &s->files[s->by_wire[h->file_id]];
+	f = sf(s, s->by_wire[h->file_id]);
 	if (!f->asking || f->have_done)
 		return -EPROTO;
 	if (h->flags & WIRE_HAVE_SKIP) {
@@ -1197,6 +1278,12 @@ int source_run(struct engine *e, const struct source_cfg *cfg,
 	s.fifo_cap = 2 * s.njobs + 64;
 	s.ask = cfg->p.flags & WIRE_HELLO_ASK;
 	s.resume = cfg->p.flags & WIRE_HELLO_RESUME;
+	/*
+	 * Packs being read or waiting for credits: enough to keep every
+	 * worker busy, few enough that the staging buffers they use (and the
+	 * ring slots behind them) stay warm in the cache.
+	 */
+	s.pack_ahead = 2 * (o->workers ? o->workers : 1) + 4;
 	/* Small files are packed unless each must wait for a HAVE. */
 	if (cfg->p.pack && !s.ask)
 		s.pack_max = s.chunk / 4 < PACK_FILE_MAX ? s.chunk / 4
@@ -1217,29 +1304,14 @@ int source_run(struct engine *e, const struct source_cfg *cfg,
 			strtoull(getenv("RDCP_TEST_CORRUPT_CHUNK"), NULL, 0);
 #endif
 	credit_tx_init(&s.tx, e->c->geom.slots);
-	rc = walk_sources(&s.walk, cfg->srcs, cfg->nsrcs);
-	if (rc) {
-		engine_fail(e, XFER_FAIL_RESOURCE, rc,
-			    "cannot list the sources: %s", strerror(-rc));
-		goto out;
-	}
-	s.nfiles = s.walk.n;
-	s.bytes_total = s.walk.bytes;
-	s.files = calloc(s.nfiles ? s.nfiles : 1, sizeof(*s.files));
-	for (size_t i = 0; s.files && i < s.nfiles; i++)
-		s.files[i].fd = -1; /* before any way out: cleanup closes fds */
+	walk_start(&s.walk, cfg->srcs, cfg->nsrcs);
 	s.jobs = calloc(s.njobs, sizeof(*s.jobs));
 	s.fifo = calloc(s.fifo_cap, sizeof(*s.fifo));
 	s.posted = calloc(s.njobs, sizeof(*s.posted));
-	s.by_wire = calloc(s.nfiles ? s.nfiles : 1, sizeof(*s.by_wire));
-	if (!s.files || !s.jobs || !s.fifo || !s.posted || !s.by_wire) {
+	s.fblk = calloc(WIRE_FILES_MAX / WALK_BLOCK, sizeof(*s.fblk));
+	if (!s.jobs || !s.fifo || !s.posted || !s.fblk) {
 		engine_fail(e, XFER_FAIL_RESOURCE, -ENOMEM, "out of memory");
 		goto out;
-	}
-	for (size_t i = 0; i < s.nfiles; i++) {
-		s.files[i].w = &s.walk.v[i];
-		s.files[i].path = s.walk.v[i].local;
-		s.files[i].fd = -1;
 	}
 	rc = jobs_init(&s);
 	if (rc) {
@@ -1252,13 +1324,17 @@ out:
 	/* Workers may still hold jobs: stop them before freeing. */
 	workq_destroy(e->wq);
 	e->wq = NULL;
-	for (size_t i = 0; s.files && i < s.nfiles; i++) {
-		if (s.files[i].fd >= 0)
-			close(s.files[i].fd);
-		ck_sha256_destroy(s.files[i].tree);
-		free(s.files[i].have);
+	for (size_t i = 0; i < s.nfiles; i++) {
+		struct src_file *f = sf(&s, i);
+
+		if (f->fd >= 0)
+			close(f->fd);
+		ck_sha256_destroy(f->tree);
+		free(f->have);
 	}
-	free(s.files);
+	for (size_t i = 0; i < s.nfblk; i++)
+		free(s.fblk[i]);
+	free(s.fblk);
 	jobs_free(&s);
 	free(s.fifo);
 	free(s.posted);

@@ -22,21 +22,32 @@
 
 #define WALK_MAX_DEPTH 256
 
+/* A directory being listed: its entry, its fd and its sorted names. */
+struct walk_frame {
+	size_t dir_idx;
+	int dfd;
+	int depth;
+	char **names;
+	size_t n, next;
+};
+
 static struct walk_entry *add(struct walk *w, const char *local,
 			      const char *wire)
 {
 	struct walk_entry *e;
 
-	if (w->n == w->cap) {
-		size_t cap = w->cap ? 2 * w->cap : 64;
-		struct walk_entry *v = realloc(w->v, cap * sizeof(*v));
+	if (w->n == w->nblk * WALK_BLOCK) {
+		struct walk_entry **b = realloc(w->blk, (w->nblk + 1) * sizeof(*b));
 
-		if (!v)
+		if (!b)
 			return NULL;
-		w->v = v;
-		w->cap = cap;
+		w->blk = b;
+		b[w->nblk] = malloc(WALK_BLOCK * sizeof(**b));
+		if (!b[w->nblk])
+			return NULL;
+		w->nblk++;
 	}
-	e = &w->v[w->n];
+	e = walk_at(w, w->n);
 	memset(e, 0, sizeof(*e));
 	e->local = strdup(local);
 	e->wire = strdup(wire);
@@ -172,19 +183,19 @@ static int read_names(int fd, char ***out, size_t *count)
 
 static int walk_dir(struct walk *w, size_t dir_idx, int depth);
 
-/* Adds name found in the directory entry w->v[dir_idx] (open as dirfd). */
+/* Adds name found in the directory entry dir_idx (open as dirfd). */
 static int walk_child(struct walk *w, size_t dir_idx, int dirfd,
 		      const char *name, int depth)
 {
+	const struct walk_entry *dir = walk_at(w, dir_idx);
 	char local[PATH_MAX + 1], wire[PATH_MAX + 1];
 	struct walk_entry *e;
 	int rc;
 
-	if (path_join(local, sizeof(local), w->v[dir_idx].local, name) ||
-	    path_join(wire, sizeof(wire), w->v[dir_idx].wire, name) ||
+	if (path_join(local, sizeof(local), dir->local, name) ||
+	    path_join(wire, sizeof(wire), dir->wire, name) ||
 	    strlen(wire) > PATH_PEER_MAX) {
-		log_warn("skipping '%s/%s': path too long", w->v[dir_idx].local,
-			 name);
+		log_warn("skipping '%s/%s': path too long", dir->local, name);
 		return 0;
 	}
 	e = add(w, local, wire);
@@ -209,22 +220,27 @@ static int walk_child(struct walk *w, size_t dir_idx, int dirfd,
 	return 0;
 }
 
+/*
+ * Opens the directory entry dir_idx and reads its names; its children are
+ * listed from the frame pushed here, one by one, by walk_more().
+ */
 static int walk_dir(struct walk *w, size_t dir_idx, int depth)
 {
+	struct walk_entry *dir = walk_at(w, dir_idx);
+	struct walk_frame *f;
 	char **names = NULL;
 	size_t n = 0;
 	int fd, dfd, rc;
 
 	if (depth > WALK_MAX_DEPTH)
-		return entry_fail(&w->v[dir_idx], -ELOOP,
+		return entry_fail(dir, -ELOOP,
 				  "'%s': deeper than %d levels: not copied",
-				  w->v[dir_idx].local, WALK_MAX_DEPTH);
-	fd = open_path(w, w->v[dir_idx].local,
-		       O_RDONLY | O_DIRECTORY | nofollow(w, &w->v[dir_idx]));
+				  dir->local, WALK_MAX_DEPTH);
+	fd = open_path(w, dir->local,
+		       O_RDONLY | O_DIRECTORY | nofollow(w, dir));
 	if (fd < 0)
-		return entry_fail(&w->v[dir_idx], fd,
-				  "cannot open directory '%s': %s",
-				  w->v[dir_idx].local, strerror(-fd));
+		return entry_fail(dir, fd, "cannot open directory '%s': %s",
+				  dir->local, strerror(-fd));
 	dfd = dup(fd);
 	if (dfd < 0) {
 		rc = -errno;
@@ -238,18 +254,41 @@ static int walk_dir(struct walk *w, size_t dir_idx, int depth)
 	}
 	if (rc) {
 		close(dfd);
-		return entry_fail(&w->v[dir_idx], rc,
-				  "cannot read directory '%s': %s",
-				  w->v[dir_idx].local, strerror(-rc));
+		return entry_fail(dir, rc, "cannot read directory '%s': %s",
+				  dir->local, strerror(-rc));
 	}
-	for (size_t i = 0; i < n; i++) {
-		if (!rc)
-			rc = walk_child(w, dir_idx, dfd, names[i], depth);
-		free(names[i]);
+	if (w->depth == w->stack_cap) {
+		size_t cap = w->stack_cap ? 2 * w->stack_cap : 8;
+		struct walk_frame *v = realloc(w->stack, cap * sizeof(*v));
+
+		if (!v) {
+			while (n)
+				free(names[--n]);
+			free(names);
+			close(dfd);
+			return -ENOMEM;
+		}
+		w->stack = v;
+		w->stack_cap = cap;
 	}
-	free(names);
-	close(dfd);
-	return rc;
+	f = &w->stack[w->depth++];
+	f->dir_idx = dir_idx;
+	f->dfd = dfd;
+	f->depth = depth;
+	f->names = names;
+	f->n = n;
+	f->next = 0;
+	return 0;
+}
+
+static void pop_dir(struct walk *w)
+{
+	struct walk_frame *f = &w->stack[--w->depth];
+
+	while (f->next < f->n)
+		free(f->names[f->next++]);
+	free(f->names);
+	close(f->dfd);
 }
 
 /* The name a top-level SRC gets on the wire: its last component. */
@@ -331,26 +370,58 @@ static int walk_top(struct walk *w, const char *src)
 	return walk_dir(w, w->n - 1, 0);
 }
 
-int walk_sources(struct walk *w, const char *const *srcs, size_t n)
+void walk_start(struct walk *w, const char *const *srcs, size_t n)
 {
-	for (size_t i = 0; i < n; i++) {
-		int rc = walk_top(w, srcs[i]);
+	w->srcs = srcs;
+	w->nsrcs = n;
+}
 
-		if (rc)
-			return rc;
+int walk_more(struct walk *w, size_t want)
+{
+	size_t goal = want > SIZE_MAX - w->n ? SIZE_MAX : w->n + want;
+	int rc = 0;
+
+	while (!rc && !w->done && w->n < goal) {
+		struct walk_frame *f;
+		char *name;
+
+		if (!w->depth) {
+			if (w->next_src == w->nsrcs)
+				w->done = true;
+			else
+				rc = walk_top(w, w->srcs[w->next_src++]);
+			continue;
+		}
+		f = &w->stack[w->depth - 1];
+		if (f->next == f->n) {
+			pop_dir(w);
+			continue;
+		}
+		/* A subdirectory pushes a frame: f may move. */
+		name = f->names[f->next++];
+		rc = walk_child(w, f->dir_idx, f->dfd, name, f->depth);
+		free(name);
 	}
-	return 0;
+	return rc;
 }
 
 void walk_free(struct walk *w)
 {
+	while (w->depth)
+		pop_dir(w);
+	free(w->stack);
 	for (size_t i = 0; i < w->n; i++) {
-		free(w->v[i].local);
-		free(w->v[i].wire);
-		free(w->v[i].link);
-		free(w->v[i].errmsg);
+		struct walk_entry *e = walk_at(w, i);
+
+		free(e->local);
+		free(e->wire);
+		free(e->link);
+		free(e->errmsg);
 	}
-	free(w->v);
-	w->v = NULL;
-	w->n = w->cap = 0;
+	for (size_t i = 0; i < w->nblk; i++)
+		free(w->blk[i]);
+	free(w->blk);
+	w->blk = NULL;
+	w->stack = NULL;
+	w->n = w->nblk = w->depth = w->stack_cap = 0;
 }

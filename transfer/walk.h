@@ -7,6 +7,10 @@
  * (copied as links, never followed); hard links are not detected (each
  * name is copied as a file of its own). Entries that cannot be read carry
  * their error and are reported as failed files.
+ *
+ * The walk is incremental: walk_more() lists the next entries on demand,
+ * so a copy starts moving data at once instead of after stat-ing a whole
+ * tree of millions of files. Entries never move once listed.
  */
 #ifndef RDCP_WALK_H
 #define RDCP_WALK_H
@@ -27,19 +31,42 @@ struct walk_entry {
 	char *errmsg;
 };
 
+#define WALK_BLOCK 1024u /* entries per block */
+
+struct walk_frame; /* a directory being listed */
+
 struct walk {
 	int rootfd; /* -1: SRCs are local paths; else confined beneath */
 	bool recursive;
-	struct walk_entry *v;
-	size_t n, cap;
-	uint64_t bytes; /* regular files' sizes, for progress */
+	size_t n;	/* entries listed so far */
+	uint64_t bytes; /* their regular files' sizes, for progress */
+	bool done;	/* every entry is listed: n and bytes are final */
+	/* private: the entries, and where the depth-first walk stands */
+	struct walk_entry **blk;
+	size_t nblk;
+	const char *const *srcs;
+	size_t nsrcs, next_src;
+	struct walk_frame *stack;
+	size_t depth, stack_cap;
 };
 
+/* Entry i < w->n. */
+static inline struct walk_entry *walk_at(const struct walk *w, size_t i)
+{
+	return &w->blk[i / WALK_BLOCK][i % WALK_BLOCK];
+}
+
 /*
- * Lists srcs into w (zeroed by the caller except rootfd and recursive).
+ * Starts a walk of srcs (kept, not copied) in w, zeroed by the caller
+ * except rootfd and recursive. Nothing is listed yet.
+ */
+void walk_start(struct walk *w, const char *const *srcs, size_t n);
+
+/*
+ * Lists at least want more entries, or all that are left (then w->done).
  * Returns 0, or -ENOMEM; per-entry failures are recorded in the entries.
  */
-int walk_sources(struct walk *w, const char *const *srcs, size_t n)
+int walk_more(struct walk *w, size_t want)
 	__attribute__((warn_unused_result));
 
 /* Opens an entry for reading (regular files), confined when w says so. */

@@ -570,6 +570,7 @@ static void test_peer_vanishes(void)
 /* ---- small files packed into shared slots ---- */
 
 #define TREE_FILES 240
+#define BIG_TREE_FILES 2600 /* past WALK_BLOCK twice and WALK_STEP often */
 
 /* File i of the tree: sizes from 0 past the packing limit (CHUNK / 4). */
 static size_t tree_size(unsigned int i)
@@ -582,8 +583,8 @@ static void tree_path(char *out, size_t n, const char *top, unsigned int i)
 	snprintf(out, n, "%s/%sf%u", top, i % 3 ? "" : "sub/", i);
 }
 
-/* A directory "tree" with TREE_FILES files, a third in tree/sub. */
-static void make_tree(struct sess *s)
+/* A directory "tree" with nfiles files, a third in tree/sub. */
+static void make_tree_n(struct sess *s, unsigned int nfiles)
 {
 	char top[200], path[300];
 
@@ -591,7 +592,7 @@ static void make_tree(struct sess *s)
 	CHECK_EQ(mkdir(top, 0755), 0);
 	snprintf(path, sizeof(path), "%s/sub", top);
 	CHECK_EQ(mkdir(path, 0750), 0);
-	for (unsigned int i = 0; i < TREE_FILES; i++) {
+	for (unsigned int i = 0; i < nfiles; i++) {
 		tree_path(path, sizeof(path), top, i);
 		CHECK_EQ(tf_make_file(path, tree_size(i), 500 + i), 0);
 		CHECK_EQ(chmod(path, 0600 | (i % 2 ? 0044 : 0)), 0);
@@ -600,14 +601,19 @@ static void make_tree(struct sess *s)
 	s->recursive = true;
 }
 
-/* How many tree files arrived intact (and with their mode) under out. */
-static unsigned int tree_placed(const struct sess *s)
+static void make_tree(struct sess *s)
+{
+	make_tree_n(s, TREE_FILES);
+}
+
+/* How many of the first nfiles tree files arrived intact, with modes. */
+static unsigned int tree_placed_n(const struct sess *s, unsigned int nfiles)
 {
 	char a[300], b[300], top[200];
 	struct stat sa, sb;
 	unsigned int n = 0;
 
-	for (unsigned int i = 0; i < TREE_FILES; i++) {
+	for (unsigned int i = 0; i < nfiles; i++) {
 		snprintf(top, sizeof(top), "%s/tree", s->srcdir);
 		tree_path(a, sizeof(a), top, i);
 		snprintf(top, sizeof(top), "%s/%s", s->root, s->dest);
@@ -617,6 +623,11 @@ static unsigned int tree_placed(const struct sess *s)
 			n++;
 	}
 	return n;
+}
+
+static unsigned int tree_placed(const struct sess *s)
+{
+	return tree_placed_n(s, TREE_FILES);
 }
 
 /*
@@ -651,6 +662,25 @@ static void test_pack_tree(void)
 		CHECK(s.ms.sends[0] <= 200);
 		sess_finish(&s);
 	}
+}
+
+/*
+ * A tree listed by the walk in many steps while packs of it are read by
+ * the workers: every file arrives.
+ */
+static void test_pack_big_tree(void)
+{
+	struct sess s;
+
+	sess_init(&s, 4);
+	make_tree_n(&s, BIG_TREE_FILES);
+	sess_run(&s);
+	CHECK_EQ(s.vc, XFER_OK);
+	CHECK_EQ(s.vs, XFER_OK);
+	CHECK_EQ(s.st.files_ok, BIG_TREE_FILES + 2);
+	CHECK_EQ(tree_placed_n(&s, BIG_TREE_FILES), BIG_TREE_FILES);
+	CHECK(s.st.files_packed >= BIG_TREE_FILES / 2);
+	sess_finish(&s);
 }
 
 /*
@@ -865,4 +895,5 @@ TAP_RUN(TAP_TEST(test_memconn_rules), TAP_TEST(test_error_reaches_peer),
 	TAP_TEST(test_receiver_verdict_all_failed),
 	TAP_TEST(test_corruption_one_of_many), TAP_TEST(test_dropped_credit),
 	TAP_TEST(test_delays), TAP_TEST(test_peer_vanishes),
-	TAP_TEST(test_pack_tree), TAP_TEST(test_pack_corrupted))
+	TAP_TEST(test_pack_tree), TAP_TEST(test_pack_big_tree),
+	TAP_TEST(test_pack_corrupted))
