@@ -1331,7 +1331,8 @@ sums() {
 #     four modes, old times, three directories: pushed -r -p, pulled back
 #     -r -p, pushed again with --compress. Each copy has every entry, mode,
 #     mtime and byte; --json has one ok file_done per entry and a summary
-#     that counts the packed files.
+#     that counts the packed files. Then --encrypt, and a packed slot
+#     corrupted in flight: only its files fail, each named.
 s_small() {
 	rm -rf src/small rx/small got
 	mkdir -p src/small/d1/d2 src/small/d3 rx/small got
@@ -1396,6 +1397,44 @@ s_small() {
 		[ "$(jget "$W/tx-small3.log" summary files_packed)" -ge 500 ] ||
 			t_fail "summary files_packed $(jget "$W/tx-small3.log" summary files_packed), want >= 500"
 		t_log "$W/tx-small3.log" "$W/rx-small.log"
+		t_end
+
+		if [ -n "$AUTH" ]; then
+			t_begin "600 small files -r -p --encrypt push, packed: identical"
+			send "$W/tx-small4.log" --port $P -r -p --encrypt --json src/small "$ADDR:ecopy"
+			[ "$SRC" = 0 ] || t_fail "sender exit $SRC, want 0"
+			sums rx/small/ecopy >"$W/small-e"
+			cmp -s "$W/small-a" "$W/small-e" ||
+				t_fail "the copy differs: $(diff "$W/small-a" "$W/small-e" | grep '^[-+][^-+]' | head -n 3 | tr '\n' ' ')"
+			no_temp rx/small
+			[ "$(jget "$W/tx-small4.log" summary files_packed)" -ge 500 ] ||
+				t_fail "summary files_packed $(jget "$W/tx-small4.log" summary files_packed), want >= 500"
+			t_log "$W/tx-small4.log" "$W/rx-small.log"
+			t_end
+		fi
+
+		# The first slot written is a pack (the top directory goes as a
+		# FILE message): corrupt it in flight.
+		t_begin "a packed slot corrupted in flight: its files refused (exit 9), the rest arrive"
+		RDCP_TEST_CORRUPT_CHUNK=0 timeout -s KILL 120 rdcp-hooks --port $P -r --json \
+			src/small "$ADDR:bad" >"$W/tx-small5.log" 2>&1
+		SRC=$?
+		[ "$SRC" = 9 ] || t_fail "sender exit $SRC, want 9"
+		grep '"status":"failed"' "$W/tx-small5.log" |
+			sed -n 's/.*"path":"src\/small\/\([^"]*\)".*/\1/p' >"$W/small-bad"
+		_bad=$(wc -l <"$W/small-bad")
+		[ "$_bad" -ge 2 ] || t_fail "$_bad files failed, want the whole first pack"
+		grep '"status":"failed"' "$W/tx-small5.log" | grep -qv '"class":"verify"' &&
+			t_fail "a failure not of class verify"
+		while read -r _f; do
+			[ ! -e "rx/small/bad/$_f" ] || t_fail "$_f placed from a corrupted slot"
+		done <"$W/small-bad"
+		_got=$(find rx/small/bad -type f | wc -l)
+		[ "$_got" = $((600 - _bad)) ] || t_fail "$_got files placed, want $((600 - _bad))"
+		echo "# $_bad files in the corrupted pack, $_got placed"
+		no_temp rx/small
+		alive "$RX" || t_fail "receiver gone"
+		t_log "$W/tx-small5.log" "$W/rx-small.log"
 		t_end
 		kill -TERM "$RX" 2>/dev/null
 		stop_rx 10
