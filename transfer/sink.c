@@ -249,33 +249,49 @@ static void client_report(struct sink *k, struct snk_file *f, bool done,
 /* ---- FILE: names ---- */
 
 /*
+ * Whether an announced path may land beneath the target: 0, -EPERM for a
+ * path that is not beneath, -EPROTO for one outside the first's tree when
+ * DEST is not a directory. File id 0 names that tree (announced first, in
+ * the engine thread; a worker placing packed files, never id 0, only
+ * reads it).
+ */
+static int check_path(struct sink *k, uint32_t id, const char *path)
+{
+	size_t len = strlen(path), first;
+	const char *slash;
+
+	if (path_check_relative(path, len, false) || path[len - 1] == '/')
+		return -EPERM;
+	if (k->t->is_dir)
+		return 0;
+	slash = strchr(path, '/');
+	first = slash ? (size_t)(slash - path) : len;
+	if (id == 0 && !slash)
+		snprintf(k->top, sizeof(k->top), "%s", path);
+	if (!k->top[0] || strlen(k->top) != first ||
+	    strncmp(path, k->top, first))
+		return -EPROTO;
+	return 0;
+}
+
+/*
  * Where an announced path goes beneath the target: the path itself inside
- * a directory DEST, else DEST's name in place of its first component,
- * which file id 0 sets (announced first, in the engine thread; a worker
- * placing packed files, never id 0, only reads it). -EPERM for a path that
- * is not beneath, -EPROTO for one outside the first's tree.
+ * a directory DEST, else DEST's name in place of its first component.
+ * Checks it first (check_path).
  */
 static int map_names(struct sink *k, uint32_t id, const char *path,
 		     struct snk_names *n)
 {
 	const struct sink_target *t = k->t;
 	const char *slash;
-	size_t first;
-	int rc;
+	int rc = check_path(k, id, path);
 
-	rc = path_check_relative(path, strlen(path), false);
-	if (rc || path[strlen(path) - 1] == '/')
-		return -EPERM;
+	if (rc)
+		return rc;
 	if (t->is_dir) {
 		snprintf(n->rel, sizeof(n->rel), "%s", path);
 	} else {
 		slash = strchr(path, '/');
-		first = slash ? (size_t)(slash - path) : strlen(path);
-		if (id == 0 && !slash)
-			snprintf(k->top, sizeof(k->top), "%s", path);
-		if (!k->top[0] || strlen(k->top) != first ||
-		    strncmp(path, k->top, first))
-			return -EPROTO;
 		snprintf(n->rel, sizeof(n->rel), "%s%s", t->name,
 			 slash ? slash : "");
 	}
@@ -1377,9 +1393,18 @@ static int place_unnamed(const struct sink *k, int dirfd,
 		return 0; /* the named way says what is wrong, if anything */
 	rc = fill(k, fd, r, !(mode & k->t->umask), times, what);
 	if (!rc) {
-		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
-		if (linkat(AT_FDCWD, proc, dirfd, n->name,
-			   AT_SYMLINK_FOLLOW) == 0)
+		/*
+		 * By the fd itself where that is allowed (it needs
+		 * CAP_DAC_READ_SEARCH: a receiver running as root), else
+		 * through /proc, which costs a path walk.
+		 */
+		rc = linkat(fd, "", dirfd, n->name, AT_EMPTY_PATH);
+		if (rc < 0 && errno == ENOENT) {
+			snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+			rc = linkat(AT_FDCWD, proc, dirfd, n->name,
+				    AT_SYMLINK_FOLLOW);
+		}
+		if (rc == 0)
 			rc = 1;
 		else if (errno == EEXIST || errno == ENOENT || errno == EPERM)
 			rc = 0; /* taken, or no /proc: the named way */
@@ -1473,27 +1498,40 @@ static void place_packed(struct sink *k, const struct wire_pack_rec *r,
 }
 
 /*
- * Worker: a pack's records are all checked (ids in order, names beneath
- * DEST, lengths) before any file is placed, so a malformed slot places
- * nothing. Returns 0 or -EPROTO.
+ * Worker: a pack's records are all checked (the slot CRC over their
+ * headers, digests and paths unless the slot is sealed; ids in order,
+ * names beneath DEST, lengths) before any file is placed, so a damaged or
+ * malformed slot places nothing. Each file's data is checked against its
+ * own digest as it is placed. Returns 0, -EBADMSG or -EPROTO.
  */
 static int check_pack(struct sink *k, struct snk_job *j, const uint8_t *raw)
 {
 	struct wire_pack_rec r;
-	struct snk_names n;
 	char path[PATH_PEER_MAX + 1];
-	size_t pos = 0;
+	size_t pos = 0, start;
+	uint32_t crc = 0;
+	int rc = 0;
 
-	for (uint32_t i = 0; i < j->npacked; i++) {
+	for (uint32_t i = 0; !rc && i < j->npacked; i++) {
+		start = pos;
 		if (wire_pack_next(raw, j->h.raw_len, &pos, &r) ||
-		    r.file_id != j->h.file_id + i)
-			return -EPROTO;
+		    r.file_id != j->h.file_id + i) {
+			rc = -EPROTO;
+			break;
+		}
+		crc = ck_crc32(crc, raw + start, pos - start - r.size);
 		memcpy(path, r.path, r.path_len);
 		path[r.path_len] = '\0';
-		if (map_names(k, r.file_id, path, &n))
-			return -EPROTO;
+		if (check_path(k, r.file_id, path))
+			rc = -EPROTO;
 	}
-	return pos == j->h.raw_len ? 0 : -EPROTO;
+	if (!rc && pos != j->h.raw_len)
+		rc = -EPROTO;
+	/* A damaged slot says it first: its records cannot be trusted. */
+	if (!(j->h.flags & WIRE_SLOT_ENCRYPTED) && crc != j->h.crc &&
+	    (rc || pos == j->h.raw_len))
+		rc = -EBADMSG;
+	return rc;
 }
 
 static void unpack(struct workq_item *item)
@@ -1508,9 +1546,6 @@ static void unpack(struct workq_item *item)
 	size_t pos = 0;
 
 	j->status = open_payload(k, j, &raw);
-	if (!j->status && !(j->h.flags & WIRE_SLOT_ENCRYPTED) &&
-	    ck_crc32(0, raw, j->h.raw_len) != j->h.crc)
-		j->status = -EBADMSG;
 	if (!j->status)
 		j->status = check_pack(k, j, raw);
 	if (!j->status) {

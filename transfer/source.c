@@ -520,10 +520,14 @@ static bool packable(const struct source *s, const struct src_file *f)
 	       pack_rec_len(s, f) <= s->chunk;
 }
 
-/* Worker: f's record at out + *pos, or an aborting one if it fails. */
+/*
+ * Worker: f's record at out + *pos, or an aborting one if it fails; *crc
+ * goes on over the record's header, digest and path.
+ */
 static int pack_file(struct source *s, struct src_file *f, uint8_t *out,
-		     size_t *pos)
+		     size_t *pos, uint32_t *crc)
 {
+	size_t head;
 	struct wire_pack_rec r = {
 		.file_id = f->wire_id,
 		.path = f->w->wire,
@@ -582,7 +586,9 @@ static int pack_file(struct source *s, struct src_file *f, uint8_t *out,
 		memcpy(out + *pos + wire_pack_rec_len(r.path_len, 0, 0),
 		       f->errmsg, r.size);
 	}
-	*pos += wire_pack_put(out + *pos, &r) + r.size;
+	head = wire_pack_put(out + *pos, &r);
+	*crc = ck_crc32(*crc, out + *pos, head);
+	*pos += head + r.size;
 	return 0;
 }
 
@@ -595,13 +601,14 @@ static void read_pack(struct workq_item *item)
 	uint8_t *raw = j->scratch ? j->scratch : data;
 	size_t pos = 0;
 
+	j->crc = 0; /* of the records' metadata: their digests cover data */
 	for (unsigned int i = 0; !j->status && i < j->nfiles; i++)
-		j->status = pack_file(s, sf(s, j->first + i), raw, &pos);
+		j->status = pack_file(s, sf(s, j->first + i), raw, &pos,
+				      &j->crc);
 	if (j->status)
 		return;
 	j->len = j->wire_len = (uint32_t)pos;
 	j->flags = WIRE_SLOT_PACKED;
-	j->crc = ck_crc32(0, raw, j->len); /* the records too, always */
 	j->status = seal(s, j, raw, data, sf(s, j->first)->wire_id,
 			 j->nfiles, 0);
 }

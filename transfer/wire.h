@@ -306,8 +306,10 @@ const char *wire_type_name(unsigned int type);
  * record that carries its own announcement, digest and data, so a file
  * costs no control message of its own. The slot header's file_id is the
  * first record's id, offset the number of records; records follow back to
- * back with consecutive ids, and the slot CRC (or GCM tag) covers them
- * all. A record is a 44-byte header then digest, path and data:
+ * back with consecutive ids. The slot CRC covers every record's header,
+ * digest and path (whatever the checksum), each file's data its digest;
+ * a sealed slot's GCM tag covers everything. A record is a 44-byte header
+ * then digest, path and data:
  *
  *   u32 file_id, u8 flags, u8 digest_len, u16 path_len, u32 mode,
  *   i64 mtime_sec, u32 mtime_nsec, i64 atime_sec, u32 atime_nsec,
