@@ -80,8 +80,8 @@ void json_summary(FILE *out, const struct xfer_stats *st, enum xfer_fail f,
 		",\"files_packed\":%" PRIu64 ",\"bytes\":%" PRIu64
 		",\"seconds\":%.6f,\"bytes_per_second\":%.0f,\"transport\":",
 		st->files_ok, st->files_failed, st->files_skipped,
-		st->files_packed, st->bytes,
-		st->seconds, st->seconds > 0 ? st->bytes / st->seconds : 0.0);
+		st->files_packed, st->bytes, st->seconds,
+		st->seconds > 0 ? st->bytes / st->seconds : 0.0);
 	str(out, st->transport);
 	fputs(",\"device\":", out);
 	str(out, st->device);

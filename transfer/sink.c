@@ -55,7 +55,6 @@
 #include "util/units.h"
 #include "util/zchunk.h"
 
-
 /* Where an announced path lands, and how it is shown. */
 struct snk_names {
 	char name[PATH_NAME_MAX + 1]; /* last component */
@@ -105,8 +104,8 @@ struct snk_job {
 	struct sink *k;
 	unsigned int slot;
 	struct wire_slot_hdr h;
-	struct snk_file *f;		/* NULL for a pack */
-	struct snk_packed *packed;	/* a pack: one per file */
+	struct snk_file *f;	   /* NULL for a pack */
+	struct snk_packed *packed; /* a pack: one per file */
 	uint32_t npacked;
 	double t0; /* when the pack came */
 	uint64_t index;
@@ -407,8 +406,8 @@ static void make_symlink(struct sink *k, struct snk_file *f, const char *to)
 
 	unlinkat(f->dirfd, f->n.tmp, 0);
 	if (symlinkat(to, f->dirfd, f->n.tmp) < 0) {
-		file_fail(f, -errno, "cannot create symlink '%s': %s", f->n.shown,
-			  strerror(errno));
+		file_fail(f, -errno, "cannot create symlink '%s': %s",
+			  f->n.shown, strerror(errno));
 		return;
 	}
 	if ((k->p->flags & WIRE_HELLO_PRESERVE) &&
@@ -461,8 +460,8 @@ fail:
 }
 
 /* A tmp_open failure as one line for the user; whether tmp is ours. */
-static bool tmp_failed(int rc, const char *what, const char *shown,
-		       char *msg, size_t len)
+static bool tmp_failed(int rc, const char *what, const char *shown, char *msg,
+		       size_t len)
 {
 	if (!strcmp(what, "lock") && rc == -EWOULDBLOCK) {
 		snprintf(msg, len,
@@ -486,8 +485,7 @@ static int open_tmp(struct sink *k, struct snk_file *f, bool keep)
 		return 0;
 	rc = f->fd;
 	f->fd = -1;
-	if (tmp_failed(rc, what, f->n.shown, msg, sizeof(msg)) &&
-	    !resuming(k))
+	if (tmp_failed(rc, what, f->n.shown, msg, sizeof(msg)) && !resuming(k))
 		unlinkat(f->dirfd, f->n.tmp, 0);
 	file_fail(f, rc == -EWOULDBLOCK ? -EBUSY : rc, "%s", msg);
 	return -1;
@@ -770,8 +768,7 @@ static int scanned(struct sink *k, struct snk_fin *w)
  * Worker: opens a sealed payload in place and inflates a compressed one
  * into the job's scratch; *raw is then the payload as the source read it.
  */
-static int open_payload(struct sink *k, struct snk_job *j,
-			const uint8_t **raw)
+static int open_payload(struct sink *k, struct snk_job *j, const uint8_t **raw)
 {
 	uint8_t *data = cm_slot(k->e->c, j->slot) + WIRE_SLOT_HDR;
 	uint8_t aad[WIRE_AAD_LEN];
@@ -1197,8 +1194,7 @@ static void tally(struct sink *k, const char *shown, uint64_t size, int err,
 }
 
 /* A FILE_RESULT for a packed file that failed here. */
-static int send_failed(struct sink *k, uint32_t id, int status,
-		       const char *msg)
+static int send_failed(struct sink *k, uint32_t id, int status, const char *msg)
 {
 	struct wire_msg m = { .type = WIRE_FILE_RESULT };
 
@@ -1476,8 +1472,8 @@ static void place_packed(struct sink *k, const struct wire_pack_rec *r,
 	if (fd < 0) {
 		if (tmp_failed(fd, what, n->shown, msg, sizeof(msg)))
 			unlinkat(dirfd, n->tmp, 0);
-		return packed_fail(res, fd == -EWOULDBLOCK ? -EBUSY : fd,
-				   "%s", msg);
+		return packed_fail(res, fd == -EWOULDBLOCK ? -EBUSY : fd, "%s",
+				   msg);
 	}
 	rc = fill(k, fd, r, fresh && !(mode & k->t->umask), times, &what);
 	if (rc) {
@@ -1601,9 +1597,9 @@ static void pack_done(struct sink *k, struct snk_job *j)
 	for (uint32_t i = 0; i < j->npacked; i++) {
 		struct snk_packed *res = &j->packed[i];
 		int status = j->status ? j->status : res->status;
-		const char *msg = j->status ? why
-				  : res->msg	? res->msg
-						: strerror(-status);
+		const char *msg = j->status  ? why
+				  : res->msg ? res->msg
+					     : strerror(-status);
 		struct xfer_file_report r = {
 			.path = res->shown,
 			.kind = "file",
@@ -1626,7 +1622,8 @@ static void pack_done(struct sink *k, struct snk_job *j)
 		tally(k, r.path, res->size, status, res->remote,
 		      j->status ? NULL : msg, false);
 		k->st->files_packed += !status;
-		if (status && !res->remote && send_failed(k, first + i, status, msg))
+		if (status && !res->remote &&
+		    send_failed(k, first + i, status, msg))
 			goto out;
 	}
 	m.u.pack_done.first_id = first;

@@ -78,8 +78,8 @@ struct src_file {
 	struct ck_sha256 *tree;
 	int err;
 	char errmsg[300];
-	bool announced;	  /* has a wire id: a FILE_RESULT will come */
-	bool deferred;	  /* its FILE waits in the fifo behind a pack */
+	bool announced;	     /* has a wire id: a FILE_RESULT will come */
+	bool deferred;	     /* its FILE waits in the fifo behind a pack */
 	bool packed, posted; /* in a pack; that pack is in the ring */
 	uint32_t wire_id; /* file id on the wire: announced files, in order */
 	uint8_t digest[WIRE_DIGEST_MAX]; /* packed: the file's, sent along */
@@ -137,7 +137,7 @@ struct source {
 	struct src_file **fblk;
 	size_t nfblk;
 	size_t nfiles, next_file; /* listed by the walk so far; planned */
-	uint32_t *by_wire; /* wire id -> index in files */
+	uint32_t *by_wire;	  /* wire id -> index in files */
 	uint32_t nwire;
 	struct src_file *cur; /* being planned */
 	struct src_job *jobs;
@@ -146,10 +146,10 @@ struct source {
 	unsigned int fifo_cap, fifo_head, fifo_len;
 	unsigned int *posted; /* job indices in post order, unreclaimed */
 	unsigned int posted_head, posted_len;
-	unsigned int held; /* packs and deferred FILEs in the fifo */
+	unsigned int held;	 /* packs and deferred FILEs in the fifo */
 	unsigned int pack_ahead; /* staging buffers packs may hold at once */
-	uint32_t pack_max; /* files up to this size are packed, 0: none */
-	uint8_t dlen;	   /* digest bytes of csum */
+	uint32_t pack_max;	 /* files up to this size are packed, 0: none */
+	uint8_t dlen;		 /* digest bytes of csum */
 	unsigned int sig_every, unsignaled;
 	bool done_planned, done_sent, bye;
 	bool ask, resume; /* HAVE before data; chunks may match */
@@ -191,8 +191,8 @@ static int more_files(struct source *s)
 				   WIRE_FILES_MAX);
 	if (s->walk.n > s->nfblk * WALK_BLOCK) {
 		size_t nb = (s->walk.n + WALK_BLOCK - 1) / WALK_BLOCK;
-		uint32_t *bw = realloc(s->by_wire,
-				       nb * WALK_BLOCK * sizeof(*bw));
+		uint32_t *bw =
+			realloc(s->by_wire, nb * WALK_BLOCK * sizeof(*bw));
 
 		if (bw)
 			s->by_wire = bw;
@@ -603,14 +603,14 @@ static void read_pack(struct workq_item *item)
 
 	j->crc = 0; /* of the records' metadata: their digests cover data */
 	for (unsigned int i = 0; !j->status && i < j->nfiles; i++)
-		j->status = pack_file(s, sf(s, j->first + i), raw, &pos,
-				      &j->crc);
+		j->status =
+			pack_file(s, sf(s, j->first + i), raw, &pos, &j->crc);
 	if (j->status)
 		return;
 	j->len = j->wire_len = (uint32_t)pos;
 	j->flags = WIRE_SLOT_PACKED;
-	j->status = seal(s, j, raw, data, sf(s, j->first)->wire_id,
-			 j->nfiles, 0);
+	j->status =
+		seal(s, j, raw, data, sf(s, j->first)->wire_id, j->nfiles, 0);
 }
 
 /*

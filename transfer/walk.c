@@ -37,7 +37,8 @@ static struct walk_entry *add(struct walk *w, const char *local,
 	struct walk_entry *e;
 
 	if (w->n == w->nblk * WALK_BLOCK) {
-		struct walk_entry **b = realloc(w->blk, (w->nblk + 1) * sizeof(*b));
+		struct walk_entry **b =
+			realloc(w->blk, (w->nblk + 1) * sizeof(*b));
 
 		if (!b)
 			return NULL;

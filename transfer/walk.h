@@ -66,8 +66,7 @@ void walk_start(struct walk *w, const char *const *srcs, size_t n);
  * Lists at least want more entries, or all that are left (then w->done).
  * Returns 0, or -ENOMEM; per-entry failures are recorded in the entries.
  */
-int walk_more(struct walk *w, size_t want)
-	__attribute__((warn_unused_result));
+int walk_more(struct walk *w, size_t want) __attribute__((warn_unused_result));
 
 /* Opens an entry for reading (regular files), confined when w says so. */
 int walk_open(const struct walk *w, const struct walk_entry *e)

@@ -533,8 +533,9 @@ const char *wire_type_name(unsigned int type)
 
 size_t wire_pack_put(uint8_t *p, const struct wire_pack_rec *r)
 {
-	struct put w = { .p = p, .cap = WIRE_PACK_REC_HDR + WIRE_DIGEST_MAX +
-					 r->path_len };
+	struct put w = {
+		.p = p, .cap = WIRE_PACK_REC_HDR + WIRE_DIGEST_MAX + r->path_len
+	};
 
 	put_u32(&w, r->file_id);
 	put_u8(&w, r->flags);

@@ -22,7 +22,7 @@
 #define WIRE_DIGEST_MAX 32u
 #define WIRE_NONCE_LEN 32u
 #define WIRE_MAC_LEN 32u
-#define WIRE_MSG_MAX 512u /* human-readable text in a message */
+#define WIRE_MSG_MAX 512u	  /* human-readable text in a message */
 #define WIRE_FILES_MAX (1u << 24) /* entries (file ids) in one session */
 
 /* ---- ring slots ---- */

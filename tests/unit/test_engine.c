@@ -312,9 +312,9 @@ static void one_file(uint16_t window, size_t size, enum xfer_csum csum,
 static void sizes(uint16_t w)
 {
 	const size_t c = CHUNK;
-	const size_t list[] = { 0,	   1,	      c - 1,	 c,
-				c + 1,	   w * c - 1, w * c,	 w * c + 1,
-				3 * w * c + 7 };
+	const size_t list[] = { 0,     1,	  c - 1,
+				c,     c + 1,	  w * c - 1,
+				w * c, w * c + 1, 3 * w * c + 7 };
 
 	for (size_t i = 0; i < sizeof(list) / sizeof(list[0]); i++)
 		one_file(w, list[i], XFER_CSUM_CRC32, XFER_POLL_ADAPTIVE,
@@ -440,9 +440,7 @@ static void test_sparse_source(void)
 	fd = open(p, O_WRONLY | O_CLOEXEC);
 	CHECK(fd >= 0);
 	CHECK_EQ(ftruncate(fd, size), 0);
-	CHECK_EQ(pwrite(fd, "the end of a sparse file", 24,
-			size - CHUNK),
-		 24);
+	CHECK_EQ(pwrite(fd, "the end of a sparse file", 24, size - CHUNK), 24);
 	CHECK_EQ(close(fd), 0);
 	sess_run(&s);
 	CHECK_EQ(s.vc, XFER_OK);
@@ -780,8 +778,10 @@ static int poll_all(struct cm_conn *c, struct cm_event *ev, int max)
 
 static void test_memconn_rules(void)
 {
-	const struct cm_geom g = { .ctrl_size = 1024, .ctrl_credits = 2,
-				   .slots = 2, .slot_size = 4096 + 64 };
+	const struct cm_geom g = { .ctrl_size = 1024,
+				   .ctrl_credits = 2,
+				   .slots = 2,
+				   .slot_size = 4096 + 64 };
 	struct cm_conn *a, *b;
 	struct cm_ring_desc ring;
 	struct memconn_stats ms;
