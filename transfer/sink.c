@@ -867,7 +867,8 @@ static int snk_on_data(struct engine *e, const struct cm_event *ev)
 		return on_pack(k, &h, (unsigned int)slot, ev);
 	if (rc == 0 &&
 	    (h.seq != seq || h.file_id >= k->nfiles || !k->files[h.file_id] ||
-	     h.len + WIRE_SLOT_HDR != ev->len || !flags_ok(k, h.flags) ||
+	     ev->len < WIRE_SLOT_HDR || h.len != ev->len - WIRE_SLOT_HDR ||
+	     !flags_ok(k, h.flags) ||
 	     (!(h.flags & WIRE_SLOT_COMPRESSED) && h.raw_len != h.len)))
 		rc = -EPROTO;
 	if (rc)
@@ -1267,7 +1268,8 @@ static int on_pack(struct sink *k, const struct wire_slot_hdr *h,
 
 	if (h->file_id != k->nfiles || h->file_id == 0 || !count ||
 	    count > WIRE_PACK_MAX_FILES || count > WIRE_FILES_MAX - k->nfiles ||
-	    h->len + WIRE_SLOT_HDR != ev->len || h->raw_len > k->chunk ||
+	    ev->len < WIRE_SLOT_HDR || h->len != ev->len - WIRE_SLOT_HDR ||
+	    h->raw_len > k->chunk ||
 	    !flags_ok(k, h->flags & ~WIRE_SLOT_PACKED) ||
 	    (!(h->flags & WIRE_SLOT_COMPRESSED) && h->raw_len != h->len) ||
 	    (k->p->flags & WIRE_HELLO_ASK))
@@ -1387,7 +1389,14 @@ static int place_unnamed(const struct sink *k, int dirfd,
 	fd = openat(dirfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, mode);
 	if (fd < 0)
 		return 0; /* the named way says what is wrong, if anything */
-	rc = fill(k, fd, r, !(mode & k->t->umask), times, what);
+	/*
+	 * Made with its mode, unless the umask took bits from it, or -p asks
+	 * for it exactly (a default ACL on the directory would override the
+	 * mode given at creation).
+	 */
+	rc = fill(k, fd, r,
+		  !(mode & k->t->umask) && !(k->p->flags & WIRE_HELLO_PRESERVE),
+		  times, what);
 	if (!rc) {
 		/*
 		 * By the fd itself where that is allowed (it needs
@@ -1467,15 +1476,18 @@ static void place_packed(struct sink *k, const struct wire_pack_rec *r,
 					   n->shown, strerror(-rc));
 		pc->named = true; /* for the rest of this pack */
 	}
-	/* Written whole at once: made with its final mode if it is new. */
-	fd = tmp_open(dirfd, n->tmp, false, mode, &fresh, &what);
+	/*
+	 * 0600 while it has a name and is not whole: a temporary that a
+	 * killed session leaves must stay writable for the next one.
+	 */
+	fd = tmp_open(dirfd, n->tmp, false, 0600, &fresh, &what);
 	if (fd < 0) {
 		if (tmp_failed(fd, what, n->shown, msg, sizeof(msg)))
 			unlinkat(dirfd, n->tmp, 0);
 		return packed_fail(res, fd == -EWOULDBLOCK ? -EBUSY : fd, "%s",
 				   msg);
 	}
-	rc = fill(k, fd, r, fresh && !(mode & k->t->umask), times, &what);
+	rc = fill(k, fd, r, false, times, &what);
 	if (rc) {
 		close(fd);
 	} else {
@@ -1554,12 +1566,17 @@ static void unpack(struct workq_item *item)
 		pc->named = false;
 	}
 	for (uint32_t i = 0; !j->status && i < j->npacked; i++) {
-		if (wire_pack_next(raw, j->h.raw_len, &pos, &r))
-			break; /* checked above */
+		/* Checked above; a slot changed since is a peer's doing. */
+		if (wire_pack_next(raw, j->h.raw_len, &pos, &r)) {
+			j->status = -EPROTO;
+			break;
+		}
 		memcpy(path, r.path, r.path_len);
 		path[r.path_len] = '\0';
-		if (map_names(k, r.file_id, path, n))
+		if (map_names(k, r.file_id, path, n)) {
+			j->status = -EPROTO;
 			break;
+		}
 		place_packed(k, &r, n, pc, &j->packed[i]);
 	}
 	if (pc && pc->fd >= 0)

@@ -58,6 +58,7 @@ enum item_kind {
 };
 
 #define PACK_FILE_MAX (64u << 10) /* bytes: larger files go alone */
+#define PACK_ABORT_ROOM 200u	  /* bytes kept for a record's abort text */
 enum job_state {
 	JOB_FREE,
 	JOB_READING,
@@ -499,10 +500,17 @@ static struct src_job *take_job(struct source *s)
 
 /* ---- packs ---- */
 
+/* Digest and data bytes kept for f's record, room for an abort too. */
+static size_t pack_data_room(const struct source *s, const struct src_file *f)
+{
+	size_t data = s->dlen + (size_t)f->w->st.st_size;
+
+	return data > PACK_ABORT_ROOM ? data : PACK_ABORT_ROOM;
+}
+
 static size_t pack_rec_len(const struct source *s, const struct src_file *f)
 {
-	return wire_pack_rec_len(strlen(f->w->wire), s->dlen,
-				 (size_t)f->w->st.st_size);
+	return wire_pack_rec_len(strlen(f->w->wire), 0, pack_data_room(s, f));
 }
 
 /*
@@ -578,11 +586,16 @@ static int pack_file(struct source *s, struct src_file *f, uint8_t *out,
 		f->dlen = (uint8_t)rc;
 		memcpy(r.digest, f->digest, f->dlen);
 	} else {
-		/* The sink reports it failed, with our message. */
+		/*
+		 * The sink reports it failed, with our message, cut to the
+		 * room planned for this record (the full one is ours).
+		 */
 		r.flags = WIRE_PACK_ABORT;
 		r.status = f->err;
 		r.digest_len = 0;
 		r.size = (uint32_t)strnlen(f->errmsg, WIRE_MSG_MAX);
+		if (r.size > pack_data_room(s, f))
+			r.size = (uint32_t)pack_data_room(s, f);
 		memcpy(out + *pos + wire_pack_rec_len(r.path_len, 0, 0),
 		       f->errmsg, r.size);
 	}
@@ -898,8 +911,10 @@ static int post_pack(struct source *s, struct src_job *j)
 				   .offset = j->nfiles };
 
 	if (j->status)
-		return engine_fail(s->e, XFER_FAIL_INTERNAL, j->status,
-				   "cannot pack files: %s",
+		return engine_fail(s->e,
+				   j->status == -ENOMEM ? XFER_FAIL_RESOURCE
+							: XFER_FAIL_INTERNAL,
+				   j->status, "cannot pack files: %s",
 				   strerror(-j->status));
 	if (post_slot(s, j, &h))
 		return -1;
