@@ -97,6 +97,26 @@ int walk_open(const struct walk *w, const struct walk_entry *e)
 	return open_path(w, e->local, O_RDONLY | O_NOCTTY | nofollow(w, e));
 }
 
+/*
+ * Whether directory name in dirfd was made after the walk began. The walk
+ * lists a tree while the copy runs, so when DEST lies inside SRC (one
+ * host, a receiver's root inside the tree sent) it would find the copy it
+ * is making and copy that again, deeper each time. A directory born after
+ * the start was not part of the tree the user asked for; one of unknown
+ * birth (no btime on this file system) is walked.
+ */
+static bool born_after_start(const struct walk *w, int dirfd, const char *name)
+{
+	struct statx stx;
+
+	if (statx(dirfd, name, AT_SYMLINK_NOFOLLOW, STATX_BTIME, &stx) < 0 ||
+	    !(stx.stx_mask & STATX_BTIME))
+		return false;
+	return stx.stx_btime.tv_sec > w->t0.tv_sec ||
+	       (stx.stx_btime.tv_sec == w->t0.tv_sec &&
+		stx.stx_btime.tv_nsec > (uint32_t)w->t0.tv_nsec);
+}
+
 /* Fills kind (and link) from st; 0, or 1 for an entry to leave out. */
 static int classify(struct walk_entry *e, int dirfd, const char *name)
 {
@@ -206,6 +226,13 @@ static int walk_child(struct walk *w, size_t dir_idx, int dirfd,
 		return entry_fail(e, -errno, "cannot stat '%s': %s", local,
 				  strerror(errno));
 	rc = classify(e, dirfd, name);
+	if (rc == 0 && e->kind == WIRE_KIND_DIR &&
+	    born_after_start(w, dirfd, name)) {
+		log_warn("skipping '%s': made after the copy began (is DEST "
+			 "inside the source?)",
+			 local);
+		rc = 1;
+	}
 	if (rc == 1) {
 		free(e->local);
 		free(e->wire);
@@ -375,6 +402,7 @@ void walk_start(struct walk *w, const char *const *srcs, size_t n)
 {
 	w->srcs = srcs;
 	w->nsrcs = n;
+	clock_gettime(CLOCK_REALTIME, &w->t0);
 }
 
 int walk_more(struct walk *w, size_t want)

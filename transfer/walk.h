@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
+#include <time.h>
 
 struct walk_entry {
 	char *local; /* the path to open: local, or beneath the root */
@@ -41,6 +42,8 @@ struct walk {
 	size_t n;	/* entries listed so far */
 	uint64_t bytes; /* their regular files' sizes, for progress */
 	bool done;	/* every entry is listed: n and bytes are final */
+	struct timespec
+		t0; /* when it began: newer directories are not walked */
 	/* private: the entries, and where the depth-first walk stands */
 	struct walk_entry **blk;
 	size_t nblk;

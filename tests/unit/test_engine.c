@@ -734,6 +734,55 @@ static void test_pack_big_tree(void)
 }
 
 /*
+ * DEST inside SRC, as on one host when the receiver's root holds the tree
+ * being sent: the walk lists the tree while the copy is made, and must not
+ * walk into the copy (directories made after it began) and copy that
+ * again, deeper each time.
+ */
+static void test_dest_inside_source(void)
+{
+	char top[200], in[240], copy[260], path[300], deeper[320];
+	struct sess s;
+	struct stat st;
+
+	sess_init(&s, 3);
+	snprintf(top, sizeof(top), "%s/tree", s.root);
+	snprintf(in, sizeof(in), "%s/inside", top);
+	snprintf(copy, sizeof(copy), "%s/tree", in);
+	CHECK_EQ(mkdir(top, 0755), 0);
+	CHECK_EQ(mkdir(in, 0755), 0);
+	snprintf(path, sizeof(path), "%s/sub", top);
+	CHECK_EQ(mkdir(path, 0755), 0);
+	for (unsigned int i = 0; i < BIG_TREE_FILES; i++) {
+		tree_path(path, sizeof(path), top, i);
+		CHECK_EQ(tf_make_file(path, tree_size(i), 700 + i), 0);
+	}
+	s.srcs[s.nsrcs++] = strdup(top);
+	s.recursive = true;
+	s.dest = "tree/inside/"; /* listed after ~1700 files: late */
+	sess_run(&s);
+	CHECK_EQ(s.vc, XFER_OK);
+	CHECK_EQ(s.vs, XFER_OK);
+	for (unsigned int i = 0; i < BIG_TREE_FILES; i++) {
+		char b[320];
+
+		tree_path(path, sizeof(path), top, i);
+		tree_path(b, sizeof(b), copy, i);
+		if (tf_same_file(path, b) != 1) {
+			printf("#   %s did not arrive as %s\n", path, b);
+			CHECK(0);
+			break;
+		}
+	}
+	snprintf(deeper, sizeof(deeper), "%s/inside/tree", copy);
+	if (lstat(deeper, &st) == 0) {
+		printf("#   the copy was copied into itself: %s\n", deeper);
+		CHECK(0);
+	}
+	sess_finish(&s);
+}
+
+/*
  * A packed slot corrupted in flight in a file's data fails that file (its
  * digest), in the records' metadata all of the slot's files (the slot
  * CRC): none of those is placed, the others arrive, and the session goes
@@ -956,4 +1005,4 @@ TAP_RUN(TAP_TEST(test_memconn_rules), TAP_TEST(test_error_reaches_peer),
 	TAP_TEST(test_corruption_one_of_many), TAP_TEST(test_dropped_credit),
 	TAP_TEST(test_delays), TAP_TEST(test_peer_vanishes),
 	TAP_TEST(test_pack_tree), TAP_TEST(test_pack_big_tree),
-	TAP_TEST(test_pack_corrupted))
+	TAP_TEST(test_pack_corrupted), TAP_TEST(test_dest_inside_source))
