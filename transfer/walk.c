@@ -114,7 +114,7 @@ static bool born_after_start(const struct walk *w, int dirfd, const char *name)
 		return false;
 	return stx.stx_btime.tv_sec > w->t0.tv_sec ||
 	       (stx.stx_btime.tv_sec == w->t0.tv_sec &&
-		stx.stx_btime.tv_nsec >= (uint32_t)w->t0.tv_nsec);
+		stx.stx_btime.tv_nsec > (uint32_t)w->t0.tv_nsec);
 }
 
 /* Fills kind (and link) from st; 0, or 1 for an entry to leave out. */
@@ -402,11 +402,23 @@ void walk_start(struct walk *w, const char *const *srcs, size_t n)
 {
 	w->srcs = srcs;
 	w->nsrcs = n;
+	struct timespec now, nap = { .tv_nsec = 500000 };
+
 	/*
-	 * File systems stamp with the coarse clock (a tick behind): from the
-	 * same clock, a directory made after this has a birth time >= t0.
+	 * A directory made before t0 has a birth time <= t0 and is walked.
+	 * File systems stamp times from the coarse clock, up to a tick
+	 * behind: one made just after t0 could carry a time <= t0 too. So
+	 * nothing is listed (and nothing copied) until the coarse clock has
+	 * passed t0; every directory made from then on is born after t0.
 	 */
-	clock_gettime(CLOCK_REALTIME_COARSE, &w->t0);
+	clock_gettime(CLOCK_REALTIME, &w->t0);
+	for (int i = 0; i < 100; i++) {
+		clock_gettime(CLOCK_REALTIME_COARSE, &now);
+		if (now.tv_sec > w->t0.tv_sec ||
+		    (now.tv_sec == w->t0.tv_sec && now.tv_nsec > w->t0.tv_nsec))
+			break;
+		nanosleep(&nap, NULL);
+	}
 }
 
 int walk_more(struct walk *w, size_t want)
