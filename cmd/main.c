@@ -18,7 +18,7 @@
 #include "cmd/exit_codes.h"
 #include "cmd/json_out.h"
 #include "transfer/xfer.h"
-#include "util/keyfile.h"
+#include "util/key.h"
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/path.h"

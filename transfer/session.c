@@ -36,7 +36,7 @@
 #include "transfer/session.h"
 #include "util/aead.h"
 #include "util/clock.h"
-#include "util/keyfile.h"
+#include "util/key.h"
 #include "util/log.h"
 #include "util/path.h"
 #include "util/units.h"

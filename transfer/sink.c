@@ -49,7 +49,7 @@
 #include "util/aead.h"
 #include "util/checksum.h"
 #include "util/clock.h"
-#include "util/fileio.h"
+#include "util/io.h"
 #include "util/log.h"
 #include "util/path.h"
 #include "util/units.h"
@@ -218,7 +218,7 @@ static void user_report(struct sink *k, struct xfer_file_report *r,
 	if (k->p->server || !o->on_file)
 		return;
 	if (dlen)
-		ck_hex(digest, dlen, hex);
+		checksum_hex(digest, dlen, hex);
 	r->digest = hex;
 	r->algorithm = k->p->csum == XFER_CSUM_SHA256  ? "sha256"
 		       : k->p->csum == XFER_CSUM_CRC32 ? "crc32"

@@ -43,7 +43,7 @@
 #include "util/aead.h"
 #include "util/checksum.h"
 #include "util/clock.h"
-#include "util/fileio.h"
+#include "util/io.h"
 #include "util/log.h"
 #include "util/path.h"
 #include "util/ratelimit.h"
@@ -1063,7 +1063,7 @@ static void report(struct source *s, struct src_file *f, int status,
 	};
 
 	if (dlen)
-		ck_hex(digest, dlen, hex);
+		checksum_hex(digest, dlen, hex);
 	f->result = true;
 	s->results++;
 	if (status) {

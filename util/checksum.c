@@ -66,7 +66,7 @@ uint32_t ck_crc32_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b)
 	return (uint32_t)crc32_combine(a, crc_b, (z_off_t)len_b);
 }
 
-static int ck_ssl_err(const char *what)
+static int ssl_err(const char *what)
 {
 	unsigned long e = ERR_get_error();
 	char msg[256];
@@ -86,7 +86,7 @@ int ck_sha256(const void *buf, size_t len, uint8_t out[CK_SHA256_LEN])
 	unsigned int n = 0;
 
 	if (!EVP_Digest(buf, len, out, &n, EVP_sha256(), NULL))
-		return ck_ssl_err("EVP_Digest");
+		return ssl_err("EVP_Digest");
 	if (n != CK_SHA256_LEN) {
 		log_err("sha256: digest length %u", n);
 		return -EIO;
@@ -108,7 +108,7 @@ int ck_sha256_create(struct ck_sha256 **out)
 		return -ENOMEM;
 	}
 	if (!EVP_DigestInit_ex(ctx->md, EVP_sha256(), NULL)) {
-		int ret = ck_ssl_err("EVP_DigestInit_ex");
+		int ret = ssl_err("EVP_DigestInit_ex");
 
 		ck_sha256_destroy(ctx);
 		return ret;
@@ -122,7 +122,7 @@ int ck_sha256_update(struct ck_sha256 *ctx, const void *buf, size_t len)
 	if (!len)
 		return 0;
 	if (!EVP_DigestUpdate(ctx->md, buf, len))
-		return ck_ssl_err("EVP_DigestUpdate");
+		return ssl_err("EVP_DigestUpdate");
 	return 0;
 }
 
@@ -131,9 +131,9 @@ int ck_sha256_final(struct ck_sha256 *ctx, uint8_t out[CK_SHA256_LEN])
 	unsigned int n = 0;
 
 	if (!EVP_DigestFinal_ex(ctx->md, out, &n))
-		return ck_ssl_err("EVP_DigestFinal_ex");
+		return ssl_err("EVP_DigestFinal_ex");
 	if (!EVP_DigestInit_ex(ctx->md, EVP_sha256(), NULL))
-		return ck_ssl_err("EVP_DigestInit_ex");
+		return ssl_err("EVP_DigestInit_ex");
 	if (n != CK_SHA256_LEN) {
 		log_err("sha256: digest length %u", n);
 		return -EIO;
@@ -149,7 +149,7 @@ void ck_sha256_destroy(struct ck_sha256 *ctx)
 	free(ctx);
 }
 
-char *ck_hex(const uint8_t *digest, size_t n, char *out)
+char *checksum_hex(const uint8_t *digest, size_t n, char *out)
 {
 	static const char hex[] = "0123456789abcdef";
 

@@ -33,6 +33,6 @@ int ck_sha256_final(struct ck_sha256 *ctx, uint8_t out[CK_SHA256_LEN])
 void ck_sha256_destroy(struct ck_sha256 *ctx); /* NULL is fine */
 
 /* Lowercase hex of n bytes into out (2n+1 bytes incl. NUL). Returns out. */
-char *ck_hex(const uint8_t *digest, size_t n, char *out);
+char *checksum_hex(const uint8_t *digest, size_t n, char *out);
 
 #endif

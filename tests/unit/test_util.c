@@ -9,7 +9,7 @@
 
 #include "util/checksum.h"
 #include "util/clock.h"
-#include "util/fileio.h"
+#include "util/io.h"
 #include "util/log.h"
 #include "util/path.h"
 #include "util/units.h"
@@ -80,11 +80,11 @@ static void test_sha256_vectors(void)
 	char hex[2 * CK_SHA256_LEN + 1];
 
 	CHECK_EQ(ck_sha256("", 0, d), 0);
-	CHECK(!strcmp(ck_hex(d, sizeof(d), hex),
+	CHECK(!strcmp(checksum_hex(d, sizeof(d), hex),
 		      "e3b0c44298fc1c149afbf4c8996fb924"
 		      "27ae41e4649b934ca495991b7852b855"));
 	CHECK_EQ(ck_sha256("abc", 3, d), 0);
-	CHECK(!strcmp(ck_hex(d, sizeof(d), hex),
+	CHECK(!strcmp(checksum_hex(d, sizeof(d), hex),
 		      "ba7816bf8f01cfea414140de5dae2223"
 		      "b00361a396177a9cb410ff61f20015ad"));
 }
@@ -126,9 +126,9 @@ static void test_hex(void)
 	static const uint8_t b[] = { 0x00, 0x01, 0xab, 0xff, 0x5a };
 	char out[2 * sizeof(b) + 1];
 
-	CHECK(ck_hex(b, sizeof(b), out) == out);
+	CHECK(checksum_hex(b, sizeof(b), out) == out);
 	CHECK(!strcmp(out, "0001abff5a"));
-	CHECK(!strcmp(ck_hex(b, 0, out), ""));
+	CHECK(!strcmp(checksum_hex(b, 0, out), ""));
 }
 
 static void test_pread_short(void)

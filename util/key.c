@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
-/* Key files and HMAC for peer authentication; see keyfile.h. */
+/* Key files and HMAC for peer authentication; see key.h. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -15,8 +15,8 @@
 #include <openssl/params.h>
 
 #include "util/checksum.h"
-#include "util/fileio.h"
-#include "util/keyfile.h"
+#include "util/io.h"
+#include "util/key.h"
 #include "util/log.h"
 
 int key_generate(const char *path)
@@ -30,7 +30,7 @@ int key_generate(const char *path)
 		log_err("cannot get random bytes: %s", strerror(errno));
 		return rc;
 	}
-	ck_hex(key, sizeof(key), hex);
+	checksum_hex(key, sizeof(key), hex);
 	strcat(hex, "\n");
 	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0) {

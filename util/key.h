@@ -5,8 +5,8 @@
  * as ssh refuses a private key. Also the HMAC-SHA256 and constant-time
  * comparison the authentication needs (OpenSSL).
  */
-#ifndef RDCP_KEYFILE_H
-#define RDCP_KEYFILE_H
+#ifndef RDCP_KEY_H
+#define RDCP_KEY_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -3,8 +3,8 @@
  * Full-length I/O loops: retry on EINTR and short transfers so callers see
  * all-or-error. All return 0 or a negative errno.
  */
-#ifndef RDCP_FILEIO_H
-#define RDCP_FILEIO_H
+#ifndef RDCP_IO_H
+#define RDCP_IO_H
 
 #include <stddef.h>
 #include <stdint.h>

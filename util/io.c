@@ -5,7 +5,7 @@
  * whole length moved or a negative errno; EOF before the end is reported as
  * -ENODATA (files) or -ECONNRESET (streams).
  */
-#include "util/fileio.h"
+#include "util/io.h"
 
 #include <errno.h>
 #include <stdint.h>
