@@ -157,15 +157,10 @@ static int free_tx(const struct engine *e)
 static int post_ctrl(struct engine *e, unsigned int i, uint32_t len)
 {
 	uint8_t *p = cm_tx(e->c, i);
-	uint32_t ctrl_ack = credit_ctrl_sent(&e->cc);
-	uint32_t slot_ack =
-		e->role && e->role->slot_ack ? e->role->slot_ack(e) : 0;
 	int rc;
 
-	ctrl_ack = htobe32(ctrl_ack);
-	slot_ack = htobe32(slot_ack);
-	memcpy(p + 8, &ctrl_ack, 4);
-	memcpy(p + 12, &slot_ack, 4);
+	wire_set_acks(p, credit_ctrl_sent(&e->cc),
+		      e->role && e->role->slot_ack ? e->role->slot_ack(e) : 0);
 	rc = e->c->ops->post_send(e->c, i, len, ENGINE_WR_CTRL | i);
 	if (rc)
 		return fail_quiet(e, XFER_FAIL_PEER_LOST, rc);
@@ -363,7 +358,6 @@ static int run(struct engine *e, uint64_t deadline_ms)
 	while (!e->fail && !e->role->finished(e)) {
 		uint64_t now;
 		int progress = 0, n, rc;
-		struct workq_item *it, *next;
 
 		if (!e->evq_len) {
 			n = e->c->ops->poll(e->c, e->evq, POLL_BATCH);
@@ -380,11 +374,7 @@ static int run(struct engine *e, uint64_t deadline_ms)
 			dispatch(e, &e->evq[e->evq_head++]);
 			progress++;
 		}
-		for (it = workq_take_done(e->wq); it; it = next) {
-			next = it->next;
-			e->role->on_work(e, it);
-			progress++;
-		}
+		progress += workq_run_done(e->wq);
 		if (e->fail)
 			break;
 		if (e->role->pump && (rc = e->role->pump(e)) > 0)
@@ -467,10 +457,6 @@ static int expect_on_write_done(struct engine *e, uint64_t wr_id)
 	return 0;
 }
 
-static void expect_on_work(struct engine *e, struct workq_item *it)
-{
-}
-
 static bool expect_finished(const struct engine *e)
 {
 	const struct expect_state *x = e->role_data;
@@ -484,7 +470,6 @@ int engine_expect(struct engine *e, uint8_t want, struct wire_msg *m,
 	static const struct engine_role expect_role = {
 		.on_msg = expect_on_msg,
 		.on_write_done = expect_on_write_done,
-		.on_work = expect_on_work,
 		.finished = expect_finished,
 	};
 	const struct engine_role *saved = e->role;

@@ -27,7 +27,6 @@ struct engine_role {
 	int (*on_msg)(struct engine *e, const struct wire_msg *m);
 	int (*on_data)(struct engine *e, const struct cm_event *ev);
 	int (*on_write_done)(struct engine *e, uint64_t wr_id);
-	void (*on_work)(struct engine *e, struct workq_item *it);
 	/* Posts whatever can go now; returns how much was done (>= 0). */
 	int (*pump)(struct engine *e);
 	bool (*finished)(const struct engine *e);

@@ -63,6 +63,18 @@ struct snk_names {
 	char shown[4400];
 };
 
+struct sink;
+struct snk_file;
+
+/* A file's own work in a worker: the resume scan, then its finalize. */
+struct snk_work {
+	struct workq_item item;
+	struct sink *k;
+	struct snk_file *f;
+	uint8_t digest[WIRE_DIGEST_MAX]; /* finalize: what this side computed */
+	uint8_t dlen;
+};
+
 struct snk_file {
 	uint32_t id;
 	uint8_t kind;
@@ -86,6 +98,7 @@ struct snk_file {
 	bool err_remote; /* the source's failure, not ours */
 	char errmsg[WIRE_MSG_MAX + 1];
 	double t0;
+	struct snk_work work; /* at most one at a time: scan, then finalize */
 };
 
 /* What became of one file of a pack, for the engine thread to report. */
@@ -112,15 +125,6 @@ struct snk_job {
 	uint8_t *scratch; /* inflated payload, with compression */
 	struct aead *aead;
 	int status;
-};
-
-/* A finalize, or a resume scan: work on one file in a worker. */
-struct snk_fin {
-	struct workq_item item;
-	struct sink *k;
-	struct snk_file *f;
-	uint8_t digest[WIRE_DIGEST_MAX];
-	uint8_t dlen;
 };
 
 struct snk_dir {
@@ -150,8 +154,12 @@ struct sink {
 };
 
 static void scan(struct workq_item *item);
+static void scanned(struct workq_item *item);
 static void finalize(struct workq_item *item);
+static void finalized(struct workq_item *item);
 static void unpack(struct workq_item *item);
+static void unpacked(struct workq_item *item);
+static void chunk_done(struct workq_item *item);
 static int on_pack(struct sink *k, const struct wire_slot_hdr *h,
 		   unsigned int slot, const struct cm_event *ev);
 
@@ -582,19 +590,18 @@ static int send_have(struct sink *k, struct snk_file *f)
 	return rc;
 }
 
-static int start_work(struct sink *k, struct snk_file *f,
-		      void (*fn)(struct workq_item *))
+/* Hands f to a worker for fn; after runs in the engine thread. */
+static void start_work(struct sink *k, struct snk_file *f,
+		       void (*fn)(struct workq_item *),
+		       void (*after)(struct workq_item *))
 {
-	struct snk_fin *w = calloc(1, sizeof(*w));
+	struct snk_work *w = &f->work;
 
-	if (!w)
-		return engine_fail(k->e, XFER_FAIL_RESOURCE, -ENOMEM,
-				   "out of memory");
 	w->item.fn = fn;
+	w->item.after = after;
 	w->k = k;
 	w->f = f;
 	workq_push(k->e->wq, &w->item);
-	return 0;
 }
 
 static int open_file(struct sink *k, struct snk_file *f,
@@ -612,7 +619,8 @@ static int open_file(struct sink *k, struct snk_file *f,
 		if (open_tmp(k, f, !f->cand_final))
 			return skip_file(k, f);
 		f->scanning = true;
-		return start_work(k, f, scan);
+		start_work(k, f, scan, scanned);
+		return 0;
 	}
 	if (open_tmp(k, f, false) == 0) {
 		check_space(f, wf->flags & WIRE_FILE_SPARSE);
@@ -709,7 +717,7 @@ static int on_file(struct sink *k, const struct wire_file *wf)
 /* Worker, --resume: hash what is there, chunk by chunk. */
 static void scan(struct workq_item *item)
 {
-	struct snk_fin *w = (struct snk_fin *)item;
+	struct snk_work *w = (struct snk_work *)item;
 	struct snk_file *f = w->f;
 	struct sink *k = w->k;
 	struct stat st;
@@ -748,18 +756,23 @@ static void scan(struct workq_item *item)
 			  strerror(errno));
 }
 
-static int scanned(struct sink *k, struct snk_fin *w)
+/* The engine thread: the scan is done; tell the source what is here. */
+static void scanned(struct workq_item *item)
 {
+	struct snk_work *w = (struct snk_work *)item;
 	struct snk_file *f = w->f;
+	struct sink *k = w->k;
 
-	free(w);
 	f->scanning = false;
 	if (f->have_n)
 		log_info("resuming '%s': %llu of %llu chunks already here, "
 			 "checking them against the source",
 			 f->n.shown, (unsigned long long)f->have_n,
 			 (unsigned long long)f->nslots);
-	return f->err ? skip_file(k, f) : send_have(k, f);
+	if (f->err)
+		skip_file(k, f);
+	else
+		send_have(k, f);
 }
 
 /* ---- chunks ---- */
@@ -900,7 +913,9 @@ static int snk_on_data(struct engine *e, const struct cm_event *ev)
 		return 0;
 	}
 	j = &k->jobs[slot];
-	j->item.fn = write_chunk; /* the slot's last use may have been a pack */
+	/* The slot's last use may have been a pack. */
+	j->item.fn = write_chunk;
+	j->item.after = chunk_done;
 	j->h = h;
 	j->f = f;
 	j->index = idx;
@@ -924,7 +939,7 @@ static bool counted(const struct sink *k, const struct snk_file *f, uint64_t i)
 }
 
 /* --resume: the digests of the all-zero chunks beyond what was here. */
-static int zero_chunks(struct snk_fin *fin)
+static int zero_chunks(struct snk_work *fin)
 {
 	struct snk_file *f = fin->f;
 	const struct sink *k = fin->k;
@@ -966,7 +981,7 @@ static int zero_chunks(struct snk_fin *fin)
 	return rc;
 }
 
-static int verify_digest(struct snk_fin *fin)
+static int verify_digest(struct snk_work *fin)
 {
 	struct snk_file *f = fin->f;
 	const struct sink *k = fin->k;
@@ -1028,7 +1043,7 @@ static int verify_digest(struct snk_fin *fin)
  * --resume from the old file: the chunks the source did not resend come
  * from it, each checked again against the CRC it was matched with.
  */
-static int copy_matched(struct snk_fin *fin)
+static int copy_matched(struct snk_work *fin)
 {
 	struct snk_file *f = fin->f;
 	const struct sink *k = fin->k;
@@ -1091,7 +1106,7 @@ static int set_meta(struct sink *k, struct snk_file *f, int fd)
 
 static void finalize(struct workq_item *item)
 {
-	struct snk_fin *fin = (struct snk_fin *)item;
+	struct snk_work *fin = (struct snk_work *)item;
 	struct snk_file *f = fin->f;
 	struct sink *k = fin->k;
 	int rc;
@@ -1145,7 +1160,8 @@ static int maybe_finalize(struct sink *k, struct snk_file *f)
 			  f->n.shown, (unsigned long long)f->end.nchunks,
 			  (unsigned long long)f->received);
 	f->finalizing = true;
-	return start_work(k, f, finalize);
+	start_work(k, f, finalize, finalized);
+	return 0;
 }
 
 static int on_end(struct sink *k, const struct wire_file_end *end)
@@ -1290,6 +1306,7 @@ static int on_pack(struct sink *k, const struct wire_slot_hdr *h,
 	j->status = 0;
 	j->t0 = clock_now_s();
 	j->item.fn = unpack;
+	j->item.after = unpacked;
 	progress(k, k->t->shown, h->raw_len);
 	workq_push(k->e->wq, &j->item);
 	return 0;
@@ -1692,8 +1709,11 @@ static int snk_on_msg(struct engine *e, const struct wire_msg *m)
 			   wire_type_name(m->type));
 }
 
-static void chunk_done(struct sink *k, struct snk_job *j)
+/* The engine thread: a worker wrote (or refused) a chunk. */
+static void chunk_done(struct workq_item *item)
 {
+	struct snk_job *j = (struct snk_job *)item;
+	struct sink *k = j->k;
 	struct snk_file *f = j->f;
 
 	if (j->status == -EBADMSG)
@@ -1715,21 +1735,20 @@ static void chunk_done(struct sink *k, struct snk_job *j)
 	maybe_finalize(k, f);
 }
 
-static void snk_on_work(struct engine *e, struct workq_item *it)
+/* The engine thread: a file was verified and placed, or failed. */
+static void finalized(struct workq_item *item)
 {
-	struct sink *k = e->role_data;
-	struct snk_fin *w = (struct snk_fin *)it;
+	struct snk_work *w = (struct snk_work *)item;
 
-	if (it->fn == scan) {
-		scanned(k, w);
-	} else if (it->fn == unpack) {
-		pack_done(k, (struct snk_job *)it);
-	} else if (it->fn == finalize) {
-		send_result(k, w->f, w->digest, w->f->err ? 0 : w->dlen);
-		free(w);
-	} else {
-		chunk_done(k, (struct snk_job *)it);
-	}
+	send_result(w->k, w->f, w->digest, w->f->err ? 0 : w->dlen);
+}
+
+/* The engine thread: a worker placed a pack's files. */
+static void unpacked(struct workq_item *item)
+{
+	struct snk_job *j = (struct snk_job *)item;
+
+	pack_done(j->k, j);
 }
 
 static int snk_pump(struct engine *e)
@@ -1779,7 +1798,6 @@ static const struct engine_role sink_role = {
 	.on_msg = snk_on_msg,
 	.on_data = snk_on_data,
 	.on_write_done = snk_on_write_done,
-	.on_work = snk_on_work,
 	.pump = snk_pump,
 	.finished = snk_finished,
 	.slot_ack = snk_slot_ack,
@@ -1796,6 +1814,7 @@ static int jobs_init(struct sink *k, unsigned int n)
 		struct snk_job *j = &k->jobs[i];
 
 		j->item.fn = write_chunk;
+		j->item.after = chunk_done;
 		j->k = k;
 		j->slot = i;
 		if (k->p->flags & WIRE_HELLO_COMPRESS) {
@@ -1835,12 +1854,8 @@ int sink_run(struct engine *e, const struct sink_target *t,
 out:
 	/* Let the workers finish before their files and jobs go away. */
 	workq_wait_idle(e->wq);
-	for (struct workq_item *it = workq_take_done(e->wq), *next; it;
-	     it = next) {
-		next = it->next;
-		if (it->fn == finalize || it->fn == scan)
-			free(it); /* its file is freed below */
-	}
+	/* Their results are not wanted now; every item lives in k. */
+	(void)workq_take_done(e->wq);
 	workq_destroy(e->wq);
 	e->wq = NULL;
 	for (uint32_t i = 0; i < k.nfiles; i++)

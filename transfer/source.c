@@ -1216,7 +1216,8 @@ static int src_on_write_done(struct engine *e, uint64_t wr_id)
 			   "completion for a write never posted");
 }
 
-static void src_on_work(struct engine *e, struct workq_item *it)
+/* The engine thread: a worker has read (and sealed) the job's data. */
+static void job_ready(struct workq_item *it)
 {
 	struct src_job *j = (struct src_job *)it;
 
@@ -1244,7 +1245,6 @@ static bool src_finished(const struct engine *e)
 static const struct engine_role source_role = {
 	.on_msg = src_on_msg,
 	.on_write_done = src_on_write_done,
-	.on_work = src_on_work,
 	.pump = src_pump,
 	.finished = src_finished,
 };
@@ -1258,6 +1258,7 @@ static int jobs_init(struct source *s)
 		struct src_job *j = &s->jobs[i];
 
 		j->item.fn = read_chunk;
+		j->item.after = job_ready;
 		j->s = s;
 		j->idx = i;
 		if (p->level) {

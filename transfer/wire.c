@@ -288,6 +288,14 @@ static void enc_body(struct put *w, const struct wire_msg *m)
 	}
 }
 
+void wire_set_acks(uint8_t *buf, uint32_t ctrl_ack, uint32_t slot_ack)
+{
+	struct put w = { .p = buf + 8, .cap = 8 };
+
+	put_u32(&w, ctrl_ack);
+	put_u32(&w, slot_ack);
+}
+
 int wire_encode(const struct wire_msg *m, uint8_t *buf, size_t cap)
 {
 	struct put w = { .p = buf, .cap = cap };

@@ -297,6 +297,13 @@ int wire_encode(const struct wire_msg *m, uint8_t *buf, size_t cap)
 int wire_decode(const uint8_t *buf, size_t len, struct wire_msg *m)
 	__attribute__((warn_unused_result));
 
+/*
+ * Rewrites the acks of a control message already encoded in buf (at least
+ * WIRE_CTRL_HDR bytes): the engine fills them in when the message is
+ * posted, not when it is queued.
+ */
+void wire_set_acks(uint8_t *buf, uint32_t ctrl_ack, uint32_t slot_ack);
+
 const char *wire_type_name(unsigned int type);
 
 /*

@@ -153,6 +153,18 @@ struct workq_item *workq_take_done(struct workq *q)
 	return list;
 }
 
+unsigned int workq_run_done(struct workq *q)
+{
+	struct workq_item *it = workq_take_done(q), *next;
+	unsigned int n = 0;
+
+	for (; it; it = next, n++) {
+		next = it->next; /* after may reuse the item */
+		it->after(it);
+	}
+	return n;
+}
+
 void workq_wait_idle(struct workq *q)
 {
 	pthread_mutex_lock(&q->lock);

@@ -7,14 +7,18 @@
  * The owner pushes items; a worker runs item->fn; finished items go to a
  * done list that only the owner drains, and an eventfd becomes readable
  * when it is non-empty, so the owner can sleep in poll(2) on the CQ channel
- * and this fd together. Items are owned by the caller throughout.
+ * and this fd together. Back in the owner's thread, workq_run_done calls
+ * each finished item's item->after, as libuv's uv_queue_work(work,
+ * after_work) does: the code that handed work out says what follows it.
+ * Items are owned by the caller throughout.
  */
 #ifndef RDCP_WORKQ_H
 #define RDCP_WORKQ_H
 
 struct workq_item {
 	struct workq_item *next;
-	void (*fn)(struct workq_item *item);
+	void (*fn)(struct workq_item *item);	/* in a worker */
+	void (*after)(struct workq_item *item); /* in the owner, after fn */
 };
 
 struct workq;
@@ -27,6 +31,11 @@ void workq_destroy(struct workq *q);
 void workq_push(struct workq *q, struct workq_item *item);
 /* Takes every finished item, oldest first; NULL if none. Non-blocking. */
 struct workq_item *workq_take_done(struct workq *q);
+/*
+ * Takes every finished item and calls its after, oldest first, in the
+ * calling (owner's) thread. Returns how many ran. Non-blocking.
+ */
+unsigned int workq_run_done(struct workq *q);
 /* Readable while finished items wait; for poll(2). */
 int workq_fd(const struct workq *q);
 /*

@@ -13,6 +13,7 @@
 #include "util/log.h"
 #include "util/path.h"
 #include "util/units.h"
+#include "util/workq.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -200,26 +201,16 @@ static void test_check_relative(void)
 		const char *p;
 		int ret;
 	} t[] = {
-		{ "a", 0 },
-		{ "a/b/c.txt", 0 },
-		{ "a/", 0 },
-		{ "...", 0 },
-		{ "..a", 0 },
-		{ "a.", 0 },
-		{ ".hidden/x", 0 },
-		{ "/etc/passwd", -EPERM },
-		{ "/", -EPERM },
-		{ "..", -EPERM },
-		{ "../x", -EPERM },
-		{ "a/..", -EPERM },
-		{ "a/../b", -EPERM },
-		{ "a//b", -EPERM },
-		{ "a//", -EPERM },
-		{ "//", -EPERM },
-		{ ".", -EPERM },
-		{ "./a", -EPERM },
-		{ "a/./b", -EPERM },
-		{ "a/.", -EPERM },
+		{ "a", 0 },	      { "a/b/c.txt", 0 },
+		{ "a/", 0 },	      { "...", 0 },
+		{ "..a", 0 },	      { "a.", 0 },
+		{ ".hidden/x", 0 },   { "/etc/passwd", -EPERM },
+		{ "/", -EPERM },      { "..", -EPERM },
+		{ "../x", -EPERM },   { "a/..", -EPERM },
+		{ "a/../b", -EPERM }, { "a//b", -EPERM },
+		{ "a//", -EPERM },    { "//", -EPERM },
+		{ ".", -EPERM },      { "./a", -EPERM },
+		{ "a/./b", -EPERM },  { "a/.", -EPERM },
 		{ "./", -EPERM },
 	};
 	size_t i;
@@ -264,8 +255,7 @@ static void test_open_beneath(void)
 	CHECK_EQ(mkdirat(dirfd, "root/a", 0700), 0);
 	CHECK_EQ(mkdirat(dirfd, "root/a/b", 0700), 0);
 	CHECK_EQ(mkdirat(dirfd, "outside", 0700), 0);
-	fd = openat(dirfd, "root/a/b/f", O_WRONLY | O_CREAT | O_CLOEXEC,
-		    0600);
+	fd = openat(dirfd, "root/a/b/f", O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
 	CHECK(fd >= 0);
 	CHECK_EQ(io_write_full(fd, "data", 4), 0);
 	CHECK_EQ(io_close(fd), 0);
@@ -309,8 +299,7 @@ static void test_open_beneath(void)
 	CHECK_EQ(path_open_beneath(root, "..", O_RDONLY, 0), -EXDEV);
 	CHECK_EQ(path_open_beneath(root, "../outside/secret", O_RDONLY, 0),
 		 -EXDEV);
-	CHECK_EQ(path_open_beneath(root, "a/../../outside/secret", O_RDONLY,
-				   0),
+	CHECK_EQ(path_open_beneath(root, "a/../../outside/secret", O_RDONLY, 0),
 		 -EXDEV);
 	CHECK_EQ(path_open_beneath(root, "/etc/passwd", O_RDONLY, 0), -EXDEV);
 	CHECK(path_open_beneath(root, "a//b/f", O_RDONLY, 0) < 0);
@@ -492,14 +481,10 @@ static void test_units_format(void)
 		double r;
 		const char *s;
 	} rt[] = {
-		{ 0, "0.0 B/s" },
-		{ -5, "0.0 B/s" },
-		{ 999, "999.0 B/s" },
-		{ 1000, "1.0 kB/s" },
-		{ 29.3e6, "29.3 MB/s" },
-		{ 12.1e9, "12.1 GB/s" },
-		{ 999.96e6, "1.0 GB/s" },
-		{ 2.5e12, "2.5 TB/s" },
+		{ 0, "0.0 B/s" },	  { -5, "0.0 B/s" },
+		{ 999, "999.0 B/s" },	  { 1000, "1.0 kB/s" },
+		{ 29.3e6, "29.3 MB/s" },  { 12.1e9, "12.1 GB/s" },
+		{ 999.96e6, "1.0 GB/s" }, { 2.5e12, "2.5 TB/s" },
 		{ 5e15, "5000.0 TB/s" },
 	};
 	char buf[32];
@@ -605,6 +590,59 @@ static void test_log(void)
 	log_set_level(LOG_WARN);
 }
 
+/* workq: a worker runs fn, then the owner runs after, in push order. */
+struct wq_probe {
+	struct workq_item item;
+	int id;
+	int ran;   /* fn ran */
+	int order; /* 1 + where after ran */
+};
+
+static int wq_after_count;
+
+static void wq_fn(struct workq_item *it)
+{
+	((struct wq_probe *)it)->ran++;
+}
+
+static void wq_after(struct workq_item *it)
+{
+	struct wq_probe *p = (struct wq_probe *)it;
+
+	p->order = ++wq_after_count;
+	it->next = NULL; /* after may reuse the item: run_done is past it */
+}
+
+static void test_workq_after(void)
+{
+	struct wq_probe p[16];
+	struct workq *q;
+	unsigned int n = 0;
+
+	CHECK_EQ(workq_create(1, &q), 0);
+	wq_after_count = 0;
+	CHECK_EQ(workq_run_done(q), 0);
+	for (int i = 0; i < 16; i++) {
+		p[i] = (struct wq_probe){ .id = i };
+		p[i].item.fn = wq_fn;
+		p[i].item.after = wq_after;
+		workq_push(q, &p[i].item);
+	}
+	CHECK_EQ(workq_pending(q), 16);
+	while (n < 16) {
+		workq_wait_idle(q);
+		n += workq_run_done(q);
+	}
+	CHECK_EQ(n, 16);
+	CHECK_EQ(workq_pending(q), 0);
+	/* One worker: done in push order, so after runs in push order. */
+	for (int i = 0; i < 16; i++) {
+		CHECK_EQ(p[i].ran, 1);
+		CHECK_EQ(p[i].order, i + 1);
+	}
+	workq_destroy(q);
+}
+
 TAP_RUN(TAP_TEST(test_crc32_vector), TAP_TEST(test_crc32_combine),
 	TAP_TEST(test_sha256_vectors), TAP_TEST(test_sha256_incremental),
 	TAP_TEST(test_hex), TAP_TEST(test_pread_short),
@@ -612,4 +650,5 @@ TAP_RUN(TAP_TEST(test_crc32_vector), TAP_TEST(test_crc32_combine),
 	TAP_TEST(test_check_relative), TAP_TEST(test_open_beneath),
 	TAP_TEST(test_mkdirs_beneath), TAP_TEST(test_basename),
 	TAP_TEST(test_join), TAP_TEST(test_units_parse),
-	TAP_TEST(test_units_format), TAP_TEST(test_clock), TAP_TEST(test_log))
+	TAP_TEST(test_units_format), TAP_TEST(test_clock), TAP_TEST(test_log),
+	TAP_TEST(test_workq_after))

@@ -980,6 +980,31 @@ static void test_pack_digest(void)
 	CHECK_EQ(out[0], 0xee);
 }
 
+/* The engine sets the acks of a queued message as it posts it. */
+static void test_set_acks(void)
+{
+	struct wire_msg m = { .type = WIRE_FILE_RESULT }, d;
+	uint8_t out[512];
+	int len;
+
+	m.u.result.file_id = 7;
+	m.ctrl_ack = 1;
+	m.slot_ack = 2;
+	len = wire_encode(&m, out, sizeof(out));
+	CHECK(len > (int)WIRE_CTRL_HDR);
+	wire_set_acks(out, 0x01020304u, 0xa0b0c0d0u);
+	/* Big-endian at bytes 8..15 of the header, nothing else moved. */
+	CHECK_EQ(out[8], 0x01);
+	CHECK_EQ(out[11], 0x04);
+	CHECK_EQ(out[12], 0xa0);
+	CHECK_EQ(out[15], 0xd0);
+	CHECK_EQ(wire_decode(out, (size_t)len, &d), 0);
+	CHECK_EQ(d.type, WIRE_FILE_RESULT);
+	CHECK_EQ(d.ctrl_ack, 0x01020304u);
+	CHECK_EQ(d.slot_ack, 0xa0b0c0d0u);
+	CHECK_EQ(d.u.result.file_id, 7);
+}
+
 TAP_RUN(TAP_TEST(test_roundtrip_every_type), TAP_TEST(test_encode_limits),
 	TAP_TEST(test_decode_truncated),
 	TAP_TEST(test_decode_trailing_and_length),
@@ -990,4 +1015,4 @@ TAP_RUN(TAP_TEST(test_roundtrip_every_type), TAP_TEST(test_encode_limits),
 	TAP_TEST(test_chunk_aad), TAP_TEST(test_decode_pack_done),
 	TAP_TEST(test_pack_roundtrip), TAP_TEST(test_pack_truncated),
 	TAP_TEST(test_pack_refusals), TAP_TEST(test_pack_golden),
-	TAP_TEST(test_pack_digest))
+	TAP_TEST(test_pack_digest), TAP_TEST(test_set_acks))
