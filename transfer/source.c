@@ -38,6 +38,8 @@
 #include <unistd.h>
 
 #include "transfer/engine.h"
+#include "transfer/payload.h"
+#include "transfer/report.h"
 #include "transfer/session.h"
 #include "transfer/walk.h"
 #include "util/aead.h"
@@ -47,7 +49,6 @@
 #include "util/log.h"
 #include "util/path.h"
 #include "util/ratelimit.h"
-#include "util/zchunk.h"
 
 enum item_kind {
 	IT_FILE,
@@ -111,8 +112,7 @@ struct src_job {
 	uint32_t crc;
 	uint8_t sha[CK_SHA256_LEN];
 	uint8_t tag[AEAD_TAG_LEN];
-	uint8_t *scratch; /* raw data when compressing */
-	struct aead *aead;
+	struct payload pl; /* compression scratch, GCM context */
 	int status;
 };
 
@@ -218,13 +218,6 @@ static int more_files(struct source *s)
 	return 0;
 }
 
-static const char *csum_name(enum xfer_csum c)
-{
-	return c == XFER_CSUM_SHA256  ? "sha256"
-	       : c == XFER_CSUM_CRC32 ? "crc32"
-				      : "none";
-}
-
 /* ---- planning ---- */
 
 static struct item *fifo_at(struct source *s, unsigned int i)
@@ -248,20 +241,9 @@ static void fifo_pop(struct source *s)
 	s->fifo_len--;
 }
 
-static void file_fail(struct src_file *f, int err, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void file_fail(struct src_file *f, int err, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (f->err)
-		return;
-	f->err = err;
-	va_start(ap, fmt);
-	vsnprintf(f->errmsg, sizeof(f->errmsg), fmt, ap);
-	va_end(ap);
-}
+/* f's first failure: errno and one line for the user. */
+#define file_fail(f, ...)                                                      \
+	report_fail(&(f)->err, (f)->errmsg, sizeof((f)->errmsg), __VA_ARGS__)
 
 static void fill_file_msg(struct source *s, struct src_file *f,
 			  struct wire_file *m)
@@ -298,11 +280,9 @@ static void started(struct source *s, struct src_file *f)
 		.kind = wire_kind_name(f->w->kind),
 		.bytes = f->w->kind == WIRE_KIND_FILE ? (uint64_t)f->st.st_size
 						      : 0,
-		.algorithm = csum_name(s->cfg->p.csum),
 	};
 
-	if (s->o->on_file)
-		s->o->on_file(s->o->on_file_arg, &r);
+	report_file(s->o, &r, s->cfg->p.csum, NULL, 0);
 }
 
 static int send_file(struct source *s, struct src_file *f)
@@ -425,36 +405,27 @@ static bool all_zero(const uint8_t *p, size_t len)
 }
 
 /*
- * Worker: compresses j's raw payload into the staging buffer (data) when
- * that helps, else copies it there, then seals it with --encrypt. The IV
- * is (id, index): (file id, chunk index) for a chunk, (first id, 0) for a
- * pack, whose first file has no chunks. The AAD carries the header's
- * file_id and offset fields.
+ * Worker: compresses and seals j's payload into the staging buffer (data).
+ * The IV is (id, index): (file id, chunk index) for a chunk, (first id, 0)
+ * for a pack, whose first file has no chunks. The AAD carries the
+ * header's file_id and offset fields.
  */
 static int seal(struct source *s, struct src_job *j, const uint8_t *raw,
 		uint8_t *data, uint32_t id, uint64_t offset, uint64_t index)
 {
-	uint8_t aad[WIRE_AAD_LEN];
-	long n;
+	struct wire_slot_hdr h = {
+		.file_id = id,
+		.offset = offset,
+		.raw_len = j->len,
+		.flags = j->flags,
+	};
+	int rc = payload_seal(&j->pl, s->cfg->p.level, raw, data, s->chunk,
+			      index, &h);
 
-	if (j->scratch) {
-		n = zchunk_compress(s->cfg->p.level, raw, j->len, data,
-				    s->chunk);
-		if (n < 0)
-			return (int)n;
-		if (n > 0) {
-			j->wire_len = (uint32_t)n;
-			j->flags |= WIRE_SLOT_COMPRESSED;
-		} else {
-			memcpy(data, raw, j->len);
-		}
-	}
-	if (!j->aead)
-		return 0;
-	j->flags |= WIRE_SLOT_ENCRYPTED;
-	wire_chunk_aad(aad, id, offset, j->len, j->flags);
-	return aead_seal(j->aead, id, index, aad, sizeof(aad), data,
-			 j->wire_len, j->tag);
+	j->wire_len = h.len;
+	j->flags = h.flags;
+	memcpy(j->tag, h.tag, sizeof(j->tag));
+	return rc;
 }
 
 /* Worker: read, checksum, maybe compress, maybe seal. */
@@ -464,7 +435,7 @@ static void read_chunk(struct workq_item *item)
 	struct source *s = j->s;
 	const struct session_params *p = &s->cfg->p;
 	uint8_t *data = cm_stage(s->e->c, j->idx) + WIRE_SLOT_HDR;
-	uint8_t *raw = j->scratch ? j->scratch : data;
+	uint8_t *raw = j->pl.scratch ? j->pl.scratch : data;
 
 	j->flags = 0;
 	j->wire_len = j->len;
@@ -611,7 +582,7 @@ static void read_pack(struct workq_item *item)
 	struct src_job *j = (struct src_job *)item;
 	struct source *s = j->s;
 	uint8_t *data = cm_stage(s->e->c, j->idx) + WIRE_SLOT_HDR;
-	uint8_t *raw = j->scratch ? j->scratch : data;
+	uint8_t *raw = j->pl.scratch ? j->pl.scratch : data;
 	size_t pos = 0;
 
 	j->crc = 0; /* of the records' metadata: their digests cover data */
@@ -831,17 +802,9 @@ static bool should_signal(struct source *s)
 
 static void progress(struct source *s, struct src_file *f, uint32_t len)
 {
-	uint64_t now;
-
 	s->bytes_posted += len;
-	if (!s->o->on_progress)
-		return;
-	now = clock_now_ms();
-	if (now >= s->next_progress_ms) {
-		s->next_progress_ms = now + 250;
-		s->o->on_progress(s->o->on_file_arg, s->bytes_posted,
-				  s->bytes_total, f->path);
-	}
+	report_progress(s->o, &s->next_progress_ms, s->bytes_posted,
+			s->bytes_total, f->path);
 }
 
 /* Adds a chunk to the file's digest, whether posted or already there. */
@@ -1045,7 +1008,6 @@ static int post(struct source *s)
 static void report(struct source *s, struct src_file *f, int status,
 		   const char *msg, const uint8_t *digest, unsigned int dlen)
 {
-	char hex[2 * WIRE_DIGEST_MAX + 1] = "";
 	bool regular = f->w->kind == WIRE_KIND_FILE;
 	struct xfer_file_report r = {
 		.done = true,
@@ -1058,12 +1020,8 @@ static void report(struct source *s, struct src_file *f, int status,
 		.klass = engine_klass_of(status, !f->err),
 		.message = msg,
 		.skipped = f->skipped && !status,
-		.digest = hex,
-		.algorithm = csum_name(s->cfg->p.csum),
 	};
 
-	if (dlen)
-		checksum_hex(digest, dlen, hex);
 	f->result = true;
 	s->results++;
 	if (status) {
@@ -1076,8 +1034,7 @@ static void report(struct source *s, struct src_file *f, int status,
 		if (r.skipped)
 			s->st->files_skipped++;
 	}
-	if (s->o->on_file)
-		s->o->on_file(s->o->on_file_arg, &r);
+	report_file(s->o, &r, s->cfg->p.csum, digest, dlen);
 }
 
 /* The sink's verdict on f, unless our own failure (read error, file
@@ -1261,16 +1218,9 @@ static int jobs_init(struct source *s)
 		j->item.after = job_ready;
 		j->s = s;
 		j->idx = i;
-		if (p->level) {
-			j->scratch = malloc(s->chunk);
-			if (!j->scratch)
-				return -ENOMEM;
-		}
-		if (p->data_key) {
-			rc = aead_create(p->data_key, &j->aead);
-			if (rc)
-				return rc;
-		}
+		rc = payload_init(&j->pl, s->chunk, p->level, p->data_key);
+		if (rc)
+			return rc;
 	}
 	return 0;
 }
@@ -1278,8 +1228,7 @@ static int jobs_init(struct source *s)
 static void jobs_free(struct source *s)
 {
 	for (unsigned int i = 0; s->jobs && i < s->njobs; i++) {
-		free(s->jobs[i].scratch);
-		aead_destroy(s->jobs[i].aead);
+		payload_release(&s->jobs[i].pl);
 	}
 	free(s->jobs);
 }

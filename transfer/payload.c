@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/* A chunk's payload transforms, both ways; see payload.h. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "transfer/payload.h"
+#include "util/zchunk.h"
+
+int payload_init(struct payload *pl, uint32_t chunk, bool compress,
+		 const uint8_t *key)
+{
+	pl->scratch = NULL;
+	pl->aead = NULL;
+	if (compress) {
+		pl->scratch = malloc(chunk);
+		if (!pl->scratch)
+			return -ENOMEM;
+	}
+	return key ? aead_create(key, &pl->aead) : 0;
+}
+
+void payload_release(struct payload *pl)
+{
+	free(pl->scratch);
+	pl->scratch = NULL;
+	aead_destroy(pl->aead);
+	pl->aead = NULL;
+}
+
+int payload_seal(struct payload *pl, int level, const uint8_t *raw,
+		 uint8_t *data, uint32_t room, uint64_t index,
+		 struct wire_slot_hdr *h)
+{
+	uint8_t aad[WIRE_AAD_LEN];
+	long n;
+
+	h->len = h->raw_len;
+	if (pl->scratch) {
+		n = zchunk_compress(level, raw, h->raw_len, data, room);
+		if (n < 0)
+			return (int)n;
+		if (n > 0) {
+			h->len = (uint32_t)n;
+			h->flags |= WIRE_SLOT_COMPRESSED;
+		} else {
+			memcpy(data, raw, h->raw_len);
+		}
+	}
+	if (!pl->aead)
+		return 0;
+	h->flags |= WIRE_SLOT_ENCRYPTED;
+	wire_chunk_aad(aad, h->file_id, h->offset, h->raw_len, h->flags);
+	return aead_seal(pl->aead, h->file_id, index, aad, sizeof(aad), data,
+			 h->len, h->tag);
+}
+
+int payload_open(struct payload *pl, const struct wire_slot_hdr *h,
+		 uint64_t index, uint8_t *data, const uint8_t **raw)
+{
+	uint8_t aad[WIRE_AAD_LEN];
+	int rc;
+
+	*raw = data;
+	if (h->flags & WIRE_SLOT_ENCRYPTED) {
+		wire_chunk_aad(aad, h->file_id, h->offset, h->raw_len,
+			       h->flags);
+		rc = aead_open(pl->aead, h->file_id, index, aad, sizeof(aad),
+			       data, h->len, h->tag);
+		if (rc)
+			return rc;
+	}
+	if (h->flags & WIRE_SLOT_COMPRESSED) {
+		rc = zchunk_decompress(data, h->len, pl->scratch, h->raw_len);
+		if (rc)
+			return rc;
+		*raw = pl->scratch;
+	}
+	return 0;
+}

@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * Private to transfer/: a chunk's payload transforms, both ways. The
+ * source compresses a payload when that helps and seals it with
+ * --encrypt; the sink opens it and inflates it. Each ring slot's job owns
+ * one struct payload: the scratch buffer and the AES-256-GCM context its
+ * worker uses, made once per session, never shared between threads.
+ */
+#ifndef RDCP_PAYLOAD_H
+#define RDCP_PAYLOAD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "transfer/wire.h"
+#include "util/aead.h"
+
+struct payload {
+	uint8_t *scratch;  /* chunk bytes with compression, else NULL */
+	struct aead *aead; /* with a data key, else NULL */
+};
+
+/*
+ * Makes what a job needs for chunks of up to chunk bytes: a scratch buffer
+ * when compress, a GCM context when key is not NULL. 0 or -errno; pl is
+ * then released with payload_release either way.
+ */
+int payload_init(struct payload *pl, uint32_t chunk, bool compress,
+		 const uint8_t *key) __attribute__((warn_unused_result));
+void payload_release(struct payload *pl);
+
+/*
+ * Source, in a worker: puts h->raw_len bytes of raw into data (room bytes
+ * at most), compressed at zlib level when that makes them smaller (raw is
+ * then pl->scratch), and seals them with the IV (h->file_id, index) and an
+ * AAD over h's file_id, offset, raw_len and flags. Sets h->len, adds
+ * WIRE_SLOT_COMPRESSED / WIRE_SLOT_ENCRYPTED to h->flags, fills h->tag.
+ * Without compression raw must already be data. 0 or -errno.
+ */
+int payload_seal(struct payload *pl, int level, const uint8_t *raw,
+		 uint8_t *data, uint32_t room, uint64_t index,
+		 struct wire_slot_hdr *h) __attribute__((warn_unused_result));
+
+/*
+ * Sink, in a worker: opens the h->len bytes of a sealed payload in data in
+ * place (-EBADMSG when the tag is wrong) and inflates a compressed one
+ * into pl->scratch. *raw is then the payload as the source read it.
+ * 0 or -errno.
+ */
+int payload_open(struct payload *pl, const struct wire_slot_hdr *h,
+		 uint64_t index, uint8_t *data, const uint8_t **raw)
+	__attribute__((warn_unused_result));
+
+#endif

@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * Private to transfer/: file-system placement for the sink. Plain calls
+ * over a directory fd and names: they know nothing of sessions or the
+ * wire, return 0 (or an fd) or a negative errno, and name in *what the
+ * step that failed ("create", "lock", "mode", ...) for the caller's one
+ * line to the user. Nothing here follows a symlink in the last component
+ * or gives a partly written file its final name.
+ */
+#ifndef RDCP_PLACE_H
+#define RDCP_PLACE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+/*
+ * The mode a placed entry gets from the peer's mode bits: with preserve
+ * (-p) all permission bits but setuid and setgid, else the rwx bits less
+ * umask.
+ */
+mode_t place_mode(uint32_t mode, bool preserve, mode_t umask);
+
+/*
+ * Writes the temporary's name for name into tmp (len bytes), a hidden
+ * name beside it that another session copying the same file also picks
+ * (so the lock on it keeps them apart, and --resume finds it).
+ */
+void place_tmp_name(const char *name, char *tmp, size_t len);
+
+/*
+ * Makes directory name in dirfd (0700: it stays writable while it fills).
+ * *created says whether it was made now or a directory was there. 0 or
+ * -errno; -EEXIST when something else has the name.
+ */
+int place_mkdir(int dirfd, const char *name, bool *created)
+	__attribute__((warn_unused_result));
+
+/*
+ * Whether an existing entry at name stays as it is: any entry with
+ * no_clobber, else one whose mtime is not older than mtime (--update).
+ * False when nothing has the name.
+ */
+bool place_keeps(int dirfd, const char *name, bool no_clobber,
+		 const struct timespec *mtime);
+
+/*
+ * Makes symlink name -> target through the temporary tmp, with times when
+ * not NULL. 0, or -errno and *what; nothing is left at tmp on failure.
+ */
+int place_symlink(int dirfd, const char *name, const char *tmp,
+		  const char *target, const struct timespec times[2],
+		  const char **what) __attribute__((warn_unused_result));
+
+/*
+ * Opens the temporary tmp in dirfd, locked (a second session writing the
+ * same file fails with -EWOULDBLOCK instead of mixing its chunks in). A
+ * new one is made with mode (less the umask) and is empty; one that was
+ * there is truncated unless keep, and *fresh says which. The fd, or -errno
+ * and *what.
+ */
+int place_tmp_open(int dirfd, const char *tmp, bool keep, mode_t mode,
+		   bool *fresh, const char **what)
+	__attribute__((warn_unused_result));
+
+/*
+ * A place_tmp_open failure as one line for the user in msg (len bytes).
+ * Returns whether the temporary is this session's to remove (not when
+ * another session holds it, nor when it could not be made).
+ */
+bool place_tmp_failed(int rc, const char *what, const char *shown, char *msg,
+		      size_t len);
+
+/*
+ * Gives fd mode when set_mode, and times when not NULL. 0, or -errno and
+ * *what ("mode" or "times").
+ */
+int place_meta(int fd, bool set_mode, mode_t mode,
+	       const struct timespec times[2], const char **what)
+	__attribute__((warn_unused_result));
+
+/*
+ * An unnamed file (O_TMPFILE) in dirfd with mode: the fd, or -errno when
+ * the file system cannot make one.
+ */
+int place_unnamed_open(int dirfd, mode_t mode);
+
+/*
+ * Links the unnamed file fd into dirfd as name: by the fd itself where
+ * that is allowed (CAP_DAC_READ_SEARCH), else through /proc. Returns 1
+ * when it is in place, 0 when the name is taken or neither way is open
+ * (use a named temporary), or -errno.
+ */
+int place_unnamed_link(int fd, int dirfd, const char *name)
+	__attribute__((warn_unused_result));
+
+/*
+ * Whether size bytes fit in the file system of fd: 0, or -ENOSPC with
+ * the space there is in *avail. 0 also when the file system cannot say.
+ */
+int place_check_space(int fd, uint64_t size, uint64_t *avail);
+
+/*
+ * Opens name in dirfd read-only if it is a regular file: the fd, or
+ * -errno (-ENOENT: nothing there; -EINVAL: not a regular file).
+ */
+int place_open_regular(int dirfd, const char *name);
+
+#endif

@@ -1,0 +1,216 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * Private to the sink's files: sink.c (the protocol role: FILE, chunks,
+ * FILE_END, results), sink_final.c (verify and place a whole file),
+ * sink_resume.c (what this side already has: the resume scan and HAVE)
+ * and sink_pack.c (packed slots of small files).
+ * Everything here runs in the engine thread unless it says "worker".
+ */
+#ifndef RDCP_SINK_INT_H
+#define RDCP_SINK_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "transfer/payload.h"
+#include "transfer/report.h"
+#include "transfer/session.h"
+#include "util/path.h"
+
+/* Where an announced path lands, and how it is shown. */
+struct snk_names {
+	char name[PATH_NAME_MAX + 1]; /* last component */
+	char tmp[PATH_NAME_MAX + 1];  /* its temporary, beside it */
+	char rel[PATH_PEER_MAX + PATH_NAME_MAX + 2]; /* beneath t->dirfd */
+	char shown[4400];
+};
+
+struct sink;
+struct snk_file;
+
+/* A file's own work in a worker: the resume scan, then its finalize. */
+struct snk_work {
+	struct workq_item item;
+	struct sink *k;
+	struct snk_file *f;
+	uint8_t digest[WIRE_DIGEST_MAX]; /* finalize: what this side computed */
+	uint8_t dlen;
+};
+
+struct snk_file {
+	uint32_t id;
+	uint8_t kind;
+	int fd;
+	int dirfd;	 /* the parent: owned unless it is the target's */
+	int cand;	 /* resume: what an earlier attempt left (or -1) */
+	bool cand_final; /* ... and that is the file under its final name */
+	struct snk_names n;
+	uint64_t size, nslots, received, sent;
+	uint32_t mode;
+	struct timespec times[2]; /* atime, mtime */
+	uint8_t *got;		  /* per chunk index */
+	uint32_t *crcs;		  /* per chunk index */
+	uint8_t *shas;		  /* per chunk index, CK_SHA256_LEN each */
+	uint64_t have_n; /* chunks [0, have_n) of cand were read and hashed */
+	uint64_t cand_size;
+	unsigned int inflight;
+	bool scanning, ended, finalizing, skipped;
+	struct wire_file_end end;
+	int err;
+	bool err_remote; /* the source's failure, not ours */
+	char errmsg[WIRE_MSG_MAX + 1];
+	double t0;
+	struct snk_work work; /* at most one at a time: scan, then finalize */
+};
+
+/* What became of one file of a pack, for the engine thread to report. */
+struct snk_packed {
+	char *shown; /* NULL: the pack failed before it was read */
+	uint64_t size;
+	int status;
+	bool remote; /* the source's own failure (an aborting record) */
+	char *msg;   /* with status; NULL if it could not be kept */
+	uint8_t dlen;
+	uint8_t digest[WIRE_DIGEST_MAX];
+};
+
+struct snk_job {
+	struct workq_item item;
+	struct sink *k;
+	unsigned int slot;
+	struct wire_slot_hdr h;
+	struct snk_file *f;	   /* NULL for a pack */
+	struct snk_packed *packed; /* a pack: one per file */
+	uint32_t npacked;
+	double t0; /* when the pack came */
+	uint64_t index;
+	struct payload pl; /* inflated payload, GCM context */
+	int status;
+};
+
+struct snk_dir {
+	char *rel;
+	uint32_t mode;
+	bool created;
+	struct timespec times[2];
+};
+
+struct sink {
+	struct engine *e;
+	const struct sink_target *t;
+	const struct session_params *p;
+	struct xfer_stats *st;
+	uint32_t chunk;
+	struct credit_rx rx;
+	struct snk_job *jobs; /* one per slot */
+	struct snk_file **files;
+	uint32_t nfiles; /* announced so far (= next id) */
+	uint32_t cap;
+	unsigned int active;	     /* announced, result not yet sent */
+	char top[PATH_NAME_MAX + 1]; /* first component, DEST not a dir */
+	struct snk_dir *dirs;
+	size_t ndirs, dirs_cap;
+	uint64_t bytes_in, next_progress_ms;
+	bool done, bye_sent;
+};
+
+/* f's first failure: errno and one line for the user. */
+#define file_fail(f, ...)                                                      \
+	report_fail(&(f)->err, (f)->errmsg, sizeof((f)->errmsg), __VA_ARGS__)
+
+bool sink_resuming(const struct sink *k);
+bool sink_preserving(const struct sink *k);
+mode_t sink_final_mode(const struct sink *k, uint32_t mode);
+
+/*
+ * Worker: the final mode (unless the file was made with it, have_mode)
+ * and, with -p, the times onto fd. 0, or -errno and *what.
+ */
+int sink_apply_meta(const struct sink *k, int fd, uint32_t mode, bool have_mode,
+		    const struct timespec times[2], const char **what);
+
+/* The client's user sees r, with the digest (dlen bytes) in hex. */
+void sink_user_report(struct sink *k, struct xfer_file_report *r,
+		      const uint8_t *digest, unsigned int dlen);
+
+/*
+ * Counts a file's outcome and logs it. msg NULL: the failure was logged
+ * already.
+ */
+void sink_tally(struct sink *k, const char *shown, uint64_t size, int err,
+		bool remote, const char *msg, bool skipped);
+
+/* Counts len bytes in and calls the user's progress, paced. */
+void sink_progress(struct sink *k, const char *shown, uint32_t len);
+
+/* Whether a slot's flags are what was agreed in the handshake. */
+bool sink_flags_ok(const struct sink *k, uint16_t flags);
+
+/* Worker: job j's payload as the source read it (opened, inflated). */
+int sink_open_payload(struct sink *k, struct snk_job *j, const uint8_t **raw);
+
+/*
+ * Whether an announced path may land beneath the target: 0, -EPERM or
+ * -EPROTO (see sink.c). Where it lands, in n: sink_map_names.
+ */
+int sink_check_path(struct sink *k, uint32_t id, const char *path);
+int sink_map_names(struct sink *k, uint32_t id, const char *path,
+		   struct snk_names *n);
+/* The directory n goes into: the target's own dirfd or a new fd. */
+int sink_open_parent(const struct sink *k, struct snk_names *n);
+
+/* Room in files[] for n more ids. 0 or -ENOMEM. */
+int sink_reserve_ids(struct sink *k, uint32_t n);
+
+/* Hands f to a worker for fn; after runs in the engine thread. */
+void sink_start_work(struct sink *k, struct snk_file *f,
+		     void (*fn)(struct workq_item *),
+		     void (*after)(struct workq_item *));
+
+/*
+ * The source is told to send nothing of f, then f's result follows: kept
+ * as it was (skipped), or failed before any data (f->err). Frees f.
+ */
+int sink_skip_file(struct sink *k, struct snk_file *f);
+
+/* f's FILE_RESULT, counted and reported. Frees f. */
+int sink_send_result(struct sink *k, struct snk_file *f, const uint8_t *digest,
+		     unsigned int dlen);
+
+/* Closes f's temporary; removes it unless --resume may reuse it. */
+void sink_discard(struct sink *k, struct snk_file *f);
+
+/* ---- sink_final.c ---- */
+
+/*
+ * f is whole: verify, place and report it (a worker, then the engine
+ * thread sends its FILE_RESULT).
+ */
+void sink_finalize(struct sink *k, struct snk_file *f);
+
+/* ---- sink_resume.c ---- */
+
+/*
+ * --resume: opens what an earlier attempt left in f->cand, the temporary
+ * first, else the old file. Returns true when there is something to scan.
+ */
+bool sink_resume_find(struct sink *k, struct snk_file *f);
+/* Hashes f->cand in a worker, then answers the source with HAVE. */
+void sink_resume_scan(struct sink *k, struct snk_file *f);
+/* The CRCs of chunks [0, have_n), in as many HAVEs as it takes. */
+int sink_send_have(struct sink *k, struct snk_file *f);
+/* Worker: the digests of the all-zero chunks beyond what was here. */
+int sink_resume_zeros(struct snk_work *fin);
+/* Worker: the chunks not resent, from the old file, checked again. */
+int sink_resume_copy(struct snk_work *fin);
+
+/* ---- sink_pack.c ---- */
+
+/* A packed slot came: reserve its ids, unpack it in a worker. */
+int sink_pack_arrived(struct sink *k, const struct wire_slot_hdr *h,
+		      unsigned int slot, const struct cm_event *ev);
+/* Frees what a pack's job still holds (a session that ended early). */
+void sink_pack_free(struct snk_job *j);
+
+#endif
