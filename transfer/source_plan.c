@@ -1,0 +1,341 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * The source's plan: the walk (walk.h) listed as the plan needs it and
+ * turned into an ordered fifo of items, FILE, CHUNK..., FILE_END for each
+ * entry and DONE at the end. FILE goes out as soon as it is planned, so
+ * the sink learns of files ahead of their data; each CHUNK takes a staging
+ * buffer (a job) that a worker fills.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "transfer/source_int.h"
+#include "util/checksum.h"
+#include "util/clock.h"
+#include "util/io.h"
+#include "util/log.h"
+
+/*
+ * Lists more of the walk and makes their files. The walk runs as the plan
+ * needs it, so data flows while a big tree is still being listed.
+ */
+int src_more_files(struct source *s)
+{
+	int rc = walk_more(&s->walk, WALK_STEP);
+
+	if (rc)
+		return engine_fail(s->e, XFER_FAIL_RESOURCE, rc,
+				   "cannot list the sources: %s",
+				   strerror(-rc));
+	if (s->walk.n > WIRE_FILES_MAX)
+		return engine_fail(s->e, XFER_FAIL_USAGE, -E2BIG,
+				   "more than %u entries to copy: split the "
+				   "copy into several sessions",
+				   WIRE_FILES_MAX);
+	if (s->walk.n > s->nfblk * WALK_BLOCK) {
+		size_t nb = (s->walk.n + WALK_BLOCK - 1) / WALK_BLOCK;
+		uint32_t *bw =
+			realloc(s->by_wire, nb * WALK_BLOCK * sizeof(*bw));
+
+		if (bw)
+			s->by_wire = bw;
+		while (bw && s->nfblk < nb &&
+		       (s->fblk[s->nfblk] =
+				calloc(WALK_BLOCK, sizeof(**s->fblk))))
+			s->nfblk++;
+		if (s->nfblk < nb)
+			return engine_fail(s->e, XFER_FAIL_RESOURCE, -ENOMEM,
+					   "out of memory");
+	}
+	for (; s->nfiles < s->walk.n; s->nfiles++) {
+		struct src_file *f = src_file_at(s, s->nfiles);
+
+		f->w = walk_at(&s->walk, s->nfiles);
+		f->idx = s->nfiles;
+		f->path = f->w->local;
+		f->fd = -1;
+	}
+	if (s->walk.done)
+		s->bytes_total = s->walk.bytes; /* known now: an ETA */
+	return 0;
+}
+
+struct item *src_fifo_at(struct source *s, unsigned int i)
+{
+	return &s->fifo[(s->fifo_head + i) % s->fifo_cap];
+}
+
+void src_fifo_push(struct source *s, enum item_kind k, struct src_file *f,
+		   struct src_job *j)
+{
+	struct item *it = src_fifo_at(s, s->fifo_len++);
+
+	it->kind = k;
+	it->f = f;
+	it->job = j;
+}
+
+void src_fifo_pop(struct source *s)
+{
+	s->fifo_head = (s->fifo_head + 1) % s->fifo_cap;
+	s->fifo_len--;
+}
+
+static void fill_file_msg(struct source *s, struct src_file *f,
+			  struct wire_file *m)
+{
+	m->file_id = f->wire_id;
+	m->kind = f->w->kind;
+	m->mode = f->st.st_mode & 07777;
+	m->mtime_sec = f->st.st_mtim.tv_sec;
+	m->mtime_nsec = (uint32_t)f->st.st_mtim.tv_nsec;
+	m->atime_sec = f->st.st_atim.tv_sec;
+	m->atime_nsec = (uint32_t)f->st.st_atim.tv_nsec;
+	snprintf(m->path, sizeof(m->path), "%s", f->w->wire);
+	if (f->w->kind == WIRE_KIND_SYMLINK)
+		snprintf(m->link, sizeof(m->link), "%s", f->w->link);
+	if (f->w->kind != WIRE_KIND_FILE)
+		return;
+	m->size = (uint64_t)f->st.st_size;
+	if ((uint64_t)f->st.st_blocks * 512 < (uint64_t)f->st.st_size)
+		m->flags |= WIRE_FILE_SPARSE;
+}
+
+void src_announce(struct source *s, struct src_file *f)
+{
+	f->wire_id = s->nwire++;
+	s->by_wire[f->wire_id] = (uint32_t)f->idx;
+	f->announced = true;
+}
+
+/* The user's "file src_started" event. */
+void src_started(struct source *s, struct src_file *f)
+{
+	struct xfer_file_report r = {
+		.path = f->path,
+		.kind = wire_kind_name(f->w->kind),
+		.bytes = f->w->kind == WIRE_KIND_FILE ? (uint64_t)f->st.st_size
+						      : 0,
+	};
+
+	report_file(s->o, &r, s->cfg->p.csum, NULL, 0);
+}
+
+int src_send_file(struct source *s, struct src_file *f)
+{
+	struct wire_msg m = { .type = WIRE_FILE };
+
+	fill_file_msg(s, f, &m.u.file);
+	return engine_send(s->e, &m);
+}
+
+/*
+ * A file that failed before it could be announced. When this side is the
+ * receiver serving a pull, the user is on the other side: the failure is
+ * announced and aborted so the sink reports it there.
+ */
+int src_send_failure(struct source *s, struct src_file *f)
+{
+	struct wire_msg m = { .type = WIRE_FILE };
+
+	m.u.file.file_id = f->wire_id;
+	m.u.file.kind = WIRE_KIND_FILE; /* nothing follows but the abort */
+	snprintf(m.u.file.path, sizeof(m.u.file.path), "%s", f->w->wire);
+	if (engine_send(s->e, &m))
+		return -1;
+	memset(&m, 0, sizeof(m));
+	m.type = WIRE_FILE_END;
+	m.u.end.file_id = f->wire_id;
+	m.u.end.flags = WIRE_END_ABORT;
+	m.u.end.csum = (uint8_t)s->cfg->p.csum;
+	m.u.end.status = f->err;
+	snprintf(m.u.end.msg, sizeof(m.u.end.msg), "%s", f->errmsg);
+	return engine_send(s->e, &m);
+}
+
+/*
+ * Gives f its wire id and sends its FILE (or, failed, FILE and an aborting
+ * FILE_END), or queues that behind a pack still to be posted. A failure on
+ * the client's own side is only reported: the user is here.
+ */
+static int tell(struct source *s, struct src_file *f)
+{
+	if (f->err) {
+		log_err("%s", f->errmsg);
+		if (!s->cfg->p.server) {
+			src_report(s, f, f->err, f->errmsg, NULL, 0);
+			return 0;
+		}
+	}
+	src_announce(s, f);
+	f->asking = s->ask && f->w->kind == WIRE_KIND_FILE && !f->err;
+	if (!f->err)
+		src_started(s, f);
+	if (s->held) {
+		f->deferred = true;
+		s->held++;
+		src_fifo_push(s, IT_FILE, f, NULL);
+		return 0;
+	}
+	return f->err ? src_send_failure(s, f) : src_send_file(s, f);
+}
+
+/* Opens the next entry and announces it; failures are reported now. */
+static int open_next(struct source *s)
+{
+	struct src_file *f = src_file_at(s, s->next_file++);
+	int rc;
+
+	f->t0 = clock_now_s();
+	f->st = f->w->st;
+	if (f->w->err) {
+		file_fail(f, f->w->err, "%s",
+			  f->w->errmsg ? f->w->errmsg : strerror(-f->w->err));
+		return tell(s, f);
+	}
+	if (f->w->kind != WIRE_KIND_FILE)
+		return tell(s, f);
+	f->fd = walk_open(&s->walk, f->w);
+	if (f->fd < 0)
+		file_fail(f, f->fd, "cannot open '%s': %s", f->path,
+			  strerror(-f->fd));
+	else if (fstat(f->fd, &f->st) < 0)
+		file_fail(f, -errno, "cannot stat '%s': %s", f->path,
+			  strerror(errno));
+	else if (!S_ISREG(f->st.st_mode))
+		file_fail(f, -EINVAL, "cannot send '%s': not a regular file",
+			  f->path);
+	if (f->err) {
+		if (f->fd >= 0)
+			close(f->fd);
+		f->fd = -1;
+		return tell(s, f);
+	}
+	posix_fadvise(f->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+	if (s->cfg->p.csum == XFER_CSUM_SHA256) {
+		rc = ck_sha256_create(&f->tree);
+		if (rc)
+			return engine_fail(s->e, XFER_FAIL_RESOURCE, rc,
+					   "cannot start SHA-256");
+	}
+	rc = tell(s, f);
+	if (rc)
+		return rc;
+	s->cur = f;
+	if (!f->deferred)
+		src_fifo_push(s, IT_FILE, f, NULL);
+	return 0;
+}
+
+struct src_job *src_take_job(struct source *s)
+{
+	for (unsigned int i = 0; i < s->njobs; i++) {
+		if (s->jobs[i].state == JOB_FREE) {
+			s->free_jobs--;
+			return &s->jobs[i];
+		}
+	}
+	return NULL;
+}
+
+/*
+ * Moves the planning cursor past chunks that lie wholly in a hole: they are
+ * not sent, and the sink's file (sized up front) keeps them as holes. The
+ * chunk grid stays aligned, so offsets remain multiples of the chunk size.
+ * Not with --resume, where every chunk is compared with the sink's: holes
+ * read as zeros, and a zero chunk where the sink has nothing is not sent.
+ */
+static bool skip_hole(struct source *s, struct src_file *f)
+{
+	off_t d;
+	uint64_t aligned;
+
+	if (s->resume)
+		return false;
+	d = lseek(f->fd, (off_t)f->next_off, SEEK_DATA);
+	if (d < 0 && errno == ENXIO) {
+		f->next_off = (uint64_t)f->st.st_size;
+		return true;
+	}
+	if (d < 0)
+		return false; /* no SEEK_DATA here: read everything */
+	aligned = (uint64_t)d - (uint64_t)d % s->chunk;
+	if (aligned <= f->next_off)
+		return false;
+	f->next_off = aligned;
+	return true;
+}
+
+int src_plan(struct source *s)
+{
+	int n = 0;
+
+	while (!s->e->fail && s->fifo_len + 1 < s->fifo_cap) {
+		struct src_file *f = s->cur;
+		struct src_job *j;
+
+		if (!f) {
+			if (s->next_file == s->nfiles && !s->walk.done) {
+				if (src_more_files(s))
+					return -1;
+				continue;
+			}
+			if (s->next_file == s->nfiles) {
+				if (!s->done_planned) {
+					src_fifo_push(s, IT_DONE, NULL, NULL);
+					s->done_planned = true;
+					n++;
+				}
+				break;
+			}
+			if (src_packable(s, src_file_at(s, s->next_file))) {
+				int rc = s->njobs - s->free_jobs < s->pack_ahead
+						 ? src_plan_pack(s)
+						 : 0;
+
+				if (rc < 0)
+					return -1;
+				if (!rc)
+					break;
+			} else if (open_next(s)) {
+				return -1;
+			}
+			n++;
+			continue;
+		}
+		if (f->next_off >= (uint64_t)f->st.st_size) {
+			src_fifo_push(s, IT_END, f, NULL);
+			s->cur = NULL;
+			n++;
+			continue;
+		}
+		if (f->skip)
+			f->next_off = (uint64_t)f->st.st_size;
+		if (f->skip || skip_hole(s, f))
+			continue;
+		j = src_take_job(s);
+		if (!j)
+			break;
+		j->state = JOB_READING;
+		j->item.fn = src_read_chunk;
+		j->f = f;
+		j->offset = f->next_off;
+		j->len = (uint32_t)((uint64_t)f->st.st_size - f->next_off <
+						    s->chunk
+					    ? (uint64_t)f->st.st_size -
+						      f->next_off
+					    : s->chunk);
+		j->status = 0;
+		j->crc = 0;
+		f->next_off += j->len;
+		src_fifo_push(s, IT_CHUNK, f, j);
+		workq_push(s->e->wq, &j->item);
+		n++;
+	}
+	return n;
+}
