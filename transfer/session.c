@@ -33,6 +33,7 @@
 
 #include <openssl/crypto.h>
 
+#include "transfer/role.h"
 #include "transfer/session.h"
 #include "util/aead.h"
 #include "util/clock.h"

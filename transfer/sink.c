@@ -45,7 +45,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-#include "transfer/session.h"
+#include "transfer/role.h"
 #include "util/aead.h"
 #include "util/checksum.h"
 #include "util/clock.h"

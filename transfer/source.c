@@ -38,7 +38,7 @@
 #include <unistd.h>
 
 #include "transfer/engine.h"
-#include "transfer/session.h"
+#include "transfer/role.h"
 #include "transfer/walk.h"
 #include "util/aead.h"
 #include "util/checksum.h"
