@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Sessions: the client's push and the receiver's accept loop, and the
- * handshake between them.
+ * handshake between them (its crypto is in auth.c).
  *
  *   client                         server
  *   rdma_cm connect (magic, version, geometry in private data) ->
@@ -19,7 +19,6 @@
  * connects and says nothing pins no memory and is dropped at the handshake
  * timeout. The receiver runs each session in its own thread.
  */
-#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -33,11 +32,10 @@
 
 #include <openssl/crypto.h>
 
+#include "transfer/auth.h"
 #include "transfer/role.h"
 #include "transfer/session.h"
-#include "util/aead.h"
 #include "util/clock.h"
-#include "util/key.h"
 #include "util/log.h"
 #include "util/path.h"
 #include "util/units.h"
@@ -105,52 +103,6 @@ static enum xfer_fail connect_klass(int rc)
 	}
 }
 
-/* ---- authentication ---- */
-
-/*
- * The MAC each side proves it holds the key with: HMAC-SHA256 over a label
- * naming the side, both fresh nonces, and the session's parameters as the
- * client sent them, so neither a recorded exchange nor an altered HELLO
- * (another DEST, another role) passes.
- */
-static int auth_mac(const uint8_t *key, const char *label,
-		    const struct wire_hello *h, const uint8_t *nonce_s,
-		    uint8_t mac[WIRE_MAC_LEN])
-{
-	uint8_t params[24];
-	uint16_t role = htobe16(h->role), npaths = htobe16(h->npaths);
-	uint32_t chunk = htobe32(h->chunk_size), flags = htobe32(h->flags);
-	uint64_t bw = htobe64(h->bwlimit);
-	const void *parts[] = { label, h->nonce, nonce_s, params, h->paths };
-	size_t lens[] = { strlen(label) + 1, WIRE_NONCE_LEN, WIRE_NONCE_LEN,
-			  sizeof(params), h->paths_len };
-
-	memcpy(params, &role, 2);
-	params[2] = h->csum;
-	params[3] = h->level;
-	memcpy(params + 4, &flags, 4);
-	memcpy(params + 8, &chunk, 4);
-	memcpy(params + 12, &npaths, 2);
-	params[14] = params[15] = 0;
-	memcpy(params + 16, &bw, 8);
-	return key_hmac(key, parts, lens, 5, mac);
-}
-
-/*
- * The AES-256-GCM key of a session with --encrypt: HKDF-SHA256 of the
- * pre-shared key, salted with both nonces, so every session has its own.
- */
-static int data_key(const uint8_t *key, const struct wire_hello *h,
-		    const uint8_t *nonce_s, uint8_t out[AEAD_KEY_LEN])
-{
-	uint8_t salt[2 * WIRE_NONCE_LEN];
-
-	memcpy(salt, h->nonce, WIRE_NONCE_LEN);
-	memcpy(salt + WIRE_NONCE_LEN, nonce_s, WIRE_NONCE_LEN);
-	return aead_hkdf(key, KEY_LEN, salt, sizeof(salt), "rdcp1 data key",
-			 out, AEAD_KEY_LEN);
-}
-
 /* ---- client ---- */
 
 static enum xfer_fail verdict(const struct engine *e,
@@ -179,16 +131,16 @@ static int client_auth(struct engine *e, const struct xfer_opts *o,
 				   "unauthenticated receiver (use --no-auth "
 				   "here too, on isolated fabrics only)",
 				   e->c->peer);
-	rc = auth_mac(o->key, "rdcp1 server", h, w->nonce, want);
+	rc = auth_mac(o->key, AUTH_SERVER, h, w->nonce, want);
 	if (rc)
 		return engine_fail(e, XFER_FAIL_INTERNAL, rc, "HMAC failed");
-	if (!key_equal(want, w->mac, WIRE_MAC_LEN))
+	if (!auth_mac_equal(want, w->mac))
 		return engine_fail(e, XFER_FAIL_AUTH, -EACCES,
 				   "%s failed to authenticate: its key is not "
 				   "ours (copy the same key file to both "
 				   "hosts)",
 				   e->c->peer);
-	rc = auth_mac(o->key, "rdcp1 client", h, w->nonce, m.u.auth.mac);
+	rc = auth_mac(o->key, AUTH_CLIENT, h, w->nonce, m.u.auth.mac);
 	if (rc)
 		return engine_fail(e, XFER_FAIL_INTERNAL, rc, "HMAC failed");
 	return engine_send(e, &m);
@@ -295,7 +247,7 @@ static int client_handshake(struct engine *e, const struct xfer_opts *o,
 	*features = w.u.welcome.features;
 	rc = client_auth(e, o, &m.u.hello, &w.u.welcome);
 	if (!rc && o->encrypt) {
-		rc = data_key(o->key, &m.u.hello, w.u.welcome.nonce, key);
+		rc = auth_data_key(o->key, &m.u.hello, w.u.welcome.nonce, key);
 		if (rc)
 			return engine_fail(e, XFER_FAIL_INTERNAL, rc,
 					   "cannot derive the session key");
@@ -626,10 +578,10 @@ static int server_auth(struct server *srv, struct engine *e,
 		    WIRE_NONCE_LEN)
 			return engine_fail(e, XFER_FAIL_RESOURCE, -errno,
 					   "cannot get random bytes");
-		rc = auth_mac(key, "rdcp1 server", h, m.u.welcome.nonce,
+		rc = auth_mac(key, AUTH_SERVER, h, m.u.welcome.nonce,
 			      m.u.welcome.mac);
 		if (!rc)
-			rc = auth_mac(key, "rdcp1 client", h, m.u.welcome.nonce,
+			rc = auth_mac(key, AUTH_CLIENT, h, m.u.welcome.nonce,
 				      want);
 		if (rc)
 			return engine_fail(e, XFER_FAIL_INTERNAL, rc,
@@ -649,7 +601,7 @@ static int server_auth(struct server *srv, struct engine *e,
 			penalty_add(srv, e->c->peer);
 		return rc;
 	}
-	if (!key_equal(want, m.u.auth.mac, WIRE_MAC_LEN)) {
+	if (!auth_mac_equal(want, m.u.auth.mac)) {
 		penalty_add(srv, e->c->peer);
 		return engine_fail(e, XFER_FAIL_AUTH, -EACCES,
 				   "authentication failed for %s: wrong key",
@@ -720,7 +672,7 @@ static int server_handshake(struct server *srv, struct engine *e,
 	p->server = true;
 	p->pack = h->features & WIRE_FEAT_PACK;
 	if (h->flags & WIRE_HELLO_ENCRYPT) {
-		rc = data_key(srv->o->key, h, nonce, key);
+		rc = auth_data_key(srv->o->key, h, nonce, key);
 		if (rc)
 			return engine_fail(e, XFER_FAIL_INTERNAL, rc,
 					   "cannot derive the session key");
