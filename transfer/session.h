@@ -1,60 +1,47 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * Private to transfer/: the two data roles that run on an engine once the
- * handshake in session.c has agreed who sends and where to.
+ * Private to transfer/: a session's two ends, the client (client.c) and the
+ * receiver (server.c), and the steps and mappings they share (session.c).
  */
 #ifndef RDCP_SESSION_H
 #define RDCP_SESSION_H
 
 #include <stdbool.h>
-#include <sys/types.h>
 
 #include "transfer/engine.h"
 
-/* What both data roles agreed on in the handshake. */
-struct session_params {
-	uint32_t flags; /* enum wire_hello_flags */
-	enum xfer_csum csum;
-	int level;		 /* zlib level for chunks, 0: never compress */
-	const uint8_t *data_key; /* AES-256-GCM key with ENCRYPT, else NULL */
-	bool server;		 /* this side is the receiver daemon */
-	bool pack; /* the sink takes packed slots (WIRE_FEAT_PACK) */
-};
-
-/* Where the sink puts files: decided from DEST during the handshake. */
-struct sink_target {
-	int dirfd;	  /* O_PATH directory: DEST, or DEST's parent */
-	bool is_dir;	  /* DEST is a directory: files go inside */
-	char name[256];	  /* DEST's last component when !is_dir */
-	char shown[4200]; /* DEST as logged */
-	mode_t umask;
-	struct session_params p;
-};
-
-/* What the source sends. */
-struct source_cfg {
-	const char *const *srcs;
-	size_t nsrcs;
-	int rootfd;	  /* -1: local paths; else the receiver's root (pull) */
-	uint64_t bwlimit; /* bytes per second, 0: no limit */
-	struct session_params p;
-};
-
-/* Source: send cfg's SRCs; fills st. Returns 0 or the engine's error. */
-int source_run(struct engine *e, const struct source_cfg *cfg,
-	       struct xfer_stats *st);
-
-/* Sink: receive into t. Returns 0 or the engine's error. */
-int sink_run(struct engine *e, const struct sink_target *t,
-	     struct xfer_stats *st);
+/* How long each handshake message may take to come. */
+#define SESSION_HANDSHAKE_MS 15000
 
 /*
  * One session on an established connection of any transport (the verbs one
- * from cm/, or an in-memory pair in tests). The caller keeps c.
+ * from cm/, or an in-memory pair in tests): the client's (client.c) or the
+ * receiver's (server.c, serving beneath rootfd). Each returns the session's
+ * verdict; the caller keeps c.
  */
 enum xfer_fail session_client(const struct xfer_opts *o, struct cm_conn *c,
 			      struct xfer_stats *st);
 enum xfer_fail session_serve(const struct xfer_opts *o, int rootfd,
 			     struct cm_conn *c);
+
+/* cm/'s resolve and connect bounds from o's connect timeout. */
+struct cm_timeouts session_timeouts(const struct xfer_opts *o);
+
+/* The verdict on a failed cm_connect()/cm_accept() that returned rc. */
+enum xfer_fail session_connect_fail(int rc);
+
+/*
+ * The verdict on a finished session: the engine's failure if it failed,
+ * else from the files' results in st (XFER_OK when none failed).
+ */
+enum xfer_fail session_verdict(const struct engine *e,
+			       const struct xfer_stats *st);
+
+/*
+ * The ring step of the handshake. The sink registers its ring and announces
+ * it; the source waits for that announcement and sets up its staging
+ * buffers for it. Returns 0 or the error of engine_fail() (said there).
+ */
+int session_rings(struct engine *e, bool sink);
 
 #endif

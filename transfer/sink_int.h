@@ -15,7 +15,7 @@
 
 #include "transfer/payload.h"
 #include "transfer/report.h"
-#include "transfer/session.h"
+#include "transfer/role.h"
 #include "util/path.h"
 
 /* Where an announced path lands, and how it is shown. */

@@ -17,7 +17,7 @@
 #include "transfer/engine.h"
 #include "transfer/payload.h"
 #include "transfer/report.h"
-#include "transfer/session.h"
+#include "transfer/role.h"
 #include "transfer/walk.h"
 #include "util/checksum.h"
 #include "util/ratelimit.h"

@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * The authentication crypto of a session, the same on both ends: the
+ * HMAC-SHA256 each side proves the pre-shared key with, its constant-time
+ * check, and the HKDF of the per-session data key for --encrypt. Which
+ * messages carry them, and in what order, is the handshake's business.
+ */
+#include <endian.h>
+#include <string.h>
+
+#include "transfer/auth.h"
+#include "util/key.h"
+
+/*
+ * The MAC each side proves it holds the key with: HMAC-SHA256 over a label
+ * naming the side, both fresh nonces, and the session's parameters as the
+ * client sent them, so neither a recorded exchange nor an altered HELLO
+ * (another DEST, another role) passes.
+ */
+int auth_mac(const uint8_t *key, enum auth_side side,
+	     const struct wire_hello *h, const uint8_t *nonce_s,
+	     uint8_t mac[WIRE_MAC_LEN])
+{
+	const char *label =
+		side == AUTH_SERVER ? "rdcp1 server" : "rdcp1 client";
+	uint8_t params[24];
+	uint16_t role = htobe16(h->role), npaths = htobe16(h->npaths);
+	uint32_t chunk = htobe32(h->chunk_size), flags = htobe32(h->flags);
+	uint64_t bw = htobe64(h->bwlimit);
+	const void *parts[] = { label, h->nonce, nonce_s, params, h->paths };
+	size_t lens[] = { strlen(label) + 1, WIRE_NONCE_LEN, WIRE_NONCE_LEN,
+			  sizeof(params), h->paths_len };
+
+	memcpy(params, &role, 2);
+	params[2] = h->csum;
+	params[3] = h->level;
+	memcpy(params + 4, &flags, 4);
+	memcpy(params + 8, &chunk, 4);
+	memcpy(params + 12, &npaths, 2);
+	params[14] = params[15] = 0;
+	memcpy(params + 16, &bw, 8);
+	return key_hmac(key, parts, lens, 5, mac);
+}
+
+/* Constant time, so a forger learns nothing from how long a miss took. */
+bool auth_mac_equal(const uint8_t want[WIRE_MAC_LEN],
+		    const uint8_t got[WIRE_MAC_LEN])
+{
+	return key_equal(want, got, WIRE_MAC_LEN);
+}
+
+/*
+ * The AES-256-GCM key of a session with --encrypt: HKDF-SHA256 of the
+ * pre-shared key, salted with both nonces, so every session has its own.
+ */
+int auth_data_key(const uint8_t *key, const struct wire_hello *h,
+		  const uint8_t *nonce_s, uint8_t out[AEAD_KEY_LEN])
+{
+	uint8_t salt[2 * WIRE_NONCE_LEN];
+
+	memcpy(salt, h->nonce, WIRE_NONCE_LEN);
+	memcpy(salt + WIRE_NONCE_LEN, nonce_s, WIRE_NONCE_LEN);
+	return aead_hkdf(key, KEY_LEN, salt, sizeof(salt), "rdcp1 data key",
+			 out, AEAD_KEY_LEN);
+}

@@ -1,0 +1,274 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * The client's side of a session (the sequence is in session.c): connect,
+ * HELLO with this copy's parameters and the remote paths, check the
+ * receiver's proof of the key and give ours, then run the data source
+ * (push) or the data sink into a local DEST (pull). xfer_copy() is the
+ * public entry; session_client() the same on a connection made elsewhere.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <openssl/crypto.h>
+
+#include "transfer/auth.h"
+#include "transfer/role.h"
+#include "transfer/session.h"
+#include "util/clock.h"
+#include "util/log.h"
+#include "util/path.h"
+#include "util/units.h"
+
+static int client_auth(struct engine *e, const struct xfer_opts *o,
+		       const struct wire_hello *h, const struct wire_welcome *w)
+{
+	struct wire_msg m = { .type = WIRE_AUTH };
+	uint8_t want[WIRE_MAC_LEN];
+	int rc;
+
+	if (!o->key)
+		return 0; /* the receiver has no key either, or it said so */
+	if (!(w->features & WIRE_FEAT_AUTH))
+		return engine_fail(e, XFER_FAIL_AUTH, -EACCES,
+				   "%s does not authenticate (it runs with "
+				   "--no-auth): not talking to an "
+				   "unauthenticated receiver (use --no-auth "
+				   "here too, on isolated fabrics only)",
+				   e->c->peer);
+	rc = auth_mac(o->key, AUTH_SERVER, h, w->nonce, want);
+	if (rc)
+		return engine_fail(e, XFER_FAIL_INTERNAL, rc, "HMAC failed");
+	if (!auth_mac_equal(want, w->mac))
+		return engine_fail(e, XFER_FAIL_AUTH, -EACCES,
+				   "%s failed to authenticate: its key is not "
+				   "ours (copy the same key file to both "
+				   "hosts)",
+				   e->c->peer);
+	rc = auth_mac(o->key, AUTH_CLIENT, h, w->nonce, m.u.auth.mac);
+	if (rc)
+		return engine_fail(e, XFER_FAIL_INTERNAL, rc, "HMAC failed");
+	return engine_send(e, &m);
+}
+
+static uint32_t hello_flags(const struct xfer_opts *o)
+{
+	return (o->fsync ? WIRE_HELLO_FSYNC : 0) |
+	       (!o->pull && o->nsrcs > 1 ? WIRE_HELLO_DEST_DIR : 0) |
+	       (o->recursive ? WIRE_HELLO_RECURSIVE : 0) |
+	       (o->preserve ? WIRE_HELLO_PRESERVE : 0) |
+	       (o->resume ? WIRE_HELLO_RESUME : 0) |
+	       (o->no_clobber ? WIRE_HELLO_NO_CLOBBER : 0) |
+	       (o->update ? WIRE_HELLO_UPDATE : 0) |
+	       (o->encrypt ? WIRE_HELLO_ENCRYPT : 0) |
+	       (o->compress ? WIRE_HELLO_COMPRESS : 0) |
+	       (o->sparse ? WIRE_HELLO_SPARSE : 0);
+}
+
+static int build_hello(struct engine *e, const struct xfer_opts *o,
+		       struct wire_hello *h)
+{
+	int rc = 0;
+
+	h->role = o->pull ? WIRE_PULL : WIRE_PUSH;
+	h->csum = (uint8_t)o->csum;
+	h->level = (uint8_t)o->compress;
+	h->flags = hello_flags(o);
+	h->features = (o->key ? WIRE_FEAT_AUTH : 0) | WIRE_FEAT_PACK;
+	h->chunk_size = e->c->geom.slot_size - WIRE_SLOT_HDR;
+	h->bwlimit = o->bwlimit;
+	if (getrandom(h->nonce, WIRE_NONCE_LEN, 0) != WIRE_NONCE_LEN)
+		return engine_fail(e, XFER_FAIL_RESOURCE, -errno,
+				   "cannot get random bytes");
+	if (!o->pull)
+		rc = wire_hello_add_path(h, o->dest ? o->dest : "");
+	for (size_t i = 0; o->pull && !rc && i < o->nsrcs; i++)
+		rc = wire_hello_add_path(h, o->srcs[i]);
+	if (rc)
+		return engine_fail(e, XFER_FAIL_USAGE, rc,
+				   "the remote paths are too long for one "
+				   "session (%u bytes at most)",
+				   WIRE_PATHS_MAX);
+	return 0;
+}
+
+static int client_handshake(struct engine *e, const struct xfer_opts *o,
+			    uint8_t key[AEAD_KEY_LEN], uint32_t *features)
+{
+	struct wire_msg m = { .type = WIRE_HELLO };
+	struct wire_msg w;
+	int rc;
+
+	rc = build_hello(e, o, &m.u.hello);
+	if (!rc)
+		rc = engine_send(e, &m);
+	if (!rc)
+		rc = engine_expect(e, WIRE_WELCOME, &w, SESSION_HANDSHAKE_MS);
+	if (rc)
+		return rc;
+	if (w.u.welcome.status)
+		return engine_fail(
+			e,
+			w.u.welcome.status == -EOPNOTSUPP ? XFER_FAIL_PROTOCOL
+							  : XFER_FAIL_REMOTE_IO,
+			w.u.welcome.status, "%s refused the session: %s",
+			e->c->peer, w.u.welcome.msg);
+	*features = w.u.welcome.features;
+	rc = client_auth(e, o, &m.u.hello, &w.u.welcome);
+	if (!rc && o->encrypt) {
+		rc = auth_data_key(o->key, &m.u.hello, w.u.welcome.nonce, key);
+		if (rc)
+			return engine_fail(e, XFER_FAIL_INTERNAL, rc,
+					   "cannot derive the session key");
+	}
+	if (!rc)
+		rc = session_rings(e, o->pull);
+	return rc;
+}
+
+/*
+ * A pull's DEST, on this host: an existing directory (or one named with a
+ * trailing '/', made if needed) receives inside; otherwise DEST is the new
+ * name of the only SRC.
+ */
+static int local_target(const struct xfer_opts *o, struct sink_target *t,
+			struct engine *e)
+{
+	char dest[4096];
+	size_t len;
+	char *slash;
+	int rc;
+
+	snprintf(dest, sizeof(dest), "%s", o->dest && *o->dest ? o->dest : ".");
+	snprintf(t->shown, sizeof(t->shown), "%s", dest);
+	len = strlen(dest);
+	while (len > 1 && dest[len - 1] == '/') {
+		dest[--len] = '\0';
+		rc = path_mkdirs_local(dest, 0755);
+		if (rc)
+			return engine_fail(e, XFER_FAIL_LOCAL_IO, rc,
+					   "cannot create directory '%s': %s",
+					   dest, strerror(-rc));
+	}
+	t->shown[len] = '\0';
+	t->dirfd = open(dest, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	t->is_dir = t->dirfd >= 0;
+	if (t->is_dir)
+		return 0;
+	if (errno != ENOENT && errno != ENOTDIR)
+		return engine_fail(e, XFER_FAIL_LOCAL_IO, -errno,
+				   "cannot use '%s': %s", dest,
+				   strerror(errno));
+	if (o->nsrcs > 1)
+		return engine_fail(e, XFER_FAIL_USAGE, -ENOTDIR,
+				   "'%s' is not a directory (several sources "
+				   "need one; end it with '/' to create it)",
+				   dest);
+	slash = strrchr(dest, '/');
+	snprintf(t->name, sizeof(t->name), "%.255s", slash ? slash + 1 : dest);
+	if (slash)
+		*slash = '\0';
+	t->dirfd = open(slash ? (*dest ? dest : "/") : ".",
+			O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (t->dirfd < 0)
+		return engine_fail(e, XFER_FAIL_LOCAL_IO, -errno,
+				   "cannot use '%s': %s", o->dest,
+				   strerror(errno));
+	return 0;
+}
+
+static struct session_params client_params(const struct xfer_opts *o,
+					   const uint8_t *key)
+{
+	struct session_params p = {
+		.flags = hello_flags(o),
+		.csum = o->csum,
+		.level = o->compress,
+		.data_key = o->encrypt ? key : NULL,
+	};
+
+	return p;
+}
+
+enum xfer_fail session_client(const struct xfer_opts *o, struct cm_conn *c,
+			      struct xfer_stats *st)
+{
+	struct sink_target t = { .dirfd = -1 };
+	uint8_t key[AEAD_KEY_LEN];
+	uint32_t features = 0;
+	struct engine e;
+	enum xfer_fail v;
+	double t0 = clock_now_s();
+	mode_t um;
+	int rc;
+
+	rc = engine_init(&e, c, o);
+	if (rc)
+		return XFER_FAIL_RESOURCE;
+	rc = client_handshake(&e, o, key, &features);
+	if (!rc && o->pull) {
+		um = umask(022);
+		umask(um);
+		t.umask = um;
+		t.p = client_params(o, key);
+		rc = local_target(o, &t, &e);
+		if (!rc)
+			sink_run(&e, &t, st);
+	} else if (!rc) {
+		struct source_cfg cfg = {
+			.srcs = o->srcs,
+			.nsrcs = o->nsrcs,
+			.rootfd = -1,
+			.bwlimit = o->bwlimit,
+			.p = client_params(o, key),
+		};
+
+		cfg.p.pack = features & WIRE_FEAT_PACK;
+		source_run(&e, &cfg, st);
+	}
+	OPENSSL_cleanse(key, sizeof(key));
+	st->seconds = clock_now_s() - t0;
+	snprintf(st->peer, sizeof(st->peer), "%s", c->peer);
+	if (e.fail)
+		snprintf(st->error, sizeof(st->error), "%s", e.why);
+	engine_tell_peer(&e);
+	v = session_verdict(&e, st);
+	engine_release(&e);
+	if (t.dirfd >= 0)
+		close(t.dirfd);
+	return v;
+}
+
+enum xfer_fail xfer_copy(const struct xfer_opts *o, struct xfer_stats *st)
+{
+	struct cm_geom geom = {
+		.ctrl_size = WIRE_CTRL_SIZE,
+		.ctrl_credits = WIRE_CTRL_CREDITS,
+		.slots = o->window,
+		.slot_size = o->chunk_size + WIRE_SLOT_HDR,
+	};
+	struct cm_timeouts to = session_timeouts(o);
+	struct cm_conn *c;
+	enum xfer_fail v;
+	char sz[32];
+	int rc;
+
+	memset(st, 0, sizeof(*st));
+	rc = cm_connect(&o->addr, &geom, &to, &c);
+	if (rc)
+		return session_connect_fail(rc);
+	snprintf(st->transport, sizeof(st->transport), "%s",
+		 c->transport ? c->transport : "?");
+	snprintf(st->device, sizeof(st->device), "%s", c->dev);
+	log_info("ring: %u slots of %s on %s", c->geom.slots,
+		 units_format_size(c->geom.slot_size - WIRE_SLOT_HDR, sz,
+				   sizeof(sz)),
+		 c->dev);
+	v = session_client(o, c, st);
+	cm_conn_destroy(c);
+	return v;
+}
