@@ -18,6 +18,7 @@
 
 #include "transfer/auth.h"
 #include "transfer/role.h"
+#include "transfer/place.h"
 #include "transfer/session.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -130,57 +131,6 @@ static int client_handshake(struct engine *e, const struct xfer_opts *o,
 	return rc;
 }
 
-/*
- * A pull's DEST, on this host: an existing directory (or one named with a
- * trailing '/', made if needed) receives inside; otherwise DEST is the new
- * name of the only SRC.
- */
-static int local_target(const struct xfer_opts *o, struct sink_target *t,
-			struct engine *e)
-{
-	char dest[4096];
-	size_t len;
-	char *slash;
-	int rc;
-
-	snprintf(dest, sizeof(dest), "%s", o->dest && *o->dest ? o->dest : ".");
-	snprintf(t->shown, sizeof(t->shown), "%s", dest);
-	len = strlen(dest);
-	while (len > 1 && dest[len - 1] == '/') {
-		dest[--len] = '\0';
-		rc = path_mkdirs_local(dest, 0755);
-		if (rc)
-			return engine_fail(e, XFER_FAIL_LOCAL_IO, rc,
-					   "cannot create directory '%s': %s",
-					   dest, strerror(-rc));
-	}
-	t->shown[len] = '\0';
-	t->dirfd = open(dest, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	t->is_dir = t->dirfd >= 0;
-	if (t->is_dir)
-		return 0;
-	if (errno != ENOENT && errno != ENOTDIR)
-		return engine_fail(e, XFER_FAIL_LOCAL_IO, -errno,
-				   "cannot use '%s': %s", dest,
-				   strerror(errno));
-	if (o->nsrcs > 1)
-		return engine_fail(e, XFER_FAIL_USAGE, -ENOTDIR,
-				   "'%s' is not a directory (several sources "
-				   "need one; end it with '/' to create it)",
-				   dest);
-	slash = strrchr(dest, '/');
-	snprintf(t->name, sizeof(t->name), "%.255s", slash ? slash + 1 : dest);
-	if (slash)
-		*slash = '\0';
-	t->dirfd = open(slash ? (*dest ? dest : "/") : ".",
-			O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (t->dirfd < 0)
-		return engine_fail(e, XFER_FAIL_LOCAL_IO, -errno,
-				   "cannot use '%s': %s", o->dest,
-				   strerror(errno));
-	return 0;
-}
-
 static struct session_params client_params(const struct xfer_opts *o,
 					   const uint8_t *key)
 {
@@ -198,6 +148,7 @@ enum xfer_fail session_client(const struct xfer_opts *o, struct cm_conn *c,
 			      struct xfer_stats *st)
 {
 	struct sink_target t = { .dirfd = -1 };
+	char why[WIRE_MSG_MAX + 1];
 	uint8_t key[AEAD_KEY_LEN];
 	uint32_t features = 0;
 	struct engine e;
@@ -215,8 +166,14 @@ enum xfer_fail session_client(const struct xfer_opts *o, struct cm_conn *c,
 		umask(um);
 		t.umask = um;
 		t.p = client_params(o, key);
-		rc = local_target(o, &t, &e);
-		if (!rc)
+		rc = place_target_local(o->dest, o->nsrcs, &t, why,
+					sizeof(why));
+		if (rc)
+			engine_fail(&e,
+				    rc == -ENOTDIR ? XFER_FAIL_USAGE
+						   : XFER_FAIL_LOCAL_IO,
+				    rc, "%s", why);
+		else
 			sink_run(&e, &t, st);
 	} else if (!rc) {
 		struct source_cfg cfg = {

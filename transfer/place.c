@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "transfer/place.h"
+#include "util/path.h"
 
 mode_t place_mode(uint32_t mode, bool preserve, mode_t umask)
 {
@@ -176,4 +177,138 @@ int place_open_regular(int dirfd, const char *name)
 		return fd;
 	close(fd);
 	return -EINVAL;
+}
+
+/* DEST's last component into t->name, its directory's fd in t->dirfd. */
+static int open_parent_of(int rootfd, char *dest, struct sink_target *t)
+{
+	char *slash = strrchr(dest, '/');
+
+	t->is_dir = false;
+	snprintf(t->name, sizeof(t->name), "%.255s", slash ? slash + 1 : dest);
+	if (!slash) {
+		t->dirfd =
+			openat(rootfd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		return t->dirfd < 0 ? -errno : 0;
+	}
+	*slash = '\0';
+	t->dirfd = path_open_beneath(rootfd, dest, O_PATH | O_DIRECTORY, 0);
+	*slash = '/';
+	return t->dirfd < 0 ? t->dirfd : 0;
+}
+
+int place_target_beneath(int rootfd, const char *dest, bool dest_dir,
+			 struct sink_target *t, char *why, size_t whysz)
+{
+	char rel[PATH_PEER_MAX + 2];
+	size_t len = strlen(dest);
+	bool dir;
+	int rc;
+
+	snprintf(t->shown, sizeof(t->shown), "%s", dest);
+	if (len > PATH_PEER_MAX) {
+		snprintf(why, whysz, "DEST is longer than %u bytes: refused",
+			 PATH_PEER_MAX);
+		return -ENAMETOOLONG;
+	}
+	memcpy(rel, dest, len + 1);
+	path_normalize_peer(rel, &dir);
+	len = strlen(rel);
+	snprintf(t->shown, sizeof(t->shown), "%s", rel);
+	rc = path_check_relative(rel, len, true);
+	if (rc) {
+		snprintf(why, whysz,
+			 "DEST '%s' is not a path inside the receiver's root: "
+			 "refused (name one beneath it, such as 'dir/' or '.')",
+			 dest);
+		return -EPERM;
+	}
+	if (len && dir) {
+		rc = path_mkdirs_beneath(rootfd, rel, 0755);
+		if (rc) {
+			snprintf(why, whysz, "cannot create directory '%s': %s",
+				 rel, strerror(-rc));
+			return rc;
+		}
+	}
+	t->is_dir = true;
+	t->dirfd = len ? path_open_beneath(rootfd, rel, O_PATH | O_DIRECTORY, 0)
+		       : openat(rootfd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (t->dirfd >= 0)
+		return 0;
+	rc = len ? t->dirfd : -errno;
+	if ((rc == -ENOTDIR || rc == -ENOENT) && !dest_dir && !dir) {
+		/* A file name: its directory must exist. */
+		rc = open_parent_of(rootfd, rel, t);
+		if (rc)
+			snprintf(why, whysz, "cannot use '%s': %s", dest,
+				 strerror(-rc));
+		return rc;
+	}
+	if (rc == -ENOTDIR || rc == -ENOENT) {
+		snprintf(why, whysz,
+			 "DEST '%s' is not a directory (several files need "
+			 "one; end it with '/' to create it)",
+			 dest);
+		return -ENOTDIR;
+	}
+	snprintf(why, whysz, "cannot use DEST '%s': %s", dest, strerror(-rc));
+	return rc;
+}
+
+bool place_target_refused(int rc)
+{
+	return rc == -EPERM || rc == -ENOTDIR || rc == -ENAMETOOLONG;
+}
+
+int place_target_local(const char *dest, size_t nsrcs, struct sink_target *t,
+		       char *why, size_t whysz)
+{
+	char path[4096], *slash;
+	size_t len;
+	int rc;
+
+	dest = dest && *dest ? dest : ".";
+	snprintf(path, sizeof(path), "%s", dest);
+	snprintf(t->shown, sizeof(t->shown), "%s", path);
+	len = strlen(path);
+	while (len > 1 && path[len - 1] == '/') {
+		path[--len] = '\0';
+		rc = path_mkdirs_local(path, 0755);
+		if (rc) {
+			snprintf(why, whysz, "cannot create directory '%s': %s",
+				 path, strerror(-rc));
+			return rc;
+		}
+	}
+	t->shown[len] = '\0';
+	t->dirfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	t->is_dir = t->dirfd >= 0;
+	if (t->is_dir)
+		return 0;
+	if (errno != ENOENT && errno != ENOTDIR) {
+		rc = -errno;
+		snprintf(why, whysz, "cannot use '%s': %s", path,
+			 strerror(-rc));
+		return rc;
+	}
+	if (nsrcs > 1) {
+		snprintf(why, whysz,
+			 "'%s' is not a directory (several sources need one; "
+			 "end it with '/' to create it)",
+			 path);
+		return -ENOTDIR;
+	}
+	/* The user's own path: symlinks and ".." are theirs to use. */
+	slash = strrchr(path, '/');
+	snprintf(t->name, sizeof(t->name), "%.255s", slash ? slash + 1 : path);
+	if (slash)
+		*slash = '\0';
+	t->dirfd = open(slash ? (*path ? path : "/") : ".",
+			O_PATH | O_DIRECTORY | O_CLOEXEC);
+	rc = t->dirfd < 0 ? -errno : 0;
+	if (rc)
+		snprintf(why, whysz, "cannot use '%s': %s", dest,
+			 strerror(-rc));
+	return rc;
 }

@@ -16,6 +16,8 @@
 #include <sys/types.h>
 #include <time.h>
 
+#include "transfer/role.h"
+
 /*
  * The mode a placed entry gets from the peer's mode bits: with preserve
  * (-p) all permission bits but setuid and setgid, else the rwx bits less
@@ -107,5 +109,36 @@ int place_check_space(int fd, uint64_t size, uint64_t *avail);
  * -errno (-ENOENT: nothing there; -EINVAL: not a regular file).
  */
 int place_open_regular(int dirfd, const char *name);
+
+/*
+ * A receiver's DEST, beneath its root rootfd, into t (dirfd, is_dir,
+ * name, shown). dest is as the client typed it: "." and "./x" are paths
+ * inside the root, a leading '/' is the root itself (as an rsync module
+ * path). An existing directory, or one named as such (a trailing '/' or
+ * "." or dest_dir: several files), made if missing, receives inside;
+ * otherwise DEST is the new name of the only file, in a directory that
+ * must exist. 0, or -errno with one line in why (whysz bytes).
+ */
+int place_target_beneath(int rootfd, const char *dest, bool dest_dir,
+			 struct sink_target *t, char *why, size_t whysz)
+	__attribute__((warn_unused_result));
+
+/*
+ * Whether a place_target_beneath failure is a refusal of the name itself
+ * (a path outside the root, or a file name where a directory is needed),
+ * not a failure of the file system.
+ */
+bool place_target_refused(int rc);
+
+/*
+ * A pull's DEST on this host (NULL or "": the current directory), into t:
+ * an existing directory (or one named with a trailing '/', made if
+ * needed) receives inside; otherwise DEST is the new name of the only
+ * SRC. 0, or -errno with one line in why: -ENOTDIR when nsrcs > 1 and
+ * DEST is no directory.
+ */
+int place_target_local(const char *dest, size_t nsrcs, struct sink_target *t,
+		       char *why, size_t whysz)
+	__attribute__((warn_unused_result));
 
 #endif

@@ -22,6 +22,7 @@
 
 #include "transfer/auth.h"
 #include "transfer/role.h"
+#include "transfer/place.h"
 #include "transfer/session.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -110,77 +111,6 @@ static bool penalty_holds(struct server *srv, const char *peer)
 	return held;
 }
 
-/* Resolves DEST beneath the root; 0 or -errno with *why filled. */
-static int resolve_target(struct server *srv, const struct wire_hello *h,
-			  struct sink_target *t, char *why, size_t whysz)
-{
-	const char *path = wire_hello_path(h, 0);
-	char dest[WIRE_PATHS_MAX];
-	size_t len = strlen(path);
-	int rc;
-
-	snprintf(dest, sizeof(dest), "%s", path);
-	snprintf(t->shown, sizeof(t->shown), "%s", dest);
-	rc = path_check_relative(dest, len, true);
-	if (rc) {
-		snprintf(why, whysz,
-			 "DEST '%s' is not a path inside the "
-			 "receiver's root: refused",
-			 dest);
-		return rc;
-	}
-	if (len && dest[len - 1] == '/') {
-		dest[--len] = '\0';
-		t->shown[len] = '\0';
-		rc = path_mkdirs_beneath(srv->rootfd, dest, 0755);
-		if (rc) {
-			snprintf(why, whysz, "cannot create directory '%s': %s",
-				 dest, strerror(-rc));
-			return rc;
-		}
-	}
-	t->is_dir = true;
-	t->dirfd = len ? path_open_beneath(srv->rootfd, dest,
-					   O_PATH | O_DIRECTORY, 0)
-		       : openat(srv->rootfd, ".",
-				O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (t->dirfd >= 0)
-		return 0;
-	rc = len ? t->dirfd : -errno;
-	if ((rc == -ENOTDIR || rc == -ENOENT) &&
-	    !(h->flags & WIRE_HELLO_DEST_DIR)) {
-		/* A file name: its directory must exist. */
-		char *slash = strrchr(dest, '/');
-		const char *base = slash ? slash + 1 : dest;
-
-		t->is_dir = false;
-		snprintf(t->name, sizeof(t->name), "%.255s", base);
-		if (slash) {
-			*slash = '\0';
-			t->dirfd = path_open_beneath(srv->rootfd, dest,
-						     O_PATH | O_DIRECTORY, 0);
-		} else {
-			t->dirfd = openat(srv->rootfd, ".",
-					  O_PATH | O_DIRECTORY | O_CLOEXEC);
-		}
-		if (t->dirfd >= 0)
-			return 0;
-		rc = t->dirfd;
-		snprintf(why, whysz, "cannot use '%s': %s", path,
-			 strerror(-rc));
-		return rc;
-	}
-	if (rc == -ENOTDIR || rc == -ENOENT)
-		snprintf(why, whysz,
-			 "DEST '%s' is not a directory (several "
-			 "files need one; end it with '/' to create it)",
-			 path);
-	else
-		snprintf(why, whysz, "cannot use DEST '%s': %s", path,
-			 strerror(-rc));
-	return rc;
-}
-
 static int server_auth(struct server *srv, struct engine *e,
 		       const struct wire_hello *h,
 		       uint8_t nonce[WIRE_NONCE_LEN])
@@ -242,23 +172,43 @@ static uint64_t slower(uint64_t a, uint64_t b)
 	return !a ? b : !b ? a : a < b ? a : b;
 }
 
-/* A pull's SRCs: each a path inside the root. */
-static int check_sources(const struct wire_hello *h, char *why, size_t whysz)
+/*
+ * A pull's SRCs as the client typed them, each made a path inside the root
+ * (path_normalize_peer: "./x" and "/x" are "x") and copied into buf
+ * (WIRE_PATHS_MAX bytes: no path grows), srcs[i] pointing at each. 0, or
+ * -errno with why filled: -EPERM for a SRC outside the root, or the root
+ * itself.
+ */
+static int check_sources(const struct wire_hello *h, char *buf,
+			 const char **srcs, char *why, size_t whysz)
 {
+	size_t off = 0;
+
 	if (!h->npaths) {
 		snprintf(why, whysz, "nothing to send: no source named");
 		return -EINVAL;
 	}
 	for (unsigned int i = 0; i < h->npaths; i++) {
 		const char *p = wire_hello_path(h, i);
+		char *n = buf + off;
+		size_t len = strlen(p);
+		bool dir;
 
-		if (path_check_relative(p, strlen(p), false)) {
+		memcpy(n, p, len + 1);
+		path_normalize_peer(n, &dir);
+		len = strlen(n);
+		if (len && dir)
+			n[len++] = '/', n[len] = '\0';
+		if (!len || path_check_relative(n, len, false)) {
 			snprintf(why, whysz,
 				 "source '%s' is not a path inside the "
-				 "receiver's root: refused",
+				 "receiver's root: refused (name a file or "
+				 "directory beneath it)",
 				 p);
 			return -EPERM;
 		}
+		srcs[i] = n;
+		off += len + 1;
 	}
 	return 0;
 }
@@ -311,7 +261,8 @@ static enum xfer_fail serve_conn(struct server *srv, struct cm_conn *c)
 {
 	struct sink_target t = { .dirfd = -1 };
 	struct xfer_stats st = { 0 };
-	const char *srcs[WIRE_PATHS_MAX / 2];
+	const char **srcs = NULL; /* a pull's SRCs, in srcbuf */
+	char *srcbuf = NULL;
 	struct session_params p = { 0 };
 	struct wire_hello *h = NULL;
 	uint8_t key[AEAD_KEY_LEN];
@@ -332,27 +283,38 @@ static enum xfer_fail serve_conn(struct server *srv, struct cm_conn *c)
 	} else if (h->role == WIRE_PUSH) {
 		t.p = p;
 		t.umask = srv->umask;
-		rc = resolve_target(srv, h, &t, why, sizeof(why));
+		rc = place_target_beneath(srv->rootfd, wire_hello_path(h, 0),
+					  h->flags & WIRE_HELLO_DEST_DIR, &t,
+					  why, sizeof(why));
 		if (rc)
-			engine_fail(&e, XFER_FAIL_LOCAL_IO, rc, "%s: %s",
-				    c->peer, why);
+			engine_fail(&e,
+				    place_target_refused(rc)
+					    ? XFER_FAIL_USAGE
+					    : XFER_FAIL_LOCAL_IO,
+				    rc, "%s: %s", c->peer, why);
 		else if (!session_rings(&e, true))
 			sink_run(&e, &t, &st);
 	} else {
 		struct source_cfg cfg = {
-			.srcs = srcs,
 			.nsrcs = h->npaths,
 			.rootfd = srv->rootfd,
 			.bwlimit = slower(srv->o->bwlimit, h->bwlimit),
 			.p = p,
 		};
 
-		for (unsigned int i = 0; i < h->npaths; i++)
-			srcs[i] = wire_hello_path(h, i);
-		rc = check_sources(h, why, sizeof(why));
+		srcs = calloc(h->npaths ? h->npaths : 1, sizeof(*srcs));
+		srcbuf = malloc(WIRE_PATHS_MAX);
+		cfg.srcs = srcs;
+		rc = srcs && srcbuf
+			     ? check_sources(h, srcbuf, srcs, why, sizeof(why))
+			     : -ENOMEM;
 		if (rc)
-			engine_fail(&e, XFER_FAIL_LOCAL_IO, rc, "%s: %s",
-				    c->peer, why);
+			engine_fail(&e,
+				    rc == -ENOMEM  ? XFER_FAIL_RESOURCE
+				    : rc == -EPERM ? XFER_FAIL_USAGE
+						   : XFER_FAIL_LOCAL_IO,
+				    rc, "%s: %s", c->peer,
+				    rc == -ENOMEM ? "out of memory" : why);
 		else if (!session_rings(&e, false))
 			source_run(&e, &cfg, &st);
 	}
@@ -366,6 +328,8 @@ static enum xfer_fail serve_conn(struct server *srv, struct cm_conn *c)
 			 units_format_size(st.bytes, sz, sizeof(sz)),
 			 clock_now_s() - t0);
 	engine_release(&e);
+	free(srcs);
+	free(srcbuf);
 	free(h);
 	if (t.dirfd >= 0)
 		close(t.dirfd);

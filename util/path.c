@@ -132,6 +132,30 @@ static int path_open_walk(int rootfd, const char *rel, int flags, mode_t mode)
 	return fd;
 }
 
+void path_normalize_peer(char *p, bool *dir)
+{
+	size_t in = 0, out = 0, len = strlen(p);
+
+	*dir = len == 0 || p[len - 1] == '/';
+	while (in < len) {
+		size_t n = strcspn(p + in, "/");
+
+		if (n == 1 && p[in] == '.') {
+			if (in + n == len)
+				*dir = true; /* "sub/." names sub itself */
+		} else if (n) {
+			if (out)
+				p[out++] = '/';
+			memmove(p + out, p + in, n);
+			out += n;
+		}
+		in += n + 1;
+	}
+	p[out] = '\0';
+	if (!out)
+		*dir = true;
+}
+
 int path_open_beneath(int rootfd, const char *rel, int flags, mode_t mode)
 {
 	int ret;

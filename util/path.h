@@ -26,6 +26,17 @@ int path_check_relative(const char *p, size_t len, bool allow_empty)
 	__attribute__((warn_unused_result));
 
 /*
+ * Rewrites, in place, a path a user typed for a peer's root the way scp
+ * and rsync users type them: a leading '/' (the root itself, as an rsync
+ * module path), "." components and empty ones are dropped, so "./a//b/."
+ * becomes "a/b" and "/" or "." becomes "". *dir is set when the path
+ * named a directory by its form alone: a trailing '/' or "." component,
+ * or nothing left (the root). ".." is kept, for path_check_relative to
+ * refuse.
+ */
+void path_normalize_peer(char *p, bool *dir);
+
+/*
  * openat beneath rootfd; rel must have passed path_check_relative. No
  * symlink is followed in any component. flags/mode as openat(2) (O_CLOEXEC
  * is added). Returns an fd or a negative errno (-EXDEV/-ELOOP when the path

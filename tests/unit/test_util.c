@@ -590,6 +590,46 @@ static void test_log(void)
 	log_set_level(LOG_WARN);
 }
 
+/* DEST and SRC as people type them for a receiver's root. */
+static void test_normalize_peer(void)
+{
+	static const struct {
+		const char *in, *out;
+		bool dir;
+	} cases[] = {
+		{ "", "", true },
+		{ ".", "", true },
+		{ "./", "", true },
+		{ "/", "", true },
+		{ "//", "", true },
+		{ "./sub/", "sub", true },
+		{ "sub/.", "sub", true },
+		{ "sub/./", "sub", true },
+		{ "./x", "x", false },
+		{ "/a/b", "a/b", false },
+		{ "a//b", "a/b", false },
+		{ "a/./b/", "a/b", true },
+		{ "../x", "../x", false },
+		{ "a/..", "a/..", false },
+		{ ".hidden", ".hidden", false },
+		{ "a/.b/", "a/.b", true },
+		{ "...", "...", false },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char p[64];
+		bool dir;
+
+		snprintf(p, sizeof(p), "%s", cases[i].in);
+		path_normalize_peer(p, &dir);
+		if (strcmp(p, cases[i].out) || dir != cases[i].dir)
+			printf("#   '%s' -> '%s' dir %d\n", cases[i].in, p,
+			       dir);
+		CHECK(!strcmp(p, cases[i].out));
+		CHECK_EQ(dir, cases[i].dir);
+	}
+}
+
 /* workq: a worker runs fn, then the owner runs after, in push order. */
 struct wq_probe {
 	struct workq_item item;
@@ -651,4 +691,4 @@ TAP_RUN(TAP_TEST(test_crc32_vector), TAP_TEST(test_crc32_combine),
 	TAP_TEST(test_mkdirs_beneath), TAP_TEST(test_basename),
 	TAP_TEST(test_join), TAP_TEST(test_units_parse),
 	TAP_TEST(test_units_format), TAP_TEST(test_clock), TAP_TEST(test_log),
-	TAP_TEST(test_workq_after))
+	TAP_TEST(test_workq_after), TAP_TEST(test_normalize_peer))
