@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The connection calls of cm.h, dispatched to the RDMA transport
- * (verbs.c) or the TCP one (tcp.c) by addr->transport. AUTO on a client:
+ * (rdma_cm.c) or the TCP one (tcp.c) by addr->transport. AUTO on a client:
  * RDMA when rdma_cm resolves the peer to an RDMA device, otherwise TCP,
  * with one notice saying why. AUTO on a receiver: both listeners on the
  * same port number, TCP alone (after a notice) when the host has no RDMA.
