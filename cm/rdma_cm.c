@@ -6,7 +6,7 @@
  * and the silent probe that picks RDMA or TCP for AUTO. The verbs
  * resources of a connection are built by vconn_build() (cm/verbs.c) once
  * the cm_id has its device; --device and --gid-index become a source
- * address that makes rdma_cm use that device.
+ * address through cm/device.c.
  *
  * rdma_* return -1 and set errno; every function below returns 0 or a
  * negative errno and logs the root cause where it is known. Every wait on
@@ -14,20 +14,18 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <ifaddrs.h>
-#include <net/if.h>
 #include <netdb.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
 #include "cm/cm.h"
 #include "cm/cm_int.h"
+#include "cm/device.h"
 #include "cm/verbs_int.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -77,177 +75,6 @@ static void conn_param_init(struct rdma_conn_param *p, const uint8_t *pd)
 	p->responder_resources = 0;
 }
 
-/* ---- --device: pin the RDMA device through the source address ---- */
-
-/*
- * rdma_cm picks the device from the addresses; to use a given device,
- * resolve from an address of one of its netdevs (the GID table names them
- * for RoCE; sysfs for IPoIB). Fills out with such an address of family
- * (AF_UNSPEC: any), port 0. Returns 0, or -ENODEV with why filled.
- */
-static int device_addr(const char *dev, int family,
-		       struct sockaddr_storage *out, char *why, size_t whysz)
-{
-	unsigned int ifidx[64];
-	int nif = 0, n = 0, rc = -ENODEV;
-	struct ibv_device **list = ibv_get_device_list(&n);
-	struct ibv_context *ctx = NULL;
-	struct ifaddrs *ifa = NULL;
-	char have[256] = "";
-
-	for (int i = 0; list && i < n; i++) {
-		const char *name = ibv_get_device_name(list[i]);
-
-		if (!strcmp(name, dev))
-			ctx = ibv_open_device(list[i]);
-		snprintf(have + strlen(have), sizeof(have) - strlen(have),
-			 "%s%s", have[0] ? ", " : "", name);
-	}
-	if (list)
-		ibv_free_device_list(list);
-	if (!ctx) {
-		snprintf(why, whysz, "no RDMA device named '%s' here (%s%s)",
-			 dev, have[0] ? "have: " : "none at all", have);
-		return -ENODEV;
-	}
-	{
-		struct ibv_device_attr da;
-
-		if (ibv_query_device(ctx, &da) == 0)
-			for (uint8_t p = 1; p <= da.phys_port_cnt; p++) {
-				struct ibv_port_attr pa;
-
-				if (ibv_query_port(ctx, p, &pa))
-					continue;
-				for (int g = 0; g < pa.gid_tbl_len && nif < 64;
-				     g++) {
-					struct ibv_gid_entry e;
-
-					if (!ibv_query_gid_ex(ctx, p,
-							      (uint32_t)g, &e,
-							      0) &&
-					    e.ndev_ifindex)
-						ifidx[nif++] = e.ndev_ifindex;
-				}
-			}
-	}
-	ibv_close_device(ctx);
-	if (getifaddrs(&ifa) == 0) {
-		for (struct ifaddrs *a = ifa; a && rc; a = a->ifa_next) {
-			unsigned int idx;
-			char sysfs[300];
-
-			if (!a->ifa_addr ||
-			    (a->ifa_addr->sa_family != AF_INET &&
-			     a->ifa_addr->sa_family != AF_INET6) ||
-			    (family != AF_UNSPEC &&
-			     a->ifa_addr->sa_family != family))
-				continue;
-			idx = if_nametoindex(a->ifa_name);
-			snprintf(sysfs, sizeof(sysfs),
-				 "/sys/class/infiniband/%s/device/net/%s", dev,
-				 a->ifa_name);
-			for (int i = 0; i < nif && rc; i++)
-				if (ifidx[i] == idx)
-					rc = 0;
-			if (rc && access(sysfs, F_OK) == 0)
-				rc = 0;
-			if (!rc) {
-				memset(out, 0, sizeof(*out));
-				memcpy(out, a->ifa_addr,
-				       a->ifa_addr->sa_family == AF_INET
-					       ? sizeof(struct sockaddr_in)
-					       : sizeof(struct sockaddr_in6));
-			}
-		}
-		freeifaddrs(ifa);
-	}
-	if (rc)
-		snprintf(why, whysz,
-			 "RDMA device '%s' has no %saddress on its network "
-			 "interface (give it one: ip addr add ADDR dev NETDEV)",
-			 dev,
-			 family == AF_INET6  ? "IPv6 "
-			 : family == AF_INET ? "IPv4 "
-					     : "");
-	return rc;
-}
-
-/*
- * --gid-index: the IP address held in GID gid of dev (the first port that
- * has such an index), so that rdma_cm resolves from it and uses that GID.
- */
-static int gid_addr(const char *dev, int gid, struct sockaddr_storage *out,
-		    uint8_t raw[16], char *why, size_t whysz)
-{
-	static const uint8_t v4mapped[12] = { 0, 0, 0, 0, 0,	0,
-					      0, 0, 0, 0, 0xff, 0xff };
-	static const uint8_t zero[16];
-	int n = 0, rc = -ENODEV;
-	struct ibv_device **list = ibv_get_device_list(&n);
-	struct ibv_context *ctx = NULL;
-	struct ibv_device_attr da;
-	struct ibv_gid_entry e;
-
-	for (int i = 0; list && i < n && !ctx; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), dev))
-			ctx = ibv_open_device(list[i]);
-	if (list)
-		ibv_free_device_list(list);
-	if (!ctx) {
-		snprintf(why, whysz, "no RDMA device named '%s' here", dev);
-		return -ENODEV;
-	}
-	snprintf(why, whysz,
-		 "'%s' has no GID %d holding an address (see rdcp --check)",
-		 dev, gid);
-	if (ibv_query_device(ctx, &da) == 0)
-		for (uint8_t p = 1; p <= da.phys_port_cnt && rc; p++)
-			if (!ibv_query_gid_ex(ctx, p, (uint32_t)gid, &e, 0) &&
-			    memcmp(e.gid.raw, zero, 16))
-				rc = 0;
-	ibv_close_device(ctx);
-	if (rc)
-		return rc;
-	memcpy(raw, e.gid.raw, 16);
-	memset(out, 0, sizeof(*out));
-	if (!memcmp(e.gid.raw, v4mapped, 12)) {
-		struct sockaddr_in *sin = (struct sockaddr_in *)out;
-
-		sin->sin_family = AF_INET;
-		memcpy(&sin->sin_addr, e.gid.raw + 12, 4);
-	} else {
-		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)out;
-
-		sin6->sin6_family = AF_INET6;
-		memcpy(&sin6->sin6_addr, e.gid.raw, 16);
-		if (e.gid.raw[0] == 0xfe && (e.gid.raw[1] & 0xc0) == 0x80)
-			sin6->sin6_scope_id = e.ndev_ifindex;
-	}
-	return 0;
-}
-
-/* The source address that pins --device (and --gid-index). */
-static int pinned_addr(const struct cm_addr *addr, int family,
-		       struct sockaddr_storage *out, uint8_t gid[16], char *why,
-		       size_t whysz)
-{
-	int rc;
-
-	if (addr->gid_index < 0)
-		return device_addr(addr->device, family, out, why, whysz);
-	rc = gid_addr(addr->device, addr->gid_index, out, gid, why, whysz);
-	if (!rc && family != AF_UNSPEC && out->ss_family != family) {
-		snprintf(why, whysz,
-			 "GID %d of '%s' holds an %s address, the peer is %s",
-			 addr->gid_index, addr->device,
-			 out->ss_family == AF_INET ? "IPv4" : "IPv6",
-			 family == AF_INET ? "IPv4" : "IPv6");
-		rc = -EAFNOSUPPORT;
-	}
-	return rc;
-}
-
 /*
  * -v: which port, GID and MTU the connection uses, the facts to compare
  * with rdcp --check when a host has several devices.
@@ -275,9 +102,7 @@ static void log_path(struct vconn *v, const char *what)
 	log_info("%s %s through %s port %u, GID %d (%s), active MTU %d, "
 		 "link %s",
 		 what, v->base.peer, v->base.dev, v->id->port_num, idx, gs,
-		 128 << pa.active_mtu,
-		 pa.link_layer == IBV_LINK_LAYER_ETHERNET ? "Ethernet (RoCE)"
-							  : "InfiniBand");
+		 128 << pa.active_mtu, cm_link_layer_str(pa.link_layer));
 }
 
 /* ---- active side ---- */
@@ -407,8 +232,8 @@ int cm_rdma_connect(const struct cm_addr *addr, const struct cm_geom *want,
 	if (addr->device) {
 		char why[300];
 
-		rc = pinned_addr(addr, ai->ai_family, &src, gid, why,
-				 sizeof(why));
+		rc = cm_device_pinned_addr(addr, ai->ai_family, &src, gid, why,
+					   sizeof(why));
 		if (rc) {
 			log_err("cannot connect to %s: %s", v->base.peer, why);
 			goto out_free;
@@ -587,7 +412,8 @@ int cm_rdma_listen(const struct cm_addr *addr, bool quiet,
 			     : addr->family == CM_AF_INET ? AF_INET
 							  : AF_UNSPEC;
 		uint8_t gid[16];
-		int rc = pinned_addr(addr, family, &ss, gid, why, sizeof(why));
+		int rc = cm_device_pinned_addr(addr, family, &ss, gid, why,
+					       sizeof(why));
 
 		if (rc) {
 			log_err("cannot listen: %s", why);
