@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Private to cm/: what the RDMA transport (rdma_cm.c, verbs.c), the TCP
- * transport (tcp.c) and the dispatcher (transport.c) share. Nothing outside
- * cm/ includes this.
+ * transport (tcp_conn.c, tcp.c) and the dispatcher (transport.c) share.
+ * Nothing outside cm/ includes this.
  *
  * Both transports open a connection with the same 24-byte blob (the RC
  * private data over rdma_cm; the first bytes each way over TCP), so a
