@@ -71,7 +71,12 @@ struct cm_request {
 	int fd;
 };
 
-/* cm/rdma_cm.c: the rdma_cm halves of the calls in cm.h. */
+/*
+ * cm/rdma_cm.c: the rdma_cm halves of the calls in cm.h, each returning
+ * and logging as its cm.h counterpart does (cm_listen, cm_listener_get,
+ * cm_accept, cm_reject, cm_connect); the listener's fd is its event
+ * channel's, readable when an event waits.
+ */
 struct cm_rdma_listener;
 /* quiet: no log line on failure (AUTO says why itself). */
 int cm_rdma_listen(const struct cm_addr *addr, bool quiet,

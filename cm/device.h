@@ -31,8 +31,8 @@ struct cm_port_walk {
 	bool (*port)(void *arg, struct ibv_context *ctx, const char *dev,
 		     uint8_t port, const struct ibv_port_attr *attr);
 	void *arg;
-	char *names; /* if not NULL: every device's name, ", " between */
-	size_t namesz;
+	char *names;   /* if not NULL: every device's name, ", " between */
+	size_t namesz; /* bytes at names, > 0 */
 };
 
 /*
