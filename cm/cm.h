@@ -132,14 +132,15 @@ static inline void cm_conn_destroy(struct cm_conn *c)
 }
 
 /*
- * ---- connection setup (cm/transport.c over cm/verbs.c and cm/tcp.c) ----
+ * ---- connection setup (cm/transport.c over cm/rdma_cm.c, cm/tcp_conn.c) --
  *
- * RDMA is rdma_cm + verbs (verbs.c). TCP (tcp.c) is for hosts without an
- * RDMA device: the same ops, memory model, events and connect handshake
- * over one TCP connection, so the engine cannot tell them apart. With
- * CM_TRANSPORT_AUTO a client uses RDMA when rdma_cm resolves the peer to
- * an RDMA device, else TCP (saying so once); a receiver listens on both,
- * on the same port number (rdma_cm has its own port space).
+ * RDMA is rdma_cm (rdma_cm.c) + verbs (verbs.c). TCP (tcp_conn.c +
+ * tcp.c) is for hosts without an RDMA device: the same ops, memory model,
+ * events and connect handshake over one TCP connection, so the engine
+ * cannot tell them apart. With CM_TRANSPORT_AUTO a client uses RDMA when
+ * rdma_cm resolves the peer to an RDMA device, else TCP (saying so once);
+ * a receiver listens on both, on the same port number (rdma_cm has its
+ * own port space).
  */
 
 enum cm_family {

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * Private to cm/: what the RDMA transport (verbs.c), the TCP transport
- * (tcp.c) and the dispatcher (transport.c) share. Nothing outside cm/
- * includes this.
+ * Private to cm/: what the RDMA transport (rdma_cm.c, verbs.c), the TCP
+ * transport (tcp_conn.c, tcp.c) and the dispatcher (transport.c) share.
+ * Nothing outside cm/ includes this.
  *
  * Both transports open a connection with the same 24-byte blob (the RC
  * private data over rdma_cm; the first bytes each way over TCP), so a
@@ -71,7 +71,12 @@ struct cm_request {
 	int fd;
 };
 
-/* cm/verbs.c: the rdma_cm halves of the calls in cm.h. */
+/*
+ * cm/rdma_cm.c: the rdma_cm halves of the calls in cm.h, each returning
+ * and logging as its cm.h counterpart does (cm_listen, cm_listener_get,
+ * cm_accept, cm_reject, cm_connect); the listener's fd is its event
+ * channel's, readable when an event waits.
+ */
 struct cm_rdma_listener;
 /* quiet: no log line on failure (AUTO says why itself). */
 int cm_rdma_listen(const struct cm_addr *addr, bool quiet,

@@ -20,6 +20,7 @@
 #include <infiniband/verbs.h>
 
 #include "cm/cm_int.h"
+#include "cm/device.h"
 #include "util/log.h"
 #include "util/units.h"
 
@@ -82,61 +83,46 @@ static void gids(struct doc *d, struct ibv_context *ctx, const char *name,
 		    name, port, v2_ipv4, v2_ipv4);
 }
 
+static void unopened(void *arg, const char *name, int err)
+{
+	say(arg, CM_CHECK_PROBLEM,
+	    "%s: cannot open (%s): is its provider installed? "
+	    "apt-get install ibverbs-providers",
+	    name, strerror(err));
+}
+
+static bool port(void *arg, struct ibv_context *ctx, const char *name,
+		 uint8_t p, const struct ibv_port_attr *pa)
+{
+	struct doc *d = arg;
+
+	if (!pa)
+		return false;
+	say(d, pa->state == IBV_PORT_ACTIVE ? CM_CHECK_OK : CM_CHECK_PROBLEM,
+	    "%s port %u: %s, %s, active MTU %d%s", name, p,
+	    port_state(pa->state), cm_link_layer_str(pa->link_layer),
+	    128 << pa->active_mtu,
+	    pa->state == IBV_PORT_ACTIVE
+		    ? ""
+		    : ": bring its link up (ip link set DEV up, "
+		      "check the cable and the switch port)");
+	gids(d, ctx, name, p, pa->gid_tbl_len);
+	return false;
+}
+
 static void devices(struct doc *d)
 {
-	struct ibv_device **list;
-	int n = 0;
+	struct cm_port_walk w = {
+		.unopened = unopened,
+		.port = port,
+		.arg = d,
+	};
 
-	list = ibv_get_device_list(&n);
-	if (!list || n == 0) {
+	if (cm_device_walk(&w) == -ENODEV)
 		say(d, CM_CHECK_PROBLEM,
 		    "no RDMA device: load your NIC's driver, or for Soft-RoCE: "
 		    "modprobe rdma_rxe && rdma link add rxe0 type rxe netdev "
 		    "eth0 (rdcp will use TCP meanwhile)");
-		if (list)
-			ibv_free_device_list(list);
-		return;
-	}
-	for (int i = 0; i < n; i++) {
-		const char *name = ibv_get_device_name(list[i]);
-		struct ibv_context *ctx = ibv_open_device(list[i]);
-		struct ibv_device_attr da;
-
-		if (!ctx) {
-			say(d, CM_CHECK_PROBLEM,
-			    "%s: cannot open (%s): is its provider installed? "
-			    "apt-get install ibverbs-providers",
-			    name, strerror(errno));
-			continue;
-		}
-		if (ibv_query_device(ctx, &da)) {
-			ibv_close_device(ctx);
-			continue;
-		}
-		for (uint8_t p = 1; p <= da.phys_port_cnt; p++) {
-			struct ibv_port_attr pa;
-
-			if (ibv_query_port(ctx, p, &pa))
-				continue;
-			say(d,
-			    pa.state == IBV_PORT_ACTIVE ? CM_CHECK_OK
-							: CM_CHECK_PROBLEM,
-			    "%s port %u: %s, %s, active MTU %d%s", name, p,
-			    port_state(pa.state),
-			    pa.link_layer == IBV_LINK_LAYER_ETHERNET
-				    ? "Ethernet (RoCE)"
-				    : "InfiniBand",
-			    128 << pa.active_mtu,
-			    pa.state == IBV_PORT_ACTIVE
-				    ? ""
-				    : ": bring its link up (ip link set DEV "
-				      "up, "
-				      "check the cable and the switch port)");
-			gids(d, ctx, name, p, pa.gid_tbl_len);
-		}
-		ibv_close_device(ctx);
-	}
-	ibv_free_device_list(list);
 }
 
 static void memlock(struct doc *d, uint64_t need)

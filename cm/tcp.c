@@ -1,16 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * The TCP transport: the struct cm_ops of cm.h over one TCP connection, for
- * hosts without RDMA. It behaves as the RDMA transport of verbs.c does, so
- * the engine, wire format, credits, checksums and placement are the same.
+ * The TCP transport's connection and its struct cm_ops (cm.h) over one TCP
+ * socket, for hosts without RDMA: frames, the send and receive threads,
+ * the completion queue, posting, polling, buffers and teardown. It
+ * behaves as the RDMA transport of verbs.c does, so the engine, wire
+ * format, credits, checksums and placement are the same. The socket comes
+ * connected and its handshake done from cm/tcp_conn.c.
  *
- * Connection setup: the client connects (non-blocking, bounded by
- * connect_ms) and sends the 24-byte private-data blob of verbs.c (magic,
- * version, status, geometry; big-endian); the server answers with the same
- * blob, status PD_ST_OK and the geometry clamped to its limits, or with a
- * refusal status and closes, as rdma_accept()/rdma_reject() would.
- *
- * Then every message is one frame, all fields big-endian:
+ * Every message is one frame, all fields big-endian:
  *
  *   0      1      4          8          12         16
  *   +------+------+----------+----------+----------+----------------+
@@ -34,12 +31,10 @@
  * fails the connection. Every wait is bounded; destroy() wakes both
  * threads with shutdown(2) whatever the peer does.
  */
-#include <arpa/inet.h>
 #include <assert.h>
 #include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -56,10 +51,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cm/cm_tcp.h"
-#include "cm/cm_int.h"
+#include "cm/tcp_int.h"
 #include "util/clock.h"
 #include "util/log.h"
+
 #include "util/units.h"
 
 enum {
@@ -78,52 +73,6 @@ enum {
  * there and the send must wait for the notification): not used.
  */
 #define LINGER_MS 1000 /* destroy: wait this long for a clean close */
-
-/* A posted send work request. */
-struct twr {
-	uint8_t op;
-	bool signaled;
-	unsigned int buf; /* tx buffer (SEND) or staging buffer (WRITE) */
-	uint32_t len;
-	uint32_t imm;
-	unsigned int slot;
-	uint64_t wr_id;
-};
-
-struct tconn {
-	struct cm_conn base;
-	int fd;
-	int evfd; /* readable while the completion queue is not empty */
-	pthread_mutex_t lock;
-	pthread_cond_t cond; /* CLOCK_MONOTONIC; send queue, thread states */
-	bool sync_init;
-	pthread_t tx_thr, rx_thr;
-	bool tx_started, rx_started;
-	unsigned int depth; /* send queue entries: slots + ctrl_credits */
-	/* Under lock from here on. */
-	struct twr *sq; /* posted, not yet written; depth entries */
-	unsigned int sq_head, sq_len;
-	/* WRs holding a send queue entry: queued, being written, or done and
-	 * their completion not yet polled (as on a verbs SQ). */
-	unsigned int sq_used;
-	bool tx_writing;  /* the send thread is writing a frame */
-	unsigned int *rq; /* posted receives, oldest first; nrx entries */
-	unsigned int rq_head, rq_len;
-	struct cm_event *cq; /* completions; cq_cap entries */
-	unsigned int cq_cap, cq_head, cq_len;
-	bool dead;     /* failed or closed: nothing more goes out */
-	int close_err; /* the status CLOSED will carry */
-	bool closed_queued;
-	bool stopping;	 /* destroy() runs: errors are expected */
-	bool rx_done;	 /* the receive thread has ended */
-	bool err_logged; /* the root cause was logged once */
-	size_t ring_len, stage_len;
-};
-
-struct cm_tcp_listener {
-	int fd;
-	char where[80];
-};
 
 static struct tconn *to_t(struct cm_conn *c)
 {
@@ -195,46 +144,6 @@ static void sock_tune(int fd, int connect_ms)
 	setopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, idle_s, "TCP_KEEPINTVL");
 	setopt(fd, IPPROTO_TCP, TCP_KEEPCNT, 3, "TCP_KEEPCNT");
 	setopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, user_ms, "TCP_USER_TIMEOUT");
-}
-
-/*
- * Moves exactly len bytes on a non-blocking socket before deadline_ms.
- * Returns 0, -ETIMEDOUT, -ECONNRESET (EOF) or -errno.
- */
-static int io_deadline(int fd, void *buf, size_t len, bool out,
-		       uint64_t deadline_ms)
-{
-	uint8_t *p = buf;
-
-	while (len) {
-		struct pollfd pfd = { .fd = fd,
-				      .events = out ? POLLOUT : POLLIN };
-		int64_t left = (int64_t)(deadline_ms - clock_now_ms());
-		ssize_t n;
-
-		n = out ? send(fd, p, len, MSG_NOSIGNAL) : recv(fd, p, len, 0);
-		if (n > 0) {
-			p += n;
-			len -= (size_t)n;
-			continue;
-		}
-		if (n == 0)
-			return -ECONNRESET;
-		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-			return -errno;
-		if (left <= 0)
-			return -ETIMEDOUT;
-		if (poll(&pfd, 1, (int)left) < 0 && errno != EINTR)
-			return -errno;
-	}
-	return 0;
-}
-
-/* Closes without a reset: everything sent goes out, then FIN. */
-static void close_gently(int fd)
-{
-	shutdown(fd, SHUT_WR);
-	close(fd);
 }
 
 /* ---- completion queue ---- */
@@ -866,10 +775,10 @@ static const struct cm_ops tcp_ops = {
 /*
  * A connection around the socket fd (taken over, closed by teardown) with
  * control buffers, queues and every rx buffer posted; no threads yet.
- * On failure *out is a partly built connection for t_destroy.
+ * On failure *out is a partly built connection for cm_conn_destroy().
  */
-static int tconn_create(int fd, const struct cm_geom *g, const char *peer,
-			struct tconn **out)
+int tconn_create(int fd, const struct cm_geom *g, const char *peer,
+		 struct tconn **out)
 {
 	struct tconn *t = calloc(1, sizeof(*t));
 	struct cm_conn *c;
@@ -927,7 +836,7 @@ static int tconn_create(int fd, const struct cm_geom *g, const char *peer,
 }
 
 /* Switches to blocking I/O and starts the threads, signals blocked. */
-static int tconn_start(struct tconn *t, int connect_ms)
+int tconn_start(struct tconn *t, int connect_ms)
 {
 	sigset_t all, old;
 	int rc;
@@ -952,430 +861,5 @@ static int tconn_start(struct tconn *t, int connect_ms)
 		log_err("cannot start TCP transport threads: %s", strerror(rc));
 		return -rc;
 	}
-	return 0;
-}
-
-/* ---- active side ---- */
-
-/* Socket, options, non-blocking connect to one address before deadline. */
-static int connect_one(const struct addrinfo *ai, uint64_t deadline_ms,
-		       int *out)
-{
-	struct pollfd pfd;
-	socklen_t len = sizeof(int);
-	int fd, err = 0, rc;
-
-	fd = socket(ai->ai_family,
-		    ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
-		    ai->ai_protocol);
-	if (fd < 0)
-		return -errno;
-	if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
-		goto out_ok;
-	if (errno != EINPROGRESS) {
-		rc = -errno;
-		goto out_close;
-	}
-	for (;;) {
-		int64_t left = (int64_t)(deadline_ms - clock_now_ms());
-
-		if (left <= 0) {
-			rc = -ETIMEDOUT;
-			goto out_close;
-		}
-		pfd.fd = fd;
-		pfd.events = POLLOUT;
-		rc = poll(&pfd, 1, (int)left);
-		if (rc > 0)
-			break;
-		if (rc < 0 && errno != EINTR) {
-			rc = -errno;
-			goto out_close;
-		}
-	}
-	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
-		err = errno;
-	if (err) {
-		rc = -err;
-		goto out_close;
-	}
-out_ok:
-	*out = fd;
-	return 0;
-out_close:
-	close(fd);
-	return rc;
-}
-
-/* Reads and judges the server's answer, as verbs.c's expect() does. */
-static int client_answer(int fd, const char *peer, const struct cm_geom *want,
-			 uint64_t deadline_ms, int connect_ms,
-			 struct cm_geom *out)
-{
-	uint8_t pd[PD_LEN];
-	uint16_t ver = 0, st = 0;
-	struct cm_geom g;
-	int rc, prc;
-
-	rc = io_deadline(fd, pd, sizeof(pd), false, deadline_ms);
-	if (rc == -ETIMEDOUT) {
-		log_err("cannot connect to %s: timed out after %d ms", peer,
-			connect_ms);
-		return rc;
-	}
-	if (rc == -ECONNRESET) {
-		log_err("cannot connect to %s: the receiver closed the "
-			"connection (is 'rdcp --listen' of this version "
-			"running there on this port?)",
-			peer);
-		return -ECONNREFUSED;
-	}
-	if (rc) {
-		log_err("cannot connect to %s: %s", peer, strerror(-rc));
-		return rc;
-	}
-	prc = cm_pd_decode(pd, sizeof(pd), &ver, &st, &g);
-	if (prc == -EPROTONOSUPPORT) {
-		log_err("cannot connect to %s: the receiver speaks rdcp "
-			"protocol version %u, this rdcp speaks %u: install the "
-			"same rdcp version on both hosts",
-			peer, ver, cm_version());
-		return -EPROTO;
-	}
-	if (prc) {
-		log_err("cannot connect to %s: connection refused (is 'rdcp "
-			"--listen' running there on this port?)",
-			peer);
-		return -ECONNREFUSED;
-	}
-	if (st != PD_ST_OK) {
-		log_err("cannot connect to %s: rejected: %s", peer,
-			cm_pd_status_str(st));
-		return st == PD_ST_BUSY ? -EBUSY : -EPROTO;
-	}
-	if (!cm_geom_valid(&g) || g.slots > want->slots ||
-	    g.slot_size > want->slot_size || g.ctrl_size != want->ctrl_size ||
-	    g.ctrl_credits != want->ctrl_credits) {
-		log_err("cannot connect to %s: the receiver answered with "
-			"unusable parameters (not an rdcp receiver of this "
-			"version?)",
-			peer);
-		return -EPROTO;
-	}
-	*out = g;
-	return 0;
-}
-
-static void connect_error(const char *peer, int rc, int connect_ms)
-{
-	if (rc == -ECONNREFUSED)
-		log_err("cannot connect to %s: %s (is 'rdcp --listen' running "
-			"there?)",
-			peer, strerror(-rc));
-	else if (rc == -ETIMEDOUT)
-		log_err("cannot connect to %s: timed out after %d ms", peer,
-			connect_ms);
-	else
-		log_err("cannot connect to %s: %s", peer, strerror(-rc));
-}
-
-int cm_tcp_connect(const struct cm_addr *addr, const struct cm_geom *want,
-		   const struct cm_timeouts *to, struct cm_conn **out)
-{
-	uint64_t deadline = clock_now_ms() + (uint64_t)to->connect_ms;
-	struct addrinfo *ai = NULL, *p;
-	struct tconn *t = NULL;
-	struct cm_geom g;
-	uint8_t pd[PD_LEN];
-	char peer[64];
-	int fd = -1, rc;
-
-	if (!cm_geom_valid(want))
-		return -EINVAL;
-	snprintf(peer, sizeof(peer), "%s:%u", addr->host, addr->port);
-	rc = cm_resolve(addr, false, &ai);
-	if (rc)
-		return rc;
-	/* Every address of the name in turn, all within connect_ms. */
-	for (p = ai; p; p = p->ai_next) {
-		cm_sockaddr_str(p->ai_addr, peer, sizeof(peer));
-		rc = connect_one(p, deadline, &fd);
-		if (!rc || rc == -ETIMEDOUT)
-			break;
-	}
-	freeaddrinfo(ai);
-	if (rc) {
-		connect_error(peer, rc, to->connect_ms);
-		return rc;
-	}
-	cm_pd_encode(pd, PD_ST_OK, want);
-	rc = io_deadline(fd, pd, sizeof(pd), true, deadline);
-	if (rc) {
-		connect_error(peer, rc == -EPIPE ? -ECONNRESET : rc,
-			      to->connect_ms);
-		close(fd);
-		return rc;
-	}
-	rc = client_answer(fd, peer, want, deadline, to->connect_ms, &g);
-	if (rc) {
-		close(fd);
-		return rc;
-	}
-	/* Sized for the geometry agreed (verbs.c must size for want). */
-	rc = tconn_create(fd, &g, peer, &t);
-	if (rc)
-		goto out_free;
-	rc = tconn_start(t, to->connect_ms);
-	if (rc)
-		goto out_free;
-	log_info("connected to %s through tcp", t->base.peer);
-	*out = &t->base;
-	return 0;
-
-out_free:
-	if (t)
-		t_destroy(&t->base);
-	return rc;
-}
-
-/* ---- passive side ---- */
-
-int cm_tcp_listen(const struct cm_addr *addr, struct cm_tcp_listener **out)
-{
-	struct cm_tcp_listener *l;
-	struct addrinfo *ai = NULL, *p, *pick[2] = { NULL, NULL };
-	int rc = -EAFNOSUPPORT;
-
-	l = calloc(1, sizeof(*l));
-	if (!l)
-		return -ENOMEM;
-	l->fd = -1;
-	rc = cm_resolve(addr, true, &ai);
-	if (rc)
-		goto out_free;
-	/* "Any address": one IPv6 socket serves IPv4 too; else the first. */
-	for (p = ai; p; p = p->ai_next) {
-		if (p->ai_family == AF_INET6 && !pick[0] && !addr->host)
-			pick[0] = p;
-		else if (!pick[1])
-			pick[1] = p;
-	}
-	for (int i = 0; i < 2 && l->fd < 0; i++) {
-		int one = 1, zero = 0;
-
-		if (!pick[i])
-			continue;
-		p = pick[i];
-		cm_sockaddr_str(p->ai_addr, l->where, sizeof(l->where));
-		l->fd = socket(p->ai_family,
-			       p->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
-			       p->ai_protocol);
-		if (l->fd < 0) {
-			rc = -errno;
-			continue;
-		}
-		setsockopt(l->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		if (p->ai_family == AF_INET6) {
-			const struct sockaddr_in6 *s6 =
-				(const void *)p->ai_addr;
-
-			if (IN6_IS_ADDR_UNSPECIFIED(&s6->sin6_addr))
-				setsockopt(l->fd, IPPROTO_IPV6, IPV6_V6ONLY,
-					   &zero, sizeof(zero));
-		}
-		if (bind(l->fd, p->ai_addr, p->ai_addrlen) ||
-		    listen(l->fd, 64)) {
-			rc = -errno;
-			close(l->fd);
-			l->fd = -1;
-		}
-	}
-	freeaddrinfo(ai);
-	if (l->fd < 0) {
-		log_err("cannot listen on %s: %s%s", l->where, strerror(-rc),
-			rc == -EADDRINUSE ? " (is another 'rdcp --listen' "
-					    "running on this port?)"
-					  : "");
-		goto out_free;
-	}
-	log_info("listening for TCP connections on %s", l->where);
-	*out = l;
-	return 0;
-
-out_free:
-	cm_tcp_listener_destroy(l);
-	return rc;
-}
-
-int cm_tcp_listener_fd(const struct cm_tcp_listener *l)
-{
-	return l->fd;
-}
-
-void cm_tcp_listener_destroy(struct cm_tcp_listener *l)
-{
-	if (!l)
-		return;
-	if (l->fd >= 0)
-		close(l->fd);
-	free(l);
-}
-
-/* accept4() of the next waiting client; -EAGAIN if none. */
-static int take(struct cm_tcp_listener *l, char *peer, size_t n, int *out)
-{
-	struct sockaddr_storage ss;
-	socklen_t len = sizeof(ss);
-	int fd;
-
-	fd = accept4(l->fd, (struct sockaddr *)&ss, &len,
-		     SOCK_NONBLOCK | SOCK_CLOEXEC);
-	if (fd < 0) {
-		int err = errno;
-
-		/* Gone before we took it, or nothing there: as a timeout. */
-		if (err == EAGAIN || err == EWOULDBLOCK || err == EINTR ||
-		    err == ECONNABORTED || err == EPROTO)
-			return -EAGAIN;
-		log_err("cannot accept a connection on %s: %s", l->where,
-			strerror(err));
-		return -err;
-	}
-	cm_sockaddr_str((const struct sockaddr *)&ss, peer, n);
-	*out = fd;
-	return 0;
-}
-
-/* Sends a refusal with status st and closes; the client logs why. */
-static void refuse(int fd, uint16_t st, uint64_t deadline_ms)
-{
-	uint8_t pd[PD_LEN];
-
-	cm_pd_encode(pd, st, NULL);
-	int rc = io_deadline(fd, pd, sizeof(pd), true, deadline_ms);
-
-	if (rc)
-		log_debug("cannot send refusal: %s", strerror(-rc));
-	close_gently(fd);
-}
-
-/*
- * Reads the client's private data; 0 with *g, or -errno after refusing
- * (bad magic/version/geometry) or dropping the client, logged.
- */
-static int server_hello(int fd, const char *peer, uint64_t deadline_ms,
-			int connect_ms, struct cm_geom *g)
-{
-	uint8_t pd[PD_LEN];
-	uint16_t ver = 0, st;
-	int rc;
-
-	rc = io_deadline(fd, pd, sizeof(pd), false, deadline_ms);
-	if (rc) {
-		if (rc == -ETIMEDOUT)
-			log_err("connection from %s: timed out after %d ms",
-				peer, connect_ms);
-		else
-			log_err("connection from %s: %s", peer, strerror(-rc));
-		close(fd);
-		return rc;
-	}
-	rc = cm_pd_decode(pd, sizeof(pd), &ver, &st, g);
-	if (rc || !cm_geom_valid(g)) {
-		if (rc == -EPROTONOSUPPORT)
-			log_err("refused %s: it speaks rdcp protocol version "
-				"%u, this receiver speaks %u",
-				peer, ver, cm_version());
-		else
-			log_err("refused %s: not an rdcp client (bad connect "
-				"data)",
-				peer);
-		refuse(fd,
-		       rc == -EPROTONOSUPPORT ? PD_ST_VERSION : PD_ST_PARAMS,
-		       deadline_ms);
-		return -EPROTO;
-	}
-	return 0;
-}
-
-int cm_tcp_take(struct cm_tcp_listener *l, char *peer, size_t n, int *fd)
-{
-	return take(l, peer, n, fd);
-}
-
-int cm_tcp_accept_fd(int fd, const char *peer, const struct cm_limits *lim,
-		     const struct cm_timeouts *to, struct cm_conn **out)
-{
-	uint64_t deadline = clock_now_ms() + (uint64_t)to->connect_ms;
-	struct tconn *t = NULL;
-	struct cm_geom g;
-	uint8_t pd[PD_LEN];
-	int rc;
-
-	rc = server_hello(fd, peer, deadline, to->connect_ms, &g);
-	if (rc)
-		return rc;
-	if (g.slots > lim->max_slots)
-		g.slots = lim->max_slots;
-	if (g.slot_size > lim->max_slot_size)
-		g.slot_size = lim->max_slot_size;
-	rc = tconn_create(fd, &g, peer, &t);
-	if (rc) {
-		if (t && t->fd >= 0) {
-			refuse(t->fd, PD_ST_BUSY, deadline);
-			t->fd = -1;
-		}
-		goto out_free;
-	}
-	cm_pd_encode(pd, PD_ST_OK, &g);
-	rc = io_deadline(t->fd, pd, sizeof(pd), true, deadline);
-	if (rc) {
-		log_err("cannot accept %s: %s", peer, strerror(-rc));
-		goto out_free;
-	}
-	rc = tconn_start(t, to->connect_ms);
-	if (rc)
-		goto out_free;
-	log_info("accepted %s on tcp", peer);
-	*out = &t->base;
-	return 0;
-
-out_free:
-	if (t)
-		t_destroy(&t->base);
-	return rc;
-}
-
-int cm_tcp_accept(struct cm_tcp_listener *l, const struct cm_limits *lim,
-		  const struct cm_timeouts *to, struct cm_conn **out)
-{
-	char peer[64];
-	int fd, rc;
-
-	rc = take(l, peer, sizeof(peer), &fd);
-	if (rc)
-		return rc;
-	return cm_tcp_accept_fd(fd, peer, lim, to, out);
-}
-
-void cm_tcp_reject_fd(int fd, const char *peer, const struct cm_timeouts *to)
-{
-	uint64_t deadline = clock_now_ms() + (uint64_t)to->connect_ms;
-	struct cm_geom g;
-
-	/* Read its hello first: a version mismatch is the better answer. */
-	if (server_hello(fd, peer, deadline, to->connect_ms, &g) == 0)
-		refuse(fd, PD_ST_BUSY, deadline);
-}
-
-int cm_tcp_reject(struct cm_tcp_listener *l, const struct cm_timeouts *to)
-{
-	char peer[64];
-	int fd, rc;
-
-	rc = take(l, peer, sizeof(peer), &fd);
-	if (rc)
-		return rc;
-	cm_tcp_reject_fd(fd, peer, to);
 	return 0;
 }

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The connection calls of cm.h, dispatched to the RDMA transport
- * (verbs.c) or the TCP one (tcp.c) by addr->transport. AUTO on a client:
- * RDMA when rdma_cm resolves the peer to an RDMA device, otherwise TCP,
- * with one notice saying why. AUTO on a receiver: both listeners on the
- * same port number, TCP alone (after a notice) when the host has no RDMA.
+ * (rdma_cm.c) or the TCP one (tcp_conn.c) by addr->transport. AUTO on a
+ * client: RDMA when rdma_cm resolves the peer to an RDMA device, otherwise
+ * TCP, with one notice saying why. AUTO on a receiver: both listeners on
+ * the same port number, TCP alone (after a notice) when the host has no
+ * RDMA.
  */
 #include <errno.h>
 #include <poll.h>

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * TCP transport tests (cm/tcp.c), over 127.0.0.1 only, on ports the kernel
- * picks. First the transport alone: the handshake and its geometry
- * clamping, refusals (version, geometry, busy) seen from both sides by
- * raw-socket peers, a closed port, the ops (SEND, WRITE_WITH_IMM, queue
- * depth, CLOSED). Then whole push sessions, session_client() against
+ * TCP transport tests (cm/tcp_conn.c, cm/tcp.c), over 127.0.0.1 only, on
+ * ports the kernel picks. First the transport alone: the handshake and its
+ * geometry clamping, refusals (version, geometry, busy) seen from both
+ * sides by raw-socket peers, a closed port, the ops (SEND, WRITE_WITH_IMM,
+ * queue depth, CLOSED). Then whole push sessions, session_client() against
  * session_serve() in a thread, each file compared byte for byte. Then peer
  * death, through a relay that resets or black-holes the connection
  * mid-transfer. Last, the throughput of a 512 MiB copy, printed as a TAP
@@ -105,7 +105,7 @@ static int read_all(int fd, void *buf, size_t len)
 	return 0;
 }
 
-/* The 24-byte private data of cm/verbs.c, built independently here. */
+/* The 24-byte private data of cm/rdma_cm.c, built independently here. */
 static void pd_build(uint8_t *p, uint32_t magic, uint16_t version,
 		     uint16_t status, const struct cm_geom *g)
 {

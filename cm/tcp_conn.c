@@ -1,0 +1,500 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * The TCP transport's connection setup: connect, listen, take, accept and
+ * reject, and the handshake that stands in for rdma_cm's private data.
+ * The connection itself (threads, ops, teardown) is cm/tcp.c's
+ * tconn_create() and tconn_start(), called once the handshake agreed the
+ * geometry.
+ *
+ * The client connects (non-blocking, bounded by connect_ms) and sends the
+ * 24-byte private-data blob of rdma_cm.c (magic, version, status,
+ * geometry; big-endian); the server answers with the same blob, status
+ * PD_ST_OK and the geometry clamped to its limits, or with a refusal
+ * status and closes, as rdma_accept()/rdma_reject() would. Every wait is
+ * bounded by connect_ms.
+ */
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "cm/cm_int.h"
+#include "cm/cm_tcp.h"
+#include "cm/tcp_int.h"
+#include "util/clock.h"
+#include "util/log.h"
+
+struct cm_tcp_listener {
+	int fd;
+	char where[80];
+};
+
+/*
+ * Moves exactly len bytes on a non-blocking socket before deadline_ms.
+ * Returns 0, -ETIMEDOUT, -ECONNRESET (EOF) or -errno.
+ */
+static int io_deadline(int fd, void *buf, size_t len, bool out,
+		       uint64_t deadline_ms)
+{
+	uint8_t *p = buf;
+
+	while (len) {
+		struct pollfd pfd = { .fd = fd,
+				      .events = out ? POLLOUT : POLLIN };
+		int64_t left = (int64_t)(deadline_ms - clock_now_ms());
+		ssize_t n;
+
+		n = out ? send(fd, p, len, MSG_NOSIGNAL) : recv(fd, p, len, 0);
+		if (n > 0) {
+			p += n;
+			len -= (size_t)n;
+			continue;
+		}
+		if (n == 0)
+			return -ECONNRESET;
+		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+			return -errno;
+		if (left <= 0)
+			return -ETIMEDOUT;
+		if (poll(&pfd, 1, (int)left) < 0 && errno != EINTR)
+			return -errno;
+	}
+	return 0;
+}
+
+/* Closes without a reset: everything sent goes out, then FIN. */
+static void close_gently(int fd)
+{
+	shutdown(fd, SHUT_WR);
+	close(fd);
+}
+
+/* ---- active side ---- */
+
+/* Socket, options, non-blocking connect to one address before deadline. */
+static int connect_one(const struct addrinfo *ai, uint64_t deadline_ms,
+		       int *out)
+{
+	struct pollfd pfd;
+	socklen_t len = sizeof(int);
+	int fd, err = 0, rc;
+
+	fd = socket(ai->ai_family,
+		    ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
+		    ai->ai_protocol);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
+		goto out_ok;
+	if (errno != EINPROGRESS) {
+		rc = -errno;
+		goto out_close;
+	}
+	for (;;) {
+		int64_t left = (int64_t)(deadline_ms - clock_now_ms());
+
+		if (left <= 0) {
+			rc = -ETIMEDOUT;
+			goto out_close;
+		}
+		pfd.fd = fd;
+		pfd.events = POLLOUT;
+		rc = poll(&pfd, 1, (int)left);
+		if (rc > 0)
+			break;
+		if (rc < 0 && errno != EINTR) {
+			rc = -errno;
+			goto out_close;
+		}
+	}
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+		err = errno;
+	if (err) {
+		rc = -err;
+		goto out_close;
+	}
+out_ok:
+	*out = fd;
+	return 0;
+out_close:
+	close(fd);
+	return rc;
+}
+
+/* Reads and judges the server's answer, as rdma_cm.c's expect() does. */
+static int client_answer(int fd, const char *peer, const struct cm_geom *want,
+			 uint64_t deadline_ms, int connect_ms,
+			 struct cm_geom *out)
+{
+	uint8_t pd[PD_LEN];
+	uint16_t ver = 0, st = 0;
+	struct cm_geom g;
+	int rc, prc;
+
+	rc = io_deadline(fd, pd, sizeof(pd), false, deadline_ms);
+	if (rc == -ETIMEDOUT) {
+		log_err("cannot connect to %s: timed out after %d ms", peer,
+			connect_ms);
+		return rc;
+	}
+	if (rc == -ECONNRESET) {
+		log_err("cannot connect to %s: the receiver closed the "
+			"connection (is 'rdcp --listen' of this version "
+			"running there on this port?)",
+			peer);
+		return -ECONNREFUSED;
+	}
+	if (rc) {
+		log_err("cannot connect to %s: %s", peer, strerror(-rc));
+		return rc;
+	}
+	prc = cm_pd_decode(pd, sizeof(pd), &ver, &st, &g);
+	if (prc == -EPROTONOSUPPORT) {
+		log_err("cannot connect to %s: the receiver speaks rdcp "
+			"protocol version %u, this rdcp speaks %u: install the "
+			"same rdcp version on both hosts",
+			peer, ver, cm_version());
+		return -EPROTO;
+	}
+	if (prc) {
+		log_err("cannot connect to %s: connection refused (is 'rdcp "
+			"--listen' running there on this port?)",
+			peer);
+		return -ECONNREFUSED;
+	}
+	if (st != PD_ST_OK) {
+		log_err("cannot connect to %s: rejected: %s", peer,
+			cm_pd_status_str(st));
+		return st == PD_ST_BUSY ? -EBUSY : -EPROTO;
+	}
+	if (!cm_geom_valid(&g) || g.slots > want->slots ||
+	    g.slot_size > want->slot_size || g.ctrl_size != want->ctrl_size ||
+	    g.ctrl_credits != want->ctrl_credits) {
+		log_err("cannot connect to %s: the receiver answered with "
+			"unusable parameters (not an rdcp receiver of this "
+			"version?)",
+			peer);
+		return -EPROTO;
+	}
+	*out = g;
+	return 0;
+}
+
+static void connect_error(const char *peer, int rc, int connect_ms)
+{
+	if (rc == -ECONNREFUSED)
+		log_err("cannot connect to %s: %s (is 'rdcp --listen' running "
+			"there?)",
+			peer, strerror(-rc));
+	else if (rc == -ETIMEDOUT)
+		log_err("cannot connect to %s: timed out after %d ms", peer,
+			connect_ms);
+	else
+		log_err("cannot connect to %s: %s", peer, strerror(-rc));
+}
+
+int cm_tcp_connect(const struct cm_addr *addr, const struct cm_geom *want,
+		   const struct cm_timeouts *to, struct cm_conn **out)
+{
+	uint64_t deadline = clock_now_ms() + (uint64_t)to->connect_ms;
+	struct addrinfo *ai = NULL, *p;
+	struct tconn *t = NULL;
+	struct cm_geom g;
+	uint8_t pd[PD_LEN];
+	char peer[64];
+	int fd = -1, rc;
+
+	if (!cm_geom_valid(want))
+		return -EINVAL;
+	snprintf(peer, sizeof(peer), "%s:%u", addr->host, addr->port);
+	rc = cm_resolve(addr, false, &ai);
+	if (rc)
+		return rc;
+	/* Every address of the name in turn, all within connect_ms. */
+	for (p = ai; p; p = p->ai_next) {
+		cm_sockaddr_str(p->ai_addr, peer, sizeof(peer));
+		rc = connect_one(p, deadline, &fd);
+		if (!rc || rc == -ETIMEDOUT)
+			break;
+	}
+	freeaddrinfo(ai);
+	if (rc) {
+		connect_error(peer, rc, to->connect_ms);
+		return rc;
+	}
+	cm_pd_encode(pd, PD_ST_OK, want);
+	rc = io_deadline(fd, pd, sizeof(pd), true, deadline);
+	if (rc) {
+		connect_error(peer, rc == -EPIPE ? -ECONNRESET : rc,
+			      to->connect_ms);
+		close(fd);
+		return rc;
+	}
+	rc = client_answer(fd, peer, want, deadline, to->connect_ms, &g);
+	if (rc) {
+		close(fd);
+		return rc;
+	}
+	/* Sized for the geometry agreed (verbs.c must size for want). */
+	rc = tconn_create(fd, &g, peer, &t);
+	if (rc)
+		goto out_free;
+	rc = tconn_start(t, to->connect_ms);
+	if (rc)
+		goto out_free;
+	log_info("connected to %s through tcp", t->base.peer);
+	*out = &t->base;
+	return 0;
+
+out_free:
+	if (t)
+		cm_conn_destroy(&t->base);
+	return rc;
+}
+
+/* ---- passive side ---- */
+
+int cm_tcp_listen(const struct cm_addr *addr, struct cm_tcp_listener **out)
+{
+	struct cm_tcp_listener *l;
+	struct addrinfo *ai = NULL, *p, *pick[2] = { NULL, NULL };
+	int rc = -EAFNOSUPPORT;
+
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return -ENOMEM;
+	l->fd = -1;
+	rc = cm_resolve(addr, true, &ai);
+	if (rc)
+		goto out_free;
+	/* "Any address": one IPv6 socket serves IPv4 too; else the first. */
+	for (p = ai; p; p = p->ai_next) {
+		if (p->ai_family == AF_INET6 && !pick[0] && !addr->host)
+			pick[0] = p;
+		else if (!pick[1])
+			pick[1] = p;
+	}
+	for (int i = 0; i < 2 && l->fd < 0; i++) {
+		int one = 1, zero = 0;
+
+		if (!pick[i])
+			continue;
+		p = pick[i];
+		cm_sockaddr_str(p->ai_addr, l->where, sizeof(l->where));
+		l->fd = socket(p->ai_family,
+			       p->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
+			       p->ai_protocol);
+		if (l->fd < 0) {
+			rc = -errno;
+			continue;
+		}
+		setsockopt(l->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (p->ai_family == AF_INET6) {
+			const struct sockaddr_in6 *s6 =
+				(const void *)p->ai_addr;
+
+			if (IN6_IS_ADDR_UNSPECIFIED(&s6->sin6_addr))
+				setsockopt(l->fd, IPPROTO_IPV6, IPV6_V6ONLY,
+					   &zero, sizeof(zero));
+		}
+		if (bind(l->fd, p->ai_addr, p->ai_addrlen) ||
+		    listen(l->fd, 64)) {
+			rc = -errno;
+			close(l->fd);
+			l->fd = -1;
+		}
+	}
+	freeaddrinfo(ai);
+	if (l->fd < 0) {
+		log_err("cannot listen on %s: %s%s", l->where, strerror(-rc),
+			rc == -EADDRINUSE ? " (is another 'rdcp --listen' "
+					    "running on this port?)"
+					  : "");
+		goto out_free;
+	}
+	log_info("listening for TCP connections on %s", l->where);
+	*out = l;
+	return 0;
+
+out_free:
+	cm_tcp_listener_destroy(l);
+	return rc;
+}
+
+int cm_tcp_listener_fd(const struct cm_tcp_listener *l)
+{
+	return l->fd;
+}
+
+void cm_tcp_listener_destroy(struct cm_tcp_listener *l)
+{
+	if (!l)
+		return;
+	if (l->fd >= 0)
+		close(l->fd);
+	free(l);
+}
+
+/* accept4() of the next waiting client; -EAGAIN if none. */
+static int take(struct cm_tcp_listener *l, char *peer, size_t n, int *out)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	int fd;
+
+	fd = accept4(l->fd, (struct sockaddr *)&ss, &len,
+		     SOCK_NONBLOCK | SOCK_CLOEXEC);
+	if (fd < 0) {
+		int err = errno;
+
+		/* Gone before we took it, or nothing there: as a timeout. */
+		if (err == EAGAIN || err == EWOULDBLOCK || err == EINTR ||
+		    err == ECONNABORTED || err == EPROTO)
+			return -EAGAIN;
+		log_err("cannot accept a connection on %s: %s", l->where,
+			strerror(err));
+		return -err;
+	}
+	cm_sockaddr_str((const struct sockaddr *)&ss, peer, n);
+	*out = fd;
+	return 0;
+}
+
+/* Sends a refusal with status st and closes; the client logs why. */
+static void refuse(int fd, uint16_t st, uint64_t deadline_ms)
+{
+	uint8_t pd[PD_LEN];
+
+	cm_pd_encode(pd, st, NULL);
+	int rc = io_deadline(fd, pd, sizeof(pd), true, deadline_ms);
+
+	if (rc)
+		log_debug("cannot send refusal: %s", strerror(-rc));
+	close_gently(fd);
+}
+
+/*
+ * Reads the client's private data; 0 with *g, or -errno after refusing
+ * (bad magic/version/geometry) or dropping the client, logged.
+ */
+static int server_hello(int fd, const char *peer, uint64_t deadline_ms,
+			int connect_ms, struct cm_geom *g)
+{
+	uint8_t pd[PD_LEN];
+	uint16_t ver = 0, st;
+	int rc;
+
+	rc = io_deadline(fd, pd, sizeof(pd), false, deadline_ms);
+	if (rc) {
+		if (rc == -ETIMEDOUT)
+			log_err("connection from %s: timed out after %d ms",
+				peer, connect_ms);
+		else
+			log_err("connection from %s: %s", peer, strerror(-rc));
+		close(fd);
+		return rc;
+	}
+	rc = cm_pd_decode(pd, sizeof(pd), &ver, &st, g);
+	if (rc || !cm_geom_valid(g)) {
+		if (rc == -EPROTONOSUPPORT)
+			log_err("refused %s: it speaks rdcp protocol version "
+				"%u, this receiver speaks %u",
+				peer, ver, cm_version());
+		else
+			log_err("refused %s: not an rdcp client (bad connect "
+				"data)",
+				peer);
+		refuse(fd,
+		       rc == -EPROTONOSUPPORT ? PD_ST_VERSION : PD_ST_PARAMS,
+		       deadline_ms);
+		return -EPROTO;
+	}
+	return 0;
+}
+
+int cm_tcp_take(struct cm_tcp_listener *l, char *peer, size_t n, int *fd)
+{
+	return take(l, peer, n, fd);
+}
+
+int cm_tcp_accept_fd(int fd, const char *peer, const struct cm_limits *lim,
+		     const struct cm_timeouts *to, struct cm_conn **out)
+{
+	uint64_t deadline = clock_now_ms() + (uint64_t)to->connect_ms;
+	struct tconn *t = NULL;
+	struct cm_geom g;
+	uint8_t pd[PD_LEN];
+	int rc;
+
+	rc = server_hello(fd, peer, deadline, to->connect_ms, &g);
+	if (rc)
+		return rc;
+	if (g.slots > lim->max_slots)
+		g.slots = lim->max_slots;
+	if (g.slot_size > lim->max_slot_size)
+		g.slot_size = lim->max_slot_size;
+	rc = tconn_create(fd, &g, peer, &t);
+	if (rc) {
+		if (t && t->fd >= 0) {
+			refuse(t->fd, PD_ST_BUSY, deadline);
+			t->fd = -1;
+		}
+		goto out_free;
+	}
+	cm_pd_encode(pd, PD_ST_OK, &g);
+	rc = io_deadline(t->fd, pd, sizeof(pd), true, deadline);
+	if (rc) {
+		log_err("cannot accept %s: %s", peer, strerror(-rc));
+		goto out_free;
+	}
+	rc = tconn_start(t, to->connect_ms);
+	if (rc)
+		goto out_free;
+	log_info("accepted %s on tcp", peer);
+	*out = &t->base;
+	return 0;
+
+out_free:
+	if (t)
+		cm_conn_destroy(&t->base);
+	return rc;
+}
+
+int cm_tcp_accept(struct cm_tcp_listener *l, const struct cm_limits *lim,
+		  const struct cm_timeouts *to, struct cm_conn **out)
+{
+	char peer[64];
+	int fd, rc;
+
+	rc = take(l, peer, sizeof(peer), &fd);
+	if (rc)
+		return rc;
+	return cm_tcp_accept_fd(fd, peer, lim, to, out);
+}
+
+void cm_tcp_reject_fd(int fd, const char *peer, const struct cm_timeouts *to)
+{
+	uint64_t deadline = clock_now_ms() + (uint64_t)to->connect_ms;
+	struct cm_geom g;
+
+	/* Read its hello first: a version mismatch is the better answer. */
+	if (server_hello(fd, peer, deadline, to->connect_ms, &g) == 0)
+		refuse(fd, PD_ST_BUSY, deadline);
+}
+
+int cm_tcp_reject(struct cm_tcp_listener *l, const struct cm_timeouts *to)
+{
+	char peer[64];
+	int fd, rc;
+
+	rc = take(l, peer, sizeof(peer), &fd);
+	if (rc)
+		return rc;
+	cm_tcp_reject_fd(fd, peer, to);
+	return 0;
+}

@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * Private to the RDMA transport: the connection object that cm/verbs.c
+ * (verbs resources and the cm_ops) and cm/rdma_cm.c (connection setup)
+ * share. Calls go one way: rdma_cm.c builds and tears down a connection
+ * through the two functions below; verbs.c never calls into rdma_cm.c.
+ */
+#ifndef RDCP_VERBS_INT_H
+#define RDCP_VERBS_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <rdma/rdma_cma.h>
+
+#include "cm/cm.h"
+
+/* One RDMA connection; base first, so a struct cm_conn * is a vconn. */
+struct vconn {
+	struct cm_conn base;
+	struct rdma_event_channel *ech;
+	struct rdma_cm_id *id;
+	struct ibv_pd *pd;
+	struct ibv_comp_channel *cch;
+	struct ibv_cq *scq;
+	struct ibv_cq *rcq;
+	bool qp_created;
+	bool established;
+	bool closed;	  /* DISCONNECTED (or worse) seen */
+	bool closed_told; /* CM_EV_CLOSED handed out */
+	bool first_err_logged;
+	struct ibv_mr *tx_mr, *rx_mr, *ring_mr, *stage_mr;
+	size_t ring_len, stage_len;
+	uint64_t remote_addr;
+	uint32_t remote_rkey;
+	unsigned int unacked_events;
+	unsigned int idle_polls;
+};
+
+/* Drains CM events left on the channel so rdma_destroy_id cannot block. */
+static inline void drain_cm_events(struct rdma_event_channel *ch)
+{
+	struct rdma_cm_event *ev;
+
+	while (ch && rdma_get_cm_event(ch, &ev) == 0)
+		rdma_ack_cm_event(ev);
+}
+
+/*
+ * Sets v's ops and device name and builds the PD, completion channel,
+ * CQs, QP and control buffers on v->id (which has its device: route
+ * resolved, or a connect request taken), every rx buffer posted, sized
+ * from v->base.geom. Returns 0 or -errno, logged; on failure the caller
+ * runs vconn_teardown() (and owns v).
+ */
+int vconn_build(struct vconn *v) __attribute__((warn_unused_result));
+
+/*
+ * Disconnects (if established) and frees everything v holds, v->id and
+ * v->ech included, in the order of STYLE.md; accepts a partly built v,
+ * keeps going past failures and returns the first error (-errno, logged
+ * at debug level only). v itself stays the caller's to free.
+ */
+int vconn_teardown(struct vconn *v);
+
+#endif
