@@ -4,7 +4,7 @@
 # Host-side driver of rdcp's Soft-RoCE end-to-end tests.  Builds nothing:
 # expects build/rdcp (make WERROR=1) and build/hooks/rdcp (make hooks).
 # Runs `tests/guest/guest.sh prepare` (a failure is a test failure, never a
-# skip), then boots one guest for tests/e2e/rdma_single.sh and one guest
+# skip), then boots one guest for tests/e2e/scenarios.sh and one guest
 # pair per peer-loss scenario of tests/e2e/rdma_pair.sh (rxhost, txhost,
 # linkcut).  The guests' TAP lines are relayed renumbered, with "#"
 # diagnostics; the full consoles go to build/e2e/<run>.log and their tail
@@ -136,7 +136,7 @@ run_guest() {
 for sc in "$@"; do
 	case "$sc" in
 	single)
-		run_guest single s --timeout 300 --mem 1536 "${common[@]}" "$HERE/rdma_single.sh" ;;
+		run_guest single s --timeout 300 --mem 1536 "${common[@]}" "$HERE/scenarios.sh" ;;
 	rxhost)
 		run_guest pair-rxhost a --pair --timeout 120 "${common[@]}" "$HERE/rdma_pair.sh" rxhost ;;
 	txhost)

@@ -1,11 +1,13 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 #
-# End-to-end tests of rdcp in ONE Soft-RoCE guest (rxe0 on dummy0,
-# 10.77.0.1): real receivers and senders over rdma_rxe, started by
-# tests/e2e/run_rdma.sh through `tests/guest/guest.sh run`.  Runs inside
-# the guest under busybox sh; expects /usr/bin/rdcp and the test-hooks
-# build as /usr/bin/rdcp-hooks.  Covers chunk/ring boundary sizes, the
+# The single-host end-to-end scenarios of rdcp, over either transport:
+# real receivers and senders on ONE host, run under busybox sh
+#   - over RDMA in a Soft-RoCE guest (rxe0 on dummy0, 10.77.0.1), started
+#     by tests/e2e/run_rdma.sh through `tests/guest/guest.sh run`;
+#   - over TCP on this host's loopback, started by tests/e2e/run_tcp.sh
+#     (RDCP_E2E_HOST=1, see below).
+# Expects rdcp and the test-hooks build as rdcp-hooks in PATH.  Covers chunk/ring boundary sizes, the
 # default geometry, >4 GiB sparse files, the digests, an injected CRC
 # mismatch, DEST confinement, multi-file/partial sessions, connection
 # failure, kill -9 of either side, a multi-client receiver daemon, -r -p
