@@ -8,7 +8,9 @@
 # scenarios themselves are the very same script. Prints its TAP lines and
 # exits non-zero if anything failed.
 #
-#   tests/e2e/run_tcp.sh [--build DIR] [SCENARIO...]
+#   tests/e2e/run_tcp.sh [--build DIR] [--list | SCENARIO...]
+#       e.g. `tests/e2e/run_tcp.sh --build build tree` runs one scenario;
+#       without names, all of them.
 set -uo pipefail
 BUILD=build
 if [ "${1:-}" = --build ]; then
