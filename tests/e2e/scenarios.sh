@@ -340,30 +340,45 @@ s_noconn() {
 	rm -f src/nc
 }
 
-# 10. kill -9 of the sender mid-transfer.
+# 10, 11. kill -9 of one side mid-transfer.
 mk64() {
 	mkdir -p src
 	[ -f src/k64 ] || dd if=/dev/urandom of=src/k64 bs=1M count="$KILL_MIB" 2>/dev/null
 }
-s_killsender() {
+# kill_mid WHO: kill -9 the sender or the receiver (WHO) while src/k64
+# is under way: the other side exits 11 within 30 s, no file is placed;
+# a receiver left alone leaves no temporary, a sender says the peer went.
+kill_mid() {
 	mk64
-	t_begin "sender killed mid-transfer: receiver exits 11 within 30 s, no file"
-	mkdir -p rx/ks
+	_km=kr
+	[ "$1" != sender ] || _km=ks
+	mkdir -p "rx/$_km"
 	nextport
-	if start_rx "$W/rx-ks.log" --root "$W/rx/ks" --once --port $P; then
-		rdcp --port $P --window 2 --chunk-size 64K src/k64 "$ADDR:k64" >"$W/tx-ks.log" 2>&1 &
+	if start_rx "$W/rx-$_km.log" --root "$W/rx/$_km" --once --port $P; then
+		rdcp --port $P --window 2 --chunk-size 64K src/k64 "$ADDR:k64" >"$W/tx-$_km.log" 2>&1 &
 		TX=$!
-		if wait_partfile rx/ks k64 "$TX"; then
+		if [ "$1" = sender ]; then
+			_km_dead=$TX _km_left=$RX _km_who=receiver
+		else
+			_km_dead=$RX _km_left=$TX _km_who=sender
+		fi
+		if wait_partfile "rx/$_km" k64 "$_km_dead"; then
 			usleep "$KILL_AFTER_US"
 			if alive "$TX"; then
-				kill -9 "$TX"
-				wait "$TX" 2>/dev/null
-				wait_pid "$RX" 40
-				[ "$WRC" = 11 ] || t_fail "receiver exit $WRC, want 11"
-				[ "${WT%.*}" -lt 30 ] || t_fail "receiver took ${WT}s"
-				echo "# receiver noticed the killed sender after ${WT}s (exit $WRC)"
-				[ ! -e rx/ks/k64 ] || t_fail "file placed under its final name"
-				no_temp rx/ks
+				kill -9 "$_km_dead"
+				wait "$_km_dead" 2>/dev/null
+				wait_pid "$_km_left" 40
+				[ "$WRC" = 11 ] || t_fail "$_km_who exit $WRC, want 11"
+				[ "${WT%.*}" -lt 30 ] || t_fail "$_km_who took ${WT}s"
+				if [ "$1" = sender ]; then
+					echo "# receiver noticed the killed sender after ${WT}s (exit $WRC)"
+					no_temp "rx/$_km"
+				else
+					grep -Eiq "$LOST_RE" "$W/tx-$_km.log" ||
+						t_fail "sender did not say the peer went away"
+					echo "# sender noticed the killed receiver after ${WT}s (exit $WRC): $(grep -Ei "$LOST_RE" "$W/tx-$_km.log" | head -n1)"
+				fi
+				[ ! -e "rx/$_km/k64" ] || t_fail "file placed under its final name"
 			else
 				t_fail "the transfer ended before the kill (test too fast)"
 			fi
@@ -374,45 +389,19 @@ s_killsender() {
 	else
 		t_fail "receiver did not start listening"
 	fi
-	t_log "$W/tx-ks.log" "$W/rx-ks.log"
-	t_end
-	rm -rf rx/ks
+	t_log "$W/tx-$_km.log" "$W/rx-$_km.log"
+	rm -rf "rx/$_km"
 }
-
-# 11. kill -9 of the receiver mid-transfer.
-s_killreceiver() {
-	mk64
-	t_begin "receiver killed mid-transfer: sender exits 11 within 30 s, says so"
-	mkdir -p rx/kr
-	nextport
-	if start_rx "$W/rx-kr.log" --root "$W/rx/kr" --once --port $P; then
-		rdcp --port $P --window 2 --chunk-size 64K src/k64 "$ADDR:k64" >"$W/tx-kr.log" 2>&1 &
-		TX=$!
-		if wait_partfile rx/kr k64 "$RX"; then
-			usleep "$KILL_AFTER_US"
-			if alive "$TX"; then
-				kill -9 "$RX"
-				wait "$RX" 2>/dev/null
-				wait_pid "$TX" 40
-				[ "$WRC" = 11 ] || t_fail "sender exit $WRC, want 11"
-				[ "${WT%.*}" -lt 30 ] || t_fail "sender took ${WT}s"
-				grep -Eiq "$LOST_RE" "$W/tx-kr.log" ||
-					t_fail "sender did not say the peer went away"
-				echo "# sender noticed the killed receiver after ${WT}s (exit $WRC): $(grep -Ei "$LOST_RE" "$W/tx-kr.log" | head -n1)"
-				[ ! -e rx/kr/k64 ] || t_fail "file placed under its final name"
-			else
-				t_fail "the transfer ended before the kill (test too fast)"
-			fi
-		else
-			t_fail "transfer never started"
-		fi
-		kill -9 "$TX" "$RX" 2>/dev/null
-	else
-		t_fail "receiver did not start listening"
-	fi
-	t_log "$W/tx-kr.log" "$W/rx-kr.log"
+s_killsender() {
+	t_begin "sender killed mid-transfer: receiver exits 11 within 30 s, no file"
+	kill_mid sender
 	t_end
-	rm -rf rx/kr src/k64
+}
+s_killreceiver() {
+	t_begin "receiver killed mid-transfer: sender exits 11 within 30 s, says so"
+	kill_mid receiver
+	t_end
+	rm -f src/k64
 }
 
 # 12. A receiver daemon: 2 sequential clients, 3 concurrent ones, SIGTERM.
