@@ -18,6 +18,12 @@
 # A suite that crashes or exits non-zero without a "not ok" line still
 # counts as one failure, so nothing can fail silently; the guest suite
 # fails (never skips) when qemu or the guest kernel cannot be had.
+#
+# One case or scenario alone (README, "Running one test"):
+#   DIR/tests/test_engine test_pack_tree        a unit case by name or glob
+#   tests/e2e/run_tcp.sh --build DIR tree       scenarios.sh over TCP
+#   tests/e2e/run_faults.sh --build DIR soak    faults.sh
+#   tests/e2e/run_rdma.sh --build DIR single:tree   in the Soft-RoCE guest
 set -uo pipefail
 
 BUILD=build

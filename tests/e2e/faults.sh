@@ -15,7 +15,8 @@
 # everything passed.
 #
 #   RDCP_BIN=... RDCP_HOOKS_BIN=... RDCP_KEY=... RDCP_FAULTS_DIR=... \
-#       bash tests/e2e/faults.sh
+#       bash tests/e2e/faults.sh [--list | SCENARIO...]
+# The harness (TAP, waits, receivers, senders) is tests/e2e/lib.sh.
 set -u
 
 RDCP=${RDCP_BIN:?RDCP_BIN: the rdcp binary}
@@ -26,117 +27,33 @@ PIDFILE=${RDCP_FAULTS_PIDS:-$W/pids} # every background pid, for cleanup
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 PEER=$HERE/faults_peer.py
 ADDR=127.0.0.1
-M=1048576
-P=7800 # ports: one per receiver
-nextport() { P=$((P + 1)); }
+P=7800 # ports: one per receiver (nextport)
+
+# shellcheck source=lib.sh source-path=SCRIPTDIR
+. "$HERE/lib.sh"
+POLL_MS=20
+
+# The scenarios, s_NAME below, in the order they run.
+ALL="keys enospc silent garbage changed kill9 sigint soak concurrent keys_after"
+check_scenarios "$ALL" "$@"
 
 cd "$W" || exit 1
 : >>"$PIDFILE"
 
-# ---------------------------------------------------------------- TAP
-
-N=0 FAILED=0
-T_NAME='' T_WHY='' T_LOGS='' T_START=0
-t_begin() { T_NAME=$1 T_WHY='' T_LOGS='' T_START=$(now_ms); }
-t_fail() { T_WHY="$T_WHY${T_WHY:+; }$*"; }
-t_log() { T_LOGS="$T_LOGS $*"; }
-t_end() {
-	local f secs
-	N=$((N + 1))
-	secs=$(since "$T_START")
-	if [ -z "$T_WHY" ]; then
-		echo "ok $N - $T_NAME (${secs}s)"
-	else
-		FAILED=$((FAILED + 1))
-		echo "not ok $N - $T_NAME (${secs}s)"
-		echo "# $T_WHY"
-		for f in $T_LOGS; do
-			[ -f "$f" ] || continue
-			echo "# ---- $f (last 20 lines)"
-			tail -n 20 "$f" | sed 's/^/#   /'
-		done
-	fi
-}
-
 # ---------------------------------------------------------------- helpers
 
-now_ms() { local t=${EPOCHREALTIME/./}; echo $((t / 1000)); }
-since() { # seconds (one decimal) since a now_ms value
-	local d=$(($(now_ms) - $1))
-	echo "$((d / 1000)).$((d % 1000 / 100))"
-}
-msleep() { sleep "$(printf '%d.%03d' $(($1 / 1000)) $(($1 % 1000)))"; }
-
-track() { echo "$1" >>"$PIDFILE"; }
-
-alive() { # PID: running (not gone, not a zombie)
-	[ -r "/proc/$1/stat" ] || return 1
-	! grep -q '^[0-9]* ([^)]*) Z' "/proc/$1/stat" 2>/dev/null
-}
-
-# wait_pid PID SECONDS: wait up to SECONDS for PID (a child); WRC = its
-# status, or 124 after kill -9 on timeout. WT = seconds waited.
-wait_pid() {
-	local s d
-	s=$(now_ms)
-	d=$((s + $2 * 1000))
-	while alive "$1"; do
-		if [ "$(now_ms)" -ge "$d" ]; then
-			kill -9 "$1" 2>/dev/null
-			wait "$1" 2>/dev/null
-			WRC=124 WT=$(since "$s")
-			return
-		fi
-		msleep 20
-	done
-	wait "$1"
-	WRC=$? WT=$(since "$s")
-}
-
-# start_rx LOG ARGS...: a receiver on 127.0.0.1:$P with the key, -v, in
-# the background; RX = its pid. Non-zero if it is not listening in 10 s.
+# lib.sh's start_rx, send and bg_send (LOG ARGS...), over TCP on
+# 127.0.0.1:$P with the key; a sender in the foreground gets 60 s.
 start_rx() {
-	local log=$1 i=0
-	shift
-	"$RDCP" --listen -v --transport tcp --bind "$ADDR" --port "$P" \
-		--key-file "$KEY" "$@" >"$log" 2>&1 &
-	RX=$!
-	track "$RX"
-	until grep -q 'listening' "$log" 2>/dev/null; do
-		alive "$RX" || return 1
-		i=$((i + 1))
-		[ $i -lt 500 ] || return 1
-		msleep 20
-	done
+	rx_spawn "$1" "$RDCP" --listen -v --transport tcp --bind "$ADDR" \
+		--port "$P" --key-file "$KEY" "${@:2}"
 }
-
-# stop_rx [PID]: SIGTERM a daemon, wait (<= 5 s, then kill -9); RX_RC.
-stop_rx() {
-	local pid=${1:-$RX}
-	kill -TERM "$pid" 2>/dev/null
-	wait_pid "$pid" 5
-	RX_RC=$WRC
-}
-
-# send LOG ARGS...: a sender in the foreground, bounded (60 s); SRC = its
-# status, ST = seconds.
 send() {
-	local log=$1 s
-	shift
-	s=$(now_ms)
-	timeout -s KILL 60 "$RDCP" --transport tcp --port "$P" \
-		--key-file "$KEY" "$@" >"$log" 2>&1
-	SRC=$? ST=$(since "$s")
+	run_bounded 60 "$1" "$RDCP" --transport tcp --port "$P" \
+		--key-file "$KEY" "${@:2}"
 }
-
-# bg_send LOG ARGS...: a sender in the background; TX = its pid.
 bg_send() {
-	local log=$1
-	shift
-	# rdcp itself, not a subshell: TX gets the signals.
-	"$RDCP" --transport tcp --port "$P" --key-file "$KEY" "$@" >"$log" 2>&1 &
-	TX=$!
-	track "$TX"
+	bg_run "$1" "$RDCP" --transport tcp --port "$P" --key-file "$KEY" "${@:2}"
 }
 
 # peer MODE [WAIT [COUNT]]: a raw client of faults_peer.py, bounded; its
@@ -144,39 +61,6 @@ bg_send() {
 peer() {
 	PEER_OUT=$(timeout -s KILL 60 python3 "$PEER" "$P" "$@" 2>&1)
 	PEER_RC=$?
-}
-
-same() { # A B: byte-for-byte equal, else t_fail
-	if [ ! -f "$2" ]; then
-		t_fail "$2 missing"
-	elif ! cmp -s "$1" "$2"; then
-		t_fail "$2 differs from $1 (sizes $(stat -c %s "$1") vs $(stat -c %s "$2"))"
-	fi
-}
-
-temps() { find "$1" -name '.*.rdcp-part' 2>/dev/null | tr '\n' ' '; }
-
-# no_temp DIR [SECONDS]: no .*.rdcp-part under DIR (waits up to SECONDS
-# for the receiver to remove them).
-no_temp() {
-	local i=0 n=$((${2:-0} * 50))
-	while [ -n "$(temps "$1")" ] && [ $i -lt $n ]; do
-		i=$((i + 1))
-		msleep 20
-	done
-	[ -z "$(temps "$1")" ] || t_fail "temporary file(s) left: $(temps "$1")"
-}
-
-# wait_partfile DIR NAME PID: wait (<= 20 s) until the receiver has the
-# temporary for NAME (the transfer is under way) while PID lives.
-wait_partfile() {
-	local i=0
-	until [ -e "$1/.$2.rdcp-part" ]; do
-		alive "$3" || return 1
-		i=$((i + 1))
-		[ $i -lt 1000 ] || return 1
-		msleep 20
-	done
 }
 
 fdcount() { find "/proc/$1/fd" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l; }
@@ -261,7 +145,7 @@ s_keys() {
 			[ "$SRC" = 4 ] || [ "$SRC" = 3 ] ||
 				t_fail "attempt $i (held off): exit $SRC, want 3 or 4"
 		fi
-		[ "$i" != 3 ] || KEYS_T3=$(now_ms)
+		[ "$i" != 3 ] || KEYS_T3=$(now)
 	done
 	echo "# wrong key: exit statuses$rcs"
 	[ -z "$(find rx/keys -mindepth 1)" ] || t_fail "written: $(find rx/keys -mindepth 1 | tr '\n' ' ')"
@@ -288,7 +172,7 @@ s_keys() {
 			peer bad-auth 10
 			[ "$PEER_RC" = 0 ] || t_fail "guess $i: $PEER_OUT"
 		done
-		GUESS_T3=$(now_ms)
+		GUESS_T3=$(now)
 		[ "$(grep -c 'authentication failed for' "$W/rx-guess.log")" = 3 ] ||
 			t_fail "the receiver did not log 3 failed authentications"
 		send "$W/tx-guess-ok.log" src/small "$ADDR:early"
@@ -311,14 +195,14 @@ s_keys_after() {
 	local left
 	[ -n "${KEYS_RX:-}" ] || return
 	t_begin "after the hold-off (10 s) a correct key from $ADDR works again"
-	left=$((${GUESS_T3:-$KEYS_T3} + 10500 - $(now_ms)))
+	left=$((${GUESS_T3:-$KEYS_T3} + 10500 - $(now)))
 	[ $left -le 0 ] || msleep $left
 	P=$KEYS_PORT RXDIR=$W/rx/keys served "$W/tx-key-after.log" after
 	if [ -n "${GUESS_RX:-}" ]; then
 		P=$GUESS_PORT RXDIR=$W/rx/guess served "$W/tx-guess-after.log" after
-		stop_rx "$GUESS_RX"
+		term_rx "$GUESS_RX"
 	fi
-	stop_rx "$KEYS_RX"
+	term_rx "$KEYS_RX"
 	t_log "$W/rx-keys.log" "$W/rx-guess.log"
 	t_end
 }
@@ -332,8 +216,7 @@ s_enospc() {
 	local fs=$W/fs v
 	mkdir -p "$fs"
 	if [ "$(id -u)" != 0 ]; then
-		N=$((N + 1))
-		echo "ok $N - receiver file system full # SKIP not root: cannot mount a tmpfs"
+		t_skip "receiver file system full" "not root: cannot mount a tmpfs"
 		return
 	fi
 	if ! mount -t tmpfs -o size=8m tmpfs "$fs"; then
@@ -387,7 +270,7 @@ s_enospc() {
 		t_begin "receiver file system full: the same daemon then takes a small file"
 		served "$W/tx-full-small.log" small
 		no_temp "$fs"
-		stop_rx
+		term_rx
 		t_log "$W/rx-full.log"
 	else
 		t_begin "receiver file system full: receiver starts"
@@ -414,7 +297,7 @@ s_changed() {
 	fi
 	for v in append truncate touch; do
 		t_begin "source changed while sent ($v): exit 6, nothing placed"
-		t=$(now_ms)
+		t=$(now)
 		head -c $((1024 * M)) /dev/zero >src/chg
 		echo "# made src/chg in $(since "$t")s"
 		bg_send "$W/tx-chg-$v.log" --window 2 --chunk-size 64K src/chg "$ADDR:chg"
@@ -455,7 +338,7 @@ s_changed() {
 		send "$W/tx-chg-res2.log" --resume --json --chunk-size 64K src/chg "$ADDR:chg"
 		[ "$SRC" = 0 ] || t_fail "resumed attempt: exit $SRC, want 0"
 		same src/chg rx/chg/chg
-		sent=$(grep -o '"sent":[0-9]*' "$W/tx-chg-res2.log" | cut -d: -f2)
+		sent=$(jget "$W/tx-chg-res2.log" file_done sent)
 		echo "# resumed after the change: sent ${sent:-?} of $(stat -c %s src/chg)"
 		[ -n "$sent" ] && [ "$sent" -lt $((64 * M)) ] || t_fail "resume sent ${sent:-?} bytes"
 	else
@@ -479,7 +362,7 @@ s_changed() {
 	same src/cor rx/chg/cor
 	t_log "$W/tx-cor-res1.log" "$W/tx-cor-res2.log" "$W/rx-chg.log"
 	t_end
-	stop_rx
+	term_rx
 	rm -rf src/chg src/cor rx/chg
 }
 
@@ -530,7 +413,7 @@ s_silent() {
 	alive "$RX" || t_fail "receiver gone"
 	t_log "$W/rx-sil.log"
 	t_end
-	stop_rx
+	term_rx
 
 	# Silent peers hold a session until the connect timeout: with
 	# --max-sessions 4 four of them lock real clients out (refused, exit 3,
@@ -558,7 +441,7 @@ s_silent() {
 			[ "$WRC" = 0 ] || t_fail "a silent peer was not dropped"
 		done
 		served "$W/tx-sil4.log" after-busy
-		stop_rx
+		term_rx
 	else
 		t_fail "receiver did not start listening"
 	fi
@@ -632,7 +515,7 @@ s_garbage() {
 	no_temp "$RXDIR"
 	t_log "$W/rx-junk.log"
 	t_end
-	stop_rx
+	term_rx
 	rm -rf rx/junk
 }
 
@@ -694,7 +577,7 @@ s_kill9() {
 		same src/big "$RXDIR/big"
 		no_temp "$RXDIR"
 		echo "# second copy of 1 GiB: ${ST}s"
-		stop_rx
+		term_rx
 		t_log "$W/tx-k9-$who-2.log" "$W/rx-k9-$who.log" "$W/rx-k9-$who-2.log"
 		t_end
 		rm -f "$RXDIR/big"
@@ -729,7 +612,7 @@ s_sigint() {
 		[ ! -e "$RXDIR/big" ] || t_fail "placed under its final name"
 		alive "$RX" || t_fail "receiver gone"
 		served "$W/tx-int2.log" small
-		stop_rx
+		term_rx
 	else
 		t_fail "receiver did not start listening"
 	fi
@@ -776,7 +659,7 @@ s_soak() {
 		[ "$thr2" = "$thr1" ] || t_fail "thread count $thr1 -> $thr2"
 		no_temp "$RXDIR"
 		alive "$RX" || t_fail "receiver gone"
-		stop_rx
+		term_rx
 		[ "$RX_RC" = 130 ] || t_fail "daemon exit $RX_RC after SIGTERM, want 130"
 	else
 		t_fail "receiver did not start listening"
@@ -818,13 +701,8 @@ s_concurrent() {
 			pids="$pids $TX"
 			t_log "$W/tx-conc$i.log"
 		done
-		i=1
-		for p in $pids; do
-			wait_pid "$p" 60
-			[ "$WRC" = 0 ] || t_fail "good client $i: exit $WRC, want 0"
-			same "src/c$i" "$RXDIR/c$i"
-			i=$((i + 1))
-		done
+		wait_copies 60 "$pids" src/c1 "$RXDIR/c1" src/c2 "$RXDIR/c2" \
+			src/c3 "$RXDIR/c3" src/c4 "$RXDIR/c4"
 		wait_pid "$hk" 60
 		[ "$WRC" = 8 ] || t_fail "corrupting client: exit $WRC, want 8"
 		[ ! -e "$RXDIR/corrupt" ] || t_fail "the corrupted file was placed"
@@ -838,7 +716,7 @@ s_concurrent() {
 		settle_fds "$RX" "$base"
 		[ "$FDS" = "$base" ] || t_fail "fd count $FDS, baseline $base"
 		served "$W/tx-conc5.log" last
-		stop_rx
+		term_rx
 	else
 		t_fail "receiver did not start listening"
 	fi
@@ -849,11 +727,5 @@ s_concurrent() {
 
 # ---------------------------------------------------------------- main
 
-T0=$(now_ms)
-SCENARIOS=${*:-keys enospc silent garbage changed kill9 sigint soak concurrent keys_after}
-for s in $SCENARIOS; do
-	"s_$s"
-done
-echo "1..$N"
-echo "# faults: $((N - FAILED)) of $N passed in $(since "$T0")s"
-[ "$FAILED" -eq 0 ]
+run_scenarios "$ALL" "$@"
+t_finish

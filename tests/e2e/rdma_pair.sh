@@ -21,73 +21,23 @@
 #            while sending less than all of it.
 # The surviving guest(s) print TAP lines ("ok N - ...", "not ok N - ..."
 # with "# " diagnostics, the plan last) and exit 0 only if all passed.  A
-# pre-shared key, if the build needs one, is expected at /etc/rdcp/key.
+# pre-shared key, if the build needs one, is expected at /etc/rdcp/key;
+# the shared harness at /test/lib.sh, beside this script (/test/script.sh).
+
+# shellcheck source=lib.sh source-path=SCRIPTDIR
+. "$(dirname "$0")/lib.sh"
 
 SCEN=${1:-}
 ROLE=${RDCP_GUEST_ROLE:-}
 PEER=${RDCP_PEER_ADDR:-}
 W=/tmp/e2e
 PORT=7600
-LOST_RE='went away|no word from|host is down|link is cut|peer (was )?lost|lost (the )?peer|gone|silent|disconnect|unreachable|retr'
 LINK_DOWN_S=30
+T_PREFIX="$SCEN: "
 
 rm -rf "$W"
 mkdir -p "$W/rx" || exit 1
 cd "$W" || exit 1
-
-N=0 FAILED=0
-T_NAME='' T_WHY='' T_LOGS=''
-t_begin() { T_NAME="$SCEN: $1" T_WHY='' T_LOGS=''; }
-t_fail() { T_WHY="$T_WHY${T_WHY:+; }$*"; }
-t_log() { T_LOGS="$T_LOGS $*"; }
-t_end() {
-	N=$((N + 1))
-	if [ -z "$T_WHY" ]; then
-		echo "ok $N - $T_NAME"
-	else
-		FAILED=$((FAILED + 1))
-		echo "not ok $N - $T_NAME"
-		echo "# $T_WHY"
-		for f in $T_LOGS; do
-			[ -f "$f" ] || continue
-			echo "# ---- $f (last 25 lines)"
-			tail -n 25 "$f" | sed 's/^/#   /'
-		done
-	fi
-}
-finish() {
-	echo "1..$N"
-	[ "$FAILED" = 0 ]
-	exit
-}
-
-now() {
-	read -r up _ </proc/uptime
-	echo "${up%.*}${up#*.}"
-}
-since() {
-	d=$(($(now) - $1))
-	echo "$((d / 100)).$((d % 100 / 10))"
-}
-alive() {
-	[ -r "/proc/$1/stat" ] || return 1
-	! grep -q '^[0-9]* ([^)]*) Z' "/proc/$1/stat" 2>/dev/null
-}
-wait_pid() { # PID SECONDS -> WRC (124 on timeout, killed), WT
-	_s=$(now)
-	_d=$((_s + $2 * 100))
-	while alive "$1"; do
-		if [ "$(now)" -ge "$_d" ]; then
-			kill -9 "$1" 2>/dev/null
-			wait "$1" 2>/dev/null
-			WRC=124 WT=$(since "$_s")
-			return
-		fi
-		usleep 50000
-	done
-	wait "$1"
-	WRC=$? WT=$(since "$_s")
-}
 
 wait_peer() { # up to $1 s until the peer answers ping
 	_i=0
@@ -95,21 +45,6 @@ wait_peer() { # up to $1 s until the peer answers ping
 		_i=$((_i + 1))
 		[ $_i -lt "$1" ] || return 1
 		sleep 1
-	done
-}
-
-# start_rx LOG ARGS...: receiver in the background (RX), listening.
-start_rx() {
-	_log=$1
-	shift
-	rdcp --listen -v "$@" >"$_log" 2>&1 &
-	RX=$!
-	_i=0
-	until grep -q 'listening' "$_log" 2>/dev/null; do
-		alive "$RX" || return 1
-		_i=$((_i + 1))
-		[ $_i -lt 200 ] || return 1
-		usleep 50000
 	done
 }
 
@@ -124,13 +59,8 @@ start_tx() {
 		echo "-- attempt $((_try + 1)) at $(since 0)s" >>"$_log"
 		rdcp -v "$@" >>"$_log" 2>&1 &
 		TX=$!
-		_i=0
-		while alive "$TX"; do
-			grep -q 'connected to' "$_log" 2>/dev/null && return 0
-			_i=$((_i + 1))
-			[ $_i -lt 300 ] || return 1
-			usleep 50000
-		done
+		wait_until 15 "$TX" logged "$_log" 'connected to' && return 0
+		alive "$TX" && return 1
 		wait "$TX"
 		_rc=$?
 		echo "-- exit $_rc" >>"$_log"
@@ -138,17 +68,6 @@ start_tx() {
 		_try=$((_try + 1))
 		[ $_try -lt "${TX_TRIES:-30}" ] || return 1
 		sleep 1
-	done
-}
-
-# wait_partfile NAME PID: the receiver has the temporary of NAME (<= 60 s).
-wait_partfile() {
-	_i=0
-	until [ -e "$W/rx/.$1.rdcp-part" ]; do
-		alive "$2" || return 1
-		_i=$((_i + 1))
-		[ $_i -lt 1200 ] || return 1
-		usleep 50000
 	done
 }
 
@@ -190,7 +109,7 @@ a:rxhost)
 	fi
 	t_log "$W/tx.log"
 	t_end
-	finish
+	t_finish
 	;;
 b:rxhost)
 	start_rx "$W/rx.log" --root "$W/rx" --once --port $PORT || echo "# receiver did not start"
@@ -218,7 +137,7 @@ a:txhost)
 b:txhost)
 	t_begin "sender host lost: receiver exits non-zero within 30 s"
 	if start_rx "$W/rx.log" --root "$W/rx" --once --port $PORT --timeout 10; then
-		if wait_partfile k64 "$RX"; then
+		if wait_partfile "$W/rx" k64 "$RX" 60; then
 			sleep 2
 			if alive "$RX"; then
 				echo RDCP-GUEST-KILL-OTHER
@@ -254,8 +173,8 @@ b:txhost)
 		wait_pid "$RX" 30
 		[ "$_rc" = 0 ] || t_fail "resuming sender exit $_rc"
 		[ "$WRC" = 0 ] || t_fail "receiver exit $WRC"
-		cmp "$W/k64.want" "$W/rx/k64" >/dev/null 2>&1 || t_fail "k64 differs after --resume"
-		_sent=$(grep '"event":"file_done"' "$W/tx2.log" | sed -n 's/.*"sent":\([0-9]*\).*/\1/p')
+		same "$W/k64.want" "$W/rx/k64"
+		_sent=$(jget "$W/tx2.log" file_done sent)
 		_size=$(stat -c %s "$W/k64.want")
 		echo "# resumed: sent ${_sent:-?} of $_size bytes"
 		[ -n "$_sent" ] && [ "$_sent" -lt "$_size" ] || t_fail "resume sent ${_sent:-?} of $_size bytes"
@@ -264,7 +183,7 @@ b:txhost)
 	fi
 	t_log "$W/rx2.log" "$W/tx2.log"
 	t_end
-	finish
+	t_finish
 	;;
 # ---------------------------------------------------------------- linkcut
 a:linkcut)
@@ -284,8 +203,7 @@ a:linkcut)
 		wait_pid "$TX" 60
 		_end=$(now)
 		if [ -s "$W/cut" ]; then
-			_after=$((_end - $(cat "$W/cut")))
-			_after="$((_after / 100)).$((_after % 100 / 10))"
+			_after=$(secs $((_end - $(cat "$W/cut"))))
 		else
 			_after="?"
 			t_fail "the link was never cut (pings kept working)"
@@ -305,8 +223,7 @@ a:linkcut)
 	if wait_peer 90; then
 		echo "# peer answers ping again after ${_s:+$(since "$_s")}s"
 		if TX_TRIES=6 start_tx "$W/tx2.log" --port $((PORT + 1)) "$W/new" "$PEER:new"; then
-			wait_pid "$TX" 30
-			[ "$WRC" = 0 ] || t_fail "sender exit $WRC, want 0"
+			wait_ok "$TX" 30 sender
 		else
 			t_fail "sender did not connect"
 			kill -9 "$TX" 2>/dev/null
@@ -319,9 +236,8 @@ a:linkcut)
 	t_begin "--resume after the cut: completes, sends less than the whole file"
 	if TX_TRIES=6 start_tx "$W/tx3.log" --port $((PORT + 2)) --window 32 --chunk-size 64K \
 		--resume --json "$W/k64" "$PEER:k64"; then
-		wait_pid "$TX" 120
-		[ "$WRC" = 0 ] || t_fail "sender exit $WRC, want 0"
-		_sent=$(grep '"event":"file_done"' "$W/tx3.log" | sed -n 's/.*"sent":\([0-9]*\).*/\1/p')
+		wait_ok "$TX" 120 sender
+		_sent=$(jget "$W/tx3.log" file_done sent)
 		_size=$(stat -c %s "$W/k64")
 		echo "# resumed: sent ${_sent:-?} of $_size bytes"
 		[ -n "$_sent" ] && [ "$_sent" -lt "$_size" ] || t_fail "resume sent ${_sent:-?} of $_size bytes"
@@ -331,14 +247,14 @@ a:linkcut)
 	fi
 	t_log "$W/tx3.log"
 	t_end
-	finish
+	t_finish
 	;;
 b:linkcut)
 	mknew "$W/new"
 	mkcut "$W/k64.want"
 	t_begin "link cut: receiver exits non-zero within 30 s, no file"
 	if start_rx "$W/rx.log" --root "$W/rx" --once --port $PORT --timeout 10; then
-		if wait_partfile k64 "$RX"; then
+		if wait_partfile "$W/rx" k64 "$RX" 60; then
 			sleep 2
 			alive "$RX" || t_fail "the receiver ended before the cut"
 			/usr/sbin/ip link set eth0 down
@@ -354,7 +270,7 @@ b:linkcut)
 			# The sender said --resume: the partial file stays.
 			[ -f "$W/rx/.k64.rdcp-part" ] || t_fail "temporary not kept for --resume"
 			# Keep the link down long enough for the sender's bound.
-			while [ $(($(now) - CUT)) -lt $((LINK_DOWN_S * 100)) ]; do sleep 1; done
+			while [ $(($(now) - CUT)) -lt $((LINK_DOWN_S * 1000)) ]; do sleep 1; done
 		else
 			t_fail "the transfer never started"
 		fi
@@ -373,13 +289,8 @@ b:linkcut)
 	t_end
 	t_begin "link back up (rxe0 re-created): the new copy arrives intact"
 	if start_rx "$W/rx2.log" --root "$W/rx" --once --port $((PORT + 1)); then
-		wait_pid "$RX" 120
-		[ "$WRC" = 0 ] || t_fail "receiver exit $WRC, want 0"
-		if [ ! -f "$W/rx/new" ]; then
-			t_fail "new copy missing"
-		else
-			cmp "$W/new" "$W/rx/new" >/dev/null 2>&1 || t_fail "new copy differs"
-		fi
+		wait_ok "$RX" 120 receiver
+		same "$W/new" "$W/rx/new"
 	else
 		t_fail "receiver did not start listening"
 	fi
@@ -387,13 +298,8 @@ b:linkcut)
 	t_end
 	t_begin "--resume after the cut: k64 arrives byte-identical"
 	if start_rx "$W/rx3.log" --root "$W/rx" --once --port $((PORT + 2)); then
-		wait_pid "$RX" 180
-		[ "$WRC" = 0 ] || t_fail "receiver exit $WRC, want 0"
-		if [ ! -f "$W/rx/k64" ]; then
-			t_fail "k64 missing after --resume"
-		else
-			cmp "$W/k64.want" "$W/rx/k64" >/dev/null 2>&1 || t_fail "k64 differs after --resume"
-		fi
+		wait_ok "$RX" 180 receiver
+		same "$W/k64.want" "$W/rx/k64"
 		[ ! -e "$W/rx/.k64.rdcp-part" ] || t_fail "temporary left after the resumed copy"
 		grep -q 'resuming' "$W/rx3.log" || t_fail "receiver did not say it resumed"
 	else
@@ -401,7 +307,7 @@ b:linkcut)
 	fi
 	t_log "$W/rx3.log"
 	t_end
-	finish
+	t_finish
 	;;
 *)
 	echo "not ok 1 - unknown role/scenario '$ROLE:$SCEN' (want a|b and rxhost|txhost|linkcut)"

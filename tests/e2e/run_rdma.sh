@@ -4,17 +4,21 @@
 # Host-side driver of rdcp's Soft-RoCE end-to-end tests.  Builds nothing:
 # expects build/rdcp (make WERROR=1) and build/hooks/rdcp (make hooks).
 # Runs `tests/guest/guest.sh prepare` (a failure is a test failure, never a
-# skip), then boots one guest for tests/e2e/rdma_single.sh and one guest
+# skip), then boots one guest for tests/e2e/scenarios.sh and one guest
 # pair per peer-loss scenario of tests/e2e/rdma_pair.sh (rxhost, txhost,
-# linkcut).  The guests' TAP lines are relayed renumbered, with "#"
-# diagnostics; the full consoles go to build/e2e/<run>.log and their tail
-# is shown when a run fails.  A guest that crashes, times out or stops
+# linkcut); both find their harness tests/e2e/lib.sh beside them, as
+# /test/lib.sh in the guest.  The guests' TAP lines are relayed
+# renumbered, with "#" diagnostics; the full consoles go to
+# build/e2e/<run>.log and their tail is shown when a run fails.  A guest that crashes, times out or stops
 # before its plan counts as a failed test.  Ends with "N passed, N failed"
 # and a non-zero status if anything failed.
 #
-#   tests/e2e/run_rdma.sh [--build DIR] [single|rxhost|txhost|linkcut]...
+#   tests/e2e/run_rdma.sh [--build DIR] [single[:NAME,...]|rxhost|txhost|linkcut]...
 #       DIR (default build/) holds rdcp and hooks/rdcp; logs go to DIR/e2e/.
 #       Without scenario names, all four run (about 2 minutes).
+#       single:NAME,... runs only those scenarios of scenarios.sh in the
+#       single guest (`tests/e2e/run_tcp.sh --list` names them), e.g.
+#       single:tree,pull.
 set -uo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -25,7 +29,7 @@ while [ $# -gt 0 ]; do
 	case "$1" in
 	--build) [ $# -ge 2 ] || { echo "run_rdma.sh: --build wants a directory" >&2; exit 2; }
 		BUILD=$2; shift 2 ;;
-	-h|--help) sed -n '3,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n '3,24p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) break ;;
 	esac
 done
@@ -74,6 +78,8 @@ if ! "$T/rdcp" --keygen "$T/key" >/dev/null 2>&1; then
 	finish
 fi
 common+=(--file "$T/key:/etc/rdcp/key")
+# The scripts' shared harness, beside them as /test/script.sh is.
+common+=(--file "$HERE/lib.sh:/test/lib.sh")
 
 label() { if [ "$1" = s ]; then echo single; else echo "pair/$1"; fi; }
 
@@ -92,6 +98,12 @@ run_guest() {
 		g=s rest=$line
 		if [[ "$line" =~ ^\[([ab])\]\ (.*)$ ]]; then
 			g=${BASH_REMATCH[1]} rest=${BASH_REMATCH[2]}
+		elif [ "$expect" != s ] && [[ "$line" != RUN-STATUS=* ]]; then
+			# A pair's guests are all prefixed: this line is
+			# guest.sh's own, e.g. the tail of a guest's console
+			# after a timeout, whose TAP lines were already counted.
+			# The log keeps it.
+			continue
 		fi
 		if [[ "$rest" =~ ^RUN-STATUS=([0-9]+)$ ]]; then
 			rc=${BASH_REMATCH[1]}
@@ -135,8 +147,12 @@ run_guest() {
 [ $# -gt 0 ] || set -- single rxhost txhost linkcut
 for sc in "$@"; do
 	case "$sc" in
-	single)
-		run_guest single s --timeout 300 --mem 1536 "${common[@]}" "$HERE/rdma_single.sh" ;;
+	single | single:*)
+		names=${sc#single}
+		names=${names#:}
+		# shellcheck disable=SC2086 # a word list
+		run_guest single s --timeout 300 --mem 1536 "${common[@]}" \
+			"$HERE/scenarios.sh" ${names//,/ } ;;
 	rxhost)
 		run_guest pair-rxhost a --pair --timeout 120 "${common[@]}" "$HERE/rdma_pair.sh" rxhost ;;
 	txhost)
@@ -144,7 +160,7 @@ for sc in "$@"; do
 	linkcut)
 		run_guest pair-linkcut "a b" --pair --timeout 320 "${common[@]}" "$HERE/rdma_pair.sh" linkcut ;;
 	*)
-		notok "unknown scenario $sc (single rxhost txhost linkcut)" ;;
+		notok "unknown scenario $sc (single[:NAME,...] rxhost txhost linkcut)" ;;
 	esac
 done
 echo "# total: $((SECONDS - start))s"

@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 #
-# The single-host end-to-end scenarios of rdma_single.sh, run on this host
+# The single-host end-to-end scenarios of scenarios.sh, run on this host
 # over TCP on loopback (127.0.0.1): the quick everyday suite, and proof
 # that both transports pass the same list. Wrappers named rdcp and
 # rdcp-hooks, first in PATH, add --transport tcp to every call, so the
 # scenarios themselves are the very same script. Prints its TAP lines and
 # exits non-zero if anything failed.
 #
-#   tests/e2e/run_tcp.sh [--build DIR] [SCENARIO...]
+#   tests/e2e/run_tcp.sh [--build DIR] [--list | SCENARIO...]
+#       e.g. `tests/e2e/run_tcp.sh --build build tree` runs one scenario;
+#       without names, all of them.
 set -uo pipefail
 BUILD=build
 if [ "${1:-}" = --build ]; then
@@ -42,4 +44,4 @@ PATH=$T/bin:$PATH RDCP_GUEST_ADDR=127.0.0.1 RDCP_E2E_HOST=1 \
 	RDCP_E2E_KILL_MIB=1024 RDCP_E2E_KILL_AFTER_US=200000 \
 	RDCP_E2E_AUTO_BIN=$T/bin/rdcp.real RDCP_E2E_AUTO_WANT=tcp \
 	RDCP_E2E_DIR=$T/e2e XDG_CONFIG_HOME=$T/cfg \
-	busybox sh "$HERE/rdma_single.sh" "$@"
+	busybox sh "$HERE/scenarios.sh" "$@"

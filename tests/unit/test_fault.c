@@ -1471,7 +1471,7 @@ static void test_resume_poll(void)
 	loop(SC_RESUME, FK_POLL);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	static const struct tap_test t[] = {
 		TAP_TEST(test_push_alloc),   TAP_TEST(test_push_open),
@@ -1486,5 +1486,5 @@ int main(void)
 
 	/* Test code never fails a call, in this thread at all. */
 	fi_bypass = 1;
-	return tap_main(t, sizeof(t) / sizeof(t[0]));
+	return tap_main(t, sizeof(t) / sizeof(t[0]), argc, argv);
 }

@@ -1,20 +1,32 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 #
-# End-to-end tests of rdcp in ONE Soft-RoCE guest (rxe0 on dummy0,
-# 10.77.0.1): real receivers and senders over rdma_rxe, started by
-# tests/e2e/run_rdma.sh through `tests/guest/guest.sh run`.  Runs inside
-# the guest under busybox sh; expects /usr/bin/rdcp and the test-hooks
-# build as /usr/bin/rdcp-hooks.  Covers chunk/ring boundary sizes, the
-# default geometry, >4 GiB sparse files, the digests, an injected CRC
-# mismatch, DEST confinement, multi-file/partial sessions, connection
-# failure, kill -9 of either side, a multi-client receiver daemon, -r -p
-# trees (compared entry by entry), pull, --resume after kill -9 of either
-# side, --no-clobber/--update, --encrypt/--compress, --sparse, --bwlimit,
-# a full receiver file system, a tree of 600 small files (packed) pushed
-# and pulled, and that rxe saw no RNR across the suite.
+# The single-host end-to-end scenarios of rdcp, over either transport:
+# real receivers and senders on ONE host, run under busybox sh
+#   - over RDMA in a Soft-RoCE guest (rxe0 on dummy0, 10.77.0.1), started
+#     by tests/e2e/run_rdma.sh through `tests/guest/guest.sh run`;
+#   - over TCP on this host's loopback, started by tests/e2e/run_tcp.sh
+#     (RDCP_E2E_HOST=1, see below).
+# Expects rdcp and the test-hooks build as rdcp-hooks in PATH, and the
+# shared harness tests/e2e/lib.sh beside this script.  Covers chunk/ring
+# boundary sizes, the default geometry, >4 GiB sparse files, the digests,
+# an injected CRC mismatch, DEST confinement, multi-file/partial sessions,
+# connection failure, kill -9 of either side, a multi-client receiver
+# daemon, -r -p trees (compared entry by entry), pull, --resume after
+# kill -9 of either side, --no-clobber/--update, --encrypt/--compress,
+# --sparse, --bwlimit, a full receiver file system, a tree of 600 small
+# files (packed) pushed and pulled, and (RDMA) that rxe saw no RNR across
+# the suite.
 # Prints TAP lines ("ok N - ...", "not ok N - ..." with "# " diagnostics,
 # the plan last) and exits 0 only if everything passed.
+#
+#   scenarios.sh [--list | SCENARIO...]   (default: all, in list order)
+# e.g. `tests/e2e/run_tcp.sh --build build tree pull` runs two scenarios
+# over TCP, `tests/e2e/run_rdma.sh --build build single:tree` one in the
+# guest.
+
+# shellcheck source=lib.sh source-path=SCRIPTDIR
+. "$(dirname "$0")/lib.sh"
 
 ADDR=${RDCP_GUEST_ADDR:-10.77.0.1}
 # RDCP_E2E_HOST=1: the same scenarios on the host over TCP loopback
@@ -28,119 +40,20 @@ KILL_AFTER_US=${RDCP_E2E_KILL_AFTER_US:-1000000}
 W=${RDCP_E2E_DIR:-/tmp/e2e}
 HW=/sys/class/infiniband/rxe0/ports/1/hw_counters
 RNR_COUNTERS="rcvd_rnr_err send_rnr_err retry_rnr_exceeded_err"
-# The peer-went-away wording accepted from a survivor.
-LOST_RE='went away|no word from|host is down|link is cut|peer (was )?lost|lost (the )?peer|gone|silent|disconnect|unreachable|retr'
+# The scenarios, s_NAME below, in the order they run.
+ALL="sizes default sparse checksum corrupt escape multifile partial noconn"
+ALL="$ALL killsender killreceiver daemon auth auto check device"
+ALL="$ALL tree pull resume skip crypt zeros bwlimit full small"
+check_scenarios "$ALL" "$@"
 
 rm -rf "$W"
 mkdir -p "$W" || exit 1
 cd "$W" || exit 1
 
-# ---------------------------------------------------------------- TAP
-
-N=0 FAILED=0
-T_NAME='' T_WHY='' T_LOGS=''
-t_begin() { T_NAME=$1 T_WHY='' T_LOGS=''; T_START=$(now); }
-t_fail() { T_WHY="$T_WHY${T_WHY:+; }$*"; }
-t_log() { T_LOGS="$T_LOGS $*"; }
-t_end() {
-	N=$((N + 1))
-	if [ -z "$T_WHY" ]; then
-		echo "ok $N - $T_NAME ($(since "$T_START")s)"
-	else
-		FAILED=$((FAILED + 1))
-		echo "not ok $N - $T_NAME ($(since "$T_START")s)"
-		echo "# $T_WHY"
-		for f in $T_LOGS; do
-			[ -f "$f" ] || continue
-			echo "# ---- $f (last 25 lines)"
-			tail -n 25 "$f" | sed 's/^/#   /'
-		done
-	fi
-}
-
 # ---------------------------------------------------------------- helpers
-
-now() { # centiseconds since boot
-	read -r up _ </proc/uptime
-	echo "${up%.*}${up#*.}"
-}
-since() { # seconds (one decimal) since a now() value
-	d=$(($(now) - $1))
-	echo "$((d / 100)).$((d % 100 / 10))"
-}
-
-alive() { # PID: running (not gone, not a zombie)
-	[ -r "/proc/$1/stat" ] || return 1
-	! grep -q '^[0-9]* ([^)]*) Z' "/proc/$1/stat" 2>/dev/null
-}
-
-# wait_pid PID SECONDS: wait up to SECONDS for PID; WRC = its status, or
-# 124 after killing it on timeout.  WT = seconds waited.
-wait_pid() {
-	_s=$(now)
-	_d=$((_s + $2 * 100))
-	while alive "$1"; do
-		if [ "$(now)" -ge "$_d" ]; then
-			kill -9 "$1" 2>/dev/null
-			wait "$1" 2>/dev/null
-			WRC=124 WT=$(since "$_s")
-			return
-		fi
-		usleep 50000
-	done
-	wait "$1"
-	WRC=$? WT=$(since "$_s")
-}
-
-# start_rx LOG ARGS...: start a receiver in the background, RX = its pid;
-# returns non-zero if it does not report listening within 10 s.
-start_rx() {
-	_log=$1
-	shift
-	rdcp --listen -v "$@" >"$_log" 2>&1 &
-	RX=$!
-	_i=0
-	until grep -q 'listening' "$_log" 2>/dev/null; do
-		alive "$RX" || return 1
-		_i=$((_i + 1))
-		[ $_i -lt 200 ] || return 1
-		usleep 50000
-	done
-	return 0
-}
-
-# stop_rx: make sure the receiver RX is gone (for --once receivers whose
-# session did not reach them); RX_RC = its status.
-stop_rx() {
-	wait_pid "$RX" "${1:-10}"
-	RX_RC=$WRC
-}
-
-# send LOG ARGS...: run a sender in the foreground, bounded; SRC = status,
-# ST = seconds.
-send() {
-	_log=$1
-	shift
-	_s=$(now)
-	timeout -s KILL 120 rdcp "$@" >"$_log" 2>&1
-	SRC=$? ST=$(since "$_s")
-}
 
 mkrand() { # FILE BYTES
 	head -c "$2" /dev/urandom >"$1"
-}
-
-same() { # A B: byte-for-byte equal, else t_fail
-	if [ ! -f "$2" ]; then
-		t_fail "$2 missing"
-	elif ! cmp "$1" "$2" >/dev/null 2>&1; then
-		t_fail "$2 differs from $1 (sizes $(stat -c %s "$1") vs $(stat -c %s "$2"))"
-	fi
-}
-
-no_temp() { # DIR: no .*.rdcp-part left
-	_t=$(find "$1" -name '.*.rdcp-part' 2>/dev/null)
-	[ -z "$_t" ] || t_fail "temporary file(s) left: $(echo "$_t" | tr '\n' ' ')"
 }
 
 counters() {
@@ -149,23 +62,9 @@ counters() {
 	done
 }
 
-# wait_partfile DIR NAME PID: wait (<= 20 s) until the receiver has the
-# temporary file for NAME, i.e. the transfer is under way.
-wait_partfile() {
-	_i=0
-	until [ -e "$1/.$2.rdcp-part" ]; do
-		alive "$3" || return 1
-		_i=$((_i + 1))
-		[ $_i -lt 400 ] || return 1
-		usleep 50000
-	done
-}
-
 # ---------------------------------------------------------------- scenarios
 
-M=1048576
-P=7500 # ports: one per receiver
-nextport() { P=$((P + 1)); }
+P=7500 # ports: one per receiver (nextport)
 
 # 1. Boundary sizes with a 64 KiB x 4 ring: one copy each, then all of
 #    them in one session into dir/.
@@ -202,8 +101,7 @@ s_sizes() {
 		no_temp rx/sizes
 		t_log "$W/tx-sizes-dir.log" "$W/rx-sizes.log"
 		t_end
-		kill -TERM "$RX" 2>/dev/null
-		stop_rx 10
+		term_rx
 	else
 		t_begin "64K x 4 ring: receiver starts"
 		t_fail "receiver did not start listening"
@@ -340,7 +238,6 @@ s_corrupt() {
 	mkrand src/bad $((M + 5))
 	nextport
 	if start_rx "$W/rx-bad.log" --root "$W/rx/bad" --once --port $P --chunk-size 64K; then
-		_s=$(now)
 		RDCP_TEST_CORRUPT_CHUNK=1 timeout -s KILL 60 rdcp-hooks --port $P --chunk-size 64K \
 			src/bad "$ADDR:bad" >"$W/tx-bad.log" 2>&1
 		SRC=$?
@@ -443,30 +340,45 @@ s_noconn() {
 	rm -f src/nc
 }
 
-# 10. kill -9 of the sender mid-transfer.
+# 10, 11. kill -9 of one side mid-transfer.
 mk64() {
 	mkdir -p src
 	[ -f src/k64 ] || dd if=/dev/urandom of=src/k64 bs=1M count="$KILL_MIB" 2>/dev/null
 }
-s_killsender() {
+# kill_mid WHO: kill -9 the sender or the receiver (WHO) while src/k64
+# is under way: the other side exits 11 within 30 s, no file is placed;
+# a receiver left alone leaves no temporary, a sender says the peer went.
+kill_mid() {
 	mk64
-	t_begin "sender killed mid-transfer: receiver exits 11 within 30 s, no file"
-	mkdir -p rx/ks
+	_km=kr
+	[ "$1" != sender ] || _km=ks
+	mkdir -p "rx/$_km"
 	nextport
-	if start_rx "$W/rx-ks.log" --root "$W/rx/ks" --once --port $P; then
-		rdcp --port $P --window 2 --chunk-size 64K src/k64 "$ADDR:k64" >"$W/tx-ks.log" 2>&1 &
+	if start_rx "$W/rx-$_km.log" --root "$W/rx/$_km" --once --port $P; then
+		rdcp --port $P --window 2 --chunk-size 64K src/k64 "$ADDR:k64" >"$W/tx-$_km.log" 2>&1 &
 		TX=$!
-		if wait_partfile rx/ks k64 "$TX"; then
+		if [ "$1" = sender ]; then
+			_km_dead=$TX _km_left=$RX _km_who=receiver
+		else
+			_km_dead=$RX _km_left=$TX _km_who=sender
+		fi
+		if wait_partfile "rx/$_km" k64 "$_km_dead"; then
 			usleep "$KILL_AFTER_US"
 			if alive "$TX"; then
-				kill -9 "$TX"
-				wait "$TX" 2>/dev/null
-				wait_pid "$RX" 40
-				[ "$WRC" = 11 ] || t_fail "receiver exit $WRC, want 11"
-				[ "${WT%.*}" -lt 30 ] || t_fail "receiver took ${WT}s"
-				echo "# receiver noticed the killed sender after ${WT}s (exit $WRC)"
-				[ ! -e rx/ks/k64 ] || t_fail "file placed under its final name"
-				no_temp rx/ks
+				kill -9 "$_km_dead"
+				wait "$_km_dead" 2>/dev/null
+				wait_pid "$_km_left" 40
+				[ "$WRC" = 11 ] || t_fail "$_km_who exit $WRC, want 11"
+				[ "${WT%.*}" -lt 30 ] || t_fail "$_km_who took ${WT}s"
+				if [ "$1" = sender ]; then
+					echo "# receiver noticed the killed sender after ${WT}s (exit $WRC)"
+					no_temp "rx/$_km"
+				else
+					grep -Eiq "$LOST_RE" "$W/tx-$_km.log" ||
+						t_fail "sender did not say the peer went away"
+					echo "# sender noticed the killed receiver after ${WT}s (exit $WRC): $(grep -Ei "$LOST_RE" "$W/tx-$_km.log" | head -n1)"
+				fi
+				[ ! -e "rx/$_km/k64" ] || t_fail "file placed under its final name"
 			else
 				t_fail "the transfer ended before the kill (test too fast)"
 			fi
@@ -477,45 +389,19 @@ s_killsender() {
 	else
 		t_fail "receiver did not start listening"
 	fi
-	t_log "$W/tx-ks.log" "$W/rx-ks.log"
-	t_end
-	rm -rf rx/ks
+	t_log "$W/tx-$_km.log" "$W/rx-$_km.log"
+	rm -rf "rx/$_km"
 }
-
-# 11. kill -9 of the receiver mid-transfer.
-s_killreceiver() {
-	mk64
-	t_begin "receiver killed mid-transfer: sender exits 11 within 30 s, says so"
-	mkdir -p rx/kr
-	nextport
-	if start_rx "$W/rx-kr.log" --root "$W/rx/kr" --once --port $P; then
-		rdcp --port $P --window 2 --chunk-size 64K src/k64 "$ADDR:k64" >"$W/tx-kr.log" 2>&1 &
-		TX=$!
-		if wait_partfile rx/kr k64 "$RX"; then
-			usleep "$KILL_AFTER_US"
-			if alive "$TX"; then
-				kill -9 "$RX"
-				wait "$RX" 2>/dev/null
-				wait_pid "$TX" 40
-				[ "$WRC" = 11 ] || t_fail "sender exit $WRC, want 11"
-				[ "${WT%.*}" -lt 30 ] || t_fail "sender took ${WT}s"
-				grep -Eiq "$LOST_RE" "$W/tx-kr.log" ||
-					t_fail "sender did not say the peer went away"
-				echo "# sender noticed the killed receiver after ${WT}s (exit $WRC): $(grep -Ei "$LOST_RE" "$W/tx-kr.log" | head -n1)"
-				[ ! -e rx/kr/k64 ] || t_fail "file placed under its final name"
-			else
-				t_fail "the transfer ended before the kill (test too fast)"
-			fi
-		else
-			t_fail "transfer never started"
-		fi
-		kill -9 "$TX" "$RX" 2>/dev/null
-	else
-		t_fail "receiver did not start listening"
-	fi
-	t_log "$W/tx-kr.log" "$W/rx-kr.log"
+s_killsender() {
+	t_begin "sender killed mid-transfer: receiver exits 11 within 30 s, no file"
+	kill_mid sender
 	t_end
-	rm -rf rx/kr src/k64
+}
+s_killreceiver() {
+	t_begin "receiver killed mid-transfer: sender exits 11 within 30 s, says so"
+	kill_mid receiver
+	t_end
+	rm -f src/k64
 }
 
 # 12. A receiver daemon: 2 sequential clients, 3 concurrent ones, SIGTERM.
@@ -544,13 +430,8 @@ s_daemon() {
 			pids="$pids $!"
 			t_log "$W/tx-d$i.log"
 		done
-		i=3
-		for p in $pids; do
-			wait_pid "$p" 130
-			[ "$WRC" = 0 ] || t_fail "client $i exit $WRC, want 0"
-			same "src/d$i" "rx/dm/conc$i"
-			i=$((i + 1))
-		done
+		wait_copies 130 "$pids" src/d3 rx/dm/conc3 src/d4 rx/dm/conc4 \
+			src/d5 rx/dm/conc5
 		no_temp rx/dm
 		alive "$DM" || t_fail "daemon gone"
 		t_log "$W/rx-dm.log"
@@ -730,19 +611,6 @@ s_device() {
 
 # ---------------------------------------------------------------- protocol v2
 
-# jget LOG EVENT FIELD: FIELD of the first --json EVENT line in LOG
-# (numbers and plain strings only).
-jget() {
-	grep "\"event\":\"$2\"" "$1" | head -n1 |
-		sed -n "s/.*\"$3\":\"\{0,1\}\([^\",}]*\).*/\1/p"
-}
-
-# jdone LOG PATH FIELD: FIELD of the file_done event for PATH.
-jdone() {
-	grep "\"event\":\"file_done\",\"path\":\"$2\"" "$1" | head -n1 |
-		sed -n "s/.*\"$3\":\"\{0,1\}\([^\",}]*\).*/\1/p"
-}
-
 # alloc FILE: bytes allocated on disk.
 alloc() { echo $(($(stat -c '%b * %B' "$1"))); }
 
@@ -899,8 +767,7 @@ s_tree() {
 		alive "$RX" || t_fail "receiver gone"
 		t_log "$W/tx-tree3.log" "$W/rx-tree.log"
 		t_end
-		kill -TERM "$RX" 2>/dev/null
-		stop_rx 10
+		term_rx
 	else
 		t_begin "-r tree push: receiver starts"
 		t_fail "receiver did not start listening"
@@ -971,8 +838,7 @@ s_pull() {
 			t_log "$W/tx-pull5.log" "$W/rx-pull.log"
 			t_end
 		done
-		kill -TERM "$RX" 2>/dev/null
-		stop_rx 10
+		term_rx
 	else
 		t_begin "pull: receiver starts"
 		t_fail "receiver did not start listening"
@@ -1093,8 +959,7 @@ s_resume() {
 		no_temp rx/rs
 		t_log "$W/tx-rs4.log" "$W/rx-rs3.log"
 		t_end
-		kill -TERM "$RX" 2>/dev/null
-		stop_rx 10
+		term_rx
 	else
 		t_begin "--resume: receiver starts"
 		t_fail "receiver did not start listening"
@@ -1150,8 +1015,7 @@ s_skip() {
 		no_temp rx/skip
 		t_log "$W/tx-up.log" "$W/tx-up2.log" "$W/rx-skip.log"
 		t_end
-		kill -TERM "$RX" 2>/dev/null
-		stop_rx 10
+		term_rx
 	else
 		t_begin "--no-clobber/--update: receiver starts"
 		t_fail "receiver did not start listening"
@@ -1265,14 +1129,12 @@ s_full() {
 	FS=$W/full
 	mkdir -p "$FS" src
 	if [ -n "$HOST_MODE" ] && [ "$(id -u)" != 0 ]; then
-		N=$((N + 1))
-		echo "ok $N - receiver file system full # SKIP not root: cannot mount a tmpfs"
+		t_skip "receiver file system full" "not root: cannot mount a tmpfs"
 		return
 	fi
 	if ! mount -t tmpfs -o size=2m tmpfs "$FS"; then
 		if [ -n "$HOST_MODE" ]; then
-			N=$((N + 1))
-			echo "ok $N - receiver file system full # SKIP cannot mount a tmpfs on $FS"
+			t_skip "receiver file system full" "cannot mount a tmpfs on $FS"
 		else
 			t_begin "receiver file system full: tmpfs"
 			t_fail "cannot mount a tmpfs on $FS"
@@ -1305,8 +1167,7 @@ s_full() {
 		no_temp "$FS"
 		t_log "$W/tx-full-small.log" "$W/rx-full.log"
 		t_end
-		kill -TERM "$RX" 2>/dev/null
-		stop_rx 10
+		term_rx
 	else
 		t_begin "receiver file system full: receiver starts"
 		t_fail "receiver did not start listening"
@@ -1438,8 +1299,7 @@ s_small() {
 		alive "$RX" || t_fail "receiver gone"
 		t_log "$W/tx-small5.log" "$W/rx-small.log"
 		t_end
-		kill -TERM "$RX" 2>/dev/null
-		stop_rx 10
+		term_rx
 	else
 		t_begin "small files: receiver starts"
 		t_fail "receiver did not start listening"
@@ -1461,30 +1321,17 @@ if rdcp --help 2>&1 | grep -q -- '--keygen'; then
 	if [ ! -f "$KEY" ]; then
 		mkdir -p "$(dirname "$KEY")"
 		rdcp --keygen "$KEY" >/dev/null 2>&1 ||
-			{ echo "# rdcp --keygen $KEY failed"; echo "not ok 1 - key setup"; echo "1..1"; exit 1; }
+			{ echo "# rdcp --keygen $KEY failed"; t_begin "key setup"; t_fail "rdcp --keygen $KEY"; t_end; t_finish; }
 	fi
 fi
 
-ALL="sizes default sparse checksum corrupt escape multifile partial noconn"
-ALL="$ALL killsender killreceiver daemon auth auto check device"
-ALL="$ALL tree pull resume skip crypt zeros bwlimit full small"
-# shellcheck disable=SC2086 # a word list
-[ $# -gt 0 ] || set -- $ALL
 RNR0=$(counters)
 echo "# rxe counters at start: $RNR0"
 SUITE_START=$(now)
-for sc in "$@"; do
-	case " $ALL " in
-	*" $sc "*) ;;
-	*) echo "# unknown scenario $sc (have: $ALL)"; exit 2 ;;
-	esac
-	SC_START=$(now)
-	"s_$sc"
-	echo "# scenario $sc: $(since "$SC_START")s"
-done
+run_scenarios "$ALL" "$@"
 
 # 13. No RNR NAK across the whole suite (RDMA only: TCP has no RNR).
-[ -z "$HOST_MODE" ] || { echo "1..$N"; [ "$FAILED" -eq 0 ]; exit; }
+[ -z "$HOST_MODE" ] || t_finish
 RNR1=$(counters)
 echo "# rxe counters at end: $RNR1"
 t_begin "no RNR across the suite"
@@ -1495,6 +1342,4 @@ for c in $RNR_COUNTERS; do
 	[ "$a" = "$b" ] || t_fail "$c went from $a to $b"
 done
 t_end
-
-echo "1..$N"
-[ "$FAILED" = 0 ]
+t_finish
