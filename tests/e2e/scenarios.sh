@@ -41,7 +41,8 @@ W=${RDCP_E2E_DIR:-/tmp/e2e}
 HW=/sys/class/infiniband/rxe0/ports/1/hw_counters
 RNR_COUNTERS="rcvd_rnr_err send_rnr_err retry_rnr_exceeded_err"
 # The scenarios, s_NAME below, in the order they run.
-ALL="sizes default sparse checksum corrupt escape multifile partial noconn"
+ALL="sizes default sparse checksum corrupt escape destforms multifile partial"
+ALL="$ALL noconn"
 ALL="$ALL killsender killreceiver daemon auth auto check device"
 ALL="$ALL tree pull resume skip crypt zeros bwlimit full small"
 check_scenarios "$ALL" "$@"
@@ -265,7 +266,10 @@ s_escape() {
 		nextport
 		if start_rx "$W/rx-esc.log" --root "$W/esc/root" --once --port $P; then
 			send "$W/tx-esc.log" --port $P src/esc "$ADDR:$d"
-			[ "$SRC" = 7 ] || t_fail "sender exit $SRC, want 7"
+			# '..' is a bad name (usage, 2); '/etc/x' is etc/x in
+			# the root, whose etc/ does not exist (remote I/O, 7).
+			case $d in /*) want=7 ;; *) want=2 ;; esac
+			[ "$SRC" = "$want" ] || t_fail "sender exit $SRC, want $want"
 			stop_rx 10
 			[ "$RX_RC" != 0 ] || t_fail "receiver exit 0"
 			_extra=$(find "$W/esc" ! -path "$W/esc" ! -path "$W/esc/root")
@@ -278,6 +282,63 @@ s_escape() {
 		t_end
 	done
 	rm -rf "$W/esc" /etc/x src/esc
+}
+
+# 6b. DEST and SRC as scp and rsync users type them: '.', './', './sub/',
+#     'sub/.' and '/' are the root or paths inside it; pulls of './f' and
+#     '/f' too.
+s_destforms() {
+	rm -rf rx/df got
+	mkdir -p src rx/df/have got
+	mkrand src/df 3001
+	mkrand rx/df/have/pf 4001
+	nextport
+	if start_rx "$W/rx-df.log" --root "$W/rx/df" --port $P; then
+		for d in "" . ./ / ./sub/ sub/. ./sub/deeper/ have/./; do
+			case $d in
+			*sub/deeper/) at=sub/deeper ;;
+			*sub*) at=sub ;;
+			*have*) at=have ;;
+			*) at=. ;;
+			esac
+			t_begin "push to DEST '$d' lands in '$at'"
+			rm -f "rx/df/$at/df"
+			send "$W/tx-df.log" --port $P src/df "$ADDR:$d"
+			[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0: $(head -n1 "$W/tx-df.log")"
+			same src/df "rx/df/$at/df"
+			no_temp rx/df
+			t_log "$W/tx-df.log" "$W/rx-df.log"
+			t_end
+		done
+		for s in ./have/pf /have/pf have/./pf //have//pf; do
+			t_begin "pull of SRC '$s'"
+			rm -f got/pf
+			send "$W/tx-dfp.log" --port $P "$ADDR:$s" got/
+			[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0: $(head -n1 "$W/tx-dfp.log")"
+			same rx/df/have/pf got/pf
+			t_log "$W/tx-dfp.log" "$W/rx-df.log"
+			t_end
+		done
+		for s in . / ./ ..; do
+			t_begin "pull of SRC '$s' (the root or above) refused: exit 2"
+			send "$W/tx-dfr.log" --port $P -r "$ADDR:$s" got/r/
+			[ "$SRC" = 2 ] || t_fail "exit $SRC, want 2"
+			grep -q "not a path inside" "$W/tx-dfr.log" ||
+				t_fail "no message saying why: $(head -n1 "$W/tx-dfr.log")"
+			[ -z "$(ls -A got/r 2>/dev/null)" ] || t_fail "written: $(ls -A got/r | tr '\n' ' ')"
+			alive "$RX" || t_fail "receiver gone"
+			t_log "$W/tx-dfr.log" "$W/rx-df.log"
+			t_end
+		done
+		term_rx
+	else
+		t_begin "DEST forms: receiver starts"
+		t_fail "receiver did not start listening"
+		t_log "$W/rx-df.log"
+		t_end
+		kill -9 "$RX" 2>/dev/null
+	fi
+	rm -rf rx/df got src/df
 }
 
 # 7. Several SRCs to a DEST that is an existing regular file.
