@@ -51,6 +51,12 @@ bool cm_geom_valid(const struct cm_geom *g);
 /* "a.b.c.d:port", "[v6]:port" (v4-mapped shown as v4). */
 void cm_sockaddr_str(const struct sockaddr *sa, char *buf, size_t n);
 int cm_set_nonblock(int fd);
+/*
+ * getaddrinfo for a (stream sockets, a's family, AI_PASSIVE when passive):
+ * 0 or its EAI_* code, nothing logged. The caller frees *res.
+ */
+int cm_lookup(const struct cm_addr *a, bool passive, struct addrinfo **res);
+
 /* getaddrinfo for addr (logged on failure). 0 or -errno. */
 int cm_resolve(const struct cm_addr *a, bool passive, struct addrinfo **res);
 

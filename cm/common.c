@@ -139,11 +139,10 @@ int cm_set_nonblock(int fd)
 	return 0;
 }
 
-int cm_resolve(const struct cm_addr *a, bool passive, struct addrinfo **res)
+int cm_lookup(const struct cm_addr *a, bool passive, struct addrinfo **res)
 {
 	struct addrinfo hints = { 0 };
 	char port[8];
-	int rc;
 
 	hints.ai_family = a->family == CM_AF_INET    ? AF_INET
 			  : a->family == CM_AF_INET6 ? AF_INET6
@@ -151,7 +150,13 @@ int cm_resolve(const struct cm_addr *a, bool passive, struct addrinfo **res)
 	hints.ai_socktype = SOCK_STREAM;
 	hints.ai_flags = passive ? AI_PASSIVE : 0;
 	snprintf(port, sizeof(port), "%u", a->port);
-	rc = getaddrinfo(a->host, port, &hints, res);
+	return getaddrinfo(a->host, port, &hints, res);
+}
+
+int cm_resolve(const struct cm_addr *a, bool passive, struct addrinfo **res)
+{
+	int rc = cm_lookup(a, passive, res);
+
 	if (rc) {
 		log_err("cannot resolve '%s': %s", a->host ? a->host : "*",
 			gai_strerror(rc));

@@ -602,16 +602,10 @@ int cm_rdma_probe(const struct cm_addr *addr, int timeout_ms, char *why,
 	struct rdma_event_channel *ech;
 	struct rdma_cm_id *id = NULL;
 	struct rdma_cm_event *ev;
-	struct addrinfo hints = { 0 }, *ai = NULL;
-	char port[8];
+	struct addrinfo *ai = NULL;
 	int rc;
 
-	hints.ai_family = addr->family == CM_AF_INET	? AF_INET
-			  : addr->family == CM_AF_INET6 ? AF_INET6
-							: AF_UNSPEC;
-	hints.ai_socktype = SOCK_STREAM;
-	snprintf(port, sizeof(port), "%u", addr->port);
-	if (getaddrinfo(addr->host, port, &hints, &ai)) {
+	if (cm_lookup(addr, false, &ai)) {
 		snprintf(why, whysz, "cannot resolve '%s'", addr->host);
 		return -EHOSTUNREACH;
 	}

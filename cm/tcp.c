@@ -53,6 +53,7 @@
 
 #include "cm/tcp_int.h"
 #include "util/clock.h"
+#include "util/io.h"
 #include "util/log.h"
 
 #include "util/units.h"
@@ -351,27 +352,6 @@ static void *tx_main(void *arg)
 
 /* ---- the receive thread (responder) ---- */
 
-/* Reads exactly len bytes; -ECONNRESET on EOF. */
-static int recv_full(int fd, void *buf, size_t len)
-{
-	uint8_t *p = buf;
-
-	while (len) {
-		ssize_t n = recv(fd, p, len, MSG_WAITALL);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			return -ECONNRESET;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 /* A frame the peer should never have sent: log it, fail the connection. */
 static int rx_violation(struct tconn *t, const char *what, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -406,7 +386,7 @@ static int rx_frame(struct tconn *t)
 	bool pad_ok;
 	int rc;
 
-	rc = recv_full(t->fd, hdr, sizeof(hdr));
+	rc = io_recv_full(t->fd, hdr, sizeof(hdr));
 	if (rc)
 		return sock_error(t, rc, "receive");
 	fr_decode(hdr, &op, &len, &imm, &slot, &pad_ok);
@@ -443,7 +423,7 @@ static int rx_frame(struct tconn *t)
 	dst = op == FR_SEND ? cm_rx(c, idx) : cm_slot(c, slot);
 	pthread_mutex_unlock(&t->lock);
 
-	rc = recv_full(t->fd, dst, len);
+	rc = io_recv_full(t->fd, dst, len);
 	if (rc)
 		return sock_error(t, rc, "receive");
 	ev.type = op == FR_SEND ? CM_EV_RECV : CM_EV_DATA;

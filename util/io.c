@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 /* One syscall moves at most this much on Linux anyway (MAX_RW_COUNT). */
@@ -19,7 +20,20 @@ static size_t io_step(size_t len)
 	return len < IO_STEP ? len : IO_STEP;
 }
 
-int io_pread_full(int fd, void *buf, size_t len, uint64_t off)
+enum io_op {
+	IO_PREAD,
+	IO_PWRITE,
+	IO_READ,
+	IO_WRITE,
+	IO_RECV
+};
+
+/*
+ * The one loop behind every call below: op until len bytes moved, retrying
+ * EINTR and short transfers. A 0 return before the end is eof_err.
+ */
+static int io_full(enum io_op op, int fd, void *buf, size_t len, uint64_t off,
+		   int eof_err)
 {
 	char *p = buf;
 
@@ -28,83 +42,62 @@ int io_pread_full(int fd, void *buf, size_t len, uint64_t off)
 
 		if (off > (uint64_t)INT64_MAX)
 			return -EINVAL;
-		n = pread(fd, p, io_step(len), (off_t)off);
+		switch (op) {
+		case IO_PREAD:
+			n = pread(fd, p, io_step(len), (off_t)off);
+			break;
+		case IO_PWRITE:
+			n = pwrite(fd, p, io_step(len), (off_t)off);
+			break;
+		case IO_READ:
+			n = read(fd, p, io_step(len));
+			break;
+		case IO_WRITE:
+			n = write(fd, p, io_step(len));
+			break;
+		default:
+			n = recv(fd, p, io_step(len), MSG_WAITALL);
+			break;
+		}
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
 			return -errno;
 		}
 		if (n == 0)
-			return -ENODATA;
+			return eof_err;
 		p += n;
 		len -= (size_t)n;
-		off += (uint64_t)n;
+		if (op == IO_PREAD || op == IO_PWRITE)
+			off += (uint64_t)n;
 	}
 	return 0;
+}
+
+int io_pread_full(int fd, void *buf, size_t len, uint64_t off)
+{
+	return io_full(IO_PREAD, fd, buf, len, off, -ENODATA);
 }
 
 int io_pwrite_full(int fd, const void *buf, size_t len, uint64_t off)
 {
-	const char *p = buf;
-
-	while (len) {
-		ssize_t n;
-
-		if (off > (uint64_t)INT64_MAX)
-			return -EINVAL;
-		n = pwrite(fd, p, io_step(len), (off_t)off);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			return -EIO;
-		p += n;
-		len -= (size_t)n;
-		off += (uint64_t)n;
-	}
-	return 0;
+	/* The loop only reads through p for the write ops. */
+	return io_full(IO_PWRITE, fd, (void *)buf, len, off, -EIO);
 }
 
 int io_read_full(int fd, void *buf, size_t len)
 {
-	char *p = buf;
+	return io_full(IO_READ, fd, buf, len, 0, -ECONNRESET);
+}
 
-	while (len) {
-		ssize_t n = read(fd, p, io_step(len));
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			return -ECONNRESET;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
+int io_recv_full(int fd, void *buf, size_t len)
+{
+	return io_full(IO_RECV, fd, buf, len, 0, -ECONNRESET);
 }
 
 int io_write_full(int fd, const void *buf, size_t len)
 {
-	const char *p = buf;
-
-	while (len) {
-		ssize_t n = write(fd, p, io_step(len));
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			return -EIO;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
+	return io_full(IO_WRITE, fd, (void *)buf, len, 0, -EIO);
 }
 
 int io_close(int fd)

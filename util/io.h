@@ -20,6 +20,9 @@ int io_read_full(int fd, void *buf, size_t len)
 	__attribute__((warn_unused_result));
 int io_write_full(int fd, const void *buf, size_t len)
 	__attribute__((warn_unused_result));
+/* io_read_full for a socket, with MSG_WAITALL: fewer calls per frame. */
+int io_recv_full(int fd, void *buf, size_t len)
+	__attribute__((warn_unused_result));
 /* close(2) that reports the error of a failed close as -errno. */
 int io_close(int fd);
 
