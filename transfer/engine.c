@@ -92,7 +92,7 @@ int engine_fail(struct engine *e, enum xfer_fail klass, int err,
 	return fail_set(e, klass, err, why);
 }
 
-static int fail_quiet(struct engine *e, enum xfer_fail klass, int err)
+int engine_fail_logged(struct engine *e, enum xfer_fail klass, int err)
 {
 	return fail_set(e, klass, err, NULL);
 }
@@ -163,7 +163,7 @@ static int post_ctrl(struct engine *e, unsigned int i, uint32_t len)
 		      e->role && e->role->slot_ack ? e->role->slot_ack(e) : 0);
 	rc = e->c->ops->post_send(e->c, i, len, ENGINE_WR_CTRL | i);
 	if (rc)
-		return fail_quiet(e, XFER_FAIL_PEER_LOST, rc);
+		return engine_fail_logged(e, XFER_FAIL_PEER_LOST, rc);
 	e->tx_busy[i] = 1;
 	e->tx_inflight++;
 	e->last_tx_ms = clock_now_ms();
@@ -259,7 +259,7 @@ static int on_recv(struct engine *e, const struct cm_event *ev)
 			e->c->peer);
 	rc = e->c->ops->post_recv(e->c, (unsigned int)ev->id);
 	if (rc)
-		return fail_quiet(e, XFER_FAIL_PEER_LOST, rc);
+		return engine_fail_logged(e, XFER_FAIL_PEER_LOST, rc);
 	if (m.type == WIRE_ERROR) {
 		enum xfer_fail k =
 			m.u.error.klass > 0 &&
@@ -280,13 +280,13 @@ static int on_recv(struct engine *e, const struct cm_event *ev)
 static int completion_failed(struct engine *e, const struct cm_event *ev)
 {
 	if (ev->status == -EPROTO)
-		return fail_quiet(e, XFER_FAIL_PROTOCOL, ev->status);
+		return engine_fail_logged(e, XFER_FAIL_PROTOCOL, ev->status);
 	if (ev->status == -ECONNRESET || ev->type == CM_EV_CLOSED)
 		return engine_fail(e, XFER_FAIL_PEER_LOST, -ECONNRESET,
 				   "%s went away: the connection was closed "
 				   "mid-session",
 				   e->c->peer);
-	return fail_quiet(e, XFER_FAIL_PEER_LOST, ev->status);
+	return engine_fail_logged(e, XFER_FAIL_PEER_LOST, ev->status);
 }
 
 static int dispatch(struct engine *e, const struct cm_event *ev)
@@ -304,7 +304,7 @@ static int dispatch(struct engine *e, const struct cm_event *ev)
 		/* The rx buffer held nothing: it goes straight back. */
 		rc = e->c->ops->post_recv(e->c, (unsigned int)ev->id);
 		if (rc)
-			return fail_quiet(e, XFER_FAIL_PEER_LOST, rc);
+			return engine_fail_logged(e, XFER_FAIL_PEER_LOST, rc);
 		if (!e->role->on_data)
 			return engine_fail(e, XFER_FAIL_PROTOCOL, -EPROTO,
 					   "%s wrote into a ring it was never "
@@ -350,7 +350,7 @@ static void idle_wait(struct engine *e, int timeout_ms)
 	rc = e->c->ops->wait(e->c, workq_fd(e->wq), timeout_ms);
 	e->armed = false;
 	if (rc)
-		fail_quiet(e, XFER_FAIL_INTERNAL, rc);
+		engine_fail_logged(e, XFER_FAIL_INTERNAL, rc);
 }
 
 static int run(struct engine *e, uint64_t deadline_ms)
@@ -362,7 +362,7 @@ static int run(struct engine *e, uint64_t deadline_ms)
 		if (!e->evq_len) {
 			n = e->c->ops->poll(e->c, e->evq, POLL_BATCH);
 			if (n < 0) {
-				fail_quiet(e, XFER_FAIL_INTERNAL, n);
+				engine_fail_logged(e, XFER_FAIL_INTERNAL, n);
 				break;
 			}
 			e->evq_head = 0;

@@ -77,6 +77,13 @@ void engine_release(struct engine *e);
 int engine_fail(struct engine *e, enum xfer_fail klass, int err,
 		const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
+/*
+ * engine_fail for a failure whose root cause was logged where it was
+ * known (cm/ logs its own verbs and socket errors): recorded, not logged
+ * again. Returns err.
+ */
+int engine_fail_logged(struct engine *e, enum xfer_fail klass, int err);
+
 /* Queues m (acks are filled in when it goes out). 0 or -ENOMEM. */
 int engine_send(struct engine *e, struct wire_msg *m)
 	__attribute__((warn_unused_result));

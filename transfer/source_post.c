@@ -124,10 +124,8 @@ static int post_slot(struct source *s, struct src_job *j,
 	rc = s->e->c->ops->post_write(s->e->c, j->idx,
 				      WIRE_SLOT_HDR + j->wire_len, slot,
 				      wire_imm(seq, slot), sig, j->idx);
-	if (rc)
-		return engine_fail(s->e, XFER_FAIL_PEER_LOST, rc,
-				   "cannot post RDMA write to %s",
-				   s->e->c->peer);
+	if (rc) /* cm/ said why, naming its transport */
+		return engine_fail_logged(s->e, XFER_FAIL_PEER_LOST, rc);
 	if (sig)
 		s->unsignaled = 0;
 	j->state = JOB_POSTED;
