@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cmd/args.h"
@@ -150,20 +149,18 @@ static int keygen(const char *path)
 {
 	char dir[4096];
 	char *slash;
+	int rc;
 
 	snprintf(dir, sizeof(dir), "%s", path);
 	slash = strrchr(dir, '/');
 	if (slash && slash != dir) {
 		*slash = '\0';
-		/* mkdir -p, 0700: ~/.config/rdcp may not exist yet */
-		for (char *p = dir + 1; *p; p++) {
-			if (*p == '/') {
-				*p = '\0';
-				mkdir(dir, 0700);
-				*p = '/';
-			}
+		/* 0700: ~/.config/rdcp may not exist yet */
+		rc = path_mkdirs_local(dir, 0700);
+		if (rc) {
+			log_err("cannot create '%s': %s", dir, strerror(-rc));
+			return RDCP_EXIT_LOCAL_IO;
 		}
-		mkdir(dir, 0700);
 	}
 	if (key_generate(path))
 		return RDCP_EXIT_LOCAL_IO;
