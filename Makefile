@@ -11,6 +11,7 @@
 #   make test-unit       only the in-process tests (seconds)
 #   make fuzz            libFuzzer on the wire decoder and path checker
 #   make demo            a real RDMA copy (host device, else Soft-RoCE guest)
+#   make test-quickstart the README's build and install commands, checked
 #   make SAN=address,undefined test    sanitizer build
 #   make install DESTDIR=... PREFIX=/usr
 #   make deb / make rpm  packages in build/ (NOCHECK=1: skip unit tests)
@@ -183,6 +184,13 @@ test-guest: all hooks
 demo: setup
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)tests/demo.sh $(BUILD)
+
+# What README's Quick start and Install sections show that can run here:
+# make, make install into a DESTDIR under build/ (TAP, "N passed, N
+# failed"). Seconds.
+.PHONY: test-quickstart
+test-quickstart: all
+	$(Q)tests/quickstart.sh $(BUILD)
 
 # Side-by-side ratios (not a test: nothing is asserted; read the tables):
 # over TCP on loopback against iperf3, nc, scp, rsync and tar | nc; in the

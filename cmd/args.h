@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * rdcp's command line: the argp option table and parser, and the checks
+ * that options agree with each other. args_parse() turns argv into a
+ * struct args that main.c only reads; a usage error never gets past it.
+ */
+#ifndef RDCP_ARGS_H
+#define RDCP_ARGS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "transfer/xfer.h"
+
+struct args {
+	/*
+	 * What the engine needs from the command line: for a copy also
+	 * addr.host (the HOST of HOST:path), srcs, nsrcs, dest and pull.
+	 * Key, callbacks and cancel flag are main.c's to add.
+	 */
+	struct xfer_opts o;
+	bool listen;
+	bool check;	      /* --check [HOST]: HOST in o.addr.host */
+	const char *keygen;   /* --keygen FILE, else NULL */
+	const char *key_file; /* --key-file FILE, else NULL */
+	bool no_auth;
+	int verbose; /* number of -v */
+	bool quiet;
+	bool json;
+	bool progress; /* --progress: show it even when not on a terminal */
+	char *target;  /* the HOST of a copy, owned; o.addr.host points here */
+};
+
+/*
+ * Parses argv into *a (xfer_opts_init defaults for what is not given).
+ * Returns only when the command line is valid: --help and --version exit
+ * 0, a usage error prints it and exits RDCP_EXIT_USAGE. Strings in *a
+ * point into argv, except target (args_release frees it).
+ */
+void args_parse(struct args *a, int argc, char **argv);
+
+/* Frees what args_parse allocated. */
+void args_release(struct args *a);
+
+#endif
