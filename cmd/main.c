@@ -86,24 +86,25 @@ static void on_progress(void *arg, uint64_t done, uint64_t total,
 			const char *path)
 {
 	struct run *run = arg;
-	char d[32], t[32], r[32];
+	char d[32], t[32], r[32], name[128];
 	double now = clock_now_s(), rate;
 	uint64_t eta;
 
 	if (!run->progress)
 		return;
+	/* A name from the peer reaches the terminal escaped (log_escape). */
+	log_escape(name, sizeof(name), path_basename(path));
 	if (!run->progress_t0)
 		run->progress_t0 = now;
 	rate = now > run->progress_t0 ? done / (now - run->progress_t0) : 0;
 	eta = rate > 0 && total > done ? (uint64_t)((total - done) / rate) : 0;
 	if (!total) /* a pull, or sources still being listed: no total */
-		fprintf(stderr, "\r\033[K%-30.30s %s  %s", path_basename(path),
+		fprintf(stderr, "\r\033[K%-30.30s %s  %s", name,
 			units_format_size(done, d, sizeof(d)),
 			units_format_rate(rate, r, sizeof(r)));
 	else
 		fprintf(stderr, "\r\033[K%-30.30s %s / %s  %s  ETA %llu:%02llu",
-			path_basename(path),
-			units_format_size(done, d, sizeof(d)),
+			name, units_format_size(done, d, sizeof(d)),
 			units_format_size(total, t, sizeof(t)),
 			units_format_rate(rate, r, sizeof(r)),
 			(unsigned long long)(eta / 60),
@@ -115,7 +116,7 @@ static void on_progress(void *arg, uint64_t done, uint64_t total,
 static void on_file(void *arg, const struct xfer_file_report *r)
 {
 	struct run *run = arg;
-	char sz[32], rate[32];
+	char sz[32], rate[32], path[4 * 4096];
 
 	if (run->a->json) {
 		json_file(stdout, r);
@@ -124,7 +125,8 @@ static void on_file(void *arg, const struct xfer_file_report *r)
 	if (run->progress && r->done) {
 		/* One line per file above the progress line. */
 		progress_clear(run);
-		fprintf(stderr, "%-40s %12s  %s\n", r->path,
+		log_escape(path, sizeof(path), r->path);
+		fprintf(stderr, "%-40s %12s  %s\n", path,
 			units_format_size(r->bytes, sz, sizeof(sz)),
 			r->status    ? "FAILED"
 			: r->skipped ? "skipped"

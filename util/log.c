@@ -8,6 +8,7 @@
 #include "util/log.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -73,9 +74,44 @@ const char *log_last_error(void)
 	return last_error;
 }
 
+size_t log_escape(char *out, size_t outsz, const char *in)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *p = (const unsigned char *)in;
+	size_t n = 0;
+
+	if (!outsz)
+		return 0;
+	for (; *p; p++) {
+		unsigned int c = *p;
+		/* C0, DEL, and C1 as UTF-8 encodes it (U+0080..U+009F). */
+		bool c1 = c == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f;
+		size_t need = c1 ? 6 : c < 0x20 || c == 0x7f ? 4 : 1;
+
+		if (n + need >= outsz)
+			break;
+		if (c1) {
+			c = *++p;
+			memcpy(out + n, "\\u00", 4);
+			out[n + 4] = hex[c >> 4];
+			out[n + 5] = hex[c & 15];
+		} else if (need == 4) {
+			out[n] = '\\';
+			out[n + 1] = 'x';
+			out[n + 2] = hex[c >> 4];
+			out[n + 3] = hex[c & 15];
+		} else {
+			out[n] = (char)c;
+		}
+		n += need;
+	}
+	out[n] = '\0';
+	return n;
+}
+
 void log_msg(enum log_level level, const char *fmt, ...)
 {
-	char buf[LOG_LINE_MAX];
+	char buf[LOG_LINE_MAX], text[LOG_LINE_MAX];
 	int saved = errno;
 	size_t len;
 	va_list ap;
@@ -99,15 +135,19 @@ void log_msg(enum log_level level, const char *fmt, ...)
 	va_start(ap, fmt);
 	/* errno back in place for a %m in fmt */
 	errno = saved;
-	n = vsnprintf(buf + len, sizeof(buf) - len, fmt, ap);
+	n = vsnprintf(text, sizeof(text), fmt, ap);
 	va_end(ap);
 	if (n < 0)
 		goto out;
-	len += (size_t)n;
-
-	/* Room for the newline; mark truncation with "...". */
-	if (len > sizeof(buf) - 2) {
-		len = sizeof(buf) - 2;
+	/*
+	 * Names and messages from a peer or the file system may hold control
+	 * bytes: shown escaped, they can neither forge a log line nor drive
+	 * a terminal.
+	 */
+	len += log_escape(buf + len, sizeof(buf) - len, text);
+	/* Cut (the text, or its escapes at the end of buf): say so. */
+	if ((size_t)n >= sizeof(text) || len > sizeof(buf) - 8) {
+		len = len > sizeof(buf) - 2 ? sizeof(buf) - 2 : len;
 		memcpy(buf + len - 3, "...", 3);
 	}
 	buf[len++] = '\n';

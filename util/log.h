@@ -10,6 +10,7 @@
 #define RDCP_LOG_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 enum log_level {
 	LOG_QUIET = -1, /* nothing at all, not even errors (tests only) */
@@ -31,6 +32,14 @@ void log_msg(enum log_level level, const char *fmt, ...)
 
 /* The text of the last error this thread logged ("" if none). */
 const char *log_last_error(void);
+
+/*
+ * Copies in into out (outsz bytes, NUL-terminated, cut at a whole escape)
+ * with control bytes shown as \xNN and UTF-8 C1 controls as \u00NN, so
+ * that a name from a peer can neither forge a log line nor send escape
+ * sequences to a terminal. Returns the length written.
+ */
+size_t log_escape(char *out, size_t outsz, const char *in);
 
 #define log_err(...) log_msg(LOG_ERR, __VA_ARGS__)
 #define log_warn(...) log_msg(LOG_WARN, __VA_ARGS__)

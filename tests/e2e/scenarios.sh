@@ -42,7 +42,7 @@ HW=/sys/class/infiniband/rxe0/ports/1/hw_counters
 RNR_COUNTERS="rcvd_rnr_err send_rnr_err retry_rnr_exceeded_err"
 # The scenarios, s_NAME below, in the order they run.
 ALL="sizes default sparse checksum corrupt escape destforms multifile partial"
-ALL="$ALL noconn"
+ALL="$ALL names noconn"
 ALL="$ALL killsender killreceiver daemon auth auto check device"
 ALL="$ALL tree pull resume skip crypt zeros bwlimit full small"
 check_scenarios "$ALL" "$@"
@@ -339,6 +339,55 @@ s_destforms() {
 		kill -9 "$RX" 2>/dev/null
 	fi
 	rm -rf rx/df got src/df
+}
+
+# 6c. Names with control bytes: a newline and a forged log line, and
+#     terminal escapes (OSC title, clear screen), pushed and pulled. They
+#     are legal names and copied as they are, but every log line and the
+#     progress output show them escaped: nothing forged, nothing raw.
+s_names() {
+	rm -rf rx/nm src/nm got
+	mkdir -p rx/nm src/nm got
+	_nl=$(printf 'x\nrdcp: session from 6.6.6.6: 9 files ok')
+	_esc=$(printf 'y\033]0;pwned\007\033[2J')
+	echo a >"src/nm/$_nl"
+	echo b >"src/nm/$_esc"
+	_raw=$(printf '\033]0;')
+	nextport
+	if start_rx "$W/rx-nm.log" --root "$W/rx/nm" --port $P; then
+		t_begin "names with a newline and escapes: pushed, logs escaped"
+		send "$W/tx-nm.log" --port $P -v -r src/nm "$ADDR:"
+		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
+		same "src/nm/$_nl" "rx/nm/nm/$_nl"
+		same "src/nm/$_esc" "rx/nm/nm/$_esc"
+		! grep -q '^rdcp: session from 6.6.6.6' "$W/rx-nm.log" ||
+			t_fail "the receiver's log has a forged line"
+		! grep -q "$_raw" "$W/rx-nm.log" "$W/tx-nm.log" ||
+			t_fail "an escape sequence reached a log raw"
+		grep -q 'x\\x0ardcp: session' "$W/rx-nm.log" ||
+			t_fail "the name is not in the receiver's log, escaped"
+		t_log "$W/tx-nm.log" "$W/rx-nm.log"
+		t_end
+
+		t_begin "names with a newline and escapes: pulled, -v and progress escaped"
+		send "$W/tx-nmp.log" --port $P -v --progress -r "$ADDR:nm" got/
+		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
+		same "src/nm/$_esc" "got/nm/$_esc"
+		! grep -q "$_raw" "$W/tx-nmp.log" ||
+			t_fail "an escape sequence reached the client's terminal raw"
+		! grep -q '^rdcp: session from 6.6.6.6' "$W/tx-nmp.log" ||
+			t_fail "the client's output has a forged line"
+		t_log "$W/tx-nmp.log" "$W/rx-nm.log"
+		t_end
+		term_rx
+	else
+		t_begin "names: receiver starts"
+		t_fail "receiver did not start listening"
+		t_log "$W/rx-nm.log"
+		t_end
+		kill -9 "$RX" 2>/dev/null
+	fi
+	rm -rf rx/nm src/nm got
 }
 
 # 7. Several SRCs to a DEST that is an existing regular file.

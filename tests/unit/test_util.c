@@ -590,6 +590,30 @@ static void test_log(void)
 	log_set_level(LOG_WARN);
 }
 
+/* A name with control bytes cannot forge a log line or drive a terminal. */
+static void test_log_escape(void)
+{
+	char out[2048], small[8];
+
+	log_capture(out, sizeof(out), LOG_ERR,
+		    "'a\nrdcp: session from 10.0.0.9 ok\x1b]0;pwn\x07\x7f'");
+	CHECK(!strcmp(out, "rdcp: 'a\\x0ardcp: session from 10.0.0.9 ok"
+			   "\\x1b]0;pwn\\x07\\x7f'\n"));
+	CHECK_EQ(strchr(out, '\n') - out, (long)strlen(out) - 1);
+	/* UTF-8 stays; the C1 CSI (U+009B) as UTF-8 does not. */
+	log_capture(out, sizeof(out), LOG_ERR,
+		    "caf\xc3\xa9 \xc2\x9b"
+		    "2J");
+	CHECK(!strcmp(out, "rdcp: caf\xc3\xa9 \\u009b2J\n"));
+	/* Cut at a whole escape, always terminated. */
+	CHECK_EQ(log_escape(small, 5,
+			    "ab\x01"
+			    "cd"),
+		 2);
+	CHECK(!strcmp(small, "ab"));
+	CHECK_EQ(log_escape(small, sizeof(small), "abc"), 3);
+}
+
 /* DEST and SRC as people type them for a receiver's root. */
 static void test_normalize_peer(void)
 {
@@ -691,4 +715,5 @@ TAP_RUN(TAP_TEST(test_crc32_vector), TAP_TEST(test_crc32_combine),
 	TAP_TEST(test_mkdirs_beneath), TAP_TEST(test_basename),
 	TAP_TEST(test_join), TAP_TEST(test_units_parse),
 	TAP_TEST(test_units_format), TAP_TEST(test_clock), TAP_TEST(test_log),
-	TAP_TEST(test_workq_after), TAP_TEST(test_normalize_peer))
+	TAP_TEST(test_workq_after), TAP_TEST(test_normalize_peer),
+	TAP_TEST(test_log_escape))
