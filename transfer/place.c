@@ -54,7 +54,7 @@ bool place_keeps(int dirfd, const char *name, bool no_clobber,
 }
 
 int place_symlink(int dirfd, const char *name, const char *tmp,
-		  const char *target, const struct timespec times[2],
+		  const char *target, const struct timespec *times,
 		  const char **what)
 {
 	int rc = 0;
@@ -115,8 +115,8 @@ bool place_tmp_failed(int rc, const char *what, const char *shown, char *msg,
 	return strcmp(what, "create") != 0;
 }
 
-int place_meta(int fd, bool set_mode, mode_t mode,
-	       const struct timespec times[2], const char **what)
+int place_meta(int fd, bool set_mode, mode_t mode, const struct timespec *times,
+	       const char **what)
 {
 	*what = "mode";
 	if (set_mode && fchmod(fd, mode) < 0)

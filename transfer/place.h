@@ -49,11 +49,12 @@ bool place_keeps(int dirfd, const char *name, bool no_clobber,
 		 const struct timespec *mtime);
 
 /*
- * Makes symlink name -> target through the temporary tmp, with times when
- * not NULL. 0, or -errno and *what; nothing is left at tmp on failure.
+ * Makes symlink name -> target through the temporary tmp, with times
+ * (atime, mtime) when not NULL. 0, or -errno and *what; nothing is left
+ * at tmp on failure.
  */
 int place_symlink(int dirfd, const char *name, const char *tmp,
-		  const char *target, const struct timespec times[2],
+		  const char *target, const struct timespec *times,
 		  const char **what) __attribute__((warn_unused_result));
 
 /*
@@ -76,12 +77,11 @@ bool place_tmp_failed(int rc, const char *what, const char *shown, char *msg,
 		      size_t len);
 
 /*
- * Gives fd mode when set_mode, and times when not NULL. 0, or -errno and
- * *what ("mode" or "times").
+ * Gives fd mode when set_mode, and times (atime, mtime) when not NULL.
+ * 0, or -errno and *what ("mode" or "times").
  */
-int place_meta(int fd, bool set_mode, mode_t mode,
-	       const struct timespec times[2], const char **what)
-	__attribute__((warn_unused_result));
+int place_meta(int fd, bool set_mode, mode_t mode, const struct timespec *times,
+	       const char **what) __attribute__((warn_unused_result));
 
 /*
  * An unnamed file (O_TMPFILE) in dirfd with mode: the fd, or -errno when
