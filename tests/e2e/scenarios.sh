@@ -42,7 +42,7 @@ HW=/sys/class/infiniband/rxe0/ports/1/hw_counters
 RNR_COUNTERS="rcvd_rnr_err send_rnr_err retry_rnr_exceeded_err"
 # The scenarios, s_NAME below, in the order they run.
 ALL="sizes default sparse checksum corrupt escape destforms multifile partial"
-ALL="$ALL names noconn"
+ALL="$ALL ctrlnames noconn"
 ALL="$ALL killsender killreceiver daemon auth auto check device"
 ALL="$ALL tree pull resume skip crypt zeros bwlimit full small"
 check_scenarios "$ALL" "$@"
@@ -345,7 +345,7 @@ s_destforms() {
 #     terminal escapes (OSC title, clear screen), pushed and pulled. They
 #     are legal names and copied as they are, but every log line and the
 #     progress output show them escaped: nothing forged, nothing raw.
-s_names() {
+s_ctrlnames() {
 	rm -rf rx/nm src/nm got
 	mkdir -p rx/nm src/nm got
 	_nl=$(printf 'x\nrdcp: session from 6.6.6.6: 9 files ok')
