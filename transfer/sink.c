@@ -75,6 +75,7 @@ static void file_free(struct sink *k, struct snk_file *f)
 	free(f->got);
 	free(f->crcs);
 	free(f->shas);
+	ck_sha256_destroy(f->tree);
 	free(f);
 }
 
@@ -409,6 +410,7 @@ static int on_file(struct sink *k, const struct wire_file *wf)
 	f->id = wf->file_id;
 	f->kind = wf->kind;
 	f->fd = f->dirfd = f->cand = -1;
+	f->head = f->tail = -1;
 	f->size = wf->size;
 	f->mode = wf->mode;
 	f->times[0].tv_sec = wf->atime_sec;
@@ -417,13 +419,23 @@ static int on_file(struct sink *k, const struct wire_file *wf)
 	f->times[1].tv_nsec = wf->mtime_nsec;
 	f->t0 = clock_now_s();
 	f->nslots = (f->size + k->chunk - 1) / k->chunk;
-	f->got = calloc(f->nslots ? f->nslots : 1, 1);
-	f->crcs = calloc(f->nslots ? f->nslots : 1, sizeof(*f->crcs));
-	if (k->p->csum == XFER_CSUM_SHA256)
-		f->shas = calloc(f->nslots ? f->nslots : 1, CK_SHA256_LEN);
-	if (!f->got || !f->crcs || (k->p->csum == XFER_CSUM_SHA256 && !f->shas))
-		return engine_fail(k->e, XFER_FAIL_RESOURCE, -ENOMEM,
-				   "out of memory for '%s'", wf->path);
+	if (sink_resuming(k) && f->kind == WIRE_KIND_FILE) {
+		f->got = calloc(f->nslots ? f->nslots : 1, 1);
+		f->crcs = calloc(f->nslots ? f->nslots : 1, sizeof(*f->crcs));
+		if (k->p->csum == XFER_CSUM_SHA256)
+			f->shas = calloc(f->nslots ? f->nslots : 1,
+					 CK_SHA256_LEN);
+		if (!f->got || !f->crcs ||
+		    (k->p->csum == XFER_CSUM_SHA256 && !f->shas))
+			return engine_fail(k->e, XFER_FAIL_RESOURCE, -ENOMEM,
+					   "out of memory for '%s'", wf->path);
+	} else if (k->p->csum == XFER_CSUM_SHA256 &&
+		   f->kind == WIRE_KIND_FILE) {
+		rc = ck_sha256_create(&f->tree);
+		if (rc)
+			return engine_fail(k->e, XFER_FAIL_RESOURCE, rc,
+					   "cannot start SHA-256");
+	}
 	rc = map_path(k, f, wf->path);
 	if (rc)
 		return engine_fail(k->e, XFER_FAIL_PROTOCOL, -EPERM,
@@ -474,12 +486,16 @@ static void write_chunk(struct workq_item *item)
 			return;
 		}
 	}
-	j->f->crcs[j->index] = crc;
+	j->crc = crc;
+	if (j->f->crcs)
+		j->f->crcs[j->index] = crc;
 	if (k->p->csum == XFER_CSUM_SHA256) {
-		j->status = ck_sha256(raw, j->h.raw_len,
-				      j->f->shas + j->index * CK_SHA256_LEN);
+		j->status = ck_sha256(raw, j->h.raw_len, j->sha);
 		if (j->status)
 			return;
+		if (j->f->shas)
+			memcpy(j->f->shas + j->index * CK_SHA256_LEN, j->sha,
+			       CK_SHA256_LEN);
 	}
 	j->status = io_pwrite_full(j->f->fd, raw, j->h.raw_len, j->h.offset);
 }
@@ -538,14 +554,16 @@ static int snk_on_data(struct engine *e, const struct cm_event *ev)
 	if (want > k->chunk)
 		want = k->chunk;
 	if (f->kind != WIRE_KIND_FILE || f->ended || h.offset % k->chunk ||
-	    idx >= f->nslots || h.raw_len != want || f->got[idx] ||
+	    idx >= f->nslots || h.raw_len != want || idx < f->next_idx ||
 	    f->finalizing || f->scanning)
 		return engine_fail(e, XFER_FAIL_PROTOCOL, -EPROTO,
 				   "%s sent a chunk outside '%s' (offset %llu, "
 				   "%u bytes)",
 				   e->c->peer, f->n.shown,
 				   (unsigned long long)h.offset, h.raw_len);
-	f->got[idx] = 1;
+	f->next_idx = idx + 1;
+	if (f->got)
+		f->got[idx] = 1;
 	f->received++;
 	f->sent += h.len; /* what crossed the link, compressed or not */
 	sink_progress(k, f->n.shown, h.raw_len);
@@ -564,6 +582,13 @@ static int snk_on_data(struct engine *e, const struct cm_event *ev)
 	j->f = f;
 	j->index = idx;
 	j->status = 0;
+	j->done = false;
+	j->next = -1;
+	if (f->tail >= 0)
+		k->jobs[f->tail].next = slot;
+	else
+		f->head = slot;
+	f->tail = slot;
 	f->inflight++;
 	workq_push(e->wq, &j->item);
 	return 0;
@@ -713,7 +738,21 @@ static int snk_on_msg(struct engine *e, const struct wire_msg *m)
 			   wire_type_name(m->type));
 }
 
-/* The engine thread: a worker wrote (or refused) a chunk. */
+/* A chunk's digests into its file's, in offset order. */
+static void fold(struct sink *k, struct snk_file *f, const struct snk_job *j)
+{
+	if (f->err || f->crcs)
+		return; /* failed, or --resume: combined at the end */
+	f->crc = ck_crc32_combine(f->crc, j->crc, j->h.raw_len);
+	if (f->tree && ck_sha256_update(f->tree, j->sha, CK_SHA256_LEN))
+		file_fail(f, -EIO, "SHA-256 failed");
+}
+
+/*
+ * The engine thread: a worker wrote (or refused) a chunk. Its digests
+ * wait in its slot until every earlier chunk of the file is folded in;
+ * the slot is released then (slots are released in order anyway).
+ */
 static void chunk_done(struct workq_item *item)
 {
 	struct snk_job *j = (struct snk_job *)item;
@@ -730,12 +769,22 @@ static void chunk_done(struct workq_item *item)
 	else if (j->status)
 		file_fail(f, j->status, "cannot write '%s': %s", f->n.shown,
 			  strerror(-j->status));
-	f->inflight--;
-	if (credit_rx_drain(&k->rx, j->slot)) {
-		engine_fail(k->e, XFER_FAIL_INTERNAL, -EPROTO,
-			    "slot accounting");
-		return;
+	j->done = true;
+	while (f->head >= 0 && k->jobs[f->head].done) {
+		struct snk_job *h = &k->jobs[f->head];
+
+		fold(k, f, h);
+		f->head = h->next;
+		h->done = false;
+		f->inflight--;
+		if (credit_rx_drain(&k->rx, h->slot)) {
+			engine_fail(k->e, XFER_FAIL_INTERNAL, -EPROTO,
+				    "slot accounting");
+			return;
+		}
 	}
+	if (f->head < 0)
+		f->tail = -1;
 	maybe_finalize(k, f);
 }
 

@@ -31,6 +31,25 @@ static bool counted(const struct sink *k, const struct snk_file *f, uint64_t i)
 	return f->got[i] || sink_resuming(k);
 }
 
+/* Without --resume: what was folded in as the chunks came. */
+static int folded_digest(struct snk_work *fin)
+{
+	struct snk_file *f = fin->f;
+	uint32_t crc = htobe32(f->crc);
+
+	if (fin->k->p->csum == XFER_CSUM_CRC32) {
+		memcpy(fin->digest, &crc, 4);
+		fin->dlen = 4;
+	} else if (fin->k->p->csum == XFER_CSUM_SHA256) {
+		if (ck_sha256_final(f->tree, fin->digest)) {
+			file_fail(f, -EIO, "SHA-256 failed");
+			return -EIO;
+		}
+		fin->dlen = CK_SHA256_LEN;
+	}
+	return 0;
+}
+
 static int verify_digest(struct snk_work *fin)
 {
 	struct snk_file *f = fin->f;
@@ -46,7 +65,11 @@ static int verify_digest(struct snk_work *fin)
 			return rc;
 		}
 	}
-	if (k->p->csum == XFER_CSUM_CRC32) {
+	if (!f->crcs) {
+		rc = folded_digest(fin);
+		if (rc)
+			return rc;
+	} else if (k->p->csum == XFER_CSUM_CRC32) {
 		for (uint64_t i = 0; i < f->nslots; i++) {
 			uint64_t len = f->size - i * k->chunk;
 

@@ -16,6 +16,7 @@
 #include "transfer/payload.h"
 #include "transfer/report.h"
 #include "transfer/role.h"
+#include "util/checksum.h"
 #include "util/path.h"
 
 /* Where an announced path lands, and how it is shown. */
@@ -49,9 +50,20 @@ struct snk_file {
 	uint64_t size, nslots, received, sent;
 	uint32_t mode;
 	struct timespec times[2]; /* atime, mtime */
-	uint8_t *got;		  /* per chunk index */
-	uint32_t *crcs;		  /* per chunk index */
-	uint8_t *shas;		  /* per chunk index, CK_SHA256_LEN each */
+	/*
+	 * Chunks come in increasing offset order (one RC queue pair, posted
+	 * in order): next_idx is the lowest index still allowed. Their
+	 * digests are folded into crc/tree in that order as workers finish:
+	 * head..tail link the slots of its chunks not yet folded (-1: none),
+	 * so nothing here grows with the size the source claims.
+	 */
+	uint64_t next_idx;
+	int head, tail;
+	uint32_t crc;
+	struct ck_sha256 *tree;
+	uint8_t *got;	/* --resume: per chunk index */
+	uint32_t *crcs; /* --resume: per chunk index */
+	uint8_t *shas;	/* --resume: per chunk index, CK_SHA256_LEN each */
 	uint64_t have_n; /* chunks [0, have_n) of cand were read and hashed */
 	uint64_t cand_size;
 	unsigned int inflight;
@@ -87,6 +99,11 @@ struct snk_job {
 	uint64_t index;
 	struct payload pl; /* inflated payload, GCM context */
 	int status;
+	/* A chunk: its digests, until folded in order into its file's. */
+	uint32_t crc;
+	uint8_t sha[CK_SHA256_LEN];
+	bool done; /* the worker is through with it */
+	int next;  /* the slot of the file's next chunk, or -1 */
 };
 
 struct snk_dir {
