@@ -72,9 +72,8 @@ static void file_free(struct sink *k, struct snk_file *f)
 		close(f->cand);
 	if (f->dirfd >= 0 && f->dirfd != k->t->dirfd)
 		close(f->dirfd);
-	free(f->got);
-	free(f->crcs);
-	free(f->shas);
+	free(f->sums);
+	free(f->bits);
 	ck_sha256_destroy(f->tree);
 	free(f);
 }
@@ -273,7 +272,7 @@ static void make_symlink(struct sink *k, struct snk_file *f, const char *to)
 
 /* ---- FILE: regular files ---- */
 
-static int open_tmp(struct sink *k, struct snk_file *f, bool keep)
+int sink_open_tmp(struct sink *k, struct snk_file *f, bool keep)
 {
 	char msg[WIRE_MSG_MAX + 1];
 	const char *what;
@@ -292,21 +291,16 @@ static int open_tmp(struct sink *k, struct snk_file *f, bool keep)
 	return -1;
 }
 
-static void check_space(struct snk_file *f, bool sparse)
+/* Fails f fast when need more bytes cannot fit where it goes. */
+void sink_check_space(struct snk_file *f, uint64_t need)
 {
 	char sz[32], av[32];
 	uint64_t avail;
 
-	/*
-	 * Fail fast when the file cannot fit. A sparse source's size says
-	 * little of the space its data needs: then a full disk shows up at
-	 * the write instead, failing the same way.
-	 */
-	if (!sparse && place_check_space(f->fd, f->size, &avail))
+	if (place_check_space(f->fd, need, &avail))
 		file_fail(f, -ENOSPC,
 			  "not enough space for '%s': %s needed, %s free",
-			  f->n.shown,
-			  units_format_size(f->size, sz, sizeof(sz)),
+			  f->n.shown, units_format_size(need, sz, sizeof(sz)),
 			  units_format_size(avail, av, sizeof(av)));
 }
 
@@ -319,7 +313,7 @@ int sink_skip_file(struct sink *k, struct snk_file *f)
 	struct wire_msg m = { .type = WIRE_HAVE };
 
 	m.u.have.file_id = f->id;
-	m.u.have.flags = WIRE_HAVE_SKIP | WIRE_HAVE_LAST;
+	m.u.have.flags = WIRE_HAVE_SKIP;
 	m.u.have.status = f->err;
 	if (engine_send(k->e, &m))
 		return -1;
@@ -340,6 +334,15 @@ void sink_start_work(struct sink *k, struct snk_file *f,
 	workq_push(k->e->wq, &w->item);
 }
 
+/* HAVE: nothing here, send it all. */
+static int send_all(struct sink *k, struct snk_file *f)
+{
+	struct wire_msg m = { .type = WIRE_HAVE };
+
+	m.u.have.file_id = f->id;
+	return engine_send(k->e, &m);
+}
+
 static int open_file(struct sink *k, struct snk_file *f,
 		     const struct wire_file *wf)
 {
@@ -351,14 +354,16 @@ static int open_file(struct sink *k, struct snk_file *f,
 	}
 	if (f->err)
 		return ask ? sink_skip_file(k, f) : 0;
-	if (sink_resume_find(k, f)) {
-		if (open_tmp(k, f, !f->cand_final))
-			return sink_skip_file(k, f);
-		sink_resume_scan(k, f);
-		return 0;
-	}
-	if (open_tmp(k, f, false) == 0) {
-		check_space(f, wf->flags & WIRE_FILE_SPARSE);
+	if (sink_resuming(k))
+		return sink_resume_open(k, f, wf->flags & WIRE_FILE_SPARSE);
+	if (sink_open_tmp(k, f, false) == 0) {
+		/*
+		 * Fail fast when the file cannot fit. A sparse source's size
+		 * says little of the space its data needs: then a full disk
+		 * shows up at the write instead, failing the same way.
+		 */
+		if (!(wf->flags & WIRE_FILE_SPARSE))
+			sink_check_space(f, f->size);
 		/* Holes the source skipped stay holes. */
 		if (!f->err && ftruncate(f->fd, (off_t)f->size) < 0)
 			file_fail(f, -errno, "cannot size '%s': %s", f->n.shown,
@@ -368,7 +373,7 @@ static int open_file(struct sink *k, struct snk_file *f,
 		return 0;
 	if (f->err)
 		return sink_skip_file(k, f);
-	return sink_send_have(k, f); /* nothing here: send it all */
+	return send_all(k, f);
 }
 
 /* Room in files[] for n more ids. 0 or -ENOMEM. */
@@ -419,18 +424,8 @@ static int on_file(struct sink *k, const struct wire_file *wf)
 	f->times[1].tv_nsec = wf->mtime_nsec;
 	f->t0 = clock_now_s();
 	f->nslots = (f->size + k->chunk - 1) / k->chunk;
-	if (sink_resuming(k) && f->kind == WIRE_KIND_FILE) {
-		f->got = calloc(f->nslots ? f->nslots : 1, 1);
-		f->crcs = calloc(f->nslots ? f->nslots : 1, sizeof(*f->crcs));
-		if (k->p->csum == XFER_CSUM_SHA256)
-			f->shas = calloc(f->nslots ? f->nslots : 1,
-					 CK_SHA256_LEN);
-		if (!f->got || !f->crcs ||
-		    (k->p->csum == XFER_CSUM_SHA256 && !f->shas))
-			return engine_fail(k->e, XFER_FAIL_RESOURCE, -ENOMEM,
-					   "out of memory for '%s'", wf->path);
-	} else if (k->p->csum == XFER_CSUM_SHA256 &&
-		   f->kind == WIRE_KIND_FILE) {
+	if (!sink_resuming(k) && k->p->csum == XFER_CSUM_SHA256 &&
+	    f->kind == WIRE_KIND_FILE) {
 		rc = ck_sha256_create(&f->tree);
 		if (rc)
 			return engine_fail(k->e, XFER_FAIL_RESOURCE, rc,
@@ -443,6 +438,18 @@ static int on_file(struct sink *k, const struct wire_file *wf)
 				   "beneath DEST: refused",
 				   k->e->c->peer);
 	client_report(k, f, false, NULL, 0);
+	/* What is here is told at most once a name (-n, -u, --resume). */
+	rc = f->kind != WIRE_KIND_DIR && (k->p->flags & WIRE_HELLO_ASK)
+		     ? sink_ask_once(k, f)
+		     : 0;
+	if (rc == -ENOMEM)
+		return engine_fail(k->e, XFER_FAIL_RESOURCE, -ENOMEM,
+				   "out of memory");
+	if (rc)
+		file_fail(f, -EEXIST,
+			  "'%s' was sent twice in one session: not "
+			  "compared again",
+			  f->n.shown);
 	switch (f->kind) {
 	case WIRE_KIND_DIR:
 		if (!f->err && make_dir(k, f))
@@ -487,15 +494,11 @@ static void write_chunk(struct workq_item *item)
 		}
 	}
 	j->crc = crc;
-	if (j->f->crcs)
-		j->f->crcs[j->index] = crc;
-	if (k->p->csum == XFER_CSUM_SHA256) {
+	/* With --resume the file is read back whole at the end instead. */
+	if (k->p->csum == XFER_CSUM_SHA256 && !sink_resuming(k)) {
 		j->status = ck_sha256(raw, j->h.raw_len, j->sha);
 		if (j->status)
 			return;
-		if (j->f->shas)
-			memcpy(j->f->shas + j->index * CK_SHA256_LEN, j->sha,
-			       CK_SHA256_LEN);
 	}
 	j->status = io_pwrite_full(j->f->fd, raw, j->h.raw_len, j->h.offset);
 }
@@ -555,15 +558,13 @@ static int snk_on_data(struct engine *e, const struct cm_event *ev)
 		want = k->chunk;
 	if (f->kind != WIRE_KIND_FILE || f->ended || h.offset % k->chunk ||
 	    idx >= f->nslots || h.raw_len != want || idx < f->next_idx ||
-	    f->finalizing || f->scanning)
+	    f->finalizing || (f->cmp && idx >= f->match_next))
 		return engine_fail(e, XFER_FAIL_PROTOCOL, -EPROTO,
 				   "%s sent a chunk outside '%s' (offset %llu, "
 				   "%u bytes)",
 				   e->c->peer, f->n.shown,
 				   (unsigned long long)h.offset, h.raw_len);
 	f->next_idx = idx + 1;
-	if (f->got)
-		f->got[idx] = 1;
 	f->received++;
 	f->sent += h.len; /* what crossed the link, compressed or not */
 	sink_progress(k, f->n.shown, h.raw_len);
@@ -596,16 +597,15 @@ static int snk_on_data(struct engine *e, const struct cm_event *ev)
 
 /* ---- FILE_END ---- */
 
-static int maybe_finalize(struct sink *k, struct snk_file *f)
+void sink_maybe_finalize(struct sink *k, struct snk_file *f)
 {
-	if (!f->ended || f->inflight || f->finalizing)
-		return 0;
+	if (!f->ended || f->inflight || f->finalizing || f->comparing)
+		return;
 	if (!f->err && f->received != f->end.nchunks)
 		file_fail(f, -EPROTO, "'%s': %llu chunks announced, %llu came",
 			  f->n.shown, (unsigned long long)f->end.nchunks,
 			  (unsigned long long)f->received);
 	sink_finalize(k, f);
-	return 0;
 }
 
 static int on_end(struct sink *k, const struct wire_file_end *end)
@@ -613,8 +613,11 @@ static int on_end(struct sink *k, const struct wire_file_end *end)
 	struct snk_file *f;
 
 	if (end->file_id >= k->nfiles || !(f = k->files[end->file_id]) ||
-	    f->ended || f->kind != WIRE_KIND_FILE || f->scanning ||
-	    end->csum != (uint8_t)k->p->csum)
+	    f->ended || f->kind != WIRE_KIND_FILE ||
+	    end->csum != (uint8_t)k->p->csum ||
+	    /* --resume: every chunk was compared first, unless aborted */
+	    (f->cmp && !(end->flags & WIRE_END_ABORT) &&
+	     (f->comparing || f->match_next != f->nslots)))
 		return engine_fail(k->e, XFER_FAIL_PROTOCOL, -EPROTO,
 				   "%s ended a file it never announced",
 				   k->e->c->peer);
@@ -626,7 +629,8 @@ static int on_end(struct sink *k, const struct wire_file_end *end)
 				      : "the sender gave up on the file");
 		f->err_remote = true;
 	}
-	return maybe_finalize(k, f);
+	sink_maybe_finalize(k, f);
+	return 0;
 }
 
 /*
@@ -724,6 +728,8 @@ static int snk_on_msg(struct engine *e, const struct wire_msg *m)
 		if (!k->done)
 			return on_end(k, &m->u.end);
 		break;
+	case WIRE_SUMS:
+		return sink_on_sums(k, &m->u.sums);
 	case WIRE_DONE:
 		if (!k->done) {
 			k->done = true;
@@ -741,8 +747,8 @@ static int snk_on_msg(struct engine *e, const struct wire_msg *m)
 /* A chunk's digests into its file's, in offset order. */
 static void fold(struct sink *k, struct snk_file *f, const struct snk_job *j)
 {
-	if (f->err || f->crcs)
-		return; /* failed, or --resume: combined at the end */
+	if (f->err || f->cmp)
+		return; /* failed, or --resume: read back at the end */
 	f->crc = ck_crc32_combine(f->crc, j->crc, j->h.raw_len);
 	if (f->tree && ck_sha256_update(f->tree, j->sha, CK_SHA256_LEN))
 		file_fail(f, -EIO, "SHA-256 failed");
@@ -785,7 +791,7 @@ static void chunk_done(struct workq_item *item)
 	}
 	if (f->head < 0)
 		f->tail = -1;
-	maybe_finalize(k, f);
+	sink_maybe_finalize(k, f);
 }
 
 static int snk_pump(struct engine *e)
@@ -874,7 +880,9 @@ int sink_run(struct engine *e, const struct sink_target *t,
 	k.p = &t->p;
 	k.st = st;
 	k.chunk = e->c->geom.slot_size - WIRE_SLOT_HDR;
-	rc = credit_rx_init(&k.rx, e->c->geom.slots);
+	rc = payload_resume_key(t->p.data_key, k.resume_key);
+	if (!rc)
+		rc = credit_rx_init(&k.rx, e->c->geom.slots);
 	if (!rc)
 		rc = jobs_init(&k, e->c->geom.slots);
 	if (rc) {
@@ -901,6 +909,7 @@ out:
 	while (k.ndirs)
 		free(k.dirs[--k.ndirs].rel);
 	free(k.dirs);
+	free(k.asked);
 	credit_rx_release(&k.rx);
 	return rc;
 }

@@ -30,13 +30,15 @@ struct snk_names {
 struct sink;
 struct snk_file;
 
-/* A file's own work in a worker: the resume scan, then its finalize. */
+/* A file's own work in a worker: resume compares, then its finalize. */
 struct snk_work {
 	struct workq_item item;
 	struct sink *k;
 	struct snk_file *f;
 	uint8_t digest[WIRE_DIGEST_MAX]; /* finalize: what this side computed */
 	uint8_t dlen;
+	int err;		     /* a compare's failure, for the engine */
+	char errmsg[WIRE_MSG_MAX + 1]; /* thread to record */
 };
 
 struct snk_file {
@@ -46,6 +48,20 @@ struct snk_file {
 	int dirfd;	 /* the parent: owned unless it is the target's */
 	int cand;	 /* resume: what an earlier attempt left (or -1) */
 	bool cand_final; /* ... and that is the file under its final name */
+	/*
+	 * --resume (sink_resume.c): the source sends the digests of its
+	 * chunks in order (SUMS), a worker compares them with this side's
+	 * chunks [match_next, cmp_to) and the answer (MATCH) is one bit a
+	 * chunk. The digests wait in sums, a ring of sums_cap (at most the
+	 * ring's slots) indexed by chunk index; bits holds one compare's.
+	 */
+	bool cmp, comparing;
+	bool keeping;	   /* the old file may stay as it is: all matched */
+	uint64_t data_end; /* bytes of cand's own data; beyond: zeros */
+	uint64_t sums_next, match_next, cmp_to;
+	uint32_t sums_cap;
+	uint8_t (*sums)[WIRE_SUM_LEN];
+	uint8_t *bits;
 	struct snk_names n;
 	uint64_t size, nslots, received, sent;
 	uint32_t mode;
@@ -61,13 +77,8 @@ struct snk_file {
 	int head, tail;
 	uint32_t crc;
 	struct ck_sha256 *tree;
-	uint8_t *got;	/* --resume: per chunk index */
-	uint32_t *crcs; /* --resume: per chunk index */
-	uint8_t *shas;	/* --resume: per chunk index, CK_SHA256_LEN each */
-	uint64_t have_n; /* chunks [0, have_n) of cand were read and hashed */
-	uint64_t cand_size;
 	unsigned int inflight;
-	bool scanning, ended, finalizing, skipped;
+	bool ended, finalizing, skipped;
 	struct wire_file_end end;
 	int err;
 	bool err_remote; /* the source's failure, not ours */
@@ -128,6 +139,10 @@ struct sink {
 	char top[PATH_NAME_MAX + 1]; /* first component, DEST not a dir */
 	struct snk_dir *dirs;
 	size_t ndirs, dirs_cap;
+	/* Names already answered when asked first: each at most once. */
+	uint64_t *asked;
+	size_t nasked, asked_cap;
+	uint8_t resume_key[32];
 	uint64_t bytes_in, next_progress_ms;
 	bool done, bye_sent;
 };
@@ -198,6 +213,14 @@ int sink_send_result(struct sink *k, struct snk_file *f, const uint8_t *digest,
 /* Closes f's temporary; removes it unless --resume may reuse it. */
 void sink_discard(struct sink *k, struct snk_file *f);
 
+/*
+ * Opens f's temporary (keep: reuse what it holds). 0, or -1 with f failed.
+ */
+int sink_open_tmp(struct sink *k, struct snk_file *f, bool keep);
+/* Fails f when need more bytes cannot fit where it goes. */
+void sink_check_space(struct snk_file *f, uint64_t need);
+/* Finalizes f if it is ended and nothing of it is in flight. */
+void sink_maybe_finalize(struct sink *k, struct snk_file *f);
 /* ---- sink_final.c ---- */
 
 /*
@@ -209,18 +232,24 @@ void sink_finalize(struct sink *k, struct snk_file *f);
 /* ---- sink_resume.c ---- */
 
 /*
- * --resume: opens what an earlier attempt left in f->cand, the temporary
- * first, else the old file. Returns true when there is something to scan.
+ * Whether f's name may be answered now when asked first (--resume,
+ * --no-clobber, --update): 0 the first time in the session, -EEXIST
+ * after, -ENOMEM.
  */
-bool sink_resume_find(struct sink *k, struct snk_file *f);
-/* Hashes f->cand in a worker, then answers the source with HAVE. */
-void sink_resume_scan(struct sink *k, struct snk_file *f);
-/* The CRCs of chunks [0, have_n), in as many HAVEs as it takes. */
-int sink_send_have(struct sink *k, struct snk_file *f);
-/* Worker: the digests of the all-zero chunks beyond what was here. */
-int sink_resume_zeros(struct snk_work *fin);
-/* Worker: the chunks not resent, from the old file, checked again. */
-int sink_resume_copy(struct snk_work *fin);
+int sink_ask_once(struct sink *k, const struct snk_file *f);
+/*
+ * --resume: f's temporary, sized, with what an earlier attempt left in
+ * it or in the old file, then HAVE asking the source for its digests.
+ * 0 or the engine's error.
+ */
+int sink_resume_open(struct sink *k, struct snk_file *f, bool sparse);
+/* A SUMS came. 0 or the engine's error (a protocol violation). */
+int sink_on_sums(struct sink *k, const struct wire_sums *m);
+/*
+ * Worker, at finalize: f's digest read back from fd (the whole file: the
+ * chunks that matched and the ones that came). 0 or -errno, f failed.
+ */
+int sink_resume_digest(struct snk_work *fin, int fd);
 
 /* ---- sink_pack.c ---- */
 
