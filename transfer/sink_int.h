@@ -56,8 +56,8 @@ struct snk_file {
 	 * ring's slots) indexed by chunk index; bits holds one compare's.
 	 */
 	bool cmp, comparing;
-	bool keeping;	   /* the old file may stay as it is: all matched */
-	uint64_t data_end; /* bytes of cand's own data; beyond: zeros */
+	bool keeping;	    /* the old file may stay as it is: all matched */
+	uint64_t cand_size; /* cand's size when found */
 	uint64_t sums_next, match_next, cmp_to;
 	uint32_t sums_cap;
 	uint8_t (*sums)[WIRE_SUM_LEN];

@@ -8,9 +8,11 @@
  * sizes the temporary, and answers the FILE with HAVE asking for the
  * source's chunk digests, whether or not anything is here. The source
  * sends them in order (SUMS); a worker compares each with the digest of
- * this side's chunk (zeros where nothing is) and MATCH answers one bit a
- * chunk. The sink never sends anything of its own content: a peer learns
- * only whether the chunk it described is the one here, once per chunk.
+ * this side's chunk and MATCH answers one bit a chunk. The sink never
+ * sends anything of its own content: a peer learns only whether the chunk
+ * it described is the one here, once per chunk, and only for a chunk that
+ * is whole on both sides (a full chunk, or the last one of two files of
+ * the same size), so that a short claim cannot test a prefix.
  * Matched chunks of the old file are copied into the temporary as they
  * are compared, unless the old file may stay as it is (same size, mode
  * and, with -p, mtime, and every chunk matches so far); at finalize the
@@ -116,10 +118,12 @@ int sink_resume_open(struct sink *k, struct snk_file *f, bool sparse)
 	find_candidate(f);
 	if (sink_open_tmp(k, f, !f->cand_final))
 		return sink_skip_file(k, f);
-	if (f->cand >= 0 && fstat(f->cand, &st) == 0) {
-		f->data_end = (uint64_t)st.st_size < f->size
-				      ? (uint64_t)st.st_size
-				      : f->size;
+	if (f->cand >= 0 && fstat(f->cand, &st) < 0) {
+		close(f->cand);
+		f->cand = -1;
+	}
+	if (f->cand >= 0) {
+		f->cand_size = (uint64_t)st.st_size;
 		if (f->cand_final)
 			f->keeping = can_keep(k, f, &st);
 		else
@@ -138,7 +142,7 @@ int sink_resume_open(struct sink *k, struct snk_file *f, bool sparse)
 			  strerror(errno));
 	if (f->err)
 		return sink_skip_file(k, f);
-	if (f->data_end)
+	if (f->cand >= 0)
 		log_info("resuming '%s': comparing what is here with the "
 			 "source",
 			 f->n.shown);
@@ -150,19 +154,26 @@ int sink_resume_open(struct sink *k, struct snk_file *f, bool sparse)
 
 /* ---- SUMS, the compare, MATCH ---- */
 
-/* Worker: this side's chunk i of f into buf (len bytes; zeros past data). */
+/*
+ * Whether the chunk at off (len bytes) is whole in what was here: a full
+ * chunk inside it, or the last chunk when both files have the same size.
+ */
+static bool whole_here(const struct sink *k, const struct snk_file *f,
+		       uint64_t off, uint64_t len)
+{
+	if (f->cand < 0)
+		return false;
+	if (len == k->chunk)
+		return off + len <= f->cand_size;
+	return f->cand_size == f->size;
+}
+
+/* Worker: this side's chunk at off of f into buf (len bytes, whole). */
 static int read_here(const struct snk_file *f, uint64_t off, uint8_t *buf,
 		     uint64_t len)
 {
-	int fd = f->cand_final ? f->cand : f->fd;
-	uint64_t have = off < f->data_end ? f->data_end - off : 0;
-	int rc = 0;
+	int rc = io_pread_full(f->cand_final ? f->cand : f->fd, buf, len, off);
 
-	if (have > len)
-		have = len;
-	if (have)
-		rc = io_pread_full(fd, buf, have, off);
-	memset(buf + have, 0, len - have);
 	return rc == -ENODATA ? -ESTALE : rc; /* it shrank meanwhile */
 }
 
@@ -176,8 +187,6 @@ static int copy_prefix(const struct sink *k, const struct snk_file *f,
 	for (uint64_t i = 0; !rc && i < n; i++) {
 		uint64_t off = i * k->chunk, len = f->size - off;
 
-		if (off >= f->data_end)
-			break; /* zeros: the temporary has them */
 		if (len > k->chunk)
 			len = k->chunk;
 		rc = read_here(f, off, buf, len);
@@ -202,19 +211,22 @@ static void compare(struct workq_item *item)
 	memset(f->bits, 0, (f->sums_cap + 7) / 8);
 	for (uint64_t i = a; !rc && i < f->cmp_to; i++) {
 		uint64_t off = i * k->chunk, len = f->size - off;
-		bool match;
+		bool match = false;
 
 		if (len > k->chunk)
 			len = k->chunk;
-		rc = read_here(f, off, buf, len);
-		if (!rc)
-			rc = ck_sha256(buf, len, sha);
-		if (!rc)
-			rc = payload_resume_sum(k->resume_key, f->id, i, sha,
-						sum);
-		if (rc)
-			break;
-		match = key_equal(sum, f->sums[i % f->sums_cap], WIRE_SUM_LEN);
+		if (whole_here(k, f, off, len)) {
+			rc = read_here(f, off, buf, len);
+			if (!rc)
+				rc = ck_sha256(buf, len, sha);
+			if (!rc)
+				rc = payload_resume_sum(k->resume_key, f->id, i,
+							sha, sum);
+			if (rc)
+				break;
+			match = key_equal(sum, f->sums[i % f->sums_cap],
+					  WIRE_SUM_LEN);
+		}
 		if (match)
 			f->bits[(i - a) / 8] |= (uint8_t)(1u << ((i - a) % 8));
 		if (!f->cand_final)
@@ -222,7 +234,7 @@ static void compare(struct workq_item *item)
 		if (!match && f->keeping) {
 			f->keeping = false; /* a new file: copy what matched */
 			rc = copy_prefix(k, f, i);
-		} else if (match && !f->keeping && off < f->data_end) {
+		} else if (match && !f->keeping) {
 			rc = io_pwrite_full(f->fd, buf, len, off);
 		}
 	}
