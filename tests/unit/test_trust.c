@@ -10,6 +10,11 @@
  * (a symlink as a top name, which no honest walk sends). The client asks
  * for one set of names; whatever else comes must end the session with a
  * protocol error, exit 5, and nothing of it on disk.
+ *
+ * Pushes: the evil receiver is a small sink role of its own that drains
+ * the ring and answers with forged FILE_RESULT, HAVE and PACK_DONE
+ * messages: a verdict before FILE_END, SKIPPED without -n/-u, a digest that
+ * is not the client's, a pack answered twice.
  */
 #include "tap.h"
 
@@ -21,6 +26,7 @@
 #include "transfer/session.h"
 #include "transfer/wire.h"
 #include "transfer/xfer.h"
+#include "util/checksum.h"
 #include "util/log.h"
 
 #include <errno.h>
@@ -623,8 +629,365 @@ static void test_pull_resume_other(void)
 	pull_finish(&t);
 }
 
+/* ---- pushes to a receiver that forges its answers ---- */
+
+enum forge {
+	FORGE_HONEST,	  /* echoes FILE_END's digest: the harness works */
+	FORGE_EARLY,	  /* a verdict on FILE, before FILE_END */
+	FORGE_SKIPPED,	  /* SKIPPED after FILE_END, without -n/-u */
+	FORGE_DIGEST,	  /* success with a digest that is not the client's */
+	FORGE_HAVE_SKIP,  /* --resume: HAVE SKIP status 0, then SKIPPED */
+	FORGE_PACK_TWICE, /* PACK_DONE twice for one pack */
+	FORGE_PACK_OK,	  /* a pack answered by FILE_RESULTs of success */
+};
+
+struct forger {
+	enum forge mode;
+	struct credit_rx rx;
+	uint8_t kind[64];
+	bool done, bye_sent;
+};
+
+static int forge_send(struct engine *e, struct wire_msg *m)
+{
+	return engine_send(e, m);
+}
+
+static int forge_result(struct engine *e, uint32_t id, uint32_t flags,
+			const uint8_t *digest, uint8_t dlen)
+{
+	struct wire_msg m = { .type = WIRE_FILE_RESULT };
+
+	m.u.result.file_id = id;
+	m.u.result.flags = flags;
+	m.u.result.digest_len = dlen;
+	if (dlen)
+		memcpy(m.u.result.digest, digest, dlen);
+	return forge_send(e, &m);
+}
+
+static int forge_on_msg(struct engine *e, const struct wire_msg *m)
+{
+	struct forger *fg = e->role_data;
+	const struct wire_file_end *end = &m->u.end;
+	uint8_t d[WIRE_DIGEST_MAX] = { 0 };
+	struct wire_msg h = { .type = WIRE_HAVE };
+
+	switch (m->type) {
+	case WIRE_CREDIT:
+		return 0;
+	case WIRE_FILE:
+		if (m->u.file.file_id < sizeof(fg->kind))
+			fg->kind[m->u.file.file_id] = m->u.file.kind;
+		if (m->u.file.kind != WIRE_KIND_FILE)
+			return forge_result(e, m->u.file.file_id, 0, NULL, 0);
+		if (fg->mode == FORGE_EARLY)
+			return forge_result(e, m->u.file.file_id, 0, d, 4);
+		if (fg->mode != FORGE_HAVE_SKIP)
+			return 0;
+		h.u.have.file_id = m->u.file.file_id;
+		h.u.have.flags = WIRE_HAVE_SKIP | WIRE_HAVE_LAST;
+		return forge_send(e, &h) ||
+		       forge_result(e, m->u.file.file_id, WIRE_RESULT_SKIPPED,
+				    NULL, 0);
+	case WIRE_FILE_END:
+		if (fg->mode == FORGE_EARLY)
+			return 0;
+		memcpy(d, end->digest, end->digest_len);
+		if (fg->mode == FORGE_DIGEST)
+			d[0] ^= 0xff;
+		return forge_result(
+			e, end->file_id,
+			fg->mode == FORGE_SKIPPED ? WIRE_RESULT_SKIPPED : 0, d,
+			end->digest_len);
+	case WIRE_DONE:
+		fg->done = true;
+		return 0;
+	default:
+		return engine_fail(e, XFER_FAIL_PROTOCOL, -EPROTO,
+				   "forger: unexpected %s",
+				   wire_type_name(m->type));
+	}
+}
+
+static int forge_on_data(struct engine *e, const struct cm_event *ev)
+{
+	struct forger *fg = e->role_data;
+	struct wire_msg m = { .type = WIRE_PACK_DONE };
+	struct wire_slot_hdr h;
+	uint64_t seq;
+	int slot = credit_rx_arrive(&fg->rx, ev->imm, &seq);
+
+	if (slot < 0 ||
+	    wire_slot_decode(cm_slot(e->c, (unsigned int)slot), &h) ||
+	    credit_rx_drain(&fg->rx, (unsigned int)slot))
+		return engine_fail(e, XFER_FAIL_PROTOCOL, -EPROTO,
+				   "forger: bad write");
+	if (!(h.flags & WIRE_SLOT_PACKED))
+		return 0;
+	if (fg->mode == FORGE_PACK_OK) {
+		for (uint64_t i = 0; i < h.offset; i++)
+			if (forge_result(e, h.file_id + (uint32_t)i, 0, NULL,
+					 0))
+				return -1;
+		return 0;
+	}
+	m.u.pack_done.first_id = h.file_id;
+	m.u.pack_done.count = (uint32_t)h.offset;
+	if (forge_send(e, &m))
+		return -1;
+	return fg->mode == FORGE_PACK_TWICE ? forge_send(e, &m) : 0;
+}
+
+static int forge_pump(struct engine *e)
+{
+	struct forger *fg = e->role_data;
+	struct wire_msg m = { .type = WIRE_CREDIT };
+
+	if (fg->done && !fg->bye_sent) {
+		m.type = WIRE_BYE;
+		fg->bye_sent = true;
+		e->closing = true;
+		return forge_send(e, &m) ? 0 : 1;
+	}
+	if (!fg->bye_sent && credit_rx_should_report(&fg->rx) &&
+	    engine_out_empty(e) && credit_ctrl_can_send(&e->cc, false))
+		return forge_send(e, &m) ? 0 : 1;
+	return 0;
+}
+
+static bool forge_finished(const struct engine *e)
+{
+	const struct forger *fg = e->role_data;
+
+	return fg->bye_sent && engine_out_empty(e) && e->tx_inflight == 0;
+}
+
+static uint32_t forge_slot_ack(const struct engine *e)
+{
+	struct forger *fg = e->role_data;
+
+	fg->rx.reported = fg->rx.released;
+	return (uint32_t)fg->rx.released;
+}
+
+static int forge_on_write_done(struct engine *e, uint64_t wr_id)
+{
+	return 0;
+}
+
+static const struct engine_role forge_role = {
+	.on_msg = forge_on_msg,
+	.on_data = forge_on_data,
+	.on_write_done = forge_on_write_done,
+	.pump = forge_pump,
+	.finished = forge_finished,
+	.slot_ack = forge_slot_ack,
+};
+
+struct push {
+	enum forge mode;
+	enum xfer_csum csum;
+	bool resume;
+	size_t sizes[4];
+	size_t nfiles;
+	/* out */
+	enum xfer_fail vc;
+	struct xfer_stats st;
+	char digests[4][80]; /* as reported to the user */
+	char crcs[4][16];    /* the files' own CRC32, in hex */
+	/* private */
+	char src[64];
+	struct cm_conn *b;
+	struct xfer_opts so;
+};
+
+static void *forging_receiver(void *arg)
+{
+	struct push *t = arg;
+	struct wire_hello *h = calloc(1, sizeof(*h));
+	struct forger fg = { .mode = t->mode };
+	uint8_t key[AEAD_KEY_LEN];
+	struct engine e;
+
+	if (!h || engine_init(&e, t->b, &t->so)) {
+		free(h);
+		return NULL;
+	}
+	if (!credit_rx_init(&fg.rx, t->b->geom.slots) &&
+	    !evil_handshake(&e, false, h, key) && !session_rings(&e, true))
+		engine_run(&e, &forge_role, &fg);
+	engine_tell_peer(&e);
+	engine_release(&e);
+	credit_rx_release(&fg.rx);
+	free(h);
+	return NULL;
+}
+
+static void on_file(void *arg, const struct xfer_file_report *r)
+{
+	struct push *t = arg;
+	const char *base = strrchr(r->path, '/');
+	int i = base ? base[1] - 'a' : -1;
+
+	if (r->done && i >= 0 && i < 4 && r->digest)
+		snprintf(t->digests[i], sizeof(t->digests[i]), "%s", r->digest);
+}
+
+/* path's CRC32 in hex, as --json shows a crc32 digest. */
+static void crc_hex(const char *path, char *out, size_t n)
+{
+	uint8_t buf[4096];
+	uint32_t crc = 0;
+	ssize_t got;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	while (fd >= 0 && (got = read(fd, buf, sizeof(buf))) > 0)
+		crc = ck_crc32(crc, buf, (size_t)got);
+	if (fd >= 0)
+		close(fd);
+	snprintf(out, n, "%08x", crc);
+}
+
+static void push_run(struct push *t)
+{
+	/* window 2: a big file's FILE_END cannot go before credits return */
+	struct cm_geom g = geom(2);
+	const char *srcs[4];
+	char paths[4][128];
+	struct xfer_opts co;
+	struct cm_conn *a = NULL;
+	pthread_t tid;
+	int fds = tf_count_fds();
+
+	strcpy(t->src, "/tmp/rdcp-trust-src.XXXXXX");
+	CHECK(mkdtemp(t->src) != NULL);
+	for (size_t i = 0; i < t->nfiles; i++) {
+		snprintf(paths[i], sizeof(paths[i]), "%s/%c", t->src,
+			 (int)('a' + i));
+		CHECK_EQ(tf_make_file(paths[i], t->sizes[i], i + 1), 0);
+		crc_hex(paths[i], t->crcs[i], sizeof(t->crcs[i]));
+		srcs[i] = paths[i];
+	}
+	xopts(&co, 2);
+	co.csum = t->csum;
+	co.resume = t->resume;
+	co.srcs = srcs;
+	co.nsrcs = t->nfiles;
+	co.dest = "in/";
+	co.on_file = on_file;
+	co.on_file_arg = t;
+	xopts(&t->so, 2);
+	CHECK_EQ(memconn_pair(&g, NULL, &a, &t->b), 0);
+	if (!a || !t->b) {
+		t->vc = XFER_FAIL_INTERNAL;
+		return;
+	}
+	alarm(WATCHDOG_S);
+	CHECK_EQ(pthread_create(&tid, NULL, forging_receiver, t), 0);
+	t->vc = session_client(&co, a, &t->st);
+	cm_conn_destroy(a);
+	pthread_join(tid, NULL);
+	alarm(0);
+	cm_conn_destroy(t->b);
+	if (t->vc != XFER_OK)
+		printf("#   client: %s\n", t->st.error);
+	CHECK_EQ(tf_rm_tree(t->src), 0);
+	CHECK_EQ(tf_count_fds(), fds);
+}
+
+static void test_push_honest_forger(void)
+{
+	struct push t = { .mode = FORGE_HONEST, .csum = XFER_CSUM_CRC32 };
+	t.sizes[0] = 16 * CHUNK + 3;
+	t.sizes[1] = 100; /* packed */
+	t.nfiles = 2;
+	push_run(&t);
+	CHECK_EQ(t.vc, XFER_OK);
+	CHECK_EQ(t.st.files_ok, 2);
+	for (int i = 0; i < 2; i++) {
+		if (strcmp(t.digests[i], t.crcs[i]))
+			printf("#   digest %s, want %s\n", t.digests[i],
+			       t.crcs[i]);
+		CHECK(!strcmp(t.digests[i], t.crcs[i]));
+	}
+}
+
+static void test_push_early_verdict(void)
+{
+	struct push t = { .mode = FORGE_EARLY, .csum = XFER_CSUM_CRC32 };
+
+	t.sizes[0] = 64 * CHUNK;
+	t.nfiles = 1;
+	push_run(&t);
+	CHECK_EQ(t.vc, XFER_FAIL_PROTOCOL);
+	CHECK_EQ(t.st.files_ok, 0);
+}
+
+static void test_push_skipped_unasked(void)
+{
+	struct push t = { .mode = FORGE_SKIPPED, .csum = XFER_CSUM_CRC32 };
+
+	t.sizes[0] = 5 * CHUNK;
+	t.nfiles = 1;
+	push_run(&t);
+	CHECK_EQ(t.vc, XFER_FAIL_PROTOCOL);
+	CHECK_EQ(t.st.files_skipped, 0);
+
+	/* --resume asks first, but a kept file must still have been sent */
+	memset(&t, 0, sizeof(t));
+	t.mode = FORGE_HAVE_SKIP;
+	t.csum = XFER_CSUM_CRC32;
+	t.resume = true;
+	t.sizes[0] = 5 * CHUNK;
+	t.nfiles = 1;
+	push_run(&t);
+	CHECK_EQ(t.vc, XFER_FAIL_PROTOCOL);
+	CHECK_EQ(t.st.files_skipped, 0);
+}
+
+static void test_push_wrong_digest(void)
+{
+	enum xfer_csum c[] = { XFER_CSUM_CRC32, XFER_CSUM_SHA256 };
+
+	for (size_t i = 0; i < 2; i++) {
+		struct push t = { .mode = FORGE_DIGEST, .csum = c[i] };
+
+		t.sizes[0] = 3 * CHUNK + 7;
+		t.nfiles = 1;
+		push_run(&t);
+		CHECK_EQ(t.vc, XFER_FAIL_PROTOCOL);
+		CHECK_EQ(t.st.files_ok, 0);
+		CHECK_EQ(t.digests[0][0], '\0');
+	}
+}
+
+static void test_push_pack_forged(void)
+{
+	struct push t = { .mode = FORGE_PACK_TWICE, .csum = XFER_CSUM_CRC32 };
+
+	t.sizes[0] = 2 * CHUNK; /* id 0: never packed */
+	t.sizes[1] = 10;
+	t.sizes[2] = 20;
+	t.nfiles = 3;
+	push_run(&t);
+	CHECK_EQ(t.vc, XFER_FAIL_PROTOCOL);
+
+	memset(&t, 0, sizeof(t));
+	t.mode = FORGE_PACK_OK;
+	t.csum = XFER_CSUM_CRC32;
+	t.sizes[0] = 2 * CHUNK;
+	t.sizes[1] = 10;
+	t.sizes[2] = 20;
+	t.nfiles = 3;
+	push_run(&t);
+	CHECK_EQ(t.vc, XFER_FAIL_PROTOCOL);
+}
+
 TAP_RUN(TAP_TEST(test_pull_honest), TAP_TEST(test_pull_other_name),
 	TAP_TEST(test_pull_packed_name), TAP_TEST(test_pull_name_twice),
 	TAP_TEST(test_pull_ssh_tree), TAP_TEST(test_pull_tree_without_r),
 	TAP_TEST(test_pull_symlink_top), TAP_TEST(test_pull_ssh_mode),
-	TAP_TEST(test_pull_resume_other))
+	TAP_TEST(test_pull_resume_other), TAP_TEST(test_push_honest_forger),
+	TAP_TEST(test_push_early_verdict), TAP_TEST(test_push_skipped_unasked),
+	TAP_TEST(test_push_wrong_digest), TAP_TEST(test_push_pack_forged))
