@@ -27,7 +27,8 @@ Misbehaving: every high-level step is a method a test may call on its own
 Entry takes overrides for any FILE / FILE_END field and explicit chunks, and
 two hooks see everything that leaves:
   s.conn.tamper(msg)            -> Msg, list of Msgs/bytes, or None (drop)
-  s.conn.tamper_write(seq, buf) -> bytes to write instead, or None (drop)
+  s.conn.tamper_write(seq, buf) -> bytes to write instead, or None (drop:
+                                   a write lost in flight, its seq used)
 conn.auto = False stops automatic acks and keepalives (a silent peer).
 RemoteError carries an ERROR the real rdcp sent (the usual verdict).
 
