@@ -166,6 +166,8 @@ enum xfer_fail session_client(const struct xfer_opts *o, struct cm_conn *c,
 		umask(um);
 		t.umask = um;
 		t.p = client_params(o, key);
+		t.want = o->srcs;
+		t.nwant = o->nsrcs;
 		rc = place_target_local(o->dest, o->nsrcs, &t, why,
 					sizeof(why));
 		if (rc)

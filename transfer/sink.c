@@ -190,12 +190,23 @@ int sink_open_parent(const struct sink *k, struct snk_names *n)
 	return fd;
 }
 
+/*
+ * Where f lands, checked (beneath DEST; on a pull, asked for) before
+ * anything is opened. 0, or the engine's error: the session ends.
+ */
 static int map_path(struct sink *k, struct snk_file *f, const char *path)
 {
+	const char *why;
 	int rc = sink_map_names(k, f->id, path, &f->n);
 
 	if (rc)
-		return rc;
+		return engine_fail(k->e, XFER_FAIL_PROTOCOL, -EPERM,
+				   "%s sent a file name that is not a path "
+				   "beneath DEST: refused",
+				   k->e->c->peer);
+	why = sink_want_check(k, f->id, f->kind, path);
+	if (why)
+		return sink_want_refuse(k, path, why);
 	f->dirfd = sink_open_parent(k, &f->n);
 	if (f->dirfd < 0) {
 		rc = f->dirfd;
@@ -426,10 +437,7 @@ static int on_file(struct sink *k, const struct wire_file *wf)
 				   "out of memory for '%s'", wf->path);
 	rc = map_path(k, f, wf->path);
 	if (rc)
-		return engine_fail(k->e, XFER_FAIL_PROTOCOL, -EPERM,
-				   "%s sent a file name that is not a path "
-				   "beneath DEST: refused",
-				   k->e->c->peer);
+		return rc;
 	client_report(k, f, false, NULL, 0);
 	switch (f->kind) {
 	case WIRE_KIND_DIR:
@@ -657,7 +665,13 @@ int sink_send_result(struct sink *k, struct snk_file *f, const uint8_t *digest,
 	return rc;
 }
 
-/* Directories get their mode and times last, the deepest first. */
+/*
+ * Directories get their mode and times last, the deepest first. Those
+ * made in this session get them; an existing one keeps its own unless a
+ * receiver was asked for -p (a push: its client may shape anything
+ * beneath DEST, as cp -rp does). A pull never changes a directory it did
+ * not make: the user's ~/.ssh keeps its mode whatever the server says.
+ */
 static void finish_dirs(struct sink *k)
 {
 	while (k->ndirs) {
@@ -665,7 +679,7 @@ static void finish_dirs(struct sink *k)
 		bool preserve = k->p->flags & WIRE_HELLO_PRESERVE;
 		int fd;
 
-		if (preserve || d->created) {
+		if (d->created || (preserve && !k->want_check)) {
 			fd = path_open_beneath(k->t->dirfd, d->rel,
 					       O_RDONLY | O_DIRECTORY, 0);
 			if (fd < 0 ||
@@ -828,6 +842,8 @@ int sink_run(struct engine *e, const struct sink_target *t,
 	rc = credit_rx_init(&k.rx, e->c->geom.slots);
 	if (!rc)
 		rc = jobs_init(&k, e->c->geom.slots);
+	if (!rc)
+		rc = sink_want_init(&k);
 	if (rc) {
 		rc = engine_fail(e, XFER_FAIL_RESOURCE, rc,
 				 "cannot set up the sink: %s", strerror(-rc));
@@ -852,6 +868,7 @@ out:
 	while (k.ndirs)
 		free(k.dirs[--k.ndirs].rel);
 	free(k.dirs);
+	sink_want_free(&k);
 	credit_rx_release(&k.rx);
 	return rc;
 }

@@ -55,11 +55,15 @@ struct src_file {
 	bool announced;	     /* has a wire id: a FILE_RESULT will come */
 	bool deferred;	     /* its FILE waits in the fifo behind a pack */
 	bool packed, posted; /* in a pack; that pack is in the ring */
+	uint32_t pack_len;   /* a pack's first file: files in it, else 0 */
+	bool pack_done;	     /* a pack's first file: PACK_DONE came */
+	bool end_sent;	     /* FILE_END went: its verdict may come */
 	uint32_t wire_id; /* file id on the wire: announced files, in order */
-	uint8_t digest[WIRE_DIGEST_MAX]; /* packed: the file's, sent along */
+	/* the digest sent with it (FILE_END, its record): what is reported */
+	uint8_t digest[WIRE_DIGEST_MAX];
 	uint8_t dlen;
 	bool result, skipped;
-	uint64_t sent; /* as the sink counted it */
+	uint64_t sent; /* payload bytes posted (compressed, raw if packed) */
 	double t0;
 	/* the sink's answer (HAVE) when it is asked first */
 	bool asking, have_done, skip;

@@ -155,6 +155,7 @@ int src_send_failure(struct source *s, struct src_file *f)
 	m.u.end.csum = (uint8_t)s->cfg->p.csum;
 	m.u.end.status = f->err;
 	snprintf(m.u.end.msg, sizeof(m.u.end.msg), "%s", f->errmsg);
+	f->end_sent = true;
 	return engine_send(s->e, &m);
 }
 
