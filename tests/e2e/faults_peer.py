@@ -24,7 +24,7 @@ import sys
 import time
 
 MAGIC = 0x52444350
-VERSION = 2
+VERSION = 3
 CTRL_SIZE = 8192
 CTRL_CREDITS = 64
 FR_SEND, FR_WRITE = 1, 2
