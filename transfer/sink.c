@@ -421,6 +421,8 @@ static int on_file(struct sink *k, const struct wire_file *wf)
 	f->kind = wf->kind;
 	f->fd = f->dirfd = f->cand = -1;
 	f->size = wf->size;
+	f->holes_ok = (wf->flags & WIRE_FILE_SPARSE) ||
+		      (k->p->flags & (WIRE_HELLO_SPARSE | WIRE_HELLO_RESUME));
 	f->mode = wf->mode;
 	f->times[0].tv_sec = wf->atime_sec;
 	f->times[0].tv_nsec = wf->atime_nsec;
@@ -587,6 +589,14 @@ static int maybe_finalize(struct sink *k, struct snk_file *f)
 		file_fail(f, -EPROTO, "'%s': %llu chunks announced, %llu came",
 			  f->n.shown, (unsigned long long)f->end.nchunks,
 			  (unsigned long long)f->received);
+	/* Only a sparse file's size may say more than its chunks fill. */
+	if (!f->err && !f->holes_ok && f->received != f->nslots)
+		file_fail(f, -EPROTO,
+			  "'%s': %llu bytes announced without holes, but only "
+			  "%llu of its %llu chunks came; not placed",
+			  f->n.shown, (unsigned long long)f->size,
+			  (unsigned long long)f->received,
+			  (unsigned long long)f->nslots);
 	sink_finalize(k, f);
 	return 0;
 }

@@ -57,6 +57,7 @@ struct snk_file {
 	uint64_t cand_size;
 	unsigned int inflight;
 	bool scanning, ended, finalizing, skipped;
+	bool holes_ok; /* chunks may be left out: sparse, --sparse, resume */
 	struct wire_file_end end;
 	int err;
 	bool err_remote; /* the source's failure, not ours */

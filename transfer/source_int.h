@@ -72,6 +72,16 @@ struct src_file {
 	uint64_t have_n;
 };
 
+/*
+ * Whether f is announced sparse (WIRE_FILE_SPARSE): fewer blocks than its
+ * size. Only such a file may leave chunks out for its holes; the sink
+ * wants every chunk of any other (without --sparse or --resume).
+ */
+static inline bool src_file_sparse(const struct src_file *f)
+{
+	return (uint64_t)f->st.st_blocks * 512 < (uint64_t)f->st.st_size;
+}
+
 struct src_job {
 	struct workq_item item;
 	struct source *s;

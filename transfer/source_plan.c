@@ -102,7 +102,7 @@ static void fill_file_msg(struct source *s, struct src_file *f,
 	if (f->w->kind != WIRE_KIND_FILE)
 		return;
 	m->size = (uint64_t)f->st.st_size;
-	if ((uint64_t)f->st.st_blocks * 512 < (uint64_t)f->st.st_size)
+	if (src_file_sparse(f))
 		m->flags |= WIRE_FILE_SPARSE;
 }
 
@@ -250,13 +250,14 @@ struct src_job *src_take_job(struct source *s)
  * chunk grid stays aligned, so offsets remain multiples of the chunk size.
  * Not with --resume, where every chunk is compared with the sink's: holes
  * read as zeros, and a zero chunk where the sink has nothing is not sent.
+ * Nor for a file not announced sparse: the sink wants all its chunks.
  */
 static bool skip_hole(struct source *s, struct src_file *f)
 {
 	off_t d;
 	uint64_t aligned;
 
-	if (s->resume)
+	if (s->resume || !src_file_sparse(f))
 		return false;
 	d = lseek(f->fd, (off_t)f->next_off, SEEK_DATA);
 	if (d < 0 && errno == ENXIO) {
