@@ -170,6 +170,10 @@ static int on_result(struct source *s, const struct wire_file_result *res)
 	f = src_file_at(s, s->by_wire[res->file_id]);
 	if (f->result || (f->packed && !f->posted))
 		return -EPROTO;
+	if (f->in_flight) {
+		f->in_flight = false;
+		s->inflight--;
+	}
 	f->skipped = res->flags & WIRE_RESULT_SKIPPED;
 	f->sent = res->sent;
 	conclude(s, f, res->status, res->msg, res->digest, res->digest_len);
