@@ -78,6 +78,44 @@ static void file_free(struct sink *k, struct snk_file *f)
 	free(f);
 }
 
+/* ---- files in flight ---- */
+
+/* The file in flight with id, or NULL. */
+static struct snk_file *live_find(const struct sink *k, uint32_t id)
+{
+	unsigned int lo = 0, hi = k->nlive;
+
+	while (lo < hi) {
+		unsigned int mid = lo + (hi - lo) / 2;
+
+		if (k->live[mid]->id == id)
+			return k->live[mid];
+		if (k->live[mid]->id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+/* Ids only grow: appending keeps live[] sorted. */
+static void live_add(struct sink *k, struct snk_file *f)
+{
+	k->live[k->nlive++] = f;
+}
+
+static void live_remove(struct sink *k, const struct snk_file *f)
+{
+	for (unsigned int i = k->nlive; i-- > 0;) {
+		if (k->live[i] != f)
+			continue;
+		memmove(&k->live[i], &k->live[i + 1],
+			(k->nlive - i - 1) * sizeof(k->live[0]));
+		k->nlive--;
+		return;
+	}
+}
+
 bool sink_preserving(const struct sink *k)
 {
 	return k->p->flags & WIRE_HELLO_PRESERVE;
@@ -381,24 +419,6 @@ static int open_file(struct sink *k, struct snk_file *f,
 	return sink_send_have(k, f); /* nothing here: send it all */
 }
 
-/* Room in files[] for n more ids. 0 or -ENOMEM. */
-int sink_reserve_ids(struct sink *k, uint32_t n)
-{
-	uint32_t cap = k->cap ? k->cap : 64;
-	struct snk_file **v;
-
-	while (cap - k->nfiles < n)
-		cap *= 2;
-	if (cap == k->cap)
-		return 0;
-	v = realloc(k->files, cap * sizeof(*v));
-	if (!v)
-		return -ENOMEM;
-	k->files = v;
-	k->cap = cap;
-	return 0;
-}
-
 static int on_file(struct sink *k, const struct wire_file *wf)
 {
 	struct snk_file *f;
@@ -408,14 +428,20 @@ static int on_file(struct sink *k, const struct wire_file *wf)
 		return engine_fail(k->e, XFER_FAIL_PROTOCOL, -EPROTO,
 				   "%s announced file %u out of order",
 				   k->e->c->peer, wf->file_id);
-	if (sink_reserve_ids(k, 1))
-		return engine_fail(k->e, XFER_FAIL_RESOURCE, -ENOMEM,
-				   "out of memory");
+	/* The source keeps to the bound: only a broken one goes past it. */
+	if (wf->kind == WIRE_KIND_FILE && k->nlive >= WIRE_INFLIGHT_MAX)
+		return engine_fail(k->e, XFER_FAIL_PROTOCOL, -EPROTO,
+				   "%s announced file %u with %u files still "
+				   "unfinished (%u at most): refused",
+				   k->e->c->peer, wf->file_id, k->nlive,
+				   WIRE_INFLIGHT_MAX);
 	f = calloc(1, sizeof(*f));
 	if (!f)
 		return engine_fail(k->e, XFER_FAIL_RESOURCE, -ENOMEM,
 				   "out of memory");
-	k->files[k->nfiles++] = f;
+	/* Directories and symlinks too, while on_file makes them. */
+	live_add(k, f);
+	k->nfiles++;
 	k->active++;
 	f->id = wf->file_id;
 	f->kind = wf->kind;
@@ -532,17 +558,16 @@ static int snk_on_data(struct engine *e, const struct cm_event *ev)
 	rc = wire_slot_decode(cm_slot(e->c, (unsigned int)slot), &h);
 	if (rc == 0 && h.seq == seq && (h.flags & WIRE_SLOT_PACKED))
 		return sink_pack_arrived(k, &h, (unsigned int)slot, ev);
+	f = rc ? NULL : live_find(k, h.file_id);
 	if (rc == 0 &&
-	    (h.seq != seq || h.file_id >= k->nfiles || !k->files[h.file_id] ||
-	     ev->len < WIRE_SLOT_HDR || h.len != ev->len - WIRE_SLOT_HDR ||
-	     !sink_flags_ok(k, h.flags) ||
+	    (h.seq != seq || !f || ev->len < WIRE_SLOT_HDR ||
+	     h.len != ev->len - WIRE_SLOT_HDR || !sink_flags_ok(k, h.flags) ||
 	     (!(h.flags & WIRE_SLOT_COMPRESSED) && h.raw_len != h.len)))
 		rc = -EPROTO;
 	if (rc)
 		return engine_fail(e, XFER_FAIL_PROTOCOL, rc,
 				   "%s wrote a bad slot header (seq %llu)",
 				   e->c->peer, (unsigned long long)seq);
-	f = k->files[h.file_id];
 	idx = h.offset / k->chunk;
 	want = idx < f->nslots ? f->size - h.offset : 0;
 	if (want > k->chunk)
@@ -605,8 +630,8 @@ static int on_end(struct sink *k, const struct wire_file_end *end)
 {
 	struct snk_file *f;
 
-	if (end->file_id >= k->nfiles || !(f = k->files[end->file_id]) ||
-	    f->ended || f->kind != WIRE_KIND_FILE || f->scanning ||
+	if (!(f = live_find(k, end->file_id)) || f->ended ||
+	    f->kind != WIRE_KIND_FILE || f->scanning ||
 	    end->csum != (uint8_t)k->p->csum)
 		return engine_fail(k->e, XFER_FAIL_PROTOCOL, -EPROTO,
 				   "%s ended a file it never announced",
@@ -669,7 +694,7 @@ int sink_send_result(struct sink *k, struct snk_file *f, const uint8_t *digest,
 		   f->skipped);
 	client_report(k, f, true, digest, dlen);
 	rc = engine_send(k->e, &m);
-	k->files[f->id] = NULL;
+	live_remove(k, f);
 	k->active--;
 	file_free(k, f);
 	return rc;
@@ -867,9 +892,8 @@ out:
 	(void)workq_take_done(e->wq);
 	workq_destroy(e->wq);
 	e->wq = NULL;
-	for (uint32_t i = 0; i < k.nfiles; i++)
-		file_free(&k, k.files[i]); /* removes unfinished temporaries */
-	free(k.files);
+	while (k.nlive) /* removes unfinished temporaries */
+		file_free(&k, k.live[--k.nlive]);
 	for (unsigned int i = 0; k.jobs && i < e->c->geom.slots; i++) {
 		sink_pack_free(&k.jobs[i]);
 		payload_release(&k.jobs[i].pl);

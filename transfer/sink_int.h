@@ -109,9 +109,10 @@ struct sink {
 	uint32_t chunk;
 	struct credit_rx rx;
 	struct snk_job *jobs; /* one per slot */
-	struct snk_file **files;
-	uint32_t nfiles; /* announced so far (= next id) */
-	uint32_t cap;
+	uint32_t nfiles;      /* ids announced so far (= next id) */
+	/* Regular files in flight (WIRE_INFLIGHT_MAX), in id order. */
+	struct snk_file *live[WIRE_INFLIGHT_MAX + 1]; /* + one dir or link */
+	unsigned int nlive;
 	unsigned int active;	     /* announced, result not yet sent */
 	char top[PATH_NAME_MAX + 1]; /* first component, DEST not a dir */
 	struct snk_dir *dirs;
@@ -168,8 +169,6 @@ int sink_map_names(struct sink *k, uint32_t id, const char *path,
 /* The directory n goes into: the target's own dirfd or a new fd. */
 int sink_open_parent(const struct sink *k, struct snk_names *n);
 
-/* Room in files[] for n more ids. 0 or -ENOMEM. */
-int sink_reserve_ids(struct sink *k, uint32_t n);
 
 /* Hands f to a worker for fn; after runs in the engine thread. */
 void sink_start_work(struct sink *k, struct snk_file *f,

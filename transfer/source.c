@@ -226,6 +226,10 @@ static int on_result(struct source *s, const struct wire_file_result *res)
 		return engine_fail(s->e, XFER_FAIL_PROTOCOL, -EPROTO,
 				   "%s answered for '%s' %s: refused",
 				   s->e->c->peer, f->path, why);
+	if (f->in_flight) {
+		f->in_flight = false;
+		s->inflight--;
+	}
 	f->skipped = res->flags & WIRE_RESULT_SKIPPED;
 	/* Reported: what was sent and the digest computed here. */
 	conclude(s, f, res->status, res->msg, f->digest, f->dlen);

@@ -53,6 +53,7 @@ struct src_file {
 	int err;
 	char errmsg[300];
 	bool announced;	     /* has a wire id: a FILE_RESULT will come */
+	bool in_flight;	     /* counted in source.inflight until then */
 	bool deferred;	     /* its FILE waits in the fifo behind a pack */
 	bool packed, posted; /* in a pack; that pack is in the ring */
 	uint32_t pack_len;   /* a pack's first file: files in it, else 0 */
@@ -126,6 +127,7 @@ struct source {
 	size_t nfiles, next_file; /* listed by the walk so far; planned */
 	uint32_t *by_wire;	  /* wire id -> index in files */
 	uint32_t nwire;
+	unsigned int inflight; /* announced regular files without a result */
 	struct src_file *cur; /* being planned */
 	struct src_job *jobs;
 	unsigned int njobs, free_jobs;

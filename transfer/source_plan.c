@@ -160,6 +160,15 @@ int src_send_failure(struct source *s, struct src_file *f)
 }
 
 /*
+ * Whether w may go as a regular FILE, one of the files in flight that the
+ * sink bounds (wire.h): a regular file, or a failure, which goes as one.
+ */
+static bool may_fly(const struct walk_entry *w)
+{
+	return w->kind == WIRE_KIND_FILE || w->err;
+}
+
+/*
  * Gives f its wire id and sends its FILE (or, failed, FILE and an aborting
  * FILE_END), or queues that behind a pack still to be posted. A failure on
  * the client's own side is only reported: the user is here.
@@ -174,6 +183,11 @@ static int tell(struct source *s, struct src_file *f)
 		}
 	}
 	src_announce(s, f);
+	/* A failure goes as a regular FILE (src_send_failure). */
+	if (f->err || f->w->kind == WIRE_KIND_FILE) {
+		f->in_flight = true;
+		s->inflight++;
+	}
 	f->asking = s->ask && f->w->kind == WIRE_KIND_FILE && !f->err;
 	if (!f->err)
 		src_started(s, f);
@@ -304,6 +318,9 @@ int src_plan(struct source *s)
 					return -1;
 				if (!rc)
 					break;
+			} else if (s->inflight >= WIRE_INFLIGHT_MAX &&
+				   may_fly(src_file_at(s, s->next_file)->w)) {
+				break; /* until a result comes (wire.h) */
 			} else if (open_next(s)) {
 				return -1;
 			}

@@ -25,6 +25,14 @@
 #define WIRE_MAC_LEN 32u
 #define WIRE_MSG_MAX 512u	  /* human-readable text in a message */
 #define WIRE_FILES_MAX (1u << 24) /* entries (file ids) in one session */
+/*
+ * Files in flight: regular files (a FILE of kind FILE) a source has
+ * announced and not yet had the FILE_RESULT of. The sink holds a locked
+ * temporary and per-file state for each, so a source never has more, and
+ * the sink refuses a FILE beyond them as a protocol error. Packed files,
+ * directories and symlinks do not count.
+ */
+#define WIRE_INFLIGHT_MAX 128u
 
 /* ---- ring slots ---- */
 
