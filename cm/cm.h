@@ -244,6 +244,6 @@ int cm_check(const struct cm_addr *peer, uint64_t session_bytes,
 
 /* Protocol identity in the private data. */
 #define CM_MAGIC 0x52444350u /* "RDCP" */
-#define CM_VERSION 2
+#define CM_VERSION 3
 
 #endif

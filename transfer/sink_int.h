@@ -29,6 +29,7 @@ struct snk_names {
 
 struct sink;
 struct snk_file;
+struct snk_want;
 
 /* A file's own work in a worker: resume compares, then its finalize. */
 struct snk_work {
@@ -56,8 +57,9 @@ struct snk_file {
 	 * ring's slots) indexed by chunk index; bits holds one compare's.
 	 */
 	bool cmp, comparing;
+	bool found;	    /* an earlier attempt's temporary or old file */
 	bool keeping;	    /* the old file may stay as it is: all matched */
-	uint64_t cand_size; /* cand's size when found */
+	uint64_t cand_size; /* its size when found */
 	uint64_t sums_next, match_next, cmp_to;
 	uint32_t sums_cap;
 	uint8_t (*sums)[WIRE_SUM_LEN];
@@ -79,6 +81,7 @@ struct snk_file {
 	struct ck_sha256 *tree;
 	unsigned int inflight;
 	bool ended, finalizing, skipped;
+	bool holes_ok; /* chunks may be left out: sparse, --sparse, resume */
 	struct wire_file_end end;
 	int err;
 	bool err_remote; /* the source's failure, not ours */
@@ -115,6 +118,9 @@ struct snk_job {
 	uint8_t sha[CK_SHA256_LEN];
 	bool done; /* the worker is through with it */
 	int next;  /* the slot of the file's next chunk, or -1 */
+	/* a pack with a name the pull did not ask for: it, and why */
+	char *refused;
+	const char *refused_why;
 };
 
 struct snk_dir {
@@ -132,9 +138,10 @@ struct sink {
 	uint32_t chunk;
 	struct credit_rx rx;
 	struct snk_job *jobs; /* one per slot */
-	struct snk_file **files;
-	uint32_t nfiles; /* announced so far (= next id) */
-	uint32_t cap;
+	uint32_t nfiles;      /* ids announced so far (= next id) */
+	/* Regular files in flight (WIRE_INFLIGHT_MAX), in id order. */
+	struct snk_file *live[WIRE_INFLIGHT_MAX + 1]; /* + one dir or link */
+	unsigned int nlive;
 	unsigned int active;	     /* announced, result not yet sent */
 	char top[PATH_NAME_MAX + 1]; /* first component, DEST not a dir */
 	struct snk_dir *dirs;
@@ -143,6 +150,9 @@ struct sink {
 	uint64_t *asked;
 	size_t nasked, asked_cap;
 	uint8_t resume_key[32];
+	struct snk_want *want; /* a pull: the names asked for, sorted */
+	size_t nwant;
+	bool want_check; /* a pull: take only what was asked for */
 	uint64_t bytes_in, next_progress_ms;
 	bool done, bye_sent;
 };
@@ -192,8 +202,6 @@ int sink_map_names(struct sink *k, uint32_t id, const char *path,
 /* The directory n goes into: the target's own dirfd or a new fd. */
 int sink_open_parent(const struct sink *k, struct snk_names *n);
 
-/* Room in files[] for n more ids. 0 or -ENOMEM. */
-int sink_reserve_ids(struct sink *k, uint32_t n);
 
 /* Hands f to a worker for fn; after runs in the engine thread. */
 void sink_start_work(struct sink *k, struct snk_file *f,
@@ -219,6 +227,8 @@ void sink_discard(struct sink *k, struct snk_file *f);
 int sink_open_tmp(struct sink *k, struct snk_file *f, bool keep);
 /* Fails f when need more bytes cannot fit where it goes. */
 void sink_check_space(struct snk_file *f, uint64_t need);
+/* The file in flight with id, or NULL. */
+struct snk_file *sink_live_find(const struct sink *k, uint32_t id);
 /* Finalizes f if it is ended and nothing of it is in flight. */
 void sink_maybe_finalize(struct sink *k, struct snk_file *f);
 /* ---- sink_final.c ---- */
@@ -250,6 +260,23 @@ int sink_on_sums(struct sink *k, const struct wire_sums *m);
  * chunks that matched and the ones that came). 0 or -errno, f failed.
  */
 int sink_resume_digest(struct snk_work *fin, int fd);
+
+/* ---- sink_want.c ---- */
+
+/* A pull: the names asked for, from k->t->want. 0 or -ENOMEM. */
+int sink_want_init(struct sink *k);
+void sink_want_free(struct sink *k);
+/*
+ * A pull: whether entry id (kind, path, already checked to lie beneath
+ * DEST) is one an honest receiver sends for the SRCs asked for. NULL when
+ * it is (always on a push), else why not, for the user. Counts the top
+ * names and remembers directories: call it once per entry, before the
+ * entry touches anything. Engine thread, or a pack's worker.
+ */
+const char *sink_want_check(struct sink *k, uint32_t id, uint8_t kind,
+			    const char *path);
+/* Ends the session: the peer sent path, refused for why. The error. */
+int sink_want_refuse(struct sink *k, const char *path, const char *why);
 
 /* ---- sink_pack.c ---- */
 

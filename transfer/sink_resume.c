@@ -123,11 +123,17 @@ int sink_resume_open(struct sink *k, struct snk_file *f, bool sparse)
 		f->cand = -1;
 	}
 	if (f->cand >= 0) {
+		f->found = true;
 		f->cand_size = (uint64_t)st.st_size;
 		if (f->cand_final)
 			f->keeping = can_keep(k, f, &st);
 		else
 			held = (uint64_t)st.st_blocks * 512;
+	}
+	if (f->cand >= 0 && !f->cand_final) {
+		/* The temporary itself: f->fd is all it needs now. */
+		close(f->cand);
+		f->cand = -1;
 	}
 	/*
 	 * The space still needed: all of it but what the temporary holds
@@ -142,7 +148,7 @@ int sink_resume_open(struct sink *k, struct snk_file *f, bool sparse)
 			  strerror(errno));
 	if (f->err)
 		return sink_skip_file(k, f);
-	if (f->cand >= 0)
+	if (f->found)
 		log_info("resuming '%s': comparing what is here with the "
 			 "source",
 			 f->n.shown);
@@ -161,7 +167,7 @@ int sink_resume_open(struct sink *k, struct snk_file *f, bool sparse)
 static bool whole_here(const struct sink *k, const struct snk_file *f,
 		       uint64_t off, uint64_t len)
 {
-	if (f->cand < 0)
+	if (!f->found)
 		return false;
 	if (len == k->chunk)
 		return off + len <= f->cand_size;
@@ -298,8 +304,7 @@ static void start_compare(struct sink *k, struct snk_file *f)
 
 int sink_on_sums(struct sink *k, const struct wire_sums *m)
 {
-	struct snk_file *f = m->file_id < k->nfiles ? k->files[m->file_id]
-						     : NULL;
+	struct snk_file *f = sink_live_find(k, m->file_id);
 	uint32_t cap;
 
 	/*
