@@ -529,7 +529,7 @@ s_flood() {
 	track $!
 	local ppid=$!
 	msleep 500
-	send "$W/tx-flp.log" "$ADDR:x" got/fl/
+	send "$W/tx-flp.log" -r "$ADDR:x" got/fl/
 	echo "# the client: exit $SRC: $(grep -m1 'unfinished' "$W/tx-flp.log")"
 	[ "$SRC" = 5 ] || t_fail "exit $SRC, want 5"
 	grep -q 'unfinished' "$W/tx-flp.log" || t_fail "the client does not say why"

@@ -3,7 +3,8 @@
 """A peer that announces N regular files (FILE) and never ends one.
 
   peer_flood.py push PORT KEYFILE N        a client pushing into "out/"
-  peer_flood.py serve-pull PORT KEYFILE N  a server answering one pull
+  peer_flood.py serve-pull PORT KEYFILE N  a server answering one pull of
+                                           "-r x": the directory x, then x/f0...
 
 The real rdcp on the other side must end the session with a protocol error
 (ERROR, class 5) long before N: prints "refused after K files: MESSAGE" and
@@ -17,10 +18,15 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import peer  # noqa: E402
 
 
-def flood(s, n):
+def flood(s, n, top=None):
     try:
+        pre = ""
+        if top:
+            # A pull only takes what it asked for: the tree of its SRC.
+            s.send_file(peer.Entry(top, b"", kind=peer.KIND_DIR))
+            pre = top + "/"
         for i in range(n):
-            s.send_file(peer.Entry("f%d" % i, b"x"))
+            s.send_file(peer.Entry(pre + "f%d" % i, b"x"))
         s.pump(lambda: False, timeout=10)
     except peer.RemoteError as e:
         print("refused after %d files: class %d: %s" %
@@ -49,7 +55,7 @@ def main(argv):
         s.handshake()
         s.expect_ring()
     try:
-        return flood(s, n)
+        return flood(s, n, None if mode == "push" else "x")
     finally:
         s.close()
 
