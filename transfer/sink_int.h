@@ -38,7 +38,7 @@ struct snk_work {
 	struct snk_file *f;
 	uint8_t digest[WIRE_DIGEST_MAX]; /* finalize: what this side computed */
 	uint8_t dlen;
-	int err;		     /* a compare's failure, for the engine */
+	int err;		       /* a compare's failure, for the engine */
 	char errmsg[WIRE_MSG_MAX + 1]; /* thread to record */
 };
 

@@ -102,8 +102,7 @@ static bool can_keep(const struct sink *k, const struct snk_file *f,
 		     const struct stat *st)
 {
 	return (uint64_t)st->st_size == f->size &&
-	       (st->st_mode & 07777) ==
-		       (sink_final_mode(k, f->mode) & 07777) &&
+	       (st->st_mode & 07777) == (sink_final_mode(k, f->mode) & 07777) &&
 	       (!sink_preserving(k) ||
 		(st->st_mtim.tv_sec == f->times[1].tv_sec &&
 		 st->st_mtim.tv_nsec == f->times[1].tv_nsec));
@@ -248,7 +247,8 @@ static void compare(struct workq_item *item)
 	if (rc) {
 		/* Nothing more matches: the source sends the rest. */
 		for (uint64_t i = a; i < f->cmp_to; i++)
-			f->bits[(i - a) / 8] &= (uint8_t)~(1u << ((i - a) % 8));
+			f->bits[(i - a) / 8] &=
+				(uint8_t) ~(1u << ((i - a) % 8));
 		w->err = rc;
 		snprintf(w->errmsg, sizeof(w->errmsg),
 			 "cannot reuse what is in '%s': %s", f->n.shown,
@@ -280,7 +280,8 @@ static void compared(struct workq_item *item)
 		memset(m.u.match.bits, 0, sizeof(m.u.match.bits));
 		for (uint64_t i = 0; i < n; i++)
 			if (f->bits[(o + i) / 8] & (1u << ((o + i) % 8)))
-				m.u.match.bits[i / 8] |= (uint8_t)(1u << (i % 8));
+				m.u.match.bits[i / 8] |=
+					(uint8_t)(1u << (i % 8));
 		m.u.match.first = a;
 		m.u.match.count = (uint16_t)n;
 		if (engine_send(k->e, &m))

@@ -18,7 +18,8 @@ _Static_assert(WIRE_CTRL_SIZE >= WIRE_CTRL_HDR + 64 + WIRE_PATHS_MAX + 4 +
 				 WIRE_TAG_LEN,
 	       "a control buffer holds the longest HELLO and a tag");
 _Static_assert(WIRE_CTRL_SIZE >= WIRE_CTRL_HDR + 14 +
-				 WIRE_SUM_LEN * WIRE_SUMS_MAX + WIRE_TAG_LEN,
+					 WIRE_SUM_LEN * WIRE_SUMS_MAX +
+					 WIRE_TAG_LEN,
 	       "a control buffer holds the longest SUMS and a tag");
 
 struct put {
