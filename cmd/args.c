@@ -107,7 +107,7 @@ static const struct argp_option options[] = {
 	  2 },
 	{ "resume", OPT_RESUME, NULL, 0,
 	  "Finish an interrupted copy: what is already at DEST is checked "
-	  "chunk by chunk against the source by CRC32 and only what "
+	  "chunk by chunk against the source's chunk digests and only what "
 	  "differs is sent; partial files are kept on failure for the next "
 	  "try",
 	  2 },

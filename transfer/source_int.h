@@ -69,8 +69,12 @@ struct src_file {
 	/* the sink's answer (HAVE) when it is asked first */
 	bool asking, have_done, skip;
 	int skip_status;
-	uint32_t *have; /* CRC32 of the sink's chunk i, i < have_n */
-	uint64_t have_n;
+	/*
+	 * --resume: the sink asked for the chunks' digests (SUMS); chunks
+	 * [0, sums_next) were described, [0, match_next) answered (MATCH).
+	 */
+	bool cmp;
+	uint64_t sums_next, match_next;
 };
 
 /*
@@ -95,9 +99,12 @@ struct src_job {
 	uint32_t len;	   /* raw bytes */
 	uint32_t wire_len; /* payload bytes after compression */
 	uint16_t flags;	   /* enum wire_slot_flags */
-	bool zero;	   /* all zero (checked with --sparse or --resume) */
+	bool zero;	   /* all zero (checked with --sparse) */
 	uint32_t crc;
 	uint8_t sha[CK_SHA256_LEN];
+	/* --resume: its digest for the sink; sent, answered, the answer */
+	uint8_t sum[WIRE_SUM_LEN];
+	bool summed, answered, matched;
 	uint8_t tag[AEAD_TAG_LEN];
 	struct payload pl; /* compression scratch, GCM context */
 	int status;
@@ -142,6 +149,7 @@ struct source {
 	unsigned int sig_every, unsignaled;
 	bool done_planned, done_sent, bye;
 	bool ask, resume; /* HAVE before data; chunks may match */
+	uint8_t resume_key[32];
 	struct ratelimit rl;
 	uint64_t bytes_posted, bytes_total; /* for on_progress */
 	uint64_t next_progress_ms;

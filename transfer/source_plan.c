@@ -263,7 +263,7 @@ struct src_job *src_take_job(struct source *s)
  * not sent, and the sink's file (sized up front) keeps them as holes. The
  * chunk grid stays aligned, so offsets remain multiples of the chunk size.
  * Not with --resume, where every chunk is compared with the sink's: holes
- * read as zeros, and a zero chunk where the sink has nothing is not sent.
+ * read as zeros, and a zero chunk matches only where the sink has zeros.
  * Nor for a file not announced sparse: the sink wants all its chunks.
  */
 static bool skip_hole(struct source *s, struct src_file *f)
@@ -351,6 +351,7 @@ int src_plan(struct source *s)
 					    : s->chunk);
 		j->status = 0;
 		j->crc = 0;
+		j->summed = j->answered = j->matched = false;
 		f->next_off += j->len;
 		src_fifo_push(s, IT_CHUNK, f, j);
 		workq_push(s->e->wq, &j->item);

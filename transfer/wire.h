@@ -103,6 +103,8 @@ enum wire_type {
 	WIRE_AUTH,	  /* client -> server: challenge response */
 	WIRE_HAVE,	  /* sink -> source: what of a file is there */
 	WIRE_PACK_DONE,	  /* sink -> source: a packed slot's files placed */
+	WIRE_SUMS,	  /* source -> sink: --resume: its chunks' digests */
+	WIRE_MATCH,	  /* sink -> source: --resume: which of them match */
 	WIRE_TYPE_MAX,
 };
 
@@ -150,11 +152,12 @@ enum wire_file_flags {
 };
 
 enum wire_have_flags {
-	WIRE_HAVE_LAST = 1 << 0, /* the last HAVE for this file */
 	WIRE_HAVE_SKIP = 1 << 1, /* send nothing: a result follows */
+	WIRE_HAVE_SUMS = 1 << 2, /* --resume: send SUMS for every chunk */
 };
 
-#define WIRE_HAVE_MAX 1024u /* chunk CRCs per HAVE message */
+#define WIRE_SUMS_MAX 256u /* chunk digests per SUMS or bits per MATCH */
+#define WIRE_SUM_LEN 16u   /* bytes of one chunk's resume digest */
 
 enum wire_file_end_flags {
 	WIRE_END_ABORT = 1 << 0, /* the source failed: discard the file */
@@ -214,13 +217,34 @@ struct wire_file {
 	char link[4096]; /* symlink target, copied as is; else "" */
 };
 
+/* The sink's one answer to a FILE when asked first (WIRE_HELLO_ASK). */
 struct wire_have {
 	uint32_t file_id;
 	uint16_t flags; /* enum wire_have_flags */
-	uint64_t first; /* chunk index of crcs[0] */
-	uint16_t count; /* <= WIRE_HAVE_MAX */
 	int32_t status; /* with SKIP: 0 (nothing to do) or -errno */
-	uint32_t crcs[WIRE_HAVE_MAX]; /* CRC32 of the sink's chunks */
+};
+
+/*
+ * --resume, source -> sink: the resume digests of chunks [first, first +
+ * count) of a file, in order, each chunk's once (see transfer/payload.h).
+ */
+struct wire_sums {
+	uint32_t file_id;
+	uint64_t first;
+	uint16_t count; /* 1..WIRE_SUMS_MAX */
+	uint8_t sums[WIRE_SUMS_MAX][WIRE_SUM_LEN];
+};
+
+/*
+ * --resume, sink -> source: for chunks [first, first + count), in order,
+ * whether the sink's chunk has the digest the source sent: bit i & 7 of
+ * byte i / 8 for chunk first + i. Nothing else of the sink's content.
+ */
+struct wire_match {
+	uint32_t file_id;
+	uint64_t first;
+	uint16_t count; /* 1..WIRE_SUMS_MAX */
+	uint8_t bits[WIRE_SUMS_MAX / 8];
 };
 
 struct wire_file_end {
@@ -293,6 +317,8 @@ struct wire_msg {
 		struct wire_error error;
 		struct wire_auth auth;
 		struct wire_have have;
+		struct wire_sums sums;
+		struct wire_match match;
 		struct wire_pack_done pack_done;
 	} u;
 };

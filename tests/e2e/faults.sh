@@ -34,7 +34,8 @@ P=7800 # ports: one per receiver (nextport)
 POLL_MS=20
 
 # The scenarios, s_NAME below, in the order they run.
-ALL="keys enospc silent garbage flood changed kill9 sigint soak concurrent keys_after"
+ALL="keys enospc silent garbage flood changed kill9 sigint soak concurrent"
+ALL="$ALL resumepeer keys_after"
 check_scenarios "$ALL" "$@"
 
 cd "$W" || exit 1
@@ -191,6 +192,41 @@ s_keys() {
 
 # Part 2: both receivers take a correct key again once 10 s passed since
 # the third failure.
+# ---------------------------------------------------------------- resumepeer
+
+# Issue #16 items 11 and 13: a malicious server (resume_peer.py, which
+# starts the pulling `rdcp --resume --no-auth` client itself) tries to
+# read a 107-byte key under DEST through the resume answers, and claims a
+# 504 GiB sparse file in 4032-byte chunks. The key must stay as it was.
+s_resumepeer() {
+	local m name
+	rm -rf rp
+	mkdir -p rp/dest
+	head -c 107 /dev/urandom >rp/key
+	cp rp/key rp/dest/id_key
+	chmod 600 rp/dest/id_key
+	for m in oracle guess claim; do
+		case $m in
+		oracle) t_begin "--resume pull, malicious server: HAVE and MATCH say one bit, no prefix, once a name" ;;
+		guess) t_begin "--resume pull, malicious server: only the whole file's exact digest matches" ;;
+		claim) t_begin "--resume pull of a claimed 504 GiB sparse file in 4032-byte chunks: the client stays small" ;;
+		esac
+		name=id_key
+		[ "$m" != claim ] || name=huge
+		# what the last session left: --resume would compare that
+		find rp/dest -name '*.rdcp-part' -delete
+		nextport
+		timeout -s KILL 90 python3 "$HERE/resume_peer.py" "$RDCP" "$P" \
+			"$m" rp/dest "$name" >"$W/rp-$m.log" 2>&1
+		_rc=$?
+		[ "$_rc" = 0 ] || t_fail "resume_peer.py $m: exit $_rc"
+		cmp -s rp/key rp/dest/id_key || t_fail "the key under DEST changed"
+		t_log "$W/rp-$m.log"
+		t_end
+	done
+	rm -rf rp
+}
+
 s_keys_after() {
 	local left
 	[ -n "${KEYS_RX:-}" ] || return

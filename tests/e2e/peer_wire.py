@@ -25,9 +25,10 @@ CTRL_SIZE, CTRL_CREDITS, SLOT_HDR = 8192, 64, 64
 FR_SEND, FR_WRITE = 1, 2
 KEEPALIVE_S = 1.0
 (HELLO, WELCOME, RING, FILE, FILE_END, FILE_RESULT, DONE, BYE, ERROR, CREDIT,
- AUTH, HAVE, PACK_DONE) = range(1, 14)
+ AUTH, HAVE, PACK_DONE, SUMS, MATCH) = range(1, 16)
 NAMES = dict(enumerate("HELLO WELCOME RING FILE FILE_END FILE_RESULT DONE BYE "
-                       "ERROR CREDIT AUTH HAVE PACK_DONE".split(), 1))
+                       "ERROR CREDIT AUTH HAVE PACK_DONE SUMS MATCH".split(),
+                       1))
 PUSH, PULL = 1, 2
 CSUM_NONE, CSUM_CRC32, CSUM_SHA256 = 0, 1, 2
 FEAT_AUTH, FEAT_PACK = 1, 2
@@ -38,7 +39,8 @@ KIND_FILE, KIND_DIR, KIND_SYMLINK = 0, 1, 2
 FILE_SPARSE = 1
 END_ABORT = 1
 RESULT_SKIPPED = 1
-HAVE_LAST, HAVE_SKIP = 1, 2
+HAVE_SKIP, HAVE_SUMS = 2, 4
+SUMS_MAX, SUM_LEN = 256, 16  # digests per SUMS (bits per MATCH), bytes each
 SLOT_PACKED, SLOT_COMPRESSED, SLOT_ENCRYPTED = 1, 2, 4
 PACK_ABORT = 1
 EBADMSG, EPROTO, ECANCELED = 74, 71, 125
@@ -177,6 +179,22 @@ def add_tag(ck, direction, seq, buf):
     return bytes(b) + ctrl_tag(ck, direction, seq, bytes(b))
 
 
+def resume_key(dkey=None):
+    """The key of the --resume chunk digests (transfer/payload.c): HKDF of
+    the data key with --encrypt, else 32 zero bytes."""
+    if dkey is None:
+        return bytes(32)
+    prk = hmac.new(bytes(32), dkey, hashlib.sha256).digest()
+    return hmac.new(prk, b"rdcp1 resume key\x01", hashlib.sha256).digest()
+
+
+def chunk_sum(rkey, file_id, index, data):
+    """A chunk's --resume digest (transfer/payload.c payload_resume_sum)."""
+    msg = b"rdcp1 chunk" + struct.pack(">IQ", file_id, index) + \
+        hashlib.sha256(data).digest()
+    return hmac.new(rkey, msg, hashlib.sha256).digest()[:SUM_LEN]
+
+
 def data_key(key, nonce_c, nonce_s):
     """The --encrypt session key: HKDF-SHA256 (RFC 5869), 32 bytes."""
     prk = hmac.new(nonce_c + nonce_s, key, hashlib.sha256).digest()
@@ -187,7 +205,9 @@ def data_key(key, nonce_c, nonce_s):
 
 # Body layout per type: (name, struct code) or a variable-length kind:
 # "str" u16 length + bytes, "dig" u8 length + bytes, "paths" u16 length +
-# bytes (HELLO; npaths is its own field), "crcs" u16 count + u32 each.
+# bytes (HELLO; npaths is its own field), "sums" u16 count + 16 bytes
+# each (a list of bytes), "bits" u16 count + ceil(count / 8) bytes, bit
+# i % 8 of byte i // 8 (a list of bools).
 SPEC = {
     HELLO: [("role", "H"), ("csum", "B"), ("level", "B"), ("flags", "I"),
             ("features", "I"), ("chunk_size", "I"), ("bwlimit", "Q"),
@@ -208,11 +228,12 @@ SPEC = {
     ERROR: [("status", "i"), ("klass", "I"), ("message", "str")],
     CREDIT: [],
     AUTH: [("mac", "32s")],
-    HAVE: [("file_id", "I"), ("flags", "H"), ("first", "Q"), ("status", "i"),
-           ("crcs", "crcs")],
+    HAVE: [("file_id", "I"), ("flags", "H"), ("status", "i")],
     PACK_DONE: [("first_id", "I"), ("count", "I")],
+    SUMS: [("file_id", "I"), ("first", "Q"), ("sums", "sums")],
+    MATCH: [("file_id", "I"), ("first", "Q"), ("bits", "bits")],
 }
-_VAR = {"str": b"", "dig": b"", "paths": b"", "crcs": ()}
+_VAR = {"str": b"", "dig": b"", "paths": b"", "sums": (), "bits": ()}
 
 
 class Msg:
@@ -249,8 +270,13 @@ def encode(m, ctrl_ack=0, slot_ack=0):
             out.append(struct.pack(">H", len(v)) + v)
         elif code == "dig":
             out.append(struct.pack(">B", len(v)) + v)
-        elif code == "crcs":
-            out.append(struct.pack(">H%dI" % len(v), len(v), *v))
+        elif code == "sums":
+            out.append(struct.pack(">H", len(v)) + b"".join(v))
+        elif code == "bits":
+            b = bytearray((len(v) + 7) // 8)
+            for i, bit in enumerate(v):
+                b[i // 8] |= bool(bit) << (i % 8)
+            out.append(struct.pack(">H", len(v)) + bytes(b))
         else:
             out.append(struct.pack(">" + code, v))
     body = b"".join(out)
@@ -276,9 +302,15 @@ def decode(buf):
                 f = ">B" if code == "dig" else ">H"
                 (n,) = struct.unpack_from(f, buf, off)
                 off += struct.calcsize(f)
-                if code == "crcs":
-                    v = struct.unpack_from(">%dI" % n, buf, off)
-                    n *= 4
+                if code in ("sums", "bits"):
+                    count = n
+                    n = n * SUM_LEN if code == "sums" else (n + 7) // 8
+                    if off + n > len(buf):
+                        raise struct.error("short")
+                    raw = bytes(buf[off:off + n])
+                    v = [raw[i:i + SUM_LEN] for i in range(0, n, SUM_LEN)] \
+                        if code == "sums" else \
+                        [bool(raw[i // 8] >> (i % 8) & 1) for i in range(count)]
                 elif off + n > len(buf):
                     raise struct.error("short")
                 else:
@@ -287,7 +319,7 @@ def decode(buf):
             else:
                 (v,) = struct.unpack_from(">" + code, buf, off)
                 off += struct.calcsize(">" + code)
-            setattr(m, name, list(v) if code == "crcs" else v)
+            setattr(m, name, v)
     except struct.error:
         raise PeerError("truncated %s" % m.name) from None
     if off != len(buf):

@@ -698,7 +698,7 @@ static int forge_on_msg(struct engine *e, const struct wire_msg *m)
 		if (fg->mode != FORGE_HAVE_SKIP)
 			return 0;
 		h.u.have.file_id = m->u.file.file_id;
-		h.u.have.flags = WIRE_HAVE_SKIP | WIRE_HAVE_LAST;
+		h.u.have.flags = WIRE_HAVE_SKIP;
 		return forge_send(e, &h) ||
 		       forge_result(e, m->u.file.file_id, WIRE_RESULT_SKIPPED,
 				    NULL, 0);

@@ -115,11 +115,29 @@ static size_t samples(struct wire_msg *m, size_t max)
 
 	m[n].type = WIRE_HAVE;
 	m[n].u.have.file_id = 10;
-	m[n].u.have.flags = WIRE_HAVE_LAST;
-	m[n].u.have.first = 1024;
-	m[n].u.have.count = WIRE_HAVE_MAX; /* the longest */
-	for (unsigned int i = 0; i < WIRE_HAVE_MAX; i++)
-		m[n].u.have.crcs[i] = 0x9e3779b9u * i;
+	m[n].u.have.flags = WIRE_HAVE_SUMS;
+	n++;
+
+	m[n].type = WIRE_HAVE;
+	m[n].u.have.file_id = 11;
+	m[n].u.have.flags = WIRE_HAVE_SKIP;
+	m[n].u.have.status = -EBUSY;
+	n++;
+
+	m[n].type = WIRE_SUMS;
+	m[n].u.sums.file_id = 10;
+	m[n].u.sums.first = 1024;
+	m[n].u.sums.count = WIRE_SUMS_MAX; /* the longest */
+	for (unsigned int i = 0; i < WIRE_SUMS_MAX; i++)
+		memset(m[n].u.sums.sums[i], (int)i, WIRE_SUM_LEN);
+	n++;
+
+	m[n].type = WIRE_MATCH;
+	m[n].u.match.file_id = 10;
+	m[n].u.match.first = 1024;
+	m[n].u.match.count = 13;
+	m[n].u.match.bits[0] = 0xa5;
+	m[n].u.match.bits[1] = 0x11;
 	n++;
 
 	m[n].type = WIRE_FILE_END;
@@ -214,12 +232,20 @@ static void test_encode_limits(void)
 	CHECK_EQ(wire_encode(&m[0], buf, sizeof(buf)), -EINVAL);
 	m[0].type = WIRE_TYPE_MAX;
 	CHECK_EQ(wire_encode(&m[0], buf, sizeof(buf)), -EINVAL);
-	CHECK_EQ(m[6].type, WIRE_FILE_END);
-	m[6].u.end.digest_len = WIRE_DIGEST_MAX + 1;
-	CHECK_EQ(wire_encode(&m[6], buf, sizeof(buf)), -EINVAL);
-	CHECK_EQ(m[7].type, WIRE_FILE_RESULT);
-	m[7].u.result.digest_len = WIRE_DIGEST_MAX + 1;
+	CHECK_EQ(m[7].type, WIRE_SUMS);
+	m[7].u.sums.count = WIRE_SUMS_MAX + 1;
 	CHECK_EQ(wire_encode(&m[7], buf, sizeof(buf)), -EINVAL);
+	m[7].u.sums.count = 0;
+	CHECK_EQ(wire_encode(&m[7], buf, sizeof(buf)), -EINVAL);
+	CHECK_EQ(m[8].type, WIRE_MATCH);
+	m[8].u.match.count = WIRE_SUMS_MAX + 1;
+	CHECK_EQ(wire_encode(&m[8], buf, sizeof(buf)), -EINVAL);
+	CHECK_EQ(m[9].type, WIRE_FILE_END);
+	m[9].u.end.digest_len = WIRE_DIGEST_MAX + 1;
+	CHECK_EQ(wire_encode(&m[9], buf, sizeof(buf)), -EINVAL);
+	CHECK_EQ(m[10].type, WIRE_FILE_RESULT);
+	m[10].u.result.digest_len = WIRE_DIGEST_MAX + 1;
+	CHECK_EQ(wire_encode(&m[10], buf, sizeof(buf)), -EINVAL);
 }
 
 /* Every proper prefix is refused, with or without a matching length. */
