@@ -9,7 +9,8 @@
 #   run_tests.sh --build DIR san     the same binaries built under
 #                                    ASan+UBSan (DIR/asan) and TSan (DIR/tsan)
 #   run_tests.sh --build DIR tcp     the end-to-end scenarios over TCP on
-#                                    this host's loopback (seconds)
+#                                    this host's loopback (seconds), the
+#                                    CLI, faults and peer.py self-tests
 #   run_tests.sh --build DIR quick   unit + tcp: the everyday suite
 #   run_tests.sh --build DIR guest   real rdcp processes over Soft-RoCE
 #                                    (rdma_rxe) in qemu guests
@@ -100,6 +101,7 @@ if [ "$WHAT" = tcp ] || [ "$WHAT" = quick ] || [ "$WHAT" = all ]; then
 	run_suite tcp-e2e "$HERE/e2e/run_tcp.sh" --build "$BUILD"
 	run_suite cli "$HERE/e2e/cli.sh" --build "$BUILD"
 	run_suite faults-e2e "$HERE/e2e/run_faults.sh" --build "$BUILD"
+	run_suite peer-e2e "$HERE/e2e/peer_selftest.sh" --build "$BUILD"
 fi
 
 if [ "$WHAT" = san ] || [ "$WHAT" = all ]; then

@@ -39,24 +39,11 @@ import sys
 import threading
 import time
 
-MAGIC = 0x52444350
-VERSION = 2
-CTRL_SIZE = 8192
-CTRL_CREDITS = 64
-FR_SEND, FR_WRITE = 1, 2
+# The framing and private data come from the shared peer library.
+from peer import CTRL_SIZE, FR_SEND, FR_WRITE, MAGIC, VERSION, frame
+from peer import pd_encode as pd
+
 ADDR = "127.0.0.1"
-
-
-def pd(slots=4, slot_size=65536 + 64):
-    """The client's connect private data (cm/common.c), 24 bytes."""
-    return struct.pack(">IHHIHHI4x", MAGIC, VERSION, 0, CTRL_SIZE,
-                       CTRL_CREDITS, slots, slot_size)
-
-
-def frame(op, payload, imm=0, slot=0, length=None):
-    """One cm/tcp.c frame: op u8, 3 zero bytes, len, imm, slot."""
-    n = len(payload) if length is None else length
-    return struct.pack(">B3xIII", op, n, imm, slot) + payload
 
 
 def connect(wait):

@@ -1,0 +1,582 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+"""The wire level of tests/e2e/peer.py (read its documentation first).
+
+Protocol version 2 over the TCP transport, written from README.md "Wire
+protocol (version 2)" and transfer/wire.c, transfer/auth.c, cm/tcp.c,
+cm/tcp_conn.c, cm/common.c and util/key.c: constants, the control message
+codec (Msg, encode, decode), ring slot headers and packed slots, digests
+as rdcp computes them, the key file and the handshake MACs, and Conn, one
+connection with its frames and credits. peer.py re-exports all of it.
+"""
+import hashlib
+import hmac
+import os
+import select
+import socket
+import struct
+import time
+import zlib
+
+MAGIC, VERSION = 0x52444350, 2
+CTRL_SIZE, CTRL_CREDITS, SLOT_HDR = 8192, 64, 64
+FR_SEND, FR_WRITE = 1, 2
+KEEPALIVE_S = 1.0
+(HELLO, WELCOME, RING, FILE, FILE_END, FILE_RESULT, DONE, BYE, ERROR, CREDIT,
+ AUTH, HAVE, PACK_DONE) = range(1, 14)
+NAMES = dict(enumerate("HELLO WELCOME RING FILE FILE_END FILE_RESULT DONE BYE "
+                       "ERROR CREDIT AUTH HAVE PACK_DONE".split(), 1))
+PUSH, PULL = 1, 2
+CSUM_NONE, CSUM_CRC32, CSUM_SHA256 = 0, 1, 2
+FEAT_AUTH, FEAT_PACK = 1, 2
+(F_FSYNC, F_DEST_DIR, F_RECURSIVE, F_PRESERVE, F_RESUME, F_NO_CLOBBER,
+ F_UPDATE, F_ENCRYPT, F_COMPRESS, F_SPARSE) = (1 << i for i in range(10))
+F_ASK = F_RESUME | F_NO_CLOBBER | F_UPDATE  # the sink answers FILE with HAVE
+KIND_FILE, KIND_DIR, KIND_SYMLINK = 0, 1, 2
+FILE_SPARSE = 1
+END_ABORT = 1
+RESULT_SKIPPED = 1
+HAVE_LAST, HAVE_SKIP = 1, 2
+SLOT_PACKED, SLOT_COMPRESSED, SLOT_ENCRYPTED = 1, 2, 4
+PACK_ABORT = 1
+EBADMSG, EPROTO, ECANCELED = 74, 71, 125
+
+
+class PeerError(Exception):
+    """The session cannot go on (closed, malformed, unexpected)."""
+
+
+class PeerTimeout(PeerError):
+    """A bounded wait ran out."""
+
+
+class Closed(PeerError):
+    """The peer closed the connection (or reset it)."""
+
+
+class ConnectRefused(PeerError):
+    """The connect answer refused us: .answer is its pd_decode() dict."""
+
+    def __init__(self, answer):
+        super().__init__("connect refused: %r" % answer)
+        self.answer = answer
+
+
+class RemoteError(PeerError):
+    """The peer sent ERROR: .msg is the Msg (status, klass, message)."""
+
+    def __init__(self, msg):
+        super().__init__("peer sent ERROR %d class %d: %s" %
+                         (msg.status, msg.klass, msg.message.decode(
+                             "utf-8", "replace")))
+        self.msg = msg
+
+
+def _b(s):
+    return s if isinstance(s, bytes) else os.fsencode(s)
+
+
+# ---------------------------------------------------------------- checksums
+
+def crc32(data, crc=0):
+    return zlib.crc32(data, crc) & 0xffffffff
+
+
+def _multmodp(a, b):
+    """a * b modulo the CRC-32 polynomial (zlib's multmodp, reflected)."""
+    m, p = 1 << 31, 0
+    while True:
+        if a & m:
+            p ^= b
+            if not a & (m - 1):
+                return p
+        m >>= 1
+        b = (b >> 1) ^ 0xedb88320 if b & 1 else b >> 1
+
+
+_X2N = [1 << 30]
+for _ in range(31):
+    _X2N.append(_multmodp(_X2N[-1], _X2N[-1]))
+
+
+def crc32_combine(crc_a, crc_b, len_b):
+    """CRC32 of A||B from crc(A), crc(B) and len(B), as zlib's (any size)."""
+    p, k, n = 1 << 31, 3, len_b
+    while n:
+        if n & 1:
+            p = _multmodp(_X2N[k & 31], p)
+        n >>= 1
+        k += 1
+    return _multmodp(p, crc_a) ^ crc_b
+
+
+def file_digest(csum, chunks):
+    """FILE_END's digest over the chunks that count (raw bytes, in offset
+    order; holes left out): crc32_combine of their CRCs (= the CRC32 of
+    their concatenation), or SHA-256 over their SHA-256s."""
+    if csum == CSUM_CRC32:
+        c = 0
+        for ch in chunks:
+            c = crc32_combine(c, crc32(ch), len(ch))
+        return struct.pack(">I", c)
+    if csum == CSUM_SHA256:
+        h = hashlib.sha256()
+        for ch in chunks:
+            h.update(hashlib.sha256(ch).digest())
+        return h.digest()
+    return b""
+
+
+def pack_digest(csum, data):
+    """A packed record's digest: as FILE_END for the file as one chunk."""
+    return file_digest(csum, [data] if data else [])
+
+
+# ---------------------------------------------------------------- key, MACs
+
+def load_key(path):
+    """The 32-byte key of an `rdcp --keygen` file (64 hex digits)."""
+    with open(path, "rb") as f:
+        return bytes.fromhex(f.read(64).decode())
+
+
+def auth_params(h):
+    """The 24 bytes of HELLO parameters the MACs cover (transfer/auth.c)."""
+    return struct.pack(">HBBIIH2xQ", h.role, h.csum, h.level, h.flags,
+                       h.chunk_size, h.npaths, h.bwlimit)
+
+
+def auth_mac(key, side, h, nonce_s):
+    """HMAC-SHA256(key, "rdcp1 server\\0"|"rdcp1 client\\0" || nonce_c ||
+    nonce_s || params || paths); side is "server" or "client"."""
+    label = b"rdcp1 server\0" if side == "server" else b"rdcp1 client\0"
+    return hmac.new(key, label + h.nonce + nonce_s + auth_params(h) +
+                    h.paths, hashlib.sha256).digest()
+
+
+def data_key(key, nonce_c, nonce_s):
+    """The --encrypt session key: HKDF-SHA256 (RFC 5869), 32 bytes."""
+    prk = hmac.new(nonce_c + nonce_s, key, hashlib.sha256).digest()
+    return hmac.new(prk, b"rdcp1 data key\x01", hashlib.sha256).digest()
+
+
+# ---------------------------------------------------------------- messages
+
+# Body layout per type: (name, struct code) or a variable-length kind:
+# "str" u16 length + bytes, "dig" u8 length + bytes, "paths" u16 length +
+# bytes (HELLO; npaths is its own field), "crcs" u16 count + u32 each.
+SPEC = {
+    HELLO: [("role", "H"), ("csum", "B"), ("level", "B"), ("flags", "I"),
+            ("features", "I"), ("chunk_size", "I"), ("bwlimit", "Q"),
+            ("nonce", "32s"), ("npaths", "H"), ("paths", "paths")],
+    WELCOME: [("status", "i"), ("features", "I"), ("nonce", "32s"),
+              ("mac", "32s"), ("message", "str")],
+    RING: [("addr", "Q"), ("rkey", "I"), ("slots", "H"), ("slot_size", "I")],
+    FILE: [("file_id", "I"), ("kind", "B"), ("flags", "I"), ("size", "Q"),
+           ("mode", "I"), ("mtime", "q"), ("mtime_ns", "I"), ("atime", "q"),
+           ("atime_ns", "I"), ("path", "str"), ("link", "str")],
+    FILE_END: [("file_id", "I"), ("flags", "I"), ("nchunks", "Q"),
+               ("csum", "B"), ("digest", "dig"), ("status", "i"),
+               ("message", "str")],
+    FILE_RESULT: [("file_id", "I"), ("status", "i"), ("flags", "I"),
+                  ("sent", "Q"), ("digest", "dig"), ("message", "str")],
+    DONE: [],
+    BYE: [("files_ok", "Q"), ("files_failed", "Q"), ("bytes", "Q")],
+    ERROR: [("status", "i"), ("klass", "I"), ("message", "str")],
+    CREDIT: [],
+    AUTH: [("mac", "32s")],
+    HAVE: [("file_id", "I"), ("flags", "H"), ("first", "Q"), ("status", "i"),
+           ("crcs", "crcs")],
+    PACK_DONE: [("first_id", "I"), ("count", "I")],
+}
+_VAR = {"str": b"", "dig": b"", "paths": b"", "crcs": ()}
+
+
+class Msg:
+    """A control message: type, ctrl_ack, slot_ack (None: Conn fills them
+    in when it sends) and the body fields of SPEC as attributes; missing
+    fields are 0 or empty, str fields may be given as str."""
+
+    def __init__(self, type, ctrl_ack=None, slot_ack=None, **fields):
+        self.type, self.ctrl_ack, self.slot_ack = type, ctrl_ack, slot_ack
+        for name, code in SPEC.get(type, []):
+            v = fields.pop(name, _VAR.get(code, 0))
+            if code == "32s" and not v:
+                v = bytes(32)
+            setattr(self, name, _b(v) if isinstance(v, str) else v)
+        if fields:
+            raise TypeError("%s has no field %s" % (self.name, list(fields)))
+
+    @property
+    def name(self):
+        return NAMES.get(self.type, "type%d" % self.type)
+
+    def __repr__(self):
+        body = ", ".join("%s=%r" % (n, getattr(self, n))
+                         for n, _ in SPEC.get(self.type, []))
+        return "%s(%s)" % (self.name, body)
+
+
+def encode(m, ctrl_ack=0, slot_ack=0):
+    """The bytes of m; its own acks win over these defaults."""
+    out = []
+    for name, code in SPEC.get(m.type, []):
+        v = getattr(m, name)
+        if code in ("str", "paths"):
+            out.append(struct.pack(">H", len(v)) + v)
+        elif code == "dig":
+            out.append(struct.pack(">B", len(v)) + v)
+        elif code == "crcs":
+            out.append(struct.pack(">H%dI" % len(v), len(v), *v))
+        else:
+            out.append(struct.pack(">" + code, v))
+    body = b"".join(out)
+    return struct.pack(">B3xIII", m.type, 16 + len(body),
+                       ctrl_ack if m.ctrl_ack is None else m.ctrl_ack,
+                       slot_ack if m.slot_ack is None else m.slot_ack) + body
+
+
+def decode(buf):
+    """The Msg in buf; PeerError when it is malformed (lengths only)."""
+    if len(buf) < 16:
+        raise PeerError("control message of %d bytes" % len(buf))
+    t, total, cack, sack = struct.unpack_from(">B3xIII", buf)
+    if t not in SPEC or total != len(buf):
+        raise PeerError("bad control header %s" % buf[:16].hex())
+    m, off = Msg(t, cack, sack), 16
+    try:
+        for name, code in SPEC[t]:
+            if code in _VAR:
+                f = ">B" if code == "dig" else ">H"
+                (n,) = struct.unpack_from(f, buf, off)
+                off += struct.calcsize(f)
+                if code == "crcs":
+                    v = struct.unpack_from(">%dI" % n, buf, off)
+                    n *= 4
+                elif off + n > len(buf):
+                    raise struct.error("short")
+                else:
+                    v = bytes(buf[off:off + n])
+                off += n
+            else:
+                (v,) = struct.unpack_from(">" + code, buf, off)
+                off += struct.calcsize(">" + code)
+            setattr(m, name, list(v) if code == "crcs" else v)
+    except struct.error:
+        raise PeerError("truncated %s" % m.name) from None
+    if off != len(buf):
+        raise PeerError("%d trailing bytes in %s" % (len(buf) - off, m.name))
+    return m
+
+
+# ---------------------------------------------------------------- slots
+
+SLOT_FMT = ">QIIQIHHI8x16s"  # 60 bytes, then the header's own CRC32
+
+
+def slot_hdr(seq, file_id, length, offset, crc, flags=0, raw_len=None,
+             tag=bytes(16), hcrc=None):
+    """The 64-byte ring slot header; hcrc overrides its CRC32."""
+    h = struct.pack(SLOT_FMT, seq, file_id, length, offset, crc, flags, 0,
+                    length if raw_len is None else raw_len, tag)
+    return h + struct.pack(">I", crc32(h) if hcrc is None else hcrc)
+
+
+def parse_slot(buf):
+    """(dict of the header's fields, payload); PeerError on a bad CRC."""
+    if len(buf) < SLOT_HDR or buf[60:64] != struct.pack(">I", crc32(buf[:60])):
+        raise PeerError("bad slot header")
+    f = struct.unpack_from(SLOT_FMT, buf)
+    keys = ("seq", "file_id", "len", "offset", "crc", "flags", "zero",
+            "raw_len", "tag")
+    return dict(zip(keys, f)), bytes(buf[SLOT_HDR:])
+
+
+def imm(seq, slot):
+    return (seq & 0xffff) << 16 | (slot & 0xffff)
+
+
+def pack_record(file_id, path, data, csum=CSUM_CRC32, mode=0o644, mtime=0,
+                mtime_ns=0, atime=0, atime_ns=0, flags=0, status=0,
+                digest=None, size=None):
+    """(record bytes, its header+digest+path part for the slot CRC)."""
+    path, data = _b(path), _b(data)
+    dg = pack_digest(csum, data) if digest is None else digest
+    head = struct.pack(">IBBHIqIqIIi", file_id, flags, len(dg), len(path),
+                       mode, mtime, mtime_ns, atime, atime_ns,
+                       len(data) if size is None else size, status) + dg + path
+    return head + data, head
+
+
+def pack_slot(records):
+    """(payload, slot CRC) of pack_record() results, in order."""
+    c = 0
+    for _, head in records:
+        c = crc32(head, c)
+    return b"".join(r for r, _ in records), c
+
+
+def parse_pack(payload, count):
+    """The records of a packed payload: a list of dicts (path, data...)."""
+    out, pos = [], 0
+    for _ in range(count):
+        (fid, fl, dlen, plen, mode, mt, mtn, at, atn, size,
+         st) = struct.unpack_from(">IBBHIqIqIIi", payload, pos)
+        pos += 44
+        dg, pos = payload[pos:pos + dlen], pos + dlen
+        path, pos = payload[pos:pos + plen], pos + plen
+        data, pos = payload[pos:pos + size], pos + size
+        out.append(dict(file_id=fid, flags=fl, digest=dg, path=path,
+                        mode=mode, mtime=mt, mtime_ns=mtn, atime=at,
+                        atime_ns=atn, status=st, data=data))
+    if pos != len(payload):
+        raise PeerError("packed slot: %d bytes left" % (len(payload) - pos))
+    return out
+
+
+# ---------------------------------------------------------------- transport
+
+def pd_encode(status=0, slots=4, slot_size=65536 + SLOT_HDR,
+              ctrl_size=CTRL_SIZE, credits=CTRL_CREDITS, magic=MAGIC,
+              version=VERSION):
+    """The 24-byte connect private data (cm/common.c)."""
+    return struct.pack(">IHHIHHI4x", magic, version, status, ctrl_size,
+                       credits, slots, slot_size)
+
+
+def pd_decode(b):
+    """dict(magic, version, status, ctrl_size, credits, slots, slot_size)."""
+    keys = ("magic", "version", "status", "ctrl_size", "credits", "slots",
+            "slot_size")
+    return dict(zip(keys, struct.unpack(">IHHIHHI4x", b[:24])))
+
+
+def frame(op, payload, imm=0, slot=0, length=None):
+    """One cm/tcp.c frame: op u8, 3 zero bytes, len, imm, slot, payload."""
+    n = len(payload) if length is None else length
+    return struct.pack(">B3xIII", op, n, imm, slot) + payload
+
+
+class Conn:
+    """One TCP connection after the connect exchange: frames, control
+    credits and ring credits as the engine keeps them (transfer/credit.h).
+
+    poll() returns ("msg", Msg) or ("data", imm, slot, bytes), or None at
+    the deadline; send() and write() wait (bounded) for credits, keeping
+    what arrives meanwhile for poll(). With auto on, poll() sends a CREDIT
+    when half the peer's credits are unacked, a quarter of the ring is
+    released and unreported, or nothing was sent for KEEPALIVE_S."""
+
+    def __init__(self, sock, geom, timeout=10.0):
+        self.sock, self.geom, self.timeout = sock, geom, timeout
+        self.slots, self.slot_size = geom["slots"], geom["slot_size"]
+        self.credits = geom["credits"]
+        self.rbuf, self.backlog = bytearray(), []
+        self.sent = self.acked = self.consumed = self.reported = 0
+        self.posted = self.slot_acked = 0      # as a data source
+        self.received = self.released = self.slot_reported = 0  # as a sink
+        self.last_tx = time.monotonic()
+        self.auto = self.auto_release = True
+        self.tamper = self.tamper_write = None
+        self.log = []  # (direction, Msg or ("data", seq)) for diagnostics
+
+    @classmethod
+    def connect(cls, host, port, timeout=10.0, **pd):
+        s = socket.create_connection((host, port), timeout=timeout)
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        s.sendall(pd_encode(**pd))
+        ans = _recv_exact(s, 24, timeout)
+        g = pd_decode(ans)
+        if g["magic"] != MAGIC or g["version"] != VERSION or g["status"]:
+            s.close()
+            raise ConnectRefused(g)
+        return cls(s, g, timeout)
+
+    @classmethod
+    def accept(cls, lsock, timeout=10.0, status=0, **override):
+        """Accepts one client, answers its private data with its own
+        geometry (or override's fields); status != 0 refuses it."""
+        lsock.settimeout(timeout)
+        try:
+            s, _ = lsock.accept()
+        except socket.timeout:
+            raise PeerTimeout("no client within %.1f s" % timeout) from None
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        g = pd_decode(_recv_exact(s, 24, timeout))
+        keys = ("slots", "slot_size", "ctrl_size", "credits")
+        ans = dict({k: g[k] for k in keys}, status=status)
+        ans.update(override)
+        s.sendall(pd_encode(**ans))
+        if status:
+            s.close()
+            return None
+        return cls(s, dict(g, **ans), timeout)
+
+    def close(self):
+        try:
+            self.sock.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+        self.sock.close()
+
+    # raw frames
+    def send_frame(self, op, payload, imm=0, slot=0, length=None):
+        self.sock.sendall(frame(op, payload, imm, slot, length))
+        self.last_tx = time.monotonic()
+
+    def recv_frame(self, timeout):
+        """(op, imm, slot, payload) of the next frame, None at timeout."""
+        deadline = time.monotonic() + timeout
+        while True:
+            if len(self.rbuf) >= 16:
+                op, n, im, sl = struct.unpack_from(">B3xIII", self.rbuf)
+                if len(self.rbuf) >= 16 + n:
+                    data = bytes(self.rbuf[16:16 + n])
+                    del self.rbuf[:16 + n]
+                    return op, im, sl, data
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self.sock], [], [], left)[0]:
+                return None
+            try:
+                b = self.sock.recv(1 << 20)
+            except OSError as e:
+                raise Closed("connection reset: %s" % e) from None
+            if not b:
+                raise Closed("peer closed the connection")
+            self.rbuf += b
+
+    # control channel
+    def send(self, m, ack_only=False, wait=True):
+        """Sends m (a Msg, or bytes sent as they are) through tamper, once
+        control credits allow (an ordinary message needs 2, an ack-only 1;
+        wait=False ignores them)."""
+        out = self.tamper(m) if self.tamper and isinstance(m, Msg) else m
+        if not isinstance(out, list):
+            out = [] if out is None else [out]
+        for one in out:
+            need = 1 if ack_only else 2
+            while wait and self.credits - (self.sent - self.acked) < need:
+                ev = self._poll_once(self.timeout)
+                self.backlog.append(ev)
+            buf = one if isinstance(one, bytes) else encode(
+                one, self.consumed & 0xffffffff, self.released & 0xffffffff)
+            self.sent += 1
+            self.reported, self.slot_reported = self.consumed, self.released
+            self.log.append((">", one))
+            self.send_frame(FR_SEND, buf)
+
+    def credit(self):
+        """An ack-only CREDIT (also the keepalive)."""
+        self.send(Msg(CREDIT), ack_only=True)
+
+    def write(self, buf, seq=None):
+        """Writes slot bytes (header + payload) for chunk seq (default the
+        next) into slot seq % N with its immediate, once a ring credit is
+        free. Returns the seq used."""
+        seq = self.posted if seq is None else seq
+        while self.slots - (self.posted - self.slot_acked) < 1:
+            self.backlog.append(self._poll_once(self.timeout))
+        if self.tamper_write:
+            buf = self.tamper_write(seq, buf)
+        self.posted += 1
+        self.log.append((">", ("data", seq)))
+        if buf is not None:
+            self.send_frame(FR_WRITE, buf, imm(seq, seq % self.slots),
+                            seq % self.slots)
+        return seq
+
+    def _poll_once(self, timeout):
+        ev = self.poll(timeout, backlog=False)
+        if ev is None:
+            raise PeerTimeout("no word from the peer for %.1f s" % timeout)
+        return ev
+
+    def poll(self, timeout=None, backlog=True):
+        """The next event (see the class), None after timeout seconds."""
+        if backlog and self.backlog:
+            return self.backlog.pop(0)
+        deadline = time.monotonic() + (self.timeout if timeout is None
+                                       else timeout)
+        while True:
+            self._auto_acks()
+            left = min(deadline - time.monotonic(), 0.1)
+            fr = self.recv_frame(max(left, 0))
+            if fr:
+                return self._account(fr)
+            if time.monotonic() >= deadline:
+                return None
+
+    def _auto_acks(self):
+        if not self.auto:
+            return
+        due = (self.consumed - self.reported >= max(self.credits // 2, 1) or
+               self.released - self.slot_reported >= max(self.slots // 4, 1)
+               or (self.released != self.slot_reported and
+                   self.received == self.released) or
+               time.monotonic() - self.last_tx >= KEEPALIVE_S)
+        if due and self.credits - (self.sent - self.acked) >= 1:
+            self.credit()
+
+    def _account(self, fr):
+        op, im, sl, data = fr
+        if op == FR_WRITE:
+            self.received += 1
+            if self.auto_release:
+                self.released += 1
+            self.log.append(("<", ("data", im)))
+            return ("data", im, sl, data)
+        if op != FR_SEND:
+            raise PeerError("frame op %d from the peer" % op)
+        m = decode(data)
+        self.consumed += 1
+        self.acked += (m.ctrl_ack - self.acked) & 0xffffffff
+        self.slot_acked += (m.slot_ack - self.slot_acked) & 0xffffffff
+        self.log.append(("<", m))
+        return ("msg", m)
+
+    def recv(self, timeout=None, skip_credit=True):
+        """The next control message (data frames on the way are an error;
+        CREDITs skipped); raises RemoteError on ERROR, PeerTimeout."""
+        while True:
+            ev = self.poll(timeout)
+            if ev is None:
+                raise PeerTimeout("no message within %s s" % (
+                    self.timeout if timeout is None else timeout))
+            if ev[0] == "data":
+                raise PeerError("unexpected data write (imm 0x%08x)" % ev[1])
+            m = ev[1]
+            if m.type == ERROR:
+                raise RemoteError(m)
+            if not (skip_credit and m.type == CREDIT):
+                return m
+
+    def expect(self, mtype, timeout=None):
+        m = self.recv(timeout)
+        if m.type != mtype:
+            raise PeerError("got %r where %s was expected" % (m, NAMES[mtype]))
+        return m
+
+    def wait_closed(self, timeout=None):
+        """True once the peer closed (draining what comes), False at the
+        deadline; what it sent meanwhile stays in the log."""
+        deadline = time.monotonic() + (timeout or self.timeout)
+        try:
+            while time.monotonic() < deadline:
+                self.poll(min(0.2, deadline - time.monotonic()))
+        except (Closed, PeerError):
+            return True
+        return False
+
+
+def _recv_exact(s, n, timeout):
+    s.settimeout(timeout)
+    b = b""
+    try:
+        while len(b) < n:
+            c = s.recv(n - len(b))
+            if not c:
+                raise Closed("closed during the connect exchange")
+            b += c
+    except socket.timeout:
+        raise PeerTimeout("connect exchange timed out") from None
+    return b
