@@ -299,7 +299,7 @@ static int server_handshake(struct server *srv, struct engine *e,
 /*
  * Moves the connection in preauth slot pa (-1: none, a --once or in-memory
  * session) to a --max-sessions slot now that it authenticated: false when
- * every slot is taken.
+ * every slot is taken (it keeps pa then, for session_thread to free).
  */
 static bool promote(struct server *srv, int pa)
 {
@@ -308,11 +308,12 @@ static bool promote(struct server *srv, int pa)
 	if (pa < 0)
 		return true;
 	pthread_mutex_lock(&srv->lock);
-	srv->preauth_addr[pa][0] = '\0';
-	srv->preauth--;
 	ok = srv->sessions < srv->o->max_sessions;
-	if (ok)
+	if (ok) {
+		srv->preauth_addr[pa][0] = '\0';
+		srv->preauth--;
 		srv->sessions++;
+	}
 	pthread_mutex_unlock(&srv->lock);
 	return ok;
 }

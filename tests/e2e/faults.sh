@@ -37,7 +37,7 @@ P=7800 # ports: one per receiver (nextport)
 POLL_MS=20
 
 # The scenarios, s_NAME below, in the order they run.
-ALL="keys enospc silent garbage changed kill9 sigint soak concurrent paths geom emfile heldoff preauth keys_after"
+ALL="keys enospc silent garbage changed kill9 sigint soak concurrent paths geom emfile heldoff preauth lateslot keys_after"
 check_scenarios "$ALL" "$@"
 
 cd "$W" || exit 1

@@ -214,3 +214,52 @@ s_preauth() {
 	t_end
 	rm -rf rx/pre
 }
+
+# --max-sessions 1: a client (peer.py) passes the connect-time check, gets
+# its WELCOME and waits 2 s before its AUTH; meanwhile a real client takes
+# the one slot. The late one is told the receiver is at its session limit
+# once it proved the key; the slot accounting must come out even (later
+# clients served, SIGTERM ends the daemon at once).
+s_lateslot() {
+	local pp
+	mkdir -p rx/late
+	RXDIR=$W/rx/late
+	nextport
+	t_begin "the slot goes to whoever authenticates first: the later one is refused (session limit), the count stays right"
+	if start_rx "$W/rx-late.log" --root "$RXDIR" --max-sessions 1; then
+		PYTHONPATH=$HERE timeout -s KILL 30 python3 - "$P" "$KEY" >"$W/peer-late.log" 2>&1 <<'PY' &
+import sys, time
+import peer
+key = peer.load_key(sys.argv[2])
+c = peer.Client(int(sys.argv[1]), key=key).connect()
+w = c.handshake(peer.PUSH, ["late"], auth=False)
+time.sleep(2)
+c.conn.send(peer.Msg(peer.AUTH, mac=peer.auth_mac(key, "client", c.hello,
+                                                  w.nonce)))
+try:
+    c.conn.expect(peer.RING)
+    print("late client: got a RING")
+except peer.RemoteError as e:
+    print("late client: %s" % e)
+PY
+		pp=$!
+		track $pp
+		msleep 300
+		bg_send "$W/tx-late-slow.log" --bwlimit 2M src/big "$ADDR:slow"
+		wait_pid "$pp" 20
+		echo "# $(cat "$W/peer-late.log")"
+		grep -q 'session limit' "$W/peer-late.log" ||
+			t_fail "the late client was not refused for the session limit"
+		kill -INT "$TX" 2>/dev/null
+		wait_pid "$TX" 15
+		no_temp "$RXDIR" 5
+		served "$W/tx-late.log" after-late
+		term_rx
+		[ "$RX_RC" = 130 ] || t_fail "daemon exit $RX_RC after SIGTERM, want 130 (a slot count gone wrong?)"
+	else
+		t_fail "receiver did not start listening"
+	fi
+	t_log "$W/peer-late.log" "$W/rx-late.log"
+	t_end
+	rm -rf rx/late
+}
