@@ -252,7 +252,7 @@ int cm_check(const struct cm_addr *peer, uint64_t session_bytes,
 
 /* Protocol identity in the private data. */
 #define CM_MAGIC 0x52444350u /* "RDCP" */
-#define CM_VERSION 2
+#define CM_VERSION 3
 
 /*
  * The control geometry of protocol version 2: a receiver refuses any other

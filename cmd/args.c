@@ -80,6 +80,7 @@ enum {
 	OPT_BWLIMIT,
 	OPT_GID_INDEX,
 	OPT_STREAMS,
+	OPT_REQUIRE_ENCRYPT,
 };
 
 static const struct argp_option options[] = {
@@ -183,6 +184,10 @@ static const struct argp_option options[] = {
 	{ "no-auth", OPT_NO_AUTH, NULL, 0,
 	  "Run without authentication: anybody who reaches the port may "
 	  "write into the root. Isolated fabrics only",
+	  4 },
+	{ "require-encrypt", OPT_REQUIRE_ENCRYPT, NULL, 0,
+	  "Receiver: refuse sessions without --encrypt. Sender: refuse to "
+	  "copy without --encrypt",
 	  4 },
 	{ NULL, 0, NULL, 0, "Output:", 5 },
 	{ "json", OPT_JSON, NULL, 0,
@@ -472,6 +477,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_NO_AUTH:
 		a->no_auth = true;
 		break;
+	case OPT_REQUIRE_ENCRYPT:
+		a->o.require_encrypt = true;
+		break;
 	case 'q':
 		a->quiet = true;
 		break;
@@ -503,6 +511,10 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		if (a->no_auth && a->key_file)
 			argp_error(state, "--no-auth and --key-file exclude "
 					  "each other");
+		if (a->o.require_encrypt && a->no_auth)
+			argp_error(state, "--require-encrypt needs the "
+					  "pre-shared key: it cannot go with "
+					  "--no-auth");
 		if (a->listen) {
 			if (ps->nsrcs)
 				argp_error(state,
@@ -516,6 +528,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		if (a->o.encrypt && a->no_auth)
 			argp_error(state, "--encrypt needs the pre-shared key: "
 					  "it cannot go with --no-auth");
+		if (a->o.require_encrypt && !a->o.encrypt)
+			argp_error(state, "--require-encrypt: this copy would "
+					  "run unencrypted (add --encrypt)");
 		if (a->o.no_clobber && a->o.update)
 			argp_error(state, "--no-clobber and --update exclude "
 					  "each other");

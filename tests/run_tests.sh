@@ -10,7 +10,8 @@
 #                                    ASan+UBSan (DIR/asan) and TSan (DIR/tsan)
 #   run_tests.sh --build DIR tcp     the end-to-end scenarios over TCP on
 #                                    this host's loopback (seconds), the
-#                                    CLI, faults and peer.py self-tests
+#                                    CLI, faults and peer.py self-tests,
+#                                    a lying key holder (faults_trust.py)
 #   run_tests.sh --build DIR quick   unit + tcp: the everyday suite
 #   run_tests.sh --build DIR guest   real rdcp processes over Soft-RoCE
 #                                    (rdma_rxe) in qemu guests
@@ -24,6 +25,7 @@
 #   DIR/tests/test_engine test_pack_tree        a unit case by name or glob
 #   tests/e2e/run_tcp.sh --build DIR tree       scenarios.sh over TCP
 #   tests/e2e/run_faults.sh --build DIR soak    faults.sh
+#   tests/e2e/mitm.sh --build DIR grow          a man in the middle
 #   tests/e2e/run_rdma.sh --build DIR single:tree   in the Soft-RoCE guest
 set -uo pipefail
 
@@ -101,7 +103,9 @@ if [ "$WHAT" = tcp ] || [ "$WHAT" = quick ] || [ "$WHAT" = all ]; then
 	run_suite tcp-e2e "$HERE/e2e/run_tcp.sh" --build "$BUILD"
 	run_suite cli "$HERE/e2e/cli.sh" --build "$BUILD"
 	run_suite faults-e2e "$HERE/e2e/run_faults.sh" --build "$BUILD"
+	run_suite mitm-e2e "$HERE/e2e/mitm.sh" --build "$BUILD"
 	run_suite peer-e2e "$HERE/e2e/peer_selftest.sh" --build "$BUILD"
+	run_suite trust-e2e python3 "$HERE/e2e/faults_trust.py" --build "$BUILD"
 fi
 
 if [ "$WHAT" = san ] || [ "$WHAT" = all ]; then

@@ -29,7 +29,7 @@ static int client_auth(struct engine *e, const struct xfer_opts *o,
 		       const struct wire_hello *h, const struct wire_welcome *w)
 {
 	struct wire_msg m = { .type = WIRE_AUTH };
-	uint8_t want[WIRE_MAC_LEN];
+	uint8_t want[WIRE_MAC_LEN], ck[AUTH_CTRL_KEY_LEN];
 	int rc;
 
 	if (!o->key)
@@ -51,9 +51,20 @@ static int client_auth(struct engine *e, const struct xfer_opts *o,
 				   "hosts)",
 				   e->c->peer);
 	rc = auth_mac(o->key, AUTH_CLIENT, h, w->nonce, m.u.auth.mac);
-	if (rc)
+	if (!rc)
+		rc = auth_ctrl_key(o->key, h, w->nonce, ck);
+	if (rc) {
+		OPENSSL_cleanse(ck, sizeof(ck));
 		return engine_fail(e, XFER_FAIL_INTERNAL, rc, "HMAC failed");
-	return engine_send(e, &m);
+	}
+	/*
+	 * The receiver tags what it sends after WELCOME; we tag what we send
+	 * after AUTH.
+	 */
+	engine_mac_key(e, ck, false);
+	OPENSSL_cleanse(ck, sizeof(ck));
+	engine_mac_rx_start(e);
+	return engine_send_last_plain(e, &m);
 }
 
 static uint32_t hello_flags(const struct xfer_opts *o)
@@ -166,6 +177,8 @@ enum xfer_fail session_client(const struct xfer_opts *o, struct cm_conn *c,
 		umask(um);
 		t.umask = um;
 		t.p = client_params(o, key);
+		t.want = o->srcs;
+		t.nwant = o->nsrcs;
 		rc = place_target_local(o->dest, o->nsrcs, &t, why,
 					sizeof(why));
 		if (rc)

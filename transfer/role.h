@@ -29,6 +29,13 @@ struct sink_target {
 	char name[256];	  /* DEST's last component when !is_dir */
 	char shown[4200]; /* DEST as logged */
 	mode_t umask;
+	/*
+	 * A pull: the SRCs the client asked for, as typed. The sink takes
+	 * only the entries an honest receiver sends for them (sink_want.c).
+	 * NULL on a push, whose client names what it sends itself.
+	 */
+	const char *const *want;
+	size_t nwant;
 	struct session_params p;
 };
 

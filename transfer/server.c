@@ -148,7 +148,7 @@ static int server_auth(struct server *srv, struct engine *e,
 {
 	const uint8_t *key = srv->o->key;
 	struct wire_msg m = { .type = WIRE_WELCOME };
-	uint8_t want[WIRE_MAC_LEN];
+	uint8_t want[WIRE_MAC_LEN], ck[AUTH_CTRL_KEY_LEN];
 	int rc;
 
 	if (key && !(h->features & WIRE_FEAT_AUTH)) {
@@ -175,8 +175,20 @@ static int server_auth(struct server *srv, struct engine *e,
 					   "HMAC failed");
 	}
 	memcpy(nonce, m.u.welcome.nonce, WIRE_NONCE_LEN);
-	rc = engine_send(e, &m);
-	if (rc || !key)
+	if (!key)
+		return engine_send(e, &m);
+	/*
+	 * We tag what we send after WELCOME; the client tags what it sends
+	 * after AUTH.
+	 */
+	rc = auth_ctrl_key(key, h, m.u.welcome.nonce, ck);
+	if (rc)
+		return engine_fail(e, XFER_FAIL_INTERNAL, rc,
+				   "cannot derive the control key");
+	engine_mac_key(e, ck, true);
+	OPENSSL_cleanse(ck, sizeof(ck));
+	rc = engine_send_last_plain(e, &m);
+	if (rc)
 		return rc;
 	rc = engine_expect(e, WIRE_AUTH, &m, left_ms(deadline_ms));
 	if (rc) {
@@ -194,6 +206,7 @@ static int server_auth(struct server *srv, struct engine *e,
 				   "authentication failed for %s: wrong key",
 				   e->c->peer);
 	}
+	engine_mac_rx_start(e);
 	return 0;
 }
 
@@ -276,6 +289,11 @@ static int server_handshake(struct server *srv, struct engine *e,
 				   "refused %s: it asked for --encrypt, which "
 				   "needs a key, and this receiver runs with "
 				   "--no-auth",
+				   e->c->peer);
+	if (srv->o->require_encrypt && !(h->flags & WIRE_HELLO_ENCRYPT))
+		return engine_fail(e, XFER_FAIL_AUTH, -EACCES,
+				   "refused %s: this receiver requires "
+				   "--encrypt (run the copy with --encrypt)",
 				   e->c->peer);
 	/* Nothing about the root is touched before the peer proved itself. */
 	rc = server_auth(srv, e, h, nonce, deadline_ms);

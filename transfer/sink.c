@@ -78,6 +78,44 @@ static void file_free(struct sink *k, struct snk_file *f)
 	free(f);
 }
 
+/* ---- files in flight ---- */
+
+/* The file in flight with id, or NULL. */
+static struct snk_file *live_find(const struct sink *k, uint32_t id)
+{
+	unsigned int lo = 0, hi = k->nlive;
+
+	while (lo < hi) {
+		unsigned int mid = lo + (hi - lo) / 2;
+
+		if (k->live[mid]->id == id)
+			return k->live[mid];
+		if (k->live[mid]->id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+/* Ids only grow: appending keeps live[] sorted. */
+static void live_add(struct sink *k, struct snk_file *f)
+{
+	k->live[k->nlive++] = f;
+}
+
+static void live_remove(struct sink *k, const struct snk_file *f)
+{
+	for (unsigned int i = k->nlive; i-- > 0;) {
+		if (k->live[i] != f)
+			continue;
+		memmove(&k->live[i], &k->live[i + 1],
+			(k->nlive - i - 1) * sizeof(k->live[0]));
+		k->nlive--;
+		return;
+	}
+}
+
 bool sink_preserving(const struct sink *k)
 {
 	return k->p->flags & WIRE_HELLO_PRESERVE;
@@ -190,12 +228,23 @@ int sink_open_parent(const struct sink *k, struct snk_names *n)
 	return fd;
 }
 
+/*
+ * Where f lands, checked (beneath DEST; on a pull, asked for) before
+ * anything is opened. 0, or the engine's error: the session ends.
+ */
 static int map_path(struct sink *k, struct snk_file *f, const char *path)
 {
+	const char *why;
 	int rc = sink_map_names(k, f->id, path, &f->n);
 
 	if (rc)
-		return rc;
+		return engine_fail(k->e, XFER_FAIL_PROTOCOL, -EPERM,
+				   "%s sent a file name that is not a path "
+				   "beneath DEST: refused",
+				   k->e->c->peer);
+	why = sink_want_check(k, f->id, f->kind, path);
+	if (why)
+		return sink_want_refuse(k, path, why);
 	f->dirfd = sink_open_parent(k, &f->n);
 	if (f->dirfd < 0) {
 		rc = f->dirfd;
@@ -370,24 +419,6 @@ static int open_file(struct sink *k, struct snk_file *f,
 	return sink_send_have(k, f); /* nothing here: send it all */
 }
 
-/* Room in files[] for n more ids. 0 or -ENOMEM. */
-int sink_reserve_ids(struct sink *k, uint32_t n)
-{
-	uint32_t cap = k->cap ? k->cap : 64;
-	struct snk_file **v;
-
-	while (cap - k->nfiles < n)
-		cap *= 2;
-	if (cap == k->cap)
-		return 0;
-	v = realloc(k->files, cap * sizeof(*v));
-	if (!v)
-		return -ENOMEM;
-	k->files = v;
-	k->cap = cap;
-	return 0;
-}
-
 static int on_file(struct sink *k, const struct wire_file *wf)
 {
 	struct snk_file *f;
@@ -397,19 +428,27 @@ static int on_file(struct sink *k, const struct wire_file *wf)
 		return engine_fail(k->e, XFER_FAIL_PROTOCOL, -EPROTO,
 				   "%s announced file %u out of order",
 				   k->e->c->peer, wf->file_id);
-	if (sink_reserve_ids(k, 1))
-		return engine_fail(k->e, XFER_FAIL_RESOURCE, -ENOMEM,
-				   "out of memory");
+	/* The source keeps to the bound: only a broken one goes past it. */
+	if (wf->kind == WIRE_KIND_FILE && k->nlive >= WIRE_INFLIGHT_MAX)
+		return engine_fail(k->e, XFER_FAIL_PROTOCOL, -EPROTO,
+				   "%s announced file %u with %u files still "
+				   "unfinished (%u at most): refused",
+				   k->e->c->peer, wf->file_id, k->nlive,
+				   WIRE_INFLIGHT_MAX);
 	f = calloc(1, sizeof(*f));
 	if (!f)
 		return engine_fail(k->e, XFER_FAIL_RESOURCE, -ENOMEM,
 				   "out of memory");
-	k->files[k->nfiles++] = f;
+	/* Directories and symlinks too, while on_file makes them. */
+	live_add(k, f);
+	k->nfiles++;
 	k->active++;
 	f->id = wf->file_id;
 	f->kind = wf->kind;
 	f->fd = f->dirfd = f->cand = -1;
 	f->size = wf->size;
+	f->holes_ok = (wf->flags & WIRE_FILE_SPARSE) ||
+		      (k->p->flags & (WIRE_HELLO_SPARSE | WIRE_HELLO_RESUME));
 	f->mode = wf->mode;
 	f->times[0].tv_sec = wf->atime_sec;
 	f->times[0].tv_nsec = wf->atime_nsec;
@@ -426,10 +465,7 @@ static int on_file(struct sink *k, const struct wire_file *wf)
 				   "out of memory for '%s'", wf->path);
 	rc = map_path(k, f, wf->path);
 	if (rc)
-		return engine_fail(k->e, XFER_FAIL_PROTOCOL, -EPERM,
-				   "%s sent a file name that is not a path "
-				   "beneath DEST: refused",
-				   k->e->c->peer);
+		return rc;
 	client_report(k, f, false, NULL, 0);
 	switch (f->kind) {
 	case WIRE_KIND_DIR:
@@ -522,17 +558,16 @@ static int snk_on_data(struct engine *e, const struct cm_event *ev)
 	rc = wire_slot_decode(cm_slot(e->c, (unsigned int)slot), &h);
 	if (rc == 0 && h.seq == seq && (h.flags & WIRE_SLOT_PACKED))
 		return sink_pack_arrived(k, &h, (unsigned int)slot, ev);
+	f = rc ? NULL : live_find(k, h.file_id);
 	if (rc == 0 &&
-	    (h.seq != seq || h.file_id >= k->nfiles || !k->files[h.file_id] ||
-	     ev->len < WIRE_SLOT_HDR || h.len != ev->len - WIRE_SLOT_HDR ||
-	     !sink_flags_ok(k, h.flags) ||
+	    (h.seq != seq || !f || ev->len < WIRE_SLOT_HDR ||
+	     h.len != ev->len - WIRE_SLOT_HDR || !sink_flags_ok(k, h.flags) ||
 	     (!(h.flags & WIRE_SLOT_COMPRESSED) && h.raw_len != h.len)))
 		rc = -EPROTO;
 	if (rc)
 		return engine_fail(e, XFER_FAIL_PROTOCOL, rc,
 				   "%s wrote a bad slot header (seq %llu)",
 				   e->c->peer, (unsigned long long)seq);
-	f = k->files[h.file_id];
 	idx = h.offset / k->chunk;
 	want = idx < f->nslots ? f->size - h.offset : 0;
 	if (want > k->chunk)
@@ -579,6 +614,14 @@ static int maybe_finalize(struct sink *k, struct snk_file *f)
 		file_fail(f, -EPROTO, "'%s': %llu chunks announced, %llu came",
 			  f->n.shown, (unsigned long long)f->end.nchunks,
 			  (unsigned long long)f->received);
+	/* Only a sparse file's size may say more than its chunks fill. */
+	if (!f->err && !f->holes_ok && f->received != f->nslots)
+		file_fail(f, -EPROTO,
+			  "'%s': %llu bytes announced without holes, but only "
+			  "%llu of its %llu chunks came; not placed",
+			  f->n.shown, (unsigned long long)f->size,
+			  (unsigned long long)f->received,
+			  (unsigned long long)f->nslots);
 	sink_finalize(k, f);
 	return 0;
 }
@@ -587,8 +630,8 @@ static int on_end(struct sink *k, const struct wire_file_end *end)
 {
 	struct snk_file *f;
 
-	if (end->file_id >= k->nfiles || !(f = k->files[end->file_id]) ||
-	    f->ended || f->kind != WIRE_KIND_FILE || f->scanning ||
+	if (!(f = live_find(k, end->file_id)) || f->ended ||
+	    f->kind != WIRE_KIND_FILE || f->scanning ||
 	    end->csum != (uint8_t)k->p->csum)
 		return engine_fail(k->e, XFER_FAIL_PROTOCOL, -EPROTO,
 				   "%s ended a file it never announced",
@@ -651,13 +694,19 @@ int sink_send_result(struct sink *k, struct snk_file *f, const uint8_t *digest,
 		   f->skipped);
 	client_report(k, f, true, digest, dlen);
 	rc = engine_send(k->e, &m);
-	k->files[f->id] = NULL;
+	live_remove(k, f);
 	k->active--;
 	file_free(k, f);
 	return rc;
 }
 
-/* Directories get their mode and times last, the deepest first. */
+/*
+ * Directories get their mode and times last, the deepest first. Those
+ * made in this session get them; an existing one keeps its own unless a
+ * receiver was asked for -p (a push: its client may shape anything
+ * beneath DEST, as cp -rp does). A pull never changes a directory it did
+ * not make: the user's ~/.ssh keeps its mode whatever the server says.
+ */
 static void finish_dirs(struct sink *k)
 {
 	while (k->ndirs) {
@@ -665,7 +714,7 @@ static void finish_dirs(struct sink *k)
 		bool preserve = k->p->flags & WIRE_HELLO_PRESERVE;
 		int fd;
 
-		if (preserve || d->created) {
+		if (d->created || (preserve && !k->want_check)) {
 			fd = path_open_beneath(k->t->dirfd, d->rel,
 					       O_RDONLY | O_DIRECTORY, 0);
 			if (fd < 0 ||
@@ -828,6 +877,8 @@ int sink_run(struct engine *e, const struct sink_target *t,
 	rc = credit_rx_init(&k.rx, e->c->geom.slots);
 	if (!rc)
 		rc = jobs_init(&k, e->c->geom.slots);
+	if (!rc)
+		rc = sink_want_init(&k);
 	if (rc) {
 		rc = engine_fail(e, XFER_FAIL_RESOURCE, rc,
 				 "cannot set up the sink: %s", strerror(-rc));
@@ -841,9 +892,8 @@ out:
 	(void)workq_take_done(e->wq);
 	workq_destroy(e->wq);
 	e->wq = NULL;
-	for (uint32_t i = 0; i < k.nfiles; i++)
-		file_free(&k, k.files[i]); /* removes unfinished temporaries */
-	free(k.files);
+	while (k.nlive) /* removes unfinished temporaries */
+		file_free(&k, k.live[--k.nlive]);
 	for (unsigned int i = 0; k.jobs && i < e->c->geom.slots; i++) {
 		sink_pack_free(&k.jobs[i]);
 		payload_release(&k.jobs[i].pl);
@@ -852,6 +902,7 @@ out:
 	while (k.ndirs)
 		free(k.dirs[--k.ndirs].rel);
 	free(k.dirs);
+	sink_want_free(&k);
 	credit_rx_release(&k.rx);
 	return rc;
 }

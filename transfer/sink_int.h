@@ -28,6 +28,7 @@ struct snk_names {
 
 struct sink;
 struct snk_file;
+struct snk_want;
 
 /* A file's own work in a worker: the resume scan, then its finalize. */
 struct snk_work {
@@ -56,6 +57,7 @@ struct snk_file {
 	uint64_t cand_size;
 	unsigned int inflight;
 	bool scanning, ended, finalizing, skipped;
+	bool holes_ok; /* chunks may be left out: sparse, --sparse, resume */
 	struct wire_file_end end;
 	int err;
 	bool err_remote; /* the source's failure, not ours */
@@ -87,6 +89,9 @@ struct snk_job {
 	uint64_t index;
 	struct payload pl; /* inflated payload, GCM context */
 	int status;
+	/* a pack with a name the pull did not ask for: it, and why */
+	char *refused;
+	const char *refused_why;
 };
 
 struct snk_dir {
@@ -104,13 +109,17 @@ struct sink {
 	uint32_t chunk;
 	struct credit_rx rx;
 	struct snk_job *jobs; /* one per slot */
-	struct snk_file **files;
-	uint32_t nfiles; /* announced so far (= next id) */
-	uint32_t cap;
+	uint32_t nfiles;      /* ids announced so far (= next id) */
+	/* Regular files in flight (WIRE_INFLIGHT_MAX), in id order. */
+	struct snk_file *live[WIRE_INFLIGHT_MAX + 1]; /* + one dir or link */
+	unsigned int nlive;
 	unsigned int active;	     /* announced, result not yet sent */
 	char top[PATH_NAME_MAX + 1]; /* first component, DEST not a dir */
 	struct snk_dir *dirs;
 	size_t ndirs, dirs_cap;
+	struct snk_want *want; /* a pull: the names asked for, sorted */
+	size_t nwant;
+	bool want_check; /* a pull: take only what was asked for */
 	uint64_t bytes_in, next_progress_ms;
 	bool done, bye_sent;
 };
@@ -160,8 +169,6 @@ int sink_map_names(struct sink *k, uint32_t id, const char *path,
 /* The directory n goes into: the target's own dirfd or a new fd. */
 int sink_open_parent(const struct sink *k, struct snk_names *n);
 
-/* Room in files[] for n more ids. 0 or -ENOMEM. */
-int sink_reserve_ids(struct sink *k, uint32_t n);
 
 /* Hands f to a worker for fn; after runs in the engine thread. */
 void sink_start_work(struct sink *k, struct snk_file *f,
@@ -204,6 +211,23 @@ int sink_send_have(struct sink *k, struct snk_file *f);
 int sink_resume_zeros(struct snk_work *fin);
 /* Worker: the chunks not resent, from the old file, checked again. */
 int sink_resume_copy(struct snk_work *fin);
+
+/* ---- sink_want.c ---- */
+
+/* A pull: the names asked for, from k->t->want. 0 or -ENOMEM. */
+int sink_want_init(struct sink *k);
+void sink_want_free(struct sink *k);
+/*
+ * A pull: whether entry id (kind, path, already checked to lie beneath
+ * DEST) is one an honest receiver sends for the SRCs asked for. NULL when
+ * it is (always on a push), else why not, for the user. Counts the top
+ * names and remembers directories: call it once per entry, before the
+ * entry touches anything. Engine thread, or a pack's worker.
+ */
+const char *sink_want_check(struct sink *k, uint32_t id, uint8_t kind,
+			    const char *path);
+/* Ends the session: the peer sent path, refused for why. The error. */
+int sink_want_refuse(struct sink *k, const char *path, const char *why);
 
 /* ---- sink_pack.c ---- */
 

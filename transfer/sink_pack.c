@@ -33,6 +33,9 @@ void sink_pack_free(struct snk_job *j)
 	free(j->packed);
 	j->packed = NULL;
 	j->npacked = 0;
+	free(j->refused);
+	j->refused = NULL;
+	j->refused_why = NULL;
 }
 
 /* The engine thread: a packed slot came; reserve its ids, unpack it. */
@@ -53,11 +56,10 @@ int sink_pack_arrived(struct sink *k, const struct wire_slot_hdr *h,
 				   "%s wrote a bad packed slot (seq %llu)",
 				   k->e->c->peer, (unsigned long long)h->seq);
 	j->packed = calloc(count, sizeof(*j->packed));
-	if (!j->packed || sink_reserve_ids(k, (uint32_t)count))
+	if (!j->packed)
 		return engine_fail(k->e, XFER_FAIL_RESOURCE, -ENOMEM,
 				   "out of memory");
-	for (uint64_t i = 0; i < count; i++)
-		k->files[k->nfiles++] = NULL;
+	k->nfiles += (uint32_t)count;
 	k->active++;
 	j->npacked = (uint32_t)count;
 	j->h = *h;
@@ -265,11 +267,37 @@ static void place_packed(struct sink *k, const struct wire_pack_rec *r,
 }
 
 /*
+ * Worker, a pull: whether every record of a well-formed pack is a name
+ * asked for. 0, or -EACCES with the first that is not in j->refused.
+ */
+static int check_wanted(struct sink *k, struct snk_job *j, const uint8_t *raw)
+{
+	struct wire_pack_rec r;
+	char path[PATH_PEER_MAX + 1];
+	size_t pos = 0;
+
+	for (uint32_t i = 0; i < j->npacked; i++) {
+		if (wire_pack_next(raw, j->h.raw_len, &pos, &r))
+			return -EPROTO;
+		memcpy(path, r.path, r.path_len);
+		path[r.path_len] = '\0';
+		j->refused_why =
+			sink_want_check(k, r.file_id, WIRE_KIND_FILE, path);
+		if (j->refused_why) {
+			j->refused = strdup(path);
+			return -EACCES;
+		}
+	}
+	return 0;
+}
+
+/*
  * Worker: a pack's records are all checked (the slot CRC over their
  * headers, digests and paths unless the slot is sealed; ids in order,
- * names beneath DEST, lengths) before any file is placed, so a damaged or
- * malformed slot places nothing. Each file's data is checked against its
- * own digest as it is placed. Returns 0, -EBADMSG or -EPROTO.
+ * names beneath DEST, lengths; on a pull, names asked for) before any
+ * file is placed, so a damaged or malformed slot places nothing. Each
+ * file's data is checked against its own digest as it is placed. Returns
+ * 0, -EBADMSG, -EPROTO or -EACCES (check_wanted).
  */
 static int check_pack(struct sink *k, struct snk_job *j, const uint8_t *raw)
 {
@@ -298,6 +326,9 @@ static int check_pack(struct sink *k, struct snk_job *j, const uint8_t *raw)
 	if (!(j->h.flags & WIRE_SLOT_ENCRYPTED) && crc != j->h.crc &&
 	    (rc || pos == j->h.raw_len))
 		rc = -EBADMSG;
+	/* Only an intact slot says what the peer meant to send. */
+	if (!rc && k->want_check)
+		rc = check_wanted(k, j, raw);
 	return rc;
 }
 
@@ -363,6 +394,11 @@ static void pack_done(struct sink *k, struct snk_job *j)
 	char why[WIRE_MSG_MAX + 1] = "";
 	char shown[64];
 
+	if (j->refused_why) {
+		sink_want_refuse(k, j->refused ? j->refused : "?",
+				 j->refused_why);
+		goto out;
+	}
 	if (j->status == -EPROTO) {
 		engine_fail(k->e, XFER_FAIL_PROTOCOL, -EPROTO,
 			    "%s wrote a malformed packed slot (seq %llu)",

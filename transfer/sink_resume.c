@@ -113,6 +113,11 @@ static void scanned(struct workq_item *item)
 	struct sink *k = w->k;
 
 	f->scanning = false;
+	if (!f->cand_final && f->cand >= 0) {
+		/* The temporary was read; f->fd is all it needs now. */
+		close(f->cand);
+		f->cand = -1;
+	}
 	if (f->have_n)
 		log_info("resuming '%s': %llu of %llu chunks already here, "
 			 "checking them against the source",

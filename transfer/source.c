@@ -161,31 +161,99 @@ static void conclude(struct source *s, struct src_file *f, int status,
 	src_report(s, f, status, msg, digest, status ? 0 : dlen);
 }
 
+/*
+ * Whether res is a verdict the sink may give on f at this point of the
+ * protocol (README, "Entries" and "Skip rules"): NULL, or why not. A
+ * directory or symlink is answered at once; a regular file after its
+ * FILE_END, or after a HAVE that skipped it, with that HAVE's status; a
+ * packed file only when it failed, before its pack's PACK_DONE. SKIPPED
+ * only where -n/-u asked, or --resume found the whole file there (then
+ * nothing was resent). A success names the digest that was sent.
+ */
+static const char *result_misplaced(const struct source *s,
+				    const struct src_file *f,
+				    const struct wire_file_result *res)
+{
+	bool skipped = res->flags & WIRE_RESULT_SKIPPED;
+	bool asked_skip =
+		s->cfg->p.flags & (WIRE_HELLO_NO_CLOBBER | WIRE_HELLO_UPDATE);
+
+	if (f->result)
+		return "twice";
+	if (f->deferred || (f->packed && !f->posted))
+		return "before it was announced";
+	if (res->status > 0 || (res->flags & ~WIRE_RESULT_SKIPPED) ||
+	    (skipped && res->status))
+		return "with a malformed verdict";
+	if (f->packed)
+		return skipped || !res->status ? "outside its pack's PACK_DONE"
+					       : NULL;
+	if (f->w->kind != WIRE_KIND_FILE && !f->err) {
+		if (skipped && (f->w->kind != WIRE_KIND_SYMLINK || !asked_skip))
+			return "as skipped, which was not asked for";
+		return res->status || !res->digest_len ? NULL : "with a digest";
+	}
+	if (f->skip)
+		return res->status != f->skip_status ||
+				       skipped != !f->skip_status
+			       ? "unlike its HAVE"
+			       : NULL;
+	if (!f->end_sent)
+		return "before it was sent";
+	if (res->status)
+		return NULL;
+	if (skipped && !(s->resume && !f->nchunks))
+		return "as skipped, which was not asked for";
+	if (res->digest_len != f->dlen ||
+	    memcmp(res->digest, f->digest, f->dlen))
+		return "with a digest that is not the one sent";
+	return NULL;
+}
+
 static int on_result(struct source *s, const struct wire_file_result *res)
 {
+	const char *why;
 	struct src_file *f;
 
 	if (res->file_id >= s->nwire)
-		return -EPROTO;
+		return engine_fail(s->e, XFER_FAIL_PROTOCOL, -EPROTO,
+				   "%s answered for file %u, which was never "
+				   "announced",
+				   s->e->c->peer, res->file_id);
 	f = src_file_at(s, s->by_wire[res->file_id]);
-	if (f->result || (f->packed && !f->posted))
-		return -EPROTO;
+	why = result_misplaced(s, f, res);
+	if (why)
+		return engine_fail(s->e, XFER_FAIL_PROTOCOL, -EPROTO,
+				   "%s answered for '%s' %s: refused",
+				   s->e->c->peer, f->path, why);
+	if (f->in_flight) {
+		f->in_flight = false;
+		s->inflight--;
+	}
 	f->skipped = res->flags & WIRE_RESULT_SKIPPED;
-	f->sent = res->sent;
-	conclude(s, f, res->status, res->msg, res->digest, res->digest_len);
+	/* Reported: what was sent and the digest computed here. */
+	conclude(s, f, res->status, res->msg, f->digest, f->dlen);
 	return 0;
 }
 
 /* Every file of a pack without a FILE_RESULT is in place. */
 static int on_pack_done(struct source *s, const struct wire_pack_done *d)
 {
-	if (d->first_id >= s->nwire || d->count > s->nwire - d->first_id)
-		return -EPROTO;
-	for (uint32_t id = d->first_id; id < d->first_id + d->count; id++) {
-		struct src_file *f = src_file_at(s, s->by_wire[id]);
+	struct src_file *f = d->first_id < s->nwire
+				     ? src_file_at(s, s->by_wire[d->first_id])
+				     : NULL;
 
-		if (!f->packed || !f->posted)
-			return -EPROTO;
+	/* One PACK_DONE per posted pack, for exactly its files. */
+	if (!f || !f->packed || !f->posted || f->pack_len != d->count ||
+	    f->pack_done)
+		return engine_fail(s->e, XFER_FAIL_PROTOCOL, -EPROTO,
+				   "%s answered for a pack of %u files from "
+				   "file %u, which was not sent or was "
+				   "answered already: refused",
+				   s->e->c->peer, d->count, d->first_id);
+	f->pack_done = true;
+	for (uint32_t id = d->first_id; id < d->first_id + d->count; id++) {
+		f = src_file_at(s, s->by_wire[id]);
 		if (!f->result)
 			conclude(s, f, 0, NULL, f->digest, f->dlen);
 	}
@@ -200,8 +268,17 @@ static int on_have(struct source *s, const struct wire_have *h)
 	if (h->file_id >= s->nwire)
 		return -EPROTO;
 	f = src_file_at(s, s->by_wire[h->file_id]);
-	if (!f->asking || f->have_done)
+	if (!f->asking || f->have_done || f->deferred)
 		return -EPROTO;
+	/* Kept as it is (status 0) only where -n or -u asked for that. */
+	if ((h->flags & WIRE_HAVE_SKIP) &&
+	    (h->status > 0 ||
+	     (!h->status && !(s->cfg->p.flags &
+			      (WIRE_HELLO_NO_CLOBBER | WIRE_HELLO_UPDATE)))))
+		return engine_fail(s->e, XFER_FAIL_PROTOCOL, -EPROTO,
+				   "%s would keep '%s' as it is, which "
+				   "neither -n nor -u asked for: refused",
+				   s->e->c->peer, f->path);
 	if (h->flags & WIRE_HAVE_SKIP) {
 		f->skip = true;
 		f->skip_status = h->status;

@@ -53,13 +53,18 @@ struct src_file {
 	int err;
 	char errmsg[300];
 	bool announced;	     /* has a wire id: a FILE_RESULT will come */
+	bool in_flight;	     /* counted in source.inflight until then */
 	bool deferred;	     /* its FILE waits in the fifo behind a pack */
 	bool packed, posted; /* in a pack; that pack is in the ring */
+	uint32_t pack_len;   /* a pack's first file: files in it, else 0 */
+	bool pack_done;	     /* a pack's first file: PACK_DONE came */
+	bool end_sent;	     /* FILE_END went: its verdict may come */
 	uint32_t wire_id; /* file id on the wire: announced files, in order */
-	uint8_t digest[WIRE_DIGEST_MAX]; /* packed: the file's, sent along */
+	/* the digest sent with it (FILE_END, its record): what is reported */
+	uint8_t digest[WIRE_DIGEST_MAX];
 	uint8_t dlen;
 	bool result, skipped;
-	uint64_t sent; /* as the sink counted it */
+	uint64_t sent; /* payload bytes posted (compressed, raw if packed) */
 	double t0;
 	/* the sink's answer (HAVE) when it is asked first */
 	bool asking, have_done, skip;
@@ -67,6 +72,16 @@ struct src_file {
 	uint32_t *have; /* CRC32 of the sink's chunk i, i < have_n */
 	uint64_t have_n;
 };
+
+/*
+ * Whether f is announced sparse (WIRE_FILE_SPARSE): fewer blocks than its
+ * size. Only such a file may leave chunks out for its holes; the sink
+ * wants every chunk of any other (without --sparse or --resume).
+ */
+static inline bool src_file_sparse(const struct src_file *f)
+{
+	return (uint64_t)f->st.st_blocks * 512 < (uint64_t)f->st.st_size;
+}
 
 struct src_job {
 	struct workq_item item;
@@ -112,6 +127,7 @@ struct source {
 	size_t nfiles, next_file; /* listed by the walk so far; planned */
 	uint32_t *by_wire;	  /* wire id -> index in files */
 	uint32_t nwire;
+	unsigned int inflight; /* announced regular files without a result */
 	struct src_file *cur; /* being planned */
 	struct src_job *jobs;
 	unsigned int njobs, free_jobs;

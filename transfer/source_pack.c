@@ -180,6 +180,7 @@ int src_plan_pack(struct source *s)
 		s->next_file++;
 		j->nfiles++;
 	}
+	src_file_at(s, j->first)->pack_len = j->nfiles;
 	j->state = JOB_READING;
 	j->f = NULL;
 	j->status = 0;

@@ -102,7 +102,7 @@ static void fill_file_msg(struct source *s, struct src_file *f,
 	if (f->w->kind != WIRE_KIND_FILE)
 		return;
 	m->size = (uint64_t)f->st.st_size;
-	if ((uint64_t)f->st.st_blocks * 512 < (uint64_t)f->st.st_size)
+	if (src_file_sparse(f))
 		m->flags |= WIRE_FILE_SPARSE;
 }
 
@@ -155,7 +155,17 @@ int src_send_failure(struct source *s, struct src_file *f)
 	m.u.end.csum = (uint8_t)s->cfg->p.csum;
 	m.u.end.status = f->err;
 	snprintf(m.u.end.msg, sizeof(m.u.end.msg), "%s", f->errmsg);
+	f->end_sent = true;
 	return engine_send(s->e, &m);
+}
+
+/*
+ * Whether w may go as a regular FILE, one of the files in flight that the
+ * sink bounds (wire.h): a regular file, or a failure, which goes as one.
+ */
+static bool may_fly(const struct walk_entry *w)
+{
+	return w->kind == WIRE_KIND_FILE || w->err;
 }
 
 /*
@@ -173,6 +183,11 @@ static int tell(struct source *s, struct src_file *f)
 		}
 	}
 	src_announce(s, f);
+	/* A failure goes as a regular FILE (src_send_failure). */
+	if (f->err || f->w->kind == WIRE_KIND_FILE) {
+		f->in_flight = true;
+		s->inflight++;
+	}
 	f->asking = s->ask && f->w->kind == WIRE_KIND_FILE && !f->err;
 	if (!f->err)
 		src_started(s, f);
@@ -249,13 +264,14 @@ struct src_job *src_take_job(struct source *s)
  * chunk grid stays aligned, so offsets remain multiples of the chunk size.
  * Not with --resume, where every chunk is compared with the sink's: holes
  * read as zeros, and a zero chunk where the sink has nothing is not sent.
+ * Nor for a file not announced sparse: the sink wants all its chunks.
  */
 static bool skip_hole(struct source *s, struct src_file *f)
 {
 	off_t d;
 	uint64_t aligned;
 
-	if (s->resume)
+	if (s->resume || !src_file_sparse(f))
 		return false;
 	d = lseek(f->fd, (off_t)f->next_off, SEEK_DATA);
 	if (d < 0 && errno == ENXIO) {
@@ -302,6 +318,9 @@ int src_plan(struct source *s)
 					return -1;
 				if (!rc)
 					break;
+			} else if (s->inflight >= WIRE_INFLIGHT_MAX &&
+				   may_fly(src_file_at(s, s->next_file)->w)) {
+				break; /* until a result comes (wire.h) */
 			} else if (open_next(s)) {
 				return -1;
 			}

@@ -68,6 +68,10 @@ static int send_end(struct source *s, struct src_file *f)
 	}
 	io_close(f->fd);
 	f->fd = -1;
+	/* The sink's verdict must name this digest; the user is shown it. */
+	f->dlen = m.u.end.digest_len;
+	memcpy(f->digest, m.u.end.digest, f->dlen);
+	f->end_sent = true;
 	return engine_send(s->e, &m);
 }
 
@@ -142,6 +146,7 @@ static int post_chunk(struct source *s, struct src_job *j)
 	if (post_slot(s, j, &h))
 		return -1;
 	j->f->nchunks++;
+	j->f->sent += j->wire_len;
 	progress(s, j->f, j->len);
 	return account(j->f, j);
 }

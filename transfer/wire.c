@@ -14,10 +14,12 @@
 
 _Static_assert(WIRE_CTRL_HDR == 16, "control header is 16 bytes");
 _Static_assert(WIRE_SLOT_HDR == 64, "slot header is 64 bytes");
-_Static_assert(WIRE_CTRL_SIZE >= WIRE_CTRL_HDR + 64 + WIRE_PATHS_MAX + 4,
-	       "a control buffer holds the longest HELLO");
-_Static_assert(WIRE_CTRL_SIZE >= WIRE_CTRL_HDR + 24 + 4 * WIRE_HAVE_MAX,
-	       "a control buffer holds the longest HAVE");
+_Static_assert(WIRE_CTRL_SIZE >= WIRE_CTRL_HDR + 64 + WIRE_PATHS_MAX + 4 +
+				 WIRE_TAG_LEN,
+	       "a control buffer holds the longest HELLO and a tag");
+_Static_assert(WIRE_CTRL_SIZE >=
+		       WIRE_CTRL_HDR + 24 + 4 * WIRE_HAVE_MAX + WIRE_TAG_LEN,
+	       "a control buffer holds the longest HAVE and a tag");
 
 struct put {
 	uint8_t *p;
@@ -493,20 +495,48 @@ int wire_decode(const uint8_t *buf, size_t len, struct wire_msg *m)
 {
 	struct get r = { .p = buf, .len = len };
 	uint32_t total;
+	uint8_t flags;
 
 	memset(m, 0, sizeof(*m));
 	m->type = get_u8(&r);
-	(void)get_u8(&r);
+	flags = get_u8(&r);
 	(void)get_u16(&r);
 	total = get_u32(&r);
 	m->ctrl_ack = get_u32(&r);
 	m->slot_ack = get_u32(&r);
-	if (r.err || total != len || m->type == 0 || m->type >= WIRE_TYPE_MAX)
+	if (r.err || total != len || m->type == 0 ||
+	    m->type >= WIRE_TYPE_MAX || (flags & ~WIRE_CTRL_TAGGED))
 		return -EPROTO;
+	if (flags & WIRE_CTRL_TAGGED) {
+		if (len < WIRE_CTRL_HDR + WIRE_TAG_LEN)
+			return -EPROTO;
+		r.len = len - WIRE_TAG_LEN; /* the body ends at the tag */
+		m->tagged = true;
+	}
 	dec_body(&r, m);
-	if (r.err || r.off != len)
+	if (r.err || r.off != r.len)
 		return -EPROTO;
 	return 0;
+}
+
+int wire_tag_append(uint8_t *buf, size_t len, size_t cap)
+{
+	struct put w = { .p = buf + 4, .cap = 4 };
+
+	if (len < WIRE_CTRL_HDR || cap < WIRE_TAG_LEN ||
+	    len > cap - WIRE_TAG_LEN)
+		return -EMSGSIZE;
+	buf[1] |= WIRE_CTRL_TAGGED;
+	put_u32(&w, (uint32_t)(len + WIRE_TAG_LEN));
+	return (int)(len + WIRE_TAG_LEN);
+}
+
+bool wire_tag_split(const uint8_t *buf, size_t len, size_t *covered)
+{
+	if (len < WIRE_CTRL_HDR + WIRE_TAG_LEN || !(buf[1] & WIRE_CTRL_TAGGED))
+		return false;
+	*covered = len - WIRE_TAG_LEN;
+	return true;
 }
 
 const char *wire_kind_name(unsigned int kind)

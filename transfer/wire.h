@@ -19,11 +19,20 @@
 #define WIRE_CTRL_HDR 16u    /* bytes of every control message header */
 #define WIRE_CTRL_SIZE 8192u /* control buffer size: header + body */
 #define WIRE_CTRL_CREDITS 64u
+#define WIRE_TAG_LEN 16u /* control message tag, after the handshake */
 #define WIRE_DIGEST_MAX 32u
 #define WIRE_NONCE_LEN 32u
 #define WIRE_MAC_LEN 32u
 #define WIRE_MSG_MAX 512u	  /* human-readable text in a message */
 #define WIRE_FILES_MAX (1u << 24) /* entries (file ids) in one session */
+/*
+ * Files in flight: regular files (a FILE of kind FILE) a source has
+ * announced and not yet had the FILE_RESULT of. The sink holds a locked
+ * temporary and per-file state for each, so a source never has more, and
+ * the sink refuses a FILE beyond them as a protocol error. Packed files,
+ * directories and symlinks do not count.
+ */
+#define WIRE_INFLIGHT_MAX 128u
 
 /* ---- ring slots ---- */
 
@@ -261,9 +270,16 @@ struct wire_error {
 	char msg[WIRE_MSG_MAX + 1];
 };
 
+/*
+ * Header byte 1 of a control message: its last WIRE_TAG_LEN bytes are a
+ * tag, counted in its total length (see wire_tag_append()).
+ */
+#define WIRE_CTRL_TAGGED 1u
+
 /* Every control message: header plus one of the bodies above. */
 struct wire_msg {
 	uint8_t type;
+	bool tagged;	   /* decoded: it carried a tag (not checked here) */
 	uint32_t ctrl_ack; /* cumulative control messages consumed */
 	uint32_t slot_ack; /* cumulative ring slots released (sink) */
 	union {
@@ -282,16 +298,19 @@ struct wire_msg {
 };
 
 /*
- * Encodes m into buf (cap bytes). Returns the length, or -EMSGSIZE.
- * Strings are taken up to their NUL.
+ * Encodes m into buf (cap bytes), untagged. Returns the length, or
+ * -EMSGSIZE. Strings are taken up to their NUL. A message that will be
+ * tagged must leave WIRE_TAG_LEN bytes of its buffer free.
  */
 int wire_encode(const struct wire_msg *m, uint8_t *buf, size_t cap)
 	__attribute__((warn_unused_result));
 
 /*
  * Decodes len bytes. Returns 0 or -EPROTO for anything malformed: unknown
- * type, short or trailing bytes, lengths past the end, strings with NUL
- * bytes inside or over their limit. Paths are NOT checked for escapes
+ * type or header flags, short or trailing bytes, lengths past the end,
+ * strings with NUL bytes inside or over their limit. A tagged message's
+ * body ends before its tag and m->tagged is set; the tag itself is the
+ * caller's to check (wire_tag_split()). Paths are NOT checked for escapes
  * here: that is path_check_relative()'s job where they are used.
  */
 int wire_decode(const uint8_t *buf, size_t len, struct wire_msg *m)
@@ -305,6 +324,32 @@ int wire_decode(const uint8_t *buf, size_t len, struct wire_msg *m)
 void wire_set_acks(uint8_t *buf, uint32_t ctrl_ack, uint32_t slot_ack);
 
 const char *wire_type_name(unsigned int type);
+
+/*
+ * ---- control message tags (protocol 3) ----
+ *
+ * After the handshake every control message ends in a 16-byte tag: the
+ * header's byte 1 has WIRE_CTRL_TAGGED and its total length counts the
+ * tag. The tag authenticates everything before it, header included, so
+ * the acks must be in place before it is computed. What the tag is (an
+ * HMAC under the session's control key) is auth.c's business.
+ */
+
+/*
+ * Makes the len-byte message in buf (cap bytes) a tagged one: sets the
+ * flag and the total length to len + WIRE_TAG_LEN. The caller then writes
+ * the tag of buf[0, len) at buf + len. Returns the new length, or
+ * -EMSGSIZE when the tag does not fit.
+ */
+int wire_tag_append(uint8_t *buf, size_t len, size_t cap)
+	__attribute__((warn_unused_result));
+
+/*
+ * Whether the len bytes received in buf are a tagged message: its flag is
+ * set and it is long enough to hold a header and a tag. *covered is then
+ * the length the tag covers; the tag is at buf + *covered.
+ */
+bool wire_tag_split(const uint8_t *buf, size_t len, size_t *covered);
 
 /*
  * ---- packed slots ----

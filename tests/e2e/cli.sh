@@ -61,6 +61,9 @@ expect_fail "bad --window" 2 --window 0 a h:
 expect_fail "bad --checksum" 2 --checksum md5 a h:
 expect_fail "--listen with a DEST" 2 --listen a h:
 expect_fail "--no-auth with --key-file" 2 --no-auth --key-file k a h:
+expect_fail "--require-encrypt on a copy without --encrypt" 2 --require-encrypt a h:
+expect_fail "--require-encrypt on a pull without --encrypt" 2 --require-encrypt h:a .
+expect_fail "--require-encrypt with --no-auth" 2 --require-encrypt --no-auth --listen
 
 # Keys.
 mkdir -p "$T/cfg/rdcp"
@@ -122,6 +125,28 @@ check "--progress: a line per file and a total, on stderr only" bash -c "
 	tr '\r' '\n' <'$T/progress' | grep -Eq '/small +3 B +ok' &&
 	tr '\r' '\n' <'$T/progress' | grep -Eq '/big +2.86 MiB +ok' &&
 	grep -Eq '^2 files, 2.86 MiB in .* over tcp' '$T/progress'"
+kill "$RX" 2>/dev/null
+wait "$RX" 2>/dev/null
+
+# A receiver that requires --encrypt.
+mkdir -p "$T/root/enc"
+echo secret >"$T/root/enc/pullme"
+"$RDCP" --listen -q --transport tcp --root "$T/root" --port "$((PORT + 2))" \
+	--require-encrypt 2>"$T/rx-enc.log" &
+RX=$!
+sleep 0.5
+expect_fail "--require-encrypt receiver: a push without --encrypt is refused" 4 \
+	--transport tcp --port "$((PORT + 2))" "$T/src/small" 127.0.0.1:enc/
+expect_fail "--require-encrypt receiver: a pull without --encrypt is refused" 4 \
+	--transport tcp --port "$((PORT + 2))" 127.0.0.1:enc/pullme "$T/pulled"
+check "--require-encrypt receiver: nothing was written or pulled" \
+	bash -c "[ ! -e '$T/root/enc/small' ] && [ ! -e '$T/pulled' ]"
+check "--require-encrypt receiver: the refusal names --encrypt" \
+	grep -q 'requires --encrypt' "$T/e"
+check "--require-encrypt on both sides with --encrypt: copied" \
+	"$RDCP" -q --require-encrypt --encrypt --transport tcp \
+	--port "$((PORT + 2))" "$T/src/small" 127.0.0.1:enc/
+check "... and the copy arrived" cmp "$T/src/small" "$T/root/enc/small"
 kill "$RX" 2>/dev/null
 wait "$RX" 2>/dev/null
 echo "1..$N"

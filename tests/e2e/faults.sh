@@ -37,7 +37,7 @@ P=7800 # ports: one per receiver (nextport)
 POLL_MS=20
 
 # The scenarios, s_NAME below, in the order they run.
-ALL="keys enospc silent garbage changed kill9 sigint soak concurrent paths geom emfile heldoff preauth lateslot keys_after"
+ALL="keys enospc silent garbage flood changed kill9 sigint soak concurrent paths geom emfile heldoff preauth lateslot keys_after"
 check_scenarios "$ALL" "$@"
 
 cd "$W" || exit 1
@@ -470,6 +470,61 @@ s_silent() {
 	t_log "$W/tx-sil4-busy.log" "$W/rx-sil4.log"
 	t_end
 	rm -rf rx/sil
+}
+
+# ---------------------------------------------------------------- files in flight
+
+# A key holder announcing 5000 files and never ending one (peer_flood.py),
+# against a receiver under `ulimit -n 256`: refused as a protocol error at
+# the in-flight bound (wire.h), the receiver stays up with its idle fd
+# count and serves a real client right after. Then the same from a server
+# answering a pull: the real client exits 5.
+s_flood() {
+	local base
+	mkdir -p rx/fl got/fl
+	nextport
+	RXDIR=$W/rx/fl
+	t_begin "5000 files announced, never ended, ulimit -n 256: protocol error, fds back, served after"
+	if ! rx_spawn "$W/rx-fl.log" sh -c 'ulimit -n 256 && exec "$@"' sh \
+		"$RDCP" --listen -v --transport tcp --bind "$ADDR" --port "$P" \
+		--key-file "$KEY" --root "$RXDIR"; then
+		t_fail "receiver did not start listening"
+		t_log "$W/rx-fl.log"
+		t_end
+		return
+	fi
+	served "$W/tx-fl0.log" first
+	steady_fds "$RX"
+	base=$FDS
+	PEER_OUT=$(timeout -s KILL 60 python3 "$HERE/peer_flood.py" push "$P" "$KEY" 5000 2>&1)
+	PEER_RC=$?
+	echo "# $PEER_OUT"
+	[ "$PEER_RC" = 0 ] || t_fail "not refused as a protocol error: $PEER_OUT"
+	grep -q 'unfinished' "$W/rx-fl.log" || t_fail "the receiver did not log why"
+	alive "$RX" || t_fail "receiver gone"
+	settle_fds "$RX" "$base"
+	[ "$FDS" = "$base" ] || t_fail "fd count $FDS, idle $base"
+	served "$W/tx-fl1.log" second
+	t_log "$W/rx-fl.log"
+	t_end
+	term_rx
+
+	nextport
+	t_begin "a server announcing 5000 files to a pull and never ending them: exit 5"
+	python3 "$HERE/peer_flood.py" serve-pull "$P" "$KEY" 5000 >"$W/peer-fl.log" 2>&1 &
+	track $!
+	local ppid=$!
+	msleep 500
+	send "$W/tx-flp.log" -r "$ADDR:x" got/fl/
+	echo "# the client: exit $SRC: $(grep -m1 'unfinished' "$W/tx-flp.log")"
+	[ "$SRC" = 5 ] || t_fail "exit $SRC, want 5"
+	grep -q 'unfinished' "$W/tx-flp.log" || t_fail "the client does not say why"
+	wait_pid "$ppid" 20
+	echo "# the server: $(cat "$W/peer-fl.log")"
+	[ "$(find got/fl -name '.*.rdcp-part' | wc -l)" = 0 ] || t_fail "temporaries left"
+	t_log "$W/tx-flp.log" "$W/peer-fl.log"
+	t_end
+	rm -rf rx/fl got/fl
 }
 
 # ---------------------------------------------------------------- 4. garbage

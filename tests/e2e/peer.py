@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
-"""A protocol-v2 rdcp peer over the TCP transport, for malicious-peer tests.
+"""A protocol-v3 rdcp peer over the TCP transport, for malicious-peer tests.
 
-Written from README.md "Wire protocol (version 2)" and the C sources
+Written from README.md "Wire protocol (version 3)" and the C sources
 (transfer/wire.c, transfer/auth.c, cm/tcp.c, cm/tcp_conn.c, cm/common.c,
 util/key.c); Python 3 standard library only. It plays an honest client or
 server well enough to finish a real copy with `rdcp`, and lets a test
@@ -17,6 +17,9 @@ Layers, bottom up (the first five in peer_wire.py, re-exported here):
   Msg, encode, decode    every control message, header acks included
   slot_hdr, parse_slot, pack_record, pack_slot   ring slots, packed slots
   load_key, auth_mac, data_key    the key file and transfer/auth.c's MACs
+  ctrl_key, ctrl_tag, add_tag     the control message tags: Conn tags what
+                         it sends after AUTH (client) or WELCOME (server)
+                         and checks what it receives from the same points
   crc32_combine, file_digest, pack_digest        digests as rdcp computes
   Entry                  one FILE to send, with per-field overrides
   Client, Server         sessions: handshake, source (push, or serving a
@@ -363,10 +366,16 @@ class Client(Session):
         if self.key and check_server and not hmac.compare_digest(
                 w.mac, auth_mac(self.key, "server", self.hello, w.nonce)):
             raise PeerError("the server's MAC does not verify")
+        if self.key and w.features & FEAT_AUTH:
+            # the server tags what it sends after WELCOME
+            self.conn.start_tags(ctrl_key(self.key, self.hello.nonce,
+                                          w.nonce), server=False)
+            self.conn.rx_tags = True
         if auth is True and self.key:
             auth = auth_mac(self.key, "client", self.hello, w.nonce)
         if isinstance(auth, bytes):
             self.conn.send(Msg(AUTH, mac=auth))
+            self.conn.tx_tags = self.conn.ck is not None
         return w
 
     def push(self, dest, entries, **hs):
@@ -413,9 +422,15 @@ class Server(Session):
         if self.key:
             w["mac"] = auth_mac(self.key, "server", self.hello, self.nonce_s)
         w.update(welcome or {})
+        tags = self.key and w.get("status", 0) == 0
+        if tags:
+            self.conn.start_tags(ctrl_key(self.key, self.hello.nonce,
+                                          self.nonce_s), server=True)
         self.conn.send(Msg(WELCOME, **w))
-        if self.key and w.get("status", 0) == 0:
+        if tags:
+            self.conn.tx_tags = True  # after WELCOME
             a = self.conn.expect(AUTH)
+            self.conn.rx_tags = True  # after AUTH
             want = auth_mac(self.key, "client", self.hello, self.nonce_s)
             if check_auth and not hmac.compare_digest(a.mac, want):
                 raise PeerError("the client's MAC does not verify")

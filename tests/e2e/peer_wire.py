@@ -2,12 +2,12 @@
 # SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 """The wire level of tests/e2e/peer.py (read its documentation first).
 
-Protocol version 2 over the TCP transport, written from README.md "Wire
-protocol (version 2)" and transfer/wire.c, transfer/auth.c, cm/tcp.c,
+Protocol version 3 over the TCP transport, written from README.md "Wire
+protocol (version 3)" and transfer/wire.c, transfer/auth.c, cm/tcp.c,
 cm/tcp_conn.c, cm/common.c and util/key.c: constants, the control message
 codec (Msg, encode, decode), ring slot headers and packed slots, digests
-as rdcp computes them, the key file and the handshake MACs, and Conn, one
-connection with its frames and credits. peer.py re-exports all of it.
+as rdcp computes them, the key file, the handshake MACs and the control
+message tags, and Conn, one connection with its frames, credits and tags. peer.py re-exports all of it.
 """
 import hashlib
 import hmac
@@ -18,7 +18,9 @@ import struct
 import time
 import zlib
 
-MAGIC, VERSION = 0x52444350, 2
+MAGIC, VERSION = 0x52444350, 3
+TAGGED, TAG_LEN = 1, 16  # header byte 1; the tag ends the message
+DIR_TO_SERVER, DIR_TO_CLIENT = 1, 2
 CTRL_SIZE, CTRL_CREDITS, SLOT_HDR = 8192, 64, 64
 FR_SEND, FR_WRITE = 1, 2
 KEEPALIVE_S = 1.0
@@ -154,6 +156,27 @@ def auth_mac(key, side, h, nonce_s):
                     h.paths, hashlib.sha256).digest()
 
 
+def ctrl_key(key, nonce_c, nonce_s):
+    """The control key (transfer/auth.c auth_ctrl_key): HKDF-SHA256."""
+    prk = hmac.new(nonce_c + nonce_s, key, hashlib.sha256).digest()
+    return hmac.new(prk, b"rdcp3 control key\x01", hashlib.sha256).digest()
+
+
+def ctrl_tag(ck, direction, seq, covered):
+    """The 16-byte tag of the message bytes covered (flag and total length
+    already set), the seq-th tagged one in direction."""
+    return hmac.new(ck, struct.pack(">IQ", direction, seq) + covered,
+                    hashlib.sha256).digest()[:TAG_LEN]
+
+
+def add_tag(ck, direction, seq, buf):
+    """buf (an untagged message) flagged, lengthened and tagged."""
+    b = bytearray(buf)
+    b[1] |= TAGGED
+    struct.pack_into(">I", b, 4, len(buf) + TAG_LEN)
+    return bytes(b) + ctrl_tag(ck, direction, seq, bytes(b))
+
+
 def data_key(key, nonce_c, nonce_s):
     """The --encrypt session key: HKDF-SHA256 (RFC 5869), 32 bytes."""
     prk = hmac.new(nonce_c + nonce_s, key, hashlib.sha256).digest()
@@ -240,9 +263,12 @@ def decode(buf):
     """The Msg in buf; PeerError when it is malformed (lengths only)."""
     if len(buf) < 16:
         raise PeerError("control message of %d bytes" % len(buf))
-    t, total, cack, sack = struct.unpack_from(">B3xIII", buf)
-    if t not in SPEC or total != len(buf):
+    t, fl, total, cack, sack = struct.unpack_from(">BB2xIII", buf)
+    if t not in SPEC or total != len(buf) or fl & ~TAGGED or (
+            fl & TAGGED and len(buf) < 16 + TAG_LEN):
         raise PeerError("bad control header %s" % buf[:16].hex())
+    if fl & TAGGED:
+        buf = buf[:-TAG_LEN]  # checked by Conn, which knows the key
     m, off = Msg(t, cack, sack), 16
     try:
         for name, code in SPEC[t]:
@@ -378,6 +404,10 @@ class Conn:
         self.last_tx = time.monotonic()
         self.auto = self.auto_release = True
         self.tamper = self.tamper_write = None
+        # control message tags (protocol 3), once the handshake has a key
+        self.ck, self.tx_dir, self.rx_dir = None, 0, 0
+        self.tx_tags = self.rx_tags = False
+        self.tx_seq = self.rx_seq = 0
         self.log = []  # (direction, Msg or ("data", seq)) for diagnostics
 
     @classmethod
@@ -445,11 +475,18 @@ class Conn:
                 raise Closed("peer closed the connection")
             self.rbuf += b
 
+    def start_tags(self, ck, server):
+        """The control key; tx_tags and rx_tags then turn tagging on."""
+        self.ck = ck
+        self.tx_dir = DIR_TO_CLIENT if server else DIR_TO_SERVER
+        self.rx_dir = DIR_TO_SERVER if server else DIR_TO_CLIENT
+
     # control channel
     def send(self, m, ack_only=False, wait=True):
-        """Sends m (a Msg, or bytes sent as they are) through tamper, once
-        control credits allow (an ordinary message needs 2, an ack-only 1;
-        wait=False ignores them)."""
+        """Sends m (a Msg, or bytes sent as they are: never tagged) through
+        tamper, once control credits allow (an ordinary message needs 2, an
+        ack-only 1; wait=False ignores them). With tx_tags on, each Msg gets
+        the tag of the next sequence number."""
         out = self.tamper(m) if self.tamper and isinstance(m, Msg) else m
         if not isinstance(out, list):
             out = [] if out is None else [out]
@@ -460,6 +497,9 @@ class Conn:
                 self.backlog.append(ev)
             buf = one if isinstance(one, bytes) else encode(
                 one, self.consumed & 0xffffffff, self.released & 0xffffffff)
+            if self.tx_tags and not isinstance(one, bytes):
+                buf = add_tag(self.ck, self.tx_dir, self.tx_seq, buf)
+                self.tx_seq += 1
             self.sent += 1
             self.reported, self.slot_reported = self.consumed, self.released
             self.log.append((">", one))
@@ -527,6 +567,16 @@ class Conn:
             return ("data", im, sl, data)
         if op != FR_SEND:
             raise PeerError("frame op %d from the peer" % op)
+        tagged = len(data) >= 16 + TAG_LEN and data[1] & TAGGED
+        if self.rx_tags:
+            if not tagged or not hmac.compare_digest(
+                    data[-TAG_LEN:], ctrl_tag(self.ck, self.rx_dir,
+                                              self.rx_seq, data[:-TAG_LEN])):
+                raise PeerError("control message %d failed its tag" %
+                                self.rx_seq)
+            self.rx_seq += 1
+        elif tagged:
+            raise PeerError("a tagged control message before the key")
         m = decode(data)
         self.consumed += 1
         self.acked += (m.ctrl_ack - self.acked) & 0xffffffff

