@@ -31,11 +31,14 @@ P=7800 # ports: one per receiver (nextport)
 
 # shellcheck source=lib.sh source-path=SCRIPTDIR
 . "$HERE/lib.sh"
+# The listener's scenarios (s_paths ... s_preauth).
+# shellcheck source=faults_listen.sh
+. "$HERE/faults_listen.sh"
 POLL_MS=20
 
 # The scenarios, s_NAME below, in the order they run.
 ALL="keys enospc silent garbage flood changed kill9 sigint soak concurrent"
-ALL="$ALL resumepeer keys_after"
+ALL="$ALL resumepeer paths geom emfile heldoff preauth lateslot keys_after"
 check_scenarios "$ALL" "$@"
 
 cd "$W" || exit 1
@@ -434,15 +437,18 @@ s_silent() {
 	t_log "$W/rx-sil.log"
 	t_end
 
-	t_begin "peer silent after the connect exchange: dropped within --timeout 3, fds back"
+	# Unauthenticated: dropped at the handshake deadline, here
+	# --connect-timeout (2 s), before --timeout (3 s) could say "no word".
+	t_begin "peer silent after the connect exchange: dropped within the handshake deadline, fds back"
 	peer hs-silent 20
 	echo "# $PEER_OUT"
 	[ "$PEER_RC" = 0 ] || t_fail "$PEER_OUT"
 	case $PEER_OUT in
-	*"closed after "[0-4].*) ;;
-	*) t_fail "not dropped within ~3 s: $PEER_OUT" ;;
+	*"closed after "[0-3].*) ;;
+	*) t_fail "not dropped within ~2 s: $PEER_OUT" ;;
 	esac
-	grep -q 'no word from' "$W/rx-sil.log" || t_fail "the receiver did not log the silence"
+	grep -Eq 'did not answer the handshake|no word from' "$W/rx-sil.log" ||
+		t_fail "the receiver did not log the silence"
 	settle_fds "$RX" "$base"
 	[ "$FDS" = "$base" ] || t_fail "fd count $FDS, baseline $base"
 	served "$W/tx-sil2.log" third
@@ -451,13 +457,13 @@ s_silent() {
 	t_end
 	term_rx
 
-	# Silent peers hold a session until the connect timeout: with
-	# --max-sessions 4 four of them lock real clients out (refused, exit 3,
-	# saying why) for that long, no longer.
+	# Silent peers are unauthenticated: they hold no --max-sessions slot
+	# (a real client is served next to them); real sessions do, and a
+	# client past the limit is refused (exit 3, saying why).
 	nextport
-	t_begin "silent peers fill --max-sessions 4: a real client is refused (exit 3), then served once they are dropped"
+	t_begin "silent peers take no --max-sessions slot; 4 real sessions do: a 5th client is refused (exit 3), then served"
 	if start_rx "$W/rx-sil4.log" --root "$RXDIR" --connect-timeout 2 --max-sessions 4; then
-		local i ppids=''
+		local i ppids='' tpids=''
 		for i in 1 2 3 4; do
 			python3 "$PEER" "$P" silent 10 >"$W/peer-sil4-$i.log" 2>&1 &
 			track $!
@@ -468,14 +474,30 @@ s_silent() {
 			i=$((i + 1))
 			msleep 20
 		done
-		send "$W/tx-sil4-busy.log" src/small "$ADDR:busy"
-		echo "# while 4 silent peers are connected: exit $SRC: $(grep -m1 'cannot' "$W/tx-sil4-busy.log")"
-		[ "$SRC" = 3 ] || t_fail "a client past the session limit: exit $SRC, want 3"
-		grep -q 'session limit' "$W/tx-sil4-busy.log" || t_fail "the refused client does not say why"
+		send "$W/tx-sil4-next.log" src/small "$ADDR:next-to-silent"
+		[ "$SRC" = 0 ] || t_fail "a client next to 4 silent peers: exit $SRC, want 0"
 		for p in $ppids; do
 			wait_pid "$p" 15
 			[ "$WRC" = 0 ] || t_fail "a silent peer was not dropped"
 		done
+		for i in 1 2 3 4; do
+			bg_send "$W/tx-sil4-slow$i.log" --bwlimit 2M src/big "$ADDR:slow$i"
+			tpids="$tpids $TX"
+		done
+		i=0
+		until [ "$(find "$RXDIR" -name '.slow*.rdcp-part' | wc -l)" -ge 4 ] || [ $i -ge 250 ]; do
+			i=$((i + 1))
+			msleep 20
+		done
+		send "$W/tx-sil4-busy.log" src/small "$ADDR:busy"
+		echo "# while 4 sessions run: exit $SRC: $(grep -m1 'limit' "$W/tx-sil4-busy.log")"
+		[ "$SRC" = 3 ] || t_fail "a client past the session limit: exit $SRC, want 3"
+		grep -q 'session limit' "$W/tx-sil4-busy.log" || t_fail "the refused client does not say why"
+		for p in $tpids; do
+			kill -INT "$p" 2>/dev/null
+			wait_pid "$p" 15
+		done
+		no_temp "$RXDIR" 5
 		served "$W/tx-sil4.log" after-busy
 		term_rx
 	else
