@@ -456,6 +456,9 @@ static void idle_wait(struct engine *e, int timeout_ms)
 			e->armed = true;
 		return;
 	}
+	/* Only here, before sleeping, the workq's eventfd is read. */
+	if (!workq_prepare_wait(e->wq))
+		return;
 	rc = e->c->ops->wait(e->c, workq_fd(e->wq), timeout_ms);
 	e->armed = false;
 	if (rc)
