@@ -17,9 +17,10 @@
  *   stage[slots]  the data source's staging buffers, same geometry, made by
  *                 ops->stage_create()
  * Queue depths are fixed at connect time from the geometry: the receive
- * queue and its CQ hold slots + ctrl_credits entries, the send queue and its
- * CQ slots + ctrl_credits, so a peer that keeps to its credits can never
- * overrun either.
+ * queue and its CQ hold slots + ctrl_credits entries (cm_rq_depth), the
+ * send queue and its CQ slots + ctrl_credits + 1 (cm_sq_depth: one per
+ * staging buffer and one per tx buffer), so neither a peer that keeps to
+ * its credits nor this side's own posting can ever overrun either.
  */
 #ifndef RDCP_CM_H
 #define RDCP_CM_H
@@ -35,6 +36,36 @@ struct cm_geom {
 	uint16_t slots;	       /* ring slots (the data window) */
 	uint32_t slot_size;    /* bytes per slot: header + chunk */
 };
+
+/*
+ * Control send buffers: one per control credit and one more. A message the
+ * peer has consumed (its credit back) may still wait for its own send
+ * completion to be polled; the extra buffer lets an ack-only CREDIT or the
+ * final ERROR go out even then.
+ */
+static inline unsigned int cm_ntx(const struct cm_geom *g)
+{
+	return g->ctrl_credits + 1u;
+}
+
+/*
+ * Receive queue (and receive CQ) entries: a WRITE_WITH_IMM per ring slot
+ * and a SEND per control credit are all the peer may have unconsumed.
+ */
+static inline unsigned int cm_rq_depth(const struct cm_geom *g)
+{
+	return (unsigned int)g->slots + g->ctrl_credits;
+}
+
+/*
+ * Send queue (and send CQ) entries: a send WR holds its entry until a
+ * completion at or after it is polled, so the worst case is a write from
+ * every staging buffer and a SEND from every tx buffer at once.
+ */
+static inline unsigned int cm_sq_depth(const struct cm_geom *g)
+{
+	return (unsigned int)g->slots + cm_ntx(g);
+}
 
 enum cm_ev_type {
 	CM_EV_RECV = 1,	 /* a control message: rx buffer id, len bytes */

@@ -790,9 +790,9 @@ int tconn_create(int fd, const struct cm_geom *g, const char *peer,
 		log_err("cannot create eventfd: %s", strerror(errno));
 		return rc;
 	}
-	t->depth = (unsigned int)g->slots + g->ctrl_credits;
-	c->ntx = g->ctrl_credits + 1u;
-	c->nrx = t->depth;
+	t->depth = cm_sq_depth(g);
+	c->ntx = cm_ntx(g);
+	c->nrx = cm_rq_depth(g);
 	t->cq_cap = c->nrx + t->depth + 1; /* + CLOSED */
 	t->sq = calloc(t->depth, sizeof(*t->sq));
 	t->rq = calloc(c->nrx, sizeof(*t->rq));

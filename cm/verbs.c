@@ -551,7 +551,8 @@ int vconn_build(struct vconn *v)
 {
 	struct cm_conn *c = &v->base;
 	struct ibv_qp_init_attr qpa = { 0 };
-	unsigned int depth = (unsigned int)c->geom.slots + c->geom.ctrl_credits;
+	unsigned int sdepth = cm_sq_depth(&c->geom);
+	unsigned int rdepth = cm_rq_depth(&c->geom);
 	int rc;
 
 	c->ops = &verbs_ops;
@@ -573,33 +574,37 @@ int vconn_build(struct vconn *v)
 	rc = cm_set_nonblock(v->cch->fd);
 	if (rc)
 		return rc;
-	/* Every send WR may complete (selective signalling only lowers it). */
-	v->scq = ibv_create_cq(v->id->verbs, (int)depth, v, v->cch, 0);
-	v->rcq = v->scq ? ibv_create_cq(v->id->verbs, (int)depth, v, v->cch, 0)
-			: NULL;
+	/*
+	 * Every send WR may complete (selective signalling only lowers it;
+	 * a QP in error flushes them all), every receive does.
+	 */
+	v->scq = ibv_create_cq(v->id->verbs, (int)sdepth, v, v->cch, 0);
+	v->rcq = v->scq
+			 ? ibv_create_cq(v->id->verbs, (int)rdepth, v, v->cch, 0)
+			 : NULL;
 	if (!v->scq || !v->rcq) {
 		log_err("cannot create completion queue of %u entries on %s: "
 			"%s",
-			depth, c->dev, strerror(errno));
+			v->scq ? rdepth : sdepth, c->dev, strerror(errno));
 		return -errno;
 	}
 	qpa.send_cq = v->scq;
 	qpa.recv_cq = v->rcq;
 	qpa.qp_type = IBV_QPT_RC;
-	qpa.cap.max_send_wr = depth;
-	qpa.cap.max_recv_wr = depth;
+	qpa.cap.max_send_wr = sdepth;
+	qpa.cap.max_recv_wr = rdepth;
 	qpa.cap.max_send_sge = 1;
 	qpa.cap.max_recv_sge = 1;
 	qpa.sq_sig_all = 0;
 	if (rdma_create_qp(v->id, v->pd, &qpa)) {
 		log_err("cannot create queue pair (%u send, %u receive) on %s: "
 			"%s",
-			depth, depth, c->dev, strerror(errno));
+			sdepth, rdepth, c->dev, strerror(errno));
 		return -errno;
 	}
 	v->qp_created = true;
-	c->ntx = c->geom.ctrl_credits + 1u;
-	c->nrx = depth;
+	c->ntx = cm_ntx(&c->geom);
+	c->nrx = rdepth;
 	rc = reg_buf(v, "control send buffers",
 		     (size_t)c->ntx * c->geom.ctrl_size, IBV_ACCESS_LOCAL_WRITE,
 		     &c->tx, &v->tx_mr);

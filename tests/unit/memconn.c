@@ -62,7 +62,8 @@ struct mc_side {
 	int idx; /* 0: a, 1: b */
 	int evfd;
 	bool alive, armed, closed_told;
-	unsigned int depth; /* slots + ctrl_credits */
+	unsigned int rdepth; /* receive queue and CQ: cm_rq_depth() */
+	unsigned int sdepth; /* send queue and CQ: cm_sq_depth() */
 	/* posted receives, oldest first */
 	unsigned int *rq;
 	unsigned int rq_head, rq_len;
@@ -111,7 +112,7 @@ static void cq_push(struct mc_side *s, struct mc_cq *cq,
 {
 	struct mc_pair *p = s->p;
 
-	if (cq->len >= s->depth)
+	if (cq->len >= (cq == &s->rcq ? s->rdepth : s->sdepth))
 		p->st.cq_overrun++;
 	if (cq->len == cq->cap) {
 		/* Beyond the depth: counted above; keep it anyway. */
@@ -156,7 +157,7 @@ static int take_rx(struct mc_side *r)
 	if (!r->rq_len)
 		return -1;
 	i = r->rq[r->rq_head];
-	r->rq_head = (r->rq_head + 1) % r->depth;
+	r->rq_head = (r->rq_head + 1) % r->rdepth;
 	r->rq_len--;
 	r->rx_posted[i] = 0;
 	return (int)i;
@@ -268,7 +269,7 @@ static int enqueue(struct mc_side *s, struct mc_op *proto)
 	struct mc_op *op;
 	uint64_t due = clock_now_ns();
 
-	if (s->sq_posted - s->sq_retired >= s->depth) {
+	if (s->sq_posted - s->sq_retired >= s->sdepth) {
 		p->st.sq_overflow++;
 		return -ENOMEM;
 	}
@@ -332,7 +333,7 @@ static int mc_post_recv(struct cm_conn *c, unsigned int rxbuf)
 		rc = -EINVAL;
 	} else {
 		s->rx_posted[rxbuf] = 1;
-		s->rq[(s->rq_head + s->rq_len++) % s->depth] = rxbuf;
+		s->rq[(s->rq_head + s->rq_len++) % s->rdepth] = rxbuf;
 	}
 	pthread_mutex_unlock(&s->p->lock);
 	return rc;
@@ -550,21 +551,24 @@ static int side_init(struct mc_pair *p, int idx, const struct cm_geom *g)
 	s->p = p;
 	s->idx = idx;
 	s->alive = true;
-	s->depth = (unsigned int)g->slots + g->ctrl_credits;
+	/* The depths verbs.c gives a real QP and its CQs. */
+	s->rdepth = cm_rq_depth(g);
+	s->sdepth = cm_sq_depth(g);
 	c->ops = &memconn_ops;
 	c->geom = *g;
-	c->ntx = g->ctrl_credits + 1u;
-	c->nrx = s->depth;
+	c->ntx = cm_ntx(g);
+	c->nrx = s->rdepth;
 	snprintf(c->peer, sizeof(c->peer), "memconn-%c", idx ? 'a' : 'b');
 	snprintf(c->dev, sizeof(c->dev), "mem%d", idx);
 	s->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	c->tx = calloc(c->ntx, g->ctrl_size);
 	c->rx = calloc(c->nrx, g->ctrl_size);
-	s->rq = calloc(s->depth, sizeof(*s->rq));
-	s->rx_posted = calloc(s->depth, 1);
-	s->rcq.cap = s->scq.cap = s->depth;
-	s->rcq.e = calloc(s->depth, sizeof(*s->rcq.e));
-	s->scq.e = calloc(s->depth, sizeof(*s->scq.e));
+	s->rq = calloc(s->rdepth, sizeof(*s->rq));
+	s->rx_posted = calloc(s->rdepth, 1);
+	s->rcq.cap = s->rdepth;
+	s->scq.cap = s->sdepth;
+	s->rcq.e = calloc(s->rdepth, sizeof(*s->rcq.e));
+	s->scq.e = calloc(s->sdepth, sizeof(*s->scq.e));
 	if (s->evfd < 0 || !c->tx || !c->rx || !s->rq || !s->rx_posted ||
 	    !s->rcq.e || !s->scq.e)
 		return -ENOMEM;

@@ -41,7 +41,7 @@ struct memconn_faults {
 struct memconn_stats {
 	/* violations */
 	uint64_t rnr;		/* SEND/WRITE arrived, no receive posted */
-	uint64_t sq_overflow;	/* > slots + ctrl_credits WRs outstanding */
+	uint64_t sq_overflow;	/* a post beyond cm_sq_depth() outstanding */
 	uint64_t cq_overrun;	/* a CQ held more entries than its depth */
 	uint64_t bad_post;	/* index, length or slot out of range */
 	uint64_t double_recv;	/* post_recv of a buffer already posted */

@@ -1162,15 +1162,15 @@ static void test_memconn_rules(void)
 	CHECK(a->ops->post_write(a, 0, 4096 + 65, 1, 0, true, 1) < 0);
 	/*
 	 * A WR stays on the send queue until a completion at or after it is
-	 * polled: depth 4 (3 unsignalled + 1 signalled), the 5th fails; one
-	 * SEND_DONE, for the signalled one, then frees all four.
+	 * polled: depth 4 here (3 unsignalled + 1 signalled; the receiver's
+	 * 4 rx buffers bound it), the 5th would be an RNR; one SEND_DONE, for
+	 * the signalled one, then frees all four.
 	 */
 	memcpy(cm_stage(a, 1), "data!", 5);
 	for (unsigned int i = 0; i < 4; i++)
 		CHECK_EQ(a->ops->post_write(a, 1, 5, i % 2, 0xabc0000u + i,
 					    i == 3, i),
 			 0);
-	CHECK(a->ops->post_write(a, 1, 5, 0, 0, false, 9) < 0);
 	n = poll_all(a, ev, 16);
 	CHECK_EQ(n, 1);
 	CHECK_EQ(ev[0].type, CM_EV_SEND_DONE);
@@ -1183,7 +1183,7 @@ static void test_memconn_rules(void)
 	CHECK(!memcmp(cm_slot(b, 1), "data!", 5));
 	memconn_get_stats(a, &ms);
 	CHECK_EQ(ms.rnr, 1);
-	CHECK_EQ(ms.sq_overflow, 1);
+	CHECK_EQ(ms.sq_overflow, 0);
 	CHECK_EQ(ms.double_recv, 1);
 	CHECK_EQ(ms.no_ring, 1);
 	CHECK_EQ(ms.bad_post, 3);
@@ -1210,6 +1210,63 @@ static void test_memconn_rules(void)
 	CHECK_EQ(poll_all(b, ev, 16), 0);
 	cm_conn_destroy(b);
 	CHECK_EQ(tf_count_fds(), fds);
+}
+
+/*
+ * The worst case of one side's send queue, with what the engine may hold
+ * at once: a data write from every staging buffer (slots) and a control
+ * SEND from every tx buffer (ctrl_credits + 1: a message the peer has
+ * consumed, its credit back, can still wait for its own completion). The
+ * send queue and send CQ, sized as verbs.c sizes a real QP, must take it,
+ * every WR signalled; one more is refused, as ibv_post_send() would.
+ */
+static void test_send_queue_worst_case(void)
+{
+	const struct cm_geom g = { .ctrl_size = 1024,
+				   .ctrl_credits = 2,
+				   .slots = 2,
+				   .slot_size = 4096 + 64 };
+	struct cm_conn *a, *b;
+	struct cm_ring_desc ring;
+	struct memconn_stats ms;
+	struct cm_event ev[16];
+	unsigned int i;
+	int n;
+
+	CHECK_EQ(memconn_pair(&g, NULL, &a, &b), 0);
+	CHECK_EQ(a->ntx, g.ctrl_credits + 1u);
+	CHECK_EQ(b->ops->ring_create(b, &ring), 0);
+	CHECK_EQ(a->ops->stage_create(a, &ring), 0);
+	/* every credit spent; the peer consumes and reposts at once */
+	for (i = 0; i < g.ctrl_credits; i++) {
+		memset(cm_tx(a, i), 'c', 16);
+		CHECK_EQ(a->ops->post_send(a, i, 16, ENGINE_WR_CTRL | i), 0);
+	}
+	CHECK_EQ(poll_all(b, ev, 16), g.ctrl_credits);
+	for (i = 0; i < g.ctrl_credits; i++)
+		CHECK_EQ(b->ops->post_recv(b, (unsigned int)ev[i].id), 0);
+	/* a has polled nothing: the last tx buffer (an ack-only CREDIT) */
+	CHECK_EQ(a->ops->post_send(a, g.ctrl_credits, 16,
+				   ENGINE_WR_CTRL | g.ctrl_credits),
+		 0);
+	/* and a write from every staging buffer */
+	for (i = 0; i < g.slots; i++)
+		CHECK_EQ(a->ops->post_write(a, i, 100, i, i, true, i), 0);
+	memconn_get_stats(a, &ms);
+	CHECK_EQ(ms.sq_overflow, 0);
+	CHECK_EQ(ms.cq_overrun, 0);
+	CHECK_EQ(ms.rnr, 0);
+	/* the depth is real: one more WR does not fit */
+	CHECK(a->ops->post_send(a, 0, 16, 99) < 0);
+	memconn_get_stats(a, &ms);
+	CHECK_EQ(ms.sq_overflow, 1);
+	n = poll_all(a, ev, 16);
+	CHECK_EQ(n, (int)(a->ntx + g.slots));
+	for (i = 0; i < (unsigned int)n; i++)
+		CHECK_EQ(ev[i].status, 0);
+	CHECK_EQ(poll_all(b, ev, 16), 1 + g.slots);
+	cm_conn_destroy(a);
+	cm_conn_destroy(b);
 }
 
 /* ---- a fatal error mid-session reaches the peer as that error ---- */
@@ -1278,7 +1335,8 @@ static void test_error_reaches_peer(void)
 	CHECK_EQ(tf_count_fds(), fds);
 }
 
-TAP_RUN(TAP_TEST(test_memconn_rules), TAP_TEST(test_error_reaches_peer),
+TAP_RUN(TAP_TEST(test_memconn_rules), TAP_TEST(test_send_queue_worst_case),
+	TAP_TEST(test_error_reaches_peer),
 	TAP_TEST(test_sizes_window1), TAP_TEST(test_sizes_window2),
 	TAP_TEST(test_sizes_window3), TAP_TEST(test_sizes_window8),
 	TAP_TEST(test_1mib_random), TAP_TEST(test_window1_many_chunks),
