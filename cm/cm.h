@@ -74,6 +74,16 @@ enum cm_ev_type {
 	CM_EV_CLOSED,	 /* the peer disconnected or the link failed */
 };
 
+/*
+ * Status conventions: 0, or a negative errno. -ECONNRESET is a flush (the
+ * work request never ran because the connection had already failed or
+ * closed: IBV_WC_WR_FLUSH_ERR), a consequence; the cause, if the
+ * connection failed for a reason of its own, is another event's status:
+ * -EHOSTUNREACH the peer stopped answering (retries exceeded), -EPROTO the
+ * peer broke the protocol (remote access, RNR), -ENETDOWN the local port
+ * went down, -ENODEV the local device failed or was removed, another errno
+ * any other failure. Its words, as logged, are in cm_conn.err.
+ */
 struct cm_event {
 	enum cm_ev_type type;
 	int status;   /* 0, or a negative errno for a failed completion */
@@ -134,6 +144,12 @@ struct cm_conn {
 	char peer[64];	       /* printable peer address, "[addr]:port" */
 	char dev[64];	       /* device name ("rxe0"; "tcp" over TCP) */
 	const char *transport; /* "rdma" or "tcp" */
+	/*
+	 * The first cause of failure in words, as cm/ logged it, set with
+	 * the first failed completion or CLOSED whose status is not a flush;
+	 * "" until then. Only the thread that polls reads it.
+	 */
+	char err[256];
 };
 
 static inline uint8_t *cm_tx(struct cm_conn *c, unsigned int i)

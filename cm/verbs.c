@@ -342,7 +342,11 @@ static int v_post_write(struct cm_conn *c, unsigned int stage, uint32_t len,
 	return -rc;
 }
 
-/* What a failed completion means for the user, and the errno it becomes. */
+/*
+ * What a failed completion means for the user, and the errno it becomes
+ * (the status conventions of cm.h). The first one that is not a flush is
+ * logged, with ibv_wc_status_str(), and kept in c->err.
+ */
 static int wc_error(struct vconn *v, const struct ibv_wc *wc)
 {
 	const char *what;
@@ -355,24 +359,28 @@ static int wc_error(struct vconn *v, const struct ibv_wc *wc)
 			  (unsigned long long)wc->wr_id);
 		return -ECONNRESET;
 	case IBV_WC_RETRY_EXC_ERR:
-		what = "peer unreachable: its host or the link is down";
+	case IBV_WC_RESP_TIMEOUT_ERR:
+		what = "the peer stopped answering (retry exceeded): its host "
+		       "is down or the link is cut";
 		err = -EHOSTUNREACH;
 		break;
 	case IBV_WC_RNR_RETRY_EXC_ERR:
-		what = "peer had no receive posted: credit protocol violated";
+		what = "the peer had no receive posted (RNR retry exceeded): "
+		       "it broke the credit protocol";
 		err = -EPROTO;
 		break;
 	case IBV_WC_REM_ACCESS_ERR:
-		what = "remote access refused: protocol bug or stale rkey";
+		what = "the peer refused the access (remote access error): a "
+		       "protocol bug or a stale rkey";
 		err = -EPROTO;
 		break;
 	case IBV_WC_LOC_LEN_ERR:
-		what = "message longer than the receive buffer";
+		what = "a message was longer than the receive buffer";
 		err = -EPROTO;
 		break;
 	case IBV_WC_REM_INV_REQ_ERR:
 	case IBV_WC_REM_OP_ERR:
-		what = "peer rejected the operation";
+		what = "the peer rejected the operation";
 		err = -EPROTO;
 		break;
 	default:
@@ -382,10 +390,12 @@ static int wc_error(struct vconn *v, const struct ibv_wc *wc)
 	}
 	if (!v->first_err_logged) {
 		v->first_err_logged = true;
-		log_err("RDMA %s to %s failed: %s (status %d): %s",
-			wc->opcode & IBV_WC_RECV ? "receive" : "send",
-			v->base.peer, ibv_wc_status_str(wc->status), wc->status,
-			what);
+		snprintf(v->base.err, sizeof(v->base.err),
+			 "RDMA %s to %s failed: %s (status %d): %s",
+			 wc->opcode & IBV_WC_RECV ? "receive" : "send",
+			 v->base.peer, ibv_wc_status_str(wc->status),
+			 wc->status, what);
+		log_err("%s", v->base.err);
 	}
 	return err;
 }
@@ -455,18 +465,30 @@ static int poll_one_cq(struct vconn *v, struct ibv_cq *cq, struct cm_event *ev,
 	return n;
 }
 
+/*
+ * The receive CQ first, but never with the whole budget: a quarter is
+ * kept for the send CQ, so that a flood of receives (data, or a QP in
+ * error flushing every posted receive) cannot starve it; what the send
+ * CQ leaves goes to the receive CQ again.
+ */
 static int v_poll(struct cm_conn *c, struct cm_event *ev, int max)
 {
 	struct vconn *v = to_v(c);
-	int n, m;
+	int n, m, k;
 
-	n = poll_one_cq(v, v->rcq, ev, max);
+	n = poll_one_cq(v, v->rcq, ev, max - max / 4);
 	if (n < 0)
 		return n;
 	m = poll_one_cq(v, v->scq, ev + n, max - n);
 	if (m < 0)
 		return m;
 	n += m;
+	if (n < max && n - m == max - max / 4) {
+		k = poll_one_cq(v, v->rcq, ev + n, max - n);
+		if (k < 0)
+			return k;
+		n += k;
+	}
 	if (n) {
 		v->idle_polls = 0;
 		return n;

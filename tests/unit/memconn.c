@@ -62,6 +62,7 @@ struct mc_side {
 	int idx; /* 0: a, 1: b */
 	int evfd;
 	bool alive, armed, closed_told;
+	bool qp_err; /* the fatal_write fault put this QP in error */
 	unsigned int rdepth; /* receive queue and CQ: cm_rq_depth() */
 	unsigned int sdepth; /* send queue and CQ: cm_sq_depth() */
 	/* posted receives, oldest first */
@@ -83,6 +84,7 @@ struct mc_pair {
 	unsigned int rng;
 	unsigned int refs;
 	uint64_t credits_seen; /* CREDIT messages from b */
+	uint64_t writes_tried; /* data writes from a that reached delivery */
 	bool vanished;
 };
 
@@ -163,6 +165,46 @@ static int take_rx(struct mc_side *r)
 	return (int)i;
 }
 
+static void flush_completion(struct mc_side *s, enum cm_ev_type type,
+			     uint64_t id, uint64_t wr_seq)
+{
+	struct cm_event ev = { .type = type, .status = -ECONNRESET, .id = id };
+
+	s->p->st.flushed++;
+	cq_push(s, type == CM_EV_RECV ? &s->rcq : &s->scq, &ev, wr_seq);
+}
+
+/*
+ * The fatal_write fault: op fails at s with the fault's status and s's QP
+ * goes to the error state, in the order of a real RC QP: the failed WR's
+ * completion, then a flush of every later WR and of every posted receive.
+ */
+static void qp_fail(struct mc_side *s, const struct mc_op *op)
+{
+	struct mc_pair *p = s->p;
+	struct cm_event ev = {
+		.type = CM_EV_SEND_DONE,
+		.status = p->f.fatal_status ? p->f.fatal_status : -EIO,
+		.id = op->wr_id,
+	};
+	int rx;
+
+	cq_push(s, &s->scq, &ev, op->wr_seq);
+	snprintf(s->base.err, sizeof(s->base.err), "%s",
+		 p->f.fatal_why ? p->f.fatal_why : "memconn: fatal completion");
+	s->qp_err = true;
+	while (s->out_head) {
+		struct mc_op *o = s->out_head;
+
+		s->out_head = o->next;
+		flush_completion(s, CM_EV_SEND_DONE, o->wr_id, o->wr_seq);
+		free(o);
+	}
+	s->out_tail = NULL;
+	while ((rx = take_rx(s)) >= 0)
+		flush_completion(s, CM_EV_RECV, (uint64_t)rx, 0);
+}
+
 /* The responder's side of one operation from s to its peer. */
 static void deliver(struct mc_side *s, struct mc_op *op)
 {
@@ -173,8 +215,13 @@ static void deliver(struct mc_side *s, struct mc_op *op)
 
 	if (!r->alive || !s->alive)
 		return;
-	if (p->vanished) {
-		p->st.vanished++;
+	if (p->vanished || r->qp_err) {
+		p->st.vanished++; /* a QP in error answers nothing */
+		return;
+	}
+	if (op->kind == OP_WRITE && s->idx == 0 && p->f.fatal_write &&
+	    ++p->writes_tried == p->f.fatal_write) {
+		qp_fail(s, op);
 		return;
 	}
 	if (op->kind == OP_SEND && s->idx == 1 &&
@@ -279,6 +326,12 @@ static int enqueue(struct mc_side *s, struct mc_op *proto)
 	*op = *proto;
 	op->next = NULL;
 	op->wr_seq = s->sq_posted++;
+	if (s->qp_err) {
+		/* As ibv_post_send() on a QP in error: flushed at once. */
+		flush_completion(s, CM_EV_SEND_DONE, op->wr_id, op->wr_seq);
+		free(op);
+		return 0;
+	}
 	if (p->f.delay_max_us)
 		due += (uint64_t)(rand_r(&p->rng) % (p->f.delay_max_us + 1)) *
 		       1000u;
@@ -331,6 +384,8 @@ static int mc_post_recv(struct cm_conn *c, unsigned int rxbuf)
 	} else if (s->rx_posted[rxbuf]) {
 		s->p->st.double_recv++;
 		rc = -EINVAL;
+	} else if (s->qp_err) {
+		flush_completion(s, CM_EV_RECV, rxbuf, 0);
 	} else {
 		s->rx_posted[rxbuf] = 1;
 		s->rq[(s->rq_head + s->rq_len++) % s->rdepth] = rxbuf;
@@ -394,9 +449,10 @@ static int mc_poll(struct cm_conn *c, struct cm_event *ev, int max)
 
 	pthread_mutex_lock(&s->p->lock);
 	deliver_due(s->p);
-	/* Receive CQ first, then the send CQ, as verbs.c does. */
-	n = cq_pop(s, &s->rcq, ev, max, false);
+	/* As verbs.c: the receive CQ first, a quarter kept for the send CQ. */
+	n = cq_pop(s, &s->rcq, ev, max - max / 4, false);
 	n += cq_pop(s, &s->scq, ev + n, max - n, true);
+	n += cq_pop(s, &s->rcq, ev + n, max - n, false);
 	if (!n && max > 0 && !peer_of(s)->alive && !s->closed_told) {
 		s->closed_told = true;
 		memset(ev, 0, sizeof(*ev));

@@ -877,6 +877,50 @@ static void test_peer_vanishes(void)
 	sess_finish(&s);
 }
 
+/*
+ * A data write fails for a cause of its own and the sender's QP goes to
+ * error: the receive CQ, polled first, holds a flush for every posted
+ * receive. The session must end with that cause (its class, errno and
+ * words), not as a peer that went away.
+ */
+static void fatal_write(int status, const char *why, enum xfer_fail want)
+{
+	struct sess s;
+
+	sess_init(&s, 8);
+	s.faults.fatal_write = 3;
+	s.faults.fatal_status = status;
+	s.faults.fatal_why = why;
+	sess_add(&s, "f", 50 * CHUNK, 95);
+	sess_run(&s);
+	CHECK_EQ(s.vc, want);
+	CHECK(s.vs == XFER_FAIL_PEER_LOST);
+	CHECK(!strcmp(s.st.error, why));
+	if (strcmp(s.st.error, why))
+		printf("#   got: %s\n", s.st.error);
+	CHECK(s.ms.flushed > 24);
+	check_absent(&s, 0);
+	sess_finish(&s);
+}
+
+static void test_fatal_retry_exceeded(void)
+{
+	fatal_write(-EHOSTUNREACH,
+		    "RDMA send to memconn-b failed: transport retry counter "
+		    "exceeded (status 12): the peer stopped answering (retry "
+		    "exceeded): its host is down or the link is cut",
+		    XFER_FAIL_PEER_LOST);
+}
+
+static void test_fatal_remote_access(void)
+{
+	fatal_write(-EPROTO,
+		    "RDMA send to memconn-b failed: remote access error "
+		    "(status 10): the peer refused the access (remote access "
+		    "error): a protocol bug or a stale rkey",
+		    XFER_FAIL_PROTOCOL);
+}
+
 /* ---- small files packed into shared slots ---- */
 
 #define TREE_FILES 240
@@ -1353,5 +1397,6 @@ TAP_RUN(TAP_TEST(test_memconn_rules), TAP_TEST(test_send_queue_worst_case),
 	TAP_TEST(test_corruption_one_of_many), TAP_TEST(test_dropped_credit),
 	TAP_TEST(test_ctrl_tagged), TAP_TEST(test_ctrl_dropped_keyed),
 	TAP_TEST(test_delays), TAP_TEST(test_peer_vanishes),
+	TAP_TEST(test_fatal_retry_exceeded), TAP_TEST(test_fatal_remote_access),
 	TAP_TEST(test_pack_tree), TAP_TEST(test_pack_big_tree),
 	TAP_TEST(test_pack_corrupted), TAP_TEST(test_dest_inside_source))
