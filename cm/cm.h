@@ -81,8 +81,9 @@ enum cm_ev_type {
  * connection failed for a reason of its own, is another event's status:
  * -EHOSTUNREACH the peer stopped answering (retries exceeded), -EPROTO the
  * peer broke the protocol (remote access, RNR), -ENETDOWN the local port
- * went down, -ENODEV the local device failed or was removed, another errno
- * any other failure. Its words, as logged, are in cm_conn.err.
+ * went down, -ENODEV the local device failed or was removed, -EOVERFLOW a
+ * CQ overran (a bug), another errno any other failure. Its words, as
+ * logged, are in cm_conn.err.
  */
 struct cm_event {
 	enum cm_ev_type type;
@@ -241,7 +242,10 @@ void cm_listener_destroy(struct cm_listener *l);
  * geometry is rejected here (both sides log why) and the call returns
  * -EAGAIN as for a timeout; so does running out of descriptors or memory
  * (logged at most every 10 s; the clients are refused as busy meanwhile).
- * Any other error is the listener's own. On success *out is owned by the
+ * When the RDMA device a listener is bound to is removed, that is logged
+ * and the listener stops listening for RDMA: -EAGAIN if it serves TCP too
+ * (from then on TCP alone), else -ENODEV. Any other error is the
+ * listener's own. On success *out is owned by the
  * caller and may be accepted from another thread; it must be accepted or
  * rejected before the listener is destroyed.
  */

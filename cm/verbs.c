@@ -71,6 +71,8 @@ int vconn_teardown(struct vconn *v)
 	struct ibv_wc wc[16];
 	int first = 0, rc;
 
+	/* No more asynchronous events routed here from now on. */
+	vasync_del(v);
 	if (v->established && !v->closed)
 		rdma_disconnect(v->id);
 	/* Drain flushed completions (bounded: the QP is in error now). */
@@ -410,8 +412,20 @@ static void check_cm(struct vconn *v)
 
 		rdma_ack_cm_event(ev);
 		switch (t) {
+		case RDMA_CM_EVENT_DEVICE_REMOVAL: {
+			char why[sizeof(v->async_why)];
+
+			/* The session ends and tears down: the removal
+			 * waits for its cm_id to be destroyed. */
+			snprintf(why, sizeof(why),
+				 "RDMA device %s was removed: the connection "
+				 "to %s is lost",
+				 v->base.dev, v->base.peer);
+			vasync_set(v, -ENODEV, why);
+			v->closed = true;
+			break;
+		}
 		case RDMA_CM_EVENT_DISCONNECTED:
-		case RDMA_CM_EVENT_DEVICE_REMOVAL:
 		case RDMA_CM_EVENT_TIMEWAIT_EXIT:
 			log_debug("%s: %s", v->base.peer, rdma_event_str(t));
 			v->closed = true;
@@ -442,6 +456,8 @@ static int poll_one_cq(struct vconn *v, struct ibv_cq *cq, struct cm_event *ev,
 
 		memset(e, 0, sizeof(*e));
 		e->id = wc[i].wr_id;
+		if (wc[i].status == IBV_WC_WR_FLUSH_ERR)
+			v->flush_seen = true;
 		if (wc[i].status != IBV_WC_SUCCESS) {
 			e->status = wc_error(v, &wc[i]);
 			e->type = cq == v->rcq ? CM_EV_RECV : CM_EV_SEND_DONE;
@@ -466,16 +482,44 @@ static int poll_one_cq(struct vconn *v, struct ibv_cq *cq, struct cm_event *ev,
 }
 
 /*
- * The receive CQ first, but never with the whole budget: a quarter is
- * kept for the send CQ, so that a flood of receives (data, or a QP in
- * error flushing every posted receive) cannot starve it; what the send
- * CQ leaves goes to the receive CQ again.
+ * A fatal asynchronous event or a removed device, reported once, as a
+ * CLOSED carrying the cause; logged unless a completion's cause was.
+ */
+static int async_report(struct vconn *v, struct cm_event *ev, int max)
+{
+	int err = __atomic_load_n(&v->async_err, __ATOMIC_ACQUIRE);
+
+	if (!err || v->async_told || max <= 0)
+		return 0;
+	v->async_told = true;
+	v->closed_told = true;
+	if (!v->base.err[0]) {
+		snprintf(v->base.err, sizeof(v->base.err), "%s", v->async_why);
+		log_err("%s", v->base.err);
+	} else {
+		log_debug("%s", v->async_why);
+	}
+	memset(ev, 0, sizeof(*ev));
+	ev->type = CM_EV_CLOSED;
+	ev->status = err;
+	return 1;
+}
+
+/*
+ * A fatal asynchronous event first. Then the receive CQ, but never with
+ * the whole budget: a quarter is kept for the send CQ, so that a flood of
+ * receives (data, or a QP in error flushing every posted receive) cannot
+ * starve it; what the send CQ leaves goes to the receive CQ again. With
+ * both empty, the CM channel and the async fd are read every
+ * CM_CHECK_EVERY calls, or at once after a flush (the cause may be there).
  */
 static int v_poll(struct cm_conn *c, struct cm_event *ev, int max)
 {
 	struct vconn *v = to_v(c);
 	int n, m, k;
 
+	if (async_report(v, ev, max))
+		return 1;
 	n = poll_one_cq(v, v->rcq, ev, max - max / 4);
 	if (n < 0)
 		return n;
@@ -493,9 +537,12 @@ static int v_poll(struct cm_conn *c, struct cm_event *ev, int max)
 		v->idle_polls = 0;
 		return n;
 	}
-	if (++v->idle_polls >= CM_CHECK_EVERY) {
+	if (v->flush_seen || ++v->idle_polls >= CM_CHECK_EVERY) {
 		v->idle_polls = 0;
 		check_cm(v);
+		vasync_read(v->id->verbs);
+		if (async_report(v, ev, max))
+			return 1;
 	}
 	if (v->closed && !v->closed_told && max > 0) {
 		v->closed_told = true;
@@ -522,20 +569,24 @@ static int v_arm(struct cm_conn *c)
 static int v_wait(struct cm_conn *c, int extra_fd, int timeout_ms)
 {
 	struct vconn *v = to_v(c);
-	struct pollfd pfd[3] = {
+	/* poll(2) skips an extra_fd of -1. */
+	struct pollfd pfd[4] = {
 		{ .fd = v->cch->fd, .events = POLLIN },
 		{ .fd = v->ech->fd, .events = POLLIN },
+		{ .fd = v->id->verbs->async_fd, .events = POLLIN },
 		{ .fd = extra_fd, .events = POLLIN },
 	};
 	struct ibv_cq *cq;
 	void *ctx;
 	int rc;
 
-	rc = poll(pfd, extra_fd >= 0 ? 3 : 2, timeout_ms);
+	rc = poll(pfd, 4, timeout_ms);
 	if (rc < 0)
 		return errno == EINTR ? 0 : -errno;
 	if (pfd[1].revents)
 		check_cm(v);
+	if (pfd[2].revents)
+		vasync_read(v->id->verbs);
 	if (pfd[0].revents) {
 		while (ibv_get_cq_event(v->cch, &cq, &ctx) == 0) {
 			/* Ack in batches; both CQs are acked at teardown. */
@@ -601,9 +652,8 @@ int vconn_build(struct vconn *v)
 	 * a QP in error flushes them all), every receive does.
 	 */
 	v->scq = ibv_create_cq(v->id->verbs, (int)sdepth, v, v->cch, 0);
-	v->rcq = v->scq
-			 ? ibv_create_cq(v->id->verbs, (int)rdepth, v, v->cch, 0)
-			 : NULL;
+	v->rcq = v->scq ? ibv_create_cq(v->id->verbs, (int)rdepth, v, v->cch, 0)
+			: NULL;
 	if (!v->scq || !v->rcq) {
 		log_err("cannot create completion queue of %u entries on %s: "
 			"%s",
@@ -625,6 +675,9 @@ int vconn_build(struct vconn *v)
 		return -errno;
 	}
 	v->qp_created = true;
+	rc = vasync_add(v);
+	if (rc)
+		return rc;
 	c->ntx = cm_ntx(&c->geom);
 	c->nrx = rdepth;
 	rc = reg_buf(v, "control send buffers",

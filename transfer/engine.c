@@ -405,6 +405,9 @@ static int completion_failed(struct engine *e, const struct cm_event *ev)
 	case -ENODEV:
 		k = XFER_FAIL_RESOURCE;
 		break;
+	case -EOVERFLOW:
+		k = XFER_FAIL_INTERNAL;
+		break;
 	default:
 		k = XFER_FAIL_PEER_LOST;
 		break;
@@ -512,11 +515,11 @@ static int dispatch_batch(struct engine *e)
  */
 static void drain_failed(struct engine *e)
 {
-	unsigned int bound = cm_rq_depth(&e->c->geom) +
-			     cm_sq_depth(&e->c->geom) + 2;
+	unsigned int bound =
+		cm_rq_depth(&e->c->geom) + cm_sq_depth(&e->c->geom) + 2;
 
-	for (unsigned int k = 0;
-	     k < bound && !e->fail && !e->role->finished(e); k++) {
+	for (unsigned int k = 0; k < bound && !e->fail && !e->role->finished(e);
+	     k++) {
 		int n = e->c->ops->poll(e->c, e->evq, POLL_BATCH);
 
 		if (n <= 0)

@@ -62,7 +62,8 @@ struct mc_side {
 	int idx; /* 0: a, 1: b */
 	int evfd;
 	bool alive, armed, closed_told;
-	bool qp_err; /* the fatal_write fault put this QP in error */
+	bool qp_err;	   /* a fault put this QP in error */
+	int async_pending; /* the async fault's status, not yet polled */
 	unsigned int rdepth; /* receive queue and CQ: cm_rq_depth() */
 	unsigned int sdepth; /* send queue and CQ: cm_sq_depth() */
 	/* posted receives, oldest first */
@@ -174,6 +175,8 @@ static void flush_completion(struct mc_side *s, enum cm_ev_type type,
 	cq_push(s, type == CM_EV_RECV ? &s->rcq : &s->scq, &ev, wr_seq);
 }
 
+static void qp_error(struct mc_side *s);
+
 /*
  * The fatal_write fault: op fails at s with the fault's status and s's QP
  * goes to the error state, in the order of a real RC QP: the failed WR's
@@ -187,11 +190,18 @@ static void qp_fail(struct mc_side *s, const struct mc_op *op)
 		.status = p->f.fatal_status ? p->f.fatal_status : -EIO,
 		.id = op->wr_id,
 	};
-	int rx;
 
 	cq_push(s, &s->scq, &ev, op->wr_seq);
 	snprintf(s->base.err, sizeof(s->base.err), "%s",
 		 p->f.fatal_why ? p->f.fatal_why : "memconn: fatal completion");
+	qp_error(s);
+}
+
+/* s's QP goes to error: every WR still queued, every receive, flushed. */
+static void qp_error(struct mc_side *s)
+{
+	int rx;
+
 	s->qp_err = true;
 	while (s->out_head) {
 		struct mc_op *o = s->out_head;
@@ -273,6 +283,11 @@ static void deliver(struct mc_side *s, struct mc_op *op)
 	}
 	cq_push(r, &r->rcq, &ev, 0);
 	send_done(s, op, 0);
+	if (op->kind == OP_WRITE && p->f.async_after_writes &&
+	    p->st.writes == p->f.async_after_writes) {
+		s->async_pending = p->f.async_status ? p->f.async_status : -EIO;
+		qp_error(s);
+	}
 	if (op->kind == OP_WRITE && p->f.vanish_after_writes &&
 	    p->st.writes >= p->f.vanish_after_writes)
 		p->vanished = true;
@@ -453,7 +468,17 @@ static int mc_poll(struct cm_conn *c, struct cm_event *ev, int max)
 	n = cq_pop(s, &s->rcq, ev, max - max / 4, false);
 	n += cq_pop(s, &s->scq, ev + n, max - n, true);
 	n += cq_pop(s, &s->rcq, ev + n, max - n, false);
-	if (!n && max > 0 && !peer_of(s)->alive && !s->closed_told) {
+	if (!n && max > 0 && s->async_pending) {
+		memset(ev, 0, sizeof(*ev));
+		ev->type = CM_EV_CLOSED;
+		ev->status = s->async_pending;
+		snprintf(c->err, sizeof(c->err), "%s",
+			 s->p->f.async_why ? s->p->f.async_why
+					   : "memconn: async event");
+		s->async_pending = 0;
+		s->closed_told = true;
+		n = 1;
+	} else if (!n && max > 0 && !peer_of(s)->alive && !s->closed_told) {
 		s->closed_told = true;
 		memset(ev, 0, sizeof(*ev));
 		ev->type = CM_EV_CLOSED;

@@ -46,6 +46,16 @@ struct memconn_faults {
 	uint64_t fatal_write;
 	int fatal_status;
 	const char *fatal_why;
+	/* After N data writes were delivered, a's device reports a fatal
+	 * asynchronous event (cm.h: -ENETDOWN its port went down, -ENODEV
+	 * it failed or was removed): a's QP goes to error (every WR and
+	 * posted receive flushed) and a's poll hands out the event, as a
+	 * CLOSED with async_status and async_why as a's cm_conn.err, after
+	 * the flushes (the worse order: verbs.c reports it at once when it
+	 * read the event first). */
+	uint64_t async_after_writes;
+	int async_status;
+	const char *async_why;
 };
 
 /* Breaches of the transport's rules (must stay 0) and plain counts. */

@@ -921,6 +921,48 @@ static void test_fatal_remote_access(void)
 		    XFER_FAIL_PROTOCOL);
 }
 
+/*
+ * The sender's device reports a fatal asynchronous event mid-file; its QP
+ * flushes everything first. The session ends with the event's cause, at
+ * once (not at the peer-silence timeout, 5 s here: the watchdog is far).
+ */
+static void async_event(int status, const char *why, enum xfer_fail want)
+{
+	struct sess s;
+
+	sess_init(&s, 8);
+	s.faults.async_after_writes = 4;
+	s.faults.async_status = status;
+	s.faults.async_why = why;
+	sess_add(&s, "f", 50 * CHUNK, 96);
+	sess_run(&s);
+	CHECK_EQ(s.vc, want);
+	CHECK(s.vs == XFER_FAIL_PEER_LOST);
+	CHECK(!strcmp(s.st.error, why));
+	if (strcmp(s.st.error, why))
+		printf("#   got: %s\n", s.st.error);
+	CHECK(s.ms.flushed > 24);
+	check_absent(&s, 0);
+	sess_finish(&s);
+}
+
+static void test_async_port_down(void)
+{
+	async_event(-ENETDOWN,
+		    "RDMA device mem0, connection to memconn-b: the port went "
+		    "down: the link is cut (async event port error)",
+		    XFER_FAIL_PEER_LOST);
+}
+
+static void test_async_device_fatal(void)
+{
+	async_event(-ENODEV,
+		    "RDMA device mem0, connection to memconn-b: the device "
+		    "failed: reset or reload its driver (async event local "
+		    "catastrophic error)",
+		    XFER_FAIL_RESOURCE);
+}
+
 /* ---- small files packed into shared slots ---- */
 
 #define TREE_FILES 240
@@ -1398,5 +1440,6 @@ TAP_RUN(TAP_TEST(test_memconn_rules), TAP_TEST(test_send_queue_worst_case),
 	TAP_TEST(test_ctrl_tagged), TAP_TEST(test_ctrl_dropped_keyed),
 	TAP_TEST(test_delays), TAP_TEST(test_peer_vanishes),
 	TAP_TEST(test_fatal_retry_exceeded), TAP_TEST(test_fatal_remote_access),
+	TAP_TEST(test_async_port_down), TAP_TEST(test_async_device_fatal),
 	TAP_TEST(test_pack_tree), TAP_TEST(test_pack_big_tree),
 	TAP_TEST(test_pack_corrupted), TAP_TEST(test_dest_inside_source))
