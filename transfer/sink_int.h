@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * Private to the sink's files: sink.c (the protocol role: FILE, chunks,
- * FILE_END, results), sink_final.c (verify and place a whole file),
- * sink_resume.c (what this side already has: the resume scan and HAVE)
- * and sink_pack.c (packed slots of small files).
+ * Private to the sink's files: sink.c (the protocol role: FILE, FILE_END,
+ * results), sink_chunk.c (chunks: checked, written, folded, released),
+ * sink_dir.c (the directories it creates and finishes), sink_final.c
+ * (verify and place a whole file), sink_resume.c (what this side already
+ * has: the resume scan and HAVE), sink_pack.c (packed slots of small
+ * files) and sink_want.c (what a pull asked for).
  * Everything here runs in the engine thread unless it says "worker".
  */
 #ifndef RDCP_SINK_INT_H
@@ -202,7 +204,6 @@ int sink_map_names(struct sink *k, uint32_t id, const char *path,
 /* The directory n goes into: the target's own dirfd or a new fd. */
 int sink_open_parent(const struct sink *k, struct snk_names *n);
 
-
 /* Hands f to a worker for fn; after runs in the engine thread. */
 void sink_start_work(struct sink *k, struct snk_file *f,
 		     void (*fn)(struct workq_item *),
@@ -231,6 +232,28 @@ void sink_check_space(struct snk_file *f, uint64_t need);
 struct snk_file *sink_live_find(const struct sink *k, uint32_t id);
 /* Finalizes f if it is ended and nothing of it is in flight. */
 void sink_maybe_finalize(struct sink *k, struct snk_file *f);
+
+/* ---- sink_chunk.c ---- */
+
+/* The slots' jobs, n of them. 0 or -errno (the caller frees k->jobs). */
+int sink_jobs_init(struct sink *k, unsigned int n);
+/*
+ * The engine role's on_data: a slot was written. 0 or the engine's error
+ * (a protocol violation).
+ */
+int sink_on_data(struct engine *e, const struct cm_event *ev);
+
+/* ---- sink_dir.c ---- */
+
+/*
+ * Makes directory f (f->err on failure) and remembers it to finish. 0, or
+ * -ENOMEM.
+ */
+int sink_make_dir(struct sink *k, struct snk_file *f);
+/* Every directory remembered gets its final mode and times. */
+void sink_finish_dirs(struct sink *k);
+/* Forgets the directories remembered (a session that ended early). */
+void sink_dirs_free(struct sink *k);
 /* ---- sink_final.c ---- */
 
 /*
