@@ -67,6 +67,7 @@ static void file_free(struct sink *k, struct snk_file *f)
 	free(f->sums);
 	free(f->bits);
 	ck_sha256_destroy(f->tree);
+	sink_dir_release(k, f->dir); /* after the temporary is gone */
 	free(f);
 }
 
@@ -237,6 +238,8 @@ static int map_path(struct sink *k, struct snk_file *f, const char *path)
 	why = sink_want_check(k, f->id, f->kind, path);
 	if (why)
 		return sink_want_refuse(k, path, why);
+	if (sink_dir_enter(k, path))
+		return sink_want_refuse(k, path, SINK_DIR_NOT_NOW);
 	f->dirfd = sink_open_parent(k, &f->n);
 	if (f->dirfd < 0) {
 		rc = f->dirfd;
@@ -423,6 +426,9 @@ static int on_file(struct sink *k, const struct wire_file *wf)
 	rc = map_path(k, f, wf->path);
 	if (rc)
 		return rc;
+	/* Its directory stays unfinished until it is placed or dropped. */
+	if (f->kind == WIRE_KIND_FILE)
+		f->dir = sink_dir_hold(k);
 	client_report(k, f, false, NULL, 0);
 	/* What is here is told at most once a name (-n, -u, --resume). */
 	rc = f->kind != WIRE_KIND_DIR && (k->p->flags & WIRE_HELLO_ASK)
@@ -438,7 +444,7 @@ static int on_file(struct sink *k, const struct wire_file *wf)
 			  f->n.shown);
 	switch (f->kind) {
 	case WIRE_KIND_DIR:
-		if (!f->err && sink_make_dir(k, f))
+		if (sink_make_dir(k, f, wf->path))
 			return engine_fail(k->e, XFER_FAIL_RESOURCE, -ENOMEM,
 					   "out of memory");
 		return sink_send_result(k, f, NULL, 0);
@@ -667,6 +673,8 @@ out:
 	(void)workq_take_done(e->wq);
 	workq_destroy(e->wq);
 	e->wq = NULL;
+	/* Nothing more is finished: the session did not end well. */
+	sink_dirs_drop(&k);
 	while (k.nlive) /* removes unfinished temporaries */
 		file_free(&k, k.live[--k.nlive]);
 	for (unsigned int i = 0; k.jobs && i < e->c->geom.slots; i++) {
@@ -674,7 +682,6 @@ out:
 		payload_release(&k.jobs[i].pl);
 	}
 	free(k.jobs);
-	sink_dirs_free(&k);
 	free(k.asked);
 	sink_want_free(&k);
 	credit_rx_release(&k.rx);

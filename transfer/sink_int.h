@@ -30,6 +30,7 @@ struct snk_names {
 };
 
 struct sink;
+struct snk_dir;
 struct snk_file;
 struct snk_want;
 
@@ -48,7 +49,9 @@ struct snk_file {
 	uint32_t id;
 	uint8_t kind;
 	int fd;
-	int dirfd;	 /* the parent: owned unless it is the target's */
+	int dirfd; /* the parent: owned unless it is the target's */
+	/* A regular file's directory, kept unfinished while it flies. */
+	struct snk_dir *dir;
 	int cand;	 /* resume: what an earlier attempt left (or -1) */
 	bool cand_final; /* ... and that is the file under its final name */
 	/*
@@ -120,17 +123,14 @@ struct snk_job {
 	uint8_t sha[CK_SHA256_LEN];
 	bool done; /* the worker is through with it */
 	int next;  /* the slot of the file's next chunk, or -1 */
+	/* A pack: the directory the walk was in, kept unfinished meanwhile. */
+	struct snk_dir *dir;
 	/* a pack with a name the pull did not ask for: it, and why */
 	char *refused;
 	const char *refused_why;
 };
 
-struct snk_dir {
-	char *rel;
-	uint32_t mode;
-	bool created;
-	struct timespec times[2];
-};
+struct snk_dir; /* a directory made and not yet finished (sink_dir.c) */
 
 struct sink {
 	struct engine *e;
@@ -146,8 +146,10 @@ struct sink {
 	unsigned int nlive;
 	unsigned int active;	     /* announced, result not yet sent */
 	char top[PATH_NAME_MAX + 1]; /* first component, DEST not a dir */
-	struct snk_dir *dirs;
-	size_t ndirs, dirs_cap;
+	/* Directories: the deepest the walk is in, and how many are kept. */
+	struct snk_dir *cwd;
+	size_t ndirs;
+	bool dirs_dropped; /* torn down: kept ones go unfinished */
 	/* Names already answered when asked first: each at most once. */
 	uint64_t *asked;
 	size_t nasked, asked_cap;
@@ -245,15 +247,43 @@ int sink_on_data(struct engine *e, const struct cm_event *ev);
 
 /* ---- sink_dir.c ---- */
 
+/* Why an entry out of the walk's order is refused (sink_want_refuse). */
+#define SINK_DIR_NOT_NOW                                                       \
+	"beneath a directory it is not sending now (left already, or never "   \
+	"announced)"
+
 /*
- * Makes directory f (f->err on failure) and remembers it to finish. 0, or
- * -ENOMEM.
+ * Entry path (checked beneath DEST) comes next: closes the directories
+ * the walk has left, finishing those with nothing in flight. 0 when its
+ * parent is the deepest directory still open (or it is a top entry), else
+ * -EPROTO: beneath a directory already left, or never announced.
  */
-int sink_make_dir(struct sink *k, struct snk_file *f);
-/* Every directory remembered gets its final mode and times. */
+int sink_dir_enter(struct sink *k, const char *path);
+/*
+ * Directory f (sent as path, entered) is made (f->err on failure) and is
+ * now the deepest open one, failed or not. 0, or -ENOMEM.
+ */
+int sink_make_dir(struct sink *k, struct snk_file *f, const char *path);
+/*
+ * An entry in flight in the deepest open directory keeps it (and its
+ * parents) unfinished: the directory, NULL for DEST itself, to release.
+ */
+struct snk_dir *sink_dir_hold(struct sink *k);
+/* What held d is done; finishes what nothing keeps any more. d may be NULL. */
+void sink_dir_release(struct sink *k, struct snk_dir *d);
+/*
+ * Worker or engine thread: whether path's parent is d or one of its
+ * parents (or path is a top entry), d held by the caller.
+ */
+bool sink_dir_holds(const struct snk_dir *d, const char *path);
+/* DONE and every result sent: closes and finishes every directory. */
 void sink_finish_dirs(struct sink *k);
-/* Forgets the directories remembered (a session that ended early). */
-void sink_dirs_free(struct sink *k);
+/*
+ * A session torn down: directories are freed unfinished as their entries
+ * are freed. Call before freeing files and packs.
+ */
+void sink_dirs_drop(struct sink *k);
+
 /* ---- sink_final.c ---- */
 
 /*
