@@ -130,7 +130,11 @@ size_t log_escape(char *out, size_t outsz, const char *in)
 	while (*p) {
 		unsigned int c = *p, cp = c;
 		size_t len = c < 0x80 ? 1 : utf8_seq(p, &cp);
-		enum { AS_IS, HEX, CODE_POINT } how = AS_IS;
+		enum {
+			AS_IS,
+			HEX,
+			CODE_POINT
+		} how = AS_IS;
 		size_t need;
 
 		if (!len) /* not UTF-8: a byte of its own (a bare C1, ...) */
