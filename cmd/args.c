@@ -8,6 +8,7 @@
  */
 #include <argp.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -80,6 +81,11 @@ enum {
 	OPT_BWLIMIT,
 	OPT_GID_INDEX,
 	OPT_STREAMS,
+	OPT_EXCLUDE,
+	OPT_INCLUDE,
+	OPT_EXCLUDE_FROM,
+	OPT_INCLUDE_FROM,
+	OPT_FILES_FROM,
 };
 
 static const struct argp_option options[] = {
@@ -127,6 +133,29 @@ static const struct argp_option options[] = {
 	  2 },
 	{ "bwlimit", OPT_BWLIMIT, "RATE", 0,
 	  "Send at most RATE bytes per second (500M, 2G, 1GB)", 2 },
+	{ NULL, 0, NULL, 0, "Selecting files:", 2 },
+	{ "exclude", OPT_EXCLUDE, "PATTERN", 0,
+	  "Leave out what PATTERN matches (rsync's rules: *, **, ?, [...], "
+	  "a trailing / for directories, a leading / anchors at the top); "
+	  "the first --include/--exclude that matches decides",
+	  2 },
+	{ "include", OPT_INCLUDE, "PATTERN", 0,
+	  "Keep what PATTERN matches, even if a later --exclude matches", 2 },
+	{ "exclude-from", OPT_EXCLUDE_FROM, "FILE", 0,
+	  "--exclude each pattern in FILE (- for stdin), one a line; blank "
+	  "lines and lines starting with # or ; are skipped",
+	  2 },
+	{ "include-from", OPT_INCLUDE_FROM, "FILE", 0,
+	  "--include each pattern in FILE, as --exclude-from", 2 },
+	{ "files-from", OPT_FILES_FROM, "FILE", 0,
+	  "Send the paths listed in FILE (- for stdin), one a line, each "
+	  "relative to the one SRC directory and kept as it is beneath DEST "
+	  "(rsync's --files-from); push only",
+	  2 },
+	{ "from0", '0', NULL, 0,
+	  "Names in --files-from and rules in --*-from files end in a NUL "
+	  "(find -print0), not a newline",
+	  2 },
 	{ NULL, 0, NULL, 0, "Transfer:", 3 },
 	{ "transport", OPT_TRANSPORT, "T", 0,
 	  "rdma, tcp, or auto (default): RDMA when rdma_cm resolves the peer "
@@ -198,12 +227,126 @@ static const struct argp_option options[] = {
 	{ 0 }
 };
 
+/* One --include/--exclude(-from), kept in order until -0 is known. */
+struct rule_arg {
+	bool include, from_file;
+	const char *arg;
+};
+
 /* argp's input: the result, and the operands while they are sorted out. */
 struct parse {
 	struct args *a;
 	const char **srcs; /* operands; a copy's SRCs once DEST is split off */
 	size_t nsrcs;
+	struct rule_arg *rules;
+	size_t nrules;
+	bool from0;
 };
+
+static void add_rule_arg(struct parse *ps, struct argp_state *state,
+			 bool include, bool from_file, const char *arg)
+{
+	struct rule_arg *v =
+		realloc(ps->rules, (ps->nrules + 1) * sizeof(*v));
+
+	if (!v)
+		argp_failure(state, RDCP_EXIT_RESOURCE, ENOMEM, "rules");
+	ps->rules = v;
+	v[ps->nrules++] =
+		(struct rule_arg){ .include = include,
+				   .from_file = from_file,
+				   .arg = arg };
+}
+
+static int add_rule(struct filter *f, bool include, const char *text)
+{
+	int rc = filter_add(f, include, text);
+
+	if (rc == -EINVAL)
+		fprintf(stderr, "rdcp: --%s: '%s' has no pattern\n",
+			include ? "include" : "exclude", text);
+	else if (rc == -ENAMETOOLONG)
+		fprintf(stderr,
+			"rdcp: --%s: '%.40s...' is longer than %u bytes\n",
+			include ? "include" : "exclude", text,
+			FILTER_PATTERN_MAX);
+	return rc;
+}
+
+/*
+ * Reads rules from file ("-": stdin) into f, one per line (NUL-separated
+ * with from0), as rsync reads --exclude-from: blank lines and lines that
+ * begin with '#' or ';' are skipped. 0, or -errno, said on stderr.
+ */
+static int read_rules(struct filter *f, bool include, const char *file,
+		      bool from0)
+{
+	FILE *in = strcmp(file, "-") ? fopen(file, "re") : stdin;
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+	int rc = 0;
+
+	if (!in) {
+		rc = -errno;
+		fprintf(stderr, "rdcp: cannot open '%s': %s\n", file,
+			strerror(-rc));
+		return rc;
+	}
+	while (!rc && (n = getdelim(&line, &cap, from0 ? '\0' : '\n', in)) >= 0) {
+		if (n && line[n - 1] == (from0 ? '\0' : '\n'))
+			line[--n] = '\0';
+		if (!from0 && n && line[n - 1] == '\r')
+			line[--n] = '\0';
+		if (!n || line[0] == '#' || line[0] == ';')
+			continue;
+		rc = add_rule(f, include, line);
+	}
+	if (!rc && ferror(in)) {
+		rc = -EIO;
+		fprintf(stderr, "rdcp: cannot read '%s'\n", file);
+	}
+	free(line);
+	if (in != stdin)
+		fclose(in);
+	return rc;
+}
+
+/* The rules of the command line, in order, files read. */
+static void compile_rules(struct parse *ps, struct argp_state *state)
+{
+	bool stdin_used = ps->a->files_from && !strcmp(ps->a->files_from, "-");
+
+	for (size_t i = 0; i < ps->nrules; i++) {
+		const struct rule_arg *r = &ps->rules[i];
+		int rc;
+
+		if (r->from_file && !strcmp(r->arg, "-")) {
+			if (stdin_used)
+				argp_error(state, "only one of --files-from, "
+						  "--exclude-from and "
+						  "--include-from can read "
+						  "stdin");
+			stdin_used = true;
+		}
+		rc = r->from_file ? read_rules(&ps->a->filter, r->include,
+					       r->arg, ps->from0)
+				  : add_rule(&ps->a->filter, r->include,
+					     r->arg);
+		if (rc == -ENOMEM)
+			exit(RDCP_EXIT_RESOURCE);
+		if (rc && r->from_file && rc != -EINVAL &&
+		    rc != -ENAMETOOLONG)
+			exit(RDCP_EXIT_LOCAL_IO);
+		if (rc)
+			argp_error(state, "bad %s rule", r->include
+								 ? "--include"
+								 : "--exclude");
+	}
+	free(ps->rules);
+	ps->rules = NULL;
+	ps->a->o.filter = ps->a->filter.n ? &ps->a->filter : NULL;
+}
 
 static int parse_uint(const char *s, unsigned long min, unsigned long max,
 		      unsigned long *out)
@@ -463,6 +606,22 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 				   "is implemented so far",
 				   v);
 		break;
+	case OPT_EXCLUDE:
+	case OPT_INCLUDE:
+	case OPT_EXCLUDE_FROM:
+	case OPT_INCLUDE_FROM:
+		add_rule_arg(ps, state,
+			     key == OPT_INCLUDE || key == OPT_INCLUDE_FROM,
+			     key == OPT_EXCLUDE_FROM || key == OPT_INCLUDE_FROM,
+			     arg);
+		break;
+	case OPT_FILES_FROM:
+		a->files_from = arg;
+		break;
+	case '0':
+		ps->from0 = true;
+		a->o.from0 = true;
+		break;
 	case OPT_KEYGEN:
 		a->keygen = arg;
 		break;
@@ -522,6 +681,20 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		a->o.addr.host = a->target;
 		a->o.srcs = ps->srcs;
 		a->o.nsrcs = ps->nsrcs;
+		if (a->files_from && a->o.pull)
+			argp_error(state, "--files-from works on a push only: "
+					  "the list names local files");
+		if (a->files_from && ps->nsrcs != 1)
+			argp_error(state, "--files-from takes one SRC: the "
+					  "directory the listed paths are in");
+		/* The names land beneath DEST, made if missing, as rsync. */
+		if (a->files_from && (!*a->o.dest ||
+				      a->o.dest[strlen(a->o.dest) - 1] != '/')) {
+			if (asprintf(&a->dest_dir, "%s/", a->o.dest) < 0)
+				exit(RDCP_EXIT_RESOURCE);
+			a->o.dest = a->dest_dir;
+		}
+		compile_rules(ps, state);
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -546,6 +719,10 @@ void args_parse(struct args *a, int argc, char **argv)
 
 void args_release(struct args *a)
 {
+	filter_release(&a->filter);
+	free(a->dest_dir);
+	a->dest_dir = NULL;
+	a->o.filter = NULL;
 	free(a->target);
 	a->target = NULL;
 }

@@ -11,6 +11,7 @@
 #include <stddef.h>
 
 #include "transfer/xfer.h"
+#include "util/filter.h"
 
 struct args {
 	/*
@@ -29,6 +30,9 @@ struct args {
 	bool json;
 	bool progress; /* --progress: show it even when not on a terminal */
 	char *target;  /* the HOST of a copy, owned; o.addr.host points here */
+	struct filter filter;	/* --include/--exclude, in order; o.filter */
+	const char *files_from; /* --files-from FILE ("-": stdin), or NULL */
+	char *dest_dir; /* --files-from: DEST with a '/', owned; o.dest */
 };
 
 /*

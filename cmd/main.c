@@ -6,6 +6,7 @@
  * With cmd/args.c, the only code that touches argv, prints usage or calls
  * exit().
  */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -204,6 +205,21 @@ static int load_key(struct run *run)
 	return 0;
 }
 
+/* --files-from FILE: the stream the walk reads. 0 or an exit code. */
+static int open_list(struct run *run)
+{
+	const char *f = run->a->files_from;
+
+	if (!f)
+		return 0;
+	run->o.files_from = strcmp(f, "-") ? fopen(f, "re") : stdin;
+	if (!run->o.files_from) {
+		log_err("cannot open '%s': %s", f, strerror(errno));
+		return RDCP_EXIT_LOCAL_IO;
+	}
+	return 0;
+}
+
 /* -v: what this process cost, from getrusage (also read by make bench). */
 static void report_usage(void)
 {
@@ -261,6 +277,8 @@ int main(int argc, char **argv)
 	{
 		int rc = load_key(&run);
 
+		if (!rc && !a.listen)
+			rc = open_list(&run);
 		if (rc)
 			return rc;
 	}
@@ -316,6 +334,8 @@ int main(int argc, char **argv)
 				 strcmp(st.transport, st.device) ? st.device
 								 : "");
 	}
+	if (run.o.files_from && run.o.files_from != stdin)
+		fclose(run.o.files_from);
 	args_release(&a);
 	report_usage();
 	return exit_code(v);

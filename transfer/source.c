@@ -446,6 +446,9 @@ int source_run(struct engine *e, const struct source_cfg *cfg,
 	s.corrupt_seq = UINT64_MAX;
 	s.walk.rootfd = cfg->rootfd;
 	s.walk.recursive = cfg->p.flags & WIRE_HELLO_RECURSIVE;
+	s.walk.filter = cfg->filter;
+	s.walk.list = cfg->list;
+	s.walk.list_sep = cfg->list_sep;
 	ratelimit_init(&s.rl, cfg->bwlimit,
 		       cfg->bwlimit / 10 > s.chunk ? cfg->bwlimit / 10
 						   : s.chunk,

@@ -152,6 +152,7 @@ enum wire_file_end_flags {
 };
 
 #define WIRE_PATHS_MAX 4096u /* bytes of HELLO paths, NULs included */
+#define WIRE_FILTERS_MAX 2048u /* bytes of HELLO filter rules, NULs too */
 
 struct wire_hello {
 	uint16_t role;	   /* enum wire_role */
@@ -170,6 +171,15 @@ struct wire_hello {
 	uint16_t npaths;
 	uint16_t paths_len;
 	char paths[WIRE_PATHS_MAX];
+	/*
+	 * A pull's --include/--exclude rules, for the server's walk, in
+	 * order, each NUL-terminated: '+' (include) or '-' (exclude), then
+	 * the pattern as the user gave it (util/filter.h). A push has none:
+	 * its client walks.
+	 */
+	uint16_t nfilters;
+	uint16_t filters_len;
+	char filters[WIRE_FILTERS_MAX];
 };
 
 struct wire_welcome {
@@ -387,5 +397,19 @@ int wire_hello_add_path(struct wire_hello *h, const char *path)
 
 /* The i-th path of a decoded (or built) HELLO; "" past the end. */
 const char *wire_hello_path(const struct wire_hello *h, unsigned int i);
+
+/*
+ * Appends a filter rule to h->filters. 0, -EINVAL for an empty pattern,
+ * or -ENAMETOOLONG when they are full.
+ */
+int wire_hello_add_filter(struct wire_hello *h, bool include,
+			  const char *pattern)
+	__attribute__((warn_unused_result));
+
+/*
+ * The i-th filter rule of a decoded (or built) HELLO, '+' or '-' first;
+ * "" past the end.
+ */
+const char *wire_hello_filter(const struct wire_hello *h, unsigned int i);
 
 #endif

@@ -12,8 +12,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "cm/cm.h"
+
+struct filter; /* util/filter.h */
 
 /* What went wrong, coarsely: one exit code each (cmd/exit_codes.h). */
 enum xfer_fail {
@@ -93,6 +96,18 @@ struct xfer_opts {
 	const char *dest; /* push: relative to the receiver's root */
 	const char *const *srcs; /* pull: relative to the receiver's root */
 	size_t nsrcs;
+	/*
+	 * --include/--exclude rules, or NULL: applied by the side that walks
+	 * (this one on a push, the receiver on a pull, sent in the HELLO).
+	 */
+	const struct filter *filter;
+	/*
+	 * --files-from, push only: names read from this stream as the copy
+	 * goes, each beneath srcs[0] (nsrcs is 1), separated by '\0' with
+	 * from0, else by '\n'. NULL: the SRCs are srcs.
+	 */
+	FILE *files_from;
+	bool from0;
 	void (*on_file)(void *arg, const struct xfer_file_report *r);
 	void *on_file_arg;
 	/*

@@ -79,7 +79,8 @@ def hello(rng, dest=b"guess"):
     """A push HELLO with crc32, claiming a key (features 1)."""
     body = struct.pack(">HBBIIIQ", 1, 1, 0, 0, 1, 65536, 0) + rng.randbytes(32)
     paths = dest + b"\0"
-    return ctrl(1, body + struct.pack(">HH", 1, len(paths)) + paths)
+    return ctrl(1, body + struct.pack(">HH", 1, len(paths)) + paths +
+                struct.pack(">HH", 0, 0))  # no filters
 
 
 def read_frame(s):
