@@ -13,7 +13,9 @@
  */
 #include "tap.h"
 
+#include "transfer/auth.h"
 #include "transfer/wire.h"
+#include "util/key.h"
 #include "util/checksum.h"
 
 #include <endian.h>
@@ -490,6 +492,46 @@ static void test_hello_filters(void)
 		CHECK_EQ(n, WIRE_FILTERS_MAX / 101);
 		CHECK(m.u.hello.filters_len <= WIRE_FILTERS_MAX);
 	}
+}
+
+/*
+ * The handshake MACs cover the filters: a man in the middle who drops or
+ * changes a pull's --exclude (to get more of the receiver's tree sent)
+ * breaks both MACs. Without filters the MAC is the one of before.
+ */
+static void test_hello_mac_filters(void)
+{
+	uint8_t key[KEY_LEN], nonce_s[WIRE_NONCE_LEN];
+	uint8_t a[WIRE_MAC_LEN], b[WIRE_MAC_LEN], c[WIRE_MAC_LEN];
+	struct wire_hello h, h2;
+
+	memset(key, 7, sizeof(key));
+	memset(nonce_s, 9, sizeof(nonce_s));
+	memset(&h, 0, sizeof(h));
+	h.role = WIRE_PULL;
+	CHECK_EQ(wire_hello_add_path(&h, "src"), 0);
+	CHECK_EQ(auth_mac(key, AUTH_CLIENT, &h, nonce_s, a), 0);
+	{
+		/* protocol 2's MAC: no filter part, two zero bytes */
+		const char *label = "rdcp1 client";
+		uint8_t params[24] = { 0, WIRE_PULL };
+		const void *parts[] = { label, h.nonce, nonce_s, params,
+					h.paths };
+		size_t lens[] = { strlen(label) + 1, WIRE_NONCE_LEN,
+				  WIRE_NONCE_LEN, sizeof(params), h.paths_len };
+
+		params[13] = 1; /* npaths */
+		CHECK_EQ(key_hmac(key, parts, lens, 5, c), 0);
+		CHECK(memcmp(a, c, WIRE_MAC_LEN) == 0);
+	}
+	h2 = h;
+	CHECK_EQ(wire_hello_add_filter(&h2, false, "*.key"), 0);
+	CHECK_EQ(auth_mac(key, AUTH_CLIENT, &h2, nonce_s, b), 0);
+	CHECK(memcmp(a, b, WIRE_MAC_LEN) != 0);
+	h2 = h;
+	CHECK_EQ(wire_hello_add_filter(&h2, true, "*.key"), 0);
+	CHECK_EQ(auth_mac(key, AUTH_CLIENT, &h2, nonce_s, c), 0);
+	CHECK(memcmp(b, c, WIRE_MAC_LEN) != 0); /* '+' vs '-' */
 }
 
 /*
@@ -1079,7 +1121,7 @@ TAP_RUN(TAP_TEST(test_roundtrip_every_type), TAP_TEST(test_encode_limits),
 	TAP_TEST(test_decode_truncated),
 	TAP_TEST(test_decode_trailing_and_length),
 	TAP_TEST(test_decode_unknown_type), TAP_TEST(test_decode_strings),
-	TAP_TEST(test_decode_digest_len), TAP_TEST(test_golden_hello), TAP_TEST(test_hello_filters),
+	TAP_TEST(test_decode_digest_len), TAP_TEST(test_golden_hello), TAP_TEST(test_hello_filters), TAP_TEST(test_hello_mac_filters),
 	TAP_TEST(test_golden_slot_header), TAP_TEST(test_slot_roundtrip),
 	TAP_TEST(test_slot_bitflip), TAP_TEST(test_imm),
 	TAP_TEST(test_chunk_aad), TAP_TEST(test_decode_pack_done),
