@@ -86,6 +86,7 @@ enum {
 	OPT_EXCLUDE_FROM,
 	OPT_INCLUDE_FROM,
 	OPT_FILES_FROM,
+	OPT_MANIFEST,
 };
 
 static const struct argp_option options[] = {
@@ -133,29 +134,6 @@ static const struct argp_option options[] = {
 	  2 },
 	{ "bwlimit", OPT_BWLIMIT, "RATE", 0,
 	  "Send at most RATE bytes per second (500M, 2G, 1GB)", 2 },
-	{ NULL, 0, NULL, 0, "Selecting files:", 2 },
-	{ "exclude", OPT_EXCLUDE, "PATTERN", 0,
-	  "Leave out what PATTERN matches (rsync's rules: *, **, ?, [...], "
-	  "a trailing / for directories, a leading / anchors at the top); "
-	  "the first --include/--exclude that matches decides",
-	  2 },
-	{ "include", OPT_INCLUDE, "PATTERN", 0,
-	  "Keep what PATTERN matches, even if a later --exclude matches", 2 },
-	{ "exclude-from", OPT_EXCLUDE_FROM, "FILE", 0,
-	  "--exclude each pattern in FILE (- for stdin), one a line; blank "
-	  "lines and lines starting with # or ; are skipped",
-	  2 },
-	{ "include-from", OPT_INCLUDE_FROM, "FILE", 0,
-	  "--include each pattern in FILE, as --exclude-from", 2 },
-	{ "files-from", OPT_FILES_FROM, "FILE", 0,
-	  "Send the paths listed in FILE (- for stdin), one a line, each "
-	  "relative to the one SRC directory and kept as it is beneath DEST "
-	  "(rsync's --files-from); push only",
-	  2 },
-	{ "from0", '0', NULL, 0,
-	  "Names in --files-from and rules in --*-from files end in a NUL "
-	  "(find -print0), not a newline",
-	  2 },
 	{ NULL, 0, NULL, 0, "Transfer:", 3 },
 	{ "transport", OPT_TRANSPORT, "T", 0,
 	  "rdma, tcp, or auto (default): RDMA when rdma_cm resolves the peer "
@@ -222,8 +200,36 @@ static const struct argp_option options[] = {
 	  "Sender: show progress even when stderr is not a terminal (it is "
 	  "shown by default on a terminal)",
 	  5 },
+	{ "manifest", OPT_MANIFEST, "FILE", 0,
+	  "Write FILE: a line per file copied, its whole-file digest: "
+	  "sha256sum's format with --checksum sha256 (sha256sum -c FILE "
+	  "checks them), else \"CRC32 (NAME) = HEX\"",
+	  5 },
 	{ "quiet", 'q', NULL, 0, "Print nothing but errors", 5 },
 	{ "verbose", 'v', NULL, 0, "More detail; twice for debug", 5 },
+	{ NULL, 0, NULL, 0, "Selecting files:", 6 },
+	{ "exclude", OPT_EXCLUDE, "PATTERN", 0,
+	  "Leave out what PATTERN matches (rsync's rules: *, **, ?, [...], "
+	  "a trailing / for directories, a leading / anchors at the top); "
+	  "the first --include/--exclude that matches decides",
+	  6 },
+	{ "include", OPT_INCLUDE, "PATTERN", 0,
+	  "Keep what PATTERN matches, even if a later --exclude matches", 6 },
+	{ "exclude-from", OPT_EXCLUDE_FROM, "FILE", 0,
+	  "--exclude each pattern in FILE (- for stdin), one a line; blank "
+	  "lines and lines starting with # or ; are skipped",
+	  6 },
+	{ "include-from", OPT_INCLUDE_FROM, "FILE", 0,
+	  "--include each pattern in FILE, as --exclude-from", 6 },
+	{ "files-from", OPT_FILES_FROM, "FILE", 0,
+	  "Send the paths listed in FILE (- for stdin), one a line, each "
+	  "relative to the one SRC directory and kept as it is beneath DEST "
+	  "(rsync's --files-from); push only",
+	  6 },
+	{ "from0", '0', NULL, 0,
+	  "Names in --files-from and rules in --*-from files end in a NUL "
+	  "(find -print0), not a newline",
+	  6 },
 	{ 0 }
 };
 
@@ -618,6 +624,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_FILES_FROM:
 		a->files_from = arg;
 		break;
+	case OPT_MANIFEST:
+		a->manifest = arg;
+		break;
 	case '0':
 		ps->from0 = true;
 		a->o.from0 = true;
@@ -681,6 +690,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		a->o.addr.host = a->target;
 		a->o.srcs = ps->srcs;
 		a->o.nsrcs = ps->nsrcs;
+		if (a->manifest && a->o.csum == XFER_CSUM_NONE)
+			argp_error(state, "--manifest needs a digest: not with "
+					  "--checksum none");
 		if (a->files_from && a->o.pull)
 			argp_error(state, "--files-from works on a push only: "
 					  "the list names local files");

@@ -33,6 +33,7 @@ struct args {
 	struct filter filter;	/* --include/--exclude, in order; o.filter */
 	const char *files_from; /* --files-from FILE ("-": stdin), or NULL */
 	char *dest_dir; /* --files-from: DEST with a '/', owned; o.dest */
+	const char *manifest;	/* --manifest FILE, or NULL */
 };
 
 /*

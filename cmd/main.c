@@ -17,6 +17,7 @@
 #include "cmd/args.h"
 #include "cmd/exit_codes.h"
 #include "cmd/json_out.h"
+#include "cmd/manifest.h"
 #include "transfer/xfer.h"
 #include "util/clock.h"
 #include "util/key.h"
@@ -32,6 +33,7 @@ struct run {
 	bool progress_shown; /* a progress line is on screen now */
 	double progress_t0;
 	uint8_t key[KEY_LEN];
+	struct manifest man; /* --manifest, when man.spool */
 };
 
 static volatile sig_atomic_t cancel;
@@ -119,6 +121,8 @@ static void on_file(void *arg, const struct xfer_file_report *r)
 	struct run *run = arg;
 	char sz[32], rate[32], path[4 * 4096];
 
+	if (run->man.spool)
+		manifest_note(&run->man, r);
 	if (run->a->json) {
 		json_file(stdout, r);
 		return;
@@ -299,8 +303,16 @@ int main(int argc, char **argv)
 		if (a.quiet)
 			run.progress = false;
 		run.o.on_progress = on_progress;
+		if (a.manifest &&
+		    manifest_open(&run.man, a.manifest,
+				  a.o.csum == XFER_CSUM_SHA256))
+			return RDCP_EXIT_LOCAL_IO;
 		v = xfer_copy(&run.o, &st);
 		progress_clear(&run);
+		/* Written for a partial run too: it lists what arrived. */
+		if (a.manifest && manifest_finish(&run.man) && v == XFER_OK)
+			v = XFER_FAIL_LOCAL_IO;
+		manifest_release(&run.man);
 		if (run.progress && v == XFER_OK)
 			fprintf(stderr,
 				"%llu files, %s in %.2f s (%s) over %s\n",

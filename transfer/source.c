@@ -119,6 +119,7 @@ void src_report(struct source *s, struct src_file *f, int status,
 	struct xfer_file_report r = {
 		.done = true,
 		.path = f->path,
+		.name = f->w->wire,
 		.kind = wire_kind_name(f->w->kind),
 		.bytes = regular ? (uint64_t)f->st.st_size : 0,
 		.sent = f->sent,

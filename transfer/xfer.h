@@ -50,6 +50,7 @@ enum xfer_poll {
 struct xfer_file_report {
 	bool done;
 	const char *path; /* local path: the source, or where it landed */
+	const char *name; /* a push: the name sent (beneath DEST), else NULL */
 	const char *kind; /* "file", "dir" or "symlink" */
 	uint64_t bytes;	  /* the file's size */
 	uint64_t sent;	  /* bytes that crossed the link (done only) */
