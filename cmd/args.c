@@ -8,6 +8,7 @@
  */
 #include <argp.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,6 +88,8 @@ enum {
 	OPT_INCLUDE_FROM,
 	OPT_FILES_FROM,
 	OPT_MANIFEST,
+	OPT_PRINT_CONFIG,
+	OPT_NO_CONFIG,
 };
 
 static const struct argp_option options[] = {
@@ -205,6 +208,13 @@ static const struct argp_option options[] = {
 	  "sha256sum's format with --checksum sha256 (sha256sum -c FILE "
 	  "checks them), else \"CRC32 (NAME) = HEX\"",
 	  5 },
+	{ "print-config", OPT_PRINT_CONFIG, NULL, 0,
+	  "Print the options in effect and where each comes from: "
+	  "/etc/rdcp/rdcp.conf, then ~/.config/rdcp/rdcp.conf (long option "
+	  "names, one a line), then the command line, which wins",
+	  5 },
+	{ "no-config", OPT_NO_CONFIG, NULL, 0,
+	  "Read no rdcp.conf (a receiver never reads them)", 5 },
 	{ "quiet", 'q', NULL, 0, "Print nothing but errors", 5 },
 	{ "verbose", 'v', NULL, 0, "More detail; twice for debug", 5 },
 	{ NULL, 0, NULL, 0, "Selecting files:", 6 },
@@ -239,6 +249,13 @@ struct rule_arg {
 	const char *arg;
 };
 
+/* An option as parsed, and where it came from (NULL: command line). */
+struct seen {
+	int key;
+	const char *arg;
+	const struct config_entry *from;
+};
+
 /* argp's input: the result, and the operands while they are sorted out. */
 struct parse {
 	struct args *a;
@@ -247,7 +264,87 @@ struct parse {
 	struct rule_arg *rules;
 	size_t nrules;
 	bool from0;
+	bool print_config;
+	struct seen *seen; /* every option, in order, for --print-config */
+	size_t nseen;
+	const struct config_entry *from; /* the option being parsed's */
 };
+
+/*
+ * argp_error(), naming the rdcp.conf line when the option came from one:
+ * every usage error below goes through here.
+ */
+static void opt_error(const struct argp_state *state, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void opt_error(const struct argp_state *state, const char *fmt, ...)
+{
+	const struct parse *ps = state->input;
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (ps->from)
+		(argp_error)(state, "%s:%u: %s", ps->from->file,
+			     ps->from->line, msg);
+	else
+		(argp_error)(state, "%s", msg);
+}
+
+#define argp_error opt_error
+
+/* Options that add up instead of the last one winning. */
+static bool adds_up(int key)
+{
+	return key == OPT_EXCLUDE || key == OPT_INCLUDE ||
+	       key == OPT_EXCLUDE_FROM || key == OPT_INCLUDE_FROM || key == 'v';
+}
+
+static const struct argp_option *opt_of(int key)
+{
+	for (const struct argp_option *o = options; o->name || o->doc; o++)
+		if (o->key == key && o->name)
+			return o;
+	return NULL;
+}
+
+/* --print-config: each option, its value and its origin; exits 0. */
+static void print_config(const struct parse *ps)
+{
+	const struct config *c = &ps->a->cfg;
+
+	printf("# the options in effect, in the order they apply; the "
+	       "command line wins\n");
+	for (int i = 0; i < 2; i++)
+		if (c->files[i])
+			printf("# %s: %s\n", c->files[i],
+			       c->found[i] ? "read" : "not there");
+	if (!c->files[0])
+		printf("# no defaults files read (--no-config, or a "
+		       "receiver)\n");
+	for (size_t i = 0; i < ps->nseen; i++) {
+		const struct seen *s = &ps->seen[i];
+		const struct argp_option *o = opt_of(s->key);
+		bool later = false;
+		char where[4200];
+
+		if (!o || s->key == OPT_PRINT_CONFIG || s->key == OPT_NO_CONFIG)
+			continue;
+		for (size_t j = i + 1; !adds_up(s->key) && j < ps->nseen; j++)
+			later |= ps->seen[j].key == s->key;
+		if (s->from)
+			snprintf(where, sizeof(where), "%s:%u", s->from->file,
+				 s->from->line);
+		else
+			snprintf(where, sizeof(where), "command line");
+		printf("%s%s%s%s\t# %s%s\n", later ? "# " : "", o->name,
+		       s->arg ? " " : "", s->arg ? s->arg : "", where,
+		       later ? ", overridden" : "");
+	}
+	exit(RDCP_EXIT_OK);
+}
 
 static void add_rule_arg(struct parse *ps, struct argp_state *state,
 			 bool include, bool from_file, const char *arg)
@@ -446,6 +543,21 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	unsigned long v;
 	uint64_t size;
 
+	ps->from = NULL;
+	if (key > 0 && key < 0x1000000) { /* an option, not argp's events */
+		struct seen *sv =
+			realloc(ps->seen, (ps->nseen + 1) * sizeof(*sv));
+
+		if (!sv)
+			argp_failure(state, RDCP_EXIT_RESOURCE, ENOMEM, "argv");
+		ps->seen = sv;
+		sv[ps->nseen++] = (struct seen){
+			.key = key,
+			.arg = arg,
+			.from = config_origin(&a->cfg, state->next - 1),
+		};
+		ps->from = sv[ps->nseen - 1].from;
+	}
 	switch (key) {
 	case 'l':
 		a->listen = true;
@@ -627,6 +739,11 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_MANIFEST:
 		a->manifest = arg;
 		break;
+	case OPT_PRINT_CONFIG:
+		ps->print_config = true;
+		break;
+	case OPT_NO_CONFIG:
+		break; /* seen by args_parse before parsing */
 	case '0':
 		ps->from0 = true;
 		a->o.from0 = true;
@@ -651,6 +768,8 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		ps->nsrcs = (size_t)(state->argc - state->next);
 		break;
 	case ARGP_KEY_END:
+		if (ps->print_config)
+			break;
 		if (a->check) {
 			if (ps->nsrcs > 1 || a->listen || a->keygen)
 				argp_error(state, "--check takes at most one "
@@ -714,6 +833,39 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	return 0;
 }
 
+/* Options that are no defaults: they act, or name this run's files. */
+static const char *const not_defaults[] = {
+	"listen",     "keygen",	  "check",    "print-config",
+	"no-config",  "files-from", "manifest", NULL,
+};
+
+/*
+ * Whether to read the defaults files: not with --no-config, nor for a
+ * receiver (-l, --listen or a prefix of it, or -l in a cluster), whose
+ * settings are its own (rdcpd.conf). Scanned before argp parses anything.
+ */
+static bool wants_config(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		const char *s = argv[i];
+
+		if (!strcmp(s, "--"))
+			break;
+		if (!strcmp(s, "--no-config"))
+			return false;
+		if (s[0] == '-' && s[1] == '-' && strlen(s) >= 4 &&
+		    !strncmp("--listen", s, strlen(s)))
+			return false;
+		for (size_t k = 1; s[0] == '-' && s[1] != '-' && s[k]; k++) {
+			if (s[k] == 'l')
+				return false;
+			if (s[k] == 'P') /* its value follows */
+				break;
+		}
+	}
+	return true;
+}
+
 void args_parse(struct args *a, int argc, char **argv)
 {
 	static const struct argp argp = {
@@ -723,15 +875,27 @@ void args_parse(struct args *a, int argc, char **argv)
 		.doc = doc,
 	};
 	struct parse ps = { .a = a };
+	int rc = 0;
 
 	*a = (struct args){ 0 };
 	xfer_opts_init(&a->o);
-	argp_parse(&argp, argc, argv, 0, NULL, &ps);
+	if (wants_config(argc, argv))
+		rc = config_load(&a->cfg, CONFIG_SYSTEM, options,
+				 not_defaults);
+	if (!rc)
+		rc = config_argv(&a->cfg, argc, argv);
+	if (rc)
+		exit(rc == -ENOMEM ? RDCP_EXIT_RESOURCE : RDCP_EXIT_USAGE);
+	argp_parse(&argp, a->cfg.argc, a->cfg.argv, 0, NULL, &ps);
+	if (ps.print_config)
+		print_config(&ps);
+	free(ps.seen);
 }
 
 void args_release(struct args *a)
 {
 	filter_release(&a->filter);
+	config_release(&a->cfg);
 	free(a->dest_dir);
 	a->dest_dir = NULL;
 	a->o.filter = NULL;

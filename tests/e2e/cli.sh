@@ -129,6 +129,32 @@ check "--progress: a line per file and a total, on stderr only" bash -c "
 	tr '\r' '\n' <'$T/progress' | grep -Eq '/small +3 B +ok' &&
 	tr '\r' '\n' <'$T/progress' | grep -Eq '/big +2.86 MiB +ok' &&
 	grep -Eq '^2 files, 2.86 MiB in .* over tcp' '$T/progress'"
+
+# rdcp.conf: the user's defaults, the command line winning.
+printf '# site defaults\nport %s\n--transport=tcp\nchecksum = sha256\nquiet\n' "$PORT" >"$T/cfg/rdcp/rdcp.conf"
+"$RDCP" "$T/src/small" 127.0.0.1:conf/ >"$T/conf.out" 2>&1
+RC=$?
+check "rdcp.conf: port, transport, checksum from the file: the copy arrives" bash -c "
+	[ $RC = 0 ] && cmp '$T/src/small' '$T/root/conf/small'"
+check "--print-config: each value with its origin, the command line's winning" bash -c "
+	'$RDCP' --print-config --port 7 >'$T/pc' &&
+	grep -qx '# port $PORT.# $T/cfg/rdcp/rdcp.conf:2, overridden' '$T/pc' &&
+	grep -qx 'checksum sha256.# $T/cfg/rdcp/rdcp.conf:4' '$T/pc' &&
+	grep -qx 'port 7.# command line' '$T/pc' &&
+	grep -qx '# $T/cfg/rdcp/rdcp.conf: read' '$T/pc'"
+check "--no-config: the file is not read" bash -c "
+	'$RDCP' --no-config --print-config | grep -vq port"
+echo 'prot 1' >>"$T/cfg/rdcp/rdcp.conf"
+check "--no-config: a copy ignores a broken file" bash -c "
+	'$RDCP' --no-config -q --transport tcp --port $PORT '$T/src/small' 127.0.0.1:conf2/ &&
+	cmp '$T/src/small' '$T/root/conf2/small'"
+expect_fail "rdcp.conf: an unknown option, its line named" 2 "$T/src/small" h:
+grep -q "rdcp.conf:6: unknown option 'prot'" "$T/e" && ok "  ... as FILE:LINE" || nok "  ... as FILE:LINE" "$(cat "$T/e")"
+printf 'port 0\n' >"$T/cfg/rdcp/rdcp.conf"
+expect_fail "rdcp.conf: a bad value, its line named" 2 "$T/src/small" h:
+grep -q "rdcp.conf:1: --port: '0'" "$T/e" && ok "  ... as FILE:LINE" || nok "  ... as FILE:LINE" "$(cat "$T/e")"
+rm -f "$T/cfg/rdcp/rdcp.conf"
+
 kill "$RX" 2>/dev/null
 wait "$RX" 2>/dev/null
 echo "1..$N"
