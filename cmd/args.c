@@ -15,6 +15,7 @@
 
 #include "cmd/args.h"
 #include "cmd/exit_codes.h"
+#include "cmd/rules.h"
 #include "util/units.h"
 
 const char *argp_program_version = "rdcp " RDCP_VERSION;
@@ -249,13 +250,6 @@ struct rule_arg {
 	const char *arg;
 };
 
-/* An option as parsed, and where it came from (NULL: command line). */
-struct seen {
-	int key;
-	const char *arg;
-	const struct config_entry *from;
-};
-
 /* argp's input: the result, and the operands while they are sorted out. */
 struct parse {
 	struct args *a;
@@ -265,7 +259,7 @@ struct parse {
 	size_t nrules;
 	bool from0;
 	bool print_config;
-	struct seen *seen; /* every option, in order, for --print-config */
+	struct config_seen *seen; /* every option, in order: --print-config */
 	size_t nseen;
 	const struct config_entry *from; /* the option being parsed's */
 };
@@ -287,8 +281,8 @@ static void opt_error(const struct argp_state *state, const char *fmt, ...)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	if (ps->from)
-		(argp_error)(state, "%s:%u: %s", ps->from->file,
-			     ps->from->line, msg);
+		(argp_error)(state, "%s:%u: %s", ps->from->file, ps->from->line,
+			     msg);
 	else
 		(argp_error)(state, "%s", msg);
 }
@@ -302,117 +296,17 @@ static bool adds_up(int key)
 	       key == OPT_EXCLUDE_FROM || key == OPT_INCLUDE_FROM || key == 'v';
 }
 
-static const struct argp_option *opt_of(int key)
-{
-	for (const struct argp_option *o = options; o->name || o->doc; o++)
-		if (o->key == key && o->name)
-			return o;
-	return NULL;
-}
-
-/* --print-config: each option, its value and its origin; exits 0. */
-static void print_config(const struct parse *ps)
-{
-	const struct config *c = &ps->a->cfg;
-
-	printf("# the options in effect, in the order they apply; the "
-	       "command line wins\n");
-	for (int i = 0; i < 2; i++)
-		if (c->files[i])
-			printf("# %s: %s\n", c->files[i],
-			       c->found[i] ? "read" : "not there");
-	if (!c->files[0])
-		printf("# no defaults files read (--no-config, or a "
-		       "receiver)\n");
-	for (size_t i = 0; i < ps->nseen; i++) {
-		const struct seen *s = &ps->seen[i];
-		const struct argp_option *o = opt_of(s->key);
-		bool later = false;
-		char where[4200];
-
-		if (!o || s->key == OPT_PRINT_CONFIG || s->key == OPT_NO_CONFIG)
-			continue;
-		for (size_t j = i + 1; !adds_up(s->key) && j < ps->nseen; j++)
-			later |= ps->seen[j].key == s->key;
-		if (s->from)
-			snprintf(where, sizeof(where), "%s:%u", s->from->file,
-				 s->from->line);
-		else
-			snprintf(where, sizeof(where), "command line");
-		printf("%s%s%s%s\t# %s%s\n", later ? "# " : "", o->name,
-		       s->arg ? " " : "", s->arg ? s->arg : "", where,
-		       later ? ", overridden" : "");
-	}
-	exit(RDCP_EXIT_OK);
-}
-
 static void add_rule_arg(struct parse *ps, struct argp_state *state,
 			 bool include, bool from_file, const char *arg)
 {
-	struct rule_arg *v =
-		realloc(ps->rules, (ps->nrules + 1) * sizeof(*v));
+	struct rule_arg *v = realloc(ps->rules, (ps->nrules + 1) * sizeof(*v));
 
 	if (!v)
 		argp_failure(state, RDCP_EXIT_RESOURCE, ENOMEM, "rules");
 	ps->rules = v;
-	v[ps->nrules++] =
-		(struct rule_arg){ .include = include,
-				   .from_file = from_file,
-				   .arg = arg };
-}
-
-static int add_rule(struct filter *f, bool include, const char *text)
-{
-	int rc = filter_add(f, include, text);
-
-	if (rc == -EINVAL)
-		fprintf(stderr, "rdcp: --%s: '%s' has no pattern\n",
-			include ? "include" : "exclude", text);
-	else if (rc == -ENAMETOOLONG)
-		fprintf(stderr,
-			"rdcp: --%s: '%.40s...' is longer than %u bytes\n",
-			include ? "include" : "exclude", text,
-			FILTER_PATTERN_MAX);
-	return rc;
-}
-
-/*
- * Reads rules from file ("-": stdin) into f, one per line (NUL-separated
- * with from0), as rsync reads --exclude-from: blank lines and lines that
- * begin with '#' or ';' are skipped. 0, or -errno, said on stderr.
- */
-static int read_rules(struct filter *f, bool include, const char *file,
-		      bool from0)
-{
-	FILE *in = strcmp(file, "-") ? fopen(file, "re") : stdin;
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t n;
-	int rc = 0;
-
-	if (!in) {
-		rc = -errno;
-		fprintf(stderr, "rdcp: cannot open '%s': %s\n", file,
-			strerror(-rc));
-		return rc;
-	}
-	while (!rc && (n = getdelim(&line, &cap, from0 ? '\0' : '\n', in)) >= 0) {
-		if (n && line[n - 1] == (from0 ? '\0' : '\n'))
-			line[--n] = '\0';
-		if (!from0 && n && line[n - 1] == '\r')
-			line[--n] = '\0';
-		if (!n || line[0] == '#' || line[0] == ';')
-			continue;
-		rc = add_rule(f, include, line);
-	}
-	if (!rc && ferror(in)) {
-		rc = -EIO;
-		fprintf(stderr, "rdcp: cannot read '%s'\n", file);
-	}
-	free(line);
-	if (in != stdin)
-		fclose(in);
-	return rc;
+	v[ps->nrules++] = (struct rule_arg){ .include = include,
+					     .from_file = from_file,
+					     .arg = arg };
 }
 
 /* The rules of the command line, in order, files read. */
@@ -432,19 +326,17 @@ static void compile_rules(struct parse *ps, struct argp_state *state)
 						  "stdin");
 			stdin_used = true;
 		}
-		rc = r->from_file ? read_rules(&ps->a->filter, r->include,
-					       r->arg, ps->from0)
-				  : add_rule(&ps->a->filter, r->include,
-					     r->arg);
+		rc = r->from_file
+			     ? rules_read(&ps->a->filter, r->include, r->arg,
+					  ps->from0)
+			     : rules_add(&ps->a->filter, r->include, r->arg);
 		if (rc == -ENOMEM)
 			exit(RDCP_EXIT_RESOURCE);
-		if (rc && r->from_file && rc != -EINVAL &&
-		    rc != -ENAMETOOLONG)
+		if (rc && r->from_file && rc != -EINVAL && rc != -ENAMETOOLONG)
 			exit(RDCP_EXIT_LOCAL_IO);
 		if (rc)
-			argp_error(state, "bad %s rule", r->include
-								 ? "--include"
-								 : "--exclude");
+			argp_error(state, "bad %s rule",
+				   r->include ? "--include" : "--exclude");
 	}
 	free(ps->rules);
 	ps->rules = NULL;
@@ -545,13 +437,13 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 
 	ps->from = NULL;
 	if (key > 0 && key < 0x1000000) { /* an option, not argp's events */
-		struct seen *sv =
+		struct config_seen *sv =
 			realloc(ps->seen, (ps->nseen + 1) * sizeof(*sv));
 
 		if (!sv)
 			argp_failure(state, RDCP_EXIT_RESOURCE, ENOMEM, "argv");
 		ps->seen = sv;
-		sv[ps->nseen++] = (struct seen){
+		sv[ps->nseen++] = (struct config_seen){
 			.key = key,
 			.arg = arg,
 			.from = config_origin(&a->cfg, state->next - 1),
@@ -819,8 +711,8 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			argp_error(state, "--files-from takes one SRC: the "
 					  "directory the listed paths are in");
 		/* The names land beneath DEST, made if missing, as rsync. */
-		if (a->files_from && (!*a->o.dest ||
-				      a->o.dest[strlen(a->o.dest) - 1] != '/')) {
+		if (a->files_from &&
+		    (!*a->o.dest || a->o.dest[strlen(a->o.dest) - 1] != '/')) {
 			if (asprintf(&a->dest_dir, "%s/", a->o.dest) < 0)
 				exit(RDCP_EXIT_RESOURCE);
 			a->o.dest = a->dest_dir;
@@ -835,36 +727,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 
 /* Options that are no defaults: they act, or name this run's files. */
 static const char *const not_defaults[] = {
-	"listen",     "keygen",	  "check",    "print-config",
-	"no-config",  "files-from", "manifest", NULL,
+	"listen",    "keygen",	   "check",    "print-config",
+	"no-config", "files-from", "manifest", NULL,
 };
-
-/*
- * Whether to read the defaults files: not with --no-config, nor for a
- * receiver (-l, --listen or a prefix of it, or -l in a cluster), whose
- * settings are its own (rdcpd.conf). Scanned before argp parses anything.
- */
-static bool wants_config(int argc, char **argv)
-{
-	for (int i = 1; i < argc; i++) {
-		const char *s = argv[i];
-
-		if (!strcmp(s, "--"))
-			break;
-		if (!strcmp(s, "--no-config"))
-			return false;
-		if (s[0] == '-' && s[1] == '-' && strlen(s) >= 4 &&
-		    !strncmp("--listen", s, strlen(s)))
-			return false;
-		for (size_t k = 1; s[0] == '-' && s[1] != '-' && s[k]; k++) {
-			if (s[k] == 'l')
-				return false;
-			if (s[k] == 'P') /* its value follows */
-				break;
-		}
-	}
-	return true;
-}
 
 void args_parse(struct args *a, int argc, char **argv)
 {
@@ -879,16 +744,17 @@ void args_parse(struct args *a, int argc, char **argv)
 
 	*a = (struct args){ 0 };
 	xfer_opts_init(&a->o);
-	if (wants_config(argc, argv))
-		rc = config_load(&a->cfg, CONFIG_SYSTEM, options,
-				 not_defaults);
+	if (config_wanted(argc, argv))
+		rc = config_load(&a->cfg, CONFIG_SYSTEM, options, not_defaults);
 	if (!rc)
 		rc = config_argv(&a->cfg, argc, argv);
 	if (rc)
 		exit(rc == -ENOMEM ? RDCP_EXIT_RESOURCE : RDCP_EXIT_USAGE);
 	argp_parse(&argp, a->cfg.argc, a->cfg.argv, 0, NULL, &ps);
-	if (ps.print_config)
-		print_config(&ps);
+	if (ps.print_config) {
+		config_print(&a->cfg, ps.seen, ps.nseen, options, adds_up);
+		exit(RDCP_EXIT_OK);
+	}
 	free(ps.seen);
 }
 

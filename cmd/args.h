@@ -33,8 +33,8 @@ struct args {
 	char *target;  /* the HOST of a copy, owned; o.addr.host points here */
 	struct filter filter;	/* --include/--exclude, in order; o.filter */
 	const char *files_from; /* --files-from FILE ("-": stdin), or NULL */
-	char *dest_dir; /* --files-from: DEST with a '/', owned; o.dest */
-	const char *manifest;	/* --manifest FILE, or NULL */
+	char *dest_dir;	      /* --files-from: DEST with a '/', owned; o.dest */
+	const char *manifest; /* --manifest FILE, or NULL */
 	struct config cfg; /* the defaults files; its argv is what was parsed */
 };
 

@@ -181,6 +181,72 @@ const struct config_entry *config_origin(const struct config *c, int i)
 	return i >= 1 && (size_t)i <= c->n ? &c->v[i - 1] : NULL;
 }
 
+bool config_wanted(int argc, char *const *argv)
+{
+	for (int i = 1; i < argc; i++) {
+		const char *s = argv[i];
+
+		if (!strcmp(s, "--"))
+			break;
+		if (!strcmp(s, "--no-config"))
+			return false;
+		if (s[0] == '-' && s[1] == '-' && strlen(s) >= 4 &&
+		    !strncmp("--listen", s, strlen(s)))
+			return false;
+		for (size_t k = 1; s[0] == '-' && s[1] != '-' && s[k]; k++) {
+			if (s[k] == 'l')
+				return false;
+			if (s[k] == 'P') /* its value follows */
+				break;
+		}
+	}
+	return true;
+}
+
+static const struct argp_option *opt_of(const struct argp_option *opts, int key)
+{
+	for (const struct argp_option *o = opts; o->name || o->key || o->doc;
+	     o++)
+		if (o->key == key && o->name)
+			return o;
+	return NULL;
+}
+
+void config_print(const struct config *c, const struct config_seen *seen,
+		  size_t n, const struct argp_option *opts,
+		  bool (*adds_up)(int key))
+{
+	printf("# the options in effect, in the order they apply; the "
+	       "command line wins\n");
+	for (int i = 0; i < 2; i++)
+		if (c->files[i])
+			printf("# %s: %s\n", c->files[i],
+			       c->found[i] ? "read" : "not there");
+	if (!c->files[0])
+		printf("# no defaults files read (--no-config, or a "
+		       "receiver)\n");
+	for (size_t i = 0; i < n; i++) {
+		const struct config_seen *s = &seen[i];
+		const struct argp_option *o = opt_of(opts, s->key);
+		bool later = false;
+		char where[4200];
+
+		if (!o || !strcmp(o->name, "print-config") ||
+		    !strcmp(o->name, "no-config"))
+			continue;
+		for (size_t j = i + 1; !adds_up(s->key) && j < n; j++)
+			later |= seen[j].key == s->key;
+		if (s->from)
+			snprintf(where, sizeof(where), "%s:%u", s->from->file,
+				 s->from->line);
+		else
+			snprintf(where, sizeof(where), "command line");
+		printf("%s%s%s%s\t# %s%s\n", later ? "# " : "", o->name,
+		       s->arg ? " " : "", s->arg ? s->arg : "", where,
+		       later ? ", overridden" : "");
+	}
+}
+
 void config_release(struct config *c)
 {
 	for (size_t i = 0; i < c->n; i++) {

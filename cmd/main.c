@@ -303,9 +303,8 @@ int main(int argc, char **argv)
 		if (a.quiet)
 			run.progress = false;
 		run.o.on_progress = on_progress;
-		if (a.manifest &&
-		    manifest_open(&run.man, a.manifest,
-				  a.o.csum == XFER_CSUM_SHA256))
+		if (a.manifest && manifest_open(&run.man, a.manifest,
+						a.o.csum == XFER_CSUM_SHA256))
 			return RDCP_EXIT_LOCAL_IO;
 		v = xfer_copy(&run.o, &st);
 		progress_clear(&run);

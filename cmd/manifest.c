@@ -42,8 +42,8 @@ void manifest_note(struct manifest *m, const struct xfer_file_report *r)
 }
 
 /* The whole-file digest of path as lowercase hex into hex. 0 or -errno. */
-static int digest_file(const struct manifest *m, const char *path,
-		       uint8_t *buf, struct ck_sha256 *ctx, char *hex)
+static int digest_file(const struct manifest *m, const char *path, uint8_t *buf,
+		       struct ck_sha256 *ctx, char *hex)
 {
 	uint8_t d[CK_SHA256_LEN];
 	uint32_t crc = 0;
@@ -93,8 +93,7 @@ static void put_name(FILE *out, const char *name)
 	}
 }
 
-static void put_line(FILE *out, bool sha256, const char *name,
-		     const char *hex)
+static void put_line(FILE *out, bool sha256, const char *name, const char *hex)
 {
 	if (strpbrk(name, "\\\n"))
 		fputc('\\', out);

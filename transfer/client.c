@@ -98,8 +98,7 @@ static int build_hello(struct engine *e, const struct xfer_opts *o,
 				   "session (%u bytes at most)",
 				   WIRE_PATHS_MAX);
 	/* A pull's receiver walks, so it gets the filters. */
-	for (size_t i = 0; o->pull && o->filter && !rc && i < o->filter->n;
-	     i++)
+	for (size_t i = 0; o->pull && o->filter && !rc && i < o->filter->n; i++)
 		rc = wire_hello_add_filter(h, o->filter->rules[i].include,
 					   o->filter->rules[i].text);
 	if (rc)

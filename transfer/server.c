@@ -219,8 +219,8 @@ static int check_sources(const struct wire_hello *h, char *buf,
  * -ENOMEM, or -EPERM with why filled for a rule util/filter.c does not
  * take (an honest client checked them all before sending).
  */
-static int hello_filter(const struct wire_hello *h, struct filter *f,
-			char *why, size_t whysz)
+static int hello_filter(const struct wire_hello *h, struct filter *f, char *why,
+			size_t whysz)
 {
 	for (unsigned int i = 0; i < h->nfilters; i++) {
 		const char *r = wire_hello_filter(h, i);

@@ -52,7 +52,7 @@ struct walk {
 	const struct filter *filter; /* NULL: every entry */
 	FILE *list;		     /* names beneath srcs[0], or NULL */
 	char list_sep;		     /* '\n', or '\0' (--from0) */
-	size_t n;	/* entries listed so far */
+	size_t n;		     /* entries listed so far */
 	uint64_t bytes; /* their regular files' sizes, for progress */
 	bool done;	/* every entry is listed: n and bytes are final */
 	struct timespec

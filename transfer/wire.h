@@ -151,7 +151,7 @@ enum wire_file_end_flags {
 	WIRE_END_ABORT = 1 << 0, /* the source failed: discard the file */
 };
 
-#define WIRE_PATHS_MAX 4096u /* bytes of HELLO paths, NULs included */
+#define WIRE_PATHS_MAX 4096u   /* bytes of HELLO paths, NULs included */
 #define WIRE_FILTERS_MAX 2048u /* bytes of HELLO filter rules, NULs too */
 
 struct wire_hello {

@@ -101,7 +101,8 @@ bool filter_glob(const char *pat, size_t plen, const char *s, size_t slen)
 					continue;
 				}
 				if (end)
-					ok = c != '/' && set_has(pat, i, end, c);
+					ok = c != '/' &&
+					     set_has(pat, i, end, c);
 				else if (pat[i] == '?' && next == i + 1)
 					ok = c != '/';
 				else

@@ -36,10 +36,10 @@ enum filter_verdict {
 
 struct filter_rule {
 	bool include;
-	bool dir_only;	/* the text ended in '/' */
-	bool anchored;	/* the text began with '/' */
-	bool whole;	/* matched against the path, not its last component */
-	char *text;	/* as given, for the wire and messages */
+	bool dir_only;	 /* the text ended in '/' */
+	bool anchored;	 /* the text began with '/' */
+	bool whole;	 /* matched against the path, not its last component */
+	char *text;	 /* as given, for the wire and messages */
 	const char *pat; /* the pattern proper, within text */
 	size_t patlen;
 };

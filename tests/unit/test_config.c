@@ -99,7 +99,8 @@ static void test_forms_and_order(void)
 		CHECK(!strcmp(c.argv[2], "--recursive"));
 		CHECK(!strcmp(c.argv[5], "--compress"));
 		CHECK(!strcmp(c.argv[7], "--exclude=a b.o"));
-		CHECK(!strcmp(c.argv[9], "--port=9")); /* the command line last */
+		CHECK(!strcmp(c.argv[9],
+			      "--port=9")); /* the command line last */
 		CHECK(!strcmp(c.argv[11], "h:"));
 		CHECK(c.argv[12] == NULL);
 	}
@@ -125,12 +126,12 @@ static void test_missing_files(void)
 static void test_refusals(void)
 {
 	static const char *const bad[] = {
-		"prot 1\n",		/* unknown */
-		"listen\n",		/* not a default */
-		"port\n",		/* needs a value */
-		"recursive yes\n",	/* takes none */
-		"--\n",			/* no name */
-		"p 1\n",		/* short names are not names here */
+		"prot 1\n",	   /* unknown */
+		"listen\n",	   /* not a default */
+		"port\n",	   /* needs a value */
+		"recursive yes\n", /* takes none */
+		"--\n",		   /* no name */
+		"p 1\n",	   /* short names are not names here */
 	};
 	struct config c;
 	char big[CONFIG_LINE_MAX + 100];

@@ -77,7 +77,8 @@ static void test_glob_exhaustive_stars(void)
 					    ref_glob(p, s))
 						continue;
 					if (bad++ < 5)
-						printf("#   '%s' on '%s'\n", p, s);
+						printf("#   '%s' on '%s'\n", p,
+						       s);
 				}
 		}
 	CHECK_EQ(bad, 0);
