@@ -89,6 +89,7 @@ void json_summary(FILE *out, const struct xfer_stats *st, enum xfer_fail f,
 	str(out, st->peer);
 	fputs(",\"result\":", out);
 	str(out, xfer_fail_name(f));
-	fprintf(out, ",\"exit\":%d", exit_code);
+	/* --retry is not implemented yet: there is one attempt */
+	fprintf(out, ",\"retries\":0,\"exit\":%d", exit_code);
 	end(out);
 }

@@ -151,6 +151,28 @@ static void on_file(void *arg, const struct xfer_file_report *r)
 		 r->digest[0] ? r->digest : "none");
 }
 
+/*
+ * The copy's last line, unless -q, once a session was set up (a failure
+ * to connect has its own line): what a log of cron jobs wants to read.
+ * --json's summary event carries the same numbers.
+ */
+static void summary_line(const struct xfer_stats *st)
+{
+	char sz[32], rate[32];
+	bool dev = strcmp(st->transport, st->device);
+
+	fprintf(stderr,
+		"%llu files, %s in %.2f s (%s) over %s%s%s; skipped %llu, "
+		"failed %llu, retries 0\n",
+		(unsigned long long)st->files_ok,
+		units_format_size(st->bytes, sz, sizeof(sz)), st->seconds,
+		units_format_rate(st->seconds > 0 ? st->bytes / st->seconds : 0,
+				  rate, sizeof(rate)),
+		st->transport, dev ? " on " : "", dev ? st->device : "",
+		(unsigned long long)st->files_skipped,
+		(unsigned long long)st->files_failed);
+}
+
 /* Creates FILE's directories if missing (0700), then the key. */
 static int keygen(const char *path)
 {
@@ -292,7 +314,6 @@ int main(int argc, char **argv)
 		v = xfer_serve(&run.o);
 	} else {
 		struct xfer_stats st;
-		char sz[32], rate[32];
 
 		run.o.on_file = on_file;
 		run.o.on_file_arg = &run;
@@ -312,17 +333,6 @@ int main(int argc, char **argv)
 		if (a.manifest && manifest_finish(&run.man) && v == XFER_OK)
 			v = XFER_FAIL_LOCAL_IO;
 		manifest_release(&run.man);
-		if (run.progress && v == XFER_OK)
-			fprintf(stderr,
-				"%llu files, %s in %.2f s (%s) over %s\n",
-				(unsigned long long)st.files_ok,
-				units_format_size(st.bytes, sz, sizeof(sz)),
-				st.seconds,
-				units_format_rate(
-					st.seconds > 0 ? st.bytes / st.seconds
-						       : 0,
-					rate, sizeof(rate)),
-				st.transport);
 		if (a.json) {
 			/* A session failure (not one of its files). */
 			if (v != XFER_OK && !(st.files_failed && !st.error[0]))
@@ -331,19 +341,8 @@ int main(int argc, char **argv)
 						       : log_last_error());
 			json_summary(stdout, &st, v, exit_code(v));
 		}
-		if (v == XFER_OK)
-			log_info("%llu files, %s in %.2f s (%s) over %s%s%s",
-				 (unsigned long long)st.files_ok,
-				 units_format_size(st.bytes, sz, sizeof(sz)),
-				 st.seconds,
-				 units_format_rate(
-					 st.seconds > 0 ? st.bytes / st.seconds
-							: 0,
-					 rate, sizeof(rate)),
-				 st.transport,
-				 strcmp(st.transport, st.device) ? " on " : "",
-				 strcmp(st.transport, st.device) ? st.device
-								 : "");
+		if (!a.quiet && st.transport[0])
+			summary_line(&st);
 	}
 	if (run.o.files_from && run.o.files_from != stdin)
 		fclose(run.o.files_from);

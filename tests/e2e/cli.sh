@@ -109,6 +109,7 @@ assert m["status"] == "failed" and m["class"] == "local-io" and "missing" in m["
 s = ev[-1]
 assert s["files_ok"] == 3 and s["files_failed"] == 1 and s["result"] == "partial" and s["exit"] == 9, s
 assert s["transport"] == "tcp" and s["bytes"] == 3000003 and s["bytes_per_second"] >= 0, s
+assert s["retries"] == 0, s
 PY
 check "--json copies arrived" cmp "$T/src/big" "$T/root/j/big"
 "$RDCP" --json -q --transport tcp --port $((PORT + 1)) "$T/src/small" 127.0.0.1: >"$T/json2" 2>/dev/null
@@ -129,6 +130,15 @@ check "--progress: a line per file and a total, on stderr only" bash -c "
 	tr '\r' '\n' <'$T/progress' | grep -Eq '/small +3 B +ok' &&
 	tr '\r' '\n' <'$T/progress' | grep -Eq '/big +2.86 MiB +ok' &&
 	grep -Eq '^2 files, 2.86 MiB in .* over tcp' '$T/progress'"
+"$RDCP" --transport tcp --port "$PORT" "$T/src/small" "$T/src/missing" "$T/src/big" \
+	"127.0.0.1:s/" 2>"$T/sum" >"$T/sum.out"
+RC=$?
+check "summary: one last line, files, bytes, rate, skipped, failed, retries" bash -c "
+	[ $RC = 9 ] && [ ! -s '$T/sum.out' ] &&
+	tail -n1 '$T/sum' | grep -Eq '^2 files, 2.86 MiB in [0-9.]+ s \([0-9.]+ [kMG]?B/s\) over tcp; skipped 0, failed 1, retries 0\$'"
+"$RDCP" -q --transport tcp --port "$PORT" "$T/src/small" "127.0.0.1:s/" >"$T/sum.out" 2>&1
+RC=$?
+check "summary: none with -q" bash -c "[ $RC = 0 ] && [ ! -s '$T/sum.out' ]"
 
 # rdcp.conf: the user's defaults, the command line winning.
 printf '# site defaults\nport %s\n--transport=tcp\nchecksum = sha256\nquiet\n' "$PORT" >"$T/cfg/rdcp/rdcp.conf"
