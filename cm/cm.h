@@ -190,10 +190,13 @@ void cm_listener_destroy(struct cm_listener *l);
 
 /*
  * Wait up to timeout_ms for a connection request on either transport;
- * never blocks on one client. An RDMA request with a bad magic or version
- * is rejected here (both sides log why) and the call returns -EAGAIN as
- * for a timeout. On success *out is owned by the caller and may be
- * accepted or rejected from another thread.
+ * never blocks on one client. An RDMA request with a bad magic, version or
+ * geometry is rejected here (both sides log why) and the call returns
+ * -EAGAIN as for a timeout; so does running out of descriptors or memory
+ * (logged at most every 10 s; the clients are refused as busy meanwhile).
+ * Any other error is the listener's own. On success *out is owned by the
+ * caller and may be accepted from another thread; it must be accepted or
+ * rejected before the listener is destroyed.
  */
 int cm_listener_get(struct cm_listener *l, int timeout_ms,
 		    struct cm_request **out)
@@ -211,7 +214,12 @@ int cm_accept(struct cm_request *req, const struct cm_limits *lim,
 	      const struct cm_timeouts *to, struct cm_conn **out)
 	__attribute__((warn_unused_result));
 
-/* Reject and free a request (e.g. too many sessions). */
+/*
+ * Reject and free a request as busy (e.g. too many sessions), never
+ * waiting on the client: a TCP client's connect data is read later by the
+ * listener (cm_listener_get), for up to 1 s, so that a client of another
+ * version is told that instead.
+ */
 void cm_reject(struct cm_request *req);
 
 /*
@@ -244,6 +252,13 @@ int cm_check(const struct cm_addr *peer, uint64_t session_bytes,
 
 /* Protocol identity in the private data. */
 #define CM_MAGIC 0x52444350u /* "RDCP" */
-#define CM_VERSION 2
+#define CM_VERSION 3
+
+/*
+ * The control geometry of protocol version 2: a receiver refuses any other
+ * (status 2), so an unauthenticated client cannot size its buffers.
+ */
+#define CM_CTRL_SIZE 8192u
+#define CM_CTRL_CREDITS 64u
 
 #endif

@@ -29,10 +29,6 @@ enum {
 };
 
 /* Allowed geometry on either side, whatever the peer asks for. */
-#define CTRL_SIZE_MIN 1024u
-#define CTRL_SIZE_MAX 65536u
-#define CTRL_CREDITS_MIN 4u /* below 4, idle peers trade acks forever */
-#define CTRL_CREDITS_MAX 256u
 #define SLOT_SIZE_MIN 4096u
 
 /* The protocol version this side speaks; a test build can pretend. */
@@ -46,7 +42,14 @@ void cm_pd_encode(uint8_t *p, uint16_t status, const struct cm_geom *g);
 int cm_pd_decode(const void *data, size_t len, uint16_t *version,
 		 uint16_t *status, struct cm_geom *g);
 const char *cm_pd_status_str(uint16_t st);
+/*
+ * Whether g is a geometry of this protocol: control buffers of exactly
+ * CM_CTRL_SIZE bytes and CM_CTRL_CREDITS credits, at least one slot of at
+ * least SLOT_SIZE_MIN bytes. If not, and why, one line saying what is
+ * wrong ("control buffers of 65536 bytes (the protocol's are 8192)").
+ */
 bool cm_geom_valid(const struct cm_geom *g);
+bool cm_geom_check(const struct cm_geom *g, char *why, size_t n);
 
 /* "a.b.c.d:port", "[v6]:port" (v4-mapped shown as v4). */
 void cm_sockaddr_str(const struct sockaddr *sa, char *buf, size_t n);
@@ -64,6 +67,7 @@ int cm_resolve(const struct cm_addr *a, bool passive, struct addrinfo **res);
 
 struct rdma_event_channel;
 struct rdma_cm_id;
+struct cm_tcp_listener;
 
 /* A waiting connection of either transport, taken by cm_listener_get. */
 struct cm_request {
@@ -73,15 +77,18 @@ struct cm_request {
 	struct rdma_event_channel *ech;
 	struct rdma_cm_id *id;
 	struct cm_geom want;
-	/* TCP: the accepted socket, handshake not yet run */
+	/* TCP: the accepted socket, handshake not yet run, and its listener */
 	int fd;
+	struct cm_tcp_listener *tl;
 };
 
 /*
  * cm/rdma_cm.c: the rdma_cm halves of the calls in cm.h, each returning
  * and logging as its cm.h counterpart does (cm_listen, cm_listener_get,
  * cm_accept, cm_reject, cm_connect); the listener's fd is its event
- * channel's, readable when an event waits.
+ * channel's, readable when an event waits. cm_rdma_get returns -EAGAIN,
+ * after rejecting the request, when this process is out of memory or
+ * descriptors (logged at most every 10 s).
  */
 struct cm_rdma_listener;
 /* quiet: no log line on failure (AUTO says why itself). */

@@ -44,10 +44,11 @@ int cm_tcp_listener_fd(const struct cm_tcp_listener *l);
  * Take the next waiting connection, run the server half of the handshake
  * (bounded by to->connect_ms) with the client's geometry clamped to lim,
  * and return the connection in *out. Returns 0, -EAGAIN when no connection
- * waits, or -errno. Errors other than -EAGAIN, -ENOMEM and -EMFILE/-ENFILE
- * concern that one client only (the caller keeps listening); all are
- * logged: -EPROTO (bad magic, version or geometry: the client is told
- * why, as with rdma_reject), -ETIMEDOUT (client silent), -ECONNRESET.
+ * waits (or none can be taken now: out of descriptors or memory, see
+ * cm_tcp_take), or -errno. Errors other than -EAGAIN concern that one
+ * client only (the caller keeps listening); all are logged: -EPROTO (bad
+ * magic, version or geometry: the client is told why, as with
+ * rdma_reject), -ETIMEDOUT (client silent), -ECONNRESET.
  */
 int cm_tcp_accept(struct cm_tcp_listener *l, const struct cm_limits *lim,
 		  const struct cm_timeouts *to, struct cm_conn **out)
@@ -65,13 +66,36 @@ void cm_tcp_listener_destroy(struct cm_tcp_listener *l);
 /*
  * The two halves of cm_tcp_accept, so a listener thread only takes the
  * socket (never blocks) and the session thread runs the handshake:
- * take returns 0 with *fd and peer filled, or -EAGAIN; accept_fd and
- * reject_fd consume fd in every case.
+ * take returns 0 with *fd and peer filled, or -EAGAIN (none waits; or the
+ * process is out of descriptors or memory: logged at most every 10 s, the
+ * client at the head of the backlog told "busy" with a descriptor held in
+ * reserve, accepting paused briefly; see cm_tcp_listener_prepare), or
+ * -errno for a failure of the listening socket itself. accept_fd and
+ * reject_fd consume fd in every case; reject_fd waits (up to
+ * to->connect_ms) for the client's connect data, so a listener thread
+ * refuses with cm_tcp_refuse instead.
  */
 int cm_tcp_take(struct cm_tcp_listener *l, char *peer, size_t n, int *fd);
 int cm_tcp_accept_fd(int fd, const char *peer, const struct cm_limits *lim,
 		     const struct cm_timeouts *to, struct cm_conn **out)
 	__attribute__((warn_unused_result));
 void cm_tcp_reject_fd(int fd, const char *peer, const struct cm_timeouts *to);
+
+/*
+ * Refuse a taken connection as busy (as reject_fd does, a client of another
+ * version is told that instead) without ever waiting: fd is answered now
+ * if its connect data is there, else kept (at most 16, for up to 1 s) and
+ * answered by cm_tcp_listener_prepare once it comes; beyond 16, answered
+ * "busy" at once. Consumes fd. Thread-safe.
+ */
+void cm_tcp_refuse(struct cm_tcp_listener *l, int fd, const char *peer);
+
+/*
+ * Before each wait on the listener: moves the refusals in progress on
+ * (never blocks) and returns the fd to wait on for new connections, or -1
+ * while accepting pauses; lowers *timeout_ms (-1: none) to when either
+ * needs another look.
+ */
+int cm_tcp_listener_prepare(struct cm_tcp_listener *l, int *timeout_ms);
 
 #endif

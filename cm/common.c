@@ -86,7 +86,8 @@ const char *cm_pd_status_str(uint16_t st)
 	case PD_ST_VERSION:
 		return "protocol version not supported";
 	case PD_ST_PARAMS:
-		return "ring geometry out of range";
+		return "connect geometry refused (control buffers, credits or "
+		       "ring slots not those of this protocol version)";
 	case PD_ST_BUSY:
 		return "receiver is at its session limit, try again later";
 	default:
@@ -94,12 +95,28 @@ const char *cm_pd_status_str(uint16_t st)
 	}
 }
 
+bool cm_geom_check(const struct cm_geom *g, char *why, size_t n)
+{
+	if (g->ctrl_size != CM_CTRL_SIZE)
+		snprintf(why, n,
+			 "control buffers of %u bytes (the protocol's are %u)",
+			 g->ctrl_size, CM_CTRL_SIZE);
+	else if (g->ctrl_credits != CM_CTRL_CREDITS)
+		snprintf(why, n, "%u control credits (the protocol has %u)",
+			 g->ctrl_credits, CM_CTRL_CREDITS);
+	else if (!g->slots || g->slot_size < SLOT_SIZE_MIN)
+		snprintf(why, n, "%u ring slots of %u bytes (at least 1 of %u)",
+			 g->slots, g->slot_size, SLOT_SIZE_MIN);
+	else
+		return true;
+	return false;
+}
+
 bool cm_geom_valid(const struct cm_geom *g)
 {
-	return g->ctrl_size >= CTRL_SIZE_MIN && g->ctrl_size <= CTRL_SIZE_MAX &&
-	       g->ctrl_credits >= CTRL_CREDITS_MIN &&
-	       g->ctrl_credits <= CTRL_CREDITS_MAX && g->slots >= 1 &&
-	       g->slot_size >= SLOT_SIZE_MIN;
+	char why[100];
+
+	return cm_geom_check(g, why, sizeof(why));
 }
 
 /* ---- small helpers ---- */

@@ -181,8 +181,8 @@ int cm_check(const struct cm_addr *peer, uint64_t session_bytes,
 		    peer->host, dev);
 	{
 		struct cm_geom g = {
-			.ctrl_size = 8192,
-			.ctrl_credits = 4,
+			.ctrl_size = CM_CTRL_SIZE,
+			.ctrl_credits = CM_CTRL_CREDITS,
 			.slots = 1,
 			.slot_size = 4096,
 		};

@@ -36,6 +36,7 @@
 struct cm_rdma_listener {
 	struct rdma_event_channel *ech;
 	struct rdma_cm_id *id;
+	struct log_every short_log;
 };
 
 /*
@@ -455,6 +456,19 @@ void cm_rdma_listener_destroy(struct cm_rdma_listener *l)
 	free(l);
 }
 
+/* Out of descriptors or memory: said at most every 10 s; we go on. */
+static void short_of(struct cm_rdma_listener *l, const char *who, int err)
+{
+	unsigned int held;
+
+	if (log_every_due(&l->short_log, clock_now_ms(), 10000, &held))
+		log_err("cannot take a connection%s%s: %s: RDMA clients are "
+			"refused as busy until some close (%u more failures "
+			"since last said)",
+			who ? " from " : "", who ? who : "", strerror(err),
+			held);
+}
+
 static void reject(struct rdma_cm_id *id, uint16_t status)
 {
 	uint8_t pd[PD_LEN];
@@ -470,6 +484,7 @@ int cm_rdma_get(struct cm_rdma_listener *l, int timeout_ms,
 	struct cm_request *req;
 	uint16_t ver = 0, st;
 	struct cm_geom g;
+	char why[100];
 	int rc;
 
 	rc = next_event(l->ech, timeout_ms, &ev);
@@ -489,22 +504,25 @@ int cm_rdma_get(struct cm_rdma_listener *l, int timeout_ms,
 		reject(ev->id, PD_ST_BUSY);
 		rdma_destroy_id(ev->id);
 		rdma_ack_cm_event(ev);
-		return -ENOMEM;
+		short_of(l, NULL, ENOMEM);
+		return -EAGAIN;
 	}
 	req->id = ev->id;
 	cm_sockaddr_str(rdma_get_peer_addr(ev->id), req->peer,
 			sizeof(req->peer));
 	rc = cm_pd_decode(ev->param.conn.private_data,
 			  ev->param.conn.private_data_len, &ver, &st, &g);
-	if (rc || !cm_geom_valid(&g)) {
+	if (rc || !cm_geom_check(&g, why, sizeof(why))) {
 		if (rc == -EPROTONOSUPPORT)
 			log_err("refused %s: it speaks rdcp protocol version "
 				"%u, this receiver speaks %u",
 				req->peer, ver, cm_version());
-		else
+		else if (rc)
 			log_err("refused %s: not an rdcp client (bad connect "
 				"data)",
 				req->peer);
+		else
+			log_err("refused %s: it asks for %s", req->peer, why);
 		reject(ev->id,
 		       rc == -EPROTONOSUPPORT ? PD_ST_VERSION : PD_ST_PARAMS);
 		rdma_ack_cm_event(ev);
@@ -518,12 +536,18 @@ int cm_rdma_get(struct cm_rdma_listener *l, int timeout_ms,
 	if (!req->ech || cm_set_nonblock(req->ech->fd) ||
 	    rdma_migrate_id(req->id, req->ech)) {
 		rc = -errno;
-		log_err("cannot take connection from %s: %s", req->peer,
-			strerror(errno));
 		reject(req->id, PD_ST_BUSY);
 		rdma_destroy_id(req->id);
 		if (req->ech)
 			rdma_destroy_event_channel(req->ech);
+		if (rc == -EMFILE || rc == -ENFILE || rc == -ENOMEM ||
+		    rc == -ENOBUFS) {
+			short_of(l, req->peer, -rc);
+			rc = -EAGAIN;
+		} else {
+			log_err("cannot take connection from %s: %s", req->peer,
+				strerror(-rc));
+		}
 		free(req);
 		return rc;
 	}

@@ -16,7 +16,9 @@
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,9 +31,29 @@
 #include "util/clock.h"
 #include "util/log.h"
 
+/* Refusals answered by the listener without blocking; more go at once. */
+#define REFUSALS_MAX 16
+#define REFUSAL_MS 1000	    /* how long a refused client may take to speak */
+#define ACCEPT_PAUSE_MS 100 /* no accept() for this long after ENOMEM */
+
+/* A refused client whose connect data is awaited before it is answered. */
+struct refusal {
+	int fd;
+	uint8_t pd[PD_LEN];
+	size_t got;
+	uint64_t deadline_ms;
+	char peer[64];
+};
+
 struct cm_tcp_listener {
 	int fd;
+	int reserve; /* an fd held back for accept() when the table is full */
+	uint64_t pause_until_ms;
+	struct log_every accept_log;
 	char where[80];
+	pthread_mutex_t lock; /* refusals */
+	struct refusal ref[REFUSALS_MAX];
+	unsigned int nref;
 };
 
 /*
@@ -269,6 +291,8 @@ int cm_tcp_listen(const struct cm_addr *addr, struct cm_tcp_listener **out)
 	if (!l)
 		return -ENOMEM;
 	l->fd = -1;
+	pthread_mutex_init(&l->lock, NULL);
+	l->reserve = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	rc = cm_resolve(addr, true, &ai);
 	if (rc)
 		goto out_free;
@@ -335,34 +359,114 @@ void cm_tcp_listener_destroy(struct cm_tcp_listener *l)
 {
 	if (!l)
 		return;
+	for (unsigned int i = 0; i < l->nref; i++)
+		close(l->ref[i].fd);
 	if (l->fd >= 0)
 		close(l->fd);
+	if (l->reserve >= 0)
+		close(l->reserve);
+	pthread_mutex_destroy(&l->lock);
 	free(l);
 }
 
-/* accept4() of the next waiting client; -EAGAIN if none. */
+/* Answers st without waiting (the send buffer of a new socket has room). */
+static void refuse_now(int fd, uint16_t st)
+{
+	uint8_t pd[PD_LEN];
+
+	cm_pd_encode(pd, st, NULL);
+	if (send(fd, pd, sizeof(pd), MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+		log_debug("cannot send refusal: %s", strerror(errno));
+	close_gently(fd);
+}
+
+/*
+ * Out of descriptors: the client at the head of the backlog is taken with
+ * the one held in reserve and told the receiver is busy, so that it learns
+ * at once and the backlog drains; without a reserve, accepting pauses.
+ */
+static void shed(struct cm_tcp_listener *l)
+{
+	int fd;
+
+	if (l->reserve >= 0) {
+		close(l->reserve);
+		fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd >= 0)
+			refuse_now(fd, PD_ST_BUSY);
+		l->reserve = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		if (fd >= 0)
+			return;
+	}
+	l->pause_until_ms = clock_now_ms() + ACCEPT_PAUSE_MS;
+}
+
+/*
+ * accept4() of the next waiting client; -EAGAIN if none, or when this
+ * process ran out of descriptors or memory (logged at most every 10 s: the
+ * listener goes on). Other errors are the listener's own.
+ */
 static int take(struct cm_tcp_listener *l, char *peer, size_t n, int *out)
 {
 	struct sockaddr_storage ss;
 	socklen_t len = sizeof(ss);
+	unsigned int held;
 	int fd;
 
+	if (l->pause_until_ms && clock_now_ms() < l->pause_until_ms)
+		return -EAGAIN;
+	l->pause_until_ms = 0;
 	fd = accept4(l->fd, (struct sockaddr *)&ss, &len,
 		     SOCK_NONBLOCK | SOCK_CLOEXEC);
-	if (fd < 0) {
+	if (fd >= 0) {
+		cm_sockaddr_str((const struct sockaddr *)&ss, peer, n);
+		*out = fd;
+		return 0;
+	}
+	switch (errno) {
+	case EMFILE:
+	case ENFILE:
+	case ENOMEM:
+	case ENOBUFS: {
 		int err = errno;
 
-		/* Gone before we took it, or nothing there: as a timeout. */
-		if (err == EAGAIN || err == EWOULDBLOCK || err == EINTR ||
-		    err == ECONNABORTED || err == EPROTO)
-			return -EAGAIN;
-		log_err("cannot accept a connection on %s: %s", l->where,
-			strerror(err));
-		return -err;
+		if (err == EMFILE || err == ENFILE)
+			shed(l);
+		else
+			l->pause_until_ms = clock_now_ms() + ACCEPT_PAUSE_MS;
+		if (log_every_due(&l->accept_log, clock_now_ms(), 10000, &held))
+			log_err("cannot accept connections on %s: %s: new "
+				"clients are refused as busy until some "
+				"close (%u more failures since last said)",
+				l->where, strerror(err), held);
+		return -EAGAIN;
 	}
-	cm_sockaddr_str((const struct sockaddr *)&ss, peer, n);
-	*out = fd;
-	return 0;
+	/*
+	 * Gone before we took it, nothing there, or a network error of that
+	 * one connection (accept(2)): as a timeout.
+	 */
+	case EAGAIN:
+#if EWOULDBLOCK != EAGAIN
+	case EWOULDBLOCK:
+#endif
+	case EINTR:
+	case ECONNABORTED:
+	case EPROTO:
+	case EPERM:
+	case ENETDOWN:
+	case ENETUNREACH:
+	case EHOSTDOWN:
+	case EHOSTUNREACH:
+	case ENONET:
+	case ENOPROTOOPT:
+	case EOPNOTSUPP:
+	case ETIMEDOUT:
+		return -EAGAIN;
+	default:
+		log_err("cannot accept a connection on %s: %s", l->where,
+			strerror(errno));
+		return -errno;
+	}
 }
 
 /* Sends a refusal with status st and closes; the client logs why. */
@@ -387,6 +491,7 @@ static int server_hello(int fd, const char *peer, uint64_t deadline_ms,
 {
 	uint8_t pd[PD_LEN];
 	uint16_t ver = 0, st;
+	char why[100];
 	int rc;
 
 	rc = io_deadline(fd, pd, sizeof(pd), false, deadline_ms);
@@ -400,18 +505,22 @@ static int server_hello(int fd, const char *peer, uint64_t deadline_ms,
 		return rc;
 	}
 	rc = cm_pd_decode(pd, sizeof(pd), &ver, &st, g);
-	if (rc || !cm_geom_valid(g)) {
-		if (rc == -EPROTONOSUPPORT)
-			log_err("refused %s: it speaks rdcp protocol version "
-				"%u, this receiver speaks %u",
-				peer, ver, cm_version());
-		else
-			log_err("refused %s: not an rdcp client (bad connect "
-				"data)",
-				peer);
-		refuse(fd,
-		       rc == -EPROTONOSUPPORT ? PD_ST_VERSION : PD_ST_PARAMS,
-		       deadline_ms);
+	if (rc == -EPROTONOSUPPORT) {
+		log_err("refused %s: it speaks rdcp protocol version %u, this "
+			"receiver speaks %u",
+			peer, ver, cm_version());
+		refuse(fd, PD_ST_VERSION, deadline_ms);
+		return -EPROTO;
+	}
+	if (rc) {
+		log_err("refused %s: not an rdcp client (bad connect data)",
+			peer);
+		refuse(fd, PD_ST_PARAMS, deadline_ms);
+		return -EPROTO;
+	}
+	if (!cm_geom_check(g, why, sizeof(why))) {
+		log_err("refused %s: it asks for %s", peer, why);
+		refuse(fd, PD_ST_PARAMS, deadline_ms);
 		return -EPROTO;
 	}
 	return 0;
@@ -420,6 +529,84 @@ static int server_hello(int fd, const char *peer, uint64_t deadline_ms,
 int cm_tcp_take(struct cm_tcp_listener *l, char *peer, size_t n, int *fd)
 {
 	return take(l, peer, n, fd);
+}
+
+/*
+ * One look at a refusal, never waiting: true once it is over (answered
+ * and closed), when its connect data came, it hung up, or its time is up.
+ * A client of another protocol version is told that rather than "busy".
+ */
+static bool refusal_step(struct refusal *r, uint64_t now_ms)
+{
+	uint16_t ver = 0, st = 0;
+	struct cm_geom g;
+	ssize_t n;
+
+	do {
+		n = recv(r->fd, r->pd + r->got, PD_LEN - r->got, MSG_DONTWAIT);
+		if (n > 0)
+			r->got += (size_t)n;
+	} while (n > 0 && r->got < PD_LEN);
+	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK &&
+		       errno != EINTR)) {
+		close(r->fd); /* it hung up: nobody to tell */
+		return true;
+	}
+	if (r->got < PD_LEN && now_ms < r->deadline_ms)
+		return false;
+	if (r->got == PD_LEN &&
+	    cm_pd_decode(r->pd, PD_LEN, &ver, &st, &g) == -EPROTONOSUPPORT) {
+		log_err("refused %s: it speaks rdcp protocol version %u, this "
+			"receiver speaks %u",
+			r->peer, ver, cm_version());
+		refuse_now(r->fd, PD_ST_VERSION);
+	} else {
+		refuse_now(r->fd, PD_ST_BUSY);
+	}
+	return true;
+}
+
+void cm_tcp_refuse(struct cm_tcp_listener *l, int fd, const char *peer)
+{
+	struct refusal r = { .fd = fd,
+			     .deadline_ms = clock_now_ms() + REFUSAL_MS };
+
+	snprintf(r.peer, sizeof(r.peer), "%s", peer);
+	if (refusal_step(&r, clock_now_ms()))
+		return;
+	pthread_mutex_lock(&l->lock);
+	if (l->nref < REFUSALS_MAX) {
+		l->ref[l->nref++] = r;
+		fd = -1;
+	}
+	pthread_mutex_unlock(&l->lock);
+	if (fd >= 0) /* too many waiting already: busy, without a word */
+		refuse_now(fd, PD_ST_BUSY);
+}
+
+int cm_tcp_listener_prepare(struct cm_tcp_listener *l, int *timeout_ms)
+{
+	uint64_t now = clock_now_ms();
+
+	pthread_mutex_lock(&l->lock);
+	for (unsigned int i = 0; i < l->nref;) {
+		if (refusal_step(&l->ref[i], now))
+			l->ref[i] = l->ref[--l->nref];
+		else
+			i++;
+	}
+	/* Look again soon: these wait on no fd of their own. */
+	if (l->nref && (*timeout_ms < 0 || *timeout_ms > 20))
+		*timeout_ms = 20;
+	pthread_mutex_unlock(&l->lock);
+	if (l->pause_until_ms && now < l->pause_until_ms) {
+		int left = (int)(l->pause_until_ms - now);
+
+		if (*timeout_ms < 0 || *timeout_ms > left)
+			*timeout_ms = left;
+		return -1;
+	}
+	return l->fd;
 }
 
 int cm_tcp_accept_fd(int fd, const char *peer, const struct cm_limits *lim,

@@ -101,29 +101,36 @@ int cm_listener_get(struct cm_listener *l, int timeout_ms,
 		    struct cm_request **out)
 {
 	struct pollfd pfd[2];
-	int n = 0, rdma = -1, tcp = -1, rc;
+	int n = 0, rdma = -1, tcp = -1, fd, rc;
 
 	if (l->rdma) {
 		rdma = n;
 		pfd[n++] = (struct pollfd){ .fd = cm_rdma_listener_fd(l->rdma),
 					    .events = POLLIN };
 	}
-	if (l->tcp) {
+	/* -1 while accepting pauses (out of descriptors or memory). */
+	fd = l->tcp ? cm_tcp_listener_prepare(l->tcp, &timeout_ms) : -1;
+	if (fd >= 0) {
 		tcp = n;
-		pfd[n++] = (struct pollfd){ .fd = cm_tcp_listener_fd(l->tcp),
-					    .events = POLLIN };
+		pfd[n++] = (struct pollfd){ .fd = fd, .events = POLLIN };
 	}
 	rc = poll(pfd, (nfds_t)n, timeout_ms);
 	if (rc < 0)
-		return errno == EINTR ? -EAGAIN : -errno;
+		return errno == EINTR || errno == ENOMEM ? -EAGAIN : -errno;
 	if (rdma >= 0 && pfd[rdma].revents)
 		return cm_rdma_get(l->rdma, 0, out);
 	if (tcp >= 0 && pfd[tcp].revents) {
 		struct cm_request *req = calloc(1, sizeof(*req));
+		char peer[sizeof(req->peer)];
 
-		if (!req)
-			return -ENOMEM;
+		/* No memory for one: taken and refused, or left waiting. */
+		if (!req) {
+			if (!cm_tcp_take(l->tcp, peer, sizeof(peer), &fd))
+				cm_tcp_refuse(l->tcp, fd, peer);
+			return -EAGAIN;
+		}
 		req->tcp = true;
+		req->tl = l->tcp;
 		rc = cm_tcp_take(l->tcp, req->peer, sizeof(req->peer),
 				 &req->fd);
 		if (rc) {
@@ -161,8 +168,7 @@ void cm_reject(struct cm_request *req)
 		cm_rdma_reject(req);
 		return;
 	}
-	/* A short bound: this runs on the listener's thread. */
-	cm_tcp_reject_fd(req->fd, req->peer,
-			 &(struct cm_timeouts){ .connect_ms = 1000 });
+	/* Never waits: this runs on the listener's thread. */
+	cm_tcp_refuse(req->tl, req->fd, req->peer);
 	free(req);
 }

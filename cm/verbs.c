@@ -107,6 +107,8 @@ int vconn_teardown(struct vconn *v)
 		first = rc;
 	if ((rc = destroy_mr(&v->rx_mr)) && !first)
 		first = rc;
+	if ((rc = destroy_mr(&v->rx_late_mr)) && !first)
+		first = rc;
 	if ((rc = destroy_mr(&v->ring_mr)) && !first)
 		first = rc;
 	if ((rc = destroy_mr(&v->stage_mr)) && !first)
@@ -159,23 +161,14 @@ static void memlock_hint(char *buf, size_t n, size_t want)
 	}
 }
 
-/* Allocates len bytes page-aligned and registers them. */
-static int reg_buf(struct vconn *v, const char *what, size_t len, int access,
-		   uint8_t **buf, struct ibv_mr **mr)
+/* Registers len bytes at buf (allocated already). */
+static int reg_only(struct vconn *v, const char *what, uint8_t *buf, size_t len,
+		    int access, struct ibv_mr **mr)
 {
 	char sz[32], hint[200];
 	int err;
 
-	*buf = mmap(NULL, len, PROT_READ | PROT_WRITE,
-		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (*buf == MAP_FAILED) {
-		*buf = NULL;
-		err = errno;
-		log_err("cannot allocate %s (%s): %s", what,
-			units_format_size(len, sz, sizeof(sz)), strerror(err));
-		return -err;
-	}
-	*mr = ibv_reg_mr(v->pd, *buf, len, access);
+	*mr = ibv_reg_mr(v->pd, buf, len, access);
 	if (!*mr) {
 		err = errno ? errno : ENOMEM;
 		memlock_hint(hint, sizeof(hint), len);
@@ -187,11 +180,63 @@ static int reg_buf(struct vconn *v, const char *what, size_t len, int access,
 	return 0;
 }
 
+/* Allocates len bytes page-aligned (not touched: no memory yet). */
+static int alloc_buf(const char *what, size_t len, uint8_t **buf)
+{
+	char sz[32];
+	int err;
+
+	*buf = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (*buf == MAP_FAILED) {
+		*buf = NULL;
+		err = errno;
+		log_err("cannot allocate %s (%s): %s", what,
+			units_format_size(len, sz, sizeof(sz)), strerror(err));
+		return -err;
+	}
+	return 0;
+}
+
+/* Allocates len bytes page-aligned and registers them. */
+static int reg_buf(struct vconn *v, const char *what, size_t len, int access,
+		   uint8_t **buf, struct ibv_mr **mr)
+{
+	int rc = alloc_buf(what, len, buf);
+
+	return rc ? rc : reg_only(v, what, *buf, len, access, mr);
+}
+
+static int v_post_recv(struct cm_conn *c, unsigned int rxbuf);
+
+/*
+ * Registers and posts the rx buffers beyond the credits', one per ring
+ * slot: for the WRITE_WITH_IMMs, once the session is agreed. Idempotent.
+ */
+static int post_late_rx(struct vconn *v)
+{
+	struct cm_conn *c = &v->base;
+	size_t off = (size_t)v->nrx_early * c->geom.ctrl_size;
+	int rc;
+
+	if (v->rx_late_mr || v->nrx_early >= c->nrx)
+		return 0;
+	rc = reg_only(v, "control receive buffers", c->rx + off,
+		      (size_t)(c->nrx - v->nrx_early) * c->geom.ctrl_size,
+		      IBV_ACCESS_LOCAL_WRITE, &v->rx_late_mr);
+	for (unsigned int i = v->nrx_early; !rc && i < c->nrx; i++)
+		rc = v_post_recv(c, i);
+	return rc;
+}
+
 static int v_ring_create(struct cm_conn *c, struct cm_ring_desc *desc)
 {
 	struct vconn *v = to_v(c);
 	int rc;
 
+	rc = post_late_rx(v);
+	if (rc)
+		return rc;
 	v->ring_len = (size_t)c->geom.slots * c->geom.slot_size;
 	rc = reg_buf(v, "ring", v->ring_len,
 		     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, &c->ring,
@@ -208,6 +253,9 @@ static int v_stage_create(struct cm_conn *c, const struct cm_ring_desc *peer)
 	struct vconn *v = to_v(c);
 	int rc;
 
+	rc = post_late_rx(v);
+	if (rc)
+		return rc;
 	v->stage_len = (size_t)c->geom.slots * c->geom.slot_size;
 	rc = reg_buf(v, "staging buffers", v->stage_len, IBV_ACCESS_LOCAL_WRITE,
 		     &c->stage, &v->stage_mr);
@@ -250,7 +298,8 @@ static int v_post_recv(struct cm_conn *c, unsigned int rxbuf)
 	struct ibv_sge sge = {
 		.addr = (uintptr_t)cm_rx(c, rxbuf),
 		.length = c->geom.ctrl_size,
-		.lkey = v->rx_mr->lkey,
+		.lkey = rxbuf < v->nrx_early ? v->rx_mr->lkey
+					     : v->rx_late_mr->lkey,
 	};
 	struct ibv_recv_wr wr = {
 		.wr_id = rxbuf,
@@ -556,12 +605,17 @@ int vconn_build(struct vconn *v)
 		     &c->tx, &v->tx_mr);
 	if (rc)
 		return rc;
-	rc = reg_buf(v, "control receive buffers",
-		     (size_t)c->nrx * c->geom.ctrl_size, IBV_ACCESS_LOCAL_WRITE,
-		     &c->rx, &v->rx_mr);
+	/* All of rx reserved, the credits' part pinned: post_late_rx. */
+	v->nrx_early = c->geom.ctrl_credits;
+	rc = alloc_buf("control receive buffers",
+		       (size_t)c->nrx * c->geom.ctrl_size, &c->rx);
+	if (!rc)
+		rc = reg_only(v, "control receive buffers", c->rx,
+			      (size_t)v->nrx_early * c->geom.ctrl_size,
+			      IBV_ACCESS_LOCAL_WRITE, &v->rx_mr);
 	if (rc)
 		return rc;
-	for (unsigned int i = 0; i < c->nrx; i++) {
+	for (unsigned int i = 0; i < v->nrx_early; i++) {
 		rc = v_post_recv(c, i);
 		if (rc)
 			return rc;

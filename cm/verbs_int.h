@@ -31,6 +31,14 @@ struct vconn {
 	bool closed_told; /* CM_EV_CLOSED handed out */
 	bool first_err_logged;
 	struct ibv_mr *tx_mr, *rx_mr, *ring_mr, *stage_mr;
+	/*
+	 * rx buffers 0..nrx_early-1 are registered (rx_mr) and posted at
+	 * build; the rest, one per ring slot, only with the ring or staging
+	 * (rx_late_mr), after the handshake: until a client authenticated,
+	 * the receiver pins control buffers for its credits only.
+	 */
+	struct ibv_mr *rx_late_mr;
+	unsigned int nrx_early;
 	size_t ring_len, stage_len;
 	uint64_t remote_addr;
 	uint32_t remote_rkey;
@@ -50,9 +58,10 @@ static inline void drain_cm_events(struct rdma_event_channel *ch)
 /*
  * Sets v's ops and device name and builds the PD, completion channel,
  * CQs, QP and control buffers on v->id (which has its device: route
- * resolved, or a connect request taken), every rx buffer posted, sized
- * from v->base.geom. Returns 0 or -errno, logged; on failure the caller
- * runs vconn_teardown() (and owns v).
+ * resolved, or a connect request taken), sized from v->base.geom, with
+ * the rx buffers for the control credits registered and posted (the rest
+ * come with ring_create or stage_create). Returns 0 or -errno, logged; on
+ * failure the caller runs vconn_teardown() (and owns v).
  */
 int vconn_build(struct vconn *v) __attribute__((warn_unused_result));
 

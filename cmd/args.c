@@ -91,6 +91,7 @@ enum {
 	OPT_MANIFEST,
 	OPT_PRINT_CONFIG,
 	OPT_NO_CONFIG,
+	OPT_REQUIRE_ENCRYPT,
 };
 
 static const struct argp_option options[] = {
@@ -117,7 +118,7 @@ static const struct argp_option options[] = {
 	  2 },
 	{ "resume", OPT_RESUME, NULL, 0,
 	  "Finish an interrupted copy: what is already at DEST is checked "
-	  "chunk by chunk against the source by CRC32 and only what "
+	  "chunk by chunk against the source's chunk digests and only what "
 	  "differs is sent; partial files are kept on failure for the next "
 	  "try",
 	  2 },
@@ -194,6 +195,10 @@ static const struct argp_option options[] = {
 	{ "no-auth", OPT_NO_AUTH, NULL, 0,
 	  "Run without authentication: anybody who reaches the port may "
 	  "write into the root. Isolated fabrics only",
+	  4 },
+	{ "require-encrypt", OPT_REQUIRE_ENCRYPT, NULL, 0,
+	  "Receiver: refuse sessions without --encrypt. Sender: refuse to "
+	  "copy without --encrypt",
 	  4 },
 	{ NULL, 0, NULL, 0, "Output:", 5 },
 	{ "json", OPT_JSON, NULL, 0,
@@ -649,6 +654,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_NO_AUTH:
 		a->no_auth = true;
 		break;
+	case OPT_REQUIRE_ENCRYPT:
+		a->o.require_encrypt = true;
+		break;
 	case 'q':
 		a->quiet = true;
 		break;
@@ -682,6 +690,10 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		if (a->no_auth && a->key_file)
 			argp_error(state, "--no-auth and --key-file exclude "
 					  "each other");
+		if (a->o.require_encrypt && a->no_auth)
+			argp_error(state, "--require-encrypt needs the "
+					  "pre-shared key: it cannot go with "
+					  "--no-auth");
 		if (a->listen) {
 			if (ps->nsrcs)
 				argp_error(state,
@@ -695,6 +707,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		if (a->o.encrypt && a->no_auth)
 			argp_error(state, "--encrypt needs the pre-shared key: "
 					  "it cannot go with --no-auth");
+		if (a->o.require_encrypt && !a->o.encrypt)
+			argp_error(state, "--require-encrypt: this copy would "
+					  "run unencrypted (add --encrypt)");
 		if (a->o.no_clobber && a->o.update)
 			argp_error(state, "--no-clobber and --update exclude "
 					  "each other");

@@ -25,6 +25,7 @@
 #   DIR/tests/test_engine test_pack_tree        a unit case by name or glob
 #   tests/e2e/run_tcp.sh --build DIR tree       scenarios.sh over TCP
 #   tests/e2e/run_faults.sh --build DIR soak    faults.sh
+#   tests/e2e/mitm.sh --build DIR grow          a man in the middle
 #   tests/e2e/run_rdma.sh --build DIR single:tree   in the Soft-RoCE guest
 set -uo pipefail
 
@@ -102,6 +103,7 @@ if [ "$WHAT" = tcp ] || [ "$WHAT" = quick ] || [ "$WHAT" = all ]; then
 	run_suite tcp-e2e "$HERE/e2e/run_tcp.sh" --build "$BUILD"
 	run_suite cli "$HERE/e2e/cli.sh" --build "$BUILD"
 	run_suite faults-e2e "$HERE/e2e/run_faults.sh" --build "$BUILD"
+	run_suite mitm-e2e "$HERE/e2e/mitm.sh" --build "$BUILD"
 	run_suite peer-e2e "$HERE/e2e/peer_selftest.sh" --build "$BUILD"
 	run_suite trust-e2e python3 "$HERE/e2e/faults_trust.py" --build "$BUILD"
 fi

@@ -11,6 +11,9 @@
 #include "transfer/auth.h"
 #include "util/key.h"
 
+_Static_assert(AUTH_CTRL_KEY_LEN == KEY_LEN, "HMAC keys are KEY_LEN bytes");
+_Static_assert(WIRE_TAG_LEN <= KEY_MAC_LEN, "a tag is a truncated HMAC");
+
 /*
  * The MAC each side proves it holds the key with: HMAC-SHA256 over a label
  * naming the side, both fresh nonces, and the session's parameters as the
@@ -66,4 +69,37 @@ int auth_data_key(const uint8_t *key, const struct wire_hello *h,
 	memcpy(salt + WIRE_NONCE_LEN, nonce_s, WIRE_NONCE_LEN);
 	return aead_hkdf(key, KEY_LEN, salt, sizeof(salt), "rdcp1 data key",
 			 out, AEAD_KEY_LEN);
+}
+
+int auth_ctrl_key(const uint8_t *key, const struct wire_hello *h,
+		  const uint8_t *nonce_s, uint8_t out[AUTH_CTRL_KEY_LEN])
+{
+	uint8_t salt[2 * WIRE_NONCE_LEN];
+
+	memcpy(salt, h->nonce, WIRE_NONCE_LEN);
+	memcpy(salt + WIRE_NONCE_LEN, nonce_s, WIRE_NONCE_LEN);
+	return aead_hkdf(key, KEY_LEN, salt, sizeof(salt),
+			 "rdcp3 control key", out, AUTH_CTRL_KEY_LEN);
+}
+
+int auth_ctrl_tag(const uint8_t ck[AUTH_CTRL_KEY_LEN], enum auth_dir dir,
+		  uint64_t seq, const uint8_t *msg, size_t len,
+		  uint8_t tag[WIRE_TAG_LEN])
+{
+	uint32_t d = htobe32((uint32_t)dir);
+	uint64_t s = htobe64(seq);
+	const void *parts[] = { &d, &s, msg };
+	size_t lens[] = { sizeof(d), sizeof(s), len };
+	uint8_t mac[KEY_MAC_LEN];
+	int rc = key_hmac(ck, parts, lens, 3, mac);
+
+	if (!rc)
+		memcpy(tag, mac, WIRE_TAG_LEN);
+	return rc;
+}
+
+bool auth_tag_equal(const uint8_t want[WIRE_TAG_LEN],
+		    const uint8_t got[WIRE_TAG_LEN])
+{
+	return key_equal(want, got, WIRE_TAG_LEN);
 }

@@ -43,4 +43,44 @@ int auth_data_key(const uint8_t *key, const struct wire_hello *h,
 		  const uint8_t *nonce_s, uint8_t out[AEAD_KEY_LEN])
 	__attribute__((warn_unused_result));
 
+/*
+ * ---- the control channel (protocol 3) ----
+ *
+ * After the handshake each control message carries a tag (wire.h): the
+ * first WIRE_TAG_LEN bytes of HMAC-SHA256(Kc, dir u32 || seq u64 || the
+ * message up to its tag), all big-endian, where Kc is the session's
+ * control key and seq counts the tagged messages sent in direction dir,
+ * from 0. A message dropped, replayed, reordered, injected or changed in
+ * flight fails the receiver's check.
+ */
+#define AUTH_CTRL_KEY_LEN 32
+
+/* Who sent a control message: the two directions never share a seq. */
+enum auth_dir {
+	AUTH_DIR_TO_SERVER = 1, /* the client's messages */
+	AUTH_DIR_TO_CLIENT = 2, /* the receiver's */
+};
+
+/*
+ * The control key of the session h opens with nonce_s: HKDF-SHA256 of the
+ * pre-shared key, salted with both nonces, with a label of its own (not
+ * the data key's). Returns 0 with out filled (the caller cleanses it), or
+ * a negative errno.
+ */
+int auth_ctrl_key(const uint8_t *key, const struct wire_hello *h,
+		  const uint8_t *nonce_s, uint8_t out[AUTH_CTRL_KEY_LEN])
+	__attribute__((warn_unused_result));
+
+/*
+ * The tag of the len-byte message msg, the seq-th tagged one in direction
+ * dir, under the control key ck. Returns 0 with tag filled, or -EIO.
+ */
+int auth_ctrl_tag(const uint8_t ck[AUTH_CTRL_KEY_LEN], enum auth_dir dir,
+		  uint64_t seq, const uint8_t *msg, size_t len,
+		  uint8_t tag[WIRE_TAG_LEN]) __attribute__((warn_unused_result));
+
+/* Whether a received tag is the one expected, in constant time. */
+bool auth_tag_equal(const uint8_t want[WIRE_TAG_LEN],
+		    const uint8_t got[WIRE_TAG_LEN]);
+
 #endif

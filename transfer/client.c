@@ -30,7 +30,7 @@ static int client_auth(struct engine *e, const struct xfer_opts *o,
 		       const struct wire_hello *h, const struct wire_welcome *w)
 {
 	struct wire_msg m = { .type = WIRE_AUTH };
-	uint8_t want[WIRE_MAC_LEN];
+	uint8_t want[WIRE_MAC_LEN], ck[AUTH_CTRL_KEY_LEN];
 	int rc;
 
 	if (!o->key)
@@ -52,9 +52,20 @@ static int client_auth(struct engine *e, const struct xfer_opts *o,
 				   "hosts)",
 				   e->c->peer);
 	rc = auth_mac(o->key, AUTH_CLIENT, h, w->nonce, m.u.auth.mac);
-	if (rc)
+	if (!rc)
+		rc = auth_ctrl_key(o->key, h, w->nonce, ck);
+	if (rc) {
+		OPENSSL_cleanse(ck, sizeof(ck));
 		return engine_fail(e, XFER_FAIL_INTERNAL, rc, "HMAC failed");
-	return engine_send(e, &m);
+	}
+	/*
+	 * The receiver tags what it sends after WELCOME; we tag what we send
+	 * after AUTH.
+	 */
+	engine_mac_key(e, ck, false);
+	OPENSSL_cleanse(ck, sizeof(ck));
+	engine_mac_rx_start(e);
+	return engine_send_last_plain(e, &m);
 }
 
 static uint32_t hello_flags(const struct xfer_opts *o)

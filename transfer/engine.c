@@ -17,6 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/crypto.h>
+
 #include "transfer/engine.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -59,6 +61,7 @@ void engine_release(struct engine *e)
 	e->out_head = e->out_tail = NULL;
 	free(e->tx_busy);
 	e->tx_busy = NULL;
+	OPENSSL_cleanse(&e->mac, sizeof(e->mac));
 }
 
 /* Records the first failure; why == NULL: cm/ already logged the cause. */
@@ -115,11 +118,25 @@ enum xfer_fail engine_klass_of(int status, bool remote)
 
 /* ---- control channel ---- */
 
-int engine_send(struct engine *e, struct wire_msg *m)
+void engine_mac_key(struct engine *e, const uint8_t ck[AUTH_CTRL_KEY_LEN],
+		    bool server)
+{
+	memcpy(e->mac.key, ck, AUTH_CTRL_KEY_LEN);
+	e->mac.tx_dir = server ? AUTH_DIR_TO_CLIENT : AUTH_DIR_TO_SERVER;
+	e->mac.rx_dir = server ? AUTH_DIR_TO_SERVER : AUTH_DIR_TO_CLIENT;
+}
+
+void engine_mac_rx_start(struct engine *e)
+{
+	e->mac.rx = true;
+}
+
+static int queue_msg(struct engine *e, struct wire_msg *m, bool tag_after)
 {
 	uint8_t buf[WIRE_CTRL_SIZE];
 	struct engine_out *o;
-	int len = wire_encode(m, buf, sizeof(buf));
+	/* Every message leaves room for a tag, whether it gets one or not. */
+	int len = wire_encode(m, buf, sizeof(buf) - WIRE_TAG_LEN);
 
 	if (len < 0)
 		return engine_fail(e, XFER_FAIL_INTERNAL, len,
@@ -131,6 +148,7 @@ int engine_send(struct engine *e, struct wire_msg *m)
 				   "out of memory queueing a message");
 	o->next = NULL;
 	o->len = (uint32_t)len;
+	o->tag_after = tag_after;
 	memcpy(o->buf, buf, (size_t)len);
 	if (e->out_tail)
 		e->out_tail->next = o;
@@ -138,6 +156,16 @@ int engine_send(struct engine *e, struct wire_msg *m)
 		e->out_head = o;
 	e->out_tail = o;
 	return 0;
+}
+
+int engine_send(struct engine *e, struct wire_msg *m)
+{
+	return queue_msg(e, m, false);
+}
+
+int engine_send_last_plain(struct engine *e, struct wire_msg *m)
+{
+	return queue_msg(e, m, true);
 }
 
 bool engine_out_empty(const struct engine *e)
@@ -153,15 +181,45 @@ static int free_tx(const struct engine *e)
 	return -1;
 }
 
-/* Posts len bytes already in tx buffer i, with fresh acks patched in. */
+/*
+ * Once tagging is on, appends the tag of the len-byte message at p (a tx
+ * buffer) under the next sequence number. Returns the length to post, or
+ * -errno (recorded).
+ */
+static int seal(struct engine *e, uint8_t *p, uint32_t len)
+{
+	int n, rc;
+
+	if (!e->mac.tx)
+		return (int)len;
+	n = wire_tag_append(p, len, e->c->geom.ctrl_size);
+	if (n < 0)
+		return engine_fail(e, XFER_FAIL_INTERNAL, n,
+				   "no room for a control message's tag");
+	rc = auth_ctrl_tag(e->mac.key, e->mac.tx_dir, e->mac.tx_seq, p, len,
+			   p + len);
+	if (rc)
+		return engine_fail(e, XFER_FAIL_INTERNAL, rc,
+				   "cannot tag a control message");
+	e->mac.tx_seq++;
+	return n;
+}
+
+/*
+ * Posts len bytes already in tx buffer i, with fresh acks patched in and,
+ * once tagging is on, its tag.
+ */
 static int post_ctrl(struct engine *e, unsigned int i, uint32_t len)
 {
 	uint8_t *p = cm_tx(e->c, i);
-	int rc;
+	int n, rc;
 
 	wire_set_acks(p, credit_ctrl_sent(&e->cc),
 		      e->role && e->role->slot_ack ? e->role->slot_ack(e) : 0);
-	rc = e->c->ops->post_send(e->c, i, len, ENGINE_WR_CTRL | i);
+	n = seal(e, p, len);
+	if (n < 0)
+		return n;
+	rc = e->c->ops->post_send(e->c, i, (uint32_t)n, ENGINE_WR_CTRL | i);
 	if (rc)
 		return engine_fail_logged(e, XFER_FAIL_PEER_LOST, rc);
 	e->tx_busy[i] = 1;
@@ -184,6 +242,8 @@ static int flush(struct engine *e)
 		memcpy(cm_tx(e->c, (unsigned int)i), o->buf, o->len);
 		if (post_ctrl(e, (unsigned int)i, o->len))
 			return -1;
+		if (o->tag_after)
+			e->mac.tx = true;
 		e->out_head = o->next;
 		if (!e->out_head)
 			e->out_tail = NULL;
@@ -224,7 +284,9 @@ void engine_tell_peer(struct engine *e)
 	snprintf(m.u.error.msg, sizeof(m.u.error.msg), "%.*s",
 		 (int)WIRE_MSG_MAX, e->why);
 	len = wire_encode(&m, cm_tx(e->c, (unsigned int)i),
-			  e->c->geom.ctrl_size);
+			  e->c->geom.ctrl_size - WIRE_TAG_LEN);
+	if (len > 0)
+		len = seal(e, cm_tx(e->c, (unsigned int)i), (uint32_t)len);
 	if (len > 0 &&
 	    e->c->ops->post_send(e->c, (unsigned int)i, (uint32_t)len,
 				 ENGINE_WR_CTRL | (unsigned int)i) == 0)
@@ -241,12 +303,59 @@ void engine_tell_peer(struct engine *e)
 
 /* ---- the loop ---- */
 
+/*
+ * Checks the tag of a received message once tagging is on, and that none
+ * comes before. 0, or -errno (recorded).
+ */
+static int check_tag(struct engine *e, const uint8_t *p, uint32_t len)
+{
+	uint8_t want[WIRE_TAG_LEN];
+	size_t covered;
+	bool tagged = wire_tag_split(p, len, &covered);
+	int rc;
+
+	if (!e->mac.rx) {
+		if (tagged)
+			return engine_fail(e, XFER_FAIL_PROTOCOL, -EPROTO,
+					   "malformed control message from %s: "
+					   "a tag before the handshake gave a "
+					   "key",
+					   e->c->peer);
+		return 0;
+	}
+	if (!tagged)
+		return engine_fail(e, XFER_FAIL_PROTOCOL, -EPROTO,
+				   "control message %llu from %s came without "
+				   "its tag: the session is not authenticated "
+				   "end to end, or it was forged in flight",
+				   (unsigned long long)e->mac.rx_seq,
+				   e->c->peer);
+	rc = auth_ctrl_tag(e->mac.key, e->mac.rx_dir, e->mac.rx_seq, p,
+			   covered, want);
+	if (rc)
+		return engine_fail(e, XFER_FAIL_INTERNAL, rc,
+				   "cannot check a control message's tag");
+	if (!auth_tag_equal(want, p + covered))
+		return engine_fail(e, XFER_FAIL_PROTOCOL, -EPROTO,
+				   "control message %llu from %s failed "
+				   "authentication: changed, injected, "
+				   "dropped, replayed or reordered on the way",
+				   (unsigned long long)e->mac.rx_seq,
+				   e->c->peer);
+	e->mac.rx_seq++;
+	return 0;
+}
+
 static int on_recv(struct engine *e, const struct cm_event *ev)
 {
+	const uint8_t *p = cm_rx(e->c, (unsigned int)ev->id);
 	struct wire_msg m;
 	int rc;
 
-	rc = wire_decode(cm_rx(e->c, (unsigned int)ev->id), ev->len, &m);
+	rc = check_tag(e, p, ev->len);
+	if (rc)
+		return rc;
+	rc = wire_decode(p, ev->len, &m);
 	if (rc)
 		return engine_fail(e, XFER_FAIL_PROTOCOL, rc,
 				   "malformed control message from %s",

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "cm/cm.h"
+#include "transfer/auth.h"
 #include "transfer/credit.h"
 #include "transfer/wire.h"
 #include "transfer/xfer.h"
@@ -37,7 +38,16 @@ struct engine_role {
 struct engine_out {
 	struct engine_out *next;
 	uint32_t len;
+	bool tag_after; /* the messages posted after this one carry tags */
 	uint8_t buf[];
+};
+
+/* The control channel's authentication (auth.h), once the key is known. */
+struct engine_mac {
+	uint8_t key[AUTH_CTRL_KEY_LEN];
+	enum auth_dir tx_dir, rx_dir;
+	uint64_t tx_seq, rx_seq; /* tagged messages sent, received */
+	bool tx, rx;		 /* tagging on, per direction */
 };
 
 struct engine {
@@ -61,6 +71,7 @@ struct engine {
 	enum xfer_fail fail;
 	int err;
 	char why[600];
+	struct engine_mac mac;
 	bool peer_said_error; /* the peer sent ERROR: do not answer it */
 	bool closing; /* the role said its last word: no acks or keepalives,
 		       * which the peer, free to hang up now, would not read */
@@ -87,6 +98,30 @@ int engine_fail_logged(struct engine *e, enum xfer_fail klass, int err);
 /* Queues m (acks are filled in when it goes out). 0 or -ENOMEM. */
 int engine_send(struct engine *e, struct wire_msg *m)
 	__attribute__((warn_unused_result));
+/*
+ * The control channel's key, once the handshake has one (ck: see
+ * auth_ctrl_key(); server: which end this is). Tagging then starts in each
+ * direction at the point engine_send_last_plain() and
+ * engine_mac_rx_start() mark. Sessions without a key never call it and
+ * carry no tags.
+ */
+void engine_mac_key(struct engine *e, const uint8_t ck[AUTH_CTRL_KEY_LEN],
+		    bool server);
+
+/*
+ * engine_send() for the last untagged message this side sends: every
+ * message posted after it carries a tag. 0 or -ENOMEM.
+ */
+int engine_send_last_plain(struct engine *e, struct wire_msg *m)
+	__attribute__((warn_unused_result));
+
+/*
+ * From the next message received on, every one must carry the tag of the
+ * next sequence number in the peer's direction, or the session fails
+ * (XFER_FAIL_PROTOCOL).
+ */
+void engine_mac_rx_start(struct engine *e);
+
 /* True when every queued control message has been posted. */
 bool engine_out_empty(const struct engine *e);
 

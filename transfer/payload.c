@@ -4,8 +4,34 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <endian.h>
+
 #include "transfer/payload.h"
+#include "util/key.h"
 #include "util/zchunk.h"
+
+int payload_resume_key(const uint8_t *data_key, uint8_t key[32])
+{
+	memset(key, 0, 32);
+	if (!data_key)
+		return 0;
+	return aead_hkdf(data_key, 32, NULL, 0, "rdcp1 resume key", key, 32);
+}
+
+int payload_resume_sum(const uint8_t key[32], uint32_t id, uint64_t index,
+		       const uint8_t sha[32], uint8_t out[WIRE_SUM_LEN])
+{
+	static const char label[] = "rdcp1 chunk";
+	uint32_t id_be = htobe32(id);
+	uint64_t index_be = htobe64(index);
+	const void *parts[] = { label, &id_be, &index_be, sha };
+	const size_t lens[] = { sizeof(label) - 1, 4, 8, 32 };
+	uint8_t mac[KEY_MAC_LEN];
+	int rc = key_hmac(key, parts, lens, 4, mac);
+
+	memcpy(out, mac, WIRE_SUM_LEN);
+	return rc;
+}
 
 int payload_init(struct payload *pl, uint32_t chunk, bool compress,
 		 const uint8_t *key)

@@ -51,4 +51,23 @@ int payload_open(struct payload *pl, const struct wire_slot_hdr *h,
 		 uint64_t index, uint8_t *data, const uint8_t **raw)
 	__attribute__((warn_unused_result));
 
+/*
+ * --resume: the key of the chunk digests both sides compare, 32 bytes into
+ * key. With --encrypt (data_key not NULL) HKDF-SHA256 of the data key
+ * with the label "rdcp1 resume key", so that nobody on the path can test
+ * a guess against them; else all zero. 0 or -errno.
+ */
+int payload_resume_key(const uint8_t *data_key, uint8_t key[32])
+	__attribute__((warn_unused_result));
+
+/*
+ * --resume, in a worker: chunk index of file id, whose content has the
+ * SHA-256 sha: the first WIRE_SUM_LEN bytes of HMAC-SHA256(key, "rdcp1
+ * chunk" ‖ id (u32 BE) ‖ index (u64 BE) ‖ sha) into out. Equal digests
+ * mean equal chunks, and say nothing else. 0 or -EIO.
+ */
+int payload_resume_sum(const uint8_t key[32], uint32_t id, uint64_t index,
+		       const uint8_t sha[32], uint8_t out[WIRE_SUM_LEN])
+	__attribute__((warn_unused_result));
+
 #endif

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "transfer/place.h"
+#include "util/checksum.h"
 #include "util/path.h"
 
 mode_t place_mode(uint32_t mode, bool preserve, mode_t umask)
@@ -19,9 +20,38 @@ mode_t place_mode(uint32_t mode, bool preserve, mode_t umask)
 	return mode & 0777 & ~umask;
 }
 
+/* 64 bits of the name's SHA-256 (FNV-1a should OpenSSL fail). */
+static uint64_t name_hash(const char *name, size_t len)
+{
+	uint8_t sha[CK_SHA256_LEN];
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	if (ck_sha256(name, len, sha) == 0) {
+		for (unsigned int i = 0; i < 8; i++)
+			h = h << 8 | sha[i];
+		return h;
+	}
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ (uint8_t)name[i]) * 0x100000001b3ull;
+	return h;
+}
+
 void place_tmp_name(const char *name, char *tmp, size_t len)
 {
-	snprintf(tmp, len, ".%.200s.rdcp-part", name);
+	size_t n = strlen(name);
+
+	/*
+	 * Names up to PLACE_TMP_KEEP bytes appear whole. A longer one keeps
+	 * a prefix and gains a hash of the whole name: two long names that
+	 * share a prefix get two temporaries. The hashed part is one byte
+	 * longer than any whole name shown, so the two forms never meet.
+	 */
+	if (n <= PLACE_TMP_KEEP)
+		snprintf(tmp, len, ".%s.rdcp-part", name);
+	else
+		snprintf(tmp, len, ".%.*s~%016llx.rdcp-part",
+			 PLACE_TMP_KEEP - 16, name,
+			 (unsigned long long)name_hash(name, n));
 }
 
 int place_mkdir(int dirfd, const char *name, bool *created)
@@ -79,16 +109,23 @@ int place_symlink(int dirfd, const char *name, const char *tmp,
 int place_tmp_open(int dirfd, const char *tmp, bool keep, mode_t mode,
 		   bool *fresh, const char **what)
 {
+	/* Nothing that was there may block the open (a FIFO). */
+	const int flags = O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC;
+	struct stat st;
 	int fd, rc;
 
 	*what = "create";
-	fd = openat(dirfd, tmp,
-		    O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+	fd = openat(dirfd, tmp, flags | O_CREAT | O_EXCL, mode);
 	*fresh = fd >= 0;
 	if (fd < 0 && errno == EEXIST)
-		fd = openat(dirfd, tmp, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+		fd = openat(dirfd, tmp, flags);
 	if (fd < 0)
 		return -errno;
+	*what = "type";
+	if (!*fresh && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))) {
+		close(fd);
+		return -EINVAL;
+	}
 	*what = "lock";
 	if (flock(fd, LOCK_EX | LOCK_NB) < 0)
 		goto fail;
@@ -105,6 +142,13 @@ fail:
 bool place_tmp_failed(int rc, const char *what, const char *shown, char *msg,
 		      size_t len)
 {
+	if (!strcmp(what, "type")) {
+		snprintf(msg, len,
+			 "cannot write '%s': its temporary is not a regular "
+			 "file",
+			 shown);
+		return false; /* not ours: someone else made it */
+	}
 	if (!strcmp(what, "lock") && rc == -EWOULDBLOCK) {
 		snprintf(msg, len,
 			 "cannot write '%s': another session is writing it",
@@ -169,7 +213,8 @@ int place_check_space(int fd, uint64_t size, uint64_t *avail)
 int place_open_regular(int dirfd, const char *name)
 {
 	struct stat st;
-	int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	int fd = openat(dirfd, name,
+			O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 
 	if (fd < 0)
 		return -errno;

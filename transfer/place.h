@@ -28,8 +28,12 @@ mode_t place_mode(uint32_t mode, bool preserve, mode_t umask);
 /*
  * Writes the temporary's name for name into tmp (len bytes), a hidden
  * name beside it that another session copying the same file also picks
- * (so the lock on it keeps them apart, and --resume finds it).
+ * (so the lock on it keeps them apart, and --resume finds it), and no
+ * other name does: ".NAME.rdcp-part" for a name of up to PLACE_TMP_KEEP
+ * bytes, else its first PLACE_TMP_KEEP - 16 bytes, '~' and 16 hex digits
+ * of the whole name's SHA-256.
  */
+#define PLACE_TMP_KEEP 200
 void place_tmp_name(const char *name, char *tmp, size_t len);
 
 /*
@@ -61,8 +65,9 @@ int place_symlink(int dirfd, const char *name, const char *tmp,
  * Opens the temporary tmp in dirfd, locked (a second session writing the
  * same file fails with -EWOULDBLOCK instead of mixing its chunks in). A
  * new one is made with mode (less the umask) and is empty; one that was
- * there is truncated unless keep, and *fresh says which. The fd, or -errno
- * and *what.
+ * there is truncated unless keep, and *fresh says which; one that is no
+ * regular file (a FIFO: never waited on) is -EINVAL, *what "type". The
+ * fd (O_NONBLOCK), or -errno and *what.
  */
 int place_tmp_open(int dirfd, const char *tmp, bool keep, mode_t mode,
 		   bool *fresh, const char **what)
@@ -105,8 +110,9 @@ int place_unnamed_link(int fd, int dirfd, const char *name)
 int place_check_space(int fd, uint64_t size, uint64_t *avail);
 
 /*
- * Opens name in dirfd read-only if it is a regular file: the fd, or
- * -errno (-ENOENT: nothing there; -EINVAL: not a regular file).
+ * Opens name in dirfd read-only if it is a regular file, without waiting
+ * on whatever else is there (O_NONBLOCK: a FIFO): the fd, or -errno
+ * (-ENOENT: nothing there; -EINVAL: not a regular file).
  */
 int place_open_regular(int dirfd, const char *name);
 

@@ -1,12 +1,18 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The receiver's side of sessions (the sequence is in session.c): the
- * accept loop with one thread per session up to --max-sessions, the
- * hold-off of addresses that keep failing authentication, the handshake
- * that checks a HELLO and the client's proof of the key before anything
- * beneath the root is touched, and then the data sink into DEST (push) or
- * the data source of the named SRCs (pull). xfer_serve() is the public
- * entry; session_serve() serves one connection made elsewhere.
+ * accept loop with one thread per connection, the hold-off of addresses
+ * that keep failing authentication, the handshake that checks a HELLO and
+ * the client's proof of the key before anything beneath the root is
+ * touched, and then the data sink into DEST (push) or the data source of
+ * the named SRCs (pull). xfer_serve() is the public entry; session_serve()
+ * serves one connection made elsewhere.
+ *
+ * A connection is unauthenticated until the client proved the key: such
+ * connections have a budget of their own (PREAUTH_PER_ADDR per address,
+ * PREAUTH_MAX in all) and PREAUTH_MS to finish the handshake; only then
+ * does one take a --max-sessions slot. The listener's thread only counts
+ * and hands out: refusals never wait on the client (cm_reject).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -36,10 +42,24 @@
 #define PENALTY_MS 10000 /* first hold-off; doubles per failure */
 #define PENALTY_MAX_MS 600000
 
+/* Connections still in their handshake: per address, in all, how long. */
+#define PREAUTH_PER_ADDR 8
+#define PREAUTH_MAX 32
+#define PREAUTH_MS 5000 /* from accept to the proof of the key */
+
 struct penalty {
 	char addr[64]; /* peer address without the port */
 	unsigned int fails;
 	uint64_t until_ms;
+};
+
+/* Why the listener refused a connection; each said at most every 10 s. */
+enum refusal {
+	REFUSED_HELD_OFF,
+	REFUSED_ADDR,
+	REFUSED_PREAUTH,
+	REFUSED_BUSY,
+	REFUSED_MAX
 };
 
 struct server {
@@ -48,7 +68,10 @@ struct server {
 	mode_t umask;
 	pthread_mutex_t lock;
 	pthread_cond_t idle;
-	unsigned int sessions;
+	unsigned int sessions; /* authenticated, each in a slot */
+	unsigned int preauth;  /* connections not yet authenticated */
+	char preauth_addr[PREAUTH_MAX][64]; /* theirs, "" when free */
+	struct log_every refused[REFUSED_MAX];
 	struct penalty pen[PENALTY_SLOTS];
 };
 
@@ -112,13 +135,21 @@ static bool penalty_holds(struct server *srv, const char *peer)
 	return held;
 }
 
+/* Milliseconds left before deadline_ms, at least 1. */
+static int left_ms(uint64_t deadline_ms)
+{
+	uint64_t now = clock_now_ms();
+
+	return deadline_ms > now ? (int)(deadline_ms - now) : 1;
+}
+
 static int server_auth(struct server *srv, struct engine *e,
 		       const struct wire_hello *h,
-		       uint8_t nonce[WIRE_NONCE_LEN])
+		       uint8_t nonce[WIRE_NONCE_LEN], uint64_t deadline_ms)
 {
 	const uint8_t *key = srv->o->key;
 	struct wire_msg m = { .type = WIRE_WELCOME };
-	uint8_t want[WIRE_MAC_LEN];
+	uint8_t want[WIRE_MAC_LEN], ck[AUTH_CTRL_KEY_LEN];
 	int rc;
 
 	if (key && !(h->features & WIRE_FEAT_AUTH)) {
@@ -145,10 +176,22 @@ static int server_auth(struct server *srv, struct engine *e,
 					   "HMAC failed");
 	}
 	memcpy(nonce, m.u.welcome.nonce, WIRE_NONCE_LEN);
-	rc = engine_send(e, &m);
-	if (rc || !key)
+	if (!key)
+		return engine_send(e, &m);
+	/*
+	 * We tag what we send after WELCOME; the client tags what it sends
+	 * after AUTH.
+	 */
+	rc = auth_ctrl_key(key, h, m.u.welcome.nonce, ck);
+	if (rc)
+		return engine_fail(e, XFER_FAIL_INTERNAL, rc,
+				   "cannot derive the control key");
+	engine_mac_key(e, ck, true);
+	OPENSSL_cleanse(ck, sizeof(ck));
+	rc = engine_send_last_plain(e, &m);
+	if (rc)
 		return rc;
-	rc = engine_expect(e, WIRE_AUTH, &m, SESSION_HANDSHAKE_MS);
+	rc = engine_expect(e, WIRE_AUTH, &m, left_ms(deadline_ms));
 	if (rc) {
 		/*
 		 * A client with another key finds out first (our MAC does not
@@ -164,6 +207,7 @@ static int server_auth(struct server *srv, struct engine *e,
 				   "authentication failed for %s: wrong key",
 				   e->c->peer);
 	}
+	engine_mac_rx_start(e);
 	return 0;
 }
 
@@ -195,6 +239,14 @@ static int check_sources(const struct wire_hello *h, char *buf,
 		size_t len = strlen(p);
 		bool dir;
 
+		if (!len) {
+			snprintf(why, whysz,
+				 "source %u of %u is an empty name: refused "
+				 "(name a file or directory beneath the "
+				 "receiver's root)",
+				 i + 1, (unsigned int)h->npaths);
+			return -EPERM;
+		}
 		memcpy(n, p, len + 1);
 		path_normalize_peer(n, &dir);
 		len = strlen(n);
@@ -239,13 +291,13 @@ static int hello_filter(const struct wire_hello *h, struct filter *f, char *why,
 
 static int server_handshake(struct server *srv, struct engine *e,
 			    struct wire_hello *h, struct session_params *p,
-			    uint8_t key[AEAD_KEY_LEN])
+			    uint8_t key[AEAD_KEY_LEN], uint64_t deadline_ms)
 {
 	uint8_t nonce[WIRE_NONCE_LEN];
 	struct wire_msg m;
 	int rc;
 
-	rc = engine_expect(e, WIRE_HELLO, &m, SESSION_HANDSHAKE_MS);
+	rc = engine_expect(e, WIRE_HELLO, &m, left_ms(deadline_ms));
 	if (rc)
 		return rc;
 	*h = m.u.hello;
@@ -262,8 +314,13 @@ static int server_handshake(struct server *srv, struct engine *e,
 				   "needs a key, and this receiver runs with "
 				   "--no-auth",
 				   e->c->peer);
+	if (srv->o->require_encrypt && !(h->flags & WIRE_HELLO_ENCRYPT))
+		return engine_fail(e, XFER_FAIL_AUTH, -EACCES,
+				   "refused %s: this receiver requires "
+				   "--encrypt (run the copy with --encrypt)",
+				   e->c->peer);
 	/* Nothing about the root is touched before the peer proved itself. */
-	rc = server_auth(srv, e, h, nonce);
+	rc = server_auth(srv, e, h, nonce, deadline_ms);
 	if (rc)
 		return rc;
 	p->flags = h->flags;
@@ -281,7 +338,35 @@ static int server_handshake(struct server *srv, struct engine *e,
 	return 0;
 }
 
-static enum xfer_fail serve_conn(struct server *srv, struct cm_conn *c)
+/*
+ * Moves the connection in preauth slot pa (-1: none, a --once or in-memory
+ * session) to a --max-sessions slot now that it authenticated: false when
+ * every slot is taken (it keeps pa then, for session_thread to free).
+ */
+static bool promote(struct server *srv, int pa)
+{
+	bool ok;
+
+	if (pa < 0)
+		return true;
+	pthread_mutex_lock(&srv->lock);
+	ok = srv->sessions < srv->o->max_sessions;
+	if (ok) {
+		srv->preauth_addr[pa][0] = '\0';
+		srv->preauth--;
+		srv->sessions++;
+	}
+	pthread_mutex_unlock(&srv->lock);
+	return ok;
+}
+
+/*
+ * One session on c: the handshake by deadline_ms, then a slot (promote,
+ * pa as there; *promoted says whether one was taken), then the sink or the
+ * source.
+ */
+static enum xfer_fail serve_conn(struct server *srv, struct cm_conn *c,
+				 uint64_t deadline_ms, int pa, bool *promoted)
 {
 	struct sink_target t = { .dirfd = -1 };
 	struct xfer_stats st = { 0 };
@@ -301,8 +386,17 @@ static enum xfer_fail serve_conn(struct server *srv, struct cm_conn *c)
 	if (rc)
 		return XFER_FAIL_RESOURCE;
 	h = malloc(sizeof(*h));
-	rc = h ? server_handshake(srv, &e, h, &p, key)
+	rc = h ? server_handshake(srv, &e, h, &p, key, deadline_ms)
 	       : engine_fail(&e, XFER_FAIL_RESOURCE, -ENOMEM, "out of memory");
+	if (!rc) {
+		*promoted = promote(srv, pa);
+		if (!*promoted)
+			rc = engine_fail(&e, XFER_FAIL_CONNECT, -EBUSY,
+					 "refused %s: the receiver is at its "
+					 "session limit (%u sessions), try "
+					 "again later",
+					 c->peer, srv->o->max_sessions);
+	}
 	if (rc) {
 		/* said in engine_fail */
 	} else if (h->role == WIRE_PUSH) {
@@ -365,17 +459,31 @@ static enum xfer_fail serve_conn(struct server *srv, struct cm_conn *c)
 	return v;
 }
 
+/* How long a client has from its connect to the proof of the key. */
+static int preauth_ms(const struct xfer_opts *o)
+{
+	return o->connect_timeout_ms < PREAUTH_MS ? o->connect_timeout_ms
+						  : PREAUTH_MS;
+}
+
 enum xfer_fail session_serve(const struct xfer_opts *o, int rootfd,
 			     struct cm_conn *c)
 {
 	struct server srv = { .o = o, .rootfd = rootfd };
+	bool promoted = false;
 
 	srv.umask = umask(022);
 	umask(srv.umask);
-	return serve_conn(&srv, c);
+	return serve_conn(&srv, c, clock_now_ms() + (uint64_t)preauth_ms(o), -1,
+			  &promoted);
 }
 
-static enum xfer_fail serve_one(struct server *srv, struct cm_request *req)
+/*
+ * Accepts req and serves it; pa is its preauth slot (-1: none). Returns the
+ * verdict, and in *promoted whether it took a session slot.
+ */
+static enum xfer_fail serve_one(struct server *srv, struct cm_request *req,
+				int pa, bool *promoted)
 {
 	const struct xfer_opts *o = srv->o;
 	struct cm_limits lim = {
@@ -383,14 +491,18 @@ static enum xfer_fail serve_one(struct server *srv, struct cm_request *req)
 		.max_slots = o->window,
 	};
 	struct cm_timeouts to = session_timeouts(o);
+	uint64_t deadline;
 	struct cm_conn *c;
 	enum xfer_fail v;
 	int rc;
 
+	to.connect_ms = preauth_ms(o);
+	deadline = clock_now_ms() + (uint64_t)to.connect_ms;
+	*promoted = false;
 	rc = cm_accept(req, &lim, &to, &c);
 	if (rc)
 		return session_connect_fail(rc);
-	v = serve_conn(srv, c);
+	v = serve_conn(srv, c, deadline, pa, promoted);
 	cm_conn_destroy(c);
 	return v;
 }
@@ -398,55 +510,143 @@ static enum xfer_fail serve_one(struct server *srv, struct cm_request *req)
 struct session_arg {
 	struct server *srv;
 	struct cm_request *req;
+	int pa;
 };
 
 static void *session_thread(void *p)
 {
 	struct session_arg *a = p;
 	struct server *srv = a->srv;
+	int pa = a->pa;
+	bool promoted;
 
-	serve_one(srv, a->req);
+	serve_one(srv, a->req, pa, &promoted);
 	free(a);
 	pthread_mutex_lock(&srv->lock);
-	srv->sessions--;
+	if (promoted) {
+		srv->sessions--;
+	} else {
+		srv->preauth_addr[pa][0] = '\0';
+		srv->preauth--;
+	}
 	pthread_cond_broadcast(&srv->idle);
 	pthread_mutex_unlock(&srv->lock);
 	return NULL;
 }
 
+/*
+ * Takes a preauth slot for the connection from peer: its index, or -1 with
+ * why it cannot have one in *why (an enum refusal).
+ */
+static int admit(struct server *srv, const char *peer, enum refusal *why)
+{
+	char host[64];
+	unsigned int same = 0;
+	int pa = -1;
+
+	peer_host(peer, host, sizeof(host));
+	if (penalty_holds(srv, peer)) {
+		*why = REFUSED_HELD_OFF;
+		return -1;
+	}
+	pthread_mutex_lock(&srv->lock);
+	for (int i = 0; i < PREAUTH_MAX; i++) {
+		if (!srv->preauth_addr[i][0])
+			pa = pa < 0 ? i : pa;
+		else if (!strcmp(srv->preauth_addr[i], host))
+			same++;
+	}
+	/* Real sessions fill every slot: this one could not have one. */
+	if (srv->sessions >= srv->o->max_sessions) {
+		*why = REFUSED_BUSY;
+		pa = -1;
+	} else if (same >= PREAUTH_PER_ADDR) {
+		*why = REFUSED_ADDR;
+		pa = -1;
+	} else if (pa < 0) {
+		*why = REFUSED_PREAUTH;
+	} else {
+		snprintf(srv->preauth_addr[pa], sizeof(srv->preauth_addr[pa]),
+			 "%s", host);
+		srv->preauth++;
+	}
+	pthread_mutex_unlock(&srv->lock);
+	return pa;
+}
+
+/* Refuses req (never waiting on it), saying why at most every 10 s. */
+static void refuse(struct server *srv, struct cm_request *req, enum refusal why)
+{
+	unsigned int held;
+
+	if (log_every_due(&srv->refused[why], clock_now_ms(), 10000, &held)) {
+		char more[64] = "";
+
+		if (held)
+			snprintf(more, sizeof(more),
+				 " (and %u more like it since last said)",
+				 held);
+		switch (why) {
+		case REFUSED_HELD_OFF:
+			log_warn("refused %s: too many failed "
+				 "authentications, held off for now%s",
+				 cm_request_peer(req), more);
+			break;
+		case REFUSED_ADDR:
+			log_warn("refused %s: %u connections from its address "
+				 "are still authenticating%s",
+				 cm_request_peer(req), PREAUTH_PER_ADDR, more);
+			break;
+		case REFUSED_PREAUTH:
+			log_warn("refused %s: %u connections are still "
+				 "authenticating%s",
+				 cm_request_peer(req), PREAUTH_MAX, more);
+			break;
+		default:
+			log_warn("refused %s: %u sessions already running%s",
+				 cm_request_peer(req), srv->o->max_sessions,
+				 more);
+			break;
+		}
+	}
+	cm_reject(req);
+}
+
 static void spawn(struct server *srv, struct cm_request *req)
 {
-	struct session_arg *a = malloc(sizeof(*a));
+	struct session_arg *a;
 	pthread_attr_t attr;
+	enum refusal why;
 	pthread_t tid;
-	bool full;
+	int pa;
 
-	pthread_mutex_lock(&srv->lock);
-	full = srv->sessions >= srv->o->max_sessions;
-	if (!full && a)
-		srv->sessions++;
-	pthread_mutex_unlock(&srv->lock);
-	if (full || !a) {
-		log_warn("refused %s: %u sessions already running",
-			 cm_request_peer(req), srv->o->max_sessions);
-		cm_reject(req);
-		free(a);
+	pa = admit(srv, cm_request_peer(req), &why);
+	if (pa < 0) {
+		refuse(srv, req, why);
 		return;
 	}
-	a->srv = srv;
-	a->req = req;
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	if (pthread_create(&tid, &attr, session_thread, a)) {
+	a = malloc(sizeof(*a));
+	if (a) {
+		a->srv = srv;
+		a->req = req;
+		a->pa = pa;
+		pthread_attr_init(&attr);
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		if (pthread_create(&tid, &attr, session_thread, a)) {
+			free(a);
+			a = NULL;
+		}
+		pthread_attr_destroy(&attr);
+	}
+	if (!a) {
 		log_err("cannot start a session thread for %s",
 			cm_request_peer(req));
 		cm_reject(req);
-		free(a);
 		pthread_mutex_lock(&srv->lock);
-		srv->sessions--;
+		srv->preauth_addr[pa][0] = '\0';
+		srv->preauth--;
 		pthread_mutex_unlock(&srv->lock);
 	}
-	pthread_attr_destroy(&attr);
 }
 
 enum xfer_fail xfer_serve(const struct xfer_opts *o)
@@ -475,6 +675,7 @@ enum xfer_fail xfer_serve(const struct xfer_opts *o)
 	while (!(o->cancel && *o->cancel)) {
 		struct cm_request *req;
 
+		/* Out of descriptors or memory is -EAGAIN too: cm/ said so. */
 		rc = cm_listener_get(l, 500, &req);
 		if (rc == -EAGAIN || rc == -EINTR)
 			continue;
@@ -484,15 +685,14 @@ enum xfer_fail xfer_serve(const struct xfer_opts *o)
 			break;
 		}
 		log_info("connection from %s", cm_request_peer(req));
-		if (penalty_holds(&srv, cm_request_peer(req))) {
-			log_warn("refused %s: too many failed "
-				 "authentications, held off for now",
-				 cm_request_peer(req));
-			cm_reject(req);
-			continue;
-		}
 		if (o->once) {
-			v = serve_one(&srv, req);
+			bool promoted;
+
+			if (penalty_holds(&srv, cm_request_peer(req))) {
+				refuse(&srv, req, REFUSED_HELD_OFF);
+				continue;
+			}
+			v = serve_one(&srv, req, -1, &promoted);
 			break;
 		}
 		spawn(&srv, req);
@@ -500,7 +700,7 @@ enum xfer_fail xfer_serve(const struct xfer_opts *o)
 	if (!o->once && o->cancel && *o->cancel)
 		v = XFER_FAIL_CANCELED;
 	pthread_mutex_lock(&srv.lock);
-	while (srv.sessions)
+	while (srv.sessions || srv.preauth)
 		pthread_cond_wait(&srv.idle, &srv.lock);
 	pthread_mutex_unlock(&srv.lock);
 	cm_listener_destroy(l);

@@ -17,14 +17,20 @@
  *                               <- BYE
  *   disconnect
  *
- * The ring is registered only after HELLO was accepted, so a peer that
- * connects and says nothing pins no memory and is dropped at the handshake
- * timeout. The receiver runs each session in its own thread.
+ * The ring is registered only after the client proved the key, so a peer
+ * that connects and says nothing pins no ring and is dropped at the
+ * handshake deadline (server.c). The receiver runs each connection in its
+ * own thread.
  */
 #include <errno.h>
 #include <string.h>
 
 #include "transfer/session.h"
+
+/* cm/ refuses any other control geometry at connect time. */
+_Static_assert(WIRE_CTRL_SIZE == CM_CTRL_SIZE &&
+		       WIRE_CTRL_CREDITS == CM_CTRL_CREDITS,
+	       "the wire's control geometry is cm's");
 
 void xfer_opts_init(struct xfer_opts *o)
 {

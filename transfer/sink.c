@@ -72,10 +72,48 @@ static void file_free(struct sink *k, struct snk_file *f)
 		close(f->cand);
 	if (f->dirfd >= 0 && f->dirfd != k->t->dirfd)
 		close(f->dirfd);
-	free(f->got);
-	free(f->crcs);
-	free(f->shas);
+	free(f->sums);
+	free(f->bits);
+	ck_sha256_destroy(f->tree);
 	free(f);
+}
+
+/* ---- files in flight ---- */
+
+/* The file in flight with id, or NULL. */
+struct snk_file *sink_live_find(const struct sink *k, uint32_t id)
+{
+	unsigned int lo = 0, hi = k->nlive;
+
+	while (lo < hi) {
+		unsigned int mid = lo + (hi - lo) / 2;
+
+		if (k->live[mid]->id == id)
+			return k->live[mid];
+		if (k->live[mid]->id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+/* Ids only grow: appending keeps live[] sorted. */
+static void live_add(struct sink *k, struct snk_file *f)
+{
+	k->live[k->nlive++] = f;
+}
+
+static void live_remove(struct sink *k, const struct snk_file *f)
+{
+	for (unsigned int i = k->nlive; i-- > 0;) {
+		if (k->live[i] != f)
+			continue;
+		memmove(&k->live[i], &k->live[i + 1],
+			(k->nlive - i - 1) * sizeof(k->live[0]));
+		k->nlive--;
+		return;
+	}
 }
 
 bool sink_preserving(const struct sink *k)
@@ -283,7 +321,7 @@ static void make_symlink(struct sink *k, struct snk_file *f, const char *to)
 
 /* ---- FILE: regular files ---- */
 
-static int open_tmp(struct sink *k, struct snk_file *f, bool keep)
+int sink_open_tmp(struct sink *k, struct snk_file *f, bool keep)
 {
 	char msg[WIRE_MSG_MAX + 1];
 	const char *what;
@@ -302,21 +340,16 @@ static int open_tmp(struct sink *k, struct snk_file *f, bool keep)
 	return -1;
 }
 
-static void check_space(struct snk_file *f, bool sparse)
+/* Fails f fast when need more bytes cannot fit where it goes. */
+void sink_check_space(struct snk_file *f, uint64_t need)
 {
 	char sz[32], av[32];
 	uint64_t avail;
 
-	/*
-	 * Fail fast when the file cannot fit. A sparse source's size says
-	 * little of the space its data needs: then a full disk shows up at
-	 * the write instead, failing the same way.
-	 */
-	if (!sparse && place_check_space(f->fd, f->size, &avail))
+	if (place_check_space(f->fd, need, &avail))
 		file_fail(f, -ENOSPC,
 			  "not enough space for '%s': %s needed, %s free",
-			  f->n.shown,
-			  units_format_size(f->size, sz, sizeof(sz)),
+			  f->n.shown, units_format_size(need, sz, sizeof(sz)),
 			  units_format_size(avail, av, sizeof(av)));
 }
 
@@ -329,7 +362,7 @@ int sink_skip_file(struct sink *k, struct snk_file *f)
 	struct wire_msg m = { .type = WIRE_HAVE };
 
 	m.u.have.file_id = f->id;
-	m.u.have.flags = WIRE_HAVE_SKIP | WIRE_HAVE_LAST;
+	m.u.have.flags = WIRE_HAVE_SKIP;
 	m.u.have.status = f->err;
 	if (engine_send(k->e, &m))
 		return -1;
@@ -350,6 +383,15 @@ void sink_start_work(struct sink *k, struct snk_file *f,
 	workq_push(k->e->wq, &w->item);
 }
 
+/* HAVE: nothing here, send it all. */
+static int send_all(struct sink *k, struct snk_file *f)
+{
+	struct wire_msg m = { .type = WIRE_HAVE };
+
+	m.u.have.file_id = f->id;
+	return engine_send(k->e, &m);
+}
+
 static int open_file(struct sink *k, struct snk_file *f,
 		     const struct wire_file *wf)
 {
@@ -361,14 +403,16 @@ static int open_file(struct sink *k, struct snk_file *f,
 	}
 	if (f->err)
 		return ask ? sink_skip_file(k, f) : 0;
-	if (sink_resume_find(k, f)) {
-		if (open_tmp(k, f, !f->cand_final))
-			return sink_skip_file(k, f);
-		sink_resume_scan(k, f);
-		return 0;
-	}
-	if (open_tmp(k, f, false) == 0) {
-		check_space(f, wf->flags & WIRE_FILE_SPARSE);
+	if (sink_resuming(k))
+		return sink_resume_open(k, f, wf->flags & WIRE_FILE_SPARSE);
+	if (sink_open_tmp(k, f, false) == 0) {
+		/*
+		 * Fail fast when the file cannot fit. A sparse source's size
+		 * says little of the space its data needs: then a full disk
+		 * shows up at the write instead, failing the same way.
+		 */
+		if (!(wf->flags & WIRE_FILE_SPARSE))
+			sink_check_space(f, f->size);
 		/* Holes the source skipped stay holes. */
 		if (!f->err && ftruncate(f->fd, (off_t)f->size) < 0)
 			file_fail(f, -errno, "cannot size '%s': %s", f->n.shown,
@@ -378,25 +422,7 @@ static int open_file(struct sink *k, struct snk_file *f,
 		return 0;
 	if (f->err)
 		return sink_skip_file(k, f);
-	return sink_send_have(k, f); /* nothing here: send it all */
-}
-
-/* Room in files[] for n more ids. 0 or -ENOMEM. */
-int sink_reserve_ids(struct sink *k, uint32_t n)
-{
-	uint32_t cap = k->cap ? k->cap : 64;
-	struct snk_file **v;
-
-	while (cap - k->nfiles < n)
-		cap *= 2;
-	if (cap == k->cap)
-		return 0;
-	v = realloc(k->files, cap * sizeof(*v));
-	if (!v)
-		return -ENOMEM;
-	k->files = v;
-	k->cap = cap;
-	return 0;
+	return send_all(k, f);
 }
 
 static int on_file(struct sink *k, const struct wire_file *wf)
@@ -408,19 +434,28 @@ static int on_file(struct sink *k, const struct wire_file *wf)
 		return engine_fail(k->e, XFER_FAIL_PROTOCOL, -EPROTO,
 				   "%s announced file %u out of order",
 				   k->e->c->peer, wf->file_id);
-	if (sink_reserve_ids(k, 1))
-		return engine_fail(k->e, XFER_FAIL_RESOURCE, -ENOMEM,
-				   "out of memory");
+	/* The source keeps to the bound: only a broken one goes past it. */
+	if (wf->kind == WIRE_KIND_FILE && k->nlive >= WIRE_INFLIGHT_MAX)
+		return engine_fail(k->e, XFER_FAIL_PROTOCOL, -EPROTO,
+				   "%s announced file %u with %u files still "
+				   "unfinished (%u at most): refused",
+				   k->e->c->peer, wf->file_id, k->nlive,
+				   WIRE_INFLIGHT_MAX);
 	f = calloc(1, sizeof(*f));
 	if (!f)
 		return engine_fail(k->e, XFER_FAIL_RESOURCE, -ENOMEM,
 				   "out of memory");
-	k->files[k->nfiles++] = f;
+	/* Directories and symlinks too, while on_file makes them. */
+	live_add(k, f);
+	k->nfiles++;
 	k->active++;
 	f->id = wf->file_id;
 	f->kind = wf->kind;
 	f->fd = f->dirfd = f->cand = -1;
+	f->head = f->tail = -1;
 	f->size = wf->size;
+	f->holes_ok = (wf->flags & WIRE_FILE_SPARSE) ||
+		      (k->p->flags & (WIRE_HELLO_SPARSE | WIRE_HELLO_RESUME));
 	f->mode = wf->mode;
 	f->times[0].tv_sec = wf->atime_sec;
 	f->times[0].tv_nsec = wf->atime_nsec;
@@ -428,17 +463,29 @@ static int on_file(struct sink *k, const struct wire_file *wf)
 	f->times[1].tv_nsec = wf->mtime_nsec;
 	f->t0 = clock_now_s();
 	f->nslots = (f->size + k->chunk - 1) / k->chunk;
-	f->got = calloc(f->nslots ? f->nslots : 1, 1);
-	f->crcs = calloc(f->nslots ? f->nslots : 1, sizeof(*f->crcs));
-	if (k->p->csum == XFER_CSUM_SHA256)
-		f->shas = calloc(f->nslots ? f->nslots : 1, CK_SHA256_LEN);
-	if (!f->got || !f->crcs || (k->p->csum == XFER_CSUM_SHA256 && !f->shas))
-		return engine_fail(k->e, XFER_FAIL_RESOURCE, -ENOMEM,
-				   "out of memory for '%s'", wf->path);
+	if (!sink_resuming(k) && k->p->csum == XFER_CSUM_SHA256 &&
+	    f->kind == WIRE_KIND_FILE) {
+		rc = ck_sha256_create(&f->tree);
+		if (rc)
+			return engine_fail(k->e, XFER_FAIL_RESOURCE, rc,
+					   "cannot start SHA-256");
+	}
 	rc = map_path(k, f, wf->path);
 	if (rc)
 		return rc;
 	client_report(k, f, false, NULL, 0);
+	/* What is here is told at most once a name (-n, -u, --resume). */
+	rc = f->kind != WIRE_KIND_DIR && (k->p->flags & WIRE_HELLO_ASK)
+		     ? sink_ask_once(k, f)
+		     : 0;
+	if (rc == -ENOMEM)
+		return engine_fail(k->e, XFER_FAIL_RESOURCE, -ENOMEM,
+				   "out of memory");
+	if (rc)
+		file_fail(f, -EEXIST,
+			  "'%s' was sent twice in one session: not "
+			  "compared again",
+			  f->n.shown);
 	switch (f->kind) {
 	case WIRE_KIND_DIR:
 		if (!f->err && make_dir(k, f))
@@ -482,10 +529,10 @@ static void write_chunk(struct workq_item *item)
 			return;
 		}
 	}
-	j->f->crcs[j->index] = crc;
-	if (k->p->csum == XFER_CSUM_SHA256) {
-		j->status = ck_sha256(raw, j->h.raw_len,
-				      j->f->shas + j->index * CK_SHA256_LEN);
+	j->crc = crc;
+	/* With --resume the file is read back whole at the end instead. */
+	if (k->p->csum == XFER_CSUM_SHA256 && !sink_resuming(k)) {
+		j->status = ck_sha256(raw, j->h.raw_len, j->sha);
 		if (j->status)
 			return;
 	}
@@ -530,30 +577,29 @@ static int snk_on_data(struct engine *e, const struct cm_event *ev)
 	rc = wire_slot_decode(cm_slot(e->c, (unsigned int)slot), &h);
 	if (rc == 0 && h.seq == seq && (h.flags & WIRE_SLOT_PACKED))
 		return sink_pack_arrived(k, &h, (unsigned int)slot, ev);
+	f = rc ? NULL : sink_live_find(k, h.file_id);
 	if (rc == 0 &&
-	    (h.seq != seq || h.file_id >= k->nfiles || !k->files[h.file_id] ||
-	     ev->len < WIRE_SLOT_HDR || h.len != ev->len - WIRE_SLOT_HDR ||
-	     !sink_flags_ok(k, h.flags) ||
+	    (h.seq != seq || !f || ev->len < WIRE_SLOT_HDR ||
+	     h.len != ev->len - WIRE_SLOT_HDR || !sink_flags_ok(k, h.flags) ||
 	     (!(h.flags & WIRE_SLOT_COMPRESSED) && h.raw_len != h.len)))
 		rc = -EPROTO;
 	if (rc)
 		return engine_fail(e, XFER_FAIL_PROTOCOL, rc,
 				   "%s wrote a bad slot header (seq %llu)",
 				   e->c->peer, (unsigned long long)seq);
-	f = k->files[h.file_id];
 	idx = h.offset / k->chunk;
 	want = idx < f->nslots ? f->size - h.offset : 0;
 	if (want > k->chunk)
 		want = k->chunk;
 	if (f->kind != WIRE_KIND_FILE || f->ended || h.offset % k->chunk ||
-	    idx >= f->nslots || h.raw_len != want || f->got[idx] ||
-	    f->finalizing || f->scanning)
+	    idx >= f->nslots || h.raw_len != want || idx < f->next_idx ||
+	    f->finalizing || (f->cmp && idx >= f->match_next))
 		return engine_fail(e, XFER_FAIL_PROTOCOL, -EPROTO,
 				   "%s sent a chunk outside '%s' (offset %llu, "
 				   "%u bytes)",
 				   e->c->peer, f->n.shown,
 				   (unsigned long long)h.offset, h.raw_len);
-	f->got[idx] = 1;
+	f->next_idx = idx + 1;
 	f->received++;
 	f->sent += h.len; /* what crossed the link, compressed or not */
 	sink_progress(k, f->n.shown, h.raw_len);
@@ -572,6 +618,13 @@ static int snk_on_data(struct engine *e, const struct cm_event *ev)
 	j->f = f;
 	j->index = idx;
 	j->status = 0;
+	j->done = false;
+	j->next = -1;
+	if (f->tail >= 0)
+		k->jobs[f->tail].next = slot;
+	else
+		f->head = slot;
+	f->tail = slot;
 	f->inflight++;
 	workq_push(e->wq, &j->item);
 	return 0;
@@ -579,25 +632,34 @@ static int snk_on_data(struct engine *e, const struct cm_event *ev)
 
 /* ---- FILE_END ---- */
 
-static int maybe_finalize(struct sink *k, struct snk_file *f)
+void sink_maybe_finalize(struct sink *k, struct snk_file *f)
 {
-	if (!f->ended || f->inflight || f->finalizing)
-		return 0;
+	if (!f->ended || f->inflight || f->finalizing || f->comparing)
+		return;
 	if (!f->err && f->received != f->end.nchunks)
 		file_fail(f, -EPROTO, "'%s': %llu chunks announced, %llu came",
 			  f->n.shown, (unsigned long long)f->end.nchunks,
 			  (unsigned long long)f->received);
+	/* Only a sparse file's size may say more than its chunks fill. */
+	if (!f->err && !f->holes_ok && f->received != f->nslots)
+		file_fail(f, -EPROTO,
+			  "'%s': %llu bytes announced without holes, but only "
+			  "%llu of its %llu chunks came; not placed",
+			  f->n.shown, (unsigned long long)f->size,
+			  (unsigned long long)f->received,
+			  (unsigned long long)f->nslots);
 	sink_finalize(k, f);
-	return 0;
 }
 
 static int on_end(struct sink *k, const struct wire_file_end *end)
 {
 	struct snk_file *f;
 
-	if (end->file_id >= k->nfiles || !(f = k->files[end->file_id]) ||
-	    f->ended || f->kind != WIRE_KIND_FILE || f->scanning ||
-	    end->csum != (uint8_t)k->p->csum)
+	if (!(f = sink_live_find(k, end->file_id)) || f->ended ||
+	    f->kind != WIRE_KIND_FILE || end->csum != (uint8_t)k->p->csum ||
+	    /* --resume: every chunk was compared first, unless aborted */
+	    (f->cmp && !(end->flags & WIRE_END_ABORT) &&
+	     (f->comparing || f->match_next != f->nslots)))
 		return engine_fail(k->e, XFER_FAIL_PROTOCOL, -EPROTO,
 				   "%s ended a file it never announced",
 				   k->e->c->peer);
@@ -609,7 +671,8 @@ static int on_end(struct sink *k, const struct wire_file_end *end)
 				      : "the sender gave up on the file");
 		f->err_remote = true;
 	}
-	return maybe_finalize(k, f);
+	sink_maybe_finalize(k, f);
+	return 0;
 }
 
 /*
@@ -659,7 +722,7 @@ int sink_send_result(struct sink *k, struct snk_file *f, const uint8_t *digest,
 		   f->skipped);
 	client_report(k, f, true, digest, dlen);
 	rc = engine_send(k->e, &m);
-	k->files[f->id] = NULL;
+	live_remove(k, f);
 	k->active--;
 	file_free(k, f);
 	return rc;
@@ -713,6 +776,8 @@ static int snk_on_msg(struct engine *e, const struct wire_msg *m)
 		if (!k->done)
 			return on_end(k, &m->u.end);
 		break;
+	case WIRE_SUMS:
+		return sink_on_sums(k, &m->u.sums);
 	case WIRE_DONE:
 		if (!k->done) {
 			k->done = true;
@@ -727,7 +792,21 @@ static int snk_on_msg(struct engine *e, const struct wire_msg *m)
 			   wire_type_name(m->type));
 }
 
-/* The engine thread: a worker wrote (or refused) a chunk. */
+/* A chunk's digests into its file's, in offset order. */
+static void fold(struct sink *k, struct snk_file *f, const struct snk_job *j)
+{
+	if (f->err || f->cmp)
+		return; /* failed, or --resume: read back at the end */
+	f->crc = ck_crc32_combine(f->crc, j->crc, j->h.raw_len);
+	if (f->tree && ck_sha256_update(f->tree, j->sha, CK_SHA256_LEN))
+		file_fail(f, -EIO, "SHA-256 failed");
+}
+
+/*
+ * The engine thread: a worker wrote (or refused) a chunk. Its digests
+ * wait in its slot until every earlier chunk of the file is folded in;
+ * the slot is released then (slots are released in order anyway).
+ */
 static void chunk_done(struct workq_item *item)
 {
 	struct snk_job *j = (struct snk_job *)item;
@@ -744,13 +823,23 @@ static void chunk_done(struct workq_item *item)
 	else if (j->status)
 		file_fail(f, j->status, "cannot write '%s': %s", f->n.shown,
 			  strerror(-j->status));
-	f->inflight--;
-	if (credit_rx_drain(&k->rx, j->slot)) {
-		engine_fail(k->e, XFER_FAIL_INTERNAL, -EPROTO,
-			    "slot accounting");
-		return;
+	j->done = true;
+	while (f->head >= 0 && k->jobs[f->head].done) {
+		struct snk_job *h = &k->jobs[f->head];
+
+		fold(k, f, h);
+		f->head = h->next;
+		h->done = false;
+		f->inflight--;
+		if (credit_rx_drain(&k->rx, h->slot)) {
+			engine_fail(k->e, XFER_FAIL_INTERNAL, -EPROTO,
+				    "slot accounting");
+			return;
+		}
 	}
-	maybe_finalize(k, f);
+	if (f->head < 0)
+		f->tail = -1;
+	sink_maybe_finalize(k, f);
 }
 
 static int snk_pump(struct engine *e)
@@ -839,7 +928,9 @@ int sink_run(struct engine *e, const struct sink_target *t,
 	k.p = &t->p;
 	k.st = st;
 	k.chunk = e->c->geom.slot_size - WIRE_SLOT_HDR;
-	rc = credit_rx_init(&k.rx, e->c->geom.slots);
+	rc = payload_resume_key(t->p.data_key, k.resume_key);
+	if (!rc)
+		rc = credit_rx_init(&k.rx, e->c->geom.slots);
 	if (!rc)
 		rc = jobs_init(&k, e->c->geom.slots);
 	if (!rc)
@@ -857,9 +948,8 @@ out:
 	(void)workq_take_done(e->wq);
 	workq_destroy(e->wq);
 	e->wq = NULL;
-	for (uint32_t i = 0; i < k.nfiles; i++)
-		file_free(&k, k.files[i]); /* removes unfinished temporaries */
-	free(k.files);
+	while (k.nlive) /* removes unfinished temporaries */
+		file_free(&k, k.live[--k.nlive]);
 	for (unsigned int i = 0; k.jobs && i < e->c->geom.slots; i++) {
 		sink_pack_free(&k.jobs[i]);
 		payload_release(&k.jobs[i].pl);
@@ -868,6 +958,7 @@ out:
 	while (k.ndirs)
 		free(k.dirs[--k.ndirs].rel);
 	free(k.dirs);
+	free(k.asked);
 	sink_want_free(&k);
 	credit_rx_release(&k.rx);
 	return rc;

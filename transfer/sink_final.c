@@ -20,63 +20,48 @@
 #include "util/checksum.h"
 #include "util/io.h"
 
-/*
- * Whether chunk i is part of the file's digest. Without --resume only the
- * chunks that came are (the source leaves holes out too); with it every
- * chunk is: one that came, one already here (matched), or one the source
- * did not send because it is all zero and this side had nothing there.
- */
-static bool counted(const struct sink *k, const struct snk_file *f, uint64_t i)
-{
-	return f->got[i] || sink_resuming(k);
-}
-
-static int verify_digest(struct snk_work *fin)
+/* What was folded in as the chunks came (sink.c). */
+static int folded_digest(struct snk_work *fin)
 {
 	struct snk_file *f = fin->f;
-	const struct sink *k = fin->k;
-	uint32_t crc = 0;
-	int rc = 0;
+	uint32_t crc = htobe32(f->crc);
 
-	if (sink_resuming(k)) {
-		rc = sink_resume_zeros(fin);
-		if (rc) {
-			file_fail(f, rc, "cannot hash '%s': %s", f->n.shown,
-				  strerror(-rc));
-			return rc;
-		}
-	}
-	if (k->p->csum == XFER_CSUM_CRC32) {
-		for (uint64_t i = 0; i < f->nslots; i++) {
-			uint64_t len = f->size - i * k->chunk;
-
-			if (!counted(k, f, i))
-				continue;
-			if (len > k->chunk)
-				len = k->chunk;
-			crc = ck_crc32_combine(crc, f->crcs[i], len);
-		}
-		crc = htobe32(crc);
+	if (fin->k->p->csum == XFER_CSUM_CRC32) {
 		memcpy(fin->digest, &crc, 4);
 		fin->dlen = 4;
-	} else if (k->p->csum == XFER_CSUM_SHA256) {
-		struct ck_sha256 *tree;
-
-		rc = ck_sha256_create(&tree);
-		for (uint64_t i = 0; !rc && i < f->nslots; i++)
-			if (counted(k, f, i))
-				rc = ck_sha256_update(
-					tree, f->shas + i * CK_SHA256_LEN,
-					CK_SHA256_LEN);
-		if (!rc)
-			rc = ck_sha256_final(tree, fin->digest);
-		ck_sha256_destroy(tree);
-		if (rc) {
-			file_fail(f, rc, "SHA-256 failed");
-			return rc;
+	} else if (fin->k->p->csum == XFER_CSUM_SHA256) {
+		if (ck_sha256_final(f->tree, fin->digest)) {
+			file_fail(f, -EIO, "SHA-256 failed");
+			return -EIO;
 		}
 		fin->dlen = CK_SHA256_LEN;
 	}
+	return 0;
+}
+
+/*
+ * The file's digest against the source's. Without --resume it was folded
+ * in as the chunks came; with it, the file (fd) is read back whole, since
+ * its chunks are partly this side's and partly the source's. An old file
+ * kept as it is was matched chunk by chunk already: every chunk's digest
+ * equals the source's, so it is the source's file.
+ */
+static int verify_digest(struct snk_work *fin, int fd, bool kept)
+{
+	struct snk_file *f = fin->f;
+	int rc;
+
+	if (kept) {
+		fin->dlen = f->end.digest_len;
+		memcpy(fin->digest, f->end.digest, fin->dlen);
+		return 0;
+	}
+	if (f->cmp && fin->k->p->csum != XFER_CSUM_NONE)
+		rc = sink_resume_digest(fin, fd);
+	else
+		rc = folded_digest(fin);
+	if (rc)
+		return rc;
 	if (fin->dlen != f->end.digest_len ||
 	    memcmp(fin->digest, f->end.digest, fin->dlen)) {
 		file_fail(f, -EBADMSG,
@@ -118,20 +103,22 @@ static void finalize(struct workq_item *item)
 	struct sink *k = fin->k;
 	int rc;
 
-	if (f->err || verify_digest(fin))
+	bool kept = f->cand_final && f->keeping && !f->received;
+
+	if (f->err || verify_digest(fin, f->fd, kept))
 		goto out_discard;
-	if (f->cand_final && !f->received && f->cand_size == f->size) {
-		/* The old file was whole and right: keep it, drop the temp. */
-		if (set_meta(k, f, f->cand))
-			goto out_discard;
+	if (kept) {
+		/*
+		 * The old file is whole and right, and already has the mode
+		 * (and with -p the mtime) it would get: it stays as it is,
+		 * untouched, and the temporary goes.
+		 */
 		close(f->fd);
 		f->fd = -1;
 		unlinkat(f->dirfd, f->n.tmp, 0);
 		f->skipped = true;
 		return;
 	}
-	if (f->cand_final && sink_resume_copy(fin))
-		goto out_discard;
 	if (set_meta(k, f, f->fd))
 		goto out_discard;
 	if (k->p->flags & WIRE_HELLO_FSYNC && fsync(f->fd) < 0) {

@@ -16,6 +16,7 @@
 #include "transfer/payload.h"
 #include "transfer/report.h"
 #include "transfer/role.h"
+#include "util/checksum.h"
 #include "util/path.h"
 
 /* Where an announced path lands, and how it is shown. */
@@ -30,13 +31,15 @@ struct sink;
 struct snk_file;
 struct snk_want;
 
-/* A file's own work in a worker: the resume scan, then its finalize. */
+/* A file's own work in a worker: resume compares, then its finalize. */
 struct snk_work {
 	struct workq_item item;
 	struct sink *k;
 	struct snk_file *f;
 	uint8_t digest[WIRE_DIGEST_MAX]; /* finalize: what this side computed */
 	uint8_t dlen;
+	int err;		       /* a compare's failure, for the engine */
+	char errmsg[WIRE_MSG_MAX + 1]; /* thread to record */
 };
 
 struct snk_file {
@@ -46,17 +49,39 @@ struct snk_file {
 	int dirfd;	 /* the parent: owned unless it is the target's */
 	int cand;	 /* resume: what an earlier attempt left (or -1) */
 	bool cand_final; /* ... and that is the file under its final name */
+	/*
+	 * --resume (sink_resume.c): the source sends the digests of its
+	 * chunks in order (SUMS), a worker compares them with this side's
+	 * chunks [match_next, cmp_to) and the answer (MATCH) is one bit a
+	 * chunk. The digests wait in sums, a ring of sums_cap (at most the
+	 * ring's slots) indexed by chunk index; bits holds one compare's.
+	 */
+	bool cmp, comparing;
+	bool found;	    /* an earlier attempt's temporary or old file */
+	bool keeping;	    /* the old file may stay as it is: all matched */
+	uint64_t cand_size; /* its size when found */
+	uint64_t sums_next, match_next, cmp_to;
+	uint32_t sums_cap;
+	uint8_t (*sums)[WIRE_SUM_LEN];
+	uint8_t *bits;
 	struct snk_names n;
 	uint64_t size, nslots, received, sent;
 	uint32_t mode;
 	struct timespec times[2]; /* atime, mtime */
-	uint8_t *got;		  /* per chunk index */
-	uint32_t *crcs;		  /* per chunk index */
-	uint8_t *shas;		  /* per chunk index, CK_SHA256_LEN each */
-	uint64_t have_n; /* chunks [0, have_n) of cand were read and hashed */
-	uint64_t cand_size;
+	/*
+	 * Chunks come in increasing offset order (one RC queue pair, posted
+	 * in order): next_idx is the lowest index still allowed. Their
+	 * digests are folded into crc/tree in that order as workers finish:
+	 * head..tail link the slots of its chunks not yet folded (-1: none),
+	 * so nothing here grows with the size the source claims.
+	 */
+	uint64_t next_idx;
+	int head, tail;
+	uint32_t crc;
+	struct ck_sha256 *tree;
 	unsigned int inflight;
-	bool scanning, ended, finalizing, skipped;
+	bool ended, finalizing, skipped;
+	bool holes_ok; /* chunks may be left out: sparse, --sparse, resume */
 	struct wire_file_end end;
 	int err;
 	bool err_remote; /* the source's failure, not ours */
@@ -88,6 +113,11 @@ struct snk_job {
 	uint64_t index;
 	struct payload pl; /* inflated payload, GCM context */
 	int status;
+	/* A chunk: its digests, until folded in order into its file's. */
+	uint32_t crc;
+	uint8_t sha[CK_SHA256_LEN];
+	bool done; /* the worker is through with it */
+	int next;  /* the slot of the file's next chunk, or -1 */
 	/* a pack with a name the pull did not ask for: it, and why */
 	char *refused;
 	const char *refused_why;
@@ -108,13 +138,18 @@ struct sink {
 	uint32_t chunk;
 	struct credit_rx rx;
 	struct snk_job *jobs; /* one per slot */
-	struct snk_file **files;
-	uint32_t nfiles; /* announced so far (= next id) */
-	uint32_t cap;
+	uint32_t nfiles;      /* ids announced so far (= next id) */
+	/* Regular files in flight (WIRE_INFLIGHT_MAX), in id order. */
+	struct snk_file *live[WIRE_INFLIGHT_MAX + 1]; /* + one dir or link */
+	unsigned int nlive;
 	unsigned int active;	     /* announced, result not yet sent */
 	char top[PATH_NAME_MAX + 1]; /* first component, DEST not a dir */
 	struct snk_dir *dirs;
 	size_t ndirs, dirs_cap;
+	/* Names already answered when asked first: each at most once. */
+	uint64_t *asked;
+	size_t nasked, asked_cap;
+	uint8_t resume_key[32];
 	struct snk_want *want; /* a pull: the names asked for, sorted */
 	size_t nwant;
 	bool want_check; /* a pull: take only what was asked for */
@@ -167,8 +202,6 @@ int sink_map_names(struct sink *k, uint32_t id, const char *path,
 /* The directory n goes into: the target's own dirfd or a new fd. */
 int sink_open_parent(const struct sink *k, struct snk_names *n);
 
-/* Room in files[] for n more ids. 0 or -ENOMEM. */
-int sink_reserve_ids(struct sink *k, uint32_t n);
 
 /* Hands f to a worker for fn; after runs in the engine thread. */
 void sink_start_work(struct sink *k, struct snk_file *f,
@@ -188,6 +221,16 @@ int sink_send_result(struct sink *k, struct snk_file *f, const uint8_t *digest,
 /* Closes f's temporary; removes it unless --resume may reuse it. */
 void sink_discard(struct sink *k, struct snk_file *f);
 
+/*
+ * Opens f's temporary (keep: reuse what it holds). 0, or -1 with f failed.
+ */
+int sink_open_tmp(struct sink *k, struct snk_file *f, bool keep);
+/* Fails f when need more bytes cannot fit where it goes. */
+void sink_check_space(struct snk_file *f, uint64_t need);
+/* The file in flight with id, or NULL. */
+struct snk_file *sink_live_find(const struct sink *k, uint32_t id);
+/* Finalizes f if it is ended and nothing of it is in flight. */
+void sink_maybe_finalize(struct sink *k, struct snk_file *f);
 /* ---- sink_final.c ---- */
 
 /*
@@ -199,18 +242,24 @@ void sink_finalize(struct sink *k, struct snk_file *f);
 /* ---- sink_resume.c ---- */
 
 /*
- * --resume: opens what an earlier attempt left in f->cand, the temporary
- * first, else the old file. Returns true when there is something to scan.
+ * Whether f's name may be answered now when asked first (--resume,
+ * --no-clobber, --update): 0 the first time in the session, -EEXIST
+ * after, -ENOMEM.
  */
-bool sink_resume_find(struct sink *k, struct snk_file *f);
-/* Hashes f->cand in a worker, then answers the source with HAVE. */
-void sink_resume_scan(struct sink *k, struct snk_file *f);
-/* The CRCs of chunks [0, have_n), in as many HAVEs as it takes. */
-int sink_send_have(struct sink *k, struct snk_file *f);
-/* Worker: the digests of the all-zero chunks beyond what was here. */
-int sink_resume_zeros(struct snk_work *fin);
-/* Worker: the chunks not resent, from the old file, checked again. */
-int sink_resume_copy(struct snk_work *fin);
+int sink_ask_once(struct sink *k, const struct snk_file *f);
+/*
+ * --resume: f's temporary, sized, with what an earlier attempt left in
+ * it or in the old file, then HAVE asking the source for its digests.
+ * 0 or the engine's error.
+ */
+int sink_resume_open(struct sink *k, struct snk_file *f, bool sparse);
+/* A SUMS came. 0 or the engine's error (a protocol violation). */
+int sink_on_sums(struct sink *k, const struct wire_sums *m);
+/*
+ * Worker, at finalize: f's digest read back from fd (the whole file: the
+ * chunks that matched and the ones that came). 0 or -errno, f failed.
+ */
+int sink_resume_digest(struct snk_work *fin, int fd);
 
 /* ---- sink_want.c ---- */
 

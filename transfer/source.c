@@ -13,9 +13,10 @@
  * engine thread posts it with WRITE_WITH_IMM as soon as it holds a credit.
  *
  * With --resume, --no-clobber or --update the sink answers each FILE with
- * HAVE: skip the file, or the CRC32s of the chunks it already holds. The
- * file's chunks are read meanwhile; each is then posted only if the sink's
- * CRC of that chunk differs from ours.
+ * HAVE: skip the file, send it, or (--resume) describe its chunks first.
+ * The file's chunks are read meanwhile; with --resume each one's digest
+ * goes to the sink (SUMS) and it is posted only if the sink's answer
+ * (MATCH) says the sink does not have it.
  *
  * Otherwise runs of small files are packed (source_pack.c): one PACK item,
  * one staging buffer, read by one worker job, carries up to a slot's worth
@@ -95,14 +96,22 @@ void src_read_chunk(struct workq_item *item)
 	j->status = io_pread_full(j->f->fd, raw, j->len, j->offset);
 	if (j->status)
 		return;
-	if ((p->flags & WIRE_HELLO_SPARSE) || s->resume)
+	/* With --resume every chunk is described to the sink instead. */
+	if ((p->flags & WIRE_HELLO_SPARSE) && !s->resume)
 		j->zero = all_zero(raw, j->len);
-	if (j->zero && !s->resume)
+	if (j->zero)
 		return; /* --sparse: a hole, out of the digest like holes */
 	if (p->csum != XFER_CSUM_NONE || s->resume)
 		j->crc = ck_crc32(0, raw, j->len);
-	if (p->csum == XFER_CSUM_SHA256) {
+	if (p->csum == XFER_CSUM_SHA256 || s->resume) {
 		j->status = ck_sha256(raw, j->len, j->sha);
+		if (j->status)
+			return;
+	}
+	if (s->resume) {
+		j->status = payload_resume_sum(s->resume_key, j->f->wire_id,
+					       j->offset / s->chunk, j->sha,
+					       j->sum);
 		if (j->status)
 			return;
 	}
@@ -227,6 +236,10 @@ static int on_result(struct source *s, const struct wire_file_result *res)
 		return engine_fail(s->e, XFER_FAIL_PROTOCOL, -EPROTO,
 				   "%s answered for '%s' %s: refused",
 				   s->e->c->peer, f->path, why);
+	if (f->in_flight) {
+		f->in_flight = false;
+		s->inflight--;
+	}
 	f->skipped = res->flags & WIRE_RESULT_SKIPPED;
 	/* Reported: what was sent and the digest computed here. */
 	conclude(s, f, res->status, res->msg, f->digest, f->dlen);
@@ -257,15 +270,16 @@ static int on_pack_done(struct source *s, const struct wire_pack_done *d)
 	return 0;
 }
 
+/* The sink's one answer to a FILE: skip it, send it, or compare first. */
 static int on_have(struct source *s, const struct wire_have *h)
 {
 	struct src_file *f;
-	uint64_t nslots;
 
 	if (h->file_id >= s->nwire)
 		return -EPROTO;
 	f = src_file_at(s, s->by_wire[h->file_id]);
-	if (!f->asking || f->have_done || f->deferred)
+	if (!f->asking || f->have_done || f->deferred ||
+	    ((h->flags & WIRE_HAVE_SUMS) && !s->resume))
 		return -EPROTO;
 	/* Kept as it is (status 0) only where -n or -u asked for that. */
 	if ((h->flags & WIRE_HAVE_SKIP) &&
@@ -276,25 +290,45 @@ static int on_have(struct source *s, const struct wire_have *h)
 				   "%s would keep '%s' as it is, which "
 				   "neither -n nor -u asked for: refused",
 				   s->e->c->peer, f->path);
+	f->have_done = true;
 	if (h->flags & WIRE_HAVE_SKIP) {
 		f->skip = true;
 		f->skip_status = h->status;
-		f->have_done = true;
-		return 0;
 	}
-	nslots = ((uint64_t)f->st.st_size + s->chunk - 1) / s->chunk;
-	if (h->first != f->have_n || h->count > nslots - f->have_n)
+	f->cmp = h->flags & WIRE_HAVE_SUMS;
+	return 0;
+}
+
+/*
+ * --resume: which of the chunks described last the sink has. The answers
+ * come in order, for chunks described and not yet answered; chunks still
+ * waiting in the plan take theirs (a failed file's are gone already).
+ */
+static int on_match(struct source *s, const struct wire_match *m)
+{
+	struct src_file *f;
+
+	if (m->file_id >= s->nwire)
 		return -EPROTO;
-	if (h->count && !f->have) {
-		f->have = calloc(nslots, sizeof(*f->have));
-		if (!f->have)
-			return -ENOMEM;
+	f = src_file_at(s, s->by_wire[m->file_id]);
+	if (!f->cmp || m->first != f->match_next ||
+	    m->count > f->sums_next - f->match_next)
+		return -EPROTO;
+	for (unsigned int i = 0; i < s->fifo_len; i++) {
+		struct item *it = src_fifo_at(s, i);
+		uint64_t idx;
+
+		if (it->kind != IT_CHUNK || it->f != f)
+			continue;
+		idx = it->job->offset / s->chunk;
+		if (idx < m->first || idx - m->first >= m->count)
+			continue;
+		it->job->answered = true;
+		it->job->matched = m->bits[(idx - m->first) / 8] >>
+					   ((idx - m->first) % 8) &
+				   1;
 	}
-	if (h->count)
-		memcpy(f->have + f->have_n, h->crcs,
-		       h->count * sizeof(*f->have));
-	f->have_n += h->count;
-	f->have_done = h->flags & WIRE_HAVE_LAST;
+	f->match_next += m->count;
 	return 0;
 }
 
@@ -315,6 +349,9 @@ static int src_on_msg(struct engine *e, const struct wire_msg *m)
 		break;
 	case WIRE_HAVE:
 		rc = on_have(s, &m->u.have);
+		break;
+	case WIRE_MATCH:
+		rc = on_match(s, &m->u.match);
 		break;
 	case WIRE_PACK_DONE:
 		rc = on_pack_done(s, &m->u.pack_done);
@@ -460,6 +497,10 @@ int source_run(struct engine *e, const struct source_cfg *cfg,
 			strtoull(getenv("RDCP_TEST_CORRUPT_CHUNK"), NULL, 0);
 #endif
 	credit_tx_init(&s.tx, e->c->geom.slots);
+	if (payload_resume_key(cfg->p.data_key, s.resume_key)) {
+		engine_fail(e, XFER_FAIL_INTERNAL, -EIO, "cannot derive a key");
+		goto out;
+	}
 	walk_start(&s.walk, cfg->srcs, cfg->nsrcs);
 	s.jobs = calloc(s.njobs, sizeof(*s.jobs));
 	s.fifo = calloc(s.fifo_cap, sizeof(*s.fifo));
@@ -486,7 +527,6 @@ out:
 		if (f->fd >= 0)
 			close(f->fd);
 		ck_sha256_destroy(f->tree);
-		free(f->have);
 	}
 	for (size_t i = 0; i < s.nfblk; i++)
 		free(s.fblk[i]);

@@ -53,6 +53,7 @@ struct src_file {
 	int err;
 	char errmsg[300];
 	bool announced;	     /* has a wire id: a FILE_RESULT will come */
+	bool in_flight;	     /* counted in source.inflight until then */
 	bool deferred;	     /* its FILE waits in the fifo behind a pack */
 	bool packed, posted; /* in a pack; that pack is in the ring */
 	uint32_t pack_len;   /* a pack's first file: files in it, else 0 */
@@ -68,9 +69,23 @@ struct src_file {
 	/* the sink's answer (HAVE) when it is asked first */
 	bool asking, have_done, skip;
 	int skip_status;
-	uint32_t *have; /* CRC32 of the sink's chunk i, i < have_n */
-	uint64_t have_n;
+	/*
+	 * --resume: the sink asked for the chunks' digests (SUMS); chunks
+	 * [0, sums_next) were described, [0, match_next) answered (MATCH).
+	 */
+	bool cmp;
+	uint64_t sums_next, match_next;
 };
+
+/*
+ * Whether f is announced sparse (WIRE_FILE_SPARSE): fewer blocks than its
+ * size. Only such a file may leave chunks out for its holes; the sink
+ * wants every chunk of any other (without --sparse or --resume).
+ */
+static inline bool src_file_sparse(const struct src_file *f)
+{
+	return (uint64_t)f->st.st_blocks * 512 < (uint64_t)f->st.st_size;
+}
 
 struct src_job {
 	struct workq_item item;
@@ -84,9 +99,12 @@ struct src_job {
 	uint32_t len;	   /* raw bytes */
 	uint32_t wire_len; /* payload bytes after compression */
 	uint16_t flags;	   /* enum wire_slot_flags */
-	bool zero;	   /* all zero (checked with --sparse or --resume) */
+	bool zero;	   /* all zero (checked with --sparse) */
 	uint32_t crc;
 	uint8_t sha[CK_SHA256_LEN];
+	/* --resume: its digest for the sink; sent, answered, the answer */
+	uint8_t sum[WIRE_SUM_LEN];
+	bool summed, answered, matched;
 	uint8_t tag[AEAD_TAG_LEN];
 	struct payload pl; /* compression scratch, GCM context */
 	int status;
@@ -116,6 +134,7 @@ struct source {
 	size_t nfiles, next_file; /* listed by the walk so far; planned */
 	uint32_t *by_wire;	  /* wire id -> index in files */
 	uint32_t nwire;
+	unsigned int inflight; /* announced regular files without a result */
 	struct src_file *cur; /* being planned */
 	struct src_job *jobs;
 	unsigned int njobs, free_jobs;
@@ -130,6 +149,7 @@ struct source {
 	unsigned int sig_every, unsignaled;
 	bool done_planned, done_sent, bye;
 	bool ask, resume; /* HAVE before data; chunks may match */
+	uint8_t resume_key[32];
 	struct ratelimit rl;
 	uint64_t bytes_posted, bytes_total; /* for on_progress */
 	uint64_t next_progress_ms;

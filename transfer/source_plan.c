@@ -106,7 +106,7 @@ static void fill_file_msg(struct source *s, struct src_file *f,
 	if (f->w->kind != WIRE_KIND_FILE)
 		return;
 	m->size = (uint64_t)f->st.st_size;
-	if ((uint64_t)f->st.st_blocks * 512 < (uint64_t)f->st.st_size)
+	if (src_file_sparse(f))
 		m->flags |= WIRE_FILE_SPARSE;
 }
 
@@ -164,6 +164,15 @@ int src_send_failure(struct source *s, struct src_file *f)
 }
 
 /*
+ * Whether w may go as a regular FILE, one of the files in flight that the
+ * sink bounds (wire.h): a regular file, or a failure, which goes as one.
+ */
+static bool may_fly(const struct walk_entry *w)
+{
+	return w->kind == WIRE_KIND_FILE || w->err;
+}
+
+/*
  * Gives f its wire id and sends its FILE (or, failed, FILE and an aborting
  * FILE_END), or queues that behind a pack still to be posted. A failure on
  * the client's own side is only reported: the user is here.
@@ -178,6 +187,11 @@ static int tell(struct source *s, struct src_file *f)
 		}
 	}
 	src_announce(s, f);
+	/* A failure goes as a regular FILE (src_send_failure). */
+	if (f->err || f->w->kind == WIRE_KIND_FILE) {
+		f->in_flight = true;
+		s->inflight++;
+	}
 	f->asking = s->ask && f->w->kind == WIRE_KIND_FILE && !f->err;
 	if (!f->err)
 		src_started(s, f);
@@ -253,14 +267,15 @@ struct src_job *src_take_job(struct source *s)
  * not sent, and the sink's file (sized up front) keeps them as holes. The
  * chunk grid stays aligned, so offsets remain multiples of the chunk size.
  * Not with --resume, where every chunk is compared with the sink's: holes
- * read as zeros, and a zero chunk where the sink has nothing is not sent.
+ * read as zeros, and a zero chunk matches only where the sink has zeros.
+ * Nor for a file not announced sparse: the sink wants all its chunks.
  */
 static bool skip_hole(struct source *s, struct src_file *f)
 {
 	off_t d;
 	uint64_t aligned;
 
-	if (s->resume)
+	if (s->resume || !src_file_sparse(f))
 		return false;
 	d = lseek(f->fd, (off_t)f->next_off, SEEK_DATA);
 	if (d < 0 && errno == ENXIO) {
@@ -307,6 +322,9 @@ int src_plan(struct source *s)
 					return -1;
 				if (!rc)
 					break;
+			} else if (s->inflight >= WIRE_INFLIGHT_MAX &&
+				   may_fly(src_file_at(s, s->next_file)->w)) {
+				break; /* until a result comes (wire.h) */
 			} else if (open_next(s)) {
 				return -1;
 			}
@@ -337,6 +355,7 @@ int src_plan(struct source *s)
 					    : s->chunk);
 		j->status = 0;
 		j->crc = 0;
+		j->summed = j->answered = j->matched = false;
 		f->next_off += j->len;
 		src_fifo_push(s, IT_CHUNK, f, j);
 		workq_push(s->e->wq, &j->item);

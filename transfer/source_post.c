@@ -188,21 +188,18 @@ void src_free_job(struct source *s, struct src_job *j)
 static int settle_chunk(struct source *s, struct src_job *j)
 {
 	struct src_file *f = j->f;
-	uint64_t idx = j->offset / s->chunk;
 
 	if (j->status || f->err) {
 		file_fail(f, j->status, "cannot read '%s': %s", f->path,
 			  strerror(-j->status));
 	} else if (f->skip) {
 		/* the sink needs nothing of this file */
-	} else if (j->zero && !s->resume) {
+	} else if (j->zero) {
 		progress(s, f, j->len); /* a hole now, like the source's */
-	} else if (s->resume &&
-		   (idx < f->have_n ? f->have[idx] == j->crc : j->zero)) {
+	} else if (f->cmp && j->matched) {
 		/*
-		 * The sink holds this chunk already, or it is all zero and
-		 * the sink has nothing there (a hole in its temporary): not
-		 * sent, in the digest all the same.
+		 * The sink holds this chunk already (zeros where it has
+		 * nothing count too): not sent, in the digest all the same.
 		 */
 		f->matched++;
 		progress(s, f, j->len);
@@ -213,6 +210,37 @@ static int settle_chunk(struct source *s, struct src_job *j)
 	}
 	src_free_job(s, j);
 	return 1;
+}
+
+/*
+ * --resume: describes the read chunks of f at the head of the plan that
+ * the sink has not been told of (SUMS), in order. A chunk's digest is
+ * sent once; its staging buffer waits for the answer (MATCH), so the
+ * sink never holds more of them than there are ring slots.
+ */
+static int send_sums(struct source *s, struct src_file *f)
+{
+	struct wire_msg m = { .type = WIRE_SUMS };
+	struct wire_sums *w = &m.u.sums;
+
+	w->file_id = f->wire_id;
+	w->first = f->sums_next;
+	for (unsigned int i = 0; i < s->fifo_len; i++) {
+		struct item *it = src_fifo_at(s, i);
+
+		if (it->kind != IT_CHUNK || it->f != f)
+			break;
+		if (it->job->summed)
+			continue;
+		if (it->job->state != JOB_READY || it->job->status ||
+		    it->job->offset / s->chunk != f->sums_next ||
+		    w->count == WIRE_SUMS_MAX)
+			break;
+		memcpy(w->sums[w->count++], it->job->sum, WIRE_SUM_LEN);
+		it->job->summed = true;
+		f->sums_next++;
+	}
+	return w->count ? engine_send(s->e, &m) : 0;
 }
 
 /* Posts planned items in order while credits and readiness allow. */
@@ -250,6 +278,10 @@ int src_post(struct source *s)
 			if (it->job->state != JOB_READY ||
 			    (it->f->asking && !it->f->have_done))
 				return n;
+			/* --resume: the sink says first whether it has it. */
+			if (it->f->cmp && !it->f->err && !it->job->status &&
+			    !it->job->answered)
+				return send_sums(s, it->f) ? -1 : n;
 			if (settle_chunk(s, it->job))
 				break;
 			/* Data must not overtake a queued announcement. */

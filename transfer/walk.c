@@ -115,7 +115,9 @@ static int nofollow(const struct walk *w, const struct walk_entry *e)
 
 int walk_open(const struct walk *w, const struct walk_entry *e)
 {
-	return open_path(w, e->local, O_RDONLY | O_NOCTTY | nofollow(w, e));
+	/* O_NONBLOCK: a FIFO put in a file's place must not hold us. */
+	return open_path(w, e->local,
+			 O_RDONLY | O_NOCTTY | O_NONBLOCK | nofollow(w, e));
 }
 
 /*

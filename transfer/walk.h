@@ -89,7 +89,10 @@ void walk_start(struct walk *w, const char *const *srcs, size_t n);
  */
 int walk_more(struct walk *w, size_t want) __attribute__((warn_unused_result));
 
-/* Opens an entry for reading (regular files), confined when w says so. */
+/*
+ * Opens an entry for reading (regular files), confined when w says so,
+ * O_NONBLOCK (a FIFO is not waited on): the caller checks its type.
+ */
 int walk_open(const struct walk *w, const struct walk_entry *e)
 	__attribute__((warn_unused_result));
 

@@ -15,10 +15,12 @@
 _Static_assert(WIRE_CTRL_HDR == 16, "control header is 16 bytes");
 _Static_assert(WIRE_SLOT_HDR == 64, "slot header is 64 bytes");
 _Static_assert(WIRE_CTRL_SIZE >= WIRE_CTRL_HDR + 64 + WIRE_PATHS_MAX + 4 +
-				   WIRE_FILTERS_MAX + 4,
-	       "a control buffer holds the longest HELLO");
-_Static_assert(WIRE_CTRL_SIZE >= WIRE_CTRL_HDR + 24 + 4 * WIRE_HAVE_MAX,
-	       "a control buffer holds the longest HAVE");
+				   WIRE_FILTERS_MAX + 4 + WIRE_TAG_LEN,
+	       "a control buffer holds the longest HELLO and a tag");
+_Static_assert(WIRE_CTRL_SIZE >= WIRE_CTRL_HDR + 14 +
+					 WIRE_SUM_LEN * WIRE_SUMS_MAX +
+					 WIRE_TAG_LEN,
+	       "a control buffer holds the longest SUMS and a tag");
 
 struct put {
 	uint8_t *p;
@@ -246,13 +248,20 @@ static void enc_body(struct put *w, const struct wire_msg *m)
 	case WIRE_HAVE:
 		put_u32(w, m->u.have.file_id);
 		put_u16(w, m->u.have.flags);
-		put_u64(w, m->u.have.first);
 		put_u32(w, (uint32_t)m->u.have.status);
-		if (m->u.have.count > WIRE_HAVE_MAX)
-			w->err = true;
-		put_u16(w, m->u.have.count);
-		for (unsigned int i = 0; !w->err && i < m->u.have.count; i++)
-			put_u32(w, m->u.have.crcs[i]);
+		break;
+	case WIRE_SUMS:
+		put_u32(w, m->u.sums.file_id);
+		put_u64(w, m->u.sums.first);
+		put_u16(w, m->u.sums.count);
+		put_bytes(w, m->u.sums.sums,
+			  (size_t)m->u.sums.count * WIRE_SUM_LEN);
+		break;
+	case WIRE_MATCH:
+		put_u32(w, m->u.match.file_id);
+		put_u64(w, m->u.match.first);
+		put_u16(w, m->u.match.count);
+		put_bytes(w, m->u.match.bits, (m->u.match.count + 7u) / 8);
 		break;
 	case WIRE_FILE_END:
 		put_u32(w, m->u.end.file_id);
@@ -311,7 +320,11 @@ int wire_encode(const struct wire_msg *m, uint8_t *buf, size_t cap)
 	    (m->type == WIRE_FILE_END &&
 	     m->u.end.digest_len > WIRE_DIGEST_MAX) ||
 	    (m->type == WIRE_FILE_RESULT &&
-	     m->u.result.digest_len > WIRE_DIGEST_MAX))
+	     m->u.result.digest_len > WIRE_DIGEST_MAX) ||
+	    (m->type == WIRE_SUMS &&
+	     (!m->u.sums.count || m->u.sums.count > WIRE_SUMS_MAX)) ||
+	    (m->type == WIRE_MATCH &&
+	     (!m->u.match.count || m->u.match.count > WIRE_SUMS_MAX)))
 		return -EINVAL;
 	put_u8(&w, m->type);
 	put_u8(&w, 0);
@@ -505,16 +518,40 @@ static void dec_body(struct get *r, struct wire_msg *m)
 	case WIRE_HAVE:
 		m->u.have.file_id = get_u32(r);
 		m->u.have.flags = get_u16(r);
-		m->u.have.first = get_u64(r);
 		m->u.have.status = (int32_t)get_u32(r);
-		m->u.have.count = get_u16(r);
-		if (m->u.have.count > WIRE_HAVE_MAX ||
-		    m->u.have.first > UINT64_MAX - WIRE_HAVE_MAX) {
+		if (m->u.have.flags & ~(WIRE_HAVE_SKIP | WIRE_HAVE_SUMS) ||
+		    m->u.have.flags == (WIRE_HAVE_SKIP | WIRE_HAVE_SUMS) ||
+		    m->u.have.status > 0 ||
+		    (m->u.have.status && !(m->u.have.flags & WIRE_HAVE_SKIP)))
+			r->err = true;
+		break;
+	case WIRE_SUMS:
+		m->u.sums.file_id = get_u32(r);
+		m->u.sums.first = get_u64(r);
+		m->u.sums.count = get_u16(r);
+		if (!m->u.sums.count || m->u.sums.count > WIRE_SUMS_MAX ||
+		    m->u.sums.first > UINT64_MAX - WIRE_SUMS_MAX) {
 			r->err = true;
 			break;
 		}
-		for (unsigned int i = 0; i < m->u.have.count; i++)
-			m->u.have.crcs[i] = get_u32(r);
+		get_bytes(r, m->u.sums.sums,
+			  (size_t)m->u.sums.count * WIRE_SUM_LEN);
+		break;
+	case WIRE_MATCH:
+		m->u.match.file_id = get_u32(r);
+		m->u.match.first = get_u64(r);
+		m->u.match.count = get_u16(r);
+		if (!m->u.match.count || m->u.match.count > WIRE_SUMS_MAX ||
+		    m->u.match.first > UINT64_MAX - WIRE_SUMS_MAX) {
+			r->err = true;
+			break;
+		}
+		get_bytes(r, m->u.match.bits, (m->u.match.count + 7u) / 8);
+		/* Bits past count are zero: one encoding per answer. */
+		if (m->u.match.count % 8 &&
+		    m->u.match.bits[m->u.match.count / 8] >>
+			    (m->u.match.count % 8))
+			r->err = true;
 		break;
 	case WIRE_FILE_END:
 		m->u.end.file_id = get_u32(r);
@@ -562,20 +599,48 @@ int wire_decode(const uint8_t *buf, size_t len, struct wire_msg *m)
 {
 	struct get r = { .p = buf, .len = len };
 	uint32_t total;
+	uint8_t flags;
 
 	memset(m, 0, sizeof(*m));
 	m->type = get_u8(&r);
-	(void)get_u8(&r);
+	flags = get_u8(&r);
 	(void)get_u16(&r);
 	total = get_u32(&r);
 	m->ctrl_ack = get_u32(&r);
 	m->slot_ack = get_u32(&r);
-	if (r.err || total != len || m->type == 0 || m->type >= WIRE_TYPE_MAX)
+	if (r.err || total != len || m->type == 0 ||
+	    m->type >= WIRE_TYPE_MAX || (flags & ~WIRE_CTRL_TAGGED))
 		return -EPROTO;
+	if (flags & WIRE_CTRL_TAGGED) {
+		if (len < WIRE_CTRL_HDR + WIRE_TAG_LEN)
+			return -EPROTO;
+		r.len = len - WIRE_TAG_LEN; /* the body ends at the tag */
+		m->tagged = true;
+	}
 	dec_body(&r, m);
-	if (r.err || r.off != len)
+	if (r.err || r.off != r.len)
 		return -EPROTO;
 	return 0;
+}
+
+int wire_tag_append(uint8_t *buf, size_t len, size_t cap)
+{
+	struct put w = { .p = buf + 4, .cap = 4 };
+
+	if (len < WIRE_CTRL_HDR || cap < WIRE_TAG_LEN ||
+	    len > cap - WIRE_TAG_LEN)
+		return -EMSGSIZE;
+	buf[1] |= WIRE_CTRL_TAGGED;
+	put_u32(&w, (uint32_t)(len + WIRE_TAG_LEN));
+	return (int)(len + WIRE_TAG_LEN);
+}
+
+bool wire_tag_split(const uint8_t *buf, size_t len, size_t *covered)
+{
+	if (len < WIRE_CTRL_HDR + WIRE_TAG_LEN || !(buf[1] & WIRE_CTRL_TAGGED))
+		return false;
+	*covered = len - WIRE_TAG_LEN;
+	return true;
 }
 
 const char *wire_kind_name(unsigned int kind)
@@ -601,6 +666,8 @@ const char *wire_type_name(unsigned int type)
 		[WIRE_AUTH] = "AUTH",
 		[WIRE_HAVE] = "HAVE",
 		[WIRE_PACK_DONE] = "PACK_DONE",
+		[WIRE_SUMS] = "SUMS",
+		[WIRE_MATCH] = "MATCH",
 	};
 
 	return type < WIRE_TYPE_MAX && names[type] ? names[type] : "?";

@@ -19,11 +19,20 @@
 #define WIRE_CTRL_HDR 16u    /* bytes of every control message header */
 #define WIRE_CTRL_SIZE 8192u /* control buffer size: header + body */
 #define WIRE_CTRL_CREDITS 64u
+#define WIRE_TAG_LEN 16u /* control message tag, after the handshake */
 #define WIRE_DIGEST_MAX 32u
 #define WIRE_NONCE_LEN 32u
 #define WIRE_MAC_LEN 32u
 #define WIRE_MSG_MAX 512u	  /* human-readable text in a message */
 #define WIRE_FILES_MAX (1u << 24) /* entries (file ids) in one session */
+/*
+ * Files in flight: regular files (a FILE of kind FILE) a source has
+ * announced and not yet had the FILE_RESULT of. The sink holds a locked
+ * temporary and per-file state for each, so a source never has more, and
+ * the sink refuses a FILE beyond them as a protocol error. Packed files,
+ * directories and symlinks do not count.
+ */
+#define WIRE_INFLIGHT_MAX 128u
 
 /* ---- ring slots ---- */
 
@@ -94,6 +103,8 @@ enum wire_type {
 	WIRE_AUTH,	  /* client -> server: challenge response */
 	WIRE_HAVE,	  /* sink -> source: what of a file is there */
 	WIRE_PACK_DONE,	  /* sink -> source: a packed slot's files placed */
+	WIRE_SUMS,	  /* source -> sink: --resume: its chunks' digests */
+	WIRE_MATCH,	  /* sink -> source: --resume: which of them match */
 	WIRE_TYPE_MAX,
 };
 
@@ -141,11 +152,12 @@ enum wire_file_flags {
 };
 
 enum wire_have_flags {
-	WIRE_HAVE_LAST = 1 << 0, /* the last HAVE for this file */
 	WIRE_HAVE_SKIP = 1 << 1, /* send nothing: a result follows */
+	WIRE_HAVE_SUMS = 1 << 2, /* --resume: send SUMS for every chunk */
 };
 
-#define WIRE_HAVE_MAX 1024u /* chunk CRCs per HAVE message */
+#define WIRE_SUMS_MAX 256u /* chunk digests per SUMS or bits per MATCH */
+#define WIRE_SUM_LEN 16u   /* bytes of one chunk's resume digest */
 
 enum wire_file_end_flags {
 	WIRE_END_ABORT = 1 << 0, /* the source failed: discard the file */
@@ -215,13 +227,34 @@ struct wire_file {
 	char link[4096]; /* symlink target, copied as is; else "" */
 };
 
+/* The sink's one answer to a FILE when asked first (WIRE_HELLO_ASK). */
 struct wire_have {
 	uint32_t file_id;
 	uint16_t flags; /* enum wire_have_flags */
-	uint64_t first; /* chunk index of crcs[0] */
-	uint16_t count; /* <= WIRE_HAVE_MAX */
 	int32_t status; /* with SKIP: 0 (nothing to do) or -errno */
-	uint32_t crcs[WIRE_HAVE_MAX]; /* CRC32 of the sink's chunks */
+};
+
+/*
+ * --resume, source -> sink: the resume digests of chunks [first, first +
+ * count) of a file, in order, each chunk's once (see transfer/payload.h).
+ */
+struct wire_sums {
+	uint32_t file_id;
+	uint64_t first;
+	uint16_t count; /* 1..WIRE_SUMS_MAX */
+	uint8_t sums[WIRE_SUMS_MAX][WIRE_SUM_LEN];
+};
+
+/*
+ * --resume, sink -> source: for chunks [first, first + count), in order,
+ * whether the sink's chunk has the digest the source sent: bit i & 7 of
+ * byte i / 8 for chunk first + i. Nothing else of the sink's content.
+ */
+struct wire_match {
+	uint32_t file_id;
+	uint64_t first;
+	uint16_t count; /* 1..WIRE_SUMS_MAX */
+	uint8_t bits[WIRE_SUMS_MAX / 8];
 };
 
 struct wire_file_end {
@@ -271,9 +304,16 @@ struct wire_error {
 	char msg[WIRE_MSG_MAX + 1];
 };
 
+/*
+ * Header byte 1 of a control message: its last WIRE_TAG_LEN bytes are a
+ * tag, counted in its total length (see wire_tag_append()).
+ */
+#define WIRE_CTRL_TAGGED 1u
+
 /* Every control message: header plus one of the bodies above. */
 struct wire_msg {
 	uint8_t type;
+	bool tagged;	   /* decoded: it carried a tag (not checked here) */
 	uint32_t ctrl_ack; /* cumulative control messages consumed */
 	uint32_t slot_ack; /* cumulative ring slots released (sink) */
 	union {
@@ -287,21 +327,26 @@ struct wire_msg {
 		struct wire_error error;
 		struct wire_auth auth;
 		struct wire_have have;
+		struct wire_sums sums;
+		struct wire_match match;
 		struct wire_pack_done pack_done;
 	} u;
 };
 
 /*
- * Encodes m into buf (cap bytes). Returns the length, or -EMSGSIZE.
- * Strings are taken up to their NUL.
+ * Encodes m into buf (cap bytes), untagged. Returns the length, or
+ * -EMSGSIZE. Strings are taken up to their NUL. A message that will be
+ * tagged must leave WIRE_TAG_LEN bytes of its buffer free.
  */
 int wire_encode(const struct wire_msg *m, uint8_t *buf, size_t cap)
 	__attribute__((warn_unused_result));
 
 /*
  * Decodes len bytes. Returns 0 or -EPROTO for anything malformed: unknown
- * type, short or trailing bytes, lengths past the end, strings with NUL
- * bytes inside or over their limit. Paths are NOT checked for escapes
+ * type or header flags, short or trailing bytes, lengths past the end,
+ * strings with NUL bytes inside or over their limit. A tagged message's
+ * body ends before its tag and m->tagged is set; the tag itself is the
+ * caller's to check (wire_tag_split()). Paths are NOT checked for escapes
  * here: that is path_check_relative()'s job where they are used.
  */
 int wire_decode(const uint8_t *buf, size_t len, struct wire_msg *m)
@@ -315,6 +360,32 @@ int wire_decode(const uint8_t *buf, size_t len, struct wire_msg *m)
 void wire_set_acks(uint8_t *buf, uint32_t ctrl_ack, uint32_t slot_ack);
 
 const char *wire_type_name(unsigned int type);
+
+/*
+ * ---- control message tags (protocol 3) ----
+ *
+ * After the handshake every control message ends in a 16-byte tag: the
+ * header's byte 1 has WIRE_CTRL_TAGGED and its total length counts the
+ * tag. The tag authenticates everything before it, header included, so
+ * the acks must be in place before it is computed. What the tag is (an
+ * HMAC under the session's control key) is auth.c's business.
+ */
+
+/*
+ * Makes the len-byte message in buf (cap bytes) a tagged one: sets the
+ * flag and the total length to len + WIRE_TAG_LEN. The caller then writes
+ * the tag of buf[0, len) at buf + len. Returns the new length, or
+ * -EMSGSIZE when the tag does not fit.
+ */
+int wire_tag_append(uint8_t *buf, size_t len, size_t cap)
+	__attribute__((warn_unused_result));
+
+/*
+ * Whether the len bytes received in buf are a tagged message: its flag is
+ * set and it is long enough to hold a header and a tag. *covered is then
+ * the length the tag covers; the tag is at buf + *covered.
+ */
+bool wire_tag_split(const uint8_t *buf, size_t len, size_t *covered);
 
 /*
  * ---- packed slots ----

@@ -80,6 +80,11 @@ struct xfer_opts {
 	 * receiver, and a sender with one never does.
 	 */
 	const uint8_t *key;
+	/*
+	 * Receiver: refuse sessions without encrypt (XFER_FAIL_AUTH). The
+	 * client's is checked by cmd/: it must set encrypt too.
+	 */
+	bool require_encrypt;
 	/* client */
 	bool pull; /* srcs are on the receiver, dest is local */
 	enum xfer_csum csum;

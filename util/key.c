@@ -75,7 +75,8 @@ int key_load(const char *path, uint8_t key[KEY_LEN])
 	ssize_t n;
 	int fd, rc = 0;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	/* O_NONBLOCK: a FIFO is refused below, not waited on. */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (fd < 0) {
 		rc = -errno;
 		log_err("cannot read key file '%s': %s%s", path,

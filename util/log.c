@@ -155,3 +155,16 @@ void log_msg(enum log_level level, const char *fmt, ...)
 out:
 	errno = saved;
 }
+
+bool log_every_due(struct log_every *r, uint64_t now_ms, unsigned int every_ms,
+		   unsigned int *held)
+{
+	if (r->next_ms && now_ms < r->next_ms) {
+		r->held++;
+		return false;
+	}
+	*held = r->held;
+	r->held = 0;
+	r->next_ms = now_ms + every_ms;
+	return true;
+}

@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 enum log_level {
 	LOG_QUIET = -1, /* nothing at all, not even errors (tests only) */
@@ -40,6 +41,24 @@ const char *log_last_error(void);
  * sequences to a terminal. Returns the length written.
  */
 size_t log_escape(char *out, size_t outsz, const char *in);
+
+/*
+ * One recurring message at most once per interval, for what a peer can
+ * repeat at will (refusals, a listener out of descriptors). The caller owns
+ * the state (zeroed to start) and serializes calls on it.
+ */
+struct log_every {
+	uint64_t next_ms;
+	unsigned int held;
+};
+
+/*
+ * Whether the message is due at now_ms; if so *held is how many were held
+ * back since the last one (and the next is due every_ms later), else the
+ * occurrence is counted.
+ */
+bool log_every_due(struct log_every *r, uint64_t now_ms, unsigned int every_ms,
+		   unsigned int *held);
 
 #define log_err(...) log_msg(LOG_ERR, __VA_ARGS__)
 #define log_warn(...) log_msg(LOG_WARN, __VA_ARGS__)

@@ -164,6 +164,9 @@ int path_open_beneath(int rootfd, const char *rel, int flags, mode_t mode)
 	ret = path_check(rel, strlen(rel), false, -EXDEV);
 	if (ret)
 		return ret;
+	/* Never wait on what is there (a FIFO); O_PATH opens nothing. */
+	if (!(flags & O_PATH))
+		flags |= O_NONBLOCK;
 
 #ifdef PATH_HAVE_OPENAT2
 	if (!atomic_load_explicit(&path_no_openat2, memory_order_relaxed)) {

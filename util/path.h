@@ -39,7 +39,8 @@ void path_normalize_peer(char *p, bool *dir);
 /*
  * openat beneath rootfd; rel must have passed path_check_relative. No
  * symlink is followed in any component. flags/mode as openat(2) (O_CLOEXEC
- * is added). Returns an fd or a negative errno (-EXDEV/-ELOOP when the path
+ * is added, and O_NONBLOCK unless O_PATH: a FIFO there is never waited
+ * on; the caller checks the type of what it opened). Returns an fd or a negative errno (-EXDEV/-ELOOP when the path
  * would leave the root or crosses a symlink).
  */
 int path_open_beneath(int rootfd, const char *rel, int flags, mode_t mode)

@@ -68,6 +68,9 @@ expect_fail "--exclude-from and --files-from both on stdin" 2 --files-from=- --e
 expect_fail "--exclude-from a missing file" 6 --exclude-from="$T/none" a h:
 expect_fail "--manifest with --checksum none" 2 --manifest=m --checksum none a h:
 expect_fail "--files-from a missing file" 6 --no-auth --files-from="$T/none" a h:
+expect_fail "--require-encrypt on a copy without --encrypt" 2 --require-encrypt a h:
+expect_fail "--require-encrypt on a pull without --encrypt" 2 --require-encrypt h:a .
+expect_fail "--require-encrypt with --no-auth" 2 --require-encrypt --no-auth --listen
 
 # Keys.
 mkdir -p "$T/cfg/rdcp"
@@ -165,6 +168,28 @@ expect_fail "rdcp.conf: a bad value, its line named" 2 "$T/src/small" h:
 grep -q "rdcp.conf:1: --port: '0'" "$T/e" && ok "  ... as FILE:LINE" || nok "  ... as FILE:LINE" "$(cat "$T/e")"
 rm -f "$T/cfg/rdcp/rdcp.conf"
 
+kill "$RX" 2>/dev/null
+wait "$RX" 2>/dev/null
+
+# A receiver that requires --encrypt.
+mkdir -p "$T/root/enc"
+echo secret >"$T/root/enc/pullme"
+"$RDCP" --listen -q --transport tcp --root "$T/root" --port "$((PORT + 2))" \
+	--require-encrypt 2>"$T/rx-enc.log" &
+RX=$!
+sleep 0.5
+expect_fail "--require-encrypt receiver: a push without --encrypt is refused" 4 \
+	--transport tcp --port "$((PORT + 2))" "$T/src/small" 127.0.0.1:enc/
+expect_fail "--require-encrypt receiver: a pull without --encrypt is refused" 4 \
+	--transport tcp --port "$((PORT + 2))" 127.0.0.1:enc/pullme "$T/pulled"
+check "--require-encrypt receiver: nothing was written or pulled" \
+	bash -c "[ ! -e '$T/root/enc/small' ] && [ ! -e '$T/pulled' ]"
+check "--require-encrypt receiver: the refusal names --encrypt" \
+	grep -q 'requires --encrypt' "$T/e"
+check "--require-encrypt on both sides with --encrypt: copied" \
+	"$RDCP" -q --require-encrypt --encrypt --transport tcp \
+	--port "$((PORT + 2))" "$T/src/small" 127.0.0.1:enc/
+check "... and the copy arrived" cmp "$T/src/small" "$T/root/enc/small"
 kill "$RX" 2>/dev/null
 wait "$RX" 2>/dev/null
 echo "1..$N"

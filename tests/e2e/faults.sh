@@ -31,10 +31,14 @@ P=7800 # ports: one per receiver (nextport)
 
 # shellcheck source=lib.sh source-path=SCRIPTDIR
 . "$HERE/lib.sh"
+# The listener's scenarios (s_paths ... s_preauth).
+# shellcheck source=faults_listen.sh
+. "$HERE/faults_listen.sh"
 POLL_MS=20
 
 # The scenarios, s_NAME below, in the order they run.
-ALL="keys enospc silent garbage changed kill9 sigint soak concurrent keys_after"
+ALL="keys enospc silent garbage flood changed kill9 sigint soak concurrent"
+ALL="$ALL resumepeer paths geom emfile heldoff preauth lateslot keys_after"
 check_scenarios "$ALL" "$@"
 
 cd "$W" || exit 1
@@ -191,6 +195,41 @@ s_keys() {
 
 # Part 2: both receivers take a correct key again once 10 s passed since
 # the third failure.
+# ---------------------------------------------------------------- resumepeer
+
+# Issue #16 items 11 and 13: a malicious server (resume_peer.py, which
+# starts the pulling `rdcp --resume --no-auth` client itself) tries to
+# read a 107-byte key under DEST through the resume answers, and claims a
+# 504 GiB sparse file in 4032-byte chunks. The key must stay as it was.
+s_resumepeer() {
+	local m name
+	rm -rf rp
+	mkdir -p rp/dest
+	head -c 107 /dev/urandom >rp/key
+	cp rp/key rp/dest/id_key
+	chmod 600 rp/dest/id_key
+	for m in oracle guess claim; do
+		case $m in
+		oracle) t_begin "--resume pull, malicious server: HAVE and MATCH say one bit, no prefix, once a name" ;;
+		guess) t_begin "--resume pull, malicious server: only the whole file's exact digest matches" ;;
+		claim) t_begin "--resume pull of a claimed 504 GiB sparse file in 4032-byte chunks: the client stays small" ;;
+		esac
+		name=id_key
+		[ "$m" != claim ] || name=huge
+		# what the last session left: --resume would compare that
+		find rp/dest -name '*.rdcp-part' -delete
+		nextport
+		timeout -s KILL 90 python3 "$HERE/resume_peer.py" "$RDCP" "$P" \
+			"$m" rp/dest "$name" >"$W/rp-$m.log" 2>&1
+		_rc=$?
+		[ "$_rc" = 0 ] || t_fail "resume_peer.py $m: exit $_rc"
+		cmp -s rp/key rp/dest/id_key || t_fail "the key under DEST changed"
+		t_log "$W/rp-$m.log"
+		t_end
+	done
+	rm -rf rp
+}
+
 s_keys_after() {
 	local left
 	[ -n "${KEYS_RX:-}" ] || return
@@ -398,15 +437,18 @@ s_silent() {
 	t_log "$W/rx-sil.log"
 	t_end
 
-	t_begin "peer silent after the connect exchange: dropped within --timeout 3, fds back"
+	# Unauthenticated: dropped at the handshake deadline, here
+	# --connect-timeout (2 s), before --timeout (3 s) could say "no word".
+	t_begin "peer silent after the connect exchange: dropped within the handshake deadline, fds back"
 	peer hs-silent 20
 	echo "# $PEER_OUT"
 	[ "$PEER_RC" = 0 ] || t_fail "$PEER_OUT"
 	case $PEER_OUT in
-	*"closed after "[0-4].*) ;;
-	*) t_fail "not dropped within ~3 s: $PEER_OUT" ;;
+	*"closed after "[0-3].*) ;;
+	*) t_fail "not dropped within ~2 s: $PEER_OUT" ;;
 	esac
-	grep -q 'no word from' "$W/rx-sil.log" || t_fail "the receiver did not log the silence"
+	grep -Eq 'did not answer the handshake|no word from' "$W/rx-sil.log" ||
+		t_fail "the receiver did not log the silence"
 	settle_fds "$RX" "$base"
 	[ "$FDS" = "$base" ] || t_fail "fd count $FDS, baseline $base"
 	served "$W/tx-sil2.log" third
@@ -415,13 +457,13 @@ s_silent() {
 	t_end
 	term_rx
 
-	# Silent peers hold a session until the connect timeout: with
-	# --max-sessions 4 four of them lock real clients out (refused, exit 3,
-	# saying why) for that long, no longer.
+	# Silent peers are unauthenticated: they hold no --max-sessions slot
+	# (a real client is served next to them); real sessions do, and a
+	# client past the limit is refused (exit 3, saying why).
 	nextport
-	t_begin "silent peers fill --max-sessions 4: a real client is refused (exit 3), then served once they are dropped"
+	t_begin "silent peers take no --max-sessions slot; 4 real sessions do: a 5th client is refused (exit 3), then served"
 	if start_rx "$W/rx-sil4.log" --root "$RXDIR" --connect-timeout 2 --max-sessions 4; then
-		local i ppids=''
+		local i ppids='' tpids=''
 		for i in 1 2 3 4; do
 			python3 "$PEER" "$P" silent 10 >"$W/peer-sil4-$i.log" 2>&1 &
 			track $!
@@ -432,14 +474,30 @@ s_silent() {
 			i=$((i + 1))
 			msleep 20
 		done
-		send "$W/tx-sil4-busy.log" src/small "$ADDR:busy"
-		echo "# while 4 silent peers are connected: exit $SRC: $(grep -m1 'cannot' "$W/tx-sil4-busy.log")"
-		[ "$SRC" = 3 ] || t_fail "a client past the session limit: exit $SRC, want 3"
-		grep -q 'session limit' "$W/tx-sil4-busy.log" || t_fail "the refused client does not say why"
+		send "$W/tx-sil4-next.log" src/small "$ADDR:next-to-silent"
+		[ "$SRC" = 0 ] || t_fail "a client next to 4 silent peers: exit $SRC, want 0"
 		for p in $ppids; do
 			wait_pid "$p" 15
 			[ "$WRC" = 0 ] || t_fail "a silent peer was not dropped"
 		done
+		for i in 1 2 3 4; do
+			bg_send "$W/tx-sil4-slow$i.log" --bwlimit 2M src/big "$ADDR:slow$i"
+			tpids="$tpids $TX"
+		done
+		i=0
+		until [ "$(find "$RXDIR" -name '.slow*.rdcp-part' | wc -l)" -ge 4 ] || [ $i -ge 250 ]; do
+			i=$((i + 1))
+			msleep 20
+		done
+		send "$W/tx-sil4-busy.log" src/small "$ADDR:busy"
+		echo "# while 4 sessions run: exit $SRC: $(grep -m1 'limit' "$W/tx-sil4-busy.log")"
+		[ "$SRC" = 3 ] || t_fail "a client past the session limit: exit $SRC, want 3"
+		grep -q 'session limit' "$W/tx-sil4-busy.log" || t_fail "the refused client does not say why"
+		for p in $tpids; do
+			kill -INT "$p" 2>/dev/null
+			wait_pid "$p" 15
+		done
+		no_temp "$RXDIR" 5
 		served "$W/tx-sil4.log" after-busy
 		term_rx
 	else
@@ -448,6 +506,61 @@ s_silent() {
 	t_log "$W/tx-sil4-busy.log" "$W/rx-sil4.log"
 	t_end
 	rm -rf rx/sil
+}
+
+# ---------------------------------------------------------------- files in flight
+
+# A key holder announcing 5000 files and never ending one (peer_flood.py),
+# against a receiver under `ulimit -n 256`: refused as a protocol error at
+# the in-flight bound (wire.h), the receiver stays up with its idle fd
+# count and serves a real client right after. Then the same from a server
+# answering a pull: the real client exits 5.
+s_flood() {
+	local base
+	mkdir -p rx/fl got/fl
+	nextport
+	RXDIR=$W/rx/fl
+	t_begin "5000 files announced, never ended, ulimit -n 256: protocol error, fds back, served after"
+	if ! rx_spawn "$W/rx-fl.log" sh -c 'ulimit -n 256 && exec "$@"' sh \
+		"$RDCP" --listen -v --transport tcp --bind "$ADDR" --port "$P" \
+		--key-file "$KEY" --root "$RXDIR"; then
+		t_fail "receiver did not start listening"
+		t_log "$W/rx-fl.log"
+		t_end
+		return
+	fi
+	served "$W/tx-fl0.log" first
+	steady_fds "$RX"
+	base=$FDS
+	PEER_OUT=$(timeout -s KILL 60 python3 "$HERE/peer_flood.py" push "$P" "$KEY" 5000 2>&1)
+	PEER_RC=$?
+	echo "# $PEER_OUT"
+	[ "$PEER_RC" = 0 ] || t_fail "not refused as a protocol error: $PEER_OUT"
+	grep -q 'unfinished' "$W/rx-fl.log" || t_fail "the receiver did not log why"
+	alive "$RX" || t_fail "receiver gone"
+	settle_fds "$RX" "$base"
+	[ "$FDS" = "$base" ] || t_fail "fd count $FDS, idle $base"
+	served "$W/tx-fl1.log" second
+	t_log "$W/rx-fl.log"
+	t_end
+	term_rx
+
+	nextport
+	t_begin "a server announcing 5000 files to a pull and never ending them: exit 5"
+	python3 "$HERE/peer_flood.py" serve-pull "$P" "$KEY" 5000 >"$W/peer-fl.log" 2>&1 &
+	track $!
+	local ppid=$!
+	msleep 500
+	send "$W/tx-flp.log" -r "$ADDR:x" got/fl/
+	echo "# the client: exit $SRC: $(grep -m1 'unfinished' "$W/tx-flp.log")"
+	[ "$SRC" = 5 ] || t_fail "exit $SRC, want 5"
+	grep -q 'unfinished' "$W/tx-flp.log" || t_fail "the client does not say why"
+	wait_pid "$ppid" 20
+	echo "# the server: $(cat "$W/peer-fl.log")"
+	[ "$(find got/fl -name '.*.rdcp-part' | wc -l)" = 0 ] || t_fail "temporaries left"
+	t_log "$W/tx-flp.log" "$W/peer-fl.log"
+	t_end
+	rm -rf rx/fl got/fl
 }
 
 # ---------------------------------------------------------------- 4. garbage

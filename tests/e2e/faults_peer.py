@@ -16,11 +16,27 @@
 # oversize, bad-ack, hello-junk, bad-auth (a key guesser: a valid HELLO
 # that claims a key, then an AUTH with a random MAC), fuzz (COUNT sessions
 # of random frames).
+#
+# Against the receiver's listener (issue #16):
+#   paths   a pull HELLO without a key (a --no-auth receiver) naming COUNT
+#           SRCs in 4096 bytes, "x" as many as fit, then empty ones;
+#           prints the receiver's ERROR text
+#   geom    connect data asking for control buffers and credits COUNT
+#           ("65536/256"); prints the status the receiver answered
+#   hold    COUNT silent connections at once, each held until the receiver
+#           closes it or WAIT_S; exit 0 when the receiver closed them all
+#   hold-hs the same, each silent after the connect exchange (or refused)
+#   flood   for WAIT_S seconds, keeps COUNT connections open (silent,
+#           silent after the connect exchange, or silent after a HELLO in
+#           turn), opening a new one whenever the receiver closes one;
+#           prints how many were made and how many refused busy; exit 0
+# RDCP_PEER_SRC=ADDR connects from ADDR (127.0.0.2: another client).
 import os
 import random
 import socket
 import struct
 import sys
+import threading
 import time
 
 # The framing and private data come from the shared peer library.
@@ -31,14 +47,15 @@ ADDR = "127.0.0.1"
 
 
 def connect(wait):
-    s = socket.create_connection((ADDR, PORT), timeout=wait)
+    src = os.environ.get("RDCP_PEER_SRC")
+    s = socket.create_connection((ADDR, PORT), timeout=wait,
+                                 source_address=(src, 0) if src else None)
     s.settimeout(wait)
     return s
 
 
-def handshake(s):
-    """Sends our private data, reads and checks the receiver's answer."""
-    s.sendall(pd())
+def answer(s):
+    """The receiver's 24-byte connect answer: (status, raw bytes)."""
     ans = b""
     while len(ans) < 24:
         b = s.recv(24 - len(ans))
@@ -46,7 +63,16 @@ def handshake(s):
             raise OSError("receiver closed during the connect exchange")
         ans += b
     magic, ver, st = struct.unpack(">IHH", ans[:8])
-    if magic != MAGIC or ver != VERSION or st != 0:
+    if magic != MAGIC or ver != VERSION:
+        raise OSError("bad connect answer %s" % ans.hex())
+    return st, ans
+
+
+def handshake(s, data=None):
+    """Sends our private data, reads and checks the receiver's answer."""
+    s.sendall(data or pd())
+    st, ans = answer(s)
+    if st != 0:
         raise OSError("bad connect answer %s" % ans.hex())
 
 
@@ -80,6 +106,16 @@ def hello(rng, dest=b"guess"):
     body = struct.pack(">HBBIIIQ", 1, 1, 0, 0, 1, 65536, 0) + rng.randbytes(32)
     paths = dest + b"\0"
     return ctrl(1, body + struct.pack(">HH", 1, len(paths)) + paths +
+                struct.pack(">HH", 0, 0))  # no filters
+
+
+def pull_hello(npaths):
+    """A pull HELLO without a key (features 0) naming npaths SRCs in 4096
+    bytes: as many "x" as fit first, then empty ones."""
+    body = struct.pack(">HBBIIIQ", 2, 1, 0, 0, 0, 65536, 0) + bytes(32)
+    named = max(0, min(npaths, 4096 - npaths))
+    paths = b"x\0" * named + b"\0" * (npaths - named)
+    return ctrl(1, body + struct.pack(">HH", npaths, len(paths)) + paths +
                 struct.pack(">HH", 0, 0))  # no filters
 
 
@@ -195,6 +231,111 @@ def one(mode, wait, rng):
         s.close()
 
 
+def paths(wait, npaths):
+    """A pull HELLO of npaths empty SRCs: (closed, the ERROR text)."""
+    s = connect(wait)
+    t0 = time.monotonic()
+    said = "no ERROR"
+    try:
+        handshake(s)
+        s.sendall(frame(FR_SEND, pull_hello(npaths)))
+        while True:
+            op, msg = read_frame(s)
+            if op == FR_SEND and msg[0] == 9:  # ERROR
+                n = struct.unpack(">H", msg[24:26])[0]
+                said = "ERROR: " + msg[26:26 + n].decode(errors="replace")
+                break
+        closed, _ = wait_close(s, t0, wait)
+    except OSError as e:
+        closed = True
+        said += " (then %s)" % e
+    finally:
+        s.close()
+    return closed, said
+
+
+def geom(wait, what):
+    """Connect data asking for CTRL/CREDITS: the status answered."""
+    size, credits = (int(x) for x in what.split("/"))
+    s = connect(wait)
+    try:
+        data = struct.pack(">IHHIHHI4x", MAGIC, VERSION, 0, size, credits,
+                           4, 65536 + 64)
+        s.sendall(data)
+        st, _ = answer(s)
+        closed, _ = wait_close(s, time.monotonic(), wait)
+    finally:
+        s.close()
+    return st, closed
+
+
+def hold(wait, count, hs):
+    """count silent connections at once (hs: after the connect exchange):
+    how many the receiver closed, and the slowest close in seconds."""
+    socks = [connect(wait) for _ in range(count)]
+    t0 = time.monotonic()
+    res = [None] * count
+
+    def one(i):
+        try:
+            if hs:
+                socks[i].sendall(pd())
+                answer(socks[i])
+            closed, _ = wait_close(socks[i], t0, wait)
+        except OSError:
+            closed = True
+        res[i] = time.monotonic() - t0 if closed else None
+    ts = [threading.Thread(target=one, args=(i,)) for i in range(count)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    for c in socks:
+        c.close()
+    done = [r for r in res if r is not None]
+    return len(done), max(done) if done else 0.0
+
+
+def flood(wait, count, rng):
+    """count connections kept open for wait seconds: (made, busy)."""
+    end = time.monotonic() + wait
+    made = [0]
+    busy = [0]
+    lock = threading.Lock()
+
+    def worker(k):
+        while time.monotonic() < end:
+            try:
+                s = connect(min(5.0, max(0.1, end - time.monotonic())))
+            except OSError:
+                time.sleep(0.05)
+                continue
+            with lock:
+                made[0] += 1
+            try:
+                kind = (made[0] + k) % 3
+                if kind:
+                    s.sendall(pd())
+                    st, _ = answer(s)
+                    if st == 3:
+                        with lock:
+                            busy[0] += 1
+                    elif st == 0 and kind == 2:
+                        s.sendall(frame(FR_SEND, hello(rng)))
+                wait_close(s, time.monotonic(),
+                           max(0.0, end - time.monotonic()))
+            except OSError:
+                pass
+            finally:
+                s.close()
+    ts = [threading.Thread(target=worker, args=(k,)) for k in range(count)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    return made[0], busy[0]
+
+
 def main():
     global PORT
     if len(sys.argv) < 3:
@@ -202,10 +343,32 @@ def main():
     PORT = int(sys.argv[1])
     mode = sys.argv[2]
     wait = float(sys.argv[3]) if len(sys.argv) > 3 else 10.0
-    count = int(sys.argv[4]) if len(sys.argv) > 4 else 1
+    count = int(sys.argv[4]) if len(sys.argv) > 4 and \
+        sys.argv[4].isdigit() else 1
     seed = int.from_bytes(os.urandom(4), "big")
     rng = random.Random(seed)
     try:
+        if mode == "paths":
+            closed, said = paths(wait, int(sys.argv[4]))
+            print("paths: %s; %s" % (said, "closed" if closed
+                                       else "STILL OPEN"))
+            return 0 if closed else 1
+        if mode == "geom":
+            st, closed = geom(wait, sys.argv[4])
+            print("geom %s: status %d, %s" % (sys.argv[4], st,
+                                              "closed" if closed
+                                              else "STILL OPEN"))
+            return 0 if closed else 1
+        if mode in ("hold", "hold-hs"):
+            n, slowest = hold(wait, count, mode == "hold-hs")
+            print("%s: %d of %d closed by the receiver, slowest after "
+                  "%.2f s" % (mode, n, count, slowest))
+            return 0 if n == count else 1
+        if mode == "flood":
+            made, busy = flood(wait, count, rng)
+            print("flood: %d connections made, %d refused busy"
+                  % (made, busy))
+            return 0
         if mode == "fuzz":
             open_ = 0
             worst = 0.0

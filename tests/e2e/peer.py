@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
-"""A protocol-v2 rdcp peer over the TCP transport, for malicious-peer tests.
+"""A protocol-v3 rdcp peer over the TCP transport, for malicious-peer tests.
 
-Written from README.md "Wire protocol (version 2)" and the C sources
+Written from README.md "Wire protocol (version 3)" and the C sources
 (transfer/wire.c, transfer/auth.c, cm/tcp.c, cm/tcp_conn.c, cm/common.c,
 util/key.c); Python 3 standard library only. It plays an honest client or
 server well enough to finish a real copy with `rdcp`, and lets a test
@@ -17,6 +17,9 @@ Layers, bottom up (the first five in peer_wire.py, re-exported here):
   Msg, encode, decode    every control message, header acks included
   slot_hdr, parse_slot, pack_record, pack_slot   ring slots, packed slots
   load_key, auth_mac, data_key    the key file and transfer/auth.c's MACs
+  ctrl_key, ctrl_tag, add_tag     the control message tags: Conn tags what
+                         it sends after AUTH (client) or WELCOME (server)
+                         and checks what it receives from the same points
   crc32_combine, file_digest, pack_digest        digests as rdcp computes
   Entry                  one FILE to send, with per-field overrides
   Client, Server         sessions: handshake, source (push, or serving a
@@ -98,12 +101,15 @@ class Session:
     """What Client and Server share: the connection, the HELLO agreed,
     the data source and the data sink. results: file id -> FILE_RESULT
     (PACK_DONE fills in Msg(FILE_RESULT) with status 0); haves: file id ->
-    list of HAVE; received: path -> bytes the sink verified; bye: BYE."""
+    list of HAVE; matches: file id -> list of MATCH; received: path ->
+    bytes the sink verified; bye: BYE."""
 
     def __init__(self, key=None, timeout=10.0):
         self.key, self.timeout, self.conn = key, timeout, None
         self.hello = self.nonce_s = self.bye = None
         self.results, self.haves, self.received = {}, {}, {}
+        self.matches = {}
+        self.rkey = resume_key()  # --resume digests (a key with --encrypt)
         self.next_id = 0
 
     @property
@@ -128,6 +134,8 @@ class Session:
             self.results[m.file_id] = m
         elif m.type == HAVE:
             self.haves.setdefault(m.file_id, []).append(m)
+        elif m.type == MATCH:
+            self.matches.setdefault(m.file_id, []).append(m)
         elif m.type == PACK_DONE:
             for i in range(m.first_id, m.first_id + m.count):
                 self.results.setdefault(i, Msg(FILE_RESULT, file_id=i))
@@ -151,7 +159,9 @@ class Session:
     # ---- the data source
     def send_file(self, e):
         """FILE for e (its id: the next, unless e.file overrides it); waits
-        for the HAVE answers when the session asks for them."""
+        for the HAVE answer when the session asks for it and, when that
+        asks for the chunks' digests (--resume), sends them (SUMS) and
+        takes the answers (MATCH) into e.have, the chunks the sink has."""
         e.file_id = e.file.get("file_id", self.next_id)
         self.next_id = max(self.next_id, e.file_id + 1)
         f = dict(file_id=e.file_id, kind=e.kind, size=len(e.data)
@@ -160,9 +170,30 @@ class Session:
         f.update(e.file)
         self.conn.send(Msg(FILE, **f))
         if e.kind == KIND_FILE and self.hello.flags & F_ASK:
-            self.pump(lambda: any(h.flags & HAVE_LAST for h in
-                                  self.haves.get(e.file_id, [])))
-            e.have = [c for h in self.haves[e.file_id] for c in h.crcs]
+            self.pump(lambda: e.file_id in self.haves)
+            if self.haves[e.file_id][0].flags & HAVE_SUMS:
+                e.have = self.compare(e)
+
+    def compare(self, e, limit=None):
+        """--resume: every chunk's digest to the sink, at most limit (the
+        ring's slots) unanswered; the set of chunk indexes it has."""
+        limit = limit or self.conn.slots
+        sums = [chunk_sum(self.rkey, e.file_id, off // self.chunk, d)
+                for off, d in self._pieces(e)]
+        have, sent, got = set(), 0, 0
+        while got < len(sums):
+            while sent < len(sums) and sent - got < limit:
+                n = min(SUMS_MAX, len(sums) - sent, limit - (sent - got))
+                self.conn.send(Msg(SUMS, file_id=e.file_id, first=sent,
+                                   sums=sums[sent:sent + n]))
+                sent += n
+            self.pump(lambda: self.matches.get(e.file_id))
+            m = self.matches[e.file_id].pop(0)
+            if m.first != got or len(m.bits) > sent - got:
+                raise PeerError("MATCH out of turn: %r" % m)
+            have |= {m.first + i for i, b in enumerate(m.bits) if b}
+            got += len(m.bits)
+        return have
 
     def _pieces(self, e):
         n = self.chunk
@@ -170,7 +201,7 @@ class Session:
 
     def send_chunks(self, e):
         """Writes e's chunks (or e.chunks as given); returns the number
-        posted. Chunks in e.holes, or matching the sink's HAVE, are not."""
+        posted. Chunks in e.holes, or that the sink has (MATCH), are not."""
         if e.chunks is not None:
             for c in e.chunks:
                 if isinstance(c, bytes):
@@ -181,8 +212,7 @@ class Session:
         sent = 0
         for off, data in self._pieces(e):
             i = off // self.chunk
-            if i in e.holes or (e.have and i < len(e.have) and
-                                e.have[i] == crc32(data)):
+            if i in e.holes or (e.have and i in e.have):
                 continue
             self.write_chunk(e.file_id, off, data)
             sent += 1
@@ -247,7 +277,7 @@ class Session:
 
     # ---- the data sink
     def run_sink(self, outdir=None, answer=None):
-        """Plays the sink until DONE: HAVE (empty) where asked, checks each
+        """Plays the sink until DONE: HAVE (send all) where asked, checks each
         chunk's CRC and each file's digest, answers FILE_RESULT (or
         PACK_DONE), then BYE. answer(file_msg, data, ok) may return the
         FILE_RESULT to send instead. Verified files go to self.received
@@ -290,8 +320,7 @@ class Session:
             elif m.type == FILE:
                 files[m.file_id] = dict(file=m, chunks={}, bad=False)
                 if self.hello.flags & F_ASK:
-                    self.conn.send(Msg(HAVE, file_id=m.file_id,
-                                       flags=HAVE_LAST))
+                    self.conn.send(Msg(HAVE, file_id=m.file_id))
             elif m.type == FILE_END:
                 f = files.pop(m.file_id)
                 parts = [f["chunks"][k] for k in sorted(f["chunks"])]
@@ -363,10 +392,16 @@ class Client(Session):
         if self.key and check_server and not hmac.compare_digest(
                 w.mac, auth_mac(self.key, "server", self.hello, w.nonce)):
             raise PeerError("the server's MAC does not verify")
+        if self.key and w.features & FEAT_AUTH:
+            # the server tags what it sends after WELCOME
+            self.conn.start_tags(ctrl_key(self.key, self.hello.nonce,
+                                          w.nonce), server=False)
+            self.conn.rx_tags = True
         if auth is True and self.key:
             auth = auth_mac(self.key, "client", self.hello, w.nonce)
         if isinstance(auth, bytes):
             self.conn.send(Msg(AUTH, mac=auth))
+            self.conn.tx_tags = self.conn.ck is not None
         return w
 
     def push(self, dest, entries, **hs):
@@ -413,9 +448,15 @@ class Server(Session):
         if self.key:
             w["mac"] = auth_mac(self.key, "server", self.hello, self.nonce_s)
         w.update(welcome or {})
+        tags = self.key and w.get("status", 0) == 0
+        if tags:
+            self.conn.start_tags(ctrl_key(self.key, self.hello.nonce,
+                                          self.nonce_s), server=True)
         self.conn.send(Msg(WELCOME, **w))
-        if self.key and w.get("status", 0) == 0:
+        if tags:
+            self.conn.tx_tags = True  # after WELCOME
             a = self.conn.expect(AUTH)
+            self.conn.rx_tags = True  # after AUTH
             want = auth_mac(self.key, "client", self.hello, self.nonce_s)
             if check_auth and not hmac.compare_digest(a.mac, want):
                 raise PeerError("the client's MAC does not verify")

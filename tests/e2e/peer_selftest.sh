@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 #
-# Proof that tests/e2e/peer.py speaks protocol version 2, so the malicious
+# Proof that tests/e2e/peer.py speaks protocol version 3, so the malicious
 # peers built on it fail for what they do wrong on purpose, not by
 # accident: its codec and digests against zlib and hashlib, then real
 # sessions with the real rdcp over TCP on 127.0.0.1, with a key:

@@ -2,12 +2,12 @@
 # SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 """The wire level of tests/e2e/peer.py (read its documentation first).
 
-Protocol version 2 over the TCP transport, written from README.md "Wire
-protocol (version 2)" and transfer/wire.c, transfer/auth.c, cm/tcp.c,
+Protocol version 3 over the TCP transport, written from README.md "Wire
+protocol (version 3)" and transfer/wire.c, transfer/auth.c, cm/tcp.c,
 cm/tcp_conn.c, cm/common.c and util/key.c: constants, the control message
 codec (Msg, encode, decode), ring slot headers and packed slots, digests
-as rdcp computes them, the key file and the handshake MACs, and Conn, one
-connection with its frames and credits. peer.py re-exports all of it.
+as rdcp computes them, the key file, the handshake MACs and the control
+message tags, and Conn, one connection with its frames, credits and tags. peer.py re-exports all of it.
 """
 import hashlib
 import hmac
@@ -18,14 +18,17 @@ import struct
 import time
 import zlib
 
-MAGIC, VERSION = 0x52444350, 2
+MAGIC, VERSION = 0x52444350, 3
+TAGGED, TAG_LEN = 1, 16  # header byte 1; the tag ends the message
+DIR_TO_SERVER, DIR_TO_CLIENT = 1, 2
 CTRL_SIZE, CTRL_CREDITS, SLOT_HDR = 8192, 64, 64
 FR_SEND, FR_WRITE = 1, 2
 KEEPALIVE_S = 1.0
 (HELLO, WELCOME, RING, FILE, FILE_END, FILE_RESULT, DONE, BYE, ERROR, CREDIT,
- AUTH, HAVE, PACK_DONE) = range(1, 14)
+ AUTH, HAVE, PACK_DONE, SUMS, MATCH) = range(1, 16)
 NAMES = dict(enumerate("HELLO WELCOME RING FILE FILE_END FILE_RESULT DONE BYE "
-                       "ERROR CREDIT AUTH HAVE PACK_DONE".split(), 1))
+                       "ERROR CREDIT AUTH HAVE PACK_DONE SUMS MATCH".split(),
+                       1))
 PUSH, PULL = 1, 2
 CSUM_NONE, CSUM_CRC32, CSUM_SHA256 = 0, 1, 2
 FEAT_AUTH, FEAT_PACK = 1, 2
@@ -36,7 +39,8 @@ KIND_FILE, KIND_DIR, KIND_SYMLINK = 0, 1, 2
 FILE_SPARSE = 1
 END_ABORT = 1
 RESULT_SKIPPED = 1
-HAVE_LAST, HAVE_SKIP = 1, 2
+HAVE_SKIP, HAVE_SUMS = 2, 4
+SUMS_MAX, SUM_LEN = 256, 16  # digests per SUMS (bits per MATCH), bytes each
 SLOT_PACKED, SLOT_COMPRESSED, SLOT_ENCRYPTED = 1, 2, 4
 PACK_ABORT = 1
 EBADMSG, EPROTO, ECANCELED = 74, 71, 125
@@ -154,6 +158,43 @@ def auth_mac(key, side, h, nonce_s):
                     h.paths + h.filters, hashlib.sha256).digest()
 
 
+def ctrl_key(key, nonce_c, nonce_s):
+    """The control key (transfer/auth.c auth_ctrl_key): HKDF-SHA256."""
+    prk = hmac.new(nonce_c + nonce_s, key, hashlib.sha256).digest()
+    return hmac.new(prk, b"rdcp3 control key\x01", hashlib.sha256).digest()
+
+
+def ctrl_tag(ck, direction, seq, covered):
+    """The 16-byte tag of the message bytes covered (flag and total length
+    already set), the seq-th tagged one in direction."""
+    return hmac.new(ck, struct.pack(">IQ", direction, seq) + covered,
+                    hashlib.sha256).digest()[:TAG_LEN]
+
+
+def add_tag(ck, direction, seq, buf):
+    """buf (an untagged message) flagged, lengthened and tagged."""
+    b = bytearray(buf)
+    b[1] |= TAGGED
+    struct.pack_into(">I", b, 4, len(buf) + TAG_LEN)
+    return bytes(b) + ctrl_tag(ck, direction, seq, bytes(b))
+
+
+def resume_key(dkey=None):
+    """The key of the --resume chunk digests (transfer/payload.c): HKDF of
+    the data key with --encrypt, else 32 zero bytes."""
+    if dkey is None:
+        return bytes(32)
+    prk = hmac.new(bytes(32), dkey, hashlib.sha256).digest()
+    return hmac.new(prk, b"rdcp1 resume key\x01", hashlib.sha256).digest()
+
+
+def chunk_sum(rkey, file_id, index, data):
+    """A chunk's --resume digest (transfer/payload.c payload_resume_sum)."""
+    msg = b"rdcp1 chunk" + struct.pack(">IQ", file_id, index) + \
+        hashlib.sha256(data).digest()
+    return hmac.new(rkey, msg, hashlib.sha256).digest()[:SUM_LEN]
+
+
 def data_key(key, nonce_c, nonce_s):
     """The --encrypt session key: HKDF-SHA256 (RFC 5869), 32 bytes."""
     prk = hmac.new(nonce_c + nonce_s, key, hashlib.sha256).digest()
@@ -165,7 +206,9 @@ def data_key(key, nonce_c, nonce_s):
 # Body layout per type: (name, struct code) or a variable-length kind:
 # "str" u16 length + bytes, "dig" u8 length + bytes, "paths" u16 length +
 # bytes (HELLO paths and filters; npaths and nfilters are fields of their
-# own), "crcs" u16 count + u32 each.
+# own), "sums" u16 count + 16 bytes each (a list of bytes), "bits" u16
+# count + ceil(count / 8) bytes, bit i % 8 of byte i // 8 (a list of
+# bools).
 SPEC = {
     HELLO: [("role", "H"), ("csum", "B"), ("level", "B"), ("flags", "I"),
             ("features", "I"), ("chunk_size", "I"), ("bwlimit", "Q"),
@@ -187,11 +230,12 @@ SPEC = {
     ERROR: [("status", "i"), ("klass", "I"), ("message", "str")],
     CREDIT: [],
     AUTH: [("mac", "32s")],
-    HAVE: [("file_id", "I"), ("flags", "H"), ("first", "Q"), ("status", "i"),
-           ("crcs", "crcs")],
+    HAVE: [("file_id", "I"), ("flags", "H"), ("status", "i")],
     PACK_DONE: [("first_id", "I"), ("count", "I")],
+    SUMS: [("file_id", "I"), ("first", "Q"), ("sums", "sums")],
+    MATCH: [("file_id", "I"), ("first", "Q"), ("bits", "bits")],
 }
-_VAR = {"str": b"", "dig": b"", "paths": b"", "crcs": ()}
+_VAR = {"str": b"", "dig": b"", "paths": b"", "sums": (), "bits": ()}
 
 
 class Msg:
@@ -228,8 +272,13 @@ def encode(m, ctrl_ack=0, slot_ack=0):
             out.append(struct.pack(">H", len(v)) + v)
         elif code == "dig":
             out.append(struct.pack(">B", len(v)) + v)
-        elif code == "crcs":
-            out.append(struct.pack(">H%dI" % len(v), len(v), *v))
+        elif code == "sums":
+            out.append(struct.pack(">H", len(v)) + b"".join(v))
+        elif code == "bits":
+            b = bytearray((len(v) + 7) // 8)
+            for i, bit in enumerate(v):
+                b[i // 8] |= bool(bit) << (i % 8)
+            out.append(struct.pack(">H", len(v)) + bytes(b))
         else:
             out.append(struct.pack(">" + code, v))
     body = b"".join(out)
@@ -242,9 +291,12 @@ def decode(buf):
     """The Msg in buf; PeerError when it is malformed (lengths only)."""
     if len(buf) < 16:
         raise PeerError("control message of %d bytes" % len(buf))
-    t, total, cack, sack = struct.unpack_from(">B3xIII", buf)
-    if t not in SPEC or total != len(buf):
+    t, fl, total, cack, sack = struct.unpack_from(">BB2xIII", buf)
+    if t not in SPEC or total != len(buf) or fl & ~TAGGED or (
+            fl & TAGGED and len(buf) < 16 + TAG_LEN):
         raise PeerError("bad control header %s" % buf[:16].hex())
+    if fl & TAGGED:
+        buf = buf[:-TAG_LEN]  # checked by Conn, which knows the key
     m, off = Msg(t, cack, sack), 16
     try:
         for name, code in SPEC[t]:
@@ -252,9 +304,15 @@ def decode(buf):
                 f = ">B" if code == "dig" else ">H"
                 (n,) = struct.unpack_from(f, buf, off)
                 off += struct.calcsize(f)
-                if code == "crcs":
-                    v = struct.unpack_from(">%dI" % n, buf, off)
-                    n *= 4
+                if code in ("sums", "bits"):
+                    count = n
+                    n = n * SUM_LEN if code == "sums" else (n + 7) // 8
+                    if off + n > len(buf):
+                        raise struct.error("short")
+                    raw = bytes(buf[off:off + n])
+                    v = [raw[i:i + SUM_LEN] for i in range(0, n, SUM_LEN)] \
+                        if code == "sums" else \
+                        [bool(raw[i // 8] >> (i % 8) & 1) for i in range(count)]
                 elif off + n > len(buf):
                     raise struct.error("short")
                 else:
@@ -263,7 +321,7 @@ def decode(buf):
             else:
                 (v,) = struct.unpack_from(">" + code, buf, off)
                 off += struct.calcsize(">" + code)
-            setattr(m, name, list(v) if code == "crcs" else v)
+            setattr(m, name, v)
     except struct.error:
         raise PeerError("truncated %s" % m.name) from None
     if off != len(buf):
@@ -380,6 +438,10 @@ class Conn:
         self.last_tx = time.monotonic()
         self.auto = self.auto_release = True
         self.tamper = self.tamper_write = None
+        # control message tags (protocol 3), once the handshake has a key
+        self.ck, self.tx_dir, self.rx_dir = None, 0, 0
+        self.tx_tags = self.rx_tags = False
+        self.tx_seq = self.rx_seq = 0
         self.log = []  # (direction, Msg or ("data", seq)) for diagnostics
 
     @classmethod
@@ -447,11 +509,18 @@ class Conn:
                 raise Closed("peer closed the connection")
             self.rbuf += b
 
+    def start_tags(self, ck, server):
+        """The control key; tx_tags and rx_tags then turn tagging on."""
+        self.ck = ck
+        self.tx_dir = DIR_TO_CLIENT if server else DIR_TO_SERVER
+        self.rx_dir = DIR_TO_SERVER if server else DIR_TO_CLIENT
+
     # control channel
     def send(self, m, ack_only=False, wait=True):
-        """Sends m (a Msg, or bytes sent as they are) through tamper, once
-        control credits allow (an ordinary message needs 2, an ack-only 1;
-        wait=False ignores them)."""
+        """Sends m (a Msg, or bytes sent as they are: never tagged) through
+        tamper, once control credits allow (an ordinary message needs 2, an
+        ack-only 1; wait=False ignores them). With tx_tags on, each Msg gets
+        the tag of the next sequence number."""
         out = self.tamper(m) if self.tamper and isinstance(m, Msg) else m
         if not isinstance(out, list):
             out = [] if out is None else [out]
@@ -462,6 +531,9 @@ class Conn:
                 self.backlog.append(ev)
             buf = one if isinstance(one, bytes) else encode(
                 one, self.consumed & 0xffffffff, self.released & 0xffffffff)
+            if self.tx_tags and not isinstance(one, bytes):
+                buf = add_tag(self.ck, self.tx_dir, self.tx_seq, buf)
+                self.tx_seq += 1
             self.sent += 1
             self.reported, self.slot_reported = self.consumed, self.released
             self.log.append((">", one))
@@ -529,6 +601,16 @@ class Conn:
             return ("data", im, sl, data)
         if op != FR_SEND:
             raise PeerError("frame op %d from the peer" % op)
+        tagged = len(data) >= 16 + TAG_LEN and data[1] & TAGGED
+        if self.rx_tags:
+            if not tagged or not hmac.compare_digest(
+                    data[-TAG_LEN:], ctrl_tag(self.ck, self.rx_dir,
+                                              self.rx_seq, data[:-TAG_LEN])):
+                raise PeerError("control message %d failed its tag" %
+                                self.rx_seq)
+            self.rx_seq += 1
+        elif tagged:
+            raise PeerError("a tagged control message before the key")
         m = decode(data)
         self.consumed += 1
         self.acked += (m.ctrl_ack - self.acked) & 0xffffffff

@@ -42,7 +42,7 @@ HW=/sys/class/infiniband/rxe0/ports/1/hw_counters
 RNR_COUNTERS="rcvd_rnr_err send_rnr_err retry_rnr_exceeded_err"
 # The scenarios, s_NAME below, in the order they run.
 ALL="sizes default sparse checksum corrupt escape destforms multifile partial"
-ALL="$ALL ctrlnames noconn"
+ALL="$ALL ctrlnames longnames fifo noconn"
 ALL="$ALL killsender killreceiver daemon auth auto check device"
 ALL="$ALL tree pull resume skip crypt zeros bwlimit full small script"
 check_scenarios "$ALL" "$@"
@@ -388,6 +388,96 @@ s_ctrlnames() {
 		kill -9 "$RX" 2>/dev/null
 	fi
 	rm -rf rx/nm src/nm got
+}
+
+# Two 244-byte names sharing their first 200 bytes (not packed: 100 KB
+# each): each gets a temporary of its own, pushed, resumed and pulled.
+s_longnames() {
+	rm -rf rx/ln src/ln got
+	mkdir -p rx/ln src/ln got
+	_p=$(printf '%0200d' 0 | tr 0 n)
+	_a="$_p$(printf '%044d' 0 | tr 0 a)"
+	_b="$_p$(printf '%044d' 0 | tr 0 b)"
+	mkrand "src/ln/$_a" 100000
+	mkrand "src/ln/$_b" 100001
+	nextport
+	if start_rx "$W/rx-ln.log" --root "$W/rx/ln" --port $P; then
+		t_begin "two long names sharing 200 bytes: pushed, resumed, pulled"
+		send "$W/tx-ln.log" --port $P -r src/ln "$ADDR:"
+		[ "$SRC" = 0 ] || t_fail "push: exit $SRC, want 0"
+		same "src/ln/$_a" "rx/ln/ln/$_a"
+		same "src/ln/$_b" "rx/ln/ln/$_b"
+		rm -rf rx/ln/ln
+		send "$W/tx-lnr.log" --port $P --resume -r src/ln "$ADDR:"
+		[ "$SRC" = 0 ] || t_fail "--resume push: exit $SRC, want 0"
+		same "src/ln/$_b" "rx/ln/ln/$_b"
+		send "$W/tx-lnp.log" --port $P -r "$ADDR:ln" got/
+		[ "$SRC" = 0 ] || t_fail "pull: exit $SRC, want 0"
+		same "src/ln/$_a" "got/ln/$_a"
+		same "src/ln/$_b" "got/ln/$_b"
+		no_temp rx/ln
+		t_log "$W/tx-ln.log" "$W/tx-lnr.log" "$W/tx-lnp.log" "$W/rx-ln.log"
+		t_end
+		term_rx
+	else
+		t_begin "long names: receiver starts"
+		t_fail "receiver did not start listening"
+		t_log "$W/rx-ln.log"
+		t_end
+		kill -9 "$RX" 2>/dev/null
+	fi
+	rm -rf rx/ln src/ln got
+}
+
+# A FIFO where a --resume copy looks: at the final name (replaced, as
+# without --resume), at the temporary's (that file fails), as a pull's
+# local DEST (replaced). Nothing waits on it; SIGTERM still stops the
+# receiver.
+s_fifo() {
+	rm -rf rx/ff src/ff got
+	mkdir -p rx/ff/d src/ff got
+	mkrand src/ff/f 300000
+	mkfifo rx/ff/d/f rx/ff/d/.g.rdcp-part got/fifo
+	cp src/ff/f src/ff/g
+	nextport
+	if start_rx "$W/rx-ff.log" --root "$W/rx/ff" --port $P; then
+		t_begin "a FIFO at the final name: --resume push replaces it"
+		send "$W/tx-ff1.log" --port $P --resume src/ff/f "$ADDR:d/f"
+		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
+		same src/ff/f rx/ff/d/f
+		t_log "$W/tx-ff1.log"
+		t_end
+
+		t_begin "a FIFO at the temporary's name: --resume push fails that file"
+		send "$W/tx-ff2.log" --port $P --resume src/ff/g "$ADDR:d/g"
+		[ "$SRC" = 7 ] || t_fail "exit $SRC, want 7 (remote I/O)"
+		grep -q 'temporary is not a regular file' "$W/tx-ff2.log" ||
+			t_fail "no clear line about the temporary"
+		[ -p rx/ff/d/.g.rdcp-part ] || t_fail "the FIFO was removed"
+		[ ! -e rx/ff/d/g ] || t_fail "d/g was created"
+		t_log "$W/tx-ff2.log"
+		t_end
+
+		t_begin "a FIFO as a --resume pull's local DEST: replaced"
+		send "$W/tx-ff3.log" --port $P --resume "$ADDR:d/f" got/fifo
+		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
+		same src/ff/f got/fifo
+		t_log "$W/tx-ff3.log"
+		t_end
+
+		t_begin "a FIFO: SIGTERM stops the receiver"
+		term_rx
+		[ "$RX_RC" != 124 ] || t_fail "the receiver had to be killed"
+		t_log "$W/rx-ff.log"
+		t_end
+	else
+		t_begin "fifo: receiver starts"
+		t_fail "receiver did not start listening"
+		t_log "$W/rx-ff.log"
+		t_end
+		kill -9 "$RX" 2>/dev/null
+	fi
+	rm -rf rx/ff src/ff got
 }
 
 # 7. Several SRCs to a DEST that is an existing regular file.

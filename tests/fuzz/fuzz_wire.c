@@ -5,7 +5,9 @@
  * must re-encode: the encoding is canonical (the input again, with the
  * reserved header bytes zeroed), decodes to the same message, and
  * wire_encode() into a buffer one byte short fails with -EMSGSIZE without
- * writing past it. Every input is also read as a packed slot's payload:
+ * writing past it. A tagged message (protocol 3) must re-encode the same
+ * way once wire_tag_append() made room for its tag (whose bytes are the
+ * caller's), and wire_tag_split() must agree on where the tag starts. Every input is also read as a packed slot's payload:
  * wire_pack_next() from offset 0 until it fails or reaches the end (at
  * most WIRE_PACK_MAX_FILES records); each record it takes honours the
  * ranges wire.h promises, and wire_pack_put() plus its data gives back
@@ -57,31 +59,45 @@ static void check_msg(const uint8_t *data, size_t size)
 	static struct wire_msg m, m2;
 	static uint8_t enc[FUZZ_BUF], enc2[FUZZ_BUF];
 	uint8_t *shortbuf;
+	size_t covered = size;
 	int n, n2;
 
 	if (wire_decode(data, size, &m))
 		return;
 	(void)wire_type_name(m.type);
+	if (wire_tag_split(data, size, &covered) != m.tagged ||
+	    (m.tagged && covered != size - WIRE_TAG_LEN))
+		fail("msg: wire_tag_split disagrees with wire_decode");
 
-	n = wire_encode(&m, enc, sizeof(enc));
+	n = wire_encode(&m, enc, sizeof(enc) - WIRE_TAG_LEN);
 	if (n < 0)
 		fail("msg: a decoded message does not encode");
-	if ((size_t)n != size)
+	if ((size_t)n != covered)
 		fail("msg: re-encoded length differs from the input's");
-	/* bytes 1..3 of the header are reserved: sent as 0, never read */
-	if (enc[0] != data[0] || memcmp(enc + 4, data + 4, size - 4))
+	if (m.tagged) {
+		if (wire_tag_append(enc, (size_t)n, size - 1) != -EMSGSIZE)
+			fail("msg: a tag appended past the buffer");
+		n = wire_tag_append(enc, (size_t)n, sizeof(enc));
+		if ((size_t)n != size)
+			fail("msg: tagged length differs from the input's");
+		memcpy(enc + covered, data + covered, WIRE_TAG_LEN);
+	}
+	/* bytes 2..3 of the header are reserved: sent as 0, never read */
+	if (enc[0] != data[0] || enc[1] != data[1] ||
+	    memcmp(enc + 4, data + 4, size - 4))
 		fail("msg: encoding differs from the decoded input");
 	if (wire_decode(enc, (size_t)n, &m2))
 		fail("msg: re-encoded message does not decode");
 	n2 = wire_encode(&m2, enc2, sizeof(enc2));
-	if (n2 != n || memcmp(enc, enc2, (size_t)n))
+	if (m2.tagged != m.tagged || (size_t)n2 != covered ||
+	    enc2[0] != enc[0] || memcmp(enc + 8, enc2 + 8, covered - 8))
 		fail("msg: decode(encode(m)) is not m");
 
 	/* exactly one byte short: -EMSGSIZE, and ASan sees any overrun */
-	shortbuf = malloc((size_t)n - 1);
+	shortbuf = malloc(covered - 1);
 	if (!shortbuf)
 		return;
-	if (wire_encode(&m, shortbuf, (size_t)n - 1) != -EMSGSIZE)
+	if (wire_encode(&m, shortbuf, covered - 1) != -EMSGSIZE)
 		fail("msg: encode into a short buffer did not fail");
 	free(shortbuf);
 }

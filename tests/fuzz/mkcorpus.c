@@ -3,7 +3,8 @@
  * Writes the seed corpora of the fuzz targets: OUT/wire/ gets valid
  * encodings of every control message (made with wire_encode()), valid
  * 64-byte slot headers, packed slot payloads (records made with
- * wire_pack_put()) and a few malformed inputs; OUT/path/ gets valid
+ * wire_pack_put()), tagged messages (protocol 3) and a few malformed
+ * inputs; OUT/path/ gets valid
  * and hostile peer paths. The committed tests/fuzz/corpus/ is its output:
  *
  *   cc -std=c11 -D_GNU_SOURCE -I. -o build/mkcorpus tests/fuzz/mkcorpus.c \
@@ -177,6 +178,40 @@ static void wire_seeds(void)
 	bad[0] = WIRE_TYPE_MAX;
 	put("wire", "bad-type-max", bad, (size_t)n);
 
+	/* protocol 3: tagged messages (the tag's bytes are arbitrary here) */
+	{
+		static struct wire_msg t;
+		int tn;
+
+		memset(&t, 0, sizeof(t));
+		t.type = WIRE_CREDIT;
+		t.ctrl_ack = 3;
+		t.slot_ack = 9;
+		tn = wire_encode(&t, bad, WIRE_CTRL_SIZE);
+		tn = tn < 0 ? tn : wire_tag_append(bad, (size_t)tn, WIRE_CTRL_SIZE);
+		if (tn < 0)
+			errs++;
+		else {
+			fill(bad + tn - WIRE_TAG_LEN, WIRE_TAG_LEN, 7);
+			put("wire", "tagged-credit", bad, (size_t)tn);
+			bad[1] = 0; /* a tag without the flag: trailing bytes */
+			put("wire", "bad-tag-unflagged", bad, (size_t)tn);
+			bad[1] = 3; /* an unknown header flag */
+			put("wire", "bad-header-flags", bad, (size_t)tn);
+			bad[1] = WIRE_CTRL_TAGGED; /* too short for a tag */
+			set_total(bad, WIRE_CTRL_HDR + 4);
+			put("wire", "bad-tag-short", bad, WIRE_CTRL_HDR + 4);
+		}
+		memcpy(bad, buf, (size_t)n);
+		tn = wire_tag_append(bad, (size_t)n, WIRE_CTRL_SIZE);
+		if (tn < 0)
+			errs++;
+		else {
+			fill(bad + n, WIRE_TAG_LEN, 8);
+			put("wire", "tagged-hello", bad, (size_t)tn);
+		}
+	}
+
 	m.u.hello.role = WIRE_PULL;
 	m.u.hello.csum = WIRE_CSUM_SHA256;
 	m.u.hello.flags = WIRE_HELLO_RECURSIVE | WIRE_HELLO_PRESERVE |
@@ -285,15 +320,25 @@ static void wire_seeds(void)
 	memset(&m, 0, sizeof(m));
 	m.type = WIRE_HAVE;
 	m.u.have.file_id = 1;
-	m.u.have.flags = WIRE_HAVE_LAST;
-	m.u.have.count = 3;
-	m.u.have.crcs[0] = 0xdeadbeef;
-	m.u.have.crcs[2] = 7;
+	m.u.have.flags = WIRE_HAVE_SUMS;
 	msg("have", &m, buf);
-	m.u.have.flags = WIRE_HAVE_SKIP | WIRE_HAVE_LAST;
-	m.u.have.count = 0;
+	m.u.have.flags = WIRE_HAVE_SKIP;
 	m.u.have.status = -EBUSY;
 	msg("have-skip", &m, buf);
+	memset(&m, 0, sizeof(m));
+	m.type = WIRE_SUMS;
+	m.u.sums.file_id = 1;
+	m.u.sums.first = 2;
+	m.u.sums.count = 3;
+	memset(m.u.sums.sums[1], 0xab, WIRE_SUM_LEN);
+	msg("sums", &m, buf);
+	memset(&m, 0, sizeof(m));
+	m.type = WIRE_MATCH;
+	m.u.match.file_id = 1;
+	m.u.match.first = 2;
+	m.u.match.count = 3;
+	m.u.match.bits[0] = 5;
+	msg("match", &m, buf);
 
 	memset(&m, 0, sizeof(m));
 	m.type = WIRE_FILE_END;

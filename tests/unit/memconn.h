@@ -22,6 +22,12 @@ struct memconn_faults {
 	uint64_t corrupt_write;
 	/* Lose the Nth (1-based) CREDIT message from b to a. */
 	uint64_t drop_credit;
+	/* XOR byte tamper_off of the first control message of type
+	 * tamper_type (enum wire_type; 0: none) from a to b with
+	 * tamper_xor, as a man in the middle would rewrite it. */
+	uint8_t tamper_type;
+	uint8_t tamper_xor;
+	uint32_t tamper_off;
 	/* Deliver each operation up to this many microseconds late (order
 	 * on the connection is kept, as on RC). */
 	unsigned int delay_max_us;
@@ -45,6 +51,7 @@ struct memconn_stats {
 	uint64_t write_bytes;	/* their bytes, headers included */
 	uint64_t sends[2];	/* control messages delivered: a->b, b->a */
 	uint64_t credits_dropped;
+	uint64_t tampered;
 	uint64_t corrupted;
 	uint64_t vanished;	/* operations swallowed after vanishing */
 };

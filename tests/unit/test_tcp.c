@@ -31,6 +31,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -384,6 +385,26 @@ static void test_refusals(void)
 	CHECK_EQ(pd_u16(pd, 6), 2); /* PD_ST_PARAMS */
 	close(fd);
 
+	/*
+	 * The control geometry is the protocol's, not a range: buffers of
+	 * 64 KiB or 256 credits would size what an unauthenticated client
+	 * makes the receiver allocate (issue #16 item 8).
+	 */
+	for (int i = 0; i < 3; i++) {
+		bad = want;
+		bad.ctrl_size = i != 1 ? 65536 : WIRE_CTRL_SIZE;
+		bad.ctrl_credits = i != 0 ? 256 : WIRE_CTRL_CREDITS;
+		fd = raw_connect(port);
+		pd_build(pd, CM_MAGIC, CM_VERSION, 0, &bad);
+		CHECK_EQ(write(fd, pd, sizeof(pd)), 24);
+		CHECK(readable(cm_tcp_listener_fd(l), 3000));
+		CHECK_EQ(cm_tcp_accept(l, &lim, &TO, &s), -EPROTO);
+		CHECK(s == NULL);
+		CHECK_EQ(read_all(fd, pd, sizeof(pd)), 0);
+		CHECK_EQ(pd_u16(pd, 6), 2); /* PD_ST_PARAMS */
+		close(fd);
+	}
+
 	/* Not an rdcp client at all. */
 	fd = raw_connect(port);
 	CHECK_EQ(write(fd, "GET / HTTP/1.0\r\nHost: x\r\n\r\n", 24), 24);
@@ -415,6 +436,121 @@ static void test_refusals(void)
 	}
 	cm_tcp_listener_destroy(l);
 	CHECK_EQ(tf_count_fds(), fds);
+}
+
+/* Runs the listener's refusals for about ms milliseconds. */
+static void prepare_for(struct cm_tcp_listener *l, int ms)
+{
+	uint64_t end = clock_now_ms() + (uint64_t)ms;
+
+	while (clock_now_ms() < end) {
+		int t = 50, fd = cm_tcp_listener_prepare(l, &t);
+		struct pollfd p = { .fd = fd, .events = 0 };
+
+		poll(&p, 1, t);
+	}
+}
+
+/*
+ * cm_tcp_refuse never waits on the client (issue #16 item 4): 30 silent
+ * clients are refused in well under their 1 s each, then told "busy" by
+ * cm_tcp_listener_prepare; one that spoke is answered at once, a client
+ * of another version with that.
+ */
+static void test_refuse_never_waits(void)
+{
+	struct cm_geom want = geom_of(4, CHUNK);
+	struct cm_tcp_listener *l;
+	int fds = tf_count_fds(), fd[30], v;
+	char peer[64];
+	uint8_t pd[24];
+	uint16_t port;
+	double t0;
+
+	l = listen_lo(&port);
+	if (!l)
+		return;
+	for (int i = 0; i < 30; i++)
+		fd[i] = raw_connect(port);
+	t0 = clock_now_s();
+	for (int i = 0; i < 30; i++) {
+		int s;
+
+		CHECK(readable(cm_tcp_listener_fd(l), 3000));
+		CHECK_EQ(cm_tcp_take(l, peer, sizeof(peer), &s), 0);
+		cm_tcp_refuse(l, s, peer);
+	}
+	printf("#   30 silent clients refused in %.3f s\n", clock_now_s() - t0);
+	CHECK(clock_now_s() - t0 < 0.5);
+	/* The first 16 wait for their connect data; the rest are told now. */
+	prepare_for(l, 1300);
+	for (int i = 0; i < 30; i++) {
+		CHECK_EQ(read_all(fd[i], pd, sizeof(pd)), 0);
+		CHECK_EQ(pd_u16(pd, 6), 3); /* PD_ST_BUSY */
+		close(fd[i]);
+	}
+
+	/* Spoke first: answered at once; another version: told that. */
+	for (int i = 0; i < 2; i++) {
+		int s;
+
+		v = raw_connect(port);
+		pd_build(pd, CM_MAGIC, CM_VERSION + (unsigned int)i, 0, &want);
+		CHECK_EQ(write(v, pd, sizeof(pd)), 24);
+		CHECK(readable(cm_tcp_listener_fd(l), 3000));
+		CHECK_EQ(cm_tcp_take(l, peer, sizeof(peer), &s), 0);
+		usleep(50000);
+		cm_tcp_refuse(l, s, peer);
+		CHECK(readable(v, 0));
+		CHECK_EQ(read_all(v, pd, sizeof(pd)), 0);
+		CHECK_EQ(pd_u16(pd, 6), i ? 1 : 3);
+		CHECK_EQ(read(v, pd, 1), 0);
+		close(v);
+	}
+	cm_tcp_listener_destroy(l);
+	CHECK_EQ(tf_count_fds(), fds);
+}
+
+/*
+ * Out of descriptors, accept() fails with EMFILE: the listener goes on
+ * (issue #16 item 2). A client is told "busy" through the descriptor held
+ * in reserve, and once descriptors are free again the next is taken.
+ */
+static void test_take_out_of_fds(void)
+{
+	struct cm_tcp_listener *l;
+	struct rlimit old, low;
+	int fd[2], s = -1, rc, lowest;
+	char peer[64];
+	uint8_t pd[24];
+	uint16_t port;
+
+	l = listen_lo(&port);
+	if (!l)
+		return;
+	fd[0] = raw_connect(port);
+	fd[1] = raw_connect(port);
+	CHECK(readable(cm_tcp_listener_fd(l), 3000));
+	lowest = dup(0);
+	close(lowest);
+	CHECK_EQ(getrlimit(RLIMIT_NOFILE, &old), 0);
+	low = old;
+	low.rlim_cur = (rlim_t)lowest; /* every fd below is taken */
+	CHECK_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
+	rc = cm_tcp_take(l, peer, sizeof(peer), &s);
+	CHECK_EQ(setrlimit(RLIMIT_NOFILE, &old), 0);
+	CHECK_EQ(rc, -EAGAIN);
+	/* The first client was taken with the reserve and told why. */
+	CHECK_EQ(read_all(fd[0], pd, sizeof(pd)), 0);
+	CHECK_EQ(pd_u16(pd, 6), 3); /* PD_ST_BUSY */
+	/* Then the listener takes the next one as usual. */
+	CHECK(readable(cm_tcp_listener_fd(l), 3000));
+	CHECK_EQ(cm_tcp_take(l, peer, sizeof(peer), &s), 0);
+	if (s >= 0)
+		close(s);
+	close(fd[0]);
+	close(fd[1]);
+	cm_tcp_listener_destroy(l);
 }
 
 /* The client's side of refusals, from raw servers. */
@@ -951,6 +1087,7 @@ static void test_throughput(void)
 }
 
 TAP_RUN(TAP_TEST(test_handshake_and_ops), TAP_TEST(test_refusals),
+	TAP_TEST(test_refuse_never_waits), TAP_TEST(test_take_out_of_fds),
 	TAP_TEST(test_client_side), TAP_TEST(test_names_and_families),
 	TAP_TEST(test_session_window1),
 	TAP_TEST(test_session_window4), TAP_TEST(test_session_big_chunks),

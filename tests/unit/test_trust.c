@@ -165,10 +165,22 @@ static int evil_handshake(struct engine *e, bool keyed, struct wire_hello *h,
 			rc = auth_mac(KEY, AUTH_SERVER, h, nonce,
 				      m->u.welcome.mac);
 	}
-	if (!rc)
+	if (!rc && keyed) {
+		/* protocol 3: tagged after WELCOME, as server.c does */
+		uint8_t ck[AUTH_CTRL_KEY_LEN];
+
+		rc = auth_ctrl_key(KEY, h, nonce, ck);
+		if (!rc) {
+			engine_mac_key(e, ck, true);
+			rc = engine_send_last_plain(e, m);
+		}
+	} else if (!rc) {
 		rc = engine_send(e, m);
+	}
 	if (!rc && keyed)
 		rc = engine_expect(e, WIRE_AUTH, m, 5000);
+	if (!rc && keyed)
+		engine_mac_rx_start(e);
 	if (!rc && keyed)
 		rc = auth_data_key(KEY, h, nonce, key);
 	free(m);
@@ -686,7 +698,7 @@ static int forge_on_msg(struct engine *e, const struct wire_msg *m)
 		if (fg->mode != FORGE_HAVE_SKIP)
 			return 0;
 		h.u.have.file_id = m->u.file.file_id;
-		h.u.have.flags = WIRE_HAVE_SKIP | WIRE_HAVE_LAST;
+		h.u.have.flags = WIRE_HAVE_SKIP;
 		return forge_send(e, &h) ||
 		       forge_result(e, m->u.file.file_id, WIRE_RESULT_SKIPPED,
 				    NULL, 0);

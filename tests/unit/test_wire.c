@@ -9,7 +9,10 @@
  * NUL inside, digests longer than 32 bytes, and any single flipped bit in
  * a slot header. Packed-slot records the same way: round trips alone and
  * back to back, golden bytes, every truncation, each field out of range,
- * and the digest a record carries.
+ * and the digest a record carries. Control message tags (protocol 3): the
+ * flag and length, the body unchanged, refusals, and a golden control key
+ * and tag computed independently (Python's hmac) from the README's
+ * definition.
  */
 #include "tap.h"
 
@@ -115,11 +118,29 @@ static size_t samples(struct wire_msg *m, size_t max)
 
 	m[n].type = WIRE_HAVE;
 	m[n].u.have.file_id = 10;
-	m[n].u.have.flags = WIRE_HAVE_LAST;
-	m[n].u.have.first = 1024;
-	m[n].u.have.count = WIRE_HAVE_MAX; /* the longest */
-	for (unsigned int i = 0; i < WIRE_HAVE_MAX; i++)
-		m[n].u.have.crcs[i] = 0x9e3779b9u * i;
+	m[n].u.have.flags = WIRE_HAVE_SUMS;
+	n++;
+
+	m[n].type = WIRE_HAVE;
+	m[n].u.have.file_id = 11;
+	m[n].u.have.flags = WIRE_HAVE_SKIP;
+	m[n].u.have.status = -EBUSY;
+	n++;
+
+	m[n].type = WIRE_SUMS;
+	m[n].u.sums.file_id = 10;
+	m[n].u.sums.first = 1024;
+	m[n].u.sums.count = WIRE_SUMS_MAX; /* the longest */
+	for (unsigned int i = 0; i < WIRE_SUMS_MAX; i++)
+		memset(m[n].u.sums.sums[i], (int)i, WIRE_SUM_LEN);
+	n++;
+
+	m[n].type = WIRE_MATCH;
+	m[n].u.match.file_id = 10;
+	m[n].u.match.first = 1024;
+	m[n].u.match.count = 13;
+	m[n].u.match.bits[0] = 0xa5;
+	m[n].u.match.bits[1] = 0x11;
 	n++;
 
 	m[n].type = WIRE_FILE_END;
@@ -214,12 +235,20 @@ static void test_encode_limits(void)
 	CHECK_EQ(wire_encode(&m[0], buf, sizeof(buf)), -EINVAL);
 	m[0].type = WIRE_TYPE_MAX;
 	CHECK_EQ(wire_encode(&m[0], buf, sizeof(buf)), -EINVAL);
-	CHECK_EQ(m[6].type, WIRE_FILE_END);
-	m[6].u.end.digest_len = WIRE_DIGEST_MAX + 1;
-	CHECK_EQ(wire_encode(&m[6], buf, sizeof(buf)), -EINVAL);
-	CHECK_EQ(m[7].type, WIRE_FILE_RESULT);
-	m[7].u.result.digest_len = WIRE_DIGEST_MAX + 1;
+	CHECK_EQ(m[7].type, WIRE_SUMS);
+	m[7].u.sums.count = WIRE_SUMS_MAX + 1;
 	CHECK_EQ(wire_encode(&m[7], buf, sizeof(buf)), -EINVAL);
+	m[7].u.sums.count = 0;
+	CHECK_EQ(wire_encode(&m[7], buf, sizeof(buf)), -EINVAL);
+	CHECK_EQ(m[8].type, WIRE_MATCH);
+	m[8].u.match.count = WIRE_SUMS_MAX + 1;
+	CHECK_EQ(wire_encode(&m[8], buf, sizeof(buf)), -EINVAL);
+	CHECK_EQ(m[9].type, WIRE_FILE_END);
+	m[9].u.end.digest_len = WIRE_DIGEST_MAX + 1;
+	CHECK_EQ(wire_encode(&m[9], buf, sizeof(buf)), -EINVAL);
+	CHECK_EQ(m[10].type, WIRE_FILE_RESULT);
+	m[10].u.result.digest_len = WIRE_DIGEST_MAX + 1;
+	CHECK_EQ(wire_encode(&m[10], buf, sizeof(buf)), -EINVAL);
 }
 
 /* Every proper prefix is refused, with or without a matching length. */
@@ -1117,6 +1146,88 @@ static void test_set_acks(void)
 	CHECK_EQ(d.u.result.file_id, 7);
 }
 
+/* A tag appended to every message type: flag, length, body unchanged. */
+static void test_tag_roundtrip(void)
+{
+	struct wire_msg m[WIRE_TYPE_MAX], d;
+	size_t n = samples(m, WIRE_TYPE_MAX), covered = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		int len = wire_encode(&m[i], buf, WIRE_CTRL_SIZE - WIRE_TAG_LEN);
+		int tl;
+
+		CHECK(len > 0);
+		CHECK(!wire_tag_split(buf, (size_t)len, &covered));
+		tl = wire_tag_append(buf, (size_t)len, WIRE_CTRL_SIZE);
+		CHECK_EQ(tl, len + (int)WIRE_TAG_LEN);
+		memset(buf + len, 0xa5, WIRE_TAG_LEN);
+		CHECK_EQ(buf[1], WIRE_CTRL_TAGGED);
+		CHECK(wire_tag_split(buf, (size_t)tl, &covered));
+		CHECK_EQ(covered, (size_t)len);
+		CHECK_EQ(wire_decode(buf, (size_t)tl, &d), 0);
+		CHECK(d.tagged);
+		CHECK_EQ(d.type, m[i].type);
+		/* The same bytes without the flag: the tag is trailing junk. */
+		buf[1] = 0;
+		CHECK_EQ(wire_decode(buf, (size_t)tl, &d), -EPROTO);
+		/* Unknown header flags are refused. */
+		buf[1] = WIRE_CTRL_TAGGED | 2;
+		CHECK_EQ(wire_decode(buf, (size_t)tl, &d), -EPROTO);
+		/* No room for the tag. */
+		buf[1] = 0;
+		CHECK_EQ(wire_tag_append(buf, (size_t)len,
+					 (size_t)len + WIRE_TAG_LEN - 1),
+			 -EMSGSIZE);
+	}
+	/* A flagged message too short to hold a tag. */
+	memset(buf, 0, 20);
+	buf[0] = WIRE_CREDIT;
+	buf[1] = WIRE_CTRL_TAGGED;
+	put_be32(buf + 4, 20);
+	CHECK_EQ(wire_decode(buf, 20, &d), -EPROTO);
+	CHECK(!wire_tag_split(buf, 20, &covered));
+}
+
+/*
+ * Golden control key and tag: PSK 00..1f, nonces 40..5f and 60..7f, a
+ * tagged CREDIT (ctrl_ack 5, slot_ack 7) sent to the client as its
+ * message 3. Computed with Python's hmac from the README's definition.
+ */
+static void test_tag_golden(void)
+{
+	struct wire_hello h = { 0 };
+	uint8_t psk[32], ns[32], ck[32], want_ck[32], tag[16], want_tag[16];
+	struct wire_msg m = { .type = WIRE_CREDIT, .ctrl_ack = 5, .slot_ack = 7 };
+	int len;
+
+	for (int i = 0; i < 32; i++) {
+		psk[i] = (uint8_t)i;
+		h.nonce[i] = (uint8_t)(0x40 + i);
+		ns[i] = (uint8_t)(0x60 + i);
+	}
+	hex_to("01f9c456a856d58e370cb7e494d53db14dd7289321a4cdc8414a5c295f43dac6",
+	       want_ck, 32);
+	hex_to("d44689a07caebe153e7949f391fd1478", want_tag, 16);
+	CHECK_EQ(auth_ctrl_key(psk, &h, ns, ck), 0);
+	CHECK(!memcmp(ck, want_ck, 32));
+	len = wire_encode(&m, buf, WIRE_CTRL_SIZE);
+	CHECK_EQ(len, (int)WIRE_CTRL_HDR);
+	CHECK_EQ(wire_tag_append(buf, (size_t)len, WIRE_CTRL_SIZE), 32);
+	CHECK_EQ(auth_ctrl_tag(ck, AUTH_DIR_TO_CLIENT, 3, buf, 16, tag), 0);
+	if (memcmp(tag, want_tag, 16))
+		show_diff(tag, want_tag, 16);
+	CHECK(!memcmp(tag, want_tag, 16));
+	CHECK(auth_tag_equal(tag, want_tag));
+	/* Another seq, direction or byte: another tag. */
+	CHECK_EQ(auth_ctrl_tag(ck, AUTH_DIR_TO_CLIENT, 4, buf, 16, tag), 0);
+	CHECK(!auth_tag_equal(tag, want_tag));
+	CHECK_EQ(auth_ctrl_tag(ck, AUTH_DIR_TO_SERVER, 3, buf, 16, tag), 0);
+	CHECK(!auth_tag_equal(tag, want_tag));
+	buf[11] ^= 1;
+	CHECK_EQ(auth_ctrl_tag(ck, AUTH_DIR_TO_CLIENT, 3, buf, 16, tag), 0);
+	CHECK(!auth_tag_equal(tag, want_tag));
+}
+
 TAP_RUN(TAP_TEST(test_roundtrip_every_type), TAP_TEST(test_encode_limits),
 	TAP_TEST(test_decode_truncated),
 	TAP_TEST(test_decode_trailing_and_length),
@@ -1127,4 +1238,5 @@ TAP_RUN(TAP_TEST(test_roundtrip_every_type), TAP_TEST(test_encode_limits),
 	TAP_TEST(test_chunk_aad), TAP_TEST(test_decode_pack_done),
 	TAP_TEST(test_pack_roundtrip), TAP_TEST(test_pack_truncated),
 	TAP_TEST(test_pack_refusals), TAP_TEST(test_pack_golden),
-	TAP_TEST(test_pack_digest), TAP_TEST(test_set_acks))
+	TAP_TEST(test_pack_digest), TAP_TEST(test_set_acks),
+	TAP_TEST(test_tag_roundtrip), TAP_TEST(test_tag_golden))

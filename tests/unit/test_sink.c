@@ -1,0 +1,455 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * The sink's bounds and the names it opens, over the in-memory transport
+ * (memconn.h): a receiver (session_serve) in a thread, and in this one an
+ * honest client (session_client) or a hostile one written against the
+ * engine. A source may have WIRE_INFLIGHT_MAX regular files in flight and
+ * no more: the honest one keeps to that, a FILE beyond it ends the session
+ * as a protocol error, and the receiver holds no descriptor afterwards. A
+ * FIFO where the sink looks (--resume, at the final name or the
+ * temporary's, or a pull's local DEST) never blocks it. Two long names
+ * sharing a long prefix get two temporaries.
+ */
+#include "tap.h"
+
+#include "memconn.h"
+#include "testfs.h"
+#include "transfer/engine.h"
+#include "transfer/session.h"
+#include "transfer/wire.h"
+#include "transfer/xfer.h"
+#include "util/clock.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define CHUNK 4096u
+#define WATCHDOG_S 60 /* a hung session kills the binary: a failure */
+
+__attribute__((constructor)) static void line_buffered(void)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+}
+
+/* ---- a receiver in a thread, over one end of a memconn pair ---- */
+
+struct rx {
+	struct xfer_opts o;
+	int rootfd;
+	struct cm_conn *a, *b; /* client's end, receiver's end */
+	pthread_t tid;
+	enum xfer_fail v;
+};
+
+static void *rx_main(void *p)
+{
+	struct rx *r = p;
+
+	r->v = session_serve(&r->o, r->rootfd, r->b);
+	return NULL;
+}
+
+static void client_opts(struct xfer_opts *o, uint16_t window)
+{
+	xfer_opts_init(o);
+	o->chunk_size = CHUNK;
+	o->window = window;
+	o->workers = 2;
+	o->timeout_ms = 5000;
+}
+
+/* Starts a receiver rooted at root; the client's end is r->a. */
+static int rx_start(struct rx *r, const char *root, uint16_t window)
+{
+	const struct cm_geom g = {
+		.ctrl_size = WIRE_CTRL_SIZE,
+		.ctrl_credits = WIRE_CTRL_CREDITS,
+		.slots = window,
+		.slot_size = CHUNK + WIRE_SLOT_HDR,
+	};
+
+	memset(r, 0, sizeof(*r));
+	client_opts(&r->o, window);
+	r->o.root = root;
+	r->rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (r->rootfd < 0 || memconn_pair(&g, NULL, &r->a, &r->b))
+		return -1;
+	alarm(WATCHDOG_S);
+	return pthread_create(&r->tid, NULL, rx_main, r) ? -1 : 0;
+}
+
+static enum xfer_fail rx_stop(struct rx *r)
+{
+	cm_conn_destroy(r->a);
+	pthread_join(r->tid, NULL);
+	alarm(0);
+	cm_conn_destroy(r->b);
+	close(r->rootfd);
+	return r->v;
+}
+
+/* An honest session with co against a receiver rooted at root. */
+static enum xfer_fail honest(const char *root, struct xfer_opts *co,
+			     enum xfer_fail *vs, struct xfer_stats *st)
+{
+	struct rx r;
+	enum xfer_fail vc;
+
+	memset(st, 0, sizeof(*st));
+	CHECK_EQ(rx_start(&r, root, co->window), 0);
+	vc = session_client(co, r.a, st);
+	*vs = rx_stop(&r);
+	return vc;
+}
+
+static void mkdtemp_or_fail(char *tmpl)
+{
+	CHECK(mkdtemp(tmpl) != NULL);
+}
+
+static void path_in(char *out, size_t n, const char *dir, const char *name)
+{
+	snprintf(out, n, "%s/%s", dir, name);
+}
+
+/* ---- files in flight ---- */
+
+/*
+ * A hostile client: announces nfiles regular files into "out/" and never
+ * ends one. Returns what ended its session; the peer's words in why.
+ */
+static int flood(const char *root, uint32_t nfiles, enum xfer_fail *vs,
+		 char *why, size_t whysz)
+{
+	struct wire_msg m;
+	struct engine e;
+	struct rx r;
+	int rc;
+
+	CHECK_EQ(rx_start(&r, root, 8), 0);
+	CHECK_EQ(engine_init(&e, r.a, &r.o), 0);
+	memset(&m, 0, sizeof(m));
+	m.type = WIRE_HELLO;
+	m.u.hello.role = WIRE_PUSH;
+	m.u.hello.csum = XFER_CSUM_CRC32;
+	m.u.hello.flags = WIRE_HELLO_DEST_DIR;
+	m.u.hello.features = WIRE_FEAT_PACK;
+	m.u.hello.chunk_size = CHUNK;
+	CHECK_EQ(wire_hello_add_path(&m.u.hello, "out/"), 0);
+	rc = engine_send(&e, &m);
+	if (!rc)
+		rc = engine_expect(&e, WIRE_WELCOME, &m, 5000);
+	if (!rc)
+		rc = session_rings(&e, false);
+	CHECK_EQ(rc, 0);
+	for (uint32_t i = 0; !rc && i < nfiles; i++) {
+		memset(&m, 0, sizeof(m));
+		m.type = WIRE_FILE;
+		m.u.file.file_id = i;
+		m.u.file.kind = WIRE_KIND_FILE;
+		m.u.file.size = 1;
+		m.u.file.mode = 0644;
+		snprintf(m.u.file.path, sizeof(m.u.file.path), "f%u", i);
+		rc = engine_send(&e, &m);
+	}
+	/* Old receivers say nothing: they wait for FILE_END forever. */
+	if (!rc)
+		rc = engine_expect(&e, WIRE_BYE, &m, 10000);
+	snprintf(why, whysz, "%s", e.why);
+	engine_release(&e);
+	*vs = rx_stop(&r);
+	return rc;
+}
+
+/*
+ * 5000 files announced and never ended, under a tight descriptor limit:
+ * the receiver refuses the session as a protocol error (not one failure
+ * per file once descriptors run out), holds nothing afterwards, and an
+ * honest copy right after goes through.
+ */
+static void test_inflight_flood(void)
+{
+	char root[] = "/tmp/rdcp-test-root.XXXXXX";
+	char src[] = "/tmp/rdcp-test-src.XXXXXX";
+	char why[600], p[4200];
+	const char *srcs[1];
+	struct rlimit old, tight;
+	struct xfer_opts co;
+	struct xfer_stats st;
+	enum xfer_fail vs, vc;
+	int fds = tf_count_fds();
+
+	mkdtemp_or_fail(root);
+	mkdtemp_or_fail(src);
+	CHECK_EQ(getrlimit(RLIMIT_NOFILE, &old), 0);
+	tight = old;
+	tight.rlim_cur = (rlim_t)fds + 200; /* as with `ulimit -n 256` */
+	CHECK_EQ(setrlimit(RLIMIT_NOFILE, &tight), 0);
+
+	CHECK(flood(root, 5000, &vs, why, sizeof(why)) != 0);
+	CHECK_EQ(vs, XFER_FAIL_PROTOCOL);
+	if (!strstr(why, "unfinished"))
+		printf("#   the flooding client heard: %s\n", why);
+	CHECK(strstr(why, "unfinished") != NULL);
+	CHECK_EQ(tf_count_fds(), fds);
+
+	path_in(p, sizeof(p), src, "after");
+	CHECK_EQ(tf_make_file(p, 3 * CHUNK + 5, 1), 0);
+	srcs[0] = p;
+	client_opts(&co, 8);
+	co.srcs = srcs;
+	co.nsrcs = 1;
+	co.dest = "out/";
+	vc = honest(root, &co, &vs, &st);
+	CHECK_EQ(vc, XFER_OK);
+	CHECK_EQ(vs, XFER_OK);
+	path_in(why, sizeof(why), root, "out/after");
+	CHECK_EQ(tf_same_file(p, why), 1);
+	CHECK_EQ(setrlimit(RLIMIT_NOFILE, &old), 0);
+	CHECK_EQ(tf_rm_tree(root), 0);
+	CHECK_EQ(tf_rm_tree(src), 0);
+	CHECK_EQ(tf_count_fds(), fds);
+}
+
+/*
+ * An honest source keeps to the bound on its own: with a window that
+ * plans hundreds of files ahead and --resume (every file announced, then
+ * asked about, none packed), 3 x WIRE_INFLIGHT_MAX files all arrive.
+ */
+static void test_inflight_honest(void)
+{
+	const unsigned int n = 3 * WIRE_INFLIGHT_MAX;
+	char root[] = "/tmp/rdcp-test-root.XXXXXX";
+	char src[] = "/tmp/rdcp-test-src.XXXXXX";
+	char p[4200], q[4200], name[32];
+	struct xfer_opts co;
+	struct xfer_stats st;
+	enum xfer_fail vs, vc;
+	const char *srcs[1] = { src };
+	int fds = tf_count_fds();
+	unsigned int same = 0;
+
+	mkdtemp_or_fail(root);
+	mkdtemp_or_fail(src);
+	for (unsigned int i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "f%04u", i);
+		path_in(p, sizeof(p), src, name);
+		CHECK_EQ(tf_make_file(p, 1 + i % 7, i), 0);
+	}
+	client_opts(&co, 512);
+	co.recursive = true;
+	co.resume = true;
+	co.srcs = srcs;
+	co.nsrcs = 1;
+	co.dest = "out";
+	vc = honest(root, &co, &vs, &st);
+	CHECK_EQ(vc, XFER_OK);
+	CHECK_EQ(vs, XFER_OK);
+	CHECK_EQ(st.files_ok, n + 1);
+	for (unsigned int i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "f%04u", i);
+		path_in(p, sizeof(p), src, name);
+		snprintf(q, sizeof(q), "%s/out/%s", root, name);
+		same += tf_same_file(p, q) == 1;
+	}
+	CHECK_EQ(same, n);
+	CHECK_EQ(tf_rm_tree(root), 0);
+	CHECK_EQ(tf_rm_tree(src), 0);
+	CHECK_EQ(tf_count_fds(), fds);
+}
+
+/* ---- FIFOs where the sink looks ---- */
+
+/* --resume push of "f" into out/, where out/<at> is a FIFO. */
+static void resume_onto_fifo(const char *at, bool placed)
+{
+	char root[] = "/tmp/rdcp-test-root.XXXXXX";
+	char src[] = "/tmp/rdcp-test-src.XXXXXX";
+	char p[4200], q[4200];
+	const char *srcs[1];
+	struct xfer_opts co;
+	struct xfer_stats st;
+	enum xfer_fail vs, vc;
+	struct stat sb;
+	int fds = tf_count_fds();
+	double t0;
+
+	mkdtemp_or_fail(root);
+	mkdtemp_or_fail(src);
+	path_in(p, sizeof(p), src, "f");
+	CHECK_EQ(tf_make_file(p, 2 * CHUNK + 1, 3), 0);
+	snprintf(q, sizeof(q), "%s/out", root);
+	CHECK_EQ(mkdir(q, 0755), 0);
+	snprintf(q, sizeof(q), "%s/out/%s", root, at);
+	CHECK_EQ(mkfifo(q, 0644), 0);
+	srcs[0] = p;
+	client_opts(&co, 4);
+	co.resume = true;
+	co.srcs = srcs;
+	co.nsrcs = 1;
+	co.dest = "out/";
+	t0 = clock_now_s();
+	vc = honest(root, &co, &vs, &st);
+	CHECK(clock_now_s() - t0 < 10);
+	CHECK_EQ(vs, placed ? XFER_OK : XFER_FAIL_LOCAL_IO);
+	snprintf(q, sizeof(q), "%s/out/f", root);
+	if (placed) {
+		/* No candidate: copied whole, over it, as without --resume */
+		CHECK_EQ(vc, XFER_OK);
+		CHECK_EQ(tf_same_file(p, q), 1);
+	} else {
+		/* Someone else's temporary: the file fails, the FIFO stays. */
+		CHECK_EQ(vc, XFER_FAIL_REMOTE_IO);
+		CHECK_EQ(st.files_failed, 1);
+		CHECK(lstat(q, &sb) < 0);
+		snprintf(q, sizeof(q), "%s/out/%s", root, at);
+		CHECK(lstat(q, &sb) == 0 && S_ISFIFO(sb.st_mode));
+	}
+	CHECK_EQ(tf_rm_tree(root), 0);
+	CHECK_EQ(tf_rm_tree(src), 0);
+	CHECK_EQ(tf_count_fds(), fds);
+}
+
+static void test_fifo_at_final_name(void)
+{
+	resume_onto_fifo("f", true);
+}
+
+static void test_fifo_at_temporary(void)
+{
+	resume_onto_fifo(".f.rdcp-part", false);
+}
+
+/* A --resume pull whose local DEST is a FIFO. */
+static void test_fifo_pull_dest(void)
+{
+	char root[] = "/tmp/rdcp-test-root.XXXXXX";
+	char here[] = "/tmp/rdcp-test-dest.XXXXXX";
+	char p[4200], q[4200];
+	const char *srcs[1] = { "f" };
+	struct xfer_opts co;
+	struct xfer_stats st;
+	enum xfer_fail vs, vc;
+	int fds = tf_count_fds();
+	double t0;
+
+	mkdtemp_or_fail(root);
+	mkdtemp_or_fail(here);
+	path_in(p, sizeof(p), root, "f");
+	CHECK_EQ(tf_make_file(p, 2 * CHUNK + 1, 4), 0);
+	path_in(q, sizeof(q), here, "fifo");
+	CHECK_EQ(mkfifo(q, 0644), 0);
+	client_opts(&co, 4);
+	co.pull = true;
+	co.resume = true;
+	co.srcs = srcs;
+	co.nsrcs = 1;
+	co.dest = q;
+	t0 = clock_now_s();
+	vc = honest(root, &co, &vs, &st);
+	CHECK(clock_now_s() - t0 < 10);
+	CHECK_EQ(vc, XFER_OK);
+	CHECK_EQ(vs, XFER_OK);
+	CHECK_EQ(tf_same_file(p, q), 1);
+	CHECK_EQ(tf_rm_tree(root), 0);
+	CHECK_EQ(tf_rm_tree(here), 0);
+	CHECK_EQ(tf_count_fds(), fds);
+}
+
+/* ---- long names ---- */
+
+/* Two 244-byte names that share their first 200 bytes. */
+static void long_names(char a[256], char b[256])
+{
+	memset(a, 'n', 244);
+	a[244] = '\0';
+	memcpy(b, a, 245);
+	memcpy(a + 200, "-the-first", 10);
+	memcpy(b + 200, "-the-other", 10);
+}
+
+static void test_long_names_push(void)
+{
+	char root[] = "/tmp/rdcp-test-root.XXXXXX";
+	char src[] = "/tmp/rdcp-test-src.XXXXXX";
+	char a[256], b[256], p[2][4200], q[4200];
+	const char *srcs[2] = { p[0], p[1] };
+	struct xfer_opts co;
+	struct xfer_stats st;
+	enum xfer_fail vs, vc;
+	int fds = tf_count_fds();
+
+	mkdtemp_or_fail(root);
+	mkdtemp_or_fail(src);
+	long_names(a, b);
+	path_in(p[0], sizeof(p[0]), src, a);
+	path_in(p[1], sizeof(p[1]), src, b);
+	CHECK_EQ(tf_make_file(p[0], 5 * CHUNK + 1, 5), 0);
+	CHECK_EQ(tf_make_file(p[1], 5 * CHUNK + 2, 6), 0);
+	for (int resume = 0; resume < 2; resume++) {
+		client_opts(&co, 2);
+		co.resume = resume;
+		co.srcs = srcs;
+		co.nsrcs = 2;
+		co.dest = "out/";
+		vc = honest(root, &co, &vs, &st);
+		CHECK_EQ(vc, XFER_OK);
+		CHECK_EQ(vs, XFER_OK);
+		CHECK_EQ(st.files_ok, 2);
+		snprintf(q, sizeof(q), "%s/out/%s", root, a);
+		CHECK_EQ(tf_same_file(p[0], q), 1);
+		snprintf(q, sizeof(q), "%s/out/%s", root, b);
+		CHECK_EQ(tf_same_file(p[1], q), 1);
+		snprintf(q, sizeof(q), "%s/out", root);
+		CHECK_EQ(tf_rm_tree(q), 0);
+	}
+	CHECK_EQ(tf_rm_tree(root), 0);
+	CHECK_EQ(tf_rm_tree(src), 0);
+	CHECK_EQ(tf_count_fds(), fds);
+}
+
+static void test_long_names_pull(void)
+{
+	char root[] = "/tmp/rdcp-test-root.XXXXXX";
+	char here[] = "/tmp/rdcp-test-dest.XXXXXX";
+	char a[256], b[256], p[2][4200], q[4200];
+	const char *srcs[2] = { a, b };
+	struct xfer_opts co;
+	struct xfer_stats st;
+	enum xfer_fail vs, vc;
+	int fds = tf_count_fds();
+
+	mkdtemp_or_fail(root);
+	mkdtemp_or_fail(here);
+	long_names(a, b);
+	path_in(p[0], sizeof(p[0]), root, a);
+	path_in(p[1], sizeof(p[1]), root, b);
+	CHECK_EQ(tf_make_file(p[0], 5 * CHUNK + 1, 7), 0);
+	CHECK_EQ(tf_make_file(p[1], 5 * CHUNK + 2, 8), 0);
+	client_opts(&co, 2);
+	co.pull = true;
+	co.srcs = srcs;
+	co.nsrcs = 2;
+	co.dest = here;
+	vc = honest(root, &co, &vs, &st);
+	CHECK_EQ(vc, XFER_OK);
+	CHECK_EQ(vs, XFER_OK);
+	CHECK_EQ(st.files_ok, 2);
+	path_in(q, sizeof(q), here, a);
+	CHECK_EQ(tf_same_file(p[0], q), 1);
+	path_in(q, sizeof(q), here, b);
+	CHECK_EQ(tf_same_file(p[1], q), 1);
+	CHECK_EQ(tf_rm_tree(root), 0);
+	CHECK_EQ(tf_rm_tree(here), 0);
+	CHECK_EQ(tf_count_fds(), fds);
+}
+
+TAP_RUN(TAP_TEST(test_inflight_flood), TAP_TEST(test_inflight_honest),
+	TAP_TEST(test_fifo_at_final_name), TAP_TEST(test_fifo_at_temporary),
+	TAP_TEST(test_fifo_pull_dest), TAP_TEST(test_long_names_push),
+	TAP_TEST(test_long_names_pull))
