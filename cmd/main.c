@@ -284,56 +284,48 @@ static int check(struct run *run)
 	return problems ? RDCP_EXIT_RESOURCE : RDCP_EXIT_OK;
 }
 
-int main(int argc, char **argv)
+/* Everything after the command line: an exit code. */
+static int run_cmd(struct run *run)
 {
-	struct args a;
-	struct run run = { .a = &a };
+	const struct args *a = run->a;
 	enum xfer_fail v;
+	int rc;
 
-	args_parse(&a, argc, argv);
-	run.o = a.o;
-	log_set_level(a.quiet	       ? LOG_ERR
-		      : a.verbose >= 2 ? LOG_DEBUG
-		      : a.verbose      ? LOG_INFO
-				       : LOG_WARN);
-	if (a.keygen)
-		return keygen(a.keygen);
-	if (a.check)
-		return check(&run);
-	{
-		int rc = load_key(&run);
-
-		if (!rc && !a.listen)
-			rc = open_list(&run);
-		if (rc)
-			return rc;
-	}
+	if (a->keygen)
+		return keygen(a->keygen);
+	if (a->check)
+		return check(run);
+	rc = load_key(run);
+	if (!rc && !a->listen)
+		rc = open_list(run);
+	if (rc)
+		return rc;
 	set_signals();
-	run.o.cancel = &cancel;
-	if (a.listen) {
-		v = xfer_serve(&run.o);
+	run->o.cancel = &cancel;
+	if (a->listen) {
+		v = xfer_serve(&run->o);
 	} else {
 		struct xfer_stats st;
 
-		run.o.on_file = on_file;
-		run.o.on_file_arg = &run;
-		run.progress = a.progress;
-		if (!run.progress)
-			run.progress = isatty(STDERR_FILENO) && !a.json &&
-				       log_get_level() < LOG_INFO;
-		if (a.quiet)
-			run.progress = false;
-		run.o.on_progress = on_progress;
-		if (a.manifest && manifest_open(&run.man, a.manifest,
-						a.o.csum == XFER_CSUM_SHA256))
+		run->o.on_file = on_file;
+		run->o.on_file_arg = run;
+		run->progress = a->progress;
+		if (!run->progress)
+			run->progress = isatty(STDERR_FILENO) && !a->json &&
+					log_get_level() < LOG_INFO;
+		if (a->quiet)
+			run->progress = false;
+		run->o.on_progress = on_progress;
+		if (a->manifest && manifest_open(&run->man, a->manifest,
+						 a->o.csum == XFER_CSUM_SHA256))
 			return RDCP_EXIT_LOCAL_IO;
-		v = xfer_copy(&run.o, &st);
-		progress_clear(&run);
+		v = xfer_copy(&run->o, &st);
+		progress_clear(run);
 		/* Written for a partial run too: it lists what arrived. */
-		if (a.manifest && manifest_finish(&run.man) && v == XFER_OK)
+		if (a->manifest && manifest_finish(&run->man) && v == XFER_OK)
 			v = XFER_FAIL_LOCAL_IO;
-		manifest_release(&run.man);
-		if (a.json) {
+		manifest_release(&run->man);
+		if (a->json) {
 			/* A session failure (not one of its files). */
 			if (v != XFER_OK && !(st.files_failed && !st.error[0]))
 				json_error(stdout, v, exit_code(v),
@@ -341,12 +333,28 @@ int main(int argc, char **argv)
 						       : log_last_error());
 			json_summary(stdout, &st, v, exit_code(v));
 		}
-		if (!a.quiet && st.transport[0])
+		if (!a->quiet && st.transport[0])
 			summary_line(&st);
 	}
+	report_usage();
+	return exit_code(v);
+}
+
+int main(int argc, char **argv)
+{
+	struct args a;
+	struct run run = { .a = &a };
+	int rc;
+
+	args_parse(&a, argc, argv);
+	run.o = a.o;
+	log_set_level(a.quiet	       ? LOG_ERR
+		      : a.verbose >= 2 ? LOG_DEBUG
+		      : a.verbose      ? LOG_INFO
+				       : LOG_WARN);
+	rc = run_cmd(&run);
 	if (run.o.files_from && run.o.files_from != stdin)
 		fclose(run.o.files_from);
 	args_release(&a);
-	report_usage();
-	return exit_code(v);
+	return rc;
 }
