@@ -92,6 +92,7 @@ enum {
 	OPT_PRINT_CONFIG,
 	OPT_NO_CONFIG,
 	OPT_REQUIRE_ENCRYPT,
+	OPT_DRY_RUN,
 };
 
 static const struct argp_option options[] = {
@@ -125,6 +126,11 @@ static const struct argp_option options[] = {
 	{ "no-clobber", 'n', NULL, 0, "Never replace an existing file", 2 },
 	{ "update", 'u', NULL, 0,
 	  "Replace only files older than the source (modification time)", 2 },
+	{ "dry-run", OPT_DRY_RUN, NULL, 0,
+	  "Ask the receiving side what it has and print what a copy would "
+	  "do to each entry (new, replace, exists, keep); write nothing, "
+	  "send no file data",
+	  2 },
 	{ "sparse", OPT_SPARSE, NULL, 0,
 	  "Also turn all-zero chunks into holes (holes in the source are "
 	  "always kept)",
@@ -588,6 +594,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_SPARSE:
 		o->sparse = true;
 		break;
+	case OPT_DRY_RUN:
+		o->dry_run = true;
+		break;
 	case OPT_ENCRYPT:
 		o->encrypt = true;
 		break;
@@ -719,6 +728,10 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		if (a->manifest && a->o.csum == XFER_CSUM_NONE)
 			argp_error(state, "--manifest needs a digest: not with "
 					  "--checksum none");
+		if (a->manifest && a->o.dry_run)
+			argp_error(state, "--manifest lists what was copied: "
+					  "not with --dry-run, which copies "
+					  "nothing");
 		if (a->files_from && a->o.pull)
 			argp_error(state, "--files-from works on a push only: "
 					  "the list names local files");

@@ -116,6 +116,25 @@ static void on_progress(void *arg, uint64_t done, uint64_t total,
 	run->progress_shown = true;
 }
 
+/*
+ * --dry-run: a line per entry on stdout, what a copy would do to it: new,
+ * replace (a file or symlink there now), exists (a directory there now),
+ * keep (-n/-u), failed. Named as on the receiving side: beneath DEST on
+ * a push, where it would land on a pull.
+ */
+static void dry_line(const struct xfer_file_report *r)
+{
+	char name[4 * 4096];
+	const char *verb = r->status		    ? "failed"
+			   : r->skipped		    ? "keep"
+			   : !r->exists		    ? "new"
+			   : strcmp(r->kind, "dir") ? "replace"
+						    : "exists";
+
+	log_escape(name, sizeof(name), r->name ? r->name : r->path);
+	printf("%-8s %s%s\n", verb, name, strcmp(r->kind, "dir") ? "" : "/");
+}
+
 static void on_file(void *arg, const struct xfer_file_report *r)
 {
 	struct run *run = arg;
@@ -123,6 +142,10 @@ static void on_file(void *arg, const struct xfer_file_report *r)
 
 	if (run->man.spool)
 		manifest_note(&run->man, r);
+	if (run->o.dry_run && r->done && !run->a->json) {
+		dry_line(r);
+		return;
+	}
 	if (run->a->json) {
 		json_file(stdout, r);
 		return;
@@ -156,14 +179,15 @@ static void on_file(void *arg, const struct xfer_file_report *r)
  * to connect has its own line): what a log of cron jobs wants to read.
  * --json's summary event carries the same numbers.
  */
-static void summary_line(const struct xfer_stats *st)
+static void summary_line(const struct xfer_stats *st, bool dry_run)
 {
 	char sz[32], rate[32];
 	bool dev = strcmp(st->transport, st->device);
 
 	fprintf(stderr,
-		"%llu files, %s in %.2f s (%s) over %s%s%s; skipped %llu, "
+		"%s%llu files, %s in %.2f s (%s) over %s%s%s; skipped %llu, "
 		"failed %llu, retries 0\n",
+		dry_run ? "dry run, nothing copied: " : "",
 		(unsigned long long)st->files_ok,
 		units_format_size(st->bytes, sz, sizeof(sz)), st->seconds,
 		units_format_rate(st->seconds > 0 ? st->bytes / st->seconds : 0,
@@ -313,7 +337,7 @@ static int run_cmd(struct run *run)
 		if (!run->progress)
 			run->progress = isatty(STDERR_FILENO) && !a->json &&
 					log_get_level() < LOG_INFO;
-		if (a->quiet)
+		if (a->quiet || a->o.dry_run)
 			run->progress = false;
 		run->o.on_progress = on_progress;
 		if (a->manifest && manifest_open(&run->man, a->manifest,
@@ -331,10 +355,12 @@ static int run_cmd(struct run *run)
 				json_error(stdout, v, exit_code(v),
 					   st.error[0] ? st.error
 						       : log_last_error());
-			json_summary(stdout, &st, v, exit_code(v));
+			json_summary(stdout, &st, v, exit_code(v),
+				     a->o.dry_run);
 		}
+		fflush(stdout); /* --dry-run's lines before the summary */
 		if (!a->quiet && st.transport[0])
-			summary_line(&st);
+			summary_line(&st, a->o.dry_run);
 	}
 	report_usage();
 	return exit_code(v);

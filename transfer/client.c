@@ -81,7 +81,8 @@ static uint32_t hello_flags(const struct xfer_opts *o)
 	       (o->update ? WIRE_HELLO_UPDATE : 0) |
 	       (o->encrypt ? WIRE_HELLO_ENCRYPT : 0) |
 	       (o->compress ? WIRE_HELLO_COMPRESS : 0) |
-	       (o->sparse ? WIRE_HELLO_SPARSE : 0);
+	       (o->sparse ? WIRE_HELLO_SPARSE : 0) |
+	       (o->dry_run ? WIRE_HELLO_DRY_RUN : 0);
 }
 
 static int build_hello(struct engine *e, const struct xfer_opts *o,

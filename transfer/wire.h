@@ -135,11 +135,13 @@ enum wire_hello_flags {
 	WIRE_HELLO_ENCRYPT = 1 << 7,	/* AES-256-GCM chunks (needs a key) */
 	WIRE_HELLO_COMPRESS = 1 << 8,	/* chunks may come zlib-compressed */
 	WIRE_HELLO_SPARSE = 1 << 9,	/* zero chunks become holes */
+	WIRE_HELLO_DRY_RUN = 1 << 10,	/* say what would be done, do none */
 };
 
 /* Whether the sink answers each FILE with HAVE before the data flows. */
 #define WIRE_HELLO_ASK                                                         \
-	(WIRE_HELLO_RESUME | WIRE_HELLO_NO_CLOBBER | WIRE_HELLO_UPDATE)
+	(WIRE_HELLO_RESUME | WIRE_HELLO_NO_CLOBBER | WIRE_HELLO_UPDATE |       \
+	 WIRE_HELLO_DRY_RUN)
 
 enum wire_file_kind {
 	WIRE_KIND_FILE = 0,
@@ -270,6 +272,8 @@ struct wire_file_end {
 
 enum wire_result_flags {
 	WIRE_RESULT_SKIPPED = 1 << 0, /* left as it was (no-clobber etc.) */
+	WIRE_RESULT_DRY = 1 << 1,     /* --dry-run: would be made, was not */
+	WIRE_RESULT_EXISTS = 1 << 2,  /* --dry-run: the name is taken now */
 };
 
 struct wire_file_result {

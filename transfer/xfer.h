@@ -59,6 +59,8 @@ struct xfer_file_report {
 	enum xfer_fail klass;  /* the verdict on this file */
 	const char *message;   /* why it failed, or NULL */
 	bool skipped;	       /* not copied: --no-clobber, --update, resume */
+	bool dry;	       /* --dry-run: would be copied (not skipped) */
+	bool exists;	       /* --dry-run: DEST has that name already */
 	const char *digest;    /* hex of the verified digest, or "" */
 	const char *algorithm; /* "crc32", "sha256" or "none" */
 };
@@ -95,6 +97,7 @@ struct xfer_opts {
 	bool no_clobber;  /* never replace an existing file */
 	bool update;	  /* replace only files older than the source */
 	bool sparse;	  /* all-zero chunks become holes */
+	bool dry_run;	  /* ask the receiver, report, write nothing */
 	bool encrypt;	  /* AES-256-GCM per chunk (needs key) */
 	int compress;	  /* zlib level 1-9, 0: off */
 	uint64_t bwlimit; /* bytes per second the data source sends, 0: any;

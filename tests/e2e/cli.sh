@@ -67,6 +67,7 @@ expect_fail "--exclude with no pattern" 2 --exclude=/ a h:
 expect_fail "--exclude-from and --files-from both on stdin" 2 --files-from=- --exclude-from=- a h:
 expect_fail "--exclude-from a missing file" 6 --exclude-from="$T/none" a h:
 expect_fail "--manifest with --checksum none" 2 --manifest=m --checksum none a h:
+expect_fail "--manifest with --dry-run" 2 --manifest=m --dry-run a h:
 expect_fail "--files-from a missing file" 6 --no-auth --files-from="$T/none" a h:
 expect_fail "--require-encrypt on a copy without --encrypt" 2 --require-encrypt a h:
 expect_fail "--require-encrypt on a pull without --encrypt" 2 --require-encrypt h:a .

@@ -1517,7 +1517,8 @@ listing() { (cd "$1" && find . -mindepth 1 | sort | tr '\n' ' '); }
 #     walks) and a pull (the receiver walks, the rules in the HELLO);
 #     --files-from a file and, -0, from a pipe of 3000 names; a listed
 #     name outside SRC refused; --manifest checked by sha256sum -c and
-#     against --json's digests.
+#     against --json's digests; --dry-run on a push and a pull, nothing
+#     made or changed.
 s_script() {
 	rm -rf src/scr rx/scr got
 	mkdir -p src/scr/build src/scr/sub rx/scr got
@@ -1622,6 +1623,42 @@ s_script() {
 				t_fail "$f: --json digest '$_j' not in the manifest"
 		done
 		t_log "$W/tx-scr8.log" "$W/rx-scr.log"
+		t_end
+
+		t_begin "--dry-run push: every entry 'new' into a missing DEST, nothing made"
+		send "$W/tx-scr9.log" --port $P -r --dry-run --exclude=many/ src/scr "$ADDR:d1/"
+		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
+		[ ! -e rx/scr/d1 ] || t_fail "rx/scr/d1 made"
+		grep -qx 'new      scr/sub/b.c' "$W/tx-scr9.log" || t_fail "no 'new scr/sub/b.c'"
+		grep -qx 'new      scr/build/' "$W/tx-scr9.log" || t_fail "no 'new scr/build/'"
+		grep -q '^dry run, nothing copied: ' "$W/tx-scr9.log" || t_fail "no dry-run summary"
+		t_log "$W/tx-scr9.log" "$W/rx-scr.log"
+		t_end
+
+		t_begin "--dry-run -u push onto a copy: keep, replace, new, exists; nothing changes"
+		send "$W/tx-scr10.log" --port $P -r --exclude=many/ src/scr "$ADDR:d2/"
+		touch -d '2001-01-01' rx/scr/d2/scr/keep.o
+		echo new >src/scr/sub/new.txt
+		sums rx/scr/d2 >"$W/scr-before"
+		send "$W/tx-scr10.log" --port $P -r -u --dry-run --exclude=many/ src/scr "$ADDR:d2/"
+		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
+		sums rx/scr/d2 >"$W/scr-after"
+		cmp -s "$W/scr-before" "$W/scr-after" || t_fail "the receiver's tree changed"
+		for l in 'keep     scr/a.c' 'replace  scr/keep.o' 'new      scr/sub/new.txt' 'exists   scr/sub/'; do
+			grep -qx "$l" "$W/tx-scr10.log" || t_fail "no '$l'"
+		done
+		rm -f src/scr/sub/new.txt
+		t_log "$W/tx-scr10.log" "$W/rx-scr.log"
+		t_end
+
+		t_begin "--dry-run pull --json: 'would' in file_done, no local DEST made"
+		send "$W/tx-scr11.log" --port $P -r --dry-run --json "$ADDR:f1" got/dry/
+		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
+		[ ! -e got/dry ] || t_fail "got/dry made"
+		[ "$(jdone "$W/tx-scr11.log" got/dry/f1/a.c would)" = new ] ||
+			t_fail "a.c: would '$(jdone "$W/tx-scr11.log" got/dry/f1/a.c would)'"
+		[ "$(jget "$W/tx-scr11.log" summary dry_run)" = true ] || t_fail "summary without dry_run"
+		t_log "$W/tx-scr11.log" "$W/rx-scr.log"
 		t_end
 		term_rx
 	else
