@@ -21,10 +21,23 @@ static size_t set_end(const char *pat, size_t i, size_t plen)
 		k++;
 	if (k < plen && pat[k] == ']') /* a leading ']' is a member */
 		k++;
-	for (; k < plen; k++)
-		if (pat[k] == ']')
+	while (k < plen) {
+		if (pat[k] == '\\' && k + 1 < plen) /* "\c" is c, even ']' */
+			k += 2;
+		else if (pat[k] == ']')
 			return k + 1;
+		else
+			k++;
+	}
 	return 0;
+}
+
+/* One member character of a set at pat[*k] ("\c" is c); moves *k past. */
+static unsigned char set_char(const char *pat, size_t *k, size_t last)
+{
+	if (pat[*k] == '\\' && *k + 1 < last)
+		(*k)++;
+	return (unsigned char)pat[(*k)++];
 }
 
 /* Whether c is in the set pat[i, end) ("[...]", end past its ']'). */
@@ -37,14 +50,12 @@ static bool set_has(const char *pat, size_t i, size_t end, unsigned char c)
 		neg = true;
 		k++;
 	}
-	for (bool first = true; k < last; k++, first = false) {
-		unsigned char lo = (unsigned char)pat[k], hi = lo;
+	while (k < last) {
+		unsigned char lo = set_char(pat, &k, last), hi = lo;
 
-		if (lo == ']' && !first)
-			break;
-		if (k + 2 < last && pat[k + 1] == '-') {
-			hi = (unsigned char)pat[k + 2];
-			k += 2;
+		if (k + 1 < last && pat[k] == '-') {
+			k++;
+			hi = set_char(pat, &k, last);
 		}
 		if (c >= lo && c <= hi)
 			in = true;
@@ -85,7 +96,9 @@ bool filter_glob(const char *pat, size_t plen, const char *s, size_t slen)
 			unsigned char lit = (unsigned char)pat[i];
 			size_t next = i + 1;
 
-			if (pat[i] == '\\' && i + 1 < plen) {
+			if (pat[i] == '\\' && i + 1 == plen)
+				return false; /* escapes nothing: no match */
+			if (pat[i] == '\\') {
 				lit = (unsigned char)pat[i + 1];
 				next = i + 2;
 			} else if (end) {

@@ -12,7 +12,7 @@
  *   ?      one character but '/'
  *   [...]  one character of a set ("[a-z]", "[!0-9]" or "[^0-9]"); an
  *          unterminated '[' is a literal '['
- *   \c     c itself
+ *   \c     c itself (inside a set too); a '\' at the end matches nothing
  *   a trailing '/' matches directories only
  *   a leading '/' anchors the pattern at the transfer root
  * A pattern with no '/' but a trailing one, and no "**", is matched against
@@ -51,7 +51,8 @@ struct filter {
 
 /*
  * Appends a rule. text is copied. Returns 0, -EINVAL for an empty pattern
- * ("", "/", "//"), -ENAMETOOLONG past FILTER_PATTERN_MAX, or -ENOMEM.
+ * ("", "/", "//"), -ENAMETOOLONG past FILTER_PATTERN_MAX, or -ENOMEM; on
+ * failure f keeps the rules it had (filter_release() it as ever).
  */
 int filter_add(struct filter *f, bool include, const char *text)
 	__attribute__((warn_unused_result));

@@ -48,8 +48,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (filter_glob("**", 2, path, slen) != true)
 		abort();
 
-	if (filter_add(&f, false, pat))
-		return 0; /* empty or too long: refused, nothing to check */
+	if (filter_add(&f, false, pat)) {
+		filter_release(&f); /* empty or too long: refused */
+		return 0;
+	}
 	if (filter_add(&f, true, "*")) /* a catch-all after it */
 		abort();
 	for (int dir = 0; dir < 2; dir++) {

@@ -34,8 +34,8 @@ static bool ref_glob(const char *p, const char *s)
 		return false;
 	if (p[0] == '?')
 		return *s != '/' && ref_glob(p + 1, s + 1);
-	if (p[0] == '\\' && p[1])
-		return *s == p[1] && ref_glob(p + 2, s + 1);
+	if (p[0] == '\\')
+		return p[1] && *s == p[1] && ref_glob(p + 2, s + 1);
 	return *s == *p && ref_glob(p + 1, s + 1);
 }
 
@@ -88,17 +88,17 @@ static void test_glob_exhaustive_stars(void)
 /* Sets, '?' and '*' against fnmatch(FNM_PATHNAME), no "**" (it differs). */
 static void test_glob_exhaustive_sets(void)
 {
-	const char *pa = "a*?[]!-^", *sa = "a/]-!^b";
+	const char *pa = "a*?[]!-^\\", *sa = "a/]-!^b\\";
 	char p[8], s[8];
 	unsigned long bad = 0;
 
 	for (size_t pl = 0; pl <= 4; pl++)
-		for (unsigned long pn = 0; pn < power(8, pl); pn++) {
+		for (unsigned long pn = 0; pn < power(9, pl); pn++) {
 			nth(p, pa, pl, pn);
 			if (strstr(p, "**"))
 				continue;
 			for (size_t sl = 0; sl <= 3; sl++)
-				for (unsigned long sn = 0; sn < power(7, sl);
+				for (unsigned long sn = 0; sn < power(8, sl);
 				     sn++) {
 					bool want;
 
@@ -132,9 +132,12 @@ static void test_glob_cases(void)
 	CHECK(G("[]]", "]"));
 	CHECK(G("[a-]", "-"));
 	CHECK(G("[", "["));   /* unterminated: a literal */
+	CHECK(G("[\\]]", "]")); /* an escaped ']' is a member */
+	CHECK(!G("[!\\]", "x")); /* "\]" is no end: a literal "[!]" */
+	CHECK(G("[!\\]", "[!]"));
 	CHECK(G("\\*", "*")); /* escaped */
 	CHECK(!G("\\*", "x"));
-	CHECK(G("\\", "\\"));
+	CHECK(!G("\\", "\\")); /* a '\' at the end escapes nothing */
 	CHECK(G("", ""));
 	CHECK(!G("", "a"));
 	CHECK(G("***", "a/b")); /* more than two stars: as two */
