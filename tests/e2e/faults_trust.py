@@ -18,6 +18,10 @@ rdcp client over TCP on 127.0.0.1:
   digest that is not the client's, a pack's PACK_DONE twice. Each must
   end the push with exit 5, and --json must never show the forged digest.
 
+  words: a WELCOME refusal, an ERROR and an abort message carrying escape
+  sequences and a newline: shown escaped on the client's terminal, never
+  raw (item 14).
+
 An honest pull and an honest push through the same harness come first:
 they must exit 0, so the refusals are for what the peer does wrong on
 purpose. (--encrypt variants are in tests/unit/test_trust.c: peer.py does
@@ -323,6 +327,59 @@ def s_push_pack_twice(c):
     res = push(c, [], forged_sink(tamper=twice))
     c.check(res[0] == EXIT_PROTOCOL, "exit %s: %s" %
             (res[0], res[1].strip()[:300]))
+
+
+# ---------------------------------------------- words from the server (14)
+#
+# A server's words reach the client's terminal: its WELCOME refusal (no key
+# needed to send one), an ERROR, a source's abort message. Control bytes in
+# them must arrive escaped (util/log.c), never raw: no ESC for a terminal to
+# act on, no newline to forge a line of rdcp's own.
+
+EVIL = "x\x1b]0;pwned\x07\x1b[2J\nrdcp: 9 files copied, verified"
+
+
+def clean_words(c, res, what):
+    err = res[1]
+    c.check("\x1b" not in err, "%s: an escape reached the terminal raw: %r"
+            % (what, err[:300]))
+    c.check(not any(line.startswith("rdcp: 9 files copied")
+                    for line in err.splitlines()),
+            "%s: a forged line: %r" % (what, err[:300]))
+    c.check("\\x1b" in err, "%s: the server's words are not shown, "
+            "escaped: %r" % (what, err[:300]))
+
+
+def s_words_welcome(c):
+    """a WELCOME refusal carrying escapes and a newline: shown escaped"""
+    def serve(srv):
+        srv.hello = srv.conn.expect(peer.HELLO)
+        srv.conn.send(Msg(peer.WELCOME, status=-13, message=EVIL))
+    res = c.session([ADDR + ":want.txt", c.home + "/"], serve)
+    c.check(res[0] != 0, "exit 0 on a refusal")
+    clean_words(c, res, "WELCOME")
+
+
+def s_words_error(c):
+    """an ERROR after the handshake carrying escapes: shown escaped"""
+    def serve(srv):
+        srv.handshake()
+        srv.expect_ring()
+        srv.conn.send(Msg(peer.ERROR, status=-5, klass=7, message=EVIL))
+        srv.conn.wait_closed(5)
+    res = c.session([ADDR + ":want.txt", c.home + "/"], serve)
+    c.check(res[0] != 0, "exit 0 after an ERROR")
+    clean_words(c, res, "ERROR")
+
+
+def s_words_abort(c):
+    """a source's abort message carrying escapes: shown escaped"""
+    res = c.pull(["want.txt"], [Entry("want.txt", b"ok" * 100,
+                                      end={"flags": peer.END_ABORT,
+                                           "status": -5, "message": EVIL})])
+    c.check(res[0] != 0, "exit 0 for an aborted file")
+    c.absent("want.txt")
+    clean_words(c, res, "abort")
 
 
 SCENARIOS = [(n[2:], f) for n, f in sorted(globals().items())
