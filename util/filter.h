@@ -11,7 +11,8 @@
  *   **     any run of characters, '/' included
  *   ?      one character but '/'
  *   [...]  one character of a set ("[a-z]", "[!0-9]" or "[^0-9]"); an
- *          unterminated '[' is a literal '['; no POSIX classes: in
+ *          unterminated '[' is a literal '[' (rsync's wildmatch would
+ *          match nothing: "a[1" finds "a[1"); no POSIX classes: in
  *          "[[:digit:]]", '[', ':', 'd', ... are members (rsync's
  *          wildmatch has such classes)
  *   \c     c itself (inside a set too); a '\' at the end matches nothing

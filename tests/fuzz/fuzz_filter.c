@@ -22,10 +22,16 @@
  * (fnmatch has none), not a '/' with a set (its sets' rules for '/'
  * differ), not an escaped '/' (which glibc never matches to a '/', and
  * rsync, as filter.c, does), no "[:", "[=" or "[." (POSIX classes, which
- * filter.c does not have: there they are plain members).
+ * filter.c does not have: there they are plain members), no '[' left
+ * open (a literal '[' here; glibc's "[a-" matches nothing).
  */
 static bool comparable(const char *pat)
 {
+	const char *open = strrchr(pat, '[');
+
+	/* an unterminated set: a literal here, glibc's varies ("[a-") */
+	if (open && !strchr(open, ']'))
+		return false;
 	return !strstr(pat, "**") && !(strchr(pat, '[') && strchr(pat, '/')) &&
 	       !strstr(pat, "\\/") && !strstr(pat, "[:") && !strstr(pat, "[=") &&
 	       !strstr(pat, "[.");
