@@ -17,9 +17,10 @@
  *   stage[slots]  the data source's staging buffers, same geometry, made by
  *                 ops->stage_create()
  * Queue depths are fixed at connect time from the geometry: the receive
- * queue and its CQ hold slots + ctrl_credits entries, the send queue and its
- * CQ slots + ctrl_credits, so a peer that keeps to its credits can never
- * overrun either.
+ * queue and its CQ hold slots + ctrl_credits entries (cm_rq_depth), the
+ * send queue and its CQ slots + ctrl_credits + 1 (cm_sq_depth: one per
+ * staging buffer and one per tx buffer), so neither a peer that keeps to
+ * its credits nor this side's own posting can ever overrun either.
  */
 #ifndef RDCP_CM_H
 #define RDCP_CM_H
@@ -36,6 +37,36 @@ struct cm_geom {
 	uint32_t slot_size;    /* bytes per slot: header + chunk */
 };
 
+/*
+ * Control send buffers: one per control credit and one more. A message the
+ * peer has consumed (its credit back) may still wait for its own send
+ * completion to be polled; the extra buffer lets an ack-only CREDIT or the
+ * final ERROR go out even then.
+ */
+static inline unsigned int cm_ntx(const struct cm_geom *g)
+{
+	return g->ctrl_credits + 1u;
+}
+
+/*
+ * Receive queue (and receive CQ) entries: a WRITE_WITH_IMM per ring slot
+ * and a SEND per control credit are all the peer may have unconsumed.
+ */
+static inline unsigned int cm_rq_depth(const struct cm_geom *g)
+{
+	return (unsigned int)g->slots + g->ctrl_credits;
+}
+
+/*
+ * Send queue (and send CQ) entries: a send WR holds its entry until a
+ * completion at or after it is polled, so the worst case is a write from
+ * every staging buffer and a SEND from every tx buffer at once.
+ */
+static inline unsigned int cm_sq_depth(const struct cm_geom *g)
+{
+	return (unsigned int)g->slots + cm_ntx(g);
+}
+
 enum cm_ev_type {
 	CM_EV_RECV = 1,	 /* a control message: rx buffer id, len bytes */
 	CM_EV_DATA,	 /* a WRITE_WITH_IMM landed in the ring: imm, len */
@@ -43,6 +74,17 @@ enum cm_ev_type {
 	CM_EV_CLOSED,	 /* the peer disconnected or the link failed */
 };
 
+/*
+ * Status conventions: 0, or a negative errno. -ECONNRESET is a flush (the
+ * work request never ran because the connection had already failed or
+ * closed: IBV_WC_WR_FLUSH_ERR), a consequence; the cause, if the
+ * connection failed for a reason of its own, is another event's status:
+ * -EHOSTUNREACH the peer stopped answering (retries exceeded), -EPROTO the
+ * peer broke the protocol (remote access, RNR), -ENETDOWN the local port
+ * went down, -ENODEV the local device failed or was removed, -EOVERFLOW a
+ * CQ overran (a bug), another errno any other failure. Its words, as
+ * logged, are in cm_conn.err.
+ */
 struct cm_event {
 	enum cm_ev_type type;
 	int status;   /* 0, or a negative errno for a failed completion */
@@ -103,6 +145,12 @@ struct cm_conn {
 	char peer[64];	       /* printable peer address, "[addr]:port" */
 	char dev[64];	       /* device name ("rxe0"; "tcp" over TCP) */
 	const char *transport; /* "rdma" or "tcp" */
+	/*
+	 * The first cause of failure in words, as cm/ logged it, set with
+	 * the first failed completion or CLOSED whose status is not a flush;
+	 * "" until then. Only the thread that polls reads it.
+	 */
+	char err[256];
 };
 
 static inline uint8_t *cm_tx(struct cm_conn *c, unsigned int i)
@@ -194,7 +242,10 @@ void cm_listener_destroy(struct cm_listener *l);
  * geometry is rejected here (both sides log why) and the call returns
  * -EAGAIN as for a timeout; so does running out of descriptors or memory
  * (logged at most every 10 s; the clients are refused as busy meanwhile).
- * Any other error is the listener's own. On success *out is owned by the
+ * When the RDMA device a listener is bound to is removed, that is logged
+ * and the listener stops listening for RDMA: -EAGAIN if it serves TCP too
+ * (from then on TCP alone), else -ENODEV. Any other error is the
+ * listener's own. On success *out is owned by the
  * caller and may be accepted from another thread; it must be accepted or
  * rejected before the listener is destroyed.
  */

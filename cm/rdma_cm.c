@@ -477,6 +477,24 @@ static void reject(struct rdma_cm_id *id, uint16_t status)
 	rdma_reject(id, pd, PD_LEN);
 }
 
+/*
+ * The device the listener is bound to went away: its cm_id must be
+ * destroyed now, or the removal waits for it (rdma_get_cm_event(3)).
+ */
+static void device_removed(struct cm_rdma_listener *l)
+{
+	char where[80];
+	const char *dev =
+		l->id->verbs ? ibv_get_device_name(l->id->verbs->device) : "?";
+
+	cm_sockaddr_str(rdma_get_local_addr(l->id), where, sizeof(where));
+	log_err("RDMA device %s was removed: no longer listening for RDMA "
+		"connections on %s",
+		dev, where);
+	rdma_destroy_id(l->id);
+	l->id = NULL;
+}
+
 int cm_rdma_get(struct cm_rdma_listener *l, int timeout_ms,
 		struct cm_request **out)
 {
@@ -487,11 +505,18 @@ int cm_rdma_get(struct cm_rdma_listener *l, int timeout_ms,
 	char why[100];
 	int rc;
 
+	if (!l->id)
+		return -ENODEV; /* its device was removed */
 	rc = next_event(l->ech, timeout_ms, &ev);
 	if (rc == -ETIMEDOUT)
 		return -EAGAIN;
 	if (rc)
 		return rc;
+	if (ev->event == RDMA_CM_EVENT_DEVICE_REMOVAL && ev->id == l->id) {
+		rdma_ack_cm_event(ev);
+		device_removed(l);
+		return -ENODEV;
+	}
 	if (ev->event != RDMA_CM_EVENT_CONNECT_REQUEST) {
 		log_debug("listener: ignoring %s", rdma_event_str(ev->event));
 		rdma_ack_cm_event(ev);

@@ -212,7 +212,8 @@ static int sock_error(struct tconn *t, int err, const char *dir)
 	case -EHOSTUNREACH:
 	case -ENETUNREACH:
 	case -EHOSTDOWN:
-		what = "peer unreachable: its host or the link is down";
+		what = "the peer stopped answering: its host is down or the "
+		       "link is cut";
 		rc = -EHOSTUNREACH;
 		break;
 	default:
@@ -221,14 +222,18 @@ static int sock_error(struct tconn *t, int err, const char *dir)
 	}
 	pthread_mutex_lock(&t->lock);
 	if (first_error_locked(t)) {
-		if (what)
-			log_err("TCP %s %s %s failed: %s: %s", dir,
-				*dir == 's' ? "to" : "from", t->base.peer,
-				strerror(-err), what);
-		else
+		if (what) {
+			/* Read by the engine once it polled CLOSED. */
+			snprintf(t->base.err, sizeof(t->base.err),
+				 "TCP %s %s %s failed: %s: %s", dir,
+				 *dir == 's' ? "to" : "from", t->base.peer,
+				 strerror(-err), what);
+			log_err("%s", t->base.err);
+		} else {
 			log_debug("TCP %s %s %s: %s", dir,
 				  *dir == 's' ? "to" : "from", t->base.peer,
 				  strerror(-err));
+		}
 	}
 	fail_locked(t, rc);
 	pthread_mutex_unlock(&t->lock);
@@ -365,9 +370,12 @@ static int rx_violation(struct tconn *t, const char *what, const char *fmt, ...)
 	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
 	pthread_mutex_lock(&t->lock);
-	if (first_error_locked(t))
-		log_err("TCP receive from %s failed: %s: %s", t->base.peer, why,
-			what);
+	if (first_error_locked(t)) {
+		snprintf(t->base.err, sizeof(t->base.err),
+			 "TCP receive from %s failed: %s: %s", t->base.peer,
+			 why, what);
+		log_err("%s", t->base.err);
+	}
 	fail_locked(t, -EPROTO);
 	pthread_mutex_unlock(&t->lock);
 	/* As a QP in error: the peer learns at once, both threads stop. */
@@ -790,9 +798,9 @@ int tconn_create(int fd, const struct cm_geom *g, const char *peer,
 		log_err("cannot create eventfd: %s", strerror(errno));
 		return rc;
 	}
-	t->depth = (unsigned int)g->slots + g->ctrl_credits;
-	c->ntx = g->ctrl_credits + 1u;
-	c->nrx = t->depth;
+	t->depth = cm_sq_depth(g);
+	c->ntx = cm_ntx(g);
+	c->nrx = cm_rq_depth(g);
 	t->cq_cap = c->nrx + t->depth + 1; /* + CLOSED */
 	t->sq = calloc(t->depth, sizeof(*t->sq));
 	t->rq = calloc(c->nrx, sizeof(*t->rq));

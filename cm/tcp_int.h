@@ -36,7 +36,7 @@ struct tconn {
 	bool sync_init;
 	pthread_t tx_thr, rx_thr;
 	bool tx_started, rx_started;
-	unsigned int depth; /* send queue entries: slots + ctrl_credits */
+	unsigned int depth; /* send queue entries: cm_sq_depth() */
 	/* Under lock from here on. */
 	struct twr *sq; /* posted, not yet written; depth entries */
 	unsigned int sq_head, sq_len;

@@ -117,8 +117,17 @@ int cm_listener_get(struct cm_listener *l, int timeout_ms,
 	rc = poll(pfd, (nfds_t)n, timeout_ms);
 	if (rc < 0)
 		return errno == EINTR || errno == ENOMEM ? -EAGAIN : -errno;
-	if (rdma >= 0 && pfd[rdma].revents)
-		return cm_rdma_get(l->rdma, 0, out);
+	if (rdma >= 0 && pfd[rdma].revents) {
+		rc = cm_rdma_get(l->rdma, 0, out);
+		/* Its device is gone (logged): TCP goes on, if served. */
+		if (rc == -ENODEV && l->tcp) {
+			log_warn("serving TCP only from now on");
+			cm_rdma_listener_destroy(l->rdma);
+			l->rdma = NULL;
+			return -EAGAIN;
+		}
+		return rc;
+	}
 	if (tcp >= 0 && pfd[tcp].revents) {
 		struct cm_request *req = calloc(1, sizeof(*req));
 		char peer[sizeof(req->peer)];

@@ -71,6 +71,8 @@ int vconn_teardown(struct vconn *v)
 	struct ibv_wc wc[16];
 	int first = 0, rc;
 
+	/* No more asynchronous events routed here from now on. */
+	vasync_del(v);
 	if (v->established && !v->closed)
 		rdma_disconnect(v->id);
 	/* Drain flushed completions (bounded: the QP is in error now). */
@@ -342,7 +344,11 @@ static int v_post_write(struct cm_conn *c, unsigned int stage, uint32_t len,
 	return -rc;
 }
 
-/* What a failed completion means for the user, and the errno it becomes. */
+/*
+ * What a failed completion means for the user, and the errno it becomes
+ * (the status conventions of cm.h). The first one that is not a flush is
+ * logged, with ibv_wc_status_str(), and kept in c->err.
+ */
 static int wc_error(struct vconn *v, const struct ibv_wc *wc)
 {
 	const char *what;
@@ -355,24 +361,28 @@ static int wc_error(struct vconn *v, const struct ibv_wc *wc)
 			  (unsigned long long)wc->wr_id);
 		return -ECONNRESET;
 	case IBV_WC_RETRY_EXC_ERR:
-		what = "peer unreachable: its host or the link is down";
+	case IBV_WC_RESP_TIMEOUT_ERR:
+		what = "the peer stopped answering (retry exceeded): its host "
+		       "is down or the link is cut";
 		err = -EHOSTUNREACH;
 		break;
 	case IBV_WC_RNR_RETRY_EXC_ERR:
-		what = "peer had no receive posted: credit protocol violated";
+		what = "the peer had no receive posted (RNR retry exceeded): "
+		       "it broke the credit protocol";
 		err = -EPROTO;
 		break;
 	case IBV_WC_REM_ACCESS_ERR:
-		what = "remote access refused: protocol bug or stale rkey";
+		what = "the peer refused the access (remote access error): a "
+		       "protocol bug or a stale rkey";
 		err = -EPROTO;
 		break;
 	case IBV_WC_LOC_LEN_ERR:
-		what = "message longer than the receive buffer";
+		what = "a message was longer than the receive buffer";
 		err = -EPROTO;
 		break;
 	case IBV_WC_REM_INV_REQ_ERR:
 	case IBV_WC_REM_OP_ERR:
-		what = "peer rejected the operation";
+		what = "the peer rejected the operation";
 		err = -EPROTO;
 		break;
 	default:
@@ -382,10 +392,12 @@ static int wc_error(struct vconn *v, const struct ibv_wc *wc)
 	}
 	if (!v->first_err_logged) {
 		v->first_err_logged = true;
-		log_err("RDMA %s to %s failed: %s (status %d): %s",
-			wc->opcode & IBV_WC_RECV ? "receive" : "send",
-			v->base.peer, ibv_wc_status_str(wc->status), wc->status,
-			what);
+		snprintf(v->base.err, sizeof(v->base.err),
+			 "RDMA %s to %s failed: %s (status %d): %s",
+			 wc->opcode & IBV_WC_RECV ? "receive" : "send",
+			 v->base.peer, ibv_wc_status_str(wc->status),
+			 wc->status, what);
+		log_err("%s", v->base.err);
 	}
 	return err;
 }
@@ -400,8 +412,20 @@ static void check_cm(struct vconn *v)
 
 		rdma_ack_cm_event(ev);
 		switch (t) {
+		case RDMA_CM_EVENT_DEVICE_REMOVAL: {
+			char why[sizeof(v->async_why)];
+
+			/* The session ends and tears down: the removal
+			 * waits for its cm_id to be destroyed. */
+			snprintf(why, sizeof(why),
+				 "RDMA device %s was removed: the connection "
+				 "to %s is lost",
+				 v->base.dev, v->base.peer);
+			vasync_set(v, -ENODEV, why);
+			v->closed = true;
+			break;
+		}
 		case RDMA_CM_EVENT_DISCONNECTED:
-		case RDMA_CM_EVENT_DEVICE_REMOVAL:
 		case RDMA_CM_EVENT_TIMEWAIT_EXIT:
 			log_debug("%s: %s", v->base.peer, rdma_event_str(t));
 			v->closed = true;
@@ -432,6 +456,8 @@ static int poll_one_cq(struct vconn *v, struct ibv_cq *cq, struct cm_event *ev,
 
 		memset(e, 0, sizeof(*e));
 		e->id = wc[i].wr_id;
+		if (wc[i].status == IBV_WC_WR_FLUSH_ERR)
+			v->flush_seen = true;
 		if (wc[i].status != IBV_WC_SUCCESS) {
 			e->status = wc_error(v, &wc[i]);
 			e->type = cq == v->rcq ? CM_EV_RECV : CM_EV_SEND_DONE;
@@ -455,25 +481,68 @@ static int poll_one_cq(struct vconn *v, struct ibv_cq *cq, struct cm_event *ev,
 	return n;
 }
 
+/*
+ * A fatal asynchronous event or a removed device, reported once, as a
+ * CLOSED carrying the cause; logged unless a completion's cause was.
+ */
+static int async_report(struct vconn *v, struct cm_event *ev, int max)
+{
+	int err = __atomic_load_n(&v->async_err, __ATOMIC_ACQUIRE);
+
+	if (!err || v->async_told || max <= 0)
+		return 0;
+	v->async_told = true;
+	v->closed_told = true;
+	if (!v->base.err[0]) {
+		snprintf(v->base.err, sizeof(v->base.err), "%s", v->async_why);
+		log_err("%s", v->base.err);
+	} else {
+		log_debug("%s", v->async_why);
+	}
+	memset(ev, 0, sizeof(*ev));
+	ev->type = CM_EV_CLOSED;
+	ev->status = err;
+	return 1;
+}
+
+/*
+ * A fatal asynchronous event first. Then the receive CQ, but never with
+ * the whole budget: a quarter is kept for the send CQ, so that a flood of
+ * receives (data, or a QP in error flushing every posted receive) cannot
+ * starve it; what the send CQ leaves goes to the receive CQ again. With
+ * both empty, the CM channel and the async fd are read every
+ * CM_CHECK_EVERY calls, or at once after a flush (the cause may be there).
+ */
 static int v_poll(struct cm_conn *c, struct cm_event *ev, int max)
 {
 	struct vconn *v = to_v(c);
-	int n, m;
+	int n, m, k;
 
-	n = poll_one_cq(v, v->rcq, ev, max);
+	if (async_report(v, ev, max))
+		return 1;
+	n = poll_one_cq(v, v->rcq, ev, max - max / 4);
 	if (n < 0)
 		return n;
 	m = poll_one_cq(v, v->scq, ev + n, max - n);
 	if (m < 0)
 		return m;
 	n += m;
+	if (n < max && n - m == max - max / 4) {
+		k = poll_one_cq(v, v->rcq, ev + n, max - n);
+		if (k < 0)
+			return k;
+		n += k;
+	}
 	if (n) {
 		v->idle_polls = 0;
 		return n;
 	}
-	if (++v->idle_polls >= CM_CHECK_EVERY) {
+	if (v->flush_seen || ++v->idle_polls >= CM_CHECK_EVERY) {
 		v->idle_polls = 0;
 		check_cm(v);
+		vasync_read(v->id->verbs);
+		if (async_report(v, ev, max))
+			return 1;
 	}
 	if (v->closed && !v->closed_told && max > 0) {
 		v->closed_told = true;
@@ -500,20 +569,24 @@ static int v_arm(struct cm_conn *c)
 static int v_wait(struct cm_conn *c, int extra_fd, int timeout_ms)
 {
 	struct vconn *v = to_v(c);
-	struct pollfd pfd[3] = {
+	/* poll(2) skips an extra_fd of -1. */
+	struct pollfd pfd[4] = {
 		{ .fd = v->cch->fd, .events = POLLIN },
 		{ .fd = v->ech->fd, .events = POLLIN },
+		{ .fd = v->id->verbs->async_fd, .events = POLLIN },
 		{ .fd = extra_fd, .events = POLLIN },
 	};
 	struct ibv_cq *cq;
 	void *ctx;
 	int rc;
 
-	rc = poll(pfd, extra_fd >= 0 ? 3 : 2, timeout_ms);
+	rc = poll(pfd, 4, timeout_ms);
 	if (rc < 0)
 		return errno == EINTR ? 0 : -errno;
 	if (pfd[1].revents)
 		check_cm(v);
+	if (pfd[2].revents)
+		vasync_read(v->id->verbs);
 	if (pfd[0].revents) {
 		while (ibv_get_cq_event(v->cch, &cq, &ctx) == 0) {
 			/* Ack in batches; both CQs are acked at teardown. */
@@ -551,7 +624,8 @@ int vconn_build(struct vconn *v)
 {
 	struct cm_conn *c = &v->base;
 	struct ibv_qp_init_attr qpa = { 0 };
-	unsigned int depth = (unsigned int)c->geom.slots + c->geom.ctrl_credits;
+	unsigned int sdepth = cm_sq_depth(&c->geom);
+	unsigned int rdepth = cm_rq_depth(&c->geom);
 	int rc;
 
 	c->ops = &verbs_ops;
@@ -573,33 +647,39 @@ int vconn_build(struct vconn *v)
 	rc = cm_set_nonblock(v->cch->fd);
 	if (rc)
 		return rc;
-	/* Every send WR may complete (selective signalling only lowers it). */
-	v->scq = ibv_create_cq(v->id->verbs, (int)depth, v, v->cch, 0);
-	v->rcq = v->scq ? ibv_create_cq(v->id->verbs, (int)depth, v, v->cch, 0)
+	/*
+	 * Every send WR may complete (selective signalling only lowers it;
+	 * a QP in error flushes them all), every receive does.
+	 */
+	v->scq = ibv_create_cq(v->id->verbs, (int)sdepth, v, v->cch, 0);
+	v->rcq = v->scq ? ibv_create_cq(v->id->verbs, (int)rdepth, v, v->cch, 0)
 			: NULL;
 	if (!v->scq || !v->rcq) {
 		log_err("cannot create completion queue of %u entries on %s: "
 			"%s",
-			depth, c->dev, strerror(errno));
+			v->scq ? rdepth : sdepth, c->dev, strerror(errno));
 		return -errno;
 	}
 	qpa.send_cq = v->scq;
 	qpa.recv_cq = v->rcq;
 	qpa.qp_type = IBV_QPT_RC;
-	qpa.cap.max_send_wr = depth;
-	qpa.cap.max_recv_wr = depth;
+	qpa.cap.max_send_wr = sdepth;
+	qpa.cap.max_recv_wr = rdepth;
 	qpa.cap.max_send_sge = 1;
 	qpa.cap.max_recv_sge = 1;
 	qpa.sq_sig_all = 0;
 	if (rdma_create_qp(v->id, v->pd, &qpa)) {
 		log_err("cannot create queue pair (%u send, %u receive) on %s: "
 			"%s",
-			depth, depth, c->dev, strerror(errno));
+			sdepth, rdepth, c->dev, strerror(errno));
 		return -errno;
 	}
 	v->qp_created = true;
-	c->ntx = c->geom.ctrl_credits + 1u;
-	c->nrx = depth;
+	rc = vasync_add(v);
+	if (rc)
+		return rc;
+	c->ntx = cm_ntx(&c->geom);
+	c->nrx = rdepth;
 	rc = reg_buf(v, "control send buffers",
 		     (size_t)c->ntx * c->geom.ctrl_size, IBV_ACCESS_LOCAL_WRITE,
 		     &c->tx, &v->tx_mr);

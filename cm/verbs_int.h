@@ -44,6 +44,17 @@ struct vconn {
 	uint32_t remote_rkey;
 	unsigned int unacked_events;
 	unsigned int idle_polls;
+	bool flush_seen; /* a flushed completion: the QP is in error */
+	/*
+	 * A fatal asynchronous event or a removed device (verbs_async.c):
+	 * the status (cm.h conventions; written once, under the async lock,
+	 * after async_why; read by the owner with acquire) and its words.
+	 */
+	int async_err;
+	char async_why[200];
+	bool async_told; /* reported by v_poll */
+	bool async_listed;
+	struct vconn *async_next;
 };
 
 /* Drains CM events left on the channel so rdma_destroy_id cannot block. */
@@ -64,6 +75,19 @@ static inline void drain_cm_events(struct rdma_event_channel *ch)
  * failure the caller runs vconn_teardown() (and owns v).
  */
 int vconn_build(struct vconn *v) __attribute__((warn_unused_result));
+
+/*
+ * cm/verbs_async.c: v's share of its device's asynchronous events.
+ * vasync_add (once its QP exists: returns 0 or -errno, logged) makes the
+ * device's async fd non-blocking and lists v; vasync_del (idempotent)
+ * unlists it before its QP and CQs go. vasync_read reads, acks and routes
+ * every event pending on ctx; never blocks. vasync_set records a cause of
+ * failure on v itself (the first one stays).
+ */
+int vasync_add(struct vconn *v) __attribute__((warn_unused_result));
+void vasync_del(struct vconn *v);
+void vasync_read(struct ibv_context *ctx);
+void vasync_set(struct vconn *v, int status, const char *why);
 
 /*
  * Disconnects (if established) and frees everything v holds, v->id and

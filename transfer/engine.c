@@ -64,20 +64,20 @@ void engine_release(struct engine *e)
 	OPENSSL_cleanse(&e->mac, sizeof(e->mac));
 }
 
-/* Records the first failure; why == NULL: cm/ already logged the cause. */
+/*
+ * Records the first failure and logs why; logged: cm/ already logged it
+ * (why NULL: strerror of err is kept).
+ */
 static int fail_set(struct engine *e, enum xfer_fail klass, int err,
-		    const char *why)
+		    const char *why, bool logged)
 {
 	if (e->fail)
 		return e->err;
 	e->fail = klass;
 	e->err = err ? err : -EIO;
-	if (why) {
-		snprintf(e->why, sizeof(e->why), "%s", why);
+	snprintf(e->why, sizeof(e->why), "%s", why ? why : strerror(-e->err));
+	if (!logged)
 		log_err("%s", e->why);
-	} else {
-		snprintf(e->why, sizeof(e->why), "%s", strerror(-e->err));
-	}
 	return e->err;
 }
 
@@ -92,12 +92,12 @@ int engine_fail(struct engine *e, enum xfer_fail klass, int err,
 	va_start(ap, fmt);
 	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
-	return fail_set(e, klass, err, why);
+	return fail_set(e, klass, err, why, false);
 }
 
 int engine_fail_logged(struct engine *e, enum xfer_fail klass, int err)
 {
-	return fail_set(e, klass, err, NULL);
+	return fail_set(e, klass, err, NULL, true);
 }
 
 enum xfer_fail engine_klass_of(int status, bool remote)
@@ -386,22 +386,46 @@ static int on_recv(struct engine *e, const struct cm_event *ev)
 	return e->role->on_msg(e, &m);
 }
 
+/* A flush (cm.h): the connection had failed already, for some cause. */
+static bool is_flush(const struct cm_event *ev)
+{
+	return ev->status == -ECONNRESET ||
+	       (ev->type == CM_EV_CLOSED && !ev->status);
+}
+
+/* A completion or CLOSED carrying the cause of the connection's failure. */
 static int completion_failed(struct engine *e, const struct cm_event *ev)
 {
-	if (ev->status == -EPROTO)
-		return engine_fail_logged(e, XFER_FAIL_PROTOCOL, ev->status);
-	if (ev->status == -ECONNRESET || ev->type == CM_EV_CLOSED)
-		return engine_fail(e, XFER_FAIL_PEER_LOST, -ECONNRESET,
-				   "%s went away: the connection was closed "
-				   "mid-session",
-				   e->c->peer);
-	return engine_fail_logged(e, XFER_FAIL_PEER_LOST, ev->status);
+	enum xfer_fail k;
+
+	switch (ev->status) {
+	case -EPROTO:
+		k = XFER_FAIL_PROTOCOL;
+		break;
+	case -ENODEV:
+		k = XFER_FAIL_RESOURCE;
+		break;
+	case -EOVERFLOW:
+		k = XFER_FAIL_INTERNAL;
+		break;
+	default:
+		k = XFER_FAIL_PEER_LOST;
+		break;
+	}
+	/* cm/ logged it; its words go to the user's summary as well. */
+	return fail_set(e, k, ev->status, e->c->err[0] ? e->c->err : NULL,
+			true);
 }
 
 static int dispatch(struct engine *e, const struct cm_event *ev)
 {
 	int rc;
 
+	if (is_flush(ev)) {
+		/* The cause may come later in the batch: drain_failed(). */
+		e->flushed = true;
+		return 0;
+	}
 	if (ev->status || ev->type == CM_EV_CLOSED)
 		return completion_failed(e, ev);
 	switch (ev->type) {
@@ -456,10 +480,59 @@ static void idle_wait(struct engine *e, int timeout_ms)
 			e->armed = true;
 		return;
 	}
+	/* Only here, before sleeping, the workq's eventfd is read. */
+	if (!workq_prepare_wait(e->wq))
+		return;
 	rc = e->c->ops->wait(e->c, workq_fd(e->wq), timeout_ms);
 	e->armed = false;
 	if (rc)
 		engine_fail_logged(e, XFER_FAIL_INTERNAL, rc);
+}
+
+/* Dispatches the polled batch up to the event that ends the role. */
+static int dispatch_batch(struct engine *e)
+{
+	int done = 0;
+
+	while (e->evq_len && !e->fail && !e->role->finished(e)) {
+		e->evq_len--;
+		dispatch(e, &e->evq[e->evq_head++]);
+		done++;
+	}
+	return done;
+}
+
+/*
+ * A flush or a plain CLOSED was seen: the connection failed. When it
+ * failed for a cause of its own (retry exceeded, a remote access error,
+ * an RNR, a fatal async event), that status is on one of the CQs too,
+ * maybe behind a batch of flushes on the other: an RC QP in error flushes
+ * every posted receive, and the receive CQ is polled first. Dispatches
+ * what is left, as usual (a peer's ERROR, or the BYE that ends the role,
+ * may still be among it), until a failure is recorded, the role ends or
+ * both CQs are empty; bounded, as every work request completes once.
+ * With no cause found, the peer closed the connection.
+ */
+static void drain_failed(struct engine *e)
+{
+	unsigned int bound =
+		cm_rq_depth(&e->c->geom) + cm_sq_depth(&e->c->geom) + 2;
+
+	for (unsigned int k = 0; k < bound && !e->fail && !e->role->finished(e);
+	     k++) {
+		int n = e->c->ops->poll(e->c, e->evq, POLL_BATCH);
+
+		if (n <= 0)
+			break;
+		e->evq_head = 0;
+		e->evq_len = (unsigned int)n;
+		dispatch_batch(e);
+	}
+	if (!e->fail && !e->role->finished(e))
+		engine_fail(e, XFER_FAIL_PEER_LOST, -ECONNRESET,
+			    "%s went away: the connection was closed "
+			    "mid-session",
+			    e->c->peer);
 }
 
 static int run(struct engine *e, uint64_t deadline_ms)
@@ -478,11 +551,9 @@ static int run(struct engine *e, uint64_t deadline_ms)
 			e->evq_len = (unsigned int)n;
 		}
 		/* Stop at the event that finishes the role; keep the rest. */
-		while (e->evq_len && !e->fail && !e->role->finished(e)) {
-			e->evq_len--;
-			dispatch(e, &e->evq[e->evq_head++]);
-			progress++;
-		}
+		progress += dispatch_batch(e);
+		if (e->flushed && !e->fail && !e->role->finished(e))
+			drain_failed(e);
 		progress += workq_run_done(e->wq);
 		if (e->fail)
 			break;

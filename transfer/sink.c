@@ -4,17 +4,11 @@
  * to a temporary file beside the target, and gives the target its final
  * name only after the whole file has been verified (sink_final.c).
  *
- * The engine thread checks each arriving immediate and slot header (cheap,
- * and every field is untrusted) and hands the slot to a worker, which
- * opens sealed chunks, inflates compressed ones, checks the chunk CRC32,
- * computes the chunk SHA-256 when asked, and pwrites the payload. When the
- * worker is done the slot is drained; slots are released to the source in
- * order (credit.h). When FILE_END has come and every chunk of the file is
- * written, the file is finalized.
- *
- * Directories and symlinks are made as they are announced; directories get
- * their final mode and times at the end, deepest first, so they stay
- * writable while they fill. Placement itself is place.c's.
+ * Each FILE is checked and mapped beneath DEST, then a regular file gets
+ * its temporary; its chunks (sink_chunk.c) are written by workers, and
+ * when FILE_END has come and every chunk of the file is written, the file
+ * is finalized. Directories (sink_dir.c) and symlinks are made as they are
+ * announced. Placement itself is place.c's.
  *
  * Asked first (--resume, --no-clobber, --update), the sink answers a FILE
  * with HAVE (sink_resume.c). Temporaries of failed files are removed,
@@ -43,8 +37,6 @@
 #include "util/log.h"
 #include "util/path.h"
 #include "util/units.h"
-
-static void chunk_done(struct workq_item *item);
 
 bool sink_resuming(const struct sink *k)
 {
@@ -75,6 +67,7 @@ static void file_free(struct sink *k, struct snk_file *f)
 	free(f->sums);
 	free(f->bits);
 	ck_sha256_destroy(f->tree);
+	sink_dir_release(k, f->dir); /* after the temporary is gone */
 	free(f);
 }
 
@@ -249,6 +242,8 @@ static int map_path(struct sink *k, struct snk_file *f, const char *path)
 	why = sink_want_check(k, f->id, f->kind, path);
 	if (why)
 		return sink_want_refuse(k, path, why);
+	if (sink_dir_enter(k, path))
+		return sink_want_refuse(k, path, SINK_DIR_NOT_NOW);
 	f->dirfd = sink_open_parent(k, &f->n);
 	if (f->dirfd < 0) {
 		rc = f->dirfd;
@@ -262,50 +257,8 @@ static int map_path(struct sink *k, struct snk_file *f, const char *path)
 	return 0;
 }
 
-/* ---- FILE: directories and symlinks ---- */
+/* ---- FILE: symlinks ---- */
 
-static int remember_dir(struct sink *k, struct snk_file *f, bool created)
-{
-	struct snk_dir *d;
-
-	if (k->ndirs == k->dirs_cap) {
-		size_t cap = k->dirs_cap ? 2 * k->dirs_cap : 32;
-		struct snk_dir *n = realloc(k->dirs, cap * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		k->dirs = n;
-		k->dirs_cap = cap;
-	}
-	d = &k->dirs[k->ndirs];
-	d->rel = strdup(f->n.rel);
-	if (!d->rel)
-		return -ENOMEM;
-	d->mode = f->mode;
-	d->created = created;
-	d->times[0] = f->times[0];
-	d->times[1] = f->times[1];
-	k->ndirs++;
-	return 0;
-}
-
-static int make_dir(struct sink *k, struct snk_file *f)
-{
-	bool created;
-	int rc = place_mkdir(f->dirfd, f->n.name, &created);
-
-	if (rc == -EEXIST)
-		file_fail(f, rc,
-			  "cannot create directory '%s': something else "
-			  "has that name",
-			  f->n.shown);
-	else if (rc)
-		file_fail(f, rc, "cannot create directory '%s': %s", f->n.shown,
-			  strerror(-rc));
-	return rc ? 0 : remember_dir(k, f, created);
-}
-
-/* Whether an existing name stays as it is (--no-clobber, --update). */
 static bool keep_existing(struct sink *k, struct snk_file *f)
 {
 	uint32_t flags = k->p->flags;
@@ -480,6 +433,9 @@ static int on_file(struct sink *k, const struct wire_file *wf)
 	rc = map_path(k, f, wf->path);
 	if (rc)
 		return rc;
+	/* Its directory stays unfinished until it is placed or dropped. */
+	if (f->kind == WIRE_KIND_FILE)
+		f->dir = sink_dir_hold(k);
 	client_report(k, f, false, NULL, 0);
 	/* What is here is told at most once a name (-n, -u, --resume). */
 	rc = f->kind != WIRE_KIND_DIR && (k->p->flags & WIRE_HELLO_ASK)
@@ -497,7 +453,7 @@ static int on_file(struct sink *k, const struct wire_file *wf)
 		return sink_dry_answer(k, f);
 	switch (f->kind) {
 	case WIRE_KIND_DIR:
-		if (!f->err && make_dir(k, f))
+		if (sink_make_dir(k, f, wf->path))
 			return engine_fail(k->e, XFER_FAIL_RESOURCE, -ENOMEM,
 					   "out of memory");
 		return sink_send_result(k, f, NULL, 0);
@@ -510,133 +466,6 @@ static int on_file(struct sink *k, const struct wire_file *wf)
 	default:
 		return open_file(k, f, wf);
 	}
-}
-
-/* ---- chunks ---- */
-
-/* Worker: the payload as the source read it (opened, inflated). */
-int sink_open_payload(struct sink *k, struct snk_job *j, const uint8_t **raw)
-{
-	return payload_open(&j->pl, &j->h, j->index,
-			    cm_slot(k->e->c, j->slot) + WIRE_SLOT_HDR, raw);
-}
-
-static void write_chunk(struct workq_item *item)
-{
-	struct snk_job *j = (struct snk_job *)item;
-	struct sink *k = j->k;
-	const uint8_t *raw;
-	uint32_t crc = 0;
-
-	j->status = sink_open_payload(k, j, &raw);
-	if (j->status)
-		return;
-	if (k->p->csum != XFER_CSUM_NONE || sink_resuming(k)) {
-		crc = ck_crc32(0, raw, j->h.raw_len);
-		if (!(j->h.flags & WIRE_SLOT_ENCRYPTED) && crc != j->h.crc) {
-			j->status = -EBADMSG;
-			return;
-		}
-	}
-	j->crc = crc;
-	/* With --resume the file is read back whole at the end instead. */
-	if (k->p->csum == XFER_CSUM_SHA256 && !sink_resuming(k)) {
-		j->status = ck_sha256(raw, j->h.raw_len, j->sha);
-		if (j->status)
-			return;
-	}
-	j->status = io_pwrite_full(j->f->fd, raw, j->h.raw_len, j->h.offset);
-}
-
-bool sink_flags_ok(const struct sink *k, uint16_t flags)
-{
-	uint16_t allowed = WIRE_SLOT_ENCRYPTED;
-
-	if (k->p->flags & WIRE_HELLO_COMPRESS)
-		allowed |= WIRE_SLOT_COMPRESSED;
-	if (flags & ~allowed)
-		return false;
-	/* Sealed chunks only when agreed, and then nothing in the clear. */
-	return !(flags & WIRE_SLOT_ENCRYPTED) == !k->p->data_key;
-}
-
-void sink_progress(struct sink *k, const char *shown, uint32_t len)
-{
-	k->bytes_in += len;
-	if (!k->p->server)
-		report_progress(k->e->o, &k->next_progress_ms, k->bytes_in, 0,
-				shown);
-}
-
-static int snk_on_data(struct engine *e, const struct cm_event *ev)
-{
-	struct sink *k = e->role_data;
-	struct wire_slot_hdr h;
-	struct snk_file *f;
-	struct snk_job *j;
-	uint64_t seq, idx, want;
-	int slot, rc;
-
-	slot = credit_rx_arrive(&k->rx, ev->imm, &seq);
-	if (slot < 0)
-		return engine_fail(e, XFER_FAIL_PROTOCOL, -EPROTO,
-				   "%s wrote out of turn (immediate 0x%08x): "
-				   "credit protocol violated",
-				   e->c->peer, ev->imm);
-	rc = wire_slot_decode(cm_slot(e->c, (unsigned int)slot), &h);
-	if (rc == 0 && h.seq == seq && (h.flags & WIRE_SLOT_PACKED))
-		return sink_pack_arrived(k, &h, (unsigned int)slot, ev);
-	f = rc ? NULL : sink_live_find(k, h.file_id);
-	if (rc == 0 &&
-	    (h.seq != seq || !f || ev->len < WIRE_SLOT_HDR ||
-	     h.len != ev->len - WIRE_SLOT_HDR || !sink_flags_ok(k, h.flags) ||
-	     (!(h.flags & WIRE_SLOT_COMPRESSED) && h.raw_len != h.len)))
-		rc = -EPROTO;
-	if (rc)
-		return engine_fail(e, XFER_FAIL_PROTOCOL, rc,
-				   "%s wrote a bad slot header (seq %llu)",
-				   e->c->peer, (unsigned long long)seq);
-	idx = h.offset / k->chunk;
-	want = idx < f->nslots ? f->size - h.offset : 0;
-	if (want > k->chunk)
-		want = k->chunk;
-	if (f->kind != WIRE_KIND_FILE || f->ended || h.offset % k->chunk ||
-	    idx >= f->nslots || h.raw_len != want || idx < f->next_idx ||
-	    f->finalizing || (f->cmp && idx >= f->match_next))
-		return engine_fail(e, XFER_FAIL_PROTOCOL, -EPROTO,
-				   "%s sent a chunk outside '%s' (offset %llu, "
-				   "%u bytes)",
-				   e->c->peer, f->n.shown,
-				   (unsigned long long)h.offset, h.raw_len);
-	f->next_idx = idx + 1;
-	f->received++;
-	f->sent += h.len; /* what crossed the link, compressed or not */
-	sink_progress(k, f->n.shown, h.raw_len);
-	if (f->err || f->fd < 0) {
-		/* Drain without writing; the result is already known. */
-		if (credit_rx_drain(&k->rx, (unsigned int)slot))
-			return engine_fail(e, XFER_FAIL_INTERNAL, -EPROTO,
-					   "slot accounting");
-		return 0;
-	}
-	j = &k->jobs[slot];
-	/* The slot's last use may have been a pack. */
-	j->item.fn = write_chunk;
-	j->item.after = chunk_done;
-	j->h = h;
-	j->f = f;
-	j->index = idx;
-	j->status = 0;
-	j->done = false;
-	j->next = -1;
-	if (f->tail >= 0)
-		k->jobs[f->tail].next = slot;
-	else
-		f->head = slot;
-	f->tail = slot;
-	f->inflight++;
-	workq_push(e->wq, &j->item);
-	return 0;
 }
 
 /* ---- FILE_END ---- */
@@ -739,37 +568,6 @@ int sink_send_result(struct sink *k, struct snk_file *f, const uint8_t *digest,
 	return rc;
 }
 
-/*
- * Directories get their mode and times last, the deepest first. Those
- * made in this session get them; an existing one keeps its own unless a
- * receiver was asked for -p (a push: its client may shape anything
- * beneath DEST, as cp -rp does). A pull never changes a directory it did
- * not make: the user's ~/.ssh keeps its mode whatever the server says.
- */
-static void finish_dirs(struct sink *k)
-{
-	while (k->ndirs) {
-		struct snk_dir *d = &k->dirs[--k->ndirs];
-		bool preserve = k->p->flags & WIRE_HELLO_PRESERVE;
-		int fd;
-
-		if (d->created || (preserve && !k->want_check)) {
-			fd = path_open_beneath(k->t->dirfd, d->rel,
-					       O_RDONLY | O_DIRECTORY, 0);
-			if (fd < 0 ||
-			    fchmod(fd, sink_final_mode(k, d->mode)) < 0 ||
-			    (preserve && futimens(fd, d->times) < 0))
-				log_warn("cannot set mode/times of directory "
-					 "'%s': %s",
-					 d->rel,
-					 strerror(fd < 0 ? -fd : errno));
-			if (fd >= 0)
-				close(fd);
-		}
-		free(d->rel);
-	}
-}
-
 /* ---- engine role ---- */
 
 static int snk_on_msg(struct engine *e, const struct wire_msg *m)
@@ -803,63 +601,13 @@ static int snk_on_msg(struct engine *e, const struct wire_msg *m)
 			   wire_type_name(m->type));
 }
 
-/* A chunk's digests into its file's, in offset order. */
-static void fold(struct sink *k, struct snk_file *f, const struct snk_job *j)
-{
-	if (f->err || f->cmp)
-		return; /* failed, or --resume: read back at the end */
-	f->crc = ck_crc32_combine(f->crc, j->crc, j->h.raw_len);
-	if (f->tree && ck_sha256_update(f->tree, j->sha, CK_SHA256_LEN))
-		file_fail(f, -EIO, "SHA-256 failed");
-}
-
-/*
- * The engine thread: a worker wrote (or refused) a chunk. Its digests
- * wait in its slot until every earlier chunk of the file is folded in;
- * the slot is released then (slots are released in order anyway).
- */
-static void chunk_done(struct workq_item *item)
-{
-	struct snk_job *j = (struct snk_job *)item;
-	struct sink *k = j->k;
-	struct snk_file *f = j->f;
-
-	if (j->status == -EBADMSG)
-		file_fail(f, -EBADMSG,
-			  "'%s': chunk at offset %llu failed its %s check "
-			  "(corrupted in transit); not placed",
-			  f->n.shown, (unsigned long long)j->h.offset,
-			  j->h.flags & WIRE_SLOT_ENCRYPTED ? "AES-GCM"
-							   : "CRC32");
-	else if (j->status)
-		file_fail(f, j->status, "cannot write '%s': %s", f->n.shown,
-			  strerror(-j->status));
-	j->done = true;
-	while (f->head >= 0 && k->jobs[f->head].done) {
-		struct snk_job *h = &k->jobs[f->head];
-
-		fold(k, f, h);
-		f->head = h->next;
-		h->done = false;
-		f->inflight--;
-		if (credit_rx_drain(&k->rx, h->slot)) {
-			engine_fail(k->e, XFER_FAIL_INTERNAL, -EPROTO,
-				    "slot accounting");
-			return;
-		}
-	}
-	if (f->head < 0)
-		f->tail = -1;
-	sink_maybe_finalize(k, f);
-}
-
 static int snk_pump(struct engine *e)
 {
 	struct sink *k = e->role_data;
 	struct wire_msg m = { .type = WIRE_CREDIT };
 
 	if (k->done && !k->active && !k->bye_sent) {
-		finish_dirs(k);
+		sink_finish_dirs(k);
 		m.type = WIRE_BYE;
 		m.u.bye.files_ok = k->st->files_ok;
 		m.u.bye.files_failed = k->st->files_failed;
@@ -898,35 +646,12 @@ static int snk_on_write_done(struct engine *e, uint64_t wr_id)
 
 static const struct engine_role sink_role = {
 	.on_msg = snk_on_msg,
-	.on_data = snk_on_data,
+	.on_data = sink_on_data,
 	.on_write_done = snk_on_write_done,
 	.pump = snk_pump,
 	.finished = snk_finished,
 	.slot_ack = snk_slot_ack,
 };
-
-static int jobs_init(struct sink *k, unsigned int n)
-{
-	int rc;
-
-	k->jobs = calloc(n, sizeof(*k->jobs));
-	if (!k->jobs)
-		return -ENOMEM;
-	for (unsigned int i = 0; i < n; i++) {
-		struct snk_job *j = &k->jobs[i];
-
-		j->item.fn = write_chunk;
-		j->item.after = chunk_done;
-		j->k = k;
-		j->slot = i;
-		rc = payload_init(&j->pl, k->chunk,
-				  k->p->flags & WIRE_HELLO_COMPRESS,
-				  k->p->data_key);
-		if (rc)
-			return rc;
-	}
-	return 0;
-}
 
 int sink_run(struct engine *e, const struct sink_target *t,
 	     struct xfer_stats *st)
@@ -943,7 +668,7 @@ int sink_run(struct engine *e, const struct sink_target *t,
 	if (!rc)
 		rc = credit_rx_init(&k.rx, e->c->geom.slots);
 	if (!rc)
-		rc = jobs_init(&k, e->c->geom.slots);
+		rc = sink_jobs_init(&k, e->c->geom.slots);
 	if (!rc)
 		rc = sink_want_init(&k);
 	if (rc) {
@@ -959,6 +684,8 @@ out:
 	(void)workq_take_done(e->wq);
 	workq_destroy(e->wq);
 	e->wq = NULL;
+	/* Nothing more is finished: the session did not end well. */
+	sink_dirs_drop(&k);
 	while (k.nlive) /* removes unfinished temporaries */
 		file_free(&k, k.live[--k.nlive]);
 	for (unsigned int i = 0; k.jobs && i < e->c->geom.slots; i++) {
@@ -966,9 +693,6 @@ out:
 		payload_release(&k.jobs[i].pl);
 	}
 	free(k.jobs);
-	while (k.ndirs)
-		free(k.dirs[--k.ndirs].rel);
-	free(k.dirs);
 	free(k.asked);
 	sink_want_free(&k);
 	credit_rx_release(&k.rx);

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * Private to the sink's files: sink.c (the protocol role: FILE, chunks,
- * FILE_END, results), sink_final.c (verify and place a whole file),
- * sink_resume.c (what this side already has: the resume scan and HAVE)
- * and sink_pack.c (packed slots of small files).
+ * Private to the sink's files: sink.c (the protocol role: FILE, FILE_END,
+ * results), sink_chunk.c (chunks: checked, written, folded, released),
+ * sink_dir.c (the directories it creates and finishes), sink_final.c
+ * (verify and place a whole file), sink_resume.c (what this side already
+ * has: the resume scan and HAVE), sink_pack.c (packed slots of small
+ * files) and sink_want.c (what a pull asked for).
  * Everything here runs in the engine thread unless it says "worker".
  */
 #ifndef RDCP_SINK_INT_H
@@ -28,6 +30,7 @@ struct snk_names {
 };
 
 struct sink;
+struct snk_dir;
 struct snk_file;
 struct snk_want;
 
@@ -46,7 +49,9 @@ struct snk_file {
 	uint32_t id;
 	uint8_t kind;
 	int fd;
-	int dirfd;	 /* the parent: owned unless it is the target's */
+	int dirfd; /* the parent: owned unless it is the target's */
+	/* A regular file's directory, kept unfinished while it flies. */
+	struct snk_dir *dir;
 	int cand;	 /* resume: what an earlier attempt left (or -1) */
 	bool cand_final; /* ... and that is the file under its final name */
 	/*
@@ -120,17 +125,14 @@ struct snk_job {
 	uint8_t sha[CK_SHA256_LEN];
 	bool done; /* the worker is through with it */
 	int next;  /* the slot of the file's next chunk, or -1 */
+	/* A pack: the directory the walk was in, kept unfinished meanwhile. */
+	struct snk_dir *dir;
 	/* a pack with a name the pull did not ask for: it, and why */
 	char *refused;
 	const char *refused_why;
 };
 
-struct snk_dir {
-	char *rel;
-	uint32_t mode;
-	bool created;
-	struct timespec times[2];
-};
+struct snk_dir; /* a directory made and not yet finished (sink_dir.c) */
 
 struct sink {
 	struct engine *e;
@@ -146,8 +148,10 @@ struct sink {
 	unsigned int nlive;
 	unsigned int active;	     /* announced, result not yet sent */
 	char top[PATH_NAME_MAX + 1]; /* first component, DEST not a dir */
-	struct snk_dir *dirs;
-	size_t ndirs, dirs_cap;
+	/* Directories: the deepest the walk is in, and how many are kept. */
+	struct snk_dir *cwd;
+	size_t ndirs;
+	bool dirs_dropped; /* torn down: kept ones go unfinished */
 	/* Names already answered when asked first: each at most once. */
 	uint64_t *asked;
 	size_t nasked, asked_cap;
@@ -204,7 +208,6 @@ int sink_map_names(struct sink *k, uint32_t id, const char *path,
 /* The directory n goes into: the target's own dirfd or a new fd. */
 int sink_open_parent(const struct sink *k, struct snk_names *n);
 
-
 /* Hands f to a worker for fn; after runs in the engine thread. */
 void sink_start_work(struct sink *k, struct snk_file *f,
 		     void (*fn)(struct workq_item *),
@@ -236,6 +239,56 @@ void sink_check_space(struct snk_file *f, uint64_t need);
 struct snk_file *sink_live_find(const struct sink *k, uint32_t id);
 /* Finalizes f if it is ended and nothing of it is in flight. */
 void sink_maybe_finalize(struct sink *k, struct snk_file *f);
+
+/* ---- sink_chunk.c ---- */
+
+/* The slots' jobs, n of them. 0 or -errno (the caller frees k->jobs). */
+int sink_jobs_init(struct sink *k, unsigned int n);
+/*
+ * The engine role's on_data: a slot was written. 0 or the engine's error
+ * (a protocol violation).
+ */
+int sink_on_data(struct engine *e, const struct cm_event *ev);
+
+/* ---- sink_dir.c ---- */
+
+/* Why an entry out of the walk's order is refused (sink_want_refuse). */
+#define SINK_DIR_NOT_NOW                                                       \
+	"beneath a directory it is not sending now (left already, or never "   \
+	"announced)"
+
+/*
+ * Entry path (checked beneath DEST) comes next: closes the directories
+ * the walk has left, finishing those with nothing in flight. 0 when its
+ * parent is the deepest directory still open (or it is a top entry), else
+ * -EPROTO: beneath a directory already left, or never announced.
+ */
+int sink_dir_enter(struct sink *k, const char *path);
+/*
+ * Directory f (sent as path, entered) is made (f->err on failure) and is
+ * now the deepest open one, failed or not. 0, or -ENOMEM.
+ */
+int sink_make_dir(struct sink *k, struct snk_file *f, const char *path);
+/*
+ * An entry in flight in the deepest open directory keeps it (and its
+ * parents) unfinished: the directory, NULL for DEST itself, to release.
+ */
+struct snk_dir *sink_dir_hold(struct sink *k);
+/* What held d is done; finishes what nothing keeps any more. d may be NULL. */
+void sink_dir_release(struct sink *k, struct snk_dir *d);
+/*
+ * Worker or engine thread: whether path's parent is d or one of its
+ * parents (or path is a top entry), d held by the caller.
+ */
+bool sink_dir_holds(const struct snk_dir *d, const char *path);
+/* DONE and every result sent: closes and finishes every directory. */
+void sink_finish_dirs(struct sink *k);
+/*
+ * A session torn down: directories are freed unfinished as their entries
+ * are freed. Call before freeing files and packs.
+ */
+void sink_dirs_drop(struct sink *k);
+
 /* ---- sink_final.c ---- */
 
 /*

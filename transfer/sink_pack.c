@@ -36,6 +36,8 @@ void sink_pack_free(struct snk_job *j)
 	free(j->refused);
 	j->refused = NULL;
 	j->refused_why = NULL;
+	sink_dir_release(j->k, j->dir);
+	j->dir = NULL;
 }
 
 /* The engine thread: a packed slot came; reserve its ids, unpack it. */
@@ -69,6 +71,8 @@ int sink_pack_arrived(struct sink *k, const struct wire_slot_hdr *h,
 	j->t0 = clock_now_s();
 	j->item.fn = unpack;
 	j->item.after = unpacked;
+	/* Its files lie where the walk is: nothing there is finished first. */
+	j->dir = sink_dir_hold(k);
 	sink_progress(k, k->t->shown, h->raw_len);
 	workq_push(k->e->wq, &j->item);
 	return 0;
@@ -267,10 +271,12 @@ static void place_packed(struct sink *k, const struct wire_pack_rec *r,
 }
 
 /*
- * Worker, a pull: whether every record of a well-formed pack is a name
- * asked for. 0, or -EACCES with the first that is not in j->refused.
+ * Worker: whether every record of a well-formed pack lies where the walk
+ * was when the pack came (in a directory still open then, so none that is
+ * finished: sink_dir.c) and, on a pull, is a name asked for. 0, or -EACCES
+ * with the first that is not in j->refused.
  */
-static int check_wanted(struct sink *k, struct snk_job *j, const uint8_t *raw)
+static int check_entries(struct sink *k, struct snk_job *j, const uint8_t *raw)
 {
 	struct wire_pack_rec r;
 	char path[PATH_PEER_MAX + 1];
@@ -283,6 +289,8 @@ static int check_wanted(struct sink *k, struct snk_job *j, const uint8_t *raw)
 		path[r.path_len] = '\0';
 		j->refused_why =
 			sink_want_check(k, r.file_id, WIRE_KIND_FILE, path);
+		if (!j->refused_why && !sink_dir_holds(j->dir, path))
+			j->refused_why = SINK_DIR_NOT_NOW;
 		if (j->refused_why) {
 			j->refused = strdup(path);
 			return -EACCES;
@@ -294,10 +302,11 @@ static int check_wanted(struct sink *k, struct snk_job *j, const uint8_t *raw)
 /*
  * Worker: a pack's records are all checked (the slot CRC over their
  * headers, digests and paths unless the slot is sealed; ids in order,
- * names beneath DEST, lengths; on a pull, names asked for) before any
+ * names beneath DEST, lengths; where the walk was; on a pull, names
+ * asked for) before any
  * file is placed, so a damaged or malformed slot places nothing. Each
  * file's data is checked against its own digest as it is placed. Returns
- * 0, -EBADMSG, -EPROTO or -EACCES (check_wanted).
+ * 0, -EBADMSG, -EPROTO or -EACCES (check_entries).
  */
 static int check_pack(struct sink *k, struct snk_job *j, const uint8_t *raw)
 {
@@ -327,8 +336,8 @@ static int check_pack(struct sink *k, struct snk_job *j, const uint8_t *raw)
 	    (rc || pos == j->h.raw_len))
 		rc = -EBADMSG;
 	/* Only an intact slot says what the peer meant to send. */
-	if (!rc && k->want_check)
-		rc = check_wanted(k, j, raw);
+	if (!rc)
+		rc = check_entries(k, j, raw);
 	return rc;
 }
 

@@ -1,5 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
-/* The worker pool of workq.h: one mutex, two lists, an eventfd. */
+/*
+ * The worker pool of workq.h: one mutex, two lists, an eventfd. The owner
+ * takes finished items without a system call (an uncontended mutex is a
+ * user-space atomic); the eventfd is read only in workq_prepare_wait(),
+ * before the owner sleeps, so a busy-polling owner makes none.
+ */
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -138,19 +143,33 @@ void workq_push(struct workq *q, struct workq_item *item)
 struct workq_item *workq_take_done(struct workq *q)
 {
 	struct workq_item *list;
-	uint64_t cnt;
 
 	pthread_mutex_lock(&q->lock);
 	list = q->done_head;
 	q->done_head = q->done_tail = NULL;
 	for (struct workq_item *it = list; it; it = it->next)
 		q->pending--;
-	/* Reset the eventfd while holding the lock: no lost wake-up. */
-	if (read(q->efd, &cnt, sizeof(cnt)) < 0) {
-		/* EAGAIN: nothing was signalled since the last take. */
-	}
 	pthread_mutex_unlock(&q->lock);
 	return list;
+}
+
+bool workq_prepare_wait(struct workq *q)
+{
+	bool done;
+	uint64_t cnt;
+
+	pthread_mutex_lock(&q->lock);
+	done = q->done_head != NULL;
+	/*
+	 * Reset the eventfd only with the list empty and the lock held: a
+	 * worker that finishes after this finds the list empty and signals
+	 * again, so no wake-up is lost.
+	 */
+	if (!done && read(q->efd, &cnt, sizeof(cnt)) < 0) {
+		/* EAGAIN: nothing was signalled since the last reset. */
+	}
+	pthread_mutex_unlock(&q->lock);
+	return !done;
 }
 
 unsigned int workq_run_done(struct workq *q)

@@ -15,6 +15,8 @@
 #ifndef RDCP_WORKQ_H
 #define RDCP_WORKQ_H
 
+#include <stdbool.h>
+
 struct workq_item {
 	struct workq_item *next;
 	void (*fn)(struct workq_item *item);	/* in a worker */
@@ -29,15 +31,28 @@ int workq_create(unsigned int n, struct workq **out)
 /* Runs whatever is still queued, joins the threads and frees the pool. */
 void workq_destroy(struct workq *q);
 void workq_push(struct workq *q, struct workq_item *item);
-/* Takes every finished item, oldest first; NULL if none. Non-blocking. */
+/*
+ * Takes every finished item, oldest first; NULL if none. Non-blocking, no
+ * system call.
+ */
 struct workq_item *workq_take_done(struct workq *q);
 /*
  * Takes every finished item and calls its after, oldest first, in the
  * calling (owner's) thread. Returns how many ran. Non-blocking.
  */
 unsigned int workq_run_done(struct workq *q);
-/* Readable while finished items wait; for poll(2). */
+/*
+ * For poll(2): readable once an item finished after the last
+ * workq_prepare_wait() that returned true (and possibly spuriously).
+ */
 int workq_fd(const struct workq *q);
+/*
+ * Call before sleeping on workq_fd(): returns false when finished items
+ * wait already (take them, do not sleep); true when none do, after
+ * resetting the fd so that it becomes readable when the next one
+ * finishes. The only call here that makes a system call.
+ */
+bool workq_prepare_wait(struct workq *q);
 /*
  * Blocks until no item is queued or running (a session that failed waits
  * here before it frees what the items point to), then the caller takes

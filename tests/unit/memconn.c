@@ -62,7 +62,10 @@ struct mc_side {
 	int idx; /* 0: a, 1: b */
 	int evfd;
 	bool alive, armed, closed_told;
-	unsigned int depth; /* slots + ctrl_credits */
+	bool qp_err;	   /* a fault put this QP in error */
+	int async_pending; /* the async fault's status, not yet polled */
+	unsigned int rdepth; /* receive queue and CQ: cm_rq_depth() */
+	unsigned int sdepth; /* send queue and CQ: cm_sq_depth() */
 	/* posted receives, oldest first */
 	unsigned int *rq;
 	unsigned int rq_head, rq_len;
@@ -82,6 +85,7 @@ struct mc_pair {
 	unsigned int rng;
 	unsigned int refs;
 	uint64_t credits_seen; /* CREDIT messages from b */
+	uint64_t writes_tried; /* data writes from a that reached delivery */
 	bool vanished;
 };
 
@@ -111,7 +115,7 @@ static void cq_push(struct mc_side *s, struct mc_cq *cq,
 {
 	struct mc_pair *p = s->p;
 
-	if (cq->len >= s->depth)
+	if (cq->len >= (cq == &s->rcq ? s->rdepth : s->sdepth))
 		p->st.cq_overrun++;
 	if (cq->len == cq->cap) {
 		/* Beyond the depth: counted above; keep it anyway. */
@@ -156,10 +160,59 @@ static int take_rx(struct mc_side *r)
 	if (!r->rq_len)
 		return -1;
 	i = r->rq[r->rq_head];
-	r->rq_head = (r->rq_head + 1) % r->depth;
+	r->rq_head = (r->rq_head + 1) % r->rdepth;
 	r->rq_len--;
 	r->rx_posted[i] = 0;
 	return (int)i;
+}
+
+static void flush_completion(struct mc_side *s, enum cm_ev_type type,
+			     uint64_t id, uint64_t wr_seq)
+{
+	struct cm_event ev = { .type = type, .status = -ECONNRESET, .id = id };
+
+	s->p->st.flushed++;
+	cq_push(s, type == CM_EV_RECV ? &s->rcq : &s->scq, &ev, wr_seq);
+}
+
+static void qp_error(struct mc_side *s);
+
+/*
+ * The fatal_write fault: op fails at s with the fault's status and s's QP
+ * goes to the error state, in the order of a real RC QP: the failed WR's
+ * completion, then a flush of every later WR and of every posted receive.
+ */
+static void qp_fail(struct mc_side *s, const struct mc_op *op)
+{
+	struct mc_pair *p = s->p;
+	struct cm_event ev = {
+		.type = CM_EV_SEND_DONE,
+		.status = p->f.fatal_status ? p->f.fatal_status : -EIO,
+		.id = op->wr_id,
+	};
+
+	cq_push(s, &s->scq, &ev, op->wr_seq);
+	snprintf(s->base.err, sizeof(s->base.err), "%s",
+		 p->f.fatal_why ? p->f.fatal_why : "memconn: fatal completion");
+	qp_error(s);
+}
+
+/* s's QP goes to error: every WR still queued, every receive, flushed. */
+static void qp_error(struct mc_side *s)
+{
+	int rx;
+
+	s->qp_err = true;
+	while (s->out_head) {
+		struct mc_op *o = s->out_head;
+
+		s->out_head = o->next;
+		flush_completion(s, CM_EV_SEND_DONE, o->wr_id, o->wr_seq);
+		free(o);
+	}
+	s->out_tail = NULL;
+	while ((rx = take_rx(s)) >= 0)
+		flush_completion(s, CM_EV_RECV, (uint64_t)rx, 0);
 }
 
 /* The responder's side of one operation from s to its peer. */
@@ -172,8 +225,13 @@ static void deliver(struct mc_side *s, struct mc_op *op)
 
 	if (!r->alive || !s->alive)
 		return;
-	if (p->vanished) {
-		p->st.vanished++;
+	if (p->vanished || r->qp_err) {
+		p->st.vanished++; /* a QP in error answers nothing */
+		return;
+	}
+	if (op->kind == OP_WRITE && s->idx == 0 && p->f.fatal_write &&
+	    ++p->writes_tried == p->f.fatal_write) {
+		qp_fail(s, op);
 		return;
 	}
 	if (op->kind == OP_SEND && s->idx == 1 &&
@@ -225,6 +283,11 @@ static void deliver(struct mc_side *s, struct mc_op *op)
 	}
 	cq_push(r, &r->rcq, &ev, 0);
 	send_done(s, op, 0);
+	if (op->kind == OP_WRITE && p->f.async_after_writes &&
+	    p->st.writes == p->f.async_after_writes) {
+		s->async_pending = p->f.async_status ? p->f.async_status : -EIO;
+		qp_error(s);
+	}
 	if (op->kind == OP_WRITE && p->f.vanish_after_writes &&
 	    p->st.writes >= p->f.vanish_after_writes)
 		p->vanished = true;
@@ -268,7 +331,7 @@ static int enqueue(struct mc_side *s, struct mc_op *proto)
 	struct mc_op *op;
 	uint64_t due = clock_now_ns();
 
-	if (s->sq_posted - s->sq_retired >= s->depth) {
+	if (s->sq_posted - s->sq_retired >= s->sdepth) {
 		p->st.sq_overflow++;
 		return -ENOMEM;
 	}
@@ -278,6 +341,12 @@ static int enqueue(struct mc_side *s, struct mc_op *proto)
 	*op = *proto;
 	op->next = NULL;
 	op->wr_seq = s->sq_posted++;
+	if (s->qp_err) {
+		/* As ibv_post_send() on a QP in error: flushed at once. */
+		flush_completion(s, CM_EV_SEND_DONE, op->wr_id, op->wr_seq);
+		free(op);
+		return 0;
+	}
 	if (p->f.delay_max_us)
 		due += (uint64_t)(rand_r(&p->rng) % (p->f.delay_max_us + 1)) *
 		       1000u;
@@ -330,9 +399,11 @@ static int mc_post_recv(struct cm_conn *c, unsigned int rxbuf)
 	} else if (s->rx_posted[rxbuf]) {
 		s->p->st.double_recv++;
 		rc = -EINVAL;
+	} else if (s->qp_err) {
+		flush_completion(s, CM_EV_RECV, rxbuf, 0);
 	} else {
 		s->rx_posted[rxbuf] = 1;
-		s->rq[(s->rq_head + s->rq_len++) % s->depth] = rxbuf;
+		s->rq[(s->rq_head + s->rq_len++) % s->rdepth] = rxbuf;
 	}
 	pthread_mutex_unlock(&s->p->lock);
 	return rc;
@@ -393,10 +464,21 @@ static int mc_poll(struct cm_conn *c, struct cm_event *ev, int max)
 
 	pthread_mutex_lock(&s->p->lock);
 	deliver_due(s->p);
-	/* Receive CQ first, then the send CQ, as verbs.c does. */
-	n = cq_pop(s, &s->rcq, ev, max, false);
+	/* As verbs.c: the receive CQ first, a quarter kept for the send CQ. */
+	n = cq_pop(s, &s->rcq, ev, max - max / 4, false);
 	n += cq_pop(s, &s->scq, ev + n, max - n, true);
-	if (!n && max > 0 && !peer_of(s)->alive && !s->closed_told) {
+	n += cq_pop(s, &s->rcq, ev + n, max - n, false);
+	if (!n && max > 0 && s->async_pending) {
+		memset(ev, 0, sizeof(*ev));
+		ev->type = CM_EV_CLOSED;
+		ev->status = s->async_pending;
+		snprintf(c->err, sizeof(c->err), "%s",
+			 s->p->f.async_why ? s->p->f.async_why
+					   : "memconn: async event");
+		s->async_pending = 0;
+		s->closed_told = true;
+		n = 1;
+	} else if (!n && max > 0 && !peer_of(s)->alive && !s->closed_told) {
 		s->closed_told = true;
 		memset(ev, 0, sizeof(*ev));
 		ev->type = CM_EV_CLOSED;
@@ -550,21 +632,24 @@ static int side_init(struct mc_pair *p, int idx, const struct cm_geom *g)
 	s->p = p;
 	s->idx = idx;
 	s->alive = true;
-	s->depth = (unsigned int)g->slots + g->ctrl_credits;
+	/* The depths verbs.c gives a real QP and its CQs. */
+	s->rdepth = cm_rq_depth(g);
+	s->sdepth = cm_sq_depth(g);
 	c->ops = &memconn_ops;
 	c->geom = *g;
-	c->ntx = g->ctrl_credits + 1u;
-	c->nrx = s->depth;
+	c->ntx = cm_ntx(g);
+	c->nrx = s->rdepth;
 	snprintf(c->peer, sizeof(c->peer), "memconn-%c", idx ? 'a' : 'b');
 	snprintf(c->dev, sizeof(c->dev), "mem%d", idx);
 	s->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	c->tx = calloc(c->ntx, g->ctrl_size);
 	c->rx = calloc(c->nrx, g->ctrl_size);
-	s->rq = calloc(s->depth, sizeof(*s->rq));
-	s->rx_posted = calloc(s->depth, 1);
-	s->rcq.cap = s->scq.cap = s->depth;
-	s->rcq.e = calloc(s->depth, sizeof(*s->rcq.e));
-	s->scq.e = calloc(s->depth, sizeof(*s->scq.e));
+	s->rq = calloc(s->rdepth, sizeof(*s->rq));
+	s->rx_posted = calloc(s->rdepth, 1);
+	s->rcq.cap = s->rdepth;
+	s->scq.cap = s->sdepth;
+	s->rcq.e = calloc(s->rdepth, sizeof(*s->rcq.e));
+	s->scq.e = calloc(s->sdepth, sizeof(*s->scq.e));
 	if (s->evfd < 0 || !c->tx || !c->rx || !s->rq || !s->rx_posted ||
 	    !s->rcq.e || !s->scq.e)
 		return -ENOMEM;

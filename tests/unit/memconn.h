@@ -7,7 +7,8 @@
  * land only inside the ring, unsignalled WRs are retired only by a later
  * signalled one) and counts every breach in struct memconn_stats, which the
  * tests assert to be zero. Optional faults corrupt a write in flight, drop
- * a CREDIT message, delay deliveries or make the peer vanish.
+ * a CREDIT message, delay deliveries, make the peer vanish or fail a's
+ * queue pair with a fatal completion.
  */
 #ifndef RDCP_TEST_MEMCONN_H
 #define RDCP_TEST_MEMCONN_H
@@ -35,13 +36,33 @@ struct memconn_faults {
 	/* After N data writes were delivered, deliver nothing any more in
 	 * either direction: no data, no messages, no completions. */
 	uint64_t vanish_after_writes;
+	/* Data write number N (1-based) from a fails at a with status
+	 * fatal_status (cm.h: -EHOSTUNREACH a retry exceeded, -EPROTO a
+	 * remote access error or an RNR) and a's QP goes to the error state
+	 * as a real RC QP does: that write's error completion, then a flush
+	 * (-ECONNRESET) of every WR still on a's send queue and of every
+	 * receive posted on a; later posts on a are flushed at once and
+	 * nothing reaches a any more. fatal_why is a's cm_conn.err. */
+	uint64_t fatal_write;
+	int fatal_status;
+	const char *fatal_why;
+	/* After N data writes were delivered, a's device reports a fatal
+	 * asynchronous event (cm.h: -ENETDOWN its port went down, -ENODEV
+	 * it failed or was removed): a's QP goes to error (every WR and
+	 * posted receive flushed) and a's poll hands out the event, as a
+	 * CLOSED with async_status and async_why as a's cm_conn.err, after
+	 * the flushes (the worse order: verbs.c reports it at once when it
+	 * read the event first). */
+	uint64_t async_after_writes;
+	int async_status;
+	const char *async_why;
 };
 
 /* Breaches of the transport's rules (must stay 0) and plain counts. */
 struct memconn_stats {
 	/* violations */
 	uint64_t rnr;		/* SEND/WRITE arrived, no receive posted */
-	uint64_t sq_overflow;	/* > slots + ctrl_credits WRs outstanding */
+	uint64_t sq_overflow;	/* a post beyond cm_sq_depth() outstanding */
 	uint64_t cq_overrun;	/* a CQ held more entries than its depth */
 	uint64_t bad_post;	/* index, length or slot out of range */
 	uint64_t double_recv;	/* post_recv of a buffer already posted */
@@ -54,6 +75,7 @@ struct memconn_stats {
 	uint64_t tampered;
 	uint64_t corrupted;
 	uint64_t vanished;	/* operations swallowed after vanishing */
+	uint64_t flushed;	/* completions flushed by a QP in error */
 };
 
 /*

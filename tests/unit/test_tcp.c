@@ -298,11 +298,19 @@ static void test_handshake_and_ops(void)
 	CHECK_EQ(ev[0].id, 12);
 	CHECK_EQ(c->ops->poll(c, ev, 4), 0);
 
-	/* The send queue holds slots + ctrl_credits WRs until polled. */
+	/*
+	 * The send queue holds slots + ctrl_credits + 1 WRs until polled
+	 * (cm_sq_depth: a write per staging buffer, a SEND per tx buffer):
+	 * the peer's receives bound it at slots + ctrl_credits in flight,
+	 * so it consumes one and reposts it before the last goes out.
+	 */
 	for (i = 0; i < 8 + (int)WIRE_CTRL_CREDITS; i++)
 		CHECK_EQ(s->ops->post_send(s, 0, 16, (uint64_t)i), 0);
+	CHECK_EQ(poll_n(c, ev, 1), 1);
+	CHECK_EQ(c->ops->post_recv(c, (unsigned int)ev[0].id), 0);
+	CHECK_EQ(s->ops->post_send(s, 0, 16, 98), 0);
 	CHECK_EQ(s->ops->post_send(s, 0, 16, 99), -ENOMEM);
-	CHECK_EQ(poll_n(s, ev, 8 + WIRE_CTRL_CREDITS), 8 + WIRE_CTRL_CREDITS);
+	CHECK_EQ(poll_n(s, ev, 9 + WIRE_CTRL_CREDITS), 9 + WIRE_CTRL_CREDITS);
 	CHECK_EQ(poll_n(c, ev, 8 + WIRE_CTRL_CREDITS), 8 + WIRE_CTRL_CREDITS);
 	for (i = 0; i < 8 + (int)WIRE_CTRL_CREDITS; i++)
 		CHECK_EQ(c->ops->post_recv(c, (unsigned int)ev[i].id), 0);

@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <poll.h>
 #include <stdint.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -707,6 +708,36 @@ static void test_workq_after(void)
 	workq_destroy(q);
 }
 
+/* The eventfd is reset only before a sleep, and only with nothing done. */
+static void test_workq_prepare_wait(void)
+{
+	struct wq_probe p = { .id = 1 };
+	struct pollfd pfd;
+	struct workq *q;
+
+	CHECK_EQ(workq_create(1, &q), 0);
+	pfd = (struct pollfd){ .fd = workq_fd(q), .events = POLLIN };
+	CHECK(workq_prepare_wait(q));
+	CHECK_EQ(poll(&pfd, 1, 0), 0);
+	p.item.fn = wq_fn;
+	p.item.after = wq_after;
+	workq_push(q, &p.item);
+	workq_wait_idle(q);
+	CHECK_EQ(poll(&pfd, 1, 0), 1);
+	/* finished items wait: no sleep, and the fd stays readable */
+	CHECK(!workq_prepare_wait(q));
+	CHECK_EQ(poll(&pfd, 1, 0), 1);
+	CHECK_EQ(workq_run_done(q), 1);
+	CHECK(workq_prepare_wait(q));
+	CHECK_EQ(poll(&pfd, 1, 0), 0);
+	/* the next one to finish wakes the sleeper */
+	workq_push(q, &p.item);
+	CHECK_EQ(poll(&pfd, 1, 5000), 1);
+	workq_wait_idle(q);
+	CHECK_EQ(workq_run_done(q), 1);
+	workq_destroy(q);
+}
+
 TAP_RUN(TAP_TEST(test_crc32_vector), TAP_TEST(test_crc32_combine),
 	TAP_TEST(test_sha256_vectors), TAP_TEST(test_sha256_incremental),
 	TAP_TEST(test_hex), TAP_TEST(test_pread_short),
@@ -715,5 +746,6 @@ TAP_RUN(TAP_TEST(test_crc32_vector), TAP_TEST(test_crc32_combine),
 	TAP_TEST(test_mkdirs_beneath), TAP_TEST(test_basename),
 	TAP_TEST(test_join), TAP_TEST(test_units_parse),
 	TAP_TEST(test_units_format), TAP_TEST(test_clock), TAP_TEST(test_log),
-	TAP_TEST(test_workq_after), TAP_TEST(test_normalize_peer),
+	TAP_TEST(test_workq_after),
+	TAP_TEST(test_workq_prepare_wait), TAP_TEST(test_normalize_peer),
 	TAP_TEST(test_log_escape))
