@@ -450,7 +450,7 @@ static int on_file(struct sink *k, const struct wire_file *wf)
 			  "compared again",
 			  f->n.shown);
 	if (k->p->flags & WIRE_HELLO_DRY_RUN)
-		return sink_dry_answer(k, f);
+		return sink_dry_answer(k, f, wf->path);
 	switch (f->kind) {
 	case WIRE_KIND_DIR:
 		if (sink_make_dir(k, f, wf->path))

@@ -4,8 +4,9 @@
  * copy would do to it, and nothing is made, opened for writing or
  * changed. A regular file gets HAVE with SKIP (so the source sends none of
  * its data) and then its FILE_RESULT; a directory or symlink its
- * FILE_RESULT at once. The verdict: kept by -n/-u (SKIPPED), or would be
- * made (DRY), over a name that exists now (EXISTS). Beneath a directory
+ * FILE_RESULT at once (a directory is entered, as the walk's place, but
+ * not made). The verdict: kept by -n/-u (SKIPPED), or would be made
+ * (DRY), over a name that exists now (EXISTS). Beneath a directory
  * that does not exist yet (DEST, or one the run would make) nothing
  * exists, and nothing is looked at.
  */
@@ -16,7 +17,7 @@
 #include "transfer/place.h"
 #include "transfer/sink_int.h"
 
-int sink_dry_answer(struct sink *k, struct snk_file *f)
+int sink_dry_answer(struct sink *k, struct snk_file *f, const char *path)
 {
 	uint32_t flags = k->p->flags;
 	struct stat st;
@@ -34,5 +35,9 @@ int sink_dry_answer(struct sink *k, struct snk_file *f)
 	}
 	if (f->kind == WIRE_KIND_FILE)
 		return sink_skip_file(k, f);
+	/* Its entries follow: the walk is in it now (sink_dir.c), unmade. */
+	if (f->kind == WIRE_KIND_DIR && sink_make_dir(k, f, path))
+		return engine_fail(k->e, XFER_FAIL_RESOURCE, -ENOMEM,
+				   "out of memory");
 	return sink_send_result(k, f, NULL, 0);
 }

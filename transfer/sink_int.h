@@ -219,8 +219,11 @@ void sink_start_work(struct sink *k, struct snk_file *f,
  */
 int sink_skip_file(struct sink *k, struct snk_file *f);
 
-/* --dry-run: answers f's FILE with what a copy would do (sink_dry.c). */
-int sink_dry_answer(struct sink *k, struct snk_file *f);
+/*
+ * --dry-run: answers f's FILE (path as sent) with what a copy would do
+ * (sink_dry.c). 0 or the engine's error.
+ */
+int sink_dry_answer(struct sink *k, struct snk_file *f, const char *path);
 
 /* f's FILE_RESULT, counted and reported. Frees f. */
 int sink_send_result(struct sink *k, struct snk_file *f, const uint8_t *digest,
