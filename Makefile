@@ -9,7 +9,7 @@
 #                        end-to-end suites; ends with "N passed, N failed"
 #   make test-quick      in-process tests + end-to-end over TCP loopback
 #   make test-unit       only the in-process tests (seconds)
-#   make fuzz            libFuzzer on the wire decoder and path checker
+#   make fuzz            libFuzzer on the wire decoder, path checker, filters
 #   make demo            a real RDMA copy (host device, else Soft-RoCE guest)
 #   make test-quickstart the README's build and install commands, checked
 #   make SAN=address,undefined test    sanitizer build
@@ -83,7 +83,7 @@ TEST_BINS := $(TEST_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 # The fuzz targets (tests/fuzz/) linked with a plain main() that replays a
 # corpus: built by `make tests`, run over tests/fuzz/corpus by run_tests.sh.
 FUZZ_REPLAY_BINS := $(BUILD)/fuzz-replay/replay_wire \
-	$(BUILD)/fuzz-replay/replay_path
+	$(BUILD)/fuzz-replay/replay_path $(BUILD)/fuzz-replay/replay_filter
 
 .PHONY: test-quick setup tests san-tests test-san hooks all test test-unit test-e2e test-guest demo bench install uninstall \
 	clean help deb rpm test-packages fuzz version

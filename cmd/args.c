@@ -8,11 +8,14 @@
  */
 #include <argp.h>
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cmd/args.h"
 #include "cmd/exit_codes.h"
+#include "cmd/rules.h"
 #include "util/units.h"
 
 const char *argp_program_version = "rdcp " RDCP_VERSION;
@@ -80,7 +83,16 @@ enum {
 	OPT_BWLIMIT,
 	OPT_GID_INDEX,
 	OPT_STREAMS,
+	OPT_EXCLUDE,
+	OPT_INCLUDE,
+	OPT_EXCLUDE_FROM,
+	OPT_INCLUDE_FROM,
+	OPT_FILES_FROM,
+	OPT_MANIFEST,
+	OPT_PRINT_CONFIG,
+	OPT_NO_CONFIG,
 	OPT_REQUIRE_ENCRYPT,
+	OPT_DRY_RUN,
 };
 
 static const struct argp_option options[] = {
@@ -114,6 +126,11 @@ static const struct argp_option options[] = {
 	{ "no-clobber", 'n', NULL, 0, "Never replace an existing file", 2 },
 	{ "update", 'u', NULL, 0,
 	  "Replace only files older than the source (modification time)", 2 },
+	{ "dry-run", OPT_DRY_RUN, NULL, 0,
+	  "Ask the receiving side what it has and print what a copy would "
+	  "do to each entry (new, replace, exists, keep); write nothing, "
+	  "send no file data",
+	  2 },
 	{ "sparse", OPT_SPARSE, NULL, 0,
 	  "Also turn all-zero chunks into holes (holes in the source are "
 	  "always kept)",
@@ -198,9 +215,50 @@ static const struct argp_option options[] = {
 	  "Sender: show progress even when stderr is not a terminal (it is "
 	  "shown by default on a terminal)",
 	  5 },
+	{ "manifest", OPT_MANIFEST, "FILE", 0,
+	  "Write FILE: a line per file copied, its whole-file digest: "
+	  "sha256sum's format with --checksum sha256 (sha256sum -c FILE "
+	  "checks them), else \"CRC32 (NAME) = HEX\"",
+	  5 },
+	{ "print-config", OPT_PRINT_CONFIG, NULL, 0,
+	  "Print the options in effect and where each comes from: "
+	  "/etc/rdcp/rdcp.conf, then ~/.config/rdcp/rdcp.conf (long option "
+	  "names, one a line), then the command line, which wins",
+	  5 },
+	{ "no-config", OPT_NO_CONFIG, NULL, 0,
+	  "Read no rdcp.conf (a receiver never reads them)", 5 },
 	{ "quiet", 'q', NULL, 0, "Print nothing but errors", 5 },
 	{ "verbose", 'v', NULL, 0, "More detail; twice for debug", 5 },
+	{ NULL, 0, NULL, 0, "Selecting files:", 6 },
+	{ "exclude", OPT_EXCLUDE, "PATTERN", 0,
+	  "Leave out what PATTERN matches (rsync's rules: *, **, ?, [...], "
+	  "a trailing / for directories, a leading / anchors at the top); "
+	  "the first --include/--exclude that matches decides",
+	  6 },
+	{ "include", OPT_INCLUDE, "PATTERN", 0,
+	  "Keep what PATTERN matches, even if a later --exclude matches", 6 },
+	{ "exclude-from", OPT_EXCLUDE_FROM, "FILE", 0,
+	  "--exclude each pattern in FILE (- for stdin), one a line; blank "
+	  "lines and lines starting with # or ; are skipped",
+	  6 },
+	{ "include-from", OPT_INCLUDE_FROM, "FILE", 0,
+	  "--include each pattern in FILE, as --exclude-from", 6 },
+	{ "files-from", OPT_FILES_FROM, "FILE", 0,
+	  "Send the paths listed in FILE (- for stdin), one a line, each "
+	  "relative to the one SRC directory and kept as it is beneath DEST "
+	  "(rsync's --files-from); push only",
+	  6 },
+	{ "from0", '0', NULL, 0,
+	  "Names in --files-from and rules in --*-from files end in a NUL "
+	  "(find -print0), not a newline",
+	  6 },
 	{ 0 }
+};
+
+/* One --include/--exclude(-from), kept in order until -0 is known. */
+struct rule_arg {
+	bool include, from_file;
+	const char *arg;
 };
 
 /* argp's input: the result, and the operands while they are sorted out. */
@@ -208,7 +266,93 @@ struct parse {
 	struct args *a;
 	const char **srcs; /* operands; a copy's SRCs once DEST is split off */
 	size_t nsrcs;
+	struct rule_arg *rules;
+	size_t nrules;
+	bool from0;
+	bool print_config;
+	struct config_seen *seen; /* every option, in order: --print-config */
+	size_t nseen;
+	const struct config_entry *from; /* the option being parsed's */
 };
+
+/*
+ * argp_error(), naming the rdcp.conf line when the option came from one:
+ * every usage error below goes through here.
+ */
+static void opt_error(const struct argp_state *state, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void opt_error(const struct argp_state *state, const char *fmt, ...)
+{
+	const struct parse *ps = state->input;
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (ps->from)
+		(argp_error)(state, "%s:%u: %s", ps->from->file, ps->from->line,
+			     msg);
+	else
+		(argp_error)(state, "%s", msg);
+}
+
+#define argp_error opt_error
+
+/* Options that add up instead of the last one winning. */
+static bool adds_up(int key)
+{
+	return key == OPT_EXCLUDE || key == OPT_INCLUDE ||
+	       key == OPT_EXCLUDE_FROM || key == OPT_INCLUDE_FROM || key == 'v';
+}
+
+static void add_rule_arg(struct parse *ps, struct argp_state *state,
+			 bool include, bool from_file, const char *arg)
+{
+	struct rule_arg *v = realloc(ps->rules, (ps->nrules + 1) * sizeof(*v));
+
+	if (!v)
+		argp_failure(state, RDCP_EXIT_RESOURCE, ENOMEM, "rules");
+	ps->rules = v;
+	v[ps->nrules++] = (struct rule_arg){ .include = include,
+					     .from_file = from_file,
+					     .arg = arg };
+}
+
+/* The rules of the command line, in order, files read. */
+static void compile_rules(struct parse *ps, struct argp_state *state)
+{
+	bool stdin_used = ps->a->files_from && !strcmp(ps->a->files_from, "-");
+
+	for (size_t i = 0; i < ps->nrules; i++) {
+		const struct rule_arg *r = &ps->rules[i];
+		int rc;
+
+		if (r->from_file && !strcmp(r->arg, "-")) {
+			if (stdin_used)
+				argp_error(state, "only one of --files-from, "
+						  "--exclude-from and "
+						  "--include-from can read "
+						  "stdin");
+			stdin_used = true;
+		}
+		rc = r->from_file
+			     ? rules_read(&ps->a->filter, r->include, r->arg,
+					  ps->from0)
+			     : rules_add(&ps->a->filter, r->include, r->arg);
+		if (rc == -ENOMEM)
+			exit(RDCP_EXIT_RESOURCE);
+		if (rc && r->from_file && rc != -EINVAL && rc != -ENAMETOOLONG)
+			exit(RDCP_EXIT_LOCAL_IO);
+		if (rc)
+			argp_error(state, "bad %s rule",
+				   r->include ? "--include" : "--exclude");
+	}
+	free(ps->rules);
+	ps->rules = NULL;
+	ps->a->o.filter = ps->a->filter.n ? &ps->a->filter : NULL;
+}
 
 static int parse_uint(const char *s, unsigned long min, unsigned long max,
 		      unsigned long *out)
@@ -302,6 +446,21 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	unsigned long v;
 	uint64_t size;
 
+	ps->from = NULL;
+	if (key > 0 && key < 0x1000000) { /* an option, not argp's events */
+		struct config_seen *sv =
+			realloc(ps->seen, (ps->nseen + 1) * sizeof(*sv));
+
+		if (!sv)
+			argp_failure(state, RDCP_EXIT_RESOURCE, ENOMEM, "argv");
+		ps->seen = sv;
+		sv[ps->nseen++] = (struct config_seen){
+			.key = key,
+			.arg = arg,
+			.from = config_origin(&a->cfg, state->next - 1),
+		};
+		ps->from = sv[ps->nseen - 1].from;
+	}
 	switch (key) {
 	case 'l':
 		a->listen = true;
@@ -435,6 +594,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_SPARSE:
 		o->sparse = true;
 		break;
+	case OPT_DRY_RUN:
+		o->dry_run = true;
+		break;
 	case OPT_ENCRYPT:
 		o->encrypt = true;
 		break;
@@ -468,6 +630,30 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 				   "is implemented so far",
 				   v);
 		break;
+	case OPT_EXCLUDE:
+	case OPT_INCLUDE:
+	case OPT_EXCLUDE_FROM:
+	case OPT_INCLUDE_FROM:
+		add_rule_arg(ps, state,
+			     key == OPT_INCLUDE || key == OPT_INCLUDE_FROM,
+			     key == OPT_EXCLUDE_FROM || key == OPT_INCLUDE_FROM,
+			     arg);
+		break;
+	case OPT_FILES_FROM:
+		a->files_from = arg;
+		break;
+	case OPT_MANIFEST:
+		a->manifest = arg;
+		break;
+	case OPT_PRINT_CONFIG:
+		ps->print_config = true;
+		break;
+	case OPT_NO_CONFIG:
+		break; /* seen by args_parse before parsing */
+	case '0':
+		ps->from0 = true;
+		a->o.from0 = true;
+		break;
 	case OPT_KEYGEN:
 		a->keygen = arg;
 		break;
@@ -491,6 +677,8 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		ps->nsrcs = (size_t)(state->argc - state->next);
 		break;
 	case ARGP_KEY_END:
+		if (ps->print_config)
+			break;
 		if (a->check) {
 			if (ps->nsrcs > 1 || a->listen || a->keygen)
 				argp_error(state, "--check takes at most one "
@@ -537,12 +725,39 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		a->o.addr.host = a->target;
 		a->o.srcs = ps->srcs;
 		a->o.nsrcs = ps->nsrcs;
+		if (a->manifest && a->o.csum == XFER_CSUM_NONE)
+			argp_error(state, "--manifest needs a digest: not with "
+					  "--checksum none");
+		if (a->manifest && a->o.dry_run)
+			argp_error(state, "--manifest lists what was copied: "
+					  "not with --dry-run, which copies "
+					  "nothing");
+		if (a->files_from && a->o.pull)
+			argp_error(state, "--files-from works on a push only: "
+					  "the list names local files");
+		if (a->files_from && ps->nsrcs != 1)
+			argp_error(state, "--files-from takes one SRC: the "
+					  "directory the listed paths are in");
+		/* The names land beneath DEST, made if missing, as rsync. */
+		if (a->files_from &&
+		    (!*a->o.dest || a->o.dest[strlen(a->o.dest) - 1] != '/')) {
+			if (asprintf(&a->dest_dir, "%s/", a->o.dest) < 0)
+				exit(RDCP_EXIT_RESOURCE);
+			a->o.dest = a->dest_dir;
+		}
+		compile_rules(ps, state);
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
 	}
 	return 0;
 }
+
+/* Options that are no defaults: they act, or name this run's files. */
+static const char *const not_defaults[] = {
+	"listen",    "keygen",	   "check",    "print-config",
+	"no-config", "files-from", "manifest", NULL,
+};
 
 void args_parse(struct args *a, int argc, char **argv)
 {
@@ -553,14 +768,31 @@ void args_parse(struct args *a, int argc, char **argv)
 		.doc = doc,
 	};
 	struct parse ps = { .a = a };
+	int rc = 0;
 
 	*a = (struct args){ 0 };
 	xfer_opts_init(&a->o);
-	argp_parse(&argp, argc, argv, 0, NULL, &ps);
+	if (config_wanted(argc, argv))
+		rc = config_load(&a->cfg, CONFIG_SYSTEM, options, not_defaults);
+	if (!rc)
+		rc = config_argv(&a->cfg, argc, argv);
+	if (rc)
+		exit(rc == -ENOMEM ? RDCP_EXIT_RESOURCE : RDCP_EXIT_USAGE);
+	argp_parse(&argp, a->cfg.argc, a->cfg.argv, 0, NULL, &ps);
+	if (ps.print_config) {
+		config_print(&a->cfg, ps.seen, ps.nseen, options, adds_up);
+		exit(RDCP_EXIT_OK);
+	}
+	free(ps.seen);
 }
 
 void args_release(struct args *a)
 {
+	filter_release(&a->filter);
+	config_release(&a->cfg);
+	free(a->dest_dir);
+	a->dest_dir = NULL;
+	a->o.filter = NULL;
 	free(a->target);
 	a->target = NULL;
 }

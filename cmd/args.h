@@ -10,7 +10,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "cmd/config.h"
 #include "transfer/xfer.h"
+#include "util/filter.h"
 
 struct args {
 	/*
@@ -29,13 +31,20 @@ struct args {
 	bool json;
 	bool progress; /* --progress: show it even when not on a terminal */
 	char *target;  /* the HOST of a copy, owned; o.addr.host points here */
+	struct filter filter;	/* --include/--exclude, in order; o.filter */
+	const char *files_from; /* --files-from FILE ("-": stdin), or NULL */
+	char *dest_dir;	      /* --files-from: DEST with a '/', owned; o.dest */
+	const char *manifest; /* --manifest FILE, or NULL */
+	struct config cfg; /* the defaults files; its argv is what was parsed */
 };
 
 /*
- * Parses argv into *a (xfer_opts_init defaults for what is not given).
- * Returns only when the command line is valid: --help and --version exit
- * 0, a usage error prints it and exits RDCP_EXIT_USAGE. Strings in *a
- * point into argv, except target (args_release frees it).
+ * Parses argv into *a (xfer_opts_init defaults for what is not given),
+ * after the defaults files (config.h) unless --no-config or --listen.
+ * Returns only when the command line is valid: --help, --version and
+ * --print-config exit 0, a usage error prints it and exits
+ * RDCP_EXIT_USAGE. Strings in *a point into argv or a->cfg (args_release
+ * frees what is not argv's).
  */
 void args_parse(struct args *a, int argc, char **argv);
 

@@ -48,6 +48,12 @@ void json_file(FILE *out, const struct xfer_file_report *r)
 		",\"sent\":%" PRIu64 ",\"seconds\":%.6f,\"status\":", r->sent,
 		r->seconds);
 	str(out, r->status ? "failed" : r->skipped ? "skipped" : "ok");
+	if (r->dry) { /* --dry-run: what a copy would do */
+		fputs(",\"would\":", out);
+		str(out, !r->exists ? "new"
+			 : strcmp(r->kind ? r->kind : "", "dir") ? "replace"
+								 : "exists");
+	}
 	if (r->status) {
 		fputs(",\"class\":", out);
 		str(out, xfer_fail_name(r->klass));
@@ -72,7 +78,7 @@ void json_error(FILE *out, enum xfer_fail f, int exit_code, const char *message)
 }
 
 void json_summary(FILE *out, const struct xfer_stats *st, enum xfer_fail f,
-		  int exit_code)
+		  int exit_code, bool dry_run)
 {
 	fprintf(out,
 		"{\"event\":\"summary\",\"files_ok\":%" PRIu64
@@ -89,6 +95,8 @@ void json_summary(FILE *out, const struct xfer_stats *st, enum xfer_fail f,
 	str(out, st->peer);
 	fputs(",\"result\":", out);
 	str(out, xfer_fail_name(f));
-	fprintf(out, ",\"exit\":%d", exit_code);
+	/* --retry is not implemented yet: there is one attempt */
+	fprintf(out, ",\"retries\":0,%s\"exit\":%d",
+		dry_run ? "\"dry_run\":true," : "", exit_code);
 	end(out);
 }

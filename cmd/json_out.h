@@ -15,6 +15,6 @@ void json_file(FILE *out, const struct xfer_file_report *r);
 void json_error(FILE *out, enum xfer_fail f, int exit_code,
 		const char *message);
 void json_summary(FILE *out, const struct xfer_stats *st, enum xfer_fail f,
-		  int exit_code);
+		  int exit_code, bool dry_run);
 
 #endif

@@ -6,6 +6,7 @@
  * With cmd/args.c, the only code that touches argv, prints usage or calls
  * exit().
  */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 #include "cmd/args.h"
 #include "cmd/exit_codes.h"
 #include "cmd/json_out.h"
+#include "cmd/manifest.h"
 #include "transfer/xfer.h"
 #include "util/clock.h"
 #include "util/key.h"
@@ -31,6 +33,7 @@ struct run {
 	bool progress_shown; /* a progress line is on screen now */
 	double progress_t0;
 	uint8_t key[KEY_LEN];
+	struct manifest man; /* --manifest, when man.spool */
 };
 
 static volatile sig_atomic_t cancel;
@@ -113,11 +116,36 @@ static void on_progress(void *arg, uint64_t done, uint64_t total,
 	run->progress_shown = true;
 }
 
+/*
+ * --dry-run: a line per entry on stdout, what a copy would do to it: new,
+ * replace (a file or symlink there now), exists (a directory there now),
+ * keep (-n/-u), failed. Named as on the receiving side: beneath DEST on
+ * a push, where it would land on a pull.
+ */
+static void dry_line(const struct xfer_file_report *r)
+{
+	char name[4 * 4096];
+	const char *verb = r->status		    ? "failed"
+			   : r->skipped		    ? "keep"
+			   : !r->exists		    ? "new"
+			   : strcmp(r->kind, "dir") ? "replace"
+						    : "exists";
+
+	log_escape(name, sizeof(name), r->name ? r->name : r->path);
+	printf("%-8s %s%s\n", verb, name, strcmp(r->kind, "dir") ? "" : "/");
+}
+
 static void on_file(void *arg, const struct xfer_file_report *r)
 {
 	struct run *run = arg;
 	char sz[32], rate[32], path[4 * 4096];
 
+	if (run->man.spool)
+		manifest_note(&run->man, r);
+	if (run->o.dry_run && r->done && !run->a->json) {
+		dry_line(r);
+		return;
+	}
 	if (run->a->json) {
 		json_file(stdout, r);
 		return;
@@ -144,6 +172,29 @@ static void on_file(void *arg, const struct xfer_file_report *r)
 		 units_format_rate(r->seconds > 0 ? r->bytes / r->seconds : 0,
 				   rate, sizeof(rate)),
 		 r->digest[0] ? r->digest : "none");
+}
+
+/*
+ * The copy's last line, unless -q, once a session was set up (a failure
+ * to connect has its own line): what a log of cron jobs wants to read.
+ * --json's summary event carries the same numbers.
+ */
+static void summary_line(const struct xfer_stats *st, bool dry_run)
+{
+	char sz[32], rate[32];
+	bool dev = strcmp(st->transport, st->device);
+
+	fprintf(stderr,
+		"%s%llu files, %s in %.2f s (%s) over %s%s%s; skipped %llu, "
+		"failed %llu, retries 0\n",
+		dry_run ? "dry run, nothing copied: " : "",
+		(unsigned long long)st->files_ok,
+		units_format_size(st->bytes, sz, sizeof(sz)), st->seconds,
+		units_format_rate(st->seconds > 0 ? st->bytes / st->seconds : 0,
+				  rate, sizeof(rate)),
+		st->transport, dev ? " on " : "", dev ? st->device : "",
+		(unsigned long long)st->files_skipped,
+		(unsigned long long)st->files_failed);
 }
 
 /* Creates FILE's directories if missing (0700), then the key. */
@@ -204,6 +255,21 @@ static int load_key(struct run *run)
 	return 0;
 }
 
+/* --files-from FILE: the stream the walk reads. 0 or an exit code. */
+static int open_list(struct run *run)
+{
+	const char *f = run->a->files_from;
+
+	if (!f)
+		return 0;
+	run->o.files_from = strcmp(f, "-") ? fopen(f, "re") : stdin;
+	if (!run->o.files_from) {
+		log_err("cannot open '%s': %s", f, strerror(errno));
+		return RDCP_EXIT_LOCAL_IO;
+	}
+	return 0;
+}
+
 /* -v: what this process cost, from getrusage (also read by make bench). */
 static void report_usage(void)
 {
@@ -242,11 +308,69 @@ static int check(struct run *run)
 	return problems ? RDCP_EXIT_RESOURCE : RDCP_EXIT_OK;
 }
 
+/* Everything after the command line: an exit code. */
+static int run_cmd(struct run *run)
+{
+	const struct args *a = run->a;
+	enum xfer_fail v;
+	int rc;
+
+	if (a->keygen)
+		return keygen(a->keygen);
+	if (a->check)
+		return check(run);
+	rc = load_key(run);
+	if (!rc && !a->listen)
+		rc = open_list(run);
+	if (rc)
+		return rc;
+	set_signals();
+	run->o.cancel = &cancel;
+	if (a->listen) {
+		v = xfer_serve(&run->o);
+	} else {
+		struct xfer_stats st;
+
+		run->o.on_file = on_file;
+		run->o.on_file_arg = run;
+		run->progress = a->progress;
+		if (!run->progress)
+			run->progress = isatty(STDERR_FILENO) && !a->json &&
+					log_get_level() < LOG_INFO;
+		if (a->quiet || a->o.dry_run)
+			run->progress = false;
+		run->o.on_progress = on_progress;
+		if (a->manifest && manifest_open(&run->man, a->manifest,
+						 a->o.csum == XFER_CSUM_SHA256))
+			return RDCP_EXIT_LOCAL_IO;
+		v = xfer_copy(&run->o, &st);
+		progress_clear(run);
+		/* Written for a partial run too: it lists what arrived. */
+		if (a->manifest && manifest_finish(&run->man) && v == XFER_OK)
+			v = XFER_FAIL_LOCAL_IO;
+		manifest_release(&run->man);
+		if (a->json) {
+			/* A session failure (not one of its files). */
+			if (v != XFER_OK && !(st.files_failed && !st.error[0]))
+				json_error(stdout, v, exit_code(v),
+					   st.error[0] ? st.error
+						       : log_last_error());
+			json_summary(stdout, &st, v, exit_code(v),
+				     a->o.dry_run);
+		}
+		fflush(stdout); /* --dry-run's lines before the summary */
+		if (!a->quiet && st.transport[0])
+			summary_line(&st, a->o.dry_run);
+	}
+	report_usage();
+	return exit_code(v);
+}
+
 int main(int argc, char **argv)
 {
 	struct args a;
 	struct run run = { .a = &a };
-	enum xfer_fail v;
+	int rc;
 
 	args_parse(&a, argc, argv);
 	run.o = a.o;
@@ -254,69 +378,9 @@ int main(int argc, char **argv)
 		      : a.verbose >= 2 ? LOG_DEBUG
 		      : a.verbose      ? LOG_INFO
 				       : LOG_WARN);
-	if (a.keygen)
-		return keygen(a.keygen);
-	if (a.check)
-		return check(&run);
-	{
-		int rc = load_key(&run);
-
-		if (rc)
-			return rc;
-	}
-	set_signals();
-	run.o.cancel = &cancel;
-	if (a.listen) {
-		v = xfer_serve(&run.o);
-	} else {
-		struct xfer_stats st;
-		char sz[32], rate[32];
-
-		run.o.on_file = on_file;
-		run.o.on_file_arg = &run;
-		run.progress = a.progress;
-		if (!run.progress)
-			run.progress = isatty(STDERR_FILENO) && !a.json &&
-				       log_get_level() < LOG_INFO;
-		if (a.quiet)
-			run.progress = false;
-		run.o.on_progress = on_progress;
-		v = xfer_copy(&run.o, &st);
-		progress_clear(&run);
-		if (run.progress && v == XFER_OK)
-			fprintf(stderr,
-				"%llu files, %s in %.2f s (%s) over %s\n",
-				(unsigned long long)st.files_ok,
-				units_format_size(st.bytes, sz, sizeof(sz)),
-				st.seconds,
-				units_format_rate(
-					st.seconds > 0 ? st.bytes / st.seconds
-						       : 0,
-					rate, sizeof(rate)),
-				st.transport);
-		if (a.json) {
-			/* A session failure (not one of its files). */
-			if (v != XFER_OK && !(st.files_failed && !st.error[0]))
-				json_error(stdout, v, exit_code(v),
-					   st.error[0] ? st.error
-						       : log_last_error());
-			json_summary(stdout, &st, v, exit_code(v));
-		}
-		if (v == XFER_OK)
-			log_info("%llu files, %s in %.2f s (%s) over %s%s%s",
-				 (unsigned long long)st.files_ok,
-				 units_format_size(st.bytes, sz, sizeof(sz)),
-				 st.seconds,
-				 units_format_rate(
-					 st.seconds > 0 ? st.bytes / st.seconds
-							: 0,
-					 rate, sizeof(rate)),
-				 st.transport,
-				 strcmp(st.transport, st.device) ? " on " : "",
-				 strcmp(st.transport, st.device) ? st.device
-								 : "");
-	}
+	rc = run_cmd(&run);
+	if (run.o.files_from && run.o.files_from != stdin)
+		fclose(run.o.files_from);
 	args_release(&a);
-	report_usage();
-	return exit_code(v);
+	return rc;
 }

@@ -89,6 +89,8 @@ if [ "$WHAT" = unit ] || [ "$WHAT" = quick ] || [ "$WHAT" = all ]; then
 		"$HERE/fuzz/corpus/path"
 	RDCP_FUZZ_PATH_WALK=1 run_suite fuzz-replay-path-walk \
 		"$BUILD/fuzz-replay/replay_path" "$HERE/fuzz/corpus/path"
+	run_suite fuzz-replay-filter "$BUILD/fuzz-replay/replay_filter" \
+		"$HERE/fuzz/corpus/filter"
 fi
 
 # The quick in-process tests again under valgrind (memcheck, leaks).

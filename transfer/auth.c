@@ -18,7 +18,9 @@ _Static_assert(WIRE_TAG_LEN <= KEY_MAC_LEN, "a tag is a truncated HMAC");
  * The MAC each side proves it holds the key with: HMAC-SHA256 over a label
  * naming the side, both fresh nonces, and the session's parameters as the
  * client sent them, so neither a recorded exchange nor an altered HELLO
- * (another DEST, another role) passes.
+ * (another DEST, another role, other filters) passes. The filters' count
+ * sits in what were two zero bytes and their bytes follow the paths, so a
+ * HELLO without filters has the MAC it had before they existed.
  */
 int auth_mac(const uint8_t *key, enum auth_side side,
 	     const struct wire_hello *h, const uint8_t *nonce_s,
@@ -28,11 +30,13 @@ int auth_mac(const uint8_t *key, enum auth_side side,
 		side == AUTH_SERVER ? "rdcp1 server" : "rdcp1 client";
 	uint8_t params[24];
 	uint16_t role = htobe16(h->role), npaths = htobe16(h->npaths);
+	uint16_t nfilters = htobe16(h->nfilters);
 	uint32_t chunk = htobe32(h->chunk_size), flags = htobe32(h->flags);
 	uint64_t bw = htobe64(h->bwlimit);
-	const void *parts[] = { label, h->nonce, nonce_s, params, h->paths };
+	const void *parts[] = { label,	h->nonce, nonce_s,
+				params, h->paths, h->filters };
 	size_t lens[] = { strlen(label) + 1, WIRE_NONCE_LEN, WIRE_NONCE_LEN,
-			  sizeof(params), h->paths_len };
+			  sizeof(params),    h->paths_len,   h->filters_len };
 
 	memcpy(params, &role, 2);
 	params[2] = h->csum;
@@ -40,9 +44,9 @@ int auth_mac(const uint8_t *key, enum auth_side side,
 	memcpy(params + 4, &flags, 4);
 	memcpy(params + 8, &chunk, 4);
 	memcpy(params + 12, &npaths, 2);
-	params[14] = params[15] = 0;
+	memcpy(params + 14, &nfilters, 2);
 	memcpy(params + 16, &bw, 8);
-	return key_hmac(key, parts, lens, 5, mac);
+	return key_hmac(key, parts, lens, 6, mac);
 }
 
 /* Constant time, so a forger learns nothing from how long a miss took. */

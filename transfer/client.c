@@ -21,6 +21,7 @@
 #include "transfer/place.h"
 #include "transfer/session.h"
 #include "util/clock.h"
+#include "util/filter.h"
 #include "util/log.h"
 #include "util/path.h"
 #include "util/units.h"
@@ -70,7 +71,9 @@ static int client_auth(struct engine *e, const struct xfer_opts *o,
 static uint32_t hello_flags(const struct xfer_opts *o)
 {
 	return (o->fsync ? WIRE_HELLO_FSYNC : 0) |
-	       (!o->pull && o->nsrcs > 1 ? WIRE_HELLO_DEST_DIR : 0) |
+	       (!o->pull && (o->nsrcs > 1 || o->files_from)
+			? WIRE_HELLO_DEST_DIR
+			: 0) |
 	       (o->recursive ? WIRE_HELLO_RECURSIVE : 0) |
 	       (o->preserve ? WIRE_HELLO_PRESERVE : 0) |
 	       (o->resume ? WIRE_HELLO_RESUME : 0) |
@@ -78,7 +81,8 @@ static uint32_t hello_flags(const struct xfer_opts *o)
 	       (o->update ? WIRE_HELLO_UPDATE : 0) |
 	       (o->encrypt ? WIRE_HELLO_ENCRYPT : 0) |
 	       (o->compress ? WIRE_HELLO_COMPRESS : 0) |
-	       (o->sparse ? WIRE_HELLO_SPARSE : 0);
+	       (o->sparse ? WIRE_HELLO_SPARSE : 0) |
+	       (o->dry_run ? WIRE_HELLO_DRY_RUN : 0);
 }
 
 static int build_hello(struct engine *e, const struct xfer_opts *o,
@@ -105,6 +109,15 @@ static int build_hello(struct engine *e, const struct xfer_opts *o,
 				   "the remote paths are too long for one "
 				   "session (%u bytes at most)",
 				   WIRE_PATHS_MAX);
+	/* A pull's receiver walks, so it gets the filters. */
+	for (size_t i = 0; o->pull && o->filter && !rc && i < o->filter->n; i++)
+		rc = wire_hello_add_filter(h, o->filter->rules[i].include,
+					   o->filter->rules[i].text);
+	if (rc)
+		return engine_fail(e, XFER_FAIL_USAGE, rc,
+				   "the --include/--exclude rules are too "
+				   "long for a pull (%u bytes at most)",
+				   WIRE_FILTERS_MAX);
 	return 0;
 }
 
@@ -194,6 +207,9 @@ enum xfer_fail session_client(const struct xfer_opts *o, struct cm_conn *c,
 			.nsrcs = o->nsrcs,
 			.rootfd = -1,
 			.bwlimit = o->bwlimit,
+			.filter = o->filter,
+			.list = o->files_from,
+			.list_sep = o->from0 ? '\0' : '\n',
 			.p = client_params(o, key),
 		};
 

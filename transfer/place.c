@@ -224,6 +224,15 @@ int place_open_regular(int dirfd, const char *name)
 	return -EINVAL;
 }
 
+/*
+ * --dry-run: DEST is never made; a DEST (or its directory) that is not
+ * there leaves t->dirfd at -1, and the sink takes every name as new.
+ */
+static bool dry_run(const struct sink_target *t)
+{
+	return t->p.flags & WIRE_HELLO_DRY_RUN;
+}
+
 /* DEST's last component into t->name, its directory's fd in t->dirfd. */
 static int open_parent_of(int rootfd, char *dest, struct sink_target *t)
 {
@@ -268,7 +277,7 @@ int place_target_beneath(int rootfd, const char *dest, bool dest_dir,
 			 dest);
 		return -EPERM;
 	}
-	if (len && dir) {
+	if (len && dir && !dry_run(t)) {
 		rc = path_mkdirs_beneath(rootfd, rel, 0755);
 		if (rc) {
 			snprintf(why, whysz, "cannot create directory '%s': %s",
@@ -282,9 +291,17 @@ int place_target_beneath(int rootfd, const char *dest, bool dest_dir,
 	if (t->dirfd >= 0)
 		return 0;
 	rc = len ? t->dirfd : -errno;
+	if (rc == -ENOENT && (dest_dir || dir) && dry_run(t)) {
+		t->dirfd = -1; /* nothing beneath it yet */
+		return 0;
+	}
 	if ((rc == -ENOTDIR || rc == -ENOENT) && !dest_dir && !dir) {
 		/* A file name: its directory must exist. */
 		rc = open_parent_of(rootfd, rel, t);
+		if (rc == -ENOENT && dry_run(t)) {
+			t->dirfd = -1;
+			return 0;
+		}
 		if (rc)
 			snprintf(why, whysz, "cannot use '%s': %s", dest,
 				 strerror(-rc));
@@ -319,7 +336,7 @@ int place_target_local(const char *dest, size_t nsrcs, struct sink_target *t,
 	len = strlen(path);
 	while (len > 1 && path[len - 1] == '/') {
 		path[--len] = '\0';
-		rc = path_mkdirs_local(path, 0755);
+		rc = dry_run(t) ? 0 : path_mkdirs_local(path, 0755);
 		if (rc) {
 			snprintf(why, whysz, "cannot create directory '%s': %s",
 				 path, strerror(-rc));
@@ -331,6 +348,10 @@ int place_target_local(const char *dest, size_t nsrcs, struct sink_target *t,
 	t->is_dir = t->dirfd >= 0;
 	if (t->is_dir)
 		return 0;
+	if (errno == ENOENT && len < strlen(dest) && dry_run(t)) {
+		t->is_dir = true; /* ends in '/': would be made */
+		return 0;
+	}
 	if (errno != ENOENT && errno != ENOTDIR) {
 		rc = -errno;
 		snprintf(why, whysz, "cannot use '%s': %s", path,
@@ -352,6 +373,8 @@ int place_target_local(const char *dest, size_t nsrcs, struct sink_target *t,
 	t->dirfd = open(slash ? (*path ? path : "/") : ".",
 			O_PATH | O_DIRECTORY | O_CLOEXEC);
 	rc = t->dirfd < 0 ? -errno : 0;
+	if (rc == -ENOENT && dry_run(t))
+		return 0;
 	if (rc)
 		snprintf(why, whysz, "cannot use '%s': %s", dest,
 			 strerror(-rc));

@@ -45,6 +45,9 @@ struct source_cfg {
 	size_t nsrcs;
 	int rootfd;	  /* -1: local paths; else the receiver's root (pull) */
 	uint64_t bwlimit; /* bytes per second, 0: no limit */
+	const struct filter *filter; /* NULL: every entry walked */
+	FILE *list;		     /* names beneath srcs[0], or NULL */
+	char list_sep;		     /* '\n' or '\0' */
 	struct session_params p;
 };
 

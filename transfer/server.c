@@ -31,6 +31,7 @@
 #include "transfer/place.h"
 #include "transfer/session.h"
 #include "util/clock.h"
+#include "util/filter.h"
 #include "util/log.h"
 #include "util/path.h"
 #include "util/units.h"
@@ -265,6 +266,29 @@ static int check_sources(const struct wire_hello *h, char *buf,
 	return 0;
 }
 
+/*
+ * A pull's --include/--exclude rules from the HELLO, for the walk. 0,
+ * -ENOMEM, or -EPERM with why filled for a rule util/filter.c does not
+ * take (an honest client checked them all before sending).
+ */
+static int hello_filter(const struct wire_hello *h, struct filter *f, char *why,
+			size_t whysz)
+{
+	for (unsigned int i = 0; i < h->nfilters; i++) {
+		const char *r = wire_hello_filter(h, i);
+		int rc = filter_add(f, r[0] == '+', r + 1);
+
+		if (rc == -ENOMEM)
+			return rc;
+		if (rc) {
+			snprintf(why, whysz, "filter rule '%.200s' refused: %s",
+				 r + 1, strerror(-rc));
+			return -EPERM;
+		}
+	}
+	return 0;
+}
+
 static int server_handshake(struct server *srv, struct engine *e,
 			    struct wire_hello *h, struct session_params *p,
 			    uint8_t key[AEAD_KEY_LEN], uint64_t deadline_ms)
@@ -281,7 +305,7 @@ static int server_handshake(struct server *srv, struct engine *e,
 	    h->csum > WIRE_CSUM_SHA256 || h->level > 9 ||
 	    !(h->flags & WIRE_HELLO_COMPRESS) != !h->level ||
 	    h->chunk_size != e->c->geom.slot_size - WIRE_SLOT_HDR ||
-	    (h->role == WIRE_PUSH && h->npaths != 1))
+	    (h->role == WIRE_PUSH && (h->npaths != 1 || h->nfilters)))
 		return engine_fail(e, XFER_FAIL_PROTOCOL, -EPROTO,
 				   "%s sent a bad HELLO", e->c->peer);
 	if ((h->flags & WIRE_HELLO_ENCRYPT) && !srv->o->key)
@@ -350,6 +374,7 @@ static enum xfer_fail serve_conn(struct server *srv, struct cm_conn *c,
 	char *srcbuf = NULL;
 	struct session_params p = { 0 };
 	struct wire_hello *h = NULL;
+	struct filter filter = { 0 };
 	uint8_t key[AEAD_KEY_LEN];
 	struct engine e;
 	enum xfer_fail v;
@@ -393,6 +418,7 @@ static enum xfer_fail serve_conn(struct server *srv, struct cm_conn *c,
 			.nsrcs = h->npaths,
 			.rootfd = srv->rootfd,
 			.bwlimit = slower(srv->o->bwlimit, h->bwlimit),
+			.filter = &filter,
 			.p = p,
 		};
 
@@ -402,6 +428,8 @@ static enum xfer_fail serve_conn(struct server *srv, struct cm_conn *c,
 		rc = srcs && srcbuf
 			     ? check_sources(h, srcbuf, srcs, why, sizeof(why))
 			     : -ENOMEM;
+		if (!rc)
+			rc = hello_filter(h, &filter, why, sizeof(why));
 		if (rc)
 			engine_fail(&e,
 				    rc == -ENOMEM  ? XFER_FAIL_RESOURCE
@@ -424,6 +452,7 @@ static enum xfer_fail serve_conn(struct server *srv, struct cm_conn *c,
 	engine_release(&e);
 	free(srcs);
 	free(srcbuf);
+	filter_release(&filter);
 	free(h);
 	if (t.dirfd >= 0)
 		close(t.dirfd);

@@ -141,6 +141,8 @@ static void client_report(struct sink *k, struct snk_file *f, bool done,
 		.klass = engine_klass_of(f->err, f->err_remote),
 		.message = f->err ? f->errmsg : NULL,
 		.skipped = f->skipped,
+		.dry = f->dry,
+		.exists = f->exists,
 	};
 
 	sink_user_report(k, &r, digest, dlen);
@@ -213,6 +215,8 @@ int sink_open_parent(const struct sink *k, struct snk_names *n)
 	char *slash = strrchr(n->rel, '/');
 	int fd;
 
+	if (k->t->dirfd < 0) /* --dry-run: DEST is not there yet */
+		return -ENOENT;
 	if (!slash)
 		return k->t->dirfd;
 	*slash = '\0';
@@ -244,8 +248,11 @@ static int map_path(struct sink *k, struct snk_file *f, const char *path)
 	if (f->dirfd < 0) {
 		rc = f->dirfd;
 		f->dirfd = -1;
-		file_fail(f, rc, "cannot open the directory of '%s': %s",
-			  f->n.shown, strerror(-rc));
+		/* --dry-run: beneath a directory the run would make */
+		if (rc != -ENOENT || !(k->p->flags & WIRE_HELLO_DRY_RUN))
+			file_fail(f, rc,
+				  "cannot open the directory of '%s': %s",
+				  f->n.shown, strerror(-rc));
 	}
 	return 0;
 }
@@ -442,6 +449,8 @@ static int on_file(struct sink *k, const struct wire_file *wf)
 			  "'%s' was sent twice in one session: not "
 			  "compared again",
 			  f->n.shown);
+	if (k->p->flags & WIRE_HELLO_DRY_RUN)
+		return sink_dry_answer(k, f, wf->path);
 	switch (f->kind) {
 	case WIRE_KIND_DIR:
 		if (sink_make_dir(k, f, wf->path))
@@ -538,7 +547,9 @@ int sink_send_result(struct sink *k, struct snk_file *f, const uint8_t *digest,
 	m.u.result.file_id = f->id;
 	m.u.result.status = f->err;
 	m.u.result.sent = f->sent;
-	m.u.result.flags = f->skipped ? WIRE_RESULT_SKIPPED : 0;
+	m.u.result.flags = (f->skipped ? WIRE_RESULT_SKIPPED : 0) |
+			   (f->dry ? WIRE_RESULT_DRY : 0) |
+			   (f->exists ? WIRE_RESULT_EXISTS : 0);
 	if (f->err) {
 		snprintf(m.u.result.msg, sizeof(m.u.result.msg), "%s",
 			 f->errmsg);

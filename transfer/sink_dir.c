@@ -209,10 +209,11 @@ int sink_make_dir(struct sink *k, struct snk_file *f, const char *path)
 	const char *name = strrchr(path, '/');
 	bool created = false;
 	struct snk_dir *d;
+	bool dry = k->p->flags & WIRE_HELLO_DRY_RUN; /* entered, not made */
 	int rc = 0;
 
 	name = name ? name + 1 : path;
-	if (!f->err)
+	if (!f->err && !dry)
 		rc = place_mkdir(f->dirfd, f->n.name, &created);
 	if (rc == -EEXIST)
 		file_fail(f, rc,
@@ -230,7 +231,7 @@ int sink_make_dir(struct sink *k, struct snk_file *f, const char *path)
 	d->busy = 0;
 	d->depth = d->parent ? d->parent->depth + 1 : 1;
 	d->open = true;
-	d->made = !f->err;
+	d->made = !f->err && !dry;
 	d->created = created;
 	d->mode = f->mode;
 	d->times[0] = f->times[0];

@@ -86,6 +86,8 @@ struct snk_file {
 	struct ck_sha256 *tree;
 	unsigned int inflight;
 	bool ended, finalizing, skipped;
+	/* --dry-run: would be made; the name is taken now */
+	bool dry, exists;
 	bool holes_ok; /* chunks may be left out: sparse, --sparse, resume */
 	struct wire_file_end end;
 	int err;
@@ -216,6 +218,12 @@ void sink_start_work(struct sink *k, struct snk_file *f,
  * as it was (skipped), or failed before any data (f->err). Frees f.
  */
 int sink_skip_file(struct sink *k, struct snk_file *f);
+
+/*
+ * --dry-run: answers f's FILE (path as sent) with what a copy would do
+ * (sink_dry.c). 0 or the engine's error.
+ */
+int sink_dry_answer(struct sink *k, struct snk_file *f, const char *path);
 
 /* f's FILE_RESULT, counted and reported. Frees f. */
 int sink_send_result(struct sink *k, struct snk_file *f, const uint8_t *digest,

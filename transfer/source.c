@@ -128,6 +128,7 @@ void src_report(struct source *s, struct src_file *f, int status,
 	struct xfer_file_report r = {
 		.done = true,
 		.path = f->path,
+		.name = f->w->wire,
 		.kind = wire_kind_name(f->w->kind),
 		.bytes = regular ? (uint64_t)f->st.st_size : 0,
 		.sent = f->sent,
@@ -136,6 +137,8 @@ void src_report(struct source *s, struct src_file *f, int status,
 		.klass = engine_klass_of(status, !f->err),
 		.message = msg,
 		.skipped = f->skipped && !status,
+		.dry = !status && (f->dry & WIRE_RESULT_DRY),
+		.exists = !status && (f->dry & WIRE_RESULT_EXISTS),
 	};
 
 	f->result = true;
@@ -186,9 +189,30 @@ static const char *result_misplaced(const struct source *s,
 	bool skipped = res->flags & WIRE_RESULT_SKIPPED;
 	bool asked_skip =
 		s->cfg->p.flags & (WIRE_HELLO_NO_CLOBBER | WIRE_HELLO_UPDATE);
+	bool dry_run = s->cfg->p.flags & WIRE_HELLO_DRY_RUN;
+	uint32_t dry = res->flags & (WIRE_RESULT_DRY | WIRE_RESULT_EXISTS);
 
 	if (f->result)
 		return "twice";
+	/*
+	 * --dry-run: every verdict is a failure, a skip where -n/-u asked,
+	 * or DRY (maybe with EXISTS); nothing is sent, so none has a digest.
+	 * Without it, neither flag ever.
+	 */
+	if (dry_run || dry) {
+		if (!dry_run || (dry && !(dry & WIRE_RESULT_DRY)) ||
+		    (dry && (skipped || res->status)) ||
+		    (res->flags & ~(WIRE_RESULT_SKIPPED | dry)) ||
+		    res->status > 0 || res->digest_len)
+			return "with a malformed verdict";
+		if (!res->status && !dry &&
+		    (!skipped || !asked_skip || f->w->kind == WIRE_KIND_DIR))
+			return "as skipped, which was not asked for";
+		if (f->w->kind == WIRE_KIND_FILE && !f->err &&
+		    (!f->skip || res->status != f->skip_status))
+			return "unlike its HAVE";
+		return NULL;
+	}
 	if (f->deferred || (f->packed && !f->posted))
 		return "before it was announced";
 	if (res->status > 0 || (res->flags & ~WIRE_RESULT_SKIPPED) ||
@@ -240,6 +264,7 @@ static int on_result(struct source *s, const struct wire_file_result *res)
 		s->inflight--;
 	}
 	f->skipped = res->flags & WIRE_RESULT_SKIPPED;
+	f->dry = res->flags & (WIRE_RESULT_DRY | WIRE_RESULT_EXISTS);
 	/* Reported: what was sent and the digest computed here. */
 	conclude(s, f, res->status, res->msg, f->digest, f->dlen);
 	return 0;
@@ -280,14 +305,24 @@ static int on_have(struct source *s, const struct wire_have *h)
 	if (!f->asking || f->have_done || f->deferred ||
 	    ((h->flags & WIRE_HAVE_SUMS) && !s->resume))
 		return -EPROTO;
-	/* Kept as it is (status 0) only where -n or -u asked for that. */
+	/*
+	 * Kept as it is (status 0) only where -n or -u asked for that; with
+	 * --dry-run every file is skipped.
+	 */
 	if ((h->flags & WIRE_HAVE_SKIP) &&
 	    (h->status > 0 ||
-	     (!h->status && !(s->cfg->p.flags &
-			      (WIRE_HELLO_NO_CLOBBER | WIRE_HELLO_UPDATE)))))
+	     (!h->status &&
+	      !(s->cfg->p.flags & (WIRE_HELLO_NO_CLOBBER | WIRE_HELLO_UPDATE |
+				   WIRE_HELLO_DRY_RUN)))))
 		return engine_fail(s->e, XFER_FAIL_PROTOCOL, -EPROTO,
 				   "%s would keep '%s' as it is, which "
 				   "neither -n nor -u asked for: refused",
+				   s->e->c->peer, f->path);
+	if ((s->cfg->p.flags & WIRE_HELLO_DRY_RUN) &&
+	    !(h->flags & WIRE_HAVE_SKIP))
+		return engine_fail(s->e, XFER_FAIL_PROTOCOL, -EPROTO,
+				   "%s asked for the data of '%s' in a dry "
+				   "run: refused",
 				   s->e->c->peer, f->path);
 	f->have_done = true;
 	if (h->flags & WIRE_HAVE_SKIP) {
@@ -483,6 +518,9 @@ int source_run(struct engine *e, const struct source_cfg *cfg,
 	s.corrupt_seq = UINT64_MAX;
 	s.walk.rootfd = cfg->rootfd;
 	s.walk.recursive = cfg->p.flags & WIRE_HELLO_RECURSIVE;
+	s.walk.filter = cfg->filter;
+	s.walk.list = cfg->list;
+	s.walk.list_sep = cfg->list_sep;
 	ratelimit_init(&s.rl, cfg->bwlimit,
 		       cfg->bwlimit / 10 > s.chunk ? cfg->bwlimit / 10
 						   : s.chunk,

@@ -64,6 +64,8 @@ struct src_file {
 	uint8_t digest[WIRE_DIGEST_MAX];
 	uint8_t dlen;
 	bool result, skipped;
+	/* --dry-run: the verdict's DRY and EXISTS flags */
+	uint32_t dry;
 	uint64_t sent; /* payload bytes posted (compressed, raw if packed) */
 	double t0;
 	/* the sink's answer (HAVE) when it is asked first */

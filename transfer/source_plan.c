@@ -28,6 +28,10 @@ int src_more_files(struct source *s)
 {
 	int rc = walk_more(&s->walk, WALK_STEP);
 
+	if (rc == -EIO && s->walk.list_err)
+		return engine_fail(s->e, XFER_FAIL_LOCAL_IO, s->walk.list_err,
+				   "cannot read the file list: %s",
+				   strerror(-s->walk.list_err));
 	if (rc)
 		return engine_fail(s->e, XFER_FAIL_RESOURCE, rc,
 				   "cannot list the sources: %s",

@@ -17,6 +17,7 @@
 
 #include "transfer/walk.h"
 #include "transfer/wire.h"
+#include "util/filter.h"
 #include "util/log.h"
 #include "util/path.h"
 
@@ -59,6 +60,26 @@ static struct walk_entry *add(struct walk *w, const char *local,
 	}
 	w->n++;
 	return e;
+}
+
+/* Takes back the entry just added: it is left out. */
+static void drop_last(struct walk *w)
+{
+	struct walk_entry *e = walk_at(w, w->n - 1);
+
+	free(e->local);
+	free(e->wire);
+	free(e->link);
+	w->n--;
+}
+
+/* Whether the filter leaves e out; logged at debug level. */
+static bool filtered_out(const struct walk *w, const struct walk_entry *e)
+{
+	if (!filter_excludes(w->filter, e->wire, e->kind == WIRE_KIND_DIR))
+		return false;
+	log_debug("'%s': excluded", e->local);
+	return true;
 }
 
 static int entry_fail(struct walk_entry *e, int err, const char *fmt, ...)
@@ -224,10 +245,18 @@ static int walk_child(struct walk *w, size_t dir_idx, int dirfd,
 	e = add(w, local, wire);
 	if (!e)
 		return -ENOMEM;
-	if (fstatat(dirfd, name, &e->st, AT_SYMLINK_NOFOLLOW) < 0)
-		return entry_fail(e, -errno, "cannot stat '%s': %s", local,
-				  strerror(errno));
+	if (fstatat(dirfd, name, &e->st, AT_SYMLINK_NOFOLLOW) < 0) {
+		rc = -errno;
+		if (filtered_out(w, e)) {
+			drop_last(w);
+			return 0;
+		}
+		return entry_fail(e, rc, "cannot stat '%s': %s", local,
+				  strerror(-rc));
+	}
 	rc = classify(e, dirfd, name);
+	if (rc == 0 && filtered_out(w, e))
+		rc = 1;
 	if (rc == 0 && e->kind == WIRE_KIND_DIR &&
 	    born_after_start(w, dirfd, name)) {
 		log_warn("skipping '%s': made after the copy began (is DEST "
@@ -236,9 +265,7 @@ static int walk_child(struct walk *w, size_t dir_idx, int dirfd,
 		rc = 1;
 	}
 	if (rc == 1) {
-		free(e->local);
-		free(e->wire);
-		w->n--;
+		drop_last(w);
 		return 0;
 	}
 	if (rc || e->err)
@@ -350,39 +377,52 @@ static int top_name(const char *src, char *out, size_t outsz)
 	return 0;
 }
 
-static int walk_top(struct walk *w, const char *src)
+/* Stats a SRC as named: followed if local, confined beneath a root. */
+static int stat_named(const struct walk *w, const char *src, struct stat *st)
 {
-	char name[PATH_NAME_MAX + 1];
-	struct walk_entry *e;
 	int rc, fd;
 
-	rc = top_name(src, name, sizeof(name));
-	e = add(w, src, rc ? "?" : name);
+	if (w->rootfd < 0)
+		return stat(src, st) < 0 ? -errno : 0;
+	fd = open_path(w, src, O_PATH);
+	if (fd < 0)
+		return fd;
+	rc = fstat(fd, st) < 0 ? -errno : 0;
+	close(fd);
+	return rc;
+}
+
+/*
+ * Adds a SRC named by the user (on the command line, or in the list)
+ * and, for a directory with -r, starts its walk. listed: a name from the
+ * list, whose directory without -r is sent as an empty one, as rsync
+ * does, not refused.
+ */
+static int walk_named(struct walk *w, const char *src, const char *wire,
+		      bool listed)
+{
+	struct walk_entry *e = add(w, src, wire);
+	int rc;
+
 	if (!e)
 		return -ENOMEM;
 	e->top = true;
-	if (rc)
-		return entry_fail(e, rc, "cannot name '%s': %s", src,
+	rc = stat_named(w, src, &e->st);
+	if (rc) {
+		if (filtered_out(w, e)) {
+			drop_last(w);
+			return 0;
+		}
+		return entry_fail(e, rc, "cannot %s '%s': %s",
+				  w->rootfd < 0 ? "stat" : "open", src,
 				  strerror(-rc));
-	/*
-	 * A SRC named on the command line is followed, as cp and scp do;
-	 * beneath a root (a pull) it is opened, confined, to be looked at.
-	 */
-	if (w->rootfd < 0) {
-		rc = stat(src, &e->st) < 0 ? -errno : 0;
-	} else {
-		fd = open_path(w, src, O_PATH);
-		if (fd < 0)
-			return entry_fail(e, fd, "cannot open '%s': %s", src,
-					  strerror(-fd));
-		rc = fstat(fd, &e->st) < 0 ? -errno : 0;
-		close(fd);
 	}
-	if (rc)
-		return entry_fail(e, rc, "cannot stat '%s': %s", src,
-				  strerror(-rc));
+	e->kind = S_ISDIR(e->st.st_mode) ? WIRE_KIND_DIR : WIRE_KIND_FILE;
+	if (filtered_out(w, e)) {
+		drop_last(w);
+		return 0;
+	}
 	if (S_ISREG(e->st.st_mode)) {
-		e->kind = WIRE_KIND_FILE;
 		w->bytes += (uint64_t)e->st.st_size;
 		return 0;
 	}
@@ -391,13 +431,119 @@ static int walk_top(struct walk *w, const char *src)
 				  "cannot send '%s': not a regular "
 				  "file",
 				  src);
+	if (!w->recursive && listed)
+		return 0;
 	if (!w->recursive)
 		return entry_fail(e, -EISDIR,
 				  "cannot send '%s': it is a directory (use "
 				  "-r)",
 				  src);
-	e->kind = WIRE_KIND_DIR;
 	return walk_dir(w, w->n - 1, 0);
+}
+
+static int walk_top(struct walk *w, const char *src)
+{
+	char name[PATH_NAME_MAX + 1];
+	struct walk_entry *e;
+	int rc;
+
+	rc = top_name(src, name, sizeof(name));
+	if (!rc)
+		return walk_named(w, src, name, false);
+	e = add(w, src, "?");
+	if (!e)
+		return -ENOMEM;
+	e->top = true;
+	return entry_fail(e, rc, "cannot name '%s': %s", src, strerror(-rc));
+}
+
+/*
+ * The directories name (from the list) implies beneath the base: each
+ * one the previous name did not already imply, as a directory entry of
+ * its own, not walked, so that the sink has a place to put name.
+ */
+static int walk_implied(struct walk *w, const char *name)
+{
+	char local[PATH_MAX + 1];
+	const char *base = w->srcs[0];
+	size_t plen = w->prev ? strlen(w->prev) : 0;
+
+	for (const char *s = strchr(name, '/'); s; s = strchr(s + 1, '/')) {
+		size_t n = (size_t)(s - name);
+		char dir[PATH_MAX + 1];
+		struct walk_entry *e;
+		int rc;
+
+		if (plen >= n && !strncmp(w->prev, name, n) &&
+		    (w->prev[n] == '/' || !w->prev[n]))
+			continue; /* the previous name made it already */
+		memcpy(dir, name, n);
+		dir[n] = '\0';
+		if (path_join(local, sizeof(local), base, dir))
+			return 0; /* the name itself fails below */
+		e = add(w, local, dir);
+		if (!e)
+			return -ENOMEM;
+		e->top = true;
+		e->kind = WIRE_KIND_DIR;
+		rc = stat_named(w, local, &e->st);
+		if (!rc && !S_ISDIR(e->st.st_mode))
+			rc = -ENOTDIR;
+		if (rc)
+			return entry_fail(e, rc, "cannot send '%s': %s", local,
+					  strerror(-rc));
+	}
+	return 0;
+}
+
+/*
+ * The next name of the list, beneath the base: normalized as a peer path
+ * (a leading '/', "." and empty components dropped), refused if it leaves
+ * the base. 1 when the list is at its end.
+ */
+static int walk_list_next(struct walk *w)
+{
+	char local[PATH_MAX + 1];
+	struct walk_entry *e;
+	ssize_t n;
+	bool dir, nul = false;
+	int rc;
+
+	do {
+		errno = 0;
+		n = getdelim(&w->line, &w->line_cap, w->list_sep, w->list);
+		if (n < 0) {
+			if (errno == ENOMEM)
+				return -ENOMEM;
+			if (ferror(w->list)) {
+				w->list_err = errno ? -errno : -EIO;
+				return -EIO;
+			}
+			return 1;
+		}
+		if (n && w->line[n - 1] == w->list_sep)
+			w->line[--n] = '\0';
+		nul = memchr(w->line, '\0', (size_t)n); /* in a line */
+		path_normalize_peer(w->line, &dir);
+	} while (!w->line[0] && !nul);
+	if (nul || path_check_relative(w->line, strlen(w->line), false) ||
+	    path_join(local, sizeof(local), w->srcs[0], w->line)) {
+		e = add(w, w->line, "?");
+		if (!e)
+			return -ENOMEM;
+		return entry_fail(e, -EPERM,
+				  "'%s' in the file list: not a path beneath "
+				  "'%s'",
+				  w->line, w->srcs[0]);
+	}
+	rc = walk_implied(w, w->line);
+	if (!rc)
+		rc = walk_named(w, local, w->line, true);
+	free(w->prev);
+	w->prev = strdup(w->line);
+	if (!rc && !w->prev)
+		rc = -ENOMEM;
+	return rc;
 }
 
 void walk_start(struct walk *w, const char *const *srcs, size_t n)
@@ -432,6 +578,14 @@ int walk_more(struct walk *w, size_t want)
 		struct walk_frame *f;
 		char *name;
 
+		if (!w->depth && w->list) {
+			rc = walk_list_next(w);
+			if (rc == 1) {
+				w->done = true;
+				rc = 0;
+			}
+			continue;
+		}
 		if (!w->depth) {
 			if (w->next_src == w->nsrcs)
 				w->done = true;
@@ -468,6 +622,9 @@ void walk_free(struct walk *w)
 	for (size_t i = 0; i < w->nblk; i++)
 		free(w->blk[i]);
 	free(w->blk);
+	free(w->line);
+	free(w->prev);
+	w->line = w->prev = NULL;
 	w->blk = NULL;
 	w->stack = NULL;
 	w->n = w->nblk = w->depth = w->stack_cap = 0;

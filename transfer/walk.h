@@ -11,6 +11,14 @@
  * The walk is incremental: walk_more() lists the next entries on demand,
  * so a copy starts moving data at once instead of after stat-ing a whole
  * tree of millions of files. Entries never move once listed.
+ *
+ * Entries a filter excludes are left out (an excluded directory with all
+ * it holds); the filter sees the wire name. With a list (--files-from) the
+ * SRCs are not given at once: each name read from the list, beneath the
+ * one base directory, is an entry named by its whole path on the wire,
+ * preceded by the directories it implies (those the previous name did not
+ * already imply), as rsync's --files-from does. The list is read as the
+ * walk goes, never held.
  */
 #ifndef RDCP_WALK_H
 #define RDCP_WALK_H
@@ -18,6 +26,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -35,11 +44,15 @@ struct walk_entry {
 #define WALK_BLOCK 1024u /* entries per block */
 
 struct walk_frame; /* a directory being listed */
+struct filter;
 
 struct walk {
 	int rootfd; /* -1: SRCs are local paths; else confined beneath */
 	bool recursive;
-	size_t n;	/* entries listed so far */
+	const struct filter *filter; /* NULL: every entry */
+	FILE *list;		     /* names beneath srcs[0], or NULL */
+	char list_sep;		     /* '\n', or '\0' (--from0) */
+	size_t n;		     /* entries listed so far */
 	uint64_t bytes; /* their regular files' sizes, for progress */
 	bool done;	/* every entry is listed: n and bytes are final */
 	struct timespec
@@ -51,6 +64,9 @@ struct walk {
 	size_t nsrcs, next_src;
 	struct walk_frame *stack;
 	size_t depth, stack_cap;
+	char *line, *prev; /* the list's current and previous name */
+	size_t line_cap;
+	int list_err; /* a list that could not be read: -errno */
 };
 
 /* Entry i < w->n. */
@@ -61,13 +77,15 @@ static inline struct walk_entry *walk_at(const struct walk *w, size_t i)
 
 /*
  * Starts a walk of srcs (kept, not copied) in w, zeroed by the caller
- * except rootfd and recursive. Nothing is listed yet.
+ * except rootfd, recursive, filter, list and list_sep (with a list, srcs
+ * holds one path: the base the names are beneath). Nothing is listed yet.
  */
 void walk_start(struct walk *w, const char *const *srcs, size_t n);
 
 /*
  * Lists at least want more entries, or all that are left (then w->done).
- * Returns 0, or -ENOMEM; per-entry failures are recorded in the entries.
+ * Returns 0, -ENOMEM, or -EIO when the list cannot be read (w->list_err
+ * says why); per-entry failures are recorded in the entries.
  */
 int walk_more(struct walk *w, size_t want) __attribute__((warn_unused_result));
 

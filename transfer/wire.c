@@ -15,7 +15,7 @@
 _Static_assert(WIRE_CTRL_HDR == 16, "control header is 16 bytes");
 _Static_assert(WIRE_SLOT_HDR == 64, "slot header is 64 bytes");
 _Static_assert(WIRE_CTRL_SIZE >= WIRE_CTRL_HDR + 64 + WIRE_PATHS_MAX + 4 +
-				 WIRE_TAG_LEN,
+				   WIRE_FILTERS_MAX + 4 + WIRE_TAG_LEN,
 	       "a control buffer holds the longest HELLO and a tag");
 _Static_assert(WIRE_CTRL_SIZE >= WIRE_CTRL_HDR + 14 +
 					 WIRE_SUM_LEN * WIRE_SUMS_MAX +
@@ -212,6 +212,12 @@ static void enc_body(struct put *w, const struct wire_msg *m)
 		else
 			put_u16(w, m->u.hello.paths_len);
 		put_bytes(w, m->u.hello.paths, m->u.hello.paths_len);
+		put_u16(w, m->u.hello.nfilters);
+		if (m->u.hello.filters_len > WIRE_FILTERS_MAX)
+			w->err = true;
+		else
+			put_u16(w, m->u.hello.filters_len);
+		put_bytes(w, m->u.hello.filters, m->u.hello.filters_len);
 		break;
 	case WIRE_WELCOME:
 		put_u32(w, (uint32_t)m->u.welcome.status);
@@ -377,6 +383,67 @@ static void dec_paths(struct get *r, struct wire_hello *h)
 		r->err = true;
 }
 
+/*
+ * HELLO filter rules: nfilters NUL-terminated strings filling filters_len
+ * bytes, each '+' or '-' and a pattern of at least one byte.
+ */
+static void dec_filters(struct get *r, struct wire_hello *h)
+{
+	const char *p = h->filters, *end;
+	unsigned int n = 0;
+
+	h->nfilters = get_u16(r);
+	h->filters_len = get_u16(r);
+	if (h->filters_len > WIRE_FILTERS_MAX) {
+		r->err = true;
+		return;
+	}
+	get_bytes(r, h->filters, h->filters_len);
+	if (r->err)
+		return;
+	end = h->filters + h->filters_len;
+	while (p < end) {
+		const char *nul = memchr(p, '\0', (size_t)(end - p));
+
+		if (!nul || nul - p < 2 || (p[0] != '+' && p[0] != '-')) {
+			r->err = true;
+			return;
+		}
+		p = nul + 1;
+		n++;
+	}
+	if (n != h->nfilters)
+		r->err = true;
+}
+
+int wire_hello_add_filter(struct wire_hello *h, bool include,
+			  const char *pattern)
+{
+	size_t n = strlen(pattern) + 2;
+
+	if (!*pattern)
+		return -EINVAL;
+	if (n > WIRE_FILTERS_MAX - h->filters_len ||
+	    h->nfilters == UINT16_MAX)
+		return -ENAMETOOLONG;
+	h->filters[h->filters_len] = include ? '+' : '-';
+	memcpy(h->filters + h->filters_len + 1, pattern, n - 1);
+	h->filters_len += (uint16_t)n;
+	h->nfilters++;
+	return 0;
+}
+
+const char *wire_hello_filter(const struct wire_hello *h, unsigned int i)
+{
+	const char *p = h->filters;
+
+	if (i >= h->nfilters)
+		return "";
+	while (i--)
+		p += strlen(p) + 1;
+	return p;
+}
+
 int wire_hello_add_path(struct wire_hello *h, const char *path)
 {
 	size_t n = strlen(path) + 1;
@@ -413,6 +480,7 @@ static void dec_body(struct get *r, struct wire_msg *m)
 		m->u.hello.bwlimit = get_u64(r);
 		get_bytes(r, m->u.hello.nonce, WIRE_NONCE_LEN);
 		dec_paths(r, &m->u.hello);
+		dec_filters(r, &m->u.hello);
 		break;
 	case WIRE_WELCOME:
 		m->u.welcome.status = (int32_t)get_u32(r);

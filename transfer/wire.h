@@ -135,11 +135,13 @@ enum wire_hello_flags {
 	WIRE_HELLO_ENCRYPT = 1 << 7,	/* AES-256-GCM chunks (needs a key) */
 	WIRE_HELLO_COMPRESS = 1 << 8,	/* chunks may come zlib-compressed */
 	WIRE_HELLO_SPARSE = 1 << 9,	/* zero chunks become holes */
+	WIRE_HELLO_DRY_RUN = 1 << 10,	/* say what would be done, do none */
 };
 
 /* Whether the sink answers each FILE with HAVE before the data flows. */
 #define WIRE_HELLO_ASK                                                         \
-	(WIRE_HELLO_RESUME | WIRE_HELLO_NO_CLOBBER | WIRE_HELLO_UPDATE)
+	(WIRE_HELLO_RESUME | WIRE_HELLO_NO_CLOBBER | WIRE_HELLO_UPDATE |       \
+	 WIRE_HELLO_DRY_RUN)
 
 enum wire_file_kind {
 	WIRE_KIND_FILE = 0,
@@ -163,7 +165,8 @@ enum wire_file_end_flags {
 	WIRE_END_ABORT = 1 << 0, /* the source failed: discard the file */
 };
 
-#define WIRE_PATHS_MAX 4096u /* bytes of HELLO paths, NULs included */
+#define WIRE_PATHS_MAX 4096u   /* bytes of HELLO paths, NULs included */
+#define WIRE_FILTERS_MAX 2048u /* bytes of HELLO filter rules, NULs too */
 
 struct wire_hello {
 	uint16_t role;	   /* enum wire_role */
@@ -182,6 +185,15 @@ struct wire_hello {
 	uint16_t npaths;
 	uint16_t paths_len;
 	char paths[WIRE_PATHS_MAX];
+	/*
+	 * A pull's --include/--exclude rules, for the server's walk, in
+	 * order, each NUL-terminated: '+' (include) or '-' (exclude), then
+	 * the pattern as the user gave it (util/filter.h). A push has none:
+	 * its client walks.
+	 */
+	uint16_t nfilters;
+	uint16_t filters_len;
+	char filters[WIRE_FILTERS_MAX];
 };
 
 struct wire_welcome {
@@ -260,6 +272,8 @@ struct wire_file_end {
 
 enum wire_result_flags {
 	WIRE_RESULT_SKIPPED = 1 << 0, /* left as it was (no-clobber etc.) */
+	WIRE_RESULT_DRY = 1 << 1,     /* --dry-run: would be made, was not */
+	WIRE_RESULT_EXISTS = 1 << 2,  /* --dry-run: the name is taken now */
 };
 
 struct wire_file_result {
@@ -458,5 +472,19 @@ int wire_hello_add_path(struct wire_hello *h, const char *path)
 
 /* The i-th path of a decoded (or built) HELLO; "" past the end. */
 const char *wire_hello_path(const struct wire_hello *h, unsigned int i);
+
+/*
+ * Appends a filter rule to h->filters. 0, -EINVAL for an empty pattern,
+ * or -ENAMETOOLONG when they are full.
+ */
+int wire_hello_add_filter(struct wire_hello *h, bool include,
+			  const char *pattern)
+	__attribute__((warn_unused_result));
+
+/*
+ * The i-th filter rule of a decoded (or built) HELLO, '+' or '-' first;
+ * "" past the end.
+ */
+const char *wire_hello_filter(const struct wire_hello *h, unsigned int i);
 
 #endif

@@ -12,8 +12,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "cm/cm.h"
+
+struct filter; /* util/filter.h */
 
 /* What went wrong, coarsely: one exit code each (cmd/exit_codes.h). */
 enum xfer_fail {
@@ -47,6 +50,7 @@ enum xfer_poll {
 struct xfer_file_report {
 	bool done;
 	const char *path; /* local path: the source, or where it landed */
+	const char *name; /* a push: the name sent (beneath DEST), else NULL */
 	const char *kind; /* "file", "dir" or "symlink" */
 	uint64_t bytes;	  /* the file's size */
 	uint64_t sent;	  /* bytes that crossed the link (done only) */
@@ -55,6 +59,8 @@ struct xfer_file_report {
 	enum xfer_fail klass;  /* the verdict on this file */
 	const char *message;   /* why it failed, or NULL */
 	bool skipped;	       /* not copied: --no-clobber, --update, resume */
+	bool dry;	       /* --dry-run: would be copied (not skipped) */
+	bool exists;	       /* --dry-run: DEST has that name already */
 	const char *digest;    /* hex of the verified digest, or "" */
 	const char *algorithm; /* "crc32", "sha256" or "none" */
 };
@@ -91,6 +97,7 @@ struct xfer_opts {
 	bool no_clobber;  /* never replace an existing file */
 	bool update;	  /* replace only files older than the source */
 	bool sparse;	  /* all-zero chunks become holes */
+	bool dry_run;	  /* ask the receiver, report, write nothing */
 	bool encrypt;	  /* AES-256-GCM per chunk (needs key) */
 	int compress;	  /* zlib level 1-9, 0: off */
 	uint64_t bwlimit; /* bytes per second the data source sends, 0: any;
@@ -98,6 +105,18 @@ struct xfer_opts {
 	const char *dest; /* push: relative to the receiver's root */
 	const char *const *srcs; /* pull: relative to the receiver's root */
 	size_t nsrcs;
+	/*
+	 * --include/--exclude rules, or NULL: applied by the side that walks
+	 * (this one on a push, the receiver on a pull, sent in the HELLO).
+	 */
+	const struct filter *filter;
+	/*
+	 * --files-from, push only: names read from this stream as the copy
+	 * goes, each beneath srcs[0] (nsrcs is 1), separated by '\0' with
+	 * from0, else by '\n'. NULL: the SRCs are srcs.
+	 */
+	FILE *files_from;
+	bool from0;
 	void (*on_file)(void *arg, const struct xfer_file_report *r);
 	void *on_file_arg;
 	/*

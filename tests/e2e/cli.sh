@@ -61,6 +61,14 @@ expect_fail "bad --window" 2 --window 0 a h:
 expect_fail "bad --checksum" 2 --checksum md5 a h:
 expect_fail "--listen with a DEST" 2 --listen a h:
 expect_fail "--no-auth with --key-file" 2 --no-auth --key-file k a h:
+expect_fail "--files-from on a pull" 2 --files-from=l h:a .
+expect_fail "--files-from with two SRCs" 2 --files-from=l a b h:
+expect_fail "--exclude with no pattern" 2 --exclude=/ a h:
+expect_fail "--exclude-from and --files-from both on stdin" 2 --files-from=- --exclude-from=- a h:
+expect_fail "--exclude-from a missing file" 6 --exclude-from="$T/none" a h:
+expect_fail "--manifest with --checksum none" 2 --manifest=m --checksum none a h:
+expect_fail "--manifest with --dry-run" 2 --manifest=m --dry-run a h:
+expect_fail "--files-from a missing file" 6 --no-auth --files-from="$T/none" a h:
 expect_fail "--require-encrypt on a copy without --encrypt" 2 --require-encrypt a h:
 expect_fail "--require-encrypt on a pull without --encrypt" 2 --require-encrypt h:a .
 expect_fail "--require-encrypt with --no-auth" 2 --require-encrypt --no-auth --listen
@@ -105,6 +113,7 @@ assert m["status"] == "failed" and m["class"] == "local-io" and "missing" in m["
 s = ev[-1]
 assert s["files_ok"] == 3 and s["files_failed"] == 1 and s["result"] == "partial" and s["exit"] == 9, s
 assert s["transport"] == "tcp" and s["bytes"] == 3000003 and s["bytes_per_second"] >= 0, s
+assert s["retries"] == 0, s
 PY
 check "--json copies arrived" cmp "$T/src/big" "$T/root/j/big"
 "$RDCP" --json -q --transport tcp --port $((PORT + 1)) "$T/src/small" 127.0.0.1: >"$T/json2" 2>/dev/null
@@ -125,6 +134,41 @@ check "--progress: a line per file and a total, on stderr only" bash -c "
 	tr '\r' '\n' <'$T/progress' | grep -Eq '/small +3 B +ok' &&
 	tr '\r' '\n' <'$T/progress' | grep -Eq '/big +2.86 MiB +ok' &&
 	grep -Eq '^2 files, 2.86 MiB in .* over tcp' '$T/progress'"
+"$RDCP" --transport tcp --port "$PORT" "$T/src/small" "$T/src/missing" "$T/src/big" \
+	"127.0.0.1:s/" 2>"$T/sum" >"$T/sum.out"
+RC=$?
+check "summary: one last line, files, bytes, rate, skipped, failed, retries" bash -c "
+	[ $RC = 9 ] && [ ! -s '$T/sum.out' ] &&
+	tail -n1 '$T/sum' | grep -Eq '^2 files, 2.86 MiB in [0-9.]+ s \([0-9.]+ [kMG]?B/s\) over tcp; skipped 0, failed 1, retries 0\$'"
+"$RDCP" -q --transport tcp --port "$PORT" "$T/src/small" "127.0.0.1:s/" >"$T/sum.out" 2>&1
+RC=$?
+check "summary: none with -q" bash -c "[ $RC = 0 ] && [ ! -s '$T/sum.out' ]"
+
+# rdcp.conf: the user's defaults, the command line winning.
+printf '# site defaults\nport %s\n--transport=tcp\nchecksum = sha256\nquiet\n' "$PORT" >"$T/cfg/rdcp/rdcp.conf"
+"$RDCP" "$T/src/small" 127.0.0.1:conf/ >"$T/conf.out" 2>&1
+RC=$?
+check "rdcp.conf: port, transport, checksum from the file: the copy arrives" bash -c "
+	[ $RC = 0 ] && cmp '$T/src/small' '$T/root/conf/small'"
+check "--print-config: each value with its origin, the command line's winning" bash -c "
+	'$RDCP' --print-config --port 7 >'$T/pc' &&
+	grep -qx '# port $PORT.# $T/cfg/rdcp/rdcp.conf:2, overridden' '$T/pc' &&
+	grep -qx 'checksum sha256.# $T/cfg/rdcp/rdcp.conf:4' '$T/pc' &&
+	grep -qx 'port 7.# command line' '$T/pc' &&
+	grep -qx '# $T/cfg/rdcp/rdcp.conf: read' '$T/pc'"
+check "--no-config: the file is not read" bash -c "
+	'$RDCP' --no-config --print-config | grep -vq port"
+echo 'prot 1' >>"$T/cfg/rdcp/rdcp.conf"
+check "--no-config: a copy ignores a broken file" bash -c "
+	'$RDCP' --no-config -q --transport tcp --port $PORT '$T/src/small' 127.0.0.1:conf2/ &&
+	cmp '$T/src/small' '$T/root/conf2/small'"
+expect_fail "rdcp.conf: an unknown option, its line named" 2 "$T/src/small" h:
+grep -q "rdcp.conf:6: unknown option 'prot'" "$T/e" && ok "  ... as FILE:LINE" || nok "  ... as FILE:LINE" "$(cat "$T/e")"
+printf 'port 0\n' >"$T/cfg/rdcp/rdcp.conf"
+expect_fail "rdcp.conf: a bad value, its line named" 2 "$T/src/small" h:
+grep -q "rdcp.conf:1: --port: '0'" "$T/e" && ok "  ... as FILE:LINE" || nok "  ... as FILE:LINE" "$(cat "$T/e")"
+rm -f "$T/cfg/rdcp/rdcp.conf"
+
 kill "$RX" 2>/dev/null
 wait "$RX" 2>/dev/null
 

@@ -146,16 +146,16 @@ def load_key(path):
 
 def auth_params(h):
     """The 24 bytes of HELLO parameters the MACs cover (transfer/auth.c)."""
-    return struct.pack(">HBBIIH2xQ", h.role, h.csum, h.level, h.flags,
-                       h.chunk_size, h.npaths, h.bwlimit)
+    return struct.pack(">HBBIIHHQ", h.role, h.csum, h.level, h.flags,
+                       h.chunk_size, h.npaths, h.nfilters, h.bwlimit)
 
 
 def auth_mac(key, side, h, nonce_s):
     """HMAC-SHA256(key, "rdcp1 server\\0"|"rdcp1 client\\0" || nonce_c ||
-    nonce_s || params || paths); side is "server" or "client"."""
+    nonce_s || params || paths || filters); side is "server" or "client"."""
     label = b"rdcp1 server\0" if side == "server" else b"rdcp1 client\0"
     return hmac.new(key, label + h.nonce + nonce_s + auth_params(h) +
-                    h.paths, hashlib.sha256).digest()
+                    h.paths + h.filters, hashlib.sha256).digest()
 
 
 def ctrl_key(key, nonce_c, nonce_s):
@@ -205,13 +205,15 @@ def data_key(key, nonce_c, nonce_s):
 
 # Body layout per type: (name, struct code) or a variable-length kind:
 # "str" u16 length + bytes, "dig" u8 length + bytes, "paths" u16 length +
-# bytes (HELLO; npaths is its own field), "sums" u16 count + 16 bytes
-# each (a list of bytes), "bits" u16 count + ceil(count / 8) bytes, bit
-# i % 8 of byte i // 8 (a list of bools).
+# bytes (HELLO paths and filters; npaths and nfilters are fields of their
+# own), "sums" u16 count + 16 bytes each (a list of bytes), "bits" u16
+# count + ceil(count / 8) bytes, bit i % 8 of byte i // 8 (a list of
+# bools).
 SPEC = {
     HELLO: [("role", "H"), ("csum", "B"), ("level", "B"), ("flags", "I"),
             ("features", "I"), ("chunk_size", "I"), ("bwlimit", "Q"),
-            ("nonce", "32s"), ("npaths", "H"), ("paths", "paths")],
+            ("nonce", "32s"), ("npaths", "H"), ("paths", "paths"),
+            ("nfilters", "H"), ("filters", "paths")],
     WELCOME: [("status", "i"), ("features", "I"), ("nonce", "32s"),
               ("mac", "32s"), ("message", "str")],
     RING: [("addr", "Q"), ("rkey", "I"), ("slots", "H"), ("slot_size", "I")],

@@ -44,7 +44,7 @@ RNR_COUNTERS="rcvd_rnr_err send_rnr_err retry_rnr_exceeded_err"
 ALL="sizes default sparse checksum corrupt escape destforms multifile partial"
 ALL="$ALL ctrlnames longnames fifo noconn"
 ALL="$ALL killsender killreceiver daemon auth auto check device"
-ALL="$ALL tree pull resume skip crypt zeros bwlimit full small"
+ALL="$ALL tree pull resume skip crypt zeros bwlimit full small script"
 # Over RDMA these run last, after the RNR check (they re-create rxe0,
 # which resets its counters); over TCP only when named.
 EXTRA="devremove"
@@ -1511,6 +1511,167 @@ s_small() {
 		kill -9 "$RX" 2>/dev/null
 	fi
 	rm -rf src/small rx/small got
+}
+
+# listing DIR: its entries, sorted, one line.
+listing() { (cd "$1" && find . -mindepth 1 | sort | tr '\n' ' '); }
+
+# 28. Scripted bulk moves: --include/--exclude(-from) on a push (the client
+#     walks) and a pull (the receiver walks, the rules in the HELLO);
+#     --files-from a file and, -0, from a pipe of 3000 names; a listed
+#     name outside SRC refused; --manifest checked by sha256sum -c and
+#     against --json's digests; --dry-run on a push and a pull, nothing
+#     made or changed.
+s_script() {
+	rm -rf src/scr rx/scr got
+	mkdir -p src/scr/build src/scr/sub rx/scr got
+	for f in a.c a.o keep.o build/x.c sub/b.c sub/b.o sub/build top sub/top; do
+		echo "$f" >"src/scr/$f"
+	done
+	_want="./a.c ./keep.o ./sub ./sub/b.c ./sub/build ./sub/top "
+	printf '# rules\n\n*.o\n;more\nbuild/\n/scr/top\n' >"$W/scr-ex"
+	nextport
+	if start_rx "$W/rx-scr.log" --root "$W/rx/scr" --port $P; then
+		t_begin "--include/--exclude on a push: first match wins, dir-only, anchored"
+		send "$W/tx-scr1.log" --port $P -r --include=keep.o --exclude='*.o' \
+			--exclude=build/ --exclude=/scr/top src/scr "$ADDR:f1"
+		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
+		[ "$(listing rx/scr/f1)" = "$_want" ] || t_fail "got: $(listing rx/scr/f1)"
+		same src/scr/sub/b.c rx/scr/f1/sub/b.c
+		t_log "$W/tx-scr1.log" "$W/rx-scr.log"
+		t_end
+
+		t_begin "--exclude-from FILE and --include-from - (stdin)"
+		echo keep.o >"$W/scr-in"
+		send "$W/tx-scr2.log" --port $P -r --include-from=- \
+			--exclude-from="$W/scr-ex" src/scr "$ADDR:f2" <"$W/scr-in"
+		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
+		[ "$(listing rx/scr/f2)" = "$_want" ] || t_fail "got: $(listing rx/scr/f2)"
+		t_log "$W/tx-scr2.log" "$W/rx-scr.log"
+		t_end
+
+		t_begin "--include/--exclude on a pull: the receiver's walk filtered"
+		cp -a src/scr rx/scr/whole
+		send "$W/tx-scr3.log" --port $P -r --include=keep.o --exclude='*.o' \
+			--exclude=build/ --exclude=/whole/top "$ADDR:whole" got/p
+		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
+		[ "$(listing got/p)" = "$_want" ] || t_fail "got: $(listing got/p)"
+		same src/scr/a.c got/p/a.c
+		t_log "$W/tx-scr3.log" "$W/rx-scr.log"
+		t_end
+
+		t_begin "--files-from FILE: the names beneath SRC, kept as they are"
+		printf 'a.c\nsub/b.c\n./sub/top\n\n' >"$W/scr-list"
+		send "$W/tx-scr4.log" --port $P --files-from="$W/scr-list" src/scr "$ADDR:l1"
+		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
+		[ "$(listing rx/scr/l1)" = "./a.c ./sub ./sub/b.c ./sub/top " ] ||
+			t_fail "got: $(listing rx/scr/l1)"
+		same src/scr/sub/top rx/scr/l1/sub/top
+		t_log "$W/tx-scr4.log" "$W/rx-scr.log"
+		t_end
+
+		t_begin "--files-from=- -0: 3000 names from find -print0 through a pipe"
+		mkdir -p src/scr/many/d1 src/scr/many/d2
+		i=0
+		while [ $i -lt 1500 ]; do
+			: >"src/scr/many/d1/f$i"
+			echo "$i" >"src/scr/many/d2/g$i"
+			i=$((i + 1))
+		done
+		# the right side of a pipe is a subshell: its status via a file
+		(cd src/scr && find many -type f -print0) | {
+			send "$W/tx-scr5.log" --port $P -0 --files-from=- src/scr "$ADDR:l2/"
+			echo "$SRC" >"$W/scr-rc"
+		}
+		SRC=$(cat "$W/scr-rc")
+		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
+		_n=$(find rx/scr/l2/many -type f | wc -l)
+		[ "$_n" = 3000 ] || t_fail "$_n files, want 3000"
+		same src/scr/many/d2/g1499 rx/scr/l2/many/d2/g1499
+		t_log "$W/tx-scr5.log" "$W/rx-scr.log"
+		t_end
+
+		t_begin "--files-from: a name outside SRC refused (exit 9), the rest sent"
+		printf 'a.c\n../../etc/passwd\n' >"$W/scr-bad"
+		send "$W/tx-scr6.log" --port $P --files-from=- src/scr "$ADDR:l3" <"$W/scr-bad"
+		[ "$SRC" = 9 ] || t_fail "exit $SRC, want 9"
+		grep -q "not a path beneath" "$W/tx-scr6.log" || t_fail "no message"
+		[ "$(listing rx/scr/l3)" = "./a.c " ] || t_fail "got: $(listing rx/scr/l3)"
+		t_log "$W/tx-scr6.log" "$W/rx-scr.log"
+		t_end
+
+		t_begin "--manifest --checksum sha256 on a push: sha256sum -c in DEST passes, catches a change"
+		send "$W/tx-scr7.log" --port $P -r --checksum sha256 --manifest="$W/scr-m1" \
+			--exclude=many/ src/scr "$ADDR:m1/"
+		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
+		_n=$(find src/scr -path src/scr/many -prune -o -type f -print | wc -l)
+		[ "$(grep -c '^[0-9a-f]\{64\}  scr/' "$W/scr-m1")" = "$_n" ] ||
+			t_fail "not $_n sha256sum lines: $(head -n 3 "$W/scr-m1" | tr '\n' ' ')"
+		(cd rx/scr/m1 && sha256sum -c "$W/scr-m1") >"$W/scr-c1" 2>&1 ||
+			t_fail "sha256sum -c: $(grep -v ': OK' "$W/scr-c1" | head -n 3 | tr '\n' ' ')"
+		echo changed >>rx/scr/m1/scr/sub/b.c
+		(cd rx/scr/m1 && sha256sum -c "$W/scr-m1") >/dev/null 2>&1 &&
+			t_fail "sha256sum -c passed a changed file"
+		t_log "$W/tx-scr7.log" "$W/rx-scr.log"
+		t_end
+
+		t_begin "--manifest on a pull, crc32: a CRC32 line per file placed, as --json's digest"
+		send "$W/tx-scr8.log" --port $P -r --json --manifest="$W/scr-m2" "$ADDR:f1" got/m2
+		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
+		[ "$(grep -c '^CRC32 (got/m2/' "$W/scr-m2")" = 5 ] ||
+			t_fail "not 5 CRC32 lines: $(cat "$W/scr-m2" | tr '\n' ' ')"
+		for f in a.c keep.o sub/b.c; do
+			_j=$(jdone "$W/tx-scr8.log" "got/m2/$f" digest)
+			grep -qx "CRC32 (got/m2/$f) = $_j" "$W/scr-m2" ||
+				t_fail "$f: --json digest '$_j' not in the manifest"
+		done
+		t_log "$W/tx-scr8.log" "$W/rx-scr.log"
+		t_end
+
+		t_begin "--dry-run push: every entry 'new' into a missing DEST, nothing made"
+		send "$W/tx-scr9.log" --port $P -r --dry-run --exclude=many/ src/scr "$ADDR:d1/"
+		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
+		[ ! -e rx/scr/d1 ] || t_fail "rx/scr/d1 made"
+		grep -qx 'new      scr/sub/b.c' "$W/tx-scr9.log" || t_fail "no 'new scr/sub/b.c'"
+		grep -qx 'new      scr/build/' "$W/tx-scr9.log" || t_fail "no 'new scr/build/'"
+		grep -q '^dry run, nothing copied: ' "$W/tx-scr9.log" || t_fail "no dry-run summary"
+		t_log "$W/tx-scr9.log" "$W/rx-scr.log"
+		t_end
+
+		t_begin "--dry-run -u push onto a copy: keep, replace, new, exists; nothing changes"
+		send "$W/tx-scr10.log" --port $P -r --exclude=many/ src/scr "$ADDR:d2/"
+		touch -d '2001-01-01' rx/scr/d2/scr/keep.o
+		echo new >src/scr/sub/new.txt
+		sums rx/scr/d2 >"$W/scr-before"
+		send "$W/tx-scr10.log" --port $P -r -u --dry-run --exclude=many/ src/scr "$ADDR:d2/"
+		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
+		sums rx/scr/d2 >"$W/scr-after"
+		cmp -s "$W/scr-before" "$W/scr-after" || t_fail "the receiver's tree changed"
+		for l in 'keep     scr/a.c' 'replace  scr/keep.o' 'new      scr/sub/new.txt' 'exists   scr/sub/'; do
+			grep -qx "$l" "$W/tx-scr10.log" || t_fail "no '$l'"
+		done
+		rm -f src/scr/sub/new.txt
+		t_log "$W/tx-scr10.log" "$W/rx-scr.log"
+		t_end
+
+		t_begin "--dry-run pull --json: 'would' in file_done, no local DEST made"
+		send "$W/tx-scr11.log" --port $P -r --dry-run --json "$ADDR:f1" got/dry/
+		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
+		[ ! -e got/dry ] || t_fail "got/dry made"
+		[ "$(jdone "$W/tx-scr11.log" got/dry/f1/a.c would)" = new ] ||
+			t_fail "a.c: would '$(jdone "$W/tx-scr11.log" got/dry/f1/a.c would)'"
+		[ "$(jget "$W/tx-scr11.log" summary dry_run)" = true ] || t_fail "summary without dry_run"
+		t_log "$W/tx-scr11.log" "$W/rx-scr.log"
+		t_end
+		term_rx
+	else
+		t_begin "script: receiver starts"
+		t_fail "receiver did not start listening"
+		t_log "$W/rx-scr.log"
+		t_end
+		kill -9 "$RX" 2>/dev/null
+	fi
+	rm -rf src/scr rx/scr got
 }
 
 # rxe0 is removed mid-copy (`rdma link delete`): both ends of the session

@@ -170,7 +170,7 @@ static void wire_seeds(void)
 	memcpy(bad + n, "x", 1);
 	put("wire", "bad-hello-trailing", bad, (size_t)n + 1);
 	memcpy(bad, buf, (size_t)n);
-	bad[n - 5] = '\0'; /* NUL inside the path */
+	bad[n - 9] = '\0'; /* NUL inside the path (4 filter bytes after) */
 	put("wire", "bad-hello-nul-in-path", bad, (size_t)n);
 	memcpy(bad, buf, (size_t)n);
 	bad[0] = 0;
@@ -229,7 +229,12 @@ static void wire_seeds(void)
 		if (wire_hello_add_path(&m.u.hello, longp))
 			errs++;
 	}
+	if (wire_hello_add_filter(&m.u.hello, true, "*/") ||
+	    wire_hello_add_filter(&m.u.hello, false, "/build/**.o"))
+		errs++;
 	msg("hello-pull-longpath", &m, buf);
+	m.u.hello.nfilters = 0;
+	m.u.hello.filters_len = 0;
 	m.u.hello.npaths = 0;
 	m.u.hello.paths_len = 0;
 	if (wire_hello_add_path(&m.u.hello, "a") ||

@@ -7,7 +7,7 @@
 #
 #   tests/fuzz/run.sh [SECONDS]
 #
-# fuzz_wire runs once; fuzz_path runs twice, over openat2(2) and over the
+# fuzz_wire and fuzz_filter run once; fuzz_path runs twice, over openat2(2) and over the
 # O_NOFOLLOW walk older kernels get (RDCP_FUZZ_PATH_WALK=1). New inputs
 # libFuzzer finds go to build/fuzz/new/TARGET/, never into
 # tests/fuzz/corpus/; copy one there by hand when it earns a place. On a
@@ -75,7 +75,7 @@ for src in util/*.c cm/*.c transfer/*.c; do
 	# shellcheck disable=SC2086
 	"$CC" $CFLAGS -fsanitize=fuzzer-no-link -c -o "$obj" "$src" || exit 1
 done
-for t in wire path; do
+for t in wire path filter; do
 	echo "  FUZZ    $OUT/fuzz_$t"
 	# shellcheck disable=SC2086
 	"$CC" $CFLAGS -fsanitize=fuzzer -o "$OUT/fuzz_$t" \
@@ -124,4 +124,5 @@ fuzz() {
 fuzz wire wire 8448
 fuzz path-openat2 path 4200
 fuzz path-walk path 4200 RDCP_FUZZ_PATH_WALK=1
+fuzz filter filter 5200
 exit $status

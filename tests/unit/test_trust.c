@@ -651,6 +651,9 @@ enum forge {
 	FORGE_HAVE_SKIP,  /* --resume: HAVE SKIP status 0, then SKIPPED */
 	FORGE_PACK_TWICE, /* PACK_DONE twice for one pack */
 	FORGE_PACK_OK,	  /* a pack answered by FILE_RESULTs of success */
+	FORGE_DRY,	  /* --dry-run answers: HAVE SKIP, then DRY */
+	FORGE_DRY_DATA,	  /* --dry-run, but HAVE asks for the data */
+	FORGE_DRY_END,	  /* a real copy: DRY after FILE_END */
 };
 
 struct forger {
@@ -658,6 +661,7 @@ struct forger {
 	struct credit_rx rx;
 	uint8_t kind[64];
 	bool done, bye_sent;
+	unsigned int writes; /* data slots that arrived */
 };
 
 static int forge_send(struct engine *e, struct wire_msg *m)
@@ -692,12 +696,23 @@ static int forge_on_msg(struct engine *e, const struct wire_msg *m)
 		if (m->u.file.file_id < sizeof(fg->kind))
 			fg->kind[m->u.file.file_id] = m->u.file.kind;
 		if (m->u.file.kind != WIRE_KIND_FILE)
-			return forge_result(e, m->u.file.file_id, 0, NULL, 0);
+			return forge_result(
+				e, m->u.file.file_id,
+				fg->mode == FORGE_DRY ? WIRE_RESULT_DRY : 0,
+				NULL, 0);
+		h.u.have.file_id = m->u.file.file_id;
+		if (fg->mode == FORGE_DRY_DATA)
+			return forge_send(e, &h);
+		if (fg->mode == FORGE_DRY) {
+			h.u.have.flags = WIRE_HAVE_SKIP;
+			return forge_send(e, &h) ||
+			       forge_result(e, m->u.file.file_id,
+					    WIRE_RESULT_DRY, NULL, 0);
+		}
 		if (fg->mode == FORGE_EARLY)
 			return forge_result(e, m->u.file.file_id, 0, d, 4);
 		if (fg->mode != FORGE_HAVE_SKIP)
 			return 0;
-		h.u.have.file_id = m->u.file.file_id;
 		h.u.have.flags = WIRE_HAVE_SKIP;
 		return forge_send(e, &h) ||
 		       forge_result(e, m->u.file.file_id, WIRE_RESULT_SKIPPED,
@@ -710,8 +725,10 @@ static int forge_on_msg(struct engine *e, const struct wire_msg *m)
 			d[0] ^= 0xff;
 		return forge_result(
 			e, end->file_id,
-			fg->mode == FORGE_SKIPPED ? WIRE_RESULT_SKIPPED : 0, d,
-			end->digest_len);
+			fg->mode == FORGE_SKIPPED   ? WIRE_RESULT_SKIPPED
+			: fg->mode == FORGE_DRY_END ? WIRE_RESULT_DRY
+						    : 0,
+			d, end->digest_len);
 	case WIRE_DONE:
 		fg->done = true;
 		return 0;
@@ -730,6 +747,7 @@ static int forge_on_data(struct engine *e, const struct cm_event *ev)
 	uint64_t seq;
 	int slot = credit_rx_arrive(&fg->rx, ev->imm, &seq);
 
+	fg->writes++;
 	if (slot < 0 ||
 	    wire_slot_decode(cm_slot(e->c, (unsigned int)slot), &h) ||
 	    credit_rx_drain(&fg->rx, (unsigned int)slot))
@@ -800,10 +818,11 @@ static const struct engine_role forge_role = {
 struct push {
 	enum forge mode;
 	enum xfer_csum csum;
-	bool resume;
+	bool resume, dry;
 	size_t sizes[4];
 	size_t nfiles;
 	/* out */
+	unsigned int writes; /* data slots the receiver got */
 	enum xfer_fail vc;
 	struct xfer_stats st;
 	char digests[4][80]; /* as reported to the user */
@@ -829,6 +848,7 @@ static void *forging_receiver(void *arg)
 	if (!credit_rx_init(&fg.rx, t->b->geom.slots) &&
 	    !evil_handshake(&e, false, h, key) && !session_rings(&e, true))
 		engine_run(&e, &forge_role, &fg);
+	t->writes = fg.writes;
 	engine_tell_peer(&e);
 	engine_release(&e);
 	credit_rx_release(&fg.rx);
@@ -884,6 +904,7 @@ static void push_run(struct push *t)
 	xopts(&co, 2);
 	co.csum = t->csum;
 	co.resume = t->resume;
+	co.dry_run = t->dry;
 	co.srcs = srcs;
 	co.nsrcs = t->nfiles;
 	co.dest = "in/";
@@ -996,10 +1017,50 @@ static void test_push_pack_forged(void)
 	CHECK_EQ(t.vc, XFER_FAIL_PROTOCOL);
 }
 
+/*
+ * --dry-run: a receiver that answers as a dry run does gets no data and
+ * the client reports each file as would-be-copied; one that asks for the
+ * data in a dry run, or gives a dry run's verdict to a real copy, is
+ * refused (exit 5).
+ */
+static void test_push_dry_run(void)
+{
+	struct push t = { .mode = FORGE_DRY, .csum = XFER_CSUM_CRC32 };
+
+	t.dry = true;
+	t.sizes[0] = 5 * CHUNK;
+	t.sizes[1] = 100;
+	t.nfiles = 2;
+	push_run(&t);
+	CHECK_EQ(t.vc, XFER_OK);
+	CHECK_EQ(t.st.files_ok, 2);
+	CHECK_EQ(t.writes, 0);
+
+	memset(&t, 0, sizeof(t));
+	t.mode = FORGE_DRY_DATA;
+	t.csum = XFER_CSUM_CRC32;
+	t.dry = true;
+	t.sizes[0] = 5 * CHUNK;
+	t.nfiles = 1;
+	push_run(&t);
+	CHECK_EQ(t.vc, XFER_FAIL_PROTOCOL);
+	CHECK_EQ(t.writes, 0);
+
+	memset(&t, 0, sizeof(t)); /* a real copy: DRY is no verdict */
+	t.mode = FORGE_DRY_END;
+	t.csum = XFER_CSUM_CRC32;
+	t.sizes[0] = 5 * CHUNK;
+	t.nfiles = 1;
+	push_run(&t);
+	CHECK_EQ(t.vc, XFER_FAIL_PROTOCOL);
+	CHECK_EQ(t.st.files_ok, 0);
+}
+
 TAP_RUN(TAP_TEST(test_pull_honest), TAP_TEST(test_pull_other_name),
 	TAP_TEST(test_pull_packed_name), TAP_TEST(test_pull_name_twice),
 	TAP_TEST(test_pull_ssh_tree), TAP_TEST(test_pull_tree_without_r),
 	TAP_TEST(test_pull_symlink_top), TAP_TEST(test_pull_ssh_mode),
 	TAP_TEST(test_pull_resume_other), TAP_TEST(test_push_honest_forger),
 	TAP_TEST(test_push_early_verdict), TAP_TEST(test_push_skipped_unasked),
-	TAP_TEST(test_push_wrong_digest), TAP_TEST(test_push_pack_forged))
+	TAP_TEST(test_push_wrong_digest), TAP_TEST(test_push_pack_forged),
+	TAP_TEST(test_push_dry_run))

@@ -18,6 +18,7 @@
 
 #include "transfer/auth.h"
 #include "transfer/wire.h"
+#include "util/key.h"
 #include "util/checksum.h"
 
 #include <endian.h>
@@ -74,6 +75,8 @@ static size_t samples(struct wire_msg *m, size_t max)
 		m[n].u.hello.nonce[i] = (uint8_t)(0xc0 + i);
 	CHECK_EQ(wire_hello_add_path(&m[n].u.hello, "some/dir/"), 0);
 	CHECK_EQ(wire_hello_add_path(&m[n].u.hello, "second"), 0);
+	CHECK_EQ(wire_hello_add_filter(&m[n].u.hello, true, "*.c"), 0);
+	CHECK_EQ(wire_hello_add_filter(&m[n].u.hello, false, "/build/"), 0);
 	n++;
 
 	m[n].type = WIRE_WELCOME;
@@ -405,13 +408,14 @@ static void test_decode_digest_len(void)
  * HELLO as documented: header type u8, 0 u8, 0 u16, total u32, ctrl_ack
  * u32, slot_ack u32; body role u16, csum u8, level u8, flags u32,
  * features u32, chunk_size u32, bwlimit u64, nonce[32], npaths u16,
- * paths_len u16 and the paths, each NUL-terminated. Big-endian.
+ * paths_len u16 and the paths, each NUL-terminated, nfilters u16,
+ * filters_len u16 and the filters (none here). Big-endian.
  */
 static void test_golden_hello(void)
 {
 	static const char want_hex[] =
 		"01000000"
-		"00000050"
+		"00000054"
 		"01020304"
 		"0a0b0c0d" /* header */
 		"0001"
@@ -425,8 +429,10 @@ static void test_golden_hello(void)
 		"101112131415161718191a1b1c1d1e1f"
 		"0001"
 		"0004"
-		"642f7800"; /* "d/x" */
-	uint8_t want[80];
+		"642f7800" /* "d/x" */
+		"0000"
+		"0000"; /* no filters */
+	uint8_t want[84];
 	struct wire_msg m, d;
 	int len;
 
@@ -450,6 +456,111 @@ static void test_golden_hello(void)
 	}
 	CHECK_EQ(wire_decode(want, sizeof(want), &d), 0);
 	CHECK(memcmp(&d, &m, sizeof(m)) == 0);
+}
+
+/*
+ * HELLO filters: '+' or '-' then a pattern, NUL-terminated, as many as
+ * nfilters says, within WIRE_FILTERS_MAX; anything else is malformed.
+ */
+static void test_hello_filters(void)
+{
+	struct wire_msg m, d;
+	size_t at; /* offset of nfilters in the encoding */
+	int len;
+
+	memset(&m, 0, sizeof(m));
+	m.type = WIRE_HELLO;
+	m.u.hello.role = WIRE_PULL;
+	CHECK_EQ(wire_hello_add_path(&m.u.hello, "src"), 0);
+	CHECK_EQ(wire_hello_add_filter(&m.u.hello, false, ""), -EINVAL);
+	CHECK_EQ(wire_hello_add_filter(&m.u.hello, true, "keep.o"), 0);
+	CHECK_EQ(wire_hello_add_filter(&m.u.hello, false, "*.o"), 0);
+	CHECK_EQ(m.u.hello.nfilters, 2);
+	CHECK(!strcmp(wire_hello_filter(&m.u.hello, 0), "+keep.o"));
+	CHECK(!strcmp(wire_hello_filter(&m.u.hello, 1), "-*.o"));
+	CHECK(!strcmp(wire_hello_filter(&m.u.hello, 2), ""));
+	len = wire_encode(&m, buf, sizeof(buf));
+	CHECK(len > 0);
+	CHECK_EQ(wire_decode(buf, (size_t)len, &d), 0);
+	CHECK(memcmp(&d.u.hello, &m.u.hello, sizeof(m.u.hello)) == 0);
+	at = WIRE_CTRL_HDR + 56 + 4 + 4; /* "src\0" */
+	CHECK_EQ(buf[at + 1], 2);
+	CHECK_EQ(buf[at + 3], 13);
+	CHECK_EQ(buf[at + 4], '+');
+
+	buf[at + 4] = 'x'; /* neither '+' nor '-' */
+	CHECK_EQ(wire_decode(buf, (size_t)len, &d), -EPROTO);
+	buf[at + 4] = '+';
+	buf[at + 1] = 3; /* more rules than strings */
+	CHECK_EQ(wire_decode(buf, (size_t)len, &d), -EPROTO);
+	buf[at + 1] = 2;
+	buf[at + 5] = '\0'; /* "+" alone: an empty pattern */
+	CHECK_EQ(wire_decode(buf, (size_t)len, &d), -EPROTO);
+	buf[at + 5] = 'k';
+	buf[len - 1] = 'o'; /* the last one not terminated */
+	CHECK_EQ(wire_decode(buf, (size_t)len, &d), -EPROTO);
+	buf[len - 1] = '\0';
+	CHECK_EQ(wire_decode(buf, (size_t)len, &d), 0);
+	/* a length past the bound */
+	buf[at + 2] = (uint8_t)((WIRE_FILTERS_MAX + 1) >> 8);
+	buf[at + 3] = (uint8_t)(WIRE_FILTERS_MAX + 1);
+	CHECK_EQ(wire_decode(buf, (size_t)len, &d), -EPROTO);
+	/* the HELLO of protocol 2 (no filter fields) is short now */
+	CHECK_EQ(wire_decode(buf, at, &d), -EPROTO);
+
+	/* filling them up: refused past WIRE_FILTERS_MAX, never cut */
+	memset(&m, 0, sizeof(m));
+	{
+		char pat[100];
+		unsigned int n = 0;
+
+		memset(pat, 'p', sizeof(pat) - 1);
+		pat[sizeof(pat) - 1] = '\0';
+		while (!wire_hello_add_filter(&m.u.hello, false, pat))
+			n++;
+		CHECK_EQ(n, WIRE_FILTERS_MAX / 101);
+		CHECK(m.u.hello.filters_len <= WIRE_FILTERS_MAX);
+	}
+}
+
+/*
+ * The handshake MACs cover the filters: a man in the middle who drops or
+ * changes a pull's --exclude (to get more of the receiver's tree sent)
+ * breaks both MACs. Without filters the MAC is the one of before.
+ */
+static void test_hello_mac_filters(void)
+{
+	uint8_t key[KEY_LEN], nonce_s[WIRE_NONCE_LEN];
+	uint8_t a[WIRE_MAC_LEN], b[WIRE_MAC_LEN], c[WIRE_MAC_LEN];
+	struct wire_hello h, h2;
+
+	memset(key, 7, sizeof(key));
+	memset(nonce_s, 9, sizeof(nonce_s));
+	memset(&h, 0, sizeof(h));
+	h.role = WIRE_PULL;
+	CHECK_EQ(wire_hello_add_path(&h, "src"), 0);
+	CHECK_EQ(auth_mac(key, AUTH_CLIENT, &h, nonce_s, a), 0);
+	{
+		/* protocol 2's MAC: no filter part, two zero bytes */
+		const char *label = "rdcp1 client";
+		uint8_t params[24] = { 0, WIRE_PULL };
+		const void *parts[] = { label, h.nonce, nonce_s, params,
+					h.paths };
+		size_t lens[] = { strlen(label) + 1, WIRE_NONCE_LEN,
+				  WIRE_NONCE_LEN, sizeof(params), h.paths_len };
+
+		params[13] = 1; /* npaths */
+		CHECK_EQ(key_hmac(key, parts, lens, 5, c), 0);
+		CHECK(memcmp(a, c, WIRE_MAC_LEN) == 0);
+	}
+	h2 = h;
+	CHECK_EQ(wire_hello_add_filter(&h2, false, "*.key"), 0);
+	CHECK_EQ(auth_mac(key, AUTH_CLIENT, &h2, nonce_s, b), 0);
+	CHECK(memcmp(a, b, WIRE_MAC_LEN) != 0);
+	h2 = h;
+	CHECK_EQ(wire_hello_add_filter(&h2, true, "*.key"), 0);
+	CHECK_EQ(auth_mac(key, AUTH_CLIENT, &h2, nonce_s, c), 0);
+	CHECK(memcmp(b, c, WIRE_MAC_LEN) != 0); /* '+' vs '-' */
 }
 
 /*
@@ -1121,7 +1232,7 @@ TAP_RUN(TAP_TEST(test_roundtrip_every_type), TAP_TEST(test_encode_limits),
 	TAP_TEST(test_decode_truncated),
 	TAP_TEST(test_decode_trailing_and_length),
 	TAP_TEST(test_decode_unknown_type), TAP_TEST(test_decode_strings),
-	TAP_TEST(test_decode_digest_len), TAP_TEST(test_golden_hello),
+	TAP_TEST(test_decode_digest_len), TAP_TEST(test_golden_hello), TAP_TEST(test_hello_filters), TAP_TEST(test_hello_mac_filters),
 	TAP_TEST(test_golden_slot_header), TAP_TEST(test_slot_roundtrip),
 	TAP_TEST(test_slot_bitflip), TAP_TEST(test_imm),
 	TAP_TEST(test_chunk_aad), TAP_TEST(test_decode_pack_done),
