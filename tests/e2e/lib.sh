@@ -197,7 +197,11 @@ logged() { grep -q "$2" "$1" 2>/dev/null; } # LOG PATTERN
 rx_spawn() {
 	_rx_log=$1
 	shift
-	"$@" >"$_rx_log" 2>&1 &
+	# Emptied here, not by the child's redirection: the wait below must
+	# not find a 'listening' left in LOG by an earlier receiver before
+	# the new one has truncated it.
+	: >"$_rx_log"
+	"$@" >>"$_rx_log" 2>&1 &
 	RX=$!
 	track "$RX"
 	wait_until 10 "$RX" logged "$_rx_log" listening
@@ -241,7 +245,8 @@ run_bounded() {
 bg_run() {
 	_br_log=$1
 	shift
-	"$@" >"$_br_log" 2>&1 &
+	: >"$_br_log" # emptied before it starts, as in rx_spawn
+	"$@" >>"$_br_log" 2>&1 &
 	TX=$!
 	track "$TX"
 }
