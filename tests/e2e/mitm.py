@@ -285,11 +285,14 @@ class Mitm:
                         self.out(d, op, payload, imm, slot)
         except (EOFError, OSError):
             pass
-        for x in self.socks:
-            try:
-                x.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+        # A proxy passes a close on in its own direction only: shutting
+        # both sockets here raced the other thread still forwarding what
+        # the other side said last (the receiver's ERROR), and the client
+        # then saw the connection end without it (exit 11, not 5).
+        try:
+            self.socks[1 - d].shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
 
 
 def main():
