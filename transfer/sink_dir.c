@@ -86,6 +86,8 @@ static int dir_rel(const struct sink *k, const struct snk_dir *d, char *buf,
 		len += (p->parent || k->t->is_dir ? p->len
 						  : strlen(k->t->name)) +
 		       1;
+	if (!len) /* no directory: nothing to name */
+		return -EINVAL;
 	if (len > size)
 		return -ENAMETOOLONG;
 	buf[--len] = '\0';

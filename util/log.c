@@ -74,6 +74,51 @@ const char *log_last_error(void)
 	return last_error;
 }
 
+/*
+ * The length of the well-formed UTF-8 sequence at p (RFC 3629: no overlong
+ * forms, no surrogates, nothing above U+10FFFF) and its code point, or 0.
+ */
+static size_t utf8_seq(const unsigned char *p, unsigned int *cp)
+{
+	unsigned int c = p[0], lo = 0x80, hi = 0xbf;
+	size_t len, i;
+
+	if (c >= 0xc2 && c <= 0xdf)
+		len = 2, *cp = c & 0x1f;
+	else if (c >= 0xe0 && c <= 0xef)
+		len = 3, *cp = c & 0x0f;
+	else if (c >= 0xf0 && c <= 0xf4)
+		len = 4, *cp = c & 0x07;
+	else
+		return 0;
+	if (c == 0xe0)
+		lo = 0xa0; /* overlong */
+	else if (c == 0xed)
+		hi = 0x9f; /* surrogates */
+	else if (c == 0xf0)
+		lo = 0x90; /* overlong */
+	else if (c == 0xf4)
+		hi = 0x8f; /* above U+10FFFF */
+	for (i = 1; i < len; i++) {
+		if (p[i] < (i == 1 ? lo : 0x80) || p[i] > (i == 1 ? hi : 0xbf))
+			return 0; /* also the NUL that ends a cut sequence */
+		*cp = *cp << 6 | (p[i] & 0x3f);
+	}
+	return len;
+}
+
+/*
+ * Code points a terminal or a log viewer acts on rather than shows: C1
+ * controls, the bidirectional controls that reorder what follows
+ * (Trojan Source, CVE-2021-42574), and the line and paragraph separators.
+ */
+static bool is_format_control(unsigned int cp)
+{
+	return (cp >= 0x80 && cp <= 0x9f) || cp == 0x061c || cp == 0x200e ||
+	       cp == 0x200f || (cp >= 0x2028 && cp <= 0x202e) ||
+	       (cp >= 0x2066 && cp <= 0x2069);
+}
+
 size_t log_escape(char *out, size_t outsz, const char *in)
 {
 	static const char hex[] = "0123456789abcdef";
@@ -82,28 +127,38 @@ size_t log_escape(char *out, size_t outsz, const char *in)
 
 	if (!outsz)
 		return 0;
-	for (; *p; p++) {
-		unsigned int c = *p;
-		/* C0, DEL, and C1 as UTF-8 encodes it (U+0080..U+009F). */
-		bool c1 = c == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f;
-		size_t need = c1 ? 6 : c < 0x20 || c == 0x7f ? 4 : 1;
+	while (*p) {
+		unsigned int c = *p, cp = c;
+		size_t len = c < 0x80 ? 1 : utf8_seq(p, &cp);
+		enum {
+			AS_IS,
+			HEX,
+			CODE_POINT
+		} how = AS_IS;
+		size_t need;
 
+		if (!len) /* not UTF-8: a byte of its own (a bare C1, ...) */
+			how = HEX, len = 1;
+		else if (len == 1 && (c < 0x20 || c == 0x7f))
+			how = HEX;
+		else if (len > 1 && is_format_control(cp))
+			how = CODE_POINT;
+		need = how == HEX ? 4 : how == CODE_POINT ? 6 : len;
 		if (n + need >= outsz)
 			break;
-		if (c1) {
-			c = *++p;
-			memcpy(out + n, "\\u00", 4);
-			out[n + 4] = hex[c >> 4];
-			out[n + 5] = hex[c & 15];
-		} else if (need == 4) {
-			out[n] = '\\';
-			out[n + 1] = 'x';
+		if (how == HEX) {
+			memcpy(out + n, "\\x", 2);
 			out[n + 2] = hex[c >> 4];
 			out[n + 3] = hex[c & 15];
+		} else if (how == CODE_POINT) {
+			memcpy(out + n, "\\u", 2);
+			for (int i = 0; i < 4; i++)
+				out[n + 2 + i] = hex[(cp >> (12 - 4 * i)) & 15];
 		} else {
-			out[n] = (char)c;
+			memcpy(out + n, p, len);
 		}
 		n += need;
+		p += len;
 	}
 	out[n] = '\0';
 	return n;

@@ -36,9 +36,12 @@ const char *log_last_error(void);
 
 /*
  * Copies in into out (outsz bytes, NUL-terminated, cut at a whole escape)
- * with control bytes shown as \xNN and UTF-8 C1 controls as \u00NN, so
- * that a name from a peer can neither forge a log line nor send escape
- * sequences to a terminal. Returns the length written.
+ * with control bytes and bytes that are not well-formed UTF-8 (a bare C1
+ * such as 0x9b, an overlong form, a cut sequence) shown as \xNN, and C1,
+ * bidirectional and line-separator code points as \uNNNN, so that a name
+ * from a peer can neither forge a log line, nor send escape sequences to
+ * a terminal, nor reorder what is shown after it. Well-formed text in any
+ * script is copied as it is. Returns the length written.
  */
 size_t log_escape(char *out, size_t outsz, const char *in);
 

@@ -606,6 +606,18 @@ static void test_log_escape(void)
 		    "caf\xc3\xa9 \xc2\x9b"
 		    "2J");
 	CHECK(!strcmp(out, "rdcp: caf\xc3\xa9 \\u009b2J\n"));
+	/*
+	 * Not UTF-8 is a byte each: a bare C1 CSI (an 8-bit terminal acts on
+	 * it), an overlong '/', a surrogate, a sequence cut by the end. The
+	 * bidi override U+202E and the line separator U+2028 are escaped; a
+	 * 4-byte emoji and CJK stay.
+	 */
+	log_capture(out, sizeof(out), LOG_ERR,
+		    "\x9b"
+		    "2J \xc0\xaf \xed\xa0\x80 \xe2\x80\xae"
+		    "txt.exe \xe2\x80\xa8 \xf0\x9f\x98\x80 \xe6\x97\xa5 \xe2\x80");
+	CHECK(!strcmp(out, "rdcp: \\x9b2J \\xc0\\xaf \\xed\\xa0\\x80 \\u202etxt.exe "
+			   "\\u2028 \xf0\x9f\x98\x80 \xe6\x97\xa5 \\xe2\\x80\n"));
 	/* Cut at a whole escape, always terminated. */
 	CHECK_EQ(log_escape(small, 5,
 			    "ab\x01"
