@@ -215,7 +215,8 @@ UNIT=$TMP/deb/lib/systemd/system/rdcpd.service
 check "systemd-analyze verify rdcpd.service" \
 	env MANPATH="$TMP/deb/usr/share/man:$(manpath 2>/dev/null)" \
 	systemd-analyze verify "$UNIT"
-for want in 'User=rdcp' 'LimitMEMLOCK=infinity' 'ProtectSystem=strict' \
+for want in 'User=rdcp' 'LimitMEMLOCK=infinity' 'LimitNOFILE=65536' \
+	'ProtectSystem=strict' \
 	'ReadWritePaths=/srv/rdcp' 'NoNewPrivileges=yes' 'PrivateTmp=yes' \
 	'ProtectHome=yes' 'DevicePolicy=closed' \
 	'DeviceAllow=char-infiniband_verbs rw' \
@@ -223,8 +224,8 @@ for want in 'User=rdcp' 'LimitMEMLOCK=infinity' 'ProtectSystem=strict' \
 	'KillSignal=SIGTERM' 'EnvironmentFile=-/etc/rdcp/rdcpd.conf'; do
 	grep -qxF "$want" "$UNIT" || missing_unit="${missing_unit-} $want"
 done
-if [ -z "${missing_unit-}" ]; then ok "unit sets user, memlock, sandbox, devices, restart"
-else not_ok "unit sets user, memlock, sandbox, devices, restart" "missing:$missing_unit"; fi
+if [ -z "${missing_unit-}" ]; then ok "unit sets user, memlock, nofile, sandbox, devices, restart"
+else not_ok "unit sets user, memlock, nofile, sandbox, devices, restart" "missing:$missing_unit"; fi
 
 # ------------------------------------------------ install and run it
 # install-test.sh prints unnumbered TAP lines and its own summary; they

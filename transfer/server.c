@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -30,6 +31,7 @@
 #include "transfer/role.h"
 #include "transfer/place.h"
 #include "transfer/session.h"
+#include "transfer/walk.h"
 #include "util/clock.h"
 #include "util/filter.h"
 #include "util/log.h"
@@ -46,6 +48,23 @@
 #define PREAUTH_PER_ADDR 8
 #define PREAUTH_MAX 32
 #define PREAUTH_MS 5000 /* from accept to the proof of the key */
+
+/*
+ * Open files: what one session may hold at most, so that --max-sessions of
+ * them always fit (a key holder cannot take the descriptors other sessions
+ * need). A push holds per file in flight its temporary, its parent
+ * directory and with --resume the old file (3); a pack being unpacked two
+ * per worker. A pull holds a directory per level being listed and a file
+ * per file in flight, within the same. CONN_FDS: the connection's own
+ * (socket or RDMA channels, eventfds, the target directory); 3 measured
+ * over TCP. The listener keeps FDS_RESERVE and CONN_FDS per connection
+ * still authenticating.
+ */
+#define CONN_FDS 8
+#define FDS_RESERVE 64
+#define NOFILE_MAX (1u << 20) /* raise the soft limit at most to this */
+_Static_assert(WALK_MAX_DEPTH + WIRE_INFLIGHT_MAX <= 3 * WIRE_INFLIGHT_MAX,
+	       "a pull's walk must fit in a push's budget");
 
 struct penalty {
 	char addr[64]; /* peer address without the port */
@@ -64,6 +83,7 @@ enum refusal {
 
 struct server {
 	const struct xfer_opts *o;
+	unsigned int max_sessions; /* --max-sessions, or what fds allow */
 	int rootfd;
 	mode_t umask;
 	pthread_mutex_t lock;
@@ -350,7 +370,7 @@ static bool promote(struct server *srv, int pa)
 	if (pa < 0)
 		return true;
 	pthread_mutex_lock(&srv->lock);
-	ok = srv->sessions < srv->o->max_sessions;
+	ok = srv->sessions < srv->max_sessions;
 	if (ok) {
 		srv->preauth_addr[pa][0] = '\0';
 		srv->preauth--;
@@ -395,7 +415,7 @@ static enum xfer_fail serve_conn(struct server *srv, struct cm_conn *c,
 					 "refused %s: the receiver is at its "
 					 "session limit (%u sessions), try "
 					 "again later",
-					 c->peer, srv->o->max_sessions);
+					 c->peer, srv->max_sessions);
 	}
 	if (rc) {
 		/* said in engine_fail */
@@ -469,7 +489,9 @@ static int preauth_ms(const struct xfer_opts *o)
 enum xfer_fail session_serve(const struct xfer_opts *o, int rootfd,
 			     struct cm_conn *c)
 {
-	struct server srv = { .o = o, .rootfd = rootfd };
+	struct server srv = { .o = o,
+			      .max_sessions = o->max_sessions,
+			      .rootfd = rootfd };
 	bool promoted = false;
 
 	srv.umask = umask(022);
@@ -557,7 +579,7 @@ static int admit(struct server *srv, const char *peer, enum refusal *why)
 			same++;
 	}
 	/* Real sessions fill every slot: this one could not have one. */
-	if (srv->sessions >= srv->o->max_sessions) {
+	if (srv->sessions >= srv->max_sessions) {
 		*why = REFUSED_BUSY;
 		pa = -1;
 	} else if (same >= PREAUTH_PER_ADDR) {
@@ -604,8 +626,7 @@ static void refuse(struct server *srv, struct cm_request *req, enum refusal why)
 			break;
 		default:
 			log_warn("refused %s: %u sessions already running%s",
-				 cm_request_peer(req), srv->o->max_sessions,
-				 more);
+				 cm_request_peer(req), srv->max_sessions, more);
 			break;
 		}
 	}
@@ -649,6 +670,57 @@ static void spawn(struct server *srv, struct cm_request *req)
 	}
 }
 
+/* Open files one session may hold at most (see CONN_FDS). */
+static rlim_t session_fds(const struct xfer_opts *o)
+{
+	return 3 * WIRE_INFLIGHT_MAX +
+	       2 * (rlim_t)(o->workers ? o->workers : 1) + CONN_FDS;
+}
+
+/*
+ * Raises the soft limit on open files to the hard one (at most NOFILE_MAX)
+ * and returns how many sessions fit in it: --max-sessions, or fewer (at
+ * least 1) when it is too low, said once.
+ */
+static unsigned int fit_sessions(const struct xfer_opts *o)
+{
+	rlim_t need1 = session_fds(o), reserve, want, fit;
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return o->max_sessions;
+	want = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > NOFILE_MAX
+		       ? NOFILE_MAX
+		       : rl.rlim_max;
+	if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > want)
+		want = rl.rlim_cur;
+	if (want > rl.rlim_cur) {
+		struct rlimit up = { .rlim_cur = want,
+				     .rlim_max = rl.rlim_max };
+
+		if (setrlimit(RLIMIT_NOFILE, &up) == 0)
+			rl.rlim_cur = want;
+	}
+	reserve = FDS_RESERVE + PREAUTH_MAX * CONN_FDS;
+	fit = rl.rlim_cur > reserve ? (rl.rlim_cur - reserve) / need1 : 0;
+	log_info("open files: limit %llu (hard %llu), room for %llu sessions "
+		 "of %llu",
+		 (unsigned long long)rl.rlim_cur,
+		 (unsigned long long)rl.rlim_max, (unsigned long long)fit,
+		 (unsigned long long)need1);
+	if (fit >= o->max_sessions)
+		return o->max_sessions;
+	fit = fit ? fit : 1;
+	log_warn("open files: --max-sessions %u needs %llu but the limit is "
+		 "%llu: serving at most %llu sessions at once; raise it "
+		 "(ulimit -n, LimitNOFILE= in the service) or lower "
+		 "--max-sessions",
+		 o->max_sessions,
+		 (unsigned long long)(o->max_sessions * need1 + reserve),
+		 (unsigned long long)rl.rlim_cur, (unsigned long long)fit);
+	return (unsigned int)fit;
+}
+
 enum xfer_fail xfer_serve(const struct xfer_opts *o)
 {
 	struct server srv = { .o = o };
@@ -663,6 +735,7 @@ enum xfer_fail xfer_serve(const struct xfer_opts *o)
 			strerror(errno));
 		return XFER_FAIL_USAGE;
 	}
+	srv.max_sessions = o->once ? 1 : fit_sessions(o);
 	srv.umask = umask(022);
 	umask(srv.umask);
 	pthread_mutex_init(&srv.lock, NULL);

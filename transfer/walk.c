@@ -21,8 +21,6 @@
 #include "util/log.h"
 #include "util/path.h"
 
-#define WALK_MAX_DEPTH 256
-
 /* A directory being listed: its entry, its fd and its sorted names. */
 struct walk_frame {
 	size_t dir_idx;

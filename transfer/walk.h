@@ -42,6 +42,8 @@ struct walk_entry {
 };
 
 #define WALK_BLOCK 1024u /* entries per block */
+/* Levels listed beneath a SRC; each level being listed holds an fd. */
+#define WALK_MAX_DEPTH 256
 
 struct walk_frame; /* a directory being listed */
 struct filter;

@@ -31,14 +31,14 @@ P=7800 # ports: one per receiver (nextport)
 
 # shellcheck source=lib.sh source-path=SCRIPTDIR
 . "$HERE/lib.sh"
-# The listener's scenarios (s_paths ... s_preauth).
+# The listener's scenarios (s_paths ... s_fdcap).
 # shellcheck source=faults_listen.sh
 . "$HERE/faults_listen.sh"
 POLL_MS=20
 
 # The scenarios, s_NAME below, in the order they run.
 ALL="keys enospc silent garbage flood changed kill9 sigint soak concurrent"
-ALL="$ALL resumepeer paths geom emfile heldoff preauth lateslot keys_after"
+ALL="$ALL resumepeer paths geom emfile fdcap heldoff preauth lateslot keys_after"
 check_scenarios "$ALL" "$@"
 
 cd "$W" || exit 1

@@ -3,7 +3,8 @@
 # The receiver's listener and its handshake under attack (issue #16 items
 # 1, 2, 4, 8, 9), over TCP on loopback: a pull HELLO of 4096 empty SRCs, a
 # receiver out of descriptors, a held-off address's silent connections,
-# connect data asking for bigger control buffers, and a flood of
+# connect data asking for bigger control buffers, key holders holding
+# every descriptor they may, and a flood of
 # unauthenticated connections next to a real client. Sourced by faults.sh
 # (its helpers: start_rx, send, peer, served, ...); the peers come from
 # 127.0.0.2 (RDCP_PEER_SRC), the real clients from 127.0.0.1.
@@ -262,4 +263,82 @@ PY
 	t_log "$W/peer-late.log" "$W/rx-late.log"
 	t_end
 	rm -rf rx/late
+}
+
+# ulimit -n 1024 (soft and hard, systemd's default soft limit) and
+# --max-sessions 16: 4 key-holder sessions each hold 128 files in flight,
+# one per directory (a temporary and its parent directory open for each:
+# ~259 fds a session). They once took every descriptor: the listener could
+# no longer accept and an honest client was turned away. Now the receiver
+# says at start how many sessions its limit fits and serves no more; the
+# descriptors a connection still authenticating needs stay free.
+s_fdcap() {
+	local hp fds=0 n i
+	mkdir -p rx/fdcap
+	RXDIR=$W/rx/fdcap
+	nextport
+	t_begin "ulimit -n 1024, --max-sessions 16, 4 sessions holding 128 files each: sessions capped, fds to spare, an honest client served or refused as busy"
+	if rx_spawn "$W/rx-fdcap.log" sh -c 'ulimit -n 1024 && exec "$@"' sh \
+		"$RDCP" --listen -v --transport tcp --bind "$ADDR" --port "$P" \
+		--key-file "$KEY" --root "$RXDIR" --max-sessions 16; then
+		PYTHONPATH=$HERE timeout -s KILL 40 python3 - "$P" "$KEY" "$W/fdcap.stop" \
+			>"$W/peer-fdcap.log" 2>&1 <<'PY' &
+import os, sys, time
+import peer
+key, stop, held = peer.load_key(sys.argv[2]), sys.argv[3], []
+for s in range(4):
+    try:
+        c = peer.Client(int(sys.argv[1]), key=key, timeout=10).connect()
+        held.append(c)
+        c.handshake(peer.PUSH, ["s%d/" % s])
+        c.expect_ring()
+        for i in range(127):
+            c.send_file(peer.Entry("d%d" % i, kind=peer.KIND_DIR))
+            c.send_file(peer.Entry("d%d/f" % i, b"x" * 10))
+        c.send_file(peer.Entry("last", b"x" * 10))
+        c.pump(lambda: len(c.results) >= 127)
+        print("session %d: holding 128 files" % s, flush=True)
+    except peer.PeerError as e:
+        print("session %d: %s" % (s, str(e)[:160]), flush=True)
+print("held", flush=True)
+deadline = time.monotonic() + 20
+while not os.path.exists(stop) and time.monotonic() < deadline:
+    time.sleep(0.05)
+PY
+		hp=$!
+		track $hp
+		i=0
+		until grep -q '^held' "$W/peer-fdcap.log" || [ $i -ge 1000 ] || ! alive "$hp"; do
+			i=$((i + 1))
+			msleep 20
+		done
+		fds=$(fdcount "$RX")
+		sed 's/^/# /' "$W/peer-fdcap.log"
+		echo "# receiver fds with the sessions held: $fds of 1024"
+		n=$(grep -c 'holding 128 files' "$W/peer-fdcap.log")
+		[ "$n" -ge 1 ] || t_fail "no session held its files: the test proves nothing"
+		# 32 connections still authenticating must find their fds
+		[ "$fds" -le $((1024 - 32 * 8)) ] ||
+			t_fail "receiver holds $fds fds: no room left for connections still authenticating"
+		send "$W/tx-fdcap.log" --connect-timeout 3 src/small "$ADDR:honest"
+		echo "# honest client: exit $SRC: $(head -c 200 "$W/tx-fdcap.log")"
+		if [ "$SRC" = 0 ]; then
+			same src/small "$RXDIR/honest"
+		elif [ "$SRC" != 3 ] || ! grep -q 'session limit' "$W/tx-fdcap.log"; then
+			t_fail "honest client: exit $SRC, want 0, or 3 refused at the session limit"
+		fi
+		touch "$W/fdcap.stop"
+		wait_pid "$hp" 10
+		! grep -Eq 'Too many open files|cannot accept' "$W/rx-fdcap.log" ||
+			t_fail "the receiver ran out of descriptors"
+		grep -q 'open files: --max-sessions 16 needs .*serving at most [0-9]* sessions' "$W/rx-fdcap.log" ||
+			t_fail "the receiver did not say at start how many sessions its fds fit"
+		alive "$RX" || t_fail "receiver gone"
+		term_rx
+	else
+		t_fail "receiver did not start listening"
+	fi
+	t_log "$W/tx-fdcap.log" "$W/rx-fdcap.log"
+	t_end
+	rm -rf rx/fdcap
 }
