@@ -372,9 +372,15 @@ static int wc_error(struct vconn *v, const struct ibv_wc *wc)
 		err = -EPROTO;
 		break;
 	case IBV_WC_REM_ACCESS_ERR:
-		what = "the peer refused the access (remote access error): a "
-		       "protocol bug or a stale rkey";
-		err = -EPROTO;
+		/*
+		 * Seen when the peer's process dies mid-write (kill -9 on
+		 * rxe): its ring's MR goes before its QP. A peer gone, not a
+		 * protocol violation (a bad rkey of ours would fail the
+		 * first write of every session, which the suite would see).
+		 */
+		what = "the peer refused the access (remote access error): it "
+		       "went away and took its ring with it";
+		err = -ECONNABORTED;
 		break;
 	case IBV_WC_LOC_LEN_ERR:
 		what = "a message was longer than the receive buffer";

@@ -914,11 +914,11 @@ static void test_fatal_retry_exceeded(void)
 
 static void test_fatal_remote_access(void)
 {
-	fatal_write(-EPROTO,
+	fatal_write(-ECONNABORTED,
 		    "RDMA send to memconn-b failed: remote access error "
 		    "(status 10): the peer refused the access (remote access "
-		    "error): a protocol bug or a stale rkey",
-		    XFER_FAIL_PROTOCOL);
+		    "error): it went away and took its ring with it",
+		    XFER_FAIL_PEER_LOST);
 }
 
 /*

@@ -308,13 +308,40 @@ static void *evil_server(void *arg)
 	return NULL;
 }
 
+/*
+ * The real client with co over memconn against peer(arg) in a thread of
+ * its own, which finds its end in *b; bounded by the watchdog. Returns
+ * the client's verdict (its error printed when it failed).
+ */
+static enum xfer_fail run_client(const struct xfer_opts *co,
+				 const struct cm_geom *g, struct cm_conn **b,
+				 void *(*peer)(void *), void *arg,
+				 struct xfer_stats *st)
+{
+	struct cm_conn *a = NULL;
+	enum xfer_fail vc;
+	pthread_t tid;
+
+	CHECK_EQ(memconn_pair(g, NULL, &a, b), 0);
+	if (!a || !*b)
+		return XFER_FAIL_INTERNAL;
+	alarm(WATCHDOG_S);
+	CHECK_EQ(pthread_create(&tid, NULL, peer, arg), 0);
+	vc = session_client(co, a, st);
+	cm_conn_destroy(a);
+	pthread_join(tid, NULL);
+	alarm(0);
+	cm_conn_destroy(*b);
+	if (vc != XFER_OK)
+		printf("#   client: %s\n", st->error);
+	return vc;
+}
+
 static void pull_run(struct pull *t)
 {
 	struct cm_geom g = geom(8);
 	struct xfer_opts co;
-	struct cm_conn *a = NULL;
 	char dest[256];
-	pthread_t tid;
 
 	xopts(&co, 8);
 	co.pull = true;
@@ -329,20 +356,7 @@ static void pull_run(struct pull *t)
 	snprintf(dest, sizeof(dest), "%s/%s", t->home, t->dest ? t->dest : "");
 	co.dest = dest;
 	xopts(&t->so, 8);
-	CHECK_EQ(memconn_pair(&g, NULL, &a, &t->b), 0);
-	if (!a || !t->b) {
-		t->vc = XFER_FAIL_INTERNAL;
-		return;
-	}
-	alarm(WATCHDOG_S);
-	CHECK_EQ(pthread_create(&tid, NULL, evil_server, t), 0);
-	t->vc = session_client(&co, a, &t->st);
-	cm_conn_destroy(a);
-	pthread_join(tid, NULL);
-	alarm(0);
-	cm_conn_destroy(t->b);
-	if (t->vc != XFER_OK)
-		printf("#   client: %s\n", t->st.error);
+	t->vc = run_client(&co, &g, &t->b, evil_server, t, &t->st);
 }
 
 /* The pull was refused as a protocol violation naming name. */
@@ -888,8 +902,6 @@ static void push_run(struct push *t)
 	const char *srcs[4];
 	char paths[4][128];
 	struct xfer_opts co;
-	struct cm_conn *a = NULL;
-	pthread_t tid;
 	int fds = tf_count_fds();
 
 	strcpy(t->src, "/tmp/rdcp-trust-src.XXXXXX");
@@ -911,20 +923,7 @@ static void push_run(struct push *t)
 	co.on_file = on_file;
 	co.on_file_arg = t;
 	xopts(&t->so, 2);
-	CHECK_EQ(memconn_pair(&g, NULL, &a, &t->b), 0);
-	if (!a || !t->b) {
-		t->vc = XFER_FAIL_INTERNAL;
-		return;
-	}
-	alarm(WATCHDOG_S);
-	CHECK_EQ(pthread_create(&tid, NULL, forging_receiver, t), 0);
-	t->vc = session_client(&co, a, &t->st);
-	cm_conn_destroy(a);
-	pthread_join(tid, NULL);
-	alarm(0);
-	cm_conn_destroy(t->b);
-	if (t->vc != XFER_OK)
-		printf("#   client: %s\n", t->st.error);
+	t->vc = run_client(&co, &g, &t->b, forging_receiver, t, &t->st);
 	CHECK_EQ(tf_rm_tree(t->src), 0);
 	CHECK_EQ(tf_count_fds(), fds);
 }
