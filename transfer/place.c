@@ -24,15 +24,12 @@ mode_t place_mode(uint32_t mode, bool preserve, mode_t umask)
 static uint64_t name_hash(const char *name, size_t len)
 {
 	uint8_t sha[CK_SHA256_LEN];
-	uint64_t h = 0xcbf29ce484222325ull;
+	uint64_t h = 0;
 
-	if (ck_sha256(name, len, sha) == 0) {
-		for (unsigned int i = 0; i < 8; i++)
-			h = h << 8 | sha[i];
-		return h;
-	}
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ (uint8_t)name[i]) * 0x100000001b3ull;
+	if (ck_sha256(name, len, sha))
+		return ck_fnv1a64(name, len);
+	for (unsigned int i = 0; i < 8; i++)
+		h = h << 8 | sha[i];
 	return h;
 }
 

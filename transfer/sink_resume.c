@@ -37,10 +37,8 @@
 
 static uint64_t name_hash(const char *s)
 {
-	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+	uint64_t h = ck_fnv1a64(s, strlen(s));
 
-	while (*s)
-		h = (h ^ (uint8_t)*s++) * 0x100000001b3ull;
 	return h ? h : 1; /* 0 marks a free entry */
 }
 

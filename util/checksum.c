@@ -81,6 +81,16 @@ static int ssl_err(const char *what)
 	return -EIO;
 }
 
+uint64_t ck_fnv1a64(const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ p[i]) * 0x100000001b3ull;
+	return h;
+}
+
 int ck_sha256(const void *buf, size_t len, uint8_t out[CK_SHA256_LEN])
 {
 	unsigned int n = 0;

@@ -17,6 +17,12 @@ uint32_t ck_crc32(uint32_t crc, const void *buf, size_t len);
 /* CRC32 of A||B given crc(A), crc(B) and the length of B in bytes. */
 uint32_t ck_crc32_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b);
 
+/*
+ * 64-bit FNV-1a of len bytes: a fast, allocation-free hash for tables and
+ * names, not a defence against chosen collisions.
+ */
+uint64_t ck_fnv1a64(const void *buf, size_t len);
+
 /* One-shot SHA-256. Returns 0 or -ENOMEM/-EIO (OpenSSL failure, logged). */
 int ck_sha256(const void *buf, size_t len, uint8_t out[CK_SHA256_LEN])
 	__attribute__((warn_unused_result));

@@ -878,6 +878,25 @@ static void test_peer_vanishes(void)
 }
 
 /*
+ * Runs s, whose sender's QP fails mid-file: the client ends with class
+ * want and the words why (not as a peer that went away), the receiver
+ * loses its peer, the flushes came, nothing is placed.
+ */
+static void ends_with_cause(struct sess *s, const char *why,
+			    enum xfer_fail want)
+{
+	sess_run(s);
+	CHECK_EQ(s->vc, want);
+	CHECK(s->vs == XFER_FAIL_PEER_LOST);
+	CHECK(!strcmp(s->st.error, why));
+	if (strcmp(s->st.error, why))
+		printf("#   got: %s\n", s->st.error);
+	CHECK(s->ms.flushed > 24);
+	check_absent(s, 0);
+	sess_finish(s);
+}
+
+/*
  * A data write fails for a cause of its own and the sender's QP goes to
  * error: the receive CQ, polled first, holds a flush for every posted
  * receive. The session must end with that cause (its class, errno and
@@ -892,15 +911,7 @@ static void fatal_write(int status, const char *why, enum xfer_fail want)
 	s.faults.fatal_status = status;
 	s.faults.fatal_why = why;
 	sess_add(&s, "f", 50 * CHUNK, 95);
-	sess_run(&s);
-	CHECK_EQ(s.vc, want);
-	CHECK(s.vs == XFER_FAIL_PEER_LOST);
-	CHECK(!strcmp(s.st.error, why));
-	if (strcmp(s.st.error, why))
-		printf("#   got: %s\n", s.st.error);
-	CHECK(s.ms.flushed > 24);
-	check_absent(&s, 0);
-	sess_finish(&s);
+	ends_with_cause(&s, why, want);
 }
 
 static void test_fatal_retry_exceeded(void)
@@ -935,15 +946,7 @@ static void async_event(int status, const char *why, enum xfer_fail want)
 	s.faults.async_status = status;
 	s.faults.async_why = why;
 	sess_add(&s, "f", 50 * CHUNK, 96);
-	sess_run(&s);
-	CHECK_EQ(s.vc, want);
-	CHECK(s.vs == XFER_FAIL_PEER_LOST);
-	CHECK(!strcmp(s.st.error, why));
-	if (strcmp(s.st.error, why))
-		printf("#   got: %s\n", s.st.error);
-	CHECK(s.ms.flushed > 24);
-	check_absent(&s, 0);
-	sess_finish(&s);
+	ends_with_cause(&s, why, want);
 }
 
 static void test_async_port_down(void)
