@@ -105,6 +105,8 @@ enum wire_type {
 	WIRE_PACK_DONE,	  /* sink -> source: a packed slot's files placed */
 	WIRE_SUMS,	  /* source -> sink: --resume: its chunks' digests */
 	WIRE_MATCH,	  /* sink -> source: --resume: which of them match */
+	WIRE_DELETED,	  /* sink -> source: --delete: an entry removed */
+	WIRE_DELETE_END,  /* sink -> source: --delete: the last DELETED */
 	WIRE_TYPE_MAX,
 };
 
@@ -136,6 +138,7 @@ enum wire_hello_flags {
 	WIRE_HELLO_COMPRESS = 1 << 8,	/* chunks may come zlib-compressed */
 	WIRE_HELLO_SPARSE = 1 << 9,	/* zero chunks become holes */
 	WIRE_HELLO_DRY_RUN = 1 << 10,	/* say what would be done, do none */
+	WIRE_HELLO_DELETE = 1 << 11,	/* then remove what was not sent */
 };
 
 /* Whether the sink answers each FILE with HAVE before the data flows. */
@@ -147,6 +150,7 @@ enum wire_file_kind {
 	WIRE_KIND_FILE = 0,
 	WIRE_KIND_DIR = 1,
 	WIRE_KIND_SYMLINK = 2,
+	WIRE_KIND_OTHER = 3, /* DELETED only: a FIFO, socket or device */
 };
 
 enum wire_file_flags {
@@ -296,6 +300,50 @@ struct wire_pack_done {
 	uint32_t count;
 };
 
+enum wire_done_flags {
+	/*
+	 * Every entry beneath the SRCs was announced: none failed, none
+	 * was skipped (a FIFO, a directory made after the copy began, ...).
+	 * Without it a --delete sink deletes nothing.
+	 */
+	WIRE_DONE_WHOLE = 1 << 0,
+};
+
+#define WIRE_DELETE_ANY UINT64_MAX /* DONE's max_delete: no limit */
+
+struct wire_done {
+	uint32_t flags;	     /* enum wire_done_flags */
+	uint64_t max_delete; /* --delete: entries the sink may remove */
+};
+
+enum wire_deleted_flags {
+	WIRE_DELETED_DRY = 1 << 0, /* --dry-run: would be removed, was not */
+};
+
+/*
+ * --delete, sink -> source (a push): an entry of DEST the source did not
+ * send, removed (status 0) or not (-errno, msg says why).
+ */
+struct wire_deleted {
+	uint8_t kind;	 /* enum wire_file_kind, WIRE_KIND_OTHER too */
+	uint8_t flags;	 /* enum wire_deleted_flags */
+	int32_t status;	 /* 0 or a negative errno */
+	char path[4096]; /* beneath DEST, named as FILE names entries */
+	char msg[WIRE_MSG_MAX + 1];
+};
+
+/*
+ * --delete, sink -> source (a push), after the last DELETED, before BYE:
+ * status 0 and how many entries were removed (or, dry run, would be);
+ * -E2BIG: none was, count (more than max_delete) would have been;
+ * -ECANCELED: none was looked at (a failure, a list not whole).
+ */
+struct wire_delete_end {
+	int32_t status;
+	uint64_t count;
+	char msg[WIRE_MSG_MAX + 1];
+};
+
 struct wire_bye {
 	uint64_t files_ok;
 	uint64_t files_failed;
@@ -334,6 +382,9 @@ struct wire_msg {
 		struct wire_sums sums;
 		struct wire_match match;
 		struct wire_pack_done pack_done;
+		struct wire_done done;
+		struct wire_deleted deleted;
+		struct wire_delete_end delete_end;
 	} u;
 };
 
@@ -463,7 +514,7 @@ int wire_pack_digest(uint8_t csum, const uint8_t *data, uint32_t len,
 int wire_pack_next(const uint8_t *p, size_t len, size_t *pos,
 		   struct wire_pack_rec *r) __attribute__((warn_unused_result));
 
-/* "file", "dir" or "symlink" for an enum wire_file_kind (JSON, logs). */
+/* "file", "dir", "symlink" or "other": an enum wire_file_kind (JSON, logs). */
 const char *wire_kind_name(unsigned int kind);
 
 /* Appends a path to h->paths. 0 or -ENAMETOOLONG when they are full. */

@@ -261,8 +261,10 @@ class Session:
         if not skip:
             self.send_end(e, self.send_chunks(e))
 
-    def done(self):
-        self.conn.send(Msg(DONE))
+    def done(self, whole=True):
+        """DONE: every entry was sent (whole), as the real source says."""
+        self.conn.send(Msg(DONE, flags=DONE_WHOLE if whole else 0,
+                           max_delete=DELETE_ANY))
 
     def run_source(self, entries, wait_bye=True):
         """Sends every entry, waits for a result for each, DONE, BYE."""

@@ -25,17 +25,21 @@ CTRL_SIZE, CTRL_CREDITS, SLOT_HDR = 8192, 64, 64
 FR_SEND, FR_WRITE = 1, 2
 KEEPALIVE_S = 1.0
 (HELLO, WELCOME, RING, FILE, FILE_END, FILE_RESULT, DONE, BYE, ERROR, CREDIT,
- AUTH, HAVE, PACK_DONE, SUMS, MATCH) = range(1, 16)
+ AUTH, HAVE, PACK_DONE, SUMS, MATCH, DELETED, DELETE_END) = range(1, 18)
 NAMES = dict(enumerate("HELLO WELCOME RING FILE FILE_END FILE_RESULT DONE BYE "
-                       "ERROR CREDIT AUTH HAVE PACK_DONE SUMS MATCH".split(),
+                       "ERROR CREDIT AUTH HAVE PACK_DONE SUMS MATCH DELETED "
+                       "DELETE_END".split(),
                        1))
 PUSH, PULL = 1, 2
 CSUM_NONE, CSUM_CRC32, CSUM_SHA256 = 0, 1, 2
 FEAT_AUTH, FEAT_PACK = 1, 2
 (F_FSYNC, F_DEST_DIR, F_RECURSIVE, F_PRESERVE, F_RESUME, F_NO_CLOBBER,
  F_UPDATE, F_ENCRYPT, F_COMPRESS, F_SPARSE) = (1 << i for i in range(10))
+F_DRY_RUN, F_DELETE = 1 << 10, 1 << 11
 F_ASK = F_RESUME | F_NO_CLOBBER | F_UPDATE  # the sink answers FILE with HAVE
-KIND_FILE, KIND_DIR, KIND_SYMLINK = 0, 1, 2
+KIND_FILE, KIND_DIR, KIND_SYMLINK, KIND_OTHER = 0, 1, 2, 3  # OTHER: DELETED
+DONE_WHOLE, DELETE_ANY = 1, (1 << 64) - 1  # DONE's flags, max_delete
+DELETED_DRY = 1
 FILE_SPARSE = 1
 END_ABORT = 1
 RESULT_SKIPPED = 1
@@ -43,7 +47,7 @@ HAVE_SKIP, HAVE_SUMS = 2, 4
 SUMS_MAX, SUM_LEN = 256, 16  # digests per SUMS (bits per MATCH), bytes each
 SLOT_PACKED, SLOT_COMPRESSED, SLOT_ENCRYPTED = 1, 2, 4
 PACK_ABORT = 1
-EBADMSG, EPROTO, ECANCELED = 74, 71, 125
+EBADMSG, EPROTO, ECANCELED, E2BIG = 74, 71, 125, 7
 
 
 class PeerError(Exception):
@@ -225,7 +229,7 @@ SPEC = {
                ("message", "str")],
     FILE_RESULT: [("file_id", "I"), ("status", "i"), ("flags", "I"),
                   ("sent", "Q"), ("digest", "dig"), ("message", "str")],
-    DONE: [],
+    DONE: [("flags", "I"), ("max_delete", "Q")],
     BYE: [("files_ok", "Q"), ("files_failed", "Q"), ("bytes", "Q")],
     ERROR: [("status", "i"), ("klass", "I"), ("message", "str")],
     CREDIT: [],
@@ -234,6 +238,9 @@ SPEC = {
     PACK_DONE: [("first_id", "I"), ("count", "I")],
     SUMS: [("file_id", "I"), ("first", "Q"), ("sums", "sums")],
     MATCH: [("file_id", "I"), ("first", "Q"), ("bits", "bits")],
+    DELETED: [("kind", "B"), ("flags", "B"), ("status", "i"), ("path", "str"),
+              ("message", "str")],
+    DELETE_END: [("status", "i"), ("count", "Q"), ("message", "str")],
 }
 _VAR = {"str": b"", "dig": b"", "paths": b"", "sums": (), "bits": ()}
 
