@@ -82,7 +82,8 @@ static uint32_t hello_flags(const struct xfer_opts *o)
 	       (o->encrypt ? WIRE_HELLO_ENCRYPT : 0) |
 	       (o->compress ? WIRE_HELLO_COMPRESS : 0) |
 	       (o->sparse ? WIRE_HELLO_SPARSE : 0) |
-	       (o->dry_run ? WIRE_HELLO_DRY_RUN : 0);
+	       (o->dry_run ? WIRE_HELLO_DRY_RUN : 0) |
+	       (o->delete_extra ? WIRE_HELLO_DELETE : 0);
 }
 
 static int build_hello(struct engine *e, const struct xfer_opts *o,
@@ -109,14 +110,19 @@ static int build_hello(struct engine *e, const struct xfer_opts *o,
 				   "the remote paths are too long for one "
 				   "session (%u bytes at most)",
 				   WIRE_PATHS_MAX);
-	/* A pull's receiver walks, so it gets the filters. */
-	for (size_t i = 0; o->pull && o->filter && !rc && i < o->filter->n; i++)
+	/*
+	 * A pull's receiver walks, so it gets the filters; a push's with
+	 * --delete keeps what they exclude.
+	 */
+	for (size_t i = 0; (o->pull || o->delete_extra) && o->filter && !rc &&
+			   i < o->filter->n;
+	     i++)
 		rc = wire_hello_add_filter(h, o->filter->rules[i].include,
 					   o->filter->rules[i].text);
 	if (rc)
 		return engine_fail(e, XFER_FAIL_USAGE, rc,
 				   "the --include/--exclude rules are too "
-				   "long for a pull (%u bytes at most)",
+				   "long for the receiver (%u bytes at most)",
 				   WIRE_FILTERS_MAX);
 	return 0;
 }
@@ -192,6 +198,7 @@ enum xfer_fail session_client(const struct xfer_opts *o, struct cm_conn *c,
 		t.p = client_params(o, key);
 		t.want = o->srcs;
 		t.nwant = o->nsrcs;
+		t.filter = o->filter;
 		rc = place_target_local(o->dest, o->nsrcs, &t, why,
 					sizeof(why));
 		if (rc)

@@ -325,7 +325,11 @@ static int server_handshake(struct server *srv, struct engine *e,
 	    h->csum > WIRE_CSUM_SHA256 || h->level > 9 ||
 	    !(h->flags & WIRE_HELLO_COMPRESS) != !h->level ||
 	    h->chunk_size != e->c->geom.slot_size - WIRE_SLOT_HDR ||
-	    (h->role == WIRE_PUSH && (h->npaths != 1 || h->nfilters)))
+	    ((h->flags & WIRE_HELLO_DELETE) &&
+	     !(h->flags & WIRE_HELLO_RECURSIVE)) ||
+	    (h->role == WIRE_PUSH &&
+	     (h->npaths != 1 ||
+	      (h->nfilters && !(h->flags & WIRE_HELLO_DELETE)))))
 		return engine_fail(e, XFER_FAIL_PROTOCOL, -EPROTO,
 				   "%s sent a bad HELLO", e->c->peer);
 	if ((h->flags & WIRE_HELLO_ENCRYPT) && !srv->o->key)
@@ -422,10 +426,18 @@ static enum xfer_fail serve_conn(struct server *srv, struct cm_conn *c,
 	} else if (h->role == WIRE_PUSH) {
 		t.p = p;
 		t.umask = srv->umask;
-		rc = place_target_beneath(srv->rootfd, wire_hello_path(h, 0),
-					  h->flags & WIRE_HELLO_DEST_DIR, &t,
-					  why, sizeof(why));
+		t.filter = &filter; /* --delete: what they exclude stays */
+		rc = hello_filter(h, &filter, why, sizeof(why));
 		if (rc)
+			engine_fail(&e,
+				    rc == -ENOMEM ? XFER_FAIL_RESOURCE
+						  : XFER_FAIL_USAGE,
+				    rc, "%s: %s", c->peer,
+				    rc == -ENOMEM ? "out of memory" : why);
+		else if ((rc = place_target_beneath(
+				  srv->rootfd, wire_hello_path(h, 0),
+				  h->flags & WIRE_HELLO_DEST_DIR, &t, why,
+				  sizeof(why))))
 			engine_fail(&e,
 				    place_target_refused(rc)
 					    ? XFER_FAIL_USAGE

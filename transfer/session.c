@@ -45,6 +45,7 @@ void xfer_opts_init(struct xfer_opts *o)
 	o->connect_timeout_ms = 10000;
 	o->csum = XFER_CSUM_CRC32;
 	o->max_sessions = 16;
+	o->max_delete = UINT64_MAX;
 }
 
 const char *xfer_fail_name(enum xfer_fail f)
@@ -63,6 +64,7 @@ const char *xfer_fail_name(enum xfer_fail f)
 		[XFER_FAIL_RESOURCE] = "resource",
 		[XFER_FAIL_PEER_LOST] = "peer-lost",
 		[XFER_FAIL_CANCELED] = "canceled",
+		[XFER_FAIL_MAX_DELETE] = "max-delete",
 	};
 
 	return (unsigned int)f < sizeof(names) / sizeof(names[0]) && names[f]
@@ -100,7 +102,7 @@ enum xfer_fail session_verdict(const struct engine *e,
 		return e->fail;
 	if (st->files_failed)
 		return st->files_ok ? XFER_FAIL_PARTIAL : st->first_fail;
-	return XFER_OK;
+	return st->max_delete_hit ? XFER_FAIL_MAX_DELETE : XFER_OK;
 }
 
 /* The sink's ring, made here and announced, or the peer's. */

@@ -207,6 +207,7 @@ static void place_packed(struct sink *k, const struct wire_pack_rec *r,
 	bool fresh;
 
 	res->shown = strdup(n->shown);
+	res->key = sink_delete_key(r->path, r->path_len, false);
 	if (r->flags & WIRE_PACK_ABORT) {
 		res->remote = true;
 		res->status = r->status;
@@ -454,6 +455,9 @@ static void pack_done(struct sink *k, struct snk_job *j)
 		sink_tally(k, r.path, res->size, status, res->remote,
 			   j->status ? NULL : msg, false);
 		k->st->files_packed += !status;
+		if (sink_deleting(k) && res->key &&
+		    sink_delete_note(k, res->key))
+			goto out;
 		if (status && !res->remote &&
 		    send_failed(k, first + i, status, msg))
 			goto out;

@@ -390,8 +390,12 @@ static int src_on_msg(struct engine *e, const struct wire_msg *m)
 	case WIRE_PACK_DONE:
 		rc = on_pack_done(s, &m->u.pack_done);
 		break;
+	case WIRE_DELETED:
+		return src_on_deleted(s, &m->u.deleted);
+	case WIRE_DELETE_END:
+		return src_on_delete_end(s, &m->u.delete_end);
 	case WIRE_BYE:
-		if (!s->done_sent || s->results != s->nfiles)
+		if (!src_bye_due(s))
 			break;
 		s->bye = true;
 		return 0;

@@ -306,6 +306,7 @@ int src_post(struct source *s)
 		case IT_DONE: {
 			struct wire_msg m = { .type = WIRE_DONE };
 
+			src_fill_done(s, &m.u.done);
 			if (engine_send(s->e, &m))
 				return -1;
 			s->done_sent = true;

@@ -607,7 +607,8 @@ static void dec_body(struct get *r, struct wire_msg *m)
 		get_str(r, m->u.deleted.msg, WIRE_MSG_MAX);
 		if (m->u.deleted.kind > WIRE_KIND_OTHER ||
 		    (m->u.deleted.flags & ~WIRE_DELETED_DRY) ||
-		    m->u.deleted.status > 0 || !m->u.deleted.path[0])
+		    m->u.deleted.status > 0 ||
+		    (!m->u.deleted.path[0] && !m->u.deleted.status))
 			r->err = true;
 		break;
 	case WIRE_DELETE_END:

@@ -328,7 +328,8 @@ struct wire_deleted {
 	uint8_t kind;	 /* enum wire_file_kind, WIRE_KIND_OTHER too */
 	uint8_t flags;	 /* enum wire_deleted_flags */
 	int32_t status;	 /* 0 or a negative errno */
-	char path[4096]; /* beneath DEST, named as FILE names entries */
+	char path[4096]; /* beneath DEST, as FILE names entries; with a
+			  * status, "": DEST itself could not be looked at */
 	char msg[WIRE_MSG_MAX + 1];
 };
 

@@ -733,7 +733,8 @@ static void test_decode_pack_done(void)
 /*
  * --delete's messages: DONE's flags (WHOLE only) and max_delete, DELETED's
  * kind (up to OTHER), flags (DRY only), status (never positive) and path
- * (never empty), DELETE_END's status; the exact layout of each.
+ * (empty only with a status), DELETE_END's status; the exact layout of
+ * each.
  */
 static void test_decode_delete(void)
 {
@@ -773,7 +774,10 @@ static void test_decode_delete(void)
 	buf[WIRE_CTRL_HDR + 1] = 0;
 	buf[WIRE_CTRL_HDR + 2] = 0; /* status 0x00fffff0: positive */
 	CHECK_EQ(wire_decode(buf, (size_t)len, &d), -EPROTO);
-	m.u.deleted.path[0] = '\0';
+	m.u.deleted.path[0] = '\0'; /* DEST itself: only with a status */
+	len = wire_encode(&m, buf, sizeof(buf));
+	CHECK_EQ(wire_decode(buf, (size_t)len, &d), 0);
+	m.u.deleted.status = 0;
 	len = wire_encode(&m, buf, sizeof(buf));
 	CHECK_EQ(wire_decode(buf, (size_t)len, &d), -EPROTO);
 
