@@ -8,6 +8,7 @@
  */
 #include <argp.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,6 +49,7 @@ static const char doc[] =
 	"  9   partial: some files copied, some failed\n"
 	"  10  resources: memory, memlock limit, RDMA device\n"
 	"  11  peer lost: host down, link cut, or process killed\n"
+	"  12  --max-delete: more would be deleted; nothing was\n"
 	"  130 interrupted\n\n"
 	"Sizes and rates take K/M/G/T (powers of 1024) or KB/MB/GB/TB (powers "
 	"of 1000).";
@@ -93,6 +95,8 @@ enum {
 	OPT_NO_CONFIG,
 	OPT_REQUIRE_ENCRYPT,
 	OPT_DRY_RUN,
+	OPT_DELETE,
+	OPT_MAX_DELETE,
 };
 
 static const struct argp_option options[] = {
@@ -130,6 +134,15 @@ static const struct argp_option options[] = {
 	  "Ask the receiving side what it has and print what a copy would "
 	  "do to each entry (new, replace, exists, keep); write nothing, "
 	  "send no file data",
+	  2 },
+	{ "delete", OPT_DELETE, NULL, 0,
+	  "With -r, once every file is copied and verified: remove from the "
+	  "directories sent what the source lacks (kept: what --exclude "
+	  "leaves out), as rsync --delete; with --dry-run, list it",
+	  2 },
+	{ "max-delete", OPT_MAX_DELETE, "N", 0,
+	  "With --delete: if more than N entries would go, remove none (exit "
+	  "12)",
 	  2 },
 	{ "sparse", OPT_SPARSE, NULL, 0,
 	  "Also turn all-zero chunks into holes (holes in the source are "
@@ -597,6 +610,15 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_DRY_RUN:
 		o->dry_run = true;
 		break;
+	case OPT_DELETE:
+		o->delete_extra = true;
+		break;
+	case OPT_MAX_DELETE:
+		if (parse_uint(arg, 0, ULONG_MAX - 1, &v))
+			argp_error(state, "--max-delete: '%s' is not a count",
+				   arg);
+		o->max_delete = v;
+		break;
 	case OPT_ENCRYPT:
 		o->encrypt = true;
 		break;
@@ -732,6 +754,11 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			argp_error(state, "--manifest lists what was copied: "
 					  "not with --dry-run, which copies "
 					  "nothing");
+		if (a->o.delete_extra && (!a->o.recursive || a->files_from))
+			argp_error(state, "--delete mirrors whole directories: "
+					  "it needs -r, and not --files-from");
+		if (a->o.max_delete != UINT64_MAX && !a->o.delete_extra)
+			argp_error(state, "--max-delete needs --delete");
 		if (a->files_from && a->o.pull)
 			argp_error(state, "--files-from works on a push only: "
 					  "the list names local files");
@@ -753,10 +780,13 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	return 0;
 }
 
-/* Options that are no defaults: they act, or name this run's files. */
+/*
+ * Options that are no defaults: they act, name this run's files, or
+ * delete (--delete is asked for run by run).
+ */
 static const char *const not_defaults[] = {
-	"listen",    "keygen",	   "check",    "print-config",
-	"no-config", "files-from", "manifest", NULL,
+	"listen",     "keygen",	  "check",  "print-config", "no-config",
+	"files-from", "manifest", "delete", NULL,
 };
 
 void args_parse(struct args *a, int argc, char **argv)

@@ -19,6 +19,8 @@ enum rdcp_exit {
 	RDCP_EXIT_PARTIAL = 9,	  /* some files copied, some failed */
 	RDCP_EXIT_RESOURCE = 10,  /* memory, memlock limit, RDMA resources */
 	RDCP_EXIT_PEER_LOST = 11, /* the peer or the link went away */
+	/* --max-delete: more would have been deleted, so nothing was */
+	RDCP_EXIT_MAX_DELETE = 12,
 	RDCP_EXIT_CANCELED = 130, /* SIGINT or SIGTERM */
 };
 

@@ -31,8 +31,32 @@ static void end(FILE *out)
 	fflush(out);
 }
 
+/* --delete: an entry removed from DEST (dry run: that would be). */
+static void json_deleted(FILE *out, const struct xfer_file_report *r)
+{
+	fputs("{\"event\":\"file_deleted\",\"path\":", out);
+	str(out, r->path);
+	fputs(",\"type\":", out);
+	str(out, r->kind ? r->kind : "file");
+	fputs(",\"status\":", out);
+	str(out, r->status ? "failed" : "ok");
+	if (r->dry)
+		fputs(",\"would\":\"delete\"", out);
+	if (r->status) {
+		fputs(",\"class\":", out);
+		str(out, xfer_fail_name(r->klass));
+		fputs(",\"error\":", out);
+		str(out, r->message ? r->message : strerror(-r->status));
+	}
+	end(out);
+}
+
 void json_file(FILE *out, const struct xfer_file_report *r)
 {
+	if (r->deleted) {
+		json_deleted(out, r);
+		return;
+	}
 	fputs(r->done ? "{\"event\":\"file_done\",\"path\":"
 		      : "{\"event\":\"file_start\",\"path\":",
 	      out);
@@ -93,6 +117,7 @@ void json_summary(FILE *out, const struct xfer_stats *st, enum xfer_fail f,
 	str(out, st->device);
 	fputs(",\"peer\":", out);
 	str(out, st->peer);
+	fprintf(out, ",\"deleted\":%" PRIu64, st->deleted);
 	fputs(",\"result\":", out);
 	str(out, xfer_fail_name(f));
 	/* --retry is not implemented yet: there is one attempt */
