@@ -237,19 +237,23 @@ static int del_start(struct sink *k)
 	struct snk_del *d = &k->del;
 
 	if (k->st->files_failed)
-		return del_end(k, -ECANCELED,
-			       "nothing deleted: %llu entries failed",
-			       (unsigned long long)k->st->files_failed);
-	if (!d->whole) {
-		/* On a push the client knows why (its own walk); on a pull: */
-		if (!k->p->server && !k->st->files_failed++)
-			k->st->first_fail = XFER_FAIL_REMOTE_IO;
+		return del_end(k, -ECANCELED, "nothing deleted: %llu %s failed",
+			       (unsigned long long)k->st->files_failed,
+			       k->st->files_failed == 1 ? "entry" : "entries");
+	if (!d->whole && !k->p->server) {
+		/* A pull's server skipped an entry: a failure of the run. */
+		log_err("nothing deleted: %s did not send every entry beneath "
+			"the SRCs (it skipped some: see its log)",
+			k->e->c->peer);
+		k->st->files_failed++;
+		k->st->first_fail = XFER_FAIL_REMOTE_IO;
+		return del_end(k, -ECANCELED, "%s", "");
+	}
+	if (!d->whole) /* a push's client knows why: its own walk */
 		return del_end(k, -ECANCELED,
 			       "nothing deleted: %s did not send every entry "
-			       "beneath the SRCs (it skipped or could not "
-			       "read some: see its log)",
+			       "beneath the SRCs",
 			       k->e->c->peer);
-	}
 	/* A dry run into a DEST not there yet; a tree not sent as one. */
 	if (k->t->dirfd < 0 || (!k->t->is_dir && !sent(k, k->top, true)))
 		return del_end(k, 0, "%s", "");
@@ -283,9 +287,10 @@ int sink_delete_step(struct sink *k)
 			return del_end(k, 0, "%s", "");
 		if (rc == 0 && d->would > d->max)
 			return del_end(k, -E2BIG,
-				       "nothing deleted: %llu entries would "
-				       "go, more than --max-delete %llu",
+				       "nothing deleted: %llu %s would go, "
+				       "more than --max-delete %llu",
 				       (unsigned long long)d->would,
+				       d->would == 1 ? "entry" : "entries",
 				       (unsigned long long)d->max);
 		if (rc == 0) {
 			prune_destroy(d->pr);

@@ -35,9 +35,10 @@ void src_fill_done(struct source *s, struct wire_done *d)
 	/* Failures are counted already; a skip is one for a mirror. */
 	if (deleting(s) && !whole && !s->st->files_failed &&
 	    !s->cfg->p.server) {
-		log_err("nothing will be deleted: %zu entries were skipped "
-			"(above); exclude them to mirror the rest",
-			s->walk.skipped);
+		log_err("nothing will be deleted: %zu %s skipped (above); "
+			"exclude them to mirror the rest",
+			s->walk.skipped,
+			s->walk.skipped == 1 ? "entry was" : "entries were");
 		s->st->files_failed++;
 		s->st->first_fail = XFER_FAIL_LOCAL_IO;
 	}
@@ -91,13 +92,15 @@ int src_on_delete_end(struct source *s, const struct wire_delete_end *d)
 	s->delete_ended = true;
 	if (d->status == -E2BIG) {
 		s->st->max_delete_hit = true;
-		log_err("%s: nothing deleted: %llu entries would go, more "
-			"than --max-delete %llu",
+		log_err("%s: nothing deleted: %llu %s would go, more than "
+			"--max-delete %llu",
 			s->e->c->peer, (unsigned long long)d->count,
+			d->count == 1 ? "entry" : "entries",
 			(unsigned long long)s->o->max_delete);
 	} else if (d->status && s->st->files_failed) {
-		log_warn("nothing deleted: %llu entries failed",
-			 (unsigned long long)s->st->files_failed);
+		log_warn("nothing deleted: %llu %s failed",
+			 (unsigned long long)s->st->files_failed,
+			 s->st->files_failed == 1 ? "entry" : "entries");
 	} else if (d->status) {
 		log_warn("%s deleted nothing: %s", s->e->c->peer, d->msg);
 	}

@@ -634,7 +634,10 @@ static void test_push_failed_deletes_nothing(void)
 	rig_finish(&r);
 }
 
-/* A FIFO the source skips: its list is not whole, nothing is deleted. */
+/*
+ * A FIFO the source skips: its list is not whole, nothing is deleted, on
+ * a push or a pull, and the run fails.
+ */
 static void test_push_source_skip(void)
 {
 	const char *src;
@@ -655,6 +658,26 @@ static void test_push_source_skip(void)
 	CHECK_EQ(s.vc, XFER_FAIL_PARTIAL);
 	CHECK_EQ(s.st.files_failed, 1);
 	extras(out, false);
+	/* Pulled back with a FIFO on the server's side: nothing deleted. */
+	{
+		const char *pull_src[] = { "out/data" };
+		char home[600], fifo[700];
+
+		snprintf(home, sizeof(home), "%s/home", r.src);
+		mkdest(&r, home);
+		snprintf(fifo, sizeof(fifo), "%s/data/fifo", out);
+		CHECK_EQ(mkfifo(fifo, 0600), 0);
+		sess_init(&s);
+		s.co.pull = true;
+		s.co.srcs = pull_src;
+		s.co.nsrcs = 1;
+		s.co.dest = home;
+		sess_run(&s, r.root);
+		CHECK_EQ(s.vc, XFER_FAIL_PARTIAL);
+		CHECK_EQ(s.st.files_failed, 1);
+		extras(home, false);
+		CHECK_EQ(unlink(fifo), 0);
+	}
 	/* Excluded, it is no skip: the mirror goes ahead. */
 	sess_init(&s);
 	push(&s, &r, &src);
