@@ -48,6 +48,7 @@ static const char doc[] =
 	"  9   partial: some files copied, some failed\n"
 	"  10  resources: memory, memlock limit, RDMA device\n"
 	"  11  peer lost: host down, link cut, or process killed\n"
+	"  12  ssh failed, or rdcp is missing or too old on the other host\n"
 	"  130 interrupted\n\n"
 	"Sizes and rates take K/M/G/T (powers of 1024) or KB/MB/GB/TB (powers "
 	"of 1000).";
@@ -93,6 +94,12 @@ enum {
 	OPT_NO_CONFIG,
 	OPT_REQUIRE_ENCRYPT,
 	OPT_DRY_RUN,
+	OPT_RDCP_PATH,
+	OPT_DAEMON,
+	OPT_SSH,
+	OPT_PORT_RANGE,
+	OPT_RDMA_ADDR,
+	OPT_SERVER,
 };
 
 static const struct argp_option options[] = {
@@ -145,113 +152,137 @@ static const struct argp_option options[] = {
 	  2 },
 	{ "bwlimit", OPT_BWLIMIT, "RATE", 0,
 	  "Send at most RATE bytes per second (500M, 2G, 1GB)", 2 },
-	{ NULL, 0, NULL, 0, "Transfer:", 3 },
+	{ NULL, 0, NULL, 0, "Other host (HOST:PATH over ssh, HOST::PATH to a "
+			    "receiver):", 3 },
+	{ "rsh", 'e', "COMMAND", 0,
+	  "The ssh command line that starts rdcp on HOST (default: "
+	  "$RDCP_RSH, else ssh), e.g. -e 'ssh -p 2222 -i ~/.ssh/dtn'",
+	  3 },
+	{ "rdcp-path", OPT_RDCP_PATH, "PROGRAM", 0,
+	  "rdcp on the other host, as its shell reads it (default: rdcp)", 3 },
+	{ "daemon", OPT_DAEMON, NULL, 0,
+	  "HOST:PATH names a receiver already running (rdcpd, rdcp "
+	  "--listen), as HOST::PATH does; for rdcp.conf on sites with rdcpd",
+	  3 },
+	{ "ssh", OPT_SSH, NULL, 0,
+	  "HOST:PATH goes over ssh even if rdcp.conf says daemon", 3 },
+	{ "port-range", OPT_PORT_RANGE, "LO-HI", 0,
+	  "Ports the rdcp started over ssh may listen on, for firewalls "
+	  "(default 49152-65535)",
+	  3 },
+	{ "rdma-addr", OPT_RDMA_ADDR, "ADDR", 0,
+	  "Connect for data to this address of the host started over ssh "
+	  "(default: the first of its RDMA addresses rdma_cm routes to)",
+	  3 },
+	{ "server", OPT_SERVER, NULL, OPTION_HIDDEN,
+	  "Internal: the other end of a copy over ssh", 3 },
+	{ NULL, 0, NULL, 0, "Transfer:", 4 },
 	{ "transport", OPT_TRANSPORT, "T", 0,
 	  "rdma, tcp, or auto (default): RDMA when rdma_cm resolves the peer "
 	  "to an RDMA device, else TCP; a receiver serves both",
-	  3 },
+	  4 },
 	{ "device", OPT_DEVICE, "NAME", 0,
 	  "Use this RDMA device (mlx5_0, rxe0, ...) when a host has several: "
 	  "RDMA is then required, and a receiver without --bind listens on "
 	  "the device's address",
-	  3 },
+	  4 },
 	{ "gid-index", OPT_GID_INDEX, "N", 0,
 	  "RoCE: use the address of GID N of the device (see rdcp --check): "
 	  "with --device, pins the GID the connection uses",
-	  3 },
+	  4 },
 	{ "streams", OPT_STREAMS, "N", 0,
-	  "Queue pairs per session; only 1 is implemented so far", 3 },
-	{ "port", 'P', "PORT", 0, "Port (default 7471)", 3 },
-	{ "ipv4", '4', NULL, 0, "Use IPv4 only", 3 },
-	{ "ipv6", '6', NULL, 0, "Use IPv6 only", 3 },
+	  "Queue pairs per session; only 1 is implemented so far", 4 },
+	{ "port", 'P', "PORT", 0, "Port (default 7471)", 4 },
+	{ "ipv4", '4', NULL, 0, "Use IPv4 only", 4 },
+	{ "ipv6", '6', NULL, 0, "Use IPv6 only", 4 },
 	{ "chunk-size", OPT_CHUNK, "SIZE", 0,
 	  "Bytes per ring slot, a power of two, 4K..64M (default 1M); the "
 	  "receiver's value is the maximum",
-	  3 },
+	  4 },
 	{ "window", OPT_WINDOW, "N", 0,
 	  "Ring slots = writes in flight, 1..4096 (default 64); the "
 	  "receiver's value is the maximum",
-	  3 },
+	  4 },
 	{ "checksum", OPT_CHECKSUM, "ALG", 0,
 	  "File digest: crc32 (default), sha256, or none (no chunk CRC "
 	  "either)",
-	  3 },
+	  4 },
 	{ "fsync", OPT_FSYNC, NULL, 0,
-	  "Receiver fsyncs each file before giving it its name", 3 },
+	  "Receiver fsyncs each file before giving it its name", 4 },
 	{ "poll", OPT_POLL, "MODE", 0,
-	  "Completions: adaptive (default), busy, event", 3 },
+	  "Completions: adaptive (default), busy, event", 4 },
 	{ "timeout", OPT_TIMEOUT, "SECONDS", 0,
-	  "Give up when the peer is silent this long (default 10)", 3 },
+	  "Give up when the peer is silent this long (default 10)", 4 },
 	{ "connect-timeout", OPT_CONNECT_TIMEOUT, "SECONDS", 0,
-	  "Bound on resolving and connecting (default 10)", 3 },
+	  "Bound on resolving and connecting (default 10)", 4 },
 	{ "workers", OPT_WORKERS, "N", 0,
-	  "Threads for disk I/O and checksums (default 2)", 3 },
+	  "Threads for disk I/O and checksums (default 2)", 4 },
 	{ "check", OPT_CHECK, NULL, 0,
 	  "Check this host's RDMA setup and, with a HOST argument, the way "
 	  "to a receiver there; print the fix for each problem (exit 0: none "
 	  "found, 10: some)",
 	  1 },
-	{ NULL, 0, NULL, 0, "Authentication:", 4 },
+	{ NULL, 0, NULL, 0, "Authentication:", 5 },
 	{ "keygen", OPT_KEYGEN, "FILE", 0,
-	  "Write a new random key to FILE (mode 0600) and exit", 4 },
+	  "Write a new random key to FILE (mode 0600) and exit", 5 },
 	{ "key-file", OPT_KEY_FILE, "FILE", 0,
 	  "Pre-shared key (default: $XDG_CONFIG_HOME/rdcp/key, then "
 	  "/etc/rdcp/key); both sides need the same",
-	  4 },
+	  5 },
 	{ "no-auth", OPT_NO_AUTH, NULL, 0,
 	  "Run without authentication: anybody who reaches the port may "
 	  "write into the root. Isolated fabrics only",
-	  4 },
+	  5 },
 	{ "require-encrypt", OPT_REQUIRE_ENCRYPT, NULL, 0,
 	  "Receiver: refuse sessions without --encrypt. Sender: refuse to "
 	  "copy without --encrypt",
-	  4 },
-	{ NULL, 0, NULL, 0, "Output:", 5 },
+	  5 },
+	{ NULL, 0, NULL, 0, "Output:", 6 },
 	{ "json", OPT_JSON, NULL, 0,
 	  "Sender: newline-delimited JSON events on stdout (file_start, "
 	  "file_done, error, summary)",
-	  5 },
+	  6 },
 	{ "progress", OPT_PROGRESS, NULL, 0,
 	  "Sender: show progress even when stderr is not a terminal (it is "
 	  "shown by default on a terminal)",
-	  5 },
+	  6 },
 	{ "manifest", OPT_MANIFEST, "FILE", 0,
 	  "Write FILE: a line per file copied, its whole-file digest: "
 	  "sha256sum's format with --checksum sha256 (sha256sum -c FILE "
 	  "checks them), else \"CRC32 (NAME) = HEX\"",
-	  5 },
+	  6 },
 	{ "print-config", OPT_PRINT_CONFIG, NULL, 0,
 	  "Print the options in effect and where each comes from: "
 	  "/etc/rdcp/rdcp.conf, then ~/.config/rdcp/rdcp.conf (long option "
 	  "names, one a line), then the command line, which wins",
-	  5 },
+	  6 },
 	{ "no-config", OPT_NO_CONFIG, NULL, 0,
-	  "Read no rdcp.conf (a receiver never reads them)", 5 },
-	{ "quiet", 'q', NULL, 0, "Print nothing but errors", 5 },
-	{ "verbose", 'v', NULL, 0, "More detail; twice for debug", 5 },
-	{ NULL, 0, NULL, 0, "Selecting files:", 6 },
+	  "Read no rdcp.conf (a receiver never reads them)", 6 },
+	{ "quiet", 'q', NULL, 0, "Print nothing but errors", 6 },
+	{ "verbose", 'v', NULL, 0, "More detail; twice for debug", 6 },
+	{ NULL, 0, NULL, 0, "Selecting files:", 7 },
 	{ "exclude", OPT_EXCLUDE, "PATTERN", 0,
 	  "Leave out what PATTERN matches (rsync's rules: *, **, ?, [...], "
 	  "a trailing / for directories, a leading / anchors at the top); "
 	  "the first --include/--exclude that matches decides",
-	  6 },
+	  7 },
 	{ "include", OPT_INCLUDE, "PATTERN", 0,
-	  "Keep what PATTERN matches, even if a later --exclude matches", 6 },
+	  "Keep what PATTERN matches, even if a later --exclude matches", 7 },
 	{ "exclude-from", OPT_EXCLUDE_FROM, "FILE", 0,
 	  "--exclude each pattern in FILE (- for stdin), one a line; blank "
 	  "lines and lines starting with # or ; are skipped",
-	  6 },
+	  7 },
 	{ "include-from", OPT_INCLUDE_FROM, "FILE", 0,
-	  "--include each pattern in FILE, as --exclude-from", 6 },
+	  "--include each pattern in FILE, as --exclude-from", 7 },
 	{ "files-from", OPT_FILES_FROM, "FILE", 0,
 	  "Send the paths listed in FILE (- for stdin), one a line, each "
 	  "relative to the one SRC directory and kept as it is beneath DEST "
 	  "(rsync's --files-from); push only",
-	  6 },
+	  7 },
 	{ "from0", '0', NULL, 0,
 	  "Names in --files-from and rules in --*-from files end in a NUL "
 	  "(find -print0), not a newline",
-	  6 },
+	  7 },
 	{ 0 }
 };
 
@@ -368,74 +399,37 @@ static int parse_uint(const char *s, unsigned long min, unsigned long max,
 	return 0;
 }
 
-/* "host:path", "[v6]:path"; a ':' after a '/' is part of a local path. */
-static int split_remote(const char *arg, char **host, const char **path)
-{
-	const char *colon;
-
-	if (arg[0] == '[') {
-		const char *close = strchr(arg, ']');
-
-		if (!close || close[1] != ':')
-			return -EINVAL;
-		*host = strndup(arg + 1, (size_t)(close - arg - 1));
-		*path = close + 2;
-		return *host ? 0 : -ENOMEM;
-	}
-	colon = strchr(arg, ':');
-	if (!colon || colon == arg ||
-	    (strchr(arg, '/') && strchr(arg, '/') < colon))
-		return -EINVAL;
-	*host = strndup(arg, (size_t)(colon - arg));
-	*path = colon + 1;
-	return *host ? 0 : -ENOMEM;
-}
-
 /*
- * SRC... HOST:DEST pushes, HOST:SRC... DEST pulls; all remote arguments
- * name the same host, and local and remote SRCs do not mix.
+ * SRC... HOST:DEST pushes, HOST:SRC... DEST pulls (cmd/operands.c says
+ * which, and how HOST is reached): into a->o and a->split.
  */
 static void split_args(struct parse *ps, struct argp_state *state)
 {
 	struct args *a = ps->a;
-	size_t last = ps->nsrcs - 1;
-	const char *path;
-	char *host = NULL;
-	bool pull = split_remote(ps->srcs[last], &a->target, &path) != 0;
+	struct split *sp = &a->split;
+	char why[600];
+	int rc;
 
-	if (!pull) {
-		a->o.dest = path;
-	} else {
-		if (split_remote(ps->srcs[0], &a->target, &path))
-			argp_error(state,
-				   "'%s' is not HOST:path: one side of a copy "
-				   "names the receiver",
-				   ps->srcs[last]);
-		a->o.pull = true;
-		a->o.dest = ps->srcs[last];
+	rc = operands_split(ps->srcs, ps->nsrcs, a->mode, sp, why,
+			    sizeof(why));
+	if (rc == -ENOMEM)
+		exit(RDCP_EXIT_RESOURCE);
+	if (rc)
+		argp_error(state, "%s", why);
+	ps->nsrcs = sp->nsrcs;
+	a->o.pull = sp->pull;
+	a->o.dest = sp->dest;
+	if (sp->daemon) {
+		a->o.addr.host = sp->host;
+		if (sp->port)
+			a->o.addr.port = sp->port;
+		return;
 	}
-	ps->nsrcs--;
-	for (size_t i = 0; i < ps->nsrcs; i++) {
-		bool remote = split_remote(ps->srcs[i], &host, &path) == 0;
-
-		if (remote != pull)
-			argp_error(
-				state,
-				pull ? "'%s': all SRCs of a pull are on the "
-				       "remote host (HOST:SRC)"
-				     : "'%s': SRCs of a push are local files; "
-				       "copying between two remote hosts is "
-				       "not supported",
-				ps->srcs[i]);
-		if (remote && strcmp(host, a->target))
-			argp_error(state,
-				   "'%s': all SRCs must come from one host",
-				   ps->srcs[i]);
-		if (remote)
-			ps->srcs[i] = path;
-		free(host);
-		host = NULL;
-	}
+	a->o.rsh = a->rsh;
+	a->o.rsh_host = sp->host;
+	if (sp->dest_host)
+		argp_error(state, "copying between two remote hosts is not "
+				  "supported yet");
 }
 
 static error_t parse_opt(int key, char *arg, struct argp_state *state)
@@ -654,6 +648,46 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		ps->from0 = true;
 		a->o.from0 = true;
 		break;
+	case 'e':
+		if (!*arg)
+			argp_error(state, "--rsh: an empty command");
+		a->rsh = arg;
+		break;
+	case OPT_RDCP_PATH:
+		if (!*arg)
+			argp_error(state, "--rdcp-path: an empty name");
+		o->rdcp_path = arg;
+		break;
+	case OPT_DAEMON:
+		a->mode = REMOTE_DAEMON;
+		break;
+	case OPT_SSH:
+		a->mode = REMOTE_SSH;
+		break;
+	case OPT_PORT_RANGE: {
+		unsigned long lo, hi;
+		char *dash = strchr(arg, '-'), first[8];
+
+		if (!dash || (size_t)(dash - arg) >= sizeof(first))
+			argp_error(state, "--port-range: '%s' is not LO-HI",
+				   arg);
+		snprintf(first, sizeof(first), "%.*s", (int)(dash - arg), arg);
+		if (parse_uint(first, 1, 65535, &lo) ||
+		    parse_uint(dash + 1, lo, 65535, &hi))
+			argp_error(state,
+				   "--port-range: '%s' is not LO-HI, 1 <= LO "
+				   "<= HI <= 65535",
+				   arg);
+		o->port_lo = (uint16_t)lo;
+		o->port_hi = (uint16_t)hi;
+		break;
+	}
+	case OPT_RDMA_ADDR:
+		o->rdma_addr = arg;
+		break;
+	case OPT_SERVER:
+		a->server = true;
+		break;
 	case OPT_KEYGEN:
 		a->keygen = arg;
 		break;
@@ -703,16 +737,28 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			argp_error(state, "--require-encrypt needs the "
 					  "pre-shared key: it cannot go with "
 					  "--no-auth");
-		if (a->listen) {
+		if (a->listen || a->server) {
 			if (ps->nsrcs)
-				argp_error(state,
-					   "--listen takes no SRC or DEST");
+				argp_error(state, "--%s takes no SRC or DEST",
+					   a->listen ? "listen" : "server");
+			if (a->listen && a->server)
+				argp_error(state, "--server is started by a "
+						  "client over ssh: not with "
+						  "--listen");
+			a->o.ssh_server = a->server;
 			break;
 		}
 		if (ps->nsrcs < 2)
 			argp_error(state, "need at least one SRC and a DEST, "
 					  "one side of them HOST:path");
 		split_args(ps, state);
+		if (a->o.rsh && a->no_auth)
+			argp_error(state, "--no-auth: a copy over ssh always "
+					  "authenticates, with a one-time key");
+		if (a->o.rdma_addr && !a->o.rsh)
+			argp_error(state, "--rdma-addr is for HOST:PATH over "
+					  "ssh; a receiver's address is its "
+					  "HOST");
 		if (a->o.encrypt && a->no_auth)
 			argp_error(state, "--encrypt needs the pre-shared key: "
 					  "it cannot go with --no-auth");
@@ -722,7 +768,6 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		if (a->o.no_clobber && a->o.update)
 			argp_error(state, "--no-clobber and --update exclude "
 					  "each other");
-		a->o.addr.host = a->target;
 		a->o.srcs = ps->srcs;
 		a->o.nsrcs = ps->nsrcs;
 		if (a->manifest && a->o.csum == XFER_CSUM_NONE)
@@ -755,8 +800,8 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 
 /* Options that are no defaults: they act, or name this run's files. */
 static const char *const not_defaults[] = {
-	"listen",    "keygen",	   "check",    "print-config",
-	"no-config", "files-from", "manifest", NULL,
+	"listen",   "keygen",	  "check", "print-config", "no-config",
+	"files-from", "manifest", "server", NULL,
 };
 
 void args_parse(struct args *a, int argc, char **argv)
@@ -772,6 +817,9 @@ void args_parse(struct args *a, int argc, char **argv)
 
 	*a = (struct args){ 0 };
 	xfer_opts_init(&a->o);
+	a->rsh = getenv("RDCP_RSH") && *getenv("RDCP_RSH") ? getenv("RDCP_RSH")
+							   : "ssh";
+	a->o.rdcp_path = "rdcp";
 	if (config_wanted(argc, argv))
 		rc = config_load(&a->cfg, CONFIG_SYSTEM, options, not_defaults);
 	if (!rc)
@@ -793,6 +841,5 @@ void args_release(struct args *a)
 	free(a->dest_dir);
 	a->dest_dir = NULL;
 	a->o.filter = NULL;
-	free(a->target);
-	a->target = NULL;
+	split_release(&a->split);
 }

@@ -7,6 +7,8 @@
  * exit().
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,6 +71,7 @@ static int exit_code(enum xfer_fail f)
 		[XFER_FAIL_RESOURCE] = RDCP_EXIT_RESOURCE,
 		[XFER_FAIL_PEER_LOST] = RDCP_EXIT_PEER_LOST,
 		[XFER_FAIL_CANCELED] = RDCP_EXIT_CANCELED,
+		[XFER_FAIL_REMOTE_START] = RDCP_EXIT_REMOTE_START,
 	};
 
 	if ((unsigned int)f >= sizeof(codes) / sizeof(codes[0]))
@@ -229,6 +232,8 @@ static int load_key(struct run *run)
 {
 	char path[4096];
 
+	if (run->a->server || run->o.rsh)
+		return 0; /* a one-time key, made by rdcp --server */
 	if (run->a->no_auth) {
 		if (run->a->listen)
 			log_warn("authentication is OFF (--no-auth): any host "
@@ -308,6 +313,59 @@ static int check(struct run *run)
 	return problems ? RDCP_EXIT_RESOURCE : RDCP_EXIT_OK;
 }
 
+/* rdcp --server: the bootstrap line goes to the client, on stdout. */
+static void on_boot(void *arg, const char *line)
+{
+	(void)arg;
+	fputs(line, stdout);
+	fflush(stdout);
+}
+
+/*
+ * rdcp --server: stdin is ssh's; its end of file means the client or its
+ * ssh is gone, and so is the copy: stop as SIGTERM would.
+ */
+static void *watch_stdin(void *arg)
+{
+	char buf[256];
+	ssize_t n;
+
+	(void)arg;
+	while ((n = read(STDIN_FILENO, buf, sizeof(buf))) != 0)
+		if (n < 0 && errno != EINTR)
+			break;
+	log_debug("stdin closed: the client is gone");
+	cancel = SIGTERM;
+	return NULL;
+}
+
+/* rdcp --server: serve the client that started us over ssh. */
+static enum xfer_fail serve_ssh(struct run *run)
+{
+	const char *conn = getenv("SSH_CONNECTION");
+	char via[64] = "";
+	pthread_t tid;
+
+	/* "client_ip client_port server_ip server_port" */
+	if (conn && sscanf(conn, "%*s %*s %63s", via) == 1)
+		run->o.via = via;
+	run->o.on_boot = on_boot;
+	if (pthread_create(&tid, NULL, watch_stdin, NULL) == 0)
+		pthread_detach(tid);
+	return xfer_serve(&run->o);
+}
+
+/* Whether ssh can ask the user (a terminal to prompt on). */
+static bool have_tty(void)
+{
+	int fd = open("/dev/tty", O_RDWR | O_CLOEXEC);
+
+	if (fd < 0)
+		return false;
+	close(fd);
+	return true;
+}
+
 /* Everything after the command line: an exit code. */
 static int run_cmd(struct run *run)
 {
@@ -326,7 +384,9 @@ static int run_cmd(struct run *run)
 		return rc;
 	set_signals();
 	run->o.cancel = &cancel;
-	if (a->listen) {
+	if (a->server) {
+		v = serve_ssh(run);
+	} else if (a->listen) {
 		v = xfer_serve(&run->o);
 	} else {
 		struct xfer_stats st;
@@ -340,6 +400,7 @@ static int run_cmd(struct run *run)
 		if (a->quiet || a->o.dry_run)
 			run->progress = false;
 		run->o.on_progress = on_progress;
+		run->o.batch = !have_tty();
 		if (a->manifest && manifest_open(&run->man, a->manifest,
 						 a->o.csum == XFER_CSUM_SHA256))
 			return RDCP_EXIT_LOCAL_IO;
