@@ -230,7 +230,9 @@ enum xfer_fail remote_copy(const struct xfer_opts *o, struct xfer_stats *st)
 {
 	struct xfer_opts ko = *o;
 	char line[BOOT_LINE_MAX], why[400];
-	struct rsh r = { .pid = -1, .in = -1, .out = -1, .err = -1 };
+	struct rsh r = {
+		.pid = -1, .status = -1, .in = -1, .out = -1, .err = -1
+	};
 	struct cm_conn *c = NULL;
 	enum xfer_fail v = XFER_OK;
 	struct boot b;
@@ -270,10 +272,20 @@ enum xfer_fail remote_copy(const struct xfer_opts *o, struct xfer_stats *st)
 	}
 	ko.key = b.key;
 	v = client_run(&ko, c, st);
+	/* The remote stops when ssh goes: say so, not what it told us. */
+	if (v != XFER_OK && !(o->cancel && *o->cancel) && r.pid > 0 &&
+	    rsh_ended(&r, &status)) {
+		snprintf(st->error, sizeof(st->error),
+			 "the ssh connection to '%s' ended mid-copy (status "
+			 "%d): the rdcp there stopped",
+			 o->rsh_host, status);
+		log_err("%s", st->error);
+		v = XFER_FAIL_PEER_LOST;
+	}
 out:
 	OPENSSL_cleanse(&b, sizeof(b));
 	OPENSSL_cleanse(line, sizeof(line));
-	if (r.pid > 0) {
+	if (r.pid > 0 || r.status >= 0) {
 		status = rsh_finish(&r, REMOTE_END_MS);
 		if (status && v == XFER_OK)
 			log_warn("%s: the remote rdcp ended with status %d",

@@ -114,6 +114,8 @@ static void *relay_main(void *arg)
 			if (!r->raw)
 				fprintf(stderr, "%s: %s\n", r->host, line);
 			pthread_mutex_lock(&r->lock);
+			if (!r->first[0])
+				memcpy(r->first, line, nline + 1);
 			memcpy(r->last, line, nline + 1);
 			pthread_mutex_unlock(&r->lock);
 			nline = 0;
@@ -134,6 +136,7 @@ int rsh_start(struct rsh *r, const char *rsh, const char *host,
 
 	memset(r, 0, sizeof(*r));
 	r->pid = -1;
+	r->status = -1;
 	r->in = r->out = r->err = -1;
 	r->raw = raw;
 	snprintf(r->host, sizeof(r->host), "%s", host);
@@ -278,9 +281,21 @@ static int reap(pid_t pid, int ms)
 	}
 }
 
+bool rsh_ended(struct rsh *r, int *status)
+{
+	if (r->pid <= 0)
+		return false;
+	*status = reap(r->pid, 0);
+	if (*status == -1)
+		return false;
+	r->pid = -1;
+	r->status = *status;
+	return true;
+}
+
 int rsh_finish(struct rsh *r, int timeout_ms)
 {
-	int status = -1;
+	int status = r->status;
 
 	if (r->in >= 0)
 		close(r->in);
@@ -332,7 +347,10 @@ void rsh_explain(struct rsh *r, int status, const char *rdcp_path, char *why,
 {
 	char last[512], said[600] = "";
 
-	rsh_last_line(r, last, sizeof(last));
+	/* A usage error's first line says what; the last, "Try --help". */
+	pthread_mutex_lock(&r->lock);
+	snprintf(last, sizeof(last), "%s", status == 2 ? r->first : r->last);
+	pthread_mutex_unlock(&r->lock);
 	if (last[0])
 		snprintf(said, sizeof(said), " (it said: %s)", last);
 	if (status == 255)

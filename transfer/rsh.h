@@ -17,14 +17,16 @@
 #include <sys/types.h>
 
 struct rsh {
-	pid_t pid;
+	pid_t pid;	  /* -1 once reaped */
+	int status;	  /* its status once reaped early (rsh_ended) */
 	int in, out, err; /* our ends of its stdin, stdout, stderr */
 	char host[256];
 	bool raw;	/* relay stderr as it comes, without prefixes */
 	bool relaying;	/* the relay thread runs */
 	pthread_t relay;
 	pthread_mutex_t lock;
-	char last[512]; /* the last line on its stderr (under lock) */
+	char first[512]; /* the first line on its stderr (under lock) */
+	char last[512];	 /* the last one */
 	char buf[4096]; /* stdout read ahead of the line asked for */
 	size_t nbuf;
 	bool stop; /* the relay thread is to stop (under lock) */
@@ -63,6 +65,12 @@ int rsh_finish(struct rsh *r, int timeout_ms);
 
 /* The last line the remote wrote to stderr, "" if none. */
 void rsh_last_line(struct rsh *r, char *out, size_t len);
+
+/*
+ * Whether the remote shell has ended already (without waiting): its
+ * status then in *status, as rsh_finish returns it.
+ */
+bool rsh_ended(struct rsh *r, int *status);
 
 /*
  * Why a remote that ended with status (rsh_finish) before its bootstrap
