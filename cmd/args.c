@@ -15,6 +15,7 @@
 
 #include "cmd/args.h"
 #include "cmd/exit_codes.h"
+#include "cmd/far.h"
 #include "cmd/rules.h"
 #include "util/units.h"
 
@@ -100,6 +101,7 @@ enum {
 	OPT_PORT_RANGE,
 	OPT_RDMA_ADDR,
 	OPT_SERVER,
+	OPT_BOOT_STDIN,
 };
 
 static const struct argp_option options[] = {
@@ -176,6 +178,10 @@ static const struct argp_option options[] = {
 	  3 },
 	{ "server", OPT_SERVER, NULL, OPTION_HIDDEN,
 	  "Internal: the other end of a copy over ssh", 3 },
+	{ "boot-stdin", OPT_BOOT_STDIN, "HOST", OPTION_HIDDEN,
+	  "Internal: send SRC... to DEST on HOST, whose rdcp --server's "
+	  "bootstrap line is the first line of stdin",
+	  3 },
 	{ NULL, 0, NULL, 0, "Transfer:", 4 },
 	{ "transport", OPT_TRANSPORT, "T", 0,
 	  "rdma, tcp, or auto (default): RDMA when rdma_cm resolves the peer "
@@ -427,9 +433,10 @@ static void split_args(struct parse *ps, struct argp_state *state)
 	}
 	a->o.rsh = a->rsh;
 	a->o.rsh_host = sp->host;
-	if (sp->dest_host)
-		argp_error(state, "copying between two remote hosts is not "
-				  "supported yet");
+	if (sp->dest_host && (a->manifest || a->files_from))
+		argp_error(state, "--%s names a local file: not for a copy "
+				  "between two remote hosts",
+			   a->manifest ? "manifest" : "files-from");
 }
 
 static error_t parse_opt(int key, char *arg, struct argp_state *state)
@@ -688,6 +695,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_SERVER:
 		a->server = true;
 		break;
+	case OPT_BOOT_STDIN:
+		a->boot_host = arg;
+		break;
 	case OPT_KEYGEN:
 		a->keygen = arg;
 		break;
@@ -717,8 +727,13 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			if (ps->nsrcs > 1 || a->listen || a->keygen)
 				argp_error(state, "--check takes at most one "
 						  "HOST");
-			if (ps->nsrcs)
+			/* Over ssh unless --daemon: as a copy's HOST:PATH. */
+			if (ps->nsrcs && a->mode == REMOTE_DAEMON) {
 				a->o.addr.host = ps->srcs[0];
+			} else if (ps->nsrcs) {
+				a->o.rsh = a->rsh;
+				a->o.rsh_host = ps->srcs[0];
+			}
 			break;
 		}
 		if (a->keygen) {
@@ -751,11 +766,17 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		if (ps->nsrcs < 2)
 			argp_error(state, "need at least one SRC and a DEST, "
 					  "one side of them HOST:path");
-		split_args(ps, state);
+		if (a->boot_host) { /* the far end: SRC... DEST, DEST there */
+			ps->nsrcs--;
+			a->o.dest = ps->srcs[ps->nsrcs];
+			a->o.rsh_host = a->boot_host;
+		} else {
+			split_args(ps, state);
+		}
 		if (a->o.rsh && a->no_auth)
 			argp_error(state, "--no-auth: a copy over ssh always "
 					  "authenticates, with a one-time key");
-		if (a->o.rdma_addr && !a->o.rsh)
+		if (a->o.rdma_addr && !a->o.rsh && !a->boot_host)
 			argp_error(state, "--rdma-addr is for HOST:PATH over "
 					  "ssh; a receiver's address is its "
 					  "HOST");
@@ -831,6 +852,11 @@ void args_parse(struct args *a, int argc, char **argv)
 		config_print(&a->cfg, ps.seen, ps.nseen, options, adds_up);
 		exit(RDCP_EXIT_OK);
 	}
+	if (a->split.dest_host &&
+	    far_argv(ps.seen, ps.nseen, options, &a->filter,
+		     a->split.dest_host, a->o.srcs, a->o.nsrcs, a->o.dest,
+		     &a->far))
+		exit(RDCP_EXIT_RESOURCE);
 	free(ps.seen);
 }
 
@@ -842,4 +868,6 @@ void args_release(struct args *a)
 	a->dest_dir = NULL;
 	a->o.filter = NULL;
 	split_release(&a->split);
+	far_release(a->far);
+	a->far = NULL;
 }

@@ -35,6 +35,9 @@ struct args {
 	enum remote_mode mode; /* --daemon, --ssh */
 	const char *rsh;       /* -e: $RDCP_RSH, else "ssh" */
 	bool server;	       /* --server: started over ssh by a client */
+	const char *boot_host; /* --boot-stdin HOST: the far end of a copy
+				* between two remote hosts (cmd/far.h) */
+	char **far;	       /* such a copy: the far end's arguments */
 	struct filter filter;	/* --include/--exclude, in order; o.filter */
 	const char *files_from; /* --files-from FILE ("-": stdin), or NULL */
 	char *dest_dir;	      /* --files-from: DEST with a '/', owned; o.dest */

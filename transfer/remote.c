@@ -11,9 +11,11 @@
  * closed and the remote rdcp exits.
  */
 #include <errno.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <openssl/crypto.h>
 
@@ -294,4 +296,142 @@ out:
 		rsh_finish(&r, 0);
 	}
 	return v;
+}
+
+/* Relays the far rdcp's stdout to ours until it ends; a cancel closes its
+ * stdin (it stops as on SIGTERM). */
+static void relay_out(const struct xfer_opts *o, struct rsh *s)
+{
+	char buf[4096];
+
+	for (;;) {
+		struct pollfd pfd = { .fd = s->out, .events = POLLIN };
+		ssize_t n;
+
+		if (o->cancel && *o->cancel && s->in >= 0) {
+			close(s->in);
+			s->in = -1;
+		}
+		if (poll(&pfd, 1, 200) <= 0)
+			continue;
+		n = read(s->out, buf, sizeof(buf));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0 || write(STDOUT_FILENO, buf, (size_t)n) != n)
+			return;
+	}
+}
+
+int xfer_copy_between(const struct xfer_opts *o, const char *dest_host,
+		      const char *const *far_argv)
+{
+	struct xfer_opts od = *o;
+	struct xfer_stats st = { 0 };
+	char line[BOOT_LINE_MAX + 1], why[700];
+	struct rsh d, s;
+	int status;
+
+	od.rsh_host = dest_host;
+	if (start_remote(&od, &d, line, &st) != XFER_OK)
+		return -1;
+	if (rsh_start(&s, o->rsh, o->rsh_host, o->rdcp_path, far_argv,
+		      o->batch, o->connect_timeout_ms / 1000, true)) {
+		rsh_finish(&d, 0);
+		return -1;
+	}
+	strcat(line, "\n");
+	if (write(s.in, line, strlen(line)) != (ssize_t)strlen(line))
+		log_debug("%s: its stdin closed early", o->rsh_host);
+	OPENSSL_cleanse(line, sizeof(line));
+	relay_out(o, &s);
+	status = rsh_finish(&s, REMOTE_END_MS);
+	rsh_finish(&d, REMOTE_END_MS);
+	if (status == 255 || status == 127 || status == 126 || status < 0) {
+		rsh_explain(&s, status, o->rdcp_path, why, sizeof(why));
+		log_err("%s", why);
+		return -1;
+	}
+	return status;
+}
+
+int xfer_check_remote(const struct xfer_opts *o,
+		      void (*out)(void *arg, enum cm_check_kind kind,
+				  const char *text),
+		      void *arg)
+{
+	struct cm_timeouts to = session_timeouts(o);
+	struct xfer_stats st = { 0 };
+	char line[BOOT_LINE_MAX], why[400], text[700];
+	const char *chosen = NULL;
+	struct cm_addr a = o->addr;
+	struct rsh r;
+	struct boot b;
+	int problems = 0;
+
+	if (start_remote(o, &r, line, &st) != XFER_OK) {
+		out(arg, CM_CHECK_PROBLEM, st.error);
+		return 1;
+	}
+	if (boot_parse(line, &b, why, sizeof(why)) || b.proto != CM_VERSION) {
+		snprintf(text, sizeof(text),
+			 "rdcp on '%s' is not this version (%s %u): install "
+			 "the same version on both hosts",
+			 o->rsh_host, b.version, b.proto);
+		out(arg, CM_CHECK_PROBLEM, text);
+		rsh_finish(&r, REMOTE_END_MS);
+		return 1;
+	}
+	snprintf(text, sizeof(text),
+		 "rdcp %s started on '%s' over ssh, listening for %s%s%s on "
+		 "port %u",
+		 b.version, o->rsh_host, b.rdma ? "RDMA" : "",
+		 b.rdma && b.tcp ? " and " : "", b.tcp ? "TCP" : "", b.port);
+	out(arg, CM_CHECK_OK, text);
+	snprintf(text, sizeof(text), "ssh reached it at %s",
+		 b.via[0] ? b.via : "an address it did not say");
+	out(arg, CM_CHECK_INFO, text);
+	via_first(b.rdma_addrs, b.nrdma, b.via);
+	for (int i = 0; b.rdma && i < b.nrdma && !o->rdma_addr; i++) {
+		a.host = b.rdma_addrs[i];
+		a.port = b.port;
+		a.transport = CM_TRANSPORT_RDMA;
+		if (cm_rdma_routes(&a, to.resolve_ms, why, sizeof(why))) {
+			snprintf(text, sizeof(text),
+				 "its RDMA address %s: no route (%s)", a.host,
+				 why);
+			out(arg, CM_CHECK_INFO, text);
+			continue;
+		}
+		snprintf(text, sizeof(text),
+			 "its RDMA address %s: rdma_cm routes there; the data "
+			 "goes over RDMA to it",
+			 a.host);
+		out(arg, CM_CHECK_OK, text);
+		chosen = a.host;
+		break;
+	}
+	if (o->rdma_addr) {
+		snprintf(text, sizeof(text),
+			 "--rdma-addr %s: the data goes there, as named",
+			 o->rdma_addr);
+		out(arg, CM_CHECK_INFO, text);
+	} else if (!chosen) {
+		snprintf(text, sizeof(text),
+			 "no RDMA route to '%s' (%s): the data would go over "
+			 "TCP%s; set up RDMA there, or name an address with "
+			 "--rdma-addr",
+			 o->rsh_host,
+			 !b.rdma	 ? "it has no RDMA device"
+			 : !b.nrdma ? "it names no RDMA address"
+				    : "rdma_cm routes to none of its addresses",
+			 o->addr.transport == CM_TRANSPORT_RDMA
+				 ? " if --transport allowed it"
+				 : "");
+		out(arg, CM_CHECK_PROBLEM, text);
+		problems++;
+	}
+	OPENSSL_cleanse(&b, sizeof(b));
+	OPENSSL_cleanse(line, sizeof(line));
+	rsh_finish(&r, REMOTE_END_MS);
+	return problems;
 }

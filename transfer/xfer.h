@@ -185,6 +185,28 @@ void xfer_opts_init(struct xfer_opts *o);
  */
 enum xfer_fail xfer_copy(const struct xfer_opts *o, struct xfer_stats *st);
 
+/*
+ * A copy between two other hosts, both ends started over o->rsh: rdcp
+ * --server on dest_host, then on o->rsh_host the rdcp command far_argv
+ * (its arguments: --boot-stdin and the copy's), given the first's
+ * bootstrap line on its stdin, so that the data goes from one to the
+ * other directly. Its stdout and stderr are relayed here as they come.
+ * Returns its exit status, or -1 (logged) when an end could not be
+ * started.
+ */
+int xfer_copy_between(const struct xfer_opts *o, const char *dest_host,
+		      const char *const *far_argv);
+
+/*
+ * rdcp --check HOST over ssh: starts rdcp --server on o->rsh_host as a
+ * copy would, and tells out which of its addresses the data would go to
+ * and why. Returns the number of problems found.
+ */
+int xfer_check_remote(const struct xfer_opts *o,
+		      void (*out)(void *arg, enum cm_check_kind kind,
+				  const char *text),
+		      void *arg);
+
 /* Receiver: serve sessions until cancelled (or one, with o->once). */
 enum xfer_fail xfer_serve(const struct xfer_opts *o);
 

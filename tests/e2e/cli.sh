@@ -92,7 +92,7 @@ PORT=$((30000 + $$ % 20000))
 RX=$!
 sleep 0.5
 "$RDCP" --json -q --transport tcp --port "$PORT" "$T/src/small" "$T/src/missing" \
-	"$T/src/empty" "$T/src/big" "127.0.0.1:j/" >"$T/json" 2>"$T/json.err"
+	"$T/src/empty" "$T/src/big" "127.0.0.1::j/" >"$T/json" 2>"$T/json.err"
 RC=$?
 check "--json partial copy exits 9" test "$RC" = 9
 check "--json: every line is a JSON object with the documented fields" python3 - "$T/json" <<'PY'
@@ -127,7 +127,7 @@ assert ev[0]["class"] == "connect" and ev[0]["exit"] == 3 and "cannot connect" i
 assert ev[1]["result"] == "connect" and ev[1]["exit"] == 3, ev
 PY
 "$RDCP" --progress --transport tcp --port "$PORT" "$T/src/small" "$T/src/big" \
-	"127.0.0.1:p/" 2>"$T/progress" >"$T/progress.out"
+	"127.0.0.1::p/" 2>"$T/progress" >"$T/progress.out"
 RC=$?
 check "--progress: a line per file and a total, on stderr only" bash -c "
 	[ $RC = 0 ] && [ ! -s '$T/progress.out' ] &&
@@ -135,18 +135,18 @@ check "--progress: a line per file and a total, on stderr only" bash -c "
 	tr '\r' '\n' <'$T/progress' | grep -Eq '/big +2.86 MiB +ok' &&
 	grep -Eq '^2 files, 2.86 MiB in .* over tcp' '$T/progress'"
 "$RDCP" --transport tcp --port "$PORT" "$T/src/small" "$T/src/missing" "$T/src/big" \
-	"127.0.0.1:s/" 2>"$T/sum" >"$T/sum.out"
+	"127.0.0.1::s/" 2>"$T/sum" >"$T/sum.out"
 RC=$?
 check "summary: one last line, files, bytes, rate, skipped, failed, retries" bash -c "
 	[ $RC = 9 ] && [ ! -s '$T/sum.out' ] &&
 	tail -n1 '$T/sum' | grep -Eq '^2 files, 2.86 MiB in [0-9.]+ s \([0-9.]+ [kMG]?B/s\) over tcp; skipped 0, failed 1, retries 0\$'"
-"$RDCP" -q --transport tcp --port "$PORT" "$T/src/small" "127.0.0.1:s/" >"$T/sum.out" 2>&1
+"$RDCP" -q --transport tcp --port "$PORT" "$T/src/small" "127.0.0.1::s/" >"$T/sum.out" 2>&1
 RC=$?
 check "summary: none with -q" bash -c "[ $RC = 0 ] && [ ! -s '$T/sum.out' ]"
 
 # rdcp.conf: the user's defaults, the command line winning.
 printf '# site defaults\nport %s\n--transport=tcp\nchecksum = sha256\nquiet\n' "$PORT" >"$T/cfg/rdcp/rdcp.conf"
-"$RDCP" "$T/src/small" 127.0.0.1:conf/ >"$T/conf.out" 2>&1
+"$RDCP" "$T/src/small" 127.0.0.1::conf/ >"$T/conf.out" 2>&1
 RC=$?
 check "rdcp.conf: port, transport, checksum from the file: the copy arrives" bash -c "
 	[ $RC = 0 ] && cmp '$T/src/small' '$T/root/conf/small'"
@@ -160,7 +160,7 @@ check "--no-config: the file is not read" bash -c "
 	'$RDCP' --no-config --print-config | grep -vq port"
 echo 'prot 1' >>"$T/cfg/rdcp/rdcp.conf"
 check "--no-config: a copy ignores a broken file" bash -c "
-	'$RDCP' --no-config -q --transport tcp --port $PORT '$T/src/small' 127.0.0.1:conf2/ &&
+	'$RDCP' --no-config -q --transport tcp --port $PORT '$T/src/small' 127.0.0.1::conf2/ &&
 	cmp '$T/src/small' '$T/root/conf2/small'"
 expect_fail "rdcp.conf: an unknown option, its line named" 2 "$T/src/small" h:
 grep -q "rdcp.conf:6: unknown option 'prot'" "$T/e" && ok "  ... as FILE:LINE" || nok "  ... as FILE:LINE" "$(cat "$T/e")"
@@ -180,16 +180,16 @@ echo secret >"$T/root/enc/pullme"
 RX=$!
 sleep 0.5
 expect_fail "--require-encrypt receiver: a push without --encrypt is refused" 4 \
-	--transport tcp --port "$((PORT + 2))" "$T/src/small" 127.0.0.1:enc/
+	--transport tcp --port "$((PORT + 2))" "$T/src/small" 127.0.0.1::enc/
 expect_fail "--require-encrypt receiver: a pull without --encrypt is refused" 4 \
-	--transport tcp --port "$((PORT + 2))" 127.0.0.1:enc/pullme "$T/pulled"
+	--transport tcp --port "$((PORT + 2))" 127.0.0.1::enc/pullme "$T/pulled"
 check "--require-encrypt receiver: nothing was written or pulled" \
 	bash -c "[ ! -e '$T/root/enc/small' ] && [ ! -e '$T/pulled' ]"
 check "--require-encrypt receiver: the refusal names --encrypt" \
 	grep -q 'requires --encrypt' "$T/e"
 check "--require-encrypt on both sides with --encrypt: copied" \
 	"$RDCP" -q --require-encrypt --encrypt --transport tcp \
-	--port "$((PORT + 2))" "$T/src/small" 127.0.0.1:enc/
+	--port "$((PORT + 2))" "$T/src/small" 127.0.0.1::enc/
 check "... and the copy arrived" cmp "$T/src/small" "$T/root/enc/small"
 kill "$RX" 2>/dev/null
 wait "$RX" 2>/dev/null

@@ -99,7 +99,7 @@ class Case:
             srv.handshake()
             srv.expect_ring()
             srv.run_source(entries)
-        args = list(opts) + ["%s:%s" % (ADDR, s) for s in srcs] + \
+        args = list(opts) + ["%s::%s" % (ADDR, s) for s in srcs] + \
             [os.path.join(self.home, dest or "") if dest else self.home + "/"]
         return self.session(args, serve)
 
@@ -250,7 +250,7 @@ def push(c, opts, serve, size=300000):
     with open(os.path.join(src, "b"), "wb") as f:
         f.write(b"small, packed\n")
     files = [os.path.join(src, "a"), os.path.join(src, "b")]
-    res = c.session(list(opts) + ["--json"] + files + ["%s:in/" % ADDR],
+    res = c.session(list(opts) + ["--json"] + files + ["%s::in/" % ADDR],
                     serve)
     shutil.rmtree(src)
     return res
