@@ -143,8 +143,11 @@ int rsh_start(struct rsh *r, const char *rsh, const char *host,
 	pthread_mutex_init(&r->lock, NULL);
 	snprintf(cto, sizeof(cto), "ConnectTimeout=%d",
 		 connect_timeout_s > 0 ? connect_timeout_s : 10);
-	/* "$@" after the user's words: options, host, remote command. */
-	if ((size_t)snprintf(script, sizeof(script), "%s \"$@\"", rsh) >=
+	/*
+	 * "$@" after the user's words: options, host, remote command; exec,
+	 * so that ssh is our child (its end is the remote's).
+	 */
+	if ((size_t)snprintf(script, sizeof(script), "exec %s \"$@\"", rsh) >=
 	    sizeof(script)) {
 		log_err("the remote shell command is too long");
 		return -E2BIG;

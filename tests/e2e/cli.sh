@@ -48,7 +48,15 @@ expect_fail "one argument" 2 file
 expect_fail "last argument not HOST:DEST" 2 a b
 expect_fail "local and remote SRCs mixed in a pull" 2 host:src local .
 expect_fail "a pull's SRCs from two hosts" 2 h1:a h2:b .
-expect_fail "remote to remote" 2 h1:a h2:b
+expect_fail "remote to remote with a running receiver" 2 h1::a h2:b
+expect_fail "remote to remote with --manifest (a local file)" 2 --manifest=m h1:a h2:b
+expect_fail "user@ with a running receiver" 2 a u@h::x
+expect_fail "--no-auth over ssh" 2 --no-auth a h:
+expect_fail "a host name starting with -" 2 -- a -oProxyCommand=x:y
+expect_fail "--ssh with HOST::PATH" 2 --ssh a h::x
+expect_fail "bad --port-range" 2 --port-range 9-3 a h:
+expect_fail "--rdma-addr with a running receiver" 2 --rdma-addr 10.0.0.1 a h::x
+expect_fail "rdcp:// with a bad port" 2 a rdcp://h:0/x
 expect_fail "--streams beyond 1 (not implemented yet)" 2 --streams 2 a h:
 expect_fail "--gid-index without --device" 2 --gid-index 1 a h:
 expect_fail "--compress level out of range" 2 --compress=10 a h:
@@ -68,7 +76,7 @@ expect_fail "--exclude-from and --files-from both on stdin" 2 --files-from=- --e
 expect_fail "--exclude-from a missing file" 6 --exclude-from="$T/none" a h:
 expect_fail "--manifest with --checksum none" 2 --manifest=m --checksum none a h:
 expect_fail "--manifest with --dry-run" 2 --manifest=m --dry-run a h:
-expect_fail "--files-from a missing file" 6 --no-auth --files-from="$T/none" a h:
+expect_fail "--files-from a missing file" 6 --no-auth --files-from="$T/none" a h::
 expect_fail "--require-encrypt on a copy without --encrypt" 2 --require-encrypt a h:
 expect_fail "--require-encrypt on a pull without --encrypt" 2 --require-encrypt h:a .
 expect_fail "--require-encrypt with --no-auth" 2 --require-encrypt --no-auth --listen
@@ -78,8 +86,8 @@ mkdir -p "$T/cfg/rdcp"
 check "--keygen writes a 0600 key" bash -c "'$RDCP' --keygen '$T/k1' 2>/dev/null && [ \"\$(stat -c %a '$T/k1')\" = 600 ] && [ \$(head -c 64 '$T/k1' | tr -d 0-9a-f | wc -c) = 0 ]"
 expect_fail "--keygen never overwrites" 6 --keygen "$T/k1"
 cp "$T/k1" "$T/k2" && chmod 644 "$T/k2"
-expect_fail "a key readable by others is refused" 4 --key-file "$T/k2" a h:
-expect_fail "no key and no --no-auth" 4 a h:
+expect_fail "a key readable by others is refused" 4 --key-file "$T/k2" a h::
+expect_fail "no key and no --no-auth" 4 a h::
 cp "$T/k1" "$T/cfg/rdcp/key"
 
 # --json against a receiver over TCP.
@@ -116,7 +124,7 @@ assert s["transport"] == "tcp" and s["bytes"] == 3000003 and s["bytes_per_second
 assert s["retries"] == 0, s
 PY
 check "--json copies arrived" cmp "$T/src/big" "$T/root/j/big"
-"$RDCP" --json -q --transport tcp --port $((PORT + 1)) "$T/src/small" 127.0.0.1: >"$T/json2" 2>/dev/null
+"$RDCP" --json -q --transport tcp --port $((PORT + 1)) "$T/src/small" 127.0.0.1:: >"$T/json2" 2>/dev/null
 RC=$?
 check "--json connect failure: error + summary events, exit 3" python3 - "$T/json2" "$RC" <<'PY'
 import json, sys

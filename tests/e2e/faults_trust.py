@@ -355,7 +355,7 @@ def s_words_welcome(c):
     def serve(srv):
         srv.hello = srv.conn.expect(peer.HELLO)
         srv.conn.send(Msg(peer.WELCOME, status=-13, message=EVIL))
-    res = c.session([ADDR + ":want.txt", c.home + "/"], serve)
+    res = c.session([ADDR + "::want.txt", c.home + "/"], serve)
     c.check(res[0] != 0, "exit 0 on a refusal")
     clean_words(c, res, "WELCOME")
 
@@ -367,7 +367,7 @@ def s_words_error(c):
         srv.expect_ring()
         srv.conn.send(Msg(peer.ERROR, status=-5, klass=7, message=EVIL))
         srv.conn.wait_closed(5)
-    res = c.session([ADDR + ":want.txt", c.home + "/"], serve)
+    res = c.session([ADDR + "::want.txt", c.home + "/"], serve)
     c.check(res[0] != 0, "exit 0 after an ERROR")
     clean_words(c, res, "ERROR")
 
