@@ -102,6 +102,25 @@ done
 t_log "$T/tree.log" "$T/tree2.log"
 t_end
 
+t_begin "-n, -u, --compress, --encrypt, --bwlimit over ssh; --port-range honoured"
+rm -rf "$T/dst/opt"; mkdir -p "$T/dst/opt"
+run_bounded 60 "$T/opt1.log" r -v --port-range 40100-40109 --encrypt --compress=3 --bwlimit 50M "$T/src/f1" "127.0.0.1:$T/dst/opt/"
+[ "$SRC" = 0 ] || t_fail "--encrypt --compress exit $SRC"
+same "$T/src/f1" "$T/dst/opt/f1"
+port=$(sed -n 's/.*listening for TCP connections on .*:\([0-9]*\)$/\1/p' "$T/opt1.log" | head -n1)
+[ -n "$port" ] && [ "$port" -ge 40100 ] && [ "$port" -le 40109 ] ||
+	t_fail "the remote listened on port ${port:-?}, not within --port-range 40100-40109"
+echo changed >"$T/dst/opt/f1"
+run_bounded 60 "$T/opt2.log" r --json -n "$T/src/f1" "127.0.0.1:$T/dst/opt/"
+[ "$SRC" = 0 ] || t_fail "-n exit $SRC"
+[ "$(cat "$T/dst/opt/f1")" = changed ] || t_fail "-n replaced the file"
+touch -d '2000-01-01' "$T/dst/opt/f1"
+run_bounded 60 "$T/opt3.log" r -u "$T/src/f1" "127.0.0.1:$T/dst/opt/"
+[ "$SRC" = 0 ] || t_fail "-u exit $SRC"
+same "$T/src/f1" "$T/dst/opt/f1"
+t_log "$T/opt1.log" "$T/opt2.log" "$T/opt3.log"
+t_end
+
 t_begin "--resume after the local rdcp is killed mid-copy: no process left, then byte-identical"
 rm -rf "$T/dst/res"; mkdir -p "$T/dst/res"
 bg_run "$T/res1.log" "$RDCP" -e "$SSH_CMD" --rdcp-path "$RDCP" --resume --bwlimit 40M "$T/src/big" "127.0.0.1:$T/dst/res/"
