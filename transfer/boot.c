@@ -172,8 +172,11 @@ int boot_parse(const char *line, struct boot *b, char *why, size_t whysz)
 		p++;
 		n = strcspn(p, " \n");
 		if (get_field(p, n, b, &have_key, &have_port)) {
+			/* Its name only: the value may be the key. */
+			size_t name = strcspn(p, "= \n");
+
 			snprintf(why, whysz, "malformed field '%.*s'",
-				 n > 40 ? 40 : (int)n, p);
+				 name > 40 ? 40 : (int)name, p);
 			return -EINVAL;
 		}
 		p += n;

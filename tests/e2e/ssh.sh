@@ -36,14 +36,14 @@ T=$(mktemp -d /tmp/rdcp-e2e-ssh.XXXXXX)
 cleanup() {
 	sshd_stop
 	pkill -9 -f "^$T/bin/rdcp" 2>/dev/null
-	rm -rf "$T" "$HOME/rdcp-e2e-ssh.$$"
+	rm -rf "$T"
 }
 trap cleanup EXIT
 mkdir -p "$T/bin" "$T/src/tree/sub/deep" "$T/dst"
 # A copy of the binary under $T: its path names our processes (pgrep).
 cp "$BUILD/rdcp" "$T/bin/rdcp"
 RDCP=$T/bin/rdcp
-sshd_start "$T/sshd" || fail_early "cannot start sshd (see $T/sshd)"
+sshd_start "$T/sshd" || fail_early "cannot start sshd: $SSHD_ERR"
 # r ARGS: rdcp with the test's ssh command line and remote program.
 printf '#!/bin/sh\nexec "%s" -e "%s" --rdcp-path "%s" "$@"\n' "$RDCP" "$SSH_CMD" "$RDCP" >"$T/bin/r"
 chmod +x "$T/bin/r"
@@ -78,11 +78,18 @@ same "$T/src/f1" "$T/dst/pulled"
 t_log "$T/pull.log"
 t_end
 
+t_begin "an ~/.ssh/config alias: ssh resolves it, the data goes where ssh went"
+run_bounded 60 "$T/alias.log" "$RDCP" -e "ssh -F $SSH_CONFIG" --rdcp-path "$RDCP" "$T/src/f1" "$SSH_HOST_ALIAS:$T/dst/alias/"
+[ "$SRC" = 0 ] || t_fail "exit $SRC"
+same "$T/src/f1" "$T/dst/alias/f1"
+t_log "$T/alias.log"
+t_end
+
 t_begin "paths as scp: relative to the remote home, ~/ too"
 rel=rdcp-e2e-ssh.$$
 run_bounded 60 "$T/rel.log" r "$T/src/f1" "127.0.0.1:$rel/"
 [ "$SRC" = 0 ] || t_fail "push exit $SRC"
-same "$T/src/f1" "$HOME/$rel/f1"
+same "$T/src/f1" "$SSH_REMOTE_HOME/$rel/f1"
 run_bounded 60 "$T/rel2.log" r "127.0.0.1:~/$rel/f1" "$T/dst/fromhome"
 [ "$SRC" = 0 ] || t_fail "pull exit $SRC"
 same "$T/src/f1" "$T/dst/fromhome"
@@ -100,6 +107,25 @@ for d in t1 t2; do
 	[ "$(readlink "$T/dst/$d/tree/link")" = a ] || t_fail "$d: symlink not kept"
 done
 t_log "$T/tree.log" "$T/tree2.log"
+t_end
+
+t_begin "-n, -u, --compress, --encrypt, --bwlimit over ssh; --port-range honoured"
+rm -rf "$T/dst/opt"; mkdir -p "$T/dst/opt"
+run_bounded 60 "$T/opt1.log" r -v --port-range 40100-40109 --encrypt --compress=3 --bwlimit 50M "$T/src/f1" "127.0.0.1:$T/dst/opt/"
+[ "$SRC" = 0 ] || t_fail "--encrypt --compress exit $SRC"
+same "$T/src/f1" "$T/dst/opt/f1"
+port=$(sed -n 's/.*listening for TCP connections on .*:\([0-9]*\)$/\1/p' "$T/opt1.log" | head -n1)
+[ -n "$port" ] && [ "$port" -ge 40100 ] && [ "$port" -le 40109 ] ||
+	t_fail "the remote listened on port ${port:-?}, not within --port-range 40100-40109"
+echo changed >"$T/dst/opt/f1"
+run_bounded 60 "$T/opt2.log" r --json -n "$T/src/f1" "127.0.0.1:$T/dst/opt/"
+[ "$SRC" = 0 ] || t_fail "-n exit $SRC"
+[ "$(cat "$T/dst/opt/f1")" = changed ] || t_fail "-n replaced the file"
+touch -d '2000-01-01' "$T/dst/opt/f1"
+run_bounded 60 "$T/opt3.log" r -u "$T/src/f1" "127.0.0.1:$T/dst/opt/"
+[ "$SRC" = 0 ] || t_fail "-u exit $SRC"
+same "$T/src/f1" "$T/dst/opt/f1"
+t_log "$T/opt1.log" "$T/opt2.log" "$T/opt3.log"
 t_end
 
 t_begin "--resume after the local rdcp is killed mid-copy: no process left, then byte-identical"
@@ -166,8 +192,7 @@ t_log "$T/old.log"
 t_end
 
 t_begin "a wrong host key: exit 12 in seconds, never copied"
-wrong=$(printf '%s' "$SSH_CMD" | sed "s|UserKnownHostsFile=[^ ]*|UserKnownHostsFile=$SSH_WRONG_KNOWN_HOSTS|")
-run_bounded 30 "$T/hostkey.log" "$RDCP" -e "$wrong" --rdcp-path "$RDCP" "$T/src/f1" "127.0.0.1:$T/dst/hk/"
+run_bounded 30 "$T/hostkey.log" "$RDCP" -e "$SSH_CMD_WRONG_HOSTKEY" --rdcp-path "$RDCP" "$T/src/f1" "127.0.0.1:$T/dst/hk/"
 [ "$SRC" = 12 ] || t_fail "exit $SRC, want 12"
 grep -q "ssh to '127.0.0.1' failed" "$T/hostkey.log" || t_fail "no line saying ssh failed"
 [ -e "$T/dst/hk/f1" ] && t_fail "copied despite the host key"
@@ -175,7 +200,7 @@ t_log "$T/hostkey.log"
 t_end
 
 t_begin "no usable key and no terminal: BatchMode, exit 12, no prompt waited on"
-run_bounded 30 "$T/batch.log" setsid "$RDCP" -e "ssh -p $SSHD_PORT -i $T/none -o UserKnownHostsFile=$T/sshd/kh -o IdentitiesOnly=yes -F /dev/null" --rdcp-path "$RDCP" "$T/src/f1" "127.0.0.1:$T/dst/b/" </dev/null
+run_bounded 30 "$T/batch.log" setsid "$RDCP" -e "ssh -p $SSHD_PORT -i $T/none -o UserKnownHostsFile=$SSH_KNOWN_HOSTS -o IdentitiesOnly=yes -F /dev/null" --rdcp-path "$RDCP" "$T/src/f1" "127.0.0.1:$T/dst/b/" </dev/null
 [ "$SRC" = 12 ] || t_fail "exit $SRC, want 12 (a prompt would hang until killed: 137)"
 t_log "$T/batch.log"
 t_end
