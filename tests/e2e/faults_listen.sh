@@ -245,7 +245,9 @@ except peer.RemoteError as e:
 PY
 		pp=$!
 		track $pp
-		msleep 300
+		# The late client first (python may take a while to start).
+		wait_until 20 "$pp" logged "$W/rx-late.log" "accepted" ||
+			t_fail "the late client never connected"
 		bg_send "$W/tx-late-slow.log" --bwlimit 2M src/big "$ADDR::slow"
 		wait_pid "$pp" 20
 		echo "# $(cat "$W/peer-late.log")"
