@@ -19,8 +19,9 @@ enum rdcp_exit {
 	RDCP_EXIT_PARTIAL = 9,	  /* some files copied, some failed */
 	RDCP_EXIT_RESOURCE = 10,  /* memory, memlock limit, RDMA resources */
 	RDCP_EXIT_PEER_LOST = 11, /* the peer or the link went away */
+	RDCP_EXIT_REMOTE_START = 12, /* ssh failed; no usable rdcp there */
 	/* --max-delete: more would have been deleted, so nothing was */
-	RDCP_EXIT_MAX_DELETE = 12,
+	RDCP_EXIT_MAX_DELETE = 13,
 	RDCP_EXIT_CANCELED = 130, /* SIGINT or SIGTERM */
 };
 

@@ -64,6 +64,7 @@ const char *xfer_fail_name(enum xfer_fail f)
 		[XFER_FAIL_RESOURCE] = "resource",
 		[XFER_FAIL_PEER_LOST] = "peer-lost",
 		[XFER_FAIL_CANCELED] = "canceled",
+		[XFER_FAIL_REMOTE_START] = "remote-start",
 		[XFER_FAIL_MAX_DELETE] = "max-delete",
 	};
 

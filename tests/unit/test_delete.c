@@ -734,7 +734,7 @@ static void test_excluded_kept(void)
 	rig_finish(&r);
 }
 
-/* --max-delete: more would go, so none does (exit 12); enough, all go. */
+/* --max-delete: more would go, so none does (exit 13); enough, all go. */
 static void test_push_max_delete(void)
 {
 	const char *src;
