@@ -318,7 +318,7 @@ descendants() {
 		shift
 		_ds_todo=$*
 		for _ds_f in /proc/[0-9]*/stat; do
-			read -r _ds_l <"$_ds_f" 2>/dev/null || continue
+			read -r _ds_l 2>/dev/null <"$_ds_f" || continue
 			# "pid (comm) state ppid ...": comm may hold ") ".
 			_ds_r=${_ds_l##*") "}
 			_ds_r=${_ds_r#* }
