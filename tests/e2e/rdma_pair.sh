@@ -117,7 +117,7 @@ ssh_push() {
 	_sp_rx=$!
 	if wait_until 60 "$_sp_rx" logged "$_sp_log.rx" listening; then
 		SENT0=$(rxe_sent)
-		run_bounded 120 "$_sp_log" rdcp -v --port $SSH_PORT "$@" "$W/ssh.src" "$PEER:f"
+		run_bounded 120 "$_sp_log" rdcp -v --port $SSH_PORT "$@" "$W/ssh.src" "$PEER::f"
 		SENT1=$(rxe_sent)
 		[ "$SRC" = 0 ] || t_fail "sender exit $SRC"
 		wait_pid "$_sp_rx" 30
