@@ -159,6 +159,35 @@ pair_ssh_a() {
 			t_fail "rxe counted $((SENT1 - SENT0)) packets for a TCP push"
 	fi
 	t_end
+	# rdcp's own ssh mode: b's end started by rdcp, no key, no receiver.
+	t_begin "rdcp pushes to $PEER:DIR/ over ssh: b's rdcp started by it, data over RDMA"
+	_pa_s0=$(rxe_sent)
+	# shellcheck disable=SC2086
+	run_bounded 120 "$W/ssh-rdcp-push.log" rdcp -v -e "$SSH" "$W/ssh.src" "$PEER:/tmp/e2e-sshr/"
+	_pa_s1=$(rxe_sent)
+	[ "$SRC" = 0 ] || t_fail "exit $SRC"
+	grep -q "over rdma" "$W/ssh-rdcp-push.log" || t_fail "the summary does not say rdma"
+	over_rdma "rdcp push of 8 MiB" "$_pa_s0" "$_pa_s1" 8388608
+	# shellcheck disable=SC2086
+	_pa_sum=$($SSH "$PEER" sha256sum /tmp/e2e-sshr/ssh.src </dev/null | cut -d' ' -f1)
+	[ "$_pa_sum" = "$(sha256sum "$W/ssh.src" | cut -d' ' -f1)" ] ||
+		t_fail "b's copy differs (sha256 ${_pa_sum:-none})"
+	# shellcheck disable=SC2086
+	_pa_left=$($SSH "$PEER" 'for f in /proc/[0-9]*/cmdline; do tr "\0" " " <$f 2>/dev/null; echo; done | grep -c "rdcp [-]-server"' </dev/null)
+	[ "${_pa_left:-x}" = 0 ] || t_fail "rdcp --server still running on b: ${_pa_left:-?}"
+	t_log "$W/ssh-rdcp-push.log"
+	t_end
+	t_begin "rdcp pulls from $PEER:FILE over ssh: data over RDMA"
+	_pa_r0=$(rxe_rcvd)
+	# shellcheck disable=SC2086
+	run_bounded 120 "$W/ssh-rdcp-pull.log" rdcp -v -e "$SSH" "$PEER:/tmp/e2e-sshr/ssh.src" "$W/ssh.pulled"
+	_pa_r1=$(rxe_rcvd)
+	[ "$SRC" = 0 ] || t_fail "exit $SRC"
+	grep -q "over rdma" "$W/ssh-rdcp-pull.log" || t_fail "the summary does not say rdma"
+	over_rdma "rdcp pull of 8 MiB" "$_pa_r0" "$_pa_r1" 8388608
+	cmp "$W/ssh.src" "$W/ssh.pulled" >/dev/null 2>&1 || t_fail "the pulled copy differs"
+	t_log "$W/ssh-rdcp-pull.log"
+	t_end
 	T_PREFIX=$_ps_prefix
 }
 

@@ -1691,7 +1691,12 @@ s_script() {
 # (in the guest also as 127.0.0.1) in BatchMode runs a command that finds
 # rdcp in PATH (in the guest, may pin memory: ulimit -l unlimited), its
 # output and exit status come back; a killed ssh ends the remote command
-# that was reading its stdin (EOF), no sshd session left.
+# that was reading its stdin (EOF), no sshd session left. Then rdcp
+# itself over ssh (ssh_rdcp): a push to HOST:DIR/, a pull back and a copy
+# from HOST: to HOST: (both ends started over ssh), no key file and no
+# receiver running; in the guest the data must go over rdma_cm (rxe's
+# packet counter moves by a packet per 4 KiB at least, and the summary
+# says rdma); nothing of it left running.
 s_ssh() {
 	_ss_hosts=$ADDR
 	[ -n "$HOST_MODE" ] || _ss_hosts="$ADDR 127.0.0.1"
@@ -1766,6 +1771,47 @@ s_ssh() {
 	fi
 	t_log "$W/ssh-kill.log"
 	t_end
+	ssh_rdcp
+}
+
+# ssh_rdcp: see s_ssh.
+ssh_rdcp() {
+	_sr_n=8388608
+	mkdir -p src/sshr rx/sshr
+	head -c $_sr_n /dev/urandom >src/sshr/f
+	for _sr_k in push pull both; do
+		t_begin "rdcp over ssh, $_sr_k: no key, no receiver running$([ -n "$HOST_MODE" ] || echo ', data over RDMA')"
+		if [ -n "${RDCP_E2E_SSH_ERR:-}" ]; then
+			t_fail "no sshd: $RDCP_E2E_SSH_ERR"
+			t_end
+			continue
+		fi
+		case $_sr_k in
+		push) set -- src/sshr/f "$ADDR:$W/rx/sshr/push/" ;;
+		pull) set -- "$ADDR:$W/src/sshr/f" "$W/rx/sshr/pull" ;;
+		both) set -- "$ADDR:$W/src/sshr/f" "$ADDR:$W/rx/sshr/both/" ;;
+		esac
+		_sr_b=$(rxe_sent)
+		# shellcheck disable=SC2086 # SSH: words
+		run_bounded 120 "$W/tx-sshr-$_sr_k.log" rdcp -v -e "$SSH" "$@"
+		_sr_a=$(rxe_sent)
+		[ "$SRC" = 0 ] || t_fail "exit $SRC"
+		case $_sr_k in
+		pull) same src/sshr/f rx/sshr/pull ;;
+		*) same src/sshr/f "rx/sshr/$_sr_k/f" ;;
+		esac
+		if [ -z "$HOST_MODE" ]; then
+			grep -q "over rdma" "$W/tx-sshr-$_sr_k.log" ||
+				t_fail "the summary does not say rdma"
+			over_rdma "$_sr_k" "$_sr_b" "$_sr_a" $_sr_n
+		fi
+		_sr_d=$(sshd_pid)
+		[ -z "$_sr_d" ] || wait_until 20 "" no_descendants "$_sr_d" ||
+			t_fail "still running under sshd: $(descendants "$_sr_d" | tr '\n' ' ')"
+		t_log "$W/tx-sshr-$_sr_k.log"
+		t_end
+	done
+	rm -rf src/sshr rx/sshr
 }
 
 # rxe0 is removed mid-copy (`rdma link delete`): both ends of the session
