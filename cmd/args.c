@@ -15,6 +15,7 @@
 
 #include "cmd/args.h"
 #include "cmd/exit_codes.h"
+#include "cmd/retry.h"
 #include "cmd/rules.h"
 #include "util/units.h"
 
@@ -93,6 +94,8 @@ enum {
 	OPT_NO_CONFIG,
 	OPT_REQUIRE_ENCRYPT,
 	OPT_DRY_RUN,
+	OPT_RETRY,
+	OPT_RETRY_WAIT,
 };
 
 static const struct argp_option options[] = {
@@ -184,6 +187,13 @@ static const struct argp_option options[] = {
 	  "Give up when the peer is silent this long (default 10)", 3 },
 	{ "connect-timeout", OPT_CONNECT_TIMEOUT, "SECONDS", 0,
 	  "Bound on resolving and connecting (default 10)", 3 },
+	{ "retry", OPT_RETRY, "N", 0,
+	  "Sender: when the peer is lost or cannot be reached, connect again "
+	  "up to N times and go on where it stopped (implies --resume)",
+	  3 },
+	{ "retry-wait", OPT_RETRY_WAIT, "SECONDS", 0,
+	  "First wait before a retry (default 5), doubling up to 60, +-20 %",
+	  3 },
 	{ "workers", OPT_WORKERS, "N", 0,
 	  "Threads for disk I/O and checksums (default 2)", 3 },
 	{ "check", OPT_CHECK, NULL, 0,
@@ -209,7 +219,7 @@ static const struct argp_option options[] = {
 	{ NULL, 0, NULL, 0, "Output:", 5 },
 	{ "json", OPT_JSON, NULL, 0,
 	  "Sender: newline-delimited JSON events on stdout (file_start, "
-	  "file_done, error, summary)",
+	  "file_done, attempt, error, summary)",
 	  5 },
 	{ "progress", OPT_PROGRESS, NULL, 0,
 	  "Sender: show progress even when stderr is not a terminal (it is "
@@ -559,6 +569,18 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 				   arg);
 		o->connect_timeout_ms = (int)v * 1000;
 		break;
+	case OPT_RETRY:
+		if (parse_uint(arg, 0, RETRY_MAX, &v))
+			argp_error(state, "--retry: '%s' is not 0..%d", arg,
+				   RETRY_MAX);
+		a->retry = (unsigned int)v;
+		break;
+	case OPT_RETRY_WAIT:
+		if (retry_parse_wait(arg, &a->retry_wait_ms))
+			argp_error(state,
+				   "--retry-wait: '%s' is not 0..%u seconds",
+				   arg, RETRY_WAIT_MAX_MS / 1000);
+		break;
 	case OPT_WORKERS:
 		if (parse_uint(arg, 1, 256, &v))
 			argp_error(state, "--workers: '%s' is not 1..256", arg);
@@ -722,6 +744,8 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		if (a->o.no_clobber && a->o.update)
 			argp_error(state, "--no-clobber and --update exclude "
 					  "each other");
+		/* Each attempt keeps what it verified for the next. */
+		a->o.resume |= a->retry > 0;
 		a->o.addr.host = a->target;
 		a->o.srcs = ps->srcs;
 		a->o.nsrcs = ps->nsrcs;
@@ -770,7 +794,7 @@ void args_parse(struct args *a, int argc, char **argv)
 	struct parse ps = { .a = a };
 	int rc = 0;
 
-	*a = (struct args){ 0 };
+	*a = (struct args){ .retry_wait_ms = RETRY_WAIT_DEFAULT_MS };
 	xfer_opts_init(&a->o);
 	if (config_wanted(argc, argv))
 		rc = config_load(&a->cfg, CONFIG_SYSTEM, options, not_defaults);
