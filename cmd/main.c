@@ -359,10 +359,15 @@ static enum xfer_fail copy_once(struct run *run, struct xfer_stats *st)
 	return v;
 }
 
-/* After attempt k failed with v: whether to try again, and after how long. */
-static bool try_again(struct run *run, enum xfer_fail v, unsigned int *wait)
+/*
+ * After an attempt failed with v: whether to try again, and after how
+ * long. The wait doubles with each attempt in a row that could not
+ * connect; one that connected (the peer was back) starts it over.
+ */
+static bool try_again(struct run *run, enum xfer_fail v, bool connected,
+		      unsigned int *wait)
 {
-	const struct retry *rt = &run->retry;
+	struct retry *rt = &run->retry;
 	uint32_t rnd;
 
 	if (v == XFER_FAIL_CANCELED)
@@ -380,7 +385,8 @@ static bool try_again(struct run *run, enum xfer_fail v, unsigned int *wait)
 	}
 	if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
 		rnd = UINT32_MAX / 2;
-	*wait = retry_wait_ms(rt, rt->attempt, rnd);
+	rt->unconnected = connected ? 1 : rt->unconnected + 1;
+	*wait = retry_wait_ms(rt, rt->unconnected, rnd);
 	log_warn("attempt %u of %u failed (%s, exit %d): trying again in "
 		 "%.1f s, resuming",
 		 rt->attempt, rt->max + 1, xfer_fail_name(v), exit_code(v),
@@ -418,7 +424,7 @@ static enum xfer_fail copy(struct run *run, struct xfer_stats *st)
 			last = *st;
 		if (v == XFER_OK)
 			break;
-		again = try_again(run, v, &wait);
+		again = try_again(run, v, st->transport[0], &wait);
 		if (run->a->json)
 			json_attempt(stdout, rt->attempt, v, exit_code(v),
 				     st->error[0] ? st->error

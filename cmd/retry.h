@@ -44,6 +44,8 @@ struct retry {
 	unsigned int max;     /* --retry: attempts after the first */
 	unsigned int wait_ms; /* --retry-wait: the first wait */
 	unsigned int attempt; /* the one running or last run, from 1 */
+	unsigned int unconnected; /* failed attempts in a row since one that
+				   * connected, that one counted (main.c) */
 	/* this attempt's failed files: those another attempt may cure
 	 * (verify, peer-lost, or the receiver's "another session is writing
 	 * it", likely the previous attempt's session not yet ended there),
