@@ -6,16 +6,16 @@
 # Runs `tests/guest/guest.sh prepare` (a failure is a test failure, never a
 # skip), then boots one guest for tests/e2e/scenarios.sh and one guest
 # pair per peer-loss scenario of tests/e2e/rdma_pair.sh (rxhost, txhost,
-# linkcut); both find their harness tests/e2e/lib.sh beside them, as
+# linkcut, retry); both find their harness tests/e2e/lib.sh beside them, as
 # /test/lib.sh in the guest.  The guests' TAP lines are relayed
 # renumbered, with "#" diagnostics; the full consoles go to
 # build/e2e/<run>.log and their tail is shown when a run fails.  A guest that crashes, times out or stops
 # before its plan counts as a failed test.  Ends with "N passed, N failed"
 # and a non-zero status if anything failed.
 #
-#   tests/e2e/run_rdma.sh [--build DIR] [single[:NAME,...]|rxhost|txhost|linkcut]...
+#   tests/e2e/run_rdma.sh [--build DIR] [single[:NAME,...]|rxhost|txhost|linkcut|retry]...
 #       DIR (default build/) holds rdcp and hooks/rdcp; logs go to DIR/e2e/.
-#       Without scenario names, all four run (about 2 minutes).
+#       Without scenario names, all five run (a few minutes).
 #       single:NAME,... runs only those scenarios of scenarios.sh in the
 #       single guest (`tests/e2e/run_tcp.sh --list` names them), e.g.
 #       single:tree,pull.
@@ -144,7 +144,7 @@ run_guest() {
 	fi
 }
 
-[ $# -gt 0 ] || set -- single rxhost txhost linkcut
+[ $# -gt 0 ] || set -- single rxhost txhost linkcut retry
 for sc in "$@"; do
 	case "$sc" in
 	single | single:*)
@@ -159,8 +159,10 @@ for sc in "$@"; do
 		run_guest pair-txhost b --pair --timeout 240 "${common[@]}" "$HERE/rdma_pair.sh" txhost ;;
 	linkcut)
 		run_guest pair-linkcut "a b" --pair --timeout 320 "${common[@]}" "$HERE/rdma_pair.sh" linkcut ;;
+	retry)
+		run_guest pair-retry "a b" --pair --timeout 320 "${common[@]}" "$HERE/rdma_pair.sh" retry ;;
 	*)
-		notok "unknown scenario $sc (single[:NAME,...] rxhost txhost linkcut)" ;;
+		notok "unknown scenario $sc (single[:NAME,...] rxhost txhost linkcut retry)" ;;
 	esac
 done
 echo "# total: $((SECONDS - start))s"
