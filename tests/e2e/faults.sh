@@ -739,7 +739,9 @@ s_sigint() {
 # A connection dropped once mid-file, as a cut link would drop it, by the
 # test hook RDCP_TEST_DROP_AT_WRITE=N (the Nth ring write a process gets
 # ends that session without a word): on a push by the receiver, on a pull
-# by the client itself. One --retry invocation resumes and completes.
+# by the client itself. One --retry invocation resumes and completes. And
+# a corruption that persists (RDCP_TEST_CORRUPT_CHUNK, every session) is
+# retried only as often as --retry says.
 s_retry() {
 	local sent rc size=$((16 * M))
 	mkdir -p rx/rt got
@@ -779,6 +781,20 @@ s_retry() {
 		[ -n "$sent" ] && [ "$sent" -lt "$size" ] || t_fail "the retry received ${sent:-?} bytes: not resumed"
 		t_log "$W/tx-rt2.log" "$W/rx-rt.log"
 		t_end
+
+		t_begin "a chunk corrupted in every attempt: --retry 2 stops after 3 with exit 8, nothing placed"
+		prng src/rtc $((4 * M))
+		RDCP_TEST_CORRUPT_CHUNK=2 timeout -s KILL 60 "$HOOKS" --transport tcp --port "$P" \
+			--key-file "$KEY" --chunk-size 64K --retry 2 --retry-wait 0.1 --json \
+			src/rtc "$ADDR:rtc" >"$W/tx-rt3.log" 2>&1
+		rc=$?
+		[ "$rc" = 8 ] || t_fail "client exit $rc, want 8"
+		[ "$(jattempts "$W/tx-rt3.log")" = "verify/8/true verify/8/true verify/8/false " ] ||
+			t_fail "attempts: '$(jattempts "$W/tx-rt3.log")'"
+		[ ! -e rx/rt/rtc ] || t_fail "placed under its final name"
+		no_temp rx/rt 3
+		t_log "$W/tx-rt3.log" "$W/rx-rt.log"
+		t_end
 		term_rx
 	else
 		t_begin "--retry: receiver starts"
@@ -786,7 +802,7 @@ s_retry() {
 		t_log "$W/rx-rt.log"
 		t_end
 	fi
-	rm -rf rx/rt got src/rt
+	rm -rf rx/rt got src/rt src/rtc
 }
 
 # ---------------------------------------------------------------- 8. soak
