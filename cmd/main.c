@@ -8,10 +8,10 @@
  */
 #include <errno.h>
 #include <signal.h>
-#include <sys/random.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -395,8 +395,8 @@ static bool try_again(struct run *run, enum xfer_fail v, bool connected,
 }
 
 /*
- * The copy: one attempt, or with --retry as many as it takes, are allowed
- * and help (retry.h). Returns the last attempt's verdict; st holds the
+ * The copy: one attempt, or with --retry as many as are allowed and may
+ * help (retry.h). Returns the last attempt's verdict; st holds the
  * numbers of the last attempt that had a session (the files an earlier
  * attempt copied and this one kept counted as copied), its seconds those
  * of all attempts and the waits between them.

@@ -106,7 +106,8 @@ bool retry_file(struct retry *r, const struct xfer_file_report *rep);
 bool retry_is_transient(const struct retry *r, enum xfer_fail v);
 
 /*
- * The wait in ms after failed attempt k (from 1): wait_ms doubled k-1
+ * The wait in ms after the kth failed attempt in a row (from 1; main.c
+ * counts from the last attempt that connected): wait_ms doubled k-1
  * times, capped at max(RETRY_WAIT_CAP_MS, wait_ms), times a factor in
  * [0.8, 1.2] from rnd (uniform over 0..UINT32_MAX).
  */
