@@ -143,6 +143,11 @@ bool retry_file(struct retry *r, const struct xfer_file_report *rep)
 		return false;
 	s = names_add(&r->names, name_key(rep->name ? rep->name : rep->path));
 	if (!s) {
+		if (!r->err)
+			log_warn("out of memory for the names --retry "
+				 "remembers: a file an earlier attempt copied "
+				 "may be counted as skipped, or listed twice "
+				 "by --manifest");
 		r->err = -ENOMEM;
 		/* As without --retry: a copied file is noted. */
 		return rep->done && !rep->status && !rep->skipped;

@@ -55,7 +55,8 @@ struct retry {
 	 * attempt copied or was cut off in: copied by this invocation */
 	uint64_t kept_ours;
 	struct retry_names names;
-	int err; /* -ENOMEM: names could not grow (then counted as not ours) */
+	int err; /* -ENOMEM: names could not grow (said once; a file not
+		  * found in names is then taken as new) */
 };
 
 /* --files-from's list, from its start for every attempt. */
