@@ -7,6 +7,8 @@
  * exit().
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,6 +76,7 @@ static int exit_code(enum xfer_fail f)
 		[XFER_FAIL_RESOURCE] = RDCP_EXIT_RESOURCE,
 		[XFER_FAIL_PEER_LOST] = RDCP_EXIT_PEER_LOST,
 		[XFER_FAIL_CANCELED] = RDCP_EXIT_CANCELED,
+		[XFER_FAIL_REMOTE_START] = RDCP_EXIT_REMOTE_START,
 	};
 
 	if ((unsigned int)f >= sizeof(codes) / sizeof(codes[0]))
@@ -244,6 +247,8 @@ static int load_key(struct run *run)
 {
 	char path[4096];
 
+	if (run->a->server || run->o.rsh || run->a->boot_host)
+		return 0; /* a one-time key, made by rdcp --server */
 	if (run->a->no_auth) {
 		if (run->a->listen)
 			log_warn("authentication is OFF (--no-auth): any host "
@@ -326,6 +331,9 @@ static int check(struct run *run)
 		2 * (uint64_t)run->o.window * (run->o.chunk_size + 64) +
 		(1u << 20);
 	int problems = cm_check(&run->o.addr, pinned, check_line, NULL);
+
+	if (run->o.rsh)
+		problems += xfer_check_remote(&run->o, check_line, NULL);
 
 	printf("%d problem%s found\n", problems, problems == 1 ? "" : "s");
 	return problems ? RDCP_EXIT_RESOURCE : RDCP_EXIT_OK;
@@ -450,6 +458,112 @@ static enum xfer_fail copy(struct run *run, struct xfer_stats *st)
 	return v;
 }
 
+/* rdcp --server: the bootstrap line goes to the client, on stdout. */
+static void on_boot(void *arg, const char *line)
+{
+	(void)arg;
+	fputs(line, stdout);
+	fflush(stdout);
+}
+
+/*
+ * rdcp --server: stdin is ssh's; its end of file means the client or its
+ * ssh is gone, and so is the copy: stop as SIGTERM would.
+ */
+static void *watch_stdin(void *arg)
+{
+	char buf[256];
+	ssize_t n;
+
+	(void)arg;
+	while ((n = read(STDIN_FILENO, buf, sizeof(buf))) != 0)
+		if (n < 0 && errno != EINTR)
+			break;
+	log_debug("stdin closed: the client is gone");
+	cancel = SIGTERM;
+	return NULL;
+}
+
+/* rdcp --server: serve the client that started us over ssh. */
+static enum xfer_fail serve_ssh(struct run *run)
+{
+	const char *conn = getenv("SSH_CONNECTION");
+	char via[64] = "";
+	pthread_t tid;
+
+	/* "client_ip client_port server_ip server_port" */
+	if (conn && sscanf(conn, "%*s %*s %63s", via) == 1)
+		run->o.via = via;
+	run->o.on_boot = on_boot;
+	if (pthread_create(&tid, NULL, watch_stdin, NULL) == 0)
+		pthread_detach(tid);
+	return xfer_serve(&run->o);
+}
+
+/*
+ * The far end of a copy between two remote hosts: the bootstrap line of
+ * the receiving rdcp --server is stdin's first line; stdin's end after it
+ * means the rdcp that started us is gone. 0 or an exit code.
+ */
+static char boot_line[4096];
+
+static int read_boot(struct run *run)
+{
+	size_t n = 0;
+	pthread_t tid;
+
+	/* One byte at a time: nothing past the line may be taken. */
+	while (n < sizeof(boot_line) - 1 &&
+	       read(STDIN_FILENO, boot_line + n, 1) == 1 &&
+	       boot_line[n] != '\n')
+		n++;
+	boot_line[n] = '\0';
+	if (!n) {
+		log_err("--boot-stdin: no bootstrap line on stdin");
+		return RDCP_EXIT_REMOTE_START;
+	}
+	run->o.boot_line = boot_line;
+	if (pthread_create(&tid, NULL, watch_stdin, NULL) == 0)
+		pthread_detach(tid);
+	return 0;
+}
+
+/*
+ * rdcp h1:SRC h2:DEST: both ends over ssh (xfer_copy_between), the far
+ * one's output relayed; its exit code is ours.
+ */
+static int copy_between(struct run *run)
+{
+	char **far = run->a->far, **argv;
+	size_t n = 0;
+	int status;
+
+	while (far[n])
+		n++;
+	argv = calloc(n + 2, sizeof(*argv));
+	if (!argv)
+		return RDCP_EXIT_RESOURCE;
+	/* Its stderr is ours: it shows progress where we would. */
+	if (run->progress)
+		argv[0] = "--progress";
+	memcpy(argv + (run->progress ? 1 : 0), far, n * sizeof(*argv));
+	status = xfer_copy_between(&run->o, run->a->split.dest_host,
+				   (const char *const *)argv);
+	free(argv);
+	return status < 0 ? RDCP_EXIT_REMOTE_START : status;
+}
+
+/* Whether ssh can ask the user (a terminal to prompt on). */
+static bool have_tty(void)
+{
+	int fd = open("/dev/tty", O_RDWR | O_CLOEXEC);
+
+	if (fd < 0)
+		return false;
+	close(fd);
+	return true;
+}
+
 /* Everything after the command line: an exit code. */
 static int run_cmd(struct run *run)
 {
@@ -459,16 +573,21 @@ static int run_cmd(struct run *run)
 
 	if (a->keygen)
 		return keygen(a->keygen);
+	run->o.batch = !have_tty();
 	if (a->check)
 		return check(run);
 	rc = load_key(run);
 	if (!rc && !a->listen)
 		rc = open_list(run);
+	if (!rc && a->boot_host)
+		rc = read_boot(run);
 	if (rc)
 		return rc;
 	set_signals();
 	run->o.cancel = &cancel;
-	if (a->listen) {
+	if (a->server) {
+		v = serve_ssh(run);
+	} else if (a->listen) {
 		v = xfer_serve(&run->o);
 	} else {
 		struct xfer_stats st;
@@ -482,6 +601,8 @@ static int run_cmd(struct run *run)
 		if (a->quiet || a->o.dry_run)
 			run->progress = false;
 		run->o.on_progress = on_progress;
+		if (a->far)
+			return copy_between(run);
 		if (a->manifest && manifest_open(&run->man, a->manifest,
 						 a->o.csum == XFER_CSUM_SHA256))
 			return RDCP_EXIT_LOCAL_IO;

@@ -109,7 +109,7 @@ for rep in $(seq 1 "$REPS"); do
 	wait $! 2>/dev/null || true
 	rec iperf3 "$rep" "$(awk -v b="$bps" 'BEGIN { printf "%.1f", b / 8e6 }')"
 
-	t0=$(now); rdcp_send "$src" "127.0.0.1:big.bin"; t1=$(now)
+	t0=$(now); rdcp_send "$src" "127.0.0.1::big.bin"; t1=$(now)
 	read -r u s m <"$W/tx.time"
 	cmp -s "$src" "$SHM/rdcp/big.bin" || { echo "bench: rdcp copy differs" >&2; exit 1; }
 	rec rdcp "$rep" "$(mbps "$BYTES" "$t0" "$t1")" "$u" "$s" "$m"
@@ -131,7 +131,7 @@ for rep in $(seq 1 "$REPS"); do
 	rm -f "$SHM/rsync.bin"
 
 	# The tree as tar sees it: one directory, walked by the tool.
-	t0=$(now); (cd "$W" && rdcp_send -r small "127.0.0.1:"); t1=$(now)
+	t0=$(now); (cd "$W" && rdcp_send -r small "127.0.0.1::"); t1=$(now)
 	diff -rq "$W/small" "$SHM/rdcp/small" >/dev/null ||
 		{ echo "bench: rdcp small-file copy differs" >&2; exit 1; }
 	rec rdcp_small "$rep" "$(mbps $((NSMALL * 4096)) "$t0" "$t1")"
@@ -149,7 +149,7 @@ done
 for g in 1 8; do
 	truncate -s "$((g * 1024 - 1))M" "$W/sparse.bin"
 	head -c 1048576 /dev/urandom >>"$W/sparse.bin"
-	rdcp_send "$W/sparse.bin" "127.0.0.1:sparse.bin"
+	rdcp_send "$W/sparse.bin" "127.0.0.1::sparse.bin"
 	read -r u s m <"$W/tx.time"
 	rec "rss_${g}g" 1 0 0 0 "$m"
 	rm -f "$W/sparse.bin" "$SHM/rdcp/sparse.bin"

@@ -102,7 +102,7 @@ a:rxhost)
 	t_begin "receiver host lost: sender exits 11 within 30 s, says so"
 	wait_peer 60 || t_fail "peer never answered ping"
 	if [ -z "$T_WHY" ] && start_tx "$W/tx.log" --port $PORT --window 2 --chunk-size 64K \
-		"$W/k64" "$PEER:k64"; then
+		"$W/k64" "$PEER::k64"; then
 		sleep 2
 		if alive "$TX"; then
 			echo RDCP-GUEST-KILL-OTHER
@@ -136,7 +136,7 @@ b:rxhost)
 a:txhost)
 	mkcut "$W/k64"
 	wait_peer 60 || echo "# peer never answered ping"
-	start_tx "$W/tx.log" --port $PORT --window 2 --chunk-size 64K --resume "$W/k64" "$PEER:k64" ||
+	start_tx "$W/tx.log" --port $PORT --window 2 --chunk-size 64K --resume "$W/k64" "$PEER::k64" ||
 		echo "# sender did not connect"
 	wait_pid "$TX" 120
 	echo "# still alive: sender exit $WRC"
@@ -179,7 +179,7 @@ b:txhost)
 	mkcut "$W/k64.want"
 	if start_rx "$W/rx2.log" --root "$W/rx" --once --port $((PORT + 1)); then
 		timeout -s KILL 120 rdcp --port $((PORT + 1)) --window 32 --chunk-size 64K \
-			--resume --json "$W/k64.want" "10.77.1.2:k64" >"$W/tx2.log" 2>&1
+			--resume --json "$W/k64.want" "10.77.1.2::k64" >"$W/tx2.log" 2>&1
 		_rc=$?
 		wait_pid "$RX" 30
 		[ "$_rc" = 0 ] || t_fail "resuming sender exit $_rc"
@@ -203,7 +203,7 @@ a:linkcut)
 	t_begin "link cut: sender exits 11 within 30 s, says so"
 	wait_peer 60 || t_fail "peer never answered ping"
 	if [ -z "$T_WHY" ] && start_tx "$W/tx.log" --port $PORT --window 2 --chunk-size 64K \
-		--resume "$W/k64" "$PEER:k64"; then
+		--resume "$W/k64" "$PEER::k64"; then
 		# b cuts the link ~2 s into the transfer: note when pings
 		# stop being answered (within ~1 s of the cut).
 		(
@@ -233,7 +233,7 @@ a:linkcut)
 	_s=$(now)
 	if wait_peer 90; then
 		echo "# peer answers ping again after ${_s:+$(since "$_s")}s"
-		if TX_TRIES=6 start_tx "$W/tx2.log" --port $((PORT + 1)) "$W/new" "$PEER:new"; then
+		if TX_TRIES=6 start_tx "$W/tx2.log" --port $((PORT + 1)) "$W/new" "$PEER::new"; then
 			wait_ok "$TX" 30 sender
 		else
 			t_fail "sender did not connect"
@@ -246,7 +246,7 @@ a:linkcut)
 	t_end
 	t_begin "--resume after the cut: completes, sends less than the whole file"
 	if TX_TRIES=6 start_tx "$W/tx3.log" --port $((PORT + 2)) --window 32 --chunk-size 64K \
-		--resume --json "$W/k64" "$PEER:k64"; then
+		--resume --json "$W/k64" "$PEER::k64"; then
 		wait_ok "$TX" 120 sender
 		_sent=$(jget "$W/tx3.log" file_done sent)
 		_size=$(stat -c %s "$W/k64")
@@ -331,7 +331,7 @@ a:retry)
 		_s=$(now)
 		rdcp -v --transport rdma --port $PORT --window 8 --chunk-size 64K \
 			--bwlimit 4M --connect-timeout 5 --retry 12 --retry-wait 1 \
-			--json "$W/k64" "$PEER:k64" >"$W/tx.log" 2>&1 &
+			--json "$W/k64" "$PEER::k64" >"$W/tx.log" 2>&1 &
 		TX=$!
 		wait_pid "$TX" 240
 		_a=$(jattempts "$W/tx.log")

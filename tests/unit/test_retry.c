@@ -106,6 +106,8 @@ static void test_transient(void)
 		    v == XFER_FAIL_RESOURCE || v == XFER_FAIL_INTERNAL ||
 		    v == XFER_FAIL_CANCELED)
 			CHECK(!retry_is_transient(&r, v));
+	/* ssh failed or no usable rdcp there: mostly for good */
+	CHECK(!retry_is_transient(&r, XFER_FAIL_REMOTE_START));
 	/* a file failed verification, another was busy there: retried */
 	f = done("a", -EBADMSG, XFER_FAIL_VERIFY, false);
 	retry_file(&r, &f);
