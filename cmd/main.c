@@ -550,7 +550,20 @@ static int copy_between(struct run *run)
 	status = xfer_copy_between(&run->o, run->a->split.dest_host,
 				   (const char *const *)argv);
 	free(argv);
-	return status < 0 ? RDCP_EXIT_REMOTE_START : status;
+	if (status >= 0)
+		return status;
+	/* The far end never ran: the events it would have written. */
+	if (run->a->json) {
+		struct xfer_stats st = { 0 };
+
+		snprintf(st.error, sizeof(st.error), "%s", log_last_error());
+		json_error(stdout, XFER_FAIL_REMOTE_START,
+			   RDCP_EXIT_REMOTE_START, st.error);
+		json_summary(stdout, &st, XFER_FAIL_REMOTE_START,
+			     RDCP_EXIT_REMOTE_START, false, 0);
+		fflush(stdout);
+	}
+	return RDCP_EXIT_REMOTE_START;
 }
 
 /* Whether ssh can ask the user (a terminal to prompt on). */
@@ -646,6 +659,7 @@ int main(int argc, char **argv)
 	if (run.list_file && run.list_file != stdin)
 		fclose(run.list_file);
 	retry_release(&run.retry);
+	explicit_bzero(boot_line, sizeof(boot_line)); /* a one-time key */
 	args_release(&a);
 	return rc;
 }

@@ -238,6 +238,8 @@ int rsh_read_line(struct rsh *r, uint64_t deadline_ms,
 			snprintf(line, len, "%s", r->buf);
 			r->nbuf -= one + 1;
 			memmove(r->buf, nl + 1, r->nbuf);
+			/* What moved may have held the key: not left behind. */
+			explicit_bzero(r->buf + r->nbuf, one + 1);
 			if (want(line))
 				return 0;
 			log_debug("%s said on stdout: %.200s", r->host, line);
@@ -335,6 +337,8 @@ int rsh_finish(struct rsh *r, int timeout_ms)
 	if (r->err >= 0)
 		close(r->err);
 	r->out = r->err = -1;
+	explicit_bzero(r->buf, sizeof(r->buf));
+	r->nbuf = 0;
 	return status < 0 ? -1 : status;
 }
 

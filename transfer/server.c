@@ -177,9 +177,10 @@ static int check_sources(const struct wire_hello *h, bool user, char *buf,
 		if (!len) {
 			snprintf(why, whysz,
 				 "source %u of %u is an empty name: refused "
-				 "(name a file or directory beneath the "
-				 "receiver's root)",
-				 i + 1, (unsigned int)h->npaths);
+				 "(name a file or directory %s)",
+				 i + 1, (unsigned int)h->npaths,
+				 user ? "in the home or by its absolute path"
+				      : "beneath the receiver's root");
 			return -EPERM;
 		}
 		if (user) { /* as the user typed it, ~/ stripped */

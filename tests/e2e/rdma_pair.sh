@@ -25,6 +25,13 @@
 #            --resume) reconnects once the link is back and completes
 #            byte-identical, sending less than all of it again; its first
 #            attempts may also find b not listening yet (exit 3, retried).
+#   ssh      (alone, or first in the boot of another scenario: run_rdma.sh
+#            runs `ssh rxhost`) a runs a command on b over ssh (OpenSSH,
+#            keys and known_hosts from run_rdma.sh; BatchMode, b's host key
+#            checked); a receiver a starts on b over ssh takes a push, and
+#            the rxe counters show it went over RDMA (over_rdma, lib.sh);
+#            the same push with --transport tcp is seen not to move them.
+#            b does nothing for it but run sshd (tests/guest/init.sh).
 # The surviving guest(s) print TAP lines ("ok N - ...", "not ok N - ..."
 # with "# " diagnostics, the plan last) and exit 0 only if all passed.  A
 # pre-shared key, if the build needs one, is expected at /etc/rdcp/key;
@@ -34,6 +41,12 @@
 . "$(dirname "$0")/lib.sh"
 
 SCEN=${1:-}
+# `ssh` first: its checks, then the scenario named next in the same boot.
+SSH_FIRST=
+if [ "$SCEN" = ssh ] && [ $# -gt 1 ]; then
+	SSH_FIRST=1
+	SCEN=$2
+fi
 ROLE=${RDCP_GUEST_ROLE:-}
 PEER=${RDCP_PEER_ADDR:-}
 W=/tmp/e2e
@@ -94,8 +107,120 @@ mkretry() {
 }
 RETRY_DOWN_S=20
 
+# ---------------------------------------------------------------- ssh
+
+SSH="ssh -o BatchMode=yes -o ConnectTimeout=10"
+SSH_PORT=7590
+ssh_up() { $SSH "$PEER" true </dev/null >/dev/null 2>&1; }
+
+# ssh_push LOG SIZE ARGS...: a receiver started on b over ssh (--once,
+# into /tmp/ssh-rx there) takes a push of $W/ssh.src (SIZE bytes) sent
+# with ARGS; SENT0/SENT1 = a's rxe_sent before and after the push, and
+# the copy's sha256 on b is compared with a's.
+ssh_push() {
+	_sp_log=$1 _sp_size=$2
+	shift 2
+	SENT0='' SENT1=''
+	# shellcheck disable=SC2086 # SSH: words
+	$SSH "$PEER" "rm -rf /tmp/ssh-rx && mkdir /tmp/ssh-rx &&
+		exec rdcp --listen --once -v --root /tmp/ssh-rx --port $SSH_PORT" \
+		</dev/null >"$_sp_log.rx" 2>&1 &
+	_sp_rx=$!
+	if wait_until 60 "$_sp_rx" logged "$_sp_log.rx" listening; then
+		SENT0=$(rxe_sent)
+		run_bounded 120 "$_sp_log" rdcp -v --port $SSH_PORT "$@" "$W/ssh.src" "$PEER::f"
+		SENT1=$(rxe_sent)
+		[ "$SRC" = 0 ] || t_fail "sender exit $SRC"
+		wait_pid "$_sp_rx" 30
+		[ "$WRC" = 0 ] || t_fail "ssh (the receiver's exit status) $WRC, want 0"
+		# shellcheck disable=SC2086
+		_sp_sum=$($SSH "$PEER" sha256sum /tmp/ssh-rx/f </dev/null 2>/dev/null | cut -d' ' -f1)
+		[ "$_sp_sum" = "$(sha256sum "$W/ssh.src" | cut -d' ' -f1)" ] ||
+			t_fail "the copy on b differs (sha256 ${_sp_sum:-none})"
+	else
+		t_fail "the receiver started over ssh did not listen"
+		kill -9 "$_sp_rx" 2>/dev/null
+	fi
+	t_log "$_sp_log" "$_sp_log.rx"
+}
+
+pair_ssh_a() {
+	_ps_prefix=$T_PREFIX
+	T_PREFIX="ssh: "
+	t_begin "a runs a command on b over ssh (BatchMode, b's host key checked)"
+	wait_peer 60 || t_fail "peer never answered ping"
+	wait_until 60 "" ssh_up || t_fail "b's sshd did not let a in within 60 s"
+	# shellcheck disable=SC2086
+	run_bounded 30 "$W/ssh-b.log" $SSH "$PEER" 'cat /proc/cmdline; ulimit -l' </dev/null
+	[ "$SRC" = 0 ] || t_fail "ssh exit $SRC"
+	grep -q 'rdcp.role=b' "$W/ssh-b.log" || t_fail "the command did not run on b"
+	grep -qx unlimited "$W/ssh-b.log" || t_fail "b's ssh commands may not pin memory (ulimit -l)"
+	t_log "$W/ssh-b.log" 
+	t_end
+	head -c 8388608 /dev/urandom >"$W/ssh.src"
+	t_begin "a receiver started on b over ssh takes a push over RDMA (rxe counted it)"
+	ssh_push "$W/ssh-push.log" 8388608
+	[ -z "$T_WHY" ] && over_rdma "push of 8 MiB" "$SENT0" "$SENT1" 8388608
+	t_end
+	t_begin "control: the same push with --transport tcp does not move the rxe counters"
+	ssh_push "$W/ssh-tcp.log" 8388608 --transport tcp
+	if [ -z "$T_WHY" ]; then
+		echo "# over TCP: $((SENT1 - SENT0)) RoCE packets"
+		[ $((SENT1 - SENT0)) -lt $((8388608 / 4096 / 4)) ] ||
+			t_fail "rxe counted $((SENT1 - SENT0)) packets for a TCP push"
+	fi
+	t_end
+	# rdcp's own ssh mode: b's end started by rdcp, no key, no receiver.
+	t_begin "rdcp pushes to $PEER:DIR/ over ssh: b's rdcp started by it, data over RDMA"
+	_pa_s0=$(rxe_sent)
+	# shellcheck disable=SC2086
+	run_bounded 120 "$W/ssh-rdcp-push.log" rdcp -v -e "$SSH" "$W/ssh.src" "$PEER:/tmp/e2e-sshr/"
+	_pa_s1=$(rxe_sent)
+	[ "$SRC" = 0 ] || t_fail "exit $SRC"
+	grep -q "over rdma" "$W/ssh-rdcp-push.log" || t_fail "the summary does not say rdma"
+	over_rdma "rdcp push of 8 MiB" "$_pa_s0" "$_pa_s1" 8388608
+	# shellcheck disable=SC2086
+	_pa_sum=$($SSH "$PEER" sha256sum /tmp/e2e-sshr/ssh.src </dev/null | cut -d' ' -f1)
+	[ "$_pa_sum" = "$(sha256sum "$W/ssh.src" | cut -d' ' -f1)" ] ||
+		t_fail "b's copy differs (sha256 ${_pa_sum:-none})"
+	# shellcheck disable=SC2086
+	_pa_left=$($SSH "$PEER" 'for f in /proc/[0-9]*/cmdline; do tr "\0" " " <$f 2>/dev/null; echo; done | grep -c "rdcp [-]-server"' </dev/null)
+	[ "${_pa_left:-x}" = 0 ] || t_fail "rdcp --server still running on b: ${_pa_left:-?}"
+	t_log "$W/ssh-rdcp-push.log"
+	t_end
+	t_begin "rdcp pulls from $PEER:FILE over ssh: data over RDMA"
+	_pa_r0=$(rxe_rcvd)
+	# shellcheck disable=SC2086
+	run_bounded 120 "$W/ssh-rdcp-pull.log" rdcp -v -e "$SSH" "$PEER:/tmp/e2e-sshr/ssh.src" "$W/ssh.pulled"
+	_pa_r1=$(rxe_rcvd)
+	[ "$SRC" = 0 ] || t_fail "exit $SRC"
+	grep -q "over rdma" "$W/ssh-rdcp-pull.log" || t_fail "the summary does not say rdma"
+	over_rdma "rdcp pull of 8 MiB" "$_pa_r0" "$_pa_r1" 8388608
+	cmp "$W/ssh.src" "$W/ssh.pulled" >/dev/null 2>&1 || t_fail "the pulled copy differs"
+	t_log "$W/ssh-rdcp-pull.log"
+	t_end
+	T_PREFIX=$_ps_prefix
+}
+
 echo "# role $ROLE, scenario $SCEN, peer $PEER"
+if [ -n "$SSH_FIRST" ] && [ "$ROLE" = a ]; then
+	pair_ssh_a
+fi
 case "$ROLE:$SCEN" in
+# ---------------------------------------------------------------- ssh
+a:ssh)
+	pair_ssh_a
+	# b has nothing more to do.
+	echo RDCP-GUEST-KILL-OTHER
+	t_finish
+	;;
+b:ssh)
+	# a runs its checks against our sshd, then has us killed.
+	sleep 240
+	echo "not ok 1 - ssh: guest b should have been killed"
+	echo "1..1"
+	exit 1
+	;;
 # ---------------------------------------------------------------- rxhost
 a:rxhost)
 	mk64
@@ -124,8 +249,9 @@ a:rxhost)
 	;;
 b:rxhost)
 	start_rx "$W/rx.log" --root "$W/rx" --once --port $PORT || echo "# receiver did not start"
-	# a has us killed; if it does not, the harness timeout ends this.
-	wait_pid "$RX" 120
+	# a has us killed (after its ssh checks); if it does not, the
+	# harness timeout ends this.
+	wait_pid "$RX" 170
 	echo "# still alive: receiver exit $WRC"
 	tail -n 20 "$W/rx.log" | sed 's/^/#   /'
 	echo "not ok 1 - rxhost: guest b should have been killed"
@@ -397,7 +523,7 @@ b:retry)
 	t_finish
 	;;
 *)
-	echo "not ok 1 - unknown role/scenario '$ROLE:$SCEN' (want a|b and rxhost|txhost|linkcut|retry)"
+	echo "not ok 1 - unknown role/scenario '$ROLE:$SCEN' (want a|b and [ssh] rxhost|txhost|linkcut|retry, or ssh)"
 	echo "1..1"
 	exit 2
 	;;

@@ -44,7 +44,8 @@ RNR_COUNTERS="rcvd_rnr_err send_rnr_err retry_rnr_exceeded_err"
 ALL="sizes default sparse checksum corrupt escape destforms multifile partial"
 ALL="$ALL ctrlnames longnames fifo noconn"
 ALL="$ALL killsender killreceiver daemon auth auto check device"
-ALL="$ALL tree pull resume skip crypt zeros bwlimit full small script retry"
+ALL="$ALL tree pull resume skip crypt zeros bwlimit full small script"
+ALL="$ALL ssh retry"
 # Over RDMA these run last, after the RNR check (they re-create rxe0,
 # which resets its counters); over TCP only when named.
 EXTRA="devremove"
@@ -53,6 +54,18 @@ check_scenarios "$ALL $EXTRA" "$@"
 rm -rf "$W"
 mkdir -p "$W" || exit 1
 cd "$W" || exit 1
+
+# The ssh server rdcp's ssh mode starts its peer through, and the command
+# line that reaches it: in the guest, the guest's own sshd on port 22
+# (root's keys in /root/.ssh, tests/guest/init.sh; pid in /run/sshd.pid);
+# on the host, the test sshd on 127.0.0.1 that run_tcp.sh started
+# (tests/e2e/sshd.sh), whose ssh command line (with its port, key and
+# known_hosts) is RDCP_E2E_SSH; RDCP_E2E_SSH_ERR says why it could not
+# start. SSH_HOME: where the remote commands' home (their working
+# directory, where relative remote paths land) is, seen from here.
+SSH=${RDCP_E2E_SSH:-ssh -o BatchMode=yes -o ConnectTimeout=10}
+SSH_HOME=${RDCP_E2E_SSH_HOME:-/root}
+sshd_pid() { echo "${RDCP_E2E_SSHD_PID:-$(cat /run/sshd.pid 2>/dev/null)}"; }
 
 # ---------------------------------------------------------------- helpers
 
@@ -1882,6 +1895,133 @@ s_retry() {
 	t_log "$W/tx-rt6.log" "$W/rx-rt6.log"
 	t_end
 	rm -rf rx/rt src/rt src/rt-small
+}
+
+# The ssh server under rdcp's ssh mode (scenario ssh): ssh to this host
+# (in the guest also as 127.0.0.1) in BatchMode runs a command that finds
+# rdcp in PATH (in the guest, may pin memory: ulimit -l unlimited), its
+# output and exit status come back; a killed ssh ends the remote command
+# that was reading its stdin (EOF), no sshd session left. Then rdcp
+# itself over ssh (ssh_rdcp): a push to HOST:DIR/, a pull back and a copy
+# from HOST: to HOST: (both ends started over ssh), no key file and no
+# receiver running; in the guest the data must go over rdma_cm (rxe's
+# packet counter moves by a packet per 4 KiB at least, and the summary
+# says rdma); nothing of it left running.
+s_ssh() {
+	_ss_hosts=$ADDR
+	[ -n "$HOST_MODE" ] || _ss_hosts="$ADDR 127.0.0.1"
+	for _ss_h in $_ss_hosts; do
+		t_begin "ssh $_ss_h: runs a command, its output and exit status come back"
+		if [ -n "${RDCP_E2E_SSH_ERR:-}" ]; then
+			t_fail "no sshd: $RDCP_E2E_SSH_ERR"
+		else
+			# shellcheck disable=SC2016,SC2086 # remote $(...); SSH: words
+			rm -f "$SSH_HOME/rdcp-ssh-probe"
+			run_bounded 60 "$W/ssh-run.log" $SSH "$_ss_h" \
+				': >rdcp-ssh-probe; echo "ok $(pwd) $(ulimit -l) $(command -v rdcp)"; exit 3'
+			[ "$SRC" = 3 ] || t_fail "ssh exit $SRC, want 3 (the command's)"
+			_ss_out=$(grep '^ok ' "$W/ssh-run.log")
+			echo "# $_ss_h: $_ss_out"
+			[ -n "$_ss_out" ] || t_fail "no output"
+			[ -f "$SSH_HOME/rdcp-ssh-probe" ] ||
+				t_fail "a relative remote path did not land in $SSH_HOME"
+			rm -f "$SSH_HOME/rdcp-ssh-probe"
+			case "$_ss_out" in
+			*" /"*rdcp) ;;
+			*) t_fail "no rdcp in the remote PATH" ;;
+			esac
+			if [ -z "$HOST_MODE" ]; then
+				case "$_ss_out" in
+				*" unlimited /"*) ;;
+				*) t_fail "remote ulimit -l is not unlimited" ;;
+				esac
+			fi
+		fi
+		t_log "$W/ssh-run.log"
+		t_end
+	done
+	t_begin "ssh: a killed ssh ends the remote command reading its stdin, no session left"
+	if [ -n "${RDCP_E2E_SSH_ERR:-}" ]; then
+		t_fail "no sshd: $RDCP_E2E_SSH_ERR"
+	else
+		rm -f "$W/ssh-fifo" "$W/ssh-rpid"
+		mkfifo "$W/ssh-fifo"
+		# Read-write: never blocks, and ssh's stdin stays open.
+		exec 7<>"$W/ssh-fifo"
+		# (Not bg_run: an asynchronous command's stdin is /dev/null
+		# unless redirected on the command itself.)
+		# shellcheck disable=SC2086 # SSH: words
+		$SSH "$ADDR" "echo \$\$ >$W/ssh-rpid; exec cat >/dev/null" \
+			<"$W/ssh-fifo" >"$W/ssh-kill.log" 2>&1 &
+		_ss_tx=$!
+		track "$_ss_tx"
+		if wait_until 60 "$_ss_tx" test -s "$W/ssh-rpid"; then
+			_ss_r=$(cat "$W/ssh-rpid")
+			alive "$_ss_r" || t_fail "remote command $_ss_r not running"
+			kill -9 "$_ss_tx"
+			wait "$_ss_tx" 2>/dev/null
+			_ss_t=$(now)
+			if wait_until 20 "" gone "$_ss_r"; then
+				echo "# remote command ended $(since "$_ss_t")s after ssh was killed"
+			else
+				t_fail "remote command $_ss_r still running 20 s after ssh was killed"
+				kill -9 "$_ss_r" 2>/dev/null
+			fi
+			_ss_d=$(sshd_pid)
+			if [ -z "$_ss_d" ]; then
+				t_fail "no sshd pid"
+			elif ! wait_until 20 "" no_descendants "$_ss_d"; then
+				t_fail "sshd sessions left: $(descendants "$_ss_d" | tr '\n' ' ')"
+			fi
+		else
+			t_fail "the remote command did not start"
+			kill -9 "$_ss_tx" 2>/dev/null
+		fi
+		exec 7>&-
+	fi
+	t_log "$W/ssh-kill.log"
+	t_end
+	ssh_rdcp
+}
+
+# ssh_rdcp: see s_ssh.
+ssh_rdcp() {
+	_sr_n=8388608
+	mkdir -p src/sshr rx/sshr
+	head -c $_sr_n /dev/urandom >src/sshr/f
+	for _sr_k in push pull both; do
+		t_begin "rdcp over ssh, $_sr_k: no key, no receiver running$([ -n "$HOST_MODE" ] || echo ', data over RDMA')"
+		if [ -n "${RDCP_E2E_SSH_ERR:-}" ]; then
+			t_fail "no sshd: $RDCP_E2E_SSH_ERR"
+			t_end
+			continue
+		fi
+		case $_sr_k in
+		push) set -- src/sshr/f "$ADDR:$W/rx/sshr/push/" ;;
+		pull) set -- "$ADDR:$W/src/sshr/f" "$W/rx/sshr/pull" ;;
+		both) set -- "$ADDR:$W/src/sshr/f" "$ADDR:$W/rx/sshr/both/" ;;
+		esac
+		_sr_b=$(rxe_sent)
+		# shellcheck disable=SC2086 # SSH: words
+		run_bounded 120 "$W/tx-sshr-$_sr_k.log" rdcp -v -e "$SSH" "$@"
+		_sr_a=$(rxe_sent)
+		[ "$SRC" = 0 ] || t_fail "exit $SRC"
+		case $_sr_k in
+		pull) same src/sshr/f rx/sshr/pull ;;
+		*) same src/sshr/f "rx/sshr/$_sr_k/f" ;;
+		esac
+		if [ -z "$HOST_MODE" ]; then
+			grep -q "over rdma" "$W/tx-sshr-$_sr_k.log" ||
+				t_fail "the summary does not say rdma"
+			over_rdma "$_sr_k" "$_sr_b" "$_sr_a" $_sr_n
+		fi
+		_sr_d=$(sshd_pid)
+		[ -z "$_sr_d" ] || wait_until 20 "" no_descendants "$_sr_d" ||
+			t_fail "still running under sshd: $(descendants "$_sr_d" | tr '\n' ' ')"
+		t_log "$W/tx-sshr-$_sr_k.log"
+		t_end
+	done
+	rm -rf src/sshr rx/sshr
 }
 
 # rxe0 is removed mid-copy (`rdma link delete`): both ends of the session

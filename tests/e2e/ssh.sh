@@ -184,6 +184,14 @@ grep -q '"event":"error","class":"remote-start","exit":12' "$T/missing.log" || t
 t_log "$T/missing.log"
 t_end
 
+t_begin "remote to remote, rdcp missing there: exit 12 with --json error and summary events"
+run_bounded 60 "$T/r2rmiss.log" "$RDCP" --json -e "$SSH_CMD" --rdcp-path /nonexistent/rdcp "127.0.0.1:$T/src/f1" "127.0.0.1:$T/dst/m2/"
+[ "$SRC" = 12 ] || t_fail "exit $SRC, want 12"
+grep -q '"event":"error","class":"remote-start","exit":12' "$T/r2rmiss.log" || t_fail "no --json error event"
+grep -q '"event":"summary".*"exit":12' "$T/r2rmiss.log" || t_fail "no --json summary event"
+t_log "$T/r2rmiss.log"
+t_end
+
 t_begin "an older rdcp there (no --server): exit 12, says to install the same version"
 printf '#!/bin/sh\necho "rdcp: unrecognized option '"'"'--server'"'"'" >&2\necho "Try '"'"'rdcp --help'"'"'" >&2\nexit 2\n' >"$T/bin/old-rdcp"
 chmod +x "$T/bin/old-rdcp"

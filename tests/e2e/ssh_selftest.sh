@@ -200,7 +200,7 @@ s_badkey() {
 # The behaviour rdcp --server relies on: when its ssh goes away, its stdin
 # ends.
 s_killed() {
-	local tx r t
+	local tx r t snap
 	t_begin "a killed ssh client ends the remote command reading its stdin; no session left"
 	rm -f "$W/rpid"
 	exec 7<>"$W/hold"
@@ -211,7 +211,9 @@ s_killed() {
 	if wait_until 30 "$tx" test -s "$W/rpid"; then
 		r=$(cat "$W/rpid")
 		alive "$r" || t_fail "remote command $r not running"
-		[ -n "$(sshd_sessions)" ] || t_fail "no sshd session while it runs"
+		snap=$(sshd_sessions)
+		[ -n "$snap" ] || t_fail "no sshd session while it runs"
+		echo "$snap" | grep -qx "$r" || t_fail "remote command $r not among sshd's descendants"
 		kill -9 "$tx"
 		wait "$tx" 2>/dev/null
 		t=$(now)
@@ -223,6 +225,8 @@ s_killed() {
 		fi
 		wait_until 10 "" no_descendants "$SSHD_PID" ||
 			t_fail "sshd sessions left: $(sshd_sessions | tr '\n' ' ')"
+		# shellcheck disable=SC2086 # a pid list
+		sshd_all_gone 10 $snap || t_fail "left running: $SSHD_LEFT"
 	else
 		t_fail "the remote command did not start"
 		kill -9 "$tx" 2>/dev/null
@@ -241,11 +245,12 @@ s_killed() {
 	track "$tx"
 	if wait_until 30 "$tx" test -s "$W/rpid"; then
 		r=$(cat "$W/rpid")
+		snap=$(sshd_sessions)
 		kill -9 "$tx"
 		wait "$tx" 2>/dev/null
-		sleep 1
-		if alive "$r"; then
-			echo "# note: a remote 'sleep' that ignores its stdin outlived its killed ssh (rdcp --server must watch its stdin)"
+		# shellcheck disable=SC2086 # a pid list
+		if ! sshd_all_gone 2 $snap; then
+			echo "# note: a remote 'sleep' that ignores its stdin outlived its killed ssh (rdcp --server must watch its stdin): $SSHD_LEFT"
 			kill -9 "$r" 2>/dev/null
 		else
 			echo "# note: a remote 'sleep' that ignores its stdin ended with its killed ssh"

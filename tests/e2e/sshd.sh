@@ -45,7 +45,14 @@
 #
 # sshd_sessions: the pids of the listening sshd's descendants (one sshd
 # per connection, and the commands they run while they are their
-# children), one a line: empty once every session ended.
+# children), one a line: empty once every session ended. A command that
+# outlives its session is reparented and no longer listed: to prove that
+# nothing is left, take sshd_sessions while the command runs, then
+# sshd_all_gone SECONDS PID... after.
+#
+# sshd_all_gone SECONDS PID...: wait up to SECONDS until none of the PIDs
+# runs (gone or a zombie); non-zero with SSHD_LEFT = those still running
+# (as "PID:COMMAND ...") otherwise.
 
 SSHD_BIN=/usr/sbin/sshd
 SSH_HOST_ALIAS=rdcp-test-sshd
@@ -88,6 +95,22 @@ _sshd_alive() {
 sshd_sessions() {
 	[ -n "${SSHD_PID:-}" ] || return 0
 	_sshd_descendants "$SSHD_PID"
+}
+
+sshd_all_gone() {
+	local secs=$1 i p
+	shift
+	for i in $(seq 1 $((secs * 20))); do
+		SSHD_LEFT=
+		for p in "$@"; do
+			_sshd_alive "$p" &&
+				SSHD_LEFT="$SSHD_LEFT $p:$(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | cut -c1-60)"
+		done
+		[ -z "$SSHD_LEFT" ] && return 0
+		[ "$i" -lt $((secs * 20)) ] && sleep 0.05
+	done
+	SSHD_LEFT=${SSHD_LEFT# }
+	return 1
 }
 
 # _sshd_free_port: a TCP port nobody listens on (random in 20000..59999).
@@ -160,9 +183,14 @@ sshd_start() {
 		command -v unshare >/dev/null 2>&1 &&
 		! _sshd_under "$dir" "$home" && ! _sshd_under "$_SSHD_LIBDIR" "$home" &&
 		! _sshd_under "$PWD" "$home"; then
-		bind=1
-		SSH_REMOTE_HOME=$dir/home
-		mkdir -p "$SSH_REMOTE_HOME"
+		mkdir -p "$dir/home"
+		# Not where mount namespaces are denied (an unprivileged
+		# container): then the real home, as for any other user.
+		if unshare -m --propagation private sh -c 'mount --bind "$1" "$2"' \
+			sh "$dir/home" "$home" >/dev/null 2>&1; then
+			bind=1
+			SSH_REMOTE_HOME=$dir/home
+		fi
 	fi
 
 	for _ in 1 2 3 4 5; do
