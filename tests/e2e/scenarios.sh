@@ -1903,8 +1903,10 @@ s_retry() {
 # output and exit status come back; a killed ssh ends the remote command
 # that was reading its stdin (EOF), no sshd session left. Then rdcp
 # itself over ssh (ssh_rdcp): a push to HOST:DIR/, a pull back and a copy
-# from HOST: to HOST: (both ends started over ssh), no key file and no
-# receiver running; in the guest the data must go over rdma_cm (rxe's
+# from HOST: to HOST: (both ends started over ssh), a push through ssh to
+# 127.0.0.1 (no RDMA address: the data goes to the RDMA address the far
+# end names) and one with --rdma-addr ADDR; no key file and no receiver
+# running; in the guest the data must go over rdma_cm (rxe's
 # packet counter moves by a packet per 4 KiB at least, and the summary
 # says rdma); nothing of it left running.
 s_ssh() {
@@ -1989,7 +1991,7 @@ ssh_rdcp() {
 	_sr_n=8388608
 	mkdir -p src/sshr rx/sshr
 	head -c $_sr_n /dev/urandom >src/sshr/f
-	for _sr_k in push pull both; do
+	for _sr_k in push pull both lo addr; do
 		t_begin "rdcp over ssh, $_sr_k: no key, no receiver running$([ -n "$HOST_MODE" ] || echo ', data over RDMA')"
 		if [ -n "${RDCP_E2E_SSH_ERR:-}" ]; then
 			t_fail "no sshd: $RDCP_E2E_SSH_ERR"
@@ -2000,6 +2002,8 @@ ssh_rdcp() {
 		push) set -- src/sshr/f "$ADDR:$W/rx/sshr/push/" ;;
 		pull) set -- "$ADDR:$W/src/sshr/f" "$W/rx/sshr/pull" ;;
 		both) set -- "$ADDR:$W/src/sshr/f" "$ADDR:$W/rx/sshr/both/" ;;
+		lo) set -- src/sshr/f "127.0.0.1:$W/rx/sshr/lo/" ;;
+		addr) set -- --rdma-addr "$ADDR" src/sshr/f "127.0.0.1:$W/rx/sshr/addr/" ;;
 		esac
 		_sr_b=$(rxe_sent)
 		# shellcheck disable=SC2086 # SSH: words
