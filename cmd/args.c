@@ -18,6 +18,7 @@
 #include "cmd/exit_codes.h"
 #include "cmd/far.h"
 #include "cmd/options.h"
+#include "cmd/retry.h"
 #include "cmd/rules.h"
 #include "util/units.h"
 
@@ -293,6 +294,18 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 				   arg);
 		o->connect_timeout_ms = (int)v * 1000;
 		break;
+	case OPT_RETRY:
+		if (parse_uint(arg, 0, RETRY_MAX, &v))
+			argp_error(state, "--retry: '%s' is not 0..%d", arg,
+				   RETRY_MAX);
+		a->retry = (unsigned int)v;
+		break;
+	case OPT_RETRY_WAIT:
+		if (retry_parse_wait(arg, &a->retry_wait_ms))
+			argp_error(state,
+				   "--retry-wait: '%s' is not 0..%u seconds",
+				   arg, RETRY_WAIT_MAX_MS / 1000);
+		break;
 	case OPT_WORKERS:
 		if (parse_uint(arg, 1, 256, &v))
 			argp_error(state, "--workers: '%s' is not 1..256", arg);
@@ -531,6 +544,14 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		if (a->o.no_clobber && a->o.update)
 			argp_error(state, "--no-clobber and --update exclude "
 					  "each other");
+		if (a->retry && a->split.dest_host)
+			argp_error(state, "--retry: not for a copy between two "
+					  "remote hosts (yet)");
+		/* The far end's one bootstrap line serves one session. */
+		if (a->boot_host)
+			a->retry = 0;
+		/* Each attempt keeps what it verified for the next. */
+		a->o.resume |= a->retry > 0;
 		a->o.srcs = ps->srcs;
 		a->o.nsrcs = ps->nsrcs;
 		if (a->manifest && a->o.csum == XFER_CSUM_NONE)
@@ -586,7 +607,7 @@ void args_parse(struct args *a, int argc, char **argv)
 	struct parse ps = { .a = a };
 	int rc = 0;
 
-	*a = (struct args){ 0 };
+	*a = (struct args){ .retry_wait_ms = RETRY_WAIT_DEFAULT_MS };
 	xfer_opts_init(&a->o);
 	a->rsh = getenv("RDCP_RSH") && *getenv("RDCP_RSH") ? getenv("RDCP_RSH")
 							   : "ssh";

@@ -42,6 +42,8 @@ struct args {
 	const char *files_from; /* --files-from FILE ("-": stdin), or NULL */
 	char *dest_dir;	      /* --files-from: DEST with a '/', owned; o.dest */
 	const char *manifest; /* --manifest FILE, or NULL */
+	unsigned int retry;   /* --retry N: attempts after the first */
+	unsigned int retry_wait_ms; /* --retry-wait: the first wait */
 	struct config cfg; /* the defaults files; its argv is what was parsed */
 };
 

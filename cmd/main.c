@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -20,6 +21,7 @@
 #include "cmd/exit_codes.h"
 #include "cmd/json_out.h"
 #include "cmd/manifest.h"
+#include "cmd/retry.h"
 #include "transfer/xfer.h"
 #include "util/clock.h"
 #include "util/key.h"
@@ -36,6 +38,9 @@ struct run {
 	double progress_t0;
 	uint8_t key[KEY_LEN];
 	struct manifest man; /* --manifest, when man.spool */
+	struct retry retry;  /* --retry: the attempts so far */
+	FILE *list_file;     /* --files-from's stream */
+	struct retry_list list; /* with --retry: list_file for each attempt */
 };
 
 static volatile sig_atomic_t cancel;
@@ -146,8 +151,17 @@ static void on_file(void *arg, const struct xfer_file_report *r)
 	struct run *run = arg;
 	char sz[32], rate[32], path[4 * 4096];
 
-	if (run->man.spool)
+	if (run->retry.max && !r->deleted) {
+		/* Across attempts: each file noted once (retry.h). */
+		if (retry_file(&run->retry, r) && run->man.spool) {
+			struct xfer_file_report copied = *r;
+
+			copied.skipped = false;
+			manifest_note(&run->man, &copied);
+		}
+	} else if (run->man.spool) {
 		manifest_note(&run->man, r);
+	}
 	if (run->o.dry_run && r->done && !run->a->json) {
 		dry_line(r);
 		return;
@@ -191,7 +205,7 @@ static void on_file(void *arg, const struct xfer_file_report *r)
  * --json's summary event carries the same numbers.
  */
 static void summary_line(const struct xfer_stats *st, bool dry_run,
-			 bool deleting)
+			 bool deleting, unsigned int retries)
 {
 	char sz[32], rate[32], del[64] = "";
 	bool dev = strcmp(st->transport, st->device);
@@ -202,7 +216,7 @@ static void summary_line(const struct xfer_stats *st, bool dry_run,
 			 (unsigned long long)st->deleted);
 	fprintf(stderr,
 		"%s%llu files, %s in %.2f s (%s) over %s%s%s; skipped %llu, "
-		"failed %llu%s, retries 0\n",
+		"failed %llu%s, retries %u\n",
 		dry_run ? "dry run, nothing copied: " : "",
 		(unsigned long long)st->files_ok,
 		units_format_size(st->bytes, sz, sizeof(sz)), st->seconds,
@@ -210,7 +224,7 @@ static void summary_line(const struct xfer_stats *st, bool dry_run,
 				  rate, sizeof(rate)),
 		st->transport, dev ? " on " : "", dev ? st->device : "",
 		(unsigned long long)st->files_skipped,
-		(unsigned long long)st->files_failed, del);
+		(unsigned long long)st->files_failed, del, retries);
 }
 
 /* Creates FILE's directories if missing (0700), then the key. */
@@ -273,19 +287,27 @@ static int load_key(struct run *run)
 	return 0;
 }
 
-/* --files-from FILE: the stream the walk reads. 0 or an exit code. */
+/*
+ * --files-from FILE: the stream the walk reads, or with --retry the one
+ * each attempt reads it again from. 0 or an exit code.
+ */
 static int open_list(struct run *run)
 {
 	const char *f = run->a->files_from;
 
 	if (!f)
 		return 0;
-	run->o.files_from = strcmp(f, "-") ? fopen(f, "re") : stdin;
-	if (!run->o.files_from) {
+	run->list_file = strcmp(f, "-") ? fopen(f, "re") : stdin;
+	if (!run->list_file) {
 		log_err("cannot open '%s': %s", f, strerror(errno));
 		return RDCP_EXIT_LOCAL_IO;
 	}
-	return 0;
+	if (!run->a->retry) {
+		run->o.files_from = run->list_file;
+		return 0;
+	}
+	return retry_list_init(&run->list, run->list_file) ? RDCP_EXIT_LOCAL_IO
+							   : 0;
 }
 
 /* -v: what this process cost, from getrusage (also read by make bench). */
@@ -327,6 +349,125 @@ static int check(struct run *run)
 
 	printf("%d problem%s found\n", problems, problems == 1 ? "" : "s");
 	return problems ? RDCP_EXIT_RESOURCE : RDCP_EXIT_OK;
+}
+
+/* The attempts after the first. */
+static unsigned int retries(const struct run *run)
+{
+	return run->retry.attempt > 1 ? run->retry.attempt - 1 : 0;
+}
+
+/*
+ * One attempt: a whole session, from connect to its verdict, the list of
+ * --files-from read from its start. Whatever an attempt needs of its own
+ * (a connection, a bootstrap) goes here, so that each retry has it anew.
+ */
+static enum xfer_fail copy_once(struct run *run, struct xfer_stats *st)
+{
+	enum xfer_fail v;
+
+	if (run->list_file && run->retry.max) {
+		run->o.files_from = retry_list_stream(&run->list);
+		if (!run->o.files_from) {
+			memset(st, 0, sizeof(*st));
+			return XFER_FAIL_LOCAL_IO;
+		}
+	}
+	run->progress_t0 = 0;
+	v = xfer_copy(&run->o, st);
+	progress_clear(run);
+	return v;
+}
+
+/*
+ * After an attempt failed with v: whether to try again, and after how
+ * long. The wait doubles with each attempt in a row that could not
+ * connect; one that connected (the peer was back) starts it over.
+ */
+static bool try_again(struct run *run, enum xfer_fail v, bool connected,
+		      unsigned int *wait)
+{
+	struct retry *rt = &run->retry;
+	uint32_t rnd;
+
+	if (v == XFER_FAIL_CANCELED)
+		return false;
+	if (!retry_is_transient(rt, v)) {
+		log_warn("not retrying: %s (exit %d) is not a lost peer or "
+			 "link that another attempt could get past",
+			 xfer_fail_name(v), exit_code(v));
+		return false;
+	}
+	if (rt->attempt > rt->max) {
+		log_warn("giving up after %u attempts (--retry %u)",
+			 rt->attempt, rt->max);
+		return false;
+	}
+	if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
+		rnd = UINT32_MAX / 2;
+	rt->unconnected = connected ? 1 : rt->unconnected + 1;
+	*wait = retry_wait_ms(rt, rt->unconnected, rnd);
+	log_warn("attempt %u of %u failed (%s, exit %d): trying again in "
+		 "%.1f s, resuming",
+		 rt->attempt, rt->max + 1, xfer_fail_name(v), exit_code(v),
+		 *wait / 1000.0);
+	return true;
+}
+
+/*
+ * The copy: one attempt, or with --retry as many as are allowed and may
+ * help (retry.h). Returns the last attempt's verdict; st holds the
+ * numbers of the last attempt that had a session (the files an earlier
+ * attempt copied and this one kept counted as copied), its seconds those
+ * of all attempts and the waits between them.
+ */
+static enum xfer_fail copy(struct run *run, struct xfer_stats *st)
+{
+	struct retry *rt = &run->retry;
+	struct xfer_stats last = { 0 };
+	double t0 = clock_now_s();
+	unsigned int wait = 0;
+	enum xfer_fail v;
+	bool again;
+
+	for (;;) {
+		retry_attempt_begin(rt);
+		v = copy_once(run, st);
+		if (!rt->max)
+			return v;
+		if (v != XFER_OK && cancel)
+			v = XFER_FAIL_CANCELED;
+		st->files_skipped -= rt->kept_ours < st->files_skipped
+					     ? rt->kept_ours
+					     : st->files_skipped;
+		if (st->transport[0])
+			last = *st;
+		if (v == XFER_OK)
+			break;
+		again = try_again(run, v, st->transport[0], &wait);
+		if (run->a->json)
+			json_attempt(stdout, rt->attempt, v, exit_code(v),
+				     st->error[0] ? st->error
+						  : log_last_error(),
+				     again, wait);
+		if (!again)
+			break;
+		if (retry_sleep(wait, &cancel)) {
+			v = XFER_FAIL_CANCELED;
+			snprintf(st->error, sizeof(st->error),
+				 "interrupted while waiting to try again "
+				 "(what was copied stays for --resume)");
+			log_err("%s", st->error);
+			break;
+		}
+	}
+	if (!st->transport[0] && last.transport[0]) {
+		/* No session this time: the last one's numbers, this error. */
+		memcpy(last.error, st->error, sizeof(last.error));
+		*st = last;
+	}
+	st->seconds = clock_now_s() - t0;
+	return v;
 }
 
 /* rdcp --server: the bootstrap line goes to the client, on stdout. */
@@ -431,7 +572,7 @@ static int copy_between(struct run *run)
 		json_error(stdout, XFER_FAIL_REMOTE_START,
 			   RDCP_EXIT_REMOTE_START, st.error);
 		json_summary(stdout, &st, XFER_FAIL_REMOTE_START,
-			     RDCP_EXIT_REMOTE_START, false);
+			     RDCP_EXIT_REMOTE_START, false, 0);
 		fflush(stdout);
 	}
 	return RDCP_EXIT_REMOTE_START;
@@ -490,8 +631,7 @@ static int run_cmd(struct run *run)
 		if (a->manifest && manifest_open(&run->man, a->manifest,
 						 a->o.csum == XFER_CSUM_SHA256))
 			return RDCP_EXIT_LOCAL_IO;
-		v = xfer_copy(&run->o, &st);
-		progress_clear(run);
+		v = copy(run, &st);
 		/* Written for a partial run too: it lists what arrived. */
 		if (a->manifest && manifest_finish(&run->man) && v == XFER_OK)
 			v = XFER_FAIL_LOCAL_IO;
@@ -502,12 +642,13 @@ static int run_cmd(struct run *run)
 				json_error(stdout, v, exit_code(v),
 					   st.error[0] ? st.error
 						       : log_last_error());
-			json_summary(stdout, &st, v, exit_code(v),
-				     a->o.dry_run);
+			json_summary(stdout, &st, v, exit_code(v), a->o.dry_run,
+				     retries(run));
 		}
 		fflush(stdout); /* --dry-run's lines before the summary */
 		if (!a->quiet && st.transport[0])
-			summary_line(&st, a->o.dry_run, a->o.delete_extra);
+			summary_line(&st, a->o.dry_run, a->o.delete_extra,
+				     retries(run));
 	}
 	report_usage();
 	return exit_code(v);
@@ -525,9 +666,12 @@ int main(int argc, char **argv)
 		      : a.verbose >= 2 ? LOG_DEBUG
 		      : a.verbose      ? LOG_INFO
 				       : LOG_WARN);
+	retry_init(&run.retry, a.retry, a.retry_wait_ms);
 	rc = run_cmd(&run);
-	if (run.o.files_from && run.o.files_from != stdin)
-		fclose(run.o.files_from);
+	retry_list_release(&run.list);
+	if (run.list_file && run.list_file != stdin)
+		fclose(run.list_file);
+	retry_release(&run.retry);
 	explicit_bzero(boot_line, sizeof(boot_line)); /* a one-time key */
 	args_release(&a);
 	return rc;

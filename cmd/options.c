@@ -171,6 +171,13 @@ const struct argp_option rdcp_options[] = {
 	  "Give up when the peer is silent this long (default 10)", 4 },
 	{ "connect-timeout", OPT_CONNECT_TIMEOUT, "SECONDS", 0,
 	  "Bound on resolving and connecting (default 10)", 4 },
+	{ "retry", OPT_RETRY, "N", 0,
+	  "Sender: when the peer is lost or cannot be reached, connect again "
+	  "up to N times and go on where it stopped (implies --resume)",
+	  4 },
+	{ "retry-wait", OPT_RETRY_WAIT, "SECONDS", 0,
+	  "First wait before a retry (default 5), doubling up to 60, +-20 %",
+	  4 },
 	{ "workers", OPT_WORKERS, "N", 0,
 	  "Threads for disk I/O and checksums (default 2)", 4 },
 	{ "check", OPT_CHECK, NULL, 0,
@@ -196,7 +203,7 @@ const struct argp_option rdcp_options[] = {
 	{ NULL, 0, NULL, 0, "Output:", 6 },
 	{ "json", OPT_JSON, NULL, 0,
 	  "Sender: newline-delimited JSON events on stdout (file_start, "
-	  "file_done, error, summary)",
+	  "file_done, file_deleted, attempt, error, summary)",
 	  6 },
 	{ "progress", OPT_PROGRESS, NULL, 0,
 	  "Sender: show progress even when stderr is not a terminal (it is "

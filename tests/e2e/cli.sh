@@ -85,6 +85,11 @@ expect_fail "--delete without -r" 2 --delete a h:
 expect_fail "--delete with --files-from" 2 -r --delete --files-from=l a h:
 expect_fail "--max-delete without --delete" 2 -r --max-delete=3 a h:
 expect_fail "bad --max-delete" 2 -r --delete --max-delete=-1 a h:
+expect_fail "bad --retry" 2 --retry=-1 a h:
+expect_fail "--retry beyond 10000" 2 --retry 10001 a h:
+expect_fail "bad --retry-wait" 2 --retry-wait 1s a h:
+expect_fail "--retry-wait beyond an hour" 2 --retry-wait 3600.5 a h:
+expect_fail "--retry on a copy between two remote hosts" 2 --retry 2 h1:a h2:b
 
 # Keys.
 mkdir -p "$T/cfg/rdcp"
@@ -182,6 +187,27 @@ expect_fail "rdcp.conf: a bad value, its line named" 2 "$T/src/small" h:
 grep -q "rdcp.conf:1: --port: '0'" "$T/e" && ok "  ... as FILE:LINE" || nok "  ... as FILE:LINE" "$(cat "$T/e")"
 printf 'delete\n' >"$T/cfg/rdcp/rdcp.conf"
 expect_fail "rdcp.conf: delete is no default" 2 -r "$T/src" h:
+printf 'retry 2\nretry-wait = 0.1\n' >"$T/cfg/rdcp/rdcp.conf"
+"$RDCP" --json --transport tcp --port $((PORT + 1)) "$T/src/small" 127.0.0.1:: >"$T/rc.json" 2>"$T/rc.err"
+RC=$?
+check "rdcp.conf: retry and retry-wait from the file: 3 attempts, the last one's exit" \
+	python3 - "$T/rc.json" "$RC" <<'PY'
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+assert int(sys.argv[2]) == 3, sys.argv[2]
+assert [e["event"] for e in ev] == ["attempt"] * 3 + ["error", "summary"], ev
+for n, a in enumerate(ev[:3], 1):
+    assert a["attempt"] == n and a["class"] == "connect" and a["exit"] == 3, a
+    assert a["retry"] == (n < 3) and "cannot connect" in a["message"], a
+    assert (0.08 <= a["wait"] <= 0.12) if n == 1 else True, a
+assert 0.16 <= ev[1]["wait"] <= 0.24, ev[1]
+assert ev[2]["wait"] == 0, ev[2]
+assert ev[-1]["retries"] == 2 and ev[-1]["exit"] == 3, ev[-1]
+PY
+check "--print-config: retry and retry-wait with their origin" bash -c "
+	'$RDCP' --print-config >'$T/pc' &&
+	grep -qx 'retry 2.# $T/cfg/rdcp/rdcp.conf:1' '$T/pc' &&
+	grep -qx 'retry-wait 0.1.# $T/cfg/rdcp/rdcp.conf:2' '$T/pc'"
 rm -f "$T/cfg/rdcp/rdcp.conf"
 
 kill "$RX" 2>/dev/null

@@ -37,7 +37,7 @@ P=7800 # ports: one per receiver (nextport)
 POLL_MS=20
 
 # The scenarios, s_NAME below, in the order they run.
-ALL="keys enospc silent garbage flood changed kill9 sigint soak concurrent"
+ALL="keys enospc silent garbage flood changed kill9 sigint retry soak concurrent"
 ALL="$ALL resumepeer paths geom emfile fdcap heldoff preauth lateslot keys_after"
 check_scenarios "$ALL" "$@"
 
@@ -732,6 +732,77 @@ s_sigint() {
 	t_log "$W/tx-int.log" "$W/rx-int.log"
 	t_end
 	rm -rf rx/int
+}
+
+# ---------------------------------------------------------------- 7b. --retry
+
+# A connection dropped once mid-file, as a cut link would drop it, by the
+# test hook RDCP_TEST_DROP_AT_WRITE=N (the Nth ring write a process gets
+# ends that session without a word): on a push by the receiver, on a pull
+# by the client itself. One --retry invocation resumes and completes. And
+# a corruption that persists (RDCP_TEST_CORRUPT_CHUNK, every session) is
+# retried only as often as --retry says.
+s_retry() {
+	local sent rc size=$((16 * M))
+	mkdir -p rx/rt got
+	prng src/rt "$size"
+	nextport
+	t_begin "receiver drops the connection once mid-file: --retry resumes, byte-identical"
+	if rx_spawn "$W/rx-rt.log" env RDCP_TEST_DROP_AT_WRITE=40 "$HOOKS" --listen -v \
+		--transport tcp --bind "$ADDR" --port "$P" --key-file "$KEY" --root "$W/rx/rt"; then
+		send "$W/tx-rt.log" --chunk-size 64K --retry 3 --retry-wait 0.2 --json src/rt "$ADDR::rt"
+		[ "$SRC" = 0 ] || t_fail "sender exit $SRC, want 0"
+		same src/rt rx/rt/rt
+		no_temp rx/rt
+		grep -q 'test hook: dropping the connection' "$W/rx-rt.log" ||
+			t_fail "the receiver did not drop the connection"
+		[ "$(jattempts "$W/tx-rt.log")" = "peer-lost/11/true " ] ||
+			t_fail "attempts: '$(jattempts "$W/tx-rt.log")', want peer-lost/11/true"
+		[ "$(jget "$W/tx-rt.log" summary retries)" = 1 ] || t_fail "summary retries not 1"
+		sent=$(jlastdone "$W/tx-rt.log" src/rt sent)
+		echo "# the retry sent ${sent:-?} of $size bytes"
+		[ -n "$sent" ] && [ "$sent" -lt "$size" ] || t_fail "the retry sent ${sent:-?} bytes: not resumed"
+		alive "$RX" || t_fail "receiver gone"
+		t_log "$W/tx-rt.log" "$W/rx-rt.log"
+		t_end
+
+		t_begin "a pull whose client drops the connection once mid-file: --retry resumes, byte-identical"
+		RDCP_TEST_DROP_AT_WRITE=40 timeout -s KILL 60 "$HOOKS" --transport tcp --port "$P" \
+			--key-file "$KEY" --chunk-size 64K --retry 3 --retry-wait 0.2 --json \
+			"$ADDR::rt" got/rt >"$W/tx-rt2.log" 2>&1
+		rc=$?
+		[ "$rc" = 0 ] || t_fail "client exit $rc, want 0"
+		same src/rt got/rt
+		no_temp got
+		[ "$(jattempts "$W/tx-rt2.log")" = "peer-lost/11/true " ] ||
+			t_fail "attempts: '$(jattempts "$W/tx-rt2.log")', want peer-lost/11/true"
+		sent=$(jlastdone "$W/tx-rt2.log" got/rt sent)
+		echo "# the retried pull received ${sent:-?} of $size bytes"
+		[ -n "$sent" ] && [ "$sent" -lt "$size" ] || t_fail "the retry received ${sent:-?} bytes: not resumed"
+		t_log "$W/tx-rt2.log" "$W/rx-rt.log"
+		t_end
+
+		t_begin "a chunk corrupted in every attempt: --retry 2 stops after 3 with exit 8, nothing placed"
+		prng src/rtc $((4 * M))
+		RDCP_TEST_CORRUPT_CHUNK=2 timeout -s KILL 60 "$HOOKS" --transport tcp --port "$P" \
+			--key-file "$KEY" --chunk-size 64K --retry 2 --retry-wait 0.1 --json \
+			src/rtc "$ADDR::rtc" >"$W/tx-rt3.log" 2>&1
+		rc=$?
+		[ "$rc" = 8 ] || t_fail "client exit $rc, want 8"
+		[ "$(jattempts "$W/tx-rt3.log")" = "verify/8/true verify/8/true verify/8/false " ] ||
+			t_fail "attempts: '$(jattempts "$W/tx-rt3.log")'"
+		[ ! -e rx/rt/rtc ] || t_fail "placed under its final name"
+		no_temp rx/rt 3
+		t_log "$W/tx-rt3.log" "$W/rx-rt.log"
+		t_end
+		term_rx
+	else
+		t_begin "--retry: receiver starts"
+		t_fail "receiver did not start listening"
+		t_log "$W/rx-rt.log"
+		t_end
+	fi
+	rm -rf rx/rt got src/rt src/rtc
 }
 
 # ---------------------------------------------------------------- 8. soak

@@ -305,6 +305,20 @@ jdone() {
 		sed -n "s/.*\"$3\":\"\{0,1\}\([^\",}]*\).*/\1/p"
 }
 
+# jlastdone LOG PATH FIELD: FIELD of the last file_done event for PATH
+# (with --retry, a file may have one per attempt).
+jlastdone() {
+	grep "\"event\":\"file_done\",\"path\":\"$2\"" "$1" | tail -n1 |
+		sed -n "s/.*\"$3\":\"\{0,1\}\([^\",}]*\).*/\1/p"
+}
+
+# jattempts LOG: --retry's attempt events in LOG, "CLASS/EXIT/RETRY " each.
+jattempts() {
+	grep '"event":"attempt"' "$1" |
+		sed 's/.*"class":"\([^"]*\)","exit":\([0-9]*\),.*"retry":\([a-z]*\).*/\1\/\2\/\3/' |
+		tr '\n' ' '
+}
+
 # ---------------------------------------------------------------- ssh, rxe
 
 # descendants PID: every process below PID (its children, theirs, ...),

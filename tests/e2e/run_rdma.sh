@@ -6,16 +6,16 @@
 # Runs `tests/guest/guest.sh prepare` (a failure is a test failure, never a
 # skip), then boots one guest for tests/e2e/scenarios.sh and one guest
 # pair per peer-loss scenario of tests/e2e/rdma_pair.sh (rxhost, txhost,
-# linkcut; rxhost's boot runs the pair's ssh checks first); both find their harness tests/e2e/lib.sh beside them, as
+# linkcut, retry; rxhost's boot runs the pair's ssh checks first); both find their harness tests/e2e/lib.sh beside them, as
 # /test/lib.sh in the guest.  The guests' TAP lines are relayed
 # renumbered, with "#" diagnostics; the full consoles go to
 # build/e2e/<run>.log and their tail is shown when a run fails.  A guest that crashes, times out or stops
 # before its plan counts as a failed test.  Ends with "N passed, N failed"
 # and a non-zero status if anything failed.
 #
-#   tests/e2e/run_rdma.sh [--build DIR] [single[:NAME,...]|rxhost|txhost|linkcut|ssh]...
+#   tests/e2e/run_rdma.sh [--build DIR] [single[:NAME,...]|rxhost|txhost|linkcut|retry|ssh]...
 #       DIR (default build/) holds rdcp and hooks/rdcp; logs go to DIR/e2e/.
-#       Without scenario names, the first four run (about 2 minutes); ssh
+#       Without scenario names, the first five run (a few minutes); ssh
 #       boots a pair for rdma_pair.sh's ssh checks alone.
 #       Every guest runs OpenSSH's sshd (port 22; root's keys, made here
 #       per run, in /root/.ssh: any guest may `ssh 10.77.1.2 CMD`).
@@ -162,7 +162,7 @@ run_guest() {
 	fi
 }
 
-[ $# -gt 0 ] || set -- single rxhost txhost linkcut
+[ $# -gt 0 ] || set -- single rxhost txhost linkcut retry
 for sc in "$@"; do
 	case "$sc" in
 	single | single:*)
@@ -180,8 +180,10 @@ for sc in "$@"; do
 		run_guest pair-txhost b --pair --timeout 240 "${common[@]}" "$HERE/rdma_pair.sh" txhost ;;
 	linkcut)
 		run_guest pair-linkcut "a b" --pair --timeout 320 "${common[@]}" "$HERE/rdma_pair.sh" linkcut ;;
+	retry)
+		run_guest pair-retry "a b" --pair --timeout 320 "${common[@]}" "$HERE/rdma_pair.sh" retry ;;
 	*)
-		notok "unknown scenario $sc (single[:NAME,...] rxhost txhost linkcut ssh)" ;;
+		notok "unknown scenario $sc (single[:NAME,...] rxhost txhost linkcut retry ssh)" ;;
 	esac
 done
 echo "# total: $((SECONDS - start))s"

@@ -45,7 +45,7 @@ ALL="sizes default sparse checksum corrupt escape destforms multifile partial"
 ALL="$ALL ctrlnames longnames fifo noconn"
 ALL="$ALL killsender killreceiver daemon auth auto check device"
 ALL="$ALL tree pull resume skip crypt zeros bwlimit full small script"
-ALL="$ALL ssh"
+ALL="$ALL ssh retry"
 # Over RDMA these run last, after the RNR check (they re-create rxe0,
 # which resets its counters); over TCP only when named.
 EXTRA="devremove"
@@ -1782,6 +1782,216 @@ script_delete() {
 	[ "$(listing $_d)" = "$_mw" ] || t_fail "got: $(listing $_d)"
 	t_log "$W/tx-del6.log" "$W/rx-scr.log"
 	t_end
+}
+
+# 29. --retry: one invocation gets past a receiver killed mid-copy and
+#     restarted (the list of names read again from a pipe, the manifest
+#     listing each file once), a receiver not listening yet (exit 3); not
+#     past a wrong key (exit 4, one attempt); when N runs out the exit is
+#     the last attempt's; SIGTERM in the wait and SIGINT mid-copy end it
+#     at once with 130, the temporary kept for --resume.
+RT_SIZE=$((3 * M))
+# rt_kill_rx: kill -9 the receiver RX once the sender TX is ~1 s into
+# the copy of NAME (the temporary DIR/.NAME.rdcp-part exists).
+rt_kill_rx() {
+	if ! wait_partfile "$1" "$2" "$TX"; then
+		t_fail "transfer never started"
+		return 1
+	fi
+	usleep 1000000
+	alive "$TX" || { t_fail "the copy ended before the kill"; return 1; }
+	kill -9 "$RX"
+	wait "$RX" 2>/dev/null
+	return 0
+}
+s_retry() {
+	rm -rf rx/rt
+	mkdir -p src rx/rt
+	mkrand src/rt $RT_SIZE
+	echo small >src/rt-small
+
+	t_begin "--retry: receiver killed mid-copy and restarted, the same run completes byte-identical"
+	nextport
+	if start_rx "$W/rx-rt1.log" --root "$W/rx/rt" --port $P; then
+		# The names from a pipe on stdin, read once: each attempt
+		# reads them again (spooled).
+		rm -f "$W/rt-fifo"
+		mkfifo "$W/rt-fifo"
+		(printf 'rt-small\nrt\n' >"$W/rt-fifo") &
+		rdcp --port $P --chunk-size 64K --bwlimit 1M --retry 5 --retry-wait 0.5 \
+			--json --files-from=- --checksum sha256 --manifest="$W/rt-man" \
+			src "$ADDR::l/" <"$W/rt-fifo" >"$W/tx-rt1.log" 2>&1 &
+		TX=$!
+		track "$TX"
+		if rt_kill_rx rx/rt/l rt; then
+			# A loop brings the receiver back (as a supervisor would).
+			_i=0
+			until start_rx "$W/rx-rt1b.log" --root "$W/rx/rt" --port $P; do
+				kill -9 "$RX" 2>/dev/null
+				_i=$((_i + 1))
+				[ $_i -lt 10 ] || break
+				usleep 300000
+			done
+			wait_pid "$TX" 120
+			[ "$WRC" = 0 ] || t_fail "sender exit $WRC, want 0"
+			same src/rt rx/rt/l/rt
+			same src/rt-small rx/rt/l/rt-small
+			no_temp rx/rt
+			_r=$(jget "$W/tx-rt1.log" summary retries)
+			[ "${_r:-0}" -ge 1 ] 2>/dev/null || t_fail "summary retries '$_r', want >= 1"
+			grep -Eq '^2 files, .* skipped 0, failed 0, retries [1-9]' "$W/tx-rt1.log" ||
+				t_fail "no summary line '2 files ... skipped 0, failed 0, retries N'"
+			_a=$(jattempts "$W/tx-rt1.log")
+			case "$_a" in
+			peer-lost/11/true*) ;;
+			*) t_fail "attempts: '$_a', want peer-lost/11/true first" ;;
+			esac
+			_sent=$(jlastdone "$W/tx-rt1.log" src/rt sent)
+			echo "# attempts: $_a; the last sent $_sent of $RT_SIZE bytes"
+			[ -n "$_sent" ] && [ "$_sent" -lt $RT_SIZE ] ||
+				t_fail "the retry sent '$_sent' bytes, want fewer than $RT_SIZE (resumed)"
+			[ "$(grep -c '^[0-9a-f]\{64\}  rt$' "$W/rt-man")/$(grep -c '^[0-9a-f]\{64\}  rt-small$' "$W/rt-man")/$(wc -l <"$W/rt-man")" = 1/1/2 ] ||
+				t_fail "manifest: not one line per file: $(tr '\n' ' ' <"$W/rt-man")"
+			(cd rx/rt/l && sha256sum -c "$W/rt-man") >"$W/rt-c" 2>&1 ||
+				t_fail "sha256sum -c: $(tr '\n' ' ' <"$W/rt-c")"
+		fi
+		kill -9 "$TX" 2>/dev/null
+		term_rx
+	else
+		t_fail "receiver did not start listening"
+	fi
+	t_log "$W/tx-rt1.log" "$W/rx-rt1.log" "$W/rx-rt1b.log"
+	t_end
+
+	t_begin "--retry: a receiver not listening yet (exit 3) is tried again"
+	nextport
+	bg_send "$W/tx-rt2.log" --port $P --retry 4 --retry-wait 1 --json src/rt-small "$ADDR::late"
+	usleep 1500000
+	if start_rx "$W/rx-rt2.log" --root "$W/rx/rt" --port $P; then
+		wait_pid "$TX" 60
+		[ "$WRC" = 0 ] || t_fail "sender exit $WRC, want 0"
+		same src/rt-small rx/rt/late
+		_a=$(jattempts "$W/tx-rt2.log")
+		echo "# attempts: $_a"
+		case "$_a" in
+		connect/3/true*) ;;
+		*) t_fail "attempts: '$_a', want connect/3/true first" ;;
+		esac
+		[ "$(jget "$W/tx-rt2.log" summary retries)" -ge 1 ] 2>/dev/null ||
+			t_fail "summary retries '$(jget "$W/tx-rt2.log" summary retries)'"
+	else
+		t_fail "receiver did not start listening"
+	fi
+	t_log "$W/tx-rt2.log" "$W/rx-rt2.log"
+	t_end
+
+	t_begin "--retry: a wrong key is not tried again (exit 4, one attempt)"
+	if [ -z "$AUTH" ]; then
+		echo "# (this rdcp has no --keygen: nothing to test)"
+	elif alive "$RX"; then
+		[ -f "$W/other.key" ] || rdcp --keygen "$W/other.key" >/dev/null 2>&1
+		send "$W/tx-rt3.log" --port $P --key-file "$W/other.key" --retry 3 \
+			--retry-wait 5 --json src/rt-small "$ADDR::auth"
+		[ "$SRC" = 4 ] || t_fail "sender exit $SRC, want 4"
+		[ "${ST%.*}" -lt 4 ] || t_fail "took ${ST}s: it waited to retry"
+		[ "$(jattempts "$W/tx-rt3.log")" = "auth/4/false " ] ||
+			t_fail "attempts: '$(jattempts "$W/tx-rt3.log")', want one, auth/4/false"
+		[ "$(jget "$W/tx-rt3.log" summary retries)" = 0 ] || t_fail "summary retries not 0"
+		grep -q 'not retrying' "$W/tx-rt3.log" || t_fail "no 'not retrying' line"
+	else
+		t_fail "the receiver of the previous test is gone"
+	fi
+	t_log "$W/tx-rt3.log"
+	t_end
+	term_rx
+
+	t_begin "--retry: N exhausted, the exit status is the last attempt's"
+	nextport
+	if start_rx "$W/rx-rt4.log" --root "$W/rx/rt" --once --port $P; then
+		bg_send "$W/tx-rt4.log" --port $P --chunk-size 64K --bwlimit 1M --connect-timeout 2 \
+			--retry 2 --retry-wait 0.2 --json src/rt "$ADDR::ex"
+		if rt_kill_rx rx/rt ex; then
+			wait_pid "$TX" 60
+			[ "$WRC" = 3 ] || t_fail "sender exit $WRC, want 3 (the last attempt's)"
+			_a=$(jattempts "$W/tx-rt4.log")
+			echo "# attempts: $_a"
+			case "$_a" in
+			"peer-lost/11/true connect/3/true connect/3/false ") ;;
+			*) t_fail "attempts: '$_a'" ;;
+			esac
+			[ "$(jget "$W/tx-rt4.log" summary retries)" = 2 ] || t_fail "summary retries not 2"
+			[ -f rx/rt/.ex.rdcp-part ] || t_fail "the temporary was not kept"
+		fi
+		kill -9 "$TX" 2>/dev/null
+	else
+		t_fail "receiver did not start listening"
+	fi
+	t_log "$W/tx-rt4.log" "$W/rx-rt4.log"
+	t_end
+
+	t_begin "--retry: SIGTERM in the wait ends it at once (130), the temporary left for --resume"
+	nextport
+	if start_rx "$W/rx-rt5.log" --root "$W/rx/rt" --once --port $P; then
+		bg_send "$W/tx-rt5.log" --port $P --chunk-size 64K --bwlimit 1M \
+			--retry 3 --retry-wait 30 --json src/rt "$ADDR::sig"
+		if rt_kill_rx rx/rt sig; then
+			if wait_until 40 "$TX" logged "$W/tx-rt5.log" '"event":"attempt"'; then
+				kill -TERM "$TX"
+				wait_pid "$TX" 10
+				[ "$WRC" = 130 ] || t_fail "sender exit $WRC, want 130"
+				[ "${WT%.*}" -lt 3 ] || t_fail "took ${WT}s after SIGTERM"
+				[ "$(jget "$W/tx-rt5.log" error class)" = canceled ] || t_fail "no error event of class canceled"
+				[ "$(jget "$W/tx-rt5.log" summary exit)" = 130 ] || t_fail "summary exit not 130"
+			else
+				t_fail "no attempt event"
+			fi
+			[ -f rx/rt/.sig.rdcp-part ] || t_fail "the temporary was not kept"
+			nextport
+			if start_rx "$W/rx-rt5b.log" --root "$W/rx/rt" --once --port $P; then
+				send "$W/tx-rt5b.log" --port $P --chunk-size 64K --resume --json src/rt "$ADDR::sig"
+				[ "$SRC" = 0 ] || t_fail "--resume afterwards: exit $SRC"
+				same src/rt rx/rt/sig
+				_sent=$(jdone "$W/tx-rt5b.log" src/rt sent)
+				[ -n "$_sent" ] && [ "$_sent" -lt $RT_SIZE ] ||
+					t_fail "--resume afterwards sent '$_sent' of $RT_SIZE bytes"
+				stop_rx 10
+			else
+				t_fail "second receiver did not start listening"
+			fi
+		fi
+		kill -9 "$TX" 2>/dev/null
+	else
+		t_fail "receiver did not start listening"
+	fi
+	t_log "$W/tx-rt5.log" "$W/rx-rt5.log" "$W/tx-rt5b.log"
+	t_end
+
+	t_begin "--retry: SIGINT mid-copy ends it at once (130), not retried, the temporary kept"
+	nextport
+	if start_rx "$W/rx-rt6.log" --root "$W/rx/rt" --port $P; then
+		bg_send "$W/tx-rt6.log" --port $P --chunk-size 64K --bwlimit 1M \
+			--retry 3 --retry-wait 0.2 --json src/rt "$ADDR::int"
+		if wait_partfile rx/rt int "$TX"; then
+			usleep 1000000
+			kill -INT "$TX"
+			wait_pid "$TX" 10
+			[ "$WRC" = 130 ] || t_fail "sender exit $WRC, want 130"
+			[ "${WT%.*}" -lt 3 ] || t_fail "took ${WT}s after SIGINT"
+			[ "$(jattempts "$W/tx-rt6.log")" = "canceled/130/false " ] ||
+				t_fail "attempts: '$(jattempts "$W/tx-rt6.log")', want canceled/130/false"
+			wait_until 5 "" test -f rx/rt/.int.rdcp-part || t_fail "the temporary was not kept"
+			alive "$RX" || t_fail "the receiver is gone"
+		else
+			t_fail "transfer never started"
+		fi
+		kill -9 "$TX" 2>/dev/null
+		term_rx
+	else
+		t_fail "receiver did not start listening"
+	fi
+	t_log "$W/tx-rt6.log" "$W/rx-rt6.log"
+	t_end
+	rm -rf rx/rt src/rt src/rt-small
 }
 
 # The ssh server under rdcp's ssh mode (scenario ssh): ssh to this host

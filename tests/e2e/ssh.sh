@@ -7,7 +7,8 @@
 # over TCP on loopback (no RDMA here; the Soft-RoCE guests run the rdma_cm
 # path, tests/e2e/scenarios.sh `ssh`). Covers push, pull, paths relative
 # to the remote home, user@host, trees, --resume after a cut, remote to
-# remote, --json, --check HOST, rdcp://HOST:PORT/ beside it, and the
+# remote, --json, --check HOST, rdcp://HOST:PORT/ beside it, --retry (each
+# attempt starts a new rdcp --server), and the
 # failures: rdcp missing or too old there, a wrong host key, no key
 # (BatchMode, never a prompt), ssh or the local rdcp killed mid-copy (no
 # process left on either side, nothing under a final name).
@@ -23,6 +24,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 case "$BUILD" in /*) ;; *) BUILD=$PWD/$BUILD ;; esac
 fail_early() { echo "not ok 1 - $*"; echo "0 passed, 1 failed"; exit 1; }
 [ -x "$BUILD/rdcp" ] || fail_early "$BUILD/rdcp missing (run make)"
+[ -x "$BUILD/hooks/rdcp" ] || fail_early "$BUILD/hooks/rdcp missing (run make hooks)"
 for t in ssh ssh-keygen /usr/sbin/sshd timeout pgrep; do
 	command -v "$t" >/dev/null 2>&1 ||
 		fail_early "$t missing (package openssh-server/openssh-client, procps; make setup installs them)"
@@ -241,6 +243,26 @@ same "$T/src/f1" "$T/dst/daemon/dm/f1"
 kill "$RX" 2>/dev/null
 wait "$RX" 2>/dev/null
 t_log "$T/d1.log" "$T/d2.log" "$T/d3.log"
+t_end
+
+t_begin "--retry over ssh: the remote drops the first session mid-file, a new rdcp --server resumes"
+# The first rdcp --server (the test-hooks build) ends its session at its
+# 20th ring write as a cut link would; the retry starts another one.
+cp "$BUILD/hooks/rdcp" "$T/bin/rdcp-hooks"
+printf '#!/bin/sh\nif [ ! -e "%s" ]; then : >"%s"; export RDCP_TEST_DROP_AT_WRITE=20; fi\nexec "%s" "$@"\n' \
+	"$T/dropped" "$T/dropped" "$T/bin/rdcp-hooks" >"$T/bin/rdcp-drop"
+chmod +x "$T/bin/rdcp-drop"
+run_bounded 60 "$T/retry.log" "$RDCP" -e "$SSH_CMD" --rdcp-path "$T/bin/rdcp-drop" \
+	--chunk-size 64K --retry 3 --retry-wait 0.2 --json "$T/src/f1" "127.0.0.1:$T/dst/retry/"
+[ "$SRC" = 0 ] || t_fail "exit $SRC"
+same "$T/src/f1" "$T/dst/retry/f1"
+[ -e "$T/dropped" ] || t_fail "the first remote rdcp did not run"
+[ "$(jattempts "$T/retry.log")" = "peer-lost/11/true " ] ||
+	t_fail "attempts: '$(jattempts "$T/retry.log")', want peer-lost/11/true"
+sent=$(jlastdone "$T/retry.log" "$T/src/f1" sent)
+[ -n "$sent" ] && [ "$sent" -lt 3000000 ] || t_fail "the retry sent ${sent:-?} of 3000000 bytes: not resumed"
+wait_until 10 "" sh -c "! pgrep -f '^$T/bin/rdcp-hooks' >/dev/null" || t_fail "an rdcp --server still runs"
+t_log "$T/retry.log"
 t_end
 
 t_begin "no rdcp process of this test is left on either side"
