@@ -576,7 +576,7 @@ static void test_take_out_of_fds(void)
 /* The client's side of refusals, from raw servers. */
 static void test_client_side(void)
 {
-	struct cm_geom want = geom_of(4, CHUNK), g;
+	struct cm_geom want = geom_of(4, 4 * CHUNK), g;
 	struct sockaddr_in sa = { .sin_family = AF_INET };
 	struct connector k;
 	uint8_t pd[24];
@@ -609,11 +609,14 @@ static void test_client_side(void)
 	/*
 	 * 0: a receiver of another version, 1: one that lowers nothing but
 	 * changes ctrl_size, 2: one that closes at once, 3: one that grows
-	 * the ring, 4: one that says nothing (timeout).
+	 * the ring, 4: one that says nothing (timeout), 5: one that lowers
+	 * the slot size to 12 KiB: page sized, but no power of two, so its
+	 * slots would not stay aligned.
 	 */
-	for (i = 0; i < 5; i++) {
-		static const int want_rc[] = { -EPROTO, -EPROTO, -ECONNREFUSED,
-					       -EPROTO, -ETIMEDOUT };
+	for (i = 0; i < 6; i++) {
+		static const int want_rc[] = { -EPROTO,	      -EPROTO,
+					       -ECONNREFUSED, -EPROTO,
+					       -ETIMEDOUT,    -EPROTO };
 		connector_start(&k, port, &want);
 		fd = accept(lfd, NULL, NULL);
 		CHECK(fd >= 0);
@@ -628,8 +631,11 @@ static void test_client_side(void)
 		} else if (i == 3) {
 			g.slots *= 2;
 			pd_build(pd, CM_MAGIC, CM_VERSION, 0, &g);
+		} else if (i == 5) {
+			g.slot_size = 3 * CHUNK;
+			pd_build(pd, CM_MAGIC, CM_VERSION, 0, &g);
 		}
-		if (i == 0 || i == 1 || i == 3)
+		if (i == 0 || i == 1 || i == 3 || i == 5)
 			CHECK_EQ(write(fd, pd, sizeof(pd)), 24);
 		if (i != 4)
 			close(fd);
