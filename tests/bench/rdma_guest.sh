@@ -9,7 +9,7 @@
 # Arguments: file MiB (256), repetitions (5), rdcp chunk size (1 MiB),
 # and optionally the name of a second rdcp build in the guest (an A/B
 # against a baseline: `BENCH_BASE=... make bench`), run in every round
-# right after rdcp, as "rdcp_base".
+# as "rdcp_base", after rdcp in odd rounds and before it in even ones.
 # Rates are SI MB/s from the guest's clock (/proc/uptime, 10 ms), which is
 # the same clock for every contender.
 set -u
@@ -83,8 +83,9 @@ rnr0=$(cat /sys/class/infiniband/rxe0/ports/1/hw_counters/rcvd_rnr_err)
 for rep in $(seq 1 "$REPS"); do
 	echo "BENCH ib_write_bw_64k $rep $(bw 65536)"
 	echo "BENCH ib_write_bw_chunk $rep $(bw "$CHUNK")"
+	[ -n "$BASE" ] && [ $((rep % 2)) -eq 0 ] && rdcp_run "$rep" "$BASE" rdcp_base
 	rdcp_run "$rep"
-	[ -n "$BASE" ] && rdcp_run "$rep" "$BASE" rdcp_base
+	[ -n "$BASE" ] && [ $((rep % 2)) -eq 1 ] && rdcp_run "$rep" "$BASE" rdcp_base
 	rcopy_run "$rep"
 done
 

@@ -11,7 +11,7 @@
 #   tests/bench/run.sh BUILD_DIR
 # Environment: BENCH_MIB (file size, default 256), BENCH_REPS (default 5),
 # BENCH_BASE (another rdcp binary, e.g. main's build: run in every round
-# right after rdcp, as a baseline; the ratio is printed).
+# beside rdcp, in ABBA order, as a baseline; the ratio is printed).
 set -euo pipefail
 BUILD=${1:-build}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)

@@ -12,8 +12,9 @@
 #     (sparse) files
 # Prints a table; raw numbers go to BUILD/bench/tcp.json. With BENCH_BASE
 # set to another rdcp binary (say main's build), that one copies the 1 GiB
-# file too in every round, right after rdcp, to a receiver of its own: an
-# interleaved A/B, its ratio printed.
+# file too in every round, to a receiver of its own, after rdcp in odd
+# rounds and before it in even ones (ABBA: neither always follows
+# iperf3): an interleaved A/B, its ratio printed.
 #
 #   tests/bench/tcp.sh BUILD_DIR
 set -euo pipefail
@@ -111,6 +112,17 @@ rdcp_send() { # extra args...
 		--transport tcp --port "$RDPORT" "$@"
 }
 
+base_send() { # REP: the baseline build's copy of the same file
+	local t0 t1
+	t0=$(now)
+	"$BASE" --no-auth -q --transport tcp --port "$BPORT" "$src" \
+		"127.0.0.1:big.bin"
+	t1=$(now)
+	cmp -s "$src" "$SHM/base/big.bin" || { echo "bench: base copy differs" >&2; exit 1; }
+	rec rdcp_base "$1" "$(mbps "$BYTES" "$t0" "$t1")"
+	rm -f "$SHM/base/big.bin"
+}
+
 for rep in $(seq 1 "$REPS"); do
 	port; p=$PORT
 	iperf3 -s -1 -B 127.0.0.1 -p "$p" >/dev/null 2>&1 &
@@ -120,21 +132,13 @@ for rep in $(seq 1 "$REPS"); do
 	wait $! 2>/dev/null || true
 	rec iperf3 "$rep" "$(awk -v b="$bps" 'BEGIN { printf "%.1f", b / 8e6 }')"
 
+	[ -n "$BASE" ] && [ $((rep % 2)) -eq 0 ] && base_send "$rep"
 	t0=$(now); rdcp_send "$src" "127.0.0.1:big.bin"; t1=$(now)
 	read -r u s m <"$W/tx.time"
 	cmp -s "$src" "$SHM/rdcp/big.bin" || { echo "bench: rdcp copy differs" >&2; exit 1; }
 	rec rdcp "$rep" "$(mbps "$BYTES" "$t0" "$t1")" "$u" "$s" "$m"
 	rm -f "$SHM/rdcp/big.bin"
-
-	if [ -n "$BASE" ]; then
-		t0=$(now)
-		"$BASE" --no-auth -q --transport tcp --port "$BPORT" "$src" \
-			"127.0.0.1:big.bin"
-		t1=$(now)
-		cmp -s "$src" "$SHM/base/big.bin" || { echo "bench: base copy differs" >&2; exit 1; }
-		rec rdcp_base "$rep" "$(mbps "$BYTES" "$t0" "$t1")"
-		rm -f "$SHM/base/big.bin"
-	fi
+	[ -n "$BASE" ] && [ $((rep % 2)) -eq 1 ] && base_send "$rep"
 
 	port; p=$PORT
 	nc -l 127.0.0.1 "$p" >"$SHM/nc.bin" &
