@@ -55,15 +55,17 @@ bool cm_geom_check(const struct cm_geom *g, char *why, size_t n);
 
 /*
  * The ring's or the staging buffers' memory for geometry g, one mapping
- * of cm_area_len(g) bytes: the slots' payloads (*data, aligned to 2 MiB
- * when the area is that large, else to a page; slot i at i x slot_size),
- * then their CM_SLOT_HDR-byte headers (*hdr), huge pages advised, not
- * touched. Returns 0 or -errno, logged naming what. cm_area_free takes
- * *data and the same g (idempotent: NULL is left alone).
+ * of cm_area_len(g) bytes: the slots' payloads (*data, page aligned, and
+ * with huge aligned to 2 MiB when the area is that large; slot i at i x
+ * slot_size), then their CM_SLOT_HDR-byte headers (*hdr), huge pages
+ * advised, not touched. Returns 0 or -errno, logged naming what.
+ * cm_area_free takes *data and the same g (idempotent: NULL is left
+ * alone).
  */
 size_t cm_area_len(const struct cm_geom *g);
-int cm_area_alloc(const struct cm_geom *g, const char *what, uint8_t **data,
-		  uint8_t **hdr) __attribute__((warn_unused_result));
+int cm_area_alloc(const struct cm_geom *g, const char *what, bool huge,
+		  uint8_t **data, uint8_t **hdr)
+	__attribute__((warn_unused_result));
 void cm_area_free(uint8_t **data, const struct cm_geom *g);
 
 /* "a.b.c.d:port", "[v6]:port" (v4-mapped shown as v4). */

@@ -141,11 +141,11 @@ size_t cm_area_len(const struct cm_geom *g)
 	return area_hdr_off(g) + ((hdrs + 4095) & ~(size_t)4095);
 }
 
-int cm_area_alloc(const struct cm_geom *g, const char *what, uint8_t **data,
-		  uint8_t **hdr)
+int cm_area_alloc(const struct cm_geom *g, const char *what, bool huge,
+		  uint8_t **data, uint8_t **hdr)
 {
 	size_t len = cm_area_len(g);
-	size_t extra = len >= AREA_ALIGN ? AREA_ALIGN : 0;
+	size_t extra = huge && len >= AREA_ALIGN ? AREA_ALIGN : 0;
 	uintptr_t start, aligned;
 	char sz[32];
 	uint8_t *p;
