@@ -261,6 +261,20 @@ struct cm_request;
  */
 int cm_listen(const struct cm_addr *addr, struct cm_listener **out)
 	__attribute__((warn_unused_result));
+/*
+ * cm_listen on a free port of lo..hi, tried from a random one so that
+ * receivers started at once rarely collide, both transports on the same
+ * number for AUTO (TCP alone, silently, when RDMA cannot be served). 0
+ * with *out and the port in *port, or -errno (logged; -EADDRINUSE when
+ * every port is taken).
+ */
+int cm_listen_range(const struct cm_addr *addr, uint16_t lo, uint16_t hi,
+		    struct cm_listener **out, uint16_t *port)
+	__attribute__((warn_unused_result));
+
+/* Whether l listens for RDMA (else TCP alone). */
+bool cm_listener_rdma(const struct cm_listener *l);
+
 void cm_listener_destroy(struct cm_listener *l);
 
 /*
@@ -310,6 +324,24 @@ void cm_reject(struct cm_request *req);
 int cm_connect(const struct cm_addr *addr, const struct cm_geom *want,
 	       const struct cm_timeouts *to, struct cm_conn **out)
 	__attribute__((warn_unused_result));
+
+/*
+ * Whether rdma_cm resolves addr (host, family, device) to an RDMA device
+ * within timeout_ms, silently: 0, or -errno with the reason in why.
+ */
+int cm_rdma_routes(const struct cm_addr *addr, int timeout_ms, char *why,
+		   size_t whysz);
+
+/*
+ * This host's addresses a peer may reach it by, numeric, without brackets
+ * or scope: with rdma, those of the network interfaces behind an active
+ * RDMA port (RoCE's GID tables, IPoIB's sysfs); else those of every
+ * interface that is up. Loopback and IPv6 link-local ones are left out.
+ * At most max into out; returns the count (0: none, or no RDMA device)
+ * or -errno.
+ */
+#define CM_ADDRSTR_LEN 46
+int cm_local_addrs(bool rdma, char (*out)[CM_ADDRSTR_LEN], int max);
 
 /* ---- rdcp --check (cm/doctor.c) ---- */
 

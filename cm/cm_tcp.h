@@ -32,9 +32,11 @@ int cm_tcp_connect(const struct cm_addr *addr, const struct cm_geom *want,
 /*
  * Bind addr->host (NULL: any address; "::" or any also accepts IPv4) on
  * addr->port (0: the kernel picks; read it with getsockname() on the fd)
- * and listen. Returns 0 with *out, or -errno (logged: -EADDRINUSE, ...).
+ * and listen. Returns 0 with *out, or -errno (logged unless quiet:
+ * -EADDRINUSE, ...).
  */
-int cm_tcp_listen(const struct cm_addr *addr, struct cm_tcp_listener **out)
+int cm_tcp_listen(const struct cm_addr *addr, bool quiet,
+		  struct cm_tcp_listener **out)
 	__attribute__((warn_unused_result));
 
 /* The listening socket: readable when a connection waits. Still owned. */

@@ -4,8 +4,12 @@
  * over them (cm_device_walk) for the doctor's listing and for --device
  * and --gid-index, which this file turns into the source address that
  * makes rdma_cm pick that device and GID (rdma_cm chooses the device
- * from the addresses alone). Nothing here logs: callers get the reason.
+ * from the addresses alone); and the addresses a peer may reach this host
+ * by (cm_local_addrs, for a receiver started over ssh). Nothing here
+ * logs: callers get the reason.
  */
+#include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <ifaddrs.h>
 #include <net/if.h>
@@ -249,4 +253,94 @@ int cm_device_pinned_addr(const struct cm_addr *addr, int family,
 		rc = -EAFNOSUPPORT;
 	}
 	return rc;
+}
+
+/* Whether a is worth telling a peer: not loopback, not IPv6 link-local. */
+static bool addr_reachable(const struct sockaddr *a)
+{
+	if (a->sa_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)a)->sin_addr.s_addr) >>
+			24) != 127;
+	if (a->sa_family == AF_INET6) {
+		const struct in6_addr *v6 =
+			&((const struct sockaddr_in6 *)a)->sin6_addr;
+
+		return !IN6_IS_ADDR_LOOPBACK(v6) && !IN6_IS_ADDR_LINKLOCAL(v6);
+	}
+	return false;
+}
+
+/* Whether interface name (index idx) carries an RDMA port of nd. */
+static bool on_rdma(const struct netdevs *nd, const char *name,
+		    unsigned int idx)
+{
+	char sysfs[300];
+	struct dirent *d;
+	bool found = false;
+	DIR *dir;
+
+	for (int i = 0; i < nd->n; i++)
+		if (nd->ifidx[i] == idx)
+			return true;
+	/* IPoIB: the GID table names no netdev, sysfs does. */
+	dir = opendir("/sys/class/infiniband");
+	while (dir && !found && (d = readdir(dir))) {
+		if (d->d_name[0] == '.')
+			continue;
+		snprintf(sysfs, sizeof(sysfs),
+			 "/sys/class/infiniband/%s/device/net/%s", d->d_name,
+			 name);
+		found = access(sysfs, F_OK) == 0;
+	}
+	if (dir)
+		closedir(dir);
+	return found;
+}
+
+/* The GID tables' netdevs of every active port. */
+static bool active_netdevs(void *arg, struct ibv_context *ctx, const char *dev,
+			   uint8_t port, const struct ibv_port_attr *pa)
+{
+	if (pa && pa->state == IBV_PORT_ACTIVE)
+		netdevs_port(arg, ctx, dev, port, pa);
+	return false;
+}
+
+int cm_local_addrs(bool rdma, char (*out)[CM_ADDRSTR_LEN], int max)
+{
+	struct netdevs nd = { .n = 0 };
+	struct cm_port_walk w = { .port = active_netdevs, .arg = &nd };
+	struct ifaddrs *ifa = NULL;
+	int n = 0;
+
+	if (rdma && cm_device_walk(&w) <= 0)
+		return 0;
+	if (getifaddrs(&ifa))
+		return -errno;
+	for (struct ifaddrs *a = ifa; a && n < max; a = a->ifa_next) {
+		const void *raw;
+		bool dup = false;
+
+		if (!a->ifa_addr || !(a->ifa_flags & IFF_UP) ||
+		    !addr_reachable(a->ifa_addr))
+			continue;
+		if (rdma && !on_rdma(&nd, a->ifa_name,
+				     if_nametoindex(a->ifa_name)))
+			continue;
+		raw = a->ifa_addr->sa_family == AF_INET
+			      ? (const void *)&((const struct sockaddr_in *)
+							a->ifa_addr)
+					->sin_addr
+			      : (const void *)&((const struct sockaddr_in6 *)
+							a->ifa_addr)
+					->sin6_addr;
+		if (!inet_ntop(a->ifa_addr->sa_family, raw, out[n],
+			       CM_ADDRSTR_LEN))
+			continue;
+		for (int i = 0; i < n && !dup; i++)
+			dup = !strcmp(out[i], out[n]);
+		n += !dup;
+	}
+	freeifaddrs(ifa);
+	return n;
 }

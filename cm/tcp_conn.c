@@ -281,7 +281,8 @@ out_free:
 
 /* ---- passive side ---- */
 
-int cm_tcp_listen(const struct cm_addr *addr, struct cm_tcp_listener **out)
+int cm_tcp_listen(const struct cm_addr *addr, bool quiet,
+		  struct cm_tcp_listener **out)
 {
 	struct cm_tcp_listener *l;
 	struct addrinfo *ai = NULL, *p, *pick[2] = { NULL, NULL };
@@ -335,10 +336,11 @@ int cm_tcp_listen(const struct cm_addr *addr, struct cm_tcp_listener **out)
 	}
 	freeaddrinfo(ai);
 	if (l->fd < 0) {
-		log_err("cannot listen on %s: %s%s", l->where, strerror(-rc),
-			rc == -EADDRINUSE ? " (is another 'rdcp --listen' "
-					    "running on this port?)"
-					  : "");
+		if (!quiet)
+			log_err("cannot listen on %s: %s%s", l->where, strerror(-rc),
+				rc == -EADDRINUSE ? " (is another 'rdcp --listen' "
+						    "running on this port?)"
+						  : "");
 		goto out_free;
 	}
 	log_info("listening for TCP connections on %s", l->where);

@@ -11,6 +11,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include "cm/cm_int.h"
@@ -53,28 +54,36 @@ int cm_connect(const struct cm_addr *addr, const struct cm_geom *want,
 	return cm_tcp_connect(addr, want, to, out);
 }
 
-int cm_listen(const struct cm_addr *addr, struct cm_listener **out)
+/*
+ * cm_listen's work; quiet: a port in use is no error worth a line (the
+ * range is being searched), nor is AUTO falling back to TCP alone.
+ * *no_rdma is set when RDMA cannot be served at all (not a busy port).
+ */
+static int listen_on(const struct cm_addr *addr, bool quiet, bool *no_rdma,
+		     struct cm_listener **out)
 {
 	struct cm_listener *l = calloc(1, sizeof(*l));
 	int rc = 0;
 
 	if (!l)
 		return -ENOMEM;
-	if (addr->transport != CM_TRANSPORT_TCP) {
+	if (addr->transport != CM_TRANSPORT_TCP && !*no_rdma) {
 		/* A device named on the command line means RDMA, or fail. */
 		bool rdma_only = addr->transport == CM_TRANSPORT_RDMA ||
 				 addr->device;
 
-		rc = cm_rdma_listen(addr, !rdma_only, &l->rdma);
-		if (rc && rdma_only)
+		rc = cm_rdma_listen(addr, quiet || !rdma_only, &l->rdma);
+		if (rc && (rdma_only || rc == -EADDRINUSE))
 			goto out_free;
-		if (rc)
+		if (rc && !quiet)
 			log_warn("serving TCP only: cannot listen for RDMA "
 				 "(%s; %s)",
 				 strerror(-rc), RDMA_HINT);
+		if (rc)
+			*no_rdma = true;
 	}
 	if (addr->transport != CM_TRANSPORT_RDMA) {
-		rc = cm_tcp_listen(addr, &l->tcp);
+		rc = cm_tcp_listen(addr, quiet, &l->tcp);
 		if (rc)
 			goto out_free;
 	}
@@ -84,6 +93,50 @@ int cm_listen(const struct cm_addr *addr, struct cm_listener **out)
 out_free:
 	cm_listener_destroy(l);
 	return rc;
+}
+
+int cm_rdma_routes(const struct cm_addr *addr, int timeout_ms, char *why,
+		   size_t whysz)
+{
+	return cm_rdma_probe(addr, timeout_ms, why, whysz, NULL, 0);
+}
+
+int cm_listen(const struct cm_addr *addr, struct cm_listener **out)
+{
+	bool no_rdma = false;
+
+	return listen_on(addr, false, &no_rdma, out);
+}
+
+int cm_listen_range(const struct cm_addr *addr, uint16_t lo, uint16_t hi,
+		    struct cm_listener **out, uint16_t *port)
+{
+	unsigned int n = (unsigned int)hi - lo + 1, start;
+	struct cm_addr a = *addr;
+	bool no_rdma = false;
+	int rc = -EADDRINUSE;
+
+	if (!lo || hi < lo)
+		return -EINVAL;
+	if (getrandom(&start, sizeof(start), 0) != sizeof(start))
+		start = (unsigned int)getpid();
+	for (unsigned int i = 0; i < n && rc == -EADDRINUSE; i++) {
+		a.port = (uint16_t)(lo + (start + i) % n);
+		rc = listen_on(&a, true, &no_rdma, out);
+	}
+	if (rc == -EADDRINUSE)
+		log_err("cannot listen: every port of %u-%u is in use", lo,
+			hi);
+	else if (rc)
+		log_err("cannot listen on port %u: %s", a.port, strerror(-rc));
+	if (!rc)
+		*port = a.port;
+	return rc;
+}
+
+bool cm_listener_rdma(const struct cm_listener *l)
+{
+	return l->rdma != NULL;
 }
 
 void cm_listener_destroy(struct cm_listener *l)

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * rdcp's command line: the argp option table (--help is made from it and
- * tests/e2e/help.golden pins it), one parser case per option with its
- * range check, the split of SRC... HOST:DEST into a push or a pull, and
- * the checks that options go together. Usage errors go through
+ * rdcp's command line: one parser case per option of the table in
+ * cmd/options.c with its range check, the operands sorted out (a push, a
+ * pull, over ssh or to a receiver: cmd/operands.c), and the checks that
+ * options go together. Usage errors go through
  * argp_error(): message, usage line, exit RDCP_EXIT_USAGE.
  */
 #include <argp.h>
@@ -15,245 +15,15 @@
 
 #include "cmd/args.h"
 #include "cmd/exit_codes.h"
+#include "cmd/far.h"
+#include "cmd/options.h"
+#include "cmd/retry.h"
 #include "cmd/rules.h"
 #include "util/units.h"
 
 const char *argp_program_version = "rdcp " RDCP_VERSION;
 error_t argp_err_exit_status = RDCP_EXIT_USAGE;
 
-static const char doc[] =
-	"rdcp -- copy files between hosts over RDMA (rdma_cm + verbs), or "
-	"TCP where there is no RDMA; every chunk and every file verified.\n\n"
-	"  rdcp [OPTION...] SRC... HOST:DEST     send files to a receiver\n"
-	"  rdcp [OPTION...] HOST:SRC... DEST     fetch files from it\n"
-	"  rdcp --listen --root DIR [OPTION...]  run a receiver\n"
-	"  rdcp --keygen FILE                    make a pre-shared key\n"
-	"  rdcp --check [HOST]                   diagnose RDMA and the way "
-	"to HOST\n\n"
-	"Remote paths are relative to the receiver's --root. A DEST ending "
-	"in '/' or naming a directory receives into it (created if it ends "
-	"in '/'); several SRCs need a directory. IPv6 addresses go in "
-	"brackets: [fe80::1]:dir/."
-	"\v"
-	"Exit status:\n"
-	"  0   all files copied and verified\n"
-	"  1   internal error (a bug)\n"
-	"  2   usage error\n"
-	"  3   cannot connect or listen\n"
-	"  4   authentication failed, or no usable key file\n"
-	"  5   protocol error or version mismatch\n"
-	"  6   local I/O error (a source unreadable, ...)\n"
-	"  7   remote I/O error (the receiver could not write)\n"
-	"  8   verification failed (file not placed)\n"
-	"  9   partial: some files copied, some failed\n"
-	"  10  resources: memory, memlock limit, RDMA device\n"
-	"  11  peer lost: host down, link cut, or process killed\n"
-	"  130 interrupted\n\n"
-	"Sizes and rates take K/M/G/T (powers of 1024) or KB/MB/GB/TB (powers "
-	"of 1000).";
-
-static const char args_doc[] = "SRC... HOST:DEST\nHOST:SRC... DEST\n--listen\n"
-			       "--keygen FILE\n--check [HOST]";
-
-enum {
-	OPT_ROOT = 256,
-	OPT_BIND,
-	OPT_ONCE,
-	OPT_CHUNK,
-	OPT_WINDOW,
-	OPT_CHECKSUM,
-	OPT_FSYNC,
-	OPT_POLL,
-	OPT_TIMEOUT,
-	OPT_CONNECT_TIMEOUT,
-	OPT_WORKERS,
-	OPT_MAX_SESSIONS,
-	OPT_KEYGEN,
-	OPT_KEY_FILE,
-	OPT_NO_AUTH,
-	OPT_TRANSPORT,
-	OPT_JSON,
-	OPT_PROGRESS,
-	OPT_CHECK,
-	OPT_DEVICE,
-	OPT_RESUME,
-	OPT_SPARSE,
-	OPT_ENCRYPT,
-	OPT_COMPRESS,
-	OPT_BWLIMIT,
-	OPT_GID_INDEX,
-	OPT_STREAMS,
-	OPT_EXCLUDE,
-	OPT_INCLUDE,
-	OPT_EXCLUDE_FROM,
-	OPT_INCLUDE_FROM,
-	OPT_FILES_FROM,
-	OPT_MANIFEST,
-	OPT_PRINT_CONFIG,
-	OPT_NO_CONFIG,
-	OPT_REQUIRE_ENCRYPT,
-	OPT_DRY_RUN,
-};
-
-static const struct argp_option options[] = {
-	{ NULL, 0, NULL, 0, "Receiver:", 1 },
-	{ "listen", 'l', NULL, 0, "Run as a receiver", 1 },
-	{ "root", OPT_ROOT, "DIR", 0,
-	  "Directory that DEST paths are confined to (default: .)", 1 },
-	{ "bind", OPT_BIND, "ADDR", 0,
-	  "Listen on this address only (default: every IPv6 and IPv4 address)",
-	  1 },
-	{ "once", OPT_ONCE, NULL, 0, "Serve one session, exit with its status",
-	  1 },
-	{ "max-sessions", OPT_MAX_SESSIONS, "N", 0,
-	  "Concurrent sessions (default 16)", 1 },
-	{ NULL, 0, NULL, 0, "Copying:", 2 },
-	{ "recursive", 'r', NULL, 0,
-	  "Copy directories: their trees, with empty directories and "
-	  "symlinks (copied as links, never followed); hard links become "
-	  "separate files",
-	  2 },
-	{ "preserve", 'p', NULL, 0,
-	  "Keep mode, access and modification times (else: mode less the "
-	  "umask, new times)",
-	  2 },
-	{ "resume", OPT_RESUME, NULL, 0,
-	  "Finish an interrupted copy: what is already at DEST is checked "
-	  "chunk by chunk against the source's chunk digests and only what "
-	  "differs is sent; partial files are kept on failure for the next "
-	  "try",
-	  2 },
-	{ "no-clobber", 'n', NULL, 0, "Never replace an existing file", 2 },
-	{ "update", 'u', NULL, 0,
-	  "Replace only files older than the source (modification time)", 2 },
-	{ "dry-run", OPT_DRY_RUN, NULL, 0,
-	  "Ask the receiving side what it has and print what a copy would "
-	  "do to each entry (new, replace, exists, keep); write nothing, "
-	  "send no file data",
-	  2 },
-	{ "sparse", OPT_SPARSE, NULL, 0,
-	  "Also turn all-zero chunks into holes (holes in the source are "
-	  "always kept)",
-	  2 },
-	{ "compress", OPT_COMPRESS, "LEVEL", OPTION_ARG_OPTIONAL,
-	  "zlib per chunk, level 1-9 (default 1); chunks that do not shrink "
-	  "go raw",
-	  2 },
-	{ "encrypt", OPT_ENCRYPT, NULL, 0,
-	  "Encrypt file data with AES-256-GCM under a per-session key "
-	  "derived from the pre-shared key",
-	  2 },
-	{ "bwlimit", OPT_BWLIMIT, "RATE", 0,
-	  "Send at most RATE bytes per second (500M, 2G, 1GB)", 2 },
-	{ NULL, 0, NULL, 0, "Transfer:", 3 },
-	{ "transport", OPT_TRANSPORT, "T", 0,
-	  "rdma, tcp, or auto (default): RDMA when rdma_cm resolves the peer "
-	  "to an RDMA device, else TCP; a receiver serves both",
-	  3 },
-	{ "device", OPT_DEVICE, "NAME", 0,
-	  "Use this RDMA device (mlx5_0, rxe0, ...) when a host has several: "
-	  "RDMA is then required, and a receiver without --bind listens on "
-	  "the device's address",
-	  3 },
-	{ "gid-index", OPT_GID_INDEX, "N", 0,
-	  "RoCE: use the address of GID N of the device (see rdcp --check): "
-	  "with --device, pins the GID the connection uses",
-	  3 },
-	{ "streams", OPT_STREAMS, "N", 0,
-	  "Queue pairs per session; only 1 is implemented so far", 3 },
-	{ "port", 'P', "PORT", 0, "Port (default 7471)", 3 },
-	{ "ipv4", '4', NULL, 0, "Use IPv4 only", 3 },
-	{ "ipv6", '6', NULL, 0, "Use IPv6 only", 3 },
-	{ "chunk-size", OPT_CHUNK, "SIZE", 0,
-	  "Bytes per ring slot, a power of two, 4K..64M (default 1M); the "
-	  "receiver's value is the maximum",
-	  3 },
-	{ "window", OPT_WINDOW, "N", 0,
-	  "Ring slots = writes in flight, 1..4096 (default 64); the "
-	  "receiver's value is the maximum",
-	  3 },
-	{ "checksum", OPT_CHECKSUM, "ALG", 0,
-	  "File digest: crc32 (default), sha256, or none (no chunk CRC "
-	  "either)",
-	  3 },
-	{ "fsync", OPT_FSYNC, NULL, 0,
-	  "Receiver fsyncs each file before giving it its name", 3 },
-	{ "poll", OPT_POLL, "MODE", 0,
-	  "Completions: adaptive (default), busy, event", 3 },
-	{ "timeout", OPT_TIMEOUT, "SECONDS", 0,
-	  "Give up when the peer is silent this long (default 10)", 3 },
-	{ "connect-timeout", OPT_CONNECT_TIMEOUT, "SECONDS", 0,
-	  "Bound on resolving and connecting (default 10)", 3 },
-	{ "workers", OPT_WORKERS, "N", 0,
-	  "Threads for disk I/O and checksums (default 2)", 3 },
-	{ "check", OPT_CHECK, NULL, 0,
-	  "Check this host's RDMA setup and, with a HOST argument, the way "
-	  "to a receiver there; print the fix for each problem (exit 0: none "
-	  "found, 10: some)",
-	  1 },
-	{ NULL, 0, NULL, 0, "Authentication:", 4 },
-	{ "keygen", OPT_KEYGEN, "FILE", 0,
-	  "Write a new random key to FILE (mode 0600) and exit", 4 },
-	{ "key-file", OPT_KEY_FILE, "FILE", 0,
-	  "Pre-shared key (default: $XDG_CONFIG_HOME/rdcp/key, then "
-	  "/etc/rdcp/key); both sides need the same",
-	  4 },
-	{ "no-auth", OPT_NO_AUTH, NULL, 0,
-	  "Run without authentication: anybody who reaches the port may "
-	  "write into the root. Isolated fabrics only",
-	  4 },
-	{ "require-encrypt", OPT_REQUIRE_ENCRYPT, NULL, 0,
-	  "Receiver: refuse sessions without --encrypt. Sender: refuse to "
-	  "copy without --encrypt",
-	  4 },
-	{ NULL, 0, NULL, 0, "Output:", 5 },
-	{ "json", OPT_JSON, NULL, 0,
-	  "Sender: newline-delimited JSON events on stdout (file_start, "
-	  "file_done, error, summary)",
-	  5 },
-	{ "progress", OPT_PROGRESS, NULL, 0,
-	  "Sender: show progress even when stderr is not a terminal (it is "
-	  "shown by default on a terminal)",
-	  5 },
-	{ "manifest", OPT_MANIFEST, "FILE", 0,
-	  "Write FILE: a line per file copied, its whole-file digest: "
-	  "sha256sum's format with --checksum sha256 (sha256sum -c FILE "
-	  "checks them), else \"CRC32 (NAME) = HEX\"",
-	  5 },
-	{ "print-config", OPT_PRINT_CONFIG, NULL, 0,
-	  "Print the options in effect and where each comes from: "
-	  "/etc/rdcp/rdcp.conf, then ~/.config/rdcp/rdcp.conf (long option "
-	  "names, one a line), then the command line, which wins",
-	  5 },
-	{ "no-config", OPT_NO_CONFIG, NULL, 0,
-	  "Read no rdcp.conf (a receiver never reads them)", 5 },
-	{ "quiet", 'q', NULL, 0, "Print nothing but errors", 5 },
-	{ "verbose", 'v', NULL, 0, "More detail; twice for debug", 5 },
-	{ NULL, 0, NULL, 0, "Selecting files:", 6 },
-	{ "exclude", OPT_EXCLUDE, "PATTERN", 0,
-	  "Leave out what PATTERN matches (rsync's rules: *, **, ?, [...], "
-	  "a trailing / for directories, a leading / anchors at the top); "
-	  "the first --include/--exclude that matches decides",
-	  6 },
-	{ "include", OPT_INCLUDE, "PATTERN", 0,
-	  "Keep what PATTERN matches, even if a later --exclude matches", 6 },
-	{ "exclude-from", OPT_EXCLUDE_FROM, "FILE", 0,
-	  "--exclude each pattern in FILE (- for stdin), one a line; blank "
-	  "lines and lines starting with # or ; are skipped",
-	  6 },
-	{ "include-from", OPT_INCLUDE_FROM, "FILE", 0,
-	  "--include each pattern in FILE, as --exclude-from", 6 },
-	{ "files-from", OPT_FILES_FROM, "FILE", 0,
-	  "Send the paths listed in FILE (- for stdin), one a line, each "
-	  "relative to the one SRC directory and kept as it is beneath DEST "
-	  "(rsync's --files-from); push only",
-	  6 },
-	{ "from0", '0', NULL, 0,
-	  "Names in --files-from and rules in --*-from files end in a NUL "
-	  "(find -print0), not a newline",
-	  6 },
-	{ 0 }
-};
 
 /* One --include/--exclude(-from), kept in order until -0 is known. */
 struct rule_arg {
@@ -368,74 +138,38 @@ static int parse_uint(const char *s, unsigned long min, unsigned long max,
 	return 0;
 }
 
-/* "host:path", "[v6]:path"; a ':' after a '/' is part of a local path. */
-static int split_remote(const char *arg, char **host, const char **path)
-{
-	const char *colon;
-
-	if (arg[0] == '[') {
-		const char *close = strchr(arg, ']');
-
-		if (!close || close[1] != ':')
-			return -EINVAL;
-		*host = strndup(arg + 1, (size_t)(close - arg - 1));
-		*path = close + 2;
-		return *host ? 0 : -ENOMEM;
-	}
-	colon = strchr(arg, ':');
-	if (!colon || colon == arg ||
-	    (strchr(arg, '/') && strchr(arg, '/') < colon))
-		return -EINVAL;
-	*host = strndup(arg, (size_t)(colon - arg));
-	*path = colon + 1;
-	return *host ? 0 : -ENOMEM;
-}
-
 /*
- * SRC... HOST:DEST pushes, HOST:SRC... DEST pulls; all remote arguments
- * name the same host, and local and remote SRCs do not mix.
+ * SRC... HOST:DEST pushes, HOST:SRC... DEST pulls (cmd/operands.c says
+ * which, and how HOST is reached): into a->o and a->split.
  */
 static void split_args(struct parse *ps, struct argp_state *state)
 {
 	struct args *a = ps->a;
-	size_t last = ps->nsrcs - 1;
-	const char *path;
-	char *host = NULL;
-	bool pull = split_remote(ps->srcs[last], &a->target, &path) != 0;
+	struct split *sp = &a->split;
+	char why[600];
+	int rc;
 
-	if (!pull) {
-		a->o.dest = path;
-	} else {
-		if (split_remote(ps->srcs[0], &a->target, &path))
-			argp_error(state,
-				   "'%s' is not HOST:path: one side of a copy "
-				   "names the receiver",
-				   ps->srcs[last]);
-		a->o.pull = true;
-		a->o.dest = ps->srcs[last];
+	rc = operands_split(ps->srcs, ps->nsrcs, a->mode, sp, why,
+			    sizeof(why));
+	if (rc == -ENOMEM)
+		exit(RDCP_EXIT_RESOURCE);
+	if (rc)
+		argp_error(state, "%s", why);
+	ps->nsrcs = sp->nsrcs;
+	a->o.pull = sp->pull;
+	a->o.dest = sp->dest;
+	if (sp->daemon) {
+		a->o.addr.host = sp->host;
+		if (sp->port)
+			a->o.addr.port = sp->port;
+		return;
 	}
-	ps->nsrcs--;
-	for (size_t i = 0; i < ps->nsrcs; i++) {
-		bool remote = split_remote(ps->srcs[i], &host, &path) == 0;
-
-		if (remote != pull)
-			argp_error(
-				state,
-				pull ? "'%s': all SRCs of a pull are on the "
-				       "remote host (HOST:SRC)"
-				     : "'%s': SRCs of a push are local files; "
-				       "copying between two remote hosts is "
-				       "not supported",
-				ps->srcs[i]);
-		if (remote && strcmp(host, a->target))
-			argp_error(state,
-				   "'%s': all SRCs must come from one host",
-				   ps->srcs[i]);
-		if (remote)
-			ps->srcs[i] = path;
-		free(host);
-		host = NULL;
-	}
+	a->o.rsh = a->rsh;
+	a->o.rsh_host = sp->host;
+	if (sp->dest_host && (a->manifest || a->files_from))
+		argp_error(state, "--%s names a local file: not for a copy "
+				  "between two remote hosts",
+			   a->manifest ? "manifest" : "files-from");
 }
 
 static error_t parse_opt(int key, char *arg, struct argp_state *state)
@@ -559,6 +293,18 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 				   arg);
 		o->connect_timeout_ms = (int)v * 1000;
 		break;
+	case OPT_RETRY:
+		if (parse_uint(arg, 0, RETRY_MAX, &v))
+			argp_error(state, "--retry: '%s' is not 0..%d", arg,
+				   RETRY_MAX);
+		a->retry = (unsigned int)v;
+		break;
+	case OPT_RETRY_WAIT:
+		if (retry_parse_wait(arg, &a->retry_wait_ms))
+			argp_error(state,
+				   "--retry-wait: '%s' is not 0..%u seconds",
+				   arg, RETRY_WAIT_MAX_MS / 1000);
+		break;
 	case OPT_WORKERS:
 		if (parse_uint(arg, 1, 256, &v))
 			argp_error(state, "--workers: '%s' is not 1..256", arg);
@@ -654,6 +400,49 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		ps->from0 = true;
 		a->o.from0 = true;
 		break;
+	case 'e':
+		if (!*arg)
+			argp_error(state, "--rsh: an empty command");
+		a->rsh = arg;
+		break;
+	case OPT_RDCP_PATH:
+		if (!*arg)
+			argp_error(state, "--rdcp-path: an empty name");
+		o->rdcp_path = arg;
+		break;
+	case OPT_DAEMON:
+		a->mode = REMOTE_DAEMON;
+		break;
+	case OPT_SSH:
+		a->mode = REMOTE_SSH;
+		break;
+	case OPT_PORT_RANGE: {
+		unsigned long lo, hi;
+		char *dash = strchr(arg, '-'), first[8];
+
+		if (!dash || (size_t)(dash - arg) >= sizeof(first))
+			argp_error(state, "--port-range: '%s' is not LO-HI",
+				   arg);
+		snprintf(first, sizeof(first), "%.*s", (int)(dash - arg), arg);
+		if (parse_uint(first, 1, 65535, &lo) ||
+		    parse_uint(dash + 1, lo, 65535, &hi))
+			argp_error(state,
+				   "--port-range: '%s' is not LO-HI, 1 <= LO "
+				   "<= HI <= 65535",
+				   arg);
+		o->port_lo = (uint16_t)lo;
+		o->port_hi = (uint16_t)hi;
+		break;
+	}
+	case OPT_RDMA_ADDR:
+		o->rdma_addr = arg;
+		break;
+	case OPT_SERVER:
+		a->server = true;
+		break;
+	case OPT_BOOT_STDIN:
+		a->boot_host = arg;
+		break;
 	case OPT_KEYGEN:
 		a->keygen = arg;
 		break;
@@ -683,8 +472,13 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			if (ps->nsrcs > 1 || a->listen || a->keygen)
 				argp_error(state, "--check takes at most one "
 						  "HOST");
-			if (ps->nsrcs)
+			/* Over ssh unless --daemon: as a copy's HOST:PATH. */
+			if (ps->nsrcs && a->mode == REMOTE_DAEMON) {
 				a->o.addr.host = ps->srcs[0];
+			} else if (ps->nsrcs) {
+				a->o.rsh = a->rsh;
+				a->o.rsh_host = ps->srcs[0];
+			}
 			break;
 		}
 		if (a->keygen) {
@@ -703,16 +497,34 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			argp_error(state, "--require-encrypt needs the "
 					  "pre-shared key: it cannot go with "
 					  "--no-auth");
-		if (a->listen) {
+		if (a->listen || a->server) {
 			if (ps->nsrcs)
-				argp_error(state,
-					   "--listen takes no SRC or DEST");
+				argp_error(state, "--%s takes no SRC or DEST",
+					   a->listen ? "listen" : "server");
+			if (a->listen && a->server)
+				argp_error(state, "--server is started by a "
+						  "client over ssh: not with "
+						  "--listen");
+			a->o.ssh_server = a->server;
 			break;
 		}
 		if (ps->nsrcs < 2)
 			argp_error(state, "need at least one SRC and a DEST, "
 					  "one side of them HOST:path");
-		split_args(ps, state);
+		if (a->boot_host) { /* the far end: SRC... DEST, DEST there */
+			ps->nsrcs--;
+			a->o.dest = ps->srcs[ps->nsrcs];
+			a->o.rsh_host = a->boot_host;
+		} else {
+			split_args(ps, state);
+		}
+		if (a->o.rsh && a->no_auth)
+			argp_error(state, "--no-auth: a copy over ssh always "
+					  "authenticates, with a one-time key");
+		if (a->o.rdma_addr && !a->o.rsh && !a->boot_host)
+			argp_error(state, "--rdma-addr is for HOST:PATH over "
+					  "ssh; a receiver's address is its "
+					  "HOST");
 		if (a->o.encrypt && a->no_auth)
 			argp_error(state, "--encrypt needs the pre-shared key: "
 					  "it cannot go with --no-auth");
@@ -722,7 +534,14 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		if (a->o.no_clobber && a->o.update)
 			argp_error(state, "--no-clobber and --update exclude "
 					  "each other");
-		a->o.addr.host = a->target;
+		if (a->retry && a->split.dest_host)
+			argp_error(state, "--retry: not for a copy between two "
+					  "remote hosts (yet)");
+		/* The far end's one bootstrap line serves one session. */
+		if (a->boot_host)
+			a->retry = 0;
+		/* Each attempt keeps what it verified for the next. */
+		a->o.resume |= a->retry > 0;
 		a->o.srcs = ps->srcs;
 		a->o.nsrcs = ps->nsrcs;
 		if (a->manifest && a->o.csum == XFER_CSUM_NONE)
@@ -755,34 +574,42 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 
 /* Options that are no defaults: they act, or name this run's files. */
 static const char *const not_defaults[] = {
-	"listen",    "keygen",	   "check",    "print-config",
-	"no-config", "files-from", "manifest", NULL,
+	"listen",   "keygen",	  "check", "print-config", "no-config",
+	"files-from", "manifest", "server", NULL,
 };
 
 void args_parse(struct args *a, int argc, char **argv)
 {
 	static const struct argp argp = {
-		.options = options,
+		.options = rdcp_options,
 		.parser = parse_opt,
-		.args_doc = args_doc,
-		.doc = doc,
+		.args_doc = rdcp_args_doc,
+		.doc = rdcp_doc,
 	};
 	struct parse ps = { .a = a };
 	int rc = 0;
 
-	*a = (struct args){ 0 };
+	*a = (struct args){ .retry_wait_ms = RETRY_WAIT_DEFAULT_MS };
 	xfer_opts_init(&a->o);
+	a->rsh = getenv("RDCP_RSH") && *getenv("RDCP_RSH") ? getenv("RDCP_RSH")
+							   : "ssh";
+	a->o.rdcp_path = "rdcp";
 	if (config_wanted(argc, argv))
-		rc = config_load(&a->cfg, CONFIG_SYSTEM, options, not_defaults);
+		rc = config_load(&a->cfg, CONFIG_SYSTEM, rdcp_options, not_defaults);
 	if (!rc)
 		rc = config_argv(&a->cfg, argc, argv);
 	if (rc)
 		exit(rc == -ENOMEM ? RDCP_EXIT_RESOURCE : RDCP_EXIT_USAGE);
 	argp_parse(&argp, a->cfg.argc, a->cfg.argv, 0, NULL, &ps);
 	if (ps.print_config) {
-		config_print(&a->cfg, ps.seen, ps.nseen, options, adds_up);
+		config_print(&a->cfg, ps.seen, ps.nseen, rdcp_options, adds_up);
 		exit(RDCP_EXIT_OK);
 	}
+	if (a->split.dest_host &&
+	    far_argv(ps.seen, ps.nseen, rdcp_options, &a->filter,
+		     a->split.dest_host, a->o.srcs, a->o.nsrcs, a->o.dest,
+		     &a->far))
+		exit(RDCP_EXIT_RESOURCE);
 	free(ps.seen);
 }
 
@@ -793,6 +620,7 @@ void args_release(struct args *a)
 	free(a->dest_dir);
 	a->dest_dir = NULL;
 	a->o.filter = NULL;
-	free(a->target);
-	a->target = NULL;
+	split_release(&a->split);
+	far_release(a->far);
+	a->far = NULL;
 }

@@ -11,6 +11,7 @@
 #include <stddef.h>
 
 #include "cmd/config.h"
+#include "cmd/operands.h"
 #include "transfer/xfer.h"
 #include "util/filter.h"
 
@@ -30,11 +31,19 @@ struct args {
 	bool quiet;
 	bool json;
 	bool progress; /* --progress: show it even when not on a terminal */
-	char *target;  /* the HOST of a copy, owned; o.addr.host points here */
+	struct split split;    /* the operands: o.addr.host or o.rsh_host */
+	enum remote_mode mode; /* --daemon, --ssh */
+	const char *rsh;       /* -e: $RDCP_RSH, else "ssh" */
+	bool server;	       /* --server: started over ssh by a client */
+	const char *boot_host; /* --boot-stdin HOST: the far end of a copy
+				* between two remote hosts (cmd/far.h) */
+	char **far;	       /* such a copy: the far end's arguments */
 	struct filter filter;	/* --include/--exclude, in order; o.filter */
 	const char *files_from; /* --files-from FILE ("-": stdin), or NULL */
 	char *dest_dir;	      /* --files-from: DEST with a '/', owned; o.dest */
 	const char *manifest; /* --manifest FILE, or NULL */
+	unsigned int retry;   /* --retry N: attempts after the first */
+	unsigned int retry_wait_ms; /* --retry-wait: the first wait */
 	struct config cfg; /* the defaults files; its argv is what was parsed */
 };
 

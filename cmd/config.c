@@ -193,10 +193,12 @@ bool config_wanted(int argc, char *const *argv)
 		if (s[0] == '-' && s[1] == '-' && strlen(s) >= 4 &&
 		    !strncmp("--listen", s, strlen(s)))
 			return false;
+		if (!strcmp(s, "--server"))
+			return false;
 		for (size_t k = 1; s[0] == '-' && s[1] != '-' && s[k]; k++) {
 			if (s[k] == 'l')
 				return false;
-			if (s[k] == 'P') /* its value follows */
+			if (s[k] == 'P' || s[k] == 'e') /* a value follows */
 				break;
 		}
 	}

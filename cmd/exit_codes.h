@@ -19,6 +19,7 @@ enum rdcp_exit {
 	RDCP_EXIT_PARTIAL = 9,	  /* some files copied, some failed */
 	RDCP_EXIT_RESOURCE = 10,  /* memory, memlock limit, RDMA resources */
 	RDCP_EXIT_PEER_LOST = 11, /* the peer or the link went away */
+	RDCP_EXIT_REMOTE_START = 12, /* ssh failed; no usable rdcp there */
 	RDCP_EXIT_CANCELED = 130, /* SIGINT or SIGTERM */
 };
 

@@ -77,8 +77,22 @@ void json_error(FILE *out, enum xfer_fail f, int exit_code, const char *message)
 	end(out);
 }
 
+void json_attempt(FILE *out, unsigned int attempt, enum xfer_fail f,
+		  int exit_code, const char *message, bool again,
+		  unsigned int wait_ms)
+{
+	fprintf(out,
+		"{\"event\":\"attempt\",\"attempt\":%u,\"class\":", attempt);
+	str(out, xfer_fail_name(f));
+	fprintf(out, ",\"exit\":%d,\"message\":", exit_code);
+	str(out, message);
+	fprintf(out, ",\"retry\":%s,\"wait\":%.3f", again ? "true" : "false",
+		again ? wait_ms / 1000.0 : 0.0);
+	end(out);
+}
+
 void json_summary(FILE *out, const struct xfer_stats *st, enum xfer_fail f,
-		  int exit_code, bool dry_run)
+		  int exit_code, bool dry_run, unsigned int retries)
 {
 	fprintf(out,
 		"{\"event\":\"summary\",\"files_ok\":%" PRIu64
@@ -95,8 +109,7 @@ void json_summary(FILE *out, const struct xfer_stats *st, enum xfer_fail f,
 	str(out, st->peer);
 	fputs(",\"result\":", out);
 	str(out, xfer_fail_name(f));
-	/* --retry is not implemented yet: there is one attempt */
-	fprintf(out, ",\"retries\":0,%s\"exit\":%d",
+	fprintf(out, ",\"retries\":%u,%s\"exit\":%d", retries,
 		dry_run ? "\"dry_run\":true," : "", exit_code);
 	end(out);
 }

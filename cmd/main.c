@@ -7,10 +7,13 @@
  * exit().
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -18,6 +21,7 @@
 #include "cmd/exit_codes.h"
 #include "cmd/json_out.h"
 #include "cmd/manifest.h"
+#include "cmd/retry.h"
 #include "transfer/xfer.h"
 #include "util/clock.h"
 #include "util/key.h"
@@ -34,6 +38,9 @@ struct run {
 	double progress_t0;
 	uint8_t key[KEY_LEN];
 	struct manifest man; /* --manifest, when man.spool */
+	struct retry retry;  /* --retry: the attempts so far */
+	FILE *list_file;     /* --files-from's stream */
+	struct retry_list list; /* with --retry: list_file for each attempt */
 };
 
 static volatile sig_atomic_t cancel;
@@ -69,6 +76,7 @@ static int exit_code(enum xfer_fail f)
 		[XFER_FAIL_RESOURCE] = RDCP_EXIT_RESOURCE,
 		[XFER_FAIL_PEER_LOST] = RDCP_EXIT_PEER_LOST,
 		[XFER_FAIL_CANCELED] = RDCP_EXIT_CANCELED,
+		[XFER_FAIL_REMOTE_START] = RDCP_EXIT_REMOTE_START,
 	};
 
 	if ((unsigned int)f >= sizeof(codes) / sizeof(codes[0]))
@@ -140,8 +148,17 @@ static void on_file(void *arg, const struct xfer_file_report *r)
 	struct run *run = arg;
 	char sz[32], rate[32], path[4 * 4096];
 
-	if (run->man.spool)
+	if (run->retry.max) {
+		/* Across attempts: each file noted once (retry.h). */
+		if (retry_file(&run->retry, r) && run->man.spool) {
+			struct xfer_file_report copied = *r;
+
+			copied.skipped = false;
+			manifest_note(&run->man, &copied);
+		}
+	} else if (run->man.spool) {
 		manifest_note(&run->man, r);
+	}
 	if (run->o.dry_run && r->done && !run->a->json) {
 		dry_line(r);
 		return;
@@ -179,14 +196,15 @@ static void on_file(void *arg, const struct xfer_file_report *r)
  * to connect has its own line): what a log of cron jobs wants to read.
  * --json's summary event carries the same numbers.
  */
-static void summary_line(const struct xfer_stats *st, bool dry_run)
+static void summary_line(const struct xfer_stats *st, bool dry_run,
+			 unsigned int retries)
 {
 	char sz[32], rate[32];
 	bool dev = strcmp(st->transport, st->device);
 
 	fprintf(stderr,
 		"%s%llu files, %s in %.2f s (%s) over %s%s%s; skipped %llu, "
-		"failed %llu, retries 0\n",
+		"failed %llu, retries %u\n",
 		dry_run ? "dry run, nothing copied: " : "",
 		(unsigned long long)st->files_ok,
 		units_format_size(st->bytes, sz, sizeof(sz)), st->seconds,
@@ -194,7 +212,7 @@ static void summary_line(const struct xfer_stats *st, bool dry_run)
 				  rate, sizeof(rate)),
 		st->transport, dev ? " on " : "", dev ? st->device : "",
 		(unsigned long long)st->files_skipped,
-		(unsigned long long)st->files_failed);
+		(unsigned long long)st->files_failed, retries);
 }
 
 /* Creates FILE's directories if missing (0700), then the key. */
@@ -229,6 +247,8 @@ static int load_key(struct run *run)
 {
 	char path[4096];
 
+	if (run->a->server || run->o.rsh || run->a->boot_host)
+		return 0; /* a one-time key, made by rdcp --server */
 	if (run->a->no_auth) {
 		if (run->a->listen)
 			log_warn("authentication is OFF (--no-auth): any host "
@@ -255,19 +275,27 @@ static int load_key(struct run *run)
 	return 0;
 }
 
-/* --files-from FILE: the stream the walk reads. 0 or an exit code. */
+/*
+ * --files-from FILE: the stream the walk reads, or with --retry the one
+ * each attempt reads it again from. 0 or an exit code.
+ */
 static int open_list(struct run *run)
 {
 	const char *f = run->a->files_from;
 
 	if (!f)
 		return 0;
-	run->o.files_from = strcmp(f, "-") ? fopen(f, "re") : stdin;
-	if (!run->o.files_from) {
+	run->list_file = strcmp(f, "-") ? fopen(f, "re") : stdin;
+	if (!run->list_file) {
 		log_err("cannot open '%s': %s", f, strerror(errno));
 		return RDCP_EXIT_LOCAL_IO;
 	}
-	return 0;
+	if (!run->a->retry) {
+		run->o.files_from = run->list_file;
+		return 0;
+	}
+	return retry_list_init(&run->list, run->list_file) ? RDCP_EXIT_LOCAL_IO
+							   : 0;
 }
 
 /* -v: what this process cost, from getrusage (also read by make bench). */
@@ -304,8 +332,249 @@ static int check(struct run *run)
 		(1u << 20);
 	int problems = cm_check(&run->o.addr, pinned, check_line, NULL);
 
+	if (run->o.rsh)
+		problems += xfer_check_remote(&run->o, check_line, NULL);
+
 	printf("%d problem%s found\n", problems, problems == 1 ? "" : "s");
 	return problems ? RDCP_EXIT_RESOURCE : RDCP_EXIT_OK;
+}
+
+/* The attempts after the first. */
+static unsigned int retries(const struct run *run)
+{
+	return run->retry.attempt > 1 ? run->retry.attempt - 1 : 0;
+}
+
+/*
+ * One attempt: a whole session, from connect to its verdict, the list of
+ * --files-from read from its start. Whatever an attempt needs of its own
+ * (a connection, a bootstrap) goes here, so that each retry has it anew.
+ */
+static enum xfer_fail copy_once(struct run *run, struct xfer_stats *st)
+{
+	enum xfer_fail v;
+
+	if (run->list_file && run->retry.max) {
+		run->o.files_from = retry_list_stream(&run->list);
+		if (!run->o.files_from) {
+			memset(st, 0, sizeof(*st));
+			return XFER_FAIL_LOCAL_IO;
+		}
+	}
+	run->progress_t0 = 0;
+	v = xfer_copy(&run->o, st);
+	progress_clear(run);
+	return v;
+}
+
+/*
+ * After an attempt failed with v: whether to try again, and after how
+ * long. The wait doubles with each attempt in a row that could not
+ * connect; one that connected (the peer was back) starts it over.
+ */
+static bool try_again(struct run *run, enum xfer_fail v, bool connected,
+		      unsigned int *wait)
+{
+	struct retry *rt = &run->retry;
+	uint32_t rnd;
+
+	if (v == XFER_FAIL_CANCELED)
+		return false;
+	if (!retry_is_transient(rt, v)) {
+		log_warn("not retrying: %s (exit %d) is not a lost peer or "
+			 "link that another attempt could get past",
+			 xfer_fail_name(v), exit_code(v));
+		return false;
+	}
+	if (rt->attempt > rt->max) {
+		log_warn("giving up after %u attempts (--retry %u)",
+			 rt->attempt, rt->max);
+		return false;
+	}
+	if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
+		rnd = UINT32_MAX / 2;
+	rt->unconnected = connected ? 1 : rt->unconnected + 1;
+	*wait = retry_wait_ms(rt, rt->unconnected, rnd);
+	log_warn("attempt %u of %u failed (%s, exit %d): trying again in "
+		 "%.1f s, resuming",
+		 rt->attempt, rt->max + 1, xfer_fail_name(v), exit_code(v),
+		 *wait / 1000.0);
+	return true;
+}
+
+/*
+ * The copy: one attempt, or with --retry as many as are allowed and may
+ * help (retry.h). Returns the last attempt's verdict; st holds the
+ * numbers of the last attempt that had a session (the files an earlier
+ * attempt copied and this one kept counted as copied), its seconds those
+ * of all attempts and the waits between them.
+ */
+static enum xfer_fail copy(struct run *run, struct xfer_stats *st)
+{
+	struct retry *rt = &run->retry;
+	struct xfer_stats last = { 0 };
+	double t0 = clock_now_s();
+	unsigned int wait = 0;
+	enum xfer_fail v;
+	bool again;
+
+	for (;;) {
+		retry_attempt_begin(rt);
+		v = copy_once(run, st);
+		if (!rt->max)
+			return v;
+		if (v != XFER_OK && cancel)
+			v = XFER_FAIL_CANCELED;
+		st->files_skipped -= rt->kept_ours < st->files_skipped
+					     ? rt->kept_ours
+					     : st->files_skipped;
+		if (st->transport[0])
+			last = *st;
+		if (v == XFER_OK)
+			break;
+		again = try_again(run, v, st->transport[0], &wait);
+		if (run->a->json)
+			json_attempt(stdout, rt->attempt, v, exit_code(v),
+				     st->error[0] ? st->error
+						  : log_last_error(),
+				     again, wait);
+		if (!again)
+			break;
+		if (retry_sleep(wait, &cancel)) {
+			v = XFER_FAIL_CANCELED;
+			snprintf(st->error, sizeof(st->error),
+				 "interrupted while waiting to try again "
+				 "(what was copied stays for --resume)");
+			log_err("%s", st->error);
+			break;
+		}
+	}
+	if (!st->transport[0] && last.transport[0]) {
+		/* No session this time: the last one's numbers, this error. */
+		memcpy(last.error, st->error, sizeof(last.error));
+		*st = last;
+	}
+	st->seconds = clock_now_s() - t0;
+	return v;
+}
+
+/* rdcp --server: the bootstrap line goes to the client, on stdout. */
+static void on_boot(void *arg, const char *line)
+{
+	(void)arg;
+	fputs(line, stdout);
+	fflush(stdout);
+}
+
+/*
+ * rdcp --server: stdin is ssh's; its end of file means the client or its
+ * ssh is gone, and so is the copy: stop as SIGTERM would.
+ */
+static void *watch_stdin(void *arg)
+{
+	char buf[256];
+	ssize_t n;
+
+	(void)arg;
+	while ((n = read(STDIN_FILENO, buf, sizeof(buf))) != 0)
+		if (n < 0 && errno != EINTR)
+			break;
+	log_debug("stdin closed: the client is gone");
+	cancel = SIGTERM;
+	return NULL;
+}
+
+/* rdcp --server: serve the client that started us over ssh. */
+static enum xfer_fail serve_ssh(struct run *run)
+{
+	const char *conn = getenv("SSH_CONNECTION");
+	char via[64] = "";
+	pthread_t tid;
+
+	/* "client_ip client_port server_ip server_port" */
+	if (conn && sscanf(conn, "%*s %*s %63s", via) == 1)
+		run->o.via = via;
+	run->o.on_boot = on_boot;
+	if (pthread_create(&tid, NULL, watch_stdin, NULL) == 0)
+		pthread_detach(tid);
+	return xfer_serve(&run->o);
+}
+
+/*
+ * The far end of a copy between two remote hosts: the bootstrap line of
+ * the receiving rdcp --server is stdin's first line; stdin's end after it
+ * means the rdcp that started us is gone. 0 or an exit code.
+ */
+static char boot_line[4096];
+
+static int read_boot(struct run *run)
+{
+	size_t n = 0;
+	pthread_t tid;
+
+	/* One byte at a time: nothing past the line may be taken. */
+	while (n < sizeof(boot_line) - 1 &&
+	       read(STDIN_FILENO, boot_line + n, 1) == 1 &&
+	       boot_line[n] != '\n')
+		n++;
+	boot_line[n] = '\0';
+	if (!n) {
+		log_err("--boot-stdin: no bootstrap line on stdin");
+		return RDCP_EXIT_REMOTE_START;
+	}
+	run->o.boot_line = boot_line;
+	if (pthread_create(&tid, NULL, watch_stdin, NULL) == 0)
+		pthread_detach(tid);
+	return 0;
+}
+
+/*
+ * rdcp h1:SRC h2:DEST: both ends over ssh (xfer_copy_between), the far
+ * one's output relayed; its exit code is ours.
+ */
+static int copy_between(struct run *run)
+{
+	char **far = run->a->far, **argv;
+	size_t n = 0;
+	int status;
+
+	while (far[n])
+		n++;
+	argv = calloc(n + 2, sizeof(*argv));
+	if (!argv)
+		return RDCP_EXIT_RESOURCE;
+	/* Its stderr is ours: it shows progress where we would. */
+	if (run->progress)
+		argv[0] = "--progress";
+	memcpy(argv + (run->progress ? 1 : 0), far, n * sizeof(*argv));
+	status = xfer_copy_between(&run->o, run->a->split.dest_host,
+				   (const char *const *)argv);
+	free(argv);
+	if (status >= 0)
+		return status;
+	/* The far end never ran: the events it would have written. */
+	if (run->a->json) {
+		struct xfer_stats st = { 0 };
+
+		snprintf(st.error, sizeof(st.error), "%s", log_last_error());
+		json_error(stdout, XFER_FAIL_REMOTE_START,
+			   RDCP_EXIT_REMOTE_START, st.error);
+		json_summary(stdout, &st, XFER_FAIL_REMOTE_START,
+			     RDCP_EXIT_REMOTE_START, false, 0);
+		fflush(stdout);
+	}
+	return RDCP_EXIT_REMOTE_START;
+}
+
+/* Whether ssh can ask the user (a terminal to prompt on). */
+static bool have_tty(void)
+{
+	int fd = open("/dev/tty", O_RDWR | O_CLOEXEC);
+
+	if (fd < 0)
+		return false;
+	close(fd);
+	return true;
 }
 
 /* Everything after the command line: an exit code. */
@@ -317,16 +586,21 @@ static int run_cmd(struct run *run)
 
 	if (a->keygen)
 		return keygen(a->keygen);
+	run->o.batch = !have_tty();
 	if (a->check)
 		return check(run);
 	rc = load_key(run);
 	if (!rc && !a->listen)
 		rc = open_list(run);
+	if (!rc && a->boot_host)
+		rc = read_boot(run);
 	if (rc)
 		return rc;
 	set_signals();
 	run->o.cancel = &cancel;
-	if (a->listen) {
+	if (a->server) {
+		v = serve_ssh(run);
+	} else if (a->listen) {
 		v = xfer_serve(&run->o);
 	} else {
 		struct xfer_stats st;
@@ -340,11 +614,12 @@ static int run_cmd(struct run *run)
 		if (a->quiet || a->o.dry_run)
 			run->progress = false;
 		run->o.on_progress = on_progress;
+		if (a->far)
+			return copy_between(run);
 		if (a->manifest && manifest_open(&run->man, a->manifest,
 						 a->o.csum == XFER_CSUM_SHA256))
 			return RDCP_EXIT_LOCAL_IO;
-		v = xfer_copy(&run->o, &st);
-		progress_clear(run);
+		v = copy(run, &st);
 		/* Written for a partial run too: it lists what arrived. */
 		if (a->manifest && manifest_finish(&run->man) && v == XFER_OK)
 			v = XFER_FAIL_LOCAL_IO;
@@ -355,12 +630,12 @@ static int run_cmd(struct run *run)
 				json_error(stdout, v, exit_code(v),
 					   st.error[0] ? st.error
 						       : log_last_error());
-			json_summary(stdout, &st, v, exit_code(v),
-				     a->o.dry_run);
+			json_summary(stdout, &st, v, exit_code(v), a->o.dry_run,
+				     retries(run));
 		}
 		fflush(stdout); /* --dry-run's lines before the summary */
 		if (!a->quiet && st.transport[0])
-			summary_line(&st, a->o.dry_run);
+			summary_line(&st, a->o.dry_run, retries(run));
 	}
 	report_usage();
 	return exit_code(v);
@@ -378,9 +653,13 @@ int main(int argc, char **argv)
 		      : a.verbose >= 2 ? LOG_DEBUG
 		      : a.verbose      ? LOG_INFO
 				       : LOG_WARN);
+	retry_init(&run.retry, a.retry, a.retry_wait_ms);
 	rc = run_cmd(&run);
-	if (run.o.files_from && run.o.files_from != stdin)
-		fclose(run.o.files_from);
+	retry_list_release(&run.list);
+	if (run.list_file && run.list_file != stdin)
+		fclose(run.list_file);
+	retry_release(&run.retry);
+	explicit_bzero(boot_line, sizeof(boot_line)); /* a one-time key */
 	args_release(&a);
 	return rc;
 }

@@ -416,7 +416,7 @@ head -c 64M /dev/urandom >"$SRC/big.bin"
 t0=$SECONDS
 out=$(in_root timeout 120 /usr/bin/rdcp --port "$PORT" \
 	/tmp/rdcp-src/empty /tmp/rdcp-src/small.bin /tmp/rdcp-src/big.bin \
-	127.0.0.1: 2>&1)
+	127.0.0.1:: 2>&1)
 rc=$?
 if [ "$rc" -eq 0 ]; then
 	ok "installed rdcp sent 3 files (0 B, 1.2 MB, 64 MiB) with the default key ($((SECONDS - t0)) s)"

@@ -59,7 +59,7 @@ while :; do
 	sleep 1
 	rc=0
 	"$rdcp" --json --transport rdma --key-file "$dir/key" --port "$PORT" \
-		"$dir/src.bin" "$addr:incoming/" >"$dir/sender.json" \
+		"$dir/src.bin" "$addr::incoming/" >"$dir/sender.json" \
 		2>"$dir/sender.err" || rc=$?
 	try=$((try + 1))
 	[ "$rc" -eq 3 ] && [ "$try" -lt 10 ] && kill -0 "$srv" 2>/dev/null ||

@@ -11,7 +11,9 @@
 #   run_tests.sh --build DIR tcp     the end-to-end scenarios over TCP on
 #                                    this host's loopback (seconds), the
 #                                    CLI, faults and peer.py self-tests,
-#                                    a lying key holder (faults_trust.py)
+#                                    a lying key holder (faults_trust.py),
+#                                    the test sshd's self-test and rdcp
+#                                    over ssh against it (ssh.sh)
 #   run_tests.sh --build DIR quick   unit + tcp: the everyday suite
 #   run_tests.sh --build DIR guest   real rdcp processes over Soft-RoCE
 #                                    (rdma_rxe) in qemu guests
@@ -107,6 +109,8 @@ if [ "$WHAT" = tcp ] || [ "$WHAT" = quick ] || [ "$WHAT" = all ]; then
 	run_suite faults-e2e "$HERE/e2e/run_faults.sh" --build "$BUILD"
 	run_suite mitm-e2e "$HERE/e2e/mitm.sh" --build "$BUILD"
 	run_suite peer-e2e "$HERE/e2e/peer_selftest.sh" --build "$BUILD"
+	run_suite sshd-selftest "$HERE/e2e/ssh_selftest.sh" --build "$BUILD"
+	run_suite ssh-e2e "$HERE/e2e/ssh.sh" --build "$BUILD"
 	run_suite trust-e2e python3 "$HERE/e2e/faults_trust.py" --build "$BUILD"
 fi
 

@@ -229,7 +229,7 @@ enum xfer_fail session_client(const struct xfer_opts *o, struct cm_conn *c,
 	return v;
 }
 
-enum xfer_fail xfer_copy(const struct xfer_opts *o, struct xfer_stats *st)
+struct cm_geom client_geom(const struct xfer_opts *o)
 {
 	struct cm_geom geom = {
 		.ctrl_size = WIRE_CTRL_SIZE,
@@ -237,16 +237,16 @@ enum xfer_fail xfer_copy(const struct xfer_opts *o, struct xfer_stats *st)
 		.slots = o->window,
 		.slot_size = o->chunk_size,
 	};
-	struct cm_timeouts to = session_timeouts(o);
-	struct cm_conn *c;
+
+	return geom;
+}
+
+enum xfer_fail client_run(const struct xfer_opts *o, struct cm_conn *c,
+			  struct xfer_stats *st)
+{
 	enum xfer_fail v;
 	char sz[32];
-	int rc;
 
-	memset(st, 0, sizeof(*st));
-	rc = cm_connect(&o->addr, &geom, &to, &c);
-	if (rc)
-		return session_connect_fail(rc);
 	snprintf(st->transport, sizeof(st->transport), "%s",
 		 c->transport ? c->transport : "?");
 	snprintf(st->device, sizeof(st->device), "%s", c->dev);
@@ -255,4 +255,20 @@ enum xfer_fail xfer_copy(const struct xfer_opts *o, struct xfer_stats *st)
 	v = session_client(o, c, st);
 	cm_conn_destroy(c);
 	return v;
+}
+
+enum xfer_fail xfer_copy(const struct xfer_opts *o, struct xfer_stats *st)
+{
+	struct cm_geom geom = client_geom(o);
+	struct cm_timeouts to = session_timeouts(o);
+	struct cm_conn *c;
+	int rc;
+
+	memset(st, 0, sizeof(*st));
+	if (o->rsh || o->boot_line)
+		return remote_copy(o, st);
+	rc = cm_connect(&o->addr, &geom, &to, &c);
+	if (rc)
+		return session_connect_fail(rc);
+	return client_run(o, c, st);
 }

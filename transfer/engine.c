@@ -13,6 +13,7 @@
 #include <endian.h>
 #include <errno.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -386,6 +387,27 @@ static int on_recv(struct engine *e, const struct cm_event *ev)
 	return e->role->on_msg(e, &m);
 }
 
+#ifdef RDCP_TEST_HOOKS
+/*
+ * RDCP_TEST_DROP_AT_WRITE=N: the Nth ring write this process receives,
+ * counted over all its sessions (so it happens once), ends its session as
+ * a cut link would: no ERROR to the peer, the connection just closed.
+ */
+static bool test_drop(struct engine *e)
+{
+	static atomic_ulong writes;
+	const char *n = getenv("RDCP_TEST_DROP_AT_WRITE");
+
+	if (!n || atomic_fetch_add(&writes, 1) + 1 != strtoul(n, NULL, 0))
+		return false;
+	e->peer_said_error = true; /* engine_tell_peer() says nothing */
+	engine_fail(e, XFER_FAIL_PEER_LOST, -ECONNRESET,
+		    "test hook: dropping the connection to %s at write %s",
+		    e->c->peer, n);
+	return true;
+}
+#endif
+
 /* A flush (cm.h): the connection had failed already, for some cause. */
 static bool is_flush(const struct cm_event *ev)
 {
@@ -443,6 +465,10 @@ static int dispatch(struct engine *e, const struct cm_event *ev)
 					   "%s wrote into a ring it was never "
 					   "given",
 					   e->c->peer);
+#ifdef RDCP_TEST_HOOKS
+		if (test_drop(e))
+			return -ECONNRESET;
+#endif
 		return e->role->on_data(e, ev);
 	case CM_EV_SEND_DONE:
 		if (ev->id & ENGINE_WR_CTRL) {

@@ -28,8 +28,10 @@
 #include <openssl/crypto.h>
 
 #include "transfer/auth.h"
+#include "transfer/boot.h"
 #include "transfer/role.h"
 #include "transfer/place.h"
+#include "transfer/server_int.h"
 #include "transfer/session.h"
 #include "transfer/walk.h"
 #include "util/clock.h"
@@ -37,17 +39,6 @@
 #include "util/log.h"
 #include "util/path.h"
 #include "util/units.h"
-
-/* Peers that failed authentication lately, to slow down key guessing. */
-#define PENALTY_SLOTS 64
-#define PENALTY_FREE 2	 /* failures before an address is held off */
-#define PENALTY_MS 10000 /* first hold-off; doubles per failure */
-#define PENALTY_MAX_MS 600000
-
-/* Connections still in their handshake: per address, in all, how long. */
-#define PREAUTH_PER_ADDR 8
-#define PREAUTH_MAX 32
-#define PREAUTH_MS 5000 /* from accept to the proof of the key */
 
 /*
  * Open files: what one session may hold at most, so that --max-sessions of
@@ -66,95 +57,6 @@
 _Static_assert(WALK_MAX_DEPTH + WIRE_INFLIGHT_MAX <= 3 * WIRE_INFLIGHT_MAX,
 	       "a pull's walk must fit in a push's budget");
 
-struct penalty {
-	char addr[64]; /* peer address without the port */
-	unsigned int fails;
-	uint64_t until_ms;
-};
-
-/* Why the listener refused a connection; each said at most every 10 s. */
-enum refusal {
-	REFUSED_HELD_OFF,
-	REFUSED_ADDR,
-	REFUSED_PREAUTH,
-	REFUSED_BUSY,
-	REFUSED_MAX
-};
-
-struct server {
-	const struct xfer_opts *o;
-	unsigned int max_sessions; /* --max-sessions, or what fds allow */
-	int rootfd;
-	mode_t umask;
-	pthread_mutex_t lock;
-	pthread_cond_t idle;
-	unsigned int sessions; /* authenticated, each in a slot */
-	unsigned int preauth;  /* connections not yet authenticated */
-	char preauth_addr[PREAUTH_MAX][64]; /* theirs, "" when free */
-	struct log_every refused[REFUSED_MAX];
-	struct penalty pen[PENALTY_SLOTS];
-};
-
-static void peer_host(const char *peer, char *out, size_t n)
-{
-	const char *colon = strrchr(peer, ':');
-
-	snprintf(out, n, "%.*s",
-		 colon ? (int)(colon - peer) : (int)strlen(peer), peer);
-}
-
-static struct penalty *penalty_find(struct server *srv, const char *host,
-				    bool add)
-{
-	struct penalty *oldest = &srv->pen[0];
-
-	for (int i = 0; i < PENALTY_SLOTS; i++) {
-		if (!strcmp(srv->pen[i].addr, host))
-			return &srv->pen[i];
-		if (srv->pen[i].until_ms < oldest->until_ms)
-			oldest = &srv->pen[i];
-	}
-	if (!add)
-		return NULL;
-	memset(oldest, 0, sizeof(*oldest));
-	snprintf(oldest->addr, sizeof(oldest->addr), "%s", host);
-	return oldest;
-}
-
-static void penalty_add(struct server *srv, const char *peer)
-{
-	char host[64];
-	struct penalty *p;
-
-	peer_host(peer, host, sizeof(host));
-	pthread_mutex_lock(&srv->lock);
-	p = penalty_find(srv, host, true);
-	if (++p->fails > PENALTY_FREE) {
-		uint64_t ms = PENALTY_MS;
-
-		for (unsigned int i = PENALTY_FREE + 1;
-		     i < p->fails && ms < PENALTY_MAX_MS; i++)
-			ms *= 2;
-		p->until_ms = clock_now_ms() +
-			      (ms < PENALTY_MAX_MS ? ms : PENALTY_MAX_MS);
-	}
-	pthread_mutex_unlock(&srv->lock);
-}
-
-static bool penalty_holds(struct server *srv, const char *peer)
-{
-	char host[64];
-	struct penalty *p;
-	bool held;
-
-	peer_host(peer, host, sizeof(host));
-	pthread_mutex_lock(&srv->lock);
-	p = penalty_find(srv, host, false);
-	held = p && p->until_ms > clock_now_ms();
-	pthread_mutex_unlock(&srv->lock);
-	return held;
-}
-
 /* Milliseconds left before deadline_ms, at least 1. */
 static int left_ms(uint64_t deadline_ms)
 {
@@ -167,7 +69,7 @@ static int server_auth(struct server *srv, struct engine *e,
 		       const struct wire_hello *h,
 		       uint8_t nonce[WIRE_NONCE_LEN], uint64_t deadline_ms)
 {
-	const uint8_t *key = srv->o->key;
+	const uint8_t *key = srv->key;
 	struct wire_msg m = { .type = WIRE_WELCOME };
 	uint8_t want[WIRE_MAC_LEN], ck[AUTH_CTRL_KEY_LEN];
 	int rc;
@@ -238,13 +140,26 @@ static uint64_t slower(uint64_t a, uint64_t b)
 }
 
 /*
+ * A path of rdcp --server's client, as scp takes them: relative to the
+ * current directory (the home ssh starts in) or absolute, "~/" meaning
+ * the home too.
+ */
+static const char *user_path(const char *p)
+{
+	if (p[0] == '~' && (p[1] == '/' || !p[1]))
+		p += p[1] ? 2 : 1;
+	return *p ? p : ".";
+}
+
+/*
  * A pull's SRCs as the client typed them, each made a path inside the root
  * (path_normalize_peer: "./x" and "/x" are "x") and copied into buf
  * (WIRE_PATHS_MAX bytes: no path grows), srcs[i] pointing at each. 0, or
  * -errno with why filled: -EPERM for a SRC outside the root, or the root
- * itself.
+ * itself. With user (rdcp --server), each is taken as the user typed it
+ * (user_path): the client proved the one-time key, it is the user.
  */
-static int check_sources(const struct wire_hello *h, char *buf,
+static int check_sources(const struct wire_hello *h, bool user, char *buf,
 			 const char **srcs, char *why, size_t whysz)
 {
 	size_t off = 0;
@@ -262,10 +177,15 @@ static int check_sources(const struct wire_hello *h, char *buf,
 		if (!len) {
 			snprintf(why, whysz,
 				 "source %u of %u is an empty name: refused "
-				 "(name a file or directory beneath the "
-				 "receiver's root)",
-				 i + 1, (unsigned int)h->npaths);
+				 "(name a file or directory %s)",
+				 i + 1, (unsigned int)h->npaths,
+				 user ? "in the home or by its absolute path"
+				      : "beneath the receiver's root");
 			return -EPERM;
+		}
+		if (user) { /* as the user typed it, ~/ stripped */
+			srcs[i] = user_path(p);
+			continue;
 		}
 		memcpy(n, p, len + 1);
 		path_normalize_peer(n, &dir);
@@ -328,7 +248,7 @@ static int server_handshake(struct server *srv, struct engine *e,
 	    (h->role == WIRE_PUSH && (h->npaths != 1 || h->nfilters)))
 		return engine_fail(e, XFER_FAIL_PROTOCOL, -EPROTO,
 				   "%s sent a bad HELLO", e->c->peer);
-	if ((h->flags & WIRE_HELLO_ENCRYPT) && !srv->o->key)
+	if ((h->flags & WIRE_HELLO_ENCRYPT) && !srv->key)
 		return engine_fail(e, XFER_FAIL_AUTH, -EACCES,
 				   "refused %s: it asked for --encrypt, which "
 				   "needs a key, and this receiver runs with "
@@ -349,35 +269,13 @@ static int server_handshake(struct server *srv, struct engine *e,
 	p->server = true;
 	p->pack = h->features & WIRE_FEAT_PACK;
 	if (h->flags & WIRE_HELLO_ENCRYPT) {
-		rc = auth_data_key(srv->o->key, h, nonce, key);
+		rc = auth_data_key(srv->key, h, nonce, key);
 		if (rc)
 			return engine_fail(e, XFER_FAIL_INTERNAL, rc,
 					   "cannot derive the session key");
 		p->data_key = key;
 	}
 	return 0;
-}
-
-/*
- * Moves the connection in preauth slot pa (-1: none, a --once or in-memory
- * session) to a --max-sessions slot now that it authenticated: false when
- * every slot is taken (it keeps pa then, for session_thread to free).
- */
-static bool promote(struct server *srv, int pa)
-{
-	bool ok;
-
-	if (pa < 0)
-		return true;
-	pthread_mutex_lock(&srv->lock);
-	ok = srv->sessions < srv->max_sessions;
-	if (ok) {
-		srv->preauth_addr[pa][0] = '\0';
-		srv->preauth--;
-		srv->sessions++;
-	}
-	pthread_mutex_unlock(&srv->lock);
-	return ok;
 }
 
 /*
@@ -422,12 +320,19 @@ static enum xfer_fail serve_conn(struct server *srv, struct cm_conn *c,
 	} else if (h->role == WIRE_PUSH) {
 		t.p = p;
 		t.umask = srv->umask;
-		rc = place_target_beneath(srv->rootfd, wire_hello_path(h, 0),
-					  h->flags & WIRE_HELLO_DEST_DIR, &t,
-					  why, sizeof(why));
+		if (srv->user_paths)
+			rc = place_target_local(
+				user_path(wire_hello_path(h, 0)),
+				h->flags & WIRE_HELLO_DEST_DIR ? 2 : 1, &t, why,
+				sizeof(why));
+		else
+			rc = place_target_beneath(
+				srv->rootfd, wire_hello_path(h, 0),
+				h->flags & WIRE_HELLO_DEST_DIR, &t, why,
+				sizeof(why));
 		if (rc)
 			engine_fail(&e,
-				    place_target_refused(rc)
+				    place_target_refused(rc) || rc == -ENOTDIR
 					    ? XFER_FAIL_USAGE
 					    : XFER_FAIL_LOCAL_IO,
 				    rc, "%s: %s", c->peer, why);
@@ -436,7 +341,7 @@ static enum xfer_fail serve_conn(struct server *srv, struct cm_conn *c,
 	} else {
 		struct source_cfg cfg = {
 			.nsrcs = h->npaths,
-			.rootfd = srv->rootfd,
+			.rootfd = srv->user_paths ? -1 : srv->rootfd,
 			.bwlimit = slower(srv->o->bwlimit, h->bwlimit),
 			.filter = &filter,
 			.p = p,
@@ -446,7 +351,8 @@ static enum xfer_fail serve_conn(struct server *srv, struct cm_conn *c,
 		srcbuf = malloc(WIRE_PATHS_MAX);
 		cfg.srcs = srcs;
 		rc = srcs && srcbuf
-			     ? check_sources(h, srcbuf, srcs, why, sizeof(why))
+			     ? check_sources(h, srv->user_paths, srcbuf, srcs,
+					     why, sizeof(why))
 			     : -ENOMEM;
 		if (!rc)
 			rc = hello_filter(h, &filter, why, sizeof(why));
@@ -491,7 +397,8 @@ enum xfer_fail session_serve(const struct xfer_opts *o, int rootfd,
 {
 	struct server srv = { .o = o,
 			      .max_sessions = o->max_sessions,
-			      .rootfd = rootfd };
+			      .rootfd = rootfd,
+			      .key = o->key };
 	bool promoted = false;
 
 	srv.umask = umask(022);
@@ -540,13 +447,16 @@ static void *session_thread(void *p)
 	struct session_arg *a = p;
 	struct server *srv = a->srv;
 	int pa = a->pa;
+	enum xfer_fail v;
 	bool promoted;
 
-	serve_one(srv, a->req, pa, &promoted);
+	v = serve_one(srv, a->req, pa, &promoted);
 	free(a);
 	pthread_mutex_lock(&srv->lock);
 	if (promoted) {
 		srv->sessions--;
+		srv->served = true;
+		srv->verdict = v;
 	} else {
 		srv->preauth_addr[pa][0] = '\0';
 		srv->preauth--;
@@ -554,83 +464,6 @@ static void *session_thread(void *p)
 	pthread_cond_broadcast(&srv->idle);
 	pthread_mutex_unlock(&srv->lock);
 	return NULL;
-}
-
-/*
- * Takes a preauth slot for the connection from peer: its index, or -1 with
- * why it cannot have one in *why (an enum refusal).
- */
-static int admit(struct server *srv, const char *peer, enum refusal *why)
-{
-	char host[64];
-	unsigned int same = 0;
-	int pa = -1;
-
-	peer_host(peer, host, sizeof(host));
-	if (penalty_holds(srv, peer)) {
-		*why = REFUSED_HELD_OFF;
-		return -1;
-	}
-	pthread_mutex_lock(&srv->lock);
-	for (int i = 0; i < PREAUTH_MAX; i++) {
-		if (!srv->preauth_addr[i][0])
-			pa = pa < 0 ? i : pa;
-		else if (!strcmp(srv->preauth_addr[i], host))
-			same++;
-	}
-	/* Real sessions fill every slot: this one could not have one. */
-	if (srv->sessions >= srv->max_sessions) {
-		*why = REFUSED_BUSY;
-		pa = -1;
-	} else if (same >= PREAUTH_PER_ADDR) {
-		*why = REFUSED_ADDR;
-		pa = -1;
-	} else if (pa < 0) {
-		*why = REFUSED_PREAUTH;
-	} else {
-		snprintf(srv->preauth_addr[pa], sizeof(srv->preauth_addr[pa]),
-			 "%s", host);
-		srv->preauth++;
-	}
-	pthread_mutex_unlock(&srv->lock);
-	return pa;
-}
-
-/* Refuses req (never waiting on it), saying why at most every 10 s. */
-static void refuse(struct server *srv, struct cm_request *req, enum refusal why)
-{
-	unsigned int held;
-
-	if (log_every_due(&srv->refused[why], clock_now_ms(), 10000, &held)) {
-		char more[64] = "";
-
-		if (held)
-			snprintf(more, sizeof(more),
-				 " (and %u more like it since last said)",
-				 held);
-		switch (why) {
-		case REFUSED_HELD_OFF:
-			log_warn("refused %s: too many failed "
-				 "authentications, held off for now%s",
-				 cm_request_peer(req), more);
-			break;
-		case REFUSED_ADDR:
-			log_warn("refused %s: %u connections from its address "
-				 "are still authenticating%s",
-				 cm_request_peer(req), PREAUTH_PER_ADDR, more);
-			break;
-		case REFUSED_PREAUTH:
-			log_warn("refused %s: %u connections are still "
-				 "authenticating%s",
-				 cm_request_peer(req), PREAUTH_MAX, more);
-			break;
-		default:
-			log_warn("refused %s: %u sessions already running%s",
-				 cm_request_peer(req), srv->max_sessions, more);
-			break;
-		}
-	}
-	cm_reject(req);
 }
 
 static void spawn(struct server *srv, struct cm_request *req)
@@ -721,13 +554,79 @@ static unsigned int fit_sessions(const struct xfer_opts *o)
 	return (unsigned int)fit;
 }
 
-enum xfer_fail xfer_serve(const struct xfer_opts *o)
+/*
+ * rdcp --server: listens on a port of the range with the one-time key in
+ * srv->key, and hands the bootstrap line (boot.h) to o->on_boot.
+ */
+static int listen_boot(struct server *srv, struct cm_listener **l)
 {
-	struct server srv = { .o = o };
-	struct cm_listener *l;
-	enum xfer_fail v = XFER_OK;
+	const struct xfer_opts *o = srv->o;
+	struct boot b = { .proto = CM_VERSION };
+	char line[BOOT_LINE_MAX];
 	int rc;
 
+	rc = cm_listen_range(&o->addr, o->port_lo ? o->port_lo : 49152,
+			     o->port_hi ? o->port_hi : 65535, l, &b.port);
+	if (rc)
+		return rc;
+	snprintf(b.version, sizeof(b.version), "%s", RDCP_VERSION);
+	b.rdma = cm_listener_rdma(*l);
+	b.tcp = o->addr.transport != CM_TRANSPORT_RDMA;
+	if (b.rdma)
+		b.nrdma = cm_local_addrs(true, b.rdma_addrs, BOOT_ADDRS);
+	if (b.tcp)
+		b.ntcp = cm_local_addrs(false, b.tcp_addrs, BOOT_ADDRS);
+	b.nrdma = b.nrdma < 0 ? 0 : b.nrdma;
+	b.ntcp = b.ntcp < 0 ? 0 : b.ntcp;
+	snprintf(b.via, sizeof(b.via), "%s", o->via ? o->via : "");
+	memcpy(b.key, srv->key, KEY_LEN);
+	boot_format(&b, line);
+	if (o->on_boot)
+		o->on_boot(o->on_boot_arg, line);
+	OPENSSL_cleanse(&b, sizeof(b));
+	OPENSSL_cleanse(line, sizeof(line));
+	return 0;
+}
+
+/*
+ * rdcp --server: whether to stop, with the verdict in *v: its one
+ * authenticated session ended, or none began by until_ms.
+ */
+static bool boot_done(struct server *srv, uint64_t until_ms,
+		      enum xfer_fail *v)
+{
+	bool done;
+
+	pthread_mutex_lock(&srv->lock);
+	done = srv->served || (!srv->started && clock_now_ms() > until_ms);
+	if (srv->served)
+		*v = srv->verdict;
+	else if (done)
+		*v = XFER_FAIL_CONNECT;
+	pthread_mutex_unlock(&srv->lock);
+	if (done && !srv->served)
+		log_err("no client proved the one-time key in time (twice "
+			"the connect timeout): giving up");
+	return done;
+}
+
+enum xfer_fail xfer_serve(const struct xfer_opts *o)
+{
+	struct server srv = { .o = o, .key = o->key };
+	uint8_t onetime[KEY_LEN];
+	struct cm_listener *l;
+	enum xfer_fail v = XFER_OK;
+	uint64_t until = 0;
+	int rc;
+
+	if (o->ssh_server) {
+		if (getrandom(onetime, sizeof(onetime), 0) != sizeof(onetime)) {
+			log_err("cannot get random bytes: %s", strerror(errno));
+			return XFER_FAIL_RESOURCE;
+		}
+		srv.key = onetime;
+		srv.user_paths = true;
+	}
 	srv.rootfd =
 		open(o->root ? o->root : ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (srv.rootfd < 0) {
@@ -735,21 +634,25 @@ enum xfer_fail xfer_serve(const struct xfer_opts *o)
 			strerror(errno));
 		return XFER_FAIL_USAGE;
 	}
-	srv.max_sessions = o->once ? 1 : fit_sessions(o);
+	srv.max_sessions = o->once || o->ssh_server ? 1 : fit_sessions(o);
 	srv.umask = umask(022);
 	umask(srv.umask);
 	pthread_mutex_init(&srv.lock, NULL);
 	pthread_cond_init(&srv.idle, NULL);
-	rc = cm_listen(&o->addr, &l);
+	rc = o->ssh_server ? listen_boot(&srv, &l) : cm_listen(&o->addr, &l);
 	if (rc) {
 		close(srv.rootfd);
+		OPENSSL_cleanse(onetime, sizeof(onetime));
 		return rc == -ENOMEM ? XFER_FAIL_RESOURCE : XFER_FAIL_CONNECT;
 	}
+	until = clock_now_ms() + 2 * (uint64_t)o->connect_timeout_ms + 5000;
 	while (!(o->cancel && *o->cancel)) {
 		struct cm_request *req;
 
+		if (o->ssh_server && boot_done(&srv, until, &v))
+			break;
 		/* Out of descriptors or memory is -EAGAIN too: cm/ said so. */
-		rc = cm_listener_get(l, 500, &req);
+		rc = cm_listener_get(l, o->ssh_server ? 100 : 500, &req);
 		if (rc == -EAGAIN || rc == -EINTR)
 			continue;
 		if (rc) {
@@ -775,9 +678,13 @@ enum xfer_fail xfer_serve(const struct xfer_opts *o)
 	pthread_mutex_lock(&srv.lock);
 	while (srv.sessions || srv.preauth)
 		pthread_cond_wait(&srv.idle, &srv.lock);
+	/* The client closing ssh after its session is no cancel. */
+	if (o->ssh_server && srv.served)
+		v = srv.verdict;
 	pthread_mutex_unlock(&srv.lock);
 	cm_listener_destroy(l);
 	close(srv.rootfd);
+	OPENSSL_cleanse(onetime, sizeof(onetime));
 	pthread_cond_destroy(&srv.idle);
 	pthread_mutex_destroy(&srv.lock);
 	return v;

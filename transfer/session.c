@@ -63,6 +63,7 @@ const char *xfer_fail_name(enum xfer_fail f)
 		[XFER_FAIL_RESOURCE] = "resource",
 		[XFER_FAIL_PEER_LOST] = "peer-lost",
 		[XFER_FAIL_CANCELED] = "canceled",
+		[XFER_FAIL_REMOTE_START] = "remote-start",
 	};
 
 	return (unsigned int)f < sizeof(names) / sizeof(names[0]) && names[f]

@@ -33,6 +33,7 @@ enum xfer_fail {
 	XFER_FAIL_RESOURCE,  /* memory, memlock, RDMA device resources */
 	XFER_FAIL_PEER_LOST, /* the peer or the link went away mid-session */
 	XFER_FAIL_CANCELED,  /* SIGINT/SIGTERM */
+	XFER_FAIL_REMOTE_START, /* ssh failed, or no usable rdcp there */
 };
 
 enum xfer_csum {
@@ -126,10 +127,39 @@ struct xfer_opts {
 	 */
 	void (*on_progress)(void *arg, uint64_t done, uint64_t total,
 			    const char *path);
+	/*
+	 * Client over ssh (transfer/remote.c): the remote shell command
+	 * ("ssh -p 2222"; NULL: addr names a receiver already running), run
+	 * with rsh_host ("user@host") and the remote program rdcp_path
+	 * ("rdcp"); it starts rdcp --server there, whose bootstrap line says
+	 * where to connect and the one-time key. batch: BatchMode (no
+	 * prompt). rdma_addr: connect there, not where the line says.
+	 * boot_line: such a line got another way (the local end of a remote
+	 * to remote copy passes it on): no remote shell then.
+	 */
+	const char *rsh;
+	const char *rsh_host;
+	const char *rdcp_path;
+	bool batch;
+	const char *rdma_addr;
+	const char *boot_line;
 	/* receiver (server) */
 	const char *root;
 	bool once;
 	unsigned int max_sessions;
+	/*
+	 * rdcp --server, started over ssh: a one-time key made here, a port
+	 * of port_lo..port_hi (0: 49152..65535), the bootstrap line handed
+	 * to on_boot once listening (via: the address ssh reached this host
+	 * by, for it); one authenticated session, then the end (connections
+	 * that fail to authenticate do not count); paths as the user typed
+	 * them, relative to the current directory or absolute, no root.
+	 */
+	bool ssh_server;
+	uint16_t port_lo, port_hi;
+	const char *via;
+	void (*on_boot)(void *arg, const char *line);
+	void *on_boot_arg;
 };
 
 struct xfer_stats {
@@ -154,6 +184,28 @@ void xfer_opts_init(struct xfer_opts *o);
  * from it (o->pull).
  */
 enum xfer_fail xfer_copy(const struct xfer_opts *o, struct xfer_stats *st);
+
+/*
+ * A copy between two other hosts, both ends started over o->rsh: rdcp
+ * --server on dest_host, then on o->rsh_host the rdcp command far_argv
+ * (its arguments: --boot-stdin and the copy's), given the first's
+ * bootstrap line on its stdin, so that the data goes from one to the
+ * other directly. Its stdout and stderr are relayed here as they come.
+ * Returns its exit status, or -1 (logged) when an end could not be
+ * started.
+ */
+int xfer_copy_between(const struct xfer_opts *o, const char *dest_host,
+		      const char *const *far_argv);
+
+/*
+ * rdcp --check HOST over ssh: starts rdcp --server on o->rsh_host as a
+ * copy would, and tells out which of its addresses the data would go to
+ * and why. Returns the number of problems found.
+ */
+int xfer_check_remote(const struct xfer_opts *o,
+		      void (*out)(void *arg, enum cm_check_kind kind,
+				  const char *text),
+		      void *arg);
 
 /* Receiver: serve sessions until cancelled (or one, with o->once). */
 enum xfer_fail xfer_serve(const struct xfer_opts *o);

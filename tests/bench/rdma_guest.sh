@@ -53,7 +53,7 @@ rdcp_run() { # REP [BINARY NAME]
 	t0=$(now)
 	ok=1
 	$bin -v $K --port 7490 --chunk-size "$CHUNK" \
-		/tmp/b/src.bin "$ADDR:out.bin" >/tmp/b/cli.time 2>&1 ||
+		/tmp/b/src.bin "$ADDR::out.bin" >/tmp/b/cli.time 2>&1 ||
 		{ echo "# $name failed"; cat /tmp/b/cli.time; ok=; }
 	t1=$(now)
 	wait
@@ -69,7 +69,7 @@ rcopy_run() { # REP
 	sleep 1
 	t0=$(now)
 	ok=1
-	rcopy /tmp/b/src.bin "$ADDR:/tmp/b/rc/out.bin" -p 7491 >/dev/null 2>&1 ||
+	rcopy /tmp/b/src.bin "$ADDR::/tmp/b/rc/out.bin" -p 7491 >/dev/null 2>&1 ||
 		{ echo "# rcopy failed"; ok=; }
 	t1=$(now)
 	kill "$srv" 2>/dev/null
@@ -97,7 +97,7 @@ for g in 1 8; do
 	rdcp -v --listen $K --root /tmp/b/root --once \
 		--port 7492 >/tmp/b/srv.time 2>&1 &
 	sleep 1
-	rdcp -v $K --port 7492 /tmp/b/sparse.bin "$ADDR:s.bin" >/tmp/b/cli.time 2>&1 ||
+	rdcp -v $K --port 7492 /tmp/b/sparse.bin "$ADDR::s.bin" >/tmp/b/cli.time 2>&1 ||
 		echo "# sparse copy failed"
 	wait
 	echo "BENCH rss_${g}g 1 0 0 0 $(maxrss /tmp/b/cli.time) $(maxrss /tmp/b/srv.time)"

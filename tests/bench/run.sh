@@ -11,7 +11,8 @@
 #   tests/bench/run.sh BUILD_DIR
 # Environment: BENCH_MIB (file size, default 256), BENCH_REPS (default 5),
 # BENCH_BASE (another rdcp binary, e.g. main's build: run in every round
-# beside rdcp, in ABBA order, as a baseline; the ratio is printed).
+# beside rdcp, in ABBA order, as a baseline; the ratio is printed; it must
+# take the same command line, HOST::PATH).
 set -euo pipefail
 BUILD=${1:-build}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)

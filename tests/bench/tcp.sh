@@ -14,7 +14,8 @@
 # set to another rdcp binary (say main's build), that one copies the 1 GiB
 # file too in every round, to a receiver of its own, after rdcp in odd
 # rounds and before it in even ones (ABBA: neither always follows
-# iperf3): an interleaved A/B, its ratio printed.
+# iperf3): an interleaved A/B, its ratio printed. It must take the same
+# command line (HOST::PATH for the daemon: builds since the ssh bootstrap).
 #
 #   tests/bench/tcp.sh BUILD_DIR
 set -euo pipefail
@@ -116,7 +117,7 @@ base_send() { # REP: the baseline build's copy of the same file
 	local t0 t1
 	t0=$(now)
 	"$BASE" --no-auth -q --transport tcp --port "$BPORT" "$src" \
-		"127.0.0.1:big.bin"
+		"127.0.0.1::big.bin"
 	t1=$(now)
 	cmp -s "$src" "$SHM/base/big.bin" || { echo "bench: base copy differs" >&2; exit 1; }
 	rec rdcp_base "$1" "$(mbps "$BYTES" "$t0" "$t1")"
@@ -133,7 +134,7 @@ for rep in $(seq 1 "$REPS"); do
 	rec iperf3 "$rep" "$(awk -v b="$bps" 'BEGIN { printf "%.1f", b / 8e6 }')"
 
 	[ -n "$BASE" ] && [ $((rep % 2)) -eq 0 ] && base_send "$rep"
-	t0=$(now); rdcp_send "$src" "127.0.0.1:big.bin"; t1=$(now)
+	t0=$(now); rdcp_send "$src" "127.0.0.1::big.bin"; t1=$(now)
 	read -r u s m <"$W/tx.time"
 	cmp -s "$src" "$SHM/rdcp/big.bin" || { echo "bench: rdcp copy differs" >&2; exit 1; }
 	rec rdcp "$rep" "$(mbps "$BYTES" "$t0" "$t1")" "$u" "$s" "$m"
@@ -156,7 +157,7 @@ for rep in $(seq 1 "$REPS"); do
 	rm -f "$SHM/rsync.bin"
 
 	# The tree as tar sees it: one directory, walked by the tool.
-	t0=$(now); (cd "$W" && rdcp_send -r small "127.0.0.1:"); t1=$(now)
+	t0=$(now); (cd "$W" && rdcp_send -r small "127.0.0.1::"); t1=$(now)
 	diff -rq "$W/small" "$SHM/rdcp/small" >/dev/null ||
 		{ echo "bench: rdcp small-file copy differs" >&2; exit 1; }
 	rec rdcp_small "$rep" "$(mbps $((NSMALL * 4096)) "$t0" "$t1")"
@@ -174,7 +175,7 @@ done
 for g in 1 8; do
 	truncate -s "$((g * 1024 - 1))M" "$W/sparse.bin"
 	head -c 1048576 /dev/urandom >>"$W/sparse.bin"
-	rdcp_send "$W/sparse.bin" "127.0.0.1:sparse.bin"
+	rdcp_send "$W/sparse.bin" "127.0.0.1::sparse.bin"
 	read -r u s m <"$W/tx.time"
 	rec "rss_${g}g" 1 0 0 0 "$m"
 	rm -f "$W/sparse.bin" "$SHM/rdcp/sparse.bin"

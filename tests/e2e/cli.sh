@@ -48,7 +48,16 @@ expect_fail "one argument" 2 file
 expect_fail "last argument not HOST:DEST" 2 a b
 expect_fail "local and remote SRCs mixed in a pull" 2 host:src local .
 expect_fail "a pull's SRCs from two hosts" 2 h1:a h2:b .
-expect_fail "remote to remote" 2 h1:a h2:b
+expect_fail "remote to remote with a running receiver" 2 h1::a h2:b
+expect_fail "remote to remote with --manifest (a local file)" 2 --manifest=m h1:a h2:b
+expect_fail "user@ with a running receiver" 2 a u@h::x
+expect_fail "--no-auth over ssh" 2 --no-auth a h:
+expect_fail "a host name starting with -" 2 -- a -oProxyCommand=x:y
+expect_fail "--ssh with HOST::PATH" 2 --ssh a h::x
+expect_fail "bad --port-range" 2 --port-range 9-3 a h:
+expect_fail "--rdma-addr with a running receiver" 2 --rdma-addr 10.0.0.1 a h::x
+expect_fail "rdcp:// with a bad port" 2 a rdcp://h:0/x
+expect_fail "[v6]:PATH goes over ssh (-e false: it fails, exit 12)" 12 -e false a '[::1]:x'
 expect_fail "--streams beyond 1 (not implemented yet)" 2 --streams 2 a h:
 expect_fail "--gid-index without --device" 2 --gid-index 1 a h:
 expect_fail "--compress level out of range" 2 --compress=10 a h:
@@ -68,18 +77,23 @@ expect_fail "--exclude-from and --files-from both on stdin" 2 --files-from=- --e
 expect_fail "--exclude-from a missing file" 6 --exclude-from="$T/none" a h:
 expect_fail "--manifest with --checksum none" 2 --manifest=m --checksum none a h:
 expect_fail "--manifest with --dry-run" 2 --manifest=m --dry-run a h:
-expect_fail "--files-from a missing file" 6 --no-auth --files-from="$T/none" a h:
+expect_fail "--files-from a missing file" 6 --no-auth --files-from="$T/none" a h::
 expect_fail "--require-encrypt on a copy without --encrypt" 2 --require-encrypt a h:
 expect_fail "--require-encrypt on a pull without --encrypt" 2 --require-encrypt h:a .
 expect_fail "--require-encrypt with --no-auth" 2 --require-encrypt --no-auth --listen
+expect_fail "bad --retry" 2 --retry=-1 a h:
+expect_fail "--retry beyond 10000" 2 --retry 10001 a h:
+expect_fail "bad --retry-wait" 2 --retry-wait 1s a h:
+expect_fail "--retry-wait beyond an hour" 2 --retry-wait 3600.5 a h:
+expect_fail "--retry on a copy between two remote hosts" 2 --retry 2 h1:a h2:b
 
 # Keys.
 mkdir -p "$T/cfg/rdcp"
 check "--keygen writes a 0600 key" bash -c "'$RDCP' --keygen '$T/k1' 2>/dev/null && [ \"\$(stat -c %a '$T/k1')\" = 600 ] && [ \$(head -c 64 '$T/k1' | tr -d 0-9a-f | wc -c) = 0 ]"
 expect_fail "--keygen never overwrites" 6 --keygen "$T/k1"
 cp "$T/k1" "$T/k2" && chmod 644 "$T/k2"
-expect_fail "a key readable by others is refused" 4 --key-file "$T/k2" a h:
-expect_fail "no key and no --no-auth" 4 a h:
+expect_fail "a key readable by others is refused" 4 --key-file "$T/k2" a h::
+expect_fail "no key and no --no-auth" 4 a h::
 cp "$T/k1" "$T/cfg/rdcp/key"
 
 # --json against a receiver over TCP.
@@ -92,7 +106,7 @@ PORT=$((30000 + $$ % 20000))
 RX=$!
 sleep 0.5
 "$RDCP" --json -q --transport tcp --port "$PORT" "$T/src/small" "$T/src/missing" \
-	"$T/src/empty" "$T/src/big" "127.0.0.1:j/" >"$T/json" 2>"$T/json.err"
+	"$T/src/empty" "$T/src/big" "127.0.0.1::j/" >"$T/json" 2>"$T/json.err"
 RC=$?
 check "--json partial copy exits 9" test "$RC" = 9
 check "--json: every line is a JSON object with the documented fields" python3 - "$T/json" <<'PY'
@@ -116,7 +130,7 @@ assert s["transport"] == "tcp" and s["bytes"] == 3000003 and s["bytes_per_second
 assert s["retries"] == 0, s
 PY
 check "--json copies arrived" cmp "$T/src/big" "$T/root/j/big"
-"$RDCP" --json -q --transport tcp --port $((PORT + 1)) "$T/src/small" 127.0.0.1: >"$T/json2" 2>/dev/null
+"$RDCP" --json -q --transport tcp --port $((PORT + 1)) "$T/src/small" 127.0.0.1:: >"$T/json2" 2>/dev/null
 RC=$?
 check "--json connect failure: error + summary events, exit 3" python3 - "$T/json2" "$RC" <<'PY'
 import json, sys
@@ -127,7 +141,7 @@ assert ev[0]["class"] == "connect" and ev[0]["exit"] == 3 and "cannot connect" i
 assert ev[1]["result"] == "connect" and ev[1]["exit"] == 3, ev
 PY
 "$RDCP" --progress --transport tcp --port "$PORT" "$T/src/small" "$T/src/big" \
-	"127.0.0.1:p/" 2>"$T/progress" >"$T/progress.out"
+	"127.0.0.1::p/" 2>"$T/progress" >"$T/progress.out"
 RC=$?
 check "--progress: a line per file and a total, on stderr only" bash -c "
 	[ $RC = 0 ] && [ ! -s '$T/progress.out' ] &&
@@ -135,18 +149,18 @@ check "--progress: a line per file and a total, on stderr only" bash -c "
 	tr '\r' '\n' <'$T/progress' | grep -Eq '/big +2.86 MiB +ok' &&
 	grep -Eq '^2 files, 2.86 MiB in .* over tcp' '$T/progress'"
 "$RDCP" --transport tcp --port "$PORT" "$T/src/small" "$T/src/missing" "$T/src/big" \
-	"127.0.0.1:s/" 2>"$T/sum" >"$T/sum.out"
+	"127.0.0.1::s/" 2>"$T/sum" >"$T/sum.out"
 RC=$?
 check "summary: one last line, files, bytes, rate, skipped, failed, retries" bash -c "
 	[ $RC = 9 ] && [ ! -s '$T/sum.out' ] &&
 	tail -n1 '$T/sum' | grep -Eq '^2 files, 2.86 MiB in [0-9.]+ s \([0-9.]+ [kMG]?B/s\) over tcp; skipped 0, failed 1, retries 0\$'"
-"$RDCP" -q --transport tcp --port "$PORT" "$T/src/small" "127.0.0.1:s/" >"$T/sum.out" 2>&1
+"$RDCP" -q --transport tcp --port "$PORT" "$T/src/small" "127.0.0.1::s/" >"$T/sum.out" 2>&1
 RC=$?
 check "summary: none with -q" bash -c "[ $RC = 0 ] && [ ! -s '$T/sum.out' ]"
 
 # rdcp.conf: the user's defaults, the command line winning.
 printf '# site defaults\nport %s\n--transport=tcp\nchecksum = sha256\nquiet\n' "$PORT" >"$T/cfg/rdcp/rdcp.conf"
-"$RDCP" "$T/src/small" 127.0.0.1:conf/ >"$T/conf.out" 2>&1
+"$RDCP" "$T/src/small" 127.0.0.1::conf/ >"$T/conf.out" 2>&1
 RC=$?
 check "rdcp.conf: port, transport, checksum from the file: the copy arrives" bash -c "
 	[ $RC = 0 ] && cmp '$T/src/small' '$T/root/conf/small'"
@@ -160,13 +174,34 @@ check "--no-config: the file is not read" bash -c "
 	'$RDCP' --no-config --print-config | grep -vq port"
 echo 'prot 1' >>"$T/cfg/rdcp/rdcp.conf"
 check "--no-config: a copy ignores a broken file" bash -c "
-	'$RDCP' --no-config -q --transport tcp --port $PORT '$T/src/small' 127.0.0.1:conf2/ &&
+	'$RDCP' --no-config -q --transport tcp --port $PORT '$T/src/small' 127.0.0.1::conf2/ &&
 	cmp '$T/src/small' '$T/root/conf2/small'"
 expect_fail "rdcp.conf: an unknown option, its line named" 2 "$T/src/small" h:
 grep -q "rdcp.conf:6: unknown option 'prot'" "$T/e" && ok "  ... as FILE:LINE" || nok "  ... as FILE:LINE" "$(cat "$T/e")"
 printf 'port 0\n' >"$T/cfg/rdcp/rdcp.conf"
 expect_fail "rdcp.conf: a bad value, its line named" 2 "$T/src/small" h:
 grep -q "rdcp.conf:1: --port: '0'" "$T/e" && ok "  ... as FILE:LINE" || nok "  ... as FILE:LINE" "$(cat "$T/e")"
+printf 'retry 2\nretry-wait = 0.1\n' >"$T/cfg/rdcp/rdcp.conf"
+"$RDCP" --json --transport tcp --port $((PORT + 1)) "$T/src/small" 127.0.0.1:: >"$T/rc.json" 2>"$T/rc.err"
+RC=$?
+check "rdcp.conf: retry and retry-wait from the file: 3 attempts, the last one's exit" \
+	python3 - "$T/rc.json" "$RC" <<'PY'
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+assert int(sys.argv[2]) == 3, sys.argv[2]
+assert [e["event"] for e in ev] == ["attempt"] * 3 + ["error", "summary"], ev
+for n, a in enumerate(ev[:3], 1):
+    assert a["attempt"] == n and a["class"] == "connect" and a["exit"] == 3, a
+    assert a["retry"] == (n < 3) and "cannot connect" in a["message"], a
+    assert (0.08 <= a["wait"] <= 0.12) if n == 1 else True, a
+assert 0.16 <= ev[1]["wait"] <= 0.24, ev[1]
+assert ev[2]["wait"] == 0, ev[2]
+assert ev[-1]["retries"] == 2 and ev[-1]["exit"] == 3, ev[-1]
+PY
+check "--print-config: retry and retry-wait with their origin" bash -c "
+	'$RDCP' --print-config >'$T/pc' &&
+	grep -qx 'retry 2.# $T/cfg/rdcp/rdcp.conf:1' '$T/pc' &&
+	grep -qx 'retry-wait 0.1.# $T/cfg/rdcp/rdcp.conf:2' '$T/pc'"
 rm -f "$T/cfg/rdcp/rdcp.conf"
 
 kill "$RX" 2>/dev/null
@@ -180,16 +215,16 @@ echo secret >"$T/root/enc/pullme"
 RX=$!
 sleep 0.5
 expect_fail "--require-encrypt receiver: a push without --encrypt is refused" 4 \
-	--transport tcp --port "$((PORT + 2))" "$T/src/small" 127.0.0.1:enc/
+	--transport tcp --port "$((PORT + 2))" "$T/src/small" 127.0.0.1::enc/
 expect_fail "--require-encrypt receiver: a pull without --encrypt is refused" 4 \
-	--transport tcp --port "$((PORT + 2))" 127.0.0.1:enc/pullme "$T/pulled"
+	--transport tcp --port "$((PORT + 2))" 127.0.0.1::enc/pullme "$T/pulled"
 check "--require-encrypt receiver: nothing was written or pulled" \
 	bash -c "[ ! -e '$T/root/enc/small' ] && [ ! -e '$T/pulled' ]"
 check "--require-encrypt receiver: the refusal names --encrypt" \
 	grep -q 'requires --encrypt' "$T/e"
 check "--require-encrypt on both sides with --encrypt: copied" \
 	"$RDCP" -q --require-encrypt --encrypt --transport tcp \
-	--port "$((PORT + 2))" "$T/src/small" 127.0.0.1:enc/
+	--port "$((PORT + 2))" "$T/src/small" 127.0.0.1::enc/
 check "... and the copy arrived" cmp "$T/src/small" "$T/root/enc/small"
 kill "$RX" 2>/dev/null
 wait "$RX" 2>/dev/null

@@ -37,7 +37,7 @@ P=7800 # ports: one per receiver (nextport)
 POLL_MS=20
 
 # The scenarios, s_NAME below, in the order they run.
-ALL="keys enospc silent garbage flood changed kill9 sigint soak concurrent"
+ALL="keys enospc silent garbage flood changed kill9 sigint retry soak concurrent"
 ALL="$ALL resumepeer paths geom emfile fdcap heldoff preauth lateslot keys_after"
 check_scenarios "$ALL" "$@"
 
@@ -101,7 +101,7 @@ settle_fds() {
 # served LOG NAME: a real client copies a small file to the receiver on
 # $P as NAME under $RXDIR, else t_fail (the receiver still serves).
 served() {
-	send "$1" "$W/src/small" "$ADDR:$2"
+	send "$1" "$W/src/small" "$ADDR::$2"
 	[ "$SRC" = 0 ] || t_fail "a real client afterwards: exit $SRC, want 0"
 	same "$W/src/small" "$RXDIR/$2"
 	t_log "$1"
@@ -140,7 +140,7 @@ s_keys() {
 	KEYS_RX=$RX
 	t_begin "wrong key 5 times from $ADDR: each attempt exits 4, nothing written"
 	for i in 1 2 3 4 5; do
-		send "$W/tx-key$i.log" --key-file "$W/other.key" src/small "$ADDR:k$i"
+		send "$W/tx-key$i.log" --key-file "$W/other.key" src/small "$ADDR::k$i"
 		rcs="$rcs $SRC"
 		# Once the address is held off, the refusal is a connect error.
 		if [ "$i" -le 3 ] || ! grep -q 'held off' "$W/rx-keys.log"; then
@@ -160,7 +160,7 @@ s_keys() {
 	t_begin "wrong key: after the 3rd failure $ADDR is held off (logged), a correct key is refused"
 	held=$(grep -c 'held off' "$W/rx-keys.log")
 	[ "$held" -ge 1 ] || t_fail "the receiver log never says 'held off' after 5 wrong keys"
-	send "$W/tx-key-ok-early.log" src/small "$ADDR:early"
+	send "$W/tx-key-ok-early.log" src/small "$ADDR::early"
 	echo "# correct key right after 5 wrong ones: exit $SRC (want 3 while held off)"
 	[ "$SRC" = 3 ] || t_fail "a correct key while held off: exit $SRC, want 3 (refused)"
 	[ ! -e rx/keys/early ] || t_fail "the correct key's file was written while held off"
@@ -179,7 +179,7 @@ s_keys() {
 		GUESS_T3=$(now)
 		[ "$(grep -c 'authentication failed for' "$W/rx-guess.log")" = 3 ] ||
 			t_fail "the receiver did not log 3 failed authentications"
-		send "$W/tx-guess-ok.log" src/small "$ADDR:early"
+		send "$W/tx-guess-ok.log" src/small "$ADDR::early"
 		[ "$SRC" = 3 ] || t_fail "a correct key while held off: exit $SRC, want 3"
 		grep -q 'held off' "$W/rx-guess.log" || t_fail "the receiver log does not say 'held off'"
 		[ ! -e rx/guess/early ] || t_fail "written while held off"
@@ -272,7 +272,7 @@ s_enospc() {
 	if start_rx "$W/rx-full.log" --root "$fs"; then
 		for v in dense sparse; do
 			t_begin "receiver file system full (8 MiB tmpfs, $v 32 MiB file): exit 7, logged, nothing left"
-			send "$W/tx-full-$v.log" "src/$v" "$ADDR:$v"
+			send "$W/tx-full-$v.log" "src/$v" "$ADDR::$v"
 			[ "$SRC" = 7 ] || t_fail "sender exit $SRC, want 7"
 			grep -Eiq "space.*'$v'|'$v'.*space" "$W/rx-full.log" ||
 				t_fail "the receiver did not log the lack of space for '$v'"
@@ -288,11 +288,11 @@ s_enospc() {
 		done
 
 		t_begin "receiver file system full with --resume, then room made: --resume completes byte-identical"
-		send "$W/tx-full-res1.log" --resume src/sparse "$ADDR:res"
+		send "$W/tx-full-res1.log" --resume src/sparse "$ADDR::res"
 		[ "$SRC" = 7 ] || t_fail "first attempt: exit $SRC, want 7"
 		[ -e "$fs/.res.rdcp-part" ] || t_fail "temporary not kept for --resume"
 		if mount -o remount,size=48m "$fs"; then
-			send "$W/tx-full-res2.log" --resume --json src/sparse "$ADDR:res"
+			send "$W/tx-full-res2.log" --resume --json src/sparse "$ADDR::res"
 			[ "$SRC" = 0 ] || t_fail "resumed attempt: exit $SRC, want 0"
 			same src/sparse "$fs/res"
 			grep -q '"sent":' "$W/tx-full-res2.log" || t_fail "no file_done event"
@@ -339,7 +339,7 @@ s_changed() {
 		t=$(now)
 		head -c $((1024 * M)) /dev/zero >src/chg
 		echo "# made src/chg in $(since "$t")s"
-		bg_send "$W/tx-chg-$v.log" --window 2 --chunk-size 64K src/chg "$ADDR:chg"
+		bg_send "$W/tx-chg-$v.log" --window 2 --chunk-size 64K src/chg "$ADDR::chg"
 		if wait_partfile rx/chg chg "$TX"; then
 			msleep 200
 			if alive "$TX"; then
@@ -367,14 +367,14 @@ s_changed() {
 	done
 	t_begin "source changed while sent with --resume, then --resume again: byte-identical, less sent"
 	prng src/chg $((64 * M)) # not zeros: --resume would not send those
-	bg_send "$W/tx-chg-res1.log" --resume --bwlimit 16M --chunk-size 64K src/chg "$ADDR:chg"
+	bg_send "$W/tx-chg-res1.log" --resume --bwlimit 16M --chunk-size 64K src/chg "$ADDR::chg"
 	if wait_partfile rx/chg chg "$TX"; then
 		msleep 200
 		echo more >>src/chg
 		wait_pid "$TX" 60
 		[ "$WRC" = 6 ] || t_fail "first attempt: exit $WRC, want 6"
 		[ -e rx/chg/.chg.rdcp-part ] || t_fail "temporary not kept for --resume"
-		send "$W/tx-chg-res2.log" --resume --json --chunk-size 64K src/chg "$ADDR:chg"
+		send "$W/tx-chg-res2.log" --resume --json --chunk-size 64K src/chg "$ADDR::chg"
 		[ "$SRC" = 0 ] || t_fail "resumed attempt: exit $SRC, want 0"
 		same src/chg rx/chg/chg
 		sent=$(jget "$W/tx-chg-res2.log" file_done sent)
@@ -391,12 +391,12 @@ s_changed() {
 	t_begin "corrupted chunk with --resume (exit 8, temporary dropped), then --resume: byte-identical"
 	prng src/cor $((4 * M))
 	RDCP_TEST_CORRUPT_CHUNK=2 timeout -s KILL 60 "$HOOKS" --transport tcp --port "$P" \
-		--key-file "$KEY" --resume --chunk-size 64K src/cor "$ADDR:cor" >"$W/tx-cor-res1.log" 2>&1
+		--key-file "$KEY" --resume --chunk-size 64K src/cor "$ADDR::cor" >"$W/tx-cor-res1.log" 2>&1
 	rc=$?
 	[ "$rc" = 8 ] || t_fail "corrupted attempt: exit $rc, want 8"
 	[ ! -e rx/chg/cor ] || t_fail "placed under its final name"
 	no_temp rx/chg 3
-	send "$W/tx-cor-res2.log" --resume --chunk-size 64K src/cor "$ADDR:cor"
+	send "$W/tx-cor-res2.log" --resume --chunk-size 64K src/cor "$ADDR::cor"
 	[ "$SRC" = 0 ] || t_fail "resumed attempt: exit $SRC, want 0"
 	same src/cor rx/chg/cor
 	t_log "$W/tx-cor-res1.log" "$W/tx-cor-res2.log" "$W/rx-chg.log"
@@ -474,14 +474,14 @@ s_silent() {
 			i=$((i + 1))
 			msleep 20
 		done
-		send "$W/tx-sil4-next.log" src/small "$ADDR:next-to-silent"
+		send "$W/tx-sil4-next.log" src/small "$ADDR::next-to-silent"
 		[ "$SRC" = 0 ] || t_fail "a client next to 4 silent peers: exit $SRC, want 0"
 		for p in $ppids; do
 			wait_pid "$p" 15
 			[ "$WRC" = 0 ] || t_fail "a silent peer was not dropped"
 		done
 		for i in 1 2 3 4; do
-			bg_send "$W/tx-sil4-slow$i.log" --bwlimit 2M src/big "$ADDR:slow$i"
+			bg_send "$W/tx-sil4-slow$i.log" --bwlimit 2M src/big "$ADDR::slow$i"
 			tpids="$tpids $TX"
 		done
 		i=0
@@ -489,7 +489,7 @@ s_silent() {
 			i=$((i + 1))
 			msleep 20
 		done
-		send "$W/tx-sil4-busy.log" src/small "$ADDR:busy"
+		send "$W/tx-sil4-busy.log" src/small "$ADDR::busy"
 		echo "# while 4 sessions run: exit $SRC: $(grep -m1 'limit' "$W/tx-sil4-busy.log")"
 		[ "$SRC" = 3 ] || t_fail "a client past the session limit: exit $SRC, want 3"
 		grep -q 'session limit' "$W/tx-sil4-busy.log" || t_fail "the refused client does not say why"
@@ -551,7 +551,7 @@ s_flood() {
 	track $!
 	local ppid=$!
 	msleep 500
-	send "$W/tx-flp.log" -r "$ADDR:x" got/fl/
+	send "$W/tx-flp.log" -r "$ADDR::x" got/fl/
 	echo "# the client: exit $SRC: $(grep -m1 'unfinished' "$W/tx-flp.log")"
 	[ "$SRC" = 5 ] || t_fail "exit $SRC, want 5"
 	grep -q 'unfinished' "$W/tx-flp.log" || t_fail "the client does not say why"
@@ -647,7 +647,7 @@ s_kill9() {
 			t_end
 			continue
 		fi
-		bg_send "$W/tx-k9-$who.log" --window 2 --chunk-size 64K src/big "$ADDR:big"
+		bg_send "$W/tx-k9-$who.log" --window 2 --chunk-size 64K src/big "$ADDR::big"
 		if wait_partfile "$RXDIR" big "$TX"; then
 			msleep 200
 			if alive "$TX"; then
@@ -685,7 +685,7 @@ s_kill9() {
 			start_rx "$W/rx-k9-$who-2.log" --root "$RXDIR" ||
 				t_fail "receiver did not start listening again"
 		fi
-		send "$W/tx-k9-$who-2.log" src/big "$ADDR:big"
+		send "$W/tx-k9-$who-2.log" src/big "$ADDR::big"
 		[ "$SRC" = 0 ] || t_fail "second copy: exit $SRC, want 0"
 		same src/big "$RXDIR/big"
 		no_temp "$RXDIR"
@@ -706,7 +706,7 @@ s_sigint() {
 	nextport
 	t_begin "SIGINT of the sender mid-file: exit 130, temporary removed, receiver serves on"
 	if start_rx "$W/rx-int.log" --root "$RXDIR"; then
-		bg_send "$W/tx-int.log" --window 2 --chunk-size 64K src/big "$ADDR:big"
+		bg_send "$W/tx-int.log" --window 2 --chunk-size 64K src/big "$ADDR::big"
 		if wait_partfile "$RXDIR" big "$TX"; then
 			msleep 200
 			if alive "$TX"; then
@@ -734,6 +734,77 @@ s_sigint() {
 	rm -rf rx/int
 }
 
+# ---------------------------------------------------------------- 7b. --retry
+
+# A connection dropped once mid-file, as a cut link would drop it, by the
+# test hook RDCP_TEST_DROP_AT_WRITE=N (the Nth ring write a process gets
+# ends that session without a word): on a push by the receiver, on a pull
+# by the client itself. One --retry invocation resumes and completes. And
+# a corruption that persists (RDCP_TEST_CORRUPT_CHUNK, every session) is
+# retried only as often as --retry says.
+s_retry() {
+	local sent rc size=$((16 * M))
+	mkdir -p rx/rt got
+	prng src/rt "$size"
+	nextport
+	t_begin "receiver drops the connection once mid-file: --retry resumes, byte-identical"
+	if rx_spawn "$W/rx-rt.log" env RDCP_TEST_DROP_AT_WRITE=40 "$HOOKS" --listen -v \
+		--transport tcp --bind "$ADDR" --port "$P" --key-file "$KEY" --root "$W/rx/rt"; then
+		send "$W/tx-rt.log" --chunk-size 64K --retry 3 --retry-wait 0.2 --json src/rt "$ADDR::rt"
+		[ "$SRC" = 0 ] || t_fail "sender exit $SRC, want 0"
+		same src/rt rx/rt/rt
+		no_temp rx/rt
+		grep -q 'test hook: dropping the connection' "$W/rx-rt.log" ||
+			t_fail "the receiver did not drop the connection"
+		[ "$(jattempts "$W/tx-rt.log")" = "peer-lost/11/true " ] ||
+			t_fail "attempts: '$(jattempts "$W/tx-rt.log")', want peer-lost/11/true"
+		[ "$(jget "$W/tx-rt.log" summary retries)" = 1 ] || t_fail "summary retries not 1"
+		sent=$(jlastdone "$W/tx-rt.log" src/rt sent)
+		echo "# the retry sent ${sent:-?} of $size bytes"
+		[ -n "$sent" ] && [ "$sent" -lt "$size" ] || t_fail "the retry sent ${sent:-?} bytes: not resumed"
+		alive "$RX" || t_fail "receiver gone"
+		t_log "$W/tx-rt.log" "$W/rx-rt.log"
+		t_end
+
+		t_begin "a pull whose client drops the connection once mid-file: --retry resumes, byte-identical"
+		RDCP_TEST_DROP_AT_WRITE=40 timeout -s KILL 60 "$HOOKS" --transport tcp --port "$P" \
+			--key-file "$KEY" --chunk-size 64K --retry 3 --retry-wait 0.2 --json \
+			"$ADDR::rt" got/rt >"$W/tx-rt2.log" 2>&1
+		rc=$?
+		[ "$rc" = 0 ] || t_fail "client exit $rc, want 0"
+		same src/rt got/rt
+		no_temp got
+		[ "$(jattempts "$W/tx-rt2.log")" = "peer-lost/11/true " ] ||
+			t_fail "attempts: '$(jattempts "$W/tx-rt2.log")', want peer-lost/11/true"
+		sent=$(jlastdone "$W/tx-rt2.log" got/rt sent)
+		echo "# the retried pull received ${sent:-?} of $size bytes"
+		[ -n "$sent" ] && [ "$sent" -lt "$size" ] || t_fail "the retry received ${sent:-?} bytes: not resumed"
+		t_log "$W/tx-rt2.log" "$W/rx-rt.log"
+		t_end
+
+		t_begin "a chunk corrupted in every attempt: --retry 2 stops after 3 with exit 8, nothing placed"
+		prng src/rtc $((4 * M))
+		RDCP_TEST_CORRUPT_CHUNK=2 timeout -s KILL 60 "$HOOKS" --transport tcp --port "$P" \
+			--key-file "$KEY" --chunk-size 64K --retry 2 --retry-wait 0.1 --json \
+			src/rtc "$ADDR::rtc" >"$W/tx-rt3.log" 2>&1
+		rc=$?
+		[ "$rc" = 8 ] || t_fail "client exit $rc, want 8"
+		[ "$(jattempts "$W/tx-rt3.log")" = "verify/8/true verify/8/true verify/8/false " ] ||
+			t_fail "attempts: '$(jattempts "$W/tx-rt3.log")'"
+		[ ! -e rx/rt/rtc ] || t_fail "placed under its final name"
+		no_temp rx/rt 3
+		t_log "$W/tx-rt3.log" "$W/rx-rt.log"
+		t_end
+		term_rx
+	else
+		t_begin "--retry: receiver starts"
+		t_fail "receiver did not start listening"
+		t_log "$W/rx-rt.log"
+		t_end
+	fi
+	rm -rf rx/rt got src/rt src/rtc
+}
+
 # ---------------------------------------------------------------- 8. soak
 
 s_soak() {
@@ -751,7 +822,7 @@ s_soak() {
 	if start_rx "$W/rx-soak.log" --root "$RXDIR"; then
 		for i in $(seq 1 $n); do
 			# Names repeat: every 20th transfer replaces an earlier file.
-			send "$W/tx-soak.log" "src/soak/f$i" "$ADDR:s$((i % 20))"
+			send "$W/tx-soak.log" "src/soak/f$i" "$ADDR::s$((i % 20))"
 			if [ "$SRC" != 0 ] || ! cmp -s "src/soak/f$i" "$RXDIR/s$((i % 20))"; then
 				bad=$((bad + 1))
 				[ $bad -gt 3 ] || t_fail "transfer $i ($(stat -c %s "src/soak/f$i") bytes): exit $SRC$(cmp -s "src/soak/f$i" "$RXDIR/s$((i % 20))" || echo ', copy differs')"
@@ -806,11 +877,11 @@ s_concurrent() {
 		track $!
 		ppids="$ppids $!"
 		RDCP_TEST_CORRUPT_CHUNK=1 "$HOOKS" --transport tcp --port "$P" --key-file "$KEY" \
-			--chunk-size 64K src/c1 "$ADDR:corrupt" >"$W/tx-conc-hooks.log" 2>&1 &
+			--chunk-size 64K src/c1 "$ADDR::corrupt" >"$W/tx-conc-hooks.log" 2>&1 &
 		hk=$!
 		track $hk
 		for i in 1 2 3 4; do
-			bg_send "$W/tx-conc$i.log" --chunk-size 256K --window 8 "src/c$i" "$ADDR:c$i"
+			bg_send "$W/tx-conc$i.log" --chunk-size 256K --window 8 "src/c$i" "$ADDR::c$i"
 			pids="$pids $TX"
 			t_log "$W/tx-conc$i.log"
 		done

@@ -45,7 +45,7 @@ s_paths() {
 			t_fail "the sanitizer complained"
 		if alive "$RX"; then
 			run_bounded 60 "$W/tx-paths.log" "$RDCP" --transport tcp --port "$P" \
-				--no-auth "$W/src/small" "$ADDR:small"
+				--no-auth "$W/src/small" "$ADDR::small"
 			[ "$SRC" = 0 ] || t_fail "a real client afterwards: exit $SRC, want 0"
 			same "$W/src/small" "$RXDIR/small"
 			t_log "$W/tx-paths.log"
@@ -150,7 +150,7 @@ s_heldoff() {
 			i=$((i + 1))
 			msleep 20
 		done
-		send "$W/tx-held.log" --connect-timeout 3 src/small "$ADDR:small"
+		send "$W/tx-held.log" --connect-timeout 3 src/small "$ADDR::small"
 		echo "# client from 127.0.0.1 next to 30 held-off connections: exit $SRC in ${ST}s"
 		[ "$SRC" = 0 ] || t_fail "the real client: exit $SRC, want 0"
 		same src/small "$RXDIR/small"
@@ -192,7 +192,7 @@ s_preauth() {
 			msleep 20
 		done
 		for i in $(seq 1 $n); do
-			send "$W/tx-pre.log" --connect-timeout 5 src/small "$ADDR:p$i"
+			send "$W/tx-pre.log" --connect-timeout 5 src/small "$ADDR::p$i"
 			if [ "$SRC" = 0 ] && cmp -s src/small "$RXDIR/p$i"; then
 				ok=$((ok + 1))
 			else
@@ -245,8 +245,10 @@ except peer.RemoteError as e:
 PY
 		pp=$!
 		track $pp
-		msleep 300
-		bg_send "$W/tx-late-slow.log" --bwlimit 2M src/big "$ADDR:slow"
+		# The late client first (python may take a while to start).
+		wait_until 20 "$pp" logged "$W/rx-late.log" "accepted" ||
+			t_fail "the late client never connected"
+		bg_send "$W/tx-late-slow.log" --bwlimit 2M src/big "$ADDR::slow"
 		wait_pid "$pp" 20
 		echo "# $(cat "$W/peer-late.log")"
 		grep -q 'session limit' "$W/peer-late.log" ||
@@ -320,7 +322,7 @@ PY
 		# 32 connections still authenticating must find their fds
 		[ "$fds" -le $((1024 - 32 * 8)) ] ||
 			t_fail "receiver holds $fds fds: no room left for connections still authenticating"
-		send "$W/tx-fdcap.log" --connect-timeout 3 src/small "$ADDR:honest"
+		send "$W/tx-fdcap.log" --connect-timeout 3 src/small "$ADDR::honest"
 		echo "# honest client: exit $SRC: $(head -c 200 "$W/tx-fdcap.log")"
 		if [ "$SRC" = 0 ]; then
 			same src/small "$RXDIR/honest"

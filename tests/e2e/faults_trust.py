@@ -99,7 +99,7 @@ class Case:
             srv.handshake()
             srv.expect_ring()
             srv.run_source(entries)
-        args = list(opts) + ["%s:%s" % (ADDR, s) for s in srcs] + \
+        args = list(opts) + ["%s::%s" % (ADDR, s) for s in srcs] + \
             [os.path.join(self.home, dest or "") if dest else self.home + "/"]
         return self.session(args, serve)
 
@@ -250,7 +250,7 @@ def push(c, opts, serve, size=300000):
     with open(os.path.join(src, "b"), "wb") as f:
         f.write(b"small, packed\n")
     files = [os.path.join(src, "a"), os.path.join(src, "b")]
-    res = c.session(list(opts) + ["--json"] + files + ["%s:in/" % ADDR],
+    res = c.session(list(opts) + ["--json"] + files + ["%s::in/" % ADDR],
                     serve)
     shutil.rmtree(src)
     return res
@@ -355,7 +355,7 @@ def s_words_welcome(c):
     def serve(srv):
         srv.hello = srv.conn.expect(peer.HELLO)
         srv.conn.send(Msg(peer.WELCOME, status=-13, message=EVIL))
-    res = c.session([ADDR + ":want.txt", c.home + "/"], serve)
+    res = c.session([ADDR + "::want.txt", c.home + "/"], serve)
     c.check(res[0] != 0, "exit 0 on a refusal")
     clean_words(c, res, "WELCOME")
 
@@ -367,7 +367,7 @@ def s_words_error(c):
         srv.expect_ring()
         srv.conn.send(Msg(peer.ERROR, status=-5, klass=7, message=EVIL))
         srv.conn.wait_closed(5)
-    res = c.session([ADDR + ":want.txt", c.home + "/"], serve)
+    res = c.session([ADDR + "::want.txt", c.home + "/"], serve)
     c.check(res[0] != 0, "exit 0 after an ERROR")
     clean_words(c, res, "ERROR")
 

@@ -304,3 +304,67 @@ jdone() {
 	grep "\"event\":\"file_done\",\"path\":\"$2\"" "$1" | head -n1 |
 		sed -n "s/.*\"$3\":\"\{0,1\}\([^\",}]*\).*/\1/p"
 }
+
+# jlastdone LOG PATH FIELD: FIELD of the last file_done event for PATH
+# (with --retry, a file may have one per attempt).
+jlastdone() {
+	grep "\"event\":\"file_done\",\"path\":\"$2\"" "$1" | tail -n1 |
+		sed -n "s/.*\"$3\":\"\{0,1\}\([^\",}]*\).*/\1/p"
+}
+
+# jattempts LOG: --retry's attempt events in LOG, "CLASS/EXIT/RETRY " each.
+jattempts() {
+	grep '"event":"attempt"' "$1" |
+		sed 's/.*"class":"\([^"]*\)","exit":\([0-9]*\),.*"retry":\([a-z]*\).*/\1\/\2\/\3/' |
+		tr '\n' ' '
+}
+
+# ---------------------------------------------------------------- ssh, rxe
+
+# descendants PID: every process below PID (its children, theirs, ...),
+# one a line. A process whose parent exited (reparented) is no longer one.
+descendants() {
+	_ds_todo=$1
+	while [ -n "$_ds_todo" ]; do
+		# shellcheck disable=SC2086 # a word list
+		set -- $_ds_todo
+		_ds_cur=$1
+		shift
+		_ds_todo=$*
+		for _ds_f in /proc/[0-9]*/stat; do
+			read -r _ds_l 2>/dev/null <"$_ds_f" || continue
+			# "pid (comm) state ppid ...": comm may hold ") ".
+			_ds_r=${_ds_l##*") "}
+			_ds_r=${_ds_r#* }
+			[ "${_ds_r%% *}" = "$_ds_cur" ] || continue
+			_ds_p=${_ds_f#/proc/}
+			_ds_p=${_ds_p%/stat}
+			echo "$_ds_p"
+			_ds_todo="$_ds_todo $_ds_p"
+		done
+	done
+}
+no_descendants() { [ -z "$(descendants "$1")" ]; } # PID
+gone() { ! alive "$1"; }                           # PID
+
+# rxe_sent [DEV] / rxe_rcvd [DEV]: RoCE packets the rxe device DEV
+# (default rxe0) has sent / received since it was created (its
+# hw_counters sent_pkts / rcvd_pkts; acks included); empty without one.
+rxe_sent() { cat "/sys/class/infiniband/${1:-rxe0}/ports/1/hw_counters/sent_pkts" 2>/dev/null; }
+rxe_rcvd() { cat "/sys/class/infiniband/${1:-rxe0}/ports/1/hw_counters/rcvd_pkts" 2>/dev/null; }
+
+# over_rdma WHAT BEFORE AFTER BYTES: t_fail unless a counter (rxe_sent on
+# the side whose data it is, rxe_rcvd on the other) went from BEFORE to at
+# least BEFORE + BYTES/4096, a packet per 4 KiB (the largest RoCE MTU):
+# then the BYTES crossed over RDMA, not over a TCP socket (ssh's, or the
+# TCP transport's), which rxe never counts. Prints the packets seen.
+over_rdma() {
+	if [ -z "$2" ] || [ -z "$3" ]; then
+		t_fail "$1: no rxe counter to read"
+		return
+	fi
+	_or_d=$(($3 - $2)) _or_min=$(($4 / 4096))
+	echo "# $1: $_or_d RoCE packets for $4 bytes (at least $_or_min wanted)"
+	[ "$_or_d" -ge "$_or_min" ] && [ "$_or_d" -gt 0 ] ||
+		t_fail "$1: rxe counted $_or_d packets for $4 bytes: the data did not go over RDMA"
+}

@@ -113,7 +113,7 @@ prng src/tree/b 300000
 s_grow() {
 	t_begin "mitm grows a file in FILE (+1 MiB): session refused (5), nothing placed"
 	rm -rf rx/grow
-	attack grow "" grow 1048576 -- --encrypt src/one "$ADDR:grow/"
+	attack grow "" grow 1048576 -- --encrypt src/one "$ADDR::grow/"
 	want_refused
 	absent rx/grow/one
 	t_end
@@ -122,7 +122,7 @@ s_grow() {
 s_truncate() {
 	t_begin "mitm drops the last chunk and edits FILE_END (--checksum none): refused (5), nothing placed"
 	attack truncate "" truncate -- --encrypt --checksum none --chunk-size 64K \
-		src/three "$ADDR:trunc"
+		src/three "$ADDR::trunc"
 	want_refused
 	absent rx/trunc
 	t_end
@@ -135,10 +135,10 @@ s_inject_push() {
 		rm -rf rx/ip && mkdir -p rx/ip/tree && echo precious >rx/ip/tree/victim
 		if [ $what = symlink ]; then
 			attack inject-push-$what "" inject-symlink tree/evil /etc/shadow \
-				-- --encrypt -r src/tree "$ADDR:ip/"
+				-- --encrypt -r src/tree "$ADDR::ip/"
 		else
 			attack inject-push-$what "" inject-empty tree/victim \
-				-- --encrypt -r src/tree "$ADDR:ip/"
+				-- --encrypt -r src/tree "$ADDR::ip/"
 		fi
 		want_refused
 		absent rx/ip/tree/evil
@@ -157,10 +157,10 @@ s_inject_pull() {
 		rm -rf dst && mkdir -p dst/tree && echo precious >dst/tree/victim
 		if [ $what = symlink ]; then
 			attack inject-pull-$what "" inject-symlink tree/evil /etc/shadow \
-				-- --encrypt -r "$ADDR:pull/tree" dst/
+				-- --encrypt -r "$ADDR::pull/tree" dst/
 		else
 			attack inject-pull-$what "" inject-empty tree/victim \
-				-- --encrypt -r "$ADDR:pull/tree" dst/
+				-- --encrypt -r "$ADDR::pull/tree" dst/
 		fi
 		want_refused
 		absent dst/tree/evil
@@ -174,7 +174,7 @@ s_rewrite() {
 	t_begin "mitm renames a file and rewrites its mode and mtime (-p): refused (5), nothing placed"
 	rm -rf rx/rw
 	attack rewrite "" rewrite other 0777 1000000000 \
-		-- --encrypt -p src/one "$ADDR:rw/"
+		-- --encrypt -p src/one "$ADDR::rw/"
 	want_refused
 	absent rx/rw/one rx/rw/other
 	t_end
@@ -186,7 +186,7 @@ s_credit() {
 		t_begin "mitm ${how}s a CREDIT from the receiver: refused (5), nothing placed"
 		rm -rf rx/cr
 		attack credit-$how "" $how-credit -- --encrypt --window 2 \
-			--chunk-size 64K src/many "$ADDR:cr/"
+			--chunk-size 64K src/many "$ADDR::cr/"
 		want_refused
 		# The first CREDIT comes mid-file: the file is not placed. (A
 		# message tampered with after a file was verified and placed
@@ -199,7 +199,7 @@ s_credit() {
 s_noauth_grow() {
 	t_begin "no key (no tags): a size grown in flight still fails the file (5), nothing placed"
 	rm -rf rx/na
-	attack noauth-grow --no-auth grow 1048576 -- src/one "$ADDR:na/"
+	attack noauth-grow --no-auth grow 1048576 -- src/one "$ADDR::na/"
 	want_refused
 	absent rx/na/one
 	t_end

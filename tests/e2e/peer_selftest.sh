@@ -146,7 +146,7 @@ s_serve_pull() {
 	t_begin "peer.py serves a pull to an rdcp client: identical, client exit 0"
 	mkdir -p out-sp
 	peer_server peer-sp.log serve-pull src/big src/small
-	client cl-sp.log --chunk-size 64K --window 4 "$ADDR:big" "$ADDR:small" out-sp/
+	client cl-sp.log --chunk-size 64K --window 4 "$ADDR::big" "$ADDR::small" out-sp/
 	[ "$SRC" = 0 ] || t_fail "rdcp client exit $SRC, want 0"
 	wait_pid "$PEER_PID" 20
 	[ "$WRC" = 0 ] || t_fail "peer.py exit $WRC, want 0"
@@ -161,7 +161,7 @@ s_serve_push() {
 	t_begin "peer.py receives an rdcp client's push: identical, client exit 0"
 	mkdir -p out-spu
 	peer_server peer-spu.log serve-push out-spu
-	client cl-spu.log --chunk-size 64K --window 4 src/big src/small "$ADDR:x/"
+	client cl-spu.log --chunk-size 64K --window 4 src/big src/small "$ADDR::x/"
 	[ "$SRC" = 0 ] || t_fail "rdcp client exit $SRC, want 0"
 	wait_pid "$PEER_PID" 20
 	[ "$WRC" = 0 ] || t_fail "peer.py exit $WRC, want 0"

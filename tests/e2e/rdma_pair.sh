@@ -19,6 +19,19 @@
 #            rxe0 re-created on b, see the rxe bug noted there) a new copy
 #            must work and `--resume` must finish the cut file byte-identical
 #            while sending less than all of it.
+#   retry    the same cut (b takes eth0 down mid-transfer for 20 s, then
+#            re-creates rxe0 and starts a new receiver on the same port),
+#            but a's ONE rdcp --retry invocation (over RDMA, which implies
+#            --resume) reconnects once the link is back and completes
+#            byte-identical, sending less than all of it again; its first
+#            attempts may also find b not listening yet (exit 3, retried).
+#   ssh      (alone, or first in the boot of another scenario: run_rdma.sh
+#            runs `ssh rxhost`) a runs a command on b over ssh (OpenSSH,
+#            keys and known_hosts from run_rdma.sh; BatchMode, b's host key
+#            checked); a receiver a starts on b over ssh takes a push, and
+#            the rxe counters show it went over RDMA (over_rdma, lib.sh);
+#            the same push with --transport tcp is seen not to move them.
+#            b does nothing for it but run sshd (tests/guest/init.sh).
 # The surviving guest(s) print TAP lines ("ok N - ...", "not ok N - ..."
 # with "# " diagnostics, the plan last) and exit 0 only if all passed.  A
 # pre-shared key, if the build needs one, is expected at /etc/rdcp/key;
@@ -28,6 +41,12 @@
 . "$(dirname "$0")/lib.sh"
 
 SCEN=${1:-}
+# `ssh` first: its checks, then the scenario named next in the same boot.
+SSH_FIRST=
+if [ "$SCEN" = ssh ] && [ $# -gt 1 ]; then
+	SSH_FIRST=1
+	SCEN=$2
+fi
 ROLE=${RDCP_GUEST_ROLE:-}
 PEER=${RDCP_PEER_ADDR:-}
 W=/tmp/e2e
@@ -82,16 +101,133 @@ mknew() {
 mkcut() {
 	seq 1 9000000 >"$1"
 }
+# ~19 MB, the same in both guests: the file of the retried copy.
+mkretry() {
+	seq 1 2500000 >"$1"
+}
+RETRY_DOWN_S=20
+
+# ---------------------------------------------------------------- ssh
+
+SSH="ssh -o BatchMode=yes -o ConnectTimeout=10"
+SSH_PORT=7590
+ssh_up() { $SSH "$PEER" true </dev/null >/dev/null 2>&1; }
+
+# ssh_push LOG SIZE ARGS...: a receiver started on b over ssh (--once,
+# into /tmp/ssh-rx there) takes a push of $W/ssh.src (SIZE bytes) sent
+# with ARGS; SENT0/SENT1 = a's rxe_sent before and after the push, and
+# the copy's sha256 on b is compared with a's.
+ssh_push() {
+	_sp_log=$1 _sp_size=$2
+	shift 2
+	SENT0='' SENT1=''
+	# shellcheck disable=SC2086 # SSH: words
+	$SSH "$PEER" "rm -rf /tmp/ssh-rx && mkdir /tmp/ssh-rx &&
+		exec rdcp --listen --once -v --root /tmp/ssh-rx --port $SSH_PORT" \
+		</dev/null >"$_sp_log.rx" 2>&1 &
+	_sp_rx=$!
+	if wait_until 60 "$_sp_rx" logged "$_sp_log.rx" listening; then
+		SENT0=$(rxe_sent)
+		run_bounded 120 "$_sp_log" rdcp -v --port $SSH_PORT "$@" "$W/ssh.src" "$PEER::f"
+		SENT1=$(rxe_sent)
+		[ "$SRC" = 0 ] || t_fail "sender exit $SRC"
+		wait_pid "$_sp_rx" 30
+		[ "$WRC" = 0 ] || t_fail "ssh (the receiver's exit status) $WRC, want 0"
+		# shellcheck disable=SC2086
+		_sp_sum=$($SSH "$PEER" sha256sum /tmp/ssh-rx/f </dev/null 2>/dev/null | cut -d' ' -f1)
+		[ "$_sp_sum" = "$(sha256sum "$W/ssh.src" | cut -d' ' -f1)" ] ||
+			t_fail "the copy on b differs (sha256 ${_sp_sum:-none})"
+	else
+		t_fail "the receiver started over ssh did not listen"
+		kill -9 "$_sp_rx" 2>/dev/null
+	fi
+	t_log "$_sp_log" "$_sp_log.rx"
+}
+
+pair_ssh_a() {
+	_ps_prefix=$T_PREFIX
+	T_PREFIX="ssh: "
+	t_begin "a runs a command on b over ssh (BatchMode, b's host key checked)"
+	wait_peer 60 || t_fail "peer never answered ping"
+	wait_until 60 "" ssh_up || t_fail "b's sshd did not let a in within 60 s"
+	# shellcheck disable=SC2086
+	run_bounded 30 "$W/ssh-b.log" $SSH "$PEER" 'cat /proc/cmdline; ulimit -l' </dev/null
+	[ "$SRC" = 0 ] || t_fail "ssh exit $SRC"
+	grep -q 'rdcp.role=b' "$W/ssh-b.log" || t_fail "the command did not run on b"
+	grep -qx unlimited "$W/ssh-b.log" || t_fail "b's ssh commands may not pin memory (ulimit -l)"
+	t_log "$W/ssh-b.log" 
+	t_end
+	head -c 8388608 /dev/urandom >"$W/ssh.src"
+	t_begin "a receiver started on b over ssh takes a push over RDMA (rxe counted it)"
+	ssh_push "$W/ssh-push.log" 8388608
+	[ -z "$T_WHY" ] && over_rdma "push of 8 MiB" "$SENT0" "$SENT1" 8388608
+	t_end
+	t_begin "control: the same push with --transport tcp does not move the rxe counters"
+	ssh_push "$W/ssh-tcp.log" 8388608 --transport tcp
+	if [ -z "$T_WHY" ]; then
+		echo "# over TCP: $((SENT1 - SENT0)) RoCE packets"
+		[ $((SENT1 - SENT0)) -lt $((8388608 / 4096 / 4)) ] ||
+			t_fail "rxe counted $((SENT1 - SENT0)) packets for a TCP push"
+	fi
+	t_end
+	# rdcp's own ssh mode: b's end started by rdcp, no key, no receiver.
+	t_begin "rdcp pushes to $PEER:DIR/ over ssh: b's rdcp started by it, data over RDMA"
+	_pa_s0=$(rxe_sent)
+	# shellcheck disable=SC2086
+	run_bounded 120 "$W/ssh-rdcp-push.log" rdcp -v -e "$SSH" "$W/ssh.src" "$PEER:/tmp/e2e-sshr/"
+	_pa_s1=$(rxe_sent)
+	[ "$SRC" = 0 ] || t_fail "exit $SRC"
+	grep -q "over rdma" "$W/ssh-rdcp-push.log" || t_fail "the summary does not say rdma"
+	over_rdma "rdcp push of 8 MiB" "$_pa_s0" "$_pa_s1" 8388608
+	# shellcheck disable=SC2086
+	_pa_sum=$($SSH "$PEER" sha256sum /tmp/e2e-sshr/ssh.src </dev/null | cut -d' ' -f1)
+	[ "$_pa_sum" = "$(sha256sum "$W/ssh.src" | cut -d' ' -f1)" ] ||
+		t_fail "b's copy differs (sha256 ${_pa_sum:-none})"
+	# shellcheck disable=SC2086
+	_pa_left=$($SSH "$PEER" 'for f in /proc/[0-9]*/cmdline; do tr "\0" " " <$f 2>/dev/null; echo; done | grep -c "rdcp [-]-server"' </dev/null)
+	[ "${_pa_left:-x}" = 0 ] || t_fail "rdcp --server still running on b: ${_pa_left:-?}"
+	t_log "$W/ssh-rdcp-push.log"
+	t_end
+	t_begin "rdcp pulls from $PEER:FILE over ssh: data over RDMA"
+	_pa_r0=$(rxe_rcvd)
+	# shellcheck disable=SC2086
+	run_bounded 120 "$W/ssh-rdcp-pull.log" rdcp -v -e "$SSH" "$PEER:/tmp/e2e-sshr/ssh.src" "$W/ssh.pulled"
+	_pa_r1=$(rxe_rcvd)
+	[ "$SRC" = 0 ] || t_fail "exit $SRC"
+	grep -q "over rdma" "$W/ssh-rdcp-pull.log" || t_fail "the summary does not say rdma"
+	over_rdma "rdcp pull of 8 MiB" "$_pa_r0" "$_pa_r1" 8388608
+	cmp "$W/ssh.src" "$W/ssh.pulled" >/dev/null 2>&1 || t_fail "the pulled copy differs"
+	t_log "$W/ssh-rdcp-pull.log"
+	t_end
+	T_PREFIX=$_ps_prefix
+}
 
 echo "# role $ROLE, scenario $SCEN, peer $PEER"
+if [ -n "$SSH_FIRST" ] && [ "$ROLE" = a ]; then
+	pair_ssh_a
+fi
 case "$ROLE:$SCEN" in
+# ---------------------------------------------------------------- ssh
+a:ssh)
+	pair_ssh_a
+	# b has nothing more to do.
+	echo RDCP-GUEST-KILL-OTHER
+	t_finish
+	;;
+b:ssh)
+	# a runs its checks against our sshd, then has us killed.
+	sleep 240
+	echo "not ok 1 - ssh: guest b should have been killed"
+	echo "1..1"
+	exit 1
+	;;
 # ---------------------------------------------------------------- rxhost
 a:rxhost)
 	mk64
 	t_begin "receiver host lost: sender exits 11 within 30 s, says so"
 	wait_peer 60 || t_fail "peer never answered ping"
 	if [ -z "$T_WHY" ] && start_tx "$W/tx.log" --port $PORT --window 2 --chunk-size 64K \
-		"$W/k64" "$PEER:k64"; then
+		"$W/k64" "$PEER::k64"; then
 		sleep 2
 		if alive "$TX"; then
 			echo RDCP-GUEST-KILL-OTHER
@@ -113,8 +249,9 @@ a:rxhost)
 	;;
 b:rxhost)
 	start_rx "$W/rx.log" --root "$W/rx" --once --port $PORT || echo "# receiver did not start"
-	# a has us killed; if it does not, the harness timeout ends this.
-	wait_pid "$RX" 120
+	# a has us killed (after its ssh checks); if it does not, the
+	# harness timeout ends this.
+	wait_pid "$RX" 170
 	echo "# still alive: receiver exit $WRC"
 	tail -n 20 "$W/rx.log" | sed 's/^/#   /'
 	echo "not ok 1 - rxhost: guest b should have been killed"
@@ -125,7 +262,7 @@ b:rxhost)
 a:txhost)
 	mkcut "$W/k64"
 	wait_peer 60 || echo "# peer never answered ping"
-	start_tx "$W/tx.log" --port $PORT --window 2 --chunk-size 64K --resume "$W/k64" "$PEER:k64" ||
+	start_tx "$W/tx.log" --port $PORT --window 2 --chunk-size 64K --resume "$W/k64" "$PEER::k64" ||
 		echo "# sender did not connect"
 	wait_pid "$TX" 120
 	echo "# still alive: sender exit $WRC"
@@ -168,7 +305,7 @@ b:txhost)
 	mkcut "$W/k64.want"
 	if start_rx "$W/rx2.log" --root "$W/rx" --once --port $((PORT + 1)); then
 		timeout -s KILL 120 rdcp --port $((PORT + 1)) --window 32 --chunk-size 64K \
-			--resume --json "$W/k64.want" "10.77.1.2:k64" >"$W/tx2.log" 2>&1
+			--resume --json "$W/k64.want" "10.77.1.2::k64" >"$W/tx2.log" 2>&1
 		_rc=$?
 		wait_pid "$RX" 30
 		[ "$_rc" = 0 ] || t_fail "resuming sender exit $_rc"
@@ -192,7 +329,7 @@ a:linkcut)
 	t_begin "link cut: sender exits 11 within 30 s, says so"
 	wait_peer 60 || t_fail "peer never answered ping"
 	if [ -z "$T_WHY" ] && start_tx "$W/tx.log" --port $PORT --window 2 --chunk-size 64K \
-		--resume "$W/k64" "$PEER:k64"; then
+		--resume "$W/k64" "$PEER::k64"; then
 		# b cuts the link ~2 s into the transfer: note when pings
 		# stop being answered (within ~1 s of the cut).
 		(
@@ -222,7 +359,7 @@ a:linkcut)
 	_s=$(now)
 	if wait_peer 90; then
 		echo "# peer answers ping again after ${_s:+$(since "$_s")}s"
-		if TX_TRIES=6 start_tx "$W/tx2.log" --port $((PORT + 1)) "$W/new" "$PEER:new"; then
+		if TX_TRIES=6 start_tx "$W/tx2.log" --port $((PORT + 1)) "$W/new" "$PEER::new"; then
 			wait_ok "$TX" 30 sender
 		else
 			t_fail "sender did not connect"
@@ -235,7 +372,7 @@ a:linkcut)
 	t_end
 	t_begin "--resume after the cut: completes, sends less than the whole file"
 	if TX_TRIES=6 start_tx "$W/tx3.log" --port $((PORT + 2)) --window 32 --chunk-size 64K \
-		--resume --json "$W/k64" "$PEER:k64"; then
+		--resume --json "$W/k64" "$PEER::k64"; then
 		wait_ok "$TX" 120 sender
 		_sent=$(jget "$W/tx3.log" file_done sent)
 		_size=$(stat -c %s "$W/k64")
@@ -309,8 +446,84 @@ b:linkcut)
 	t_end
 	t_finish
 	;;
+# ---------------------------------------------------------------- retry
+a:retry)
+	mkretry "$W/k64"
+	_size=$(stat -c %s "$W/k64")
+	t_begin "link cut mid-copy: one --retry invocation reconnects and completes byte-identical over RDMA"
+	wait_peer 60 || t_fail "peer never answered ping"
+	if [ -z "$T_WHY" ]; then
+		# b may not listen yet: --retry tries again (exit 3) as well.
+		_s=$(now)
+		rdcp -v --transport rdma --port $PORT --window 8 --chunk-size 64K \
+			--bwlimit 4M --connect-timeout 5 --retry 12 --retry-wait 1 \
+			--json "$W/k64" "$PEER::k64" >"$W/tx.log" 2>&1 &
+		TX=$!
+		wait_pid "$TX" 240
+		_a=$(jattempts "$W/tx.log")
+		_sent=$(jlastdone "$W/tx.log" "$W/k64" sent)
+		echo "# sender exit $WRC after ${WT}s; attempts: $_a; the last sent ${_sent:-?} of $_size bytes"
+		[ "$WRC" = 0 ] || t_fail "sender exit $WRC, want 0"
+		case " $_a" in
+		*" peer-lost/11/true"*) ;;
+		*) t_fail "no attempt lost to the cut (peer-lost/11/true): '$_a'" ;;
+		esac
+		[ "$(jget "$W/tx.log" summary retries)" -ge 1 ] 2>/dev/null || t_fail "summary retries < 1"
+		[ "$(jget "$W/tx.log" summary transport)" = rdma ] ||
+			t_fail "summary transport '$(jget "$W/tx.log" summary transport)', want rdma"
+		[ "$(jlastdone "$W/tx.log" "$W/k64" status)" = ok ] || t_fail "the last file_done is not ok"
+		[ -n "$_sent" ] && [ "$_sent" -lt "$_size" ] ||
+			t_fail "the last attempt sent ${_sent:-?} of $_size bytes: not resumed"
+		grep -Eq 'retries [1-9]' "$W/tx.log" || t_fail "no summary line with 'retries N'"
+	fi
+	t_log "$W/tx.log"
+	t_end
+	t_finish
+	;;
+b:retry)
+	mkretry "$W/k64.want"
+	t_begin "link cut mid-copy: the receiver gives up, the temporary kept (--retry implies --resume)"
+	if start_rx "$W/rx.log" --root "$W/rx" --once --port $PORT --timeout 10; then
+		if wait_partfile "$W/rx" k64 "$RX" 90; then
+			sleep 2
+			alive "$RX" || t_fail "the receiver ended before the cut"
+			/usr/sbin/ip link set eth0 down
+			CUT=$(now)
+			echo "# eth0 down"
+			wait_pid "$RX" 45
+			case "$WRC" in 0 | 124) t_fail "receiver exit $WRC, want non-zero" ;; esac
+			echo "# receiver gave up ${WT}s after the cut (exit $WRC)"
+			[ ! -e "$W/rx/k64" ] || t_fail "k64 placed under its final name"
+			[ -f "$W/rx/.k64.rdcp-part" ] || t_fail "temporary not kept for the retry"
+			while [ $(($(now) - CUT)) -lt $((RETRY_DOWN_S * 1000)) ]; do sleep 1; done
+		else
+			t_fail "the transfer never started"
+		fi
+	else
+		t_fail "receiver did not start listening"
+	fi
+	/usr/sbin/ip link set eth0 up
+	echo "# eth0 up"
+	# rxe0 re-created: the rxe bug noted in linkcut.
+	rdma link delete rxe0 && rdma link add rxe0 type rxe netdev eth0 ||
+		echo "# re-creating rxe0 failed"
+	t_log "$W/rx.log"
+	t_end
+	t_begin "link back, a receiver on the same port: the retry resumes, k64 arrives byte-identical"
+	if start_rx "$W/rx2.log" --root "$W/rx" --once --port $PORT; then
+		wait_ok "$RX" 200 receiver
+		same "$W/k64.want" "$W/rx/k64"
+		[ ! -e "$W/rx/.k64.rdcp-part" ] || t_fail "temporary left after the resumed copy"
+		grep -q 'resuming' "$W/rx2.log" || t_fail "receiver did not say it resumed"
+	else
+		t_fail "receiver did not start listening"
+	fi
+	t_log "$W/rx2.log"
+	t_end
+	t_finish
+	;;
 *)
-	echo "not ok 1 - unknown role/scenario '$ROLE:$SCEN' (want a|b and rxhost|txhost|linkcut)"
+	echo "not ok 1 - unknown role/scenario '$ROLE:$SCEN' (want a|b and [ssh] rxhost|txhost|linkcut|retry, or ssh)"
 	echo "1..1"
 	exit 2
 	;;

@@ -128,7 +128,7 @@ def main():
     srv = peer.Server(int(port), timeout=10.0)
     client = subprocess.Popen(
         [rdcp, "--transport", "tcp", "--no-auth", "--port", port,
-         "--resume", "--timeout", "10", "127.0.0.1:" + name, dest],
+         "--resume", "--timeout", "10", "127.0.0.1::" + name, dest],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         if mode == "claim":

@@ -6,16 +6,19 @@
 # Runs `tests/guest/guest.sh prepare` (a failure is a test failure, never a
 # skip), then boots one guest for tests/e2e/scenarios.sh and one guest
 # pair per peer-loss scenario of tests/e2e/rdma_pair.sh (rxhost, txhost,
-# linkcut); both find their harness tests/e2e/lib.sh beside them, as
+# linkcut, retry; rxhost's boot runs the pair's ssh checks first); both find their harness tests/e2e/lib.sh beside them, as
 # /test/lib.sh in the guest.  The guests' TAP lines are relayed
 # renumbered, with "#" diagnostics; the full consoles go to
 # build/e2e/<run>.log and their tail is shown when a run fails.  A guest that crashes, times out or stops
 # before its plan counts as a failed test.  Ends with "N passed, N failed"
 # and a non-zero status if anything failed.
 #
-#   tests/e2e/run_rdma.sh [--build DIR] [single[:NAME,...]|rxhost|txhost|linkcut]...
+#   tests/e2e/run_rdma.sh [--build DIR] [single[:NAME,...]|rxhost|txhost|linkcut|retry|ssh]...
 #       DIR (default build/) holds rdcp and hooks/rdcp; logs go to DIR/e2e/.
-#       Without scenario names, all four run (about 2 minutes).
+#       Without scenario names, the first five run (a few minutes); ssh
+#       boots a pair for rdma_pair.sh's ssh checks alone.
+#       Every guest runs OpenSSH's sshd (port 22; root's keys, made here
+#       per run, in /root/.ssh: any guest may `ssh 10.77.1.2 CMD`).
 #       single:NAME,... runs only those scenarios of scenarios.sh in the
 #       single guest (`tests/e2e/run_tcp.sh --list` names them), e.g.
 #       single:tree,pull.
@@ -78,6 +81,21 @@ if ! "$T/rdcp" --keygen "$T/key" >/dev/null 2>&1; then
 	finish
 fi
 common+=(--file "$T/key:/etc/rdcp/key")
+# OpenSSH in every guest (tests/guest/init.sh starts sshd on port 22 when
+# the host key is there): one throwaway host key and one key pair for
+# root per run, root's known_hosts naming every guest address, so that any
+# guest can `ssh 10.77.1.2 CMD` (or itself: 10.77.0.1, 127.0.0.1) in
+# BatchMode with the host key checked.
+mkdir -p "$T/ssh/dot"
+if ! ssh-keygen -q -t ed25519 -N '' -C rdcp-guest-host -f "$T/ssh/host" </dev/null >/dev/null 2>&1 ||
+	! ssh-keygen -q -t ed25519 -N '' -C rdcp-guest-root -f "$T/ssh/dot/id_ed25519" </dev/null >/dev/null 2>&1; then
+	notok "ssh-keygen (package openssh-client)"
+	finish
+fi
+cp "$T/ssh/dot/id_ed25519.pub" "$T/ssh/dot/authorized_keys"
+echo "10.77.0.1,127.0.0.1,localhost,guest,10.77.1.1,guest-a,10.77.1.2,guest-b $(cut -d' ' -f1,2 "$T/ssh/host.pub")" \
+	>"$T/ssh/dot/known_hosts"
+common+=(--file "$T/ssh/host:/etc/ssh/ssh_host_ed25519_key" --file "$T/ssh/dot:/root/.ssh")
 # The scripts' shared harness, beside them as /test/script.sh is.
 common+=(--file "$HERE/lib.sh:/test/lib.sh")
 
@@ -144,7 +162,7 @@ run_guest() {
 	fi
 }
 
-[ $# -gt 0 ] || set -- single rxhost txhost linkcut
+[ $# -gt 0 ] || set -- single rxhost txhost linkcut retry
 for sc in "$@"; do
 	case "$sc" in
 	single | single:*)
@@ -154,13 +172,18 @@ for sc in "$@"; do
 		run_guest single s --timeout 300 --mem 1536 "${common[@]}" \
 			"$HERE/scenarios.sh" ${names//,/ } ;;
 	rxhost)
-		run_guest pair-rxhost a --pair --timeout 120 "${common[@]}" "$HERE/rdma_pair.sh" rxhost ;;
+		# The ssh checks first, in the same boot (b only runs sshd).
+		run_guest pair-rxhost a --pair --timeout 180 "${common[@]}" "$HERE/rdma_pair.sh" ssh rxhost ;;
+	ssh)
+		run_guest pair-ssh a --pair --timeout 180 "${common[@]}" "$HERE/rdma_pair.sh" ssh ;;
 	txhost)
 		run_guest pair-txhost b --pair --timeout 240 "${common[@]}" "$HERE/rdma_pair.sh" txhost ;;
 	linkcut)
 		run_guest pair-linkcut "a b" --pair --timeout 320 "${common[@]}" "$HERE/rdma_pair.sh" linkcut ;;
+	retry)
+		run_guest pair-retry "a b" --pair --timeout 320 "${common[@]}" "$HERE/rdma_pair.sh" retry ;;
 	*)
-		notok "unknown scenario $sc (single[:NAME,...] rxhost txhost linkcut)" ;;
+		notok "unknown scenario $sc (single[:NAME,...] rxhost txhost linkcut retry ssh)" ;;
 	esac
 done
 echo "# total: $((SECONDS - start))s"

@@ -39,6 +39,19 @@ command -v busybox >/dev/null 2>&1 ||
 printf '#!/bin/sh\nexec busybox usleep "$@"\n' >"$T/bin/usleep"
 chmod +x "$T/bin/usleep"
 
+# The ssh server of the ssh scenarios: a real sshd on 127.0.0.1 (see
+# tests/e2e/sshd.sh) whose commands find the rdcp wrappers first in PATH.
+# If it cannot start, RDCP_E2E_SSH_ERR says why and those scenarios fail.
+# shellcheck source=sshd.sh source-path=SCRIPTDIR
+. "$HERE/sshd.sh"
+trap 'sshd_stop; rm -rf "$T"' EXIT
+if SSHD_REMOTE_PATH=$T/bin:$PATH sshd_start "$T/sshd"; then
+	export RDCP_E2E_SSH=$SSH_CMD RDCP_E2E_SSHD_PID=$SSHD_PID \
+		RDCP_E2E_SSH_HOME=$SSH_REMOTE_HOME
+else
+	export RDCP_E2E_SSH_ERR=$SSHD_ERR
+fi
+
 cd "$T" || exit 1
 PATH=$T/bin:$PATH RDCP_GUEST_ADDR=127.0.0.1 RDCP_E2E_HOST=1 \
 	RDCP_E2E_KILL_MIB=1024 RDCP_E2E_KILL_AFTER_US=200000 \

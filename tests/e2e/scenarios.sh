@@ -45,6 +45,7 @@ ALL="sizes default sparse checksum corrupt escape destforms multifile partial"
 ALL="$ALL ctrlnames longnames fifo noconn"
 ALL="$ALL killsender killreceiver daemon auth auto check device"
 ALL="$ALL tree pull resume skip crypt zeros bwlimit full small script"
+ALL="$ALL ssh retry"
 # Over RDMA these run last, after the RNR check (they re-create rxe0,
 # which resets its counters); over TCP only when named.
 EXTRA="devremove"
@@ -53,6 +54,18 @@ check_scenarios "$ALL $EXTRA" "$@"
 rm -rf "$W"
 mkdir -p "$W" || exit 1
 cd "$W" || exit 1
+
+# The ssh server rdcp's ssh mode starts its peer through, and the command
+# line that reaches it: in the guest, the guest's own sshd on port 22
+# (root's keys in /root/.ssh, tests/guest/init.sh; pid in /run/sshd.pid);
+# on the host, the test sshd on 127.0.0.1 that run_tcp.sh started
+# (tests/e2e/sshd.sh), whose ssh command line (with its port, key and
+# known_hosts) is RDCP_E2E_SSH; RDCP_E2E_SSH_ERR says why it could not
+# start. SSH_HOME: where the remote commands' home (their working
+# directory, where relative remote paths land) is, seen from here.
+SSH=${RDCP_E2E_SSH:-ssh -o BatchMode=yes -o ConnectTimeout=10}
+SSH_HOME=${RDCP_E2E_SSH_HOME:-/root}
+sshd_pid() { echo "${RDCP_E2E_SSHD_PID:-$(cat /run/sshd.pid 2>/dev/null)}"; }
 
 # ---------------------------------------------------------------- helpers
 
@@ -89,7 +102,7 @@ s_sizes() {
 		set -- $SIZES
 		for n in $NAMES; do
 			t_begin "64K x 4 ring: $n ($1 bytes)"
-			send "$W/tx-$n.log" --port $P --chunk-size 64K --window 4 "src/sizes/$n" "$ADDR:$n"
+			send "$W/tx-$n.log" --port $P --chunk-size 64K --window 4 "src/sizes/$n" "$ADDR::$n"
 			[ "$SRC" = 0 ] || t_fail "sender exit $SRC, want 0"
 			same "src/sizes/$n" "rx/sizes/$n"
 			t_log "$W/tx-$n.log" "$W/rx-sizes.log"
@@ -99,7 +112,7 @@ s_sizes() {
 		t_begin "64K x 4 ring: all sizes in one session into dir/"
 		set --
 		for n in $NAMES; do set -- "$@" "src/sizes/$n"; done
-		send "$W/tx-sizes-dir.log" --port $P --chunk-size 64K --window 4 "$@" "$ADDR:dir/"
+		send "$W/tx-sizes-dir.log" --port $P --chunk-size 64K --window 4 "$@" "$ADDR::dir/"
 		[ "$SRC" = 0 ] || t_fail "sender exit $SRC, want 0"
 		for n in $NAMES; do same "src/sizes/$n" "rx/sizes/dir/$n"; done
 		no_temp rx/sizes
@@ -123,7 +136,7 @@ s_default() {
 	dd if=/dev/urandom of=src/big32 bs=1M count=32 2>/dev/null
 	nextport
 	if start_rx "$W/rx-def.log" --root "$W/rx/def" --once --port $P; then
-		send "$W/tx-def.log" --port $P src/big32 "$ADDR:big32"
+		send "$W/tx-def.log" --port $P src/big32 "$ADDR::big32"
 		[ "$SRC" = 0 ] || t_fail "sender exit $SRC, want 0"
 		stop_rx 10
 		[ "$RX_RC" = 0 ] || t_fail "receiver exit $RX_RC, want 0"
@@ -187,7 +200,7 @@ s_sparse() {
 		t_begin "sparse 4 GiB+ file '$f'"
 		nextport
 		if start_rx "$W/rx-sparse-$f.log" --root $BIG/rx --once --port $P; then
-			send "$W/tx-sparse-$f.log" --port $P "$BIG/src/$f" "$ADDR:$f"
+			send "$W/tx-sparse-$f.log" --port $P "$BIG/src/$f" "$ADDR::$f"
 			[ "$SRC" = 0 ] || t_fail "sender exit $SRC, want 0"
 			stop_rx 10
 			[ "$RX_RC" = 0 ] || t_fail "receiver exit $RX_RC, want 0"
@@ -221,7 +234,7 @@ s_checksum() {
 		t_begin "--checksum $alg"
 		nextport
 		if start_rx "$W/rx-ck-$alg.log" --root "$W/rx/ck" --once --port $P; then
-			send "$W/tx-ck-$alg.log" --port $P --chunk-size 256K --checksum $alg src/ck "$ADDR:ck-$alg"
+			send "$W/tx-ck-$alg.log" --port $P --chunk-size 256K --checksum $alg src/ck "$ADDR::ck-$alg"
 			[ "$SRC" = 0 ] || t_fail "sender exit $SRC, want 0"
 			stop_rx 10
 			[ "$RX_RC" = 0 ] || t_fail "receiver exit $RX_RC, want 0"
@@ -243,7 +256,7 @@ s_corrupt() {
 	nextport
 	if start_rx "$W/rx-bad.log" --root "$W/rx/bad" --once --port $P --chunk-size 64K; then
 		RDCP_TEST_CORRUPT_CHUNK=1 timeout -s KILL 60 rdcp-hooks --port $P --chunk-size 64K \
-			src/bad "$ADDR:bad" >"$W/tx-bad.log" 2>&1
+			src/bad "$ADDR::bad" >"$W/tx-bad.log" 2>&1
 		SRC=$?
 		[ "$SRC" = 8 ] || t_fail "sender exit $SRC, want 8"
 		stop_rx 10
@@ -268,7 +281,7 @@ s_escape() {
 		mkdir -p "$W/esc/root"
 		nextport
 		if start_rx "$W/rx-esc.log" --root "$W/esc/root" --once --port $P; then
-			send "$W/tx-esc.log" --port $P src/esc "$ADDR:$d"
+			send "$W/tx-esc.log" --port $P src/esc "$ADDR::$d"
 			# '..' is a bad name (usage, 2); '/etc/x' is etc/x in
 			# the root, whose etc/ does not exist (remote I/O, 7).
 			case $d in /*) want=7 ;; *) want=2 ;; esac
@@ -306,7 +319,7 @@ s_destforms() {
 			esac
 			t_begin "push to DEST '$d' lands in '$at'"
 			rm -f "rx/df/$at/df"
-			send "$W/tx-df.log" --port $P src/df "$ADDR:$d"
+			send "$W/tx-df.log" --port $P src/df "$ADDR::$d"
 			[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0: $(head -n1 "$W/tx-df.log")"
 			same src/df "rx/df/$at/df"
 			no_temp rx/df
@@ -316,7 +329,7 @@ s_destforms() {
 		for s in ./have/pf /have/pf have/./pf //have//pf; do
 			t_begin "pull of SRC '$s'"
 			rm -f got/pf
-			send "$W/tx-dfp.log" --port $P "$ADDR:$s" got/
+			send "$W/tx-dfp.log" --port $P "$ADDR::$s" got/
 			[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0: $(head -n1 "$W/tx-dfp.log")"
 			same rx/df/have/pf got/pf
 			t_log "$W/tx-dfp.log" "$W/rx-df.log"
@@ -324,7 +337,7 @@ s_destforms() {
 		done
 		for s in . / ./ ..; do
 			t_begin "pull of SRC '$s' (the root or above) refused: exit 2"
-			send "$W/tx-dfr.log" --port $P -r "$ADDR:$s" got/r/
+			send "$W/tx-dfr.log" --port $P -r "$ADDR::$s" got/r/
 			[ "$SRC" = 2 ] || t_fail "exit $SRC, want 2"
 			grep -q "not a path inside" "$W/tx-dfr.log" ||
 				t_fail "no message saying why: $(head -n1 "$W/tx-dfr.log")"
@@ -359,7 +372,7 @@ s_ctrlnames() {
 	nextport
 	if start_rx "$W/rx-nm.log" --root "$W/rx/nm" --port $P; then
 		t_begin "names with a newline and escapes: pushed, logs escaped"
-		send "$W/tx-nm.log" --port $P -v -r src/nm "$ADDR:"
+		send "$W/tx-nm.log" --port $P -v -r src/nm "$ADDR::"
 		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 		same "src/nm/$_nl" "rx/nm/nm/$_nl"
 		same "src/nm/$_esc" "rx/nm/nm/$_esc"
@@ -373,7 +386,7 @@ s_ctrlnames() {
 		t_end
 
 		t_begin "names with a newline and escapes: pulled, -v and progress escaped"
-		send "$W/tx-nmp.log" --port $P -v --progress -r "$ADDR:nm" got/
+		send "$W/tx-nmp.log" --port $P -v --progress -r "$ADDR::nm" got/
 		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 		same "src/nm/$_esc" "got/nm/$_esc"
 		! grep -q "$_raw" "$W/tx-nmp.log" ||
@@ -406,15 +419,15 @@ s_longnames() {
 	nextport
 	if start_rx "$W/rx-ln.log" --root "$W/rx/ln" --port $P; then
 		t_begin "two long names sharing 200 bytes: pushed, resumed, pulled"
-		send "$W/tx-ln.log" --port $P -r src/ln "$ADDR:"
+		send "$W/tx-ln.log" --port $P -r src/ln "$ADDR::"
 		[ "$SRC" = 0 ] || t_fail "push: exit $SRC, want 0"
 		same "src/ln/$_a" "rx/ln/ln/$_a"
 		same "src/ln/$_b" "rx/ln/ln/$_b"
 		rm -rf rx/ln/ln
-		send "$W/tx-lnr.log" --port $P --resume -r src/ln "$ADDR:"
+		send "$W/tx-lnr.log" --port $P --resume -r src/ln "$ADDR::"
 		[ "$SRC" = 0 ] || t_fail "--resume push: exit $SRC, want 0"
 		same "src/ln/$_b" "rx/ln/ln/$_b"
-		send "$W/tx-lnp.log" --port $P -r "$ADDR:ln" got/
+		send "$W/tx-lnp.log" --port $P -r "$ADDR::ln" got/
 		[ "$SRC" = 0 ] || t_fail "pull: exit $SRC, want 0"
 		same "src/ln/$_a" "got/ln/$_a"
 		same "src/ln/$_b" "got/ln/$_b"
@@ -445,14 +458,14 @@ s_fifo() {
 	nextport
 	if start_rx "$W/rx-ff.log" --root "$W/rx/ff" --port $P; then
 		t_begin "a FIFO at the final name: --resume push replaces it"
-		send "$W/tx-ff1.log" --port $P --resume src/ff/f "$ADDR:d/f"
+		send "$W/tx-ff1.log" --port $P --resume src/ff/f "$ADDR::d/f"
 		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 		same src/ff/f rx/ff/d/f
 		t_log "$W/tx-ff1.log"
 		t_end
 
 		t_begin "a FIFO at the temporary's name: --resume push fails that file"
-		send "$W/tx-ff2.log" --port $P --resume src/ff/g "$ADDR:d/g"
+		send "$W/tx-ff2.log" --port $P --resume src/ff/g "$ADDR::d/g"
 		[ "$SRC" = 7 ] || t_fail "exit $SRC, want 7 (remote I/O)"
 		grep -q 'temporary is not a regular file' "$W/tx-ff2.log" ||
 			t_fail "no clear line about the temporary"
@@ -462,7 +475,7 @@ s_fifo() {
 		t_end
 
 		t_begin "a FIFO as a --resume pull's local DEST: replaced"
-		send "$W/tx-ff3.log" --port $P --resume "$ADDR:d/f" got/fifo
+		send "$W/tx-ff3.log" --port $P --resume "$ADDR::d/f" got/fifo
 		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 		same src/ff/f got/fifo
 		t_log "$W/tx-ff3.log"
@@ -492,7 +505,7 @@ s_multifile() {
 	echo keep >rx/mf/target
 	nextport
 	if start_rx "$W/rx-mf.log" --root "$W/rx/mf" --once --port $P; then
-		send "$W/tx-mf.log" --port $P src/m1 src/m2 "$ADDR:target"
+		send "$W/tx-mf.log" --port $P src/m1 src/m2 "$ADDR::target"
 		[ "$SRC" != 0 ] || t_fail "sender exit 0"
 		stop_rx 10
 		[ "$(cat rx/mf/target)" = keep ] || t_fail "the existing file was changed"
@@ -514,7 +527,7 @@ s_partial() {
 	mkrand src/m2 7000
 	nextport
 	if start_rx "$W/rx-part.log" --root "$W/rx/part" --once --port $P; then
-		send "$W/tx-part.log" --port $P src/m1 src/does-not-exist src/m2 "$ADDR:pd/"
+		send "$W/tx-part.log" --port $P src/m1 src/does-not-exist src/m2 "$ADDR::pd/"
 		[ "$SRC" = 9 ] || t_fail "sender exit $SRC, want 9"
 		stop_rx 10
 		same src/m1 rx/part/pd/m1
@@ -534,7 +547,7 @@ s_noconn() {
 	t_begin "no receiver on the port: exit 3 within the connect timeout"
 	mkdir -p src
 	mkrand src/nc 1000
-	send "$W/tx-noconn.log" --port 7499 src/nc "$ADDR:x"
+	send "$W/tx-noconn.log" --port 7499 src/nc "$ADDR::x"
 	[ "$SRC" = 3 ] || t_fail "sender exit $SRC, want 3"
 	[ "${ST%.*}" -lt 12 ] || t_fail "took ${ST}s (connect timeout is 10 s)"
 	echo "# no receiver: exit $SRC after ${ST}s"
@@ -558,7 +571,7 @@ kill_mid() {
 	mkdir -p "rx/$_km"
 	nextport
 	if start_rx "$W/rx-$_km.log" --root "$W/rx/$_km" --once --port $P; then
-		rdcp --port $P --window 2 --chunk-size 64K src/k64 "$ADDR:k64" >"$W/tx-$_km.log" 2>&1 &
+		rdcp --port $P --window 2 --chunk-size 64K src/k64 "$ADDR::k64" >"$W/tx-$_km.log" 2>&1 &
 		TX=$!
 		if [ "$1" = sender ]; then
 			_km_dead=$TX _km_left=$RX _km_who=receiver
@@ -617,7 +630,7 @@ s_daemon() {
 		DM=$RX
 		t_begin "daemon: two sequential clients"
 		for i in 1 2; do
-			send "$W/tx-d$i.log" --port $DP "src/d$i" "$ADDR:seq/"
+			send "$W/tx-d$i.log" --port $DP "src/d$i" "$ADDR::seq/"
 			[ "$SRC" = 0 ] || t_fail "client $i exit $SRC, want 0"
 			same "src/d$i" "rx/dm/seq/d$i"
 			t_log "$W/tx-d$i.log"
@@ -629,7 +642,7 @@ s_daemon() {
 		t_begin "daemon: three concurrent clients"
 		pids=
 		for i in 3 4 5; do
-			timeout -s KILL 120 rdcp --port $DP "src/d$i" "$ADDR:conc$i" >"$W/tx-d$i.log" 2>&1 &
+			timeout -s KILL 120 rdcp --port $DP "src/d$i" "$ADDR::conc$i" >"$W/tx-d$i.log" 2>&1 &
 			pids="$pids $!"
 			t_log "$W/tx-d$i.log"
 		done
@@ -670,7 +683,7 @@ s_auth() {
 	rdcp --keygen "$W/other.key" >/dev/null 2>&1 || t_fail "rdcp --keygen failed"
 	nextport
 	if start_rx "$W/rx-auth.log" --root "$W/rx/auth" --once --port $P; then
-		send "$W/tx-auth.log" --port $P --key-file "$W/other.key" src/au "$ADDR:au"
+		send "$W/tx-auth.log" --port $P --key-file "$W/other.key" src/au "$ADDR::au"
 		[ "$SRC" = 4 ] || t_fail "sender exit $SRC, want 4"
 		stop_rx 10
 		[ "$RX_RC" != 0 ] || t_fail "receiver exit 0"
@@ -695,7 +708,7 @@ s_auto() {
 	"$auto" --listen -v --root "$W/rx/auto" --once --port $P >"$W/rx-auto.log" 2>&1 &
 	RX=$!
 	usleep 500000
-	timeout -s KILL 60 "$auto" -v --port $P src/auto "$ADDR:auto" >"$W/tx-auto.log" 2>&1
+	timeout -s KILL 60 "$auto" -v --port $P src/auto "$ADDR::auto" >"$W/tx-auto.log" 2>&1
 	rc=$?
 	wait_pid "$RX" 20
 	[ "$rc" = 0 ] || t_fail "sender exit $rc"
@@ -724,7 +737,7 @@ s_check() {
 	"$auto" --listen --root "$W/rx/check" --once --port $P >"$W/rx-check.log" 2>&1 &
 	RX=$!
 	usleep 500000
-	timeout -s KILL 60 "$auto" --check --port $P "$ADDR" >"$W/check.log" 2>&1
+	timeout -s KILL 60 "$auto" --check --daemon --port $P "$ADDR" >"$W/check.log" 2>&1
 	rc=$?
 	kill "$RX" 2>/dev/null
 	wait "$RX" 2>/dev/null
@@ -756,7 +769,7 @@ s_device() {
 		"$auto" --listen -v --device rxe0 --root "$W/rx/dev" --once --port $P >"$W/rx-dev.log" 2>&1 &
 		RX=$!
 		usleep 500000
-		timeout -s KILL 60 "$auto" -v --device rxe0 --port $P src/dev "$ADDR:dev" >"$W/tx-dev.log" 2>&1
+		timeout -s KILL 60 "$auto" -v --device rxe0 --port $P src/dev "$ADDR::dev" >"$W/tx-dev.log" 2>&1
 		rc=$?
 		wait_pid "$RX" 20
 		[ "$rc" = 0 ] || t_fail "sender with --device rxe0: exit $rc"
@@ -782,7 +795,7 @@ s_device() {
 			"$auto" --listen --root "$W/rx/dev" --once --port $P >"$W/rx-gid.log" 2>&1 &
 			RX=$!
 			usleep 500000
-			timeout -s KILL 60 "$auto" -v --device rxe0 --gid-index "$gi" --port $P src/dev "$ADDR:gid" >"$W/tx-gid.log" 2>&1
+			timeout -s KILL 60 "$auto" -v --device rxe0 --gid-index "$gi" --port $P src/dev "$ADDR::gid" >"$W/tx-gid.log" 2>&1
 			rc=$?
 			wait_pid "$RX" 20
 			[ "$rc" = 0 ] || t_fail "sender with --gid-index $gi: exit $rc"
@@ -792,7 +805,7 @@ s_device() {
 		fi
 		if [ -n "$empty" ]; then
 			nextport
-			timeout -s KILL 30 "$auto" --device rxe0 --gid-index "$empty" --port $P src/dev "$ADDR:x" >"$W/tx-gid2.log" 2>&1
+			timeout -s KILL 30 "$auto" --device rxe0 --gid-index "$empty" --port $P src/dev "$ADDR::x" >"$W/tx-gid2.log" 2>&1
 			rc=$?
 			[ "$rc" = 3 ] || t_fail "--gid-index $empty (empty GID): exit $rc, want 3"
 			grep -q "has no GID $empty" "$W/tx-gid2.log" || t_fail "no clear message for an empty GID"
@@ -800,7 +813,7 @@ s_device() {
 		fi
 	fi
 	nextport
-	timeout -s KILL 30 "$auto" --device nosuch0 --port $P src/dev "$ADDR:x" >"$W/tx-dev2.log" 2>&1
+	timeout -s KILL 30 "$auto" --device nosuch0 --port $P src/dev "$ADDR::x" >"$W/tx-dev2.log" 2>&1
 	rc=$?
 	[ "$rc" = 3 ] || t_fail "sender with --device nosuch0: exit $rc, want 3"
 	grep -q "no RDMA device named 'nosuch0'" "$W/tx-dev2.log" || t_fail "no clear message"
@@ -924,7 +937,7 @@ s_tree() {
 	nextport
 	if start_rx "$W/rx-tree.log" --root "$W/rx/tree" --port $P; then
 		t_begin "-r -p tree push to a new DEST: entries, modes, times, links, holes"
-		send "$W/tx-tree.log" --port $P --chunk-size 64K -r -p --json src/tree "$ADDR:copy"
+		send "$W/tx-tree.log" --port $P --chunk-size 64K -r -p --json src/tree "$ADDR::copy"
 		[ "$SRC" = 0 ] || t_fail "sender exit $SRC, want 0"
 		tree_extra rx/tree/copy p
 		tree_same src/tree rx/tree/copy p
@@ -947,7 +960,7 @@ s_tree() {
 		t_end
 
 		t_begin "-r tree push to an existing directory DEST: lands in DEST/NAME"
-		send "$W/tx-tree2.log" --port $P -r src/tree "$ADDR:exists"
+		send "$W/tx-tree2.log" --port $P -r src/tree "$ADDR::exists"
 		[ "$SRC" = 0 ] || t_fail "sender exit $SRC, want 0"
 		tree_extra rx/tree/exists/tree
 		tree_same src/tree rx/tree/exists/tree
@@ -961,7 +974,7 @@ s_tree() {
 		rm -rf "$W/outside"
 		mkdir -p "$W/outside" rx/tree/trap/tree/a
 		ln -s "$W/outside" rx/tree/trap/tree/a/b
-		send "$W/tx-tree3.log" --port $P -r src/tree "$ADDR:trap"
+		send "$W/tx-tree3.log" --port $P -r src/tree "$ADDR::trap"
 		[ "$SRC" = 9 ] || t_fail "sender exit $SRC, want 9 (a/b cannot be made)"
 		[ -z "$(ls -A "$W/outside")" ] ||
 			t_fail "written through the symlink: $(ls -A "$W/outside" | tr '\n' ' ')"
@@ -994,7 +1007,7 @@ s_pull() {
 	nextport
 	if start_rx "$W/rx-pull.log" --root "$W/rx/pull" --port $P; then
 		t_begin "pull: one file"
-		send "$W/tx-pull1.log" --port $P "$ADDR:pl/one" got/one.copy
+		send "$W/tx-pull1.log" --port $P "$ADDR::pl/one" got/one.copy
 		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 		same rx/pull/pl/one got/one.copy
 		no_temp got
@@ -1002,7 +1015,7 @@ s_pull() {
 		t_end
 
 		t_begin "pull: several files into a directory"
-		send "$W/tx-pull2.log" --port $P "$ADDR:pl/one" "$ADDR:pl/two" got/multi/
+		send "$W/tx-pull2.log" --port $P "$ADDR::pl/one" "$ADDR::pl/two" got/multi/
 		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 		same rx/pull/pl/one got/multi/one
 		same rx/pull/pl/two got/multi/two
@@ -1011,7 +1024,7 @@ s_pull() {
 		t_end
 
 		t_begin "pull: -r -p tree: entries, modes, times, links, holes"
-		send "$W/tx-pull3.log" --port $P --chunk-size 64K -r -p "$ADDR:tree" got/tree
+		send "$W/tx-pull3.log" --port $P --chunk-size 64K -r -p "$ADDR::tree" got/tree
 		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 		tree_extra got/tree p
 		tree_same rx/pull/tree got/tree p
@@ -1020,7 +1033,7 @@ s_pull() {
 		t_end
 
 		t_begin "pull: a missing remote source: exit 7, named, nothing written"
-		send "$W/tx-pull4.log" --port $P "$ADDR:pl/nope" got/nope
+		send "$W/tx-pull4.log" --port $P "$ADDR::pl/nope" got/nope
 		[ "$SRC" = 7 ] || t_fail "exit $SRC, want 7"
 		grep -q "pl/nope" "$W/tx-pull4.log" || t_fail "no message naming pl/nope"
 		[ ! -e got/nope ] && [ ! -L got/nope ] || t_fail "got/nope written"
@@ -1032,7 +1045,7 @@ s_pull() {
 			t_begin "pull: source '$s' outside the root refused"
 			rm -rf got/esc
 			mkdir -p got/esc
-			send "$W/tx-pull5.log" --port $P "$ADDR:$s" got/esc/
+			send "$W/tx-pull5.log" --port $P "$ADDR::$s" got/esc/
 			[ "$SRC" != 0 ] || t_fail "exit 0"
 			echo "# pull of '$s': exit $SRC: $(head -n1 "$W/tx-pull5.log")"
 			[ -z "$(ls -A got/esc)" ] || t_fail "written: $(ls -A got/esc | tr '\n' ' ')"
@@ -1070,7 +1083,7 @@ rs_kill() {
 		return
 	fi
 	t_log "$W/tx-rs-$1.log" "$W/rx-rs-$1.log" "$W/tx-rs2-$1.log" "$W/rx-rs2-$1.log"
-	rdcp --port $P --chunk-size 64K --resume --bwlimit 1M src/rs "$ADDR:rs" >"$W/tx-rs-$1.log" 2>&1 &
+	rdcp --port $P --chunk-size 64K --resume --bwlimit 1M src/rs "$ADDR::rs" >"$W/tx-rs-$1.log" 2>&1 &
 	TX=$!
 	if ! wait_partfile rx/rs rs "$TX"; then
 		t_fail "transfer never started"
@@ -1102,7 +1115,7 @@ rs_kill() {
 	fi
 	nextport
 	if start_rx "$W/rx-rs2-$1.log" --root "$W/rx/rs" --once --port $P; then
-		send "$W/tx-rs2-$1.log" --port $P --chunk-size 64K --resume --json src/rs "$ADDR:rs"
+		send "$W/tx-rs2-$1.log" --port $P --chunk-size 64K --resume --json src/rs "$ADDR::rs"
 		[ "$SRC" = 0 ] || t_fail "resuming sender exit $SRC, want 0"
 		stop_rx 10
 		[ "$RX_RC" = 0 ] || t_fail "receiver exit $RX_RC, want 0"
@@ -1134,7 +1147,7 @@ s_resume() {
 	if start_rx "$W/rx-rs3.log" --root "$W/rx/rs" --port $P; then
 		t_begin "--resume onto an identical file: skipped, nothing sent"
 		cp src/rs rx/rs/same
-		send "$W/tx-rs3.log" --port $P --chunk-size 64K --resume --json src/rs "$ADDR:same"
+		send "$W/tx-rs3.log" --port $P --chunk-size 64K --resume --json src/rs "$ADDR::same"
 		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 		same src/rs rx/rs/same
 		[ "$(jdone "$W/tx-rs3.log" src/rs status)" = skipped ] ||
@@ -1152,7 +1165,7 @@ s_resume() {
 		cp src/rs src/rs-new
 		dd if=/dev/urandom of=src/rs-new bs=65536 count=1 seek=30 conv=notrunc 2>/dev/null
 		cmp src/rs-new rx/rs/older >/dev/null 2>&1 && t_fail "test setup: the versions are equal"
-		send "$W/tx-rs4.log" --port $P --chunk-size 64K --resume --json src/rs-new "$ADDR:older"
+		send "$W/tx-rs4.log" --port $P --chunk-size 64K --resume --json src/rs-new "$ADDR::older"
 		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 		same src/rs-new rx/rs/older
 		[ "$(jdone "$W/tx-rs4.log" src/rs-new status)" = ok ] ||
@@ -1182,14 +1195,14 @@ s_skip() {
 		t_begin "--no-clobber keeps an existing different file, copies a new one"
 		mkrand src/nc 5000
 		echo keep >rx/skip/nc
-		send "$W/tx-nc.log" --port $P -n --json src/nc "$ADDR:nc"
+		send "$W/tx-nc.log" --port $P -n --json src/nc "$ADDR::nc"
 		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 		[ "$(cat rx/skip/nc)" = keep ] || t_fail "the existing file was replaced"
 		[ "$(jdone "$W/tx-nc.log" src/nc status)" = skipped ] ||
 			t_fail "status '$(jdone "$W/tx-nc.log" src/nc status)', want skipped"
 		[ "$(jget "$W/tx-nc.log" summary files_skipped)" = 1 ] ||
 			t_fail "summary files_skipped $(jget "$W/tx-nc.log" summary files_skipped), want 1"
-		send "$W/tx-nc2.log" --port $P -n --json src/nc "$ADDR:nc-new"
+		send "$W/tx-nc2.log" --port $P -n --json src/nc "$ADDR::nc-new"
 		[ "$SRC" = 0 ] || t_fail "exit $SRC for a new name, want 0"
 		same src/nc rx/skip/nc-new
 		[ "$(jdone "$W/tx-nc2.log" src/nc status)" = ok ] || t_fail "new name: status not ok"
@@ -1202,13 +1215,13 @@ s_skip() {
 		touch -d '2010-01-01 00:00:00' src/up
 		echo newer >rx/skip/up
 		touch -d '2020-01-01 00:00:00' rx/skip/up
-		send "$W/tx-up.log" --port $P -u --json src/up "$ADDR:up"
+		send "$W/tx-up.log" --port $P -u --json src/up "$ADDR::up"
 		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 		[ "$(cat rx/skip/up)" = newer ] || t_fail "a newer DEST was replaced"
 		[ "$(jdone "$W/tx-up.log" src/up status)" = skipped ] ||
 			t_fail "newer DEST: status '$(jdone "$W/tx-up.log" src/up status)', want skipped"
 		touch -d '2000-01-01 00:00:00' rx/skip/up
-		send "$W/tx-up2.log" --port $P -u --json src/up "$ADDR:up"
+		send "$W/tx-up2.log" --port $P -u --json src/up "$ADDR::up"
 		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 		same src/up rx/skip/up
 		[ "$(jdone "$W/tx-up2.log" src/up status)" = ok ] ||
@@ -1240,7 +1253,7 @@ s_crypt() {
 		nextport
 		if start_rx "$W/rx-cr.log" --root "$W/rx/cr" --once --port $P; then
 			# shellcheck disable=SC2086 # option list
-			send "$W/tx-cr.log" --port $P --chunk-size 64K $o src/cr-rand src/cr-text "$ADDR:d/"
+			send "$W/tx-cr.log" --port $P --chunk-size 64K $o src/cr-rand src/cr-text "$ADDR::d/"
 			[ "$SRC" = 0 ] || t_fail "sender exit $SRC, want 0"
 			stop_rx 10
 			[ "$RX_RC" = 0 ] || t_fail "receiver exit $RX_RC, want 0"
@@ -1260,7 +1273,7 @@ s_crypt() {
 	nextport
 	if start_rx "$W/rx-crbad.log" --root "$W/rx/cr" --once --port $P --chunk-size 64K; then
 		RDCP_TEST_CORRUPT_CHUNK=0 timeout -s KILL 60 rdcp-hooks --port $P --chunk-size 64K \
-			--encrypt src/cr-rand "$ADDR:bad" >"$W/tx-crbad.log" 2>&1
+			--encrypt src/cr-rand "$ADDR::bad" >"$W/tx-crbad.log" 2>&1
 		SRC=$?
 		[ "$SRC" = 8 ] || t_fail "sender exit $SRC, want 8"
 		stop_rx 10
@@ -1284,7 +1297,7 @@ s_zeros() {
 	{ head -c $M /dev/urandom; head -c $((3 * M)) /dev/zero; } >src/zeros
 	nextport
 	if start_rx "$W/rx-zeros.log" --root "$W/rx/zeros" --once --port $P; then
-		send "$W/tx-zeros.log" --port $P --chunk-size 64K --sparse --json src/zeros "$ADDR:zeros"
+		send "$W/tx-zeros.log" --port $P --chunk-size 64K --sparse --json src/zeros "$ADDR::zeros"
 		[ "$SRC" = 0 ] || t_fail "sender exit $SRC, want 0"
 		stop_rx 10
 		[ "$RX_RC" = 0 ] || t_fail "receiver exit $RX_RC, want 0"
@@ -1310,7 +1323,7 @@ s_bwlimit() {
 	mkrand src/bw $((8 * M))
 	nextport
 	if start_rx "$W/rx-bw.log" --root "$W/rx/bw" --once --port $P; then
-		send "$W/tx-bw.log" --port $P --bwlimit 4M src/bw "$ADDR:bw"
+		send "$W/tx-bw.log" --port $P --bwlimit 4M src/bw "$ADDR::bw"
 		[ "$SRC" = 0 ] || t_fail "sender exit $SRC, want 0"
 		stop_rx 10
 		same src/bw rx/bw/bw
@@ -1353,7 +1366,7 @@ s_full() {
 	if start_rx "$W/rx-full.log" --root "$FS" --port $P; then
 		for v in dense sparse; do
 			t_begin "receiver file system full (2 MiB tmpfs, $v file): exit 7, nothing left"
-			send "$W/tx-full-$v.log" --port $P --chunk-size 64K "src/full-$v" "$ADDR:$v"
+			send "$W/tx-full-$v.log" --port $P --chunk-size 64K "src/full-$v" "$ADDR::$v"
 			[ "$SRC" = 7 ] || t_fail "sender exit $SRC, want 7"
 			grep -qi 'space' "$W/tx-full-$v.log" || t_fail "the sender did not say the disk is full"
 			echo "# $v: $(grep -m1 -i 'space' "$W/tx-full-$v.log")"
@@ -1364,7 +1377,7 @@ s_full() {
 			t_end
 		done
 		t_begin "receiver file system full: the same daemon then takes a small file"
-		send "$W/tx-full-small.log" --port $P src/full-small "$ADDR:small"
+		send "$W/tx-full-small.log" --port $P src/full-small "$ADDR::small"
 		[ "$SRC" = 0 ] || t_fail "sender exit $SRC, want 0"
 		same src/full-small "$FS/small"
 		no_temp "$FS"
@@ -1424,7 +1437,7 @@ s_small() {
 	nextport
 	if start_rx "$W/rx-small.log" --root "$W/rx/small" --port $P; then
 		t_begin "600 small files -r -p push, packed: every entry, mode, mtime and byte"
-		send "$W/tx-small1.log" --port $P -r -p --json src/small "$ADDR:copy"
+		send "$W/tx-small1.log" --port $P -r -p --json src/small "$ADDR::copy"
 		[ "$SRC" = 0 ] || t_fail "sender exit $SRC, want 0"
 		sums rx/small/copy >"$W/small-b"
 		cmp -s "$W/small-a" "$W/small-b" ||
@@ -1439,7 +1452,7 @@ s_small() {
 		t_end
 
 		t_begin "600 small files -r -p pull, packed: every entry, mode, mtime and byte"
-		send "$W/tx-small2.log" --port $P -r -p --json "$ADDR:copy" got/back
+		send "$W/tx-small2.log" --port $P -r -p --json "$ADDR::copy" got/back
 		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 		sums got/back >"$W/small-c"
 		cmp -s "$W/small-a" "$W/small-c" ||
@@ -1452,7 +1465,7 @@ s_small() {
 		t_end
 
 		t_begin "600 small files -r -p --compress push, packed: identical"
-		send "$W/tx-small3.log" --port $P -r -p --compress --json src/small "$ADDR:zcopy"
+		send "$W/tx-small3.log" --port $P -r -p --compress --json src/small "$ADDR::zcopy"
 		[ "$SRC" = 0 ] || t_fail "sender exit $SRC, want 0"
 		sums rx/small/zcopy >"$W/small-d"
 		cmp -s "$W/small-a" "$W/small-d" ||
@@ -1465,7 +1478,7 @@ s_small() {
 
 		if [ -n "$AUTH" ]; then
 			t_begin "600 small files -r -p --encrypt push, packed: identical"
-			send "$W/tx-small4.log" --port $P -r -p --encrypt --json src/small "$ADDR:ecopy"
+			send "$W/tx-small4.log" --port $P -r -p --encrypt --json src/small "$ADDR::ecopy"
 			[ "$SRC" = 0 ] || t_fail "sender exit $SRC, want 0"
 			sums rx/small/ecopy >"$W/small-e"
 			cmp -s "$W/small-a" "$W/small-e" ||
@@ -1483,7 +1496,7 @@ s_small() {
 		# the pack and of the tree arrive.
 		t_begin "a packed slot corrupted in flight: the file hit is refused (exit 9), the rest arrive"
 		RDCP_TEST_CORRUPT_CHUNK=0 timeout -s KILL 120 rdcp-hooks --port $P -r --json \
-			src/small "$ADDR:bad" >"$W/tx-small5.log" 2>&1
+			src/small "$ADDR::bad" >"$W/tx-small5.log" 2>&1
 		SRC=$?
 		[ "$SRC" = 9 ] || t_fail "sender exit $SRC, want 9"
 		grep '"status":"failed"' "$W/tx-small5.log" |
@@ -1534,7 +1547,7 @@ s_script() {
 	if start_rx "$W/rx-scr.log" --root "$W/rx/scr" --port $P; then
 		t_begin "--include/--exclude on a push: first match wins, dir-only, anchored"
 		send "$W/tx-scr1.log" --port $P -r --include=keep.o --exclude='*.o' \
-			--exclude=build/ --exclude=/scr/top src/scr "$ADDR:f1"
+			--exclude=build/ --exclude=/scr/top src/scr "$ADDR::f1"
 		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 		[ "$(listing rx/scr/f1)" = "$_want" ] || t_fail "got: $(listing rx/scr/f1)"
 		same src/scr/sub/b.c rx/scr/f1/sub/b.c
@@ -1544,7 +1557,7 @@ s_script() {
 		t_begin "--exclude-from FILE and --include-from - (stdin)"
 		echo keep.o >"$W/scr-in"
 		send "$W/tx-scr2.log" --port $P -r --include-from=- \
-			--exclude-from="$W/scr-ex" src/scr "$ADDR:f2" <"$W/scr-in"
+			--exclude-from="$W/scr-ex" src/scr "$ADDR::f2" <"$W/scr-in"
 		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 		[ "$(listing rx/scr/f2)" = "$_want" ] || t_fail "got: $(listing rx/scr/f2)"
 		t_log "$W/tx-scr2.log" "$W/rx-scr.log"
@@ -1553,7 +1566,7 @@ s_script() {
 		t_begin "--include/--exclude on a pull: the receiver's walk filtered"
 		cp -a src/scr rx/scr/whole
 		send "$W/tx-scr3.log" --port $P -r --include=keep.o --exclude='*.o' \
-			--exclude=build/ --exclude=/whole/top "$ADDR:whole" got/p
+			--exclude=build/ --exclude=/whole/top "$ADDR::whole" got/p
 		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 		[ "$(listing got/p)" = "$_want" ] || t_fail "got: $(listing got/p)"
 		same src/scr/a.c got/p/a.c
@@ -1562,7 +1575,7 @@ s_script() {
 
 		t_begin "--files-from FILE: the names beneath SRC, kept as they are"
 		printf 'a.c\nsub/b.c\n./sub/top\n\n' >"$W/scr-list"
-		send "$W/tx-scr4.log" --port $P --files-from="$W/scr-list" src/scr "$ADDR:l1"
+		send "$W/tx-scr4.log" --port $P --files-from="$W/scr-list" src/scr "$ADDR::l1"
 		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 		[ "$(listing rx/scr/l1)" = "./a.c ./sub ./sub/b.c ./sub/top " ] ||
 			t_fail "got: $(listing rx/scr/l1)"
@@ -1580,7 +1593,7 @@ s_script() {
 		done
 		# the right side of a pipe is a subshell: its status via a file
 		(cd src/scr && find many -type f -print0) | {
-			send "$W/tx-scr5.log" --port $P -0 --files-from=- src/scr "$ADDR:l2/"
+			send "$W/tx-scr5.log" --port $P -0 --files-from=- src/scr "$ADDR::l2/"
 			echo "$SRC" >"$W/scr-rc"
 		}
 		SRC=$(cat "$W/scr-rc")
@@ -1593,7 +1606,7 @@ s_script() {
 
 		t_begin "--files-from: a name outside SRC refused (exit 9), the rest sent"
 		printf 'a.c\n../../etc/passwd\n' >"$W/scr-bad"
-		send "$W/tx-scr6.log" --port $P --files-from=- src/scr "$ADDR:l3" <"$W/scr-bad"
+		send "$W/tx-scr6.log" --port $P --files-from=- src/scr "$ADDR::l3" <"$W/scr-bad"
 		[ "$SRC" = 9 ] || t_fail "exit $SRC, want 9"
 		grep -q "not a path beneath" "$W/tx-scr6.log" || t_fail "no message"
 		[ "$(listing rx/scr/l3)" = "./a.c " ] || t_fail "got: $(listing rx/scr/l3)"
@@ -1602,7 +1615,7 @@ s_script() {
 
 		t_begin "--manifest --checksum sha256 on a push: sha256sum -c in DEST passes, catches a change"
 		send "$W/tx-scr7.log" --port $P -r --checksum sha256 --manifest="$W/scr-m1" \
-			--exclude=many/ src/scr "$ADDR:m1/"
+			--exclude=many/ src/scr "$ADDR::m1/"
 		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 		_n=$(find src/scr -path src/scr/many -prune -o -type f -print | wc -l)
 		[ "$(grep -c '^[0-9a-f]\{64\}  scr/' "$W/scr-m1")" = "$_n" ] ||
@@ -1616,7 +1629,7 @@ s_script() {
 		t_end
 
 		t_begin "--manifest on a pull, crc32: a CRC32 line per file placed, as --json's digest"
-		send "$W/tx-scr8.log" --port $P -r --json --manifest="$W/scr-m2" "$ADDR:f1" got/m2
+		send "$W/tx-scr8.log" --port $P -r --json --manifest="$W/scr-m2" "$ADDR::f1" got/m2
 		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 		[ "$(grep -c '^CRC32 (got/m2/' "$W/scr-m2")" = 5 ] ||
 			t_fail "not 5 CRC32 lines: $(cat "$W/scr-m2" | tr '\n' ' ')"
@@ -1629,7 +1642,7 @@ s_script() {
 		t_end
 
 		t_begin "--dry-run push: every entry 'new' into a missing DEST, nothing made"
-		send "$W/tx-scr9.log" --port $P -r --dry-run --exclude=many/ src/scr "$ADDR:d1/"
+		send "$W/tx-scr9.log" --port $P -r --dry-run --exclude=many/ src/scr "$ADDR::d1/"
 		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 		[ ! -e rx/scr/d1 ] || t_fail "rx/scr/d1 made"
 		grep -qx 'new      scr/sub/b.c' "$W/tx-scr9.log" || t_fail "no 'new scr/sub/b.c'"
@@ -1639,11 +1652,11 @@ s_script() {
 		t_end
 
 		t_begin "--dry-run -u push onto a copy: keep, replace, new, exists; nothing changes"
-		send "$W/tx-scr10.log" --port $P -r --exclude=many/ src/scr "$ADDR:d2/"
+		send "$W/tx-scr10.log" --port $P -r --exclude=many/ src/scr "$ADDR::d2/"
 		touch -d '2001-01-01' rx/scr/d2/scr/keep.o
 		echo new >src/scr/sub/new.txt
 		sums rx/scr/d2 >"$W/scr-before"
-		send "$W/tx-scr10.log" --port $P -r -u --dry-run --exclude=many/ src/scr "$ADDR:d2/"
+		send "$W/tx-scr10.log" --port $P -r -u --dry-run --exclude=many/ src/scr "$ADDR::d2/"
 		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 		sums rx/scr/d2 >"$W/scr-after"
 		cmp -s "$W/scr-before" "$W/scr-after" || t_fail "the receiver's tree changed"
@@ -1655,7 +1668,7 @@ s_script() {
 		t_end
 
 		t_begin "--dry-run pull --json: 'would' in file_done, no local DEST made"
-		send "$W/tx-scr11.log" --port $P -r --dry-run --json "$ADDR:f1" got/dry/
+		send "$W/tx-scr11.log" --port $P -r --dry-run --json "$ADDR::f1" got/dry/
 		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 		[ ! -e got/dry ] || t_fail "got/dry made"
 		[ "$(jdone "$W/tx-scr11.log" got/dry/f1/a.c would)" = new ] ||
@@ -1672,6 +1685,347 @@ s_script() {
 		kill -9 "$RX" 2>/dev/null
 	fi
 	rm -rf src/scr rx/scr got
+}
+
+# 29. --retry: one invocation gets past a receiver killed mid-copy and
+#     restarted (the list of names read again from a pipe, the manifest
+#     listing each file once), a receiver not listening yet (exit 3); not
+#     past a wrong key (exit 4, one attempt); when N runs out the exit is
+#     the last attempt's; SIGTERM in the wait and SIGINT mid-copy end it
+#     at once with 130, the temporary kept for --resume.
+RT_SIZE=$((3 * M))
+# rt_kill_rx: kill -9 the receiver RX once the sender TX is ~1 s into
+# the copy of NAME (the temporary DIR/.NAME.rdcp-part exists).
+rt_kill_rx() {
+	if ! wait_partfile "$1" "$2" "$TX"; then
+		t_fail "transfer never started"
+		return 1
+	fi
+	usleep 1000000
+	alive "$TX" || { t_fail "the copy ended before the kill"; return 1; }
+	kill -9 "$RX"
+	wait "$RX" 2>/dev/null
+	return 0
+}
+s_retry() {
+	rm -rf rx/rt
+	mkdir -p src rx/rt
+	mkrand src/rt $RT_SIZE
+	echo small >src/rt-small
+
+	t_begin "--retry: receiver killed mid-copy and restarted, the same run completes byte-identical"
+	nextport
+	if start_rx "$W/rx-rt1.log" --root "$W/rx/rt" --port $P; then
+		# The names from a pipe on stdin, read once: each attempt
+		# reads them again (spooled).
+		rm -f "$W/rt-fifo"
+		mkfifo "$W/rt-fifo"
+		(printf 'rt-small\nrt\n' >"$W/rt-fifo") &
+		rdcp --port $P --chunk-size 64K --bwlimit 1M --retry 5 --retry-wait 0.5 \
+			--json --files-from=- --checksum sha256 --manifest="$W/rt-man" \
+			src "$ADDR::l/" <"$W/rt-fifo" >"$W/tx-rt1.log" 2>&1 &
+		TX=$!
+		track "$TX"
+		if rt_kill_rx rx/rt/l rt; then
+			# A loop brings the receiver back (as a supervisor would).
+			_i=0
+			until start_rx "$W/rx-rt1b.log" --root "$W/rx/rt" --port $P; do
+				kill -9 "$RX" 2>/dev/null
+				_i=$((_i + 1))
+				[ $_i -lt 10 ] || break
+				usleep 300000
+			done
+			wait_pid "$TX" 120
+			[ "$WRC" = 0 ] || t_fail "sender exit $WRC, want 0"
+			same src/rt rx/rt/l/rt
+			same src/rt-small rx/rt/l/rt-small
+			no_temp rx/rt
+			_r=$(jget "$W/tx-rt1.log" summary retries)
+			[ "${_r:-0}" -ge 1 ] 2>/dev/null || t_fail "summary retries '$_r', want >= 1"
+			grep -Eq '^2 files, .* skipped 0, failed 0, retries [1-9]' "$W/tx-rt1.log" ||
+				t_fail "no summary line '2 files ... skipped 0, failed 0, retries N'"
+			_a=$(jattempts "$W/tx-rt1.log")
+			case "$_a" in
+			peer-lost/11/true*) ;;
+			*) t_fail "attempts: '$_a', want peer-lost/11/true first" ;;
+			esac
+			_sent=$(jlastdone "$W/tx-rt1.log" src/rt sent)
+			echo "# attempts: $_a; the last sent $_sent of $RT_SIZE bytes"
+			[ -n "$_sent" ] && [ "$_sent" -lt $RT_SIZE ] ||
+				t_fail "the retry sent '$_sent' bytes, want fewer than $RT_SIZE (resumed)"
+			[ "$(grep -c '^[0-9a-f]\{64\}  rt$' "$W/rt-man")/$(grep -c '^[0-9a-f]\{64\}  rt-small$' "$W/rt-man")/$(wc -l <"$W/rt-man")" = 1/1/2 ] ||
+				t_fail "manifest: not one line per file: $(tr '\n' ' ' <"$W/rt-man")"
+			(cd rx/rt/l && sha256sum -c "$W/rt-man") >"$W/rt-c" 2>&1 ||
+				t_fail "sha256sum -c: $(tr '\n' ' ' <"$W/rt-c")"
+		fi
+		kill -9 "$TX" 2>/dev/null
+		term_rx
+	else
+		t_fail "receiver did not start listening"
+	fi
+	t_log "$W/tx-rt1.log" "$W/rx-rt1.log" "$W/rx-rt1b.log"
+	t_end
+
+	t_begin "--retry: a receiver not listening yet (exit 3) is tried again"
+	nextport
+	bg_send "$W/tx-rt2.log" --port $P --retry 4 --retry-wait 1 --json src/rt-small "$ADDR::late"
+	usleep 1500000
+	if start_rx "$W/rx-rt2.log" --root "$W/rx/rt" --port $P; then
+		wait_pid "$TX" 60
+		[ "$WRC" = 0 ] || t_fail "sender exit $WRC, want 0"
+		same src/rt-small rx/rt/late
+		_a=$(jattempts "$W/tx-rt2.log")
+		echo "# attempts: $_a"
+		case "$_a" in
+		connect/3/true*) ;;
+		*) t_fail "attempts: '$_a', want connect/3/true first" ;;
+		esac
+		[ "$(jget "$W/tx-rt2.log" summary retries)" -ge 1 ] 2>/dev/null ||
+			t_fail "summary retries '$(jget "$W/tx-rt2.log" summary retries)'"
+	else
+		t_fail "receiver did not start listening"
+	fi
+	t_log "$W/tx-rt2.log" "$W/rx-rt2.log"
+	t_end
+
+	t_begin "--retry: a wrong key is not tried again (exit 4, one attempt)"
+	if [ -z "$AUTH" ]; then
+		echo "# (this rdcp has no --keygen: nothing to test)"
+	elif alive "$RX"; then
+		[ -f "$W/other.key" ] || rdcp --keygen "$W/other.key" >/dev/null 2>&1
+		send "$W/tx-rt3.log" --port $P --key-file "$W/other.key" --retry 3 \
+			--retry-wait 5 --json src/rt-small "$ADDR::auth"
+		[ "$SRC" = 4 ] || t_fail "sender exit $SRC, want 4"
+		[ "${ST%.*}" -lt 4 ] || t_fail "took ${ST}s: it waited to retry"
+		[ "$(jattempts "$W/tx-rt3.log")" = "auth/4/false " ] ||
+			t_fail "attempts: '$(jattempts "$W/tx-rt3.log")', want one, auth/4/false"
+		[ "$(jget "$W/tx-rt3.log" summary retries)" = 0 ] || t_fail "summary retries not 0"
+		grep -q 'not retrying' "$W/tx-rt3.log" || t_fail "no 'not retrying' line"
+	else
+		t_fail "the receiver of the previous test is gone"
+	fi
+	t_log "$W/tx-rt3.log"
+	t_end
+	term_rx
+
+	t_begin "--retry: N exhausted, the exit status is the last attempt's"
+	nextport
+	if start_rx "$W/rx-rt4.log" --root "$W/rx/rt" --once --port $P; then
+		bg_send "$W/tx-rt4.log" --port $P --chunk-size 64K --bwlimit 1M --connect-timeout 2 \
+			--retry 2 --retry-wait 0.2 --json src/rt "$ADDR::ex"
+		if rt_kill_rx rx/rt ex; then
+			wait_pid "$TX" 60
+			[ "$WRC" = 3 ] || t_fail "sender exit $WRC, want 3 (the last attempt's)"
+			_a=$(jattempts "$W/tx-rt4.log")
+			echo "# attempts: $_a"
+			case "$_a" in
+			"peer-lost/11/true connect/3/true connect/3/false ") ;;
+			*) t_fail "attempts: '$_a'" ;;
+			esac
+			[ "$(jget "$W/tx-rt4.log" summary retries)" = 2 ] || t_fail "summary retries not 2"
+			[ -f rx/rt/.ex.rdcp-part ] || t_fail "the temporary was not kept"
+		fi
+		kill -9 "$TX" 2>/dev/null
+	else
+		t_fail "receiver did not start listening"
+	fi
+	t_log "$W/tx-rt4.log" "$W/rx-rt4.log"
+	t_end
+
+	t_begin "--retry: SIGTERM in the wait ends it at once (130), the temporary left for --resume"
+	nextport
+	if start_rx "$W/rx-rt5.log" --root "$W/rx/rt" --once --port $P; then
+		bg_send "$W/tx-rt5.log" --port $P --chunk-size 64K --bwlimit 1M \
+			--retry 3 --retry-wait 30 --json src/rt "$ADDR::sig"
+		if rt_kill_rx rx/rt sig; then
+			if wait_until 40 "$TX" logged "$W/tx-rt5.log" '"event":"attempt"'; then
+				kill -TERM "$TX"
+				wait_pid "$TX" 10
+				[ "$WRC" = 130 ] || t_fail "sender exit $WRC, want 130"
+				[ "${WT%.*}" -lt 3 ] || t_fail "took ${WT}s after SIGTERM"
+				[ "$(jget "$W/tx-rt5.log" error class)" = canceled ] || t_fail "no error event of class canceled"
+				[ "$(jget "$W/tx-rt5.log" summary exit)" = 130 ] || t_fail "summary exit not 130"
+			else
+				t_fail "no attempt event"
+			fi
+			[ -f rx/rt/.sig.rdcp-part ] || t_fail "the temporary was not kept"
+			nextport
+			if start_rx "$W/rx-rt5b.log" --root "$W/rx/rt" --once --port $P; then
+				send "$W/tx-rt5b.log" --port $P --chunk-size 64K --resume --json src/rt "$ADDR::sig"
+				[ "$SRC" = 0 ] || t_fail "--resume afterwards: exit $SRC"
+				same src/rt rx/rt/sig
+				_sent=$(jdone "$W/tx-rt5b.log" src/rt sent)
+				[ -n "$_sent" ] && [ "$_sent" -lt $RT_SIZE ] ||
+					t_fail "--resume afterwards sent '$_sent' of $RT_SIZE bytes"
+				stop_rx 10
+			else
+				t_fail "second receiver did not start listening"
+			fi
+		fi
+		kill -9 "$TX" 2>/dev/null
+	else
+		t_fail "receiver did not start listening"
+	fi
+	t_log "$W/tx-rt5.log" "$W/rx-rt5.log" "$W/tx-rt5b.log"
+	t_end
+
+	t_begin "--retry: SIGINT mid-copy ends it at once (130), not retried, the temporary kept"
+	nextport
+	if start_rx "$W/rx-rt6.log" --root "$W/rx/rt" --port $P; then
+		bg_send "$W/tx-rt6.log" --port $P --chunk-size 64K --bwlimit 1M \
+			--retry 3 --retry-wait 0.2 --json src/rt "$ADDR::int"
+		if wait_partfile rx/rt int "$TX"; then
+			usleep 1000000
+			kill -INT "$TX"
+			wait_pid "$TX" 10
+			[ "$WRC" = 130 ] || t_fail "sender exit $WRC, want 130"
+			[ "${WT%.*}" -lt 3 ] || t_fail "took ${WT}s after SIGINT"
+			[ "$(jattempts "$W/tx-rt6.log")" = "canceled/130/false " ] ||
+				t_fail "attempts: '$(jattempts "$W/tx-rt6.log")', want canceled/130/false"
+			wait_until 5 "" test -f rx/rt/.int.rdcp-part || t_fail "the temporary was not kept"
+			alive "$RX" || t_fail "the receiver is gone"
+		else
+			t_fail "transfer never started"
+		fi
+		kill -9 "$TX" 2>/dev/null
+		term_rx
+	else
+		t_fail "receiver did not start listening"
+	fi
+	t_log "$W/tx-rt6.log" "$W/rx-rt6.log"
+	t_end
+	rm -rf rx/rt src/rt src/rt-small
+}
+
+# The ssh server under rdcp's ssh mode (scenario ssh): ssh to this host
+# (in the guest also as 127.0.0.1) in BatchMode runs a command that finds
+# rdcp in PATH (in the guest, may pin memory: ulimit -l unlimited), its
+# output and exit status come back; a killed ssh ends the remote command
+# that was reading its stdin (EOF), no sshd session left. Then rdcp
+# itself over ssh (ssh_rdcp): a push to HOST:DIR/, a pull back and a copy
+# from HOST: to HOST: (both ends started over ssh), a push through ssh to
+# 127.0.0.1 (no RDMA address: the data goes to the RDMA address the far
+# end names) and one with --rdma-addr ADDR; no key file and no receiver
+# running; in the guest the data must go over rdma_cm (rxe's
+# packet counter moves by a packet per 4 KiB at least, and the summary
+# says rdma); nothing of it left running.
+s_ssh() {
+	_ss_hosts=$ADDR
+	[ -n "$HOST_MODE" ] || _ss_hosts="$ADDR 127.0.0.1"
+	for _ss_h in $_ss_hosts; do
+		t_begin "ssh $_ss_h: runs a command, its output and exit status come back"
+		if [ -n "${RDCP_E2E_SSH_ERR:-}" ]; then
+			t_fail "no sshd: $RDCP_E2E_SSH_ERR"
+		else
+			# shellcheck disable=SC2016,SC2086 # remote $(...); SSH: words
+			rm -f "$SSH_HOME/rdcp-ssh-probe"
+			run_bounded 60 "$W/ssh-run.log" $SSH "$_ss_h" \
+				': >rdcp-ssh-probe; echo "ok $(pwd) $(ulimit -l) $(command -v rdcp)"; exit 3'
+			[ "$SRC" = 3 ] || t_fail "ssh exit $SRC, want 3 (the command's)"
+			_ss_out=$(grep '^ok ' "$W/ssh-run.log")
+			echo "# $_ss_h: $_ss_out"
+			[ -n "$_ss_out" ] || t_fail "no output"
+			[ -f "$SSH_HOME/rdcp-ssh-probe" ] ||
+				t_fail "a relative remote path did not land in $SSH_HOME"
+			rm -f "$SSH_HOME/rdcp-ssh-probe"
+			case "$_ss_out" in
+			*" /"*rdcp) ;;
+			*) t_fail "no rdcp in the remote PATH" ;;
+			esac
+			if [ -z "$HOST_MODE" ]; then
+				case "$_ss_out" in
+				*" unlimited /"*) ;;
+				*) t_fail "remote ulimit -l is not unlimited" ;;
+				esac
+			fi
+		fi
+		t_log "$W/ssh-run.log"
+		t_end
+	done
+	t_begin "ssh: a killed ssh ends the remote command reading its stdin, no session left"
+	if [ -n "${RDCP_E2E_SSH_ERR:-}" ]; then
+		t_fail "no sshd: $RDCP_E2E_SSH_ERR"
+	else
+		rm -f "$W/ssh-fifo" "$W/ssh-rpid"
+		mkfifo "$W/ssh-fifo"
+		# Read-write: never blocks, and ssh's stdin stays open.
+		exec 7<>"$W/ssh-fifo"
+		# (Not bg_run: an asynchronous command's stdin is /dev/null
+		# unless redirected on the command itself.)
+		# shellcheck disable=SC2086 # SSH: words
+		$SSH "$ADDR" "echo \$\$ >$W/ssh-rpid; exec cat >/dev/null" \
+			<"$W/ssh-fifo" >"$W/ssh-kill.log" 2>&1 &
+		_ss_tx=$!
+		track "$_ss_tx"
+		if wait_until 60 "$_ss_tx" test -s "$W/ssh-rpid"; then
+			_ss_r=$(cat "$W/ssh-rpid")
+			alive "$_ss_r" || t_fail "remote command $_ss_r not running"
+			kill -9 "$_ss_tx"
+			wait "$_ss_tx" 2>/dev/null
+			_ss_t=$(now)
+			if wait_until 20 "" gone "$_ss_r"; then
+				echo "# remote command ended $(since "$_ss_t")s after ssh was killed"
+			else
+				t_fail "remote command $_ss_r still running 20 s after ssh was killed"
+				kill -9 "$_ss_r" 2>/dev/null
+			fi
+			_ss_d=$(sshd_pid)
+			if [ -z "$_ss_d" ]; then
+				t_fail "no sshd pid"
+			elif ! wait_until 20 "" no_descendants "$_ss_d"; then
+				t_fail "sshd sessions left: $(descendants "$_ss_d" | tr '\n' ' ')"
+			fi
+		else
+			t_fail "the remote command did not start"
+			kill -9 "$_ss_tx" 2>/dev/null
+		fi
+		exec 7>&-
+	fi
+	t_log "$W/ssh-kill.log"
+	t_end
+	ssh_rdcp
+}
+
+# ssh_rdcp: see s_ssh.
+ssh_rdcp() {
+	_sr_n=8388608
+	mkdir -p src/sshr rx/sshr
+	head -c $_sr_n /dev/urandom >src/sshr/f
+	for _sr_k in push pull both lo addr; do
+		t_begin "rdcp over ssh, $_sr_k: no key, no receiver running$([ -n "$HOST_MODE" ] || echo ', data over RDMA')"
+		if [ -n "${RDCP_E2E_SSH_ERR:-}" ]; then
+			t_fail "no sshd: $RDCP_E2E_SSH_ERR"
+			t_end
+			continue
+		fi
+		case $_sr_k in
+		push) set -- src/sshr/f "$ADDR:$W/rx/sshr/push/" ;;
+		pull) set -- "$ADDR:$W/src/sshr/f" "$W/rx/sshr/pull" ;;
+		both) set -- "$ADDR:$W/src/sshr/f" "$ADDR:$W/rx/sshr/both/" ;;
+		lo) set -- src/sshr/f "127.0.0.1:$W/rx/sshr/lo/" ;;
+		addr) set -- --rdma-addr "$ADDR" src/sshr/f "127.0.0.1:$W/rx/sshr/addr/" ;;
+		esac
+		_sr_b=$(rxe_sent)
+		# shellcheck disable=SC2086 # SSH: words
+		run_bounded 120 "$W/tx-sshr-$_sr_k.log" rdcp -v -e "$SSH" "$@"
+		_sr_a=$(rxe_sent)
+		[ "$SRC" = 0 ] || t_fail "exit $SRC"
+		case $_sr_k in
+		pull) same src/sshr/f rx/sshr/pull ;;
+		*) same src/sshr/f "rx/sshr/$_sr_k/f" ;;
+		esac
+		if [ -z "$HOST_MODE" ]; then
+			grep -q "over rdma" "$W/tx-sshr-$_sr_k.log" ||
+				t_fail "the summary does not say rdma"
+			over_rdma "$_sr_k" "$_sr_b" "$_sr_a" $_sr_n
+		fi
+		_sr_d=$(sshd_pid)
+		[ -z "$_sr_d" ] || wait_until 20 "" no_descendants "$_sr_d" ||
+			t_fail "still running under sshd: $(descendants "$_sr_d" | tr '\n' ' ')"
+		t_log "$W/tx-sshr-$_sr_k.log"
+		t_end
+	done
+	rm -rf src/sshr rx/sshr
 }
 
 # rxe0 is removed mid-copy (`rdma link delete`): both ends of the session
@@ -1693,7 +2047,7 @@ s_devremove() {
 	_dr_dev=$(rdma link show | sed -n 's|^link rxe0/[0-9]* .* netdev \([^ ]*\).*|\1|p' | head -n1)
 	nextport
 	if start_rx "$W/rx-dr.log" --transport rdma --device rxe0 --timeout 60 --root "$W/rx/dr" --port $P; then
-		rdcp --transport rdma --timeout 60 --port $P --window 2 --chunk-size 64K src/k64 "$ADDR:k64" >"$W/tx-dr.log" 2>&1 &
+		rdcp --transport rdma --timeout 60 --port $P --window 2 --chunk-size 64K src/k64 "$ADDR::k64" >"$W/tx-dr.log" 2>&1 &
 		TX=$!
 		if wait_partfile rx/dr k64 "$TX"; then
 			_dr_s=$(now)
@@ -1729,7 +2083,7 @@ s_devremove() {
 	mkrand src/dr 300000
 	nextport
 	if start_rx "$W/rx-dr2.log" --transport rdma --root "$W/rx/dr" --once --port $P; then
-		run_bounded 120 "$W/tx-dr2.log" rdcp --transport rdma --port $P src/dr "$ADDR:dr"
+		run_bounded 120 "$W/tx-dr2.log" rdcp --transport rdma --port $P src/dr "$ADDR::dr"
 		[ "$SRC" = 0 ] || t_fail "sender exit $SRC"
 		stop_rx 20
 		cmp -s src/dr rx/dr/dr || t_fail "dr differs"

@@ -17,6 +17,9 @@
 #       ARGS as /test/script.sh and exit with its status.  A guest line
 #       RDCP-GUEST-KILL-OTHER makes the host kill the other guest's qemu.
 #       Exit 124 on timeout, 125 when a guest died without reporting a status.
+#       With a host key shipped as /etc/ssh/ssh_host_ed25519_key (--file),
+#       /init starts OpenSSH's sshd on port 22: root logs in by the keys
+#       in /root/.ssh (authorized_keys, shipped too), no PAM.
 #
 # Console logs are kept in the cache dir, one set per run: run-PID.log
 # (pair mode: with [a]/[b] prefixes) and run-PID-a.log / -b.log, with
@@ -41,6 +44,9 @@ WANT_MODULES=(crc32_generic udp_tunnel ip6_udp_tunnel ib_core ib_uverbs
 # Host tools copied into every guest (path in the guest = path here).
 GUEST_TOOLS=(/usr/sbin/rdma /usr/sbin/ip /usr/bin/ib_write_bw /usr/bin/rping
 	/usr/bin/rcopy /usr/bin/ibv_devinfo)
+# OpenSSH's server and client (packages openssh-server, openssh-client):
+# /init starts sshd on port 22 when a run ships a host key (see init.sh).
+SSH_TOOLS=(/usr/sbin/sshd /usr/bin/ssh)
 
 die() { echo "guest.sh: error: $*" >&2; exit 1; }
 note() { echo "guest.sh: $*" >&2; }
@@ -77,6 +83,9 @@ check_host() {
 		[ ! -f /etc/libibverbs.d/rxe.driver ]; then
 		die "rxe verbs provider missing (package ibverbs-providers); $FIX"
 	fi
+	for t in "${SSH_TOOLS[@]}"; do
+		[ -x "$t" ] || die "$t not found (packages openssh-server openssh-client); $FIX"
+	done
 	command -v xz >/dev/null 2>&1 || die "xz not found (package xz-utils); $FIX"
 	command -v ldd >/dev/null 2>&1 || die "ldd not found (package libc-bin); $FIX"
 }
@@ -169,11 +178,17 @@ cmd_prepare() {
 
 # ---------------------------------------------------------------- initramfs
 
+# IN_BASE: the files of the base image (set by cmd_run), which a run's
+# overlay need not carry again (rdcp's libraries, libcrypto and all, are
+# there for the tools and sshd).
+declare -A IN_BASE=()
 # copy_with_libs ROOT SRC [DEST]: copy an executable/library dereferenced to
-# ROOT/DEST plus everything ldd lists for it.
+# ROOT/DEST plus everything ldd lists for it (but what the base image has).
 copy_file() {
-	local root=$1 src=$2 dst=${3:-$2}
+	local root=$1 src=$2 dst=${3:-$2} u
 	[ -e "$root$dst" ] && return 0
+	u=${dst/#\/lib\//\/usr\/lib\/}; u=${u/#\/lib64\//\/usr\/lib64\/}
+	[ -n "${IN_BASE[$u]:-}" ] && return 0
 	mkdir -p "$root$(dirname "$dst")"
 	cp -L "$src" "$root$dst"
 }
@@ -206,10 +221,15 @@ build_base() {
 	key=$(
 		cat "$KDIR/ready" "${BASH_SOURCE[0]}" "$HERE/init.sh"
 		for t in /bin/busybox "${GUEST_TOOLS[@]}"; do ls -lL "$(host_tool_path "$t")"; done
+		ls -lL "${SSH_TOOLS[@]}"
+		# their libraries, which runs take from the base image too
+		for t in "${GUEST_TOOLS[@]}" "${SSH_TOOLS[@]}"; do
+			ldd "$(host_tool_path "$t")" 2>/dev/null | sed -n 's/.*=> \(\/[^ ]*\) .*/\1/p'
+		done | LC_ALL=C sort -u | xargs -r ls -lL
 		ls -lL /usr/lib/x86_64-linux-gnu/libibverbs/ /lib/x86_64-linux-gnu/libc.so.6
 	)
 	key=$(echo "$key" | md5sum | cut -d' ' -f1)
-	if [ -f "$out" ] && [ "$(cat "$out.key" 2>/dev/null)" = "$key" ]; then
+	if [ -f "$out" ] && [ -f "$out.list" ] && [ "$(cat "$out.key" 2>/dev/null)" = "$key" ]; then
 		return 0
 	fi
 	local root
@@ -219,6 +239,7 @@ build_base() {
 	ln -s usr/lib "$root/lib"; ln -s usr/lib64 "$root/lib64"
 
 	for t in "${GUEST_TOOLS[@]}"; do copy_with_libs "$root" "$(host_tool_path "$t")" "$t"; done
+	for t in "${SSH_TOOLS[@]}"; do copy_with_libs "$root" "$t"; done
 	local p
 	for p in /usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav*.so; do
 		copy_with_libs "$root" "$p"
@@ -238,11 +259,40 @@ build_base() {
 	mkdir -p "$root/lib/modules"
 	cp "$KDIR"/modules/*.ko "$KDIR/modules/order" "$root/lib/modules/"
 	install -m 0755 "$HERE/init.sh" "$root/init"
-	echo 'root:x:0:0:root:/root:/bin/sh' >"$root/etc/passwd"
-	echo 'root:x:0:' >"$root/etc/group"
+	# root logs in over ssh with a key (no password: "*"); sshd is
+	# OpenSSH's privilege separation user (its chroot: /run/sshd).
+	printf 'root:x:0:0:root:/root:/bin/sh\nsshd:x:102:65534::/run/sshd:/usr/sbin/nologin\n' >"$root/etc/passwd"
+	printf 'root:x:0:\nnogroup:x:65534:\n' >"$root/etc/group"
+	printf 'root:*:19000:0:99999:7:::\nsshd:*:19000:0:99999:7:::\n' >"$root/etc/shadow"
+	chmod 0640 "$root/etc/shadow"
+	mkdir -p "$root/etc/ssh"
+	# The host key and root's ~/.ssh come with each run (run_rdma.sh).
+	cat >"$root/etc/ssh/sshd_config" <<'EOF'
+# rdcp's test guests (tests/guest/guest.sh): root by key only, no PAM
+Port 22
+HostKey /etc/ssh/ssh_host_ed25519_key
+PidFile /run/sshd.pid
+PermitRootLogin prohibit-password
+PubkeyAuthentication yes
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+StrictModes no
+UseDNS no
+PrintMotd no
+PrintLastLog no
+X11Forwarding no
+MaxStartups 100
+MaxSessions 100
+LogLevel VERBOSE
+# Under TCG the default post-quantum key exchange (sntrup761x25519) takes
+# ~2 s of a ~3 s login; curve25519 alone, ~1 s.
+KexAlgorithms curve25519-sha256,curve25519-sha256@libssh.org
+EOF
 	printf '127.0.0.1 localhost\n10.77.0.1 guest\n10.77.1.1 guest-a\n10.77.1.2 guest-b\n' >"$root/etc/hosts"
 
 	(cd "$root" && find . -mindepth 1 | LC_ALL=C sort | /bin/busybox cpio -o -H newc -R 0:0 2>/dev/null) >"$out.tmp"
+	(cd "$root" && find . -mindepth 1 -type f | sed 's|^\.||') >"$out.list"
 	rm -rf "$root"
 	echo "$key" >"$out.key.tmp"
 	mv "$out.tmp" "$out"
@@ -307,6 +357,8 @@ cmd_run() {
 
 	cmd_prepare
 	build_base
+	local f
+	while IFS= read -r f; do IN_BASE[$f]=1; done <"$GDIR/base.cpio.list"
 
 	RUN=$(mktemp -d "$GDIR/run.XXXXXX")
 	trap cleanup EXIT

@@ -4,9 +4,10 @@
 # /init of the Soft-RoCE test guest (busybox sh, no systemd).  Built into
 # the initramfs by tests/guest/guest.sh.  Mounts the pseudo file systems,
 # loads the RDMA modules listed in /lib/modules/order, brings up the netdev
-# (dummy0 in single mode, virtio eth0 in pair mode), adds rxe0 on it, runs
-# /test/script.sh with the arguments stored in /test/args/, prints
-# RDCP-GUEST-EXIT=<status> and powers the machine off.
+# (dummy0 in single mode, virtio eth0 in pair mode), adds rxe0 on it,
+# starts sshd if the run shipped a host key, runs /test/script.sh with the
+# arguments stored in /test/args/, prints RDCP-GUEST-EXIT=<status> and
+# powers the machine off.
 
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 mount -t proc proc /proc
@@ -69,6 +70,14 @@ rdma link add rxe0 type rxe netdev "$dev" || fail "rdma link add rxe0 on $dev fa
 
 # shellcheck disable=SC3045 # busybox sh has ulimit -l
 ulimit -l unlimited
+# OpenSSH's sshd on port 22 when the run shipped a host key (run_rdma.sh:
+# root logs in with the key in /root/.ssh). Started after the ulimit: what
+# it runs (an rdcp started over ssh) may pin memory as the script may.
+if [ -f /etc/ssh/ssh_host_ed25519_key ]; then
+	mkdir -m 0755 /run/sshd
+	/usr/sbin/sshd -E /run/sshd.log ||
+		echo "rdcp-guest: init: sshd did not start: $(tail -n 1 /run/sshd.log)"
+fi
 export RDCP_GUEST_ROLE=$role RDCP_GUEST_ADDR=$addr HOME=/tmp
 [ -n "$peer" ] && export RDCP_PEER_ADDR=$peer
 

@@ -4,9 +4,10 @@
 # Installs (with apt-get) the Debian packages the Soft-RoCE guest test
 # harness (tests/guest/guest.sh) needs on the host: qemu, a static busybox
 # for the guest's userland, rdma-core's libraries, providers and tools,
-# perftest and iproute2.  Idempotent: when everything is already installed
-# it only checks and returns; `apt-get update` runs only when a package is
-# missing or apt does not know the kernel package yet.  Never installs a
+# perftest, iproute2 and OpenSSH (sshd and ssh, copied into the guests).
+# Idempotent: when everything is already installed it only checks and
+# returns; `apt-get update` runs only when a package is missing or apt
+# does not know the kernel package yet.  Never installs a
 # kernel on the host (guest.sh prepare downloads it with apt-get download).
 set -euo pipefail
 
@@ -15,6 +16,7 @@ PACKAGES=(
 	rdma-core ibverbs-providers ibverbs-utils rdmacm-utils
 	libibverbs-dev librdmacm-dev perftest
 	iproute2 xz-utils zstd gzip coreutils libc-bin
+	openssh-server openssh-client
 )
 
 die() { echo "setup.sh: error: $*" >&2; exit 1; }

@@ -63,7 +63,7 @@ static struct cm_tcp_listener *listen_lo(uint16_t *port)
 	struct cm_addr a = { .host = LOOPBACK, .port = 0 };
 	struct cm_tcp_listener *l = NULL;
 
-	CHECK_EQ(cm_tcp_listen(&a, &l), 0);
+	CHECK_EQ(cm_tcp_listen(&a, false, &l), 0);
 	*port = l ? port_of(cm_tcp_listener_fd(l)) : 0;
 	CHECK(*port != 0);
 	return l;
@@ -685,7 +685,7 @@ static void test_names_and_families(void)
 	cm_conn_destroy(s);
 	cm_tcp_listener_destroy(l);
 
-	rc = cm_tcp_listen(&a6, &l);
+	rc = cm_tcp_listen(&a6, false, &l);
 	if (rc) {
 		printf("#   skip IPv6: cannot listen on [::1]: %s\n",
 		       strerror(-rc));
