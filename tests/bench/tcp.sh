@@ -10,7 +10,12 @@
 #   - 10 000 x 4 KiB files: rdcp vs tar | nc
 #   - CPU seconds per GiB (GNU time) and peak RSS for 1 GiB and 8 GiB
 #     (sparse) files
-# Prints a table; raw numbers go to BUILD/bench/tcp.json.
+# Prints a table; raw numbers go to BUILD/bench/tcp.json. With BENCH_BASE
+# set to another rdcp binary (say main's build), that one copies the 1 GiB
+# file too in every round, to a receiver of its own, after rdcp in odd
+# rounds and before it in even ones (ABBA: neither always follows
+# iperf3): an interleaved A/B, its ratio printed. It must take the same
+# command line (HOST::PATH for the daemon: builds since the ssh bootstrap).
 #
 #   tests/bench/tcp.sh BUILD_DIR
 set -euo pipefail
@@ -91,6 +96,14 @@ mkdir -p "$SHM/rdcp"
 	--port "$RDPORT" &
 RXPID=$!
 PIDS+=($RXPID)
+BASE=${BENCH_BASE:-}
+if [ -n "$BASE" ]; then
+	port; BPORT=$PORT
+	mkdir -p "$SHM/base"
+	"$BASE" --listen --no-auth -q --transport tcp --root "$SHM/base" \
+		--port "$BPORT" &
+	PIDS+=($!)
+fi
 sleep 1
 SSHOPTS=(-P "$SSHPORT" -i "$W/userkey" -o StrictHostKeyChecking=no
 	-o UserKnownHostsFile=/dev/null -o LogLevel=ERROR)
@@ -98,6 +111,17 @@ SSHOPTS=(-P "$SSHPORT" -i "$W/userkey" -o StrictHostKeyChecking=no
 rdcp_send() { # extra args...
 	/usr/bin/time -o "$W/tx.time" -f "%U %S %M" "$RDCP" --no-auth -q \
 		--transport tcp --port "$RDPORT" "$@"
+}
+
+base_send() { # REP: the baseline build's copy of the same file
+	local t0 t1
+	t0=$(now)
+	"$BASE" --no-auth -q --transport tcp --port "$BPORT" "$src" \
+		"127.0.0.1::big.bin"
+	t1=$(now)
+	cmp -s "$src" "$SHM/base/big.bin" || { echo "bench: base copy differs" >&2; exit 1; }
+	rec rdcp_base "$1" "$(mbps "$BYTES" "$t0" "$t1")"
+	rm -f "$SHM/base/big.bin"
 }
 
 for rep in $(seq 1 "$REPS"); do
@@ -109,11 +133,13 @@ for rep in $(seq 1 "$REPS"); do
 	wait $! 2>/dev/null || true
 	rec iperf3 "$rep" "$(awk -v b="$bps" 'BEGIN { printf "%.1f", b / 8e6 }')"
 
+	[ -n "$BASE" ] && [ $((rep % 2)) -eq 0 ] && base_send "$rep"
 	t0=$(now); rdcp_send "$src" "127.0.0.1::big.bin"; t1=$(now)
 	read -r u s m <"$W/tx.time"
 	cmp -s "$src" "$SHM/rdcp/big.bin" || { echo "bench: rdcp copy differs" >&2; exit 1; }
 	rec rdcp "$rep" "$(mbps "$BYTES" "$t0" "$t1")" "$u" "$s" "$m"
 	rm -f "$SHM/rdcp/big.bin"
+	[ -n "$BASE" ] && [ $((rep % 2)) -eq 1 ] && base_send "$rep"
 
 	port; p=$PORT
 	nc -l 127.0.0.1 "$p" >"$SHM/nc.bin" &
@@ -181,6 +207,8 @@ END {
 	printf "  iperf3 single stream %8.1f\n  nc                   %8.1f\n  scp                  %8.1f\n  rsync (daemon)       %8.1f\n  rdcp --transport tcp %8.1f\n", i3, n, s, y, r
 	printf "  rdcp / iperf3 = %.2f (target >= 0.60)   rdcp / scp = %.2f (target >= 3)\n", i3 ? r / i3 : 0, s ? r / s : 0
 	printf "  rdcp / nc = %.2f   rdcp / rsync = %.2f\n", n ? r / n : 0, y ? r / y : 0
+	b = median("rdcp_base")
+	if (b) printf "  rdcp / rdcp_base = %.2f (baseline %.1f MB/s, baseline / nc = %.2f)\n", r / b, b, n ? b / n : 0
 	printf "  %d x 4 KiB files: rdcp %.1f MB/s, tar | nc %.1f MB/s, ratio %.2f (target >= 1)\n", '"$NSMALL"', rs_, tn, tn ? rs_ / tn : 0
 	printf "  rdcp sender CPU s per GiB: %.2f (receiver, whole bench: %.2f s)\n", cnt["rdcp"] ? cpu / cnt["rdcp"] * 1024 / mib : 0, ru + rs
 	printf "  sender peak RSS: 1 GiB file %s KiB, 8 GiB file %s KiB\n", rss["rss_1g"], rss["rss_8g"]
