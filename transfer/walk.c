@@ -5,6 +5,7 @@
  * changes under the walk cannot lead it outside itself; on a receiver
  * serving a pull every open goes through path_open_beneath().
  */
+#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -21,9 +22,12 @@
 #include "util/log.h"
 #include "util/path.h"
 
-/* A directory being listed: its entry, its fd and its sorted names. */
+/*
+ * A directory being listed: its paths (copies: its entry may be released
+ * while its children are listed), its fd and its sorted names.
+ */
 struct walk_frame {
-	size_t dir_idx;
+	char *local, *wire;
 	int dfd;
 	int depth;
 	char **names;
@@ -35,7 +39,7 @@ static struct walk_entry *add(struct walk *w, const char *local,
 {
 	struct walk_entry *e;
 
-	if (w->n == w->nblk * WALK_BLOCK) {
+	if (w->n == (w->blk0 + w->nblk) * WALK_BLOCK) {
 		struct walk_entry **b =
 			realloc(w->blk, (w->nblk + 1) * sizeof(*b));
 
@@ -223,21 +227,24 @@ static int read_names(int fd, char ***out, size_t *count)
 	return 0;
 }
 
-static int walk_dir(struct walk *w, size_t dir_idx, int depth);
+static int walk_dir(struct walk *w, struct walk_entry *dir, int depth);
 
-/* Adds name found in the directory entry dir_idx (open as dirfd). */
-static int walk_child(struct walk *w, size_t dir_idx, int dirfd,
-		      const char *name, int depth)
+/*
+ * Adds name found in the directory being listed, dir_local (dir_wire on
+ * the wire), open as dirfd.
+ */
+static int walk_child(struct walk *w, const char *dir_local,
+		      const char *dir_wire, int dirfd, const char *name,
+		      int depth)
 {
-	const struct walk_entry *dir = walk_at(w, dir_idx);
 	char local[PATH_MAX + 1], wire[PATH_MAX + 1];
 	struct walk_entry *e;
 	int rc;
 
-	if (path_join(local, sizeof(local), dir->local, name) ||
-	    path_join(wire, sizeof(wire), dir->wire, name) ||
+	if (path_join(local, sizeof(local), dir_local, name) ||
+	    path_join(wire, sizeof(wire), dir_wire, name) ||
 	    strlen(wire) > PATH_PEER_MAX) {
-		log_warn("skipping '%s/%s': path too long", dir->local, name);
+		log_warn("skipping '%s/%s': path too long", dir_local, name);
 		w->skipped++;
 		return 0;
 	}
@@ -278,19 +285,26 @@ static int walk_child(struct walk *w, size_t dir_idx, int dirfd,
 	if (e->kind == WIRE_KIND_FILE)
 		w->bytes += (uint64_t)e->st.st_size;
 	if (e->kind == WIRE_KIND_DIR)
-		return walk_dir(w, w->n - 1, depth + 1);
+		return walk_dir(w, e, depth + 1);
 	return 0;
 }
 
-/*
- * Opens the directory entry dir_idx and reads its names; its children are
- * listed from the frame pushed here, one by one, by walk_more().
- */
-static int walk_dir(struct walk *w, size_t dir_idx, int depth)
+static void free_names(char **names, size_t n)
 {
-	struct walk_entry *dir = walk_at(w, dir_idx);
+	while (n)
+		free(names[--n]);
+	free(names);
+}
+
+/*
+ * Opens the directory entry dir (the one just listed) and reads its
+ * names; its children are listed from the frame pushed here, one by one,
+ * by walk_more().
+ */
+static int walk_dir(struct walk *w, struct walk_entry *dir, int depth)
+{
 	struct walk_frame *f;
-	char **names = NULL;
+	char **names = NULL, *local, *wire;
 	size_t n = 0;
 	int fd, dfd, rc;
 
@@ -319,22 +333,27 @@ static int walk_dir(struct walk *w, size_t dir_idx, int depth)
 		return entry_fail(dir, rc, "cannot read directory '%s': %s",
 				  dir->local, strerror(-rc));
 	}
-	if (w->depth == w->stack_cap) {
+	local = strdup(dir->local);
+	wire = strdup(dir->wire);
+	if (local && wire && w->depth == w->stack_cap) {
 		size_t cap = w->stack_cap ? 2 * w->stack_cap : 8;
 		struct walk_frame *v = realloc(w->stack, cap * sizeof(*v));
 
-		if (!v) {
-			while (n)
-				free(names[--n]);
-			free(names);
-			close(dfd);
-			return -ENOMEM;
+		if (v) {
+			w->stack = v;
+			w->stack_cap = cap;
 		}
-		w->stack = v;
-		w->stack_cap = cap;
+	}
+	if (!local || !wire || w->depth == w->stack_cap) {
+		free(local);
+		free(wire);
+		free_names(names, n);
+		close(dfd);
+		return -ENOMEM;
 	}
 	f = &w->stack[w->depth++];
-	f->dir_idx = dir_idx;
+	f->local = local;
+	f->wire = wire;
 	f->dfd = dfd;
 	f->depth = depth;
 	f->names = names;
@@ -350,6 +369,8 @@ static void pop_dir(struct walk *w)
 	while (f->next < f->n)
 		free(f->names[f->next++]);
 	free(f->names);
+	free(f->local);
+	free(f->wire);
 	close(f->dfd);
 }
 
@@ -443,7 +464,7 @@ static int walk_named(struct walk *w, const char *src, const char *wire,
 				  "cannot send '%s': it is a directory (use "
 				  "-r)",
 				  src);
-	return walk_dir(w, w->n - 1, 0);
+	return walk_dir(w, e, 0);
 }
 
 static int walk_top(struct walk *w, const char *src)
@@ -603,12 +624,48 @@ int walk_more(struct walk *w, size_t want)
 			pop_dir(w);
 			continue;
 		}
-		/* A subdirectory pushes a frame: f may move. */
+		/* A subdirectory pushes a frame: f moves, its strings not. */
 		name = f->names[f->next++];
-		rc = walk_child(w, f->dir_idx, f->dfd, name, f->depth);
+		rc = walk_child(w, f->local, f->wire, f->dfd, name, f->depth);
 		free(name);
 	}
 	return rc;
+}
+
+/* Frees block k of w->blk (block blk0 + k) and its listed entries. */
+static void free_block(struct walk *w, size_t k)
+{
+	struct walk_entry *blk = w->blk[k];
+	size_t first = (w->blk0 + k) * WALK_BLOCK;
+	size_t n = w->n - first < WALK_BLOCK ? w->n - first : WALK_BLOCK;
+
+	if (!blk)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		free(blk[i].local);
+		free(blk[i].wire);
+		free(blk[i].link);
+		free(blk[i].errmsg);
+	}
+	free(blk);
+	w->blk[k] = NULL;
+}
+
+void walk_release(struct walk *w, size_t b)
+{
+	size_t k = b - w->blk0, gone = 0;
+
+	assert(b >= w->blk0 && k < w->nblk && w->blk[k]);
+	assert((b + 1) * WALK_BLOCK <= w->n);
+	free_block(w, k);
+	/* The released blocks in front go from the array. */
+	while (gone < w->nblk && !w->blk[gone])
+		gone++;
+	if (!gone)
+		return;
+	memmove(w->blk, w->blk + gone, (w->nblk - gone) * sizeof(*w->blk));
+	w->blk0 += gone;
+	w->nblk -= gone;
 }
 
 void walk_free(struct walk *w)
@@ -616,21 +673,13 @@ void walk_free(struct walk *w)
 	while (w->depth)
 		pop_dir(w);
 	free(w->stack);
-	for (size_t i = 0; i < w->n; i++) {
-		struct walk_entry *e = walk_at(w, i);
-
-		free(e->local);
-		free(e->wire);
-		free(e->link);
-		free(e->errmsg);
-	}
-	for (size_t i = 0; i < w->nblk; i++)
-		free(w->blk[i]);
+	for (size_t k = 0; k < w->nblk; k++)
+		free_block(w, k);
 	free(w->blk);
 	free(w->line);
 	free(w->prev);
 	w->line = w->prev = NULL;
 	w->blk = NULL;
 	w->stack = NULL;
-	w->n = w->nblk = w->depth = w->stack_cap = 0;
+	w->n = w->blk0 = w->nblk = w->depth = w->stack_cap = 0;
 }

@@ -10,7 +10,11 @@
  *
  * The walk is incremental: walk_more() lists the next entries on demand,
  * so a copy starts moving data at once instead of after stat-ing a whole
- * tree of millions of files. Entries never move once listed.
+ * tree of millions of files. Entries never move once listed; the caller
+ * gives back each block of WALK_BLOCK entries it is done with
+ * (walk_release), so a walk of millions of entries holds only those still
+ * in use and the directories being listed (a copy of their paths and
+ * their names), not all it listed.
  *
  * Entries a filter excludes are left out (an excluded directory with all
  * it holds); the filter sees the wire name. With a list (--files-from) the
@@ -60,9 +64,13 @@ struct walk {
 	bool done;	/* every entry is listed: n and bytes are final */
 	struct timespec
 		t0; /* when it began: newer directories are not walked */
-	/* private: the entries, and where the depth-first walk stands */
+	/*
+	 * private: the entries, and where the depth-first walk stands.
+	 * blk[k] holds block blk0 + k (entries from its number times
+	 * WALK_BLOCK on), NULL once released; blocks below blk0 are gone.
+	 */
 	struct walk_entry **blk;
-	size_t nblk;
+	size_t blk0, nblk;
 	const char *const *srcs;
 	size_t nsrcs, next_src;
 	struct walk_frame *stack;
@@ -72,10 +80,10 @@ struct walk {
 	int list_err; /* a list that could not be read: -errno */
 };
 
-/* Entry i < w->n. */
+/* Entry i < w->n, in a block not released. */
 static inline struct walk_entry *walk_at(const struct walk *w, size_t i)
 {
-	return &w->blk[i / WALK_BLOCK][i % WALK_BLOCK];
+	return &w->blk[i / WALK_BLOCK - w->blk0][i % WALK_BLOCK];
 }
 
 /*
@@ -98,6 +106,14 @@ int walk_more(struct walk *w, size_t want) __attribute__((warn_unused_result));
  */
 int walk_open(const struct walk *w, const struct walk_entry *e)
 	__attribute__((warn_unused_result));
+
+/*
+ * Frees block b (entries [b, b + 1) x WALK_BLOCK, all listed: the caller
+ * counted them) and what its entries hold: the caller is done with them
+ * and no pointer to one may be used again. A block released twice, or
+ * one not wholly listed, is a programmer error.
+ */
+void walk_release(struct walk *w, size_t b);
 
 void walk_free(struct walk *w);
 
