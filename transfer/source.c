@@ -245,15 +245,16 @@ static const char *result_misplaced(const struct source *s,
 
 static int on_result(struct source *s, const struct wire_file_result *res)
 {
+	struct src_file *f = src_by_wire(s, res->file_id);
 	const char *why;
-	struct src_file *f;
 
-	if (res->file_id >= s->nwire)
+	if (!f)
 		return engine_fail(s->e, XFER_FAIL_PROTOCOL, -EPROTO,
-				   "%s answered for file %u, which was never "
-				   "announced",
-				   s->e->c->peer, res->file_id);
-	f = src_file_at(s, s->by_wire[res->file_id]);
+				   "%s answered for file %u, which %s",
+				   s->e->c->peer, res->file_id,
+				   res->file_id < s->nwire
+					   ? "was answered already"
+					   : "was never announced");
 	why = result_misplaced(s, f, res);
 	if (why)
 		return engine_fail(s->e, XFER_FAIL_PROTOCOL, -EPROTO,
@@ -267,29 +268,36 @@ static int on_result(struct source *s, const struct wire_file_result *res)
 	f->dry = res->flags & (WIRE_RESULT_DRY | WIRE_RESULT_EXISTS);
 	/* Reported: what was sent and the digest computed here. */
 	conclude(s, f, res->status, res->msg, f->digest, f->dlen);
+	src_retire(s, f); /* f may be gone */
 	return 0;
 }
 
-/* Every file of a pack without a FILE_RESULT is in place. */
+/*
+ * Every file of a pack without a FILE_RESULT is in place. The pack's files
+ * have consecutive ids, none finished before its PACK_DONE.
+ */
 static int on_pack_done(struct source *s, const struct wire_pack_done *d)
 {
-	struct src_file *f = d->first_id < s->nwire
-				     ? src_file_at(s, s->by_wire[d->first_id])
-				     : NULL;
+	struct src_file *f = src_by_wire(s, d->first_id);
 
 	/* One PACK_DONE per posted pack, for exactly its files. */
-	if (!f || !f->packed || !f->posted || f->pack_len != d->count ||
-	    f->pack_done)
+	if (!f || !f->packed || !f->posted || !f->pack_len ||
+	    f->pack_len != d->count || f->pack_done)
 		return engine_fail(s->e, XFER_FAIL_PROTOCOL, -EPROTO,
 				   "%s answered for a pack of %u files from "
 				   "file %u, which was not sent or was "
 				   "answered already: refused",
 				   s->e->c->peer, d->count, d->first_id);
-	f->pack_done = true;
 	for (uint32_t id = d->first_id; id < d->first_id + d->count; id++) {
-		f = src_file_at(s, s->by_wire[id]);
+		f = src_by_wire(s, id);
+		if (!f || !f->packed || f->pack_done)
+			return engine_fail(s->e, XFER_FAIL_INTERNAL, -EPROTO,
+					   "pack of file %u lost track of %u",
+					   d->first_id, id);
+		f->pack_done = true;
 		if (!f->result)
 			conclude(s, f, 0, NULL, f->digest, f->dlen);
+		src_retire(s, f); /* f may be gone */
 	}
 	return 0;
 }
@@ -297,12 +305,9 @@ static int on_pack_done(struct source *s, const struct wire_pack_done *d)
 /* The sink's one answer to a FILE: skip it, send it, or compare first. */
 static int on_have(struct source *s, const struct wire_have *h)
 {
-	struct src_file *f;
+	struct src_file *f = src_by_wire(s, h->file_id);
 
-	if (h->file_id >= s->nwire)
-		return -EPROTO;
-	f = src_file_at(s, s->by_wire[h->file_id]);
-	if (!f->asking || f->have_done || f->deferred ||
+	if (!f || !f->asking || f->have_done || f->deferred ||
 	    ((h->flags & WIRE_HAVE_SUMS) && !s->resume))
 		return -EPROTO;
 	/*
@@ -340,12 +345,9 @@ static int on_have(struct source *s, const struct wire_have *h)
  */
 static int on_match(struct source *s, const struct wire_match *m)
 {
-	struct src_file *f;
+	struct src_file *f = src_by_wire(s, m->file_id);
 
-	if (m->file_id >= s->nwire)
-		return -EPROTO;
-	f = src_file_at(s, s->by_wire[m->file_id]);
-	if (!f->cmp || m->first != f->match_next ||
+	if (!f || !f->cmp || m->first != f->match_next ||
 	    m->count > f->sums_next - f->match_next)
 		return -EPROTO;
 	for (unsigned int i = 0; i < s->fifo_len; i++) {
@@ -544,7 +546,8 @@ int source_run(struct engine *e, const struct source_cfg *cfg,
 	s.fifo = calloc(s.fifo_cap, sizeof(*s.fifo));
 	s.posted = calloc(s.njobs, sizeof(*s.posted));
 	s.fblk = calloc(WIRE_FILES_MAX / WALK_BLOCK, sizeof(*s.fblk));
-	if (!s.jobs || !s.fifo || !s.posted || !s.fblk) {
+	s.fdone = calloc(WIRE_FILES_MAX / WALK_BLOCK, sizeof(*s.fdone));
+	if (!s.jobs || !s.fifo || !s.posted || !s.fblk || !s.fdone) {
 		engine_fail(e, XFER_FAIL_RESOURCE, -ENOMEM, "out of memory");
 		goto out;
 	}
@@ -559,16 +562,21 @@ out:
 	/* Workers may still hold jobs: stop them before freeing. */
 	workq_destroy(e->wq);
 	e->wq = NULL;
-	for (size_t i = 0; i < s.nfiles; i++) {
-		struct src_file *f = src_file_at(&s, i);
+	/* Blocks of finished files are gone already (NULL). */
+	for (size_t b = 0; s.fblk && b < s.nfblk; b++) {
+		for (size_t i = 0; s.fblk[b] && i < WALK_BLOCK; i++) {
+			struct src_file *f = &s.fblk[b][i];
 
-		if (f->fd >= 0)
-			close(f->fd);
-		ck_sha256_destroy(f->tree);
+			if (b * WALK_BLOCK + i >= s.nfiles)
+				break;
+			if (f->fd >= 0)
+				close(f->fd);
+			ck_sha256_destroy(f->tree);
+		}
+		free(s.fblk[b]);
 	}
-	for (size_t i = 0; i < s.nfblk; i++)
-		free(s.fblk[i]);
 	free(s.fblk);
+	free(s.fdone);
 	jobs_free(&s);
 	free(s.fifo);
 	free(s.posted);

@@ -6,6 +6,14 @@
  * items), source_pack.c (packs of small files) and source_post.c (posting
  * planned items as credits allow, in order). All of it runs in the engine
  * thread unless it says "worker".
+ *
+ * An entry's state lives from the walk's listing of it until it is
+ * finished: reported, out of the plan and, packed, its pack answered.
+ * Then nothing may name it again (a peer's message that does is a
+ * protocol error), and once every entry of its block of WALK_BLOCK is
+ * finished the block goes, with the walk's entries (src_retire): the
+ * source holds the files in flight and those listed around them, not the
+ * session's.
  */
 #ifndef RDCP_SOURCE_INT_H
 #define RDCP_SOURCE_INT_H
@@ -57,7 +65,9 @@ struct src_file {
 	bool deferred;	     /* its FILE waits in the fifo behind a pack */
 	bool packed, posted; /* in a pack; that pack is in the ring */
 	uint32_t pack_len;   /* a pack's first file: files in it, else 0 */
-	bool pack_done;	     /* a pack's first file: PACK_DONE came */
+	bool pack_done;	     /* packed: its pack's PACK_DONE came */
+	unsigned int items;  /* items of it in the plan (the fifo) */
+	bool finished;	     /* counted done in its block (src_retire) */
 	bool end_sent;	     /* FILE_END went: its verdict may come */
 	uint32_t wire_id; /* file id on the wire: announced files, in order */
 	/* the digest sent with it (FILE_END, its record): what is reported */
@@ -127,17 +137,24 @@ struct source {
 	struct credit_tx tx;
 	struct walk walk;
 	/*
-	 * One block per WALK_BLOCK entries of the walk. Workers reach files
-	 * through it, so it is sized once for a whole session and never
-	 * moves.
+	 * One block per WALK_BLOCK entries of the walk, NULL before it is
+	 * listed and once all its entries are finished (fdone counts them).
+	 * Workers reach files through it, so it is sized once for a whole
+	 * session and never moves.
 	 */
 	struct src_file **fblk;
-	size_t nfblk;
+	uint16_t *fdone;
+	size_t nfblk;		  /* blocks made so far */
 	size_t nfiles, next_file; /* listed by the walk so far; planned */
-	uint32_t *by_wire;	  /* wire id -> index in files */
-	uint32_t nwire;
+	/*
+	 * Wire ids [wire_base, nwire) -> index in files: by_wire[wire_head]
+	 * is wire_base's; ids below, all of finished files, are gone.
+	 */
+	uint32_t *by_wire;
+	size_t wire_head, wire_cap;
+	uint32_t wire_base, nwire;
 	unsigned int inflight; /* announced regular files without a result */
-	struct src_file *cur; /* being planned */
+	struct src_file *cur;  /* being planned */
 	struct src_job *jobs;
 	unsigned int njobs, free_jobs;
 	struct item *fifo; /* planned, not yet posted */
@@ -164,11 +181,21 @@ struct source {
 
 #define WALK_STEP 512 /* entries listed at a time, in the engine thread */
 
-/* File i < nfiles: as the walk listed it. */
+/* File i < nfiles, not finished: as the walk listed it. */
 static inline struct src_file *src_file_at(const struct source *s, size_t i)
 {
 	return &s->fblk[i / WALK_BLOCK][i % WALK_BLOCK];
 }
+
+/* The file wire id names, or NULL: never announced, or finished. */
+struct src_file *src_by_wire(const struct source *s, uint32_t id);
+
+/*
+ * Counts f finished if it is (reported, out of the plan, its pack
+ * answered) and frees its block once every entry in it is: f and its
+ * block's files and walk entries may be gone on return.
+ */
+void src_retire(struct source *s, struct src_file *f);
 
 /* f's first failure: errno and one line for the user. */
 #define file_fail(f, ...)                                                      \

@@ -21,6 +21,86 @@
 #include "util/log.h"
 
 /*
+ * Room in by_wire for every file listed and not yet planned: each takes at
+ * most one id, and src_announce cannot fail. The live ids move to the
+ * front when that frees half of it, else it doubles: a copy of each id
+ * at most once per id announced, and the array stays within twice the
+ * ids of unfinished blocks.
+ */
+static int wire_room(struct source *s)
+{
+	size_t len = s->nwire - s->wire_base;
+	size_t need = len + (s->nfiles - s->next_file), cap;
+	uint32_t *v;
+
+	if (s->wire_head + need <= s->wire_cap)
+		return 0;
+	if (need <= s->wire_cap && s->wire_head >= s->wire_cap / 2) {
+		memmove(s->by_wire, s->by_wire + s->wire_head,
+			len * sizeof(*s->by_wire));
+		s->wire_head = 0;
+		return 0;
+	}
+	cap = s->wire_cap ? 2 * s->wire_cap : WALK_BLOCK;
+	while (cap < s->wire_head + need)
+		cap *= 2;
+	v = realloc(s->by_wire, cap * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	s->by_wire = v;
+	s->wire_cap = cap;
+	return 0;
+}
+
+struct src_file *src_by_wire(const struct source *s, uint32_t id)
+{
+	uint32_t i;
+
+	if (id < s->wire_base || id >= s->nwire)
+		return NULL;
+	i = s->by_wire[s->wire_head + (id - s->wire_base)];
+	return s->fblk[i / WALK_BLOCK] ? src_file_at(s, i) : NULL;
+}
+
+/* Block b's files are all finished: they, their entries and ids go. */
+static void release_block(struct source *s, size_t b)
+{
+	struct src_file *blk = s->fblk[b];
+
+	for (size_t i = 0; i < WALK_BLOCK; i++) {
+		if (blk[i].fd >= 0)
+			close(blk[i].fd);
+		ck_sha256_destroy(blk[i].tree);
+	}
+	free(blk);
+	s->fblk[b] = NULL;
+	walk_release(&s->walk, b);
+	while (s->wire_base < s->nwire &&
+	       !s->fblk[s->by_wire[s->wire_head] / WALK_BLOCK]) {
+		s->wire_base++;
+		s->wire_head++;
+	}
+	if (s->wire_base == s->nwire)
+		s->wire_head = 0;
+}
+
+void src_retire(struct source *s, struct src_file *f)
+{
+	size_t b = f->idx / WALK_BLOCK;
+
+	/*
+	 * Reported: no verdict may come. Out of the plan: no item, no
+	 * worker and no planning holds it. Packed: its PACK_DONE came.
+	 */
+	if (f->finished || !f->result || f->items || s->cur == f ||
+	    (f->packed && !f->pack_done))
+		return;
+	f->finished = true;
+	if (++s->fdone[b] == WALK_BLOCK)
+		release_block(s, b);
+}
+
+/*
  * Lists more of the walk and makes their files. The walk runs as the plan
  * needs it, so data flows while a big tree is still being listed.
  */
@@ -43,12 +123,8 @@ int src_more_files(struct source *s)
 				   WIRE_FILES_MAX);
 	if (s->walk.n > s->nfblk * WALK_BLOCK) {
 		size_t nb = (s->walk.n + WALK_BLOCK - 1) / WALK_BLOCK;
-		uint32_t *bw =
-			realloc(s->by_wire, nb * WALK_BLOCK * sizeof(*bw));
 
-		if (bw)
-			s->by_wire = bw;
-		while (bw && s->nfblk < nb &&
+		while (s->nfblk < nb &&
 		       (s->fblk[s->nfblk] =
 				calloc(WALK_BLOCK, sizeof(**s->fblk))))
 			s->nfblk++;
@@ -64,6 +140,9 @@ int src_more_files(struct source *s)
 		f->path = f->w->local;
 		f->fd = -1;
 	}
+	if (wire_room(s))
+		return engine_fail(s->e, XFER_FAIL_RESOURCE, -ENOMEM,
+				   "out of memory");
 	if (s->walk.done)
 		s->bytes_total = s->walk.bytes; /* known now: an ETA */
 	return 0;
@@ -82,12 +161,20 @@ void src_fifo_push(struct source *s, enum item_kind k, struct src_file *f,
 	it->kind = k;
 	it->f = f;
 	it->job = j;
+	if (f)
+		f->items++;
 }
 
 void src_fifo_pop(struct source *s)
 {
+	struct src_file *f = src_fifo_at(s, 0)->f;
+
 	s->fifo_head = (s->fifo_head + 1) % s->fifo_cap;
 	s->fifo_len--;
+	if (f) {
+		f->items--;
+		src_retire(s, f); /* its last item: it may be finished */
+	}
 }
 
 static void fill_file_msg(struct source *s, struct src_file *f,
@@ -112,8 +199,9 @@ static void fill_file_msg(struct source *s, struct src_file *f,
 
 void src_announce(struct source *s, struct src_file *f)
 {
+	/* Room was made when f was listed (wire_room). */
+	s->by_wire[s->wire_head + (s->nwire - s->wire_base)] = (uint32_t)f->idx;
 	f->wire_id = s->nwire++;
-	s->by_wire[f->wire_id] = (uint32_t)f->idx;
 	f->announced = true;
 }
 
@@ -183,6 +271,7 @@ static int tell(struct source *s, struct src_file *f)
 		log_err("%s", f->errmsg);
 		if (!s->cfg->p.server) {
 			src_report(s, f, f->err, f->errmsg, NULL, 0);
+			src_retire(s, f); /* f may be gone */
 			return 0;
 		}
 	}

@@ -14,7 +14,8 @@
  * Pushes: the evil receiver is a small sink role of its own that drains
  * the ring and answers with forged FILE_RESULT, HAVE and PACK_DONE
  * messages: a verdict before FILE_END, SKIPPED without -n/-u, a digest that
- * is not the client's, a pack answered twice.
+ * is not the client's, a pack answered twice, answers naming files the
+ * client finished and freed long ago.
  */
 #include "tap.h"
 
@@ -734,6 +735,12 @@ enum forge {
 	FORGE_DEL_COUNT,  /* DELETE_END counting 2 for one DELETED */
 	FORGE_DEL_PATH,	  /* a DELETED of "../x", not beneath DEST */
 	FORGE_DEL_DRY,	  /* a DELETED with the dry-run flag in a real copy */
+	/* a tree past two blocks of entries: on DONE, naming file 1 again */
+	FORGE_STALE_RESULT, /* its FILE_RESULT */
+	FORGE_STALE_PACK,   /* its pack's PACK_DONE */
+	FORGE_STALE_HAVE,   /* a HAVE */
+	FORGE_STALE_MATCH,  /* a MATCH */
+	FORGE_HELD, /* no verdict on id 0 (its block stays); on DONE, 1500's */
 };
 
 struct forger {
@@ -741,7 +748,8 @@ struct forger {
 	struct credit_rx rx;
 	uint8_t kind[64];
 	bool done, bye_sent;
-	unsigned int writes; /* data slots that arrived */
+	unsigned int writes;		 /* data slots that arrived */
+	uint32_t pack_first, pack_count; /* the first pack that came */
 };
 
 static int forge_send(struct engine *e, struct wire_msg *m)
@@ -768,6 +776,35 @@ static int forge_deleted(struct engine *e, const char *path, uint8_t flags)
 
 	m.u.deleted.flags = flags;
 	snprintf(m.u.deleted.path, sizeof(m.u.deleted.path), "%s", path);
+	return forge_send(e, &m);
+}
+
+/* On DONE: a message naming a file answered (and freed) long ago. */
+static int forge_stale(struct engine *e, const struct forger *fg)
+{
+	struct wire_msg m = { .type = WIRE_PACK_DONE };
+
+	switch (fg->mode) {
+	case FORGE_STALE_RESULT:
+		return forge_result(e, 1, 0, NULL, 0);
+	case FORGE_HELD:
+		return forge_result(e, 1500, 0, NULL, 0);
+	case FORGE_STALE_PACK:
+		m.u.pack_done.first_id = fg->pack_first;
+		m.u.pack_done.count = fg->pack_count;
+		break;
+	case FORGE_STALE_HAVE:
+		m.type = WIRE_HAVE;
+		m.u.have.file_id = 1;
+		break;
+	case FORGE_STALE_MATCH:
+		m.type = WIRE_MATCH;
+		m.u.match.file_id = 1;
+		m.u.match.count = 1;
+		break;
+	default:
+		return 0;
+	}
 	return forge_send(e, &m);
 }
 
@@ -798,14 +835,18 @@ static int forge_on_msg(struct engine *e, const struct wire_msg *m)
 	case WIRE_FILE:
 		if (m->u.file.file_id < sizeof(fg->kind))
 			fg->kind[m->u.file.file_id] = m->u.file.kind;
+		if (fg->mode == FORGE_HELD && m->u.file.file_id == 0)
+			return 0;
 		if (m->u.file.kind != WIRE_KIND_FILE)
 			return forge_result(
 				e, m->u.file.file_id,
 				fg->mode == FORGE_DRY ? WIRE_RESULT_DRY : 0,
 				NULL, 0);
 		h.u.have.file_id = m->u.file.file_id;
-		if (fg->mode == FORGE_DRY_DATA)
-			return forge_send(e, &h);
+		if (fg->mode == FORGE_DRY_DATA ||
+		    fg->mode == FORGE_STALE_HAVE ||
+		    fg->mode == FORGE_STALE_MATCH)
+			return forge_send(e, &h); /* send the data */
 		if (fg->mode == FORGE_DRY) {
 			h.u.have.flags = WIRE_HAVE_SKIP;
 			return forge_send(e, &h) ||
@@ -836,7 +877,7 @@ static int forge_on_msg(struct engine *e, const struct wire_msg *m)
 			d, end->digest_len);
 	case WIRE_DONE:
 		fg->done = true;
-		return 0;
+		return forge_stale(e, fg);
 	default:
 		return engine_fail(e, XFER_FAIL_PROTOCOL, -EPROTO,
 				   "forger: unexpected %s",
@@ -860,6 +901,10 @@ static int forge_on_data(struct engine *e, const struct cm_event *ev)
 				   "forger: bad write");
 	if (!(h.flags & WIRE_SLOT_PACKED))
 		return 0;
+	if (!fg->pack_count) {
+		fg->pack_first = h.file_id;
+		fg->pack_count = (uint32_t)h.offset;
+	}
 	if (fg->mode == FORGE_PACK_OK) {
 		for (uint64_t i = 0; i < h.offset; i++)
 			if (forge_result(e, h.file_id + (uint32_t)i, 0, NULL,
@@ -928,6 +973,7 @@ struct push {
 	bool resume, dry, del;
 	size_t sizes[4];
 	size_t nfiles;
+	unsigned int tree; /* else: a directory of this many empty files */
 	/* out */
 	unsigned int writes; /* data slots the receiver got */
 	enum xfer_fail vc;
@@ -999,6 +1045,17 @@ static void push_run(struct push *t)
 
 	strcpy(t->src, "/tmp/rdcp-trust-src.XXXXXX");
 	CHECK(mkdtemp(t->src) != NULL);
+	if (t->tree) {
+		snprintf(paths[0], sizeof(paths[0]), "%s/t", t->src);
+		CHECK_EQ(mkdir(paths[0], 0755), 0);
+		for (unsigned int i = 0; i < t->tree; i++) {
+			char p[160];
+
+			snprintf(p, sizeof(p), "%s/f%05u", paths[0], i);
+			CHECK_EQ(tf_make_file(p, 0, i), 0);
+		}
+		srcs[0] = paths[0];
+	}
 	for (size_t i = 0; i < t->nfiles; i++) {
 		snprintf(paths[i], sizeof(paths[i]), "%s/%c", t->src,
 			 (int)('a' + i));
@@ -1011,8 +1068,9 @@ static void push_run(struct push *t)
 	co.resume = t->resume;
 	co.dry_run = t->dry;
 	co.delete_extra = co.recursive = t->del;
+	co.recursive |= t->tree > 0;
 	co.srcs = srcs;
-	co.nsrcs = t->nfiles;
+	co.nsrcs = t->tree ? 1 : t->nfiles;
 	co.dest = "in/";
 	co.on_file = on_file;
 	co.on_file_arg = t;
@@ -1176,6 +1234,33 @@ static void test_push_delete_forged(void)
 	}
 }
 
+/*
+ * The client frees the state of files a block at a time once they are
+ * answered; a receiver that names one of them again (a verdict, its
+ * pack's PACK_DONE, a HAVE, a MATCH), or one in a freed block while an
+ * older file still holds its own, gets a protocol error (exit 5), never
+ * memory that is gone (ASan runs this too).
+ */
+static void test_push_stale_ids(void)
+{
+	for (enum forge f = FORGE_STALE_RESULT - 1; f <= FORGE_HELD; f++) {
+		struct push t = { .csum = XFER_CSUM_CRC32 };
+
+		t.mode = f == FORGE_STALE_RESULT - 1 ? FORGE_HONEST : f;
+		t.resume = f == FORGE_STALE_HAVE || f == FORGE_STALE_MATCH;
+		t.tree = 2500; /* the directory and 2500 files: 3 blocks */
+		push_run(&t);
+		if (t.mode == FORGE_HONEST) {
+			CHECK_EQ(t.vc, XFER_OK);
+			CHECK_EQ(t.st.files_ok, 2501);
+			continue;
+		}
+		if (t.vc != XFER_FAIL_PROTOCOL)
+			printf("#   forge %d: verdict %d\n", (int)f, (int)t.vc);
+		CHECK_EQ(t.vc, XFER_FAIL_PROTOCOL);
+	}
+}
+
 TAP_RUN(TAP_TEST(test_pull_honest), TAP_TEST(test_pull_other_name),
 	TAP_TEST(test_pull_packed_name), TAP_TEST(test_pull_name_twice),
 	TAP_TEST(test_pull_ssh_tree), TAP_TEST(test_pull_tree_without_r),
@@ -1184,4 +1269,4 @@ TAP_RUN(TAP_TEST(test_pull_honest), TAP_TEST(test_pull_other_name),
 	TAP_TEST(test_push_early_verdict), TAP_TEST(test_push_skipped_unasked),
 	TAP_TEST(test_push_wrong_digest), TAP_TEST(test_push_pack_forged),
 	TAP_TEST(test_push_dry_run), TAP_TEST(test_pull_delete),
-	TAP_TEST(test_push_delete_forged))
+	TAP_TEST(test_push_delete_forged), TAP_TEST(test_push_stale_ids))
