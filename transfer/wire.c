@@ -17,6 +17,8 @@ _Static_assert(WIRE_SLOT_HDR == 64, "slot header is 64 bytes");
 _Static_assert(WIRE_CTRL_SIZE >= WIRE_CTRL_HDR + 64 + WIRE_PATHS_MAX + 4 +
 				   WIRE_FILTERS_MAX + 4 + WIRE_TAG_LEN,
 	       "a control buffer holds the longest HELLO and a tag");
+_Static_assert(WIRE_NAMES_BYTES > 4096 && WIRE_NAMES_BYTES < UINT16_MAX,
+	       "a NAMES holds the longest name");
 _Static_assert(WIRE_CTRL_SIZE >= WIRE_CTRL_HDR + 14 +
 					 WIRE_SUM_LEN * WIRE_SUMS_MAX +
 					 WIRE_TAG_LEN,
@@ -302,6 +304,18 @@ static void enc_body(struct put *w, const struct wire_msg *m)
 		put_u64(w, m->u.delete_end.count);
 		put_str(w, m->u.delete_end.msg, WIRE_MSG_MAX);
 		break;
+	case WIRE_NAMES:
+		put_u16(w, m->u.names.flags);
+		put_u16(w, m->u.names.count);
+		if (m->u.names.len > WIRE_NAMES_BYTES)
+			w->err = true;
+		else
+			put_u16(w, m->u.names.len);
+		put_bytes(w, m->u.names.names, m->u.names.len);
+		break;
+	case WIRE_NAMES_ACK:
+		put_u64(w, m->u.names_ack.done);
+		break;
 	case WIRE_BYE:
 		put_u64(w, m->u.bye.files_ok);
 		put_u64(w, m->u.bye.files_failed);
@@ -483,6 +497,51 @@ const char *wire_hello_path(const struct wire_hello *h, unsigned int i)
 	return p;
 }
 
+/*
+ * NAMES: count names of 1..WIRE_NAME_MAX bytes, each NUL-terminated, filling
+ * len bytes; none only with END.
+ */
+static void dec_names(struct get *r, struct wire_names *n)
+{
+	const char *p = n->names, *end;
+	unsigned int count = 0;
+
+	n->flags = get_u16(r);
+	n->count = get_u16(r);
+	n->len = get_u16(r);
+	if (n->len > WIRE_NAMES_BYTES || (n->flags & ~WIRE_NAMES_END) ||
+	    (!n->count && !(n->flags & WIRE_NAMES_END))) {
+		r->err = true;
+		return;
+	}
+	get_bytes(r, n->names, n->len);
+	if (r->err)
+		return;
+	for (end = p + n->len; p < end; count++) {
+		const char *nul = memchr(p, '\0', (size_t)(end - p));
+
+		if (!nul || nul == p || nul - p > WIRE_NAME_MAX) {
+			r->err = true;
+			return;
+		}
+		p = nul + 1;
+	}
+	if (count != n->count)
+		r->err = true;
+}
+
+int wire_names_add(struct wire_names *n, const char *name, size_t len)
+{
+	if (!len || len > WIRE_NAME_MAX ||
+	    len + 1 > WIRE_NAMES_BYTES - n->len || n->count == UINT16_MAX)
+		return -ENOSPC;
+	memcpy(n->names + n->len, name, len);
+	n->names[n->len + len] = '\0';
+	n->len += (uint16_t)(len + 1);
+	n->count++;
+	return 0;
+}
+
 static void dec_body(struct get *r, struct wire_msg *m)
 {
 	switch (m->type) {
@@ -618,6 +677,12 @@ static void dec_body(struct get *r, struct wire_msg *m)
 		if (m->u.delete_end.status > 0)
 			r->err = true;
 		break;
+	case WIRE_NAMES:
+		dec_names(r, &m->u.names);
+		break;
+	case WIRE_NAMES_ACK:
+		m->u.names_ack.done = get_u64(r);
+		break;
 	case WIRE_BYE:
 		m->u.bye.files_ok = get_u64(r);
 		m->u.bye.files_failed = get_u64(r);
@@ -712,6 +777,8 @@ const char *wire_type_name(unsigned int type)
 		[WIRE_MATCH] = "MATCH",
 		[WIRE_DELETED] = "DELETED",
 		[WIRE_DELETE_END] = "DELETE_END",
+		[WIRE_NAMES] = "NAMES",
+		[WIRE_NAMES_ACK] = "NAMES_ACK",
 	};
 
 	return type < WIRE_TYPE_MAX && names[type] ? names[type] : "?";
