@@ -23,7 +23,8 @@
 # Environment: CEIL_REPS (5), CEIL_BIG_REPS (3), CEIL_MIB (1024),
 # CEIL_BIG_MIB (8192), CEIL_DISK (1; 0: tmpfs only), CEIL_WORKERS
 # ("1 2 4"). Raw lines go to BUILD/bench/ceiling-raw.txt, JSON to
-# BUILD/bench/ceiling.json.
+# BUILD/bench/ceiling.json; CEIL_REPORT=1 prints the tables again from
+# the raw lines of the last run, measuring nothing.
 set -euo pipefail
 BUILD=${1:-build}
 BIN=$(cd "$BUILD" && pwd)/tests/bench_ceiling
@@ -34,6 +35,8 @@ BIG_MIB=${CEIL_BIG_MIB:-8192}
 WORKERS=${CEIL_WORKERS:-1 2 4}
 OUT=$BUILD/bench
 mkdir -p "$OUT"
+RAW=$OUT/ceiling-raw.txt
+if [ "${CEIL_REPORT:-0}" != 1 ]; then
 [ -x "$BIN" ] || { echo "ceiling: $BIN not built (make $BUILD/tests/bench_ceiling)" >&2; exit 1; }
 command -v strace >/dev/null 2>&1 ||
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
@@ -74,7 +77,6 @@ big=$W/sparse.bin
 truncate -s "$((BIG_MIB - 1))M" "$big"
 head -c 1048576 /dev/urandom >>"$big"
 
-RAW=$OUT/ceiling-raw.txt
 : >"$RAW"
 rec() { echo "$*" >>"$RAW"; echo "# $*"; }
 now() { date +%s.%N; }
@@ -119,8 +121,8 @@ run() {
 }
 
 echo "ceiling: load average $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) cores, $disk_note" >&2
+echo "RUN date $(date -u +%Y-%m-%d) cores $(nproc) load0 $(cut -d' ' -f1 /proc/loadavg)" >>"$RAW"
 "$BIN" -m 512 | tee -a "$RAW"
-ld0=$(cut -d' ' -f1 /proc/loadavg)
 
 small=(cp)
 for w in $WORKERS; do small+=("rdcp_w$w"); done
@@ -141,7 +143,7 @@ for rep in $(seq 1 "$BIG_REPS"); do
 		for name in "${order[@]}"; do run "$name" "${d%%:*}" "${d#*:}" "$big" "$rep"; done
 	done
 done
-ld1=$(cut -d' ' -f1 /proc/loadavg)
+echo "RUN load1 $(cut -d' ' -f1 /proc/loadavg)" >>"$RAW"
 
 # System calls per chunk (counts only; strace slows the copy down).
 if command -v strace >/dev/null 2>&1; then
@@ -151,10 +153,10 @@ if command -v strace >/dev/null 2>&1; then
 		printf "SYSCALL %s %d %.2f\n", $NF, $4, $4 / chunks }' "$W/strace.txt" |
 		sort -k3 -nr | head -12 >>"$RAW"
 fi
+fi # CEIL_REPORT
 
 awk -v json="$OUT/ceiling.json" -v mib="$MIB" -v bigmib="$BIG_MIB" \
-	-v reps="$REPS" -v bigreps="$BIG_REPS" -v ld0="$ld0" -v ld1="$ld1" \
-	-v date="$(date -u +%Y-%m-%d)" -v workers="$WORKERS" '
+	-v reps="$REPS" -v bigreps="$BIG_REPS" -v workers="$WORKERS" '
 function median(k,   n, i, j, t, a) {
 	n = cnt[k]
 	for (i = 1; i <= n; i++) a[i] = val[k, i]
@@ -165,6 +167,7 @@ function median(k,   n, i, j, t, a) {
 }
 function kv(s, key,   m) { return match(s, key "=[^ ]*") ? substr(s, RSTART + length(key) + 1, RLENGTH - length(key) - 1) : "" }
 function add(k, v) { val[k, ++cnt[k]] = v }
+$1 == "RUN" { for (i = 2; i < NF; i += 2) run[$i] = $(i + 1); next }
 $1 == "MICRO" && $3 != "" && $4 == "GB/s" { micro[$2] = $3; mspg[$2] = $5 }
 $1 == "MICRO" && $2 == "crc32_rdcp_is" { crcimpl = $3 }
 $1 == "SYSCALL" { sc = sc sprintf("%s %s/chunk, ", $2, $4) }
@@ -194,7 +197,7 @@ function row(fs, size, name, label,   k, t, c, mbs) {
 	js = js sprintf("%s\"%s/%s/%s\":{\"mbps\":%.1f,\"vs_cp\":%.3f}", js == "" ? "" : ",", fs, size, name, mbs, c ? c / t : 0)
 }
 END {
-	printf "\nNetwork-free ceiling (engine file to file over memconn, one memcpy per chunk; %s UTC, load %s -> %s, 2 cores)\n", date, ld0, ld1
+	printf "\nNetwork-free ceiling (engine file to file over memconn, one memcpy per chunk; %s UTC, load %s -> %s, %s cores)\n", run["date"], run["load0"], run["load1"], run["cores"]
 	printf "Per-core costs, 1 MiB buffers out of cache: CRC32 (%s) %.1f GB/s, zlib CRC32 %.1f GB/s, SHA-256 %.2f GB/s, memcpy %.1f GB/s (%.3f s/GiB)\n",
 		crcimpl, micro["crc32_rdcp"], micro["crc32_zlib"], micro["sha256"], micro["memcpy"], mspg["memcpy"]
 	n = split("tmpfs ext4", fsl, " ")
@@ -202,11 +205,13 @@ END {
 		fs = fsl[i]
 		if (!fss[fs]) continue
 		for (z = 1; z <= 2; z++) {
-			s = (z == 1 ? mib : bigmib) * 1048576
+			s = sprintf("%.0f", (z == 1 ? mib : bigmib) * 1048576) # mawk: no %d past 2^31
 			if (!cnt[fs SUBSEP s SUBSEP "cp"]) continue
 			r = z == 2 ? bigreps : reps
-			printf "\n %s, %.0f MiB%s, page cache -> %s, median of %d (MB/s; rdcp / cp goal >= 1.0)\n",
-				fs, s / 1048576, z == 2 ? " sparse" : "", fs, r
+			note = "rdcp / cp goal >= 1.0"
+			if (z == 2) note = "both keep the holes: the time is the fixed cost of a session, the RSS must equal the row above"
+			printf "\n %s, %.0f MiB%s, page cache -> %s, median of %d (MB/s; %s)\n",
+				fs, s / 1048576, z == 2 ? " sparse" : "", fs, r, note
 			printf "  %-34s %8s %6s %10s %10s %9s\n", "", "MB/s", "/cp", "src s/GiB", "sink s/GiB", "RSS MiB"
 			row(fs, s, "cp", "cp")
 			m = split(workers, wl, " ")
