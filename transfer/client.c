@@ -97,7 +97,7 @@ static int build_hello(struct engine *e, const struct xfer_opts *o,
 	h->level = (uint8_t)o->compress;
 	h->flags = hello_flags(o);
 	h->features = (o->key ? WIRE_FEAT_AUTH : 0) | WIRE_FEAT_PACK;
-	h->chunk_size = e->c->geom.slot_size - WIRE_SLOT_HDR;
+	h->chunk_size = e->c->geom.slot_size;
 	h->bwlimit = o->bwlimit;
 	if (getrandom(h->nonce, WIRE_NONCE_LEN, 0) != WIRE_NONCE_LEN)
 		return engine_fail(e, XFER_FAIL_RESOURCE, -errno,
@@ -247,7 +247,7 @@ struct cm_geom client_geom(const struct xfer_opts *o)
 		.ctrl_size = WIRE_CTRL_SIZE,
 		.ctrl_credits = WIRE_CTRL_CREDITS,
 		.slots = o->window,
-		.slot_size = o->chunk_size + WIRE_SLOT_HDR,
+		.slot_size = o->chunk_size,
 	};
 
 	return geom;
@@ -263,9 +263,7 @@ enum xfer_fail client_run(const struct xfer_opts *o, struct cm_conn *c,
 		 c->transport ? c->transport : "?");
 	snprintf(st->device, sizeof(st->device), "%s", c->dev);
 	log_info("ring: %u slots of %s on %s", c->geom.slots,
-		 units_format_size(c->geom.slot_size - WIRE_SLOT_HDR, sz,
-				   sizeof(sz)),
-		 c->dev);
+		 units_format_size(c->geom.slot_size, sz, sizeof(sz)), c->dev);
 	v = session_client(o, c, st);
 	cm_conn_destroy(c);
 	return v;

@@ -247,7 +247,7 @@ static int server_handshake(struct server *srv, struct engine *e,
 	if ((h->role != WIRE_PUSH && h->role != WIRE_PULL) ||
 	    h->csum > WIRE_CSUM_SHA256 || h->level > 9 ||
 	    !(h->flags & WIRE_HELLO_COMPRESS) != !h->level ||
-	    h->chunk_size != e->c->geom.slot_size - WIRE_SLOT_HDR ||
+	    h->chunk_size != e->c->geom.slot_size ||
 	    ((h->flags & WIRE_HELLO_DELETE) &&
 	     !(h->flags & WIRE_HELLO_RECURSIVE)) ||
 	    (h->role == WIRE_PUSH &&
@@ -435,7 +435,7 @@ static enum xfer_fail serve_one(struct server *srv, struct cm_request *req,
 {
 	const struct xfer_opts *o = srv->o;
 	struct cm_limits lim = {
-		.max_slot_size = o->chunk_size + WIRE_SLOT_HDR,
+		.max_slot_size = o->chunk_size,
 		.max_slots = o->window,
 	};
 	struct cm_timeouts to = session_timeouts(o);

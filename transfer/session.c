@@ -120,6 +120,7 @@ int session_rings(struct engine *e, bool sink)
 					   "cannot set up the ring for %s",
 					   e->c->peer);
 		m.u.ring.addr = ring.addr;
+		m.u.ring.hdr_addr = ring.hdr_addr;
 		m.u.ring.rkey = ring.rkey;
 		m.u.ring.slots = e->c->geom.slots;
 		m.u.ring.slot_size = e->c->geom.slot_size;
@@ -134,6 +135,7 @@ int session_rings(struct engine *e, bool sink)
 				   "%s announced a ring of another geometry",
 				   e->c->peer);
 	ring.addr = m.u.ring.addr;
+	ring.hdr_addr = m.u.ring.hdr_addr;
 	ring.rkey = m.u.ring.rkey;
 	rc = e->c->ops->stage_create(e->c, &ring);
 	if (rc)

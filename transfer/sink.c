@@ -685,7 +685,7 @@ int sink_run(struct engine *e, const struct sink_target *t,
 	k.t = t;
 	k.p = &t->p;
 	k.st = st;
-	k.chunk = e->c->geom.slot_size - WIRE_SLOT_HDR;
+	k.chunk = e->c->geom.slot_size;
 	rc = payload_resume_key(t->p.data_key, k.resume_key);
 	if (!rc)
 		rc = credit_rx_init(&k.rx, e->c->geom.slots);

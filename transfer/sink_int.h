@@ -406,7 +406,7 @@ void sink_delete_release(struct sink *k);
 
 /* A packed slot came: reserve its ids, unpack it in a worker. */
 int sink_pack_arrived(struct sink *k, const struct wire_slot_hdr *h,
-		      unsigned int slot, const struct cm_event *ev);
+		      unsigned int slot);
 /* Frees what a pack's job still holds (a session that ended early). */
 void sink_pack_free(struct snk_job *j);
 

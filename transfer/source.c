@@ -87,7 +87,7 @@ void src_read_chunk(struct workq_item *item)
 	struct src_job *j = (struct src_job *)item;
 	struct source *s = j->s;
 	const struct session_params *p = &s->cfg->p;
-	uint8_t *data = cm_stage(s->e->c, j->idx) + WIRE_SLOT_HDR;
+	uint8_t *data = cm_stage(s->e->c, j->idx); /* page aligned */
 	uint8_t *raw = j->pl.scratch ? j->pl.scratch : data;
 
 	j->flags = 0;
@@ -503,7 +503,7 @@ int source_run(struct engine *e, const struct source_cfg *cfg,
 	s.o = o;
 	s.cfg = cfg;
 	s.st = st;
-	s.chunk = e->c->geom.slot_size - WIRE_SLOT_HDR;
+	s.chunk = e->c->geom.slot_size;
 	s.njobs = s.free_jobs = e->c->geom.slots;
 	s.sig_every = s.njobs / 4 ? s.njobs / 4 : 1;
 	s.fifo_cap = 2 * s.njobs + 64;

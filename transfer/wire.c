@@ -233,6 +233,7 @@ static void enc_body(struct put *w, const struct wire_msg *m)
 		put_u32(w, m->u.ring.rkey);
 		put_u16(w, m->u.ring.slots);
 		put_u32(w, m->u.ring.slot_size);
+		put_u64(w, m->u.ring.hdr_addr);
 		break;
 	case WIRE_FILE:
 		put_u32(w, m->u.file.file_id);
@@ -569,6 +570,7 @@ static void dec_body(struct get *r, struct wire_msg *m)
 		m->u.ring.rkey = get_u32(r);
 		m->u.ring.slots = get_u16(r);
 		m->u.ring.slot_size = get_u32(r);
+		m->u.ring.hdr_addr = get_u64(r);
 		break;
 	case WIRE_FILE:
 		m->u.file.file_id = get_u32(r);

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * The rdcp wire format: the 64-byte header at the start of every ring slot,
- * the 32-bit immediate of each RDMA WRITE WITH IMMEDIATE, and the control
- * messages. Everything is big-endian and encoded field by field; no struct
- * is ever cast onto a buffer. Decoders check every length and range they
- * can know and return -EPROTO on anything malformed.
+ * The rdcp wire format: the 64-byte header of every ring slot (in the
+ * ring's header area, beside the page-aligned payloads), the 32-bit
+ * immediate that comes with it, and the control messages. Everything is
+ * big-endian and encoded field by field; no struct is ever cast onto a buffer.
+ * Decoders check every length and range they can know and return -EPROTO on
+ * anything malformed.
  *
  * README.md "Wire protocol" describes the same layout for humans.
  */
@@ -15,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define WIRE_SLOT_HDR 64u    /* bytes before the payload in every slot */
+#define WIRE_SLOT_HDR 64u    /* bytes of a slot's header (cm.h CM_SLOT_HDR) */
 #define WIRE_CTRL_HDR 16u    /* bytes of every control message header */
 #define WIRE_CTRL_SIZE 8192u /* control buffer size: header + body */
 #define WIRE_CTRL_CREDITS 64u
@@ -216,10 +217,11 @@ struct wire_auth {
 };
 
 struct wire_ring {
-	uint64_t addr;
+	uint64_t addr; /* slot 0's payload */
 	uint32_t rkey;
 	uint16_t slots;
-	uint32_t slot_size;
+	uint32_t slot_size; /* payload bytes per slot: the chunk size */
+	uint64_t hdr_addr;  /* slot 0's header */
 };
 
 struct wire_file {

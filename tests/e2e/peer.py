@@ -117,7 +117,7 @@ class Session:
 
     @property
     def chunk(self):
-        return self.conn.slot_size - SLOT_HDR
+        return self.conn.slot_size
 
     def close(self):
         if self.conn:
@@ -390,7 +390,7 @@ class Client(Session):
 
     def connect(self, slots=8, chunk=65536, **pd):
         self.conn = Conn.connect(self.host, self.port, self.timeout,
-                                 slots=slots, slot_size=chunk + SLOT_HDR, **pd)
+                                 slots=slots, slot_size=chunk, **pd)
         return self
 
     def handshake(self, role, paths, csum=CSUM_CRC32, flags=0, level=0,

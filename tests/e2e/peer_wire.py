@@ -223,7 +223,8 @@ SPEC = {
             ("nfilters", "H"), ("filters", "paths")],
     WELCOME: [("status", "i"), ("features", "I"), ("nonce", "32s"),
               ("mac", "32s"), ("message", "str")],
-    RING: [("addr", "Q"), ("rkey", "I"), ("slots", "H"), ("slot_size", "I")],
+    RING: [("addr", "Q"), ("rkey", "I"), ("slots", "H"), ("slot_size", "I"),
+           ("hdr_addr", "Q")],
     FILE: [("file_id", "I"), ("kind", "B"), ("flags", "I"), ("size", "Q"),
            ("mode", "I"), ("mtime", "q"), ("mtime_ns", "I"), ("atime", "q"),
            ("atime_ns", "I"), ("path", "str"), ("link", "str")],
@@ -366,7 +367,9 @@ def slot_hdr(seq, file_id, length, offset, crc, flags=0, raw_len=None,
 
 
 def parse_slot(buf):
-    """(dict of the header's fields, payload); PeerError on a bad CRC."""
+    """(dict of the header's fields, payload) of slot bytes (the header,
+    then the payload, as a WRITE frame carries them); PeerError on a bad
+    CRC."""
     if len(buf) < SLOT_HDR or buf[60:64] != struct.pack(">I", crc32(buf[:60])):
         raise PeerError("bad slot header")
     f = struct.unpack_from(SLOT_FMT, buf)
@@ -419,7 +422,7 @@ def parse_pack(payload, count):
 
 # ---------------------------------------------------------------- transport
 
-def pd_encode(status=0, slots=4, slot_size=65536 + SLOT_HDR,
+def pd_encode(status=0, slots=4, slot_size=65536,
               ctrl_size=CTRL_SIZE, credits=CTRL_CREDITS, magic=MAGIC,
               version=VERSION):
     """The 24-byte connect private data (cm/common.c)."""
@@ -435,8 +438,12 @@ def pd_decode(b):
 
 
 def frame(op, payload, imm=0, slot=0, length=None):
-    """One cm/tcp.c frame: op u8, 3 zero bytes, len, imm, slot, payload."""
+    """One cm/tcp.c frame: op u8, 3 zero bytes, len, imm, slot, payload.
+    A WRITE's payload is the 64-byte slot header and then the slot's
+    payload: its len counts the latter only."""
     n = len(payload) if length is None else length
+    if op == FR_WRITE and length is None:
+        n = max(n - SLOT_HDR, 0)
     return struct.pack(">B3xIII", op, n, imm, slot) + payload
 
 
@@ -512,11 +519,14 @@ class Conn:
         self.last_tx = time.monotonic()
 
     def recv_frame(self, timeout):
-        """(op, imm, slot, payload) of the next frame, None at timeout."""
+        """(op, imm, slot, payload) of the next frame, None at timeout; a
+        WRITE's payload is its slot header and then the slot's payload."""
         deadline = time.monotonic() + timeout
         while True:
             if len(self.rbuf) >= 16:
                 op, n, im, sl = struct.unpack_from(">B3xIII", self.rbuf)
+                if op == FR_WRITE:
+                    n += SLOT_HDR
                 if len(self.rbuf) >= 16 + n:
                     data = bytes(self.rbuf[16:16 + n])
                     del self.rbuf[:16 + n]

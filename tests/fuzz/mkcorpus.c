@@ -282,7 +282,8 @@ static void wire_seeds(void)
 	m.u.ring.addr = 0x7f1234560000ull;
 	m.u.ring.rkey = 0xdeadbeef;
 	m.u.ring.slots = 64;
-	m.u.ring.slot_size = (1 << 20) + WIRE_SLOT_HDR;
+	m.u.ring.slot_size = 1 << 20;
+	m.u.ring.hdr_addr = 0x7f1234460000ull;
 	msg("ring", &m, buf);
 
 	memset(&m, 0, sizeof(m));

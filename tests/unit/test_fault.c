@@ -1098,7 +1098,7 @@ static void run_one(struct ctx *x, enum fault_kind kind, uint64_t nth,
 		.ctrl_size = WIRE_CTRL_SIZE,
 		.ctrl_credits = WIRE_CTRL_CREDITS,
 		.slots = WINDOW,
-		.slot_size = CHUNK + WIRE_SLOT_HDR,
+		.slot_size = CHUNK,
 	};
 	struct side cl = { .x = x, .rootfd = -1 }, sv = { .x = x };
 	struct cm_conn *a = NULL, *b = NULL;

@@ -125,7 +125,7 @@ static struct cm_geom geom(void)
 		.ctrl_size = WIRE_CTRL_SIZE,
 		.ctrl_credits = WIRE_CTRL_CREDITS,
 		.slots = WINDOW,
-		.slot_size = CHUNK + WIRE_SLOT_HDR,
+		.slot_size = CHUNK,
 	};
 
 	return g;

@@ -132,7 +132,7 @@ static struct cm_geom geom(uint16_t window)
 		.ctrl_size = WIRE_CTRL_SIZE,
 		.ctrl_credits = WIRE_CTRL_CREDITS,
 		.slots = window,
-		.slot_size = CHUNK + WIRE_SLOT_HDR,
+		.slot_size = CHUNK,
 	};
 
 	return g;
@@ -854,7 +854,7 @@ static int forge_on_data(struct engine *e, const struct cm_event *ev)
 
 	fg->writes++;
 	if (slot < 0 ||
-	    wire_slot_decode(cm_slot(e->c, (unsigned int)slot), &h) ||
+	    wire_slot_decode(cm_slot_hdr(e->c, (unsigned int)slot), &h) ||
 	    credit_rx_drain(&fg->rx, (unsigned int)slot))
 		return engine_fail(e, XFER_FAIL_PROTOCOL, -EPROTO,
 				   "forger: bad write");

@@ -92,7 +92,8 @@ static size_t samples(struct wire_msg *m, size_t max)
 	m[n].u.ring.addr = 0x00007f0012345000ull;
 	m[n].u.ring.rkey = 0xabcdef01u;
 	m[n].u.ring.slots = 64;
-	m[n].u.ring.slot_size = (1u << 20) + WIRE_SLOT_HDR;
+	m[n].u.ring.slot_size = 1u << 20;
+	m[n].u.ring.hdr_addr = 0x7f0000000000ull;
 	n++;
 
 	m[n].type = WIRE_FILE;
