@@ -59,6 +59,7 @@ Command line (tests/e2e/peer_selftest.sh uses it):
     push DEST FILE...        push files (named by basename) to a receiver
     push-bad-digest DEST FILE...   the same, the last file's digest wrong
     pull OUTDIR SRC...       pull SRCs from a receiver into OUTDIR
+    pull-list OUTDIR DIR NAME...  pull the NAMEs beneath DIR (--files-from)
     serve-pull FILE...       serve one pull with these files
     serve-push OUTDIR        receive one push into OUTDIR (flat names)
   Prints one line per file result and the BYE; exit 0 when every file
@@ -546,6 +547,10 @@ def main(argv):
             s = Client(port, key, opts["--host"]).connect(
                 int(opts["--slots"]), chunk)
             s.pull(args[1:], args[0], csum=csum)
+        elif mode == "pull-list":
+            s = Client(port, key, opts["--host"]).connect(
+                int(opts["--slots"]), chunk)
+            s.pull([args[1]], args[0], names=args[2:], csum=csum)
         elif mode in ("serve-pull", "serve-push"):
             s = Server(port, key, opts["--host"])
             print("listening on %s:%d" % (opts["--host"], port), flush=True)
