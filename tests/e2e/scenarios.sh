@@ -63,7 +63,7 @@ cd "$W" || exit 1
 # known_hosts) is RDCP_E2E_SSH; RDCP_E2E_SSH_ERR says why it could not
 # start. SSH_HOME: where the remote commands' home (their working
 # directory, where relative remote paths land) is, seen from here.
-SSH=${RDCP_E2E_SSH:-ssh -o BatchMode=yes -o ConnectTimeout=10}
+SSH=${RDCP_E2E_SSH:-ssh -o BatchMode=yes -o ConnectTimeout=30}
 SSH_HOME=${RDCP_E2E_SSH_HOME:-/root}
 sshd_pid() { echo "${RDCP_E2E_SSHD_PID:-$(cat /run/sshd.pid 2>/dev/null)}"; }
 
