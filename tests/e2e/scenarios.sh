@@ -2131,8 +2131,15 @@ s_retry() {
 #     2 MiB.
 #     Kept to the end, each entry cost ~1 KB: 370 MiB and 35 MiB more;
 #     the spread measured between runs is under 0.3 MiB, and 2 MiB is
-#     what 6 bytes per entry held would add to the push.
+#     what 6 bytes per entry held would add to the push. Over TCP only:
+#     the bookkeeping does not depend on the transport, and 445 000 entries
+#     would take minutes of the Soft-RoCE guest's emulated CPU.
 s_entries() {
+	if [ -z "$HOST_MODE" ]; then
+		t_skip "--files-from: 400 000 names cost the client no more memory than 20 000" "TCP host mode only"
+		t_skip "a pull of 40 000 files costs the walking receiver no more memory than 5 000" "TCP host mode only"
+		return
+	fi
 	rm -rf src/ent rx/ent got/ent
 	mkdir -p src/ent rx/ent/t1 rx/ent/t2 got/ent
 	awk 'BEGIN { for (i = 0; i < 20000; i++) print "gone/n" i }' >"$W/ent-l1"
