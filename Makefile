@@ -118,9 +118,15 @@ FAULT_WRAP := malloc calloc realloc strdup vasprintf __vasprintf_chk \
 	fstatat mkdir mkdirat symlinkat renameat readlinkat __readlinkat_chk \
 	fchmod futimens utimensat flock lseek fstatvfs posix_fadvise getrandom \
 	open64 openat64 __open64_2 __openat64_2 pread64 pwrite64 ftruncate64 \
-	fstat64 fstatat64 lseek64 fstatvfs64 posix_fadvise64
+	fstat64 fstatat64 lseek64 fstatvfs64 posix_fadvise64 posix_memalign \
+	fallocate fallocate64 sync_file_range
 $(BUILD)/tests/test_fault: private ALL_LDFLAGS += \
 	$(foreach s,$(FAULT_WRAP),-Wl,--wrap=$(s))
+
+# test_direct fails O_DIRECT opens (a file system without it) and
+# fallocate (ENOSPC) on request, and counts the latter.
+$(BUILD)/tests/test_direct: private ALL_LDFLAGS += \
+	-Wl,--wrap=open -Wl,--wrap=fallocate
 
 # The same binary with test-only fault hooks (RDCP_TEST_CORRUPT_CHUNK=N
 # flips a byte of chunk N after its CRC was taken): end-to-end tests use it

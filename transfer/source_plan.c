@@ -62,7 +62,7 @@ int src_more_files(struct source *s)
 		f->w = walk_at(&s->walk, s->nfiles);
 		f->idx = s->nfiles;
 		f->path = f->w->local;
-		f->fd = -1;
+		f->fd = f->dio.fd = -1;
 	}
 	if (s->walk.done)
 		s->bytes_total = s->walk.bytes; /* known now: an ETA */
@@ -236,6 +236,7 @@ static int open_next(struct source *s)
 		return tell(s, f);
 	}
 	posix_fadvise(f->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+	src_open_direct(s, f);
 	if (s->cfg->p.csum == XFER_CSUM_SHA256) {
 		rc = ck_sha256_create(&f->tree);
 		if (rc)
