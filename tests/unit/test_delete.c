@@ -494,7 +494,7 @@ static void sess_run(struct sess *s, const char *root)
 		.ctrl_size = WIRE_CTRL_SIZE,
 		.ctrl_credits = WIRE_CTRL_CREDITS,
 		.slots = s->co.window,
-		.slot_size = s->co.chunk_size + WIRE_SLOT_HDR,
+		.slot_size = s->co.chunk_size,
 	};
 	struct srv sv = { .o = s->co };
 	struct cm_conn *a = NULL;
