@@ -212,12 +212,15 @@ test-quickstart: all
 
 # Side-by-side ratios (not a test: nothing is asserted; read the tables):
 # the network-free ceiling against cp (tmpfs and ext4 on a loop device);
-# over TCP on loopback against iperf3, nc, scp, rsync and tar | nc; in the
-# Soft-RoCE guest against ib_write_bw and rcopy. Minutes, not seconds.
+# over TCP on loopback against iperf3, nc, scp, rsync and tar | nc;
+# --direct against --no-direct and cp within ext4 on a loop device, and
+# threads against io_uring (as root); in the Soft-RoCE guest against
+# ib_write_bw and rcopy. Minutes, not seconds.
 bench: setup
 	$(Q)$(MAKE) --no-print-directory all $(BENCH_BINS)
 	$(Q)tests/bench/ceiling.sh $(BUILD)
 	$(Q)tests/bench/tcp.sh $(BUILD)
+	$(Q)tests/bench/direct.sh $(BUILD)
 	$(Q)tests/bench/run.sh $(BUILD)
 
 # The unit names the binary and the config file: their paths follow
