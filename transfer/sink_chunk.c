@@ -86,6 +86,9 @@ void sink_size_file(struct sink *k, struct snk_file *f, bool sparse)
 	if (f->err || !direct_wanted(k->p->flags, f->size, &forced))
 		return;
 	rc = direct_open(f->fd, true, &f->dio);
+	if (!rc)
+		log_debug("writing '%s' with O_DIRECT (alignment %u)",
+			  f->n.shown, f->dio.align);
 	/* Auto falls back quietly; --direct says so, once a session. */
 	if (rc && forced && !k->direct_told) {
 		k->direct_told = true;

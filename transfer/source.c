@@ -92,6 +92,9 @@ void src_open_direct(struct source *s, struct src_file *f)
 	    (!forced && direct_cached(f->fd)))
 		return;
 	rc = direct_open(f->fd, false, &f->dio);
+	if (!rc)
+		log_debug("reading '%s' with O_DIRECT (alignment %u)", f->path,
+			  f->dio.align);
 	/* Auto falls back quietly; --direct says so, once a session. */
 	if (rc && forced && !s->direct_told) {
 		s->direct_told = true;
