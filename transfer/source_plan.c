@@ -304,6 +304,9 @@ int src_plan(struct source *s)
 			if (s->next_file == s->nfiles && !s->walk.done) {
 				if (src_more_files(s))
 					return -1;
+				if (s->next_file == s->nfiles &&
+				    s->walk.starved)
+					break; /* until more names come */
 				continue;
 			}
 			if (s->next_file == s->nfiles) {
