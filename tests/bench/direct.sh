@@ -48,13 +48,15 @@ IMG=$DIR/direct-bench.$$.img
 MNT=$W/mnt
 LOOP=
 RX=
+# Every step on its own: a failed one (under set -e) must not skip the
+# rest, or the loop device and its mount outlive the run.
 cleanup() {
 	if [ -n "$RX" ]; then
-		kill "$RX" 2>/dev/null
-		wait "$RX" 2>/dev/null
+		kill "$RX" 2>/dev/null || true
+		wait "$RX" 2>/dev/null || true
 	fi
-	mountpoint -q "$MNT" 2>/dev/null && umount "$MNT"
-	[ -n "$LOOP" ] && losetup -d "$LOOP"
+	if mountpoint -q "$MNT" 2>/dev/null; then umount "$MNT" || true; fi
+	if [ -n "$LOOP" ]; then losetup -d "$LOOP" || true; fi
 	rm -rf "$W" "$IMG"
 }
 trap cleanup EXIT
