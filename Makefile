@@ -130,9 +130,15 @@ FAULT_WRAP := malloc calloc realloc strdup vasprintf __vasprintf_chk \
 	fstatat mkdir mkdirat symlinkat renameat readlinkat __readlinkat_chk \
 	fchmod futimens utimensat flock lseek fstatvfs posix_fadvise getrandom \
 	open64 openat64 __open64_2 __openat64_2 pread64 pwrite64 ftruncate64 \
-	fstat64 fstatat64 lseek64 fstatvfs64 posix_fadvise64
+	fstat64 fstatat64 lseek64 fstatvfs64 posix_fadvise64 posix_memalign \
+	fallocate fallocate64 sync_file_range
 $(BUILD)/tests/test_fault: private ALL_LDFLAGS += \
 	$(foreach s,$(FAULT_WRAP),-Wl,--wrap=$(s))
+
+# test_direct fails O_DIRECT opens (a file system without it) and
+# fallocate (ENOSPC) on request, and counts the latter.
+$(BUILD)/tests/test_direct: private ALL_LDFLAGS += \
+	-Wl,--wrap=open -Wl,--wrap=fallocate
 
 # The same binary with test-only fault hooks (RDCP_TEST_CORRUPT_CHUNK=N
 # flips a byte of chunk N after its CRC was taken): end-to-end tests use it
@@ -206,12 +212,15 @@ test-quickstart: all
 
 # Side-by-side ratios (not a test: nothing is asserted; read the tables):
 # the network-free ceiling against cp (tmpfs and ext4 on a loop device);
-# over TCP on loopback against iperf3, nc, scp, rsync and tar | nc; in the
-# Soft-RoCE guest against ib_write_bw and rcopy. Minutes, not seconds.
+# over TCP on loopback against iperf3, nc, scp, rsync and tar | nc;
+# --direct against --no-direct and cp within ext4 on a loop device, and
+# threads against io_uring (as root); in the Soft-RoCE guest against
+# ib_write_bw and rcopy. Minutes, not seconds.
 bench: setup
 	$(Q)$(MAKE) --no-print-directory all $(BENCH_BINS)
 	$(Q)tests/bench/ceiling.sh $(BUILD)
 	$(Q)tests/bench/tcp.sh $(BUILD)
+	$(Q)tests/bench/direct.sh $(BUILD)
 	$(Q)tests/bench/run.sh $(BUILD)
 
 # The unit names the binary and the config file: their paths follow

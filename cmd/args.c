@@ -268,6 +268,12 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_FSYNC:
 		o->fsync = true;
 		break;
+	case OPT_DIRECT: /* the last of the two wins: over rdcp.conf */
+		o->direct = XFER_DIRECT_ON;
+		break;
+	case OPT_NO_DIRECT:
+		o->direct = XFER_DIRECT_OFF;
+		break;
 	case OPT_POLL:
 		if (!strcmp(arg, "adaptive"))
 			o->poll = XFER_POLL_ADAPTIVE;

@@ -165,6 +165,13 @@ const struct argp_option rdcp_options[] = {
 	  4 },
 	{ "fsync", OPT_FSYNC, NULL, 0,
 	  "Receiver fsyncs each file before giving it its name", 4 },
+	{ "direct", OPT_DIRECT, NULL, 0,
+	  "Read and write file data with O_DIRECT, bypassing the page cache, "
+	  "wherever the file system allows (default: files of 64 MiB and "
+	  "more, unless the source's is cached)",
+	  4 },
+	{ "no-direct", OPT_NO_DIRECT, NULL, 0,
+	  "Always go through the page cache, as cp does", 4 },
 	{ "poll", OPT_POLL, "MODE", 0,
 	  "Completions: adaptive (default), busy, event", 4 },
 	{ "timeout", OPT_TIMEOUT, "SECONDS", 0,

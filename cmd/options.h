@@ -59,6 +59,8 @@ enum {
 	OPT_RETRY_WAIT,
 	OPT_DELETE,
 	OPT_MAX_DELETE,
+	OPT_DIRECT,
+	OPT_NO_DIRECT,
 };
 
 extern const struct argp_option rdcp_options[];

@@ -17,6 +17,7 @@
 #include <openssl/crypto.h>
 
 #include "transfer/auth.h"
+#include "transfer/direct.h"
 #include "transfer/role.h"
 #include "transfer/place.h"
 #include "transfer/session.h"
@@ -84,7 +85,8 @@ static uint32_t hello_flags(const struct xfer_opts *o)
 	       (o->sparse ? WIRE_HELLO_SPARSE : 0) |
 	       (o->dry_run ? WIRE_HELLO_DRY_RUN : 0) |
 	       (o->delete_extra ? WIRE_HELLO_DELETE : 0) |
-	       (o->pull && o->files_from ? WIRE_HELLO_LIST : 0);
+	       (o->pull && o->files_from ? WIRE_HELLO_LIST : 0) |
+	       direct_hello_flags(o->direct);
 }
 
 static int build_hello(struct engine *e, const struct xfer_opts *o,

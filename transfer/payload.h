@@ -16,7 +16,7 @@
 #include "util/aead.h"
 
 struct payload {
-	uint8_t *scratch;  /* chunk bytes with compression, else NULL */
+	uint8_t *scratch;  /* chunk bytes, page aligned, with compression */
 	struct aead *aead; /* with a data key, else NULL */
 };
 

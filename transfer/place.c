@@ -2,11 +2,13 @@
 /* File-system placement for the sink; see place.h. */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "transfer/place.h"
@@ -205,6 +207,22 @@ int place_check_space(int fd, uint64_t size, uint64_t *avail)
 		return 0;
 	*avail = (uint64_t)vfs.f_bavail * vfs.f_frsize;
 	return *avail < size ? -ENOSPC : 0;
+}
+
+int place_allocate(int fd, uint64_t size)
+{
+	struct statfs fs;
+
+	if (!size || size > (uint64_t)INT64_MAX)
+		return 0;
+	if (fstatfs(fd, &fs) == 0 &&
+	    (fs.f_type == TMPFS_MAGIC || fs.f_type == RAMFS_MAGIC))
+		return 0;
+	if (fallocate(fd, 0, 0, (off_t)size) == 0)
+		return 0;
+	if (errno == EOPNOTSUPP || errno == ENOSYS || errno == EINVAL)
+		return 0; /* not here: the writes allocate */
+	return -errno;
 }
 
 int place_open_regular(int dirfd, const char *name)

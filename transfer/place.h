@@ -110,6 +110,17 @@ int place_unnamed_link(int fd, int dirfd, const char *name)
 int place_check_space(int fd, uint64_t size, uint64_t *avail);
 
 /*
+ * Reserves size bytes for fd's file up front (fallocate, which also sets
+ * its size), where that buys something: blocks allocated once, in one
+ * piece, and the writes that fill them may run in parallel (they no
+ * longer allocate). 0 when done or when not worth it: a memory file
+ * system (it would zero pages the writes fill anyway) or one that cannot
+ * preallocate (the writes then allocate, as without). -ENOSPC or -EDQUOT
+ * when the space is not there, another -errno when it failed.
+ */
+int place_allocate(int fd, uint64_t size) __attribute__((warn_unused_result));
+
+/*
  * Opens name in dirfd read-only if it is a regular file, without waiting
  * on whatever else is there (O_NONBLOCK: a FIFO): the fd, or -errno
  * (-ENOENT: nothing there; -EINVAL: not a regular file).

@@ -29,6 +29,7 @@
 
 #include "transfer/auth.h"
 #include "transfer/boot.h"
+#include "transfer/direct.h"
 #include "transfer/role.h"
 #include "transfer/place.h"
 #include "transfer/server_int.h"
@@ -250,6 +251,8 @@ static int server_handshake(struct server *srv, struct engine *e,
 	    h->chunk_size != e->c->geom.slot_size ||
 	    ((h->flags & WIRE_HELLO_DELETE) &&
 	     !(h->flags & WIRE_HELLO_RECURSIVE)) ||
+	    ((h->flags & WIRE_HELLO_DIRECT) &&
+	     (h->flags & WIRE_HELLO_NO_DIRECT)) ||
 	    (h->role == WIRE_PUSH &&
 	     (h->npaths != 1 ||
 	      (h->nfilters && !(h->flags & WIRE_HELLO_DELETE)))) ||
@@ -274,7 +277,8 @@ static int server_handshake(struct server *srv, struct engine *e,
 	rc = server_auth(srv, e, h, nonce, deadline_ms);
 	if (rc)
 		return rc;
-	p->flags = h->flags;
+	/* The client's O_DIRECT choice, else this receiver's own. */
+	p->flags = direct_session_flags(h->flags, srv->o->direct);
 	p->csum = (enum xfer_csum)h->csum;
 	p->level = h->level;
 	p->server = true;

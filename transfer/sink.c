@@ -46,6 +46,7 @@ bool sink_resuming(const struct sink *k)
 /* Closes the temporary; removes it unless --resume may reuse it. */
 void sink_discard(struct sink *k, struct snk_file *f)
 {
+	direct_close(&f->dio);
 	if (f->fd < 0)
 		return;
 	close(f->fd);
@@ -300,17 +301,22 @@ int sink_open_tmp(struct sink *k, struct snk_file *f, bool keep)
 	return -1;
 }
 
+void sink_no_space(struct snk_file *f, uint64_t need, uint64_t avail)
+{
+	char sz[32], av[32];
+
+	file_fail(f, -ENOSPC, "not enough space for '%s': %s needed, %s free",
+		  f->n.shown, units_format_size(need, sz, sizeof(sz)),
+		  units_format_size(avail, av, sizeof(av)));
+}
+
 /* Fails f fast when need more bytes cannot fit where it goes. */
 void sink_check_space(struct snk_file *f, uint64_t need)
 {
-	char sz[32], av[32];
 	uint64_t avail;
 
 	if (place_check_space(f->fd, need, &avail))
-		file_fail(f, -ENOSPC,
-			  "not enough space for '%s': %s needed, %s free",
-			  f->n.shown, units_format_size(need, sz, sizeof(sz)),
-			  units_format_size(avail, av, sizeof(av)));
+		sink_no_space(f, need, avail);
 }
 
 /*
@@ -374,9 +380,8 @@ static int open_file(struct sink *k, struct snk_file *f,
 		if (!(wf->flags & WIRE_FILE_SPARSE))
 			sink_check_space(f, f->size);
 		/* Holes the source skipped stay holes. */
-		if (!f->err && ftruncate(f->fd, (off_t)f->size) < 0)
-			file_fail(f, -errno, "cannot size '%s': %s", f->n.shown,
-				  strerror(errno));
+		if (!f->err)
+			sink_size_file(k, f, wf->flags & WIRE_FILE_SPARSE);
 	}
 	if (!ask)
 		return 0;
@@ -411,7 +416,7 @@ static int on_file(struct sink *k, const struct wire_file *wf)
 	k->active++;
 	f->id = wf->file_id;
 	f->kind = wf->kind;
-	f->fd = f->dirfd = f->cand = -1;
+	f->fd = f->dirfd = f->cand = f->dio.fd = -1;
 	f->head = f->tail = -1;
 	f->size = wf->size;
 	f->holes_ok = (wf->flags & WIRE_FILE_SPARSE) ||

@@ -4,19 +4,28 @@
  * slot header (cheap, and every field is untrusted) and hands the slot to
  * a worker, which opens sealed chunks, inflates compressed ones, checks
  * the chunk CRC32, computes the chunk SHA-256 when asked, and pwrites the
- * payload. Back in the engine thread the chunk's digests are folded into
- * its file's in offset order and its slot is drained; slots are released
- * to the source in order (credit.h). Packed slots go to sink_pack.c.
+ * payload: straight from the ring slot (or the job's scratch buffer) with
+ * O_DIRECT when its file goes direct (direct.h), the unaligned tail of a
+ * last chunk through the page cache. Several workers write one file at
+ * once at their own offsets; its space was reserved up front (fallocate),
+ * so on ext4 and XFS direct writes into it share the inode lock instead
+ * of queueing on it as buffered writes do. Back in the engine thread the
+ * chunk's digests are folded into its file's in offset order and its
+ * slot is drained; slots are released to the source in order (credit.h).
+ * Packed slots go to sink_pack.c.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "transfer/payload.h"
+#include "transfer/place.h"
 #include "transfer/report.h"
 #include "transfer/sink_int.h"
 #include "util/checksum.h"
 #include "util/io.h"
+#include "util/log.h"
 
 static void chunk_done(struct workq_item *item);
 
@@ -51,7 +60,42 @@ static void write_chunk(struct workq_item *item)
 		if (j->status)
 			return;
 	}
-	j->status = io_pwrite_full(j->f->fd, raw, j->h.raw_len, j->h.offset);
+	/* Straight from the ring slot (or scratch) when the file goes direct. */
+	j->status = direct_pwrite(&j->f->dio, j->f->fd, raw, j->h.raw_len,
+				  j->h.offset);
+}
+
+void sink_size_file(struct sink *k, struct snk_file *f, bool sparse)
+{
+	uint64_t avail = 0;
+	bool forced;
+	int rc = 0;
+
+	if (!sparse && !(k->p->flags & WIRE_HELLO_SPARSE))
+		rc = place_allocate(f->fd, f->size);
+	if (rc == -ENOSPC) {
+		(void)place_check_space(f->fd, f->size, &avail);
+		sink_no_space(f, f->size, avail);
+	} else if (rc) {
+		file_fail(f, rc, "cannot allocate space for '%s': %s",
+			  f->n.shown, strerror(-rc));
+	} else if (ftruncate(f->fd, (off_t)f->size) < 0) {
+		file_fail(f, -errno, "cannot size '%s': %s", f->n.shown,
+			  strerror(errno));
+	}
+	if (f->err || !direct_wanted(k->p->flags, f->size, &forced))
+		return;
+	rc = direct_open(f->fd, true, &f->dio);
+	if (!rc)
+		log_debug("writing '%s' with O_DIRECT (alignment %u)",
+			  f->n.shown, f->dio.align);
+	/* Auto falls back quietly; --direct says so, once a session. */
+	if (rc && forced && !k->direct_told) {
+		k->direct_told = true;
+		log_warn("cannot write '%s' with O_DIRECT (%s): writing through "
+			 "the page cache",
+			 f->n.shown, direct_why(rc));
+	}
 }
 
 bool sink_flags_ok(const struct sink *k, uint16_t flags)

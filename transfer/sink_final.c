@@ -105,6 +105,8 @@ static void finalize(struct workq_item *item)
 
 	bool kept = f->cand_final && f->keeping && !f->received;
 
+	/* Every chunk is written: the rest (fsync, close) is the inode's. */
+	direct_close(&f->dio);
 	if (f->err || verify_digest(fin, f->fd, kept))
 		goto out_discard;
 	if (kept) {

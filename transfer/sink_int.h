@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "transfer/direct.h"
 #include "transfer/payload.h"
 #include "transfer/prune.h"
 #include "transfer/report.h"
@@ -52,6 +53,7 @@ struct snk_file {
 	uint32_t id;
 	uint8_t kind;
 	int fd;
+	struct direct_fd dio; /* its O_DIRECT twin: full chunks (direct.h) */
 	int dirfd; /* the parent: owned unless it is the target's */
 	/* A regular file's directory, kept unfinished while it flies. */
 	struct snk_dir *dir;
@@ -179,6 +181,7 @@ struct sink {
 	struct snk_del del;
 	uint64_t bytes_in, next_progress_ms;
 	bool done, bye_sent;
+	bool direct_told; /* --direct could not be had: said once */
 };
 
 /* f's first failure: errno and one line for the user. */
@@ -256,6 +259,8 @@ void sink_discard(struct sink *k, struct snk_file *f);
 int sink_open_tmp(struct sink *k, struct snk_file *f, bool keep);
 /* Fails f when need more bytes cannot fit where it goes. */
 void sink_check_space(struct snk_file *f, uint64_t need);
+/* Fails f: need bytes do not fit, avail are free. */
+void sink_no_space(struct snk_file *f, uint64_t need, uint64_t avail);
 /* The file in flight with id, or NULL. */
 struct snk_file *sink_live_find(const struct sink *k, uint32_t id);
 /* Finalizes f if it is ended and nothing of it is in flight. */
@@ -263,6 +268,13 @@ void sink_maybe_finalize(struct sink *k, struct snk_file *f);
 
 /* ---- sink_chunk.c ---- */
 
+/*
+ * f's new temporary (open, empty) made ready for its chunks: its space
+ * reserved up front unless it may have holes (sparse: the source's, or
+ * --sparse), sized, and given its O_DIRECT twin when it goes direct. f is
+ * failed when the space is not there.
+ */
+void sink_size_file(struct sink *k, struct snk_file *f, bool sparse);
 /* The slots' jobs, n of them. 0 or -errno (the caller frees k->jobs). */
 int sink_jobs_init(struct sink *k, unsigned int n);
 /*

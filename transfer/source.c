@@ -8,7 +8,8 @@
  * DONE at the end, and posts them in order (source_post.c). Because SENDs
  * and WRITEs on one RC queue pair arrive in order, the sink always sees a
  * file announced before its first chunk and ended after its last. Each
- * CHUNK owns one staging buffer (a job): a worker preads it, computes its
+ * CHUNK owns one staging buffer (a job): a worker preads it (with
+ * O_DIRECT straight into the buffer when the file goes direct), computes its
  * CRC32 (and SHA-256), compresses and seals it on request (here), then the
  * engine thread posts it with WRITE_WITH_IMM as soon as it holds a credit.
  *
@@ -81,6 +82,36 @@ int src_seal(struct source *s, struct src_job *j, const uint8_t *raw,
 	return rc;
 }
 
+void src_open_direct(struct source *s, struct src_file *f)
+{
+	bool forced;
+	int rc;
+
+	if (!direct_wanted(s->cfg->p.flags, (uint64_t)f->st.st_size,
+			   &forced) ||
+	    (!forced && direct_cached(f->fd)))
+		return;
+	rc = direct_open(f->fd, false, &f->dio);
+	if (!rc)
+		log_debug("reading '%s' with O_DIRECT (alignment %u)", f->path,
+			  f->dio.align);
+	/* Auto falls back quietly; --direct says so, once a session. */
+	if (rc && forced && !s->direct_told) {
+		s->direct_told = true;
+		log_warn("cannot read '%s' with O_DIRECT (%s): reading through "
+			 "the page cache",
+			 f->path, direct_why(rc));
+	}
+}
+
+void src_close_file(struct src_file *f)
+{
+	direct_close(&f->dio);
+	if (f->fd >= 0)
+		close(f->fd);
+	f->fd = -1;
+}
+
 /* Worker: read, checksum, maybe compress, maybe seal. */
 void src_read_chunk(struct workq_item *item)
 {
@@ -93,7 +124,8 @@ void src_read_chunk(struct workq_item *item)
 	j->flags = 0;
 	j->wire_len = j->len;
 	j->zero = false;
-	j->status = io_pread_full(j->f->fd, raw, j->len, j->offset);
+	/* Straight into the staging buffer (or scratch) when it goes direct. */
+	j->status = direct_pread(&j->f->dio, j->f->fd, raw, j->len, j->offset);
 	if (j->status)
 		return;
 	/* With --resume every chunk is described to the sink instead. */
@@ -576,8 +608,7 @@ out:
 
 			if (b * WALK_BLOCK + i >= s.nfiles)
 				break;
-			if (f->fd >= 0)
-				close(f->fd);
+			src_close_file(f);
 			ck_sha256_destroy(f->tree);
 		}
 		free(s.fblk[b]);

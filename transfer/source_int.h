@@ -22,6 +22,7 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
+#include "transfer/direct.h"
 #include "transfer/engine.h"
 #include "transfer/payload.h"
 #include "transfer/report.h"
@@ -52,6 +53,7 @@ struct src_file {
 	size_t idx;	  /* in the walk, = in files */
 	const char *path; /* as the user (or the walk) named it */
 	int fd;
+	struct direct_fd dio; /* its O_DIRECT twin: full chunks (direct.h) */
 	struct stat st;
 	uint64_t nchunks;  /* chunks posted (holes and matches are not) */
 	uint64_t matched;  /* chunks the sink already had */
@@ -170,6 +172,7 @@ struct source {
 	unsigned int sig_every, unsignaled;
 	bool done_planned, done_sent, bye;
 	bool ask, resume; /* HAVE before data; chunks may match */
+	bool direct_told; /* --direct could not be had: said once */
 	uint8_t resume_key[32];
 	struct ratelimit rl;
 	uint64_t bytes_posted, bytes_total; /* for on_progress */
@@ -269,6 +272,14 @@ int src_names_pump(struct source *s);
 
 /* ---- source.c ---- */
 
+/*
+ * f (open, a regular file) gets its O_DIRECT twin when it goes direct:
+ * with --direct, or on auto when it is large and not in the page cache
+ * already (then it is read from memory, buffered).
+ */
+void src_open_direct(struct source *s, struct src_file *f);
+/* Closes f's descriptors. */
+void src_close_file(struct src_file *f);
 /* Worker: read a chunk, checksum, maybe compress, maybe seal. */
 void src_read_chunk(struct workq_item *item);
 /* The user's report of f's outcome; counts it in the stats. */

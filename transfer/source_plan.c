@@ -68,8 +68,7 @@ static void release_block(struct source *s, size_t b)
 	struct src_file *blk = s->fblk[b];
 
 	for (size_t i = 0; i < WALK_BLOCK; i++) {
-		if (blk[i].fd >= 0)
-			close(blk[i].fd);
+		src_close_file(&blk[i]);
 		ck_sha256_destroy(blk[i].tree);
 	}
 	free(blk);
@@ -138,7 +137,7 @@ int src_more_files(struct source *s)
 		f->w = walk_at(&s->walk, s->nfiles);
 		f->idx = s->nfiles;
 		f->path = f->w->local;
-		f->fd = -1;
+		f->fd = f->dio.fd = -1;
 	}
 	if (wire_room(s))
 		return engine_fail(s->e, XFER_FAIL_RESOURCE, -ENOMEM,
@@ -325,6 +324,7 @@ static int open_next(struct source *s)
 		return tell(s, f);
 	}
 	posix_fadvise(f->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+	src_open_direct(s, f);
 	if (s->cfg->p.csum == XFER_CSUM_SHA256) {
 		rc = ck_sha256_create(&f->tree);
 		if (rc)

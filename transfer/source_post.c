@@ -18,7 +18,6 @@
 #include "transfer/source_int.h"
 #include "util/checksum.h"
 #include "util/clock.h"
-#include "util/io.h"
 #include "util/log.h"
 
 /* The source's own look at the file once every chunk is read. */
@@ -66,8 +65,7 @@ static int send_end(struct source *s, struct src_file *f)
 			return engine_fail(s->e, XFER_FAIL_INTERNAL, rc,
 					   "SHA-256 failed");
 	}
-	io_close(f->fd);
-	f->fd = -1;
+	src_close_file(f);
 	/* The sink's verdict must name this digest; the user is shown it. */
 	f->dlen = m.u.end.digest_len;
 	memcpy(f->digest, m.u.end.digest, f->dlen);
@@ -297,8 +295,7 @@ int src_post(struct source *s)
 			if (it->f->asking && !it->f->have_done)
 				return n;
 			if (it->f->skip) {
-				close(it->f->fd); /* the sink said no */
-				it->f->fd = -1;
+				src_close_file(it->f); /* the sink said no */
 			} else if (send_end(s, it->f)) {
 				return -1;
 			}

@@ -143,6 +143,8 @@ enum wire_hello_flags {
 	WIRE_HELLO_DRY_RUN = 1 << 10,	/* say what would be done, do none */
 	WIRE_HELLO_DELETE = 1 << 11,	/* then remove what was not sent */
 	WIRE_HELLO_LIST = 1 << 12,	/* pull: NAMES beneath the one path */
+	WIRE_HELLO_DIRECT = 1 << 13,	/* O_DIRECT for every file it fits */
+	WIRE_HELLO_NO_DIRECT = 1 << 14, /* never O_DIRECT (not with DIRECT) */
 };
 
 /* Whether the sink answers each FILE with HAVE before the data flows. */

@@ -48,6 +48,12 @@ enum xfer_poll {
 	XFER_POLL_BUSY,
 	XFER_POLL_EVENT
 };
+/* O_DIRECT for file data: large files where it works, always, never. */
+enum xfer_direct {
+	XFER_DIRECT_AUTO = 0,
+	XFER_DIRECT_ON,
+	XFER_DIRECT_OFF
+};
 
 /* One file started (done = false) or finished, for machine output. */
 struct xfer_file_report {
@@ -80,6 +86,12 @@ struct xfer_opts {
 	uint16_t window;      /* ring slots */
 	unsigned int workers; /* checksum/disk threads */
 	enum xfer_poll poll;
+	/*
+	 * O_DIRECT for file data (transfer/direct.h). A client's travels in
+	 * HELLO to the other side; a receiver's own applies to sessions
+	 * whose client left it on auto.
+	 */
+	enum xfer_direct direct;
 	int timeout_ms;			     /* peer silence before giving up */
 	int connect_timeout_ms;		     /* resolve + connect */
 	const volatile sig_atomic_t *cancel; /* set by a signal handler */

@@ -17,6 +17,7 @@
  * measures its CPU cost per GiB so that it can be taken off.
  *
  *   bench_ceiling [-w WORKERS] [-c CHUNK] [-n WINDOW] [-k crc32|sha256|none]
+ *                 [-d on|off|auto]  (O_DIRECT: --direct, --no-direct, auto)
  *                 SRC ROOT NAME     copy SRC to ROOT/NAME, print one line
  *   bench_ceiling -m [MIB]          per-core costs: CRC32 (ISA-L/zlib as
  *                                   built, and zlib), SHA-256, memcpy
@@ -326,7 +327,7 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: bench_ceiling [-w WORKERS] [-c CHUNK] [-n WINDOW] "
-		"[-k crc32|sha256|none] SRC ROOT NAME\n"
+		"[-k crc32|sha256|none] [-d on|off|auto] SRC ROOT NAME\n"
 		"       bench_ceiling -m [MIB]\n");
 	exit(2);
 }
@@ -341,7 +342,7 @@ int main(int argc, char **argv)
 		return 2;
 	log_set_level(getenv("CEIL_DEBUG") ? LOG_DEBUG : LOG_WARN);
 	xfer_opts_init(&co);
-	while ((opt = getopt(argc, argv, "w:c:n:k:m")) != -1) {
+	while ((opt = getopt(argc, argv, "w:c:n:k:d:m")) != -1) {
 		switch (opt) {
 		case 'w':
 			co.workers = (unsigned int)atoi(optarg);
@@ -354,6 +355,14 @@ int main(int argc, char **argv)
 			break;
 		case 'k':
 			if (parse_csum(optarg, &co.csum))
+				usage();
+			break;
+		case 'd':
+			if (!strcmp(optarg, "on"))
+				co.direct = XFER_DIRECT_ON;
+			else if (!strcmp(optarg, "off"))
+				co.direct = XFER_DIRECT_OFF;
+			else if (strcmp(optarg, "auto"))
 				usage();
 			break;
 		case 'm':

@@ -9,7 +9,9 @@
 # cache; the destination is tmpfs, then ext4 on a loop device (as root;
 # skipped with a note when that cannot be made). Rows:
 #   - 1 GiB of random data: cp; rdcp with 1, 2 (the default) and 4
-#     workers; on tmpfs also --checksum none and 64 KiB chunks
+#     workers; on tmpfs also --checksum none and 64 KiB chunks; on ext4
+#     also --no-direct (the default, auto, writes a file this large there
+#     with O_DIRECT)
 #   - 8 GiB sparse (1 MiB of data at the end): cp and rdcp both keep the
 #     holes (rdcp plans around them with SEEK_DATA, cp --sparse=auto), so
 #     this row shows that memory does not grow with the file's size, not
@@ -82,7 +84,8 @@ rec() { echo "$*" >>"$RAW"; echo "# $*"; }
 now() { date +%s.%N; }
 
 # RUN NAME FS DIR FILE REP: one timed copy; rdcp rows are "rdcp_w2" (2
-# workers), "rdcp_none" (--checksum none), "rdcp_c64k" (64 KiB chunks).
+# workers), "rdcp_none" (--checksum none), "rdcp_c64k" (64 KiB chunks),
+# "rdcp_nodirect" (--no-direct).
 run() {
 	local name=$1 fs=$2 dir=$3 file=$4 rep=$5 t0 t1 line args=()
 	local bytes size
@@ -99,6 +102,7 @@ run() {
 		rdcp_w*) args=(-w "${name#rdcp_w}") ;;
 		rdcp_none) args=(-k none) ;;
 		rdcp_c64k) args=(-c 65536) ;;
+		rdcp_nodirect) args=(-d off) ;;
 		esac
 		t0=$(now)
 		line=$("$BIN" "${args[@]}" "$file" "$dir" out.bin) ||
@@ -131,6 +135,7 @@ for rep in $(seq 1 "$REPS"); do
 		fs=${d%%:*}
 		names=("${small[@]}")
 		[ "$fs" = tmpfs ] && names+=(rdcp_none rdcp_c64k)
+		[ "$fs" = tmpfs ] || names+=(rdcp_nodirect)
 		n=${#names[@]}
 		for i in $(seq 0 $((n - 1))); do # rotated: each leads in turn
 			run "${names[$(((i + rep - 1) % n))]}" "$fs" "${d#*:}" "$src" "$rep"
@@ -219,6 +224,7 @@ END {
 				row(fs, s, "rdcp_w" wl[j], "rdcp, " wl[j] " worker" (wl[j] == 1 ? "" : "s") (wl[j] == 2 ? " (default)" : ""))
 			row(fs, s, "rdcp_none", "rdcp, --checksum none")
 			row(fs, s, "rdcp_c64k", "rdcp, 64 KiB chunks")
+			row(fs, s, "rdcp_nodirect", "rdcp, --no-direct")
 		}
 	}
 	printf "\n  streams: --streams N is not implemented yet (refused above 1): no row\n"

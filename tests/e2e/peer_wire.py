@@ -36,6 +36,7 @@ FEAT_AUTH, FEAT_PACK = 1, 2
 (F_FSYNC, F_DEST_DIR, F_RECURSIVE, F_PRESERVE, F_RESUME, F_NO_CLOBBER,
  F_UPDATE, F_ENCRYPT, F_COMPRESS, F_SPARSE) = (1 << i for i in range(10))
 F_DRY_RUN, F_DELETE, F_LIST = 1 << 10, 1 << 11, 1 << 12
+F_DIRECT, F_NO_DIRECT = 1 << 13, 1 << 14  # O_DIRECT forced, forbidden
 NAMES_END = 1  # NAMES: the list ends with these
 NAMES_WINDOW, NAME_OVERHEAD = 256 << 10, 32  # a name costs len + 1 + 32
 NAMES_BYTES = CTRL_SIZE - 16 - 6 - TAG_LEN  # names (NULs too) in one NAMES

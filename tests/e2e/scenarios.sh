@@ -45,7 +45,7 @@ ALL="sizes default sparse checksum corrupt escape destforms multifile partial"
 ALL="$ALL ctrlnames longnames fifo noconn"
 ALL="$ALL killsender killreceiver daemon auth auto check device"
 ALL="$ALL tree pull resume skip crypt zeros bwlimit full small script entries"
-ALL="$ALL ssh retry"
+ALL="$ALL ssh retry direct"
 # Over RDMA these run last, after the RNR check (they re-create rxe0,
 # which resets its counters); over TCP only when named.
 EXTRA="devremove"
@@ -1400,6 +1400,169 @@ s_full() {
 	fi
 	umount "$FS" || echo "# cannot umount $FS"
 	rm -rf "$FS" src/full-dense src/full-sparse src/full-small
+}
+
+# 25. O_DIRECT (--direct, --no-direct) on a real file system: an ext4 image
+#     on a loop device (root only; in the guest the ext4 and loop modules
+#     are loaded, its /tmp is a tmpfs), sources and receiver both on it.
+#     Sizes with and without an unaligned tail, a small (packed) file,
+#     pushed with --direct and --no-direct and pulled with --direct: exact,
+#     the final sizes too, no fallback logged; where fincore(1) is there,
+#     the page cache holds at most the tail page of a --direct copy and
+#     all of a --no-direct one. Then --direct into a tmpfs: one line on
+#     the receiver, the copy still exact.
+direct_cached() { # FILE: its pages in the page cache, "" if unknown
+	command -v fincore >/dev/null 2>&1 || return 0
+	fincore -n -o PAGES "$1" 2>/dev/null | tr -d ' '
+}
+# direct_copy MODE: every source pushed with MODE (--direct or
+# --no-direct) into rx/MODE/ from a cold page cache; appends "MODE ms
+# ms_synced" to direct-times.
+direct_copy() {
+	_dcm=$1
+	rm -rf "$DFS/rx/$_dcm"
+	sync
+	echo 3 >/proc/sys/vm/drop_caches 2>/dev/null
+	set --
+	for n in $DNAMES; do set -- "$@" "$DFS/src/$n"; done
+	_dc0=$(now)
+	send "$W/tx-direct$_dcm.log" --port $P "$_dcm" "$@" "$ADDR::$_dcm/"
+	[ "$SRC" = 0 ] || t_fail "$_dcm: sender exit $SRC, want 0"
+	_dc1=$(now)
+	sync
+	echo "$_dcm $((_dc1 - _dc0)) $(($(now) - _dc0))" >>"$W/direct-times"
+}
+direct_median() { # MODE FIELD: median of the field over its lines
+	grep -- "^$1 " "$W/direct-times" | cut -d' ' -f"$2" | sort -n |
+		awk '{ v[NR] = $1 } END { print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+s_direct() {
+	DFS=$W/dfs
+	if [ "$(id -u)" != 0 ] || ! command -v mkfs.ext4 >/dev/null 2>&1; then
+		t_skip "--direct on ext4" "not root, or no mkfs.ext4: cannot make an ext4 image"
+		return
+	fi
+	mkdir -p "$DFS" src
+	if ! truncate -s 192M "$W/dfs.img" ||
+		! mkfs.ext4 -q -F "$W/dfs.img" >"$W/mkfs.log" 2>&1 ||
+		! mount -o loop "$W/dfs.img" "$DFS"; then
+		t_begin "--direct on ext4: an ext4 image on a loop device"
+		t_fail "cannot make or mount an ext4 image (ext4 and loop in the kernel?)"
+		t_log "$W/mkfs.log"
+		t_end
+		rm -rf "$W/dfs.img" "$DFS"
+		return
+	fi
+	mkdir -p "$DFS/src" "$DFS/rx" "$W/dshm"
+	# 24 MiB + 4097: full chunks and an odd tail; 2 MiB: chunks only;
+	# 1 MiB + 1: one byte past a chunk; 6000: packed, always buffered.
+	DSIZES="$((24 * M + 4097)) $((2 * M)) $((M + 1)) 6000"
+	DNAMES="odd even onebyte small"
+	# shellcheck disable=SC2086 # word lists
+	set -- $DSIZES
+	for n in $DNAMES; do
+		mkrand "$DFS/src/$n" "$1"
+		shift
+	done
+	nextport
+	if start_rx "$W/rx-direct.log" --root "$DFS/rx" --port $P; then
+		: >"$W/direct-times"
+		for mode in --direct --no-direct; do
+			t_begin "$mode on ext4: every size exact, no fallback"
+			direct_copy "$mode"
+			set -- $DSIZES
+			for n in $DNAMES; do
+				d=$DFS/rx/$mode/$n
+				c=$(direct_cached "$d")
+				echo "# $mode '$n' ($1 bytes): ${c:-?} pages cached"
+				if [ -n "$c" ] && [ "$n" != small ]; then
+					if [ "$mode" = --direct ]; then
+						[ "$c" -le 1 ] || t_fail "'$n': $c pages cached after --direct"
+					else
+						[ "$c" -ge $(($1 / 4096)) ] || t_fail "'$n': $c pages cached after --no-direct"
+					fi
+				fi
+				same "$DFS/src/$n" "$d"
+				shift
+			done
+			no_temp "$DFS/rx"
+			! logged "$W/rx-direct.log" O_DIRECT || t_fail "the receiver fell back: $(grep O_DIRECT "$W/rx-direct.log")"
+			! logged "$W/tx-direct$mode.log" O_DIRECT || t_fail "the sender fell back"
+			t_log "$W/tx-direct$mode.log" "$W/rx-direct.log"
+			t_end
+		done
+
+		# Timed, not judged: what the guest can tell of O_DIRECT.
+		t_begin "--direct and --no-direct, two more rounds each (timed, not judged)"
+		for mode in --no-direct --direct --direct --no-direct; do
+			direct_copy "$mode"
+			for n in $DNAMES; do same "$DFS/src/$n" "$DFS/rx/$mode/$n"; done
+		done
+		for mode in --direct --no-direct; do
+			echo "# $mode, $(echo "$DSIZES" | tr ' ' '+') bytes from a cold cache, median of 3: $(direct_median "$mode" 2) ms until it returned, $(direct_median "$mode" 3) ms until synced"
+		done
+		t_log "$W/rx-direct.log"
+		t_end
+
+		t_begin "--direct pull from ext4 into ext4: exact"
+		rm -rf "$DFS/got"
+		send "$W/tx-direct-pull.log" --port $P --direct "$ADDR::--direct/odd" "$ADDR::--direct/even" "$DFS/got/"
+		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
+		same "$DFS/src/odd" "$DFS/got/odd"
+		same "$DFS/src/even" "$DFS/got/even"
+		no_temp "$DFS/got"
+		! logged "$W/rx-direct.log" O_DIRECT || t_fail "the receiver fell back"
+		t_log "$W/tx-direct-pull.log" "$W/rx-direct.log"
+		t_end
+		term_rx
+	else
+		t_begin "--direct on ext4: receiver starts"
+		t_fail "receiver did not start listening"
+		t_log "$W/rx-direct.log"
+		t_end
+		kill -9 "$RX" 2>/dev/null
+	fi
+
+	# A tmpfs receiver: /tmp in the guest; one mounted here on the host.
+	_dm=
+	if [ -n "$HOST_MODE" ] && mount -t tmpfs -o size=64m tmpfs "$W/dshm"; then
+		_dm=1
+	fi
+	nextport
+	if start_rx "$W/rx-direct-tmpfs.log" --root "$W/dshm" --port $P; then
+		t_begin "--direct into a tmpfs: one line on the receiver, exact"
+		send "$W/tx-direct-tmpfs.log" --port $P --direct "$DFS/src/odd" "$DFS/src/even" "$ADDR::d/"
+		[ "$SRC" = 0 ] || t_fail "sender exit $SRC, want 0"
+		same "$DFS/src/odd" "$W/dshm/d/odd"
+		same "$DFS/src/even" "$W/dshm/d/even"
+		[ "$(grep -c 'O_DIRECT' "$W/rx-direct-tmpfs.log")" = 1 ] ||
+			t_fail "want one O_DIRECT line on the receiver, got: $(grep O_DIRECT "$W/rx-direct-tmpfs.log")"
+		echo "# $(grep -m1 O_DIRECT "$W/rx-direct-tmpfs.log")"
+		t_log "$W/tx-direct-tmpfs.log" "$W/rx-direct-tmpfs.log"
+		t_end
+
+		# 64 MiB, the auto threshold: sparse, so only its last MiB moves
+		t_begin "auto into a tmpfs (64 MiB sparse file): nothing said, exact"
+		truncate -s $((63 * M)) "$DFS/src/sp"
+		head -c $M /dev/urandom >>"$DFS/src/sp"
+		send "$W/tx-direct-auto.log" --port $P "$DFS/src/sp" "$ADDR::auto/"
+		[ "$SRC" = 0 ] || t_fail "sender exit $SRC, want 0"
+		same "$DFS/src/sp" "$W/dshm/auto/sp"
+		[ "$(grep -c 'O_DIRECT' "$W/rx-direct-tmpfs.log")" = 1 ] ||
+			t_fail "auto said something: $(grep O_DIRECT "$W/rx-direct-tmpfs.log")"
+		t_log "$W/tx-direct-auto.log" "$W/rx-direct-tmpfs.log"
+		t_end
+		term_rx
+	else
+		t_begin "--direct into a tmpfs: receiver starts"
+		t_fail "receiver did not start listening"
+		t_log "$W/rx-direct-tmpfs.log"
+		t_end
+		kill -9 "$RX" 2>/dev/null
+	fi
+	[ -n "$_dm" ] && umount "$W/dshm"
+	umount "$DFS" || echo "# cannot umount $DFS"
+	rm -rf "$W/dfs.img" "$DFS" "$W/dshm"
 }
 
 # sums DIR: every entry of DIR as "name type mode mtime", then an md5sum

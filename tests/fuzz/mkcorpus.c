@@ -212,6 +212,10 @@ static void wire_seeds(void)
 		}
 	}
 
+	/* --direct: the client's O_DIRECT choice reaches the receiver */
+	m.u.hello.flags = WIRE_HELLO_DIRECT | WIRE_HELLO_SPARSE;
+	msg("hello-push-direct", &m, buf);
+
 	m.u.hello.role = WIRE_PULL;
 	m.u.hello.csum = WIRE_CSUM_SHA256;
 	m.u.hello.flags = WIRE_HELLO_RECURSIVE | WIRE_HELLO_PRESERVE |

@@ -36,14 +36,16 @@ FIX="run: sudo tests/guest/setup.sh"
 
 # Modules to load, in this order, after their dependencies (resolved from
 # each module's .modinfo depends= at prepare time).  crc32_generic: rxe
-# needs a crc32 shash but does not declare it.
+# needs a crc32 shash but does not declare it.  loop, ext4 (crc32c_generic
+# for its metadata checksums, a soft dependency): a real file system with
+# O_DIRECT for the direct scenario (the guest's /tmp is a tmpfs).
 WANT_MODULES=(crc32_generic udp_tunnel ip6_udp_tunnel ib_core ib_uverbs
 	rdma_rxe ib_cm iw_cm configfs rdma_cm rdma_ucm dummy
-	virtio_pci virtio_net)
+	virtio_pci virtio_net crc32c_generic loop ext4)
 
 # Host tools copied into every guest (path in the guest = path here).
 GUEST_TOOLS=(/usr/sbin/rdma /usr/sbin/ip /usr/bin/ib_write_bw /usr/bin/rping
-	/usr/bin/rcopy /usr/bin/ibv_devinfo)
+	/usr/bin/rcopy /usr/bin/ibv_devinfo /usr/sbin/mkfs.ext4 /usr/bin/fincore)
 # OpenSSH's server and client (packages openssh-server, openssh-client):
 # /init starts sshd on port 22 when a run ships a host key (see init.sh).
 SSH_TOOLS=(/usr/sbin/sshd /usr/bin/ssh)
@@ -77,7 +79,7 @@ check_host() {
 	local t
 	for t in "${GUEST_TOOLS[@]}"; do
 		host_tool_path "$t" >/dev/null ||
-			die "$(basename "$t") not found (packages iproute2 perftest rdmacm-utils ibverbs-utils); $FIX"
+			die "$(basename "$t") not found (packages iproute2 perftest rdmacm-utils ibverbs-utils e2fsprogs util-linux); $FIX"
 	done
 	if ! compgen -G '/usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav*.so' >/dev/null ||
 		[ ! -f /etc/libibverbs.d/rxe.driver ]; then
@@ -96,7 +98,10 @@ module_depends() { # print the depends= list of a (decompressed) module
 
 cmd_prepare() {
 	check_host
-	[ -f "$KDIR/ready" ] && [ -f "$KDIR/vmlinux" ] && return 0
+	# Ready, and for the modules wanted now (a list that grew re-prepares).
+	[ -f "$KDIR/ready" ] && [ -f "$KDIR/vmlinux" ] &&
+		[ "$(cat "$KDIR/want" 2>/dev/null)" = "${WANT_MODULES[*]}" ] &&
+		return 0
 
 	local pkg
 	command -v apt-get >/dev/null 2>&1 || die "apt-get not found: cannot fetch the guest kernel"
@@ -167,6 +172,7 @@ cmd_prepare() {
 	}
 	for n in "${WANT_MODULES[@]}"; do add_module "$n"; done
 	printf '%s\n' "${order[@]}" >"$tmp/k/modules/order"
+	echo "${WANT_MODULES[*]}" >"$tmp/k/want"
 	echo "$pkg $kver" >"$tmp/k/ready"
 
 	rm -rf "$KDIR"

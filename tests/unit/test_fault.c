@@ -9,12 +9,14 @@
  *
  * The kinds, and what a failed call returns:
  *   alloc   malloc, calloc, realloc, strdup, vasprintf, fdopendir,
- *           EVP_MD_CTX_new: NULL/-1 with ENOMEM; pthread_create: EAGAIN
+ *           EVP_MD_CTX_new: NULL/-1 with ENOMEM; posix_memalign: ENOMEM;
+ *           pthread_create: EAGAIN
  *   open    open, openat, openat2 (through syscall(2)), dup, eventfd:
  *           -1 with EMFILE
  *   io      pread, pwrite, fsync, ftruncate, fstat, fstatat, mkdir(at),
  *           symlinkat, renameat, readlinkat, fchmod, futimens, utimensat,
- *           flock, lseek, fstatvfs, posix_fadvise, getrandom: -1 with EIO
+ *           flock, lseek, fstatvfs, posix_fadvise, getrandom, fallocate,
+ *           sync_file_range: -1 with EIO
  *           (close, unlinkat and the workq's eventfd read/write are left
  *           alone: cleanup, and a write the product documents as one that
  *           cannot fail)
@@ -264,6 +266,16 @@ void *__wrap_realloc(void *p, size_t n)
 	return __real_realloc(p, n);
 }
 
+int __real_posix_memalign(void **p, size_t align, size_t n);
+int __wrap_posix_memalign(void **p, size_t align, size_t n);
+
+int __wrap_posix_memalign(void **p, size_t align, size_t n)
+{
+	if (FAIL_NOW(FK_ALLOC, "posix_memalign"))
+		return ENOMEM; /* the error itself, not -1 */
+	return __real_posix_memalign(p, align, n);
+}
+
 char *__wrap_strdup(const char *s)
 {
 	if (FAIL_NOW(FK_ALLOC, "strdup")) {
@@ -461,6 +473,9 @@ IO_WRAP(int, flock, (int fd, int op), (fd, op))
 IO_WRAP(off_t, lseek, (int fd, off_t o, int w), (fd, o, w))
 IO_WRAP(int, fstatvfs, (int fd, struct statvfs *v), (fd, v))
 IO_WRAP(ssize_t, getrandom, (void *b, size_t n, unsigned int fl), (b, n, fl))
+IO_WRAP(int, fallocate, (int fd, int m, off_t o, off_t n), (fd, m, o, n))
+IO_WRAP(int, sync_file_range, (int fd, off64_t o, off64_t n, unsigned int fl),
+	(fd, o, n, fl))
 /* What the calls above become with -D_FILE_OFFSET_BITS=64. */
 IO_WRAP(ssize_t, pread64, (int fd, void *b, size_t n, off64_t o), (fd, b, n, o))
 IO_WRAP(ssize_t, pwrite64, (int fd, const void *b, size_t n, off64_t o),
@@ -471,6 +486,7 @@ IO_WRAP(int, fstatat64, (int d, const char *p, struct stat64 *st, int fl),
 	(d, p, st, fl))
 IO_WRAP(off64_t, lseek64, (int fd, off64_t o, int w), (fd, o, w))
 IO_WRAP(int, fstatvfs64, (int fd, struct statvfs64 *v), (fd, v))
+IO_WRAP(int, fallocate64, (int fd, int m, off64_t o, off64_t n), (fd, m, o, n))
 
 int __real_posix_fadvise(int fd, off_t o, off_t n, int advice);
 int __wrap_posix_fadvise(int fd, off_t o, off_t n, int advice);
