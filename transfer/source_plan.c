@@ -303,6 +303,8 @@ int src_plan(struct source *s)
 			if (s->next_file == s->nfiles && !s->walk.done) {
 				if (src_more_files(s))
 					return -1;
+				if (s->next_file == s->nfiles && !s->walk.done)
+					break; /* a list with no names yet */
 				continue;
 			}
 			if (s->next_file == s->nfiles) {

@@ -495,9 +495,54 @@ static int walk_implied(struct walk *w, const char *name)
 }
 
 /*
+ * A listed name inside a tree (w->list_tree): taken as walk_child() takes
+ * what it finds in a directory (lstat; a symlink is a link, a device is
+ * skipped), but not walked into: its parent is opened, following the
+ * components above it, which the walk that listed it went through.
+ */
+static int walk_listed_child(struct walk *w, const char *local,
+			     const char *wire)
+{
+	char parent[PATH_MAX + 1];
+	const char *name = strrchr(local, '/') + 1;
+	struct walk_entry *e;
+	int dfd, rc;
+
+	memcpy(parent, local, (size_t)(name - local - 1));
+	parent[name - local - 1] = '\0';
+	e = add(w, local, wire);
+	if (!e)
+		return -ENOMEM;
+	dfd = open_path(w, parent, O_PATH | O_DIRECTORY);
+	if (dfd < 0 || fstatat(dfd, name, &e->st, AT_SYMLINK_NOFOLLOW) < 0) {
+		rc = dfd < 0 ? dfd : -errno;
+		if (dfd >= 0)
+			close(dfd);
+		if (filtered_out(w, e)) {
+			drop_last(w);
+			return 0;
+		}
+		return entry_fail(e, rc, "cannot stat '%s': %s", local,
+				  strerror(-rc));
+	}
+	rc = classify(e, dfd, name);
+	close(dfd);
+	if (rc == 0 && filtered_out(w, e))
+		rc = 1;
+	if (rc == 1) {
+		drop_last(w);
+		return 0;
+	}
+	if (!rc && !e->err && e->kind == WIRE_KIND_FILE)
+		w->bytes += (uint64_t)e->st.st_size;
+	return rc;
+}
+
+/*
  * The next name of the list, beneath the base: normalized as a peer path
  * (a leading '/', "." and empty components dropped), refused if it leaves
- * the base. 1 when the list is at its end.
+ * the base. 1 when the list is at its end, 2 when a non-blocking list
+ * has nothing to read yet.
  */
 static int walk_list_next(struct walk *w)
 {
@@ -513,6 +558,10 @@ static int walk_list_next(struct walk *w)
 		if (n < 0) {
 			if (errno == ENOMEM)
 				return -ENOMEM;
+			if (errno == EAGAIN && ferror(w->list)) {
+				clearerr(w->list); /* a list with nothing yet */
+				return 2;
+			}
 			if (ferror(w->list)) {
 				w->list_err = errno ? -errno : -EIO;
 				return -EIO;
@@ -535,7 +584,9 @@ static int walk_list_next(struct walk *w)
 				  w->line, w->srcs[0]);
 	}
 	rc = walk_implied(w, w->line);
-	if (!rc)
+	if (!rc && w->list_tree && strchr(w->line, '/'))
+		rc = walk_listed_child(w, local, w->line);
+	else if (!rc)
 		rc = walk_named(w, local, w->line, true);
 	free(w->prev);
 	w->prev = strdup(w->line);
@@ -582,6 +633,8 @@ int walk_more(struct walk *w, size_t want)
 				w->done = true;
 				rc = 0;
 			}
+			if (rc == 2)
+				return 0; /* more names later */
 			continue;
 		}
 		if (!w->depth) {
