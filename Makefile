@@ -13,6 +13,7 @@
 #   make demo            a real RDMA copy (host device, else Soft-RoCE guest)
 #   make test-quickstart the README's build and install commands, checked
 #   make SAN=address,undefined test    sanitizer build
+#   make mpi             build/rdcp-mpi, with an MPI compiler (MPICC=mpicc)
 #   make install DESTDIR=... PREFIX=/usr
 #   make deb / make rpm  packages in build/ (NOCHECK=1: skip unit tests)
 #   make test-packages   build both packages, lint and inspect them
@@ -74,7 +75,7 @@ Q := @
 endif
 
 LIB_SRCS := $(wildcard util/*.c) $(wildcard cm/*.c) $(wildcard transfer/*.c) \
-	$(filter-out cmd/main.c,$(wildcard cmd/*.c))
+	$(filter-out cmd/main.c cmd/mpi_%.c,$(wildcard cmd/*.c))
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 MAIN_OBJ := $(BUILD)/cmd/main.o
 TEST_SRCS := $(wildcard tests/unit/test_*.c)
@@ -85,7 +86,7 @@ TEST_BINS := $(TEST_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 FUZZ_REPLAY_BINS := $(BUILD)/fuzz-replay/replay_wire \
 	$(BUILD)/fuzz-replay/replay_path $(BUILD)/fuzz-replay/replay_filter
 
-.PHONY: test-quick setup tests san-tests test-san hooks all test test-unit test-e2e test-guest demo bench install uninstall \
+.PHONY: mpi test-quick setup tests san-tests test-san hooks all test test-unit test-e2e test-guest demo bench install uninstall \
 	clean help deb rpm test-packages fuzz version
 all: $(BUILD)/rdcp
 
@@ -101,6 +102,24 @@ $(BUILD)/librdcp.a: $(LIB_OBJS)
 $(BUILD)/rdcp: $(MAIN_OBJ) $(BUILD)/librdcp.a
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
+
+# rdcp-mpi (cmd/mpi_*.c): the only objects built with the MPI compiler
+# wrapper (Open MPI's or MPICH's mpicc, MPI-3 calls only); librdcp.a
+# stays free of MPI. HAVE_MPI: whether that compiler is here.
+MPICC ?= mpicc
+HAVE_MPI := $(shell command -v $(MPICC) >/dev/null 2>&1 && echo 1)
+MPI_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(wildcard cmd/mpi_*.c))
+
+$(BUILD)/cmd/mpi_%.o: cmd/mpi_%.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  MPICC   $<")
+	$(Q)$(MPICC) $(ALL_CFLAGS) -c -o $@ $<
+
+$(BUILD)/rdcp-mpi: $(MPI_OBJS) $(BUILD)/librdcp.a
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(MPICC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
+
+mpi: $(BUILD)/rdcp-mpi
 
 $(BUILD)/tests/%: tests/unit/%.c $(TEST_HELPERS) $(BUILD)/librdcp.a tests/tap.h
 	@mkdir -p $(dir $@)
@@ -247,4 +266,4 @@ help:
 	@sed -n 's/^#   //p' Makefile
 
 -include $(LIB_OBJS:.o=.d) $(MAIN_OBJ:.o=.d) $(TEST_BINS:=.d) \
-	$(FUZZ_REPLAY_BINS:=.d)
+	$(FUZZ_REPLAY_BINS:=.d) $(MPI_OBJS:.o=.d)
