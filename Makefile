@@ -9,6 +9,7 @@
 #                        end-to-end suites; ends with "N passed, N failed"
 #   make test-quick      in-process tests + end-to-end over TCP loopback
 #   make test-unit       only the in-process tests (seconds)
+#   make test-mpi        rdcp-mpi under mpirun (needs Open MPI or MPICH)
 #   make fuzz            libFuzzer on the wire decoder, path checker, filters
 #   make demo            a real RDMA copy (host device, else Soft-RoCE guest)
 #   make test-quickstart the README's build and install commands, checked
@@ -86,7 +87,7 @@ TEST_BINS := $(TEST_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 FUZZ_REPLAY_BINS := $(BUILD)/fuzz-replay/replay_wire \
 	$(BUILD)/fuzz-replay/replay_path $(BUILD)/fuzz-replay/replay_filter
 
-.PHONY: mpi test-quick setup tests san-tests test-san hooks all test test-unit test-e2e test-guest demo bench install uninstall \
+.PHONY: mpi test-mpi test-quick setup tests san-tests test-san hooks all test test-unit test-e2e test-guest demo bench install uninstall \
 	clean help deb rpm test-packages fuzz version
 all: $(BUILD)/rdcp
 
@@ -171,8 +172,13 @@ setup:
 # when qemu or the kernel cannot be had. Re-invokes make after setup so
 # pkg-config is asked once the -dev packages exist.
 test: setup
-	$(Q)$(MAKE) --no-print-directory WERROR=1 all hooks tests san-tests
+	$(Q)$(MAKE) --no-print-directory WERROR=1 all hooks tests san-tests \
+		$(if $(shell command -v $(MPICC) 2>/dev/null),mpi)
 	$(Q)tests/run_tests.sh --build $(BUILD) all
+
+# rdcp-mpi alone: 4-6 ranks under mpirun over TCP on loopback (a minute).
+test-mpi: all mpi
+	$(Q)tests/run_tests.sh --build $(BUILD) mpi
 
 # The in-process tests built again under ASan+UBSan and under TSan (the
 # threaded pipeline); make test runs them too.

@@ -61,10 +61,10 @@ enum mj_item {
 
 /* A batch of names is sent once it holds this many, or this many bytes. */
 #define MJ_BATCH_NAMES 256u
-#define MJ_BATCH_BYTES (64ull << 20)
+#define MJ_BATCH_BYTES (16ull << 20)
 /* A rank asks for names when less than this is queued in its session. */
 #define MJ_LOW_FILES 128u
-#define MJ_LOW_BYTES (32ull << 20)
+#define MJ_LOW_BYTES (8ull << 20)
 
 /* A growable byte string, and a reader over one. */
 struct mbuf {

@@ -43,8 +43,9 @@ static void on_signal(int sig)
 /* What the session thread shares with the main one. */
 struct shared {
 	pthread_mutex_t mu;
-	uint64_t bytes;	  /* moved so far (on_progress) */
-	uint64_t files;	  /* regular files finished */
+	uint64_t bytes;	  /* moved so far (on_progress, not the last) */
+	uint64_t files;	  /* entries finished */
+	uint64_t fbytes;  /* the sizes of the regular files finished */
 	struct mbuf text; /* for rank 0's stdout */
 	bool json, dry_run;
 };
@@ -74,13 +75,15 @@ struct rank {
 	struct mbuf feed;   /* names to write to it */
 	uint64_t fed_files; /* names fed (regular files or not) */
 	uint64_t fed_bytes; /* their regular files' sizes */
-	bool end_seen;	    /* MSG_END: close the list once fed */
-	bool done_sent;	    /* MSG_DONE went up */
-	uint8_t want_sent;  /* the last REQ's, 0 after a GIVE */
-	uint32_t gives;	    /* GIVE messages seen */
-	uint64_t heard_ms;  /* the coordinator was last heard */
-	uint64_t stat_ms;   /* the last MSG_STAT */
-	struct mbuf up;	    /* items found, to send up */
+	uint64_t seen_bytes, seen_files; /* the session's, last seen */
+	uint64_t seen_ms;		 /* when they last changed */
+	bool end_seen;			 /* MSG_END: close the list once fed */
+	bool done_sent;			 /* MSG_DONE went up */
+	uint8_t want_sent;		 /* the last REQ's, 0 after a GIVE */
+	uint32_t gives;			 /* GIVE messages seen */
+	uint64_t heard_ms;		 /* the coordinator was last heard */
+	uint64_t stat_ms;		 /* the last MSG_STAT */
+	struct mbuf up;			 /* items found, to send up */
 	uint32_t nup;
 	int exit_code;		/* -1 until MSG_EXIT */
 	struct mj_coord *coord; /* rank 0 */
@@ -370,6 +373,7 @@ static void on_progress(void *arg, uint64_t done, uint64_t total,
 static void on_file(void *arg, const struct xfer_file_report *r)
 {
 	struct shared *sh = arg;
+	const char *kind = r->kind ? r->kind : "file";
 	char *line = NULL;
 	size_t len = 0;
 	FILE *f = NULL;
@@ -382,21 +386,22 @@ static void on_file(void *arg, const struct xfer_file_report *r)
 		json_file(f, r);
 	} else if (f) {
 		char name[4 * 4096];
-		const char *verb = r->status		    ? "failed"
-				   : r->skipped		    ? "keep"
-				   : !r->exists		    ? "new"
-				   : strcmp(r->kind, "dir") ? "replace"
-							    : "exists";
+		const char *verb = r->status		 ? "failed"
+				   : r->skipped		 ? "keep"
+				   : !r->exists		 ? "new"
+				   : strcmp(kind, "dir") ? "replace"
+							 : "exists";
 
 		log_escape(name, sizeof(name), r->name ? r->name : r->path);
 		fprintf(f, "%-8s %s%s\n", verb, name,
-			strcmp(r->kind, "dir") ? "" : "/");
+			strcmp(kind, "dir") ? "" : "/");
 	}
 	if (f)
 		fclose(f);
 	pthread_mutex_lock(&sh->mu);
-	if (!strcmp(r->kind, "file"))
-		sh->files++;
+	sh->files++;
+	if (!strcmp(kind, "file"))
+		sh->fbytes += r->bytes;
 	if (line)
 		mbuf_bytes(&sh->text, line, len);
 	pthread_mutex_unlock(&sh->mu);
@@ -576,6 +581,15 @@ static bool feed(struct rank *r)
 	return moved;
 }
 
+/*
+ * What the session moved: progress comes every 250 ms at most while data
+ * moves, so the last of it comes with the files' reports. Under sh->mu.
+ */
+static uint64_t moved(const struct shared *sh)
+{
+	return sh->bytes > sh->fbytes ? sh->bytes : sh->fbytes;
+}
+
 static uint8_t wants(struct rank *r)
 {
 	uint64_t bytes, files, ob, of;
@@ -584,14 +598,26 @@ static uint8_t wants(struct rank *r)
 	if (r->end_seen || atomic_load(&r->session_over))
 		return 0;
 	pthread_mutex_lock(&r->sh.mu);
-	bytes = r->sh.bytes;
+	bytes = moved(&r->sh);
 	files = r->sh.files;
 	pthread_mutex_unlock(&r->sh.mu);
 	ob = r->fed_bytes > bytes ? r->fed_bytes - bytes : 0;
 	of = r->fed_files > files ? r->fed_files - files : 0;
+	if (bytes != r->seen_bytes || files != r->seen_files) {
+		r->seen_bytes = bytes;
+		r->seen_files = files;
+		r->seen_ms = clock_now_ms();
+	}
 	if (!mj_walk_busy(r->walk))
 		want |= WANT_DIR;
 	if (ob < MJ_LOW_BYTES && of < MJ_LOW_FILES)
+		want |= WANT_NAMES;
+	/*
+	 * Names that never get a report (a device skipped, an entry the
+	 * filter drops) must not keep it from asking forever: a session
+	 * that has everything fed and moved nothing for a second asks too.
+	 */
+	if (!r->feed.len && clock_now_ms() - r->seen_ms > 1000)
 		want |= WANT_NAMES;
 	return want;
 }
@@ -605,7 +631,7 @@ static void send_stat(struct rank *r, uint64_t now)
 	r->stat_ms = now;
 	pthread_mutex_lock(&r->sh.mu);
 	mbuf_u8(&b, MSG_STAT);
-	mbuf_u64(&b, r->sh.bytes);
+	mbuf_u64(&b, moved(&r->sh));
 	mbuf_u64(&b, r->sh.files);
 	mbuf_u32(&b, (uint32_t)mj_walk_queued(r->walk));
 	if (r->sh.text.len) {
@@ -787,7 +813,7 @@ static int run(struct rank *r)
 	bool abort = false;
 	int code = -1;
 
-	r->heard_ms = clock_now_ms();
+	r->heard_ms = r->seen_ms = clock_now_ms();
 	while (code < 0) {
 		struct mbuf b;
 		int src, tag, got;

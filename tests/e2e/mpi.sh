@@ -1,0 +1,376 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+#
+# rdcp-mpi end to end on this host: `mpirun --oversubscribe -np 4..6` over
+# TCP on loopback to two or three receivers (rdcp --listen) sharing one
+# root, as the nodes of a cluster share a parallel file system. Every file
+# is compared with its source, and nothing may sit under a final name that
+# differs from its source. Runs in a network namespace of its own when it
+# can (root), so that its fixed ports meet nobody else's.
+#
+#   tests/e2e/mpi.sh [--build DIR] [SCENARIO...]    (--list: the names)
+#
+# Scenarios: tree (many small files, a huge directory, a deep branch,
+# symlinks, an empty directory), balance (the bytes of one huge directory
+# and one deep branch shared by every rank: measured), big (one 1 GiB sparse file among small
+# ones), mix (SRCs from different directories, 6 ranks, 3 receivers),
+# usage (a bad command line: exit 2, one message), rxkill (a receiver
+# killed mid-job: exit 11 in bounded time), rankkill (a rank killed
+# mid-job, then --resume finishes), hang (a rank stopped: the coordinator
+# finds it silent and ends the job, exit 11).
+set -uo pipefail
+BUILD=build
+if [ "${1:-}" = --build ]; then
+	BUILD=$2
+	shift 2
+fi
+BUILD=$(cd "$BUILD" && pwd)
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ALL="tree balance big mix usage rxkill rankkill hang"
+. "$HERE/lib.sh"
+check_scenarios "$ALL" "$@"
+
+if [ -z "${RDCP_MPI_NETNS:-}" ] && [ "$(id -u)" = 0 ] &&
+	unshare -n true 2>/dev/null; then
+	exec unshare -n env RDCP_MPI_NETNS=1 bash -c \
+		'ip link set lo up && exec bash "$0" --build "$1" "${@:2}"' \
+		"${BASH_SOURCE[0]}" "$BUILD" "$@"
+fi
+
+for b in "$BUILD/rdcp" "$BUILD/rdcp-mpi"; do
+	[ -x "$b" ] || { echo "not ok 1 - $b missing (make all mpi)"; exit 1; }
+done
+command -v mpirun >/dev/null ||
+	{ echo "not ok 1 - mpirun missing (apt-get install openmpi-bin)"; exit 1; }
+
+T=$(mktemp -d /tmp/rdcp-e2e-mpi.XXXXXX)
+PIDFILE=$T/pids
+cleanup() {
+	local p
+	if [ -f "$PIDFILE" ]; then
+		while read -r p; do
+			[ -r "/proc/$p/cmdline" ] || continue
+			tr '\0' ' ' <"/proc/$p/cmdline" | grep -Eq 'rdcp|mpirun' &&
+				kill -9 "$p" 2>/dev/null
+		done <"$PIDFILE"
+	fi
+	mountpoint -q "$T/w" 2>/dev/null && umount "$T/w"
+	rm -rf "$T"
+}
+trap cleanup EXIT
+mkdir -p "$T/w"
+# The files live in memory: the disk's writeback would stretch the timing.
+[ "$(id -u)" != 0 ] || mount -t tmpfs -o size=4g tmpfs "$T/w" ||
+	echo "# cannot mount a tmpfs on $T/w: using the disk"
+W=$T/w
+RDCP=$BUILD/rdcp
+"$RDCP" --keygen "$T/key" >/dev/null 2>&1 ||
+	{ echo "not ok 1 - rdcp --keygen failed"; exit 1; }
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# No shared memory transport in a container without a large /dev/shm,
+# and nothing but loopback to look for.
+export OMPI_MCA_btl_vader_single_copy_mechanism=none
+P=7810
+RXS=""
+
+# receivers N ROOT: N receivers on ports P+1.., one root; RECV = their list
+# for DEST (rdcp://127.0.0.1:P1,127.0.0.1:P2/...).
+receivers() {
+	local i list=""
+	RXS=""
+	mkdir -p "$2"
+	for i in $(seq 1 "$1"); do
+		nextport
+		start_rx "$T/rx$i.log" --transport tcp -P "$P" --root "$2" \
+			--key-file "$T/key" ||
+			t_fail "receiver $i did not start"
+		RXS="$RXS $RX"
+		list="$list${list:+,}127.0.0.1:$P"
+	done
+	RECV="rdcp://$list"
+}
+stop_receivers() {
+	local p
+	for p in $RXS; do term_rx "$p"; done
+	RXS=""
+}
+
+# mpi LOG NP ARGS...: rdcp-mpi under mpirun, bounded; SRC = its status.
+mpi() {
+	local log=$1 np=$2
+	shift 2
+	run_bounded 180 "$log" mpirun --oversubscribe -np "$np" \
+		"$BUILD/rdcp-mpi" --transport tcp --key-file "$T/key" \
+		--timeout 5 "$@"
+}
+
+# verified SRC DST: every file under DST's final names equals its source
+# (temporaries aside); every source file is there when $2 = all.
+verified() {
+	local src=$1 dst=$2 f n=0
+	while IFS= read -r -d '' f; do
+		f=${f#"$dst"/}
+		case "${f##*/}" in .*.rdcp-part) continue ;; esac
+		if [ -L "$dst/$f" ]; then
+			[ "$(readlink "$dst/$f")" = "$(readlink "$src/$f")" ] ||
+				t_fail "link $f differs"
+		elif [ -f "$dst/$f" ]; then
+			cmp -s "$src/$f" "$dst/$f" || t_fail "$f differs from its source"
+			n=$((n + 1))
+		fi
+	done < <(find "$dst" \( -type f -o -type l \) -print0)
+	VERIFIED=$n
+}
+complete() { # SRC DST: the whole tree is there, and nothing else
+	diff -r --no-dereference "$1" "$2" >"$T/diff" 2>&1 ||
+		t_fail "trees differ: $(head -c 300 "$T/diff")"
+	no_temp "$2"
+}
+
+# A tree: a huge directory, a deep branch, small files, links, an empty dir.
+make_tree() {
+	local d=$1 i
+	mkdir -p "$d/huge" "$d/deep" "$d/empty" "$d/s"
+	for i in $(seq 1 1500); do printf 'h%d' "$i" >"$d/huge/f$i"; done
+	local p=$d/deep
+	for i in $(seq 1 40); do
+		p=$p/d$i
+		mkdir -p "$p"
+		head -c $((i * 1000)) /dev/urandom >"$p/x"
+	done
+	for i in $(seq 1 30); do
+		mkdir -p "$d/s/$i"
+		for j in 1 2 3 4 5 6 7 8 9 10; do
+			head -c $((i * 97 + j * 4099)) /dev/urandom >"$d/s/$i/$j"
+		done
+	done
+	ln -s ../huge/f1 "$d/s/link"
+	ln -s /nonexistent "$d/s/dangling"
+}
+
+# rank_files LOG: files_ok of each rank in the --json summary.
+rank_files() {
+	grep '"event":"summary"' "$1" | grep -o '"rank":[0-9]*,[^}]*"files_ok":[0-9]*' |
+		sed 's/.*"files_ok":\([0-9]*\)/\1/' | tr '\n' ' '
+}
+
+s_tree() {
+	t_begin "tree: 4 ranks, 2 receivers, 1800 files"
+	make_tree "$W/tree"
+	receivers 2 "$W/dst"
+	mpi "$T/tree.log" 4 --json -r "$W/tree" "$RECV/t/"
+	[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
+	complete "$W/tree" "$W/dst/t/tree"
+	[ "$(jget "$T/tree.log" summary result)" = ok ] || t_fail "summary not ok"
+	[ "$(jget "$T/tree.log" summary nranks)" = 4 ] || t_fail "nranks"
+	local f busy=0
+	for f in $(rank_files "$T/tree.log"); do [ "$f" -gt 0 ] && busy=$((busy + 1)); done
+	echo "# files per rank: $(rank_files "$T/tree.log")"
+	[ "$busy" -ge 2 ] || t_fail "one rank copied everything: $(rank_files "$T/tree.log")"
+	[ "$(grep -c '"event":"file_done"' "$T/tree.log")" -ge 1800 ] ||
+		t_fail "file_done events missing"
+	t_log "$T/tree.log" "$T/rx1.log"
+	stop_receivers
+	t_end
+	rm -rf "$W/dst"
+}
+
+# rank_bytes LOG: bytes of each rank in the --json summary.
+rank_bytes() {
+	grep '"event":"summary"' "$1" | grep -o '"rank":[0-9]*,[^}]*"bytes":[0-9]*' |
+		sed 's/.*"bytes":\([0-9]*\)/\1/' | tr '\n' ' '
+}
+
+s_balance() {
+	t_begin "balance: one huge directory and one deep branch keep 4 ranks busy"
+	local i p b min=-1 total=0
+	mkdir -p "$W/bal/huge"
+	for i in $(seq 1 320); do head -c 200000 /dev/urandom >"$W/bal/huge/f$i"; done
+	p=$W/bal/deep
+	for i in $(seq 1 40); do
+		p=$p/d$i
+		mkdir -p "$p"
+		head -c 1000000 /dev/urandom >"$p/x"
+	done
+	receivers 2 "$W/dst"
+	# Each rank's session is held to 8 MB/s: the rate is the ranks'.
+	mpi "$T/balance.log" 4 --json --bwlimit 8M -r "$W/bal" "$RECV/bal"
+	[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
+	complete "$W/bal" "$W/dst/bal/bal"
+	for b in $(rank_bytes "$T/balance.log"); do
+		total=$((total + b))
+		[ "$min" -ge 0 ] && [ "$min" -le "$b" ] || min=$b
+	done
+	echo "# bytes per rank: $(rank_bytes "$T/balance.log")in $(jget "$T/balance.log" summary seconds) s"
+	[ "$total" -gt 0 ] && [ $((min * 100 / total)) -ge 12 ] ||
+		t_fail "a rank had less than 12% of the bytes: $(rank_bytes "$T/balance.log")"
+	t_log "$T/balance.log"
+	stop_receivers
+	t_end
+	rm -rf "$W/dst" "$W/bal"
+}
+
+s_big() {
+	t_begin "big: a 1 GiB sparse file among small ones, 4 ranks"
+	mkdir -p "$W/big/small"
+	truncate -s 1G "$W/big/huge.img"
+	for o in 0 300 700 1023; do
+		head -c 1048576 /dev/urandom |
+			dd of="$W/big/huge.img" bs=1M seek="$o" conv=notrunc status=none
+	done
+	for i in $(seq 1 200); do head -c $((i * 311)) /dev/urandom >"$W/big/small/$i"; done
+	receivers 2 "$W/dst"
+	mpi "$T/big.log" 4 --sparse -r "$W/big" "$RECV/b"
+	[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
+	complete "$W/big" "$W/dst/b/big"
+	grep -q 'rank 3 on' "$T/big.log" || t_fail "no per-rank summary"
+	grep -q 'receiver 127.0.0.1:' "$T/big.log" || t_fail "no per-receiver summary"
+	t_log "$T/big.log"
+	stop_receivers
+	t_end
+	rm -rf "$W/dst" "$W/big"
+}
+
+s_mix() {
+	t_begin "mix: SRCs from two directories, 6 ranks, 3 receivers"
+	mkdir -p "$W/m1" "$W/m2/sub"
+	make_tree "$W/m1/tree"
+	head -c 50000000 /dev/urandom >"$W/m2/blob"
+	head -c 3 /dev/urandom >"$W/m2/sub/tiny"
+	receivers 3 "$W/dst"
+	mpi "$T/mix.log" 6 --json -r "$W/m1/tree" "$W/m2/blob" "$W/m2/sub" \
+		"$RECV/mix"
+	[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
+	complete "$W/m1/tree" "$W/dst/mix/tree"
+	same "$W/m2/blob" "$W/dst/mix/blob"
+	same "$W/m2/sub/tiny" "$W/dst/mix/sub/tiny"
+	[ "$(grep -o '"receiver":"127.0.0.1:[0-9]*","ranks":2' "$T/mix.log" | wc -l)" = 3 ] ||
+		t_fail "not 2 ranks on each of 3 receivers"
+	t_log "$T/mix.log"
+	stop_receivers
+	t_end
+	rm -rf "$W/dst" "$W/m1" "$W/m2"
+}
+
+s_usage() {
+	t_begin "usage: a pull is refused, exit 2, one message"
+	mpi "$T/usage.log" 3 -r "rdcp://127.0.0.1:1/x" "$W"
+	[ "$SRC" = 2 ] || t_fail "exit $SRC, want 2"
+	[ "$(grep -c 'rdcp-mpi pushes' "$T/usage.log")" = 1 ] ||
+		t_fail "want one message, have $(grep -c 'rdcp-mpi pushes' "$T/usage.log")"
+	t_log "$T/usage.log"
+	t_end
+}
+
+# Data for the kill scenarios: 24 files of 8 MB, slowed down.
+make_slow() {
+	local i
+	mkdir -p "$W/slow"
+	for i in $(seq 1 24); do head -c 8000000 /dev/urandom >"$W/slow/f$i"; done
+}
+
+s_rxkill() {
+	t_begin "rxkill: a receiver killed mid-job ends it, exit 11, bounded"
+	make_slow
+	receivers 2 "$W/dst"
+	local victim=${RXS##* }
+	bg_run "$T/rxkill.log" mpirun --oversubscribe -np 4 "$BUILD/rdcp-mpi" \
+		--transport tcp --key-file "$T/key" --timeout 5 --bwlimit 10M \
+		--json -r "$W/slow" "$RECV/k"
+	local mp=$TX
+	wait_until 30 "$mp" has_temps "$W/dst" || t_fail "no copy under way"
+	kill -9 "$victim"
+	local t0
+	t0=$(now)
+	wait_pid "$mp" 30
+	echo "# mpirun ended $(since "$t0") s after the receiver was killed, exit $WRC"
+	[ "$WRC" = 11 ] || t_fail "exit $WRC, want 11"
+	[ "$(( $(now) - t0 ))" -lt 20000 ] || t_fail "took $(since "$t0") s"
+	grep -q '"event":"error","class":"peer-lost"' "$T/rxkill.log" ||
+		t_fail "no peer-lost error event"
+	grep -q '"event":"summary".*"result":"peer-lost"' "$T/rxkill.log" ||
+		t_fail "no summary with the cause"
+	verified "$W/slow" "$W/dst/k/slow"
+	echo "# $VERIFIED files under their final names, all verified"
+	t_log "$T/rxkill.log"
+	stop_receivers
+	t_end
+	rm -rf "$W/dst"
+}
+
+# rank_pid MPIRUN N: the pid of rank N under mpirun.
+rank_pid() {
+	local p
+	for p in $(descendants "$1"); do
+		tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null |
+			grep -qx "OMPI_COMM_WORLD_RANK=$2" || continue
+		grep -q rdcp-mpi "/proc/$p/cmdline" 2>/dev/null || continue
+		echo "$p"
+		return
+	done
+}
+
+has_rank() { [ -n "$(rank_pid "$1" "$2")" ]; }
+has_temps() { [ -n "$(temps "$1")" ]; }
+
+s_rankkill() {
+	t_begin "rankkill: a rank killed mid-job, then --resume finishes"
+	[ -d "$W/slow" ] || make_slow
+	receivers 2 "$W/dst"
+	bg_run "$T/rankkill.log" mpirun --oversubscribe -np 4 "$BUILD/rdcp-mpi" \
+		--transport tcp --key-file "$T/key" --timeout 5 --bwlimit 10M \
+		--resume -r "$W/slow" "$RECV/r"
+	local mp=$TX t0 victim=""
+	wait_until 30 "$mp" has_temps "$W/dst" || t_fail "no copy under way"
+	wait_until 10 "$mp" has_rank "$mp" 2
+	victim=$(rank_pid "$mp" 2)
+	[ -n "$victim" ] || t_fail "no rank 2 found"
+	[ -z "$victim" ] || kill -9 "$victim"
+	t0=$(now)
+	wait_pid "$mp" 30
+	echo "# mpirun ended $(since "$t0") s after rank 2 was killed, exit $WRC"
+	[ "$WRC" != 0 ] && [ "$WRC" != 124 ] || t_fail "exit $WRC"
+	verified "$W/slow" "$W/dst/r/slow"
+	echo "# $VERIFIED files verified after the kill; resuming"
+	mpi "$T/resume.log" 4 --resume --json -r "$W/slow" "$RECV/r"
+	[ "$SRC" = 0 ] || t_fail "resume: exit $SRC, want 0"
+	complete "$W/slow" "$W/dst/r/slow"
+	local sent
+	sent=$(grep '"event":"file_done"' "$T/resume.log" |
+		sed -n 's/.*"sent":\([0-9]*\).*/\1/p' | awk '{s += $1} END {print s + 0}')
+	echo "# resume sent $sent of 192000000 bytes"
+	[ "$sent" -lt 192000000 ] || t_fail "resume sent everything again"
+	t_log "$T/rankkill.log" "$T/resume.log"
+	stop_receivers
+	t_end
+	rm -rf "$W/dst"
+}
+
+s_hang() {
+	t_begin "hang: a stopped rank is found silent, exit 11, bounded"
+	[ -d "$W/slow" ] || make_slow
+	receivers 2 "$W/dst"
+	bg_run "$T/hang.log" mpirun --oversubscribe -np 4 "$BUILD/rdcp-mpi" \
+		--transport tcp --key-file "$T/key" --timeout 4 --bwlimit 10M \
+		-r "$W/slow" "$RECV/h"
+	local mp=$TX t0 victim=""
+	wait_until 30 "$mp" has_temps "$W/dst" || t_fail "no copy under way"
+	wait_until 10 "$mp" has_rank "$mp" 1
+	victim=$(rank_pid "$mp" 1)
+	[ -n "$victim" ] && kill -STOP "$victim"
+	t0=$(now)
+	wait_pid "$mp" 40
+	[ -z "$victim" ] || kill -9 "$victim" 2>/dev/null
+	echo "# mpirun ended $(since "$t0") s after rank 1 was stopped, exit $WRC"
+	[ "$WRC" = 11 ] || t_fail "exit $WRC, want 11"
+	grep -q 'rank 1 on .*no word from it' "$T/hang.log" ||
+		t_fail "no message naming rank 1"
+	verified "$W/slow" "$W/dst/h/slow"
+	t_log "$T/hang.log"
+	stop_receivers
+	t_end
+	rm -rf "$W/dst"
+}
+
+run_scenarios "$ALL" "$@"
+t_finish
