@@ -219,11 +219,15 @@ test-quickstart: all
 
 # Side-by-side ratios (not a test: nothing is asserted; read the tables):
 # over TCP on loopback against iperf3, nc, scp, rsync and tar | nc; in the
-# Soft-RoCE guest against ib_write_bw and rcopy. Minutes, not seconds.
+# Soft-RoCE guest against ib_write_bw and rcopy; rdcp-mpi with 1, 2 and 4
+# ranks (tests/bench/mpi.sh). Minutes, not seconds.
 bench: setup
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)tests/bench/tcp.sh $(BUILD)
 	$(Q)tests/bench/run.sh $(BUILD)
+	$(Q)if command -v $(MPICC) >/dev/null 2>&1; then \
+		$(MAKE) --no-print-directory mpi && tests/bench/mpi.sh $(BUILD); \
+	else echo "bench: no MPI compiler: rdcp-mpi's scaling left out"; fi
 
 # The unit names the binary and the config file: their paths follow
 # BINDIR and SYSCONFDIR. An existing rdcpd.conf is never overwritten.

@@ -62,7 +62,10 @@ enum mj_item {
 /* A batch of names is sent once it holds this many, or this many bytes. */
 #define MJ_BATCH_NAMES 256u
 #define MJ_BATCH_BYTES (16ull << 20)
-/* A rank asks for names when less than this is queued in its session. */
+/*
+ * A rank asks for names when less than this is queued in its session
+ * (bytes: at least; half a second of its rate when that is more).
+ */
 #define MJ_LOW_FILES 128u
 #define MJ_LOW_BYTES (8ull << 20)
 

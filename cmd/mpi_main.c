@@ -77,6 +77,8 @@ struct rank {
 	uint64_t fed_bytes; /* their regular files' sizes */
 	uint64_t seen_bytes, seen_files; /* the session's, last seen */
 	uint64_t seen_ms;		 /* when they last changed */
+	double rate;			 /* the session's, bytes/s (EWMA) */
+	uint64_t rate_bytes, rate_ms;	 /* its last sample */
 	bool end_seen;			 /* MSG_END: close the list once fed */
 	bool done_sent;			 /* MSG_DONE went up */
 	uint8_t want_sent;		 /* the last REQ's, 0 after a GIVE */
@@ -590,6 +592,35 @@ static uint64_t moved(const struct shared *sh)
 	return sh->bytes > sh->fbytes ? sh->bytes : sh->fbytes;
 }
 
+/*
+ * Bytes queued in the session below which it asks for more: half a
+ * second of its rate, so that it never runs dry while a GIVE is on its
+ * way, and no more, so that the job's last seconds are shared out.
+ */
+static uint64_t low_water(struct rank *r)
+{
+	uint64_t now = clock_now_ms(), bytes;
+	double low;
+
+	pthread_mutex_lock(&r->sh.mu);
+	bytes = moved(&r->sh);
+	pthread_mutex_unlock(&r->sh.mu);
+	if (!r->rate_ms) {
+		r->rate_ms = now;
+	} else if (now - r->rate_ms >= 200) {
+		double s =
+			(bytes - r->rate_bytes) * 1000.0 / (now - r->rate_ms);
+
+		r->rate = r->rate ? 0.7 * r->rate + 0.3 * s : s;
+		r->rate_bytes = bytes;
+		r->rate_ms = now;
+	}
+	low = r->rate / 2;
+	return low < MJ_LOW_BYTES	 ? MJ_LOW_BYTES
+	       : low > 32 * MJ_LOW_BYTES ? 32 * MJ_LOW_BYTES
+					 : (uint64_t)low;
+}
+
 static uint8_t wants(struct rank *r)
 {
 	uint64_t bytes, files, ob, of;
@@ -610,7 +641,7 @@ static uint8_t wants(struct rank *r)
 	}
 	if (!mj_walk_busy(r->walk))
 		want |= WANT_DIR;
-	if (ob < MJ_LOW_BYTES && of < MJ_LOW_FILES)
+	if (ob < low_water(r) && of < MJ_LOW_FILES)
 		want |= WANT_NAMES;
 	/*
 	 * Names that never get a report (a device skipped, an entry the

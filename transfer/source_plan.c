@@ -303,8 +303,13 @@ int src_plan(struct source *s)
 			if (s->next_file == s->nfiles && !s->walk.done) {
 				if (src_more_files(s))
 					return -1;
-				if (s->next_file == s->nfiles && !s->walk.done)
-					break; /* a list with no names yet */
+				/* A list with no names yet: look again soon. */
+				s->e->nap_ms = s->next_file == s->nfiles &&
+							       !s->walk.done
+						       ? 1
+						       : 0;
+				if (s->e->nap_ms)
+					break;
 				continue;
 			}
 			if (s->next_file == s->nfiles) {
