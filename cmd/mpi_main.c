@@ -418,6 +418,10 @@ static void *session_main(void *arg)
 	struct rank *r = arg;
 
 	r->v = xfer_copy(&r->o, &r->st);
+	/* A failure before the session (connect) is only in the log. */
+	if (r->v != XFER_OK && !r->st.error[0])
+		snprintf(r->st.error, sizeof(r->st.error), "%s",
+			 log_last_error());
 	atomic_store(&r->session_over, true);
 	return NULL;
 }
@@ -522,6 +526,12 @@ static void on_down(struct rank *r, struct mbuf *b)
 		r->end_seen = true;
 		break;
 	case MSG_CANCEL:
+		/*
+		 * Rank 0 has said why the job ends: each session's
+		 * "interrupted" would only repeat it, once a rank.
+		 */
+		if (r->id)
+			log_set_level(LOG_QUIET);
 		r->end_seen = true;
 		r->feed.len = r->feed.off = 0;
 		cancel = SIGTERM;

@@ -14,7 +14,8 @@
 # symlinks, an empty directory), balance (the bytes of one huge directory
 # and one deep branch shared by every rank: measured), big (one 1 GiB sparse file among small
 # ones), mix (SRCs from different directories, 6 ranks, 3 receivers),
-# usage (a bad command line: exit 2, one message), rxkill (a receiver
+# usage (a bad command line: exit 2, one message), noconnect (one of two
+# receivers not there: exit 3, the rank and receiver named), rxkill (a receiver
 # killed mid-job: exit 11 in bounded time), rankkill (a rank killed
 # mid-job, then --resume finishes), hang (a rank stopped: the coordinator
 # finds it silent and ends the job, exit 11).
@@ -26,7 +27,7 @@ if [ "${1:-}" = --build ]; then
 fi
 BUILD=$(cd "$BUILD" && pwd)
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-ALL="tree balance big mix usage rxkill rankkill hang"
+ALL="tree balance big mix usage noconnect rxkill rankkill hang"
 . "$HERE/lib.sh"
 check_scenarios "$ALL" "$@"
 
@@ -260,6 +261,22 @@ s_usage() {
 		t_fail "want one message, have $(grep -c 'rdcp-mpi pushes' "$T/usage.log")"
 	t_log "$T/usage.log"
 	t_end
+}
+
+s_noconnect() {
+	t_begin "noconnect: one receiver not there, exit 3, named"
+	mkdir -p "$W/nc"
+	echo x >"$W/nc/a"
+	receivers 1 "$W/dst"
+	nextport
+	mpi "$T/noconnect.log" 3 -r "$W/nc" "$RECV,127.0.0.1:$P/nc"
+	[ "$SRC" = 3 ] || t_fail "exit $SRC, want 3"
+	grep -q "rdcp-mpi: rank 1 on .* (to 127.0.0.1:$P): cannot connect" \
+		"$T/noconnect.log" || t_fail "no message naming rank 1 and its receiver"
+	t_log "$T/noconnect.log"
+	stop_receivers
+	t_end
+	rm -rf "$W/dst" "$W/nc"
 }
 
 # Data for the kill scenarios: 24 files of 8 MB, slowed down.
