@@ -87,7 +87,7 @@ TEST_BINS := $(TEST_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 FUZZ_REPLAY_BINS := $(BUILD)/fuzz-replay/replay_wire \
 	$(BUILD)/fuzz-replay/replay_path $(BUILD)/fuzz-replay/replay_filter
 
-.PHONY: mpi test-mpi test-quick setup tests san-tests test-san hooks all test test-unit test-e2e test-guest demo bench install uninstall \
+.PHONY: mpi test-mpi install-mpi test-quick setup tests san-tests test-san hooks all test test-unit test-e2e test-guest demo bench install uninstall \
 	clean help deb rpm test-packages fuzz version
 all: $(BUILD)/rdcp
 
@@ -245,9 +245,20 @@ install: all
 	test -e $(DESTDIR)$(SYSCONFDIR)/rdcp/rdcpd.conf || \
 		install -m 0644 packaging/systemd/rdcpd.conf \
 			$(DESTDIR)$(SYSCONFDIR)/rdcp/rdcpd.conf
+	@if [ "$(INSTALL_MPI)" != 0 ] && [ -x $(BUILD)/rdcp-mpi ]; then \
+		$(MAKE) --no-print-directory install-mpi; fi
+
+# rdcp-mpi and its man page (make install runs this when make mpi built
+# it; INSTALL_MPI=0 leaves it out: the packages ship it on its own).
+INSTALL_MPI ?= 1
+install-mpi: $(BUILD)/rdcp-mpi
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1
+	install -m 0755 $(BUILD)/rdcp-mpi $(DESTDIR)$(BINDIR)/rdcp-mpi
+	install -m 0644 cmd/rdcp-mpi.1 $(DESTDIR)$(MANDIR)/man1/rdcp-mpi.1
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/rdcp $(DESTDIR)$(MANDIR)/man1/rdcp.1 \
+		$(DESTDIR)$(BINDIR)/rdcp-mpi $(DESTDIR)$(MANDIR)/man1/rdcp-mpi.1 \
 		$(DESTDIR)$(BASHCOMPDIR)/rdcp $(DESTDIR)$(UNITDIR)/rdcpd.service
 	@echo "kept $(DESTDIR)$(SYSCONFDIR)/rdcp/rdcpd.conf (remove it by hand)"
 
