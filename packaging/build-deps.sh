@@ -10,8 +10,9 @@
 set -euo pipefail
 
 PACKAGES=(gcc make pkg-config libc6-dev libibverbs-dev librdmacm-dev
-	zlib1g-dev libssl-dev libisal-dev libopenmpi-dev valgrind
-	busybox-static python3 openssh-server openssh-client openmpi-bin)
+	zlib1g-dev libssl-dev libisal-dev mpi-default-dev libopenmpi-dev valgrind
+	busybox-static python3 openssh-server openssh-client openmpi-bin
+	mpi-default-bin)
 
 die() { echo "build-deps.sh: error: $*" >&2; exit 1; }
 
