@@ -128,6 +128,18 @@ $(BUILD)/tests/%: tests/unit/%.c $(TEST_HELPERS) $(BUILD)/librdcp.a tests/tap.h
 	$(Q)$(CC) $(ALL_CFLAGS) -Itests -Itests/unit $(ALL_LDFLAGS) -o $@ $< \
 		$(TEST_HELPERS) $(BUILD)/librdcp.a $(LIBS)
 
+# The network-free ceiling of `make bench` (tests/bench/ceiling.c): both
+# engines in one process over memconn; every thread's CPU is counted for
+# the side that started it through a --wrap of pthread_create.
+BENCH_BINS := $(BUILD)/tests/bench_ceiling
+$(BUILD)/tests/bench_ceiling: tests/bench/ceiling.c $(TEST_HELPERS) \
+		$(BUILD)/librdcp.a
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  BENCH   $@")
+	$(Q)$(CC) $(ALL_CFLAGS) -Itests -Itests/unit $(ALL_LDFLAGS) \
+		-Wl,--wrap=pthread_create -o $@ $< $(TEST_HELPERS) \
+		$(BUILD)/librdcp.a $(LIBS)
+
 # test_fault fails the Nth allocation, open or file call of librdcp.a:
 # GNU ld --wrap sends each of these to the test's __wrap_X, which calls
 # __real_X unless told to fail it (tests/unit/test_fault.c). private: not
@@ -191,7 +203,7 @@ san-tests:
 test-san: san-tests
 	$(Q)tests/run_tests.sh --build $(BUILD) san
 
-tests: $(TEST_BINS) $(FUZZ_REPLAY_BINS)
+tests: $(TEST_BINS) $(FUZZ_REPLAY_BINS) $(BENCH_BINS)
 
 test-unit: all $(TEST_BINS) $(FUZZ_REPLAY_BINS)
 	$(Q)tests/run_tests.sh --build $(BUILD) unit
@@ -218,11 +230,13 @@ test-quickstart: all
 	$(Q)tests/quickstart.sh $(BUILD)
 
 # Side-by-side ratios (not a test: nothing is asserted; read the tables):
+# the network-free ceiling against cp (tmpfs and ext4 on a loop device);
 # over TCP on loopback against iperf3, nc, scp, rsync and tar | nc; in the
 # Soft-RoCE guest against ib_write_bw and rcopy; rdcp-mpi with 1, 2 and 4
 # ranks (tests/bench/mpi.sh). Minutes, not seconds.
 bench: setup
-	$(Q)$(MAKE) --no-print-directory all
+	$(Q)$(MAKE) --no-print-directory all $(BENCH_BINS)
+	$(Q)tests/bench/ceiling.sh $(BUILD)
 	$(Q)tests/bench/tcp.sh $(BUILD)
 	$(Q)tests/bench/run.sh $(BUILD)
 	$(Q)if command -v $(MPICC) >/dev/null 2>&1; then \
@@ -287,4 +301,4 @@ help:
 	@sed -n 's/^#   //p' Makefile
 
 -include $(LIB_OBJS:.o=.d) $(MAIN_OBJ:.o=.d) $(TEST_BINS:=.d) \
-	$(FUZZ_REPLAY_BINS:=.d) $(MPI_OBJS:.o=.d)
+	$(FUZZ_REPLAY_BINS:=.d) $(BENCH_BINS:=.d) $(MPI_OBJS:.o=.d)

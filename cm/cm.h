@@ -2,25 +2,29 @@
 /*
  * The transport seam. transfer/ moves bytes only through a struct cm_conn
  * and its ops: post a control SEND from a registered tx buffer, repost a
- * registered rx buffer, RDMA WRITE WITH IMMEDIATE a staging buffer into a
- * slot of the peer's ring, poll completions, wait. cm/verbs.c implements the
- * ops with rdma_cm + libibverbs; tests implement them in memory. Nothing
- * outside cm/ includes rdma_cma.h or verbs.h.
+ * registered rx buffer, write a staging buffer and its slot header into a
+ * slot of the peer's ring, poll completions, wait. cm/verbs.c implements
+ * the ops with rdma_cm + libibverbs; tests implement them in memory.
+ * Nothing outside cm/ includes rdma_cma.h or verbs.h.
  *
  * Memory model (identical for every implementation):
  *   tx[ntx]       control send buffers, geom.ctrl_size bytes each
  *   rx[nrx]       control receive buffers, geom.ctrl_size bytes each; every
- *                 incoming SEND or WRITE_WITH_IMM consumes one posted rx
- *   ring[slots]   the data sink's ring, geom.slot_size bytes each, remotely
- *                 writable; made by ops->ring_create() after the session
- *                 is agreed (never before authentication)
- *   stage[slots]  the data source's staging buffers, same geometry, made by
- *                 ops->stage_create()
+ *                 incoming SEND or data write consumes one posted rx
+ *   ring[slots]   the data sink's ring: payloads of geom.slot_size bytes
+ *                 each (a power of two, at least 4 KiB), so every slot is
+ *                 page aligned; and beside it
+ *   ring_hdr[slots] CM_SLOT_HDR bytes each, the slots' headers. Both are
+ *                 remotely writable, made by ops->ring_create() after the
+ *                 session is agreed (never before authentication)
+ *   stage[slots], stage_hdr[slots]  the data source's staging buffers and
+ *                 their headers, same geometry, made by ops->stage_create()
  * Queue depths are fixed at connect time from the geometry: the receive
  * queue and its CQ hold slots + ctrl_credits entries (cm_rq_depth), the
- * send queue and its CQ slots + ctrl_credits + 1 (cm_sq_depth: one per
- * staging buffer and one per tx buffer), so neither a peer that keeps to
- * its credits nor this side's own posting can ever overrun either.
+ * send queue and its CQ 2 x slots + ctrl_credits + 1 (cm_sq_depth: two
+ * work requests per staging buffer, payload and header, and one per tx
+ * buffer), so neither a peer that keeps to its credits nor this side's
+ * own posting can ever overrun either.
  */
 #ifndef RDCP_CM_H
 #define RDCP_CM_H
@@ -34,8 +38,11 @@ struct cm_geom {
 	uint32_t ctrl_size;    /* bytes per control buffer */
 	uint16_t ctrl_credits; /* control messages one side may have unread */
 	uint16_t slots;	       /* ring slots (the data window) */
-	uint32_t slot_size;    /* bytes per slot: header + chunk */
+	uint32_t slot_size;    /* payload bytes per slot: the chunk size */
 };
+
+/* Bytes of a slot's header (its own area, beside the payloads). */
+#define CM_SLOT_HDR 64u
 
 /*
  * Control send buffers: one per control credit and one more. A message the
@@ -60,16 +67,18 @@ static inline unsigned int cm_rq_depth(const struct cm_geom *g)
 /*
  * Send queue (and send CQ) entries: a send WR holds its entry until a
  * completion at or after it is polled, so the worst case is a write from
- * every staging buffer and a SEND from every tx buffer at once.
+ * every staging buffer (two WRs over RDMA: the payload, then the header
+ * with the immediate) and a SEND from every tx buffer at once.
  */
 static inline unsigned int cm_sq_depth(const struct cm_geom *g)
 {
-	return (unsigned int)g->slots + cm_ntx(g);
+	return 2u * g->slots + cm_ntx(g);
 }
 
 enum cm_ev_type {
 	CM_EV_RECV = 1,	 /* a control message: rx buffer id, len bytes */
-	CM_EV_DATA,	 /* a WRITE_WITH_IMM landed in the ring: imm, len */
+	CM_EV_DATA,	 /* a slot's header landed, its payload before it: imm,
+			  * len (of the header: CM_SLOT_HDR) */
 	CM_EV_SEND_DONE, /* a signalled SEND or WRITE completed: id */
 	CM_EV_CLOSED,	 /* the peer disconnected or the link failed */
 };
@@ -93,10 +102,11 @@ struct cm_event {
 	uint64_t id;  /* RECV: rx buffer index; SEND_DONE: caller's wr_id */
 };
 
-/* Where the sink's ring lives, as the source must know it. */
+/* Where the sink's ring and its headers live, as the source must know. */
 struct cm_ring_desc {
-	uint64_t addr;
-	uint32_t rkey;
+	uint64_t addr;	   /* slot 0's payload */
+	uint64_t hdr_addr; /* slot 0's header */
+	uint32_t rkey;	   /* of both */
 };
 
 struct cm_conn;
@@ -107,7 +117,12 @@ struct cm_ops {
 			 uint64_t wr_id);
 	/* Post rx[rxbuf] for the next incoming message or immediate. */
 	int (*post_recv)(struct cm_conn *c, unsigned int rxbuf);
-	/* WRITE_WITH_IMM len bytes of stage[stage] to the peer's ring slot. */
+	/*
+	 * Write len bytes (at most slot_size) of stage[stage] into the
+	 * peer's ring slot, then stage_hdr[stage] into ring_hdr[slot] with
+	 * the immediate imm: the peer's CM_EV_DATA for it means both are in
+	 * place. One completion (id = wr_id) if signaled.
+	 */
 	int (*post_write)(struct cm_conn *c, unsigned int stage, uint32_t len,
 			  unsigned int slot, uint32_t imm, bool signaled,
 			  uint64_t wr_id);
@@ -141,7 +156,9 @@ struct cm_conn {
 	uint8_t *rx;
 	unsigned int nrx;
 	uint8_t *ring;	       /* NULL until ring_create */
+	uint8_t *ring_hdr;     /* with ring */
 	uint8_t *stage;	       /* NULL until stage_create */
+	uint8_t *stage_hdr;    /* with stage */
 	char peer[64];	       /* printable peer address, "[addr]:port" */
 	char dev[64];	       /* device name ("rxe0"; "tcp" over TCP) */
 	const char *transport; /* "rdma" or "tcp" */
@@ -171,6 +188,16 @@ static inline uint8_t *cm_slot(struct cm_conn *c, unsigned int i)
 static inline uint8_t *cm_stage(struct cm_conn *c, unsigned int i)
 {
 	return c->stage + (size_t)i * c->geom.slot_size;
+}
+
+static inline uint8_t *cm_slot_hdr(struct cm_conn *c, unsigned int i)
+{
+	return c->ring_hdr + (size_t)i * CM_SLOT_HDR;
+}
+
+static inline uint8_t *cm_stage_hdr(struct cm_conn *c, unsigned int i)
+{
+	return c->stage_hdr + (size_t)i * CM_SLOT_HDR;
 }
 
 static inline void cm_conn_destroy(struct cm_conn *c)

@@ -30,6 +30,7 @@ enum {
 
 /* Allowed geometry on either side, whatever the peer asks for. */
 #define SLOT_SIZE_MIN 4096u
+#define SLOT_SIZE_MAX (64u << 20)
 
 /* The protocol version this side speaks; a test build can pretend. */
 uint16_t cm_version(void);
@@ -44,12 +45,28 @@ int cm_pd_decode(const void *data, size_t len, uint16_t *version,
 const char *cm_pd_status_str(uint16_t st);
 /*
  * Whether g is a geometry of this protocol: control buffers of exactly
- * CM_CTRL_SIZE bytes and CM_CTRL_CREDITS credits, at least one slot of at
- * least SLOT_SIZE_MIN bytes. If not, and why, one line saying what is
- * wrong ("control buffers of 65536 bytes (the protocol's are 8192)").
+ * CM_CTRL_SIZE bytes and CM_CTRL_CREDITS credits, at least one slot, of a
+ * power of two from SLOT_SIZE_MIN to SLOT_SIZE_MAX bytes (so that every
+ * slot is page aligned). If not, and why, one line saying what is wrong
+ * ("control buffers of 65536 bytes (the protocol's are 8192)").
  */
 bool cm_geom_valid(const struct cm_geom *g);
 bool cm_geom_check(const struct cm_geom *g, char *why, size_t n);
+
+/*
+ * The ring's or the staging buffers' memory for geometry g, one mapping
+ * of cm_area_len(g) bytes: the slots' payloads (*data, page aligned, and
+ * with huge aligned to 2 MiB when the area is that large; slot i at i x
+ * slot_size), then their CM_SLOT_HDR-byte headers (*hdr), huge pages
+ * advised, not touched. Returns 0 or -errno, logged naming what.
+ * cm_area_free takes *data and the same g (idempotent: NULL is left
+ * alone).
+ */
+size_t cm_area_len(const struct cm_geom *g);
+int cm_area_alloc(const struct cm_geom *g, const char *what, bool huge,
+		  uint8_t **data, uint8_t **hdr)
+	__attribute__((warn_unused_result));
+void cm_area_free(uint8_t **data, const struct cm_geom *g);
 
 /* "a.b.c.d:port", "[v6]:port" (v4-mapped shown as v4). */
 void cm_sockaddr_str(const struct sockaddr *sa, char *buf, size_t n);

@@ -36,7 +36,7 @@ struct tconn {
 	bool sync_init;
 	pthread_t tx_thr, rx_thr;
 	bool tx_started, rx_started;
-	unsigned int depth; /* send queue entries: cm_sq_depth() */
+	unsigned int depth; /* send queue entries: slots + cm_ntx() */
 	/* Under lock from here on. */
 	struct twr *sq; /* posted, not yet written; depth entries */
 	unsigned int sq_head, sq_len;
@@ -54,7 +54,6 @@ struct tconn {
 	bool stopping;	 /* destroy() runs: errors are expected */
 	bool rx_done;	 /* the receive thread has ended */
 	bool err_logged; /* the root cause was logged once */
-	size_t ring_len, stage_len;
 };
 
 /*

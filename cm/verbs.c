@@ -8,8 +8,13 @@
  *
  * One connection is one RC QP with a send CQ and a receive CQ sharing one
  * completion channel, and four memory regions: control tx and rx buffers
- * (local), the ring (remote write, sink only) and the staging buffers
- * (local, source only). rdma_cm drives the QP through INIT/RTR/RTS.
+ * (local), the ring with its slot headers (remote write, sink only) and
+ * the staging buffers with theirs (local, source only). A data write is
+ * two work requests: an unsignalled RDMA WRITE of the payload into its
+ * page-aligned slot, then an RDMA WRITE WITH IMMEDIATE of the 64-byte
+ * header (inline where the device allows) into the slot's header: RC
+ * places them in order, so the receive completion of the second says the
+ * first is in place. rdma_cm drives the QP through INIT/RTR/RTS.
  *
  * Conventions normalised here, once: verbs constructors return NULL and set
  * errno; ibv_* actions return the error itself; rdma_* return -1 and set
@@ -117,8 +122,8 @@ int vconn_teardown(struct vconn *v)
 		first = rc;
 	free_buf(&v->base.tx, (size_t)v->base.ntx * v->base.geom.ctrl_size);
 	free_buf(&v->base.rx, (size_t)v->base.nrx * v->base.geom.ctrl_size);
-	free_buf(&v->base.ring, v->ring_len);
-	free_buf(&v->base.stage, v->stage_len);
+	cm_area_free(&v->base.ring, &v->base.geom);
+	cm_area_free(&v->base.stage, &v->base.geom);
 	if (v->pd && (rc = ibv_dealloc_pd(v->pd)) && !first)
 		first = -rc;
 	v->pd = NULL;
@@ -231,6 +236,18 @@ static int post_late_rx(struct vconn *v)
 	return rc;
 }
 
+/* The ring or staging area (cm_area_alloc), registered as one MR. */
+static int reg_area(struct vconn *v, const char *what, int access,
+		    uint8_t **data, uint8_t **hdr, struct ibv_mr **mr)
+{
+	/* 2 MiB aligned: a NIC maps it with fewer, larger pages. */
+	int rc = cm_area_alloc(&v->base.geom, what, true, data, hdr);
+
+	return rc ? rc
+		  : reg_only(v, what, *data, cm_area_len(&v->base.geom), access,
+			     mr);
+}
+
 static int v_ring_create(struct cm_conn *c, struct cm_ring_desc *desc)
 {
 	struct vconn *v = to_v(c);
@@ -239,13 +256,13 @@ static int v_ring_create(struct cm_conn *c, struct cm_ring_desc *desc)
 	rc = post_late_rx(v);
 	if (rc)
 		return rc;
-	v->ring_len = (size_t)c->geom.slots * c->geom.slot_size;
-	rc = reg_buf(v, "ring", v->ring_len,
-		     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, &c->ring,
-		     &v->ring_mr);
+	rc = reg_area(v, "ring",
+		      IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
+		      &c->ring, &c->ring_hdr, &v->ring_mr);
 	if (rc)
 		return rc;
 	desc->addr = (uintptr_t)c->ring;
+	desc->hdr_addr = (uintptr_t)c->ring_hdr;
 	desc->rkey = v->ring_mr->rkey;
 	return 0;
 }
@@ -258,12 +275,12 @@ static int v_stage_create(struct cm_conn *c, const struct cm_ring_desc *peer)
 	rc = post_late_rx(v);
 	if (rc)
 		return rc;
-	v->stage_len = (size_t)c->geom.slots * c->geom.slot_size;
-	rc = reg_buf(v, "staging buffers", v->stage_len, IBV_ACCESS_LOCAL_WRITE,
-		     &c->stage, &v->stage_mr);
+	rc = reg_area(v, "staging buffers", IBV_ACCESS_LOCAL_WRITE, &c->stage,
+		      &c->stage_hdr, &v->stage_mr);
 	if (rc)
 		return rc;
 	v->remote_addr = peer->addr;
+	v->remote_hdr_addr = peer->hdr_addr;
 	v->remote_rkey = peer->rkey;
 	return 0;
 }
@@ -315,28 +332,62 @@ static int v_post_recv(struct cm_conn *c, unsigned int rxbuf)
 	return -rc;
 }
 
+/*
+ * The payload (unsignalled: the header's completion covers it; a flush
+ * of it carries wr_id too, and the engine ignores flushes) and then the
+ * header with the immediate, posted together.
+ */
 static int v_post_write(struct cm_conn *c, unsigned int stage, uint32_t len,
 			unsigned int slot, uint32_t imm, bool signaled,
 			uint64_t wr_id)
 {
 	struct vconn *v = to_v(c);
-	struct ibv_sge sge = {
-		.addr = (uintptr_t)cm_stage(c, stage),
-		.length = len,
-		.lkey = v->stage_mr->lkey,
+	struct ibv_sge sge[2] = {
+		{
+			.addr = (uintptr_t)cm_stage(c, stage),
+			.length = len,
+			.lkey = v->stage_mr->lkey,
+		},
+		{
+			.addr = (uintptr_t)cm_stage_hdr(c, stage),
+			.length = CM_SLOT_HDR,
+			.lkey = v->stage_mr->lkey,
+		},
 	};
-	struct ibv_send_wr wr = {
-		.wr_id = wr_id,
-		.sg_list = &sge,
-		.num_sge = 1,
-		.opcode = IBV_WR_RDMA_WRITE_WITH_IMM,
-		.send_flags = signaled ? IBV_SEND_SIGNALED : 0,
-		.imm_data = htobe32(imm),
-		.wr.rdma.remote_addr =
-			v->remote_addr + (uint64_t)slot * c->geom.slot_size,
-		.wr.rdma.rkey = v->remote_rkey,
+	struct ibv_send_wr wr[2] = {
+		{
+			.wr_id = wr_id,
+			.next = &wr[1],
+			.sg_list = &sge[0],
+			.num_sge = 1,
+			.opcode = IBV_WR_RDMA_WRITE,
+			.wr.rdma.remote_addr =
+				v->remote_addr +
+				(uint64_t)slot * c->geom.slot_size,
+			.wr.rdma.rkey = v->remote_rkey,
+		},
+		{
+			.wr_id = wr_id,
+			.sg_list = &sge[1],
+			.num_sge = 1,
+			.opcode = IBV_WR_RDMA_WRITE_WITH_IMM,
+			.send_flags = (signaled ? IBV_SEND_SIGNALED : 0) |
+				      (v->inline_hdr ? IBV_SEND_INLINE : 0),
+			.imm_data = htobe32(imm),
+			.wr.rdma.remote_addr = v->remote_hdr_addr +
+					       (uint64_t)slot * CM_SLOT_HDR,
+			.wr.rdma.rkey = v->remote_rkey,
+		},
 	}, *bad;
-	int rc = ibv_post_send(v->id->qp, &wr, &bad);
+	int rc;
+
+	if (len > c->geom.slot_size || stage >= c->geom.slots ||
+	    slot >= c->geom.slots) {
+		log_err("cannot post RDMA write to %s: %s", c->peer,
+			strerror(EINVAL));
+		return -EINVAL;
+	}
+	rc = ibv_post_send(v->id->qp, len ? &wr[0] : &wr[1], &bad);
 
 	if (rc)
 		log_err("cannot post RDMA write to %s: %s", c->peer,
@@ -673,14 +724,23 @@ int vconn_build(struct vconn *v)
 	qpa.cap.max_recv_wr = rdepth;
 	qpa.cap.max_send_sge = 1;
 	qpa.cap.max_recv_sge = 1;
+	qpa.cap.max_inline_data = CM_SLOT_HDR;
 	qpa.sq_sig_all = 0;
+	/* Headers inline where the device takes 64 bytes so, else by DMA. */
 	if (rdma_create_qp(v->id, v->pd, &qpa)) {
+		log_debug("no inline data of %u bytes on %s (%s): headers "
+			  "by DMA",
+			  CM_SLOT_HDR, c->dev, strerror(errno));
+		qpa.cap.max_inline_data = 0;
+	}
+	if (!qpa.cap.max_inline_data && rdma_create_qp(v->id, v->pd, &qpa)) {
 		log_err("cannot create queue pair (%u send, %u receive) on %s: "
 			"%s",
 			sdepth, rdepth, c->dev, strerror(errno));
 		return -errno;
 	}
 	v->qp_created = true;
+	v->inline_hdr = qpa.cap.max_inline_data >= CM_SLOT_HDR;
 	rc = vasync_add(v);
 	if (rc)
 		return rc;

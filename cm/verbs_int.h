@@ -39,9 +39,9 @@ struct vconn {
 	 */
 	struct ibv_mr *rx_late_mr;
 	unsigned int nrx_early;
-	size_t ring_len, stage_len;
-	uint64_t remote_addr;
+	uint64_t remote_addr, remote_hdr_addr; /* the peer's ring */
 	uint32_t remote_rkey;
+	bool inline_hdr; /* slot headers go inline (max_inline_data) */
 	unsigned int unacked_events;
 	unsigned int idle_polls;
 	bool flush_seen; /* a flushed completion: the QP is in error */

@@ -8,6 +8,7 @@
  */
 #include <argp.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -343,6 +344,15 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_DRY_RUN:
 		o->dry_run = true;
 		break;
+	case OPT_DELETE:
+		o->delete_extra = true;
+		break;
+	case OPT_MAX_DELETE:
+		if (parse_uint(arg, 0, ULONG_MAX - 1, &v))
+			argp_error(state, "--max-delete: '%s' is not a count",
+				   arg);
+		o->max_delete = v;
+		break;
 	case OPT_ENCRYPT:
 		o->encrypt = true;
 		break;
@@ -551,6 +561,11 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			argp_error(state, "--manifest lists what was copied: "
 					  "not with --dry-run, which copies "
 					  "nothing");
+		if (a->o.delete_extra && (!a->o.recursive || a->files_from))
+			argp_error(state, "--delete mirrors whole directories: "
+					  "it needs -r, and not --files-from");
+		if (a->o.max_delete != UINT64_MAX && !a->o.delete_extra)
+			argp_error(state, "--max-delete needs --delete");
 		if (a->files_from && a->o.pull)
 			argp_error(state, "--files-from works on a push only: "
 					  "the list names local files");
@@ -572,10 +587,13 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	return 0;
 }
 
-/* Options that are no defaults: they act, or name this run's files. */
+/*
+ * Options that are no defaults: they act, name this run's files, or
+ * delete (--delete is asked for run by run).
+ */
 static const char *const not_defaults[] = {
-	"listen",   "keygen",	  "check", "print-config", "no-config",
-	"files-from", "manifest", "server", NULL,
+	"listen",     "keygen",	  "check",  "print-config", "no-config",
+	"files-from", "manifest", "server", "delete",	    NULL,
 };
 
 void args_parse(struct args *a, int argc, char **argv)

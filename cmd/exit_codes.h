@@ -20,6 +20,8 @@ enum rdcp_exit {
 	RDCP_EXIT_RESOURCE = 10,  /* memory, memlock limit, RDMA resources */
 	RDCP_EXIT_PEER_LOST = 11, /* the peer or the link went away */
 	RDCP_EXIT_REMOTE_START = 12, /* ssh failed; no usable rdcp there */
+	/* --max-delete: more would have been deleted, so nothing was */
+	RDCP_EXIT_MAX_DELETE = 13,
 	RDCP_EXIT_CANCELED = 130, /* SIGINT or SIGTERM */
 };
 
@@ -43,6 +45,7 @@ static inline int rdcp_exit_code(enum xfer_fail f)
 		[XFER_FAIL_PEER_LOST] = RDCP_EXIT_PEER_LOST,
 		[XFER_FAIL_CANCELED] = RDCP_EXIT_CANCELED,
 		[XFER_FAIL_REMOTE_START] = RDCP_EXIT_REMOTE_START,
+		[XFER_FAIL_MAX_DELETE] = RDCP_EXIT_MAX_DELETE,
 	};
 
 	if ((unsigned int)f >= sizeof(codes) / sizeof(codes[0]))

@@ -31,8 +31,32 @@ static void end(FILE *out)
 	fflush(out);
 }
 
+/* --delete: an entry removed from DEST (dry run: that would be). */
+static void json_deleted(FILE *out, const struct xfer_file_report *r)
+{
+	fputs("{\"event\":\"file_deleted\",\"path\":", out);
+	json_str(out, r->path);
+	fputs(",\"type\":", out);
+	json_str(out, r->kind ? r->kind : "file");
+	fputs(",\"status\":", out);
+	json_str(out, r->status ? "failed" : "ok");
+	if (r->dry)
+		fputs(",\"would\":\"delete\"", out);
+	if (r->status) {
+		fputs(",\"class\":", out);
+		json_str(out, xfer_fail_name(r->klass));
+		fputs(",\"error\":", out);
+		json_str(out, r->message ? r->message : strerror(-r->status));
+	}
+	end(out);
+}
+
 void json_file(FILE *out, const struct xfer_file_report *r)
 {
+	if (r->deleted) {
+		json_deleted(out, r);
+		return;
+	}
 	fputs(r->done ? "{\"event\":\"file_done\",\"path\":"
 		      : "{\"event\":\"file_start\",\"path\":",
 	      out);
@@ -115,6 +139,7 @@ void json_summary_with(FILE *out, const struct xfer_stats *st, enum xfer_fail f,
 	json_str(out, st->device);
 	fputs(",\"peer\":", out);
 	json_str(out, st->peer);
+	fprintf(out, ",\"deleted\":%" PRIu64, st->deleted);
 	fputs(",\"result\":", out);
 	json_str(out, xfer_fail_name(f));
 	fprintf(out, ",\"retries\":%u,%s\"exit\":%d", retries,

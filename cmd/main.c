@@ -108,13 +108,15 @@ static void on_progress(void *arg, uint64_t done, uint64_t total,
 /*
  * --dry-run: a line per entry on stdout, what a copy would do to it: new,
  * replace (a file or symlink there now), exists (a directory there now),
- * keep (-n/-u), failed. Named as on the receiving side: beneath DEST on
- * a push, where it would land on a pull.
+ * keep (-n/-u), failed; with --delete, delete (not in the source). Named
+ * as on the receiving side: beneath DEST on a push, where it would land
+ * (or is) on a pull.
  */
 static void dry_line(const struct xfer_file_report *r)
 {
 	char name[4 * 4096];
 	const char *verb = r->status		    ? "failed"
+			   : r->deleted		    ? "delete"
 			   : r->skipped		    ? "keep"
 			   : !r->exists		    ? "new"
 			   : strcmp(r->kind, "dir") ? "replace"
@@ -129,7 +131,7 @@ static void on_file(void *arg, const struct xfer_file_report *r)
 	struct run *run = arg;
 	char sz[32], rate[32], path[4 * 4096];
 
-	if (run->retry.max) {
+	if (run->retry.max && !r->deleted) {
 		/* Across attempts: each file noted once (retry.h). */
 		if (retry_file(&run->retry, r) && run->man.spool) {
 			struct xfer_file_report copied = *r;
@@ -155,12 +157,17 @@ static void on_file(void *arg, const struct xfer_file_report *r)
 		fprintf(stderr, "%-40s %12s  %s\n", path,
 			units_format_size(r->bytes, sz, sizeof(sz)),
 			r->status    ? "FAILED"
+			: r->deleted ? "deleted"
 			: r->skipped ? "skipped"
 				     : "ok");
 		return;
 	}
 	if (!r->done || r->status || !log_enabled(LOG_INFO))
 		return;
+	if (r->deleted) {
+		log_info("deleted '%s'", r->path);
+		return;
+	}
 	log_info("%s '%s': %s in %.2f s (%s), digest %s",
 		 r->skipped    ? "kept"
 		 : run->o.pull ? "received"
@@ -178,14 +185,18 @@ static void on_file(void *arg, const struct xfer_file_report *r)
  * --json's summary event carries the same numbers.
  */
 static void summary_line(const struct xfer_stats *st, bool dry_run,
-			 unsigned int retries)
+			 bool deleting, unsigned int retries)
 {
-	char sz[32], rate[32];
+	char sz[32], rate[32], del[64] = "";
 	bool dev = strcmp(st->transport, st->device);
 
+	if (deleting)
+		snprintf(del, sizeof(del), ", %s %llu",
+			 dry_run ? "would delete" : "deleted",
+			 (unsigned long long)st->deleted);
 	fprintf(stderr,
 		"%s%llu files, %s in %.2f s (%s) over %s%s%s; skipped %llu, "
-		"failed %llu, retries %u\n",
+		"failed %llu%s, retries %u\n",
 		dry_run ? "dry run, nothing copied: " : "",
 		(unsigned long long)st->files_ok,
 		units_format_size(st->bytes, sz, sizeof(sz)), st->seconds,
@@ -193,7 +204,7 @@ static void summary_line(const struct xfer_stats *st, bool dry_run,
 				  rate, sizeof(rate)),
 		st->transport, dev ? " on " : "", dev ? st->device : "",
 		(unsigned long long)st->files_skipped,
-		(unsigned long long)st->files_failed, retries);
+		(unsigned long long)st->files_failed, del, retries);
 }
 
 /* Creates FILE's directories if missing (0700), then the key. */
@@ -616,7 +627,8 @@ static int run_cmd(struct run *run)
 		}
 		fflush(stdout); /* --dry-run's lines before the summary */
 		if (!a->quiet && st.transport[0])
-			summary_line(&st, a->o.dry_run, retries(run));
+			summary_line(&st, a->o.dry_run, a->o.delete_extra,
+				     retries(run));
 	}
 	report_usage();
 	return exit_code(v);

@@ -32,7 +32,7 @@ void manifest_note(struct manifest *m, const struct xfer_file_report *r)
 {
 	const char *name = r->name ? r->name : r->path;
 
-	if (!r->done || r->status || r->skipped || !r->kind ||
+	if (!r->done || r->status || r->skipped || r->deleted || !r->kind ||
 	    strcmp(r->kind, "file") || m->err)
 		return;
 	if (fwrite(r->path, strlen(r->path) + 1, 1, m->spool) != 1 ||

@@ -222,6 +222,9 @@ static const char *unsupported(const struct args *a)
 		return "--files-from: rdcp-mpi walks the SRCs itself";
 	if (a->manifest)
 		return "--manifest: not with rdcp-mpi (yet)";
+	if (a->o.delete_extra)
+		return "--delete: not with rdcp-mpi (yet): each rank sees only "
+		       "part of a directory";
 	if (a->retry)
 		return "--retry: not with rdcp-mpi (yet); run it again with "
 		       "--resume";

@@ -34,6 +34,7 @@ const char rdcp_doc[] =
 	"  10  resources: memory, memlock limit, RDMA device\n"
 	"  11  peer lost: host down, link cut, or process killed\n"
 	"  12  ssh failed, or rdcp is missing or too old on the other host\n"
+	"  13  --max-delete: more would be deleted; nothing was\n"
 	"  130 interrupted\n\n"
 	"Sizes and rates take K/M/G/T (powers of 1024) or KB/MB/GB/TB (powers "
 	"of 1000).";
@@ -79,6 +80,15 @@ const struct argp_option rdcp_options[] = {
 	  "Ask the receiving side what it has and print what a copy would "
 	  "do to each entry (new, replace, exists, keep); write nothing, "
 	  "send no file data",
+	  2 },
+	{ "delete", OPT_DELETE, NULL, 0,
+	  "With -r, once every file is copied and verified: remove from the "
+	  "directories sent what the source lacks (kept: what --exclude "
+	  "leaves out), as rsync --delete; with --dry-run, list it",
+	  2 },
+	{ "max-delete", OPT_MAX_DELETE, "N", 0,
+	  "With --delete: if more than N entries would go, remove none (exit "
+	  "13)",
 	  2 },
 	{ "sparse", OPT_SPARSE, NULL, 0,
 	  "Also turn all-zero chunks into holes (holes in the source are "
@@ -193,7 +203,7 @@ const struct argp_option rdcp_options[] = {
 	{ NULL, 0, NULL, 0, "Output:", 6 },
 	{ "json", OPT_JSON, NULL, 0,
 	  "Sender: newline-delimited JSON events on stdout (file_start, "
-	  "file_done, attempt, error, summary)",
+	  "file_done, file_deleted, attempt, error, summary)",
 	  6 },
 	{ "progress", OPT_PROGRESS, NULL, 0,
 	  "Sender: show progress even when stderr is not a terminal (it is "

@@ -57,6 +57,8 @@ enum {
 	OPT_BOOT_STDIN,
 	OPT_RETRY,
 	OPT_RETRY_WAIT,
+	OPT_DELETE,
+	OPT_MAX_DELETE,
 };
 
 extern const struct argp_option rdcp_options[];

@@ -82,7 +82,8 @@ static uint32_t hello_flags(const struct xfer_opts *o)
 	       (o->encrypt ? WIRE_HELLO_ENCRYPT : 0) |
 	       (o->compress ? WIRE_HELLO_COMPRESS : 0) |
 	       (o->sparse ? WIRE_HELLO_SPARSE : 0) |
-	       (o->dry_run ? WIRE_HELLO_DRY_RUN : 0);
+	       (o->dry_run ? WIRE_HELLO_DRY_RUN : 0) |
+	       (o->delete_extra ? WIRE_HELLO_DELETE : 0);
 }
 
 static int build_hello(struct engine *e, const struct xfer_opts *o,
@@ -95,7 +96,7 @@ static int build_hello(struct engine *e, const struct xfer_opts *o,
 	h->level = (uint8_t)o->compress;
 	h->flags = hello_flags(o);
 	h->features = (o->key ? WIRE_FEAT_AUTH : 0) | WIRE_FEAT_PACK;
-	h->chunk_size = e->c->geom.slot_size - WIRE_SLOT_HDR;
+	h->chunk_size = e->c->geom.slot_size;
 	h->bwlimit = o->bwlimit;
 	if (getrandom(h->nonce, WIRE_NONCE_LEN, 0) != WIRE_NONCE_LEN)
 		return engine_fail(e, XFER_FAIL_RESOURCE, -errno,
@@ -109,14 +110,19 @@ static int build_hello(struct engine *e, const struct xfer_opts *o,
 				   "the remote paths are too long for one "
 				   "session (%u bytes at most)",
 				   WIRE_PATHS_MAX);
-	/* A pull's receiver walks, so it gets the filters. */
-	for (size_t i = 0; o->pull && o->filter && !rc && i < o->filter->n; i++)
+	/*
+	 * A pull's receiver walks, so it gets the filters; a push's with
+	 * --delete keeps what they exclude.
+	 */
+	for (size_t i = 0; (o->pull || o->delete_extra) && o->filter && !rc &&
+			   i < o->filter->n;
+	     i++)
 		rc = wire_hello_add_filter(h, o->filter->rules[i].include,
 					   o->filter->rules[i].text);
 	if (rc)
 		return engine_fail(e, XFER_FAIL_USAGE, rc,
 				   "the --include/--exclude rules are too "
-				   "long for a pull (%u bytes at most)",
+				   "long for the receiver (%u bytes at most)",
 				   WIRE_FILTERS_MAX);
 	return 0;
 }
@@ -192,6 +198,7 @@ enum xfer_fail session_client(const struct xfer_opts *o, struct cm_conn *c,
 		t.p = client_params(o, key);
 		t.want = o->srcs;
 		t.nwant = o->nsrcs;
+		t.filter = o->filter;
 		rc = place_target_local(o->dest, o->nsrcs, &t, why,
 					sizeof(why));
 		if (rc)
@@ -236,7 +243,7 @@ struct cm_geom client_geom(const struct xfer_opts *o)
 		.ctrl_size = WIRE_CTRL_SIZE,
 		.ctrl_credits = WIRE_CTRL_CREDITS,
 		.slots = o->window,
-		.slot_size = o->chunk_size + WIRE_SLOT_HDR,
+		.slot_size = o->chunk_size,
 	};
 
 	return geom;
@@ -252,9 +259,7 @@ enum xfer_fail client_run(const struct xfer_opts *o, struct cm_conn *c,
 		 c->transport ? c->transport : "?");
 	snprintf(st->device, sizeof(st->device), "%s", c->dev);
 	log_info("ring: %u slots of %s on %s", c->geom.slots,
-		 units_format_size(c->geom.slot_size - WIRE_SLOT_HDR, sz,
-				   sizeof(sz)),
-		 c->dev);
+		 units_format_size(c->geom.slot_size, sz, sizeof(sz)), c->dev);
 	v = session_client(o, c, st);
 	cm_conn_destroy(c);
 	return v;

@@ -36,6 +36,8 @@ struct sink_target {
 	 */
 	const char *const *want;
 	size_t nwant;
+	/* --delete: entries these rules exclude are kept; NULL: none */
+	const struct filter *filter;
 	struct session_params p;
 };
 

@@ -244,8 +244,12 @@ static int server_handshake(struct server *srv, struct engine *e,
 	if ((h->role != WIRE_PUSH && h->role != WIRE_PULL) ||
 	    h->csum > WIRE_CSUM_SHA256 || h->level > 9 ||
 	    !(h->flags & WIRE_HELLO_COMPRESS) != !h->level ||
-	    h->chunk_size != e->c->geom.slot_size - WIRE_SLOT_HDR ||
-	    (h->role == WIRE_PUSH && (h->npaths != 1 || h->nfilters)))
+	    h->chunk_size != e->c->geom.slot_size ||
+	    ((h->flags & WIRE_HELLO_DELETE) &&
+	     !(h->flags & WIRE_HELLO_RECURSIVE)) ||
+	    (h->role == WIRE_PUSH &&
+	     (h->npaths != 1 ||
+	      (h->nfilters && !(h->flags & WIRE_HELLO_DELETE)))))
 		return engine_fail(e, XFER_FAIL_PROTOCOL, -EPROTO,
 				   "%s sent a bad HELLO", e->c->peer);
 	if ((h->flags & WIRE_HELLO_ENCRYPT) && !srv->key)
@@ -320,7 +324,15 @@ static enum xfer_fail serve_conn(struct server *srv, struct cm_conn *c,
 	} else if (h->role == WIRE_PUSH) {
 		t.p = p;
 		t.umask = srv->umask;
-		if (srv->user_paths)
+		t.filter = &filter; /* --delete: what they exclude stays */
+		rc = hello_filter(h, &filter, why, sizeof(why));
+		if (rc)
+			engine_fail(&e,
+				    rc == -ENOMEM ? XFER_FAIL_RESOURCE
+						  : XFER_FAIL_USAGE,
+				    rc, "%s: %s", c->peer,
+				    rc == -ENOMEM ? "out of memory" : why);
+		else if (srv->user_paths)
 			rc = place_target_local(
 				user_path(wire_hello_path(h, 0)),
 				h->flags & WIRE_HELLO_DEST_DIR ? 2 : 1, &t, why,
@@ -330,13 +342,13 @@ static enum xfer_fail serve_conn(struct server *srv, struct cm_conn *c,
 				srv->rootfd, wire_hello_path(h, 0),
 				h->flags & WIRE_HELLO_DEST_DIR, &t, why,
 				sizeof(why));
-		if (rc)
+		if (rc && !e.fail) /* a DEST refused or not made */
 			engine_fail(&e,
 				    place_target_refused(rc) || rc == -ENOTDIR
 					    ? XFER_FAIL_USAGE
 					    : XFER_FAIL_LOCAL_IO,
 				    rc, "%s: %s", c->peer, why);
-		else if (!session_rings(&e, true))
+		else if (!rc && !session_rings(&e, true))
 			sink_run(&e, &t, &st);
 	} else {
 		struct source_cfg cfg = {
@@ -416,7 +428,7 @@ static enum xfer_fail serve_one(struct server *srv, struct cm_request *req,
 {
 	const struct xfer_opts *o = srv->o;
 	struct cm_limits lim = {
-		.max_slot_size = o->chunk_size + WIRE_SLOT_HDR,
+		.max_slot_size = o->chunk_size,
 		.max_slots = o->window,
 	};
 	struct cm_timeouts to = session_timeouts(o);

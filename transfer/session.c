@@ -45,6 +45,7 @@ void xfer_opts_init(struct xfer_opts *o)
 	o->connect_timeout_ms = 10000;
 	o->csum = XFER_CSUM_CRC32;
 	o->max_sessions = 16;
+	o->max_delete = UINT64_MAX;
 }
 
 const char *xfer_fail_name(enum xfer_fail f)
@@ -64,6 +65,7 @@ const char *xfer_fail_name(enum xfer_fail f)
 		[XFER_FAIL_PEER_LOST] = "peer-lost",
 		[XFER_FAIL_CANCELED] = "canceled",
 		[XFER_FAIL_REMOTE_START] = "remote-start",
+		[XFER_FAIL_MAX_DELETE] = "max-delete",
 	};
 
 	return (unsigned int)f < sizeof(names) / sizeof(names[0]) && names[f]
@@ -101,7 +103,7 @@ enum xfer_fail session_verdict(const struct engine *e,
 		return e->fail;
 	if (st->files_failed)
 		return st->files_ok ? XFER_FAIL_PARTIAL : st->first_fail;
-	return XFER_OK;
+	return st->max_delete_hit ? XFER_FAIL_MAX_DELETE : XFER_OK;
 }
 
 /* The sink's ring, made here and announced, or the peer's. */
@@ -118,6 +120,7 @@ int session_rings(struct engine *e, bool sink)
 					   "cannot set up the ring for %s",
 					   e->c->peer);
 		m.u.ring.addr = ring.addr;
+		m.u.ring.hdr_addr = ring.hdr_addr;
 		m.u.ring.rkey = ring.rkey;
 		m.u.ring.slots = e->c->geom.slots;
 		m.u.ring.slot_size = e->c->geom.slot_size;
@@ -132,6 +135,7 @@ int session_rings(struct engine *e, bool sink)
 				   "%s announced a ring of another geometry",
 				   e->c->peer);
 	ring.addr = m.u.ring.addr;
+	ring.hdr_addr = m.u.ring.hdr_addr;
 	ring.rkey = m.u.ring.rkey;
 	rc = e->c->ops->stage_create(e->c, &ring);
 	if (rc)

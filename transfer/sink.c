@@ -431,6 +431,10 @@ static int on_file(struct sink *k, const struct wire_file *wf)
 					   "cannot start SHA-256");
 	}
 	rc = map_path(k, f, wf->path);
+	if (!rc && sink_deleting(k))
+		rc = sink_delete_note(
+			k, sink_delete_key(wf->path, strlen(wf->path),
+					   f->kind == WIRE_KIND_DIR));
 	if (rc)
 		return rc;
 	/* Its directory stays unfinished until it is placed or dropped. */
@@ -589,6 +593,7 @@ static int snk_on_msg(struct engine *e, const struct wire_msg *m)
 		return sink_on_sums(k, &m->u.sums);
 	case WIRE_DONE:
 		if (!k->done) {
+			sink_delete_done(k, &m->u.done);
 			k->done = true;
 			return 0;
 		}
@@ -608,6 +613,9 @@ static int snk_pump(struct engine *e)
 
 	if (k->done && !k->active && !k->bye_sent) {
 		sink_finish_dirs(k);
+		/* --delete: the whole copy is verified, so now, then BYE */
+		if (sink_delete_pending(k))
+			return sink_delete_step(k);
 		m.type = WIRE_BYE;
 		m.u.bye.files_ok = k->st->files_ok;
 		m.u.bye.files_failed = k->st->files_failed;
@@ -663,7 +671,7 @@ int sink_run(struct engine *e, const struct sink_target *t,
 	k.t = t;
 	k.p = &t->p;
 	k.st = st;
-	k.chunk = e->c->geom.slot_size - WIRE_SLOT_HDR;
+	k.chunk = e->c->geom.slot_size;
 	rc = payload_resume_key(t->p.data_key, k.resume_key);
 	if (!rc)
 		rc = credit_rx_init(&k.rx, e->c->geom.slots);
@@ -693,7 +701,8 @@ out:
 		payload_release(&k.jobs[i].pl);
 	}
 	free(k.jobs);
-	free(k.asked);
+	hset_release(&k.asked);
+	sink_delete_release(&k);
 	sink_want_free(&k);
 	credit_rx_release(&k.rx);
 	return rc;

@@ -23,8 +23,8 @@ static void chunk_done(struct workq_item *item);
 /* Worker: the payload as the source read it (opened, inflated). */
 int sink_open_payload(struct sink *k, struct snk_job *j, const uint8_t **raw)
 {
-	return payload_open(&j->pl, &j->h, j->index,
-			    cm_slot(k->e->c, j->slot) + WIRE_SLOT_HDR, raw);
+	return payload_open(&j->pl, &j->h, j->index, cm_slot(k->e->c, j->slot),
+			    raw);
 }
 
 static void write_chunk(struct workq_item *item)
@@ -89,13 +89,17 @@ int sink_on_data(struct engine *e, const struct cm_event *ev)
 				   "%s wrote out of turn (immediate 0x%08x): "
 				   "credit protocol violated",
 				   e->c->peer, ev->imm);
-	rc = wire_slot_decode(cm_slot(e->c, (unsigned int)slot), &h);
+	/* Header and payload are in place: the header's write came last. */
+	rc = ev->len == WIRE_SLOT_HDR
+		     ? wire_slot_decode(cm_slot_hdr(e->c, (unsigned int)slot),
+					&h)
+		     : -EPROTO;
 	if (rc == 0 && h.seq == seq && (h.flags & WIRE_SLOT_PACKED))
-		return sink_pack_arrived(k, &h, (unsigned int)slot, ev);
+		return sink_pack_arrived(k, &h, (unsigned int)slot);
 	f = rc ? NULL : sink_live_find(k, h.file_id);
 	if (rc == 0 &&
-	    (h.seq != seq || !f || ev->len < WIRE_SLOT_HDR ||
-	     h.len != ev->len - WIRE_SLOT_HDR || !sink_flags_ok(k, h.flags) ||
+	    (h.seq != seq || !f || h.len > k->chunk ||
+	     !sink_flags_ok(k, h.flags) ||
 	     (!(h.flags & WIRE_SLOT_COMPRESSED) && h.raw_len != h.len)))
 		rc = -EPROTO;
 	if (rc)

@@ -5,7 +5,7 @@
  * sink_dir.c (the directories it creates and finishes), sink_final.c
  * (verify and place a whole file), sink_resume.c (what this side already
  * has: the resume scan and HAVE), sink_pack.c (packed slots of small
- * files) and sink_want.c (what a pull asked for).
+ * files), sink_want.c (what a pull asked for) and sink_delete.c (--delete).
  * Everything here runs in the engine thread unless it says "worker".
  */
 #ifndef RDCP_SINK_INT_H
@@ -16,9 +16,11 @@
 #include <time.h>
 
 #include "transfer/payload.h"
+#include "transfer/prune.h"
 #include "transfer/report.h"
 #include "transfer/role.h"
 #include "util/checksum.h"
+#include "util/hset.h"
 #include "util/path.h"
 
 /* Where an announced path lands, and how it is shown. */
@@ -106,6 +108,7 @@ struct snk_packed {
 	char *msg;   /* with status; NULL if it could not be kept */
 	uint8_t dlen;
 	uint8_t digest[WIRE_DIGEST_MAX];
+	uint64_t key; /* --delete: its name (sink_delete_key), 0: unread */
 };
 
 struct snk_job {
@@ -134,6 +137,17 @@ struct snk_job {
 
 struct snk_dir; /* a directory made and not yet finished (sink_dir.c) */
 
+/* --delete (sink_delete.c). */
+struct snk_del {
+	struct hset names; /* every entry announced: sink_delete_key */
+	bool whole;	   /* DONE: every entry beneath the SRCs was sent */
+	uint64_t max;	   /* entries that may go, WIRE_DELETE_ANY: any */
+	int phase;	   /* sink_delete.c's DEL_* */
+	struct prune *pr;  /* the walk of DEST, counting or removing */
+	uint64_t would;	   /* counted: entries that would go */
+	uint64_t gone;	   /* removed (a dry run: listed) */
+};
+
 struct sink {
 	struct engine *e;
 	const struct sink_target *t;
@@ -153,12 +167,12 @@ struct sink {
 	size_t ndirs;
 	bool dirs_dropped; /* torn down: kept ones go unfinished */
 	/* Names already answered when asked first: each at most once. */
-	uint64_t *asked;
-	size_t nasked, asked_cap;
+	struct hset asked;
 	uint8_t resume_key[32];
 	struct snk_want *want; /* a pull: the names asked for, sorted */
 	size_t nwant;
 	bool want_check; /* a pull: take only what was asked for */
+	struct snk_del del;
 	uint64_t bytes_in, next_progress_ms;
 	bool done, bye_sent;
 };
@@ -339,11 +353,31 @@ const char *sink_want_check(struct sink *k, uint32_t id, uint8_t kind,
 /* Ends the session: the peer sent path, refused for why. The error. */
 int sink_want_refuse(struct sink *k, const char *path, const char *why);
 
+/* ---- sink_delete.c ---- */
+
+/* Whether the session has --delete (HELLO flag DELETE). */
+bool sink_deleting(const struct sink *k);
+/* Worker or engine thread: the key an announced path is remembered by. */
+uint64_t sink_delete_key(const char *path, size_t len, bool dir);
+/* An entry was announced (key: sink_delete_key). 0 or the engine's error. */
+int sink_delete_note(struct sink *k, uint64_t key);
+/* DONE came: whether the source's list was whole, the --max-delete. */
+void sink_delete_done(struct sink *k, const struct wire_done *d);
+/* DONE came and every result is sent: whether deleting is still to do. */
+bool sink_delete_pending(const struct sink *k);
+/*
+ * One step of it (the engine role's pump): how much was done; the engine
+ * is failed on an error.
+ */
+int sink_delete_step(struct sink *k);
+/* Frees what deleting holds (also a session that ended early). */
+void sink_delete_release(struct sink *k);
+
 /* ---- sink_pack.c ---- */
 
 /* A packed slot came: reserve its ids, unpack it in a worker. */
 int sink_pack_arrived(struct sink *k, const struct wire_slot_hdr *h,
-		      unsigned int slot, const struct cm_event *ev);
+		      unsigned int slot);
 /* Frees what a pack's job still holds (a session that ended early). */
 void sink_pack_free(struct snk_job *j);
 

@@ -42,15 +42,14 @@ void sink_pack_free(struct snk_job *j)
 
 /* The engine thread: a packed slot came; reserve its ids, unpack it. */
 int sink_pack_arrived(struct sink *k, const struct wire_slot_hdr *h,
-		      unsigned int slot, const struct cm_event *ev)
+		      unsigned int slot)
 {
 	struct snk_job *j = &k->jobs[slot];
 	uint64_t count = h->offset;
 
 	if (h->file_id != k->nfiles || h->file_id == 0 || !count ||
 	    count > WIRE_PACK_MAX_FILES || count > WIRE_FILES_MAX - k->nfiles ||
-	    ev->len < WIRE_SLOT_HDR || h->len != ev->len - WIRE_SLOT_HDR ||
-	    h->raw_len > k->chunk ||
+	    h->len > k->chunk || h->raw_len > k->chunk ||
 	    !sink_flags_ok(k, h->flags & ~WIRE_SLOT_PACKED) ||
 	    (!(h->flags & WIRE_SLOT_COMPRESSED) && h->raw_len != h->len) ||
 	    (k->p->flags & WIRE_HELLO_ASK))
@@ -207,6 +206,7 @@ static void place_packed(struct sink *k, const struct wire_pack_rec *r,
 	bool fresh;
 
 	res->shown = strdup(n->shown);
+	res->key = sink_delete_key(r->path, r->path_len, false);
 	if (r->flags & WIRE_PACK_ABORT) {
 		res->remote = true;
 		res->status = r->status;
@@ -454,6 +454,9 @@ static void pack_done(struct sink *k, struct snk_job *j)
 		sink_tally(k, r.path, res->size, status, res->remote,
 			   j->status ? NULL : msg, false);
 		k->st->files_packed += !status;
+		if (sink_deleting(k) && res->key &&
+		    sink_delete_note(k, res->key))
+			goto out;
 		if (status && !res->remote &&
 		    send_failed(k, first + i, status, msg))
 			goto out;

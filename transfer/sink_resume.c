@@ -29,47 +29,17 @@
 #include "transfer/place.h"
 #include "transfer/sink_int.h"
 #include "util/checksum.h"
+#include "util/hset.h"
 #include "util/io.h"
 #include "util/key.h"
 #include "util/log.h"
 
 /* ---- each name once ---- */
 
-static uint64_t name_hash(const char *s)
-{
-	uint64_t h = ck_fnv1a64(s, strlen(s));
-
-	return h ? h : 1; /* 0 marks a free entry */
-}
-
 int sink_ask_once(struct sink *k, const struct snk_file *f)
 {
-	uint64_t h = name_hash(f->n.rel);
-	size_t i;
-
-	if (2 * (k->nasked + 1) > k->asked_cap) {
-		size_t cap = k->asked_cap ? 2 * k->asked_cap : 64;
-		uint64_t *n = calloc(cap, sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		for (size_t j = 0; j < k->asked_cap; j++) {
-			if (!k->asked[j])
-				continue;
-			for (i = k->asked[j] % cap; n[i]; i = (i + 1) % cap)
-				;
-			n[i] = k->asked[j];
-		}
-		free(k->asked);
-		k->asked = n;
-		k->asked_cap = cap;
-	}
-	for (i = h % k->asked_cap; k->asked[i]; i = (i + 1) % k->asked_cap)
-		if (k->asked[i] == h)
-			return -EEXIST;
-	k->asked[i] = h;
-	k->nasked++;
-	return 0;
+	return hset_add(&k->asked,
+			hset_key(ck_fnv1a64(f->n.rel, strlen(f->n.rel))));
 }
 
 /* ---- FILE ---- */

@@ -87,7 +87,7 @@ void src_read_chunk(struct workq_item *item)
 	struct src_job *j = (struct src_job *)item;
 	struct source *s = j->s;
 	const struct session_params *p = &s->cfg->p;
-	uint8_t *data = cm_stage(s->e->c, j->idx) + WIRE_SLOT_HDR;
+	uint8_t *data = cm_stage(s->e->c, j->idx); /* page aligned */
 	uint8_t *raw = j->pl.scratch ? j->pl.scratch : data;
 
 	j->flags = 0;
@@ -390,8 +390,12 @@ static int src_on_msg(struct engine *e, const struct wire_msg *m)
 	case WIRE_PACK_DONE:
 		rc = on_pack_done(s, &m->u.pack_done);
 		break;
+	case WIRE_DELETED:
+		return src_on_deleted(s, &m->u.deleted);
+	case WIRE_DELETE_END:
+		return src_on_delete_end(s, &m->u.delete_end);
 	case WIRE_BYE:
-		if (!s->done_sent || s->results != s->nfiles)
+		if (!src_bye_due(s))
 			break;
 		s->bye = true;
 		return 0;
@@ -496,7 +500,7 @@ int source_run(struct engine *e, const struct source_cfg *cfg,
 	s.o = o;
 	s.cfg = cfg;
 	s.st = st;
-	s.chunk = e->c->geom.slot_size - WIRE_SLOT_HDR;
+	s.chunk = e->c->geom.slot_size;
 	s.njobs = s.free_jobs = e->c->geom.slots;
 	s.sig_every = s.njobs / 4 ? s.njobs / 4 : 1;
 	s.fifo_cap = 2 * s.njobs + 64;

@@ -157,6 +157,9 @@ struct source {
 	uint64_t next_progress_ms;
 	uint64_t results;
 	uint64_t corrupt_seq; /* test hook: flip a byte of this chunk */
+	/* --delete on a push: DELETED with status 0; DELETE_END came */
+	uint64_t deleted_ok;
+	bool delete_ended;
 };
 
 #define WALK_STEP 512 /* entries listed at a time, in the engine thread */
@@ -208,6 +211,17 @@ int src_plan_pack(struct source *s);
 int src_post(struct source *s);
 /* j's staging buffer is free again. */
 void src_free_job(struct source *s, struct src_job *j);
+
+/* ---- source_delete.c ---- */
+
+/* DONE's body: whether the list was whole, the --max-delete. */
+void src_fill_done(struct source *s, struct wire_done *d);
+/* --delete on a push: the sink removed an entry, or not. 0 or the error. */
+int src_on_deleted(struct source *s, const struct wire_deleted *d);
+/* ... and said how it ended. 0 or the engine's error. */
+int src_on_delete_end(struct source *s, const struct wire_delete_end *d);
+/* Whether BYE may come now: DONE sent, every result (and deletion) in. */
+bool src_bye_due(const struct source *s);
 
 /* ---- source.c ---- */
 

@@ -129,7 +129,7 @@ static void read_pack(struct workq_item *item)
 {
 	struct src_job *j = (struct src_job *)item;
 	struct source *s = j->s;
-	uint8_t *data = cm_stage(s->e->c, j->idx) + WIRE_SLOT_HDR;
+	uint8_t *data = cm_stage(s->e->c, j->idx);
 	uint8_t *raw = j->pl.scratch ? j->pl.scratch : data;
 	size_t pos = 0;
 

@@ -100,11 +100,12 @@ static int account(struct src_file *f, const struct src_job *j)
 	return 0;
 }
 
-/* Writes j's staging buffer into the next slot, header h first. */
+_Static_assert(WIRE_SLOT_HDR == CM_SLOT_HDR, "one slot header size");
+
+/* Writes j's staging buffer and its header h into the next slot. */
 static int post_slot(struct source *s, struct src_job *j,
 		     struct wire_slot_hdr *h)
 {
-	uint8_t *buf = cm_stage(s->e->c, j->idx);
 	uint64_t seq = s->tx.posted;
 	unsigned int slot;
 	bool sig;
@@ -118,15 +119,14 @@ static int post_slot(struct source *s, struct src_job *j,
 		memcpy(h->tag, j->tag, AEAD_TAG_LEN); /* the tag is the check */
 	else
 		h->crc = j->crc;
-	wire_slot_encode(buf, h);
+	wire_slot_encode(cm_stage_hdr(s->e->c, j->idx), h);
 #ifdef RDCP_TEST_HOOKS
 	if (seq == s->corrupt_seq)
-		buf[WIRE_SLOT_HDR + j->wire_len / 2] ^= 0x5a;
+		cm_stage(s->e->c, j->idx)[j->wire_len / 2] ^= 0x5a;
 #endif
 	sig = should_signal(s);
 	slot = credit_tx_take(&s->tx);
-	rc = s->e->c->ops->post_write(s->e->c, j->idx,
-				      WIRE_SLOT_HDR + j->wire_len, slot,
+	rc = s->e->c->ops->post_write(s->e->c, j->idx, j->wire_len, slot,
 				      wire_imm(seq, slot), sig, j->idx);
 	if (rc) /* cm/ said why, naming its transport */
 		return engine_fail_logged(s->e, XFER_FAIL_PEER_LOST, rc);
@@ -306,6 +306,7 @@ int src_post(struct source *s)
 		case IT_DONE: {
 			struct wire_msg m = { .type = WIRE_DONE };
 
+			src_fill_done(s, &m.u.done);
 			if (engine_send(s->e, &m))
 				return -1;
 			s->done_sent = true;

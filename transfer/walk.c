@@ -138,7 +138,10 @@ static bool born_after_start(const struct walk *w, int dirfd, const char *name)
 		stx.stx_btime.tv_nsec > (uint32_t)w->t0.tv_nsec);
 }
 
-/* Fills kind (and link) from st; 0, or 1 for an entry to leave out. */
+/*
+ * Fills kind (and link) from st; 0, or 1 for an entry that cannot be sent
+ * (a FIFO, socket or device), which walk_child leaves out.
+ */
 static int classify(struct walk_entry *e, int dirfd, const char *name)
 {
 	char buf[PATH_MAX];
@@ -160,9 +163,6 @@ static int classify(struct walk_entry *e, int dirfd, const char *name)
 		if (!e->link)
 			return -ENOMEM;
 	} else {
-		log_warn("skipping '%s': not a regular file, directory or "
-			 "symlink",
-			 e->local);
 		return 1;
 	}
 	return 0;
@@ -238,6 +238,7 @@ static int walk_child(struct walk *w, size_t dir_idx, int dirfd,
 	    path_join(wire, sizeof(wire), dir->wire, name) ||
 	    strlen(wire) > PATH_PEER_MAX) {
 		log_warn("skipping '%s/%s': path too long", dir->local, name);
+		w->skipped++;
 		return 0;
 	}
 	e = add(w, local, wire);
@@ -253,13 +254,19 @@ static int walk_child(struct walk *w, size_t dir_idx, int dirfd,
 				  strerror(-rc));
 	}
 	rc = classify(e, dirfd, name);
-	if (rc == 0 && filtered_out(w, e))
+	if ((rc == 0 || rc == 1) && filtered_out(w, e)) {
 		rc = 1;
-	if (rc == 0 && e->kind == WIRE_KIND_DIR &&
-	    born_after_start(w, dirfd, name)) {
+	} else if (rc == 1) {
+		log_warn("skipping '%s': not a regular file, directory or "
+			 "symlink",
+			 local);
+		w->skipped++;
+	} else if (rc == 0 && e->kind == WIRE_KIND_DIR &&
+		   born_after_start(w, dirfd, name)) {
 		log_warn("skipping '%s': made after the copy began (is DEST "
 			 "inside the source?)",
 			 local);
+		w->skipped++;
 		rc = 1;
 	}
 	if (rc == 1) {

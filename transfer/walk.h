@@ -58,6 +58,7 @@ struct walk {
 			 * not followed, as walk_child() takes it */
 	size_t n;		     /* entries listed so far */
 	uint64_t bytes; /* their regular files' sizes, for progress */
+	size_t skipped; /* entries left out with a warning (not filtered) */
 	bool done;	/* every entry is listed: n and bytes are final */
 	struct timespec
 		t0; /* when it began: newer directories are not walked */

@@ -231,6 +231,7 @@ static void enc_body(struct put *w, const struct wire_msg *m)
 		put_u32(w, m->u.ring.rkey);
 		put_u16(w, m->u.ring.slots);
 		put_u32(w, m->u.ring.slot_size);
+		put_u64(w, m->u.ring.hdr_addr);
 		break;
 	case WIRE_FILE:
 		put_u32(w, m->u.file.file_id);
@@ -286,6 +287,22 @@ static void enc_body(struct put *w, const struct wire_msg *m)
 		put_u32(w, m->u.pack_done.first_id);
 		put_u32(w, m->u.pack_done.count);
 		break;
+	case WIRE_DONE:
+		put_u32(w, m->u.done.flags);
+		put_u64(w, m->u.done.max_delete);
+		break;
+	case WIRE_DELETED:
+		put_u8(w, m->u.deleted.kind);
+		put_u8(w, m->u.deleted.flags);
+		put_u32(w, (uint32_t)m->u.deleted.status);
+		put_str(w, m->u.deleted.path, sizeof(m->u.deleted.path) - 1);
+		put_str(w, m->u.deleted.msg, WIRE_MSG_MAX);
+		break;
+	case WIRE_DELETE_END:
+		put_u32(w, (uint32_t)m->u.delete_end.status);
+		put_u64(w, m->u.delete_end.count);
+		put_str(w, m->u.delete_end.msg, WIRE_MSG_MAX);
+		break;
 	case WIRE_BYE:
 		put_u64(w, m->u.bye.files_ok);
 		put_u64(w, m->u.bye.files_failed);
@@ -299,7 +316,7 @@ static void enc_body(struct put *w, const struct wire_msg *m)
 		put_u32(w, m->u.error.klass);
 		put_str(w, m->u.error.msg, WIRE_MSG_MAX);
 		break;
-	default: /* DONE, CREDIT: header only */
+	default: /* CREDIT: header only */
 		break;
 	}
 }
@@ -494,6 +511,7 @@ static void dec_body(struct get *r, struct wire_msg *m)
 		m->u.ring.rkey = get_u32(r);
 		m->u.ring.slots = get_u16(r);
 		m->u.ring.slot_size = get_u32(r);
+		m->u.ring.hdr_addr = get_u64(r);
 		break;
 	case WIRE_FILE:
 		m->u.file.file_id = get_u32(r);
@@ -577,6 +595,31 @@ static void dec_body(struct get *r, struct wire_msg *m)
 		    m->u.pack_done.count > WIRE_PACK_MAX_FILES)
 			r->err = true;
 		break;
+	case WIRE_DONE:
+		m->u.done.flags = get_u32(r);
+		m->u.done.max_delete = get_u64(r);
+		if (m->u.done.flags & ~WIRE_DONE_WHOLE)
+			r->err = true;
+		break;
+	case WIRE_DELETED:
+		m->u.deleted.kind = get_u8(r);
+		m->u.deleted.flags = get_u8(r);
+		m->u.deleted.status = (int32_t)get_u32(r);
+		get_str(r, m->u.deleted.path, sizeof(m->u.deleted.path) - 1);
+		get_str(r, m->u.deleted.msg, WIRE_MSG_MAX);
+		if (m->u.deleted.kind > WIRE_KIND_OTHER ||
+		    (m->u.deleted.flags & ~WIRE_DELETED_DRY) ||
+		    m->u.deleted.status > 0 ||
+		    (!m->u.deleted.path[0] && !m->u.deleted.status))
+			r->err = true;
+		break;
+	case WIRE_DELETE_END:
+		m->u.delete_end.status = (int32_t)get_u32(r);
+		m->u.delete_end.count = get_u64(r);
+		get_str(r, m->u.delete_end.msg, WIRE_MSG_MAX);
+		if (m->u.delete_end.status > 0)
+			r->err = true;
+		break;
 	case WIRE_BYE:
 		m->u.bye.files_ok = get_u64(r);
 		m->u.bye.files_failed = get_u64(r);
@@ -647,6 +690,7 @@ const char *wire_kind_name(unsigned int kind)
 {
 	return kind == WIRE_KIND_DIR	   ? "dir"
 	       : kind == WIRE_KIND_SYMLINK ? "symlink"
+	       : kind == WIRE_KIND_OTHER   ? "other"
 					   : "file";
 }
 
@@ -668,6 +712,8 @@ const char *wire_type_name(unsigned int type)
 		[WIRE_PACK_DONE] = "PACK_DONE",
 		[WIRE_SUMS] = "SUMS",
 		[WIRE_MATCH] = "MATCH",
+		[WIRE_DELETED] = "DELETED",
+		[WIRE_DELETE_END] = "DELETE_END",
 	};
 
 	return type < WIRE_TYPE_MAX && names[type] ? names[type] : "?";

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * The rdcp wire format: the 64-byte header at the start of every ring slot,
- * the 32-bit immediate of each RDMA WRITE WITH IMMEDIATE, and the control
- * messages. Everything is big-endian and encoded field by field; no struct
- * is ever cast onto a buffer. Decoders check every length and range they
- * can know and return -EPROTO on anything malformed.
+ * The rdcp wire format: the 64-byte header of every ring slot (in the
+ * ring's header area, beside the page-aligned payloads), the 32-bit
+ * immediate that comes with it, and the control messages. Everything is
+ * big-endian and encoded field by field; no struct is ever cast onto a buffer.
+ * Decoders check every length and range they can know and return -EPROTO on
+ * anything malformed.
  *
  * README.md "Wire protocol" describes the same layout for humans.
  */
@@ -15,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define WIRE_SLOT_HDR 64u    /* bytes before the payload in every slot */
+#define WIRE_SLOT_HDR 64u    /* bytes of a slot's header (cm.h CM_SLOT_HDR) */
 #define WIRE_CTRL_HDR 16u    /* bytes of every control message header */
 #define WIRE_CTRL_SIZE 8192u /* control buffer size: header + body */
 #define WIRE_CTRL_CREDITS 64u
@@ -105,6 +106,8 @@ enum wire_type {
 	WIRE_PACK_DONE,	  /* sink -> source: a packed slot's files placed */
 	WIRE_SUMS,	  /* source -> sink: --resume: its chunks' digests */
 	WIRE_MATCH,	  /* sink -> source: --resume: which of them match */
+	WIRE_DELETED,	  /* sink -> source: --delete: an entry removed */
+	WIRE_DELETE_END,  /* sink -> source: --delete: the last DELETED */
 	WIRE_TYPE_MAX,
 };
 
@@ -136,6 +139,7 @@ enum wire_hello_flags {
 	WIRE_HELLO_COMPRESS = 1 << 8,	/* chunks may come zlib-compressed */
 	WIRE_HELLO_SPARSE = 1 << 9,	/* zero chunks become holes */
 	WIRE_HELLO_DRY_RUN = 1 << 10,	/* say what would be done, do none */
+	WIRE_HELLO_DELETE = 1 << 11,	/* then remove what was not sent */
 };
 
 /* Whether the sink answers each FILE with HAVE before the data flows. */
@@ -147,6 +151,7 @@ enum wire_file_kind {
 	WIRE_KIND_FILE = 0,
 	WIRE_KIND_DIR = 1,
 	WIRE_KIND_SYMLINK = 2,
+	WIRE_KIND_OTHER = 3, /* DELETED only: a FIFO, socket or device */
 };
 
 enum wire_file_flags {
@@ -209,10 +214,11 @@ struct wire_auth {
 };
 
 struct wire_ring {
-	uint64_t addr;
+	uint64_t addr; /* slot 0's payload */
 	uint32_t rkey;
 	uint16_t slots;
-	uint32_t slot_size;
+	uint32_t slot_size; /* payload bytes per slot: the chunk size */
+	uint64_t hdr_addr;  /* slot 0's header */
 };
 
 struct wire_file {
@@ -296,6 +302,51 @@ struct wire_pack_done {
 	uint32_t count;
 };
 
+enum wire_done_flags {
+	/*
+	 * Every entry beneath the SRCs was announced: none failed, none
+	 * was skipped (a FIFO, a directory made after the copy began, ...).
+	 * Without it a --delete sink deletes nothing.
+	 */
+	WIRE_DONE_WHOLE = 1 << 0,
+};
+
+#define WIRE_DELETE_ANY UINT64_MAX /* DONE's max_delete: no limit */
+
+struct wire_done {
+	uint32_t flags;	     /* enum wire_done_flags */
+	uint64_t max_delete; /* --delete: entries the sink may remove */
+};
+
+enum wire_deleted_flags {
+	WIRE_DELETED_DRY = 1 << 0, /* --dry-run: would be removed, was not */
+};
+
+/*
+ * --delete, sink -> source (a push): an entry of DEST the source did not
+ * send, removed (status 0) or not (-errno, msg says why).
+ */
+struct wire_deleted {
+	uint8_t kind;	 /* enum wire_file_kind, WIRE_KIND_OTHER too */
+	uint8_t flags;	 /* enum wire_deleted_flags */
+	int32_t status;	 /* 0 or a negative errno */
+	char path[4096]; /* beneath DEST, as FILE names entries; with a
+			  * status, "": DEST itself could not be looked at */
+	char msg[WIRE_MSG_MAX + 1];
+};
+
+/*
+ * --delete, sink -> source (a push), after the last DELETED, before BYE:
+ * status 0 and how many entries were removed (or, dry run, would be);
+ * -E2BIG: none was, count (more than max_delete) would have been;
+ * -ECANCELED: none was looked at (a failure, a list not whole).
+ */
+struct wire_delete_end {
+	int32_t status;
+	uint64_t count;
+	char msg[WIRE_MSG_MAX + 1];
+};
+
 struct wire_bye {
 	uint64_t files_ok;
 	uint64_t files_failed;
@@ -334,6 +385,9 @@ struct wire_msg {
 		struct wire_sums sums;
 		struct wire_match match;
 		struct wire_pack_done pack_done;
+		struct wire_done done;
+		struct wire_deleted deleted;
+		struct wire_delete_end delete_end;
 	} u;
 };
 
@@ -463,7 +517,7 @@ int wire_pack_digest(uint8_t csum, const uint8_t *data, uint32_t len,
 int wire_pack_next(const uint8_t *p, size_t len, size_t *pos,
 		   struct wire_pack_rec *r) __attribute__((warn_unused_result));
 
-/* "file", "dir" or "symlink" for an enum wire_file_kind (JSON, logs). */
+/* "file", "dir", "symlink" or "other": an enum wire_file_kind (JSON, logs). */
 const char *wire_kind_name(unsigned int kind);
 
 /* Appends a path to h->paths. 0 or -ENAMETOOLONG when they are full. */

@@ -34,6 +34,8 @@ enum xfer_fail {
 	XFER_FAIL_PEER_LOST, /* the peer or the link went away mid-session */
 	XFER_FAIL_CANCELED,  /* SIGINT/SIGTERM */
 	XFER_FAIL_REMOTE_START, /* ssh failed, or no usable rdcp there */
+	/* --max-delete: more entries would have been deleted, none was */
+	XFER_FAIL_MAX_DELETE,
 };
 
 enum xfer_csum {
@@ -64,6 +66,11 @@ struct xfer_file_report {
 	bool exists;	       /* --dry-run: DEST has that name already */
 	const char *digest;    /* hex of the verified digest, or "" */
 	const char *algorithm; /* "crc32", "sha256" or "none" */
+	/*
+	 * --delete: an entry of DEST the source did not have, removed (or
+	 * with dry, would be); path: where it was (a push: beneath DEST).
+	 */
+	bool deleted;
 };
 
 struct xfer_opts {
@@ -128,6 +135,13 @@ struct xfer_opts {
 	 * skipped with a warning); a name without one is a SRC as named.
 	 */
 	bool files_from_tree;
+	/*
+	 * --delete (with recursive): once all is verified, remove from the
+	 * directories sent what the source did not have; --max-delete: if
+	 * more than max_delete entries would go, none (UINT64_MAX: any).
+	 */
+	bool delete_extra;
+	uint64_t max_delete;
 	void (*on_file)(void *arg, const struct xfer_file_report *r);
 	void *on_file_arg;
 	/*
@@ -178,6 +192,8 @@ struct xfer_stats {
 	uint64_t files_skipped; /* counted in files_ok too */
 	uint64_t files_packed;	/* files_ok that travelled in packed slots */
 	uint64_t bytes;
+	uint64_t deleted;    /* --delete: entries removed (dry run: would be) */
+	bool max_delete_hit; /* --max-delete stopped every deletion */
 	double seconds;
 	enum xfer_fail first_fail; /* verdict on the first failed file */
 	char transport[16];	   /* "rdma" or "tcp" */

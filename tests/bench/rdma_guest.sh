@@ -6,13 +6,17 @@
 # the ceiling) and rcopy (rdma-core's file copy over rsockets), on the same
 # rxe link, interleaved, REPS times. Prints one line per measurement:
 #   BENCH <name> <rep> <MB/s> [<sender cpu s> <receiver cpu s> <sender maxrss KiB>]
-# Arguments: file MiB (256), repetitions (5), rdcp chunk size (1 MiB).
+# Arguments: file MiB (256), repetitions (5), rdcp chunk size (1 MiB),
+# and optionally the name of a second rdcp build in the guest (an A/B
+# against a baseline: `BENCH_BASE=... make bench`), run in every round
+# as "rdcp_base", after rdcp in odd rounds and before it in even ones.
 # Rates are SI MB/s from the guest's clock (/proc/uptime, 10 ms), which is
 # the same clock for every contender.
 set -u
 MIB=${1:-256}
 REPS=${2:-5}
 CHUNK=${3:-1048576}
+BASE=${4:-}
 ADDR=$RDCP_GUEST_ADDR
 BYTES=$((MIB * 1048576))
 mkdir -p /tmp/b/root /tmp/b/rc
@@ -40,20 +44,22 @@ bw() { # SIZE: ib_write_bw average MB/s (perftest prints MiB/s)
 	wait
 }
 
-rdcp_run() { # REP
-	rdcp -v --listen $K --root /tmp/b/root --once \
+rdcp_run() { # REP [BINARY NAME]
+	bin=${2:-rdcp}
+	name=${3:-rdcp}
+	$bin -v --listen $K --root /tmp/b/root --once \
 		--port 7490 >/tmp/b/srv.time 2>&1 &
 	sleep 1
 	t0=$(now)
 	ok=1
-	rdcp -v $K --port 7490 --chunk-size "$CHUNK" \
+	$bin -v $K --port 7490 --chunk-size "$CHUNK" \
 		/tmp/b/src.bin "$ADDR::out.bin" >/tmp/b/cli.time 2>&1 ||
-		{ echo "# rdcp failed"; cat /tmp/b/cli.time; ok=; }
+		{ echo "# $name failed"; cat /tmp/b/cli.time; ok=; }
 	t1=$(now)
 	wait
-	cmp -s /tmp/b/src.bin /tmp/b/root/out.bin || { echo "# rdcp copy differs"; ok=; }
+	cmp -s /tmp/b/src.bin /tmp/b/root/out.bin || { echo "# $name copy differs"; ok=; }
 	[ -n "$ok" ] &&
-		echo "BENCH rdcp $1 $(rate "$t0" "$t1") $(cpu /tmp/b/cli.time) $(cpu /tmp/b/srv.time) $(maxrss /tmp/b/cli.time)"
+		echo "BENCH $name $1 $(rate "$t0" "$t1") $(cpu /tmp/b/cli.time) $(cpu /tmp/b/srv.time) $(maxrss /tmp/b/cli.time)"
 	rm -f /tmp/b/root/out.bin
 }
 
@@ -63,7 +69,7 @@ rcopy_run() { # REP
 	sleep 1
 	t0=$(now)
 	ok=1
-	rcopy /tmp/b/src.bin "$ADDR::/tmp/b/rc/out.bin" -p 7491 >/dev/null 2>&1 ||
+	rcopy /tmp/b/src.bin "$ADDR:/tmp/b/rc/out.bin" -p 7491 >/dev/null 2>&1 ||
 		{ echo "# rcopy failed"; ok=; }
 	t1=$(now)
 	kill "$srv" 2>/dev/null
@@ -77,7 +83,9 @@ rnr0=$(cat /sys/class/infiniband/rxe0/ports/1/hw_counters/rcvd_rnr_err)
 for rep in $(seq 1 "$REPS"); do
 	echo "BENCH ib_write_bw_64k $rep $(bw 65536)"
 	echo "BENCH ib_write_bw_chunk $rep $(bw "$CHUNK")"
+	[ -n "$BASE" ] && [ $((rep % 2)) -eq 0 ] && rdcp_run "$rep" "$BASE" rdcp_base
 	rdcp_run "$rep"
+	[ -n "$BASE" ] && [ $((rep % 2)) -eq 1 ] && rdcp_run "$rep" "$BASE" rdcp_base
 	rcopy_run "$rep"
 done
 

@@ -9,7 +9,10 @@
 # to build/bench/rdma.json.
 #
 #   tests/bench/run.sh BUILD_DIR
-# Environment: BENCH_MIB (file size, default 256), BENCH_REPS (default 5).
+# Environment: BENCH_MIB (file size, default 256), BENCH_REPS (default 5),
+# BENCH_BASE (another rdcp binary, e.g. main's build: run in every round
+# beside rdcp, in ABBA order, as a baseline; the ratio is printed; it must
+# take the same command line, HOST::PATH).
 set -euo pipefail
 BUILD=${1:-build}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -18,8 +21,12 @@ mkdir -p "$OUT"
 log=$OUT/rdma-guest.log
 
 "$HERE/../guest/guest.sh" prepare
-"$HERE/../guest/guest.sh" run --timeout 1800 --mem 2048 --bin "$BUILD/rdcp" \
-	"$HERE/rdma_guest.sh" "${BENCH_MIB:-256}" "${BENCH_REPS:-5}" 2>&1 | tee "$log" | grep -E '^(BENCH|#)' || true
+base=()
+[ -n "${BENCH_BASE:-}" ] && base=(--file "$BENCH_BASE:/usr/bin/rdcp_base")
+"$HERE/../guest/guest.sh" run --timeout 3600 --mem 2048 --bin "$BUILD/rdcp" \
+	"${base[@]}" "$HERE/rdma_guest.sh" "${BENCH_MIB:-256}" \
+	"${BENCH_REPS:-5}" 1048576 ${BENCH_BASE:+rdcp_base} 2>&1 |
+	tee "$log" | grep -E '^(BENCH|#)' || true
 status=${PIPESTATUS[0]}
 [ "$status" -eq 0 ] || { echo "bench: the guest run failed ($status), see $log" >&2; exit 1; }
 if grep -Eq '^# .*(failed|differs)' "$log"; then
@@ -46,7 +53,7 @@ $1 == "BENCH" {
 END {
 	w64 = median("ib_write_bw_64k"); wch = median("ib_write_bw_chunk")
 	ceil = w64 > wch ? w64 : wch
-	r = median("rdcp"); c = median("rcopy")
+	r = median("rdcp"); c = median("rcopy"); b = median("rdcp_base")
 	printf "\nSoft-RoCE guest (qemu TCG, emulated: ratios only), median of %d\n", cnt["rdcp"]
 	printf "  %-28s %10s\n", "contender", "MB/s"
 	printf "  %-28s %10.2f\n", "ib_write_bw 64 KiB", w64
@@ -55,6 +62,7 @@ END {
 	printf "  %-28s %10.2f\n", "rdcp (crc32)", r
 	printf "  rdcp / ib_write_bw best   = %.2f   (target >= 0.95)\n", ceil ? r / ceil : 0
 	printf "  rdcp / rcopy              = %.2f   (target >= 1.10)\n", c ? r / c : 0
+	if (b) printf "  rdcp / rdcp_base          = %.2f   (baseline %.2f MB/s; baseline / ib_write_bw best = %.2f)\n", r / b, b, ceil ? b / ceil : 0
 	for (i = 1; i <= ns; i++) { s += scpu[i]; t += rcpu[i] }
 	if (ns) printf "  rdcp CPU s per GiB: sender %.2f, receiver %.2f (emulated)\n",
 		s / ns * 1024 / mib, t / ns * 1024 / mib

@@ -8,9 +8,15 @@
 #   - 1 GiB file from page cache to tmpfs: rdcp (default crc32), iperf3
 #     single stream (memory to memory: the ceiling), nc, scp, rsync
 #   - 10 000 x 4 KiB files: rdcp vs tar | nc
-#   - CPU seconds per GiB (GNU time) and peak RSS for 1 GiB and 8 GiB
-#     (sparse) files
-# Prints a table; raw numbers go to BUILD/bench/tcp.json.
+#   - CPU seconds per GiB and peak RSS of each side for 1 GiB and 8 GiB
+#     (sparse) files, from the "resources:" line (getrusage) that -v ends
+#     with: those copies go to a receiver of their own (--once)
+# Prints a table; raw numbers go to BUILD/bench/tcp.json. With BENCH_BASE
+# set to another rdcp binary (say main's build), that one copies the 1 GiB
+# file too in every round, to a receiver of its own, after rdcp in odd
+# rounds and before it in even ones (ABBA: neither always follows
+# iperf3): an interleaved A/B, its ratio printed. It must take the same
+# command line (HOST::PATH for the daemon: builds since the ssh bootstrap).
 #
 #   tests/bench/tcp.sh BUILD_DIR
 set -euo pipefail
@@ -34,7 +40,7 @@ port() { PORT=$((PORT + 1)); } # sets PORT (no subshell: it must count)
 
 need=()
 for t in iperf3:iperf3 nc:netcat-openbsd scp:openssh-client \
-	/usr/sbin/sshd:openssh-server rsync:rsync /usr/bin/time:time; do
+	/usr/sbin/sshd:openssh-server rsync:rsync ss:iproute2; do
 	command -v "${t%%:*}" >/dev/null 2>&1 || need+=("${t#*:}")
 done
 if [ "${#need[@]}" -gt 0 ]; then
@@ -91,13 +97,59 @@ mkdir -p "$SHM/rdcp"
 	--port "$RDPORT" &
 RXPID=$!
 PIDS+=($RXPID)
+BASE=${BENCH_BASE:-}
+if [ -n "$BASE" ]; then
+	port; BPORT=$PORT
+	mkdir -p "$SHM/base"
+	"$BASE" --listen --no-auth -q --transport tcp --root "$SHM/base" \
+		--port "$BPORT" &
+	PIDS+=($!)
+fi
 sleep 1
 SSHOPTS=(-P "$SSHPORT" -i "$W/userkey" -o StrictHostKeyChecking=no
 	-o UserKnownHostsFile=/dev/null -o LogLevel=ERROR)
 
 rdcp_send() { # extra args...
-	/usr/bin/time -o "$W/tx.time" -f "%U %S %M" "$RDCP" --no-auth -q \
-		--transport tcp --port "$RDPORT" "$@"
+	"$RDCP" --no-auth -q --transport tcp --port "$RDPORT" "$@"
+}
+
+# rdcp -v ends with "rdcp: resources: user U s, system S s, peak RSS N MiB".
+cpu() { awk '/resources:/ { printf "%.3f", $4 + $7 }' "$1"; }
+maxrss() { # in KiB
+	awk '/resources:/ { m = $12 == "GiB" ? 1048576 : $12 == "MiB" ? 1024 : $12 == "B" ? 1 / 1024 : 1
+		printf "%d", $11 * m }' "$1"
+}
+wait_listen() { # PORT: until something listens there (5 s at most)
+	for _ in $(seq 1 50); do
+		ss -Hltn "sport = :$1" 2>/dev/null | grep -q . && return 0
+		sleep 0.1
+	done
+	return 1
+}
+# SRC NAME: one push to a receiver of its own (--once), both with -v;
+# sets ONCE_T0/ONCE_T1 and leaves their logs in W/tx.log and W/rx.log.
+rdcp_once() {
+	port
+	"$RDCP" -v --listen --once --no-auth --transport tcp \
+		--root "$SHM/rdcp" --port "$PORT" 2>"$W/rx.log" &
+	local rx=$!
+	wait_listen "$PORT" || { echo "bench: the receiver did not start" >&2; exit 1; }
+	ONCE_T0=$(now)
+	"$RDCP" -v --no-auth --transport tcp --port "$PORT" "$1" \
+		"127.0.0.1::$2" 2>"$W/tx.log"
+	ONCE_T1=$(now)
+	wait "$rx"
+}
+
+base_send() { # REP: the baseline build's copy of the same file
+	local t0 t1
+	t0=$(now)
+	"$BASE" --no-auth -q --transport tcp --port "$BPORT" "$src" \
+		"127.0.0.1::big.bin"
+	t1=$(now)
+	cmp -s "$src" "$SHM/base/big.bin" || { echo "bench: base copy differs" >&2; exit 1; }
+	rec rdcp_base "$1" "$(mbps "$BYTES" "$t0" "$t1")"
+	rm -f "$SHM/base/big.bin"
 }
 
 for rep in $(seq 1 "$REPS"); do
@@ -109,11 +161,13 @@ for rep in $(seq 1 "$REPS"); do
 	wait $! 2>/dev/null || true
 	rec iperf3 "$rep" "$(awk -v b="$bps" 'BEGIN { printf "%.1f", b / 8e6 }')"
 
-	t0=$(now); rdcp_send "$src" "127.0.0.1::big.bin"; t1=$(now)
-	read -r u s m <"$W/tx.time"
+	[ -n "$BASE" ] && [ $((rep % 2)) -eq 0 ] && base_send "$rep"
+	rdcp_once "$src" big.bin
 	cmp -s "$src" "$SHM/rdcp/big.bin" || { echo "bench: rdcp copy differs" >&2; exit 1; }
-	rec rdcp "$rep" "$(mbps "$BYTES" "$t0" "$t1")" "$u" "$s" "$m"
+	rec rdcp "$rep" "$(mbps "$BYTES" "$ONCE_T0" "$ONCE_T1")" \
+		"$(cpu "$W/tx.log")" "$(cpu "$W/rx.log")"
 	rm -f "$SHM/rdcp/big.bin"
+	[ -n "$BASE" ] && [ $((rep % 2)) -eq 1 ] && base_send "$rep"
 
 	port; p=$PORT
 	nc -l 127.0.0.1 "$p" >"$SHM/nc.bin" &
@@ -149,17 +203,13 @@ done
 for g in 1 8; do
 	truncate -s "$((g * 1024 - 1))M" "$W/sparse.bin"
 	head -c 1048576 /dev/urandom >>"$W/sparse.bin"
-	rdcp_send "$W/sparse.bin" "127.0.0.1::sparse.bin"
-	read -r u s m <"$W/tx.time"
-	rec "rss_${g}g" 1 0 0 0 "$m"
+	rdcp_once "$W/sparse.bin" sparse.bin
+	rec "rss_${g}g" 1 0 0 0 "$(maxrss "$W/tx.log")" "$(maxrss "$W/rx.log")"
 	rm -f "$W/sparse.bin" "$SHM/rdcp/sparse.bin"
 done
-# Receiver CPU from /proc (utime, stime in clock ticks) before stopping it.
-read -r ru rs < <(awk -v hz="$(getconf CLK_TCK)" '{ printf "%.2f %.2f\n", $14 / hz, $15 / hz }' "/proc/$RXPID/stat")
 kill "$RXPID"; wait "$RXPID" 2>/dev/null || true
 
-awk -v json="$OUT/tcp.json" -v mib="$MIB" -v reps="$REPS" -v ru="${ru:-0}" \
-	-v rs="${rs:-0}" '
+awk -v json="$OUT/tcp.json" -v mib="$MIB" -v reps="$REPS" '
 function median(name,   n, i, j, t, a) {
 	n = cnt[name]
 	for (i = 1; i <= n; i++) a[i] = val[name, i]
@@ -170,8 +220,8 @@ function median(name,   n, i, j, t, a) {
 }
 {
 	n = ++cnt[$1]; val[$1, n] = $3
-	if ($1 == "rdcp") { cpu += $4 + $5 }
-	if ($1 ~ /^rss_/) rss[$1] = $6
+	if ($1 == "rdcp") { val["tx", n] = $4; val["rx", n] = $5; cnt["tx"] = cnt["rx"] = n }
+	if ($1 ~ /^rss_/) { rss[$1] = $6; rssr[$1] = $7 }
 	raw = raw sprintf("%s{\"name\":\"%s\",\"rep\":%s,\"mbps\":%s}", raw == "" ? "" : ",", $1, $2, $3)
 }
 END {
@@ -181,9 +231,11 @@ END {
 	printf "  iperf3 single stream %8.1f\n  nc                   %8.1f\n  scp                  %8.1f\n  rsync (daemon)       %8.1f\n  rdcp --transport tcp %8.1f\n", i3, n, s, y, r
 	printf "  rdcp / iperf3 = %.2f (target >= 0.60)   rdcp / scp = %.2f (target >= 3)\n", i3 ? r / i3 : 0, s ? r / s : 0
 	printf "  rdcp / nc = %.2f   rdcp / rsync = %.2f\n", n ? r / n : 0, y ? r / y : 0
+	b = median("rdcp_base")
+	if (b) printf "  rdcp / rdcp_base = %.2f (baseline %.1f MB/s, baseline / nc = %.2f)\n", r / b, b, n ? b / n : 0
 	printf "  %d x 4 KiB files: rdcp %.1f MB/s, tar | nc %.1f MB/s, ratio %.2f (target >= 1)\n", '"$NSMALL"', rs_, tn, tn ? rs_ / tn : 0
-	printf "  rdcp sender CPU s per GiB: %.2f (receiver, whole bench: %.2f s)\n", cnt["rdcp"] ? cpu / cnt["rdcp"] * 1024 / mib : 0, ru + rs
-	printf "  sender peak RSS: 1 GiB file %s KiB, 8 GiB file %s KiB\n", rss["rss_1g"], rss["rss_8g"]
+	printf "  rdcp CPU s per GiB (median): sender %.2f, receiver %.2f\n", median("tx") * 1024 / mib, median("rx") * 1024 / mib
+	printf "  peak RSS KiB, 1 GiB file: sender %s receiver %s; 8 GiB sparse: sender %s receiver %s\n", rss["rss_1g"], rssr["rss_1g"], rss["rss_8g"], rssr["rss_8g"]
 	printf "{\"tcp\":{\"iperf3\":%s,\"rdcp\":%s,\"nc\":%s,\"scp\":%s,\"rsync\":%s,\"rdcp_small\":%s,\"tar_nc\":%s,\"raw\":[%s]}}\n",
 		i3, r, n, s, y, rs_, tn, raw > json
 }' "$RAW"

@@ -81,6 +81,10 @@ expect_fail "--files-from a missing file" 6 --no-auth --files-from="$T/none" a h
 expect_fail "--require-encrypt on a copy without --encrypt" 2 --require-encrypt a h:
 expect_fail "--require-encrypt on a pull without --encrypt" 2 --require-encrypt h:a .
 expect_fail "--require-encrypt with --no-auth" 2 --require-encrypt --no-auth --listen
+expect_fail "--delete without -r" 2 --delete a h:
+expect_fail "--delete with --files-from" 2 -r --delete --files-from=l a h:
+expect_fail "--max-delete without --delete" 2 -r --max-delete=3 a h:
+expect_fail "bad --max-delete" 2 -r --delete --max-delete=-1 a h:
 expect_fail "bad --retry" 2 --retry=-1 a h:
 expect_fail "--retry beyond 10000" 2 --retry 10001 a h:
 expect_fail "bad --retry-wait" 2 --retry-wait 1s a h:
@@ -181,6 +185,8 @@ grep -q "rdcp.conf:6: unknown option 'prot'" "$T/e" && ok "  ... as FILE:LINE" |
 printf 'port 0\n' >"$T/cfg/rdcp/rdcp.conf"
 expect_fail "rdcp.conf: a bad value, its line named" 2 "$T/src/small" h:
 grep -q "rdcp.conf:1: --port: '0'" "$T/e" && ok "  ... as FILE:LINE" || nok "  ... as FILE:LINE" "$(cat "$T/e")"
+printf 'delete\n' >"$T/cfg/rdcp/rdcp.conf"
+expect_fail "rdcp.conf: delete is no default" 2 -r "$T/src" h:
 printf 'retry 2\nretry-wait = 0.1\n' >"$T/cfg/rdcp/rdcp.conf"
 "$RDCP" --json --transport tcp --port $((PORT + 1)) "$T/src/small" 127.0.0.1:: >"$T/rc.json" 2>"$T/rc.err"
 RC=$?

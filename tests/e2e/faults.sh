@@ -200,7 +200,7 @@ s_keys() {
 # Issue #16 items 11 and 13: a malicious server (resume_peer.py, which
 # starts the pulling `rdcp --resume --no-auth` client itself) tries to
 # read a 107-byte key under DEST through the resume answers, and claims a
-# 504 GiB sparse file in 4032-byte chunks. The key must stay as it was.
+# 504 GiB sparse file in 4096-byte chunks. The key must stay as it was.
 s_resumepeer() {
 	local m name
 	rm -rf rp
@@ -212,7 +212,7 @@ s_resumepeer() {
 		case $m in
 		oracle) t_begin "--resume pull, malicious server: HAVE and MATCH say one bit, no prefix, once a name" ;;
 		guess) t_begin "--resume pull, malicious server: only the whole file's exact digest matches" ;;
-		claim) t_begin "--resume pull of a claimed 504 GiB sparse file in 4032-byte chunks: the client stays small" ;;
+		claim) t_begin "--resume pull of a claimed 504 GiB sparse file in 4096-byte chunks: the client stays small" ;;
 		esac
 		name=id_key
 		[ "$m" != claim ] || name=huge

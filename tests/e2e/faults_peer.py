@@ -130,7 +130,7 @@ def read_frame(s):
             b += c
         return b
     op, n, _, _ = struct.unpack(">B3xIII", full(16))
-    return op, full(n)
+    return op, full(n + (64 if op == FR_WRITE else 0))
 
 
 def send_quiet(s, data):

@@ -132,9 +132,11 @@ class Mitm:
         return 0 if self.role == 1 else 1
 
     def out(self, d, frame_op, payload, imm=0, slot=0):
-        self.socks[1 - d].sendall(struct.pack(">B3xIII", frame_op,
-                                              len(payload), imm, slot) +
-                                  payload)
+        # A WRITE's payload: the 64-byte slot header, then the slot's
+        # payload, which alone the frame's len counts.
+        n = len(payload) - (64 if frame_op == FR_WRITE else 0)
+        self.socks[1 - d].sendall(struct.pack(">B3xIII", frame_op, n, imm,
+                                              slot) + payload)
 
     def send_ctrl(self, d, msg, injected=False):
         self.ctrl[d].deliver(injected)
@@ -275,11 +277,11 @@ class Mitm:
             self.socks[1 - d].sendall(full(24))
             while True:
                 op, n, imm, slot = struct.unpack(">B3xIII", full(16))
-                payload = full(n)
+                payload = full(n + (64 if op == FR_WRITE else 0))
                 with self.lock:
                     if op == FR_SEND and n >= 16:
                         self.on_ctrl(d, payload)
-                    elif op == FR_WRITE and n >= 64:
+                    elif op == FR_WRITE:
                         self.on_write(d, payload, imm, slot)
                     else:
                         self.out(d, op, payload, imm, slot)

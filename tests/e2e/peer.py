@@ -114,7 +114,7 @@ class Session:
 
     @property
     def chunk(self):
-        return self.conn.slot_size - SLOT_HDR
+        return self.conn.slot_size
 
     def close(self):
         if self.conn:
@@ -261,8 +261,10 @@ class Session:
         if not skip:
             self.send_end(e, self.send_chunks(e))
 
-    def done(self):
-        self.conn.send(Msg(DONE))
+    def done(self, whole=True):
+        """DONE: every entry was sent (whole), as the real source says."""
+        self.conn.send(Msg(DONE, flags=DONE_WHOLE if whole else 0,
+                           max_delete=DELETE_ANY))
 
     def run_source(self, entries, wait_bye=True):
         """Sends every entry, waits for a result for each, DONE, BYE."""
@@ -369,7 +371,7 @@ class Client(Session):
 
     def connect(self, slots=8, chunk=65536, **pd):
         self.conn = Conn.connect(self.host, self.port, self.timeout,
-                                 slots=slots, slot_size=chunk + SLOT_HDR, **pd)
+                                 slots=slots, slot_size=chunk, **pd)
         return self
 
     def handshake(self, role, paths, csum=CSUM_CRC32, flags=0, level=0,

@@ -25,17 +25,21 @@ CTRL_SIZE, CTRL_CREDITS, SLOT_HDR = 8192, 64, 64
 FR_SEND, FR_WRITE = 1, 2
 KEEPALIVE_S = 1.0
 (HELLO, WELCOME, RING, FILE, FILE_END, FILE_RESULT, DONE, BYE, ERROR, CREDIT,
- AUTH, HAVE, PACK_DONE, SUMS, MATCH) = range(1, 16)
+ AUTH, HAVE, PACK_DONE, SUMS, MATCH, DELETED, DELETE_END) = range(1, 18)
 NAMES = dict(enumerate("HELLO WELCOME RING FILE FILE_END FILE_RESULT DONE BYE "
-                       "ERROR CREDIT AUTH HAVE PACK_DONE SUMS MATCH".split(),
+                       "ERROR CREDIT AUTH HAVE PACK_DONE SUMS MATCH DELETED "
+                       "DELETE_END".split(),
                        1))
 PUSH, PULL = 1, 2
 CSUM_NONE, CSUM_CRC32, CSUM_SHA256 = 0, 1, 2
 FEAT_AUTH, FEAT_PACK = 1, 2
 (F_FSYNC, F_DEST_DIR, F_RECURSIVE, F_PRESERVE, F_RESUME, F_NO_CLOBBER,
  F_UPDATE, F_ENCRYPT, F_COMPRESS, F_SPARSE) = (1 << i for i in range(10))
+F_DRY_RUN, F_DELETE = 1 << 10, 1 << 11
 F_ASK = F_RESUME | F_NO_CLOBBER | F_UPDATE  # the sink answers FILE with HAVE
-KIND_FILE, KIND_DIR, KIND_SYMLINK = 0, 1, 2
+KIND_FILE, KIND_DIR, KIND_SYMLINK, KIND_OTHER = 0, 1, 2, 3  # OTHER: DELETED
+DONE_WHOLE, DELETE_ANY = 1, (1 << 64) - 1  # DONE's flags, max_delete
+DELETED_DRY = 1
 FILE_SPARSE = 1
 END_ABORT = 1
 RESULT_SKIPPED = 1
@@ -43,7 +47,7 @@ HAVE_SKIP, HAVE_SUMS = 2, 4
 SUMS_MAX, SUM_LEN = 256, 16  # digests per SUMS (bits per MATCH), bytes each
 SLOT_PACKED, SLOT_COMPRESSED, SLOT_ENCRYPTED = 1, 2, 4
 PACK_ABORT = 1
-EBADMSG, EPROTO, ECANCELED = 74, 71, 125
+EBADMSG, EPROTO, ECANCELED, E2BIG = 74, 71, 125, 7
 
 
 class PeerError(Exception):
@@ -216,7 +220,8 @@ SPEC = {
             ("nfilters", "H"), ("filters", "paths")],
     WELCOME: [("status", "i"), ("features", "I"), ("nonce", "32s"),
               ("mac", "32s"), ("message", "str")],
-    RING: [("addr", "Q"), ("rkey", "I"), ("slots", "H"), ("slot_size", "I")],
+    RING: [("addr", "Q"), ("rkey", "I"), ("slots", "H"), ("slot_size", "I"),
+           ("hdr_addr", "Q")],
     FILE: [("file_id", "I"), ("kind", "B"), ("flags", "I"), ("size", "Q"),
            ("mode", "I"), ("mtime", "q"), ("mtime_ns", "I"), ("atime", "q"),
            ("atime_ns", "I"), ("path", "str"), ("link", "str")],
@@ -225,7 +230,7 @@ SPEC = {
                ("message", "str")],
     FILE_RESULT: [("file_id", "I"), ("status", "i"), ("flags", "I"),
                   ("sent", "Q"), ("digest", "dig"), ("message", "str")],
-    DONE: [],
+    DONE: [("flags", "I"), ("max_delete", "Q")],
     BYE: [("files_ok", "Q"), ("files_failed", "Q"), ("bytes", "Q")],
     ERROR: [("status", "i"), ("klass", "I"), ("message", "str")],
     CREDIT: [],
@@ -234,6 +239,9 @@ SPEC = {
     PACK_DONE: [("first_id", "I"), ("count", "I")],
     SUMS: [("file_id", "I"), ("first", "Q"), ("sums", "sums")],
     MATCH: [("file_id", "I"), ("first", "Q"), ("bits", "bits")],
+    DELETED: [("kind", "B"), ("flags", "B"), ("status", "i"), ("path", "str"),
+              ("message", "str")],
+    DELETE_END: [("status", "i"), ("count", "Q"), ("message", "str")],
 }
 _VAR = {"str": b"", "dig": b"", "paths": b"", "sums": (), "bits": ()}
 
@@ -343,7 +351,9 @@ def slot_hdr(seq, file_id, length, offset, crc, flags=0, raw_len=None,
 
 
 def parse_slot(buf):
-    """(dict of the header's fields, payload); PeerError on a bad CRC."""
+    """(dict of the header's fields, payload) of slot bytes (the header,
+    then the payload, as a WRITE frame carries them); PeerError on a bad
+    CRC."""
     if len(buf) < SLOT_HDR or buf[60:64] != struct.pack(">I", crc32(buf[:60])):
         raise PeerError("bad slot header")
     f = struct.unpack_from(SLOT_FMT, buf)
@@ -396,7 +406,7 @@ def parse_pack(payload, count):
 
 # ---------------------------------------------------------------- transport
 
-def pd_encode(status=0, slots=4, slot_size=65536 + SLOT_HDR,
+def pd_encode(status=0, slots=4, slot_size=65536,
               ctrl_size=CTRL_SIZE, credits=CTRL_CREDITS, magic=MAGIC,
               version=VERSION):
     """The 24-byte connect private data (cm/common.c)."""
@@ -412,8 +422,12 @@ def pd_decode(b):
 
 
 def frame(op, payload, imm=0, slot=0, length=None):
-    """One cm/tcp.c frame: op u8, 3 zero bytes, len, imm, slot, payload."""
+    """One cm/tcp.c frame: op u8, 3 zero bytes, len, imm, slot, payload.
+    A WRITE's payload is the 64-byte slot header and then the slot's
+    payload: its len counts the latter only."""
     n = len(payload) if length is None else length
+    if op == FR_WRITE and length is None:
+        n = max(n - SLOT_HDR, 0)
     return struct.pack(">B3xIII", op, n, imm, slot) + payload
 
 
@@ -489,11 +503,14 @@ class Conn:
         self.last_tx = time.monotonic()
 
     def recv_frame(self, timeout):
-        """(op, imm, slot, payload) of the next frame, None at timeout."""
+        """(op, imm, slot, payload) of the next frame, None at timeout; a
+        WRITE's payload is its slot header and then the slot's payload."""
         deadline = time.monotonic() + timeout
         while True:
             if len(self.rbuf) >= 16:
                 op, n, im, sl = struct.unpack_from(">B3xIII", self.rbuf)
+                if op == FR_WRITE:
+                    n += SLOT_HDR
                 if len(self.rbuf) >= 16 + n:
                     data = bytes(self.rbuf[16:16 + n])
                     del self.rbuf[:16 + n]

@@ -23,9 +23,9 @@
 #   (one chunk) and the right digest of the whole content: the bit is 1
 #   (so oracle's 0 is not a wrong digest formula). One guess of a whole
 #   chunk per name and session, as the README says.
-# MODE claim: the server forces 4032-byte chunks and announces NAME as a
-#   sparse file of 504 GiB. The client must answer at once, and its peak
-#   virtual size (VmPeak) stay under 256 MiB.
+# MODE claim: the server forces 4096-byte chunks (the smallest) and
+#   announces NAME as a sparse file of 504 GiB. The client must answer at
+#   once, and its peak virtual size (VmPeak) stay under 256 MiB.
 import os
 import subprocess
 import sys
@@ -132,7 +132,7 @@ def main():
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         if mode == "claim":
-            srv.accept(slot_size=4032 + 64)
+            srv.accept(slot_size=4096)
         else:
             srv.accept()
         srv.handshake()

@@ -169,7 +169,7 @@ for sc in "$@"; do
 		names=${sc#single}
 		names=${names#:}
 		# shellcheck disable=SC2086 # a word list
-		run_guest single s --timeout 300 --mem 1536 "${common[@]}" \
+		run_guest single s --timeout 600 --mem 1536 "${common[@]}" \
 			"$HERE/scenarios.sh" ${names//,/ } ;;
 	rxhost)
 		# The ssh checks first, in the same boot (b only runs sshd).

@@ -1534,9 +1534,13 @@ listing() { (cd "$1" && find . -mindepth 1 | sort | tr '\n' ' '); }
 #     --files-from a file and, -0, from a pipe of 3000 names; a listed
 #     name outside SRC refused; --manifest checked by sha256sum -c and
 #     against --json's digests; --dry-run on a push and a pull, nothing
-#     made or changed.
+#     made or changed; --delete mirrors on a push and a pull (nested extra
+#     files, directories and symlinks gone, a symlink to outside removed
+#     as a link, excluded names and entries beside the tree kept),
+#     --dry-run --delete, the --max-delete brake (exit 13), a run with a
+#     corrupted chunk that deletes nothing, --json's file_deleted events.
 s_script() {
-	rm -rf src/scr rx/scr got
+	rm -rf src/scr rx/scr got src/mir "$W/outside"
 	mkdir -p src/scr/build src/scr/sub rx/scr got
 	for f in a.c a.o keep.o build/x.c sub/b.c sub/b.o sub/build top sub/top; do
 		echo "$f" >"src/scr/$f"
@@ -1676,6 +1680,8 @@ s_script() {
 		[ "$(jget "$W/tx-scr11.log" summary dry_run)" = true ] || t_fail "summary without dry_run"
 		t_log "$W/tx-scr11.log" "$W/rx-scr.log"
 		t_end
+
+		script_delete
 		term_rx
 	else
 		t_begin "script: receiver starts"
@@ -1684,7 +1690,98 @@ s_script() {
 		t_end
 		kill -9 "$RX" 2>/dev/null
 	fi
-	rm -rf src/scr rx/scr got
+	rm -rf src/scr rx/scr got src/mir "$W/outside"
+}
+
+# The --delete part of s_script, against its receiver (root rx/scr, port
+# P): src/mir mirrored to rx/scr/mir/mir, and back into got/mir.
+script_delete() {
+	_mw="./a ./sub ./sub/b ./sub/deeper ./sub/deeper/c ./sub/notes.keep "
+	_mo="./d ./d/f ./secret "
+	mkdir -p src/mir/sub/deeper "$W/outside/d" got
+	echo a >src/mir/a
+	echo b >src/mir/sub/b
+	echo c >src/mir/sub/deeper/c
+	echo secret >"$W/outside/secret"
+	echo f >"$W/outside/d/f"
+	t_begin "--delete push: nested extra files, dirs, symlinks gone; excluded, outside, beside kept"
+	send "$W/tx-del0.log" --port $P -r src/mir "$ADDR::mir/"
+	_d=rx/scr/mir/mir
+	mkdir -p $_d/old/older $_d/sub/gone
+	for f in x sub/y old/older/z sub/gone/g; do echo "$f" >"$_d/$f"; done
+	echo excluded >$_d/sub/notes.keep
+	ln -s "$W/outside" $_d/sub/out # a directory outside the root
+	ln -s "$W/outside/secret" $_d/lnfile
+	echo beside >rx/scr/mir/beside
+	send "$W/tx-del1.log" --port $P -r --delete --exclude='*.keep' src/mir "$ADDR::mir/"
+	[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
+	[ "$(listing $_d)" = "$_mw" ] || t_fail "got: $(listing $_d)"
+	[ -f rx/scr/mir/beside ] || t_fail "DEST's own entry 'beside' deleted"
+	[ "$(listing "$W/outside")" = "$_mo" ] || t_fail "outside: $(listing "$W/outside")"
+	grep -q ', deleted 9, retries' "$W/tx-del1.log" || t_fail "no 'deleted 9' in the summary"
+	t_log "$W/tx-del1.log" "$W/rx-scr.log"
+	t_end
+
+	t_begin "--delete pull: this side deletes what the receiver's tree lacks, no symlink followed"
+	mkdir -p got/mir/old
+	echo x >got/mir/x
+	echo o >got/mir/old/o
+	ln -s "$W/outside" got/mir/out
+	echo mine >got/beside
+	send "$W/tx-del2.log" --port $P -r --delete "$ADDR::mir/mir" got/
+	[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
+	[ "$(listing got/mir)" = "$_mw" ] || t_fail "got: $(listing got/mir)"
+	[ -f got/beside ] || t_fail "DEST's own entry 'beside' deleted"
+	[ "$(listing "$W/outside")" = "$_mo" ] || t_fail "outside: $(listing "$W/outside")"
+	t_log "$W/tx-del2.log" "$W/rx-scr.log"
+	t_end
+
+	t_begin "--dry-run --delete: lists exactly what would go, changes nothing"
+	echo x2 >$_d/x2
+	mkdir -p $_d/d2
+	echo y >$_d/d2/y
+	sums rx/scr/mir >"$W/del-before"
+	send "$W/tx-del3.log" --port $P -r --delete --dry-run --exclude='*.keep' src/mir "$ADDR::mir/"
+	[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
+	sums rx/scr/mir >"$W/del-after"
+	cmp -s "$W/del-before" "$W/del-after" || t_fail "the receiver's tree changed"
+	[ "$(grep '^delete ' "$W/tx-del3.log" | tr '\n' ' ')" = "delete   mir/d2/y delete   mir/d2/ delete   mir/x2 " ] ||
+		t_fail "delete lines: $(grep '^delete ' "$W/tx-del3.log" | tr '\n' ' ')"
+	grep -q ', would delete 3, retries' "$W/tx-del3.log" || t_fail "no 'would delete 3'"
+	t_log "$W/tx-del3.log" "$W/rx-scr.log"
+	t_end
+
+	t_begin "--max-delete: more would go, so nothing is deleted (exit 13)"
+	send "$W/tx-del4.log" --port $P -r --delete --max-delete=2 --exclude='*.keep' src/mir "$ADDR::mir/"
+	[ "$SRC" = 13 ] || t_fail "exit $SRC, want 13"
+	grep -q '3 entries would go, more than --max-delete 2' "$W/tx-del4.log" || t_fail "no line naming the brake"
+	[ -f $_d/x2 ] && [ -f $_d/d2/y ] || t_fail "deleted despite the brake"
+	t_log "$W/tx-del4.log" "$W/rx-scr.log"
+	t_end
+
+	t_begin "--delete with a file that fails (a chunk corrupted): nothing deleted, exit 9"
+	mkrand src/mir/big $((3 * 65536 + 7))
+	RDCP_TEST_CORRUPT_CHUNK=1 timeout -s KILL 60 rdcp-hooks --port $P --chunk-size 64K \
+		-r --delete --exclude='*.keep' src/mir "$ADDR::mir/" >"$W/tx-del5.log" 2>&1
+	SRC=$?
+	[ "$SRC" = 9 ] || t_fail "exit $SRC, want 9"
+	[ -f $_d/x2 ] && [ -f $_d/d2/y ] || t_fail "deleted after a failed file"
+	grep -q 'nothing deleted' "$W/tx-del5.log" || t_fail "no 'nothing deleted'"
+	rm -f src/mir/big $_d/big
+	no_temp rx/scr/mir
+	t_log "$W/tx-del5.log" "$W/rx-scr.log"
+	t_end
+
+	t_begin "--delete --json: a file_deleted event per entry, deleted in the summary"
+	send "$W/tx-del6.log" --port $P -r --delete --json --exclude='*.keep' src/mir "$ADDR::mir/"
+	[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
+	[ "$(grep -c '"event":"file_deleted"' "$W/tx-del6.log")" = 3 ] || t_fail "not 3 file_deleted events"
+	grep -q '"event":"file_deleted","path":"mir/d2","type":"dir","status":"ok"' "$W/tx-del6.log" ||
+		t_fail "no file_deleted for mir/d2"
+	[ "$(jget "$W/tx-del6.log" summary deleted)" = 3 ] || t_fail "summary deleted '$(jget "$W/tx-del6.log" summary deleted)'"
+	[ "$(listing $_d)" = "$_mw" ] || t_fail "got: $(listing $_d)"
+	t_log "$W/tx-del6.log" "$W/rx-scr.log"
+	t_end
 }
 
 # 29. --retry: one invocation gets past a receiver killed mid-copy and

@@ -164,6 +164,24 @@ no_temp "$T/dst/cut" 10
 t_log "$T/cut.log"
 t_end
 
+t_begin "--delete over ssh: a mirror, extras removed beneath DEST only, --dry-run first"
+rm -rf "$T/dst/mir"; mkdir -p "$T/dst/mir/tree/old" "$T/dst/mir/keep"
+echo x >"$T/dst/mir/tree/old/x"
+echo y >"$T/dst/mir/tree/extra"
+echo z >"$T/dst/mir/keep/z"
+run_bounded 60 "$T/mir0.log" r -r --delete --dry-run "$T/src/tree" "127.0.0.1:$T/dst/mir/"
+[ "$SRC" = 0 ] || t_fail "dry run exit $SRC"
+[ -e "$T/dst/mir/tree/extra" ] || t_fail "the dry run deleted"
+grep -q "^delete .*extra" "$T/mir0.log" || t_fail "the dry run does not list extra"
+run_bounded 60 "$T/mir.log" r -r --delete "$T/src/tree" "127.0.0.1:$T/dst/mir/"
+[ "$SRC" = 0 ] || t_fail "exit $SRC"
+[ -e "$T/dst/mir/tree/extra" ] && t_fail "extra not deleted"
+[ -e "$T/dst/mir/tree/old" ] && t_fail "old/ not deleted"
+[ -e "$T/dst/mir/keep/z" ] || t_fail "deleted outside the directory sent"
+diff -r --no-dereference "$T/src/tree" "$T/dst/mir/tree" >/dev/null || t_fail "not a mirror"
+t_log "$T/mir0.log" "$T/mir.log"
+t_end
+
 t_begin "remote to remote: h1:SRC h2:DEST, --json relayed, filters applied there"
 rm -rf "$T/dst/r2r"
 run_bounded 60 "$T/r2r.log" r --json -r --exclude 'c' "127.0.0.1:$T/src/tree" "127.0.0.1:$T/dst/r2r/"

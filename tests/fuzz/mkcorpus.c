@@ -282,7 +282,8 @@ static void wire_seeds(void)
 	m.u.ring.addr = 0x7f1234560000ull;
 	m.u.ring.rkey = 0xdeadbeef;
 	m.u.ring.slots = 64;
-	m.u.ring.slot_size = (1 << 20) + WIRE_SLOT_HDR;
+	m.u.ring.slot_size = 1 << 20;
+	m.u.ring.hdr_addr = 0x7f1234460000ull;
 	msg("ring", &m, buf);
 
 	memset(&m, 0, sizeof(m));
@@ -379,7 +380,27 @@ static void wire_seeds(void)
 	m.type = WIRE_DONE;
 	m.ctrl_ack = 10;
 	m.slot_ack = 118;
+	m.u.done.flags = WIRE_DONE_WHOLE;
+	m.u.done.max_delete = WIRE_DELETE_ANY;
 	msg("done", &m, buf);
+
+	memset(&m, 0, sizeof(m));
+	m.type = WIRE_DELETED;
+	m.u.deleted.kind = WIRE_KIND_SYMLINK;
+	strcpy(m.u.deleted.path, "tree/old/link");
+	msg("deleted", &m, buf);
+	m.u.deleted.kind = WIRE_KIND_DIR;
+	m.u.deleted.flags = WIRE_DELETED_DRY;
+	m.u.deleted.status = -EBUSY;
+	strcpy(m.u.deleted.path, "tree/mnt");
+	strcpy(m.u.deleted.msg, "cannot delete 'tree/mnt': a mount point");
+	msg("deleted-failed", &m, buf);
+	memset(&m, 0, sizeof(m));
+	m.type = WIRE_DELETE_END;
+	m.u.delete_end.status = -E2BIG;
+	m.u.delete_end.count = 1000;
+	strcpy(m.u.delete_end.msg, "nothing deleted: 1000 entries would go");
+	msg("delete-end", &m, buf);
 
 	memset(&m, 0, sizeof(m));
 	m.type = WIRE_BYE;

@@ -6,11 +6,14 @@
  * due (at once, or later with the delay fault) by whichever thread polls,
  * posts or waits next. Delivery does what the responder's HCA would: take
  * the oldest posted receive (none: an RNR breach), copy the tx buffer into
- * that rx buffer or the staging buffer into the ring slot (both read only
- * now, so a sender that reuses a buffer before its completion is caught by
- * the checksums), queue the receive completion and, for a signalled WR,
+ * that rx buffer, or the staging buffer and its header into the ring slot
+ * and its header (all read only now, so a sender that reuses a buffer
+ * before its completion is caught by the checksums), queue the receive
+ * completion and, for a signalled WR,
  * the sender's SEND_DONE. The send queue holds a WR until a completion at
- * or after it was polled, as with selective signalling on real hardware.
+ * or after it was polled, as with selective signalling on real hardware;
+ * a write is two WRs there, as in verbs.c (the payload, unsignalled, then
+ * the header with the immediate), and a QP in error flushes both.
  * Completion notification follows ibv_req_notify_cq(): only an armed side
  * is woken (through its eventfd), and only by a completion queued after it
  * armed; the peer's destroy always wakes it.
@@ -40,7 +43,8 @@ struct mc_op {
 	uint32_t imm;
 	bool signaled;
 	uint64_t wr_id;
-	uint64_t wr_seq; /* position in the sender's send queue */
+	uint64_t wr_seq; /* position in the sender's send queue (its last WR) */
+	unsigned int nwr; /* send queue entries: 2 for a write */
 	uint64_t due_ns;
 };
 
@@ -191,10 +195,20 @@ static void qp_fail(struct mc_side *s, const struct mc_op *op)
 		.id = op->wr_id,
 	};
 
-	cq_push(s, &s->scq, &ev, op->wr_seq);
+	/* A write's payload fails; its header, the WR after it, flushes. */
+	cq_push(s, &s->scq, &ev, op->wr_seq - (op->nwr - 1));
+	if (op->nwr > 1)
+		flush_completion(s, CM_EV_SEND_DONE, op->wr_id, op->wr_seq);
 	snprintf(s->base.err, sizeof(s->base.err), "%s",
 		 p->f.fatal_why ? p->f.fatal_why : "memconn: fatal completion");
 	qp_error(s);
+}
+
+/* Flushes every WR of op (a write's payload, then its header). */
+static void flush_op(struct mc_side *s, const struct mc_op *op)
+{
+	for (unsigned int i = op->nwr; i-- > 0;)
+		flush_completion(s, CM_EV_SEND_DONE, op->wr_id, op->wr_seq - i);
 }
 
 /* s's QP goes to error: every WR still queued, every receive, flushed. */
@@ -207,7 +221,7 @@ static void qp_error(struct mc_side *s)
 		struct mc_op *o = s->out_head;
 
 		s->out_head = o->next;
-		flush_completion(s, CM_EV_SEND_DONE, o->wr_id, o->wr_seq);
+		flush_op(s, o);
 		free(o);
 	}
 	s->out_tail = NULL;
@@ -242,7 +256,8 @@ static void deliver(struct mc_side *s, struct mc_op *op)
 		return;
 	}
 	if (op->kind == OP_WRITE &&
-	    (!r->base.ring || s->peer_ring.addr != (uintptr_t)r->base.ring)) {
+	    (!r->base.ring || s->peer_ring.addr != (uintptr_t)r->base.ring ||
+	     s->peer_ring.hdr_addr != (uintptr_t)r->base.ring_hdr)) {
 		p->st.no_ring++;
 		send_done(s, op, -EPROTO);
 		return;
@@ -270,14 +285,15 @@ static void deliver(struct mc_side *s, struct mc_op *op)
 		uint8_t *dst = cm_slot(&r->base, op->slot);
 
 		memcpy(dst, cm_stage(&s->base, op->buf), op->len);
+		memcpy(cm_slot_hdr(&r->base, op->slot),
+		       cm_stage_hdr(&s->base, op->buf), CM_SLOT_HDR);
 		ev.type = CM_EV_DATA;
+		ev.len = CM_SLOT_HDR;
 		ev.imm = op->imm;
 		p->st.writes++;
-		p->st.write_bytes += op->len;
-		if (p->st.writes == p->f.corrupt_write &&
-		    op->len > WIRE_SLOT_HDR) {
-			dst[WIRE_SLOT_HDR + (op->len - WIRE_SLOT_HDR) / 2] ^=
-				0x5a;
+		p->st.write_bytes += CM_SLOT_HDR + op->len;
+		if (p->st.writes == p->f.corrupt_write && op->len) {
+			dst[op->len / 2] ^= 0x5a;
 			p->st.corrupted++;
 		}
 	}
@@ -331,7 +347,9 @@ static int enqueue(struct mc_side *s, struct mc_op *proto)
 	struct mc_op *op;
 	uint64_t due = clock_now_ns();
 
-	if (s->sq_posted - s->sq_retired >= s->sdepth) {
+	unsigned int nwr = proto->kind == OP_WRITE ? 2 : 1;
+
+	if (s->sq_posted - s->sq_retired + nwr > s->sdepth) {
 		p->st.sq_overflow++;
 		return -ENOMEM;
 	}
@@ -340,10 +358,12 @@ static int enqueue(struct mc_side *s, struct mc_op *proto)
 		return -ENOMEM;
 	*op = *proto;
 	op->next = NULL;
-	op->wr_seq = s->sq_posted++;
+	op->nwr = nwr;
+	s->sq_posted += nwr;
+	op->wr_seq = s->sq_posted - 1;
 	if (s->qp_err) {
 		/* As ibv_post_send() on a QP in error: flushed at once. */
-		flush_completion(s, CM_EV_SEND_DONE, op->wr_id, op->wr_seq);
+		flush_op(s, op);
 		free(op);
 		return 0;
 	}
@@ -430,7 +450,7 @@ static int mc_post_write(struct cm_conn *c, unsigned int stage, uint32_t len,
 		s->p->st.no_ring++;
 		rc = -EINVAL;
 	} else if (stage >= c->geom.slots || slot >= c->geom.slots ||
-		   len == 0 || len > c->geom.slot_size) {
+		   len > c->geom.slot_size) {
 		s->p->st.bad_post++;
 		rc = -EINVAL;
 	} else {
@@ -543,18 +563,34 @@ static int mc_wait(struct cm_conn *c, int extra_fd, int timeout_ms)
 	return 0;
 }
 
+/* Payloads page aligned, headers after them, as cm_area_alloc() lays out. */
+static uint8_t *area_alloc(const struct cm_geom *g, uint8_t **hdr)
+{
+	size_t data = (size_t)g->slots * g->slot_size;
+	size_t len = data + (((size_t)g->slots * CM_SLOT_HDR + 4095) & ~4095ul);
+	uint8_t *p = aligned_alloc(4096, len);
+
+	if (p) {
+		memset(p, 0, len);
+		*hdr = p + data;
+	}
+	return p;
+}
+
 static int mc_ring_create(struct cm_conn *c, struct cm_ring_desc *desc)
 {
 	struct mc_side *s = to_side(c);
-	uint8_t *ring = calloc(c->geom.slots, c->geom.slot_size);
+	uint8_t *hdr, *ring = area_alloc(&c->geom, &hdr);
 
 	if (!ring)
 		return -ENOMEM;
 	pthread_mutex_lock(&s->p->lock);
 	free(c->ring);
 	c->ring = ring;
+	c->ring_hdr = hdr;
 	pthread_mutex_unlock(&s->p->lock);
 	desc->addr = (uintptr_t)ring;
+	desc->hdr_addr = (uintptr_t)hdr;
 	desc->rkey = 0x4d454d43u; /* "MEMC" */
 	return 0;
 }
@@ -562,13 +598,14 @@ static int mc_ring_create(struct cm_conn *c, struct cm_ring_desc *desc)
 static int mc_stage_create(struct cm_conn *c, const struct cm_ring_desc *peer)
 {
 	struct mc_side *s = to_side(c);
-	uint8_t *stage = calloc(c->geom.slots, c->geom.slot_size);
+	uint8_t *hdr, *stage = area_alloc(&c->geom, &hdr);
 
 	if (!stage)
 		return -ENOMEM;
 	pthread_mutex_lock(&s->p->lock);
 	free(c->stage);
 	c->stage = stage;
+	c->stage_hdr = hdr;
 	s->peer_ring = *peer;
 	pthread_mutex_unlock(&s->p->lock);
 	return 0;
@@ -582,6 +619,7 @@ static void side_free(struct mc_side *s)
 	free(s->base.ring);
 	free(s->base.stage);
 	s->base.tx = s->base.rx = s->base.ring = s->base.stage = NULL;
+	s->base.ring_hdr = s->base.stage_hdr = NULL;
 	free(s->rq);
 	free(s->rx_posted);
 	free(s->rcq.e);
@@ -667,7 +705,7 @@ int memconn_pair(const struct cm_geom *g, const struct memconn_faults *faults,
 	struct mc_pair *p;
 
 	if (!g->slots || !g->ctrl_credits || g->ctrl_size < WIRE_CTRL_HDR ||
-	    g->slot_size <= WIRE_SLOT_HDR)
+	    g->slot_size < 4096 || (g->slot_size & (g->slot_size - 1)))
 		return -EINVAL;
 	p = calloc(1, sizeof(*p));
 	if (!p)

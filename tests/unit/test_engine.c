@@ -182,7 +182,7 @@ static void sess_run(struct sess *s)
 		.ctrl_size = WIRE_CTRL_SIZE,
 		.ctrl_credits = WIRE_CTRL_CREDITS,
 		.slots = s->window,
-		.slot_size = s->chunk + WIRE_SLOT_HDR,
+		.slot_size = s->chunk,
 	};
 	struct xfer_opts co, so;
 	struct server_arg sa = { .o = &so };
@@ -1211,7 +1211,7 @@ static void test_memconn_rules(void)
 	const struct cm_geom g = { .ctrl_size = 1024,
 				   .ctrl_credits = 2,
 				   .slots = 2,
-				   .slot_size = 4096 + 64 };
+				   .slot_size = 4096 };
 	struct cm_conn *a, *b;
 	struct cm_ring_desc ring;
 	struct memconn_stats ms;
@@ -1254,37 +1254,48 @@ static void test_memconn_rules(void)
 	CHECK_EQ(b->ops->ring_create(b, &ring), 0);
 	CHECK_EQ(a->ops->stage_create(a, &ring), 0);
 	CHECK(a->ops->post_write(a, 0, 100, 2, 0, true, 1) < 0); /* slot */
-	CHECK(a->ops->post_write(a, 0, 4096 + 65, 1, 0, true, 1) < 0);
+	CHECK(a->ops->post_write(a, 0, 4096 + 1, 1, 0, true, 1) < 0);
 	/*
 	 * A WR stays on the send queue until a completion at or after it is
-	 * polled: depth 4 here (3 unsignalled + 1 signalled; the receiver's
-	 * 4 rx buffers bound it), the 5th would be an RNR; one SEND_DONE, for
-	 * the signalled one, then frees all four.
+	 * polled: depth 7 here (2 x 2 slots + 3 tx buffers), a write takes
+	 * two (payload, header), so 2 unsignalled writes + 1 signalled fit;
+	 * one SEND_DONE, for the signalled one, then frees all three.
 	 */
 	memcpy(cm_stage(a, 1), "data!", 5);
-	for (unsigned int i = 0; i < 4; i++)
+	memset(cm_stage_hdr(a, 1), 'h', CM_SLOT_HDR);
+	for (unsigned int i = 0; i < 3; i++)
 		CHECK_EQ(a->ops->post_write(a, 1, 5, i % 2, 0xabc0000u + i,
-					    i == 3, i),
+					    i == 2, i),
 			 0);
+	CHECK(a->ops->post_write(a, 1, 5, 1, 0, true, 9) < 0); /* SQ full */
 	n = poll_all(a, ev, 16);
 	CHECK_EQ(n, 1);
 	CHECK_EQ(ev[0].type, CM_EV_SEND_DONE);
-	CHECK_EQ(ev[0].id, 3);
+	CHECK_EQ(ev[0].id, 2);
 	n = poll_all(b, ev, 16);
-	CHECK_EQ(n, 4);
-	CHECK_EQ(ev[3].type, CM_EV_DATA);
-	CHECK_EQ(ev[3].imm, 0xabc0003u);
-	CHECK_EQ(ev[3].len, 5);
+	CHECK_EQ(n, 3);
+	CHECK_EQ(ev[2].type, CM_EV_DATA);
+	CHECK_EQ(ev[2].imm, 0xabc0002u);
+	CHECK_EQ(ev[2].len, CM_SLOT_HDR); /* the header's: payload beside */
 	CHECK(!memcmp(cm_slot(b, 1), "data!", 5));
+	CHECK(cm_slot_hdr(b, 1)[0] == 'h' &&
+	      cm_slot_hdr(b, 1)[CM_SLOT_HDR - 1] == 'h');
+	/* payloads page aligned, headers apart (cm.h memory model) */
+	for (unsigned int i = 0; i < 2; i++) {
+		CHECK((uintptr_t)cm_slot(b, i) % 4096 == 0);
+		CHECK((uintptr_t)cm_stage(a, i) % 4096 == 0);
+		CHECK(cm_slot_hdr(b, i) >= cm_slot(b, 1) + 4096 ||
+		      cm_slot_hdr(b, i) + CM_SLOT_HDR <= cm_slot(b, 0));
+	}
 	memconn_get_stats(a, &ms);
 	CHECK_EQ(ms.rnr, 1);
-	CHECK_EQ(ms.sq_overflow, 0);
+	CHECK_EQ(ms.sq_overflow, 1);
 	CHECK_EQ(ms.double_recv, 1);
 	CHECK_EQ(ms.no_ring, 1);
 	CHECK_EQ(ms.bad_post, 3);
-	CHECK_EQ(ms.writes, 4);
+	CHECK_EQ(ms.writes, 3);
 	/* an armed side is woken by the peer's post; an unarmed one is not */
-	for (unsigned int i = 0; i < 4; i++)
+	for (unsigned int i = 0; i < 3; i++) /* rx 3 is still posted */
 		CHECK_EQ(b->ops->post_recv(b, i), 0);
 	t0 = clock_now_ms();
 	CHECK_EQ(a->ops->wait(a, -1, 50), 0);
@@ -1309,7 +1320,8 @@ static void test_memconn_rules(void)
 
 /*
  * The worst case of one side's send queue, with what the engine may hold
- * at once: a data write from every staging buffer (slots) and a control
+ * at once: a data write from every staging buffer (slots, two WRs each:
+ * payload and header) and a control
  * SEND from every tx buffer (ctrl_credits + 1: a message the peer has
  * consumed, its credit back, can still wait for its own completion). The
  * send queue and send CQ, sized as verbs.c sizes a real QP, must take it,
@@ -1320,7 +1332,7 @@ static void test_send_queue_worst_case(void)
 	const struct cm_geom g = { .ctrl_size = 1024,
 				   .ctrl_credits = 2,
 				   .slots = 2,
-				   .slot_size = 4096 + 64 };
+				   .slot_size = 4096 };
 	struct cm_conn *a, *b;
 	struct cm_ring_desc ring;
 	struct memconn_stats ms;
@@ -1387,7 +1399,7 @@ static void test_error_reaches_peer(void)
 	const struct cm_geom g = { .ctrl_size = WIRE_CTRL_SIZE,
 				   .ctrl_credits = WIRE_CTRL_CREDITS,
 				   .slots = 2,
-				   .slot_size = CHUNK + WIRE_SLOT_HDR };
+				   .slot_size = CHUNK };
 	struct cm_conn *a, *b;
 	struct engine ea, eb;
 	struct xfer_opts o;

@@ -672,9 +672,21 @@ enum scenario {
 	SC_PUSH,
 	SC_PULL,
 	SC_RESUME,
+	SC_DELETE, /* a push with --delete onto a DEST holding more */
 };
 
-static const char *const scenario_names[] = { "push", "pull", "resume" };
+static const char *const scenario_names[] = { "push", "pull", "resume",
+					      "delete" };
+
+/*
+ * SC_DELETE: what DEST holds beside the tree, which --delete removes only
+ * once the whole tree is in place: never any of it when a file of the
+ * tree failed.
+ */
+static const char *const extra[] = {
+	"t/x", "t/sub/y", "t/old/deep/z", "t/old/deep", "t/old", "t/ln",
+};
+#define NEXTRA (sizeof(extra) / sizeof(extra[0]))
 
 struct ctx {
 	enum scenario sc;
@@ -779,6 +791,7 @@ static void ctx_init(struct ctx *x, enum scenario sc)
 		snprintf(x->src_args[1], PATH_MAX, "%s/top", x->src);
 		co->fsync = sc == SC_PUSH;
 		co->resume = sc == SC_RESUME;
+		co->delete_extra = sc == SC_DELETE;
 		co->poll = sc == SC_PUSH ? XFER_POLL_ADAPTIVE : XFER_POLL_EVENT;
 	}
 	x->srcs[0] = x->src_args[0];
@@ -858,6 +871,27 @@ static int fresh_dest(struct ctx *x)
 	}
 	if (stat(x->root, &st) && mkdir(x->root, 0755))
 		return -1;
+	if (x->sc == SC_DELETE) {
+		snprintf(p, sizeof(p), "%s/t/old/deep", x->dst);
+		if (path_mkdirs_local(p, 0755))
+			return -1;
+		snprintf(p, sizeof(p), "%s/t/sub", x->dst);
+		if (path_mkdirs_local(p, 0755))
+			return -1;
+		for (size_t i = 0; i < NEXTRA; i++) {
+			int rc = 0;
+
+			snprintf(p, sizeof(p), "%s/%s", x->dst, extra[i]);
+			if (!strcmp(extra[i], "t/ln"))
+				rc = symlink(x->work, p); /* never followed */
+			else if (strncmp(extra[i], "t/old", 5) ||
+				 !strcmp(extra[i], "t/old/deep/z"))
+				rc = tf_make_file(p, 10, i);
+			if (rc)
+				return -1;
+		}
+		return 0;
+	}
 	if (x->sc != SC_RESUME)
 		return 0;
 	snprintf(p, sizeof(p), "%s/t/sub", x->dst);
@@ -1045,7 +1079,7 @@ static void run_one(struct ctx *x, enum fault_kind kind, uint64_t nth,
 		.ctrl_size = WIRE_CTRL_SIZE,
 		.ctrl_credits = WIRE_CTRL_CREDITS,
 		.slots = WINDOW,
-		.slot_size = CHUNK + WIRE_SLOT_HDR,
+		.slot_size = CHUNK,
 	};
 	struct side cl = { .x = x, .rootfd = -1 }, sv = { .x = x };
 	struct cm_conn *a = NULL, *b = NULL;
@@ -1187,6 +1221,26 @@ static bool check_one(struct ctx *x, enum fault_kind kind, const char *label,
 			    p == P_ABSENT ? "missing" : "the old one",
 			    x->reported_ok[i] ? "reported copied"
 					      : "the client said OK");
+	}
+	if (x->sc == SC_DELETE) {
+		bool whole = true;
+		size_t left = 0;
+		char p[PATH_MAX];
+		struct stat st;
+
+		for (size_t i = 0; i < NTREE; i++)
+			whole = whole && placed(x, i) == P_RIGHT;
+		for (size_t i = 0; i < NEXTRA; i++) {
+			snprintf(p, sizeof(p), "%s/%s", x->dst, extra[i]);
+			left += lstat(p, &st) == 0;
+		}
+		if (!whole && left != NEXTRA)
+			WHY(" [%zu of %zu extra entries deleted, but the tree "
+			    "is not whole]",
+			    NEXTRA - left, NEXTRA);
+		if (r->vc == XFER_OK && r->vs == XFER_OK && left)
+			WHY(" [%zu extra entries left by a good session]",
+			    left);
 	}
 	temps = count_temps(x->dst);
 	if (x->sc != SC_RESUME && temps)
@@ -1396,6 +1450,21 @@ static void loop(enum scenario sc, enum fault_kind kind)
 
 /* ---- tests ---- */
 
+static void test_delete_alloc(void)
+{
+	loop(SC_DELETE, FK_ALLOC);
+}
+
+static void test_delete_open(void)
+{
+	loop(SC_DELETE, FK_OPEN);
+}
+
+static void test_delete_io(void)
+{
+	loop(SC_DELETE, FK_IO);
+}
+
 static void test_push_alloc(void)
 {
 	loop(SC_PUSH, FK_ALLOC);
@@ -1481,7 +1550,8 @@ int main(int argc, char **argv)
 		TAP_TEST(test_pull_verbs),   TAP_TEST(test_pull_poll),
 		TAP_TEST(test_resume_alloc), TAP_TEST(test_resume_open),
 		TAP_TEST(test_resume_io),    TAP_TEST(test_resume_verbs),
-		TAP_TEST(test_resume_poll),
+		TAP_TEST(test_resume_poll),  TAP_TEST(test_delete_alloc),
+		TAP_TEST(test_delete_open),  TAP_TEST(test_delete_io),
 	};
 
 	/* Test code never fails a call, in this thread at all. */

@@ -11,7 +11,8 @@
  * sharing a long prefix get two temporaries. Directories are kept only
  * while the walk lists them or something beneath them is in flight: a
  * flood of them costs no memory, an entry beneath one already finished is
- * a protocol error, and -p still gives each its mode and times last.
+ * a protocol error, and -p still gives each its mode and times last. A
+ * slot header may not claim more than a slot holds.
  */
 #include "tap.h"
 
@@ -21,8 +22,10 @@
 #include "transfer/session.h"
 #include "transfer/wire.h"
 #include "transfer/xfer.h"
+#include "util/checksum.h"
 #include "util/clock.h"
 
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <malloc.h>
@@ -78,7 +81,7 @@ static int rx_start(struct rx *r, const char *root, uint16_t window)
 		.ctrl_size = WIRE_CTRL_SIZE,
 		.ctrl_credits = WIRE_CTRL_CREDITS,
 		.slots = window,
-		.slot_size = CHUNK + WIRE_SLOT_HDR,
+		.slot_size = CHUNK,
 	};
 
 	memset(r, 0, sizeof(*r));
@@ -775,9 +778,144 @@ static void test_dir_tree_meta_pull(void)
 	dir_tree_meta(true);
 }
 
+/* ---- slot headers ---- */
+
+static int quiet_msg(struct engine *e, const struct wire_msg *m)
+{
+	return 0;
+}
+
+static int quiet_done(struct engine *e, uint64_t wr_id)
+{
+	return 0;
+}
+
+/* Runs e until its queued control messages are posted. */
+static int post_queued(struct engine *e)
+{
+	static const struct engine_role flush_role = {
+		.on_msg = quiet_msg,
+		.on_write_done = quiet_done,
+		.finished = engine_out_empty,
+	};
+
+	return engine_run(e, &flush_role, NULL);
+}
+
+/*
+ * A hostile client announces out/f, one chunk of 'x's, and writes it
+ * with a header claiming len bytes (raw_len the same) and flags: the
+ * header lands in its own area and nothing of the write's own length
+ * comes with it, so the header's length is the sink's to bound. Then
+ * FILE_END with the digest of the chunk, its result, DONE and BYE.
+ * Returns 0 or what ended the session; the receiver's verdict in *vs.
+ */
+static int slot_claim(const char *root, uint32_t len, uint16_t flags,
+		      enum xfer_fail *vs, char *why, size_t whysz)
+{
+	struct wire_slot_hdr h = { .len = len, .raw_len = len, .flags = flags };
+	struct wire_msg m;
+	struct hostile x;
+	uint32_t crc;
+	int rc;
+
+	hostile_start(&x, root);
+	memset(&m, 0, sizeof(m));
+	m.type = WIRE_FILE;
+	m.u.file.file_id = x.next_id++;
+	m.u.file.kind = WIRE_KIND_FILE;
+	m.u.file.size = CHUNK;
+	m.u.file.mode = 0644;
+	snprintf(m.u.file.path, sizeof(m.u.file.path), "f");
+	rc = engine_send(&x.e, &m);
+	if (!rc) /* the FILE ahead of the write, as RC orders them */
+		rc = post_queued(&x.e);
+	memset(cm_stage(x.r.a, 0), 'x', CHUNK);
+	crc = ck_crc32(0, cm_stage(x.r.a, 0), CHUNK);
+	h.crc = crc;
+	if (flags & WIRE_SLOT_PACKED) { /* the next id, one file */
+		h.file_id = x.next_id;
+		h.offset = 1;
+	}
+	wire_slot_encode(cm_stage_hdr(x.r.a, 0), &h);
+	if (!rc)
+		rc = x.r.a->ops->post_write(x.r.a, 0, CHUNK, 0, wire_imm(0, 0),
+					    true, 0);
+	memset(&m, 0, sizeof(m));
+	m.type = WIRE_FILE_END;
+	m.u.end.nchunks = 1;
+	m.u.end.csum = XFER_CSUM_CRC32;
+	m.u.end.digest_len = 4;
+	crc = htobe32(crc);
+	memcpy(m.u.end.digest, &crc, 4);
+	if (!rc)
+		rc = engine_send(&x.e, &m);
+	if (!rc)
+		rc = hostile_results(&x, 1);
+	if (rc) {
+		snprintf(why, whysz, "%s", x.e.why);
+		engine_release(&x.e);
+		*vs = rx_stop(&x.r);
+		return rc;
+	}
+	return hostile_end(&x, vs, why, whysz);
+}
+
+/* Whether path holds exactly n bytes of 'x'. */
+static bool all_x(const char *path, size_t n)
+{
+	char buf[CHUNK + 1];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t got = fd < 0 ? -1 : read(fd, buf, sizeof(buf));
+
+	if (fd >= 0)
+		close(fd);
+	if (got != (ssize_t)n)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (buf[i] != 'x')
+			return false;
+	return true;
+}
+
+/*
+ * A slot header claiming more than a slot holds (a chunk or a pack) ends
+ * the session as a protocol error, naming the header; one claiming the
+ * whole slot is placed from it.
+ */
+static void test_slot_len_bounded(void)
+{
+	char root[] = "/tmp/rdcp-test-root.XXXXXX";
+	char why[600], p[4200];
+	enum xfer_fail vs;
+	int fds = tf_count_fds();
+
+	mkdtemp_or_fail(root);
+	CHECK(slot_claim(root, CHUNK + 1, 0, &vs, why, sizeof(why)) != 0);
+	CHECK_EQ(vs, XFER_FAIL_PROTOCOL);
+	CHECK(strstr(why, "bad slot header") != NULL);
+	CHECK_EQ(tf_rm_tree(root), 0);
+	strcpy(root, "/tmp/rdcp-test-root.XXXXXX");
+	mkdtemp_or_fail(root);
+	CHECK(slot_claim(root, CHUNK + 1, WIRE_SLOT_PACKED, &vs, why,
+			 sizeof(why)) != 0);
+	CHECK_EQ(vs, XFER_FAIL_PROTOCOL);
+	CHECK(strstr(why, "bad packed slot") != NULL);
+	CHECK_EQ(tf_rm_tree(root), 0);
+	strcpy(root, "/tmp/rdcp-test-root.XXXXXX");
+	mkdtemp_or_fail(root);
+	CHECK_EQ(slot_claim(root, CHUNK, 0, &vs, why, sizeof(why)), 0);
+	CHECK_EQ(vs, XFER_OK);
+	path_in(p, sizeof(p), root, "out/f");
+	CHECK(all_x(p, CHUNK));
+	CHECK_EQ(tf_rm_tree(root), 0);
+	CHECK_EQ(tf_count_fds(), fds);
+}
+
 TAP_RUN(TAP_TEST(test_inflight_flood), TAP_TEST(test_inflight_honest),
 	TAP_TEST(test_fifo_at_final_name), TAP_TEST(test_fifo_at_temporary),
 	TAP_TEST(test_fifo_pull_dest), TAP_TEST(test_long_names_push),
 	TAP_TEST(test_long_names_pull), TAP_TEST(test_dir_flood_bounded),
 	TAP_TEST(test_dir_after_finished), TAP_TEST(test_dir_never_announced),
-	TAP_TEST(test_dir_tree_meta_push), TAP_TEST(test_dir_tree_meta_pull))
+	TAP_TEST(test_dir_tree_meta_push), TAP_TEST(test_dir_tree_meta_pull),
+	TAP_TEST(test_slot_len_bounded))

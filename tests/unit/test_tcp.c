@@ -149,7 +149,7 @@ static struct cm_geom geom_of(uint16_t slots, uint32_t chunk)
 		.ctrl_size = WIRE_CTRL_SIZE,
 		.ctrl_credits = WIRE_CTRL_CREDITS,
 		.slots = slots,
-		.slot_size = chunk + WIRE_SLOT_HDR,
+		.slot_size = chunk,
 	};
 
 	return g;
@@ -212,13 +212,12 @@ static int poll_n(struct cm_conn *c, struct cm_event *ev, int n)
 
 static void test_handshake_and_ops(void)
 {
-	struct cm_limits lim = { .max_slot_size = 65536 + WIRE_SLOT_HDR,
-				 .max_slots = 8 };
+	struct cm_limits lim = { .max_slot_size = 65536, .max_slots = 8 };
 	struct cm_geom want = geom_of(64, 1u << 20);
 	struct cm_tcp_listener *l;
 	struct cm_conn *s = NULL, *c;
 	struct connector k;
-	struct cm_ring_desc desc = { 1, 1 };
+	struct cm_ring_desc desc = { .addr = 1, .hdr_addr = 1, .rkey = 1 };
 	struct cm_event ev[8 + WIRE_CTRL_CREDITS + 8];
 	uint16_t port;
 	int fds = tf_count_fds(), n, i;
@@ -238,7 +237,7 @@ static void test_handshake_and_ops(void)
 		goto out;
 	/* Both sides agree on the clamped geometry. */
 	CHECK_EQ(s->geom.slots, 8);
-	CHECK_EQ(s->geom.slot_size, 65536 + WIRE_SLOT_HDR);
+	CHECK_EQ(s->geom.slot_size, 65536);
 	CHECK_EQ(s->geom.ctrl_size, WIRE_CTRL_SIZE);
 	CHECK_EQ(s->geom.ctrl_credits, WIRE_CTRL_CREDITS);
 	CHECK(!memcmp(&s->geom, &c->geom, sizeof(c->geom)));
@@ -268,13 +267,20 @@ static void test_handshake_and_ops(void)
 	CHECK_EQ(c->ops->post_send(c, c->ntx, 1, 1), -EINVAL);
 	CHECK_EQ(c->ops->post_write(c, 0, 1, 0, 0, true, 1), -EINVAL);
 
-	/* WRITE_WITH_IMM into a slot; the unsignalled one completes quietly. */
+	/*
+	 * A write: payload into a slot, header into the slot's header, in
+	 * one frame; the unsignalled one completes quietly.
+	 */
 	CHECK_EQ(s->ops->ring_create(s, &desc), 0);
-	CHECK(desc.addr == 0 && desc.rkey == 0 && s->ring);
+	CHECK(desc.addr == 0 && desc.hdr_addr == 0 && desc.rkey == 0 &&
+	      s->ring);
 	CHECK_EQ(c->ops->stage_create(c, &desc), 0);
 	CHECK(c->stage != NULL);
-	for (i = 0; i < 3; i++)
+	for (i = 0; i < 3; i++) {
 		memset(cm_stage(c, (unsigned int)i), 'a' + i, 1000);
+		memset(cm_stage_hdr(c, (unsigned int)i), 'A' + i, CM_SLOT_HDR);
+		CHECK((uintptr_t)cm_stage(c, (unsigned int)i) % 4096 == 0);
+	}
 	CHECK_EQ(c->ops->post_write(c, 0, 1000, 5, 0xdeadbeef, false, 10), 0);
 	CHECK_EQ(c->ops->post_write(c, 1, 0, 6, 42, false, 11), 0);
 	CHECK_EQ(c->ops->post_write(c, 2, s->geom.slot_size, 7, 43, true, 12),
@@ -284,13 +290,19 @@ static void test_handshake_and_ops(void)
 	CHECK_EQ(n, 3);
 	CHECK_EQ(ev[0].type, CM_EV_DATA);
 	CHECK_EQ(ev[0].imm, 0xdeadbeef);
-	CHECK_EQ(ev[0].len, 1000);
+	CHECK_EQ(ev[0].len, CM_SLOT_HDR); /* the header's */
 	CHECK_EQ(ev[0].id, 1); /* rx buffers are taken oldest first */
 	CHECK_EQ(ev[1].imm, 42);
-	CHECK_EQ(ev[1].len, 0);
-	CHECK_EQ(ev[2].len, s->geom.slot_size);
+	CHECK_EQ(ev[2].len, CM_SLOT_HDR);
 	CHECK(cm_slot(s, 5)[0] == 'a' && cm_slot(s, 5)[999] == 'a');
-	CHECK(cm_slot(s, 7)[0] == 'c');
+	CHECK(cm_slot(s, 5)[1000] == 0);
+	CHECK(cm_slot_hdr(s, 5)[0] == 'A' &&
+	      cm_slot_hdr(s, 5)[CM_SLOT_HDR - 1] == 'A');
+	CHECK(cm_slot_hdr(s, 6)[0] == 'B'); /* a header without payload */
+	CHECK(cm_slot(s, 7)[0] == 'c' &&
+	      cm_slot(s, 7)[s->geom.slot_size - 1] == 0);
+	CHECK(cm_slot_hdr(s, 7)[0] == 'C');
+	CHECK((uintptr_t)cm_slot(s, 7) % 4096 == 0);
 	for (i = 0; i < n; i++)
 		CHECK_EQ(s->ops->post_recv(s, (unsigned int)ev[i].id), 0);
 	CHECK_EQ(poll_n(c, ev, 1), 1);
@@ -564,7 +576,7 @@ static void test_take_out_of_fds(void)
 /* The client's side of refusals, from raw servers. */
 static void test_client_side(void)
 {
-	struct cm_geom want = geom_of(4, CHUNK), g;
+	struct cm_geom want = geom_of(4, 4 * CHUNK), g;
 	struct sockaddr_in sa = { .sin_family = AF_INET };
 	struct connector k;
 	uint8_t pd[24];
@@ -597,11 +609,14 @@ static void test_client_side(void)
 	/*
 	 * 0: a receiver of another version, 1: one that lowers nothing but
 	 * changes ctrl_size, 2: one that closes at once, 3: one that grows
-	 * the ring, 4: one that says nothing (timeout).
+	 * the ring, 4: one that says nothing (timeout), 5: one that lowers
+	 * the slot size to 12 KiB: page sized, but no power of two, so its
+	 * slots would not stay aligned.
 	 */
-	for (i = 0; i < 5; i++) {
-		static const int want_rc[] = { -EPROTO, -EPROTO, -ECONNREFUSED,
-					       -EPROTO, -ETIMEDOUT };
+	for (i = 0; i < 6; i++) {
+		static const int want_rc[] = { -EPROTO,	      -EPROTO,
+					       -ECONNREFUSED, -EPROTO,
+					       -ETIMEDOUT,    -EPROTO };
 		connector_start(&k, port, &want);
 		fd = accept(lfd, NULL, NULL);
 		CHECK(fd >= 0);
@@ -616,8 +631,11 @@ static void test_client_side(void)
 		} else if (i == 3) {
 			g.slots *= 2;
 			pd_build(pd, CM_MAGIC, CM_VERSION, 0, &g);
+		} else if (i == 5) {
+			g.slot_size = 3 * CHUNK;
+			pd_build(pd, CM_MAGIC, CM_VERSION, 0, &g);
 		}
-		if (i == 0 || i == 1 || i == 3)
+		if (i == 0 || i == 1 || i == 3 || i == 5)
 			CHECK_EQ(write(fd, pd, sizeof(pd)), 24);
 		if (i != 4)
 			close(fd);
@@ -830,7 +848,7 @@ static void *server_main(void *p)
 {
 	struct server_arg *a = p;
 	struct cm_limits lim = {
-		.max_slot_size = a->o->chunk_size + WIRE_SLOT_HDR,
+		.max_slot_size = a->o->chunk_size,
 		.max_slots = a->o->window,
 	};
 	struct cm_conn *c = NULL;

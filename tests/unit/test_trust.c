@@ -132,7 +132,7 @@ static struct cm_geom geom(uint16_t window)
 		.ctrl_size = WIRE_CTRL_SIZE,
 		.ctrl_credits = WIRE_CTRL_CREDITS,
 		.slots = window,
-		.slot_size = CHUNK + WIRE_SLOT_HDR,
+		.slot_size = CHUNK,
 	};
 
 	return g;
@@ -194,7 +194,7 @@ struct pull {
 	const char *srcs[8];
 	size_t nsrcs;
 	const char *dest; /* beneath home, NULL: home itself */
-	bool recursive, preserve, resume, encrypt, no_clobber;
+	bool recursive, preserve, resume, encrypt, no_clobber, delete_extra;
 	/* the server: its walk of send[] beneath its root ... */
 	const char *send[8];
 	size_t nsend;
@@ -254,6 +254,7 @@ static void send_raw(struct engine *e, struct pull *t)
 	if (m && i == t->nraw) {
 		memset(m, 0, sizeof(*m));
 		m->type = WIRE_DONE;
+		m->u.done.flags = WIRE_DONE_WHOLE; /* whatever it sent */
 		if (!engine_send(e, m))
 			for (i = 0; i < t->nraw; i++)
 				if (engine_expect(e, WIRE_FILE_RESULT, m, 5000))
@@ -351,6 +352,7 @@ static void pull_run(struct pull *t)
 	co.preserve = t->preserve;
 	co.resume = t->resume;
 	co.no_clobber = t->no_clobber;
+	co.delete_extra = t->delete_extra;
 	co.encrypt = t->encrypt;
 	co.key = t->encrypt ? KEY : NULL;
 	snprintf(dest, sizeof(dest), "%s/%s", t->home, t->dest ? t->dest : "");
@@ -655,6 +657,63 @@ static void test_pull_resume_other(void)
 	pull_finish(&t);
 }
 
+/*
+ * --delete: what the server can make the client delete. Only entries
+ * beneath a directory it sent as one, in DEST: home/data/extra; never
+ * through a symlink (home/data/sub points to the server's root: removed
+ * as a link, what it points to stays), never DEST's own entries
+ * (home/other), never after an entry failed (the server names data/sub
+ * a directory where a symlink is: mkdir fails) or the session broke (a
+ * name not asked for), whatever its DONE says.
+ */
+static void test_pull_delete(void)
+{
+	struct pull t;
+
+	for (int c = 0; c < 3; c++) {
+		pull_init(&t);
+		mkdir_in(t.sroot, "victim", 0755);
+		mkfile(t.sroot, "victim/keep", 10, 0644);
+		mkdir_in(t.home, "data", 0755);
+		mkfile(t.home, "data/extra", 10, 0644);
+		mkfile(t.home, "other", 10, 0644);
+		{
+			char at[512], to[512];
+
+			snprintf(at, sizeof(at), "%s/data/sub", t.home);
+			snprintf(to, sizeof(to), "%s/victim", t.sroot);
+			CHECK_EQ(symlink(to, at), 0);
+		}
+		t.srcs[0] = "data";
+		t.nsrcs = 1;
+		t.recursive = t.delete_extra = true;
+		t.raw[0].kind = WIRE_KIND_DIR;
+		strcpy(t.raw[0].path, "data");
+		t.raw[1].kind = c == 1 ? WIRE_KIND_DIR : WIRE_KIND_FILE;
+		strcpy(t.raw[1].path, c == 1 ? "data/sub" : "data/a");
+		strcpy(t.raw[2].path, "other"); /* not asked for */
+		t.nraw = c == 2 ? 3 : 2;
+		pull_run(&t);
+		if (c == 0) {
+			CHECK_EQ(t.vc, XFER_OK);
+			CHECK_EQ(t.st.deleted, 2);
+			CHECK(!exists_in(t.home, "data/extra"));
+			CHECK(!exists_in(t.home, "data/sub"));
+		} else {
+			if (c == 2)
+				refused(&t, "other");
+			else
+				CHECK(t.vc != XFER_OK);
+			CHECK_EQ(t.st.deleted, 0);
+			CHECK(exists_in(t.home, "data/extra"));
+			CHECK(exists_in(t.home, "data/sub"));
+		}
+		CHECK(exists_in(t.home, "other"));
+		CHECK(exists_in(t.sroot, "victim/keep"));
+		pull_finish(&t);
+	}
+}
+
 /* ---- pushes to a receiver that forges its answers ---- */
 
 enum forge {
@@ -668,6 +727,13 @@ enum forge {
 	FORGE_DRY,	  /* --dry-run answers: HAVE SKIP, then DRY */
 	FORGE_DRY_DATA,	  /* --dry-run, but HAVE asks for the data */
 	FORGE_DRY_END,	  /* a real copy: DRY after FILE_END */
+	/* --delete: after DONE, DELETED "in/x" then DELETE_END 1, then BYE */
+	FORGE_DEL_HONEST,
+	FORGE_DEL_NO_END, /* BYE without DELETE_END */
+	FORGE_DEL_EARLY,  /* a DELETED before DONE */
+	FORGE_DEL_COUNT,  /* DELETE_END counting 2 for one DELETED */
+	FORGE_DEL_PATH,	  /* a DELETED of "../x", not beneath DEST */
+	FORGE_DEL_DRY,	  /* a DELETED with the dry-run flag in a real copy */
 };
 
 struct forger {
@@ -693,6 +759,29 @@ static int forge_result(struct engine *e, uint32_t id, uint32_t flags,
 	m.u.result.digest_len = dlen;
 	if (dlen)
 		memcpy(m.u.result.digest, digest, dlen);
+	return forge_send(e, &m);
+}
+
+static int forge_deleted(struct engine *e, const char *path, uint8_t flags)
+{
+	struct wire_msg m = { .type = WIRE_DELETED };
+
+	m.u.deleted.flags = flags;
+	snprintf(m.u.deleted.path, sizeof(m.u.deleted.path), "%s", path);
+	return forge_send(e, &m);
+}
+
+/* After DONE, before BYE: what the mode says of deletions. */
+static int forge_deletions(struct engine *e, enum forge mode)
+{
+	struct wire_msg m = { .type = WIRE_DELETE_END };
+
+	if (mode < FORGE_DEL_HONEST || mode == FORGE_DEL_NO_END)
+		return 0;
+	if (forge_deleted(e, mode == FORGE_DEL_PATH ? "../x" : "in/x",
+			  mode == FORGE_DEL_DRY ? WIRE_DELETED_DRY : 0))
+		return -1;
+	m.u.delete_end.count = mode == FORGE_DEL_COUNT ? 2 : 1;
 	return forge_send(e, &m);
 }
 
@@ -725,6 +814,8 @@ static int forge_on_msg(struct engine *e, const struct wire_msg *m)
 		}
 		if (fg->mode == FORGE_EARLY)
 			return forge_result(e, m->u.file.file_id, 0, d, 4);
+		if (fg->mode == FORGE_DEL_EARLY && forge_deleted(e, "in/x", 0))
+			return -1;
 		if (fg->mode != FORGE_HAVE_SKIP)
 			return 0;
 		h.u.have.flags = WIRE_HAVE_SKIP;
@@ -763,7 +854,7 @@ static int forge_on_data(struct engine *e, const struct cm_event *ev)
 
 	fg->writes++;
 	if (slot < 0 ||
-	    wire_slot_decode(cm_slot(e->c, (unsigned int)slot), &h) ||
+	    wire_slot_decode(cm_slot_hdr(e->c, (unsigned int)slot), &h) ||
 	    credit_rx_drain(&fg->rx, (unsigned int)slot))
 		return engine_fail(e, XFER_FAIL_PROTOCOL, -EPROTO,
 				   "forger: bad write");
@@ -789,6 +880,8 @@ static int forge_pump(struct engine *e)
 	struct wire_msg m = { .type = WIRE_CREDIT };
 
 	if (fg->done && !fg->bye_sent) {
+		if (forge_deletions(e, fg->mode))
+			return 0;
 		m.type = WIRE_BYE;
 		fg->bye_sent = true;
 		e->closing = true;
@@ -832,7 +925,7 @@ static const struct engine_role forge_role = {
 struct push {
 	enum forge mode;
 	enum xfer_csum csum;
-	bool resume, dry;
+	bool resume, dry, del;
 	size_t sizes[4];
 	size_t nfiles;
 	/* out */
@@ -917,6 +1010,7 @@ static void push_run(struct push *t)
 	co.csum = t->csum;
 	co.resume = t->resume;
 	co.dry_run = t->dry;
+	co.delete_extra = co.recursive = t->del;
 	co.srcs = srcs;
 	co.nsrcs = t->nfiles;
 	co.dest = "in/";
@@ -1055,6 +1149,33 @@ static void test_push_dry_run(void)
 	CHECK_EQ(t.st.files_ok, 0);
 }
 
+/*
+ * --delete on a push: the client takes the receiver's word on deletions
+ * only after its DONE, each with a path beneath DEST, as many as
+ * DELETE_END counts, and DELETE_END before BYE; else exit 5.
+ */
+static void test_push_delete_forged(void)
+{
+	for (enum forge f = FORGE_DEL_HONEST; f <= FORGE_DEL_DRY; f++) {
+		struct push t = { .mode = f, .csum = XFER_CSUM_CRC32 };
+
+		t.sizes[0] = 3 * CHUNK + 1; /* a FILE of its own */
+		t.sizes[1] = 100;	    /* and a packed one */
+		t.nfiles = 2;
+		t.del = true;
+		push_run(&t);
+		if (f == FORGE_DEL_HONEST) {
+			CHECK_EQ(t.vc, XFER_OK);
+			CHECK_EQ(t.st.deleted, 1);
+		} else {
+			if (t.vc != XFER_FAIL_PROTOCOL)
+				printf("#   forge %d: verdict %d\n", (int)f,
+				       (int)t.vc);
+			CHECK_EQ(t.vc, XFER_FAIL_PROTOCOL);
+		}
+	}
+}
+
 TAP_RUN(TAP_TEST(test_pull_honest), TAP_TEST(test_pull_other_name),
 	TAP_TEST(test_pull_packed_name), TAP_TEST(test_pull_name_twice),
 	TAP_TEST(test_pull_ssh_tree), TAP_TEST(test_pull_tree_without_r),
@@ -1062,4 +1183,5 @@ TAP_RUN(TAP_TEST(test_pull_honest), TAP_TEST(test_pull_other_name),
 	TAP_TEST(test_pull_resume_other), TAP_TEST(test_push_honest_forger),
 	TAP_TEST(test_push_early_verdict), TAP_TEST(test_push_skipped_unasked),
 	TAP_TEST(test_push_wrong_digest), TAP_TEST(test_push_pack_forged),
-	TAP_TEST(test_push_dry_run))
+	TAP_TEST(test_push_dry_run), TAP_TEST(test_pull_delete),
+	TAP_TEST(test_push_delete_forged))

@@ -9,6 +9,7 @@
 
 #include "util/checksum.h"
 #include "util/clock.h"
+#include "util/hset.h"
 #include "util/io.h"
 #include "util/log.h"
 #include "util/path.h"
@@ -750,6 +751,33 @@ static void test_workq_prepare_wait(void)
 	workq_destroy(q);
 }
 
+/*
+ * The hash set: each key once (-EEXIST after), 0 a key like any other
+ * (hset_key), every key still there after the table grew many times, and
+ * keys in the same probe run (equal modulo the size) told apart.
+ */
+static void test_hset(void)
+{
+	struct hset s = { 0 };
+
+	CHECK(!hset_has(&s, 5));
+	CHECK_EQ(hset_add(&s, hset_key(0)), 0);
+	CHECK(hset_has(&s, hset_key(0)));
+	CHECK_EQ(hset_add(&s, 1), -EEXIST); /* hset_key(0) is 1 */
+	for (uint64_t k = 2; k < 5000; k++)
+		CHECK_EQ(hset_add(&s, k * 64), 0);
+	CHECK_EQ(s.n, 4998 + 1);
+	CHECK(2 * s.n <= s.cap);
+	for (uint64_t k = 2; k < 5000; k++) {
+		CHECK(hset_has(&s, k * 64));
+		CHECK(!hset_has(&s, k * 64 + 1));
+	}
+	CHECK_EQ(hset_add(&s, 4999 * 64), -EEXIST);
+	hset_release(&s);
+	CHECK(!hset_has(&s, 128));
+	CHECK_EQ(s.cap, 0);
+}
+
 TAP_RUN(TAP_TEST(test_crc32_vector), TAP_TEST(test_crc32_combine),
 	TAP_TEST(test_sha256_vectors), TAP_TEST(test_sha256_incremental),
 	TAP_TEST(test_hex), TAP_TEST(test_pread_short),
@@ -760,4 +788,4 @@ TAP_RUN(TAP_TEST(test_crc32_vector), TAP_TEST(test_crc32_combine),
 	TAP_TEST(test_units_format), TAP_TEST(test_clock), TAP_TEST(test_log),
 	TAP_TEST(test_workq_after),
 	TAP_TEST(test_workq_prepare_wait), TAP_TEST(test_normalize_peer),
-	TAP_TEST(test_log_escape))
+	TAP_TEST(test_log_escape), TAP_TEST(test_hset))

@@ -92,7 +92,8 @@ static size_t samples(struct wire_msg *m, size_t max)
 	m[n].u.ring.addr = 0x00007f0012345000ull;
 	m[n].u.ring.rkey = 0xabcdef01u;
 	m[n].u.ring.slots = 64;
-	m[n].u.ring.slot_size = (1u << 20) + WIRE_SLOT_HDR;
+	m[n].u.ring.slot_size = 1u << 20;
+	m[n].u.ring.hdr_addr = 0x7f0000000000ull;
 	n++;
 
 	m[n].type = WIRE_FILE;
@@ -165,6 +166,22 @@ static size_t samples(struct wire_msg *m, size_t max)
 	m[n].type = WIRE_DONE;
 	m[n].ctrl_ack = 77;
 	m[n].slot_ack = 88;
+	m[n].u.done.flags = WIRE_DONE_WHOLE;
+	m[n].u.done.max_delete = 1ull << 40;
+	n++;
+
+	m[n].type = WIRE_DELETED;
+	m[n].u.deleted.kind = WIRE_KIND_OTHER;
+	m[n].u.deleted.flags = WIRE_DELETED_DRY;
+	m[n].u.deleted.status = -EBUSY;
+	memset(m[n].u.deleted.path, 'd', sizeof(m[n].u.deleted.path) - 1);
+	memset(m[n].u.deleted.msg, 'e', WIRE_MSG_MAX); /* the longest */
+	n++;
+
+	m[n].type = WIRE_DELETE_END;
+	m[n].u.delete_end.status = -E2BIG;
+	m[n].u.delete_end.count = 1ull << 33;
+	strcpy(m[n].u.delete_end.msg, "more than --max-delete");
 	n++;
 
 	m[n].type = WIRE_BYE;
@@ -196,8 +213,8 @@ static size_t samples(struct wire_msg *m, size_t max)
 
 static void test_roundtrip_every_type(void)
 {
-	static struct wire_msg m[16], d;
-	size_t n = samples(m, 16);
+	static struct wire_msg m[20], d;
+	size_t n = samples(m, 20);
 	bool seen[WIRE_TYPE_MAX] = { false };
 
 	for (size_t i = 0; i < n; i++) {
@@ -221,8 +238,8 @@ static void test_roundtrip_every_type(void)
 
 static void test_encode_limits(void)
 {
-	static struct wire_msg m[16];
-	size_t n = samples(m, 16);
+	static struct wire_msg m[20];
+	size_t n = samples(m, 20);
 
 	for (size_t i = 0; i < n; i++) {
 		int len = wire_encode(&m[i], buf, WIRE_CTRL_SIZE);
@@ -254,9 +271,9 @@ static void test_encode_limits(void)
 /* Every proper prefix is refused, with or without a matching length. */
 static void test_decode_truncated(void)
 {
-	static struct wire_msg m[16], d;
+	static struct wire_msg m[20], d;
 	static uint8_t cut[WIRE_CTRL_SIZE];
-	size_t n = samples(m, 16);
+	size_t n = samples(m, 20);
 
 	for (size_t i = 0; i < n; i++) {
 		int len = wire_encode(&m[i], buf, WIRE_CTRL_SIZE);
@@ -280,8 +297,8 @@ static void test_decode_truncated(void)
 
 static void test_decode_trailing_and_length(void)
 {
-	static struct wire_msg m[16], d;
-	size_t n = samples(m, 16);
+	static struct wire_msg m[20], d;
+	size_t n = samples(m, 20);
 
 	for (size_t i = 0; i < n; i++) {
 		int len = wire_encode(&m[i], buf, WIRE_CTRL_SIZE);
@@ -712,6 +729,70 @@ static void test_decode_pack_done(void)
 			CHECK_EQ(d.u.pack_done.count, counts[i]);
 		}
 	}
+}
+
+/*
+ * --delete's messages: DONE's flags (WHOLE only) and max_delete, DELETED's
+ * kind (up to OTHER), flags (DRY only), status (never positive) and path
+ * (empty only with a status), DELETE_END's status; the exact layout of
+ * each.
+ */
+static void test_decode_delete(void)
+{
+	static const uint8_t done[] = { 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 5 };
+	static const uint8_t del[] = { 3,   1,	 0xff, 0xff, 0xff, 0xf0,
+				       0,   3,	 'a',  '/',  'b',  0,
+				       2,   'n', 'o' };
+	static const uint8_t end[] = { 0xff, 0xff, 0xff, 0xf9, 0, 0, 0, 0,
+				       0,    0,	   0,	 2,    0, 0 };
+	struct wire_msg m = { .type = WIRE_DONE }, d;
+	int len;
+
+	m.u.done.flags = WIRE_DONE_WHOLE;
+	m.u.done.max_delete = 5;
+	len = wire_encode(&m, buf, sizeof(buf));
+	CHECK_EQ(len, WIRE_CTRL_HDR + sizeof(done));
+	CHECK_EQ(memcmp(buf + WIRE_CTRL_HDR, done, sizeof(done)), 0);
+	buf[WIRE_CTRL_HDR + 3] = 2; /* an unknown flag */
+	CHECK_EQ(wire_decode(buf, (size_t)len, &d), -EPROTO);
+
+	memset(&m, 0, sizeof(m));
+	m.type = WIRE_DELETED;
+	m.u.deleted.kind = WIRE_KIND_OTHER;
+	m.u.deleted.flags = WIRE_DELETED_DRY;
+	m.u.deleted.status = -16;
+	strcpy(m.u.deleted.path, "a/b");
+	strcpy(m.u.deleted.msg, "no");
+	len = wire_encode(&m, buf, sizeof(buf));
+	CHECK_EQ(len, WIRE_CTRL_HDR + sizeof(del));
+	CHECK_EQ(memcmp(buf + WIRE_CTRL_HDR, del, sizeof(del)), 0);
+	CHECK_EQ(wire_decode(buf, (size_t)len, &d), 0);
+	buf[WIRE_CTRL_HDR] = WIRE_KIND_OTHER + 1;
+	CHECK_EQ(wire_decode(buf, (size_t)len, &d), -EPROTO);
+	buf[WIRE_CTRL_HDR] = WIRE_KIND_FILE;
+	buf[WIRE_CTRL_HDR + 1] = 2; /* an unknown flag */
+	CHECK_EQ(wire_decode(buf, (size_t)len, &d), -EPROTO);
+	buf[WIRE_CTRL_HDR + 1] = 0;
+	buf[WIRE_CTRL_HDR + 2] = 0; /* status 0x00fffff0: positive */
+	CHECK_EQ(wire_decode(buf, (size_t)len, &d), -EPROTO);
+	m.u.deleted.path[0] = '\0'; /* DEST itself: only with a status */
+	len = wire_encode(&m, buf, sizeof(buf));
+	CHECK_EQ(wire_decode(buf, (size_t)len, &d), 0);
+	m.u.deleted.status = 0;
+	len = wire_encode(&m, buf, sizeof(buf));
+	CHECK_EQ(wire_decode(buf, (size_t)len, &d), -EPROTO);
+
+	memset(&m, 0, sizeof(m));
+	m.type = WIRE_DELETE_END;
+	m.u.delete_end.status = -E2BIG;
+	m.u.delete_end.count = 2;
+	len = wire_encode(&m, buf, sizeof(buf));
+	CHECK_EQ(len, WIRE_CTRL_HDR + sizeof(end));
+	CHECK_EQ(memcmp(buf + WIRE_CTRL_HDR, end, sizeof(end)), 0);
+	CHECK_EQ(wire_decode(buf, (size_t)len, &d), 0);
+	CHECK_EQ(d.u.delete_end.status, -E2BIG);
+	buf[WIRE_CTRL_HDR] = 0; /* status positive */
+	CHECK_EQ(wire_decode(buf, (size_t)len, &d), -EPROTO);
 }
 
 /* ---- packed slots ---- */
@@ -1236,6 +1317,7 @@ TAP_RUN(TAP_TEST(test_roundtrip_every_type), TAP_TEST(test_encode_limits),
 	TAP_TEST(test_golden_slot_header), TAP_TEST(test_slot_roundtrip),
 	TAP_TEST(test_slot_bitflip), TAP_TEST(test_imm),
 	TAP_TEST(test_chunk_aad), TAP_TEST(test_decode_pack_done),
+	TAP_TEST(test_decode_delete),
 	TAP_TEST(test_pack_roundtrip), TAP_TEST(test_pack_truncated),
 	TAP_TEST(test_pack_refusals), TAP_TEST(test_pack_golden),
 	TAP_TEST(test_pack_digest), TAP_TEST(test_set_acks),
