@@ -20,7 +20,8 @@
 #                                    (tests/e2e/mpi.sh; in "all" when an
 #                                    MPI compiler is installed)
 #   run_tests.sh --build DIR guest   real rdcp processes over Soft-RoCE
-#                                    (rdma_rxe) in qemu guests
+#                                    (rdma_rxe) in qemu guests; rdcp-mpi's
+#                                    ranks in one (mpi_rdma.sh) when built
 #   run_tests.sh --build DIR all     all of these
 #
 # A suite that crashes or exits non-zero without a "not ok" line still
@@ -136,6 +137,10 @@ fi
 
 if [ "$WHAT" = guest ] || [ "$WHAT" = all ]; then
 	run_suite rdma-e2e "$HERE/e2e/run_rdma.sh" --build "$BUILD"
+	# rdcp-mpi's ranks in a Soft-RoCE guest, when it was built.
+	if [ -x "$BUILD/rdcp-mpi" ]; then
+		run_suite mpi-rdma-e2e "$HERE/e2e/mpi_rdma.sh" --build "$BUILD"
+	fi
 fi
 
 echo "$passed passed, $failed failed"
