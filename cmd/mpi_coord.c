@@ -494,11 +494,13 @@ bool mj_coord_step(struct mj_coord *c, bool cancel, int *exit_code, bool *abort)
 	for (int i = 0; i < c->cfg.nranks; i++)
 		*abort |= c->r[i].lost;
 	mj_coord_summary(c, v, *exit_code);
-	for (int i = 1; i < c->cfg.nranks; i++) {
+	/*
+	 * A rank lost: MPI_Finalize could wait for it, or fail inside MPI
+	 * on the others; rank 0's MPI_Abort ends them all instead.
+	 */
+	for (int i = 1; i < c->cfg.nranks && !*abort; i++) {
 		struct mbuf b = { 0 };
 
-		if (c->r[i].lost)
-			continue;
 		mbuf_u8(&b, MSG_EXIT);
 		mbuf_u32(&b, (uint32_t)*exit_code);
 		post(c, i, &b);

@@ -108,7 +108,10 @@ void mj_result_get(struct mbuf *b, struct mj_result *r);
 int mj_post(int dest, int tag, struct mbuf *b);
 /* Completes what mj_post() sent; the number still under way. */
 size_t mj_sends_progress(void);
-/* Waits up to ms for every send to complete; cancels what is left. */
+/*
+ * Waits up to ms for every send to complete; what is left (to a peer that
+ * is gone) is dropped, its buffer kept for MPI until the process ends.
+ */
 void mj_sends_drain(int ms);
 /*
  * A message that arrived, if any: 1 with *b (owned by the caller), its

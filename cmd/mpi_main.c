@@ -421,8 +421,11 @@ static void *session_main(void *arg)
 	struct rank *r = arg;
 
 	r->v = xfer_copy(&r->o, &r->st);
-	/* A failure before the session (connect) is only in the log. */
-	if (r->v != XFER_OK && !r->st.error[0])
+	/*
+	 * A failure before the session (connect) is only in the log; a
+	 * session's own is in st.error, and its files' are no session's.
+	 */
+	if (r->v != XFER_OK && !r->st.error[0] && !r->st.transport[0])
 		snprintf(r->st.error, sizeof(r->st.error), "%s",
 			 log_last_error());
 	atomic_store(&r->session_over, true);

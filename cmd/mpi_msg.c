@@ -260,16 +260,12 @@ void mj_sends_drain(int ms)
 
 	while (mj_sends_progress() && clock_now_ms() < end)
 		nanosleep(&nap, NULL);
-	/* A peer that is gone never takes them: let them go. */
-	for (size_t i = 0; i < nsends; i++) {
-		MPI_Cancel(&sends[i].req);
-		MPI_Request_free(&sends[i].req);
-		free(sends[i].p);
-	}
+	/*
+	 * A peer that is gone never takes them. MPI may still read their
+	 * buffers (a freed or cancelled request's send goes on), so they
+	 * stay allocated: the process is about to end.
+	 */
 	nsends = 0;
-	free(sends);
-	sends = NULL;
-	capsends = 0;
 }
 
 int mj_poll(struct mbuf *b, int *source, int *tag)

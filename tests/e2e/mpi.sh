@@ -12,13 +12,15 @@
 #
 # Scenarios: tree (many small files, a huge directory, a deep branch,
 # symlinks, an empty directory), balance (the bytes of one huge directory
-# and one deep branch shared by every rank: measured), big (one 1 GiB sparse file among small
-# ones), mix (SRCs from different directories, 6 ranks, 3 receivers),
-# usage (a bad command line: exit 2, one message), noconnect (one of two
-# receivers not there: exit 3, the rank and receiver named), rxkill (a receiver
-# killed mid-job: exit 11 in bounded time), rankkill (a rank killed
-# mid-job, then --resume finishes), hang (a rank stopped: the coordinator
-# finds it silent and ends the job, exit 11).
+# and one deep branch shared by every rank: measured), big (one 1 GiB
+# sparse file among small ones), mix (SRCs from different directories, 6
+# ranks, 3 receivers), partial (a SRC missing: the others copied, exit 9,
+# the job not cancelled), usage (a bad command line: exit 2, one
+# message), noconnect (one of two receivers not there: exit 3, the rank
+# and receiver named), rxkill (a receiver killed mid-job: exit 11 in
+# bounded time), rankkill (a rank killed mid-job, then --resume
+# finishes), hang (a rank stopped: the coordinator finds it silent and
+# ends the job, exit 11).
 set -uo pipefail
 BUILD=build
 if [ "${1:-}" = --build ]; then
@@ -27,7 +29,7 @@ if [ "${1:-}" = --build ]; then
 fi
 BUILD=$(cd "$BUILD" && pwd)
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-ALL="tree balance big mix usage noconnect rxkill rankkill hang"
+ALL="tree balance big mix partial usage noconnect rxkill rankkill hang"
 . "$HERE/lib.sh"
 check_scenarios "$ALL" "$@"
 
@@ -59,6 +61,7 @@ cleanup() {
 	rm -rf "$T"
 }
 trap cleanup EXIT
+[ -z "${MPI_KEEP:-}" ] || trap - EXIT
 mkdir -p "$T/w"
 # The files live in memory: the disk's writeback would stretch the timing.
 [ "$(id -u)" != 0 ] || mount -t tmpfs -o size=4g tmpfs "$T/w" ||
@@ -97,12 +100,22 @@ stop_receivers() {
 }
 
 # mpi LOG NP ARGS...: rdcp-mpi under mpirun, bounded; SRC = its status.
+# stdout (--json) to LOG, stderr to LOG.err: mpirun relays the two in
+# chunks of its own, which may cut a line of one with a line of the other.
 mpi() {
 	local log=$1 np=$2
 	shift 2
-	run_bounded 180 "$log" mpirun --oversubscribe -np "$np" \
+	run_bounded 180 "$log.err" sh -c 'log=$1; shift; exec "$@" >"$log"' _ \
+		"$log" mpirun --oversubscribe -np "$np" \
 		"$BUILD/rdcp-mpi" --transport tcp --key-file "$T/key" \
 		--timeout 5 "$@"
+}
+# bg_mpi LOG ARGS...: mpirun ARGS in the background (TX), as mpi() logs.
+bg_mpi() {
+	local log=$1
+	shift
+	bg_run "$log.err" sh -c 'log=$1; shift; exec "$@" >"$log"' _ "$log" \
+		mpirun "$@"
 }
 
 # verified SRC DST: every file under DST's final names equals its source
@@ -149,6 +162,17 @@ make_tree() {
 	ln -s /nonexistent "$d/s/dangling"
 }
 
+# jsum LOG FIELD: a top-level FIELD of the --json summary (its ranks and
+# receivers have fields of the same names, which jget would find).
+jsum() {
+	python3 -c 'import json, sys
+for l in open(sys.argv[1]):
+    if l.startswith("{"):
+        j = json.loads(l)
+        if j.get("event") == "summary":
+            print(j[sys.argv[2]])' "$1" "$2" 2>/dev/null
+}
+
 # rank_files LOG: files_ok of each rank in the --json summary.
 rank_files() {
 	grep '"event":"summary"' "$1" | grep -o '"rank":[0-9]*,[^}]*"files_ok":[0-9]*' |
@@ -162,15 +186,15 @@ s_tree() {
 	mpi "$T/tree.log" 4 --json -r "$W/tree" "$RECV/t/"
 	[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 	complete "$W/tree" "$W/dst/t/tree"
-	[ "$(jget "$T/tree.log" summary result)" = ok ] || t_fail "summary not ok"
-	[ "$(jget "$T/tree.log" summary nranks)" = 4 ] || t_fail "nranks"
+	[ "$(jsum "$T/tree.log" result)" = ok ] || t_fail "summary not ok"
+	[ "$(jsum "$T/tree.log" nranks)" = 4 ] || t_fail "nranks"
 	local f busy=0
 	for f in $(rank_files "$T/tree.log"); do [ "$f" -gt 0 ] && busy=$((busy + 1)); done
 	echo "# files per rank: $(rank_files "$T/tree.log")"
 	[ "$busy" -ge 2 ] || t_fail "one rank copied everything: $(rank_files "$T/tree.log")"
 	[ "$(grep -c '"event":"file_done"' "$T/tree.log")" -ge 1800 ] ||
 		t_fail "file_done events missing"
-	t_log "$T/tree.log" "$T/rx1.log"
+	t_log "$T/tree.log.err" "$T/rx1.log"
 	stop_receivers
 	t_end
 	rm -rf "$W/dst"
@@ -202,10 +226,10 @@ s_balance() {
 		total=$((total + b))
 		[ "$min" -ge 0 ] && [ "$min" -le "$b" ] || min=$b
 	done
-	echo "# bytes per rank: $(rank_bytes "$T/balance.log")in $(jget "$T/balance.log" summary seconds) s"
+	echo "# bytes per rank: $(rank_bytes "$T/balance.log")in $(jsum "$T/balance.log" seconds) s"
 	[ "$total" -gt 0 ] && [ $((min * 100 / total)) -ge 12 ] ||
 		t_fail "a rank had less than 12% of the bytes: $(rank_bytes "$T/balance.log")"
-	t_log "$T/balance.log"
+	t_log "$T/balance.log.err"
 	stop_receivers
 	t_end
 	rm -rf "$W/dst" "$W/bal"
@@ -224,9 +248,9 @@ s_big() {
 	mpi "$T/big.log" 4 --sparse -r "$W/big" "$RECV/b"
 	[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 	complete "$W/big" "$W/dst/b/big"
-	grep -q 'rank 3 on' "$T/big.log" || t_fail "no per-rank summary"
-	grep -q 'receiver 127.0.0.1:' "$T/big.log" || t_fail "no per-receiver summary"
-	t_log "$T/big.log"
+	grep -q 'rank 3 on' "$T/big.log.err" || t_fail "no per-rank summary"
+	grep -q 'receiver 127.0.0.1:' "$T/big.log.err" || t_fail "no per-receiver summary"
+	t_log "$T/big.log.err"
 	stop_receivers
 	t_end
 	rm -rf "$W/dst" "$W/big"
@@ -247,19 +271,38 @@ s_mix() {
 	same "$W/m2/sub/tiny" "$W/dst/mix/sub/tiny"
 	[ "$(grep -o '"receiver":"127.0.0.1:[0-9]*","ranks":2' "$T/mix.log" | wc -l)" = 3 ] ||
 		t_fail "not 2 ranks on each of 3 receivers"
-	t_log "$T/mix.log"
+	t_log "$T/mix.log.err"
 	stop_receivers
 	t_end
 	rm -rf "$W/dst" "$W/m1" "$W/m2"
+}
+
+s_partial() {
+	t_begin "partial: a missing SRC fails alone, the tree is copied, exit 9"
+	make_tree "$W/pt"
+	receivers 2 "$W/dst"
+	mpi "$T/partial.log" 4 --json -r "$W/missing" "$W/pt" "$RECV/p"
+	[ "$SRC" = 9 ] || t_fail "exit $SRC, want 9"
+	complete "$W/pt" "$W/dst/p/pt"
+	grep -q "\"event\":\"file_done\",\"path\":\"$W/missing\".*\"status\":\"failed\"" \
+		"$T/partial.log" || t_fail "no failed file_done for the missing SRC"
+	! grep -q '"event":"error"' "$T/partial.log" ||
+		t_fail "a file's failure was taken for the job's"
+	[ "$(jsum "$T/partial.log" files_failed)" = 1 ] ||
+		t_fail "files_failed is not 1"
+	t_log "$T/partial.log.err"
+	stop_receivers
+	t_end
+	rm -rf "$W/dst" "$W/pt"
 }
 
 s_usage() {
 	t_begin "usage: a pull is refused, exit 2, one message"
 	mpi "$T/usage.log" 3 -r "rdcp://127.0.0.1:1/x" "$W"
 	[ "$SRC" = 2 ] || t_fail "exit $SRC, want 2"
-	[ "$(grep -c 'rdcp-mpi pushes' "$T/usage.log")" = 1 ] ||
-		t_fail "want one message, have $(grep -c 'rdcp-mpi pushes' "$T/usage.log")"
-	t_log "$T/usage.log"
+	[ "$(grep -c 'rdcp-mpi pushes' "$T/usage.log.err")" = 1 ] ||
+		t_fail "want one message, have $(grep -c 'rdcp-mpi pushes' "$T/usage.log.err")"
+	t_log "$T/usage.log.err"
 	t_end
 }
 
@@ -272,8 +315,8 @@ s_noconnect() {
 	mpi "$T/noconnect.log" 3 -r "$W/nc" "$RECV,127.0.0.1:$P/nc"
 	[ "$SRC" = 3 ] || t_fail "exit $SRC, want 3"
 	grep -q "rdcp-mpi: rank 1 on .* (to 127.0.0.1:$P): cannot connect" \
-		"$T/noconnect.log" || t_fail "no message naming rank 1 and its receiver"
-	t_log "$T/noconnect.log"
+		"$T/noconnect.log.err" || t_fail "no message naming rank 1 and its receiver"
+	t_log "$T/noconnect.log.err"
 	stop_receivers
 	t_end
 	rm -rf "$W/dst" "$W/nc"
@@ -291,7 +334,7 @@ s_rxkill() {
 	make_slow
 	receivers 2 "$W/dst"
 	local victim=${RXS##* }
-	bg_run "$T/rxkill.log" mpirun --oversubscribe -np 4 "$BUILD/rdcp-mpi" \
+	bg_mpi "$T/rxkill.log" --oversubscribe -np 4 "$BUILD/rdcp-mpi" \
 		--transport tcp --key-file "$T/key" --timeout 5 --bwlimit 10M \
 		--json -r "$W/slow" "$RECV/k"
 	local mp=$TX
@@ -305,11 +348,11 @@ s_rxkill() {
 	[ "$(( $(now) - t0 ))" -lt 20000 ] || t_fail "took $(since "$t0") s"
 	grep -q '"event":"error","class":"peer-lost"' "$T/rxkill.log" ||
 		t_fail "no peer-lost error event"
-	grep -q '"event":"summary".*"result":"peer-lost"' "$T/rxkill.log" ||
+	[ "$(jsum "$T/rxkill.log" result)" = peer-lost ] ||
 		t_fail "no summary with the cause"
 	verified "$W/slow" "$W/dst/k/slow"
 	echo "# $VERIFIED files under their final names, all verified"
-	t_log "$T/rxkill.log"
+	t_log "$T/rxkill.log.err"
 	stop_receivers
 	t_end
 	rm -rf "$W/dst"
@@ -334,7 +377,7 @@ s_rankkill() {
 	t_begin "rankkill: a rank killed mid-job, then --resume finishes"
 	[ -d "$W/slow" ] || make_slow
 	receivers 2 "$W/dst"
-	bg_run "$T/rankkill.log" mpirun --oversubscribe -np 4 "$BUILD/rdcp-mpi" \
+	bg_mpi "$T/rankkill.log" --oversubscribe -np 4 "$BUILD/rdcp-mpi" \
 		--transport tcp --key-file "$T/key" --timeout 5 --bwlimit 10M \
 		--resume -r "$W/slow" "$RECV/r"
 	local mp=$TX t0 victim=""
@@ -357,7 +400,7 @@ s_rankkill() {
 		sed -n 's/.*"sent":\([0-9]*\).*/\1/p' | awk '{s += $1} END {print s + 0}')
 	echo "# resume sent $sent of 192000000 bytes"
 	[ "$sent" -lt 192000000 ] || t_fail "resume sent everything again"
-	t_log "$T/rankkill.log" "$T/resume.log"
+	t_log "$T/rankkill.log.err" "$T/resume.log.err"
 	stop_receivers
 	t_end
 	rm -rf "$W/dst"
@@ -367,7 +410,7 @@ s_hang() {
 	t_begin "hang: a stopped rank is found silent, exit 11, bounded"
 	[ -d "$W/slow" ] || make_slow
 	receivers 2 "$W/dst"
-	bg_run "$T/hang.log" mpirun --oversubscribe -np 4 "$BUILD/rdcp-mpi" \
+	bg_mpi "$T/hang.log" --oversubscribe -np 4 "$BUILD/rdcp-mpi" \
 		--transport tcp --key-file "$T/key" --timeout 4 --bwlimit 10M \
 		-r "$W/slow" "$RECV/h"
 	local mp=$TX t0 victim=""
@@ -380,10 +423,10 @@ s_hang() {
 	[ -z "$victim" ] || kill -9 "$victim" 2>/dev/null
 	echo "# mpirun ended $(since "$t0") s after rank 1 was stopped, exit $WRC"
 	[ "$WRC" = 11 ] || t_fail "exit $WRC, want 11"
-	grep -q 'rank 1 on .*no word from it' "$T/hang.log" ||
+	grep -q 'rank 1 on .*no word from it' "$T/hang.log.err" ||
 		t_fail "no message naming rank 1"
 	verified "$W/slow" "$W/dst/h/slow"
-	t_log "$T/hang.log"
+	t_log "$T/hang.log.err"
 	stop_receivers
 	t_end
 	rm -rf "$W/dst"
