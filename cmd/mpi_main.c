@@ -29,6 +29,7 @@
 #include "cmd/json_out.h"
 #include "cmd/mpi_job.h"
 #include "util/clock.h"
+#include "util/filter.h"
 #include "util/key.h"
 #include "util/log.h"
 #include "util/path.h"
@@ -775,7 +776,13 @@ static int seed(struct rank *r)
 		struct stat st;
 
 		snprintf(path, sizeof(path), "%s/%s", r->base, r->tops[i]);
-		if (!stat(path, &st) && S_ISDIR(st.st_mode)) {
+		if (stat(path, &st))
+			st.st_mode = 0;
+		/* as rdcp's walk: a SRC the rules exclude is left out */
+		if (filter_excludes(r->o.filter, r->tops[i],
+				    S_ISDIR(st.st_mode)))
+			continue;
+		if (S_ISDIR(st.st_mode)) {
 			if (!r->o.recursive) {
 				log_err("cannot send '%s': it is a directory "
 					"(use -r)",
