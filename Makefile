@@ -188,7 +188,7 @@ test: setup
 		$(if $(shell command -v $(MPICC) 2>/dev/null),mpi)
 	$(Q)tests/run_tests.sh --build $(BUILD) all
 
-# rdcp-mpi alone: 4-6 ranks under mpirun over TCP on loopback (a minute).
+# rdcp-mpi alone: 4-8 ranks under mpirun over TCP on loopback (a minute).
 test-mpi: all mpi
 	$(Q)tests/run_tests.sh --build $(BUILD) mpi
 

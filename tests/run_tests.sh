@@ -15,7 +15,7 @@
 #                                    the test sshd's self-test and rdcp
 #                                    over ssh against it (ssh.sh)
 #   run_tests.sh --build DIR quick   unit + tcp: the everyday suite
-#   run_tests.sh --build DIR mpi     rdcp-mpi under mpirun, 4-6 ranks to
+#   run_tests.sh --build DIR mpi     rdcp-mpi under mpirun, 4-8 ranks to
 #                                    2-3 receivers over TCP on loopback
 #                                    (tests/e2e/mpi.sh; in "all" when an
 #                                    MPI compiler is installed)

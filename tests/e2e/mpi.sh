@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 #
-# rdcp-mpi end to end on this host: `mpirun --oversubscribe -np 4..6` over
+# rdcp-mpi end to end on this host: `mpirun --oversubscribe -np 4..8` over
 # TCP on loopback to two or three receivers (rdcp --listen) sharing one
 # root, as the nodes of a cluster share a parallel file system. Every file
 # is compared with its source, and nothing may sit under a final name that
@@ -13,7 +13,7 @@
 # Scenarios: tree (many small files, a huge directory, a deep branch,
 # symlinks, an empty directory), balance (the bytes of one huge directory
 # and one deep branch shared by every rank: measured), big (one 1 GiB
-# sparse file among small ones), mix (SRCs from different directories, 6
+# sparse file among small ones), mix (SRCs from different directories, 8
 # ranks, 3 receivers), partial (a SRC missing: the others copied, exit 9,
 # the job not cancelled), usage (a bad command line: exit 2, one
 # message), noconnect (one of two receivers not there: exit 3, the rank
@@ -257,20 +257,21 @@ s_big() {
 }
 
 s_mix() {
-	t_begin "mix: SRCs from two directories, 6 ranks, 3 receivers"
+	t_begin "mix: SRCs from two directories, 8 ranks, 3 receivers"
 	mkdir -p "$W/m1" "$W/m2/sub"
 	make_tree "$W/m1/tree"
 	head -c 50000000 /dev/urandom >"$W/m2/blob"
 	head -c 3 /dev/urandom >"$W/m2/sub/tiny"
 	receivers 3 "$W/dst"
-	mpi "$T/mix.log" 6 --json -r "$W/m1/tree" "$W/m2/blob" "$W/m2/sub" \
+	mpi "$T/mix.log" 8 --json -r "$W/m1/tree" "$W/m2/blob" "$W/m2/sub" \
 		"$RECV/mix"
 	[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 	complete "$W/m1/tree" "$W/dst/mix/tree"
 	same "$W/m2/blob" "$W/dst/mix/blob"
 	same "$W/m2/sub/tiny" "$W/dst/mix/sub/tiny"
-	[ "$(grep -o '"receiver":"127.0.0.1:[0-9]*","ranks":2' "$T/mix.log" | wc -l)" = 3 ] ||
-		t_fail "not 2 ranks on each of 3 receivers"
+	[ "$(grep -o '"receiver":"127.0.0.1:[0-9]*","ranks":[0-9]' "$T/mix.log" |
+		sed 's/.*://' | tr '\n' ' ')" = '3 3 2 ' ] ||
+		t_fail "8 ranks not spread 3, 3, 2 on 3 receivers"
 	t_log "$T/mix.log.err"
 	stop_receivers
 	t_end
