@@ -217,11 +217,17 @@ s_balance() {
 		mkdir -p "$p"
 		head -c 1000000 /dev/urandom >"$p/x"
 	done
+	touch -d '2001-02-03 04:05:06' "$W/bal/huge" "$W/bal/deep/d1/d2" "$W/bal"
 	receivers 2 "$W/dst"
 	# Each rank's session is held to 8 MB/s: the rate is the ranks'.
-	mpi "$T/balance.log" 4 --json --bwlimit 8M -r "$W/bal" "$RECV/bal"
+	# -p: the directories that every rank wrote into keep their times.
+	mpi "$T/balance.log" 4 --json -p --bwlimit 8M -r "$W/bal" "$RECV/bal"
 	[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 	complete "$W/bal" "$W/dst/bal/bal"
+	(cd "$W/bal" && find . -type d -printf '%p %T@ %m\n' | sort) >"$T/bal.src"
+	(cd "$W/dst/bal/bal" && find . -type d -printf '%p %T@ %m\n' | sort) >"$T/bal.dst"
+	cmp -s "$T/bal.src" "$T/bal.dst" ||
+		t_fail "-p: directory times or modes differ: $(diff "$T/bal.src" "$T/bal.dst" | head -c 300)"
 	for b in $(rank_bytes "$T/balance.log"); do
 		total=$((total + b))
 		[ "$min" -ge 0 ] && [ "$min" -le "$b" ] || min=$b
