@@ -103,8 +103,8 @@ static void usage_help(void)
 	       "to receiver i %% (number of receivers).\nMPI coordinates; "
 	       "the data goes over each rank's own rdcp session.\n\n"
 	       "rdcp's copy options apply (rdcp --help); not --files-from, "
-	       "--manifest, --retry,\na pull or a copy over ssh. See "
-	       "rdcp-mpi(1).\n");
+	       "--manifest, --retry,\n--delete, a pull or a copy over ssh. "
+	       "See rdcp-mpi(1).\n");
 }
 
 /* The rank as the launcher tells it, before MPI_Init (for messages). */
