@@ -20,7 +20,8 @@
 # and receiver named), rxkill (a receiver killed mid-job: exit 11 in
 # bounded time), rankkill (a rank killed mid-job, then --resume
 # finishes), hang (a rank stopped: the coordinator finds it silent and
-# ends the job, exit 11).
+# ends the job, exit 11), hang0 (rank 0 stopped: the others find it
+# silent and end the job, exit 11).
 set -uo pipefail
 BUILD=build
 if [ "${1:-}" = --build ]; then
@@ -29,7 +30,7 @@ if [ "${1:-}" = --build ]; then
 fi
 BUILD=$(cd "$BUILD" && pwd)
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-ALL="tree balance big mix partial usage noconnect rxkill rankkill hang"
+ALL="tree balance big mix partial usage noconnect rxkill rankkill hang hang0"
 . "$HERE/lib.sh"
 check_scenarios "$ALL" "$@"
 
@@ -434,6 +435,32 @@ s_hang() {
 		t_fail "no message naming rank 1"
 	verified "$W/slow" "$W/dst/h/slow"
 	t_log "$T/hang.log.err"
+	stop_receivers
+	t_end
+	rm -rf "$W/dst"
+}
+
+s_hang0() {
+	t_begin "hang0: rank 0 stopped is found silent by the others, exit 11, bounded"
+	[ -d "$W/slow" ] || make_slow
+	receivers 2 "$W/dst"
+	bg_mpi "$T/hang0.log" --oversubscribe -np 4 "$BUILD/rdcp-mpi" \
+		--transport tcp --key-file "$T/key" --timeout 4 --bwlimit 10M \
+		-r "$W/slow" "$RECV/h0"
+	local mp=$TX t0 victim=""
+	wait_until 30 "$mp" has_temps "$W/dst" || t_fail "no copy under way"
+	wait_until 10 "$mp" has_rank "$mp" 0
+	victim=$(rank_pid "$mp" 0)
+	[ -n "$victim" ] && kill -STOP "$victim"
+	t0=$(now)
+	wait_pid "$mp" 40
+	[ -z "$victim" ] || kill -9 "$victim" 2>/dev/null
+	echo "# mpirun ended $(since "$t0") s after rank 0 was stopped, exit $WRC"
+	[ "$WRC" = 11 ] || t_fail "exit $WRC, want 11"
+	grep -q 'no word from rank 0 (the coordinator)' "$T/hang0.log.err" ||
+		t_fail "no message naming rank 0"
+	verified "$W/slow" "$W/dst/h0/slow"
+	t_log "$T/hang0.log.err"
 	stop_receivers
 	t_end
 	rm -rf "$W/dst"
