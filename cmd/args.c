@@ -566,9 +566,6 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 					  "it needs -r, and not --files-from");
 		if (a->o.max_delete != UINT64_MAX && !a->o.delete_extra)
 			argp_error(state, "--max-delete needs --delete");
-		if (a->files_from && a->o.pull)
-			argp_error(state, "--files-from works on a push only: "
-					  "the list names local files");
 		if (a->files_from && ps->nsrcs != 1)
 			argp_error(state, "--files-from takes one SRC: the "
 					  "directory the listed paths are in");

@@ -238,9 +238,9 @@ const struct argp_option rdcp_options[] = {
 	{ "include-from", OPT_INCLUDE_FROM, "FILE", 0,
 	  "--include each pattern in FILE, as --exclude-from", 7 },
 	{ "files-from", OPT_FILES_FROM, "FILE", 0,
-	  "Send the paths listed in FILE (- for stdin), one a line, each "
-	  "relative to the one SRC directory and kept as it is beneath DEST "
-	  "(rsync's --files-from); push only",
+	  "Copy the paths listed in FILE (- for stdin), one a line, each "
+	  "relative to the one SRC directory (local, or on HOST for a pull) "
+	  "and kept as it is beneath DEST (rsync's --files-from)",
 	  7 },
 	{ "from0", '0', NULL, 0,
 	  "Names in --files-from and rules in --*-from files end in a NUL "

@@ -83,7 +83,8 @@ static uint32_t hello_flags(const struct xfer_opts *o)
 	       (o->compress ? WIRE_HELLO_COMPRESS : 0) |
 	       (o->sparse ? WIRE_HELLO_SPARSE : 0) |
 	       (o->dry_run ? WIRE_HELLO_DRY_RUN : 0) |
-	       (o->delete_extra ? WIRE_HELLO_DELETE : 0);
+	       (o->delete_extra ? WIRE_HELLO_DELETE : 0) |
+	       (o->pull && o->files_from ? WIRE_HELLO_LIST : 0);
 }
 
 static int build_hello(struct engine *e, const struct xfer_opts *o,
@@ -196,11 +197,15 @@ enum xfer_fail session_client(const struct xfer_opts *o, struct cm_conn *c,
 		umask(um);
 		t.umask = um;
 		t.p = client_params(o, key);
-		t.want = o->srcs;
-		t.nwant = o->nsrcs;
+		t.want = o->files_from ? NULL : o->srcs;
+		t.nwant = o->files_from ? 0 : o->nsrcs;
+		t.list = o->files_from;
+		t.list_sep = o->from0 ? '\0' : '\n';
+		t.list_base = o->srcs[0];
 		t.filter = o->filter;
-		rc = place_target_local(o->dest, o->nsrcs, &t, why,
-					sizeof(why));
+		/* a list's names land beneath DEST: a directory */
+		rc = place_target_local(o->dest, o->files_from ? 2 : o->nsrcs,
+					&t, why, sizeof(why));
 		if (rc)
 			engine_fail(&e,
 				    rc == -ENOTDIR ? XFER_FAIL_USAGE

@@ -8,6 +8,7 @@
 #define RDCP_ROLE_H
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include "transfer/engine.h"
@@ -36,6 +37,15 @@ struct sink_target {
 	 */
 	const char *const *want;
 	size_t nwant;
+	/*
+	 * A pull's --files-from (HELLO flag LIST): the names read from list
+	 * (each ending in list_sep) go to the receiver, which walks them
+	 * beneath the one SRC, list_base as typed; only the entries an honest
+	 * walk sends for them are taken (sink_list.c). want is NULL then.
+	 */
+	FILE *list;
+	char list_sep;
+	const char *list_base;
 	/* --delete: entries these rules exclude are kept; NULL: none */
 	const struct filter *filter;
 	struct session_params p;

@@ -156,12 +156,14 @@ static const char *user_path(const char *p)
  * (path_normalize_peer: "./x" and "/x" are "x") and copied into buf
  * (WIRE_PATHS_MAX bytes: no path grows), srcs[i] pointing at each. 0, or
  * -errno with why filled: -EPERM for a SRC outside the root, or the root
- * itself. With user (rdcp --server), each is taken as the user typed it
+ * itself (but as the directory of a --files-from list's names: HELLO flag
+ * LIST). With user (rdcp --server), each is taken as the user typed it
  * (user_path): the client proved the one-time key, it is the user.
  */
 static int check_sources(const struct wire_hello *h, bool user, char *buf,
 			 const char **srcs, char *why, size_t whysz)
 {
+	bool base = h->flags & WIRE_HELLO_LIST;
 	size_t off = 0;
 
 	if (!h->npaths) {
@@ -174,7 +176,7 @@ static int check_sources(const struct wire_hello *h, bool user, char *buf,
 		size_t len = strlen(p);
 		bool dir;
 
-		if (!len) {
+		if (!len && !base) {
 			snprintf(why, whysz,
 				 "source %u of %u is an empty name: refused "
 				 "(name a file or directory %s)",
@@ -192,7 +194,8 @@ static int check_sources(const struct wire_hello *h, bool user, char *buf,
 		len = strlen(n);
 		if (len && dir)
 			n[len++] = '/', n[len] = '\0';
-		if (!len || path_check_relative(n, len, false)) {
+		if ((!len && !base) ||
+		    (len && path_check_relative(n, len, false))) {
 			snprintf(why, whysz,
 				 "source '%s' is not a path inside the "
 				 "receiver's root: refused (name a file or "
@@ -249,7 +252,11 @@ static int server_handshake(struct server *srv, struct engine *e,
 	     !(h->flags & WIRE_HELLO_RECURSIVE)) ||
 	    (h->role == WIRE_PUSH &&
 	     (h->npaths != 1 ||
-	      (h->nfilters && !(h->flags & WIRE_HELLO_DELETE)))))
+	      (h->nfilters && !(h->flags & WIRE_HELLO_DELETE)))) ||
+	    /* a list's names come beneath one path, and mirror nothing */
+	    ((h->flags & WIRE_HELLO_LIST) &&
+	     (h->role != WIRE_PULL || h->npaths != 1 ||
+	      (h->flags & WIRE_HELLO_DELETE))))
 		return engine_fail(e, XFER_FAIL_PROTOCOL, -EPROTO,
 				   "%s sent a bad HELLO", e->c->peer);
 	if ((h->flags & WIRE_HELLO_ENCRYPT) && !srv->key)

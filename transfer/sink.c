@@ -239,7 +239,7 @@ static int map_path(struct sink *k, struct snk_file *f, const char *path)
 				   "%s sent a file name that is not a path "
 				   "beneath DEST: refused",
 				   k->e->c->peer);
-	why = sink_want_check(k, f->id, f->kind, path);
+	why = sink_want_check(k, f->id, f->kind, path, NULL);
 	if (why)
 		return sink_want_refuse(k, path, why);
 	if (sink_dir_enter(k, path))
@@ -591,6 +591,10 @@ static int snk_on_msg(struct engine *e, const struct wire_msg *m)
 		break;
 	case WIRE_SUMS:
 		return sink_on_sums(k, &m->u.sums);
+	case WIRE_NAMES_ACK:
+		if (k->list)
+			return sink_list_on_ack(k, &m->u.names_ack);
+		break;
 	case WIRE_DONE:
 		if (!k->done) {
 			sink_delete_done(k, &m->u.done);
@@ -606,7 +610,17 @@ static int snk_on_msg(struct engine *e, const struct wire_msg *m)
 			   wire_type_name(m->type));
 }
 
+static int snk_pump_role(struct engine *e);
+
+/* A pull's list goes out as the receiver takes it, then the role's own. */
 static int snk_pump(struct engine *e)
+{
+	int n = sink_list_send(e->role_data);
+
+	return n + snk_pump_role(e);
+}
+
+static int snk_pump_role(struct engine *e)
 {
 	struct sink *k = e->role_data;
 	struct wire_msg m = { .type = WIRE_CREDIT };
@@ -679,6 +693,8 @@ int sink_run(struct engine *e, const struct sink_target *t,
 		rc = sink_jobs_init(&k, e->c->geom.slots);
 	if (!rc)
 		rc = sink_want_init(&k);
+	if (!rc)
+		rc = sink_list_init(&k);
 	if (rc) {
 		rc = engine_fail(e, XFER_FAIL_RESOURCE, rc,
 				 "cannot set up the sink: %s", strerror(-rc));
@@ -704,6 +720,7 @@ out:
 	hset_release(&k.asked);
 	sink_delete_release(&k);
 	sink_want_free(&k);
+	sink_list_free(&k);
 	credit_rx_release(&k.rx);
 	return rc;
 }

@@ -35,6 +35,7 @@ struct sink;
 struct snk_dir;
 struct snk_file;
 struct snk_want;
+struct snk_list;
 
 /* A file's own work in a worker: resume compares, then its finalize. */
 struct snk_work {
@@ -133,6 +134,8 @@ struct snk_job {
 	/* a pack with a name the pull did not ask for: it, and why */
 	char *refused;
 	const char *refused_why;
+	/* a pull's --files-from: where its names' check starts */
+	uint64_t list_lo;
 };
 
 struct snk_dir; /* a directory made and not yet finished (sink_dir.c) */
@@ -172,6 +175,7 @@ struct sink {
 	struct snk_want *want; /* a pull: the names asked for, sorted */
 	size_t nwant;
 	bool want_check; /* a pull: take only what was asked for */
+	struct snk_list *list; /* a pull's --files-from, else NULL */
 	struct snk_del del;
 	uint64_t bytes_in, next_progress_ms;
 	bool done, bye_sent;
@@ -343,15 +347,40 @@ int sink_want_init(struct sink *k);
 void sink_want_free(struct sink *k);
 /*
  * A pull: whether entry id (kind, path, already checked to lie beneath
- * DEST) is one an honest receiver sends for the SRCs asked for. NULL when
- * it is (always on a push), else why not, for the user. Counts the top
- * names and remembers directories: call it once per entry, before the
- * entry touches anything. Engine thread, or a pack's worker.
+ * DEST) is one an honest receiver sends for the SRCs asked for (with a
+ * file list, its names: sink_list_check with list_pos). NULL when it is
+ * (always on a push), else why not, for the user. Counts the top names
+ * and remembers directories: call it once per entry, before the entry
+ * touches anything. Engine thread, or a pack's worker.
  */
 const char *sink_want_check(struct sink *k, uint32_t id, uint8_t kind,
-			    const char *path);
+			    const char *path, uint64_t *list_pos);
 /* Ends the session: the peer sent path, refused for why. The error. */
 int sink_want_refuse(struct sink *k, const char *path, const char *why);
+
+/* ---- sink_list.c ---- */
+
+/* A pull with --files-from: the list's state. 0 or -ENOMEM. */
+int sink_list_init(struct sink *k);
+void sink_list_free(struct sink *k);
+/*
+ * The engine role's pump: reads the list's next names and sends them, as
+ * far as the receiver's window allows. Messages queued (0, 1); the engine
+ * is failed when the list cannot be read.
+ */
+int sink_list_send(struct sink *k);
+/* A NAMES_ACK came. 0 or the engine's error (a protocol violation). */
+int sink_list_on_ack(struct sink *k, const struct wire_names_ack *a);
+/* Where the engine thread's check of entries stands, for a pack. */
+uint64_t sink_list_pos(const struct sink *k);
+/*
+ * Engine thread or a pack's worker: whether entry (kind, path, beneath
+ * DEST) is one an honest walk sends for the names of the list, at *pos or
+ * after (then moved to the name it matched; pos NULL: the engine thread's
+ * own, from entry to entry). NULL or why not.
+ */
+const char *sink_list_check(struct sink *k, uint64_t *pos, uint8_t kind,
+			    const char *path);
 
 /* ---- sink_delete.c ---- */
 

@@ -72,6 +72,8 @@ int sink_pack_arrived(struct sink *k, const struct wire_slot_hdr *h,
 	j->item.after = unpacked;
 	/* Its files lie where the walk is: nothing there is finished first. */
 	j->dir = sink_dir_hold(k);
+	/* ... and come after the entries before it, in a list's order. */
+	j->list_lo = sink_list_pos(k);
 	sink_progress(k, k->t->shown, h->raw_len);
 	workq_push(k->e->wq, &j->item);
 	return 0;
@@ -280,6 +282,7 @@ static int check_entries(struct sink *k, struct snk_job *j, const uint8_t *raw)
 {
 	struct wire_pack_rec r;
 	char path[PATH_PEER_MAX + 1];
+	uint64_t list_pos = j->list_lo;
 	size_t pos = 0;
 
 	for (uint32_t i = 0; i < j->npacked; i++) {
@@ -287,8 +290,8 @@ static int check_entries(struct sink *k, struct snk_job *j, const uint8_t *raw)
 			return -EPROTO;
 		memcpy(path, r.path, r.path_len);
 		path[r.path_len] = '\0';
-		j->refused_why =
-			sink_want_check(k, r.file_id, WIRE_KIND_FILE, path);
+		j->refused_why = sink_want_check(k, r.file_id, WIRE_KIND_FILE,
+						 path, &list_pos);
 		if (!j->refused_why && !sink_dir_holds(j->dir, path))
 			j->refused_why = SINK_DIR_NOT_NOW;
 		if (j->refused_why) {

@@ -136,7 +136,7 @@ static struct snk_want *find(const struct sink *k, const char *path, size_t len)
 }
 
 const char *sink_want_check(struct sink *k, uint32_t id, uint8_t kind,
-			    const char *path)
+			    const char *path, uint64_t *list_pos)
 {
 	const char *slash = strchr(path, '/');
 	size_t first = slash ? (size_t)(slash - path) : strlen(path);
@@ -144,6 +144,8 @@ const char *sink_want_check(struct sink *k, uint32_t id, uint8_t kind,
 	struct snk_want *w;
 	uint32_t dir_id;
 
+	if (k->list)
+		return sink_list_check(k, list_pos, kind, path);
 	if (!k->want_check)
 		return NULL;
 	w = find(k, path, first);

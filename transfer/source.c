@@ -390,6 +390,9 @@ static int src_on_msg(struct engine *e, const struct wire_msg *m)
 	case WIRE_PACK_DONE:
 		rc = on_pack_done(s, &m->u.pack_done);
 		break;
+	case WIRE_NAMES:
+		rc = src_names_on_msg(s, &m->u.names);
+		break;
 	case WIRE_DELETED:
 		return src_on_deleted(s, &m->u.deleted);
 	case WIRE_DELETE_END:
@@ -445,7 +448,7 @@ static int src_pump(struct engine *e)
 	if (a < 0)
 		return 0;
 	b = src_post(s);
-	return b < 0 ? 0 : a + b;
+	return b < 0 ? 0 : a + b + src_names_pump(s);
 }
 
 static bool src_finished(const struct engine *e)
@@ -540,6 +543,10 @@ int source_run(struct engine *e, const struct source_cfg *cfg,
 		engine_fail(e, XFER_FAIL_INTERNAL, -EIO, "cannot derive a key");
 		goto out;
 	}
+	if (src_names_init(&s)) {
+		engine_fail(e, XFER_FAIL_RESOURCE, -ENOMEM, "out of memory");
+		goto out;
+	}
 	walk_start(&s.walk, cfg->srcs, cfg->nsrcs);
 	s.jobs = calloc(s.njobs, sizeof(*s.jobs));
 	s.fifo = calloc(s.fifo_cap, sizeof(*s.fifo));
@@ -575,5 +582,6 @@ out:
 	free(s.posted);
 	free(s.by_wire);
 	walk_free(&s.walk);
+	src_names_free(&s);
 	return e->fail ? e->err : 0;
 }

@@ -112,6 +112,8 @@ struct src_job {
 	int status;
 };
 
+struct src_names; /* source_names.c */
+
 struct item {
 	enum item_kind kind;
 	struct src_file *f;
@@ -160,6 +162,8 @@ struct source {
 	/* --delete on a push: DELETED with status 0; DELETE_END came */
 	uint64_t deleted_ok;
 	bool delete_ended;
+	/* --files-from on a pull: the client's names, NULL without */
+	struct src_names *names;
 };
 
 #define WALK_STEP 512 /* entries listed at a time, in the engine thread */
@@ -222,6 +226,19 @@ int src_on_deleted(struct source *s, const struct wire_deleted *d);
 int src_on_delete_end(struct source *s, const struct wire_delete_end *d);
 /* Whether BYE may come now: DONE sent, every result (and deletion) in. */
 bool src_bye_due(const struct source *s);
+
+/* ---- source_names.c ---- */
+
+/*
+ * With HELLO's LIST (a pull's --files-from), the walk is fed the names
+ * that come in NAMES. 0, or -ENOMEM (src_names_free frees what was made).
+ */
+int src_names_init(struct source *s);
+void src_names_free(struct source *s);
+/* A NAMES came. 0, -EPROTO when none was due, or the engine's error. */
+int src_names_on_msg(struct source *s, const struct wire_names *m);
+/* Tells the client the names it is through with. Messages sent (0, 1). */
+int src_names_pump(struct source *s);
 
 /* ---- source.c ---- */
 

@@ -303,13 +303,20 @@ int src_plan(struct source *s)
 			if (s->next_file == s->nfiles && !s->walk.done) {
 				if (src_more_files(s))
 					return -1;
-				/* A list with no names yet: look again soon. */
+				/*
+				 * No name yet: a pull's feed comes with a
+				 * message; a non-blocking list (rdcp-mpi)
+				 * with nothing the engine waits on, so it
+				 * looks again soon.
+				 */
 				s->e->nap_ms = s->next_file == s->nfiles &&
-							       !s->walk.done
+							       s->walk.starved &&
+							       s->walk.list
 						       ? 1
 						       : 0;
-				if (s->e->nap_ms)
-					break;
+				if (s->next_file == s->nfiles &&
+				    s->walk.starved)
+					break; /* until more names come */
 				continue;
 			}
 			if (s->next_file == s->nfiles) {

@@ -105,6 +105,17 @@ static int open_path(const struct walk *w, const char *path, int flags)
 	return fd < 0 ? -errno : fd;
 }
 
+/*
+ * Why a path beneath the root could not be opened: path_open_beneath's
+ * refusals in words, else the error's.
+ */
+static const char *open_why(const struct walk *w, int rc)
+{
+	if (w->rootfd >= 0 && (rc == -ELOOP || rc == -EXDEV))
+		return "a symlink on the way, or a path outside the root";
+	return strerror(-rc);
+}
+
 /* Inside a tree nothing is followed; a local SRC as named is, like cp. */
 static int nofollow(const struct walk *w, const struct walk_entry *e)
 {
@@ -420,7 +431,7 @@ static int walk_named(struct walk *w, const char *src, const char *wire,
 		}
 		return entry_fail(e, rc, "cannot %s '%s': %s",
 				  w->rootfd < 0 ? "stat" : "open", src,
-				  strerror(-rc));
+				  open_why(w, rc));
 	}
 	e->kind = S_ISDIR(e->st.st_mode) ? WIRE_KIND_DIR : WIRE_KIND_FILE;
 	if (filtered_out(w, e)) {
@@ -465,9 +476,12 @@ static int walk_top(struct walk *w, const char *src)
 /*
  * The directories name (from the list) implies beneath the base: each
  * one the previous name did not already imply, as a directory entry of
- * its own, not walked, so that the sink has a place to put name.
+ * its own, not walked, so that the sink has a place to put name. 0, or 1
+ * when one cannot be sent: that entry fails for the name, which is not
+ * walked (nothing beneath a directory the sink never made could be
+ * placed), and *good is the length of the part of name that is fine.
  */
-static int walk_implied(struct walk *w, const char *name)
+static int walk_implied(struct walk *w, const char *name, size_t *good)
 {
 	char local[PATH_MAX + 1];
 	const char *base = w->srcs[0];
@@ -484,21 +498,87 @@ static int walk_implied(struct walk *w, const char *name)
 			continue; /* the previous name made it already */
 		memcpy(dir, name, n);
 		dir[n] = '\0';
-		if (path_join(local, sizeof(local), base, dir))
-			return 0; /* the name itself fails below */
-		e = add(w, local, dir);
+		rc = path_join(local, sizeof(local), base, dir);
+		e = add(w, rc ? dir : local, dir);
 		if (!e)
 			return -ENOMEM;
 		e->top = true;
 		e->kind = WIRE_KIND_DIR;
-		rc = stat_named(w, local, &e->st);
+		if (!rc)
+			rc = stat_named(w, local, &e->st);
 		if (!rc && !S_ISDIR(e->st.st_mode))
 			rc = -ENOTDIR;
-		if (rc)
-			return entry_fail(e, rc, "cannot send '%s': %s", local,
-					  strerror(-rc));
+		if (!rc)
+			continue;
+		*good = n; /* back to the end of its parent */
+		while (*good && name[*good - 1] != '/')
+			(*good)--;
+		*good -= *good > 0;
+		rc = entry_fail(e, rc,
+				"cannot send '%s' of the file list: '%s': %s",
+				name, e->local, open_why(w, rc));
+		return rc ? rc : 1;
 	}
 	return 0;
+}
+
+int walk_list_name(char *name, size_t len)
+{
+	bool dir, nul = memchr(name, '\0', len); /* in a line */
+
+	path_normalize_peer(name, &dir);
+	if (nul)
+		return -EPERM;
+	if (!name[0])
+		return 1;
+	return path_check_relative(name, strlen(name), false) ? -EPERM : 0;
+}
+
+/*
+ * Reads the list's next name into w->line, *len bytes (the separator
+ * dropped): 1, 0 at the end, 2 when a feed or a non-blocking list has
+ * none yet, or -errno.
+ */
+static int list_read(struct walk *w, size_t *len)
+{
+	const char *name;
+	ssize_t n;
+	int rc;
+
+	if (w->feed) {
+		rc = w->feed(w->feed_arg, &name, len);
+		if (rc <= 0)
+			return rc < 0 ? 0 : 2;
+		if (*len + 1 > w->line_cap) {
+			char *l = realloc(w->line, *len + 1);
+
+			if (!l)
+				return -ENOMEM;
+			w->line = l;
+			w->line_cap = *len + 1;
+		}
+		memcpy(w->line, name, *len + 1);
+		return 1;
+	}
+	errno = 0;
+	n = getdelim(&w->line, &w->line_cap, w->list_sep, w->list);
+	if (n < 0) {
+		if (errno == ENOMEM)
+			return -ENOMEM;
+		if (errno == EAGAIN && ferror(w->list)) {
+			clearerr(w->list); /* a non-blocking list, empty now */
+			return 2;
+		}
+		if (ferror(w->list)) {
+			w->list_err = errno ? -errno : -EIO;
+			return -EIO;
+		}
+		return 0;
+	}
+	if (n && w->line[n - 1] == w->list_sep)
+		w->line[--n] = '\0';
+	*len = (size_t)n;
+	return 1;
 }
 
 /*
@@ -547,41 +627,23 @@ static int walk_listed_child(struct walk *w, const char *local,
 
 /*
  * The next name of the list, beneath the base: normalized as a peer path
- * (a leading '/', "." and empty components dropped), refused if it leaves
- * the base. 1 when the list is at its end, 2 when a non-blocking list
- * has nothing to read yet.
+ * (walk_list_name), refused if it leaves the base. 1 when the list is at
+ * its end, 2 when a feed or a non-blocking list has no name yet.
  */
 static int walk_list_next(struct walk *w)
 {
 	char local[PATH_MAX + 1];
 	struct walk_entry *e;
-	ssize_t n;
-	bool dir, nul = false;
+	size_t n, keep;
 	int rc;
 
 	do {
-		errno = 0;
-		n = getdelim(&w->line, &w->line_cap, w->list_sep, w->list);
-		if (n < 0) {
-			if (errno == ENOMEM)
-				return -ENOMEM;
-			if (errno == EAGAIN && ferror(w->list)) {
-				clearerr(w->list); /* a list with nothing yet */
-				return 2;
-			}
-			if (ferror(w->list)) {
-				w->list_err = errno ? -errno : -EIO;
-				return -EIO;
-			}
-			return 1;
-		}
-		if (n && w->line[n - 1] == w->list_sep)
-			w->line[--n] = '\0';
-		nul = memchr(w->line, '\0', (size_t)n); /* in a line */
-		path_normalize_peer(w->line, &dir);
-	} while (!w->line[0] && !nul);
-	if (nul || path_check_relative(w->line, strlen(w->line), false) ||
-	    path_join(local, sizeof(local), w->srcs[0], w->line)) {
+		rc = list_read(w, &n);
+		if (rc != 1)
+			return rc ? rc : 1;
+		rc = walk_list_name(w->line, n);
+	} while (rc == 1);
+	if (rc) {
 		e = add(w, w->line, "?");
 		if (!e)
 			return -ENOMEM;
@@ -590,13 +652,27 @@ static int walk_list_next(struct walk *w)
 				  "'%s'",
 				  w->line, w->srcs[0]);
 	}
-	rc = walk_implied(w, w->line);
-	if (!rc && w->list_tree && strchr(w->line, '/'))
+	keep = strlen(w->line);
+	rc = walk_implied(w, w->line, &keep);
+	if (!rc && path_join(local, sizeof(local), w->srcs[0], w->line)) {
+		/* a name fit to send: the sink is told under that name */
+		e = add(w, w->line, w->line);
+		if (!e)
+			return -ENOMEM;
+		e->top = true;
+		rc = entry_fail(e, -ENAMETOOLONG,
+				"cannot send '%s' of the file list: the path "
+				"beneath '%s' is too long",
+				w->line, w->srcs[0]);
+	} else if (!rc && w->list_tree && strchr(w->line, '/')) {
 		rc = walk_listed_child(w, local, w->line);
-	else if (!rc)
+	} else if (!rc) {
 		rc = walk_named(w, local, w->line, true);
+	}
+	if (rc == 1)
+		rc = 0;
 	free(w->prev);
-	w->prev = strdup(w->line);
+	w->prev = strndup(w->line, keep);
 	if (!rc && !w->prev)
 		rc = -ENOMEM;
 	return rc;
@@ -630,18 +706,19 @@ int walk_more(struct walk *w, size_t want)
 	size_t goal = want > SIZE_MAX - w->n ? SIZE_MAX : w->n + want;
 	int rc = 0;
 
-	while (!rc && !w->done && w->n < goal) {
+	w->starved = false;
+	while (!rc && !w->done && !w->starved && w->n < goal) {
 		struct walk_frame *f;
 		char *name;
 
-		if (!w->depth && w->list) {
+		if (!w->depth && (w->list || w->feed)) {
 			rc = walk_list_next(w);
-			if (rc == 1) {
+			if (rc == 1)
 				w->done = true;
-				rc = 0;
-			}
 			if (rc == 2)
-				return 0; /* more names later */
+				w->starved = true;
+			if (rc == 1 || rc == 2)
+				rc = 0;
 			continue;
 		}
 		if (!w->depth) {

@@ -18,7 +18,9 @@
  * one base directory, is an entry named by its whole path on the wire,
  * preceded by the directories it implies (those the previous name did not
  * already imply), as rsync's --files-from does. The list is read as the
- * walk goes, never held.
+ * walk goes, never held: from a stream (a push's), or handed over a name
+ * at a time by a feed (a pull's, whose names come from the client), which
+ * may have none yet: the walk then stops until it has.
  */
 #ifndef RDCP_WALK_H
 #define RDCP_WALK_H
@@ -48,6 +50,13 @@ struct walk_entry {
 struct walk_frame; /* a directory being listed */
 struct filter;
 
+/*
+ * A list handed over by the caller: 1 with the next name in *name (len
+ * bytes, NUL-terminated, valid until the walk asks again), 0 when none
+ * has come yet, -1 when the list has ended.
+ */
+typedef int walk_feed_fn(void *arg, const char **name, size_t *len);
+
 struct walk {
 	int rootfd; /* -1: SRCs are local paths; else confined beneath */
 	bool recursive;
@@ -56,6 +65,9 @@ struct walk {
 	char list_sep;		     /* '\n', or '\0' (--from0) */
 	bool list_tree; /* a listed name with a '/' is inside a tree:
 			 * not followed, as walk_child() takes it */
+	walk_feed_fn *feed;	     /* or these names (list NULL) */
+	void *feed_arg;
+	bool starved;		     /* walk_more stopped: no name yet */
 	size_t n;		     /* entries listed so far */
 	uint64_t bytes; /* their regular files' sizes, for progress */
 	size_t skipped; /* entries left out with a warning (not filtered) */
@@ -82,21 +94,30 @@ static inline struct walk_entry *walk_at(const struct walk *w, size_t i)
 
 /*
  * Starts a walk of srcs (kept, not copied) in w, zeroed by the caller
- * except rootfd, recursive, filter, list, list_sep and list_tree (with a
- * list, srcs holds one path: the base the names are beneath). Nothing is
- * listed yet.
+ * except rootfd, recursive, filter, list, list_sep and list_tree, or feed
+ * and feed_arg (with a list, srcs holds one path: the base the names are
+ * beneath). Nothing is listed yet.
  */
 void walk_start(struct walk *w, const char *const *srcs, size_t n);
 
 /*
  * Lists at least want more entries, or all that are left (then w->done),
- * or with a non-blocking list fewer when it has no more names yet (the
- * caller asks again later: a name is never read in part, so the writer
- * must write whole names, at most PIPE_BUF bytes a write).
+ * or as many as it can before the feed runs dry or a non-blocking list
+ * has no more names yet (then w->starved; the caller asks again later: a
+ * name is never read in part, so the list's writer must write whole
+ * names, at most PIPE_BUF bytes a write).
  * Returns 0, -ENOMEM, or -EIO when the list cannot be read (w->list_err
  * says why); per-entry failures are recorded in the entries.
  */
 int walk_more(struct walk *w, size_t want) __attribute__((warn_unused_result));
+
+/*
+ * A name as a list gives it (len bytes, the separator dropped), made in
+ * place the name the walk sends: a leading '/', "." and empty components
+ * dropped (path_normalize_peer). 0 for a path beneath the base, 1 for an
+ * empty one (skipped), -EPERM for one that is not (a NUL inside, "..").
+ */
+int walk_list_name(char *name, size_t len) __attribute__((warn_unused_result));
 
 /*
  * Opens an entry for reading (regular files), confined when w says so,

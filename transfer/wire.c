@@ -1,196 +1,28 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * Encoding and decoding of the wire format declared in wire.h. A pair of
- * bounds-checked cursors (put/get) does all byte work; every message body
- * is one function per direction so the layout reads top to bottom, the
- * same order as the README's tables.
+ * Encoding and decoding of the control messages declared in wire.h (the
+ * ring slots' contents are in wire_slot.c). The cursors of wire_codec.h
+ * do all byte work; every message body is one function per direction so
+ * the layout reads top to bottom, the same order as the README's tables.
  */
 #include <endian.h>
 #include <errno.h>
 #include <string.h>
 
 #include "transfer/wire.h"
+#include "transfer/wire_codec.h"
 #include "util/checksum.h"
 
 _Static_assert(WIRE_CTRL_HDR == 16, "control header is 16 bytes");
-_Static_assert(WIRE_SLOT_HDR == 64, "slot header is 64 bytes");
 _Static_assert(WIRE_CTRL_SIZE >= WIRE_CTRL_HDR + 64 + WIRE_PATHS_MAX + 4 +
 				   WIRE_FILTERS_MAX + 4 + WIRE_TAG_LEN,
 	       "a control buffer holds the longest HELLO and a tag");
+_Static_assert(WIRE_NAMES_BYTES > 4096 && WIRE_NAMES_BYTES < UINT16_MAX,
+	       "a NAMES holds the longest name");
 _Static_assert(WIRE_CTRL_SIZE >= WIRE_CTRL_HDR + 14 +
 					 WIRE_SUM_LEN * WIRE_SUMS_MAX +
 					 WIRE_TAG_LEN,
 	       "a control buffer holds the longest SUMS and a tag");
-
-struct put {
-	uint8_t *p;
-	size_t cap, off;
-	bool err;
-};
-
-struct get {
-	const uint8_t *p;
-	size_t len, off;
-	bool err;
-};
-
-static void put_bytes(struct put *w, const void *v, size_t n)
-{
-	if (w->err || w->cap - w->off < n) {
-		w->err = true;
-		return;
-	}
-	memcpy(w->p + w->off, v, n);
-	w->off += n;
-}
-
-static void put_u8(struct put *w, uint8_t v)
-{
-	put_bytes(w, &v, 1);
-}
-
-static void put_u16(struct put *w, uint16_t v)
-{
-	v = htobe16(v);
-	put_bytes(w, &v, 2);
-}
-
-static void put_u32(struct put *w, uint32_t v)
-{
-	v = htobe32(v);
-	put_bytes(w, &v, 4);
-}
-
-static void put_u64(struct put *w, uint64_t v)
-{
-	v = htobe64(v);
-	put_bytes(w, &v, 8);
-}
-
-/* A u16 length then the bytes, no NUL; truncated to max. */
-static void put_str(struct put *w, const char *s, size_t max)
-{
-	size_t n = strnlen(s, max);
-
-	put_u16(w, (uint16_t)n);
-	put_bytes(w, s, n);
-}
-
-static void get_bytes(struct get *r, void *v, size_t n)
-{
-	if (r->err || r->len - r->off < n) {
-		r->err = true;
-		memset(v, 0, n);
-		return;
-	}
-	memcpy(v, r->p + r->off, n);
-	r->off += n;
-}
-
-static uint8_t get_u8(struct get *r)
-{
-	uint8_t v;
-
-	get_bytes(r, &v, 1);
-	return v;
-}
-
-static uint16_t get_u16(struct get *r)
-{
-	uint16_t v;
-
-	get_bytes(r, &v, 2);
-	return be16toh(v);
-}
-
-static uint32_t get_u32(struct get *r)
-{
-	uint32_t v;
-
-	get_bytes(r, &v, 4);
-	return be32toh(v);
-}
-
-static uint64_t get_u64(struct get *r)
-{
-	uint64_t v;
-
-	get_bytes(r, &v, 8);
-	return be64toh(v);
-}
-
-/* Reads a u16-length string into out[max + 1]; no NUL allowed inside. */
-static void get_str(struct get *r, char *out, size_t max)
-{
-	uint16_t n = get_u16(r);
-
-	if (n > max) {
-		r->err = true;
-		out[0] = '\0';
-		return;
-	}
-	get_bytes(r, out, n);
-	out[r->err ? 0 : n] = '\0';
-	if (memchr(out, '\0', n))
-		r->err = true;
-}
-
-/* ---- slot header ---- */
-
-void wire_slot_encode(uint8_t *p, const struct wire_slot_hdr *h)
-{
-	struct put w = { .p = p, .cap = WIRE_SLOT_HDR };
-	static const uint8_t zero[8];
-
-	put_u64(&w, h->seq);
-	put_u32(&w, h->file_id);
-	put_u32(&w, h->len);
-	put_u64(&w, h->offset);
-	put_u32(&w, h->crc);
-	put_u16(&w, h->flags);
-	put_u16(&w, 0);
-	put_u32(&w, h->raw_len);
-	put_bytes(&w, zero, 8);
-	put_bytes(&w, h->tag, 16);
-	put_u32(&w, ck_crc32(0, p, 60));
-}
-
-int wire_slot_decode(const uint8_t *p, struct wire_slot_hdr *h)
-{
-	struct get r = { .p = p, .len = WIRE_SLOT_HDR };
-	uint8_t rsvd[8];
-	uint32_t crc;
-
-	h->seq = get_u64(&r);
-	h->file_id = get_u32(&r);
-	h->len = get_u32(&r);
-	h->offset = get_u64(&r);
-	h->crc = get_u32(&r);
-	h->flags = get_u16(&r);
-	(void)get_u16(&r);
-	h->raw_len = get_u32(&r);
-	get_bytes(&r, rsvd, 8);
-	get_bytes(&r, h->tag, 16);
-	crc = get_u32(&r);
-	if (r.err)
-		return -EPROTO;
-	if (crc != ck_crc32(0, p, 60))
-		return -EBADMSG;
-	return 0;
-}
-
-void wire_chunk_aad(uint8_t aad[WIRE_AAD_LEN], uint32_t file_id,
-		    uint64_t offset, uint32_t raw_len, uint16_t flags)
-{
-	struct put w = { .p = aad, .cap = WIRE_AAD_LEN };
-	static const uint8_t zero[6];
-
-	put_u32(&w, file_id);
-	put_u64(&w, offset);
-	put_u32(&w, raw_len);
-	put_u16(&w, flags);
-	put_bytes(&w, zero, sizeof(zero));
-}
 
 /* ---- control messages ---- */
 
@@ -302,6 +134,18 @@ static void enc_body(struct put *w, const struct wire_msg *m)
 		put_u32(w, (uint32_t)m->u.delete_end.status);
 		put_u64(w, m->u.delete_end.count);
 		put_str(w, m->u.delete_end.msg, WIRE_MSG_MAX);
+		break;
+	case WIRE_NAMES:
+		put_u16(w, m->u.names.flags);
+		put_u16(w, m->u.names.count);
+		if (m->u.names.len > WIRE_NAMES_BYTES)
+			w->err = true;
+		else
+			put_u16(w, m->u.names.len);
+		put_bytes(w, m->u.names.names, m->u.names.len);
+		break;
+	case WIRE_NAMES_ACK:
+		put_u64(w, m->u.names_ack.done);
 		break;
 	case WIRE_BYE:
 		put_u64(w, m->u.bye.files_ok);
@@ -484,6 +328,51 @@ const char *wire_hello_path(const struct wire_hello *h, unsigned int i)
 	return p;
 }
 
+/*
+ * NAMES: count names of 1..WIRE_NAME_MAX bytes, each NUL-terminated, filling
+ * len bytes; none only with END.
+ */
+static void dec_names(struct get *r, struct wire_names *n)
+{
+	const char *p = n->names, *end;
+	unsigned int count = 0;
+
+	n->flags = get_u16(r);
+	n->count = get_u16(r);
+	n->len = get_u16(r);
+	if (n->len > WIRE_NAMES_BYTES || (n->flags & ~WIRE_NAMES_END) ||
+	    (!n->count && !(n->flags & WIRE_NAMES_END))) {
+		r->err = true;
+		return;
+	}
+	get_bytes(r, n->names, n->len);
+	if (r->err)
+		return;
+	for (end = p + n->len; p < end; count++) {
+		const char *nul = memchr(p, '\0', (size_t)(end - p));
+
+		if (!nul || nul == p || nul - p > WIRE_NAME_MAX) {
+			r->err = true;
+			return;
+		}
+		p = nul + 1;
+	}
+	if (count != n->count)
+		r->err = true;
+}
+
+int wire_names_add(struct wire_names *n, const char *name, size_t len)
+{
+	if (!len || len > WIRE_NAME_MAX ||
+	    len + 1 > WIRE_NAMES_BYTES - n->len || n->count == UINT16_MAX)
+		return -ENOSPC;
+	memcpy(n->names + n->len, name, len);
+	n->names[n->len + len] = '\0';
+	n->len += (uint16_t)(len + 1);
+	n->count++;
+	return 0;
+}
+
 static void dec_body(struct get *r, struct wire_msg *m)
 {
 	switch (m->type) {
@@ -620,6 +509,12 @@ static void dec_body(struct get *r, struct wire_msg *m)
 		if (m->u.delete_end.status > 0)
 			r->err = true;
 		break;
+	case WIRE_NAMES:
+		dec_names(r, &m->u.names);
+		break;
+	case WIRE_NAMES_ACK:
+		m->u.names_ack.done = get_u64(r);
+		break;
 	case WIRE_BYE:
 		m->u.bye.files_ok = get_u64(r);
 		m->u.bye.files_failed = get_u64(r);
@@ -714,95 +609,9 @@ const char *wire_type_name(unsigned int type)
 		[WIRE_MATCH] = "MATCH",
 		[WIRE_DELETED] = "DELETED",
 		[WIRE_DELETE_END] = "DELETE_END",
+		[WIRE_NAMES] = "NAMES",
+		[WIRE_NAMES_ACK] = "NAMES_ACK",
 	};
 
 	return type < WIRE_TYPE_MAX && names[type] ? names[type] : "?";
-}
-
-/* ---- packed slots ---- */
-
-size_t wire_pack_put(uint8_t *p, const struct wire_pack_rec *r)
-{
-	struct put w = {
-		.p = p, .cap = WIRE_PACK_REC_HDR + WIRE_DIGEST_MAX + r->path_len
-	};
-
-	put_u32(&w, r->file_id);
-	put_u8(&w, r->flags);
-	put_u8(&w, r->digest_len);
-	put_u16(&w, r->path_len);
-	put_u32(&w, r->mode);
-	put_u64(&w, (uint64_t)r->mtime_sec);
-	put_u32(&w, r->mtime_nsec);
-	put_u64(&w, (uint64_t)r->atime_sec);
-	put_u32(&w, r->atime_nsec);
-	put_u32(&w, r->size);
-	put_u32(&w, (uint32_t)r->status);
-	put_bytes(&w, r->digest, r->digest_len);
-	put_bytes(&w, r->path, r->path_len);
-	return w.off;
-}
-
-int wire_pack_digest(uint8_t csum, const uint8_t *data, uint32_t len,
-		     uint8_t out[WIRE_DIGEST_MAX])
-{
-	uint8_t inner[CK_SHA256_LEN];
-	uint32_t crc;
-	int rc;
-
-	switch (csum) {
-	case WIRE_CSUM_CRC32:
-		crc = htobe32(ck_crc32(0, data, len));
-		memcpy(out, &crc, 4);
-		return 4;
-	case WIRE_CSUM_SHA256:
-		/* SHA-256 over the chunks' SHA-256s: none, or this one. */
-		rc = len ? ck_sha256(data, len, inner) : 0;
-		if (!rc)
-			rc = len ? ck_sha256(inner, sizeof(inner), out)
-				 : ck_sha256("", 0, out);
-		return rc ? rc : CK_SHA256_LEN;
-	default:
-		return 0;
-	}
-}
-
-int wire_pack_next(const uint8_t *p, size_t len, size_t *pos,
-		   struct wire_pack_rec *r)
-{
-	struct get g = { .p = p, .len = len, .off = *pos };
-	bool abort;
-
-	memset(r, 0, sizeof(*r));
-	if (*pos > len)
-		return -EPROTO;
-	r->file_id = get_u32(&g);
-	r->flags = get_u8(&g);
-	r->digest_len = get_u8(&g);
-	r->path_len = get_u16(&g);
-	r->mode = get_u32(&g);
-	r->mtime_sec = (int64_t)get_u64(&g);
-	r->mtime_nsec = get_u32(&g);
-	r->atime_sec = (int64_t)get_u64(&g);
-	r->atime_nsec = get_u32(&g);
-	r->size = get_u32(&g);
-	r->status = (int32_t)get_u32(&g);
-	abort = r->flags & WIRE_PACK_ABORT;
-	if (g.err || r->flags & ~WIRE_PACK_ABORT ||
-	    r->digest_len > WIRE_DIGEST_MAX || !r->path_len ||
-	    r->path_len > 4095 || r->mtime_nsec >= 1000000000u ||
-	    r->atime_nsec >= 1000000000u ||
-	    (abort ? r->status >= 0 : r->status != 0) ||
-	    (abort && r->size > WIRE_MSG_MAX))
-		return -EPROTO;
-	get_bytes(&g, r->digest, r->digest_len);
-	if (g.err || len - g.off < (size_t)r->path_len + r->size)
-		return -EPROTO;
-	r->path = (const char *)p + g.off;
-	r->data = p + g.off + r->path_len;
-	if (memchr(r->path, '\0', r->path_len) ||
-	    (abort && memchr(r->data, '\0', r->size)))
-		return -EPROTO;
-	*pos = g.off + r->path_len + r->size;
-	return 0;
 }

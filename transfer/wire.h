@@ -108,6 +108,8 @@ enum wire_type {
 	WIRE_MATCH,	  /* sink -> source: --resume: which of them match */
 	WIRE_DELETED,	  /* sink -> source: --delete: an entry removed */
 	WIRE_DELETE_END,  /* sink -> source: --delete: the last DELETED */
+	WIRE_NAMES,	  /* client -> server: --files-from on a pull */
+	WIRE_NAMES_ACK,	  /* server -> client: names it is through with */
 	WIRE_TYPE_MAX,
 };
 
@@ -140,6 +142,7 @@ enum wire_hello_flags {
 	WIRE_HELLO_SPARSE = 1 << 9,	/* zero chunks become holes */
 	WIRE_HELLO_DRY_RUN = 1 << 10,	/* say what would be done, do none */
 	WIRE_HELLO_DELETE = 1 << 11,	/* then remove what was not sent */
+	WIRE_HELLO_LIST = 1 << 12,	/* pull: NAMES beneath the one path */
 };
 
 /* Whether the sink answers each FILE with HAVE before the data flows. */
@@ -347,6 +350,52 @@ struct wire_delete_end {
 	char msg[WIRE_MSG_MAX + 1];
 };
 
+/*
+ * --files-from on a pull (HELLO flag LIST), client -> server: the next
+ * names of the list, each beneath the HELLO's one path, in the list's
+ * order. The server holds at most WIRE_NAMES_WINDOW of them (each costs
+ * wire_name_cost()) that it has not said it is through with (NAMES_ACK):
+ * the client sends no more until it does, the server refuses more as a
+ * protocol error. END: the list ends with these (count may then be 0).
+ */
+enum wire_names_flags {
+	WIRE_NAMES_END = 1 << 0,
+};
+
+#define WIRE_NAMES_WINDOW (256u << 10) /* cost of unanswered names */
+#define WIRE_NAME_OVERHEAD 32u	       /* cost of a name beyond its bytes */
+#define WIRE_NAME_MAX 4095u	       /* bytes of one name, without its NUL */
+/* bytes of names (NULs included) in one NAMES, with header and tag */
+#define WIRE_NAMES_BYTES (WIRE_CTRL_SIZE - WIRE_CTRL_HDR - 6u - WIRE_TAG_LEN)
+
+/* What a name of len bytes (no NUL) counts against WIRE_NAMES_WINDOW. */
+static inline uint32_t wire_name_cost(size_t len)
+{
+	return (uint32_t)len + 1 + WIRE_NAME_OVERHEAD;
+}
+
+struct wire_names {
+	uint16_t flags; /* enum wire_names_flags */
+	uint16_t count; /* names in names[] */
+	uint16_t len;	/* bytes of names[], NULs included */
+	/* count names, 1..WIRE_NAME_MAX bytes, NUL-terminated, back to back */
+	char names[WIRE_NAMES_BYTES];
+};
+
+/*
+ * server -> client: every entry of the list's first done names (counted
+ * from the first NAMES of the session) went out before this message (a
+ * FILE sent, or the packed slot it is in written): the client may forget
+ * them, and send names costing as much as they did.
+ */
+struct wire_names_ack {
+	uint64_t done;
+};
+
+/* Appends name (1..WIRE_NAME_MAX bytes) to n. 0, or -ENOSPC: no room. */
+int wire_names_add(struct wire_names *n, const char *name, size_t len)
+	__attribute__((warn_unused_result));
+
 struct wire_bye {
 	uint64_t files_ok;
 	uint64_t files_failed;
@@ -388,6 +437,8 @@ struct wire_msg {
 		struct wire_done done;
 		struct wire_deleted deleted;
 		struct wire_delete_end delete_end;
+		struct wire_names names;
+		struct wire_names_ack names_ack;
 	} u;
 };
 

@@ -70,7 +70,7 @@ expect_fail "bad --window" 2 --window 0 a h:
 expect_fail "bad --checksum" 2 --checksum md5 a h:
 expect_fail "--listen with a DEST" 2 --listen a h:
 expect_fail "--no-auth with --key-file" 2 --no-auth --key-file k a h:
-expect_fail "--files-from on a pull" 2 --files-from=l h:a .
+expect_fail "--files-from on a pull of two SRCs" 2 --files-from=l h:a h:b .
 expect_fail "--files-from with two SRCs" 2 --files-from=l a b h:
 expect_fail "--exclude with no pattern" 2 --exclude=/ a h:
 expect_fail "--exclude-from and --files-from both on stdin" 2 --files-from=- --exclude-from=- a h:

@@ -543,6 +543,26 @@ s_flood() {
 	served "$W/tx-fl1.log" second
 	t_log "$W/rx-fl.log"
 	t_end
+
+	t_begin "a pull's file list flooded past the receiver's window: protocol error, memory bounded, served after"
+	mkdir -p "$RXDIR/x"
+	local hwm0 hwm1
+	hwm0=$(awk '/^VmHWM:/ { print $2 }' "/proc/$RX/status")
+	PEER_OUT=$(timeout -s KILL 60 python3 "$HERE/peer_flood.py" names "$P" "$KEY" 200000 2>&1)
+	PEER_RC=$?
+	echo "# $PEER_OUT"
+	[ "$PEER_RC" = 0 ] || t_fail "not refused as a protocol error: $PEER_OUT"
+	grep -q 'more file names than it was given room for' "$W/rx-fl.log" ||
+		t_fail "the receiver did not log why"
+	alive "$RX" || t_fail "receiver gone"
+	hwm1=$(awk '/^VmHWM:/ { print $2 }' "/proc/$RX/status")
+	echo "# receiver's peak RSS: $hwm0 kB before, $hwm1 kB after (200 MB of names offered)"
+	[ $((hwm1 - hwm0)) -lt 16384 ] || t_fail "peak RSS grew by $((hwm1 - hwm0)) kB"
+	settle_fds "$RX" "$base"
+	[ "$FDS" = "$base" ] || t_fail "fd count $FDS, idle $base"
+	served "$W/tx-fl2.log" third
+	t_log "$W/rx-fl.log"
+	t_end
 	term_rx
 
 	nextport

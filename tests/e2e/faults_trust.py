@@ -238,6 +238,49 @@ def s_pull_no_clobber_other(c):
     c.absent(".bashrc")
 
 
+def pull_list(c, names, entries, ack=None):
+    """rdcp --files-from=LIST HOST::base home/: the server takes the
+    client's names (all in one NAMES with END, for a short list), then
+    sends a NAMES_ACK of ack (if not None) or serves entries."""
+    lst = os.path.join(c.home, "..", "list-%d" % id(c))
+    with open(lst, "w") as f:
+        f.write("".join(n + "\n" for n in names))
+    c.srv = None
+
+    def serve(srv):
+        c.srv = srv
+        srv.handshake()
+        srv.expect_ring()
+        c.listed = srv.expect_names()
+        if ack is not None:
+            srv.conn.send(Msg(peer.NAMES_ACK, done=ack))
+            srv.pump(lambda: False)
+        srv.run_source(entries)
+    return c.session(["--files-from", lst, "%s::base" % ADDR,
+                      c.home + "/"], serve)
+
+
+def s_pull_list_bashrc(c):
+    """--files-from pull of want.txt, sub/x answered with .bashrc too: refused"""
+    res = pull_list(c, ["want.txt", "./sub/x"],
+                    [Entry("want.txt", b"ok"), Entry("sub", kind=KIND_DIR),
+                     Entry("sub/x", b"x"), Entry(".bashrc", b"evil\n")])
+    c.refused(res, ".bashrc")
+    c.check(getattr(c, "listed", None) == [b"want.txt", b"sub/x"],
+            "the names sent: %r" % getattr(c, "listed", None))
+    c.check(os.path.isfile(os.path.join(c.home, "sub/x")), "sub/x not placed")
+    c.absent(".bashrc")
+
+
+def s_pull_list_ack(c):
+    """--files-from pull answered by a NAMES_ACK for names never sent: refused"""
+    code, err, _, _ = pull_list(c, ["a", "b"], [], ack=3)
+    c.check(code == EXIT_PROTOCOL, "exit %s, want %d: %s" %
+            (code, EXIT_PROTOCOL, err.strip()[:300]))
+    c.check("never sent" in err, "no line saying so: %s" % err.strip()[:300])
+    c.only([])
+
+
 # ----------------------------------------------------------------- pushes
 
 def push(c, opts, serve, size=300000):

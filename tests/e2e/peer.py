@@ -59,6 +59,7 @@ Command line (tests/e2e/peer_selftest.sh uses it):
     push DEST FILE...        push files (named by basename) to a receiver
     push-bad-digest DEST FILE...   the same, the last file's digest wrong
     pull OUTDIR SRC...       pull SRCs from a receiver into OUTDIR
+    pull-list OUTDIR DIR NAME...  pull the NAMEs beneath DIR (--files-from)
     serve-pull FILE...       serve one pull with these files
     serve-push OUTDIR        receive one push into OUTDIR (flat names)
   Prints one line per file result and the BYE; exit 0 when every file
@@ -102,13 +103,16 @@ class Session:
     the data source and the data sink. results: file id -> FILE_RESULT
     (PACK_DONE fills in Msg(FILE_RESULT) with status 0); haves: file id ->
     list of HAVE; matches: file id -> list of MATCH; received: path ->
-    bytes the sink verified; bye: BYE."""
+    bytes the sink verified; bye: BYE; listed: the names a client's NAMES
+    brought (a pull with --files-from), listed_end: its END came;
+    names_done: the last NAMES_ACK's count."""
 
     def __init__(self, key=None, timeout=10.0):
         self.key, self.timeout, self.conn = key, timeout, None
         self.hello = self.nonce_s = self.bye = None
         self.results, self.haves, self.received = {}, {}, {}
         self.matches = {}
+        self.listed, self.listed_end, self.names_done = [], False, 0
         self.rkey = resume_key()  # --resume digests (a key with --encrypt)
         self.next_id = 0
 
@@ -141,9 +145,23 @@ class Session:
                 self.results.setdefault(i, Msg(FILE_RESULT, file_id=i))
         elif m.type == BYE:
             self.bye = m
+        elif m.type == NAMES:
+            self.listed += [n for n in m.names.split(b"\0") if n]
+            self.listed_end = bool(m.flags & NAMES_END)
         else:
             return False
         return True
+
+    def send_names(self, names, end=False, wait=True):
+        """One NAMES with these names (a pull's --files-from), END with
+        end; no window kept (see name_cost, NAMES_WINDOW)."""
+        self.conn.send(Msg(NAMES, flags=NAMES_END if end else 0,
+                           **names_body(names)), wait=wait)
+
+    def expect_names(self):
+        """A server: the client's NAMES until the one with END."""
+        self.pump(lambda: self.listed_end)
+        return self.listed
 
     def pump(self, until, timeout=None):
         """Takes the peer's messages (source side) until until() is true."""
@@ -317,6 +335,8 @@ class Session:
                 continue
             if m.type == DONE:
                 done = True
+            elif m.type == NAMES_ACK:
+                self.names_done = m.done
             elif m.type == FILE and m.kind != KIND_FILE:
                 self._answer(m, b"", True, answer, outdir, b"")
             elif m.type == FILE:
@@ -411,9 +431,15 @@ class Client(Session):
         self.expect_ring()
         return self.run_source(entries)
 
-    def pull(self, srcs, outdir=None, **hs):
+    def pull(self, srcs, outdir=None, names=None, **hs):
+        """A pull of srcs; with names, --files-from: srcs is the one
+        directory they are beneath, all sent at once (a short list)."""
+        if names is not None:
+            hs["flags"] = hs.get("flags", 0) | F_LIST
         self.handshake(PULL, srcs, **hs)
         self.send_ring()
+        if names is not None:
+            self.send_names(names, end=True)
         self.run_sink(outdir)
         return self.received
 
@@ -521,6 +547,10 @@ def main(argv):
             s = Client(port, key, opts["--host"]).connect(
                 int(opts["--slots"]), chunk)
             s.pull(args[1:], args[0], csum=csum)
+        elif mode == "pull-list":
+            s = Client(port, key, opts["--host"]).connect(
+                int(opts["--slots"]), chunk)
+            s.pull([args[1]], args[0], names=args[2:], csum=csum)
         elif mode in ("serve-pull", "serve-push"):
             s = Server(port, key, opts["--host"])
             print("listening on %s:%d" % (opts["--host"], port), flush=True)

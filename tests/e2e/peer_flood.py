@@ -1,10 +1,15 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
-"""A peer that announces N regular files (FILE) and never ends one.
+"""A peer that announces N regular files (FILE) and never ends one, or
+sends N file names and never waits for the receiver to take them.
 
   peer_flood.py push PORT KEYFILE N        a client pushing into "out/"
   peer_flood.py serve-pull PORT KEYFILE N  a server answering one pull of
                                            "-r x": the directory x, then x/f0...
+  peer_flood.py names PORT KEYFILE N       a client pulling with a file list
+                                           beneath "x" (HELLO flag LIST): N
+                                           names of 1000 bytes in NAMES, no
+                                           NAMES_ACK waited for
 
 The real rdcp on the other side must end the session with a protocol error
 (ERROR, class 5) long before N: prints "refused after K files: MESSAGE" and
@@ -42,9 +47,37 @@ def flood(s, n, top=None):
     return 1
 
 
+def flood_names(s, n):
+    """Names past the receiver's window: its buffer must not follow."""
+    sent = 0
+    try:
+        while sent < n:
+            k = min(8, n - sent)  # 8 names of 1000 bytes fill a NAMES
+            s.send_names(["%07d" % (sent + i) + "n" * 993 for i in range(k)])
+            sent += k
+        s.pump(lambda: False, timeout=10)
+    except peer.RemoteError as e:
+        print("refused after %d names: class %d: %s" %
+              (sent, e.msg.klass, e.msg.message.decode("utf-8", "replace")))
+        return 0 if e.msg.klass == 5 else 1
+    except peer.PeerError as e:
+        print("after %d names: %s" % (sent, e))
+        return 0 if sent < n and "closed" in str(e) else 1
+    print("all %d names taken and not refused" % n)
+    return 1
+
+
 def main(argv):
     mode, port, keyfile, n = argv[1], int(argv[2]), argv[3], int(argv[4])
     key = peer.load_key(keyfile)
+    if mode == "names":
+        s = peer.Client(port, key=key).connect()
+        s.handshake(peer.PULL, ["x"], flags=peer.F_LIST)
+        s.send_ring()
+        try:
+            return flood_names(s, n)
+        finally:
+            s.close()
     if mode == "push":
         s = peer.Client(port, key=key).connect()
         s.handshake(peer.PUSH, ["out/"])

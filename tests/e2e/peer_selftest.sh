@@ -5,7 +5,7 @@
 # peers built on it fail for what they do wrong on purpose, not by
 # accident: its codec and digests against zlib and hashlib, then real
 # sessions with the real rdcp over TCP on 127.0.0.1, with a key:
-#   peer.py pushes to `rdcp --listen` (crc32 and sha256), pulls from it,
+#   peer.py pushes to `rdcp --listen` (crc32 and sha256), pulls from it (also with a file list in NAMES),
 #   serves a pull to an rdcp client and receives an rdcp client's push,
 #   every file byte-identical and every rdcp exit 0;
 #   one FILE_END with a wrong digest: the receiver refuses that file alone.
@@ -26,7 +26,7 @@ P=7950 # ports: one per session (nextport)
 # shellcheck source=lib.sh source-path=SCRIPTDIR
 . "$HERE/lib.sh"
 POLL_MS=20
-ALL="codec push sha256 pull serve_pull serve_push bad_digest"
+ALL="codec push sha256 pull pull_list serve_pull serve_push bad_digest"
 check_scenarios "$ALL" "$@"
 
 [ -x "$BUILD/rdcp" ] || { echo "not ok 1 - $BUILD/rdcp missing (run make all)"; exit 1; }
@@ -138,6 +138,22 @@ s_pull() {
 	same src/big out-pull/big
 	same src/small out-pull/small
 	t_log rx-pull.log peer-pull.log
+	t_end
+}
+
+s_pull_list() {
+	nextport
+	t_begin "peer.py pulls 2 files named in a list (NAMES) beneath a directory: identical, receiver exit 0"
+	mkdir -p root-pl/d out-pl
+	cp src/big src/small root-pl/d/
+	rx_once rx-pl.log root-pl
+	peer peer-pl.log pull-list out-pl d big small
+	[ "$SRC" = 0 ] || t_fail "peer.py exit $SRC, want 0"
+	stop_rx
+	[ "$RX_RC" = 0 ] || t_fail "receiver exit $RX_RC, want 0"
+	same src/big out-pl/big
+	same src/small out-pl/small
+	t_log rx-pl.log peer-pl.log
 	t_end
 }
 

@@ -25,17 +25,20 @@ CTRL_SIZE, CTRL_CREDITS, SLOT_HDR = 8192, 64, 64
 FR_SEND, FR_WRITE = 1, 2
 KEEPALIVE_S = 1.0
 (HELLO, WELCOME, RING, FILE, FILE_END, FILE_RESULT, DONE, BYE, ERROR, CREDIT,
- AUTH, HAVE, PACK_DONE, SUMS, MATCH, DELETED, DELETE_END) = range(1, 18)
-NAMES = dict(enumerate("HELLO WELCOME RING FILE FILE_END FILE_RESULT DONE BYE "
-                       "ERROR CREDIT AUTH HAVE PACK_DONE SUMS MATCH DELETED "
-                       "DELETE_END".split(),
-                       1))
+ AUTH, HAVE, PACK_DONE, SUMS, MATCH, DELETED, DELETE_END, NAMES,
+ NAMES_ACK) = range(1, 20)
+TYPE_NAMES = dict(enumerate(
+    "HELLO WELCOME RING FILE FILE_END FILE_RESULT DONE BYE ERROR CREDIT AUTH "
+    "HAVE PACK_DONE SUMS MATCH DELETED DELETE_END NAMES NAMES_ACK".split(), 1))
 PUSH, PULL = 1, 2
 CSUM_NONE, CSUM_CRC32, CSUM_SHA256 = 0, 1, 2
 FEAT_AUTH, FEAT_PACK = 1, 2
 (F_FSYNC, F_DEST_DIR, F_RECURSIVE, F_PRESERVE, F_RESUME, F_NO_CLOBBER,
  F_UPDATE, F_ENCRYPT, F_COMPRESS, F_SPARSE) = (1 << i for i in range(10))
-F_DRY_RUN, F_DELETE = 1 << 10, 1 << 11
+F_DRY_RUN, F_DELETE, F_LIST = 1 << 10, 1 << 11, 1 << 12
+NAMES_END = 1  # NAMES: the list ends with these
+NAMES_WINDOW, NAME_OVERHEAD = 256 << 10, 32  # a name costs len + 1 + 32
+NAMES_BYTES = CTRL_SIZE - 16 - 6 - TAG_LEN  # names (NULs too) in one NAMES
 F_ASK = F_RESUME | F_NO_CLOBBER | F_UPDATE  # the sink answers FILE with HAVE
 KIND_FILE, KIND_DIR, KIND_SYMLINK, KIND_OTHER = 0, 1, 2, 3  # OTHER: DELETED
 DONE_WHOLE, DELETE_ANY = 1, (1 << 64) - 1  # DONE's flags, max_delete
@@ -242,6 +245,9 @@ SPEC = {
     DELETED: [("kind", "B"), ("flags", "B"), ("status", "i"), ("path", "str"),
               ("message", "str")],
     DELETE_END: [("status", "i"), ("count", "Q"), ("message", "str")],
+    # names: count NUL-terminated names, back to back (names_body())
+    NAMES: [("flags", "H"), ("count", "H"), ("names", "paths")],
+    NAMES_ACK: [("done", "Q")],
 }
 _VAR = {"str": b"", "dig": b"", "paths": b"", "sums": (), "bits": ()}
 
@@ -263,12 +269,22 @@ class Msg:
 
     @property
     def name(self):
-        return NAMES.get(self.type, "type%d" % self.type)
+        return TYPE_NAMES.get(self.type, "type%d" % self.type)
 
     def __repr__(self):
         body = ", ".join("%s=%r" % (n, getattr(self, n))
                          for n, _ in SPEC.get(self.type, []))
         return "%s(%s)" % (self.name, body)
+
+
+def names_body(names):
+    """NAMES' count and names fields for a list of names (str or bytes)."""
+    return dict(count=len(names), names=b"".join(_b(n) + b"\0" for n in names))
+
+
+def name_cost(name):
+    """What a name counts against the receiver's window (NAMES_WINDOW)."""
+    return len(_b(name)) + 1 + NAME_OVERHEAD
 
 
 def encode(m, ctrl_ack=0, slot_ack=0):
@@ -654,7 +670,7 @@ class Conn:
     def expect(self, mtype, timeout=None):
         m = self.recv(timeout)
         if m.type != mtype:
-            raise PeerError("got %r where %s was expected" % (m, NAMES[mtype]))
+            raise PeerError("got %r where %s was expected" % (m, TYPE_NAMES[mtype]))
         return m
 
     def wait_closed(self, timeout=None):

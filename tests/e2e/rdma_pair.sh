@@ -109,7 +109,7 @@ RETRY_DOWN_S=20
 
 # ---------------------------------------------------------------- ssh
 
-SSH="ssh -o BatchMode=yes -o ConnectTimeout=10"
+SSH="ssh -o BatchMode=yes -o ConnectTimeout=30"
 SSH_PORT=7590
 ssh_up() { $SSH "$PEER" true </dev/null >/dev/null 2>&1; }
 

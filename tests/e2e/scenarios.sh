@@ -63,7 +63,7 @@ cd "$W" || exit 1
 # known_hosts) is RDCP_E2E_SSH; RDCP_E2E_SSH_ERR says why it could not
 # start. SSH_HOME: where the remote commands' home (their working
 # directory, where relative remote paths land) is, seen from here.
-SSH=${RDCP_E2E_SSH:-ssh -o BatchMode=yes -o ConnectTimeout=10}
+SSH=${RDCP_E2E_SSH:-ssh -o BatchMode=yes -o ConnectTimeout=30}
 SSH_HOME=${RDCP_E2E_SSH_HOME:-/root}
 sshd_pid() { echo "${RDCP_E2E_SSHD_PID:-$(cat /run/sshd.pid 2>/dev/null)}"; }
 
@@ -1532,7 +1532,10 @@ listing() { (cd "$1" && find . -mindepth 1 | sort | tr '\n' ' '); }
 # 28. Scripted bulk moves: --include/--exclude(-from) on a push (the client
 #     walks) and a pull (the receiver walks, the rules in the HELLO);
 #     --files-from a file and, -0, from a pipe of 3000 names; a listed
-#     name outside SRC refused; --manifest checked by sha256sum -c and
+#     name outside SRC refused; the same lists on a pull (the names walked
+#     by the receiver: a '..' and a symlink out of its root refused per
+#     name, -r, filters, --manifest, --json, --dry-run, --resume);
+#     --manifest checked by sha256sum -c and
 #     against --json's digests; --dry-run on a push and a pull, nothing
 #     made or changed; --delete mirrors on a push and a pull (nested extra
 #     files, directories and symlinks gone, a symlink to outside removed
@@ -1617,6 +1620,8 @@ s_script() {
 		t_log "$W/tx-scr6.log" "$W/rx-scr.log"
 		t_end
 
+		script_pull_list
+
 		t_begin "--manifest --checksum sha256 on a push: sha256sum -c in DEST passes, catches a change"
 		send "$W/tx-scr7.log" --port $P -r --checksum sha256 --manifest="$W/scr-m1" \
 			--exclude=many/ src/scr "$ADDR::m1/"
@@ -1691,6 +1696,75 @@ s_script() {
 		kill -9 "$RX" 2>/dev/null
 	fi
 	rm -rf src/scr rx/scr got src/mir "$W/outside"
+}
+
+# The pulls of s_script with --files-from (the names go to the receiver,
+# which walks them beneath the SRC), against its receiver (root rx/scr,
+# port P), from what the pushes before left there: rx/scr/l1 (a.c, sub/b.c,
+# sub/top) and rx/scr/l2/many (3000 files).
+script_pull_list() {
+	t_begin "--files-from on a pull, -0: 3000 names from find -print0 through a pipe"
+	(cd src/scr && find many -type f -print0) | {
+		send "$W/tx-pl1.log" --port $P -0 --files-from=- "$ADDR::l2" got/pl1
+		echo "$SRC" >"$W/scr-rc"
+	}
+	SRC=$(cat "$W/scr-rc")
+	[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
+	_n=$(find got/pl1/many -type f | wc -l)
+	[ "$_n" = 3000 ] || t_fail "$_n files, want 3000"
+	same src/scr/many/d2/g1499 got/pl1/many/d2/g1499
+	same src/scr/many/d1/f7 got/pl1/many/d1/f7
+	no_temp got/pl1
+	t_log "$W/tx-pl1.log" "$W/rx-scr.log"
+	t_end
+
+	t_begin "--files-from on a pull: names outside SRC refused per name (exit 9), the rest copied"
+	mkdir -p "$W/outside-l"
+	echo secret >"$W/outside-l/secret"
+	ln -sfn "$W/outside-l" rx/scr/l1/out # leaves the receiver's root
+	printf 'a.c
+../l2/many/d1/f1
+out/secret
+sub/b.c
+' >"$W/scr-pbad"
+	send "$W/tx-pl2.log" --port $P --files-from="$W/scr-pbad" "$ADDR::l1" got/pl2
+	[ "$SRC" = 9 ] || t_fail "exit $SRC, want 9"
+	grep -q "'../l2/many/d1/f1' in the file list: not a path beneath" "$W/tx-pl2.log" ||
+		t_fail "no message for the '..' name"
+	grep -q "out/secret.*a symlink on the way" "$W/tx-pl2.log" ||
+		t_fail "no message for the name through a symlink"
+	[ "$(listing got/pl2)" = "./a.c ./sub ./sub/b.c " ] || t_fail "got: $(listing got/pl2)"
+	rm -f rx/scr/l1/out
+	t_log "$W/tx-pl2.log" "$W/rx-scr.log"
+	t_end
+
+	t_begin "--files-from -r on a pull: a listed directory as a tree, filtered there; --manifest, --json"
+	printf 'sub
+a.c
+' >"$W/scr-pdir"
+	send "$W/tx-pl3.log" --port $P -r --exclude=top --json --manifest="$W/scr-m3" \
+		--files-from="$W/scr-pdir" "$ADDR::l1" got/pl3
+	[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
+	[ "$(listing got/pl3)" = "./a.c ./sub ./sub/b.c " ] || t_fail "got: $(listing got/pl3)"
+	same src/scr/sub/b.c got/pl3/sub/b.c
+	_j=$(jdone "$W/tx-pl3.log" got/pl3/sub/b.c digest)
+	grep -qx "CRC32 (got/pl3/sub/b.c) = $_j" "$W/scr-m3" ||
+		t_fail "sub/b.c: --json digest '$_j' not in the manifest: $(tr '\n' ' ' <"$W/scr-m3")"
+	[ "$(wc -l <"$W/scr-m3")" = 2 ] || t_fail "manifest: $(tr '\n' ' ' <"$W/scr-m3")"
+	t_log "$W/tx-pl3.log" "$W/rx-scr.log"
+	t_end
+
+	t_begin "--files-from on a pull --dry-run, then --resume: nothing made, then all of it"
+	send "$W/tx-pl4.log" --port $P --dry-run --files-from="$W/scr-pdir" "$ADDR::l1" got/pl4/
+	[ "$SRC" = 0 ] || t_fail "dry run: exit $SRC, want 0"
+	[ ! -e got/pl4 ] || t_fail "got/pl4 made by a dry run"
+	grep -qx 'new      got/pl4/a.c' "$W/tx-pl4.log" || t_fail "no 'new got/pl4/a.c'"
+	send "$W/tx-pl4.log" --port $P --resume --files-from="$W/scr-pdir" "$ADDR::l1" got/pl4/
+	[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
+	[ "$(listing got/pl4)" = "./a.c ./sub " ] || t_fail "got: $(listing got/pl4)"
+	t_log "$W/tx-pl4.log" "$W/rx-scr.log"
+	t_end
+	rm -rf "$W/outside-l"
 }
 
 # The --delete part of s_script, against its receiver (root rx/scr, port
@@ -1786,7 +1860,8 @@ script_delete() {
 
 # 29. --retry: one invocation gets past a receiver killed mid-copy and
 #     restarted (the list of names read again from a pipe, the manifest
-#     listing each file once), a receiver not listening yet (exit 3); not
+#     listing each file once; a pull's list sent again to the receiver
+#     restarted), a receiver not listening yet (exit 3); not
 #     past a wrong key (exit 4, one attempt); when N runs out the exit is
 #     the last attempt's; SIGTERM in the wait and SIGINT mid-copy end it
 #     at once with 130, the temporary kept for --resume.
@@ -1861,6 +1936,50 @@ s_retry() {
 		t_fail "receiver did not start listening"
 	fi
 	t_log "$W/tx-rt1.log" "$W/rx-rt1.log" "$W/rx-rt1b.log"
+	t_end
+
+	t_begin "--retry on a pull with --files-from from a pipe: receiver killed mid-copy, the list sent again"
+	rm -rf got/rt
+	mkdir -p rx/rt/pl got
+	cp src/rt src/rt-small rx/rt/pl/
+	nextport
+	if start_rx "$W/rx-rt6.log" --root "$W/rx/rt" --port $P; then
+		rm -f "$W/rt-fifo"
+		mkfifo "$W/rt-fifo"
+		(printf 'rt-small\nrt\n' >"$W/rt-fifo") &
+		rdcp --port $P --chunk-size 64K --bwlimit 1M --retry 5 --retry-wait 0.5 \
+			--json --files-from=- "$ADDR::pl" got/rt/ <"$W/rt-fifo" >"$W/tx-rt6.log" 2>&1 &
+		TX=$!
+		track "$TX"
+		if rt_kill_rx got/rt rt; then
+			_i=0
+			until start_rx "$W/rx-rt6b.log" --root "$W/rx/rt" --port $P; do
+				kill -9 "$RX" 2>/dev/null
+				_i=$((_i + 1))
+				[ $_i -lt 10 ] || break
+				usleep 300000
+			done
+			wait_pid "$TX" 120
+			[ "$WRC" = 0 ] || t_fail "client exit $WRC, want 0"
+			same src/rt got/rt/rt
+			same src/rt-small got/rt/rt-small
+			no_temp got/rt
+			_a=$(jattempts "$W/tx-rt6.log")
+			_sent=$(jlastdone "$W/tx-rt6.log" got/rt/rt sent)
+			echo "# attempts: $_a; the last sent $_sent of $RT_SIZE bytes"
+			case "$_a" in
+			peer-lost/11/true*) ;;
+			*) t_fail "attempts: '$_a', want peer-lost/11/true first" ;;
+			esac
+			[ -n "$_sent" ] && [ "$_sent" -lt $RT_SIZE ] ||
+				t_fail "the retry sent '$_sent' bytes, want fewer than $RT_SIZE (resumed)"
+		fi
+		kill -9 "$TX" 2>/dev/null
+		term_rx
+	else
+		t_fail "receiver did not start listening"
+	fi
+	t_log "$W/tx-rt6.log" "$W/rx-rt6.log" "$W/rx-rt6b.log"
 	t_end
 
 	t_begin "--retry: a receiver not listening yet (exit 3) is tried again"
@@ -1991,7 +2110,7 @@ s_retry() {
 	fi
 	t_log "$W/tx-rt6.log" "$W/rx-rt6.log"
 	t_end
-	rm -rf rx/rt src/rt src/rt-small
+	rm -rf rx/rt got/rt src/rt src/rt-small
 }
 
 # The ssh server under rdcp's ssh mode (scenario ssh): ssh to this host

@@ -8,7 +8,7 @@
 # path, tests/e2e/scenarios.sh `ssh`). Covers push, pull, paths relative
 # to the remote home, user@host, trees, --resume after a cut, remote to
 # remote, --json, --check HOST, rdcp://HOST:PORT/ beside it, --retry (each
-# attempt starts a new rdcp --server), and the
+# attempt starts a new rdcp --server), --files-from on a pull, and the
 # failures: rdcp missing or too old there, a wrong host key, no key
 # (BatchMode, never a prompt), ssh or the local rdcp killed mid-copy (no
 # process left on either side, nothing under a final name).
@@ -109,6 +109,28 @@ for d in t1 t2; do
 	[ "$(readlink "$T/dst/$d/tree/link")" = a ] || t_fail "$d: symlink not kept"
 done
 t_log "$T/tree.log" "$T/tree2.log"
+t_end
+
+t_begin "--files-from on a pull over ssh: names beneath HOST:DIR (absolute, or in the home), a '..' refused, -r -0"
+printf 'a\nsub/deep/c\n../f1\n' >"$T/list1"
+run_bounded 60 "$T/fl1.log" r --files-from="$T/list1" "127.0.0.1:$T/src/tree" "$T/dst/fl1"
+[ "$SRC" = 9 ] || t_fail "exit $SRC, want 9"
+same "$T/src/tree/a" "$T/dst/fl1/a"
+same "$T/src/tree/sub/deep/c" "$T/dst/fl1/sub/deep/c"
+[ -z "$(find "$T/dst/fl1" -name f1)" ] || t_fail "'../f1' copied"
+grep -q "'../f1' in the file list: not a path beneath" "$T/fl1.log" || t_fail "no line refusing '../f1'"
+printf 'sub\0link\0' >"$T/list2"
+run_bounded 60 "$T/fl2.log" r -r -0 --files-from=- "127.0.0.1:$T/src/tree" "$T/dst/fl2" <"$T/list2"
+[ "$SRC" = 0 ] || t_fail "-r -0 exit $SRC"
+same "$T/src/tree/sub/b" "$T/dst/fl2/sub/b"
+same "$T/src/tree/sub/deep/c" "$T/dst/fl2/sub/deep/c"
+same "$T/src/tree/a" "$T/dst/fl2/link" # a listed symlink is followed, as a SRC
+echo f1 >"$T/list3"
+run_bounded 60 "$T/fl3.log" r --files-from="$T/list3" "127.0.0.1:$rel" "$T/dst/fl3"
+[ "$SRC" = 0 ] || t_fail "in the home: exit $SRC"
+same "$T/src/f1" "$T/dst/fl3/f1"
+wait_until 10 "" no_servers || t_fail "rdcp --server still runs after the copies"
+t_log "$T/fl1.log" "$T/fl2.log" "$T/fl3.log"
 t_end
 
 t_begin "-n, -u, --compress, --encrypt, --bwlimit over ssh; --port-range honoured"

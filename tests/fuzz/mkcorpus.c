@@ -403,6 +403,19 @@ static void wire_seeds(void)
 	msg("delete-end", &m, buf);
 
 	memset(&m, 0, sizeof(m));
+	m.type = WIRE_NAMES;
+	if (wire_names_add(&m.u.names, "a/b.txt", 7) ||
+	    wire_names_add(&m.u.names, "sub/dir", 7))
+		errs++;
+	msg("names", &m, buf);
+	m.u.names.flags = WIRE_NAMES_END;
+	msg("names-end", &m, buf);
+	memset(&m, 0, sizeof(m));
+	m.type = WIRE_NAMES_ACK;
+	m.u.names_ack.done = 4096;
+	msg("names-ack", &m, buf);
+
+	memset(&m, 0, sizeof(m));
 	m.type = WIRE_BYE;
 	m.u.bye.files_ok = 3;
 	m.u.bye.files_failed = 1;

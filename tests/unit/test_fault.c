@@ -46,8 +46,9 @@
  * sides and their workers race, so which call is the Nth varies a little
  * from run to run; a recording session then lists every call site of the
  * kind, and each one the loop happened to miss gets a session failing its
- * first call. Scenarios: push (with fsync), pull (SHA-256, -p) and push
- * --resume over what an earlier attempt left. For each session:
+ * first call. Scenarios: push (with fsync), pull (SHA-256, -p), the same
+ * pull with --files-from (the names sent in NAMES, the receiver's walk fed
+ * them) and push --resume over what an earlier attempt left. For each session:
  *   - both calls return, within HANG_S (else: the case is named, abort)
  *   - both verdicts are OK or a failure class
  *   - a session where nothing was injected succeeds, places and reports
@@ -673,10 +674,17 @@ enum scenario {
 	SC_PULL,
 	SC_RESUME,
 	SC_DELETE, /* a push with --delete onto a DEST holding more */
+	SC_LIST,   /* SC_PULL with --files-from: t (with -r) and top */
 };
 
 static const char *const scenario_names[] = { "push", "pull", "resume",
-					      "delete" };
+					      "delete", "list" };
+
+/* Whether the tree lands here (a pull), not on the receiver. */
+static bool pulled(enum scenario sc)
+{
+	return sc == SC_PULL || sc == SC_LIST;
+}
 
 /*
  * SC_DELETE: what DEST holds beside the tree, which --delete removes only
@@ -698,6 +706,7 @@ struct ctx {
 	char dest_arg[PATH_MAX];
 	char src_args[2][PATH_MAX];
 	const char *srcs[2];
+	FILE *list; /* SC_LIST: the names, read again by each session */
 	struct xfer_opts co, so;
 	/* per session */
 	bool reported_ok[NTREE]; /* done, status 0, on the client */
@@ -720,7 +729,7 @@ static int done_count;
 static void on_file(void *arg, const struct xfer_file_report *r)
 {
 	struct ctx *x = arg;
-	const char *base = x->sc == SC_PULL ? x->dst : x->src;
+	const char *base = pulled(x->sc) ? x->dst : x->src;
 	size_t bl = strlen(base);
 
 	fi_bypass++;
@@ -772,7 +781,7 @@ static void ctx_init(struct ctx *x, enum scenario sc)
 	co->recursive = true;
 	co->on_file = on_file;
 	co->on_file_arg = x;
-	if (sc == SC_PULL) {
+	if (pulled(sc)) {
 		/* The receiver's root holds the tree; it lands here. */
 		snprintf(x->root, sizeof(x->root), "%s", x->src);
 		snprintf(x->dst, sizeof(x->dst), "%s/dst/out", x->work);
@@ -798,6 +807,16 @@ static void ctx_init(struct ctx *x, enum scenario sc)
 	x->srcs[1] = x->src_args[1];
 	co->srcs = x->srcs;
 	co->nsrcs = 2;
+	if (sc == SC_LIST) {
+		static const char names[] = "t\ntop\n";
+
+		/* Beneath the root itself: the same names land. */
+		x->src_args[0][0] = '\0';
+		co->nsrcs = 1;
+		x->list = fmemopen((void *)names, sizeof(names) - 1, "r");
+		CHECK(x->list != NULL);
+		co->files_from = x->list;
+	}
 	co->dest = x->dest_arg;
 	*so = *co;
 	so->srcs = NULL;
@@ -865,7 +884,7 @@ static int fresh_dest(struct ctx *x)
 
 	if (stat(x->dst, &st) == 0 && tf_rm_tree(x->dst))
 		return -1;
-	if (x->sc == SC_PULL) {
+	if (pulled(x->sc)) {
 		snprintf(p, sizeof(p), "%s/dst", x->work);
 		return stat(p, &st) == 0 || mkdir(p, 0755) == 0 ? 0 : -1;
 	}
@@ -1090,6 +1109,8 @@ static void run_one(struct ctx *x, enum fault_kind kind, uint64_t nth,
 
 	memset(r, 0, sizeof(*r));
 	memset(x->reported_ok, 0, sizeof(x->reported_ok));
+	if (x->list)
+		rewind(x->list);
 	sv.server = true;
 	sv.rootfd = open(x->root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	CHECK(sv.rootfd >= 0);
@@ -1445,6 +1466,8 @@ static void loop(enum scenario sc, enum fault_kind kind)
 		       sn, kn);
 	CHECK(t.hits > 0);
 	CHECK_EQ(tf_rm_tree(x->work), 0);
+	if (x->list)
+		fclose(x->list);
 	free(x);
 }
 
@@ -1515,6 +1538,31 @@ static void test_pull_poll(void)
 	loop(SC_PULL, FK_POLL);
 }
 
+static void test_list_alloc(void)
+{
+	loop(SC_LIST, FK_ALLOC);
+}
+
+static void test_list_open(void)
+{
+	loop(SC_LIST, FK_OPEN);
+}
+
+static void test_list_io(void)
+{
+	loop(SC_LIST, FK_IO);
+}
+
+static void test_list_verbs(void)
+{
+	loop(SC_LIST, FK_VERBS);
+}
+
+static void test_list_poll(void)
+{
+	loop(SC_LIST, FK_POLL);
+}
+
 static void test_resume_alloc(void)
 {
 	loop(SC_RESUME, FK_ALLOC);
@@ -1548,6 +1596,9 @@ int main(int argc, char **argv)
 		TAP_TEST(test_push_poll),    TAP_TEST(test_pull_alloc),
 		TAP_TEST(test_pull_open),    TAP_TEST(test_pull_io),
 		TAP_TEST(test_pull_verbs),   TAP_TEST(test_pull_poll),
+		TAP_TEST(test_list_alloc),   TAP_TEST(test_list_open),
+		TAP_TEST(test_list_io),	     TAP_TEST(test_list_verbs),
+		TAP_TEST(test_list_poll),
 		TAP_TEST(test_resume_alloc), TAP_TEST(test_resume_open),
 		TAP_TEST(test_resume_io),    TAP_TEST(test_resume_verbs),
 		TAP_TEST(test_resume_poll),  TAP_TEST(test_delete_alloc),

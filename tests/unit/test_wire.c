@@ -207,14 +207,34 @@ static size_t samples(struct wire_msg *m, size_t max)
 	m[n].u.pack_done.first_id = 0xfffffc00u;
 	m[n].u.pack_done.count = WIRE_PACK_MAX_FILES; /* the most */
 	n++;
+
+	/* the longest: two names filling every byte a NAMES has */
+	m[n].type = WIRE_NAMES;
+	m[n].u.names.flags = WIRE_NAMES_END;
+	{
+		static char a[WIRE_NAME_MAX + 1], b[WIRE_NAME_MAX + 1];
+		size_t lb = WIRE_NAMES_BYTES - (WIRE_NAME_MAX + 1) - 1;
+
+		memset(a, 'a', WIRE_NAME_MAX);
+		memset(b, 'b', lb);
+		CHECK_EQ(wire_names_add(&m[n].u.names, a, WIRE_NAME_MAX), 0);
+		CHECK_EQ(wire_names_add(&m[n].u.names, b, lb), 0);
+		CHECK_EQ(m[n].u.names.len, WIRE_NAMES_BYTES);
+		CHECK_EQ(wire_names_add(&m[n].u.names, "c", 1), -ENOSPC);
+	}
+	n++;
+
+	m[n].type = WIRE_NAMES_ACK;
+	m[n].u.names_ack.done = 1ull << 40;
+	n++;
 	CHECK(n <= max);
 	return n;
 }
 
 static void test_roundtrip_every_type(void)
 {
-	static struct wire_msg m[20], d;
-	size_t n = samples(m, 20);
+	static struct wire_msg m[WIRE_TYPE_MAX], d;
+	size_t n = samples(m, WIRE_TYPE_MAX);
 	bool seen[WIRE_TYPE_MAX] = { false };
 
 	for (size_t i = 0; i < n; i++) {
@@ -238,8 +258,8 @@ static void test_roundtrip_every_type(void)
 
 static void test_encode_limits(void)
 {
-	static struct wire_msg m[20];
-	size_t n = samples(m, 20);
+	static struct wire_msg m[WIRE_TYPE_MAX];
+	size_t n = samples(m, WIRE_TYPE_MAX);
 
 	for (size_t i = 0; i < n; i++) {
 		int len = wire_encode(&m[i], buf, WIRE_CTRL_SIZE);
@@ -297,8 +317,8 @@ static void test_decode_truncated(void)
 
 static void test_decode_trailing_and_length(void)
 {
-	static struct wire_msg m[20], d;
-	size_t n = samples(m, 20);
+	static struct wire_msg m[WIRE_TYPE_MAX], d;
+	size_t n = samples(m, WIRE_TYPE_MAX);
 
 	for (size_t i = 0; i < n; i++) {
 		int len = wire_encode(&m[i], buf, WIRE_CTRL_SIZE);
@@ -793,6 +813,76 @@ static void test_decode_delete(void)
 	CHECK_EQ(d.u.delete_end.status, -E2BIG);
 	buf[WIRE_CTRL_HDR] = 0; /* status positive */
 	CHECK_EQ(wire_decode(buf, (size_t)len, &d), -EPROTO);
+}
+
+/*
+ * NAMES (a pull's --files-from): the exact layout; names of 1..4095
+ * bytes, each NUL-terminated, as many as counted, none only with END, no
+ * unknown flag. NAMES_ACK: one u64.
+ */
+static void test_decode_names(void)
+{
+	/* flags, count, length, then the names */
+	static const uint8_t names[] = { 0,   1,   0,	2, 0,	6,
+					 'a', '/', 'b', 0, 'c', 0 };
+	static const uint8_t ack[] = { 0, 0, 0, 1, 0, 0, 0, 2 };
+	struct wire_msg m = { .type = WIRE_NAMES }, d;
+	size_t at = WIRE_CTRL_HDR;
+	int len;
+
+	CHECK_EQ(wire_names_add(&m.u.names, "a/b", 3), 0);
+	CHECK_EQ(wire_names_add(&m.u.names, "c", 1), 0);
+	CHECK_EQ(wire_names_add(&m.u.names, "", 0), -ENOSPC);
+	m.u.names.flags = WIRE_NAMES_END;
+	len = wire_encode(&m, buf, sizeof(buf));
+	CHECK_EQ(len, WIRE_CTRL_HDR + sizeof(names));
+	CHECK_EQ(memcmp(buf + at, names, sizeof(names)), 0);
+	CHECK_EQ(wire_decode(buf, (size_t)len, &d), 0);
+	CHECK_EQ(d.u.names.count, 2);
+	CHECK(!strcmp(d.u.names.names + 4, "c"));
+	buf[at + 1] = 2; /* an unknown flag */
+	CHECK_EQ(wire_decode(buf, (size_t)len, &d), -EPROTO);
+	buf[at + 1] = 1;
+	buf[at + 3] = 3; /* more names counted than there are */
+	CHECK_EQ(wire_decode(buf, (size_t)len, &d), -EPROTO);
+	buf[at + 3] = 2;
+	buf[at + 10] = 0; /* "a/b", "", "": an empty name */
+	CHECK_EQ(wire_decode(buf, (size_t)len, &d), -EPROTO);
+	buf[at + 10] = 'c';
+	buf[at + 11] = 'd'; /* the last one not NUL-terminated */
+	CHECK_EQ(wire_decode(buf, (size_t)len, &d), -EPROTO);
+	buf[at + 11] = 0;
+	CHECK_EQ(wire_decode(buf, (size_t)len, &d), 0);
+
+	/* none: only to end the list */
+	memset(&m, 0, sizeof(m));
+	m.type = WIRE_NAMES;
+	len = wire_encode(&m, buf, sizeof(buf));
+	CHECK_EQ(wire_decode(buf, (size_t)len, &d), -EPROTO);
+	m.u.names.flags = WIRE_NAMES_END;
+	len = wire_encode(&m, buf, sizeof(buf));
+	CHECK_EQ(wire_decode(buf, (size_t)len, &d), 0);
+
+	/* a name longer than WIRE_NAME_MAX */
+	memset(&m, 0, sizeof(m));
+	m.type = WIRE_NAMES;
+	memset(m.u.names.names, 'x', WIRE_NAME_MAX + 1);
+	m.u.names.count = 1;
+	m.u.names.len = WIRE_NAME_MAX + 2;
+	len = wire_encode(&m, buf, sizeof(buf));
+	CHECK(len > 0);
+	CHECK_EQ(wire_decode(buf, (size_t)len, &d), -EPROTO);
+	m.u.names.len = WIRE_NAMES_BYTES + 1; /* more than a NAMES holds */
+	CHECK_EQ(wire_encode(&m, buf, sizeof(buf)), -EMSGSIZE);
+
+	memset(&m, 0, sizeof(m));
+	m.type = WIRE_NAMES_ACK;
+	m.u.names_ack.done = (1ull << 32) + 2;
+	len = wire_encode(&m, buf, sizeof(buf));
+	CHECK_EQ(len, WIRE_CTRL_HDR + sizeof(ack));
+	CHECK_EQ(memcmp(buf + at, ack, sizeof(ack)), 0);
+	CHECK_EQ(wire_decode(buf, (size_t)len, &d), 0);
+	CHECK_EQ(d.u.names_ack.done, (1ull << 32) + 2);
 }
 
 /* ---- packed slots ---- */
@@ -1317,7 +1407,7 @@ TAP_RUN(TAP_TEST(test_roundtrip_every_type), TAP_TEST(test_encode_limits),
 	TAP_TEST(test_golden_slot_header), TAP_TEST(test_slot_roundtrip),
 	TAP_TEST(test_slot_bitflip), TAP_TEST(test_imm),
 	TAP_TEST(test_chunk_aad), TAP_TEST(test_decode_pack_done),
-	TAP_TEST(test_decode_delete),
+	TAP_TEST(test_decode_delete), TAP_TEST(test_decode_names),
 	TAP_TEST(test_pack_roundtrip), TAP_TEST(test_pack_truncated),
 	TAP_TEST(test_pack_refusals), TAP_TEST(test_pack_golden),
 	TAP_TEST(test_pack_digest), TAP_TEST(test_set_acks),
