@@ -293,6 +293,7 @@ static bool skip_hole(struct source *s, struct src_file *f)
 
 int src_plan(struct source *s)
 {
+	bool idle;
 	int n = 0;
 
 	while (!s->e->fail && s->fifo_len + 1 < s->fifo_cap) {
@@ -309,13 +310,10 @@ int src_plan(struct source *s)
 				 * with nothing the engine waits on, so it
 				 * looks again soon.
 				 */
-				s->e->nap_ms = s->next_file == s->nfiles &&
-							       s->walk.starved &&
-							       s->walk.list
-						       ? 1
-						       : 0;
-				if (s->next_file == s->nfiles &&
-				    s->walk.starved)
+				idle = s->next_file == s->nfiles &&
+				       s->walk.starved;
+				s->e->nap_ms = idle && s->walk.list ? 1 : 0;
+				if (idle)
 					break; /* until more names come */
 				continue;
 			}
