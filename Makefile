@@ -9,10 +9,12 @@
 #                        end-to-end suites; ends with "N passed, N failed"
 #   make test-quick      in-process tests + end-to-end over TCP loopback
 #   make test-unit       only the in-process tests (seconds)
+#   make test-mpi        rdcp-mpi under mpirun (needs Open MPI or MPICH)
 #   make fuzz            libFuzzer on the wire decoder, path checker, filters
 #   make demo            a real RDMA copy (host device, else Soft-RoCE guest)
 #   make test-quickstart the README's build and install commands, checked
 #   make SAN=address,undefined test    sanitizer build
+#   make mpi             build/rdcp-mpi, with an MPI compiler (MPICC=mpicc)
 #   make install DESTDIR=... PREFIX=/usr
 #   make deb / make rpm  packages in build/ (NOCHECK=1: skip unit tests)
 #   make test-packages   build both packages, lint and inspect them
@@ -74,7 +76,7 @@ Q := @
 endif
 
 LIB_SRCS := $(wildcard util/*.c) $(wildcard cm/*.c) $(wildcard transfer/*.c) \
-	$(filter-out cmd/main.c,$(wildcard cmd/*.c))
+	$(filter-out cmd/main.c cmd/mpi_%.c,$(wildcard cmd/*.c))
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 MAIN_OBJ := $(BUILD)/cmd/main.o
 TEST_SRCS := $(wildcard tests/unit/test_*.c)
@@ -85,7 +87,7 @@ TEST_BINS := $(TEST_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 FUZZ_REPLAY_BINS := $(BUILD)/fuzz-replay/replay_wire \
 	$(BUILD)/fuzz-replay/replay_path $(BUILD)/fuzz-replay/replay_filter
 
-.PHONY: test-quick setup tests san-tests test-san hooks all test test-unit test-e2e test-guest demo bench install uninstall \
+.PHONY: mpi test-mpi install-mpi test-quick setup tests san-tests test-san hooks all test test-unit test-e2e test-guest demo bench install uninstall \
 	clean help deb rpm test-packages fuzz version
 all: $(BUILD)/rdcp
 
@@ -101,6 +103,24 @@ $(BUILD)/librdcp.a: $(LIB_OBJS)
 $(BUILD)/rdcp: $(MAIN_OBJ) $(BUILD)/librdcp.a
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
+
+# rdcp-mpi (cmd/mpi_*.c): the only objects built with the MPI compiler
+# wrapper (Open MPI's or MPICH's mpicc, MPI-3 calls only); librdcp.a
+# stays free of MPI. HAVE_MPI: whether that compiler is here.
+MPICC ?= mpicc
+HAVE_MPI := $(shell command -v $(MPICC) >/dev/null 2>&1 && echo 1)
+MPI_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(wildcard cmd/mpi_*.c))
+
+$(BUILD)/cmd/mpi_%.o: cmd/mpi_%.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  MPICC   $<")
+	$(Q)$(MPICC) $(ALL_CFLAGS) -c -o $@ $<
+
+$(BUILD)/rdcp-mpi: $(MPI_OBJS) $(BUILD)/librdcp.a
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(MPICC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
+
+mpi: $(BUILD)/rdcp-mpi
 
 $(BUILD)/tests/%: tests/unit/%.c $(TEST_HELPERS) $(BUILD)/librdcp.a tests/tap.h
 	@mkdir -p $(dir $@)
@@ -170,8 +190,13 @@ setup:
 # when qemu or the kernel cannot be had. Re-invokes make after setup so
 # pkg-config is asked once the -dev packages exist.
 test: setup
-	$(Q)$(MAKE) --no-print-directory WERROR=1 all hooks tests san-tests
+	$(Q)$(MAKE) --no-print-directory WERROR=1 all hooks tests san-tests \
+		$(if $(shell command -v $(MPICC) 2>/dev/null),mpi)
 	$(Q)tests/run_tests.sh --build $(BUILD) all
+
+# rdcp-mpi alone: 4-8 ranks under mpirun over TCP on loopback (a minute).
+test-mpi: all mpi
+	$(Q)tests/run_tests.sh --build $(BUILD) mpi
 
 # The in-process tests built again under ASan+UBSan and under TSan (the
 # threaded pipeline); make test runs them too.
@@ -215,13 +240,17 @@ test-quickstart: all
 # over TCP on loopback against iperf3, nc, scp, rsync and tar | nc;
 # --direct against --no-direct and cp within ext4 on a loop device, and
 # threads against io_uring (as root); in the Soft-RoCE guest against
-# ib_write_bw and rcopy. Minutes, not seconds.
+# ib_write_bw and rcopy; rdcp-mpi with 1, 2 and 4 ranks
+# (tests/bench/mpi.sh). Minutes, not seconds.
 bench: setup
 	$(Q)$(MAKE) --no-print-directory all $(BENCH_BINS)
 	$(Q)tests/bench/ceiling.sh $(BUILD)
 	$(Q)tests/bench/tcp.sh $(BUILD)
 	$(Q)tests/bench/direct.sh $(BUILD)
 	$(Q)tests/bench/run.sh $(BUILD)
+	$(Q)if command -v $(MPICC) >/dev/null 2>&1; then \
+		$(MAKE) --no-print-directory mpi && tests/bench/mpi.sh $(BUILD); \
+	else echo "bench: no MPI compiler: rdcp-mpi's scaling left out"; fi
 
 # The unit names the binary and the config file: their paths follow
 # BINDIR and SYSCONFDIR. An existing rdcpd.conf is never overwritten.
@@ -239,9 +268,20 @@ install: all
 	test -e $(DESTDIR)$(SYSCONFDIR)/rdcp/rdcpd.conf || \
 		install -m 0644 packaging/systemd/rdcpd.conf \
 			$(DESTDIR)$(SYSCONFDIR)/rdcp/rdcpd.conf
+	@if [ "$(INSTALL_MPI)" != 0 ] && [ -x $(BUILD)/rdcp-mpi ]; then \
+		$(MAKE) --no-print-directory install-mpi; fi
+
+# rdcp-mpi and its man page (make install runs this when make mpi built
+# it; INSTALL_MPI=0 leaves it out: the packages ship it on its own).
+INSTALL_MPI ?= 1
+install-mpi: $(BUILD)/rdcp-mpi
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1
+	install -m 0755 $(BUILD)/rdcp-mpi $(DESTDIR)$(BINDIR)/rdcp-mpi
+	install -m 0644 cmd/rdcp-mpi.1 $(DESTDIR)$(MANDIR)/man1/rdcp-mpi.1
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/rdcp $(DESTDIR)$(MANDIR)/man1/rdcp.1 \
+		$(DESTDIR)$(BINDIR)/rdcp-mpi $(DESTDIR)$(MANDIR)/man1/rdcp-mpi.1 \
 		$(DESTDIR)$(BASHCOMPDIR)/rdcp $(DESTDIR)$(UNITDIR)/rdcpd.service
 	@echo "kept $(DESTDIR)$(SYSCONFDIR)/rdcp/rdcpd.conf (remove it by hand)"
 
@@ -270,4 +310,4 @@ help:
 	@sed -n 's/^#   //p' Makefile
 
 -include $(LIB_OBJS:.o=.d) $(MAIN_OBJ:.o=.d) $(TEST_BINS:=.d) \
-	$(FUZZ_REPLAY_BINS:=.d) $(BENCH_BINS:=.d)
+	$(FUZZ_REPLAY_BINS:=.d) $(BENCH_BINS:=.d) $(MPI_OBJS:.o=.d)

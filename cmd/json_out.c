@@ -9,7 +9,7 @@
 
 #include "cmd/json_out.h"
 
-static void str(FILE *out, const char *s)
+void json_str(FILE *out, const char *s)
 {
 	fputc('"', out);
 	for (const unsigned char *p = (const unsigned char *)s; p && *p; p++) {
@@ -35,18 +35,18 @@ static void end(FILE *out)
 static void json_deleted(FILE *out, const struct xfer_file_report *r)
 {
 	fputs("{\"event\":\"file_deleted\",\"path\":", out);
-	str(out, r->path);
+	json_str(out, r->path);
 	fputs(",\"type\":", out);
-	str(out, r->kind ? r->kind : "file");
+	json_str(out, r->kind ? r->kind : "file");
 	fputs(",\"status\":", out);
-	str(out, r->status ? "failed" : "ok");
+	json_str(out, r->status ? "failed" : "ok");
 	if (r->dry)
 		fputs(",\"would\":\"delete\"", out);
 	if (r->status) {
 		fputs(",\"class\":", out);
-		str(out, xfer_fail_name(r->klass));
+		json_str(out, xfer_fail_name(r->klass));
 		fputs(",\"error\":", out);
-		str(out, r->message ? r->message : strerror(-r->status));
+		json_str(out, r->message ? r->message : strerror(-r->status));
 	}
 	end(out);
 }
@@ -60,9 +60,9 @@ void json_file(FILE *out, const struct xfer_file_report *r)
 	fputs(r->done ? "{\"event\":\"file_done\",\"path\":"
 		      : "{\"event\":\"file_start\",\"path\":",
 	      out);
-	str(out, r->path);
+	json_str(out, r->path);
 	fputs(",\"type\":", out);
-	str(out, r->kind ? r->kind : "file");
+	json_str(out, r->kind ? r->kind : "file");
 	fprintf(out, ",\"bytes\":%" PRIu64, r->bytes);
 	if (!r->done) {
 		end(out);
@@ -71,23 +71,24 @@ void json_file(FILE *out, const struct xfer_file_report *r)
 	fprintf(out,
 		",\"sent\":%" PRIu64 ",\"seconds\":%.6f,\"status\":", r->sent,
 		r->seconds);
-	str(out, r->status ? "failed" : r->skipped ? "skipped" : "ok");
+	json_str(out, r->status ? "failed" : r->skipped ? "skipped" : "ok");
 	if (r->dry) { /* --dry-run: what a copy would do */
 		fputs(",\"would\":", out);
-		str(out, !r->exists ? "new"
-			 : strcmp(r->kind ? r->kind : "", "dir") ? "replace"
-								 : "exists");
+		json_str(out, !r->exists ? "new"
+			      : strcmp(r->kind ? r->kind : "", "dir")
+				      ? "replace"
+				      : "exists");
 	}
 	if (r->status) {
 		fputs(",\"class\":", out);
-		str(out, xfer_fail_name(r->klass));
+		json_str(out, xfer_fail_name(r->klass));
 		fputs(",\"error\":", out);
-		str(out, r->message ? r->message : strerror(-r->status));
+		json_str(out, r->message ? r->message : strerror(-r->status));
 	} else {
 		fputs(",\"digest\":", out);
-		str(out, r->digest);
+		json_str(out, r->digest);
 		fputs(",\"algorithm\":", out);
-		str(out, r->algorithm);
+		json_str(out, r->algorithm);
 	}
 	end(out);
 }
@@ -95,9 +96,9 @@ void json_file(FILE *out, const struct xfer_file_report *r)
 void json_error(FILE *out, enum xfer_fail f, int exit_code, const char *message)
 {
 	fputs("{\"event\":\"error\",\"class\":", out);
-	str(out, xfer_fail_name(f));
+	json_str(out, xfer_fail_name(f));
 	fprintf(out, ",\"exit\":%d,\"message\":", exit_code);
-	str(out, message);
+	json_str(out, message);
 	end(out);
 }
 
@@ -107,9 +108,9 @@ void json_attempt(FILE *out, unsigned int attempt, enum xfer_fail f,
 {
 	fprintf(out,
 		"{\"event\":\"attempt\",\"attempt\":%u,\"class\":", attempt);
-	str(out, xfer_fail_name(f));
+	json_str(out, xfer_fail_name(f));
 	fprintf(out, ",\"exit\":%d,\"message\":", exit_code);
-	str(out, message);
+	json_str(out, message);
 	fprintf(out, ",\"retry\":%s,\"wait\":%.3f", again ? "true" : "false",
 		again ? wait_ms / 1000.0 : 0.0);
 	end(out);
@@ -117,6 +118,13 @@ void json_attempt(FILE *out, unsigned int attempt, enum xfer_fail f,
 
 void json_summary(FILE *out, const struct xfer_stats *st, enum xfer_fail f,
 		  int exit_code, bool dry_run, unsigned int retries)
+{
+	json_summary_with(out, st, f, exit_code, dry_run, retries, NULL);
+}
+
+void json_summary_with(FILE *out, const struct xfer_stats *st, enum xfer_fail f,
+		       int exit_code, bool dry_run, unsigned int retries,
+		       const char *extra)
 {
 	fprintf(out,
 		"{\"event\":\"summary\",\"files_ok\":%" PRIu64
@@ -126,15 +134,17 @@ void json_summary(FILE *out, const struct xfer_stats *st, enum xfer_fail f,
 		st->files_ok, st->files_failed, st->files_skipped,
 		st->files_packed, st->bytes, st->seconds,
 		st->seconds > 0 ? st->bytes / st->seconds : 0.0);
-	str(out, st->transport);
+	json_str(out, st->transport);
 	fputs(",\"device\":", out);
-	str(out, st->device);
+	json_str(out, st->device);
 	fputs(",\"peer\":", out);
-	str(out, st->peer);
+	json_str(out, st->peer);
 	fprintf(out, ",\"deleted\":%" PRIu64, st->deleted);
 	fputs(",\"result\":", out);
-	str(out, xfer_fail_name(f));
+	json_str(out, xfer_fail_name(f));
 	fprintf(out, ",\"retries\":%u,%s\"exit\":%d", retries,
 		dry_run ? "\"dry_run\":true," : "", exit_code);
+	if (extra)
+		fprintf(out, ",%s", extra);
 	end(out);
 }

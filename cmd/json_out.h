@@ -24,5 +24,11 @@ void json_attempt(FILE *out, unsigned int attempt, enum xfer_fail f,
 /* The last event; retries: the attempts after the first. */
 void json_summary(FILE *out, const struct xfer_stats *st, enum xfer_fail f,
 		  int exit_code, bool dry_run, unsigned int retries);
+/* The same with extra, JSON members ("\"a\":1,\"b\":[]"), at its end. */
+void json_summary_with(FILE *out, const struct xfer_stats *st,
+		       enum xfer_fail f, int exit_code, bool dry_run,
+		       unsigned int retries, const char *extra);
+/* s as a JSON string, quoted and escaped. */
+void json_str(FILE *out, const char *s);
 
 #endif

@@ -62,27 +62,7 @@ static void set_signals(void)
 
 static int exit_code(enum xfer_fail f)
 {
-	static const int codes[] = {
-		[XFER_OK] = RDCP_EXIT_OK,
-		[XFER_FAIL_INTERNAL] = RDCP_EXIT_INTERNAL,
-		[XFER_FAIL_USAGE] = RDCP_EXIT_USAGE,
-		[XFER_FAIL_CONNECT] = RDCP_EXIT_CONNECT,
-		[XFER_FAIL_AUTH] = RDCP_EXIT_AUTH,
-		[XFER_FAIL_PROTOCOL] = RDCP_EXIT_PROTOCOL,
-		[XFER_FAIL_LOCAL_IO] = RDCP_EXIT_LOCAL_IO,
-		[XFER_FAIL_REMOTE_IO] = RDCP_EXIT_REMOTE_IO,
-		[XFER_FAIL_VERIFY] = RDCP_EXIT_VERIFY,
-		[XFER_FAIL_PARTIAL] = RDCP_EXIT_PARTIAL,
-		[XFER_FAIL_RESOURCE] = RDCP_EXIT_RESOURCE,
-		[XFER_FAIL_PEER_LOST] = RDCP_EXIT_PEER_LOST,
-		[XFER_FAIL_CANCELED] = RDCP_EXIT_CANCELED,
-		[XFER_FAIL_REMOTE_START] = RDCP_EXIT_REMOTE_START,
-		[XFER_FAIL_MAX_DELETE] = RDCP_EXIT_MAX_DELETE,
-	};
-
-	if ((unsigned int)f >= sizeof(codes) / sizeof(codes[0]))
-		return RDCP_EXIT_INTERNAL;
-	return codes[f];
+	return rdcp_exit_code(f);
 }
 
 /* Wipes the progress line so that a normal line can be printed. */

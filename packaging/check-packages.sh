@@ -114,12 +114,39 @@ if [ -f "$DEB" ]; then
 		sh -c "'$TMP/deb/usr/bin/rdcp' --version | grep -qx 'rdcp $VERSION'"
 fi
 
+# ------------------------------------------------- rdcp-mpi, on its own
+# rdcp-rdma must not need MPI; rdcp-mpi ships only rdcp-mpi and its page.
+MPIDEB=$OUT/rdcp-mpi_$(basename "$DEB" | sed 's/^[^_]*_//')
+if [ -f "$MPIDEB" ]; then ok "deb built: $(basename "$MPIDEB")"; else
+	not_ok "deb built: no $MPIDEB (make deb)"; fi
+if [ -f "$MPIDEB" ]; then
+	lint=$(lintian --pedantic -I -E --fail-on none "$MPIDEB" 2>&1 |
+		grep -v 'running with root privileges')
+	bad=$(printf '%s\n' "$lint" | grep -E '^[EW]: ' || true)
+	if [ -z "$bad" ]; then ok "lintian rdcp-mpi: no errors or warnings"
+	else not_ok "lintian rdcp-mpi: no errors or warnings" "$bad"; fi
+	dpkg-deb -x "$MPIDEB" "$TMP/mpideb"
+	check "rdcp-mpi deb ships rdcp-mpi and its man page" \
+		test -x "$TMP/mpideb/usr/bin/rdcp-mpi" -a \
+		-f "$TMP/mpideb/usr/share/man/man1/rdcp-mpi.1.gz"
+	check "rdcp-mpi deb Depends: mpi-default-bin and Open MPI's library" \
+		sh -c "dpkg-deb -f '$MPIDEB' Depends | grep -q 'mpi-default-bin' &&
+			dpkg-deb -f '$MPIDEB' Depends | grep -q 'libopenmpi'"
+fi
+if [ -f "$DEB" ]; then
+	check "rdcp-rdma deb has no rdcp-mpi and no MPI dependency" \
+		sh -c "! dpkg-deb -c '$DEB' | grep -q rdcp-mpi &&
+			! dpkg-deb -f '$DEB' Depends | grep -qi mpi"
+fi
+
 # ---------------------------------------------------------------- .rpm
 if [ -f "$RPM" ]; then ok "rpm built: $(basename "$RPM")"; else
 	not_ok "rpm built: no $RPM (make rpm)"; fi
 
 if [ -f "$RPM" ]; then
 	lintfiles=("$RPM")
+	MPIRPM=$OUT/rdcp-mpi-${RPM#"$OUT/$PKG-"}
+	[ -f "$MPIRPM" ] && lintfiles+=("$MPIRPM")
 	[ -f "$SRPM" ] && lintfiles+=("$SRPM")
 	[ -f "$OUT/rpm/SPECS/$PKG.spec" ] && lintfiles+=("$OUT/rpm/SPECS/$PKG.spec")
 	out=$(rpmlint -c "$HERE/rpm/rpmlint.toml" "${lintfiles[@]}" 2>&1)
@@ -148,6 +175,10 @@ if [ -f "$RPM" ]; then
 	if [ -z "$miss" ]; then ok "rpm Requires: libibverbs (providers), the libraries, shadow-utils"
 	else not_ok "rpm Requires: libibverbs (providers), the libraries, shadow-utils" \
 		"missing:$miss"; fi
+	check "rdcp-mpi rpm ships rdcp-mpi and its man page; rdcp-rdma does not" \
+		sh -c "rpm -qlp '$MPIRPM' 2>/dev/null | grep -qx /usr/bin/rdcp-mpi &&
+			rpm -qlp '$MPIRPM' | grep -qx /usr/share/man/man1/rdcp-mpi.1.gz &&
+			! rpm -qlp '$RPM' | grep -q rdcp-mpi"
 	check "rpm version is the Makefile's $VERSION" \
 		test "$(rpm -qp --qf '%{VERSION}' "$RPM" 2>/dev/null)" = "$VERSION"
 	check "rpm %pre creates the rdcp user" \
@@ -167,6 +198,10 @@ check "man page: mandoc -T lint clean" \
 	sh -c "out=\$(mandoc -T lint -W warning '$MAN' 2>&1); echo \"\$out\"; [ -z \"\$out\" ]"
 check "man page: groff -man -ww clean" \
 	sh -c "out=\$(groff -man -ww -z '$MAN' 2>&1); echo \"\$out\"; [ -z \"\$out\" ]"
+MPIMAN=$TOP/cmd/rdcp-mpi.1
+check "rdcp-mpi man page: mandoc -T lint and groff -ww clean" \
+	sh -c "out=\$(mandoc -T lint -W warning '$MPIMAN' 2>&1; groff -man -ww -z '$MPIMAN' 2>&1)
+		echo \"\$out\"; [ -z \"\$out\" ]"
 
 BIN=$TMP/deb/usr/bin/rdcp
 [ -x "$BIN" ] || BIN=$OUT/rdcp

@@ -15,8 +15,13 @@
 #                                    the test sshd's self-test and rdcp
 #                                    over ssh against it (ssh.sh)
 #   run_tests.sh --build DIR quick   unit + tcp: the everyday suite
+#   run_tests.sh --build DIR mpi     rdcp-mpi under mpirun, 4-8 ranks to
+#                                    2-3 receivers over TCP on loopback
+#                                    (tests/e2e/mpi.sh; in "all" when an
+#                                    MPI compiler is installed)
 #   run_tests.sh --build DIR guest   real rdcp processes over Soft-RoCE
-#                                    (rdma_rxe) in qemu guests
+#                                    (rdma_rxe) in qemu guests; rdcp-mpi's
+#                                    ranks in one (mpi_rdma.sh) when built
 #   run_tests.sh --build DIR all     all of these
 #
 # A suite that crashes or exits non-zero without a "not ok" line still
@@ -29,6 +34,7 @@
 #   tests/e2e/run_faults.sh --build DIR soak    faults.sh
 #   tests/e2e/mitm.sh --build DIR grow          a man in the middle
 #   tests/e2e/run_rdma.sh --build DIR single:tree   in the Soft-RoCE guest
+#   tests/e2e/mpi.sh --build DIR rxkill   rdcp-mpi (make mpi first)
 set -uo pipefail
 
 BUILD=build
@@ -119,8 +125,22 @@ if [ "$WHAT" = san ] || [ "$WHAT" = all ]; then
 	TSAN_OPTIONS=halt_on_error=1 unit_suites "$BUILD/tsan" "tsan-"
 fi
 
+# rdcp-mpi under mpirun, when an MPI compiler is installed (make setup
+# installs Open MPI; make test builds rdcp-mpi then).
+if [ "$WHAT" = mpi ] || [ "$WHAT" = all ]; then
+	if command -v mpicc >/dev/null 2>&1 || [ "$WHAT" = mpi ]; then
+		run_suite mpi-e2e "$HERE/e2e/mpi.sh" --build "$BUILD"
+	else
+		echo "# no MPI compiler (mpicc): the rdcp-mpi suite left out"
+	fi
+fi
+
 if [ "$WHAT" = guest ] || [ "$WHAT" = all ]; then
 	run_suite rdma-e2e "$HERE/e2e/run_rdma.sh" --build "$BUILD"
+	# rdcp-mpi's ranks in a Soft-RoCE guest, when it was built.
+	if [ -x "$BUILD/rdcp-mpi" ]; then
+		run_suite mpi-rdma-e2e "$HERE/e2e/mpi_rdma.sh" --build "$BUILD"
+	fi
 fi
 
 echo "$passed passed, $failed failed"

@@ -224,6 +224,7 @@ enum xfer_fail session_client(const struct xfer_opts *o, struct cm_conn *c,
 			.filter = o->filter,
 			.list = o->files_from,
 			.list_sep = o->from0 ? '\0' : '\n',
+			.list_tree = o->files_from_tree,
 			.p = client_params(o, key),
 		};
 

@@ -617,7 +617,7 @@ static int run(struct engine *e, uint64_t deadline_ms)
 			e->spins = 0;
 			continue;
 		}
-		idle_wait(e, WAIT_SLICE_MS);
+		idle_wait(e, e->nap_ms ? e->nap_ms : WAIT_SLICE_MS);
 	}
 	return e->fail ? e->err : 0;
 }

@@ -65,6 +65,12 @@ struct engine {
 	struct cm_event evq[32];
 	unsigned int evq_head, evq_len;
 	bool armed;
+	/*
+	 * The longest sleep of an idle turn, 0: the default slice. A role
+	 * waiting on something no completion announces (a list with no
+	 * names yet) lowers it to look again soon.
+	 */
+	int nap_ms;
 	unsigned int spins;	/* empty turns in a row */
 	uint64_t idle_since_ns; /* when the current run of them began */
 	/* the first fatal error: class, errno and one line for the user */

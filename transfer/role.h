@@ -60,6 +60,7 @@ struct source_cfg {
 	const struct filter *filter; /* NULL: every entry walked */
 	FILE *list;		     /* names beneath srcs[0], or NULL */
 	char list_sep;		     /* '\n' or '\0' */
+	bool list_tree;		     /* xfer_opts.files_from_tree */
 	struct session_params p;
 };
 

@@ -562,6 +562,7 @@ int source_run(struct engine *e, const struct source_cfg *cfg,
 	s.walk.filter = cfg->filter;
 	s.walk.list = cfg->list;
 	s.walk.list_sep = cfg->list_sep;
+	s.walk.list_tree = cfg->list_tree;
 	ratelimit_init(&s.rl, cfg->bwlimit,
 		       cfg->bwlimit / 10 > s.chunk ? cfg->bwlimit / 10
 						   : s.chunk,

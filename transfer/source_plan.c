@@ -382,6 +382,7 @@ static bool skip_hole(struct source *s, struct src_file *f)
 
 int src_plan(struct source *s)
 {
+	bool idle;
 	int n = 0;
 
 	while (!s->e->fail && s->fifo_len + 1 < s->fifo_cap) {
@@ -392,8 +393,16 @@ int src_plan(struct source *s)
 			if (s->next_file == s->nfiles && !s->walk.done) {
 				if (src_more_files(s))
 					return -1;
-				if (s->next_file == s->nfiles &&
-				    s->walk.starved)
+				/*
+				 * No name yet: a pull's feed comes with a
+				 * message; a non-blocking list (rdcp-mpi)
+				 * with nothing the engine waits on, so it
+				 * looks again soon.
+				 */
+				idle = s->next_file == s->nfiles &&
+				       s->walk.starved;
+				s->e->nap_ms = idle && s->walk.list ? 1 : 0;
+				if (idle)
 					break; /* until more names come */
 				continue;
 			}

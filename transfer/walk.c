@@ -557,7 +557,8 @@ int walk_list_name(char *name, size_t len)
 
 /*
  * Reads the list's next name into w->line, *len bytes (the separator
- * dropped): 1, 0 at the end, 2 when a feed has none yet, or -errno.
+ * dropped): 1, 0 at the end, 2 when a feed or a non-blocking list has
+ * none yet, or -errno.
  */
 static int list_read(struct walk *w, size_t *len)
 {
@@ -585,6 +586,10 @@ static int list_read(struct walk *w, size_t *len)
 	if (n < 0) {
 		if (errno == ENOMEM)
 			return -ENOMEM;
+		if (errno == EAGAIN && ferror(w->list)) {
+			clearerr(w->list); /* a non-blocking list, empty now */
+			return 2;
+		}
 		if (ferror(w->list)) {
 			w->list_err = errno ? -errno : -EIO;
 			return -EIO;
@@ -598,9 +603,53 @@ static int list_read(struct walk *w, size_t *len)
 }
 
 /*
+ * A listed name inside a tree (w->list_tree): taken as walk_child() takes
+ * what it finds in a directory (lstat; a symlink is a link, a device is
+ * skipped), but not walked into: its parent is opened, following the
+ * components above it, which the walk that listed it went through.
+ */
+static int walk_listed_child(struct walk *w, const char *local,
+			     const char *wire)
+{
+	char parent[PATH_MAX + 1];
+	const char *name = strrchr(local, '/') + 1;
+	struct walk_entry *e;
+	int dfd, rc;
+
+	memcpy(parent, local, (size_t)(name - local - 1));
+	parent[name - local - 1] = '\0';
+	e = add(w, local, wire);
+	if (!e)
+		return -ENOMEM;
+	dfd = open_path(w, parent, O_PATH | O_DIRECTORY);
+	if (dfd < 0 || fstatat(dfd, name, &e->st, AT_SYMLINK_NOFOLLOW) < 0) {
+		rc = dfd < 0 ? dfd : -errno;
+		if (dfd >= 0)
+			close(dfd);
+		if (filtered_out(w, e)) {
+			drop_last(w);
+			return 0;
+		}
+		return entry_fail(e, rc, "cannot stat '%s': %s", local,
+				  strerror(-rc));
+	}
+	rc = classify(e, dfd, name);
+	close(dfd);
+	if (rc == 0 && filtered_out(w, e))
+		rc = 1;
+	if (rc == 1) {
+		drop_last(w);
+		return 0;
+	}
+	if (!rc && !e->err && e->kind == WIRE_KIND_FILE)
+		w->bytes += (uint64_t)e->st.st_size;
+	return rc;
+}
+
+/*
  * The next name of the list, beneath the base: normalized as a peer path
  * (walk_list_name), refused if it leaves the base. 1 when the list is at
- * its end, 2 when a feed has no name yet.
+ * its end, 2 when a feed or a non-blocking list has no name yet.
  */
 static int walk_list_next(struct walk *w)
 {
@@ -636,6 +685,8 @@ static int walk_list_next(struct walk *w)
 				"cannot send '%s' of the file list: the path "
 				"beneath '%s' is too long",
 				w->line, w->srcs[0]);
+	} else if (!rc && w->list_tree && strchr(w->line, '/')) {
+		rc = walk_listed_child(w, local, w->line);
 	} else if (!rc) {
 		rc = walk_named(w, local, w->line, true);
 	}

@@ -67,6 +67,8 @@ struct walk {
 	const struct filter *filter; /* NULL: every entry */
 	FILE *list;		     /* names beneath srcs[0], or NULL */
 	char list_sep;		     /* '\n', or '\0' (--from0) */
+	bool list_tree; /* a listed name with a '/' is inside a tree:
+			 * not followed, as walk_child() takes it */
 	walk_feed_fn *feed;	     /* or these names (list NULL) */
 	void *feed_arg;
 	bool starved;		     /* walk_more stopped: no name yet */
@@ -100,15 +102,18 @@ static inline struct walk_entry *walk_at(const struct walk *w, size_t i)
 
 /*
  * Starts a walk of srcs (kept, not copied) in w, zeroed by the caller
- * except rootfd, recursive, filter, list and list_sep or feed and
- * feed_arg (with a list, srcs holds one path: the base the names are
+ * except rootfd, recursive, filter, list, list_sep and list_tree, or feed
+ * and feed_arg (with a list, srcs holds one path: the base the names are
  * beneath). Nothing is listed yet.
  */
 void walk_start(struct walk *w, const char *const *srcs, size_t n);
 
 /*
  * Lists at least want more entries, or all that are left (then w->done),
- * or as many as it can before the feed runs dry (then w->starved).
+ * or as many as it can before the feed runs dry or a non-blocking list
+ * has no more names yet (then w->starved; the caller asks again later: a
+ * name is never read in part, so the list's writer must write whole
+ * names, at most PIPE_BUF bytes a write).
  * Returns 0, -ENOMEM, or -EIO when the list cannot be read (w->list_err
  * says why); per-entry failures are recorded in the entries.
  */

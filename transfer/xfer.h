@@ -133,10 +133,20 @@ struct xfer_opts {
 	/*
 	 * --files-from, push only: names read from this stream as the copy
 	 * goes, each beneath srcs[0] (nsrcs is 1), separated by '\0' with
-	 * from0, else by '\n'. NULL: the SRCs are srcs.
+	 * from0, else by '\n'. NULL: the SRCs are srcs. A stream whose fd is
+	 * non-blocking may have nothing to read for a while: the session
+	 * waits (keeping the peer's timeout at bay) and reads again; its
+	 * writer writes whole names, at most PIPE_BUF bytes a write.
 	 */
 	FILE *files_from;
 	bool from0;
+	/*
+	 * files_from names entries of a tree another walk listed (rdcp-mpi's
+	 * distributed walk): a name with a '/' is taken as -r takes what it
+	 * finds inside a tree (a symlink copied as a link, a device or FIFO
+	 * skipped with a warning); a name without one is a SRC as named.
+	 */
+	bool files_from_tree;
 	/*
 	 * --delete (with recursive): once all is verified, remove from the
 	 * directories sent what the source did not have; --max-delete: if

@@ -116,6 +116,8 @@ struct sess {
 	const char *dest;
 	const char *srcs[16];
 	size_t nsrcs;
+	FILE *list;	/* --files-from, NUL-separated, beneath srcs[0] */
+	bool list_tree; /* xfer_opts.files_from_tree */
 	struct memconn_faults faults;
 	/* out */
 	enum xfer_fail vc, vs; /* client, server verdicts */
@@ -242,8 +244,12 @@ static void sess_run(struct sess *s)
 		co.on_file = sample_heap;
 		co.on_file_arg = s;
 	}
+	co.files_from = s->list;
+	co.from0 = true;
+	co.files_from_tree = s->list_tree;
 	so = co;
 	so.on_file = NULL;
+	so.files_from = NULL;
 	so.srcs = NULL;
 	so.nsrcs = 0;
 	so.dest = NULL;
@@ -1539,6 +1545,90 @@ static void test_error_reaches_peer(void)
 	CHECK_EQ(tf_count_fds(), fds);
 }
 
+/* rdcp-mpi's list: names written by a thread, with a long pause. */
+struct list_writer {
+	int fd;
+	const char *const *names;
+	unsigned int pause_after; /* names, then the pause */
+	unsigned int pause_ms;
+};
+
+static void *list_writer_main(void *p)
+{
+	struct list_writer *lw = p;
+
+	for (unsigned int i = 0; lw->names[i]; i++) {
+		if (i == lw->pause_after)
+			usleep(lw->pause_ms * 1000u);
+		CHECK_EQ(write(lw->fd, lw->names[i], strlen(lw->names[i]) + 1),
+			 (ssize_t)strlen(lw->names[i]) + 1);
+	}
+	close(lw->fd);
+	return NULL;
+}
+
+/*
+ * The list rdcp-mpi feeds a session: a non-blocking pipe that has nothing
+ * to read for longer than the peer's timeout (the session waits, its
+ * keepalives going, instead of failing on EAGAIN or being dropped), and
+ * names of a tree walked elsewhere (files_from_tree): a symlink inside it
+ * is copied as a link, a directory is sent as itself only.
+ */
+static void test_list_nonblocking_tree(void)
+{
+	static const char *const names[] = { "t",     "t/a", "t/l", "t/d",
+					     "t/d/b", NULL };
+	struct list_writer lw = { .names = names,
+				  .pause_after = 2,
+				  .pause_ms = 3500 };
+	char path[300], dest[300], link[64] = "";
+	int fds[2];
+	pthread_t tid;
+	struct stat st;
+	struct sess s;
+
+	sess_init(&s, 4);
+	s.timeout_ms = 2500; /* the pause is longer (keepalives: 1 s) */
+	s.srcs[s.nsrcs++] = strdup(s.srcdir);
+	snprintf(path, sizeof(path), "%s/t", s.srcdir);
+	CHECK_EQ(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/t/d", s.srcdir);
+	CHECK_EQ(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/t/a", s.srcdir);
+	CHECK_EQ(tf_make_file(path, 3 * CHUNK + 5, 7), 0);
+	snprintf(path, sizeof(path), "%s/t/d/b", s.srcdir);
+	CHECK_EQ(tf_make_file(path, 100, 8), 0);
+	snprintf(path, sizeof(path), "%s/t/d/not-listed", s.srcdir);
+	CHECK_EQ(tf_make_file(path, 10, 9), 0);
+	snprintf(path, sizeof(path), "%s/t/l", s.srcdir);
+	CHECK_EQ(symlink("a", path), 0);
+	CHECK_EQ(pipe2(fds, O_CLOEXEC | O_NONBLOCK), 0);
+	s.list = fdopen(fds[0], "r");
+	s.list_tree = true;
+	s.dest = "out/";
+	lw.fd = fds[1];
+	CHECK_EQ(pthread_create(&tid, NULL, list_writer_main, &lw), 0);
+	sess_run(&s);
+	pthread_join(tid, NULL);
+	fclose(s.list);
+	CHECK_EQ(s.vc, XFER_OK);
+	CHECK_EQ(s.vs, XFER_OK);
+	CHECK_EQ(s.st.files_failed, 0);
+	snprintf(path, sizeof(path), "%s/t/a", s.srcdir);
+	snprintf(dest, sizeof(dest), "%s/out/t/a", s.root);
+	CHECK_EQ(tf_same_file(path, dest), 1);
+	snprintf(path, sizeof(path), "%s/t/d/b", s.srcdir);
+	snprintf(dest, sizeof(dest), "%s/out/t/d/b", s.root);
+	CHECK_EQ(tf_same_file(path, dest), 1);
+	snprintf(dest, sizeof(dest), "%s/out/t/l", s.root);
+	CHECK_EQ(lstat(dest, &st), 0);
+	CHECK(S_ISLNK(st.st_mode));
+	CHECK(readlink(dest, link, sizeof(link) - 1) == 1 && link[0] == 'a');
+	snprintf(dest, sizeof(dest), "%s/out/t/d/not-listed", s.root);
+	CHECK(lstat(dest, &st) < 0);
+	sess_finish(&s);
+}
+
 TAP_RUN(TAP_TEST(test_memconn_rules), TAP_TEST(test_send_queue_worst_case),
 	TAP_TEST(test_error_reaches_peer),
 	TAP_TEST(test_sizes_window1), TAP_TEST(test_sizes_window2),
@@ -1561,4 +1651,5 @@ TAP_RUN(TAP_TEST(test_memconn_rules), TAP_TEST(test_send_queue_worst_case),
 	TAP_TEST(test_async_port_down), TAP_TEST(test_async_device_fatal),
 	TAP_TEST(test_pack_tree), TAP_TEST(test_pack_big_tree),
 	TAP_TEST(test_pack_corrupted), TAP_TEST(test_dest_inside_source),
-	TAP_TEST(test_retire_heap), TAP_TEST(test_retire_resume))
+	TAP_TEST(test_retire_heap), TAP_TEST(test_retire_resume),
+	TAP_TEST(test_list_nonblocking_tree))

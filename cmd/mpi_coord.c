@@ -1,0 +1,612 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * rdcp-mpi's coordinator, on rank 0 (mpi_job.h). It keeps the queue of
+ * work the ranks' walks found (directories to list, batches of names to
+ * copy) and hands it to the ranks that ask; when nobody is walking and
+ * the queue is empty the walk is over (END); a rank with directories
+ * queued gives half of them up when another is idle (STEAL). It merges
+ * progress and events, hears every rank at least every second (a rank
+ * silent for the --timeout is lost), cancels every session when one
+ * fails, and turns the sessions' verdicts into the job's.
+ *
+ * A rank's REQ counts as "not walking" only if it saw every GIVE sent to
+ * it (the GIVE number it carries is the last one sent): a REQ crossing a
+ * GIVE of a directory on the wire would otherwise end the walk early.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cmd/exit_codes.h"
+#include "cmd/json_out.h"
+#include "cmd/mpi_job.h"
+#include "util/clock.h"
+#include "util/log.h"
+#include "util/units.h"
+
+struct rank_state {
+	char host[64];
+	unsigned int pid;
+	uint8_t want;	  /* of its last current REQ, less what it got */
+	uint32_t gives;	  /* GIVE messages sent to it */
+	bool steal_sent;  /* a STEAL not yet answered */
+	bool heard;	  /* anything at all came from it */
+	uint64_t last_ms; /* when it was last heard */
+	uint64_t bytes;	  /* moved by its session, so far */
+	uint64_t files;	  /* done by its session, so far */
+	uint32_t dirs;	  /* queued in its walk */
+	bool done;	  /* its MSG_DONE came */
+	bool lost;	  /* silent for too long */
+	struct mj_result res;
+};
+
+struct mj_coord {
+	struct mj_coord_cfg cfg;
+	struct rank_state *r;
+	char **dirs; /* directories to list, the newest last */
+	size_t ndirs, capdirs;
+	struct mbuf *names; /* batches, the oldest first */
+	size_t nnames, capnames, headnames;
+	uint64_t total_bytes; /* every regular file found, so far */
+	uint64_t total_names;
+	bool end_sent, cancel_sent;
+	uint64_t cancel_ms;   /* when the cancel went out */
+	enum xfer_fail cause; /* what ended the job early, or XFER_OK */
+	char cause_msg[800];
+	double t0;
+	uint64_t tick_ms, progress_ms;
+	bool progress_shown;
+	int rr; /* where the next round of giving starts */
+};
+
+int mj_coord_create(const struct mj_coord_cfg *cfg, struct mj_coord **out)
+{
+	struct mj_coord *c = calloc(1, sizeof(*c));
+	uint64_t now = clock_now_ms();
+
+	if (!c)
+		return -ENOMEM;
+	c->cfg = *cfg;
+	c->r = calloc((size_t)cfg->nranks, sizeof(*c->r));
+	if (!c->r) {
+		free(c);
+		return -ENOMEM;
+	}
+	for (int i = 0; i < cfg->nranks; i++)
+		c->r[i].last_ms = now;
+	c->t0 = clock_now_s();
+	*out = c;
+	return 0;
+}
+
+void mj_coord_destroy(struct mj_coord *c)
+{
+	if (!c)
+		return;
+	for (size_t i = 0; i < c->ndirs; i++)
+		free(c->dirs[i]);
+	free(c->dirs);
+	for (size_t i = c->headnames; i < c->nnames; i++)
+		mbuf_release(&c->names[i]);
+	free(c->names);
+	free(c->r);
+	free(c);
+}
+
+static int push_dir(struct mj_coord *c, const char *name)
+{
+	if (c->ndirs == c->capdirs) {
+		size_t cap = c->capdirs ? 2 * c->capdirs : 64;
+		char **v = realloc(c->dirs, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		c->dirs = v;
+		c->capdirs = cap;
+	}
+	c->dirs[c->ndirs] = strdup(name);
+	return c->dirs[c->ndirs++] ? 0 : -ENOMEM;
+}
+
+static int push_names(struct mj_coord *c, const uint8_t *p, size_t len)
+{
+	struct mbuf b = { 0 };
+
+	if (c->headnames && c->headnames == c->nnames)
+		c->headnames = c->nnames = 0;
+	if (c->nnames == c->capnames) {
+		size_t cap = c->capnames ? 2 * c->capnames : 64;
+		struct mbuf *v;
+
+		if (c->headnames) { /* slide down before growing */
+			memmove(c->names, c->names + c->headnames,
+				(c->nnames - c->headnames) * sizeof(*v));
+			c->nnames -= c->headnames;
+			c->headnames = 0;
+		}
+		v = realloc(c->names, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		c->names = v;
+		c->capnames = cap;
+	}
+	mbuf_bytes(&b, p, len);
+	if (b.bad)
+		return -ENOMEM;
+	c->names[c->nnames++] = b;
+	return 0;
+}
+
+/* Items (a MSG_WORK body after its count) into the queues. */
+static void take_items(struct mj_coord *c, struct mbuf *b, uint32_t n)
+{
+	char name[8192];
+
+	for (uint32_t i = 0; i < n && !b->bad; i++) {
+		size_t start = b->off;
+		uint8_t kind = mbuf_get_u8(b);
+		uint64_t bytes = mbuf_get_u64(b);
+		uint32_t count = mbuf_get_u32(b);
+
+		if (kind == ITEM_DIR) {
+			mbuf_get_str(b, name, sizeof(name));
+			if (!b->bad && push_dir(c, name))
+				b->bad = true;
+			continue;
+		}
+		for (uint32_t k = 0; k < count && !b->bad; k++)
+			b->off += mbuf_get_u16(b);
+		if (b->off > b->len)
+			b->bad = true;
+		if (b->bad || push_names(c, b->p + start, b->off - start))
+			break;
+		c->total_bytes += bytes;
+		c->total_names += count;
+	}
+	if (b->bad)
+		log_err("a malformed or too big work message: ignored");
+}
+
+void mj_coord_seed(struct mj_coord *c, struct mbuf *items, uint32_t n)
+{
+	take_items(c, items, n);
+}
+
+static void post(struct mj_coord *c, int rank, struct mbuf *b)
+{
+	(void)c;
+	mj_post(rank, TAG_DOWN, b);
+}
+
+static void send_all(struct mj_coord *c, uint8_t type)
+{
+	for (int i = 0; i < c->cfg.nranks; i++) {
+		struct mbuf b = { 0 };
+
+		if (c->r[i].lost)
+			continue;
+		mbuf_u8(&b, type);
+		post(c, i, &b);
+	}
+}
+
+static const char *receiver_of(const struct mj_coord *c, int rank)
+{
+	return c->cfg.receivers[rank % c->cfg.nrecv];
+}
+
+/* The job cannot finish: every session is told to stop. */
+static void fail_job(struct mj_coord *c, enum xfer_fail v, const char *msg)
+{
+	if (c->cause == XFER_OK) {
+		c->cause = v;
+		snprintf(c->cause_msg, sizeof(c->cause_msg), "%s", msg);
+		log_err("%s", msg);
+		if (c->cfg.json)
+			json_error(stdout, v, rdcp_exit_code(v), msg);
+	}
+	if (!c->cancel_sent) {
+		c->cancel_sent = true;
+		c->cancel_ms = clock_now_ms();
+		send_all(c, MSG_CANCEL);
+	}
+}
+
+static void on_done(struct mj_coord *c, int rank, struct mbuf *b)
+{
+	struct rank_state *r = &c->r[rank];
+	char msg[1024];
+
+	mj_result_get(b, &r->res);
+	r->done = true;
+	if (r->res.v == XFER_OK || (!r->res.st.error[0] && !r->res.early))
+		return; /* its files' failures are counted, not a cause */
+	if (c->cancel_sent && r->res.v == XFER_FAIL_CANCELED)
+		return; /* stopped because we asked */
+	snprintf(msg, sizeof(msg), "rank %d on %s (to %s): %s", rank, r->host,
+		 receiver_of(c, rank),
+		 r->res.st.error[0] ? r->res.st.error
+				    : "its session ended before its list did");
+	if (c->end_sent && c->cause == XFER_OK) {
+		/* The others only finish what they have: let them. */
+		c->cause = r->res.v;
+		snprintf(c->cause_msg, sizeof(c->cause_msg), "%s", msg);
+		log_err("%s", msg);
+		if (c->cfg.json)
+			json_error(stdout, r->res.v, rdcp_exit_code(r->res.v),
+				   msg);
+		return;
+	}
+	fail_job(c, r->res.v, msg);
+}
+
+void mj_coord_message(struct mj_coord *c, int rank, struct mbuf *b)
+{
+	struct rank_state *r;
+	uint8_t type;
+
+	if (rank < 0 || rank >= c->cfg.nranks)
+		return;
+	r = &c->r[rank];
+	r->last_ms = clock_now_ms();
+	r->heard = true;
+	type = mbuf_get_u8(b);
+	switch (type) {
+	case MSG_HELLO:
+		mbuf_get_str(b, r->host, sizeof(r->host));
+		r->pid = mbuf_get_u32(b);
+		break;
+	case MSG_WORK:
+		r->steal_sent = false;
+		take_items(c, b, mbuf_get_u32(b));
+		break;
+	case MSG_REQ: {
+		uint8_t want = mbuf_get_u8(b);
+		uint32_t seen = mbuf_get_u32(b);
+
+		/* A REQ that crossed a GIVE: it may not ask for a dir. */
+		r->want = seen == r->gives ? want : want & ~WANT_DIR;
+		break;
+	}
+	case MSG_STAT:
+		r->bytes = mbuf_get_u64(b);
+		r->files = mbuf_get_u64(b);
+		r->dirs = mbuf_get_u32(b);
+		break;
+	case MSG_EVENTS:
+		fwrite(b->p + b->off, 1, b->len - b->off, stdout);
+		fflush(stdout);
+		break;
+	case MSG_DONE:
+		on_done(c, rank, b);
+		break;
+	default:
+		break;
+	}
+}
+
+/* One GIVE to rank i, if it wants what there is. */
+static void give(struct mj_coord *c, int i)
+{
+	struct rank_state *r = &c->r[i];
+	struct mbuf b = { 0 };
+	uint32_t n = 0;
+	size_t count_at;
+
+	if (r->done || r->lost || !r->want)
+		return;
+	if (!(r->want & WANT_DIR && c->ndirs) &&
+	    !(r->want & WANT_NAMES && c->headnames < c->nnames))
+		return;
+	mbuf_u8(&b, MSG_GIVE);
+	count_at = b.len;
+	mbuf_u32(&b, 0);
+	if (r->want & WANT_DIR && c->ndirs) {
+		char *d = c->dirs[--c->ndirs];
+
+		mbuf_u8(&b, ITEM_DIR);
+		mbuf_u64(&b, 0);
+		mbuf_u32(&b, 1);
+		mbuf_str(&b, d);
+		free(d);
+		r->want &= ~WANT_DIR;
+		n++;
+	}
+	if (r->want & WANT_NAMES && c->headnames < c->nnames) {
+		struct mbuf *nm = &c->names[c->headnames++];
+
+		mbuf_bytes(&b, nm->p, nm->len);
+		mbuf_release(nm);
+		r->want &= ~WANT_NAMES;
+		n++;
+	}
+	if (!b.bad) {
+		uint32_t be = htobe32(n);
+
+		memcpy(b.p + count_at, &be, sizeof(be));
+	}
+	r->gives++;
+	post(c, i, &b);
+}
+
+/* An idle rank and no directory queued: ask the busiest walker for some. */
+static void steal(struct mj_coord *c)
+{
+	int idle = 0, best = -1;
+
+	for (int i = 0; i < c->cfg.nranks; i++) {
+		struct rank_state *r = &c->r[i];
+
+		if (r->done || r->lost)
+			continue;
+		if (r->want & WANT_DIR)
+			idle++;
+		else if (r->dirs > 1 && !r->steal_sent &&
+			 (best < 0 || r->dirs > c->r[best].dirs))
+			best = i;
+	}
+	if (idle && best >= 0) {
+		struct mbuf b = { 0 };
+
+		mbuf_u8(&b, MSG_STEAL);
+		c->r[best].steal_sent = true;
+		post(c, best, &b);
+	}
+}
+
+/* Nobody walks, nothing is queued: every session gets the end of its list. */
+static bool walk_over(const struct mj_coord *c)
+{
+	if (c->ndirs || c->headnames < c->nnames)
+		return false;
+	for (int i = 0; i < c->cfg.nranks; i++)
+		if (!c->r[i].heard || !(c->r[i].want & WANT_DIR))
+			return false;
+	return true;
+}
+
+static void progress(struct mj_coord *c, uint64_t now)
+{
+	char d[32], t[32], rt[32];
+	uint64_t bytes = 0, files = 0;
+	double s = clock_now_s() - c->t0;
+
+	if (!c->cfg.progress || now - c->progress_ms < 500)
+		return;
+	c->progress_ms = now;
+	for (int i = 0; i < c->cfg.nranks; i++) {
+		bytes += c->r[i].bytes;
+		files += c->r[i].files;
+	}
+	fprintf(stderr,
+		"\r\033[K%s / %s%s  %s  %" PRIu64 " of %" PRIu64
+		"%s names  %d ranks",
+		units_format_size(bytes, d, sizeof(d)),
+		units_format_size(c->total_bytes, t, sizeof(t)),
+		c->end_sent ? "" : "+",
+		units_format_rate(s > 0 ? bytes / s : 0, rt, sizeof(rt)), files,
+		c->total_names, c->end_sent ? "" : "+", c->cfg.nranks);
+	fflush(stderr);
+	c->progress_shown = true;
+}
+
+static bool all_done(const struct mj_coord *c)
+{
+	for (int i = 0; i < c->cfg.nranks; i++)
+		if (!c->r[i].done && !c->r[i].lost)
+			return false;
+	return true;
+}
+
+void mj_coord_summary(struct mj_coord *c, enum xfer_fail v, int code);
+
+static enum xfer_fail verdict(const struct mj_coord *c, struct xfer_stats *st)
+{
+	enum xfer_fail first = XFER_OK;
+	bool canceled = false;
+
+	memset(st, 0, sizeof(*st));
+	for (int i = 0; i < c->cfg.nranks; i++) {
+		const struct xfer_stats *s = &c->r[i].res.st;
+
+		st->files_ok += s->files_ok;
+		st->files_failed += s->files_failed;
+		st->files_skipped += s->files_skipped;
+		st->files_packed += s->files_packed;
+		st->bytes += s->bytes;
+		if (!st->transport[0])
+			memcpy(st->transport, s->transport,
+			       sizeof(st->transport));
+		if (!st->device[0])
+			memcpy(st->device, s->device, sizeof(st->device));
+		if (s->files_failed && first == XFER_OK)
+			first = s->first_fail ? s->first_fail
+					      : XFER_FAIL_LOCAL_IO;
+		canceled |= c->r[i].res.v == XFER_FAIL_CANCELED;
+	}
+	st->seconds = clock_now_s() - c->t0;
+	snprintf(st->peer, sizeof(st->peer), "%d receiver%s", c->cfg.nrecv,
+		 c->cfg.nrecv == 1 ? "" : "s");
+	snprintf(st->error, sizeof(st->error), "%s", c->cause_msg);
+	st->first_fail = first;
+	if (c->cause != XFER_OK)
+		return c->cause;
+	if (canceled)
+		return XFER_FAIL_CANCELED;
+	if (st->files_failed)
+		return st->files_ok ? XFER_FAIL_PARTIAL : first;
+	return XFER_OK;
+}
+
+bool mj_coord_step(struct mj_coord *c, bool cancel, int *exit_code, bool *abort)
+{
+	uint64_t now = clock_now_ms();
+	enum xfer_fail v;
+	struct xfer_stats st;
+
+	if (cancel && !c->cancel_sent)
+		fail_job(c, XFER_FAIL_CANCELED,
+			 "interrupted: mpirun sends SIGTERM to every rank on "
+			 "Ctrl-C and when a rank exits or is killed; what "
+			 "was verified stays (run again with --resume)");
+	for (int i = 0; i < c->cfg.nranks; i++) {
+		struct rank_state *r = &c->r[i];
+		char msg[256];
+
+		if (r->lost || now - r->last_ms < (uint64_t)c->cfg.lost_ms)
+			continue;
+		if (r->done && c->cancel_sent)
+			continue;
+		r->lost = true;
+		snprintf(msg, sizeof(msg),
+			 "rank %d%s%s: no word from it for %d s: its node is "
+			 "down, it was killed or it hung",
+			 i, r->host[0] ? " on " : "", r->host,
+			 c->cfg.lost_ms / 1000);
+		fail_job(c, XFER_FAIL_PEER_LOST, msg);
+	}
+	if (!c->cancel_sent && !c->end_sent) {
+		for (int k = 0; k < c->cfg.nranks; k++)
+			give(c, (c->rr + k) % c->cfg.nranks);
+		c->rr = (c->rr + 1) % c->cfg.nranks;
+		steal(c);
+		if (walk_over(c)) {
+			c->end_sent = true;
+			send_all(c, MSG_END);
+		}
+	}
+	if (now - c->tick_ms >= 500) {
+		c->tick_ms = now;
+		send_all(c, MSG_TICK);
+	}
+	progress(c, now);
+	if (!all_done(c))
+		return false;
+	if (c->progress_shown)
+		fputs("\r\033[K", stderr);
+	v = verdict(c, &st);
+	*exit_code = rdcp_exit_code(v);
+	*abort = false;
+	for (int i = 0; i < c->cfg.nranks; i++)
+		*abort |= c->r[i].lost;
+	mj_coord_summary(c, v, *exit_code);
+	/*
+	 * A rank lost: MPI_Finalize could wait for it, or fail inside MPI
+	 * on the others; rank 0's MPI_Abort ends them all instead.
+	 */
+	for (int i = 1; i < c->cfg.nranks && !*abort; i++) {
+		struct mbuf b = { 0 };
+
+		mbuf_u8(&b, MSG_EXIT);
+		mbuf_u32(&b, (uint32_t)*exit_code);
+		post(c, i, &b);
+	}
+	return true;
+}
+
+/* The --json summary's "ranks" and "receivers", and the text lines. */
+void mj_coord_summary(struct mj_coord *c, enum xfer_fail v, int code)
+{
+	struct xfer_stats st;
+	char *extra = NULL, sz[32], rt[32];
+	size_t len = 0;
+	FILE *f;
+
+	verdict(c, &st);
+	f = open_memstream(&extra, &len);
+	if (f) {
+		fputs("\"ranks\":[", f);
+		for (int i = 0; i < c->cfg.nranks; i++) {
+			const struct rank_state *r = &c->r[i];
+			const struct xfer_stats *s = &r->res.st;
+
+			fprintf(f, "%s{\"rank\":%d,\"host\":", i ? "," : "", i);
+			json_str(f, r->host);
+			fputs(",\"receiver\":", f);
+			json_str(f, receiver_of(c, i));
+			fprintf(f,
+				",\"files_ok\":%" PRIu64
+				",\"files_failed\":%" PRIu64
+				",\"bytes\":%" PRIu64
+				",\"seconds\":%.6f,\"bytes_per_second\":%.0f,"
+				"\"result\":",
+				s->files_ok, s->files_failed, s->bytes,
+				s->seconds,
+				s->seconds > 0 ? s->bytes / s->seconds : 0.0);
+			json_str(f,
+				 r->lost ? "lost" : xfer_fail_name(r->res.v));
+			fputc('}', f);
+		}
+		fputs("],\"receivers\":[", f);
+		for (int k = 0; k < c->cfg.nrecv; k++) {
+			uint64_t bytes = 0;
+			int n = 0;
+
+			for (int i = k; i < c->cfg.nranks; i += c->cfg.nrecv) {
+				bytes += c->r[i].res.st.bytes;
+				n++;
+			}
+			fprintf(f, "%s{\"receiver\":", k ? "," : "");
+			json_str(f, c->cfg.receivers[k]);
+			fprintf(f,
+				",\"ranks\":%d,\"bytes\":%" PRIu64
+				",\"bytes_per_second\":%.0f}",
+				n, bytes,
+				st.seconds > 0 ? bytes / st.seconds : 0.0);
+		}
+		fprintf(f, "],\"nranks\":%d", c->cfg.nranks);
+		fclose(f);
+	}
+	if (c->cfg.json) {
+		json_summary_with(stdout, &st, v, code, c->cfg.dry_run, 0,
+				  extra);
+		fflush(stdout);
+	}
+	free(extra);
+	if (c->cfg.quiet)
+		return;
+	fprintf(stderr,
+		"%s%" PRIu64 " files, %s in %.2f s (%s) over %s by %d ranks to "
+		"%d receiver%s; skipped %" PRIu64 ", failed %" PRIu64 "\n",
+		c->cfg.dry_run ? "dry run, nothing copied: " : "", st.files_ok,
+		units_format_size(st.bytes, sz, sizeof(sz)), st.seconds,
+		units_format_rate(st.seconds > 0 ? st.bytes / st.seconds : 0,
+				  rt, sizeof(rt)),
+		st.transport[0] ? st.transport : "-", c->cfg.nranks,
+		c->cfg.nrecv, c->cfg.nrecv == 1 ? "" : "s", st.files_skipped,
+		st.files_failed);
+	for (int k = 0; k < c->cfg.nrecv; k++) {
+		uint64_t bytes = 0;
+		int n = 0;
+
+		for (int i = k; i < c->cfg.nranks; i += c->cfg.nrecv) {
+			bytes += c->r[i].res.st.bytes;
+			n++;
+		}
+		fprintf(stderr, "  receiver %s: %d rank%s, %s (%s)\n",
+			c->cfg.receivers[k], n, n == 1 ? "" : "s",
+			units_format_size(bytes, sz, sizeof(sz)),
+			units_format_rate(st.seconds > 0 ? bytes / st.seconds
+							 : 0,
+					  rt, sizeof(rt)));
+	}
+	for (int i = 0; i < c->cfg.nranks; i++) {
+		const struct rank_state *r = &c->r[i];
+		const struct xfer_stats *s = &r->res.st;
+
+		fprintf(stderr,
+			"  rank %d on %s: %" PRIu64
+			" files, %s in %.2f s (%s), "
+			"%s\n",
+			i, r->host[0] ? r->host : "?", s->files_ok,
+			units_format_size(s->bytes, sz, sizeof(sz)), s->seconds,
+			units_format_rate(s->seconds > 0 ? s->bytes / s->seconds
+							 : 0,
+					  rt, sizeof(rt)),
+			r->lost ? "lost" : xfer_fail_name(r->res.v));
+	}
+}

@@ -1,0 +1,470 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+#
+# rdcp-mpi end to end on this host: `mpirun --oversubscribe -np 4..8` over
+# TCP on loopback to two or three receivers (rdcp --listen) sharing one
+# root, as the nodes of a cluster share a parallel file system. Every file
+# is compared with its source, and nothing may sit under a final name that
+# differs from its source. Runs in a network namespace of its own when it
+# can (root), so that its fixed ports meet nobody else's.
+#
+#   tests/e2e/mpi.sh [--build DIR] [SCENARIO...]    (--list: the names)
+#
+# Scenarios: tree (many small files, a huge directory, a deep branch,
+# symlinks, an empty directory), balance (the bytes of one huge directory
+# and one deep branch shared by every rank: measured), big (one 1 GiB
+# sparse file among small ones), mix (SRCs from different directories, 8
+# ranks, 3 receivers), partial (a SRC missing: the others copied, exit 9,
+# the job not cancelled), usage (a bad command line: exit 2, one
+# message), noconnect (one of two receivers not there: exit 3, the rank
+# and receiver named), rxkill (a receiver killed mid-job: exit 11 in
+# bounded time), rankkill (a rank killed mid-job, then --resume
+# finishes), hang (a rank stopped: the coordinator finds it silent and
+# ends the job, exit 11), hang0 (rank 0 stopped: the others find it
+# silent and end the job, exit 11).
+set -uo pipefail
+BUILD=build
+if [ "${1:-}" = --build ]; then
+	BUILD=$2
+	shift 2
+fi
+BUILD=$(cd "$BUILD" && pwd)
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ALL="tree balance big mix partial usage noconnect rxkill rankkill hang hang0"
+. "$HERE/lib.sh"
+check_scenarios "$ALL" "$@"
+
+if [ -z "${RDCP_MPI_NETNS:-}" ] && [ "$(id -u)" = 0 ] &&
+	unshare -n true 2>/dev/null; then
+	exec unshare -n env RDCP_MPI_NETNS=1 bash -c \
+		'ip link set lo up && exec bash "$0" --build "$1" "${@:2}"' \
+		"${BASH_SOURCE[0]}" "$BUILD" "$@"
+fi
+
+for b in "$BUILD/rdcp" "$BUILD/rdcp-mpi"; do
+	[ -x "$b" ] || { echo "not ok 1 - $b missing (make all mpi)"; exit 1; }
+done
+command -v mpirun >/dev/null ||
+	{ echo "not ok 1 - mpirun missing (apt-get install openmpi-bin)"; exit 1; }
+
+T=$(mktemp -d /tmp/rdcp-e2e-mpi.XXXXXX)
+PIDFILE=$T/pids
+cleanup() {
+	local p
+	if [ -f "$PIDFILE" ]; then
+		while read -r p; do
+			[ -r "/proc/$p/cmdline" ] || continue
+			tr '\0' ' ' <"/proc/$p/cmdline" | grep -Eq 'rdcp|mpirun' &&
+				kill -9 "$p" 2>/dev/null
+		done <"$PIDFILE"
+	fi
+	mountpoint -q "$T/w" 2>/dev/null && umount "$T/w"
+	rm -rf "$T"
+}
+trap cleanup EXIT
+[ -z "${MPI_KEEP:-}" ] || trap - EXIT
+mkdir -p "$T/w"
+# The files live in memory: the disk's writeback would stretch the timing.
+[ "$(id -u)" != 0 ] || mount -t tmpfs -o size=4g tmpfs "$T/w" ||
+	echo "# cannot mount a tmpfs on $T/w: using the disk"
+W=$T/w
+RDCP=$BUILD/rdcp
+"$RDCP" --keygen "$T/key" >/dev/null 2>&1 ||
+	{ echo "not ok 1 - rdcp --keygen failed"; exit 1; }
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# No shared memory transport in a container without a large /dev/shm,
+# and nothing but loopback to look for.
+export OMPI_MCA_btl_vader_single_copy_mechanism=none
+P=7810
+RXS=""
+
+# receivers N ROOT: N receivers on ports P+1.., one root; RECV = their list
+# for DEST (rdcp://127.0.0.1:P1,127.0.0.1:P2/...).
+receivers() {
+	local i list=""
+	RXS=""
+	mkdir -p "$2"
+	for i in $(seq 1 "$1"); do
+		nextport
+		start_rx "$T/rx$i.log" --transport tcp -P "$P" --root "$2" \
+			--key-file "$T/key" ||
+			t_fail "receiver $i did not start"
+		RXS="$RXS $RX"
+		list="$list${list:+,}127.0.0.1:$P"
+	done
+	RECV="rdcp://$list"
+}
+stop_receivers() {
+	local p
+	for p in $RXS; do term_rx "$p"; done
+	RXS=""
+}
+
+# mpi LOG NP ARGS...: rdcp-mpi under mpirun, bounded; SRC = its status.
+# stdout (--json) to LOG, stderr to LOG.err: mpirun relays the two in
+# chunks of its own, which may cut a line of one with a line of the other.
+mpi() {
+	local log=$1 np=$2
+	shift 2
+	run_bounded 180 "$log.err" sh -c 'log=$1; shift; exec "$@" >"$log"' _ \
+		"$log" mpirun --oversubscribe -np "$np" \
+		"$BUILD/rdcp-mpi" --transport tcp --key-file "$T/key" \
+		--timeout 5 "$@"
+}
+# bg_mpi LOG ARGS...: mpirun ARGS in the background (TX), as mpi() logs.
+bg_mpi() {
+	local log=$1
+	shift
+	bg_run "$log.err" sh -c 'log=$1; shift; exec "$@" >"$log"' _ "$log" \
+		mpirun "$@"
+}
+
+# verified SRC DST: every file under DST's final names equals its source
+# (temporaries aside); every source file is there when $2 = all.
+verified() {
+	local src=$1 dst=$2 f n=0
+	while IFS= read -r -d '' f; do
+		f=${f#"$dst"/}
+		case "${f##*/}" in .*.rdcp-part) continue ;; esac
+		if [ -L "$dst/$f" ]; then
+			[ "$(readlink "$dst/$f")" = "$(readlink "$src/$f")" ] ||
+				t_fail "link $f differs"
+		elif [ -f "$dst/$f" ]; then
+			cmp -s "$src/$f" "$dst/$f" || t_fail "$f differs from its source"
+			n=$((n + 1))
+		fi
+	done < <(find "$dst" \( -type f -o -type l \) -print0)
+	VERIFIED=$n
+}
+complete() { # SRC DST: the whole tree is there, and nothing else
+	diff -r --no-dereference "$1" "$2" >"$T/diff" 2>&1 ||
+		t_fail "trees differ: $(head -c 300 "$T/diff")"
+	no_temp "$2"
+}
+
+# A tree: a huge directory, a deep branch, small files, links, an empty dir.
+make_tree() {
+	local d=$1 i
+	mkdir -p "$d/huge" "$d/deep" "$d/empty" "$d/s"
+	for i in $(seq 1 1500); do printf 'h%d' "$i" >"$d/huge/f$i"; done
+	local p=$d/deep
+	for i in $(seq 1 40); do
+		p=$p/d$i
+		mkdir -p "$p"
+		head -c $((i * 1000)) /dev/urandom >"$p/x"
+	done
+	for i in $(seq 1 30); do
+		mkdir -p "$d/s/$i"
+		for j in 1 2 3 4 5 6 7 8 9 10; do
+			head -c $((i * 97 + j * 4099)) /dev/urandom >"$d/s/$i/$j"
+		done
+	done
+	ln -s ../huge/f1 "$d/s/link"
+	ln -s /nonexistent "$d/s/dangling"
+}
+
+# jsum LOG FIELD: a top-level FIELD of the --json summary (its ranks and
+# receivers have fields of the same names, which jget would find).
+jsum() {
+	python3 -c 'import json, sys
+for l in open(sys.argv[1]):
+    if l.startswith("{"):
+        j = json.loads(l)
+        if j.get("event") == "summary":
+            print(j[sys.argv[2]])' "$1" "$2" 2>/dev/null
+}
+
+# rank_files LOG: files_ok of each rank in the --json summary.
+rank_files() {
+	grep '"event":"summary"' "$1" | grep -o '"rank":[0-9]*,[^}]*"files_ok":[0-9]*' |
+		sed 's/.*"files_ok":\([0-9]*\)/\1/' | tr '\n' ' '
+}
+
+s_tree() {
+	t_begin "tree: 4 ranks, 2 receivers, 1800 files"
+	make_tree "$W/tree"
+	receivers 2 "$W/dst"
+	mpi "$T/tree.log" 4 --json -r "$W/tree" "$RECV/t/"
+	[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
+	complete "$W/tree" "$W/dst/t/tree"
+	[ "$(jsum "$T/tree.log" result)" = ok ] || t_fail "summary not ok"
+	[ "$(jsum "$T/tree.log" nranks)" = 4 ] || t_fail "nranks"
+	local f busy=0
+	for f in $(rank_files "$T/tree.log"); do [ "$f" -gt 0 ] && busy=$((busy + 1)); done
+	echo "# files per rank: $(rank_files "$T/tree.log")"
+	[ "$busy" -ge 2 ] || t_fail "one rank copied everything: $(rank_files "$T/tree.log")"
+	[ "$(grep -c '"event":"file_done"' "$T/tree.log")" -ge 1800 ] ||
+		t_fail "file_done events missing"
+	t_log "$T/tree.log.err" "$T/rx1.log"
+	stop_receivers
+	t_end
+	rm -rf "$W/dst"
+}
+
+# rank_bytes LOG: bytes of each rank in the --json summary.
+rank_bytes() {
+	grep '"event":"summary"' "$1" | grep -o '"rank":[0-9]*,[^}]*"bytes":[0-9]*' |
+		sed 's/.*"bytes":\([0-9]*\)/\1/' | tr '\n' ' '
+}
+
+s_balance() {
+	t_begin "balance: one huge directory and one deep branch keep 4 ranks busy"
+	local i p b min=-1 total=0
+	mkdir -p "$W/bal/huge"
+	for i in $(seq 1 320); do head -c 200000 /dev/urandom >"$W/bal/huge/f$i"; done
+	p=$W/bal/deep
+	for i in $(seq 1 40); do
+		p=$p/d$i
+		mkdir -p "$p"
+		head -c 1000000 /dev/urandom >"$p/x"
+	done
+	touch -d '2001-02-03 04:05:06' "$W/bal/huge" "$W/bal/deep/d1/d2" "$W/bal"
+	receivers 2 "$W/dst"
+	# Each rank's session is held to 8 MB/s: the rate is the ranks'.
+	# -p: the directories that every rank wrote into keep their times.
+	mpi "$T/balance.log" 4 --json -p --bwlimit 8M -r "$W/bal" "$RECV/bal"
+	[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
+	complete "$W/bal" "$W/dst/bal/bal"
+	(cd "$W/bal" && find . -type d -printf '%p %T@ %m\n' | sort) >"$T/bal.src"
+	(cd "$W/dst/bal/bal" && find . -type d -printf '%p %T@ %m\n' | sort) >"$T/bal.dst"
+	cmp -s "$T/bal.src" "$T/bal.dst" ||
+		t_fail "-p: directory times or modes differ: $(diff "$T/bal.src" "$T/bal.dst" | head -c 300)"
+	for b in $(rank_bytes "$T/balance.log"); do
+		total=$((total + b))
+		[ "$min" -ge 0 ] && [ "$min" -le "$b" ] || min=$b
+	done
+	echo "# bytes per rank: $(rank_bytes "$T/balance.log")in $(jsum "$T/balance.log" seconds) s"
+	[ "$total" -gt 0 ] && [ $((min * 100 / total)) -ge 12 ] ||
+		t_fail "a rank had less than 12% of the bytes: $(rank_bytes "$T/balance.log")"
+	t_log "$T/balance.log.err"
+	stop_receivers
+	t_end
+	rm -rf "$W/dst" "$W/bal"
+}
+
+s_big() {
+	t_begin "big: a 1 GiB sparse file among small ones, 4 ranks"
+	mkdir -p "$W/big/small"
+	truncate -s 1G "$W/big/huge.img"
+	for o in 0 300 700 1023; do
+		head -c 1048576 /dev/urandom |
+			dd of="$W/big/huge.img" bs=1M seek="$o" conv=notrunc status=none
+	done
+	for i in $(seq 1 200); do head -c $((i * 311)) /dev/urandom >"$W/big/small/$i"; done
+	receivers 2 "$W/dst"
+	mpi "$T/big.log" 4 --sparse -r "$W/big" "$RECV/b"
+	[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
+	complete "$W/big" "$W/dst/b/big"
+	grep -q 'rank 3 on' "$T/big.log.err" || t_fail "no per-rank summary"
+	grep -q 'receiver 127.0.0.1:' "$T/big.log.err" || t_fail "no per-receiver summary"
+	t_log "$T/big.log.err"
+	stop_receivers
+	t_end
+	rm -rf "$W/dst" "$W/big"
+}
+
+s_mix() {
+	t_begin "mix: SRCs from two directories, 8 ranks, 3 receivers"
+	mkdir -p "$W/m1" "$W/m2/sub"
+	make_tree "$W/m1/tree"
+	head -c 50000000 /dev/urandom >"$W/m2/blob"
+	head -c 3 /dev/urandom >"$W/m2/sub/tiny"
+	receivers 3 "$W/dst"
+	mpi "$T/mix.log" 8 --json -r "$W/m1/tree" "$W/m2/blob" "$W/m2/sub" \
+		"$RECV/mix"
+	[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
+	complete "$W/m1/tree" "$W/dst/mix/tree"
+	same "$W/m2/blob" "$W/dst/mix/blob"
+	same "$W/m2/sub/tiny" "$W/dst/mix/sub/tiny"
+	[ "$(grep -o '"receiver":"127.0.0.1:[0-9]*","ranks":[0-9]' "$T/mix.log" |
+		sed 's/.*://' | tr '\n' ' ')" = '3 3 2 ' ] ||
+		t_fail "8 ranks not spread 3, 3, 2 on 3 receivers"
+	t_log "$T/mix.log.err"
+	stop_receivers
+	t_end
+	rm -rf "$W/dst" "$W/m1" "$W/m2"
+}
+
+s_partial() {
+	t_begin "partial: a missing SRC fails alone, the tree is copied, exit 9"
+	make_tree "$W/pt"
+	receivers 2 "$W/dst"
+	mpi "$T/partial.log" 4 --json -r "$W/missing" "$W/pt" "$RECV/p"
+	[ "$SRC" = 9 ] || t_fail "exit $SRC, want 9"
+	complete "$W/pt" "$W/dst/p/pt"
+	grep -q "\"event\":\"file_done\",\"path\":\"$W/missing\".*\"status\":\"failed\"" \
+		"$T/partial.log" || t_fail "no failed file_done for the missing SRC"
+	! grep -q '"event":"error"' "$T/partial.log" ||
+		t_fail "a file's failure was taken for the job's"
+	[ "$(jsum "$T/partial.log" files_failed)" = 1 ] ||
+		t_fail "files_failed is not 1"
+	t_log "$T/partial.log.err"
+	stop_receivers
+	t_end
+	rm -rf "$W/dst" "$W/pt"
+}
+
+s_usage() {
+	t_begin "usage: a pull is refused, exit 2, one message"
+	mpi "$T/usage.log" 3 -r "rdcp://127.0.0.1:1/x" "$W"
+	[ "$SRC" = 2 ] || t_fail "exit $SRC, want 2"
+	[ "$(grep -c 'rdcp-mpi pushes' "$T/usage.log.err")" = 1 ] ||
+		t_fail "want one message, have $(grep -c 'rdcp-mpi pushes' "$T/usage.log.err")"
+	t_log "$T/usage.log.err"
+	t_end
+}
+
+s_noconnect() {
+	t_begin "noconnect: one receiver not there, exit 3, named"
+	mkdir -p "$W/nc"
+	echo x >"$W/nc/a"
+	receivers 1 "$W/dst"
+	nextport
+	mpi "$T/noconnect.log" 3 -r "$W/nc" "$RECV,127.0.0.1:$P/nc"
+	[ "$SRC" = 3 ] || t_fail "exit $SRC, want 3"
+	grep -q "rdcp-mpi: rank 1 on .* (to 127.0.0.1:$P): cannot connect" \
+		"$T/noconnect.log.err" || t_fail "no message naming rank 1 and its receiver"
+	t_log "$T/noconnect.log.err"
+	stop_receivers
+	t_end
+	rm -rf "$W/dst" "$W/nc"
+}
+
+# Data for the kill scenarios: 24 files of 8 MB, slowed down.
+make_slow() {
+	local i
+	mkdir -p "$W/slow"
+	for i in $(seq 1 24); do head -c 8000000 /dev/urandom >"$W/slow/f$i"; done
+}
+
+s_rxkill() {
+	t_begin "rxkill: a receiver killed mid-job ends it, exit 11, bounded"
+	make_slow
+	receivers 2 "$W/dst"
+	local victim=${RXS##* }
+	bg_mpi "$T/rxkill.log" --oversubscribe -np 4 "$BUILD/rdcp-mpi" \
+		--transport tcp --key-file "$T/key" --timeout 5 --bwlimit 10M \
+		--json -r "$W/slow" "$RECV/k"
+	local mp=$TX
+	wait_until 30 "$mp" has_temps "$W/dst" || t_fail "no copy under way"
+	kill -9 "$victim"
+	local t0
+	t0=$(now)
+	wait_pid "$mp" 30
+	echo "# mpirun ended $(since "$t0") s after the receiver was killed, exit $WRC"
+	[ "$WRC" = 11 ] || t_fail "exit $WRC, want 11"
+	[ "$(( $(now) - t0 ))" -lt 20000 ] || t_fail "took $(since "$t0") s"
+	grep -q '"event":"error","class":"peer-lost"' "$T/rxkill.log" ||
+		t_fail "no peer-lost error event"
+	[ "$(jsum "$T/rxkill.log" result)" = peer-lost ] ||
+		t_fail "no summary with the cause"
+	verified "$W/slow" "$W/dst/k/slow"
+	echo "# $VERIFIED files under their final names, all verified"
+	t_log "$T/rxkill.log.err"
+	stop_receivers
+	t_end
+	rm -rf "$W/dst"
+}
+
+# rank_pid MPIRUN N: the pid of rank N under mpirun.
+rank_pid() {
+	local p
+	for p in $(descendants "$1"); do
+		tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null |
+			grep -qx "OMPI_COMM_WORLD_RANK=$2" || continue
+		grep -q rdcp-mpi "/proc/$p/cmdline" 2>/dev/null || continue
+		echo "$p"
+		return
+	done
+}
+
+has_rank() { [ -n "$(rank_pid "$1" "$2")" ]; }
+has_temps() { [ -n "$(temps "$1")" ]; }
+
+s_rankkill() {
+	t_begin "rankkill: a rank killed mid-job, then --resume finishes"
+	[ -d "$W/slow" ] || make_slow
+	receivers 2 "$W/dst"
+	bg_mpi "$T/rankkill.log" --oversubscribe -np 4 "$BUILD/rdcp-mpi" \
+		--transport tcp --key-file "$T/key" --timeout 5 --bwlimit 10M \
+		--resume -r "$W/slow" "$RECV/r"
+	local mp=$TX t0 victim=""
+	wait_until 30 "$mp" has_temps "$W/dst" || t_fail "no copy under way"
+	wait_until 10 "$mp" has_rank "$mp" 2
+	victim=$(rank_pid "$mp" 2)
+	[ -n "$victim" ] || t_fail "no rank 2 found"
+	[ -z "$victim" ] || kill -9 "$victim"
+	t0=$(now)
+	wait_pid "$mp" 30
+	echo "# mpirun ended $(since "$t0") s after rank 2 was killed, exit $WRC"
+	[ "$WRC" != 0 ] && [ "$WRC" != 124 ] || t_fail "exit $WRC"
+	verified "$W/slow" "$W/dst/r/slow"
+	echo "# $VERIFIED files verified after the kill; resuming"
+	mpi "$T/resume.log" 4 --resume --json -r "$W/slow" "$RECV/r"
+	[ "$SRC" = 0 ] || t_fail "resume: exit $SRC, want 0"
+	complete "$W/slow" "$W/dst/r/slow"
+	local sent
+	sent=$(grep '"event":"file_done"' "$T/resume.log" |
+		sed -n 's/.*"sent":\([0-9]*\).*/\1/p' | awk '{s += $1} END {print s + 0}')
+	echo "# resume sent $sent of 192000000 bytes"
+	[ "$sent" -lt 192000000 ] || t_fail "resume sent everything again"
+	t_log "$T/rankkill.log.err" "$T/resume.log.err"
+	stop_receivers
+	t_end
+	rm -rf "$W/dst"
+}
+
+s_hang() {
+	t_begin "hang: a stopped rank is found silent, exit 11, bounded"
+	[ -d "$W/slow" ] || make_slow
+	receivers 2 "$W/dst"
+	bg_mpi "$T/hang.log" --oversubscribe -np 4 "$BUILD/rdcp-mpi" \
+		--transport tcp --key-file "$T/key" --timeout 4 --bwlimit 10M \
+		-r "$W/slow" "$RECV/h"
+	local mp=$TX t0 victim=""
+	wait_until 30 "$mp" has_temps "$W/dst" || t_fail "no copy under way"
+	wait_until 10 "$mp" has_rank "$mp" 1
+	victim=$(rank_pid "$mp" 1)
+	[ -n "$victim" ] && kill -STOP "$victim"
+	t0=$(now)
+	wait_pid "$mp" 40
+	[ -z "$victim" ] || kill -9 "$victim" 2>/dev/null
+	echo "# mpirun ended $(since "$t0") s after rank 1 was stopped, exit $WRC"
+	[ "$WRC" = 11 ] || t_fail "exit $WRC, want 11"
+	grep -q 'rank 1 on .*no word from it' "$T/hang.log.err" ||
+		t_fail "no message naming rank 1"
+	verified "$W/slow" "$W/dst/h/slow"
+	t_log "$T/hang.log.err"
+	stop_receivers
+	t_end
+	rm -rf "$W/dst"
+}
+
+s_hang0() {
+	t_begin "hang0: rank 0 stopped is found silent by the others, exit 11, bounded"
+	[ -d "$W/slow" ] || make_slow
+	receivers 2 "$W/dst"
+	bg_mpi "$T/hang0.log" --oversubscribe -np 4 "$BUILD/rdcp-mpi" \
+		--transport tcp --key-file "$T/key" --timeout 4 --bwlimit 10M \
+		-r "$W/slow" "$RECV/h0"
+	local mp=$TX t0 victim=""
+	wait_until 30 "$mp" has_temps "$W/dst" || t_fail "no copy under way"
+	wait_until 10 "$mp" has_rank "$mp" 0
+	victim=$(rank_pid "$mp" 0)
+	[ -n "$victim" ] && kill -STOP "$victim"
+	t0=$(now)
+	wait_pid "$mp" 40
+	[ -z "$victim" ] || kill -9 "$victim" 2>/dev/null
+	echo "# mpirun ended $(since "$t0") s after rank 0 was stopped, exit $WRC"
+	[ "$WRC" = 11 ] || t_fail "exit $WRC, want 11"
+	grep -q 'no word from rank 0 (the coordinator)' "$T/hang0.log.err" ||
+		t_fail "no message naming rank 0"
+	verified "$W/slow" "$W/dst/h0/slow"
+	t_log "$T/hang0.log.err"
+	stop_receivers
+	t_end
+	rm -rf "$W/dst"
+}
+
+run_scenarios "$ALL" "$@"
+t_finish
