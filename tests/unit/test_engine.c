@@ -1162,6 +1162,13 @@ static void test_pack_big_tree(void)
  * What stays is the blocks around the files in flight, a few with this
  * window of 4 slots of small packs.
  */
+/* TSan's allocator keeps mallinfo2() at 0: there the heap cannot be read. */
+#ifdef __SANITIZE_THREAD__
+#define HEAP_READABLE 0
+#else
+#define HEAP_READABLE 1
+#endif
+
 static void test_retire_heap(void)
 {
 	static const unsigned int n[] = { 2000, 6000 };
@@ -1175,7 +1182,8 @@ static void test_retire_heap(void)
 		make_tree_n(&s, n[i], true);
 		s.sample_heap = true;
 		base = heap_in_use();
-		CHECK(base > 0); /* the allocator tells */
+		if (HEAP_READABLE)
+			CHECK(base > 0); /* the allocator tells */
 		sess_run(&s);
 		CHECK_EQ(s.vc, XFER_OK);
 		CHECK_EQ(s.vs, XFER_OK);
@@ -1183,6 +1191,10 @@ static void test_retire_heap(void)
 		CHECK_EQ(tree_placed_n(&s, n[i]), n[i]);
 		grew[i] = s.heap_peak > base ? s.heap_peak - base : 0;
 		sess_finish(&s);
+	}
+	if (!HEAP_READABLE) {
+		printf("#   heap not readable under TSan: the sessions only\n");
+		return;
 	}
 	printf("#   heap peak above the start: %zu KiB for %u files, %zu KiB "
 	       "for %u\n",
