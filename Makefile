@@ -158,7 +158,7 @@ $(BUILD)/tests/test_fault: private ALL_LDFLAGS += \
 # test_direct fails O_DIRECT opens (a file system without it) and
 # fallocate (ENOSPC) on request, and counts the latter.
 $(BUILD)/tests/test_direct: private ALL_LDFLAGS += \
-	-Wl,--wrap=open -Wl,--wrap=fallocate
+	-Wl,--wrap=open -Wl,--wrap=__open_2 -Wl,--wrap=fallocate
 
 # The same binary with test-only fault hooks (RDCP_TEST_CORRUPT_CHUNK=N
 # flips a byte of chunk N after its CRC was taken): end-to-end tests use it

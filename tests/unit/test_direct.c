@@ -52,7 +52,7 @@ __attribute__((constructor)) static void line_buffered(void)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 }
 
-/* ---- the wrapped calls (Makefile: -Wl,--wrap=open,--wrap=fallocate) ---- */
+/* ---- the wrapped calls (Makefile: -Wl,--wrap=open,... ,--wrap=fallocate) ---- */
 
 static atomic_int refuse_direct; /* open(2) with O_DIRECT fails: EINVAL */
 static atomic_int falloc_errno;	 /* the next falloc_fails calls fail so */
@@ -79,6 +79,22 @@ int __wrap_open(const char *path, int flags, ...)
 		return -1;
 	}
 	return __real_open(path, flags, mode);
+}
+
+/*
+ * With _FORTIFY_SOURCE (the package builds), glibc turns an open() whose
+ * flags are not a constant into __open_2(): wrapped the same way.
+ */
+int __real___open_2(const char *path, int flags);
+int __wrap___open_2(const char *path, int flags);
+
+int __wrap___open_2(const char *path, int flags)
+{
+	if ((flags & O_DIRECT) && atomic_load(&refuse_direct)) {
+		errno = EINVAL;
+		return -1;
+	}
+	return __real___open_2(path, flags);
 }
 
 int __wrap_fallocate(int fd, int mode, off_t off, off_t len)
