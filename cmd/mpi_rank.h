@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * Private to rdcp-mpi's main (cmd/mpi_main.c, the rank's loop) and its
+ * setup (cmd/mpi_setup.c: receivers, key, the base the names are
+ * beneath): one rank's state.
+ */
+#ifndef RDCP_MPI_RANK_H
+#define RDCP_MPI_RANK_H
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cmd/args.h"
+#include "cmd/mpi_job.h"
+#include "util/key.h"
+
+/* What the session thread shares with the main one. */
+struct shared {
+	pthread_mutex_t mu;
+	uint64_t bytes;	  /* moved so far (on_progress, not the last) */
+	uint64_t files;	  /* entries finished */
+	uint64_t fbytes;  /* the sizes of the regular files finished */
+	struct mbuf text; /* for rank 0's stdout */
+	bool json, dry_run;
+};
+
+/* One rank. */
+struct rank {
+	int id, n;
+	struct args a;
+	struct xfer_opts o;
+	uint8_t key[KEY_LEN];
+	char base[PATH_MAX]; /* the names are beneath it */
+	char farm[PATH_MAX]; /* a directory of links made for base, or "" */
+	const char *srcv[1]; /* base, as the session's one SRC */
+	char *dest;	     /* DEST with a '/': a directory */
+	char *addr_host;     /* o.addr.host's string */
+	char **tops;	     /* the SRCs' names beneath base */
+	char **receivers;    /* "host:port" */
+	int nrecv;
+	struct mj_walk *walk;
+	/* the session */
+	pthread_t th;
+	atomic_bool session_over;
+	enum xfer_fail v;
+	struct xfer_stats st;
+	struct shared sh;
+	int pipe_w;	    /* the session's list, or -1 once closed */
+	struct mbuf feed;   /* names to write to it */
+	uint64_t fed_files; /* names fed (regular files or not) */
+	uint64_t fed_bytes; /* their regular files' sizes */
+	uint64_t seen_bytes, seen_files; /* the session's, last seen */
+	uint64_t seen_ms;		 /* when they last changed */
+	double rate;			 /* the session's, bytes/s (EWMA) */
+	uint64_t rate_bytes, rate_ms;	 /* its last sample */
+	bool end_seen;			 /* MSG_END: close the list once fed */
+	bool done_sent;			 /* MSG_DONE went up */
+	uint8_t want_sent;		 /* the last REQ's, 0 after a GIVE */
+	uint32_t gives;			 /* GIVE messages seen */
+	uint64_t heard_ms;		 /* the coordinator was last heard */
+	uint64_t stat_ms;		 /* the last MSG_STAT */
+	struct mbuf up;			 /* items found, to send up */
+	uint32_t nup;
+	int exit_code;		/* -1 until MSG_EXIT */
+	struct mj_coord *coord; /* rank 0 */
+};
+
+/* rdcp-mpi --help's text. */
+void usage_help(void);
+
+/* The rank as the launcher tells it, before MPI_Init (for messages). */
+int env_rank(void);
+
+/*
+ * The receivers in DEST: "h1,h2::PATH" or "rdcp://h1:p1,h2:p2/PATH", into
+ * r->receivers; argv's DEST is rewritten to name the first (*first), for
+ * args_parse to check. 0, or -EINVAL (logged).
+ */
+int split_receivers(struct rank *r, int argc, char **argv, char **first);
+
+/* host[:port] or [v6][:port] of receivers[i] into o->addr: 0, -EINVAL or
+ * -ENOMEM. */
+int receiver_addr(struct rank *r, int i, struct xfer_opts *o);
+
+/* The refusals args_parse does not know of: NULL, or a message. */
+const char *unsupported(const struct args *a);
+
+/* The key file, as rdcp loads it (none with --no-auth): 0 or
+ * RDCP_EXIT_AUTH. */
+int load_key(struct rank *r);
+
+/*
+ * The SRCs as names beneath one base (r->base, r->tops): their common
+ * parent, or a directory of links to them (r->farm) when they have none.
+ * 0 or an exit code.
+ */
+int make_base(struct rank *r);
+
+/* Removes the farm make_base made, if any. */
+void remove_farm(struct rank *r);
+
+#endif

@@ -1,0 +1,301 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * rdcp-mpi's setup before any rank runs (mpi_rank.h): the receivers taken
+ * off DEST and each rank's address, the options it refuses, the key, and
+ * the base directory the names the walk finds are beneath.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <mpi.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cmd/args.h"
+#include "cmd/exit_codes.h"
+#include "cmd/json_out.h"
+#include "cmd/mpi_job.h"
+#include "cmd/mpi_rank.h"
+#include "util/clock.h"
+#include "util/filter.h"
+#include "util/key.h"
+#include "util/log.h"
+#include "util/path.h"
+
+void usage_help(void)
+{
+	printf("Usage: mpirun -np N rdcp-mpi [OPTION...] SRC... "
+	       "HOST[,HOST...]::DEST\n"
+	       "   or: mpirun -np N rdcp-mpi [OPTION...] SRC... "
+	       "rdcp://HOST[:PORT][,HOST[:PORT]...]/DEST\n"
+	       "Copy SRCs into the directory DEST on receivers already "
+	       "running (rdcp --listen,\nrdcpd), N ranks at once, rank i "
+	       "to receiver i %% (number of receivers).\nMPI coordinates; "
+	       "the data goes over each rank's own rdcp session.\n\n"
+	       "rdcp's copy options apply (rdcp --help); not --files-from, "
+	       "--manifest, --retry,\n--delete, a pull or a copy over ssh. "
+	       "See rdcp-mpi(1).\n");
+}
+
+/* The rank as the launcher tells it, before MPI_Init (for messages). */
+int env_rank(void)
+{
+	static const char *const vars[] = { "OMPI_COMM_WORLD_RANK", "PMI_RANK",
+					    "PMIX_RANK", NULL };
+
+	for (int i = 0; vars[i]; i++)
+		if (getenv(vars[i]))
+			return atoi(getenv(vars[i]));
+	return 0;
+}
+
+/*
+ * The receivers in DEST: "h1,h2::PATH" or "rdcp://h1:p1,h2:p2/PATH".
+ * argv's DEST is rewritten to name the first, for args_parse to check.
+ * 0, or -EINVAL (logged).
+ */
+int split_receivers(struct rank *r, int argc, char **argv, char **first)
+{
+	const char *url = "rdcp://";
+	int at = -1;
+
+	for (int i = argc - 1; i > 0 && at < 0; i--) {
+		const char *s = argv[i], *end;
+
+		if (!strncmp(s, url, strlen(url)))
+			end = strchr(s + strlen(url), '/');
+		else
+			end = strstr(s, "::");
+		if (end && memchr(s, ',', (size_t)(end - s)))
+			at = i;
+	}
+	if (at < 0)
+		return 0; /* one receiver: args_parse reads it */
+	{
+		const char *s = argv[at];
+		bool is_url = !strncmp(s, url, strlen(url));
+		const char *h = is_url ? s + strlen(url) : s;
+		const char *end = is_url ? strchr(h, '/') : strstr(h, "::");
+		char *list = strndup(h, (size_t)(end - h)), *save = NULL;
+
+		if (!list)
+			return -ENOMEM;
+		for (char *t = strtok_r(list, ",", &save); t;
+		     t = strtok_r(NULL, ",", &save)) {
+			char **v = realloc(r->receivers,
+					   (size_t)(r->nrecv + 1) * sizeof(*v));
+
+			if (!v || !(v[r->nrecv] = strdup(t))) {
+				free(list);
+				return -ENOMEM;
+			}
+			r->receivers = v;
+			r->nrecv++;
+		}
+		free(list);
+		if (!r->nrecv)
+			return -EINVAL;
+		/* DEST for the parser: the first receiver's. */
+		if (asprintf(first, "%s%s%s", is_url ? url : "",
+			     r->receivers[0], end) < 0)
+			return -ENOMEM;
+		argv[at] = *first;
+	}
+	return 0;
+}
+
+/* host[:port] or [v6][:port] of receivers[i] into o->addr. */
+int receiver_addr(struct rank *r, int i, struct xfer_opts *o)
+{
+	char *s = strdup(r->receivers[i]), *colon;
+
+	if (!s)
+		return -ENOMEM;
+	r->addr_host = s; /* o->addr.host points into it */
+	if (s[0] == '[') {
+		char *close = strchr(s, ']');
+
+		if (!close)
+			return -EINVAL;
+		*close = '\0';
+		o->addr.host = s + 1;
+		colon = close[1] == ':' ? close + 1 : NULL;
+	} else {
+		o->addr.host = s;
+		colon = strchr(s, ':');
+		if (colon)
+			*colon = '\0';
+	}
+	if (colon) {
+		char *e;
+		unsigned long p = strtoul(colon + 1, &e, 10);
+
+		if (!p || p > 65535 || *e)
+			return -EINVAL;
+		o->addr.port = (uint16_t)p;
+	}
+	return 0;
+}
+
+/* The refusals args_parse does not know of. 0 or a message. */
+const char *unsupported(const struct args *a)
+{
+	if (a->listen || a->server || a->check || a->keygen)
+		return "rdcp-mpi copies: start receivers with rdcp --listen "
+		       "or rdcpd";
+	if (a->o.pull)
+		return "rdcp-mpi pushes: the SRCs are local, DEST names the "
+		       "receivers";
+	if (a->o.rsh || a->far)
+		return "rdcp-mpi copies to receivers already running "
+		       "(HOST::PATH or rdcp://), not over ssh";
+	if (a->files_from)
+		return "--files-from: rdcp-mpi walks the SRCs itself";
+	if (a->manifest)
+		return "--manifest: not with rdcp-mpi (yet)";
+	if (a->o.delete_extra)
+		return "--delete: not with rdcp-mpi (yet): each rank sees only "
+		       "part of a directory";
+	if (a->retry)
+		return "--retry: not with rdcp-mpi (yet); run it again with "
+		       "--resume";
+	return NULL;
+}
+
+int load_key(struct rank *r)
+{
+	char path[4096];
+
+	if (r->a.no_auth)
+		return 0;
+	if (r->a.key_file) {
+		snprintf(path, sizeof(path), "%s", r->a.key_file);
+	} else if (key_default_path(path, sizeof(path))) {
+		log_err("no key file (looked for '%s' and '/etc/rdcp/key'): "
+			"create one with 'rdcp --keygen %s' and copy it to "
+			"the receivers, or run both sides with --no-auth on "
+			"an isolated fabric",
+			path, path);
+		return RDCP_EXIT_AUTH;
+	}
+	if (key_load(path, r->key))
+		return RDCP_EXIT_AUTH;
+	r->o.key = r->key;
+	return 0;
+}
+
+/*
+ * The SRCs as names beneath one base: their common parent, or a directory
+ * of links to them when they have none. 0 or an exit code.
+ */
+int make_base(struct rank *r)
+{
+	size_t n = r->o.nsrcs;
+	char(*par)[PATH_MAX] = calloc(n, sizeof(*par));
+	bool same = true;
+	int rc = 0;
+
+	r->tops = calloc(n + 1, sizeof(*r->tops));
+	if (!par || !r->tops) {
+		free(par);
+		return RDCP_EXIT_RESOURCE;
+	}
+	for (size_t i = 0; i < n && !rc; i++) {
+		char abs[PATH_MAX], cwd[PATH_MAX];
+		const char *src = r->o.srcs[i];
+		char *slash;
+		size_t len;
+
+		if (src[0] == '/')
+			snprintf(abs, sizeof(abs), "%s", src);
+		else if (getcwd(cwd, sizeof(cwd)))
+			snprintf(abs, sizeof(abs), "%s/%s", cwd, src);
+		else
+			rc = RDCP_EXIT_LOCAL_IO;
+		len = strlen(abs);
+		while (len > 1 && abs[len - 1] == '/')
+			abs[--len] = '\0';
+		slash = strrchr(abs, '/');
+		if (!rc && (!strcmp(slash + 1, ".") ||
+			    !strcmp(slash + 1, "..") || !slash[1])) {
+			char real[PATH_MAX];
+
+			if (!realpath(abs, real)) {
+				log_err("cannot stat '%s': %s", src,
+					strerror(errno));
+				rc = RDCP_EXIT_LOCAL_IO;
+				break;
+			}
+			snprintf(abs, sizeof(abs), "%s", real);
+			slash = strrchr(abs, '/');
+		}
+		if (rc || !slash[1]) {
+			log_err("'%s': cannot copy the root itself", src);
+			rc = RDCP_EXIT_USAGE;
+			break;
+		}
+		r->tops[i] = strdup(slash + 1);
+		*slash = '\0';
+		snprintf(par[i], PATH_MAX, "%s", abs[0] ? abs : "/");
+		for (size_t k = 0; k < i && r->tops[i]; k++)
+			if (!strcmp(r->tops[k], r->tops[i])) {
+				log_err("two SRCs named '%s': they would land "
+					"on the same name",
+					r->tops[i]);
+				rc = RDCP_EXIT_USAGE;
+			}
+		same &= !strcmp(par[i], par[0]);
+		if (!r->tops[i])
+			rc = RDCP_EXIT_RESOURCE;
+	}
+	if (!rc && same) {
+		snprintf(r->base, sizeof(r->base), "%s", par[0]);
+	} else if (!rc) {
+		const char *tmp = getenv("TMPDIR");
+
+		snprintf(r->farm, sizeof(r->farm), "%s/rdcp-mpi.XXXXXX",
+			 tmp && *tmp ? tmp : "/tmp");
+		if (!mkdtemp(r->farm)) {
+			log_err("cannot make a directory in '%s': %s",
+				tmp && *tmp ? tmp : "/tmp", strerror(errno));
+			r->farm[0] = '\0';
+			rc = RDCP_EXIT_LOCAL_IO;
+		}
+		for (size_t i = 0; i < n && !rc; i++) {
+			char link[PATH_MAX * 2], to[PATH_MAX * 2];
+
+			snprintf(link, sizeof(link), "%s/%s", r->farm,
+				 r->tops[i]);
+			snprintf(to, sizeof(to), "%s/%s", par[i], r->tops[i]);
+			if (symlink(to, link)) {
+				log_err("cannot make '%s': %s", link,
+					strerror(errno));
+				rc = RDCP_EXIT_LOCAL_IO;
+			}
+		}
+		snprintf(r->base, sizeof(r->base), "%s", r->farm);
+	}
+	free(par);
+	return rc;
+}
+
+void remove_farm(struct rank *r)
+{
+	if (!r->farm[0])
+		return;
+	for (size_t i = 0; r->tops && r->tops[i]; i++) {
+		char link[PATH_MAX * 2];
+
+		snprintf(link, sizeof(link), "%s/%s", r->farm, r->tops[i]);
+		unlink(link);
+	}
+	rmdir(r->farm);
+}
