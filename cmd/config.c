@@ -205,7 +205,8 @@ bool config_wanted(int argc, char *const *argv)
 	return true;
 }
 
-static const struct argp_option *opt_of(const struct argp_option *opts, int key)
+const struct argp_option *config_opt_of(const struct argp_option *opts,
+					 int key)
 {
 	for (const struct argp_option *o = opts; o->name || o->key || o->doc;
 	     o++)
@@ -229,7 +230,7 @@ void config_print(const struct config *c, const struct config_seen *seen,
 		       "receiver)\n");
 	for (size_t i = 0; i < n; i++) {
 		const struct config_seen *s = &seen[i];
-		const struct argp_option *o = opt_of(opts, s->key);
+		const struct argp_option *o = config_opt_of(opts, s->key);
 		bool later = false;
 		char where[4200];
 

@@ -79,6 +79,10 @@ void config_print(const struct config *c, const struct config_seen *seen,
 		  size_t n, const struct argp_option *opts,
 		  bool (*adds_up)(int key));
 
+/* The option of opts with key that has a long name, or NULL. */
+const struct argp_option *config_opt_of(const struct argp_option *opts,
+					 int key);
+
 /* The entry behind c->argv[i], or NULL for an argument of the command line. */
 const struct config_entry *config_origin(const struct config *c, int i);
 

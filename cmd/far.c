@@ -20,14 +20,6 @@ static const char *const local_only[] = {
 	"include-from", NULL,
 };
 
-static const struct argp_option *opt_of(const struct argp_option *opts, int key)
-{
-	for (; opts->name || opts->key || opts->doc; opts++)
-		if (opts->key == key && opts->name)
-			return opts;
-	return NULL;
-}
-
 static bool stays(const char *name)
 {
 	for (size_t i = 0; local_only[i]; i++)
@@ -48,7 +40,7 @@ int far_argv(const struct config_seen *seen, size_t n,
 	if (!v)
 		return -ENOMEM;
 	for (size_t i = 0; i < n && !rc; i++) {
-		const struct argp_option *o = opt_of(opts, seen[i].key);
+		const struct argp_option *o = config_opt_of(opts, seen[i].key);
 
 		if (!o || stays(o->name))
 			continue;
