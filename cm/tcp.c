@@ -419,6 +419,9 @@ static int rx_frame(struct tconn *t)
 	if (!pad_ok || (op != FR_SEND && op != FR_WRITE))
 		return rx_violation(t, "protocol bug or not an rdcp peer",
 				    "unknown frame type %u", op);
+	if (op == FR_SEND && t->idx)
+		return rx_violation(t, "lanes carry data writes only",
+				    "control message on lane %u", t->idx);
 	if (op == FR_SEND && len > c->geom.ctrl_size)
 		return rx_violation(t, "message longer than the receive buffer",
 				    "message of %u bytes, buffers hold %u", len,
@@ -548,18 +551,33 @@ static int t_post_write(struct cm_conn *c, unsigned int stage, uint32_t len,
 		.wr_id = wr_id,
 	};
 
+	struct tconn *t = to_t(c), *l = tlane_pick(t, slot);
+
 	if (!c->stage || stage >= c->geom.slots || slot >= c->geom.slots ||
-	    len > c->geom.slot_size) {
+	    len > c->geom.slot_size || !l) {
 		log_err("cannot post data write to %s: %s", c->peer,
 			strerror(EINVAL));
 		return -EINVAL;
 	}
-	return sq_post(to_t(c), &wr, "data write");
+	if (t->nlanes > 1) { /* signalled on its lane, ordered by wf */
+		uint64_t pos;
+		int rc = cm_wfifo_push(&t->wf, wr_id, signaled, &pos);
+
+		if (rc) {
+			log_err("cannot post data write to %s: more writes "
+				"than staging buffers",
+				c->peer);
+			return rc;
+		}
+		wr.wr_id = pos;
+		wr.signaled = true;
+	}
+	return sq_post(l, &wr, "data write");
 }
 
-static int t_post_recv(struct cm_conn *c, unsigned int rxbuf)
+int tconn_post_recv_raw(struct tconn *t, unsigned int rxbuf)
 {
-	struct tconn *t = to_t(c);
+	struct cm_conn *c = &t->base;
 	int rc = 0;
 
 	/* Accepted on a failed connection too, as a verbs QP would. */
@@ -574,9 +592,23 @@ static int t_post_recv(struct cm_conn *c, unsigned int rxbuf)
 	return rc;
 }
 
-static int t_poll(struct cm_conn *c, struct cm_event *ev, int max)
+/* Past the rx buffers: lane k's zero-length receive, id nrx + k - 1. */
+static int t_post_recv(struct cm_conn *c, unsigned int rxbuf)
 {
 	struct tconn *t = to_t(c);
+	unsigned int k = rxbuf >= c->nrx ? rxbuf - c->nrx + 1 : 0;
+
+	if (!k)
+		return tconn_post_recv_raw(t, rxbuf);
+	if (k >= t->nlanes || !t->lane[k]) {
+		log_err("cannot post receive: %s", strerror(EINVAL));
+		return -EINVAL;
+	}
+	return tconn_post_recv_raw(t->lane[k], 0);
+}
+
+int tconn_poll_raw(struct tconn *t, struct cm_event *ev, int max)
+{
 	uint64_t cnt;
 	int n = 0;
 
@@ -597,6 +629,14 @@ static int t_poll(struct cm_conn *c, struct cm_event *ev, int max)
 	return n;
 }
 
+static int t_poll(struct cm_conn *c, struct cm_event *ev, int max)
+{
+	struct tconn *t = to_t(c);
+
+	return t->nlanes > 1 ? tlane_poll(t, ev, max)
+			     : tconn_poll_raw(t, ev, max);
+}
+
 /* Completions are always signalled through the eventfd: nothing to arm. */
 static int t_arm(struct cm_conn *c)
 {
@@ -611,6 +651,8 @@ static int t_wait(struct cm_conn *c, int extra_fd, int timeout_ms)
 		{ .fd = extra_fd, .events = POLLIN },
 	};
 
+	if (t->nlanes > 1)
+		return tlane_wait(t, extra_fd, timeout_ms);
 	if (poll(pfd, extra_fd >= 0 ? 2 : 1, timeout_ms) < 0)
 		return errno == EINTR ? 0 : -errno;
 	return 0;
@@ -667,6 +709,9 @@ static int t_ring_create(struct cm_conn *c, struct cm_ring_desc *desc)
 	c->ring = p;
 	c->ring_hdr = hdr;
 	pthread_mutex_unlock(&t->lock);
+	rc = tlane_share(t);
+	if (rc)
+		return rc;
 	desc->addr = 0; /* the peer addresses slots by index */
 	desc->hdr_addr = 0;
 	desc->rkey = 0;
@@ -688,7 +733,7 @@ static int t_stage_create(struct cm_conn *c, const struct cm_ring_desc *peer)
 	c->stage = p;
 	c->stage_hdr = hdr;
 	pthread_mutex_unlock(&t->lock);
-	return 0;
+	return tlane_share(t);
 }
 
 /* Waits on t->cond until done() or deadline_ms; called with the lock. */
@@ -721,10 +766,18 @@ static bool rx_ended(const struct tconn *t)
  * with unread data would reset the connection and could discard our last
  * message (BYE) before the peer has it.
  */
-static void tconn_teardown(struct tconn *t)
+void tconn_teardown(struct tconn *t)
 {
 	struct cm_conn *c = &t->base;
 
+	for (unsigned int i = 1; i < CM_LANES_MAX; i++) {
+		if (t->lane[i]) {
+			tconn_teardown(t->lane[i]);
+			free(t->lane[i]);
+			t->lane[i] = NULL;
+		}
+	}
+	cm_wfifo_free(&t->wf);
 	if (t->tx_started || t->rx_started) {
 		uint64_t deadline = clock_now_ms() + LINGER_MS;
 
@@ -753,8 +806,10 @@ static void tconn_teardown(struct tconn *t)
 	t->evfd = -1;
 	free_buf(&c->tx, (size_t)c->ntx * c->geom.ctrl_size);
 	free_buf(&c->rx, (size_t)c->nrx * c->geom.ctrl_size);
-	cm_area_free(&c->ring, &c->geom);
-	cm_area_free(&c->stage, &c->geom);
+	if (!t->borrowed) {
+		cm_area_free(&c->ring, &c->geom);
+		cm_area_free(&c->stage, &c->geom);
+	}
 	free(t->sq);
 	free(t->rq);
 	free(t->cq);
@@ -786,6 +841,9 @@ static const struct cm_ops tcp_ops = {
 	.ring_create = t_ring_create,
 	.stage_create = t_stage_create,
 	.destroy = t_destroy,
+	.set_lanes = tlane_set,
+	.join = tlane_join,
+	.accept_lane = tlane_accept,
 };
 
 /* ---- resources ---- */
@@ -796,7 +854,7 @@ static const struct cm_ops tcp_ops = {
  * On failure *out is a partly built connection for cm_conn_destroy().
  */
 int tconn_create(int fd, const struct cm_geom *g, const char *peer,
-		 struct tconn **out)
+		 unsigned int lane, unsigned int nlanes, struct tconn **out)
 {
 	struct tconn *t = calloc(1, sizeof(*t));
 	struct cm_conn *c;
@@ -829,9 +887,10 @@ int tconn_create(int fd, const struct cm_geom *g, const char *peer,
 		return rc;
 	}
 	/* One entry per posted write (one frame), not verbs' two. */
-	t->depth = (unsigned int)g->slots + cm_ntx(g);
-	c->ntx = cm_ntx(g);
-	c->nrx = cm_rq_depth(g);
+	t->idx = lane;
+	t->depth = (unsigned int)g->slots + (lane ? 0u : cm_ntx(g));
+	c->ntx = lane ? 0 : cm_ntx(g);
+	c->nrx = lane ? cm_lane_rq_depth(g, nlanes, lane) : cm_rq_depth(g);
 	t->cq_cap = c->nrx + t->depth + 1; /* + CLOSED */
 	t->sq = calloc(t->depth, sizeof(*t->sq));
 	t->rq = calloc(c->nrx, sizeof(*t->rq));
@@ -841,17 +900,16 @@ int tconn_create(int fd, const struct cm_geom *g, const char *peer,
 			strerror(ENOMEM));
 		return -ENOMEM;
 	}
+	for (unsigned int i = 0; i < c->nrx; i++)
+		t->rq[t->rq_len++] = lane ? 0 : i; /* a lane's: zero-length */
+	if (lane)
+		return 0;
 	rc = alloc_buf("control send buffers", (size_t)c->ntx * g->ctrl_size,
 		       &c->tx);
 	if (rc)
 		return rc;
-	rc = alloc_buf("control receive buffers", (size_t)c->nrx * g->ctrl_size,
-		       &c->rx);
-	if (rc)
-		return rc;
-	for (unsigned int i = 0; i < c->nrx; i++)
-		t->rq[t->rq_len++] = i;
-	return 0;
+	return alloc_buf("control receive buffers",
+			 (size_t)c->nrx * g->ctrl_size, &c->rx);
 }
 
 /* Switches to blocking I/O and starts the threads, signals blocked. */

@@ -76,6 +76,16 @@ int vconn_teardown(struct vconn *v)
 	struct ibv_wc wc[16];
 	int first = 0, rc;
 
+	/* Lanes first: their QPs and CQs use this PD and channel. */
+	for (unsigned int i = 1; i < CM_LANES_MAX; i++) {
+		if (v->lane[i] && v->lane[i]->established && !v->closed)
+			rdma_disconnect(v->lane[i]->id);
+	}
+	for (unsigned int i = 1; i < CM_LANES_MAX; i++) {
+		vlane_free(v->lane[i]);
+		v->lane[i] = NULL;
+	}
+	cm_wfifo_free(&v->wf);
 	/* No more asynchronous events routed here from now on. */
 	vasync_del(v);
 	if (v->established && !v->closed)
@@ -120,6 +130,16 @@ int vconn_teardown(struct vconn *v)
 		first = rc;
 	if ((rc = destroy_mr(&v->stage_mr)) && !first)
 		first = rc;
+	if (v->parent) { /* a lane: the rest is lane 0's */
+		drain_cm_events(v->ech);
+		if (v->id && rdma_destroy_id(v->id) && !first)
+			first = -errno;
+		v->id = NULL;
+		if (v->ech)
+			rdma_destroy_event_channel(v->ech);
+		v->ech = NULL;
+		return first;
+	}
 	free_buf(&v->base.tx, (size_t)v->base.ntx * v->base.geom.ctrl_size);
 	free_buf(&v->base.rx, (size_t)v->base.nrx * v->base.geom.ctrl_size);
 	cm_area_free(&v->base.ring, &v->base.geom);
@@ -224,14 +244,24 @@ static int post_late_rx(struct vconn *v)
 {
 	struct cm_conn *c = &v->base;
 	size_t off = (size_t)v->nrx_early * c->geom.ctrl_size;
+	unsigned int n = v->nlanes > 1 ? v->nlanes : 1;
+	/* With lanes, only lane 0's share of the slots writes here. */
+	unsigned int end = cm_lane_rq_depth(&c->geom, n, 0);
 	int rc;
 
 	if (v->rx_late_mr || v->nrx_early >= c->nrx)
 		return 0;
+	for (unsigned int i = 1; i < n; i++)
+		if (!v->lane[i]) {
+			log_err("cannot set up the ring for %s: lane %u of %u "
+				"never joined",
+				c->peer, i, n);
+			return -ENOTCONN;
+		}
 	rc = reg_only(v, "control receive buffers", c->rx + off,
 		      (size_t)(c->nrx - v->nrx_early) * c->geom.ctrl_size,
 		      IBV_ACCESS_LOCAL_WRITE, &v->rx_late_mr);
-	for (unsigned int i = v->nrx_early; !rc && i < c->nrx; i++)
+	for (unsigned int i = v->nrx_early; !rc && i < end && i < c->nrx; i++)
 		rc = v_post_recv(c, i);
 	return rc;
 }
@@ -282,6 +312,7 @@ static int v_stage_create(struct cm_conn *c, const struct cm_ring_desc *peer)
 	v->remote_addr = peer->addr;
 	v->remote_hdr_addr = peer->hdr_addr;
 	v->remote_rkey = peer->rkey;
+	v->stage_lkey = v->stage_mr->lkey;
 	return 0;
 }
 
@@ -314,6 +345,13 @@ static int v_post_send(struct cm_conn *c, unsigned int txbuf, uint32_t len,
 static int v_post_recv(struct cm_conn *c, unsigned int rxbuf)
 {
 	struct vconn *v = to_v(c);
+	unsigned int lane = rxbuf >= c->nrx ? rxbuf - c->nrx + 1 : 0;
+
+	/* Past the rx buffers: lane k's zero-length receive, id nrx+k-1. */
+	if (lane)
+		return lane < v->nlanes && v->lane[lane]
+			       ? vlane_post_recv0(v->lane[lane], rxbuf)
+			       : -EINVAL;
 	struct ibv_sge sge = {
 		.addr = (uintptr_t)cm_rx(c, rxbuf),
 		.length = c->geom.ctrl_size,
@@ -342,16 +380,19 @@ static int v_post_write(struct cm_conn *c, unsigned int stage, uint32_t len,
 			uint64_t wr_id)
 {
 	struct vconn *v = to_v(c);
+	/* With lanes: slot s on lane s % n, signalled, ordered by wf. */
+	unsigned int ln = cm_lane_of(slot, v->nlanes);
+	struct vconn *l = ln && ln < v->nlanes ? v->lane[ln] : v;
 	struct ibv_sge sge[2] = {
 		{
 			.addr = (uintptr_t)cm_stage(c, stage),
 			.length = len,
-			.lkey = v->stage_mr->lkey,
+			.lkey = v->stage_lkey,
 		},
 		{
 			.addr = (uintptr_t)cm_stage_hdr(c, stage),
 			.length = CM_SLOT_HDR,
-			.lkey = v->stage_mr->lkey,
+			.lkey = v->stage_lkey,
 		},
 	};
 	struct ibv_send_wr wr[2] = {
@@ -372,7 +413,7 @@ static int v_post_write(struct cm_conn *c, unsigned int stage, uint32_t len,
 			.num_sge = 1,
 			.opcode = IBV_WR_RDMA_WRITE_WITH_IMM,
 			.send_flags = (signaled ? IBV_SEND_SIGNALED : 0) |
-				      (v->inline_hdr ? IBV_SEND_INLINE : 0),
+				      (l->inline_hdr ? IBV_SEND_INLINE : 0),
 			.imm_data = htobe32(imm),
 			.wr.rdma.remote_addr = v->remote_hdr_addr +
 					       (uint64_t)slot * CM_SLOT_HDR,
@@ -382,12 +423,25 @@ static int v_post_write(struct cm_conn *c, unsigned int stage, uint32_t len,
 	int rc;
 
 	if (len > c->geom.slot_size || stage >= c->geom.slots ||
-	    slot >= c->geom.slots) {
+	    slot >= c->geom.slots || !l || !c->stage) {
 		log_err("cannot post RDMA write to %s: %s", c->peer,
 			strerror(EINVAL));
 		return -EINVAL;
 	}
-	rc = ibv_post_send(v->id->qp, len ? &wr[0] : &wr[1], &bad);
+	if (v->nlanes > 1) {
+		uint64_t pos;
+
+		rc = cm_wfifo_push(&v->wf, wr_id, signaled, &pos);
+		if (rc) {
+			log_err("cannot post RDMA write to %s: more writes "
+				"than staging buffers",
+				c->peer);
+			return rc;
+		}
+		wr[0].wr_id = wr[1].wr_id = pos;
+		wr[1].send_flags |= IBV_SEND_SIGNALED;
+	}
+	rc = ibv_post_send(l->id->qp, len ? &wr[0] : &wr[1], &bad);
 
 	if (rc)
 		log_err("cannot post RDMA write to %s: %s", c->peer,
@@ -495,11 +549,16 @@ static void check_cm(struct vconn *v)
 	}
 }
 
-static int poll_one_cq(struct vconn *v, struct ibv_cq *cq, struct cm_event *ev,
-		       int max)
+/*
+ * Polls cq, lane l's (v itself for lane 0), into ev. With lanes, a
+ * write's completion only marks it done in v->wf (handed out in order by
+ * v_poll), so fewer events than completions may come back.
+ */
+int vconn_poll_cq(struct vconn *v, struct vconn *l, struct ibv_cq *cq,
+		  struct cm_event *ev, int max)
 {
 	struct ibv_wc wc[32];
-	int n, i;
+	int n, i, k = 0;
 
 	if (max > 32)
 		max = 32;
@@ -509,15 +568,25 @@ static int poll_one_cq(struct vconn *v, struct ibv_cq *cq, struct cm_event *ev,
 		return -EIO;
 	}
 	for (i = 0; i < n; i++) {
-		struct cm_event *e = &ev[i];
+		struct cm_event *e = &ev[k];
 
+		if (wc[i].status == IBV_WC_SUCCESS && v->nlanes > 1 &&
+		    cq == l->scq && wc[i].opcode == IBV_WC_RDMA_WRITE &&
+		    cm_wf_is(wc[i].wr_id)) {
+			if (cm_wfifo_done(&v->wf, wc[i].wr_id)) {
+				log_err("completion of a write never posted");
+				return -EIO;
+			}
+			continue;
+		}
+		k++;
 		memset(e, 0, sizeof(*e));
 		e->id = wc[i].wr_id;
 		if (wc[i].status == IBV_WC_WR_FLUSH_ERR)
 			v->flush_seen = true;
 		if (wc[i].status != IBV_WC_SUCCESS) {
 			e->status = wc_error(v, &wc[i]);
-			e->type = cq == v->rcq ? CM_EV_RECV : CM_EV_SEND_DONE;
+			e->type = cq == l->rcq ? CM_EV_RECV : CM_EV_SEND_DONE;
 			continue;
 		}
 		switch (wc[i].opcode) {
@@ -535,7 +604,7 @@ static int poll_one_cq(struct vconn *v, struct ibv_cq *cq, struct cm_event *ev,
 			break;
 		}
 	}
-	return n;
+	return k;
 }
 
 /*
@@ -566,30 +635,43 @@ static int async_report(struct vconn *v, struct cm_event *ev, int max)
  * A fatal asynchronous event first. Then the receive CQ, but never with
  * the whole budget: a quarter is kept for the send CQ, so that a flood of
  * receives (data, or a QP in error flushing every posted receive) cannot
- * starve it; what the send CQ leaves goes to the receive CQ again. With
- * both empty, the CM channel and the async fd are read every
- * CM_CHECK_EVERY calls, or at once after a flush (the cause may be there).
+ * starve it; what the send CQ leaves goes to the receive CQ again; with
+ * lanes, so for each lane in turn, lane 0 first (vlane_poll). With all
+ * empty, the CM channel and the async fd are read every CM_CHECK_EVERY
+ * calls, or at once after a flush (the cause may be there).
  */
-static int v_poll(struct cm_conn *c, struct cm_event *ev, int max)
+int vconn_poll_pair(struct vconn *v, struct vconn *l, struct cm_event *ev,
+		    int max)
 {
-	struct vconn *v = to_v(c);
 	int n, m, k;
 
-	if (async_report(v, ev, max))
-		return 1;
-	n = poll_one_cq(v, v->rcq, ev, max - max / 4);
+	n = vconn_poll_cq(v, l, l->rcq, ev, max - max / 4);
 	if (n < 0)
 		return n;
-	m = poll_one_cq(v, v->scq, ev + n, max - n);
+	m = vconn_poll_cq(v, l, l->scq, ev + n, max - n);
 	if (m < 0)
 		return m;
 	n += m;
 	if (n < max && n - m == max - max / 4) {
-		k = poll_one_cq(v, v->rcq, ev + n, max - n);
+		k = vconn_poll_cq(v, l, l->rcq, ev + n, max - n);
 		if (k < 0)
 			return k;
 		n += k;
 	}
+	return n;
+}
+
+static int v_poll(struct cm_conn *c, struct cm_event *ev, int max)
+{
+	struct vconn *v = to_v(c);
+	int n;
+
+	if (async_report(v, ev, max))
+		return 1;
+	n = v->nlanes > 1 ? vlane_poll(v, ev, max)
+			  : vconn_poll_pair(v, v, ev, max);
+	if (n < 0)
+		return n;
 	if (n) {
 		v->idle_polls = 0;
 		return n;
@@ -620,7 +702,7 @@ static int v_arm(struct cm_conn *c)
 		rc = ibv_req_notify_cq(v->scq, 0);
 	if (rc)
 		log_err("cannot arm completion queue: %s", strerror(rc));
-	return -rc;
+	return rc ? -rc : vlane_arm(v);
 }
 
 static int v_wait(struct cm_conn *c, int extra_fd, int timeout_ms)
@@ -651,8 +733,8 @@ static int v_wait(struct cm_conn *c, int extra_fd, int timeout_ms)
 			    ++v->unacked_events >= CQ_ACK_BATCH) {
 				ibv_ack_cq_events(v->rcq, v->unacked_events);
 				v->unacked_events = 0;
-			} else if (cq == v->scq) {
-				ibv_ack_cq_events(v->scq, 1);
+			} else if (cq == v->scq || vlane_ack(v, cq)) {
+				ibv_ack_cq_events(cq, 1);
 			}
 		}
 	}
@@ -669,6 +751,9 @@ static const struct cm_ops verbs_ops = {
 	.ring_create = v_ring_create,
 	.stage_create = v_stage_create,
 	.destroy = v_destroy,
+	.set_lanes = vconn_set_lanes,
+	.join = vconn_join,
+	.accept_lane = vconn_accept_lane,
 };
 
 /* ---- resources ---- */
