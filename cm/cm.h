@@ -240,6 +240,7 @@ struct cm_conn {
 	uint8_t *stage;	       /* NULL until stage_create */
 	uint8_t *stage_hdr;    /* with stage */
 	unsigned int lanes;    /* set_lanes()'s n; 0 or 1: lane 0 only */
+	unsigned int link_gbps; /* RDMA: the port's rate; 0 unknown, TCP */
 	char peer[64];	       /* printable peer address, "[addr]:port" */
 	char dev[64];	       /* device name ("rxe0"; "tcp" over TCP) */
 	const char *transport; /* "rdma" or "tcp" */

@@ -774,6 +774,7 @@ int vconn_build(struct vconn *v)
 	c->transport = "rdma";
 	snprintf(c->dev, sizeof(c->dev), "%s",
 		 ibv_get_device_name(v->id->verbs->device));
+	c->link_gbps = vconn_link_gbps(v->id->verbs, v->id->port_num);
 	v->pd = ibv_alloc_pd(v->id->verbs);
 	if (!v->pd) {
 		log_err("cannot allocate protection domain on %s: %s", c->dev,

@@ -82,6 +82,8 @@ struct vconn {
  * into ev (at most max) with the writes done in order; vlane_arm arms the
  * lanes' CQs; vlane_ack says whether cq is a lane's (its event to ack).
  */
+/* The rate of ctx's port in Gb/s (active speed x width), 0 unknown. */
+unsigned int vconn_link_gbps(struct ibv_context *ctx, uint8_t port);
 int vlane_build(struct vconn *parent, unsigned int idx, struct vconn *l)
 	__attribute__((warn_unused_result));
 void vlane_free(struct vconn *l);

@@ -22,6 +22,32 @@
 #include "cm/verbs_int.h"
 #include "util/log.h"
 
+unsigned int vconn_link_gbps(struct ibv_context *ctx, uint8_t port)
+{
+	static const struct {
+		int speed;
+		unsigned int mbps; /* per lane of the link */
+	} sp[] = { { 1, 2500 },	  { 2, 5000 },	 { 4, 10000 },
+		   { 8, 10000 },  { 16, 14000 }, { 32, 25000 },
+		   { 64, 50000 }, { 128, 100000 }, { 256, 200000 } };
+	static const struct {
+		int width;
+		unsigned int x;
+	} wd[] = { { 1, 1 }, { 2, 4 }, { 4, 8 }, { 8, 12 }, { 16, 2 } };
+	struct ibv_port_attr pa;
+	unsigned int mbps = 0, x = 0;
+
+	if (!ctx || ibv_query_port(ctx, port, &pa))
+		return 0;
+	for (size_t i = 0; i < sizeof(sp) / sizeof(sp[0]); i++)
+		if (sp[i].speed == pa.active_speed)
+			mbps = sp[i].mbps;
+	for (size_t i = 0; i < sizeof(wd) / sizeof(wd[0]); i++)
+		if (wd[i].width == pa.active_width)
+			x = wd[i].x;
+	return mbps * x / 1000;
+}
+
 int vlane_post_recv0(struct vconn *l, uint64_t wr_id)
 {
 	struct ibv_recv_wr wr = { .wr_id = wr_id }, *bad;

@@ -270,6 +270,11 @@ static int send_acks(struct engine *e)
 	return post_ctrl(e, (unsigned int)i, (uint32_t)len) ? -1 : 1;
 }
 
+int engine_flush(struct engine *e)
+{
+	return flush(e) < 0 ? (e->err ? e->err : -EIO) : 0;
+}
+
 void engine_tell_peer(struct engine *e)
 {
 	struct wire_msg m = { .type = WIRE_ERROR };

@@ -131,6 +131,12 @@ void engine_mac_rx_start(struct engine *e);
 
 /* True when every queued control message has been posted. */
 bool engine_out_empty(const struct engine *e);
+/*
+ * Posts what engine_send() queued, as far as tx buffers and credits allow,
+ * without running the engine (before a step that does not: the lanes'
+ * joins). 0 or the error of engine_fail().
+ */
+int engine_flush(struct engine *e);
 
 /*
  * Runs the loop with role until role->finished or a failure. Returns 0 or

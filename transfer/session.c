@@ -143,3 +143,14 @@ int session_rings(struct engine *e, bool sink)
 				   "cannot set up staging buffers");
 	return 0;
 }
+
+unsigned int session_streams(const struct xfer_opts *o,
+			     const struct cm_conn *c)
+{
+	if (o->streams)
+		return o->streams;
+	if (!SESSION_STREAMS_AUTO || !c->transport ||
+	    strcmp(c->transport, "rdma"))
+		return 1;
+	return c->link_gbps >= 100 ? 4 : 2;
+}

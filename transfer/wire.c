@@ -50,6 +50,7 @@ static void enc_body(struct put *w, const struct wire_msg *m)
 		else
 			put_u16(w, m->u.hello.filters_len);
 		put_bytes(w, m->u.hello.filters, m->u.hello.filters_len);
+		put_u8(w, m->u.hello.streams ? m->u.hello.streams : 1);
 		break;
 	case WIRE_WELCOME:
 		put_u32(w, (uint32_t)m->u.welcome.status);
@@ -57,6 +58,8 @@ static void enc_body(struct put *w, const struct wire_msg *m)
 		put_bytes(w, m->u.welcome.nonce, WIRE_NONCE_LEN);
 		put_bytes(w, m->u.welcome.mac, WIRE_MAC_LEN);
 		put_str(w, m->u.welcome.msg, WIRE_MSG_MAX);
+		put_u8(w, m->u.welcome.streams ? m->u.welcome.streams : 1);
+		put_bytes(w, m->u.welcome.token, WIRE_TOKEN_LEN);
 		break;
 	case WIRE_RING:
 		put_u64(w, m->u.ring.addr);
@@ -387,6 +390,11 @@ static void dec_body(struct get *r, struct wire_msg *m)
 		get_bytes(r, m->u.hello.nonce, WIRE_NONCE_LEN);
 		dec_paths(r, &m->u.hello);
 		dec_filters(r, &m->u.hello);
+		/* Lanes: a trailing field, 1 when absent. */
+		m->u.hello.streams = r->off < r->len ? get_u8(r) : 1;
+		if (!m->u.hello.streams ||
+		    m->u.hello.streams > WIRE_STREAMS_MAX)
+			r->err = true;
 		break;
 	case WIRE_WELCOME:
 		m->u.welcome.status = (int32_t)get_u32(r);
@@ -394,6 +402,14 @@ static void dec_body(struct get *r, struct wire_msg *m)
 		get_bytes(r, m->u.welcome.nonce, WIRE_NONCE_LEN);
 		get_bytes(r, m->u.welcome.mac, WIRE_MAC_LEN);
 		get_str(r, m->u.welcome.msg, WIRE_MSG_MAX);
+		m->u.welcome.streams = 1;
+		if (r->off < r->len) { /* lanes: trailing, 1 when absent */
+			m->u.welcome.streams = get_u8(r);
+			get_bytes(r, m->u.welcome.token, WIRE_TOKEN_LEN);
+			if (!m->u.welcome.streams ||
+			    m->u.welcome.streams > WIRE_STREAMS_MAX)
+				r->err = true;
+		}
 		break;
 	case WIRE_RING:
 		m->u.ring.addr = get_u64(r);

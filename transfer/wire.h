@@ -204,7 +204,15 @@ struct wire_hello {
 	uint16_t nfilters;
 	uint16_t filters_len;
 	char filters[WIRE_FILTERS_MAX];
+	/*
+	 * Lanes (--streams) the client wants, 1..WIRE_STREAMS_MAX; a trailing
+	 * u8, absent (then 1) from a client without lanes.
+	 */
+	uint8_t streams;
 };
+
+#define WIRE_STREAMS_MAX 16u
+#define WIRE_TOKEN_LEN 8u
 
 struct wire_welcome {
 	int32_t status; /* 0 or a negative errno */
@@ -212,6 +220,13 @@ struct wire_welcome {
 	uint8_t nonce[WIRE_NONCE_LEN];
 	uint8_t mac[WIRE_MAC_LEN]; /* server's proof, zero without auth */
 	char msg[WIRE_MSG_MAX + 1];
+	/*
+	 * The lanes agreed (min of HELLO's and the receiver's limit) and the
+	 * token lanes 1..streams-1 join with: trailing, absent (then 1 lane)
+	 * from a receiver without lanes.
+	 */
+	uint8_t streams;
+	uint8_t token[WIRE_TOKEN_LEN];
 };
 
 struct wire_auth {

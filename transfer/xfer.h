@@ -84,6 +84,11 @@ struct xfer_opts {
 	struct cm_addr addr;  /* connect to / listen on */
 	uint32_t chunk_size;  /* payload bytes per slot (power of two) */
 	uint16_t window;      /* ring slots */
+	/*
+	 * --streams: lanes (RC QPs or TCP connections) per session, 0 the
+	 * default (session_streams()); a receiver's is its limit (0: 16).
+	 */
+	unsigned int streams;
 	unsigned int workers; /* checksum/disk threads */
 	enum xfer_poll poll;
 	/*
@@ -209,6 +214,7 @@ struct xfer_stats {
 	double seconds;
 	enum xfer_fail first_fail; /* verdict on the first failed file */
 	char transport[16];	   /* "rdma" or "tcp" */
+	unsigned int streams;	   /* lanes the session ran on */
 	char device[64];
 	char peer[64];
 	char error[600]; /* the session's failure in one line, or "" */
