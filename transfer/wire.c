@@ -103,6 +103,7 @@ static void enc_body(struct put *w, const struct wire_msg *m)
 		put_u32(w, m->u.end.file_id);
 		put_u32(w, m->u.end.flags);
 		put_u64(w, m->u.end.nchunks);
+		put_u64(w, m->u.end.seq_end);
 		put_u8(w, m->u.end.csum);
 		put_u8(w, m->u.end.digest_len);
 		put_bytes(w, m->u.end.digest, m->u.end.digest_len);
@@ -125,6 +126,7 @@ static void enc_body(struct put *w, const struct wire_msg *m)
 	case WIRE_DONE:
 		put_u32(w, m->u.done.flags);
 		put_u64(w, m->u.done.max_delete);
+		put_u64(w, m->u.done.seq_end);
 		break;
 	case WIRE_DELETED:
 		put_u8(w, m->u.deleted.kind);
@@ -149,6 +151,7 @@ static void enc_body(struct put *w, const struct wire_msg *m)
 		break;
 	case WIRE_NAMES_ACK:
 		put_u64(w, m->u.names_ack.done);
+		put_u64(w, m->u.names_ack.seq_end);
 		break;
 	case WIRE_BYE:
 		put_u64(w, m->u.bye.files_ok);
@@ -480,6 +483,7 @@ static void dec_body(struct get *r, struct wire_msg *m)
 		m->u.end.file_id = get_u32(r);
 		m->u.end.flags = get_u32(r);
 		m->u.end.nchunks = get_u64(r);
+		m->u.end.seq_end = get_u64(r);
 		m->u.end.csum = get_u8(r);
 		dec_digest(r, &m->u.end.digest_len, m->u.end.digest);
 		m->u.end.status = (int32_t)get_u32(r);
@@ -503,6 +507,7 @@ static void dec_body(struct get *r, struct wire_msg *m)
 	case WIRE_DONE:
 		m->u.done.flags = get_u32(r);
 		m->u.done.max_delete = get_u64(r);
+		m->u.done.seq_end = get_u64(r);
 		if (m->u.done.flags & ~WIRE_DONE_WHOLE)
 			r->err = true;
 		break;
@@ -530,6 +535,7 @@ static void dec_body(struct get *r, struct wire_msg *m)
 		break;
 	case WIRE_NAMES_ACK:
 		m->u.names_ack.done = get_u64(r);
+		m->u.names_ack.seq_end = get_u64(r);
 		break;
 	case WIRE_BYE:
 		m->u.bye.files_ok = get_u64(r);

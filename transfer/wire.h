@@ -285,10 +285,19 @@ struct wire_match {
 	uint8_t bits[WIRE_SUMS_MAX / 8];
 };
 
+/*
+ * seq_end (FILE_END, DONE, NAMES_ACK): the source's chunk seq after the
+ * last slot it wrote before sending the message. The ring's writes may
+ * arrive in any order and overtake or trail control messages (several
+ * queue pairs), so the sink acts on such a message only once it has taken
+ * every slot before seq_end; one beyond what its credits allowed is a
+ * protocol error.
+ */
 struct wire_file_end {
 	uint32_t file_id;
 	uint32_t flags; /* enum wire_file_end_flags */
 	uint64_t nchunks;
+	uint64_t seq_end; /* slots written before it (see above) */
 	uint8_t csum; /* enum wire_csum */
 	uint8_t digest_len;
 	uint8_t digest[WIRE_DIGEST_MAX];
@@ -336,6 +345,7 @@ enum wire_done_flags {
 struct wire_done {
 	uint32_t flags;	     /* enum wire_done_flags */
 	uint64_t max_delete; /* --delete: entries the sink may remove */
+	uint64_t seq_end;    /* slots written before it (wire_file_end) */
 };
 
 enum wire_deleted_flags {
@@ -407,6 +417,7 @@ struct wire_names {
  */
 struct wire_names_ack {
 	uint64_t done;
+	uint64_t seq_end; /* slots written before it (wire_file_end) */
 };
 
 /* Appends name (1..WIRE_NAME_MAX bytes) to n. 0, or -ENOSPC: no room. */

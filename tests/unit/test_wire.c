@@ -148,6 +148,7 @@ static size_t samples(struct wire_msg *m, size_t max)
 	m[n].u.end.file_id = 9;
 	m[n].u.end.flags = WIRE_END_ABORT;
 	m[n].u.end.nchunks = 1ull << 40;
+	m[n].u.end.seq_end = (1ull << 40) + 3;
 	m[n].u.end.csum = WIRE_CSUM_SHA256;
 	m[n].u.end.digest_len = WIRE_DIGEST_MAX;
 	for (unsigned int i = 0; i < WIRE_DIGEST_MAX; i++)
@@ -759,7 +760,8 @@ static void test_decode_pack_done(void)
  */
 static void test_decode_delete(void)
 {
-	static const uint8_t done[] = { 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 5 };
+	static const uint8_t done[] = { 0, 0, 0, 1, 0, 0, 0, 0, 0, 0,
+					0, 5, 0, 0, 0, 0, 0, 0, 0x12, 0x34 };
 	static const uint8_t del[] = { 3,   1,	 0xff, 0xff, 0xff, 0xf0,
 				       0,   3,	 'a',  '/',  'b',  0,
 				       2,   'n', 'o' };
@@ -770,6 +772,7 @@ static void test_decode_delete(void)
 
 	m.u.done.flags = WIRE_DONE_WHOLE;
 	m.u.done.max_delete = 5;
+	m.u.done.seq_end = 0x1234;
 	len = wire_encode(&m, buf, sizeof(buf));
 	CHECK_EQ(len, WIRE_CTRL_HDR + sizeof(done));
 	CHECK_EQ(memcmp(buf + WIRE_CTRL_HDR, done, sizeof(done)), 0);
@@ -825,7 +828,8 @@ static void test_decode_names(void)
 	/* flags, count, length, then the names */
 	static const uint8_t names[] = { 0,   1,   0,	2, 0,	6,
 					 'a', '/', 'b', 0, 'c', 0 };
-	static const uint8_t ack[] = { 0, 0, 0, 1, 0, 0, 0, 2 };
+	static const uint8_t ack[] = { 0, 0, 0, 1, 0, 0, 0, 2,
+				       0, 0, 0, 0, 0, 0, 0, 9 };
 	struct wire_msg m = { .type = WIRE_NAMES }, d;
 	size_t at = WIRE_CTRL_HDR;
 	int len;
@@ -878,11 +882,13 @@ static void test_decode_names(void)
 	memset(&m, 0, sizeof(m));
 	m.type = WIRE_NAMES_ACK;
 	m.u.names_ack.done = (1ull << 32) + 2;
+	m.u.names_ack.seq_end = 9;
 	len = wire_encode(&m, buf, sizeof(buf));
 	CHECK_EQ(len, WIRE_CTRL_HDR + sizeof(ack));
 	CHECK_EQ(memcmp(buf + at, ack, sizeof(ack)), 0);
 	CHECK_EQ(wire_decode(buf, (size_t)len, &d), 0);
 	CHECK_EQ(d.u.names_ack.done, (1ull << 32) + 2);
+	CHECK_EQ(d.u.names_ack.seq_end, 9);
 }
 
 /* ---- packed slots ---- */
