@@ -151,6 +151,10 @@ static int client_lanes(struct engine *e, const struct xfer_opts *o,
 				   "%s agreed to %u streams, %u were asked "
 				   "for",
 				   e->c->peer, n, h->streams);
+	/* AUTH first: the receiver takes joins once it checked it. */
+	rc = engine_flush(e);
+	if (rc)
+		return rc;
 	rc = cm_set_lanes(e->c, n);
 	if (rc)
 		return engine_fail(e, XFER_FAIL_CONNECT, rc,
