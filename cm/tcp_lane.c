@@ -106,6 +106,14 @@ static int fold(struct tconn *t, unsigned int i, struct cm_event *ev, int k)
 			}
 			continue;
 		}
+		/*
+		 * A lane the peer closed cleanly is no news: the peer ends
+		 * lanes before lane 0 and its last words (BYE) come on lane
+		 * 0, maybe after. A lane that failed says why (its status).
+		 */
+		if (i && e.type == CM_EV_CLOSED &&
+		    (!e.status || e.status == -ECONNRESET))
+			continue;
 		if (i && e.type == CM_EV_DATA)
 			e.id = t->base.nrx + i - 1;
 		ev[n++] = e;

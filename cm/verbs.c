@@ -520,6 +520,7 @@ static void check_cm(struct vconn *v)
 
 	while (rdma_get_cm_event(v->ech, &ev) == 0) {
 		enum rdma_cm_event_type t = ev->event;
+		struct rdma_cm_id *id = ev->id;
 
 		rdma_ack_cm_event(ev);
 		switch (t) {
@@ -539,7 +540,13 @@ static void check_cm(struct vconn *v)
 		case RDMA_CM_EVENT_DISCONNECTED:
 		case RDMA_CM_EVENT_TIMEWAIT_EXIT:
 			log_debug("%s: %s", v->base.peer, rdma_event_str(t));
-			v->closed = true;
+			/*
+			 * Lane 0's only: the peer ends its lanes first and
+			 * its last words (BYE) come on lane 0, maybe after;
+			 * a lane that fails says so in its completions.
+			 */
+			if (id == v->id)
+				v->closed = true;
 			break;
 		default:
 			log_debug("%s: ignoring %s", v->base.peer,
