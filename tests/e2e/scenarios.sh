@@ -2558,17 +2558,20 @@ s_devremove() {
 # ---------------------------------------------------------------- main
 
 # A shared key for every rdcp here (builds with authentication).
-# "lqpn:sq-psn" of the RC QPs of process PID, one a line (rdma(8) res).
+# "lqpn:sq-psn" of the RC QPs in RTS of process PID, one a line (rdma(8)).
 qp_psns() {
 	rdma res show qp 2>/dev/null | awk -v p="$1" '{
-		q = ""; s = ""; pid = ""
+		q = ""; s = ""; pid = ""; st = ""
 		for (i = 1; i < NF; i++) {
 			if ($i == "lqpn") q = $(i + 1)
 			if ($i == "sq-psn") s = $(i + 1)
 			if ($i == "pid") pid = $(i + 1)
+			if ($i == "state") st = $(i + 1)
 		}
-		if (pid == p && q != "") print q ":" s }'
+		if (pid == p && q != "" && st == "RTS") print q ":" s }'
 }
+
+qp_ready() { [ "$(qp_psns "$1" | grep -c :)" -ge "$2" ]; } # PID N
 
 # How many QPs of B (qp_psns) moved on since A (same QP, other PSN).
 qp_moved() {
@@ -2578,15 +2581,15 @@ qp_moved() {
 		$1 in old && old[$1] != $2 { m++ } END { print m + 0 }'
 }
 
-# 34. --streams 1, 2, 4: a 48 MiB file (paced, so that it is still being
+# 34. --streams 1, 2, 4: a 24 MiB file (paced, so that it is still being
 #     written when rxe is asked) and a tree, each over N lanes, byte
-#     identical; the receiver logs N streams; over RDMA, N RC QPs of the
-#     sender advanced their send PSN mid-copy (rdma res show qp), so every
-#     lane carried data.
+#     identical; the receiver logs N streams; over RDMA, once the sender
+#     has N RC QPs in RTS and the handshake is over, all N advanced their
+#     send PSN within 2 s (rdma res show qp): every lane carried data.
 s_streams() {
 	t_begin "--streams 1, 2, 4: a file and a tree over N lanes each"
 	mkdir -p src rx/st
-	mkrand src/st48 $((48 * M))
+	mkrand src/st48 $((24 * M))
 	rm -rf src/sttree
 	mktree src/sttree
 	for n in 1 2 4; do
@@ -2595,12 +2598,14 @@ s_streams() {
 			t_fail "receiver did not start listening"
 			continue
 		fi
-		bg_run "$W/tx-st$n.log" rdcp -v --streams $n --bwlimit 12M \
+		bg_run "$W/tx-st$n.log" rdcp -v --streams $n --bwlimit 3M \
 			--chunk-size 256K --port $P src/st48 "$ADDR::st48-$n"
 		if [ -z "$HOST_MODE" ]; then
+			wait_until 30 "$TX" qp_ready "$TX" "$n" ||
+				t_fail "--streams $n: the sender never had $n QPs"
 			msleep 1500
 			a=$(qp_psns "$TX")
-			msleep 1000
+			msleep 2000
 			b=$(qp_psns "$TX")
 			moved=$(qp_moved "$a" "$b")
 			echo "# --streams $n: $moved of $(printf '%s\n' "$b" | grep -c :) sender QPs moved data"
