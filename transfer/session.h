@@ -63,11 +63,11 @@ int session_rings(struct engine *e, bool sink);
 /*
  * The lanes a client asks for on c: --streams, else the default rule
  * (README "Lanes"): over RDMA 4 when the port runs at 100 Gb/s or more, 2
- * below (or unknown); over TCP 1. While SESSION_STREAMS_AUTO is 0 (the
- * sink of this build cannot yet take a file's chunks out of order) the
- * default is 1 everywhere.
+ * below (or unknown); over TCP 1. SESSION_STREAMS_AUTO 0 would make the
+ * default 1 everywhere (a build whose sink cannot take a file's chunks
+ * out of order).
  */
-#define SESSION_STREAMS_AUTO 0
+#define SESSION_STREAMS_AUTO 1
 unsigned int session_streams(const struct xfer_opts *o,
 			     const struct cm_conn *c);
 
