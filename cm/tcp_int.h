@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Private to the TCP transport: the connection object that cm/tcp.c (the
- * threads and the cm_ops) and cm/tcp_conn.c (connect, listen, accept and
- * the handshake) share. Calls go one way: tcp_conn.c makes a connection
+ * threads and the cm_ops), cm/tcp_res.c (its resources), cm/tcp_lane.c
+ * (its lanes) and cm/tcp_conn.c (connect, listen, accept and the
+ * handshake) share. Calls go one way: tcp_conn.c makes a connection
  * with the two functions below and frees it with cm_conn_destroy();
  * tcp.c never calls into tcp_conn.c.
  */
@@ -91,6 +92,10 @@ int tconn_create(int fd, const struct cm_geom *g, const char *peer,
  * WR as t_post_write built it).
  */
 int tconn_poll_raw(struct tconn *t, struct cm_event *ev, int max);
+/* tcp.c's ops and thread bodies, for tcp_res.c to install and start. */
+extern const struct cm_ops tconn_ops;
+void *tconn_tx_main(void *arg);
+void *tconn_rx_main(void *arg);
 int tconn_post_recv_raw(struct tconn *t, unsigned int rxbuf);
 void tconn_teardown(struct tconn *t);
 

@@ -91,7 +91,15 @@ int vlane_poll(struct vconn *v, struct cm_event *ev, int max);
 int vlane_arm(struct vconn *v);
 bool vlane_ack(struct vconn *v, struct ibv_cq *cq);
 /*
- * verbs.c's CQ poll and receive post, for a lane's CQ or QP: poll cq of
+ * cm/verbs_poll.c: the ops' poll (cm.h) and the CM events that matter once
+ * connected (DISCONNECTED of lane 0, a removed device), read without
+ * blocking, for verbs.c's wait.
+ */
+int vconn_poll(struct cm_conn *c, struct cm_event *ev, int max);
+void vconn_check_cm(struct vconn *v);
+
+/*
+ * verbs_poll.c's CQ poll and verbs_lane.c's receive post, for a lane: poll cq of
  * lane l (parent v) into ev (at most max, write completions of lanes
  * folded into v->wf); post the zero-length receive rxbuf on l.
  */
