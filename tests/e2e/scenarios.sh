@@ -2631,6 +2631,26 @@ s_streams() {
 			"$W/tx-stp$n.log"
 	done
 	t_end
+	# The default: over TCP one lane; over RDMA 2 (4 at >= 100 Gb/s).
+	t_begin "--streams default: TCP 1, RDMA 2 (4 on a port of 100 Gb/s)"
+	nextport
+	if start_rx "$W/rx-std.log" --root "$W/rx/st" --port $P; then
+		send "$W/tx-std.log" -r --port $P src/sttree "$ADDR::dflt/"
+		[ "$SRC" = 0 ] || t_fail "sender exit $SRC"
+		tree_same src/sttree rx/st/dflt/sttree
+		term_rx
+		if [ -n "$HOST_MODE" ]; then
+			! logged "$W/rx-std.log" "streams from" ||
+				t_fail "more than one lane over TCP by default"
+		else
+			logged "$W/rx-std.log" "[24] streams from" ||
+				t_fail "not 2 (or 4) lanes over RDMA by default"
+		fi
+	else
+		t_fail "receiver did not start listening"
+	fi
+	t_log "$W/tx-std.log" "$W/rx-std.log"
+	t_end
 	rm -rf rx/st src/st48 src/sttree
 }
 
