@@ -172,6 +172,8 @@ static int client_lanes(struct engine *e, const struct xfer_opts *o,
 		if (rc) /* cm/ said why */
 			return engine_fail_logged(e, session_connect_fail(rc),
 						  rc);
+		/* Its engine does not run meanwhile: the peer is alive. */
+		e->last_rx_ms = clock_now_ms();
 	}
 	OPENSSL_cleanse(&j, sizeof(j));
 	log_info("%u streams to %s", n, e->c->peer);

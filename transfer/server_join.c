@@ -207,6 +207,8 @@ int join_lanes(struct server *srv, struct engine *e, struct join_wait *w,
 		}
 		have[j.lane] = true;
 		got++;
+		/* Its engine does not run meanwhile: the peer is alive. */
+		e->last_rx_ms = clock_now_ms();
 	}
 	join_close(srv, w);
 	log_info("%u streams from %s", n, e->c->peer);
