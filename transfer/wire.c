@@ -393,8 +393,7 @@ static void dec_body(struct get *r, struct wire_msg *m)
 		get_bytes(r, m->u.hello.nonce, WIRE_NONCE_LEN);
 		dec_paths(r, &m->u.hello);
 		dec_filters(r, &m->u.hello);
-		/* Lanes: a trailing field, 1 when absent. */
-		m->u.hello.streams = r->off < r->len ? get_u8(r) : 1;
+		m->u.hello.streams = get_u8(r);
 		if (!m->u.hello.streams ||
 		    m->u.hello.streams > WIRE_STREAMS_MAX)
 			r->err = true;
@@ -405,14 +404,11 @@ static void dec_body(struct get *r, struct wire_msg *m)
 		get_bytes(r, m->u.welcome.nonce, WIRE_NONCE_LEN);
 		get_bytes(r, m->u.welcome.mac, WIRE_MAC_LEN);
 		get_str(r, m->u.welcome.msg, WIRE_MSG_MAX);
-		m->u.welcome.streams = 1;
-		if (r->off < r->len) { /* lanes: trailing, 1 when absent */
-			m->u.welcome.streams = get_u8(r);
-			get_bytes(r, m->u.welcome.token, WIRE_TOKEN_LEN);
-			if (!m->u.welcome.streams ||
-			    m->u.welcome.streams > WIRE_STREAMS_MAX)
-				r->err = true;
-		}
+		m->u.welcome.streams = get_u8(r);
+		get_bytes(r, m->u.welcome.token, WIRE_TOKEN_LEN);
+		if (!m->u.welcome.streams ||
+		    m->u.welcome.streams > WIRE_STREAMS_MAX)
+			r->err = true;
 		break;
 	case WIRE_RING:
 		m->u.ring.addr = get_u64(r);
