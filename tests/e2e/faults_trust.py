@@ -19,8 +19,8 @@ rdcp client over TCP on 127.0.0.1:
   end the push with exit 5, and --json must never show the forged digest.
 
   order: a FILE_END whose seq_end is beyond the credits, a DONE while a
-  chunk of a file never announced waits, a FILE far ahead of the next id:
-  each exit 5 at once, nothing placed.
+  chunk of a file never announced waits, a FILE far ahead of the next id,
+  a chunk after DONE: each exit 5 at once, nothing placed.
 
   words: a WELCOME refusal, an ERROR and an abort message carrying escape
   sequences and a newline: shown escaped on the client's terminal, never
@@ -326,6 +326,18 @@ def s_pull_done_parked(c):
                           max_delete=peer.DELETE_ANY,
                           seq_end=srv.conn.posted))
     protocol_error(c, pull_raw(c, more), "before announcing the file")
+
+
+def s_pull_chunk_after_done(c):
+    """a chunk of an unfinished file written after DONE: exit 5"""
+    def more(srv):
+        e = Entry("want.txt", b"w" * 5000, send_end=False)
+        srv.send_file(e)
+        srv.conn.send(Msg(peer.DONE, flags=peer.DONE_WHOLE,
+                          max_delete=peer.DELETE_ANY,
+                          seq_end=srv.conn.posted))
+        srv.write_chunk(e.file_id, 0, e.data)
+    protocol_error(c, pull_raw(c, more), "after saying it was done")
 
 
 def s_pull_file_ahead(c):
