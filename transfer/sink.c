@@ -631,10 +631,12 @@ static int snk_ready(struct engine *e, const struct wire_msg *m)
 	struct sink *k = e->role_data;
 	uint64_t seq_end, room;
 
+	if (k->done) /* nothing but CREDIT may come: snk_on_msg refuses */
+		return 0;
 	switch (m->type) {
 	case WIRE_FILE:
 		/* on_file refuses what is wrong in itself */
-		if (k->done || m->u.file.file_id <= k->nfiles ||
+		if (m->u.file.file_id <= k->nfiles ||
 		    m->u.file.file_id >= WIRE_FILES_MAX)
 			return 0;
 		/* Packs not taken yet could announce at most so many. */

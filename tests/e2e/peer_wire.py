@@ -250,11 +250,11 @@ SPEC = {
            ("mode", "I"), ("mtime", "q"), ("mtime_ns", "I"), ("atime", "q"),
            ("atime_ns", "I"), ("path", "str"), ("link", "str")],
     FILE_END: [("file_id", "I"), ("flags", "I"), ("nchunks", "Q"),
-               ("csum", "B"), ("digest", "dig"), ("status", "i"),
+               ("seq_end", "Q"), ("csum", "B"), ("digest", "dig"), ("status", "i"),
                ("message", "str")],
     FILE_RESULT: [("file_id", "I"), ("status", "i"), ("flags", "I"),
                   ("sent", "Q"), ("digest", "dig"), ("message", "str")],
-    DONE: [("flags", "I"), ("max_delete", "Q")],
+    DONE: [("flags", "I"), ("max_delete", "Q"), ("seq_end", "Q")],
     BYE: [("files_ok", "Q"), ("files_failed", "Q"), ("bytes", "Q")],
     ERROR: [("status", "i"), ("klass", "I"), ("message", "str")],
     CREDIT: [],
@@ -268,7 +268,8 @@ SPEC = {
     DELETE_END: [("status", "i"), ("count", "Q"), ("message", "str")],
     # names: count NUL-terminated names, back to back (names_body())
     NAMES: [("flags", "H"), ("count", "H"), ("names", "paths")],
-    NAMES_ACK: [("done", "Q")],
+    # seq_end (FILE_END, DONE, NAMES_ACK): slots written before it
+    NAMES_ACK: [("done", "Q"), ("seq_end", "Q")],
 }
 _VAR = {"str": b"", "dig": b"", "paths": b"", "sums": (), "bits": ()}
 
