@@ -50,7 +50,7 @@ static void enc_body(struct put *w, const struct wire_msg *m)
 		else
 			put_u16(w, m->u.hello.filters_len);
 		put_bytes(w, m->u.hello.filters, m->u.hello.filters_len);
-		put_u8(w, m->u.hello.streams ? m->u.hello.streams : 1);
+		put_u8(w, m->u.hello.streams);
 		break;
 	case WIRE_WELCOME:
 		put_u32(w, (uint32_t)m->u.welcome.status);
@@ -58,7 +58,7 @@ static void enc_body(struct put *w, const struct wire_msg *m)
 		put_bytes(w, m->u.welcome.nonce, WIRE_NONCE_LEN);
 		put_bytes(w, m->u.welcome.mac, WIRE_MAC_LEN);
 		put_str(w, m->u.welcome.msg, WIRE_MSG_MAX);
-		put_u8(w, m->u.welcome.streams ? m->u.welcome.streams : 1);
+		put_u8(w, m->u.welcome.streams);
 		put_bytes(w, m->u.welcome.token, WIRE_TOKEN_LEN);
 		break;
 	case WIRE_RING:
@@ -393,9 +393,8 @@ static void dec_body(struct get *r, struct wire_msg *m)
 		get_bytes(r, m->u.hello.nonce, WIRE_NONCE_LEN);
 		dec_paths(r, &m->u.hello);
 		dec_filters(r, &m->u.hello);
-		m->u.hello.streams = get_u8(r);
-		if (!m->u.hello.streams ||
-		    m->u.hello.streams > WIRE_STREAMS_MAX)
+		m->u.hello.streams = get_u8(r); /* 0 as 1: one lane */
+		if (m->u.hello.streams > WIRE_STREAMS_MAX)
 			r->err = true;
 		break;
 	case WIRE_WELCOME:
@@ -404,10 +403,9 @@ static void dec_body(struct get *r, struct wire_msg *m)
 		get_bytes(r, m->u.welcome.nonce, WIRE_NONCE_LEN);
 		get_bytes(r, m->u.welcome.mac, WIRE_MAC_LEN);
 		get_str(r, m->u.welcome.msg, WIRE_MSG_MAX);
-		m->u.welcome.streams = get_u8(r);
+		m->u.welcome.streams = get_u8(r); /* 0 as 1 */
 		get_bytes(r, m->u.welcome.token, WIRE_TOKEN_LEN);
-		if (!m->u.welcome.streams ||
-		    m->u.welcome.streams > WIRE_STREAMS_MAX)
+		if (m->u.welcome.streams > WIRE_STREAMS_MAX)
 			r->err = true;
 		break;
 	case WIRE_RING:

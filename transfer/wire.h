@@ -204,7 +204,7 @@ struct wire_hello {
 	uint16_t nfilters;
 	uint16_t filters_len;
 	char filters[WIRE_FILTERS_MAX];
-	/* Lanes (--streams) the client wants, 1..WIRE_STREAMS_MAX. */
+	/* Lanes (--streams) the client wants, 1..WIRE_STREAMS_MAX (0: 1). */
 	uint8_t streams;
 };
 
@@ -218,8 +218,9 @@ struct wire_welcome {
 	uint8_t mac[WIRE_MAC_LEN]; /* server's proof, zero without auth */
 	char msg[WIRE_MSG_MAX + 1];
 	/*
-	 * The lanes agreed (min of HELLO's and the receiver's limit, 1..16)
-	 * and the token lanes 1..streams-1 join with (zero with one lane).
+	 * The lanes agreed (min of HELLO's and the receiver's limit, 1..16;
+	 * 0 means 1) and the token lanes 1..streams-1 join with (zero with
+	 * one lane).
 	 */
 	uint8_t streams;
 	uint8_t token[WIRE_TOKEN_LEN];

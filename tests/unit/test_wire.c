@@ -77,6 +77,7 @@ static size_t samples(struct wire_msg *m, size_t max)
 	CHECK_EQ(wire_hello_add_path(&m[n].u.hello, "second"), 0);
 	CHECK_EQ(wire_hello_add_filter(&m[n].u.hello, true, "*.c"), 0);
 	CHECK_EQ(wire_hello_add_filter(&m[n].u.hello, false, "/build/"), 0);
+	m[n].u.hello.streams = 3;
 	n++;
 
 	m[n].type = WIRE_WELCOME;
@@ -86,6 +87,8 @@ static size_t samples(struct wire_msg *m, size_t max)
 	for (unsigned int i = 0; i < WIRE_NONCE_LEN; i++)
 		m[n].u.welcome.nonce[i] = (uint8_t)i;
 	memset(m[n].u.welcome.msg, 'w', WIRE_MSG_MAX); /* the longest */
+	m[n].u.welcome.streams = 16;
+	memset(m[n].u.welcome.token, 0xa5, WIRE_TOKEN_LEN);
 	n++;
 
 	m[n].type = WIRE_RING;
@@ -453,7 +456,7 @@ static void test_golden_hello(void)
 {
 	static const char want_hex[] =
 		"01000000"
-		"00000054"
+		"00000055"
 		"01020304"
 		"0a0b0c0d" /* header */
 		"0001"
@@ -469,8 +472,9 @@ static void test_golden_hello(void)
 		"0004"
 		"642f7800" /* "d/x" */
 		"0000"
-		"0000"; /* no filters */
-	uint8_t want[84];
+		"0000"	/* no filters */
+		"01";	/* one lane */
+	uint8_t want[85];
 	struct wire_msg m, d;
 	int len;
 
@@ -486,6 +490,7 @@ static void test_golden_hello(void)
 	for (unsigned int i = 0; i < WIRE_NONCE_LEN; i++)
 		m.u.hello.nonce[i] = (uint8_t)i;
 	CHECK_EQ(wire_hello_add_path(&m.u.hello, "d/x"), 0);
+	m.u.hello.streams = 1;
 	len = wire_encode(&m, buf, sizeof(buf));
 	CHECK_EQ(len, sizeof(want));
 	if (len == (int)sizeof(want) && memcmp(buf, want, sizeof(want))) {
@@ -514,6 +519,7 @@ static void test_hello_filters(void)
 	CHECK_EQ(wire_hello_add_filter(&m.u.hello, true, "keep.o"), 0);
 	CHECK_EQ(wire_hello_add_filter(&m.u.hello, false, "*.o"), 0);
 	CHECK_EQ(m.u.hello.nfilters, 2);
+	m.u.hello.streams = 1;
 	CHECK(!strcmp(wire_hello_filter(&m.u.hello, 0), "+keep.o"));
 	CHECK(!strcmp(wire_hello_filter(&m.u.hello, 1), "-*.o"));
 	CHECK(!strcmp(wire_hello_filter(&m.u.hello, 2), ""));
@@ -535,9 +541,9 @@ static void test_hello_filters(void)
 	buf[at + 5] = '\0'; /* "+" alone: an empty pattern */
 	CHECK_EQ(wire_decode(buf, (size_t)len, &d), -EPROTO);
 	buf[at + 5] = 'k';
-	buf[len - 1] = 'o'; /* the last one not terminated */
+	buf[len - 2] = 'o'; /* the last one not terminated (then streams) */
 	CHECK_EQ(wire_decode(buf, (size_t)len, &d), -EPROTO);
-	buf[len - 1] = '\0';
+	buf[len - 2] = '\0';
 	CHECK_EQ(wire_decode(buf, (size_t)len, &d), 0);
 	/* a length past the bound */
 	buf[at + 2] = (uint8_t)((WIRE_FILTERS_MAX + 1) >> 8);
