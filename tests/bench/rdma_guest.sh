@@ -47,6 +47,7 @@ bw() { # SIZE: ib_write_bw average MB/s (perftest prints MiB/s)
 }
 
 rdcp_run() { # REP [BINARY NAME [ARGS...]]
+	_rr=$1
 	bin=${2:-rdcp}
 	name=${3:-rdcp}
 	shift
@@ -64,7 +65,7 @@ rdcp_run() { # REP [BINARY NAME [ARGS...]]
 	wait
 	cmp -s /tmp/b/src.bin /tmp/b/root/out.bin || { echo "# $name copy differs"; ok=; }
 	[ -n "$ok" ] &&
-		echo "BENCH $name $1 $(rate "$t0" "$t1") $(cpu /tmp/b/cli.time) $(cpu /tmp/b/srv.time) $(maxrss /tmp/b/cli.time)"
+		echo "BENCH $name $_rr $(rate "$t0" "$t1") $(cpu /tmp/b/cli.time) $(cpu /tmp/b/srv.time) $(maxrss /tmp/b/cli.time)"
 	rm -f /tmp/b/root/out.bin
 }
 
