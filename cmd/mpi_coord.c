@@ -19,11 +19,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include "cmd/exit_codes.h"
 #include "cmd/json_out.h"
 #include "cmd/mpi_job.h"
+#include "transfer/wire.h"
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/units.h"
@@ -141,6 +143,48 @@ static int push_names(struct mj_coord *c, const uint8_t *p, size_t len)
 	return 0;
 }
 
+/*
+ * A file of size bytes, at least the split size: its ranges queued as
+ * items of their own, each for whichever rank asks next, all with one
+ * token, new for this file in this job (README "Many hosts").
+ */
+static int split_big(struct mj_coord *c, const char *name, uint64_t size)
+{
+	uint64_t split = c->cfg.split ? c->cfg.split : size;
+	uint64_t n = (size + split - 1) / split;
+	uint8_t token[WIRE_TOKEN_LEN];
+
+	if (!size || n > WIRE_RANGES_MAX) /* too many: larger ranges */
+		split = (size + WIRE_RANGES_MAX - 1) / WIRE_RANGES_MAX;
+	if (!size || n > WIRE_RANGES_MAX)
+		n = 1;
+	if (getrandom(token, sizeof(token), 0) != (ssize_t)sizeof(token))
+		return -EIO;
+	for (uint64_t i = 0; i < n; i++) {
+		struct mbuf b = { 0 };
+		uint64_t off = i * split;
+		uint64_t len = size - off < split ? size - off : split;
+
+		mbuf_u8(&b, ITEM_RANGE);
+		mbuf_u64(&b, len);
+		mbuf_u32(&b, 1);
+		mbuf_u64(&b, off);
+		mbuf_u64(&b, len);
+		mbuf_u32(&b, (uint32_t)i);
+		mbuf_u32(&b, (uint32_t)n);
+		mbuf_bytes(&b, token, sizeof(token));
+		mbuf_str(&b, name);
+		if (b.bad || push_names(c, b.p, b.len)) {
+			mbuf_release(&b);
+			return -ENOMEM;
+		}
+		mbuf_release(&b);
+		c->total_names++;
+	}
+	c->total_bytes += size;
+	return 0;
+}
+
 /* Items (a MSG_WORK body after its count) into the queues. */
 static void take_items(struct mj_coord *c, struct mbuf *b, uint32_t n)
 {
@@ -157,6 +201,16 @@ static void take_items(struct mj_coord *c, struct mbuf *b, uint32_t n)
 			if (!b->bad && push_dir(c, name))
 				b->bad = true;
 			continue;
+		}
+		if (kind == ITEM_BIG) {
+			mbuf_get_str(b, name, sizeof(name));
+			if (!b->bad && split_big(c, name, bytes))
+				b->bad = true;
+			continue;
+		}
+		if (kind != ITEM_NAMES) {
+			b->bad = true;
+			break;
 		}
 		for (uint32_t k = 0; k < count && !b->bad; k++)
 			b->off += mbuf_get_u16(b);

@@ -29,6 +29,7 @@
 #include "cmd/json_out.h"
 #include "cmd/mpi_job.h"
 #include "cmd/mpi_rank.h"
+#include "transfer/xfer.h"
 #include "util/clock.h"
 #include "util/filter.h"
 #include "util/key.h"
@@ -67,7 +68,12 @@ static void on_file(void *arg, const struct xfer_file_report *r)
 
 	if (!r->done)
 		return;
-	if (sh->json || sh->dry_run)
+	/*
+	 * A split file's ranges: one event, from the range that placed it
+	 * (with the whole file's digest), or from a failed one.
+	 */
+	if ((sh->json || sh->dry_run) &&
+	    (!r->range_count || r->final || r->status))
 		f = open_memstream(&line, &len);
 	if (f && sh->json) {
 		json_file(f, r);
@@ -88,12 +94,17 @@ static void on_file(void *arg, const struct xfer_file_report *r)
 	pthread_mutex_lock(&sh->mu);
 	sh->files++;
 	if (!strcmp(kind, "file"))
-		sh->fbytes += r->bytes;
+		sh->fbytes += r->range_count ? r->range_len : r->bytes;
 	if (line)
 		mbuf_bytes(&sh->text, line, len);
 	pthread_mutex_unlock(&sh->mu);
 	free(line);
-	if (!sh->json && !sh->dry_run && !r->status && log_enabled(LOG_INFO))
+	if (!sh->json && !sh->dry_run && !r->status && log_enabled(LOG_INFO) &&
+	    r->range_count && !r->final)
+		log_info("sent range %u of %u of '%s'", r->range_idx + 1,
+			 r->range_count, r->path);
+	else if (!sh->json && !sh->dry_run && !r->status &&
+		 log_enabled(LOG_INFO))
 		log_info("%s '%s': digest %s", r->skipped ? "kept" : "sent",
 			 r->path, r->digest[0] ? r->digest : "none");
 }
@@ -171,8 +182,20 @@ static void take_give(struct rank *r, struct mbuf *b)
 		uint8_t kind = mbuf_get_u8(b);
 		uint64_t bytes = mbuf_get_u64(b);
 		uint32_t count = mbuf_get_u32(b);
+		struct xfer_range rg;
 
+		if (kind == ITEM_RANGE) {
+			rg.off = mbuf_get_u64(b);
+			rg.len = mbuf_get_u64(b);
+			rg.idx = mbuf_get_u32(b);
+			rg.count = mbuf_get_u32(b);
+			for (size_t k = 0; k < sizeof(rg.token); k++)
+				rg.token[k] = mbuf_get_u8(b);
+		}
 		for (uint32_t k = 0; k < count && !b->bad; k++) {
+			char rec[PIPE_BUF + 1];
+			int len;
+
 			mbuf_get_str(b, name, sizeof(name));
 			if (b->bad)
 				break;
@@ -181,10 +204,20 @@ static void take_give(struct rank *r, struct mbuf *b)
 					b->bad = true;
 				continue;
 			}
-			mbuf_bytes(&r->feed, name, strlen(name) + 1);
+			/* a record of the session's list (walk.h, list_tree) */
+			len = kind == ITEM_RANGE
+				      ? xfer_list_range(rec, sizeof(rec), &rg,
+							name)
+				      : snprintf(rec, sizeof(rec), "N%s", name);
+			if (len < 0 || len >= PIPE_BUF) {
+				log_err("'%s': path too long for the list",
+					name);
+				continue;
+			}
+			mbuf_bytes(&r->feed, rec, (size_t)len + 1);
 			r->fed_files++;
 		}
-		if (kind == ITEM_NAMES)
+		if (kind == ITEM_NAMES || kind == ITEM_RANGE)
 			r->fed_bytes += bytes;
 	}
 	if (b->bad || r->feed.bad) {
@@ -479,6 +512,15 @@ static int seed(struct rank *r)
 			n++;
 			continue;
 		}
+		if (S_ISREG(st.st_mode) && r->split &&
+		    (uint64_t)st.st_size >= r->split) {
+			mbuf_u8(&items, ITEM_BIG); /* rank 0 splits it */
+			mbuf_u64(&items, (uint64_t)st.st_size);
+			mbuf_u32(&items, 1);
+			mbuf_str(&items, r->tops[i]);
+			n++;
+			continue;
+		}
 		/* a file, or what the session will report as failed */
 		mbuf_str(&names, r->tops[i]);
 		nnames++;
@@ -524,6 +566,7 @@ static int prepare(struct rank *r)
 	r->o.dest = r->dest;
 	if (mj_walk_create(r->base, r->o.filter, &r->walk))
 		return RDCP_EXIT_RESOURCE;
+	mj_walk_split(r->walk, r->split);
 	if (r->id)
 		return 0;
 	cfg.nranks = r->n;
@@ -535,6 +578,7 @@ static int prepare(struct rank *r)
 	cfg.progress = !r->a.quiet && !r->o.dry_run && !r->a.json &&
 		       (r->a.progress || isatty(STDERR_FILENO));
 	cfg.lost_ms = r->o.timeout_ms;
+	cfg.split = r->split;
 	if (mj_coord_create(&cfg, &r->coord))
 		return RDCP_EXIT_RESOURCE;
 	return seed(r);
@@ -623,6 +667,9 @@ int main(int argc, char **argv)
 			close(null);
 		}
 	}
+	rc = take_split_size(&r, &argc, argv);
+	if (rc)
+		return rc;
 	rc = split_receivers(&r, argc, argv, &first);
 	if (rc) {
 		log_err("DEST: no receiver named");
@@ -639,6 +686,9 @@ int main(int argc, char **argv)
 		close(saved);
 	}
 	r.o = r.a.o;
+	rc = fix_split_size(&r);
+	if (rc)
+		return rc;
 	if (!r.nrecv) {
 		const char *h = r.o.addr.host;
 		char one[300];

@@ -29,6 +29,7 @@
 #include "util/key.h"
 #include "util/log.h"
 #include "util/path.h"
+#include "util/units.h"
 
 void usage_help(void)
 {
@@ -142,6 +143,57 @@ int receiver_addr(struct rank *r, int i, struct xfer_opts *o)
 			return -EINVAL;
 		o->addr.port = (uint16_t)p;
 	}
+	return 0;
+}
+
+int take_split_size(struct rank *r, int *argc, char **argv)
+{
+	const char *v = NULL;
+	int i, drop = 0;
+
+	r->split = 1ull << 30;
+	for (i = 1; i < *argc; i++) {
+		if (!strcmp(argv[i], "--"))
+			break;
+		if (!strncmp(argv[i], "--split-size=", 13)) {
+			v = argv[i] + 13;
+			drop = 1;
+		} else if (!strcmp(argv[i], "--split-size") && i + 1 < *argc) {
+			v = argv[i + 1];
+			drop = 2;
+		}
+		if (drop)
+			break;
+	}
+	if (!drop)
+		return 0;
+	if (units_parse_size(v, &r->split)) {
+		log_err("--split-size: '%s' is not a size (e.g. 1G, 256M, 0)",
+			v);
+		return RDCP_EXIT_USAGE;
+	}
+	r->split_given = true;
+	memmove(argv + i, argv + i + drop,
+		(size_t)(*argc - i - drop + 1) * sizeof(*argv));
+	*argc -= drop;
+	return 0;
+}
+
+int fix_split_size(struct rank *r)
+{
+	uint64_t c = r->o.chunk_size;
+
+	if (r->split && r->o.csum != XFER_CSUM_CRC32) {
+		if (r->split_given) {
+			log_err("--split-size: byte ranges need --checksum "
+				"crc32 (range CRCs combine into the file's; "
+				"SHA-256 digests do not); use --split-size 0");
+			return RDCP_EXIT_USAGE;
+		}
+		r->split = 0; /* the default: such a job splits nothing */
+	}
+	if (r->split && r->split % c)
+		r->split += c - r->split % c;
 	return 0;
 }
 

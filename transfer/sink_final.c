@@ -107,6 +107,12 @@ static void finalize(struct workq_item *item)
 
 	/* Every chunk is written: the rest (fsync, close) is the inode's. */
 	direct_close(&f->dio);
+	if (f->rg) { /* a byte range: sink_range.c may place the file */
+		if (!f->err && (f->skipped || !verify_digest(fin, f->fd, false)) &&
+		    !sink_range_done(fin))
+			return;
+		goto out_discard;
+	}
 	if (f->err || verify_digest(fin, f->fd, kept))
 		goto out_discard;
 	if (kept) {

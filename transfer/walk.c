@@ -72,6 +72,7 @@ void walk_drop_last(struct walk *w)
 	free(e->local);
 	free(e->wire);
 	free(e->link);
+	free(e->range);
 	w->n--;
 }
 
@@ -566,6 +567,7 @@ static void free_block(struct walk *w, size_t k)
 		free(blk[i].wire);
 		free(blk[i].link);
 		free(blk[i].errmsg);
+		free(blk[i].range);
 	}
 	free(blk);
 	w->blk[k] = NULL;

@@ -16,6 +16,7 @@
 #include "transfer/walk.h"
 #include "transfer/walk_int.h"
 #include "transfer/wire.h"
+#include "util/log.h"
 #include "util/path.h"
 
 /*
@@ -175,19 +176,106 @@ static int walk_listed_child(struct walk *w, const char *local,
  * (walk_list_name), refused if it leaves the base. 1 when the list is at
  * its end, 2 when a feed or a non-blocking list has no name yet.
  */
+int xfer_list_range(char *out, size_t cap, const struct xfer_range *r,
+		    const char *name)
+{
+	char hex[2 * sizeof(r->token) + 1];
+	int n;
+
+	for (size_t i = 0; i < sizeof(r->token); i++)
+		snprintf(hex + 2 * i, 3, "%02x", r->token[i]);
+	n = snprintf(out, cap, "R%llu %llu %u %u %s %s",
+		     (unsigned long long)r->off, (unsigned long long)r->len,
+		     r->idx, r->count, hex, name);
+	return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : n;
+}
+
+/*
+ * A list_tree record's kind taken off w->line (*n bytes, then fewer): 0
+ * for a name, 1 for a range (*r filled), -EINVAL for neither.
+ */
+static int record_kind(struct walk *w, size_t *n, struct xfer_range *r)
+{
+	unsigned long long off = 0, len = 0;
+	unsigned int idx = 0, count = 0, b;
+	char hex[33];
+	int used = 0;
+
+	if (!*n || (w->line[0] != 'N' && w->line[0] != 'R'))
+		return -EINVAL;
+	if (w->line[0] == 'R' &&
+	    (sscanf(w->line + 1, "%llu %llu %u %u %32[0-9a-f] %n", &off, &len,
+		    &idx, &count, hex, &used) != 5 ||
+	     !used || strlen(hex) != 32 || !len || idx >= count))
+		return -EINVAL;
+	memmove(w->line, w->line + 1 + used, *n - 1 - (size_t)used + 1);
+	*n -= 1 + (size_t)used;
+	if (!*n)
+		return -EINVAL;
+	if (!used)
+		return 0;
+	r->off = off;
+	r->len = len;
+	r->idx = idx;
+	r->count = count;
+	for (int i = 0; i < 16; i++) {
+		if (sscanf(hex + 2 * i, "%2x", &b) != 1)
+			return -EINVAL;
+		r->token[i] = (uint8_t)b;
+	}
+	return 1;
+}
+
+/*
+ * The entry just listed for a range record: given the range when it is
+ * a regular file that still holds it, else failed.
+ */
+static int take_range(struct walk *w, size_t before, const char *name,
+		      const struct xfer_range *r)
+{
+	struct walk_entry *e;
+
+	if (w->n == before)
+		return 0; /* left out: the filter */
+	e = walk_at(w, w->n - 1);
+	if (strcmp(e->wire, name) || e->err)
+		return 0;
+	if (e->kind != WIRE_KIND_FILE ||
+	    r->off + r->len > (uint64_t)e->st.st_size)
+		return walk_fail(e, -ESTALE,
+				 "'%s' changed while the copy ran: its range "
+				 "%u of %u is no longer in it",
+				 e->local, r->idx + 1, r->count);
+	e->range = malloc(sizeof(*e->range));
+	if (!e->range)
+		return -ENOMEM;
+	*e->range = *r;
+	/* its bytes, not the whole file's, are this walk's */
+	w->bytes -= (uint64_t)e->st.st_size - r->len;
+	return 0;
+}
+
 int walk_list_next(struct walk *w)
 {
 	char local[PATH_MAX + 1];
+	struct xfer_range range;
 	struct walk_entry *e;
-	size_t n, keep;
-	int rc;
+	size_t n, keep, before;
+	int rc, kind = 0;
 
 	do {
 		rc = list_read(w, &n);
 		if (rc != 1)
 			return rc ? rc : 1;
+		kind = w->list_tree ? record_kind(w, &n, &range) : 0;
+		if (kind < 0) {
+			log_err("a malformed record in the list of names");
+			w->list_err = -EPROTO;
+			return -EIO;
+		}
 		rc = walk_list_name(w->line, n);
 	} while (rc == 1);
+	before = w->n;
 	if (rc) {
 		e = walk_add(w, w->line, "?");
 		if (!e)
@@ -216,6 +304,8 @@ int walk_list_next(struct walk *w)
 	}
 	if (rc == 1)
 		rc = 0;
+	if (!rc && kind == 1)
+		rc = take_range(w, before, w->line, &range);
 	free(w->prev);
 	w->prev = strndup(w->line, keep);
 	if (!rc && !w->prev)
