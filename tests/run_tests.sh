@@ -115,6 +115,7 @@ if [ "$WHAT" = tcp ] || [ "$WHAT" = quick ] || [ "$WHAT" = all ]; then
 	run_suite faults-e2e "$HERE/e2e/run_faults.sh" --build "$BUILD"
 	run_suite mitm-e2e "$HERE/e2e/mitm.sh" --build "$BUILD"
 	run_suite peer-e2e "$HERE/e2e/peer_selftest.sh" --build "$BUILD"
+	run_suite ranges-e2e "$HERE/e2e/ranges.sh" --build "$BUILD"
 	run_suite sshd-selftest "$HERE/e2e/ssh_selftest.sh" --build "$BUILD"
 	run_suite ssh-e2e "$HERE/e2e/ssh.sh" --build "$BUILD"
 	run_suite trust-e2e python3 "$HERE/e2e/faults_trust.py" --build "$BUILD"

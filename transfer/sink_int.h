@@ -374,7 +374,8 @@ int rng_write(int state_fd, uint32_t idx, const struct rng_rec *r);
  * same size, mtime and count its verified ranges stay, else it starts
  * over (the temporary emptied). The same token with another size, mtime
  * or count, or idx recorded with other bytes, is -ESTALE. *state: the
- * record's (with resume a failed one reads missing). 0 or -errno.
+ * record's (with resume a failed one reads missing; without, RNG_FAILED
+ * when any range of the file failed). 0 or -errno.
  */
 int rng_join(int state_fd, int part_fd, const struct rng_key *key,
 	     uint32_t idx, uint64_t off, uint64_t len, bool resume,

@@ -234,7 +234,15 @@ int rng_join(int state_fd, int part_fd, const struct rng_key *key,
 	r.off = off;
 	r.len = len;
 	*state = r.state;
-	return rng_write(state_fd, idx, &r);
+	rc = rng_write(state_fd, idx, &r);
+	/* Without --resume a range failed in this job fails them all. */
+	for (uint32_t i = 0; !rc && !resume && i < key->count; i++) {
+		struct rng_rec o;
+
+		if (!rng_read(state_fd, i, &o) && o.state == RNG_FAILED)
+			*state = RNG_FAILED;
+	}
+	return rc;
 }
 
 int rng_mark(int state_fd, const struct rng_key *key, uint32_t idx,
