@@ -36,6 +36,8 @@ enum mj_msg {
 	MSG_STAT,      /* u64 bytes moved, u64 files done, u32 dirs queued */
 	MSG_EVENTS,    /* text for rank 0's stdout (--json, --dry-run) */
 	MSG_DONE,      /* the session's end: struct mj_result */
+	MSG_SPLIT,     /* a split file's range failed: str path, u32 class,
+			* str message (rank 0 counts the file once) */
 	/* down */
 	MSG_GIVE, /* items */
 	MSG_END,  /* nothing more to do: close the session's list */

@@ -69,11 +69,12 @@ static void on_file(void *arg, const struct xfer_file_report *r)
 	if (!r->done)
 		return;
 	/*
-	 * A split file's ranges: one event, from the range that placed it
-	 * (with the whole file's digest), or from a failed one.
+	 * A split file's ranges: range_done events, and one file_done from
+	 * the range that placed it (with the whole file's digest); a failed
+	 * one goes to rank 0, which reports and counts its file once.
 	 */
 	if ((sh->json || sh->dry_run) &&
-	    (!r->range_count || r->final || r->status))
+	    (!r->range_count || sh->json || (!r->status && !r->range_idx)))
 		f = open_memstream(&line, &len);
 	if (f && sh->json) {
 		json_file(f, r);
@@ -92,6 +93,12 @@ static void on_file(void *arg, const struct xfer_file_report *r)
 	if (f)
 		fclose(f);
 	pthread_mutex_lock(&sh->mu);
+	if (r->range_count && r->status) {
+		mbuf_str(&sh->split, r->path);
+		mbuf_u32(&sh->split, (uint32_t)r->klass);
+		mbuf_str(&sh->split, r->message ? r->message : "failed");
+		sh->range_failed++;
+	}
 	sh->files++;
 	if (!strcmp(kind, "file"))
 		sh->fbytes += r->range_count ? r->range_len : r->bytes;
@@ -404,6 +411,14 @@ static void send_stat(struct rank *r, uint64_t now)
 		r->sh.text.len = 0;
 		post_up(r, &t);
 	}
+	if (r->sh.split.len) {
+		struct mbuf t = { 0 };
+
+		mbuf_u8(&t, MSG_SPLIT);
+		mbuf_bytes(&t, r->sh.split.p, r->sh.split.len);
+		r->sh.split.len = 0;
+		post_up(r, &t);
+	}
 	pthread_mutex_unlock(&r->sh.mu);
 	post_up(r, &b);
 }
@@ -415,6 +430,12 @@ static void send_done(struct rank *r)
 	uint64_t failed = mj_walk_failed(r->walk);
 
 	pthread_join(r->th, NULL);
+	/* Failed ranges: rank 0 counts each split file once (MSG_SPLIT). */
+	res.st.files_failed -= r->sh.range_failed < res.st.files_failed
+				       ? r->sh.range_failed
+				       : res.st.files_failed;
+	if (!res.st.files_failed && r->sh.range_failed && !res.st.error[0])
+		res.v = XFER_OK;
 	res.early = r->pipe_w >= 0; /* it ended before its list did */
 	close_list(r);
 	if (failed) {

@@ -24,6 +24,8 @@ struct shared {
 	uint64_t files;	  /* entries finished */
 	uint64_t fbytes;  /* the sizes of the regular files finished */
 	struct mbuf text; /* for rank 0's stdout */
+	struct mbuf split; /* MSG_SPLIT bodies, for rank 0 */
+	uint64_t range_failed; /* failed ranges: rank 0 counts their files */
 	bool json, dry_run;
 };
 

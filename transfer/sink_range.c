@@ -535,14 +535,14 @@ void sink_range_release(struct sink *k, struct snk_file *f)
 	if (!g)
 		return;
 	direct_close(&f->dio);
-	if (g->joined && !g->done && !rng_lock(g->state_fd)) {
+	if (g->joined && !g->final && !rng_lock(g->state_fd)) {
 		/*
 		 * A failed range (or one its session let go of before it
 		 * was verified: the session ended) fails the file, in this
 		 * job; --resume sends it again.
 		 */
-		if (rng_mark(g->state_fd, &g->key, g->idx, RNG_FAILED, 0,
-			     &all, &whole))
+		if (!g->done && rng_mark(g->state_fd, &g->key, g->idx,
+					 RNG_FAILED, 0, &all, &whole))
 			log_debug("'%s': range %u not marked failed",
 				  f->n.shown, g->idx + 1);
 		/*
