@@ -24,8 +24,10 @@
 static int folded_digest(struct snk_work *fin)
 {
 	struct snk_file *f = fin->f;
-	uint32_t crc = htobe32(f->crc);
+	uint32_t crc;
 
+	sink_range_fold_holes(fin->k, f, UINT64_MAX);
+	crc = htobe32(f->crc);
 	if (fin->k->p->csum == XFER_CSUM_CRC32) {
 		memcpy(fin->digest, &crc, 4);
 		fin->dlen = 4;

@@ -88,6 +88,7 @@ struct snk_file {
 	 */
 	uint64_t next_idx;
 	uint64_t first_idx; /* a range's first chunk (0: a whole file) */
+	uint64_t crc_at;    /* a range: crc covers [its offset, crc_at) */
 	struct snk_range *rg; /* a byte range of a split file, or NULL */
 	int head, tail;
 	uint32_t crc;
@@ -408,6 +409,12 @@ int sink_range_open(struct sink *k, struct snk_file *f,
  * failed.
  */
 int sink_range_done(struct snk_work *fin);
+/*
+ * A range's CRC32 covers all its bytes: the chunks that did not come
+ * before end (holes; UINT64_MAX: the range's end) fold in as zeros, as
+ * the source folds them. Nothing for a whole file.
+ */
+void sink_range_fold_holes(struct sink *k, struct snk_file *f, uint64_t end);
 /* The bytes f's range holds (a whole file: its size). */
 uint64_t sink_range_len(const struct snk_file *f);
 /* Whether f's session placed its split file. */

@@ -397,6 +397,7 @@ int sink_range_open(struct sink *k, struct snk_file *f,
 				   wf->range_idx + 1, wf->range_count);
 	f->next_idx = wf->range_off / k->chunk;
 	f->first_idx = f->next_idx;
+	f->crc_at = wf->range_off;
 	f->nslots = (wf->range_off + wf->range_len + k->chunk - 1) / k->chunk;
 	g = calloc(1, sizeof(*g));
 	if (!g)
@@ -514,6 +515,20 @@ int sink_range_done(struct snk_work *fin)
 out:
 	rng_unlock(g->state_fd);
 	return f->err ? -1 : 0;
+}
+
+void sink_range_fold_holes(struct sink *k, struct snk_file *f, uint64_t end)
+{
+	if (!f->rg)
+		return;
+	if (end == UINT64_MAX) /* up to the range's end */
+		end = f->rg->off + f->rg->len;
+	(void)k;
+	if (end <= f->crc_at)
+		return;
+	f->crc = ck_crc32_combine(f->crc, ck_crc32_zeros(end - f->crc_at),
+				  end - f->crc_at);
+	f->crc_at = end;
 }
 
 uint64_t sink_range_len(const struct snk_file *f)

@@ -59,6 +59,7 @@ struct src_file {
 	uint64_t matched;  /* chunks the sink already had */
 	uint64_t next_off; /* planning cursor */
 	uint32_t crc;	   /* CRC32 of the file, combined in post order */
+	uint64_t crc_at;   /* a range: crc covers [range off, crc_at) */
 	struct ck_sha256 *tree;
 	int err;
 	char errmsg[300];

@@ -372,7 +372,7 @@ static int open_next(struct source *s)
 	if (rc)
 		return rc;
 	if (f->w->range)
-		f->next_off = f->w->range->off;
+		f->next_off = f->crc_at = f->w->range->off;
 	s->cur = f;
 	if (!f->deferred)
 		src_fifo_push(s, IT_FILE, f, NULL);

@@ -313,6 +313,17 @@ static void test_tiling(void)
 	close_end(&e);
 }
 
-TAP_RUN(TAP_TEST(test_any_order), TAP_TEST(test_duplicate),
+/* The CRC32 of zeros holes fold in: equal to reading them. */
+static void test_crc_zeros(void)
+{
+	static const uint64_t lens[] = { 0,	1,    4095,	     4096,
+					 4097, 12293, (1 << 20) + 3, 3u << 20 };
+	static uint8_t zero[3u << 20];
+
+	for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++)
+		CHECK_EQ(ck_crc32_zeros(lens[i]), ck_crc32(0, zero, lens[i]));
+}
+
+TAP_RUN(TAP_TEST(test_crc_zeros), TAP_TEST(test_any_order), TAP_TEST(test_duplicate),
 	TAP_TEST(test_mismatch), TAP_TEST(test_crash_resume),
 	TAP_TEST(test_tiling))
