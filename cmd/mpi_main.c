@@ -702,14 +702,14 @@ int main(int argc, char **argv)
 		log_err("%s", why);
 		return RDCP_EXIT_USAGE;
 	}
+	rc = fix_split_size(&r);
+	if (rc)
+		return rc;
 	if (saved >= 0) {
 		dup2(saved, STDERR_FILENO);
 		close(saved);
 	}
 	r.o = r.a.o;
-	rc = fix_split_size(&r);
-	if (rc)
-		return rc;
 	if (!r.nrecv) {
 		const char *h = r.o.addr.host;
 		char one[300];

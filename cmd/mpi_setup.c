@@ -41,6 +41,10 @@ void usage_help(void)
 	       "running (rdcp --listen,\nrdcpd), N ranks at once, rank i "
 	       "to receiver i %% (number of receivers).\nMPI coordinates; "
 	       "the data goes over each rank's own rdcp session.\n\n"
+	       "      --split-size=SIZE  split files of at least SIZE "
+	       "into ranges copied by\n"
+	       "                         several ranks at once (default "
+	       "1G; 0: never)\n\n"
 	       "rdcp's copy options apply (rdcp --help); not --files-from, "
 	       "--manifest, --retry,\n--delete, a pull or a copy over ssh. "
 	       "See rdcp-mpi(1).\n");
@@ -181,9 +185,9 @@ int take_split_size(struct rank *r, int *argc, char **argv)
 
 int fix_split_size(struct rank *r)
 {
-	uint64_t c = r->o.chunk_size;
+	uint64_t c = r->a.o.chunk_size;
 
-	if (r->split && r->o.csum != XFER_CSUM_CRC32) {
+	if (r->split && r->a.o.csum != XFER_CSUM_CRC32) {
 		if (r->split_given) {
 			log_err("--split-size: byte ranges need --checksum "
 				"crc32 (range CRCs combine into the file's; "

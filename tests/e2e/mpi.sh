@@ -340,6 +340,12 @@ s_usage() {
 	[ "$SRC" = 2 ] || t_fail "exit $SRC, want 2"
 	[ "$(grep -c 'rdcp-mpi pushes' "$T/usage.log.err")" = 1 ] ||
 		t_fail "want one message, have $(grep -c 'rdcp-mpi pushes' "$T/usage.log.err")"
+	# ranges need CRC32: --split-size with sha256 is refused the same way
+	mpi "$T/usage2.log" 3 --checksum sha256 --split-size 64M -r "$W" \
+		"rdcp://127.0.0.1:1/x"
+	[ "$SRC" = 2 ] || t_fail "sha256 with --split-size: exit $SRC, want 2"
+	[ "$(grep -c 'byte ranges need --checksum crc32' "$T/usage2.log.err")" = 1 ] ||
+		t_fail "want one message for sha256 with --split-size"
 	t_log "$T/usage.log.err"
 	t_end
 }
