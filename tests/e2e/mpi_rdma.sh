@@ -4,7 +4,9 @@
 # rdcp-mpi over Soft-RoCE: one qemu guest (tests/guest/guest.sh) runs a
 # receiver on rxe0 and `mpirun -np 3 rdcp-mpi --transport rdma` against
 # it, so every rank's session goes over rdma_cm and RDMA WRITEs; the tree
-# arrives whole, the summary says rdma and the rxe counters saw the bytes.
+# arrives whole (its 24 MB file split into three ranges of 8 MiB, sent by
+# the ranks at once), the summary says rdma and the rxe counters saw the
+# bytes.
 #
 # The guest is a busybox initramfs made of host binaries and what ldd
 # lists for them. Open MPI also dlopens its components and reads its help
@@ -58,8 +60,8 @@ RX=$!
 wait_until 10 "$RX" logged /tmp/rx.log listening || t_fail "no receiver"
 s0=$(rxe_sent)
 timeout -s KILL 240 mpirun --oversubscribe -np 3 --mca btl self,tcp \
-	--mca pml ob1 rdcp-mpi --transport rdma -r /tmp/src/t \
-	10.77.0.1::out/ >/tmp/mpi.log 2>&1
+	--mca pml ob1 rdcp-mpi --transport rdma -v --split-size 8M \
+	-r /tmp/src/t 10.77.0.1::out/ >/tmp/mpi.log 2>&1
 rc=$?
 s1=$(rxe_sent)
 [ "$rc" = 0 ] || t_fail "mpirun exit $rc"
@@ -67,6 +69,10 @@ grep -q 'over rdma by 3 ranks to 1 receiver' /tmp/mpi.log ||
 	t_fail "the summary does not say rdma, 3 ranks"
 diff -r /tmp/src/t /tmp/dst/out/t >/tmp/diff 2>&1 ||
 	t_fail "trees differ: $(head -c 300 /tmp/diff)"
+# the split: two ranges sent without placing the file, one that placed it
+n=$(grep -c "sent range [0-9] of 3 of '/tmp/src/t/big'" /tmp/mpi.log)
+[ "$n" = 2 ] || t_fail "$n ranges of big reported, want 2 (and the final one)"
+[ -z "$(find /tmp/dst -name '.*.rdcp-*')" ] || t_fail "a temporary or state left"
 over_rdma "rdcp-mpi" "$s0" "$s1" 24000000
 grep 'rank [0-9] on' /tmp/mpi.log | sed 's/^/# /'
 t_log /tmp/mpi.log /tmp/rx.log
