@@ -395,13 +395,12 @@ static int open_file(struct sink *k, struct snk_file *f,
 {
 	bool ask = k->p->flags & WIRE_HELLO_ASK;
 
-	if (wf->flags & WIRE_FILE_RANGE)
-		return open_range(k, f, wf);
-
 	if (!f->err && ask && keep_existing(k, f)) {
-		f->skipped = true;
+		f->skipped = true; /* -n, -u: a split file's every range too */
 		return sink_skip_file(k, f);
 	}
+	if (wf->flags & WIRE_FILE_RANGE)
+		return open_range(k, f, wf);
 	if (f->err)
 		return ask ? sink_skip_file(k, f) : 0;
 	if (sink_resuming(k))

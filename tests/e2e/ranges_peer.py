@@ -256,9 +256,24 @@ def s_resume(rx):
     check(rx.names() == ["d/big"], "left: %s" % rx.names())
 
 
+def s_no_clobber(rx):
+    """-n: a range of a file that exists is skipped, the file untouched."""
+    os.makedirs(rx.root + "/d", exist_ok=True)
+    with open(rx.root + "/d/big", "wb") as f:
+        f.write(b"old")
+    c = rx.client(flags=peer.F_NO_CLOBBER)
+    a = rng(DATA, 0, 3 * C, 0, 2, TOK)
+    r = send(c, a)
+    check(c.haves[a.file_id][0].flags & peer.HAVE_SKIP, "not skipped")
+    check(r.status == 0 and r.flags & peer.RESULT_SKIPPED, "result %r" % r)
+    finish(c)
+    check(open(rx.root + "/d/big", "rb").read() == b"old", "overwritten")
+    check(rx.names() == ["d/big"], "left: %s" % rx.names())
+
+
 SCENARIOS = [s_two_sessions, s_any_order, s_outside, s_unaligned,
              s_chunk_outside, s_tokens, s_size, s_overlap, s_bad_crc,
-             s_resume]
+             s_resume, s_no_clobber]
 
 
 def main():
