@@ -21,7 +21,9 @@
 #                                    MPI compiler is installed)
 #   run_tests.sh --build DIR guest   real rdcp processes over Soft-RoCE
 #                                    (rdma_rxe) in qemu guests; rdcp-mpi's
-#                                    ranks in one (mpi_rdma.sh) when built
+#                                    ranks in one, and in one against a
+#                                    receiver in the other (mpi_rdma.sh,
+#                                    --pair) when built
 #   run_tests.sh --build DIR all     all of these
 #
 # A suite that crashes or exits non-zero without a "not ok" line still
@@ -142,6 +144,8 @@ if [ "$WHAT" = guest ] || [ "$WHAT" = all ]; then
 	# rdcp-mpi's ranks in a Soft-RoCE guest, when it was built.
 	if [ -x "$BUILD/rdcp-mpi" ]; then
 		run_suite mpi-rdma-e2e "$HERE/e2e/mpi_rdma.sh" --build "$BUILD"
+		run_suite mpi-rdma-pair-e2e "$HERE/e2e/mpi_rdma.sh" \
+			--build "$BUILD" --pair
 	fi
 fi
 
