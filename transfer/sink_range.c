@@ -175,9 +175,8 @@ static bool part_busy(int part_fd)
 	return fl.l_type != F_UNLCK;
 }
 
-int rng_join(int state_fd, int part_fd, const struct rng_key *key,
-	     uint32_t idx, uint64_t off, uint64_t len, bool resume,
-	     uint8_t *state)
+int rng_join(int state_fd, int part_fd, const struct rng_key *key, uint32_t idx,
+	     uint64_t off, uint64_t len, bool resume, uint8_t *state)
 {
 	struct rng_key have;
 	struct rng_rec r;
@@ -332,8 +331,8 @@ static bool still_named(int dirfd, const char *name, int fd)
 static int open_both(struct sink *k, struct snk_file *f, struct snk_range *g,
 		     uint8_t *state)
 {
-	const int flags = O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK |
-			  O_CLOEXEC;
+	const int flags =
+		O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC;
 	struct stat st;
 	int rc = 0;
 
@@ -417,7 +416,8 @@ int sink_range_open(struct sink *k, struct snk_file *f,
 		return 0;
 	if (k->p->csum != XFER_CSUM_CRC32) {
 		file_fail(f, -EINVAL,
-			  "'%s': a byte range needs --checksum crc32", f->n.shown);
+			  "'%s': a byte range needs --checksum crc32",
+			  f->n.shown);
 		return 0;
 	}
 	/* .NAME.rdcp-part -> .NAME.rdcp-ranges */
@@ -495,8 +495,8 @@ int sink_range_done(struct snk_work *fin)
 	/* The last range: this session places the file. */
 	rc = sink_apply_meta(k, f->fd, f->mode, false, f->times, &what);
 	if (rc) {
-		file_fail(f, rc, "cannot set %s of '%s': %s", what,
-			  f->n.shown, strerror(-rc));
+		file_fail(f, rc, "cannot set %s of '%s': %s", what, f->n.shown,
+			  strerror(-rc));
 	} else if (fsync(f->fd) < 0) {
 		rc = -errno;
 		file_fail(f, rc, "cannot fsync '%s': %s", f->n.shown,

@@ -79,8 +79,8 @@ static void close_end(struct end *e)
 	close(e->part);
 }
 
-static int join(struct end *e, const struct rng_key *k, uint32_t i,
-		bool resume, uint8_t *st)
+static int join(struct end *e, const struct rng_key *k, uint32_t i, bool resume,
+		uint8_t *st)
 {
 	int rc = rng_lock(e->state);
 
@@ -137,7 +137,8 @@ static void fresh(void)
 
 static void test_any_order(void)
 {
-	static const uint32_t orders[][3] = { { 0, 1, 2 }, { 2, 0, 1 },
+	static const uint32_t orders[][3] = { { 0, 1, 2 },
+					      { 2, 0, 1 },
 					      { 1, 2, 0 } };
 	struct rng_key k = key_of(1);
 
@@ -328,7 +329,7 @@ static void test_wire_file_range(void)
 		0, 0, 0, 0, 0, 0x10, 0, 0, /* length 1 MiB */
 		0, 0, 0, 2,		   /* index 2 */
 		0, 0, 0, 5,		   /* of 5 */
-		7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7,
+		7, 7, 7, 7, 7, 7,    7, 7, 7, 7, 7, 7, 7, 7, 7, 7,
 	};
 	static uint8_t buf[WIRE_CTRL_SIZE];
 	struct wire_msg m = { .type = WIRE_FILE }, d;
@@ -379,7 +380,7 @@ static void test_wire_file_range(void)
 /* The CRC32 of zeros holes fold in: equal to reading them. */
 static void test_crc_zeros(void)
 {
-	static const uint64_t lens[] = { 0,	1,    4095,	     4096,
+	static const uint64_t lens[] = { 0,    1,     4095,	     4096,
 					 4097, 12293, (1 << 20) + 3, 3u << 20 };
 	static uint8_t zero[3u << 20];
 
