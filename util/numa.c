@@ -72,14 +72,27 @@ static bool name_ok(const char *s)
 	       strcmp(s, ".") && strcmp(s, "..");
 }
 
+/*
+ * The node of class/CLASS/NAME's device: its numa_node, or when it has
+ * none (a virtio device: the PCI function is its parent) its parent's.
+ */
+static int device_node(const char *root, const char *cls, const char *name)
+{
+	char rel[160], buf[8];
+
+	snprintf(rel, sizeof(rel), "class/%s/%s/device/numa_node", cls, name);
+	if (!read_line(root, rel, buf, sizeof(buf)))
+		return node_of(root, rel);
+	snprintf(rel, sizeof(rel), "class/%s/%s/device/../numa_node", cls,
+		 name);
+	return node_of(root, rel);
+}
+
 int numa_netdev_node(const char *root, const char *netdev)
 {
-	char rel[128];
-
 	if (!name_ok(netdev))
 		return -1;
-	snprintf(rel, sizeof(rel), "class/net/%s/device/numa_node", netdev);
-	return node_of(root, rel);
+	return device_node(root, "net", netdev);
 }
 
 int numa_dev_node(const char *root, const char *dev)
@@ -89,9 +102,7 @@ int numa_dev_node(const char *root, const char *dev)
 
 	if (!name_ok(dev))
 		return -1;
-	snprintf(rel, sizeof(rel), "class/infiniband/%s/device/numa_node",
-		 dev);
-	node = node_of(root, rel);
+	node = device_node(root, "infiniband", dev);
 	if (node >= 0)
 		return node;
 	/*

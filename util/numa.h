@@ -22,7 +22,9 @@ const char *numa_sysfs_root(void);
 
 /*
  * The NUMA node of RDMA device dev ("mlx5_0", "rxe0") beneath root:
- * class/infiniband/DEV/device/numa_node, or, for a software device with
+ * class/infiniband/DEV/device/numa_node (when the device has none, as a
+ * virtio device, its parent's: the PCI function), or, for a software
+ * device with
  * no device link (rxe, siw), that of the network device it is bound to
  * (class/infiniband/DEV/parent, else the netdev of port 1's first GID,
  * then class/net/NETDEV/device/numa_node). Returns the node (>= 0), or -1

@@ -48,6 +48,15 @@ static void put(const char *rel, const char *text)
 	fclose(f);
 }
 
+/* root/rel, in a static buffer. */
+static const char *path_of(const char *rel)
+{
+	static char path[512];
+
+	snprintf(path, sizeof(path), "%s/%s", root, rel);
+	return path;
+}
+
 /* A fresh fake sysfs, named in RDCP_SYSFS_ROOT. */
 static void fake_sysfs(void)
 {
@@ -90,9 +99,17 @@ static void test_dev_node_soft(void)
 	put("class/infiniband/rxe1/ports/1/gid_attrs/ndevs/0", "eth2\n");
 	put("class/net/eth2/device/numa_node", "0\n");
 	put("class/infiniband/rxe2/parent", "dummy0\n"); /* no device */
+	/* virtio-net: device is the virtio device, its parent the PCI one */
+	put("class/infiniband/rxe3/parent", "eth3\n");
+	put("devices/pci0000:08/0000:08:01.0/numa_node", "1\n");
+	put("devices/pci0000:08/0000:08:01.0/virtio0/vendor", "0x1af4\n");
+	put("class/net/eth3/x", "");
+	CHECK(!symlinkat("../../../devices/pci0000:08/0000:08:01.0/virtio0",
+			 AT_FDCWD, path_of("class/net/eth3/device")));
 	CHECK_EQ(numa_dev_node(root, "rxe0"), 1);
 	CHECK_EQ(numa_dev_node(root, "rxe1"), 0);
 	CHECK_EQ(numa_dev_node(root, "rxe2"), -1);
+	CHECK_EQ(numa_dev_node(root, "rxe3"), 1);
 	CHECK_EQ(numa_netdev_node(root, "eth1"), 1);
 }
 
