@@ -49,6 +49,7 @@
 #include "transfer/xfer.h"
 #include "util/checksum.h"
 #include "util/clock.h"
+#include "util/hugemem.h"
 #include "util/log.h"
 
 /* ---- CPU per side: every thread accounts for itself as it exits ---- */
@@ -162,6 +163,15 @@ static int parse_csum(const char *s, enum xfer_csum *out)
 	return 0;
 }
 
+/* The source's staging pages as one word: hugetlb, thp, 4k or none. */
+static const char *pages_token(const char *pages)
+{
+	return !strcmp(pages, hugemem_kind_name(HUGEMEM_HUGETLB)) ? "hugetlb"
+	       : !strcmp(pages, hugemem_kind_name(HUGEMEM_THP))   ? "thp"
+	       : !strcmp(pages, hugemem_kind_name(HUGEMEM_PLAIN)) ? "4k"
+								  : "none";
+}
+
 static int copy_once(struct xfer_opts *co, const char *root)
 {
 	struct xfer_opts so;
@@ -219,8 +229,7 @@ static int copy_once(struct xfer_opts *co, const char *root)
 	       nthreads[SIDE_SRC], nthreads[SIDE_SINK], ru.ru_maxrss,
 	       (unsigned long long)ms.writes,
 	       (unsigned long long)memconn_violations(&ms), xfer_fail_name(vc),
-	       xfer_fail_name(sa.v), st.workers,
-	       st.pages[0] ? st.pages : "none");
+	       xfer_fail_name(sa.v), st.workers, pages_token(st.pages));
 	if (st.error[0])
 		fprintf(stderr, "bench_ceiling: %s\n", st.error);
 	return vc == XFER_OK && sa.v == XFER_OK && !memconn_violations(&ms) ? 0
