@@ -15,9 +15,14 @@
 # each side's CPU. Every session maps its areas anew, so the page faults
 # (or their absence) are paid per copy, as on a receiver.
 #
+# With HP_GUEST=1, then the same three arms over Soft-RoCE in the guest
+# (tests/bench/hugepages_guest.sh: rdcp to itself on rxe0, both sides
+# with the arm's pages), HP_GUEST_MIB (64) per copy, HP_GUEST_REPS (5).
+#
 #   tests/bench/hugepages.sh BUILD_DIR
 # Environment: HP_REPS (7), HP_MIB (1024), HP_CHUNK (1048576), HP_WINDOW
-# (64). Raw lines go to BUILD/bench/hugepages-raw.txt.
+# (64). Raw lines go to BUILD/bench/hugepages-raw.txt (and
+# hugepages-guest.log).
 set -euo pipefail
 BUILD=${1:-build}
 BIN=$(cd "$BUILD" && pwd)/tests/bench_ceiling
@@ -111,3 +116,22 @@ END {
 		printf "%-8s %8.3f %8.2f %12.3f %12.3f %12.3f\n", arm, w, mib * 1048576 / w / 1e9, med(b, n), med(c, n), med(d, n)
 	}
 }' "$RAW"
+
+[ "${HP_GUEST:-0}" = 1 ] || exit 0
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+glog=$OUT/hugepages-guest.log
+"$HERE/../guest/guest.sh" prepare
+"$HERE/../guest/guest.sh" run --timeout 3000 --mem 1536 --bin "$BUILD/rdcp" \
+	"$HERE/hugepages_guest.sh" "${HP_GUEST_MIB:-64}" "${HP_GUEST_REPS:-5}" >"$glog" 2>&1 ||
+	{ echo "hugepages: the guest run failed, see $glog" >&2; exit 1; }
+echo "Soft-RoCE guest (qemu TCG: ratios only), ${HP_GUEST_MIB:-64} MiB, median of ${HP_GUEST_REPS:-5}:"
+awk '/^HPG / { k = ++cnt[$2]; t[$2, k] = $4; if (!($2 in seen)) { seen[$2] = 1; o[++n] = $2 } }
+END {
+	for (i = 1; i <= n; i++) {
+		a = o[i]; m = cnt[a]
+		for (x = 1; x <= m; x++) for (y = x + 1; y <= m; y++)
+			if (t[a, y] < t[a, x]) { z = t[a, x]; t[a, x] = t[a, y]; t[a, y] = z }
+		med = m % 2 ? t[a, (m + 1) / 2] : (t[a, m / 2] + t[a, m / 2 + 1]) / 2
+		printf "%-8s %8.2f s\n", a, med
+	}
+}' "$glog"
