@@ -573,7 +573,8 @@ static size_t area_len(const struct cm_geom *g)
 
 /*
  * In the pages, and on the node, cm/mem.c gives a real ring (laid out as
- * cm_area_alloc() does), so that the ceiling bench measures them.
+ * cm_area_alloc() does), so that the ceiling bench measures them; every
+ * page faulted in at once, as registering it with a NIC would.
  */
 static int area_alloc(struct cm_conn *c, const char *what, uint8_t **p,
 		      uint8_t **hdr)
@@ -585,6 +586,8 @@ static int area_alloc(struct cm_conn *c, const char *what, uint8_t **p,
 
 	if (rc)
 		return rc;
+	/* Touched up front, as ibv_reg_mr's pinning faults every page in. */
+	memset(m, 0, area_len(&c->geom));
 	c->pages = hugemem_kind_name(kind);
 	*p = m;
 	*hdr = *p + (size_t)c->geom.slots * c->geom.slot_size;
