@@ -30,8 +30,8 @@ size_t cm_area_len(const struct cm_geom *g)
 	return area_hdr_off(g) + ((hdrs + 4095) & ~(size_t)4095);
 }
 
-int cm_area_alloc(struct cm_conn *c, const char *what, bool nic,
-		  uint8_t **data, uint8_t **hdr)
+int cm_area_alloc(struct cm_conn *c, const char *what, bool nic, uint8_t **data,
+		  uint8_t **hdr)
 {
 	size_t len = cm_area_len(&c->geom);
 	enum hugemem_kind kind;
@@ -45,8 +45,8 @@ int cm_area_alloc(struct cm_conn *c, const char *what, bool nic,
 	c->pages = hugemem_kind_name(kind);
 	if (c->numa_node >= 0)
 		snprintf(node, sizeof(node), ", NUMA node %d", c->numa_node);
-	log_info("%s: %s in %s%s", what,
-		 units_format_size(len, sz, sizeof(sz)), c->pages, node);
+	log_info("%s: %s in %s%s", what, units_format_size(len, sz, sizeof(sz)),
+		 c->pages, node);
 	*data = p;
 	*hdr = *data + area_hdr_off(&c->geom);
 	return 0;
@@ -57,4 +57,3 @@ void cm_area_free(uint8_t **data, const struct cm_geom *g)
 	hugemem_free(*data, cm_area_len(g));
 	*data = NULL;
 }
-

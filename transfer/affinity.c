@@ -47,8 +47,8 @@ unsigned int affinity_apply(struct cm_conn *c, const struct xfer_opts *o)
 	if (log_enabled(LOG_INFO)) {
 		numa_cpulist_format(&set, list, sizeof(list));
 		if (c->numa_node >= 0)
-			log_info("%s: NUMA node %d, CPUs %s, %u workers", c->dev,
-				 c->numa_node, list, workers);
+			log_info("%s: NUMA node %d, CPUs %s, %u workers",
+				 c->dev, c->numa_node, list, workers);
 		else
 			log_info("%s: NUMA node unknown, CPUs %s, %u workers",
 				 c->dev, list, workers);

@@ -13,7 +13,9 @@
 
 /*
  * Called in the engine's thread before its workers start and before any
- * ring or staging exists. Sets c->numa_node from o->numa (auto keeps the
+ * ring or staging exists. Sets the process's huge-page mode from
+ * o->hugepages (hugemem_set_mode: every session of a process has the
+ * same) and c->numa_node from o->numa (auto keeps the
  * device's, off clears it, a node replaces it); when that node is known
  * and this process may run on some of its CPUs, pins the calling thread
  * to them (the workers it starts inherit that); returns the worker count:

@@ -97,9 +97,9 @@ static bool thp_enabled(const char *root)
 /* The length mapped for len: whole 2 MiB pages from 2 MiB up. */
 static size_t map_len(size_t len)
 {
-	return len >= HUGEMEM_PAGE ? (len + HUGEMEM_PAGE - 1) &
-					     ~(size_t)(HUGEMEM_PAGE - 1)
-				   : len;
+	return len >= HUGEMEM_PAGE
+		       ? (len + HUGEMEM_PAGE - 1) & ~(size_t)(HUGEMEM_PAGE - 1)
+		       : len;
 }
 
 /* mmap of len bytes aligned to align (a power of two); NULL on failure. */
@@ -133,8 +133,8 @@ static void *map_hugetlb(size_t len)
 	return p == MAP_FAILED ? NULL : p;
 }
 
-int hugemem_alloc(const char *what, size_t len, bool nic, int node,
-		  void **out, enum hugemem_kind *kind)
+int hugemem_alloc(const char *what, size_t len, bool nic, int node, void **out,
+		  enum hugemem_kind *kind)
 {
 	enum hugemem_mode m = hugemem_get_mode();
 	const char *root = numa_sysfs_root();
@@ -150,7 +150,7 @@ int hugemem_alloc(const char *what, size_t len, bool nic, int node,
 		long need = (long)(mlen / HUGEMEM_PAGE);
 		long avail = hugemem_pool_free(root);
 
-		/* The pool is asked first: no mapping tried when it is short. */
+		/* The pool first: no mapping tried when it is short. */
 		if (avail >= need || m == HUGEMEM_ON)
 			p = map_hugetlb(mlen);
 		if (p) {
@@ -158,8 +158,8 @@ int hugemem_alloc(const char *what, size_t len, bool nic, int node,
 		} else if (m == HUGEMEM_ON) {
 			err = errno ? errno : ENOMEM;
 			log_err("cannot allocate %s (%s) in huge pages: %ld of "
-				"2 MiB free, %ld needed (raise vm.nr_hugepages, "
-				"or --hugepages auto)",
+				"2 MiB free, %ld needed (raise "
+				"vm.nr_hugepages, or --hugepages auto)",
 				what, units_format_size(len, sz, sizeof(sz)),
 				avail, need);
 			return -err;

@@ -54,9 +54,8 @@ long hugemem_pool_free(const char *root);
  * the buffer's name in the message), e.g. -ENOMEM in mode on when the
  * pool is short.
  */
-int hugemem_alloc(const char *what, size_t len, bool nic, int node,
-		  void **out, enum hugemem_kind *kind)
-	__attribute__((warn_unused_result));
+int hugemem_alloc(const char *what, size_t len, bool nic, int node, void **out,
+		  enum hugemem_kind *kind) __attribute__((warn_unused_result));
 
 /* Unmaps what hugemem_alloc(len) mapped at p (NULL: nothing). */
 void hugemem_free(void *p, size_t len);

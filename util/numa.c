@@ -68,8 +68,8 @@ static int node_of(const char *root, const char *rel)
 /* A device or interface name fit to be a path component. */
 static bool name_ok(const char *s)
 {
-	return s && *s && strlen(s) < 64 && !strchr(s, '/') &&
-	       strcmp(s, ".") && strcmp(s, "..");
+	return s && *s && strlen(s) < 64 && !strchr(s, '/') && strcmp(s, ".") &&
+	       strcmp(s, "..");
 }
 
 /*
@@ -112,8 +112,8 @@ int numa_dev_node(const char *root, const char *dev)
 	snprintf(rel, sizeof(rel), "class/infiniband/%s/parent", dev);
 	if (!read_line(root, rel, nd, sizeof(nd)) && name_ok(nd))
 		return numa_netdev_node(root, nd);
-	snprintf(rel, sizeof(rel), "class/infiniband/%s/ports/1/gid_attrs/ndevs/0",
-		 dev);
+	snprintf(rel, sizeof(rel),
+		 "class/infiniband/%s/ports/1/gid_attrs/ndevs/0", dev);
 	if (!read_line(root, rel, nd, sizeof(nd)) && name_ok(nd))
 		return numa_netdev_node(root, nd);
 	return -1;

@@ -115,8 +115,9 @@ static void test_dev_node_soft(void)
 
 static void test_cpulist_parse(void)
 {
-	static const char *const bad[] = { "3-1", "a", "1,,2", "1-", ",1",
-					   "1 2", "0-99999", "-1", "1,\n" };
+	static const char *const bad[] = { "3-1",     "a",  "1,,2",
+					   "1-",      ",1", "1 2",
+					   "0-99999", "-1", "1,\n" };
 	cpu_set_t set;
 	char buf[64];
 
