@@ -198,8 +198,9 @@ test: setup
 test-mpi: all mpi hooks-mpi
 	$(Q)tests/run_tests.sh --build $(BUILD) mpi
 
-# rdcp-mpi with the test hooks (tests/e2e/mpi.sh corrupts a range with it).
-hooks-mpi:
+# rdcp-mpi with the test hooks (tests/e2e/mpi.sh corrupts a range with it);
+# after hooks: both build $(BUILD)/hooks/librdcp.a, which -j2 would race on.
+hooks-mpi: hooks
 	$(Q)$(MAKE) --no-print-directory BUILD=$(BUILD)/hooks TEST_HOOKS=1 \
 		$(BUILD)/hooks/rdcp-mpi
 
