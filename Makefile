@@ -87,7 +87,7 @@ TEST_BINS := $(TEST_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 FUZZ_REPLAY_BINS := $(BUILD)/fuzz-replay/replay_wire \
 	$(BUILD)/fuzz-replay/replay_path $(BUILD)/fuzz-replay/replay_filter
 
-.PHONY: mpi test-mpi install-mpi test-quick setup tests san-tests test-san hooks all test test-unit test-e2e test-guest demo bench install uninstall \
+.PHONY: mpi hooks-mpi test-mpi install-mpi test-quick setup tests san-tests test-san hooks all test test-unit test-e2e test-guest demo bench install uninstall \
 	clean help deb rpm test-packages fuzz version
 all: $(BUILD)/rdcp
 
@@ -191,12 +191,18 @@ setup:
 # pkg-config is asked once the -dev packages exist.
 test: setup
 	$(Q)$(MAKE) --no-print-directory WERROR=1 all hooks tests san-tests \
-		$(if $(shell command -v $(MPICC) 2>/dev/null),mpi)
+		$(if $(shell command -v $(MPICC) 2>/dev/null),mpi hooks-mpi)
 	$(Q)tests/run_tests.sh --build $(BUILD) all
 
 # rdcp-mpi alone: 4-8 ranks under mpirun over TCP on loopback (a minute).
-test-mpi: all mpi
+test-mpi: all mpi hooks-mpi
 	$(Q)tests/run_tests.sh --build $(BUILD) mpi
+
+# rdcp-mpi with the test hooks (tests/e2e/mpi.sh corrupts a range with it);
+# after hooks: both build $(BUILD)/hooks/librdcp.a, which -j2 would race on.
+hooks-mpi: hooks
+	$(Q)$(MAKE) --no-print-directory BUILD=$(BUILD)/hooks TEST_HOOKS=1 \
+		$(BUILD)/hooks/rdcp-mpi
 
 # The in-process tests built again under ASan+UBSan and under TSan (the
 # threaded pipeline); make test runs them too.
@@ -236,7 +242,8 @@ test-quickstart: all
 	$(Q)tests/quickstart.sh $(BUILD)
 
 # Side-by-side ratios (not a test: nothing is asserted; read the tables):
-# the network-free ceiling against cp (tmpfs and ext4 on a loop device);
+# the network-free ceiling against cp (tmpfs and ext4 on a loop device),
+# and with its ring and staging in hugetlb, transparent or 4 KiB pages;
 # over TCP on loopback against iperf3, nc, scp, rsync and tar | nc;
 # --direct against --no-direct and cp within ext4 on a loop device, and
 # threads against io_uring (as root); in the Soft-RoCE guest against
@@ -245,6 +252,7 @@ test-quickstart: all
 bench: setup
 	$(Q)$(MAKE) --no-print-directory all $(BENCH_BINS)
 	$(Q)tests/bench/ceiling.sh $(BUILD)
+	$(Q)tests/bench/hugepages.sh $(BUILD)
 	$(Q)tests/bench/tcp.sh $(BUILD)
 	$(Q)tests/bench/direct.sh $(BUILD)
 	$(Q)tests/bench/run.sh $(BUILD)

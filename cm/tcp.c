@@ -626,7 +626,7 @@ static int t_ring_create(struct cm_conn *c, struct cm_ring_desc *desc)
 	 * loopback and looked slower in some interleaved runs (README
 	 * Performance); no NIC maps this memory.
 	 */
-	rc = cm_area_alloc(&c->geom, "ring", false, &p, &hdr);
+	rc = cm_area_alloc(c, "ring", false, &p, &hdr);
 	if (rc)
 		return rc;
 	pthread_mutex_lock(&t->lock); /* the receive thread reads it */
@@ -650,7 +650,7 @@ static int t_stage_create(struct cm_conn *c, const struct cm_ring_desc *peer)
 
 	if (c->stage)
 		return -EEXIST;
-	rc = cm_area_alloc(&c->geom, "staging buffers", false, &p, &hdr);
+	rc = cm_area_alloc(c, "staging buffers", false, &p, &hdr);
 	if (rc)
 		return rc;
 	pthread_mutex_lock(&t->lock);

@@ -210,6 +210,7 @@ int tconn_create(int fd, const struct cm_geom *g, const char *peer,
 	snprintf(c->peer, sizeof(c->peer), "%s", peer);
 	snprintf(c->dev, sizeof(c->dev), "tcp");
 	c->transport = "tcp";
+	c->numa_node = -1;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_mutex_init(&t->lock, NULL);

@@ -287,6 +287,9 @@ enum xfer_fail session_client(const struct xfer_opts *o, struct cm_conn *c,
 	st->seconds = clock_now_s() - t0;
 	snprintf(st->peer, sizeof(st->peer), "%s", c->peer);
 	st->streams = c->lanes > 1 ? c->lanes : 1;
+	st->numa_node = c->numa_node;
+	st->workers = e.workers;
+	snprintf(st->pages, sizeof(st->pages), "%s", c->pages ? c->pages : "");
 	if (e.fail)
 		snprintf(st->error, sizeof(st->error), "%s", e.why);
 	engine_tell_peer(&e);

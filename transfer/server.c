@@ -38,6 +38,7 @@
 #include "util/clock.h"
 #include "util/filter.h"
 #include "util/log.h"
+#include "util/numa.h"
 #include "util/path.h"
 #include "util/units.h"
 
@@ -86,7 +87,7 @@ static int server_auth(struct server *srv, struct engine *e,
 	m.u.welcome.features = WIRE_FEAT_PACK;
 	m.u.welcome.streams = (uint8_t)streams;
 	if (streams > 1)
-		memcpy(m.u.welcome.token, jw->token, WIRE_TOKEN_LEN);
+		memcpy(m.u.welcome.token, jw->token, WIRE_LANE_TOKEN_LEN);
 	if (key) {
 		m.u.welcome.features |= WIRE_FEAT_AUTH;
 		if (getrandom(m.u.welcome.nonce, WIRE_NONCE_LEN, 0) !=
@@ -567,7 +568,8 @@ static void spawn(struct server *srv, struct cm_request *req)
 static rlim_t session_fds(const struct xfer_opts *o)
 {
 	return 3 * WIRE_INFLIGHT_MAX +
-	       2 * (rlim_t)(o->workers ? o->workers : 1) + CONN_FDS;
+	       2 * (rlim_t)(o->workers ? o->workers : NUMA_WORKERS_MAX) +
+	       CONN_FDS;
 }
 
 /*

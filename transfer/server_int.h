@@ -52,7 +52,7 @@ enum refusal {
 #define JOIN_QUEUE 32
 struct join_wait {
 	struct join_wait *next;
-	uint8_t token[WIRE_TOKEN_LEN];
+	uint8_t token[WIRE_LANE_TOKEN_LEN];
 	struct cm_request *q[JOIN_QUEUE];
 	unsigned int nq;
 	bool listed;

@@ -31,6 +31,9 @@
 _Static_assert(WIRE_CTRL_SIZE == CM_CTRL_SIZE &&
 		       WIRE_CTRL_CREDITS == CM_CTRL_CREDITS,
 	       "the wire's control geometry is cm's");
+_Static_assert(WIRE_LANE_TOKEN_LEN == CM_TOKEN_LEN &&
+		       WIRE_STREAMS_MAX == CM_LANES_MAX,
+	       "WELCOME's token and lane count are cm's");
 
 void xfer_opts_init(struct xfer_opts *o)
 {
@@ -39,7 +42,7 @@ void xfer_opts_init(struct xfer_opts *o)
 	o->addr.gid_index = -1;
 	o->chunk_size = 1u << 20;
 	o->window = 64;
-	o->workers = 2;
+	o->workers = 0; /* from the CPUs of the device's node */
 	o->poll = XFER_POLL_ADAPTIVE;
 	o->timeout_ms = 10000;
 	o->connect_timeout_ms = 10000;

@@ -36,6 +36,8 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "transfer/xfer.h"
+
 struct walk_entry {
 	char *local; /* the path to open: local, or beneath the root */
 	char *wire;  /* the name the sink gets: beneath its DEST */
@@ -45,6 +47,7 @@ struct walk_entry {
 	bool top;     /* a SRC as named: a symlink there is followed */
 	int err;      /* 0, or why this entry cannot be sent */
 	char *errmsg;
+	struct xfer_range *range; /* NULL: the whole file */
 };
 
 #define WALK_BLOCK 1024u /* entries per block */
@@ -68,7 +71,9 @@ struct walk {
 	FILE *list;		     /* names beneath srcs[0], or NULL */
 	char list_sep;		     /* '\n', or '\0' (--from0) */
 	bool list_tree; /* a listed name with a '/' is inside a tree:
-			 * not followed, as walk_child() takes it */
+			 * not followed, as walk_child() takes it; each
+			 * record starts with a kind: 'N' a name, 'R' a
+			 * range (xfer_list_range) */
 	walk_feed_fn *feed;	     /* or these names (list NULL) */
 	void *feed_arg;
 	bool starved;		     /* walk_more stopped: no name yet */

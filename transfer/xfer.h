@@ -15,6 +15,7 @@
 #include <stdio.h>
 
 #include "cm/cm.h"
+#include "util/hugemem.h"
 
 struct filter; /* util/filter.h */
 
@@ -55,6 +56,13 @@ enum xfer_direct {
 	XFER_DIRECT_OFF
 };
 
+/* Where a session's memory and threads go (--numa). */
+enum xfer_numa {
+	XFER_NUMA_AUTO = 0, /* the NUMA node of the device, when known */
+	XFER_NUMA_OFF,	    /* nowhere in particular, threads not pinned */
+	XFER_NUMA_NODE,	    /* xfer_opts.numa_node */
+};
+
 /* One file started (done = false) or finished, for machine output. */
 struct xfer_file_report {
 	bool done;
@@ -77,7 +85,36 @@ struct xfer_file_report {
 	 * with dry, would be); path: where it was (a push: beneath DEST).
 	 */
 	bool deleted;
+	/*
+	 * A byte range of a split file (rdcp-mpi): range_idx of range_count
+	 * (0: the whole file), range_len bytes (bytes: the same, but for the
+	 * final one, whose session placed the file: the file's size, and
+	 * digest the whole file's).
+	 */
+	uint32_t range_count, range_idx;
+	uint64_t range_len;
+	bool final;
 };
+
+/*
+ * A byte range of a regular file (rdcp-mpi's split): [off, off + len),
+ * range idx of count, all ranges of one split sharing token.
+ */
+struct xfer_range {
+	uint64_t off, len; /* bytes */
+	uint32_t idx, count;
+	uint8_t token[16];
+};
+
+/*
+ * A files_from_tree list's range record, made in out: "R", then offset,
+ * length, index, count (decimal) and the token (32 hex digits), each
+ * followed by one space, then the name (a name's record is "N" and the
+ * name). Returns its length (without a NUL), or -ENAMETOOLONG when it
+ * does not fit in cap.
+ */
+int xfer_list_range(char *out, size_t cap, const struct xfer_range *r,
+		    const char *name) __attribute__((warn_unused_result));
 
 struct xfer_opts {
 	/* both sides */
@@ -89,7 +126,15 @@ struct xfer_opts {
 	 * default (session_streams()); a receiver's is its limit (0: 16).
 	 */
 	unsigned int streams;
-	unsigned int workers; /* checksum/disk threads */
+	unsigned int workers; /* checksum/disk threads, 0: from the node's
+			       * CPUs (numa_workers_for) */
+	enum xfer_numa numa;  /* ring, staging and threads: on which node */
+	int numa_node;	      /* with XFER_NUMA_NODE */
+	/*
+	 * Ring and staging pages (util/hugemem.h), process-wide: the first
+	 * session sets it for every later one (cmd/ gives all the same).
+	 */
+	enum hugemem_mode hugepages;
 	enum xfer_poll poll;
 	/*
 	 * O_DIRECT for file data (transfer/direct.h). A client's travels in
@@ -150,6 +195,8 @@ struct xfer_opts {
 	 * distributed walk): a name with a '/' is taken as -r takes what it
 	 * finds inside a tree (a symlink copied as a link, a device or FIFO
 	 * skipped with a warning); a name without one is a SRC as named.
+	 * Each record starts with its kind: 'N' a name, 'R' a byte range of
+	 * one (xfer_list_range).
 	 */
 	bool files_from_tree;
 	/*
@@ -216,6 +263,9 @@ struct xfer_stats {
 	char transport[16];	   /* "rdma" or "tcp" */
 	unsigned int streams;	   /* lanes the session ran on */
 	char device[64];
+	int numa_node;		/* where the session ran, -1: anywhere */
+	unsigned int workers;	/* its worker threads */
+	char pages[32];		/* its ring's or staging's pages, or "" */
 	char peer[64];
 	char error[600]; /* the session's failure in one line, or "" */
 };

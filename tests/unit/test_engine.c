@@ -1603,8 +1603,8 @@ static void *list_writer_main(void *p)
  */
 static void test_list_nonblocking_tree(void)
 {
-	static const char *const names[] = { "t",     "t/a", "t/l", "t/d",
-					     "t/d/b", NULL };
+	static const char *const names[] = { "Nt",   "Nt/a", "Nt/l", "Nt/d",
+					     "Nt/d/b", NULL };
 	struct list_writer lw = { .names = names,
 				  .pause_after = 2,
 				  .pause_ms = 3500 };

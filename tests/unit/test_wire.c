@@ -88,7 +88,7 @@ static size_t samples(struct wire_msg *m, size_t max)
 		m[n].u.welcome.nonce[i] = (uint8_t)i;
 	memset(m[n].u.welcome.msg, 'w', WIRE_MSG_MAX); /* the longest */
 	m[n].u.welcome.streams = 16;
-	memset(m[n].u.welcome.token, 0xa5, WIRE_TOKEN_LEN);
+	memset(m[n].u.welcome.token, 0xa5, WIRE_LANE_TOKEN_LEN);
 	n++;
 
 	m[n].type = WIRE_RING;
