@@ -570,7 +570,8 @@ s_flood() {
 	python3 "$HERE/peer_flood.py" serve-pull "$P" "$KEY" 5000 >"$W/peer-fl.log" 2>&1 &
 	track $!
 	local ppid=$!
-	msleep 500
+	wait_until 10 "$ppid" logged "$W/peer-fl.log" listening ||
+		t_fail "peer_flood.py did not listen"
 	send "$W/tx-flp.log" -r "$ADDR::x" got/fl/
 	echo "# the client: exit $SRC: $(grep -m1 'unfinished' "$W/tx-flp.log")"
 	[ "$SRC" = 5 ] || t_fail "exit $SRC, want 5"
