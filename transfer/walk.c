@@ -18,6 +18,7 @@
 
 #include "transfer/walk.h"
 #include "transfer/wire.h"
+#include "util/checksum.h"
 #include "util/filter.h"
 #include "util/log.h"
 #include "util/path.h"
@@ -655,7 +656,8 @@ static int walk_list_next(struct walk *w)
 {
 	char local[PATH_MAX + 1];
 	struct walk_entry *e;
-	size_t n, keep;
+	size_t n, keep, before;
+	uint64_t key;
 	int rc;
 
 	do {
@@ -674,6 +676,16 @@ static int walk_list_next(struct walk *w)
 				  w->line, w->srcs[0]);
 	}
 	keep = strlen(w->line);
+	/*
+	 * A name listed again while its entry is still held (maybe in
+	 * flight: two copies would race on the sink's temporary) is left
+	 * out, as rsync sends a name once. One listed again after its
+	 * entry was done and released goes again, after it.
+	 */
+	key = hset_key(ck_fnv1a64(w->line, keep));
+	if (hset_has(&w->listed, key))
+		return 0;
+	before = w->n;
 	rc = walk_implied(w, w->line, &keep);
 	if (!rc && path_join(local, sizeof(local), w->srcs[0], w->line)) {
 		/* a name fit to send: the sink is told under that name */
@@ -692,6 +704,14 @@ static int walk_list_next(struct walk *w)
 	}
 	if (rc == 1)
 		rc = 0;
+	e = w->n > before ? walk_at(w, w->n - 1) : NULL;
+	if (rc >= 0 && e && !strcmp(e->wire, w->line)) {
+		e->listed = true;
+		if (hset_add(&w->listed, key) == -ENOMEM) {
+			e->listed = false;
+			rc = -ENOMEM;
+		}
+	}
 	free(w->prev);
 	w->prev = strndup(w->line, keep);
 	if (!rc && !w->prev)
@@ -772,6 +792,10 @@ static void free_block(struct walk *w, size_t k)
 	if (!blk)
 		return;
 	for (size_t i = 0; i < n; i++) {
+		if (blk[i].listed)
+			hset_del(&w->listed,
+				 hset_key(ck_fnv1a64(blk[i].wire,
+						     strlen(blk[i].wire))));
 		free(blk[i].local);
 		free(blk[i].wire);
 		free(blk[i].link);
@@ -806,6 +830,7 @@ void walk_free(struct walk *w)
 	for (size_t k = 0; k < w->nblk; k++)
 		free_block(w, k);
 	free(w->blk);
+	hset_release(&w->listed);
 	free(w->line);
 	free(w->prev);
 	w->line = w->prev = NULL;
