@@ -10,7 +10,8 @@
  * overflows, bad posts), that no temporary file is left, that no file
  * descriptor leaked and that its temporary directories are gone. Faults
  * injected by memconn: a corrupted write, a lost CREDIT, random delivery
- * delays and a peer that vanishes.
+ * delays, a peer that vanishes, and a session's last message (BYE, ERROR)
+ * unacknowledged or still on its way when the peer hangs up.
  */
 #include "tap.h"
 
