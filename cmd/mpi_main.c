@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * rdcp-mpi's main(): `mpirun -np N rdcp-mpi [rdcp options] SRC... DEST`,
- * DEST naming one or more receivers already running. Every rank parses
+ * DEST naming one or more receivers, running or started over ssh by each
+ * rank (HOST:PATH, transfer/remote.c). Every rank parses
  * the same command line (cmd/args.c, as rdcp does), runs one ordinary
  * rdcp session (xfer_copy) to receiver rank % nreceivers in a thread of
  * its own, and in the main thread walks its share of the tree and feeds
@@ -511,7 +512,10 @@ static int prepare(struct rank *r)
 		rc = make_base(r);
 	if (rc)
 		return rc;
-	if (receiver_addr(r, r->id % r->nrecv, &r->o)) {
+	if (r->o.rsh) {
+		/* Over ssh: this rank starts its own rdcp --server there. */
+		r->o.rsh_host = r->receivers[r->id % r->nrecv];
+	} else if (receiver_addr(r, r->id % r->nrecv, &r->o)) {
 		log_err("'%s': not HOST[:PORT]",
 			r->receivers[r->id % r->nrecv]);
 		return RDCP_EXIT_USAGE;
@@ -625,8 +629,9 @@ int main(int argc, char **argv)
 	}
 	rc = split_receivers(&r, argc, argv, &first);
 	if (rc) {
-		log_err("DEST: no receiver named");
-		return RDCP_EXIT_USAGE;
+		if (rc == -ENOMEM)
+			log_err("out of memory");
+		return rc == -ENOMEM ? RDCP_EXIT_RESOURCE : RDCP_EXIT_USAGE;
 	}
 	args_parse(&r.a, argc, argv);
 	why = unsupported(&r.a);
@@ -643,8 +648,12 @@ int main(int argc, char **argv)
 		const char *h = r.o.addr.host;
 		char one[300];
 
-		snprintf(one, sizeof(one), strchr(h, ':') ? "[%s]:%u" : "%s:%u",
-			 h, r.o.addr.port);
+		if (r.o.rsh)
+			snprintf(one, sizeof(one), "%s", r.o.rsh_host);
+		else
+			snprintf(one, sizeof(one),
+				 strchr(h, ':') ? "[%s]:%u" : "%s:%u", h,
+				 r.o.addr.port);
 		r.receivers = calloc(1, sizeof(*r.receivers));
 		if (!r.receivers || !(r.receivers[0] = strdup(one)))
 			return RDCP_EXIT_RESOURCE;

@@ -39,7 +39,7 @@ struct rank {
 	char *dest;	     /* DEST with a '/': a directory */
 	char *addr_host;     /* o.addr.host's string */
 	char **tops;	     /* the SRCs' names beneath base */
-	char **receivers;    /* "host:port" */
+	char **receivers;    /* "host:port", or over ssh "[user@]host" */
 	int nrecv;
 	struct mj_walk *walk;
 	/* the session */
@@ -75,9 +75,10 @@ void usage_help(void);
 int env_rank(void);
 
 /*
- * The receivers in DEST: "h1,h2::PATH" or "rdcp://h1:p1,h2:p2/PATH", into
- * r->receivers; argv's DEST is rewritten to name the first (*first), for
- * args_parse to check. 0, or -EINVAL (logged).
+ * The receivers in DEST: "h1,h2::PATH", "rdcp://h1:p1,h2:p2/PATH" or over
+ * ssh "h1,h2:PATH", each list a host list ("dst[01-16]": util/hostlist.h),
+ * into r->receivers; argv's DEST is rewritten to name the first (*first),
+ * for args_parse to check. 0, -EINVAL (logged) or -ENOMEM.
  */
 int split_receivers(struct rank *r, int argc, char **argv, char **first);
 

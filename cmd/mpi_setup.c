@@ -26,6 +26,7 @@
 #include "cmd/mpi_rank.h"
 #include "util/clock.h"
 #include "util/filter.h"
+#include "util/hostlist.h"
 #include "util/key.h"
 #include "util/log.h"
 #include "util/path.h"
@@ -33,15 +34,20 @@
 void usage_help(void)
 {
 	printf("Usage: mpirun -np N rdcp-mpi [OPTION...] SRC... "
+	       "HOST[,HOST...]:DEST\n"
+	       "   or: mpirun -np N rdcp-mpi [OPTION...] SRC... "
 	       "HOST[,HOST...]::DEST\n"
 	       "   or: mpirun -np N rdcp-mpi [OPTION...] SRC... "
 	       "rdcp://HOST[:PORT][,HOST[:PORT]...]/DEST\n"
-	       "Copy SRCs into the directory DEST on receivers already "
-	       "running (rdcp --listen,\nrdcpd), N ranks at once, rank i "
-	       "to receiver i %% (number of receivers).\nMPI coordinates; "
+	       "Copy SRCs into the directory DEST on the receivers, N ranks at "
+	       "once, rank i to\nreceiver i %% (number of receivers). "
+	       "HOST:DEST: each rank starts rdcp there over\nssh, as rdcp "
+	       "does; HOST::DEST and rdcp://: receivers already running "
+	       "(rdcp\n--listen, rdcpd). HOST may be a list: "
+	       "\"dst[01-16]\", \"a,b[1-3]\".\nMPI coordinates; "
 	       "the data goes over each rank's own rdcp session.\n\n"
 	       "rdcp's copy options apply (rdcp --help); not --files-from, "
-	       "--manifest, --retry,\n--delete, a pull or a copy over ssh. "
+	       "--manifest, --retry,\n--delete, a pull or a remote SRC. "
 	       "See rdcp-mpi(1).\n");
 }
 
@@ -58,53 +64,76 @@ int env_rank(void)
 }
 
 /*
- * The receivers in DEST: "h1,h2::PATH" or "rdcp://h1:p1,h2:p2/PATH".
+ * Where DEST's host part ends: at "/" after "rdcp://", at "::", or, over
+ * ssh, at the first ':' outside brackets that no '/' precedes. NULL: not
+ * a remote DEST. *kind: 'u' rdcp://, 'd' HOST::, 's' HOST: (ssh).
+ */
+static const char *host_end(const char *s, char *kind)
+{
+	const char *url = "rdcp://";
+	int depth = 0;
+
+	if (!strncmp(s, url, strlen(url))) {
+		*kind = 'u';
+		return strchr(s + strlen(url), '/');
+	}
+	for (const char *p = s; *p && *p != '/'; p++) {
+		depth += *p == '[' ? 1 : *p == ']' ? -1 : 0;
+		if (*p != ':' || depth)
+			continue;
+		*kind = p[1] == ':' ? 'd' : 's';
+		return p == s ? NULL : p;
+	}
+	return NULL;
+}
+
+/*
+ * The receivers in DEST: "h1,h2::PATH", "rdcp://h1:p1,h2:p2/PATH", or
+ * over ssh "h1,h2:PATH", each list a host list ("dst[01-16]", hostlist.h).
  * argv's DEST is rewritten to name the first, for args_parse to check.
  * 0, or -EINVAL (logged).
  */
 int split_receivers(struct rank *r, int argc, char **argv, char **first)
 {
-	const char *url = "rdcp://";
-	int at = -1;
+	const char *end = NULL;
+	char kind = 0, *list;
+	const char *why;
+	int at = -1, n;
 
 	for (int i = argc - 1; i > 0 && at < 0; i--) {
-		const char *s = argv[i], *end;
+		const char *s = argv[i], *h;
 
-		if (!strncmp(s, url, strlen(url)))
-			end = strchr(s + strlen(url), '/');
-		else
-			end = strstr(s, "::");
-		if (end && memchr(s, ',', (size_t)(end - s)))
+		if (s[0] == '-')
+			continue;
+		end = host_end(s, &kind);
+		h = kind == 'u' ? s + strlen("rdcp://") : s;
+		/* One plain receiver: args_parse reads it. */
+		if (end && (memchr(h, ',', (size_t)(end - h)) ||
+			    memchr(h + 1, '[', (size_t)(end - h - 1))))
 			at = i;
 	}
 	if (at < 0)
-		return 0; /* one receiver: args_parse reads it */
+		return 0;
 	{
 		const char *s = argv[at];
-		bool is_url = !strncmp(s, url, strlen(url));
-		const char *h = is_url ? s + strlen(url) : s;
-		const char *end = is_url ? strchr(h, '/') : strstr(h, "::");
-		char *list = strndup(h, (size_t)(end - h)), *save = NULL;
+		const char *h = kind == 'u' ? s + strlen("rdcp://") : s;
 
+		list = strndup(h, (size_t)(end - h));
 		if (!list)
 			return -ENOMEM;
-		for (char *t = strtok_r(list, ",", &save); t;
-		     t = strtok_r(NULL, ",", &save)) {
-			char **v = realloc(r->receivers,
-					   (size_t)(r->nrecv + 1) * sizeof(*v));
-
-			if (!v || !(v[r->nrecv] = strdup(t))) {
-				free(list);
-				return -ENOMEM;
-			}
-			r->receivers = v;
-			r->nrecv++;
+		n = hostlist_expand(list, &r->receivers, &why);
+		if (n < 0) {
+			log_err("DEST: '%s': %s", list,
+				n == -E2BIG    ? "more than 65536 receivers"
+				: n == -EINVAL ? why
+					       : strerror(-n));
+			free(list);
+			return -EINVAL;
 		}
 		free(list);
-		if (!r->nrecv)
-			return -EINVAL;
+		r->nrecv = n;
 		/* DEST for the parser: the first receiver's. */
-		if (asprintf(first, "%s%s%s", is_url ? url : "",
+		if (asprintf(first, "%s%s%s", kind == 'u' ? "rdcp://" : "",
 			     r->receivers[0], end) < 0)
 			return -ENOMEM;
 		argv[at] = *first;
@@ -154,9 +183,9 @@ const char *unsupported(const struct args *a)
 	if (a->o.pull)
 		return "rdcp-mpi pushes: the SRCs are local, DEST names the "
 		       "receivers";
-	if (a->o.rsh || a->far)
-		return "rdcp-mpi copies to receivers already running "
-		       "(HOST::PATH or rdcp://), not over ssh";
+	if (a->far)
+		return "rdcp-mpi copies from the hosts of its ranks: SRC "
+		       "cannot be remote";
 	if (a->files_from)
 		return "--files-from: rdcp-mpi walks the SRCs itself";
 	if (a->manifest)
@@ -174,7 +203,8 @@ int load_key(struct rank *r)
 {
 	char path[4096];
 
-	if (r->a.no_auth)
+	/* Over ssh each rank's remote rdcp makes a one-time key. */
+	if (r->a.no_auth || r->a.o.rsh)
 		return 0;
 	if (r->a.key_file) {
 		snprintf(path, sizeof(path), "%s", r->a.key_file);

@@ -130,6 +130,7 @@ fi
 if [ "$WHAT" = mpi ] || [ "$WHAT" = all ]; then
 	if command -v mpicc >/dev/null 2>&1 || [ "$WHAT" = mpi ]; then
 		run_suite mpi-e2e "$HERE/e2e/mpi.sh" --build "$BUILD"
+		run_suite mpi-ssh-e2e "$HERE/e2e/mpi_ssh.sh" --build "$BUILD"
 	else
 		echo "# no MPI compiler (mpicc): the rdcp-mpi suite left out"
 	fi

@@ -9,6 +9,7 @@
 
 #include "util/checksum.h"
 #include "util/clock.h"
+#include "util/hostlist.h"
 #include "util/hset.h"
 #include "util/io.h"
 #include "util/log.h"
@@ -787,6 +788,59 @@ static void test_hset(void)
 	CHECK_EQ(s.cap, 0);
 }
 
+/* Expands a host list; the names joined by spaces, or the error. */
+static void hl(const char *spec, const char *want)
+{
+	const char *why;
+	char **v, got[4096] = "";
+	int n = hostlist_expand(spec, &v, &why);
+
+	if (n < 0) {
+		snprintf(got, sizeof(got), "%s",
+			 n == -E2BIG ? "E2BIG" : "EINVAL");
+		CHECK(n == -E2BIG || *why);
+	} else {
+		for (int i = 0; i < n; i++)
+			snprintf(got + strlen(got), sizeof(got) - strlen(got),
+				 "%s%s", i ? " " : "", v[i]);
+		CHECK(v[n] == NULL);
+		hostlist_free(v);
+	}
+	if (strcmp(got, want))
+		fprintf(stderr, "# '%s': got '%s', want '%s'\n", spec, got,
+			want);
+	CHECK(!strcmp(got, want));
+}
+
+/*
+ * Host lists as Slurm writes them: ranges with their width, several
+ * brackets (first outermost), commas inside and outside brackets, ports
+ * and IPv6 literals left alone, and every malformed list refused.
+ */
+static void test_hostlist(void)
+{
+	hl("dst01", "dst01");
+	hl("a,b", "a b");
+	hl("dst[01-03]", "dst01 dst02 dst03");
+	hl("n[8-11]", "n8 n9 n10 n11");
+	hl("n[1-2,7],login", "n1 n2 n7 login");
+	hl("r[1-2]n[1-2]", "r1n1 r1n2 r2n1 r2n2");
+	hl("x[1-2].ib", "x1.ib x2.ib");
+	hl("h[1-2]:7500,[fe80::1]:7501", "h1:7500 h2:7500 [fe80::1]:7501");
+	hl("[::1]", "[::1]");
+	hl("user@n[1-2]", "user@n1 user@n2");
+	hl("n[2-1]", "EINVAL");
+	hl("n[1-", "EINVAL");
+	hl("n[]", "EINVAL");
+	hl("n[a]", "EINVAL");
+	hl("n1]", "EINVAL");
+	hl("a,,b", "EINVAL");
+	hl("", "EINVAL");
+	hl("n[1-2[3]]", "EINVAL");
+	hl("n[1-70000]", "E2BIG");
+	hl("a[1-300]b[1-300]", "E2BIG");
+}
+
 TAP_RUN(TAP_TEST(test_crc32_vector), TAP_TEST(test_crc32_combine),
 	TAP_TEST(test_sha256_vectors), TAP_TEST(test_sha256_incremental),
 	TAP_TEST(test_hex), TAP_TEST(test_pread_short),
@@ -797,4 +851,4 @@ TAP_RUN(TAP_TEST(test_crc32_vector), TAP_TEST(test_crc32_combine),
 	TAP_TEST(test_units_format), TAP_TEST(test_clock), TAP_TEST(test_log),
 	TAP_TEST(test_workq_after),
 	TAP_TEST(test_workq_prepare_wait), TAP_TEST(test_normalize_peer),
-	TAP_TEST(test_log_escape), TAP_TEST(test_hset))
+	TAP_TEST(test_log_escape), TAP_TEST(test_hset), TAP_TEST(test_hostlist))
