@@ -19,6 +19,7 @@
 #include "transfer/walk.h"
 #include "transfer/walk_int.h"
 #include "transfer/wire.h"
+#include "util/checksum.h"
 #include "util/filter.h"
 #include "util/log.h"
 #include "util/path.h"
@@ -563,6 +564,10 @@ static void free_block(struct walk *w, size_t k)
 	if (!blk)
 		return;
 	for (size_t i = 0; i < n; i++) {
+		if (blk[i].listed)
+			hset_del(&w->listed,
+				 hset_key(ck_fnv1a64(blk[i].wire,
+						     strlen(blk[i].wire))));
 		free(blk[i].local);
 		free(blk[i].wire);
 		free(blk[i].link);
@@ -598,6 +603,7 @@ void walk_free(struct walk *w)
 	for (size_t k = 0; k < w->nblk; k++)
 		free_block(w, k);
 	free(w->blk);
+	hset_release(&w->listed);
 	free(w->line);
 	free(w->prev);
 	w->line = w->prev = NULL;

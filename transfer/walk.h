@@ -37,6 +37,7 @@
 #include <time.h>
 
 #include "transfer/xfer.h"
+#include "util/hset.h"
 
 struct walk_entry {
 	char *local; /* the path to open: local, or beneath the root */
@@ -45,6 +46,7 @@ struct walk_entry {
 	struct stat st;
 	uint8_t kind; /* enum wire_file_kind */
 	bool top;     /* a SRC as named: a symlink there is followed */
+	bool listed;  /* a name of the list, in walk.listed */
 	int err;      /* 0, or why this entry cannot be sent */
 	char *errmsg;
 	struct xfer_range *range; /* NULL: the whole file */
@@ -96,6 +98,7 @@ struct walk {
 	size_t depth, stack_cap;
 	char *line, *prev; /* the list's current and previous name */
 	size_t line_cap;
+	struct hset listed; /* the listed names of the entries held */
 	int list_err; /* a list that could not be read: -errno */
 };
 

@@ -16,6 +16,7 @@
 #include "transfer/walk.h"
 #include "transfer/walk_int.h"
 #include "transfer/wire.h"
+#include "util/checksum.h"
 #include "util/log.h"
 #include "util/path.h"
 
@@ -261,6 +262,7 @@ int walk_list_next(struct walk *w)
 	struct xfer_range range;
 	struct walk_entry *e;
 	size_t n, keep, before;
+	uint64_t key;
 	int rc, kind = 0;
 
 	do {
@@ -286,6 +288,16 @@ int walk_list_next(struct walk *w)
 				 w->line, w->srcs[0]);
 	}
 	keep = strlen(w->line);
+	/*
+	 * A name listed again while its entry is still held (maybe in
+	 * flight: two copies would race on the sink's temporary) is left
+	 * out, as rsync sends a name once. One listed again after its
+	 * entry was done and released goes again, after it. Ranges of one
+	 * file (rdcp-mpi's records) are each their own entry.
+	 */
+	key = hset_key(ck_fnv1a64(w->line, keep));
+	if (kind != 1 && hset_has(&w->listed, key))
+		return 0;
 	rc = walk_implied(w, w->line, &keep);
 	if (!rc && path_join(local, sizeof(local), w->srcs[0], w->line)) {
 		/* a name fit to send: the sink is told under that name */
@@ -304,6 +316,14 @@ int walk_list_next(struct walk *w)
 	}
 	if (rc == 1)
 		rc = 0;
+	e = w->n > before ? walk_at(w, w->n - 1) : NULL;
+	if (rc >= 0 && kind != 1 && e && !strcmp(e->wire, w->line)) {
+		e->listed = true;
+		if (hset_add(&w->listed, key) == -ENOMEM) {
+			e->listed = false;
+			rc = -ENOMEM;
+		}
+	}
 	if (!rc && kind == 1)
 		rc = take_range(w, before, w->line, &range);
 	free(w->prev);
