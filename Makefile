@@ -236,7 +236,8 @@ test-quickstart: all
 	$(Q)tests/quickstart.sh $(BUILD)
 
 # Side-by-side ratios (not a test: nothing is asserted; read the tables):
-# the network-free ceiling against cp (tmpfs and ext4 on a loop device);
+# the network-free ceiling against cp (tmpfs and ext4 on a loop device),
+# and with its ring and staging in hugetlb, transparent or 4 KiB pages;
 # over TCP on loopback against iperf3, nc, scp, rsync and tar | nc;
 # --direct against --no-direct and cp within ext4 on a loop device, and
 # threads against io_uring (as root); in the Soft-RoCE guest against
@@ -245,6 +246,7 @@ test-quickstart: all
 bench: setup
 	$(Q)$(MAKE) --no-print-directory all $(BENCH_BINS)
 	$(Q)tests/bench/ceiling.sh $(BUILD)
+	$(Q)tests/bench/hugepages.sh $(BUILD)
 	$(Q)tests/bench/tcp.sh $(BUILD)
 	$(Q)tests/bench/direct.sh $(BUILD)
 	$(Q)tests/bench/run.sh $(BUILD)

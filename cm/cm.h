@@ -163,6 +163,14 @@ struct cm_conn {
 	char dev[64];	       /* device name ("rxe0"; "tcp" over TCP) */
 	const char *transport; /* "rdma" or "tcp" */
 	/*
+	 * The NUMA node of the device, -1: unknown or none (TCP). Its ring
+	 * or staging memory is taken from there; the engine may change it
+	 * (--numa) before ring_create or stage_create.
+	 */
+	int numa_node;
+	const char *pages; /* what ring/staging are made of ("2 MiB huge
+			    * pages"), NULL before either exists */
+	/*
 	 * The first cause of failure in words, as cm/ logged it, set with
 	 * the first failed completion or CLOSED whose status is not a flush;
 	 * "" until then. Only the thread that polls reads it.

@@ -54,16 +54,23 @@ bool cm_geom_valid(const struct cm_geom *g);
 bool cm_geom_check(const struct cm_geom *g, char *why, size_t n);
 
 /*
- * The ring's or the staging buffers' memory for geometry g, one mapping
- * of cm_area_len(g) bytes: the slots' payloads (*data, page aligned, and
- * with huge aligned to 2 MiB when the area is that large; slot i at i x
- * slot_size), then their CM_SLOT_HDR-byte headers (*hdr), huge pages
- * advised, not touched. Returns 0 or -errno, logged naming what.
- * cm_area_free takes *data and the same g (idempotent: NULL is left
- * alone).
+ * The ring's or the staging buffers' memory for c's geometry, one mapping
+ * of cm_area_len(&c->geom) bytes (util/hugemem.c): the slots' payloads
+ * (*data, page aligned, and with nic (RDMA registers it) aligned to 2 MiB
+ * when the area is that large; slot i at i x slot_size), then their
+ * CM_SLOT_HDR-byte headers (*hdr), not touched; in the pages --hugepages
+ * allows and from c->numa_node's memory when that is >= 0. Sets
+ * c->pages to what it got and says so at -v. Returns 0 or -errno, logged
+ * naming what. cm_area_free takes *data and the same geometry
+ * (idempotent: NULL is left alone).
  */
+/*
+ * The NUMA node of RDMA device dev (util/numa.h numa_dev_node beneath
+ * numa_sysfs_root()), -1 when unknown.
+ */
+int cm_numa_of_device(const char *dev);
 size_t cm_area_len(const struct cm_geom *g);
-int cm_area_alloc(const struct cm_geom *g, const char *what, bool huge,
+int cm_area_alloc(struct cm_conn *c, const char *what, bool nic,
 		  uint8_t **data, uint8_t **hdr)
 	__attribute__((warn_unused_result));
 void cm_area_free(uint8_t **data, const struct cm_geom *g);

@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "cm/cm_int.h"
 #include "util/log.h"
@@ -123,69 +122,6 @@ bool cm_geom_valid(const struct cm_geom *g)
 	char why[100];
 
 	return cm_geom_check(g, why, sizeof(why));
-}
-
-/* ---- ring and staging memory ---- */
-
-#define AREA_ALIGN (2u << 20) /* a huge page */
-
-static size_t area_hdr_off(const struct cm_geom *g)
-{
-	return (size_t)g->slots * g->slot_size;
-}
-
-size_t cm_area_len(const struct cm_geom *g)
-{
-	size_t hdrs = (size_t)g->slots * CM_SLOT_HDR;
-
-	return area_hdr_off(g) + ((hdrs + 4095) & ~(size_t)4095);
-}
-
-int cm_area_alloc(const struct cm_geom *g, const char *what, bool huge,
-		  uint8_t **data, uint8_t **hdr)
-{
-	size_t len = cm_area_len(g);
-	size_t extra = huge && len >= AREA_ALIGN ? AREA_ALIGN : 0;
-	uintptr_t start, aligned;
-	char sz[32];
-	uint8_t *p;
-
-	/* Over-map by one huge page and trim both ends to align. */
-	p = mmap(NULL, len + extra, PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (p == MAP_FAILED) {
-		int err = errno;
-
-		log_err("cannot allocate %s (%s): %s", what,
-			units_format_size(len, sz, sizeof(sz)), strerror(err));
-		return -err;
-	}
-	start = (uintptr_t)p;
-	aligned =
-		extra ? (start + AREA_ALIGN - 1) & ~(uintptr_t)(AREA_ALIGN - 1)
-		      : start;
-	if (aligned > start)
-		munmap(p, aligned - start);
-	if (start + extra > aligned)
-		munmap((uint8_t *)aligned + len, start + extra - aligned);
-	p = (uint8_t *)aligned;
-	/*
-	 * Huge pages where the kernel allows them: fewer page faults (a
-	 * 64 MiB area is 16 384 small pages, paid again every session) and,
-	 * on a NIC that maps what it registers by the largest page that
-	 * fits, fewer translation entries. Advice only: no error.
-	 */
-	madvise(p, len, MADV_HUGEPAGE);
-	*data = p;
-	*hdr = p + area_hdr_off(g);
-	return 0;
-}
-
-void cm_area_free(uint8_t **data, const struct cm_geom *g)
-{
-	if (*data)
-		munmap(*data, cm_area_len(g));
-	*data = NULL;
 }
 
 /* ---- small helpers ---- */

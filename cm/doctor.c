@@ -21,7 +21,9 @@
 
 #include "cm/cm_int.h"
 #include "cm/device.h"
+#include "util/hugemem.h"
 #include "util/log.h"
+#include "util/numa.h"
 #include "util/units.h"
 
 struct doc {
@@ -83,6 +85,60 @@ static void gids(struct doc *d, struct ibv_context *ctx, const char *name,
 		    name, port, v2_ipv4, v2_ipv4);
 }
 
+/* Where a device's sessions will run (cm/mem.c, transfer/affinity.c). */
+static void numa(struct doc *d, const char *name)
+{
+	int node = cm_numa_of_device(name);
+	char list[128];
+	cpu_set_t set;
+	int n;
+
+	if (node < 0) {
+		say(d, CM_CHECK_INFO,
+		    "%s: NUMA node unknown (one node, or a virtual device): "
+		    "memory and threads not placed",
+		    name);
+		return;
+	}
+	n = numa_node_cpus(numa_sysfs_root(), node, &set);
+	if (n > 0)
+		say(d, CM_CHECK_OK,
+		    "%s: NUMA node %d: ring, staging and threads go there "
+		    "(CPUs %s)",
+		    name, node, numa_cpulist_format(&set, list, sizeof(list)));
+	else
+		say(d, CM_CHECK_INFO,
+		    "%s: NUMA node %d, none of whose CPUs this process may "
+		    "use: threads not pinned",
+		    name, node);
+}
+
+/* Whether a session's ring (or staging) fits in the hugetlb pool. */
+static void hugepages(struct doc *d, uint64_t need)
+{
+	long have = hugemem_pool_free(numa_sysfs_root());
+	long want = (long)((need + HUGEMEM_PAGE - 1) / HUGEMEM_PAGE);
+
+	if (hugemem_get_mode() == HUGEMEM_OFF)
+		say(d, CM_CHECK_INFO, "huge pages: off (--hugepages off)");
+	else if (have >= want)
+		say(d, CM_CHECK_OK,
+		    "huge pages: %ld of 2 MiB free, a session takes %ld: ring "
+		    "and staging in huge pages",
+		    have, want);
+	else if (hugemem_get_mode() == HUGEMEM_ON)
+		say(d, CM_CHECK_PROBLEM,
+		    "huge pages: %ld of 2 MiB free, a session takes %ld: with "
+		    "--hugepages on it fails (sysctl vm.nr_hugepages=%ld)",
+		    have, want, want);
+	else
+		say(d, CM_CHECK_INFO,
+		    "huge pages: %ld of 2 MiB free, a session takes %ld: "
+		    "transparent huge pages instead (for 2 MiB pages: sysctl "
+		    "vm.nr_hugepages=%ld)",
+		    have, want, want);
+}
+
 static void unopened(void *arg, const char *name, int err)
 {
 	say(arg, CM_CHECK_PROBLEM,
@@ -107,6 +163,8 @@ static bool port(void *arg, struct ibv_context *ctx, const char *name,
 		    : ": bring its link up (ip link set DEV up, "
 		      "check the cable and the switch port)");
 	gids(d, ctx, name, p, pa->gid_tbl_len);
+	if (p == 1)
+		numa(d, name);
 	return false;
 }
 
@@ -168,6 +226,7 @@ int cm_check(const struct cm_addr *peer, uint64_t session_bytes,
 	else
 		close(fd);
 	memlock(&d, session_bytes);
+	hugepages(&d, session_bytes);
 	if (!peer || !peer->host)
 		return d.problems;
 	if (cm_rdma_probe(peer, 2000, why, sizeof(why), dev, sizeof(dev)))

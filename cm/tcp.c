@@ -660,7 +660,7 @@ static int t_ring_create(struct cm_conn *c, struct cm_ring_desc *desc)
 	 * loopback and looked slower in some interleaved runs (README
 	 * Performance); no NIC maps this memory.
 	 */
-	rc = cm_area_alloc(&c->geom, "ring", false, &p, &hdr);
+	rc = cm_area_alloc(c, "ring", false, &p, &hdr);
 	if (rc)
 		return rc;
 	pthread_mutex_lock(&t->lock); /* the receive thread reads it */
@@ -681,7 +681,7 @@ static int t_stage_create(struct cm_conn *c, const struct cm_ring_desc *peer)
 
 	if (c->stage)
 		return -EEXIST;
-	rc = cm_area_alloc(&c->geom, "staging buffers", false, &p, &hdr);
+	rc = cm_area_alloc(c, "staging buffers", false, &p, &hdr);
 	if (rc)
 		return rc;
 	pthread_mutex_lock(&t->lock);
@@ -816,6 +816,7 @@ int tconn_create(int fd, const struct cm_geom *g, const char *peer,
 	snprintf(c->peer, sizeof(c->peer), "%s", peer);
 	snprintf(c->dev, sizeof(c->dev), "tcp");
 	c->transport = "tcp";
+	c->numa_node = -1;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_mutex_init(&t->lock, NULL);

@@ -241,7 +241,7 @@ static int reg_area(struct vconn *v, const char *what, int access,
 		    uint8_t **data, uint8_t **hdr, struct ibv_mr **mr)
 {
 	/* 2 MiB aligned: a NIC maps it with fewer, larger pages. */
-	int rc = cm_area_alloc(&v->base.geom, what, true, data, hdr);
+	int rc = cm_area_alloc(&v->base, what, true, data, hdr);
 
 	return rc ? rc
 		  : reg_only(v, what, *data, cm_area_len(&v->base.geom), access,
@@ -689,6 +689,7 @@ int vconn_build(struct vconn *v)
 	c->transport = "rdma";
 	snprintf(c->dev, sizeof(c->dev), "%s",
 		 ibv_get_device_name(v->id->verbs->device));
+	c->numa_node = cm_numa_of_device(c->dev);
 	v->pd = ibv_alloc_pd(v->id->verbs);
 	if (!v->pd) {
 		log_err("cannot allocate protection domain on %s: %s", c->dev,

@@ -317,6 +317,33 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			argp_error(state, "--workers: '%s' is not 1..256", arg);
 		o->workers = (unsigned int)v;
 		break;
+	case OPT_NUMA:
+		if (!strcmp(arg, "auto")) {
+			o->numa = XFER_NUMA_AUTO;
+		} else if (!strcmp(arg, "off")) {
+			o->numa = XFER_NUMA_OFF;
+		} else if (!parse_uint(arg, 0, 4095, &v)) {
+			o->numa = XFER_NUMA_NODE;
+			o->numa_node = (int)v;
+		} else {
+			argp_error(state,
+				   "--numa: '%s' is not auto, off or a node "
+				   "number",
+				   arg);
+		}
+		break;
+	case OPT_HUGEPAGES:
+		if (!strcmp(arg, "auto"))
+			o->hugepages = HUGEMEM_AUTO;
+		else if (!strcmp(arg, "on"))
+			o->hugepages = HUGEMEM_ON;
+		else if (!strcmp(arg, "off"))
+			o->hugepages = HUGEMEM_OFF;
+		else
+			argp_error(state,
+				   "--hugepages: '%s' is not auto, on or off",
+				   arg);
+		break;
 	case OPT_JSON:
 		a->json = true;
 		break;

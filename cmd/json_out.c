@@ -137,6 +137,13 @@ void json_summary_with(FILE *out, const struct xfer_stats *st, enum xfer_fail f,
 	json_str(out, st->transport);
 	fputs(",\"device\":", out);
 	json_str(out, st->device);
+	/* Where the last session ran (null before any did, or anywhere). */
+	if (st->workers && st->numa_node >= 0)
+		fprintf(out, ",\"numa_node\":%d", st->numa_node);
+	else
+		fputs(",\"numa_node\":null", out);
+	fprintf(out, ",\"workers\":%u,\"pages\":", st->workers);
+	json_str(out, st->pages);
 	fputs(",\"peer\":", out);
 	json_str(out, st->peer);
 	fprintf(out, ",\"deleted\":%" PRIu64, st->deleted);

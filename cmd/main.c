@@ -24,6 +24,7 @@
 #include "cmd/retry.h"
 #include "transfer/xfer.h"
 #include "util/clock.h"
+#include "util/hugemem.h"
 #include "util/key.h"
 #include "util/log.h"
 #include "util/path.h"
@@ -322,7 +323,10 @@ static int check(struct run *run)
 	uint64_t pinned =
 		2 * (uint64_t)run->o.window * (run->o.chunk_size + 64) +
 		(1u << 20);
-	int problems = cm_check(&run->o.addr, pinned, check_line, NULL);
+	int problems;
+
+	hugemem_set_mode(run->o.hugepages);
+	problems = cm_check(&run->o.addr, pinned, check_line, NULL);
 
 	if (run->o.rsh)
 		problems += xfer_check_remote(&run->o, check_line, NULL);

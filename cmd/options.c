@@ -186,7 +186,17 @@ const struct argp_option rdcp_options[] = {
 	  "First wait before a retry (default 5), doubling up to 60, +-20 %",
 	  4 },
 	{ "workers", OPT_WORKERS, "N", 0,
-	  "Threads for disk I/O and checksums (default 2)", 4 },
+	  "Threads for disk I/O and checksums (default: half the CPUs of "
+	  "the device's NUMA node, 2..8)",
+	  4 },
+	{ "numa", OPT_NUMA, "NODE", 0,
+	  "Ring, staging buffers and threads on this NUMA node: auto (the "
+	  "RDMA device's, default), off, or a node number",
+	  4 },
+	{ "hugepages", OPT_HUGEPAGES, "MODE", 0,
+	  "Ring and staging buffers in 2 MiB huge pages: auto (when "
+	  "vm.nr_hugepages has enough free, default), on (or fail), off",
+	  4 },
 	{ "check", OPT_CHECK, NULL, 0,
 	  "Check this host's RDMA setup and, with a HOST argument, the way "
 	  "to a receiver there; print the fix for each problem (exit 0: none "

@@ -61,6 +61,8 @@ enum {
 	OPT_MAX_DELETE,
 	OPT_DIRECT,
 	OPT_NO_DIRECT,
+	OPT_NUMA,
+	OPT_HUGEPAGES,
 };
 
 extern const struct argp_option rdcp_options[];

@@ -234,6 +234,9 @@ enum xfer_fail session_client(const struct xfer_opts *o, struct cm_conn *c,
 	OPENSSL_cleanse(key, sizeof(key));
 	st->seconds = clock_now_s() - t0;
 	snprintf(st->peer, sizeof(st->peer), "%s", c->peer);
+	st->numa_node = c->numa_node;
+	st->workers = e.workers;
+	snprintf(st->pages, sizeof(st->pages), "%s", c->pages ? c->pages : "");
 	if (e.fail)
 		snprintf(st->error, sizeof(st->error), "%s", e.why);
 	engine_tell_peer(&e);

@@ -20,6 +20,7 @@
 
 #include <openssl/crypto.h>
 
+#include "transfer/affinity.h"
 #include "transfer/engine.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -43,7 +44,9 @@ int engine_init(struct engine *e, struct cm_conn *c, const struct xfer_opts *o)
 		free(e->held);
 		return -ENOMEM;
 	}
-	rc = workq_create(o->workers ? o->workers : 1, &e->wq);
+	/* Pinned before the workers start: they inherit this thread's CPUs. */
+	e->workers = affinity_apply(c, o);
+	rc = workq_create(e->workers, &e->wq);
 	if (rc) {
 		free(e->tx_busy);
 		free(e->held);

@@ -70,6 +70,7 @@ struct engine {
 	const struct engine_role *role;
 	void *role_data;
 	struct workq *wq;
+	unsigned int workers; /* its threads (affinity_apply) */
 	struct credit_ctrl cc;
 	uint8_t *tx_busy; /* per tx buffer */
 	unsigned int tx_inflight;

@@ -62,9 +62,11 @@ static void server_argv(const struct xfer_opts *o, const char **argv,
 	argv[n++] = "--window";
 	snprintf(num[k], sizeof(num[k]), "%u", o->window);
 	argv[n++] = num[k++];
-	argv[n++] = "--workers";
-	snprintf(num[k], sizeof(num[k]), "%u", o->workers);
-	argv[n++] = num[k++];
+	if (o->workers) { /* else the far side counts its own CPUs */
+		argv[n++] = "--workers";
+		snprintf(num[k], sizeof(num[k]), "%u", o->workers);
+		argv[n++] = num[k++];
+	}
 	argv[n++] = "--timeout";
 	snprintf(num[k], sizeof(num[k]), "%d", o->timeout_ms / 1000);
 	argv[n++] = num[k++];

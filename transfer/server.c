@@ -38,6 +38,7 @@
 #include "util/clock.h"
 #include "util/filter.h"
 #include "util/log.h"
+#include "util/numa.h"
 #include "util/path.h"
 #include "util/units.h"
 
@@ -530,7 +531,8 @@ static void spawn(struct server *srv, struct cm_request *req)
 static rlim_t session_fds(const struct xfer_opts *o)
 {
 	return 3 * WIRE_INFLIGHT_MAX +
-	       2 * (rlim_t)(o->workers ? o->workers : 1) + CONN_FDS;
+	       2 * (rlim_t)(o->workers ? o->workers : NUMA_WORKERS_MAX) +
+	       CONN_FDS;
 }
 
 /*

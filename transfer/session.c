@@ -39,7 +39,7 @@ void xfer_opts_init(struct xfer_opts *o)
 	o->addr.gid_index = -1;
 	o->chunk_size = 1u << 20;
 	o->window = 64;
-	o->workers = 2;
+	o->workers = 0; /* from the CPUs of the device's node */
 	o->poll = XFER_POLL_ADAPTIVE;
 	o->timeout_ms = 10000;
 	o->connect_timeout_ms = 10000;

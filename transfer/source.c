@@ -548,7 +548,7 @@ int source_run(struct engine *e, const struct source_cfg *cfg,
 	 * worker busy, few enough that the staging buffers they use (and the
 	 * ring slots behind them) stay warm in the cache.
 	 */
-	s.pack_ahead = 2 * (o->workers ? o->workers : 1) + 4;
+	s.pack_ahead = 2 * e->workers + 4;
 	/* Small files are packed unless each must wait for a HAVE. */
 	if (cfg->p.pack && !s.ask)
 		s.pack_max = s.chunk / 4 < PACK_FILE_MAX ? s.chunk / 4

@@ -15,6 +15,7 @@
 #include <stdio.h>
 
 #include "cm/cm.h"
+#include "util/hugemem.h"
 
 struct filter; /* util/filter.h */
 
@@ -55,6 +56,13 @@ enum xfer_direct {
 	XFER_DIRECT_OFF
 };
 
+/* Where a session's memory and threads go (--numa). */
+enum xfer_numa {
+	XFER_NUMA_AUTO = 0, /* the NUMA node of the device, when known */
+	XFER_NUMA_OFF,	    /* nowhere in particular, threads not pinned */
+	XFER_NUMA_NODE,	    /* xfer_opts.numa_node */
+};
+
 /* One file started (done = false) or finished, for machine output. */
 struct xfer_file_report {
 	bool done;
@@ -84,7 +92,15 @@ struct xfer_opts {
 	struct cm_addr addr;  /* connect to / listen on */
 	uint32_t chunk_size;  /* payload bytes per slot (power of two) */
 	uint16_t window;      /* ring slots */
-	unsigned int workers; /* checksum/disk threads */
+	unsigned int workers; /* checksum/disk threads, 0: from the node's
+			       * CPUs (numa_workers_for) */
+	enum xfer_numa numa;  /* ring, staging and threads: on which node */
+	int numa_node;	      /* with XFER_NUMA_NODE */
+	/*
+	 * Ring and staging pages (util/hugemem.h), process-wide: the first
+	 * session sets it for every later one (cmd/ gives all the same).
+	 */
+	enum hugemem_mode hugepages;
 	enum xfer_poll poll;
 	/*
 	 * O_DIRECT for file data (transfer/direct.h). A client's travels in
@@ -210,6 +226,9 @@ struct xfer_stats {
 	enum xfer_fail first_fail; /* verdict on the first failed file */
 	char transport[16];	   /* "rdma" or "tcp" */
 	char device[64];
+	int numa_node;		/* where the session ran, -1: anywhere */
+	unsigned int workers;	/* its worker threads */
+	char pages[32];		/* its ring's or staging's pages, or "" */
 	char peer[64];
 	char error[600]; /* the session's failure in one line, or "" */
 };

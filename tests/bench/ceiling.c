@@ -18,6 +18,8 @@
  *
  *   bench_ceiling [-w WORKERS] [-c CHUNK] [-n WINDOW] [-k crc32|sha256|none]
  *                 [-d on|off|auto]  (O_DIRECT: --direct, --no-direct, auto)
+ *                 [-H auto|on|off]  (ring and staging pages: --hugepages;
+ *                                   -w 0: the default worker count)
  *                 SRC ROOT NAME     copy SRC to ROOT/NAME, print one line
  *   bench_ceiling -m [MIB]          per-core costs: CRC32 (ISA-L/zlib as
  *                                   built, and zlib), SHA-256, memcpy
@@ -47,6 +49,7 @@
 #include "transfer/xfer.h"
 #include "util/checksum.h"
 #include "util/clock.h"
+#include "util/hugemem.h"
 #include "util/log.h"
 
 /* ---- CPU per side: every thread accounts for itself as it exits ---- */
@@ -160,6 +163,15 @@ static int parse_csum(const char *s, enum xfer_csum *out)
 	return 0;
 }
 
+/* The source's staging pages as one word: hugetlb, thp, 4k or none. */
+static const char *pages_token(const char *pages)
+{
+	return !strcmp(pages, hugemem_kind_name(HUGEMEM_HUGETLB)) ? "hugetlb"
+	       : !strcmp(pages, hugemem_kind_name(HUGEMEM_THP))   ? "thp"
+	       : !strcmp(pages, hugemem_kind_name(HUGEMEM_PLAIN)) ? "4k"
+								  : "none";
+}
+
 static int copy_once(struct xfer_opts *co, const char *root)
 {
 	struct xfer_opts so;
@@ -210,13 +222,14 @@ static int copy_once(struct xfer_opts *co, const char *root)
 	getrusage(RUSAGE_SELF, &ru);
 	printf("CEIL secs=%.4f bytes=%llu src_user=%.3f src_sys=%.3f "
 	       "sink_user=%.3f sink_sys=%.3f src_threads=%u sink_threads=%u "
-	       "maxrss_kib=%ld chunks=%llu breaches=%llu client=%s server=%s\n",
+	       "maxrss_kib=%ld chunks=%llu breaches=%llu client=%s server=%s "
+	       "workers=%u pages=%s\n",
 	       secs, (unsigned long long)st.bytes, cpu_user[SIDE_SRC],
 	       cpu_sys[SIDE_SRC], cpu_user[SIDE_SINK], cpu_sys[SIDE_SINK],
 	       nthreads[SIDE_SRC], nthreads[SIDE_SINK], ru.ru_maxrss,
 	       (unsigned long long)ms.writes,
 	       (unsigned long long)memconn_violations(&ms), xfer_fail_name(vc),
-	       xfer_fail_name(sa.v));
+	       xfer_fail_name(sa.v), st.workers, pages_token(st.pages));
 	if (st.error[0])
 		fprintf(stderr, "bench_ceiling: %s\n", st.error);
 	return vc == XFER_OK && sa.v == XFER_OK && !memconn_violations(&ms) ? 0
@@ -327,7 +340,8 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: bench_ceiling [-w WORKERS] [-c CHUNK] [-n WINDOW] "
-		"[-k crc32|sha256|none] [-d on|off|auto] SRC ROOT NAME\n"
+		"[-k crc32|sha256|none] [-d on|off|auto] [-H auto|on|off] "
+		"SRC ROOT NAME\n"
 		"       bench_ceiling -m [MIB]\n");
 	exit(2);
 }
@@ -342,7 +356,7 @@ int main(int argc, char **argv)
 		return 2;
 	log_set_level(getenv("CEIL_DEBUG") ? LOG_DEBUG : LOG_WARN);
 	xfer_opts_init(&co);
-	while ((opt = getopt(argc, argv, "w:c:n:k:d:m")) != -1) {
+	while ((opt = getopt(argc, argv, "w:c:n:k:d:H:m")) != -1) {
 		switch (opt) {
 		case 'w':
 			co.workers = (unsigned int)atoi(optarg);
@@ -365,6 +379,14 @@ int main(int argc, char **argv)
 			else if (strcmp(optarg, "auto"))
 				usage();
 			break;
+		case 'H':
+			if (!strcmp(optarg, "on"))
+				co.hugepages = HUGEMEM_ON;
+			else if (!strcmp(optarg, "off"))
+				co.hugepages = HUGEMEM_OFF;
+			else if (strcmp(optarg, "auto"))
+				usage();
+			break;
 		case 'm':
 			return micro(optind < argc
 					     ? strtoul(argv[optind], NULL, 0)
@@ -373,7 +395,7 @@ int main(int argc, char **argv)
 			usage();
 		}
 	}
-	if (argc - optind != 3 || !co.workers || !co.window ||
+	if (argc - optind != 3 || !co.window ||
 	    co.chunk_size < 4096 || (co.chunk_size & (co.chunk_size - 1)))
 		usage();
 	srcs[0] = argv[optind];

@@ -13,7 +13,7 @@
 # before its plan counts as a failed test.  Ends with "N passed, N failed"
 # and a non-zero status if anything failed.
 #
-#   tests/e2e/run_rdma.sh [--build DIR] [single[:NAME,...]|rxhost|txhost|linkcut|retry|ssh]...
+#   tests/e2e/run_rdma.sh [--build DIR] [single[:NAME,...]|rxhost|txhost|linkcut|retry|ssh|numa]...
 #       DIR (default build/) holds rdcp and hooks/rdcp; logs go to DIR/e2e/.
 #       Without scenario names, the first five run (a few minutes); ssh
 #       boots a pair for rdma_pair.sh's ssh checks alone.
@@ -21,7 +21,8 @@
 #       per run, in /root/.ssh: any guest may `ssh 10.77.1.2 CMD`).
 #       single:NAME,... runs only those scenarios of scenarios.sh in the
 #       single guest (`tests/e2e/run_tcp.sh --list` names them), e.g.
-#       single:tree,pull.
+#       single:tree,pull. numa boots a guest with two NUMA nodes and its
+#       NIC on node 1 for tests/e2e/numa.sh (placement, huge pages).
 set -uo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -162,7 +163,7 @@ run_guest() {
 	fi
 }
 
-[ $# -gt 0 ] || set -- single ssh rxhost txhost linkcut retry
+[ $# -gt 0 ] || set -- single ssh rxhost txhost linkcut retry numa
 for sc in "$@"; do
 	case "$sc" in
 	single | single:*)
@@ -182,8 +183,11 @@ for sc in "$@"; do
 		run_guest pair-linkcut "a b" --pair --timeout 320 "${common[@]}" "$HERE/rdma_pair.sh" linkcut ;;
 	retry)
 		run_guest pair-retry "a b" --pair --timeout 320 "${common[@]}" "$HERE/rdma_pair.sh" retry ;;
+	numa)
+		# A boot of its own: two NUMA nodes, the NIC on node 1.
+		run_guest numa s --numa --timeout 400 --mem 1024 "${common[@]}" "$HERE/numa.sh" ;;
 	*)
-		notok "unknown scenario $sc (single[:NAME,...] rxhost txhost linkcut retry ssh)" ;;
+		notok "unknown scenario $sc (single[:NAME,...] rxhost txhost linkcut retry ssh numa)" ;;
 	esac
 done
 echo "# total: $((SECONDS - start))s"

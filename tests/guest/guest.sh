@@ -9,13 +9,18 @@
 #   guest.sh prepare
 #       Download/unpack the kernel into the cache ($RDCP_GUEST_DIR, default
 #       build/guest/), extract vmlinux, decompress the needed modules.
-#   guest.sh run [--pair] [--timeout S] [--mem MiB] [--bin PATH]...
+#   guest.sh run [--pair | --numa] [--timeout S] [--mem MiB] [--bin PATH]...
 #                [--file SRC:DEST]... SCRIPT [ARGS...]
 #       Boot one guest (rxe0 on dummy0, 10.77.0.1, 2 vCPUs) or, with --pair,
 #       two guests joined by a private qemu dgram link on 127.0.0.1 (rxe0 on
 #       eth0, 10.77.1.1 = a, 10.77.1.2 = b, 1 vCPU each), run SCRIPT with
 #       ARGS as /test/script.sh and exit with its status.  A guest line
 #       RDCP-GUEST-KILL-OTHER makes the host kill the other guest's qemu.
+#       With --numa, the single guest has two NUMA nodes (vCPU 0 and half
+#       the memory on node 0, vCPU 1 and the other half on node 1) and a
+#       virtio NIC, eth0, behind a PCI expander bridge on node 1 (its
+#       device/numa_node reads 1; nothing is connected to it): for
+#       tests/e2e/numa.sh, which puts an rxe device on it.
 #       Exit 124 on timeout, 125 when a guest died without reporting a status.
 #       With a host key shipped as /etc/ssh/ssh_host_ed25519_key (--file),
 #       /init starts OpenSSH's sshd on port 22: root logs in by the keys
@@ -342,10 +347,11 @@ reader() {
 }
 
 cmd_run() {
-	local pair=0 timeout=300 mem=1024 bins=() files=()
+	local pair=0 numa=0 timeout=300 mem=1024 bins=() files=()
 	while [ $# -gt 0 ]; do
 		case "$1" in
 		--pair) pair=1; shift ;;
+		--numa) numa=1; shift ;;
 		--timeout) [ $# -ge 2 ] || usage; timeout=$2; shift 2 ;;
 		--mem) [ $# -ge 2 ] || usage; mem=$2; shift 2 ;;
 		--bin) [ $# -ge 2 ] || usage; bins+=("$2"); shift 2 ;;
@@ -360,6 +366,7 @@ cmd_run() {
 	[ -f "$script" ] || die "script $script not found"
 	[[ "$timeout" =~ ^[0-9]+$ ]] || die "--timeout wants seconds, got $timeout"
 	[[ "$mem" =~ ^[0-9]+$ ]] || die "--mem wants MiB, got $mem"
+	[ "$pair$numa" != 11 ] || die "--numa is for the single guest, not --pair"
 
 	cmd_prepare
 	build_base
@@ -447,6 +454,16 @@ cmd_run() {
 		if [ "$g" = s ]; then
 			role=single; log=$LOGP.log; prefix=; other=
 			qargs=(-smp 2 -append "$cmdline rdcp.role=single")
+			# shellcheck disable=SC2054 # commas are qemu option syntax
+			if [ "$numa" = 1 ]; then qargs+=(
+				-object "memory-backend-ram,id=m0,size=$((mem / 2))M"
+				-object "memory-backend-ram,id=m1,size=$((mem - mem / 2))M"
+				-numa node,nodeid=0,cpus=0,memdev=m0
+				-numa node,nodeid=1,cpus=1,memdev=m1
+				-device pxb,id=pxb1,bus=pci.0,bus_nr=8,numa_node=1
+				-netdev user,id=n1,restrict=on
+				-device "virtio-net-pci,netdev=n1,bus=pxb1,addr=0x1,mac=52:54:00:77:03:01,romfile=")
+			fi
 		else
 			role=$g; log=$LOGP-$g.log; prefix="[$g] "
 			if [ "$g" = a ]; then other=b lport=$port rport=$((port + 1)) mac=52:54:00:77:01:01

@@ -31,6 +31,7 @@
 #include "memconn.h"
 #include "transfer/wire.h"
 #include "util/clock.h"
+#include "util/hugemem.h"
 
 enum { OP_SEND = 1, OP_WRITE };
 
@@ -626,29 +627,52 @@ static int mc_wait(struct cm_conn *c, int extra_fd, int timeout_ms)
 	return 0;
 }
 
-/* Payloads page aligned, headers after them, as cm_area_alloc() lays out. */
-static uint8_t *area_alloc(const struct cm_geom *g, uint8_t **hdr)
+/* Bytes of a ring or staging area: payloads, then their headers. */
+static size_t area_len(const struct cm_geom *g)
 {
-	size_t data = (size_t)g->slots * g->slot_size;
-	size_t len = data + (((size_t)g->slots * CM_SLOT_HDR + 4095) & ~4095ul);
-	uint8_t *p = aligned_alloc(4096, len);
+	return (size_t)g->slots * g->slot_size +
+	       (((size_t)g->slots * CM_SLOT_HDR + 4095) & ~4095ul);
+}
 
-	if (p) {
-		memset(p, 0, len);
-		*hdr = p + data;
-	}
-	return p;
+/*
+ * In the pages, and on the node, cm/mem.c gives a real ring (laid out as
+ * cm_area_alloc() does), so that the ceiling bench measures them; every
+ * page faulted in at once, as registering it with a NIC would.
+ */
+static int area_alloc(struct cm_conn *c, const char *what, uint8_t **p,
+		      uint8_t **hdr)
+{
+	enum hugemem_kind kind;
+	void *m;
+	int rc = hugemem_alloc(what, area_len(&c->geom), true, c->numa_node,
+			       &m, &kind);
+
+	if (rc)
+		return rc;
+	/* Touched up front, as ibv_reg_mr's pinning faults every page in. */
+	memset(m, 0, area_len(&c->geom));
+	c->pages = hugemem_kind_name(kind);
+	*p = m;
+	*hdr = *p + (size_t)c->geom.slots * c->geom.slot_size;
+	return 0;
+}
+
+static void area_free(uint8_t **p, const struct cm_geom *g)
+{
+	hugemem_free(*p, area_len(g));
+	*p = NULL;
 }
 
 static int mc_ring_create(struct cm_conn *c, struct cm_ring_desc *desc)
 {
 	struct mc_side *s = to_side(c);
-	uint8_t *hdr, *ring = area_alloc(&c->geom, &hdr);
+	uint8_t *hdr, *ring;
+	int rc = area_alloc(c, "ring", &ring, &hdr);
 
-	if (!ring)
-		return -ENOMEM;
+	if (rc)
+		return rc;
 	pthread_mutex_lock(&s->p->lock);
-	free(c->ring);
+	area_free(&c->ring, &c->geom);
 	c->ring = ring;
 	c->ring_hdr = hdr;
 	pthread_mutex_unlock(&s->p->lock);
@@ -661,12 +685,13 @@ static int mc_ring_create(struct cm_conn *c, struct cm_ring_desc *desc)
 static int mc_stage_create(struct cm_conn *c, const struct cm_ring_desc *peer)
 {
 	struct mc_side *s = to_side(c);
-	uint8_t *hdr, *stage = area_alloc(&c->geom, &hdr);
+	uint8_t *hdr, *stage;
+	int rc = area_alloc(c, "staging buffers", &stage, &hdr);
 
-	if (!stage)
-		return -ENOMEM;
+	if (rc)
+		return rc;
 	pthread_mutex_lock(&s->p->lock);
-	free(c->stage);
+	area_free(&c->stage, &c->geom);
 	c->stage = stage;
 	c->stage_hdr = hdr;
 	s->peer_ring = *peer;
@@ -679,8 +704,8 @@ static void side_free(struct mc_side *s)
 	drop_ops(s);
 	free(s->base.tx);
 	free(s->base.rx);
-	free(s->base.ring);
-	free(s->base.stage);
+	area_free(&s->base.ring, &s->base.geom);
+	area_free(&s->base.stage, &s->base.geom);
 	s->base.tx = s->base.rx = s->base.ring = s->base.stage = NULL;
 	s->base.ring_hdr = s->base.stage_hdr = NULL;
 	free(s->rq);
@@ -742,6 +767,7 @@ static int side_init(struct mc_pair *p, int idx, const struct cm_geom *g)
 	c->nrx = s->rdepth;
 	snprintf(c->peer, sizeof(c->peer), "memconn-%c", idx ? 'a' : 'b');
 	snprintf(c->dev, sizeof(c->dev), "mem%d", idx);
+	c->numa_node = -1;
 	s->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	c->tx = calloc(c->ntx, g->ctrl_size);
 	c->rx = calloc(c->nrx, g->ctrl_size);

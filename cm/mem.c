@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * Where a connection's big buffers live: the ring and staging areas
+ * (cm_area_alloc, in util/hugemem.c's pages) on the NUMA node of the
+ * device that moves them (cm_numa_of_device, from sysfs through
+ * util/numa.c). Every transport's ring_create and stage_create come here.
+ */
+#include <stdio.h>
+
+#include "cm/cm_int.h"
+#include "util/hugemem.h"
+#include "util/log.h"
+#include "util/numa.h"
+#include "util/units.h"
+
+int cm_numa_of_device(const char *dev)
+{
+	return numa_dev_node(numa_sysfs_root(), dev);
+}
+
+static size_t area_hdr_off(const struct cm_geom *g)
+{
+	return (size_t)g->slots * g->slot_size;
+}
+
+size_t cm_area_len(const struct cm_geom *g)
+{
+	size_t hdrs = (size_t)g->slots * CM_SLOT_HDR;
+
+	return area_hdr_off(g) + ((hdrs + 4095) & ~(size_t)4095);
+}
+
+int cm_area_alloc(struct cm_conn *c, const char *what, bool nic, uint8_t **data,
+		  uint8_t **hdr)
+{
+	size_t len = cm_area_len(&c->geom);
+	enum hugemem_kind kind;
+	char sz[32], node[24] = "";
+	void *p;
+	int rc;
+
+	rc = hugemem_alloc(what, len, nic, c->numa_node, &p, &kind);
+	if (rc)
+		return rc;
+	c->pages = hugemem_kind_name(kind);
+	if (c->numa_node >= 0)
+		snprintf(node, sizeof(node), ", NUMA node %d", c->numa_node);
+	log_info("%s: %s in %s%s", what, units_format_size(len, sz, sizeof(sz)),
+		 c->pages, node);
+	*data = p;
+	*hdr = *data + area_hdr_off(&c->geom);
+	return 0;
+}
+
+void cm_area_free(uint8_t **data, const struct cm_geom *g)
+{
+	hugemem_free(*data, cm_area_len(g));
+	*data = NULL;
+}
