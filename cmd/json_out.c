@@ -57,10 +57,16 @@ void json_file(FILE *out, const struct xfer_file_report *r)
 		json_deleted(out, r);
 		return;
 	}
-	fputs(r->done ? "{\"event\":\"file_done\",\"path\":"
-		      : "{\"event\":\"file_start\",\"path\":",
+	/* A byte range of a split file (rdcp-mpi): its own event. */
+	fputs(!r->done		   ? "{\"event\":\"file_start\",\"path\":"
+	      : r->range_count && !r->final ? "{\"event\":\"range_done\",\"path\":"
+					   : "{\"event\":\"file_done\",\"path\":",
 	      out);
 	json_str(out, r->path);
+	if (r->range_count && r->done && !r->final)
+		fprintf(out, ",\"range\":%" PRIu32, r->range_idx);
+	if (r->range_count && r->done)
+		fprintf(out, ",\"ranges\":%" PRIu32, r->range_count);
 	fputs(",\"type\":", out);
 	json_str(out, r->kind ? r->kind : "file");
 	fprintf(out, ",\"bytes\":%" PRIu64, r->bytes);

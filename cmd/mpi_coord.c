@@ -19,11 +19,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include "cmd/exit_codes.h"
 #include "cmd/json_out.h"
 #include "cmd/mpi_job.h"
+#include "transfer/wire.h"
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/units.h"
@@ -61,6 +63,10 @@ struct mj_coord {
 	uint64_t tick_ms, progress_ms;
 	bool progress_shown;
 	int rr; /* where the next round of giving starts */
+	/* split files with a failed range (MSG_SPLIT): each counted once */
+	char **split_failed;
+	size_t nsplit_failed;
+	enum xfer_fail split_first; /* the first one's class */
 };
 
 int mj_coord_create(const struct mj_coord_cfg *cfg, struct mj_coord **out)
@@ -93,6 +99,9 @@ void mj_coord_destroy(struct mj_coord *c)
 	for (size_t i = c->headnames; i < c->nnames; i++)
 		mbuf_release(&c->names[i]);
 	free(c->names);
+	for (size_t i = 0; i < c->nsplit_failed; i++)
+		free(c->split_failed[i]);
+	free(c->split_failed);
 	free(c->r);
 	free(c);
 }
@@ -141,6 +150,48 @@ static int push_names(struct mj_coord *c, const uint8_t *p, size_t len)
 	return 0;
 }
 
+/*
+ * A file of size bytes, at least the split size: its ranges queued as
+ * items of their own, each for whichever rank asks next, all with one
+ * token, new for this file in this job (README "Many hosts").
+ */
+static int split_big(struct mj_coord *c, const char *name, uint64_t size)
+{
+	uint64_t split = c->cfg.split ? c->cfg.split : size;
+	uint64_t n = (size + split - 1) / split;
+	uint8_t token[WIRE_TOKEN_LEN];
+
+	if (!size || n > WIRE_RANGES_MAX) /* too many: larger ranges */
+		split = (size + WIRE_RANGES_MAX - 1) / WIRE_RANGES_MAX;
+	if (!size || n > WIRE_RANGES_MAX)
+		n = 1;
+	if (getrandom(token, sizeof(token), 0) != (ssize_t)sizeof(token))
+		return -EIO;
+	for (uint64_t i = 0; i < n; i++) {
+		struct mbuf b = { 0 };
+		uint64_t off = i * split;
+		uint64_t len = size - off < split ? size - off : split;
+
+		mbuf_u8(&b, ITEM_RANGE);
+		mbuf_u64(&b, len);
+		mbuf_u32(&b, 1);
+		mbuf_u64(&b, off);
+		mbuf_u64(&b, len);
+		mbuf_u32(&b, (uint32_t)i);
+		mbuf_u32(&b, (uint32_t)n);
+		mbuf_bytes(&b, token, sizeof(token));
+		mbuf_str(&b, name);
+		if (b.bad || push_names(c, b.p, b.len)) {
+			mbuf_release(&b);
+			return -ENOMEM;
+		}
+		mbuf_release(&b);
+		c->total_names++;
+	}
+	c->total_bytes += size;
+	return 0;
+}
+
 /* Items (a MSG_WORK body after its count) into the queues. */
 static void take_items(struct mj_coord *c, struct mbuf *b, uint32_t n)
 {
@@ -157,6 +208,16 @@ static void take_items(struct mj_coord *c, struct mbuf *b, uint32_t n)
 			if (!b->bad && push_dir(c, name))
 				b->bad = true;
 			continue;
+		}
+		if (kind == ITEM_BIG) {
+			mbuf_get_str(b, name, sizeof(name));
+			if (!b->bad && split_big(c, name, bytes))
+				b->bad = true;
+			continue;
+		}
+		if (kind != ITEM_NAMES) {
+			b->bad = true;
+			break;
 		}
 		for (uint32_t k = 0; k < count && !b->bad; k++)
 			b->off += mbuf_get_u16(b);
@@ -244,6 +305,49 @@ static void on_done(struct mj_coord *c, int rank, struct mbuf *b)
 	fail_job(c, r->res.v, msg);
 }
 
+/*
+ * Ranges of split files that failed: each file is one failed file of the
+ * job, reported once (its other ranges fail with it, or are kept for
+ * --resume). A linear search: files this large are few.
+ */
+static void on_split(struct mj_coord *c, struct mbuf *b)
+{
+	char path[8192], msg[1024];
+
+	while (b->off < b->len && !b->bad) {
+		struct xfer_file_report r = { .done = true,
+					      .kind = "file",
+					      .status = -EIO };
+		bool seen = false;
+		char **v;
+
+		mbuf_get_str(b, path, sizeof(path));
+		r.klass = (enum xfer_fail)mbuf_get_u32(b);
+		mbuf_get_str(b, msg, sizeof(msg));
+		if (b->bad)
+			break;
+		for (size_t i = 0; i < c->nsplit_failed && !seen; i++)
+			seen = !strcmp(c->split_failed[i], path);
+		if (seen)
+			continue;
+		v = realloc(c->split_failed,
+			    (c->nsplit_failed + 1) * sizeof(*v));
+		if (!v || !(v[c->nsplit_failed] = strdup(path))) {
+			c->split_failed = v ? v : c->split_failed;
+			break;
+		}
+		c->split_failed = v;
+		if (!c->nsplit_failed++)
+			c->split_first = r.klass;
+		if (c->cfg.json) {
+			r.path = path;
+			r.message = msg;
+			json_file(stdout, &r);
+			fflush(stdout);
+		}
+	}
+}
+
 void mj_coord_message(struct mj_coord *c, int rank, struct mbuf *b)
 {
 	struct rank_state *r;
@@ -283,6 +387,9 @@ void mj_coord_message(struct mj_coord *c, int rank, struct mbuf *b)
 		break;
 	case MSG_DONE:
 		on_done(c, rank, b);
+		break;
+	case MSG_SPLIT:
+		on_split(c, b);
 		break;
 	default:
 		break;
@@ -428,6 +535,9 @@ static enum xfer_fail verdict(const struct mj_coord *c, struct xfer_stats *st)
 					      : XFER_FAIL_LOCAL_IO;
 		canceled |= c->r[i].res.v == XFER_FAIL_CANCELED;
 	}
+	st->files_failed += c->nsplit_failed;
+	if (c->nsplit_failed && first == XFER_OK)
+		first = c->split_first ? c->split_first : XFER_FAIL_LOCAL_IO;
 	st->seconds = clock_now_s() - c->t0;
 	snprintf(st->peer, sizeof(st->peer), "%d receiver%s", c->cfg.nrecv,
 		 c->cfg.nrecv == 1 ? "" : "s");

@@ -36,6 +36,8 @@ enum mj_msg {
 	MSG_STAT,      /* u64 bytes moved, u64 files done, u32 dirs queued */
 	MSG_EVENTS,    /* text for rank 0's stdout (--json, --dry-run) */
 	MSG_DONE,      /* the session's end: struct mj_result */
+	MSG_SPLIT,     /* a split file's range failed: str path, u32 class,
+			* str message (rank 0 counts the file once) */
 	/* down */
 	MSG_GIVE, /* items */
 	MSG_END,  /* nothing more to do: close the session's list */
@@ -56,7 +58,15 @@ enum mj_want {
  */
 enum mj_item {
 	ITEM_DIR = 1,
-	ITEM_NAMES = 2
+	ITEM_NAMES = 2,
+	/*
+	 * Down only, made by rank 0 from an ITEM_BIG: one byte range of a
+	 * split file; count 1, then u64 offset, u64 length, u32 index, u32
+	 * ranges, token[16], the name.
+	 */
+	ITEM_RANGE = 3,
+	/* Up only: a regular file of at least the split size, count 1. */
+	ITEM_BIG = 4
 };
 
 /* A batch of names is sent once it holds this many, or this many bytes. */
@@ -129,6 +139,8 @@ struct mj_walk;
 int mj_walk_create(const char *base, const struct filter *filter,
 		   struct mj_walk **out);
 void mj_walk_destroy(struct mj_walk *w);
+/* Files of at least split bytes go up as ITEM_BIG (0: none). */
+void mj_walk_split(struct mj_walk *w, uint64_t split);
 /* Queues directory name (beneath the base) to be listed. */
 int mj_walk_add_dir(struct mj_walk *w, const char *name);
 /* Whether a directory is queued or being listed. */
@@ -157,6 +169,7 @@ struct mj_coord_cfg {
 	int nrecv;
 	bool json, quiet, progress, dry_run;
 	int lost_ms; /* a rank silent this long is lost */
+	uint64_t split; /* bytes a range holds (a multiple of the chunk) */
 };
 
 int mj_coord_create(const struct mj_coord_cfg *cfg, struct mj_coord **out);

@@ -30,6 +30,7 @@
 #include "cmd/json_out.h"
 #include "cmd/mpi_job.h"
 #include "cmd/mpi_rank.h"
+#include "transfer/xfer.h"
 #include "util/clock.h"
 #include "util/filter.h"
 #include "util/key.h"
@@ -68,7 +69,13 @@ static void on_file(void *arg, const struct xfer_file_report *r)
 
 	if (!r->done)
 		return;
-	if (sh->json || sh->dry_run)
+	/*
+	 * A split file's ranges: range_done events, and one file_done from
+	 * the range that placed it (with the whole file's digest); a failed
+	 * one goes to rank 0, which reports and counts its file once.
+	 */
+	if ((sh->json || sh->dry_run) &&
+	    (!r->range_count || sh->json || (!r->status && !r->range_idx)))
 		f = open_memstream(&line, &len);
 	if (f && sh->json) {
 		json_file(f, r);
@@ -87,14 +94,25 @@ static void on_file(void *arg, const struct xfer_file_report *r)
 	if (f)
 		fclose(f);
 	pthread_mutex_lock(&sh->mu);
+	if (r->range_count && r->status) {
+		mbuf_str(&sh->split, r->path);
+		mbuf_u32(&sh->split, (uint32_t)r->klass);
+		mbuf_str(&sh->split, r->message ? r->message : "failed");
+		sh->range_failed++;
+	}
 	sh->files++;
 	if (!strcmp(kind, "file"))
-		sh->fbytes += r->bytes;
+		sh->fbytes += r->range_count ? r->range_len : r->bytes;
 	if (line)
 		mbuf_bytes(&sh->text, line, len);
 	pthread_mutex_unlock(&sh->mu);
 	free(line);
-	if (!sh->json && !sh->dry_run && !r->status && log_enabled(LOG_INFO))
+	if (!sh->json && !sh->dry_run && !r->status && log_enabled(LOG_INFO) &&
+	    r->range_count && !r->final)
+		log_info("sent range %u of %u of '%s'", r->range_idx + 1,
+			 r->range_count, r->path);
+	else if (!sh->json && !sh->dry_run && !r->status &&
+		 log_enabled(LOG_INFO))
 		log_info("%s '%s': digest %s", r->skipped ? "kept" : "sent",
 			 r->path, r->digest[0] ? r->digest : "none");
 }
@@ -172,8 +190,20 @@ static void take_give(struct rank *r, struct mbuf *b)
 		uint8_t kind = mbuf_get_u8(b);
 		uint64_t bytes = mbuf_get_u64(b);
 		uint32_t count = mbuf_get_u32(b);
+		struct xfer_range rg;
 
+		if (kind == ITEM_RANGE) {
+			rg.off = mbuf_get_u64(b);
+			rg.len = mbuf_get_u64(b);
+			rg.idx = mbuf_get_u32(b);
+			rg.count = mbuf_get_u32(b);
+			for (size_t k = 0; k < sizeof(rg.token); k++)
+				rg.token[k] = mbuf_get_u8(b);
+		}
 		for (uint32_t k = 0; k < count && !b->bad; k++) {
+			char rec[PIPE_BUF + 1];
+			int len;
+
 			mbuf_get_str(b, name, sizeof(name));
 			if (b->bad)
 				break;
@@ -182,10 +212,20 @@ static void take_give(struct rank *r, struct mbuf *b)
 					b->bad = true;
 				continue;
 			}
-			mbuf_bytes(&r->feed, name, strlen(name) + 1);
+			/* a record of the session's list (walk.h, list_tree) */
+			len = kind == ITEM_RANGE
+				      ? xfer_list_range(rec, sizeof(rec), &rg,
+							name)
+				      : snprintf(rec, sizeof(rec), "N%s", name);
+			if (len < 0 || len >= PIPE_BUF) {
+				log_err("'%s': path too long for the list",
+					name);
+				continue;
+			}
+			mbuf_bytes(&r->feed, rec, (size_t)len + 1);
 			r->fed_files++;
 		}
-		if (kind == ITEM_NAMES)
+		if (kind == ITEM_NAMES || kind == ITEM_RANGE)
 			r->fed_bytes += bytes;
 	}
 	if (b->bad || r->feed.bad) {
@@ -372,6 +412,14 @@ static void send_stat(struct rank *r, uint64_t now)
 		r->sh.text.len = 0;
 		post_up(r, &t);
 	}
+	if (r->sh.split.len) {
+		struct mbuf t = { 0 };
+
+		mbuf_u8(&t, MSG_SPLIT);
+		mbuf_bytes(&t, r->sh.split.p, r->sh.split.len);
+		r->sh.split.len = 0;
+		post_up(r, &t);
+	}
 	pthread_mutex_unlock(&r->sh.mu);
 	post_up(r, &b);
 }
@@ -383,6 +431,12 @@ static void send_done(struct rank *r)
 	uint64_t failed = mj_walk_failed(r->walk);
 
 	pthread_join(r->th, NULL);
+	/* Failed ranges: rank 0 counts each split file once (MSG_SPLIT). */
+	res.st.files_failed -= r->sh.range_failed < res.st.files_failed
+				       ? r->sh.range_failed
+				       : res.st.files_failed;
+	if (!res.st.files_failed && r->sh.range_failed && !res.st.error[0])
+		res.v = XFER_OK;
 	res.early = r->pipe_w >= 0; /* it ended before its list did */
 	close_list(r);
 	if (failed) {
@@ -480,6 +534,15 @@ static int seed(struct rank *r)
 			n++;
 			continue;
 		}
+		if (S_ISREG(st.st_mode) && r->split &&
+		    (uint64_t)st.st_size >= r->split) {
+			mbuf_u8(&items, ITEM_BIG); /* rank 0 splits it */
+			mbuf_u64(&items, (uint64_t)st.st_size);
+			mbuf_u32(&items, 1);
+			mbuf_str(&items, r->tops[i]);
+			n++;
+			continue;
+		}
 		/* a file, or what the session will report as failed */
 		mbuf_str(&names, r->tops[i]);
 		nnames++;
@@ -528,6 +591,7 @@ static int prepare(struct rank *r)
 	r->o.dest = r->dest;
 	if (mj_walk_create(r->base, r->o.filter, &r->walk))
 		return RDCP_EXIT_RESOURCE;
+	mj_walk_split(r->walk, r->split);
 	if (r->id)
 		return 0;
 	cfg.nranks = r->n;
@@ -539,6 +603,7 @@ static int prepare(struct rank *r)
 	cfg.progress = !r->a.quiet && !r->o.dry_run && !r->a.json &&
 		       (r->a.progress || isatty(STDERR_FILENO));
 	cfg.lost_ms = r->o.timeout_ms;
+	cfg.split = r->split;
 	if (mj_coord_create(&cfg, &r->coord))
 		return RDCP_EXIT_RESOURCE;
 	return seed(r);
@@ -627,6 +692,9 @@ int main(int argc, char **argv)
 			close(null);
 		}
 	}
+	rc = take_split_size(&r, &argc, argv);
+	if (rc)
+		return rc;
 	rc = split_receivers(&r, argc, argv, &first);
 	if (rc) {
 		if (rc == -ENOMEM)
@@ -639,6 +707,9 @@ int main(int argc, char **argv)
 		log_err("%s", why);
 		return RDCP_EXIT_USAGE;
 	}
+	rc = fix_split_size(&r);
+	if (rc)
+		return rc;
 	if (saved >= 0) {
 		dup2(saved, STDERR_FILENO);
 		close(saved);

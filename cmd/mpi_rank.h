@@ -24,6 +24,8 @@ struct shared {
 	uint64_t files;	  /* entries finished */
 	uint64_t fbytes;  /* the sizes of the regular files finished */
 	struct mbuf text; /* for rank 0's stdout */
+	struct mbuf split; /* MSG_SPLIT bodies, for rank 0 */
+	uint64_t range_failed; /* failed ranges: rank 0 counts their files */
 	bool json, dry_run;
 };
 
@@ -64,9 +66,19 @@ struct rank {
 	uint64_t stat_ms;		 /* the last MSG_STAT */
 	struct mbuf up;			 /* items found, to send up */
 	uint32_t nup;
+	uint64_t split;		/* --split-size in bytes, 0: never */
+	bool split_given;	/* on the command line */
 	int exit_code;		/* -1 until MSG_EXIT */
 	struct mj_coord *coord; /* rank 0 */
 };
+
+/*
+ * --split-size SIZE (or =SIZE) taken out of argv (*argc shrinks) into
+ * r->split. 0, or an exit code (logged).
+ */
+int take_split_size(struct rank *r, int *argc, char **argv);
+/* The split size made a multiple of the chunk size; 0 or an exit code. */
+int fix_split_size(struct rank *r);
 
 /* rdcp-mpi --help's text. */
 void usage_help(void);

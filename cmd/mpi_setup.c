@@ -30,6 +30,7 @@
 #include "util/key.h"
 #include "util/log.h"
 #include "util/path.h"
+#include "util/units.h"
 
 void usage_help(void)
 {
@@ -46,6 +47,10 @@ void usage_help(void)
 	       "(rdcp\n--listen, rdcpd). HOST may be a list: "
 	       "\"dst[01-16]\", \"a,b[1-3]\".\nMPI coordinates; "
 	       "the data goes over each rank's own rdcp session.\n\n"
+	       "      --split-size=SIZE  split files of at least SIZE "
+	       "into ranges copied by\n"
+	       "                         several ranks at once (default "
+	       "1G; 0: never)\n\n"
 	       "rdcp's copy options apply (rdcp --help); not --files-from, "
 	       "--manifest, --retry,\n--delete, a pull or a remote SRC. "
 	       "See rdcp-mpi(1).\n");
@@ -171,6 +176,57 @@ int receiver_addr(struct rank *r, int i, struct xfer_opts *o)
 			return -EINVAL;
 		o->addr.port = (uint16_t)p;
 	}
+	return 0;
+}
+
+int take_split_size(struct rank *r, int *argc, char **argv)
+{
+	const char *v = NULL;
+	int i, drop = 0;
+
+	r->split = 1ull << 30;
+	for (i = 1; i < *argc; i++) {
+		if (!strcmp(argv[i], "--"))
+			break;
+		if (!strncmp(argv[i], "--split-size=", 13)) {
+			v = argv[i] + 13;
+			drop = 1;
+		} else if (!strcmp(argv[i], "--split-size") && i + 1 < *argc) {
+			v = argv[i + 1];
+			drop = 2;
+		}
+		if (drop)
+			break;
+	}
+	if (!drop)
+		return 0;
+	if (units_parse_size(v, &r->split)) {
+		log_err("--split-size: '%s' is not a size (e.g. 1G, 256M, 0)",
+			v);
+		return RDCP_EXIT_USAGE;
+	}
+	r->split_given = true;
+	memmove(argv + i, argv + i + drop,
+		(size_t)(*argc - i - drop + 1) * sizeof(*argv));
+	*argc -= drop;
+	return 0;
+}
+
+int fix_split_size(struct rank *r)
+{
+	uint64_t c = r->a.o.chunk_size;
+
+	if (r->split && r->a.o.csum != XFER_CSUM_CRC32) {
+		if (r->split_given) {
+			log_err("--split-size: byte ranges need --checksum "
+				"crc32 (range CRCs combine into the file's; "
+				"SHA-256 digests do not); use --split-size 0");
+			return RDCP_EXIT_USAGE;
+		}
+		r->split = 0; /* the default: such a job splits nothing */
+	}
+	if (r->split && r->split % c)
+		r->split += c - r->split % c;
 	return 0;
 }
 

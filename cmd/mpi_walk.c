@@ -34,7 +34,13 @@ struct mj_walk {
 	uint32_t batch_n;
 	uint64_t batch_bytes;
 	uint64_t failed; /* entries that could not be listed */
+	uint64_t split;	 /* files this big go up alone, split (0: none) */
 };
+
+void mj_walk_split(struct mj_walk *w, uint64_t split)
+{
+	w->split = split;
+}
 
 int mj_walk_create(const char *base, const struct filter *filter,
 		   struct mj_walk **out)
@@ -233,6 +239,16 @@ int mj_walk_step(struct mj_walk *w, unsigned int max, struct mbuf *out,
 		if (dir) {
 			if (mj_walk_add_dir(w, name))
 				return -ENOMEM;
+			continue;
+		}
+		if (S_ISREG(st.st_mode) && w->split &&
+		    (uint64_t)st.st_size >= w->split) {
+			/* rank 0 splits it into ranges for several ranks */
+			mbuf_u8(out, ITEM_BIG);
+			mbuf_u64(out, (uint64_t)st.st_size);
+			mbuf_u32(out, 1);
+			mbuf_str(out, name);
+			(*nitems)++;
 			continue;
 		}
 		add_name(w, name,

@@ -21,7 +21,9 @@
 #                                    MPI compiler is installed)
 #   run_tests.sh --build DIR guest   real rdcp processes over Soft-RoCE
 #                                    (rdma_rxe) in qemu guests; rdcp-mpi's
-#                                    ranks in one (mpi_rdma.sh) when built
+#                                    ranks in one, and in one against a
+#                                    receiver in the other (mpi_rdma.sh,
+#                                    --pair) when built
 #   run_tests.sh --build DIR all     all of these
 #
 # A suite that crashes or exits non-zero without a "not ok" line still
@@ -115,6 +117,7 @@ if [ "$WHAT" = tcp ] || [ "$WHAT" = quick ] || [ "$WHAT" = all ]; then
 	run_suite faults-e2e "$HERE/e2e/run_faults.sh" --build "$BUILD"
 	run_suite mitm-e2e "$HERE/e2e/mitm.sh" --build "$BUILD"
 	run_suite peer-e2e "$HERE/e2e/peer_selftest.sh" --build "$BUILD"
+	run_suite ranges-e2e "$HERE/e2e/ranges.sh" --build "$BUILD"
 	run_suite sshd-selftest "$HERE/e2e/ssh_selftest.sh" --build "$BUILD"
 	run_suite ssh-e2e "$HERE/e2e/ssh.sh" --build "$BUILD"
 	run_suite trust-e2e python3 "$HERE/e2e/faults_trust.py" --build "$BUILD"
@@ -141,6 +144,8 @@ if [ "$WHAT" = guest ] || [ "$WHAT" = all ]; then
 	# rdcp-mpi's ranks in a Soft-RoCE guest, when it was built.
 	if [ -x "$BUILD/rdcp-mpi" ]; then
 		run_suite mpi-rdma-e2e "$HERE/e2e/mpi_rdma.sh" --build "$BUILD"
+		run_suite mpi-rdma-pair-e2e "$HERE/e2e/mpi_rdma.sh" \
+			--build "$BUILD" --pair
 	fi
 fi
 

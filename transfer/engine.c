@@ -28,6 +28,8 @@
 #define POLL_BATCH 32 /* = sizeof(engine.evq) / sizeof(engine.evq[0]) */
 #define ADAPTIVE_SPIN_NS 20000 /* spin this long after the last work */
 #define WAIT_SLICE_MS 100
+/* engine_tell_peer(): how long it waits for the ERROR to be sent, at most */
+#define TELL_LINGER_MS 1000
 
 int engine_init(struct engine *e, struct cm_conn *c, const struct xfer_opts *o)
 {
@@ -280,6 +282,51 @@ static int send_acks(struct engine *e)
 	return post_ctrl(e, (unsigned int)i, (uint32_t)len) ? -1 : 1;
 }
 
+/*
+ * Whether ev ends engine_tell_peer()'s wait for the send from tx buffer i:
+ * its completion, or any failure or end of the connection.
+ */
+static bool tell_done(const struct cm_event *ev, unsigned int i)
+{
+	return ev->status || ev->type == CM_EV_CLOSED ||
+	       (ev->type == CM_EV_SEND_DONE && ev->id == (ENGINE_WR_CTRL | i));
+}
+
+/*
+ * Waits (at most TELL_LINGER_MS) for the send from tx buffer i to
+ * complete: the caller disconnects next, and a disconnect flushes a SEND
+ * not yet on the wire (RDMA), so that the peer would see a lost
+ * connection instead of the message. What is polled meanwhile is dropped.
+ */
+static void linger_send(struct engine *e, unsigned int i)
+{
+	uint64_t deadline = clock_now_ms() + TELL_LINGER_MS;
+	bool armed = false;
+
+	for (;;) {
+		struct cm_event ev[8];
+		int n = e->c->ops->poll(e->c, ev, 8);
+
+		if (n < 0)
+			return;
+		for (int k = 0; k < n; k++)
+			if (tell_done(&ev[k], i))
+				return;
+		if (clock_now_ms() >= deadline)
+			return;
+		if (n)
+			continue;
+		/* Arm, poll once more, then sleep (cm.h: arm). */
+		if (!armed) {
+			armed = e->c->ops->arm(e->c) == 0;
+			continue;
+		}
+		armed = false;
+		if (e->c->ops->wait(e->c, -1, 10))
+			return;
+	}
+}
+
 void engine_tell_peer(struct engine *e)
 {
 	struct wire_msg m = { .type = WIRE_ERROR };
@@ -300,15 +347,9 @@ void engine_tell_peer(struct engine *e)
 		len = seal(e, cm_tx(e->c, (unsigned int)i), (uint32_t)len);
 	if (len > 0 &&
 	    e->c->ops->post_send(e->c, (unsigned int)i, (uint32_t)len,
-				 ENGINE_WR_CTRL | (unsigned int)i) == 0)
+				 ENGINE_WR_CTRL | (unsigned int)i) == 0) {
 		e->tx_busy[i] = 1;
-	/* Give the HCA a moment to put it on the wire before teardown. */
-	for (int k = 0; k < 50; k++) {
-		struct cm_event ev[8];
-
-		if (e->c->ops->poll(e->c, ev, 8) != 0)
-			break;
-		e->c->ops->wait(e->c, -1, 2);
+		linger_send(e, (unsigned int)i);
 	}
 }
 

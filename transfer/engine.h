@@ -163,7 +163,11 @@ int engine_run(struct engine *e, const struct engine_role *role, void *data);
 int engine_expect(struct engine *e, uint8_t want, struct wire_msg *m,
 		  int timeout_ms) __attribute__((warn_unused_result));
 
-/* Sends ERROR with the recorded failure to the peer, best effort. */
+/*
+ * Sends ERROR with the recorded failure to the peer, best effort, and
+ * waits (bounded) for its send to complete, so that the caller may
+ * disconnect next.
+ */
 void engine_tell_peer(struct engine *e);
 
 /* Maps a peer's -errno status on a file to a verdict. */

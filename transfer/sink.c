@@ -46,6 +46,10 @@ bool sink_resuming(const struct sink *k)
 /* Closes the temporary; removes it unless --resume may reuse it. */
 void sink_discard(struct sink *k, struct snk_file *f)
 {
+	if (f->rg) {
+		sink_range_release(k, f); /* the temporary is shared */
+		return;
+	}
 	direct_close(&f->dio);
 	if (f->fd < 0)
 		return;
@@ -358,15 +362,45 @@ static int send_all(struct sink *k, struct snk_file *f)
 	return engine_send(k->e, &m);
 }
 
+/*
+ * A byte range of a split file (sink_range.c): the shared temporary and
+ * the state joined; with --resume a range verified before is skipped and
+ * goes straight to the step that may place the file.
+ */
+static int open_range(struct sink *k, struct snk_file *f,
+		      const struct wire_file *wf)
+{
+	struct wire_msg m = { .type = WIRE_HAVE };
+	bool verified;
+
+	if (sink_range_open(k, f, wf, &verified))
+		return -1;
+	if (!(k->p->flags & WIRE_HELLO_ASK))
+		return 0; /* a failed range's chunks are drained */
+	if (f->err)
+		return sink_skip_file(k, f);
+	if (!verified)
+		return send_all(k, f);
+	m.u.have.file_id = f->id;
+	m.u.have.flags = WIRE_HAVE_SKIP;
+	if (engine_send(k->e, &m))
+		return -1;
+	f->skipped = true;
+	sink_finalize(k, f);
+	return 0;
+}
+
 static int open_file(struct sink *k, struct snk_file *f,
 		     const struct wire_file *wf)
 {
 	bool ask = k->p->flags & WIRE_HELLO_ASK;
 
 	if (!f->err && ask && keep_existing(k, f)) {
-		f->skipped = true;
+		f->skipped = true; /* -n, -u: a split file's every range too */
 		return sink_skip_file(k, f);
 	}
+	if (wf->flags & WIRE_FILE_RANGE)
+		return open_range(k, f, wf);
 	if (f->err)
 		return ask ? sink_skip_file(k, f) : 0;
 	if (sink_resuming(k))
@@ -447,7 +481,9 @@ static int on_file(struct sink *k, const struct wire_file *wf)
 		f->dir = sink_dir_hold(k);
 	client_report(k, f, false, NULL, 0);
 	/* What is here is told at most once a name (-n, -u, --resume). */
-	rc = f->kind != WIRE_KIND_DIR && (k->p->flags & WIRE_HELLO_ASK)
+	/* A split file's ranges share a name: its state answers for them. */
+	rc = f->kind != WIRE_KIND_DIR && (k->p->flags & WIRE_HELLO_ASK) &&
+			     !(wf->flags & WIRE_FILE_RANGE)
 		     ? sink_ask_once(k, f)
 		     : 0;
 	if (rc == -ENOMEM)
@@ -488,13 +524,14 @@ void sink_maybe_finalize(struct sink *k, struct snk_file *f)
 			  f->n.shown, (unsigned long long)f->end.nchunks,
 			  (unsigned long long)f->received);
 	/* Only a sparse file's size may say more than its chunks fill. */
-	if (!f->err && !f->holes_ok && f->received != f->nslots)
+	if (!f->err && !f->holes_ok &&
+	    f->received != f->nslots - f->first_idx)
 		file_fail(f, -EPROTO,
 			  "'%s': %llu bytes announced without holes, but only "
 			  "%llu of its %llu chunks came; not placed",
 			  f->n.shown, (unsigned long long)f->size,
 			  (unsigned long long)f->received,
-			  (unsigned long long)f->nslots);
+			  (unsigned long long)(f->nslots - f->first_idx));
 	sink_finalize(k, f);
 }
 
@@ -558,7 +595,8 @@ int sink_send_result(struct sink *k, struct snk_file *f, const uint8_t *digest,
 	m.u.result.sent = f->sent;
 	m.u.result.flags = (f->skipped ? WIRE_RESULT_SKIPPED : 0) |
 			   (f->dry ? WIRE_RESULT_DRY : 0) |
-			   (f->exists ? WIRE_RESULT_EXISTS : 0);
+			   (f->exists ? WIRE_RESULT_EXISTS : 0) |
+			   (sink_range_final(f) ? WIRE_RESULT_FINAL : 0);
 	if (f->err) {
 		snprintf(m.u.result.msg, sizeof(m.u.result.msg), "%s",
 			 f->errmsg);
@@ -567,8 +605,12 @@ int sink_send_result(struct sink *k, struct snk_file *f, const uint8_t *digest,
 		if (dlen)
 			memcpy(m.u.result.digest, digest, dlen);
 	}
-	sink_tally(k, f->n.shown, f->size, f->err, f->err_remote, f->errmsg,
-		   f->skipped);
+	if (f->rg && !f->err && !sink_range_final(f))
+		/* a range: the file is counted once, by its final one */
+		k->st->bytes += sink_range_len(f);
+	else
+		sink_tally(k, f->n.shown, f->rg ? sink_range_len(f) : f->size,
+			   f->err, f->err_remote, f->errmsg, f->skipped);
 	client_report(k, f, true, digest, dlen);
 	rc = engine_send(k->e, &m);
 	live_remove(k, f);
@@ -711,11 +753,17 @@ static int snk_pump_role(struct engine *e)
 	return 0;
 }
 
+/*
+ * BYE posted and completed; or posted and the connection closed: the
+ * source hangs up once it has the BYE, and over RDMA its acknowledgement
+ * (the BYE's completion here) may never come (test_bye_unacked_*).
+ */
 static bool snk_finished(const struct engine *e)
 {
 	const struct sink *k = e->role_data;
 
-	return k->bye_sent && engine_out_empty(e) && e->tx_inflight == 0;
+	return k->bye_sent && engine_out_empty(e) &&
+	       (e->tx_inflight == 0 || e->flushed);
 }
 
 static uint32_t snk_slot_ack(const struct engine *e)

@@ -253,6 +253,8 @@ static void fold(struct sink *k, struct snk_file *f, const struct snk_job *j)
 {
 	if (f->err || f->cmp)
 		return; /* failed, or --resume: read back at the end */
+	sink_range_fold_holes(k, f, j->h.offset);
+	f->crc_at = j->h.offset + j->h.raw_len;
 	f->crc = ck_crc32_combine(f->crc, j->crc, j->h.raw_len);
 	if (f->tree && ck_sha256_update(f->tree, j->sha, CK_SHA256_LEN))
 		file_fail(f, -EIO, "SHA-256 failed");

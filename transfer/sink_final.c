@@ -24,8 +24,10 @@
 static int folded_digest(struct snk_work *fin)
 {
 	struct snk_file *f = fin->f;
-	uint32_t crc = htobe32(f->crc);
+	uint32_t crc;
 
+	sink_range_fold_holes(fin->k, f, UINT64_MAX);
+	crc = htobe32(f->crc);
 	if (fin->k->p->csum == XFER_CSUM_CRC32) {
 		memcpy(fin->digest, &crc, 4);
 		fin->dlen = 4;
@@ -107,6 +109,12 @@ static void finalize(struct workq_item *item)
 
 	/* Every chunk is written: the rest (fsync, close) is the inode's. */
 	direct_close(&f->dio);
+	if (f->rg) { /* a byte range: sink_range.c may place the file */
+		if (!f->err && (f->skipped || !verify_digest(fin, f->fd, false)) &&
+		    !sink_range_done(fin))
+			return;
+		goto out_discard;
+	}
 	if (f->err || verify_digest(fin, f->fd, kept))
 		goto out_discard;
 	if (kept) {

@@ -37,6 +37,7 @@ struct snk_dir;
 struct snk_file;
 struct snk_want;
 struct snk_list;
+struct snk_range;
 
 /* A file's own work in a worker: resume compares, then its finalize. */
 struct snk_work {
@@ -87,6 +88,9 @@ struct snk_file {
 	 * source claims.
 	 */
 	uint64_t next_idx;
+	uint64_t first_idx; /* a range's first chunk (0: a whole file) */
+	uint64_t crc_at;    /* a range: crc covers [its offset, crc_at) */
+	struct snk_range *rg; /* a byte range of a split file, or NULL */
 	int head, tail;
 	uint32_t crc;
 	struct ck_sha256 *tree;
@@ -340,6 +344,98 @@ void sink_dirs_drop(struct sink *k);
  * thread sends its FILE_RESULT).
  */
 void sink_finalize(struct sink *k, struct snk_file *f);
+
+/* ---- sink_range.c ---- */
+
+/* What every range of one split agrees on (the state file's header). */
+struct rng_key {
+	uint8_t token[WIRE_TOKEN_LEN];
+	uint64_t size; /* the whole file's, bytes */
+	int64_t mtime_sec;
+	uint32_t mtime_nsec;
+	uint32_t count; /* ranges, 1..WIRE_RANGES_MAX */
+};
+
+enum rng_state {
+	RNG_MISSING = 0,
+	RNG_VERIFIED = 1,
+	RNG_FAILED = 2
+};
+
+/* One range's record in the state file. */
+struct rng_rec {
+	uint64_t off, len; /* bytes */
+	uint8_t state;	   /* enum rng_state */
+	uint32_t crc;	   /* verified: the range's CRC32 */
+};
+
+#define RNG_HDR_LEN 48u
+#define RNG_REC_LEN 24u
+
+/* The state file's exclusive OFD lock, waited for; and its release. */
+int rng_lock(int state_fd) __attribute__((warn_unused_result));
+void rng_unlock(int state_fd);
+/* Record idx of a state file: 0, -EIO for a torn one, or -errno. */
+int rng_read(int state_fd, uint32_t idx, struct rng_rec *r);
+int rng_write(int state_fd, uint32_t idx, const struct rng_rec *r);
+/*
+ * Under the lock: range idx (off, len) of key joins the state in
+ * state_fd, beside the temporary part_fd. An empty or unreadable state is
+ * made anew; one of another token is an earlier job's, taken over when
+ * no session holds a byte of part_fd (else -ESTALE): with resume and the
+ * same size, mtime and count its verified ranges stay, else it starts
+ * over (the temporary emptied). The same token with another size, mtime
+ * or count, or idx recorded with other bytes, is -ESTALE. *state: the
+ * record's (with resume a failed one reads missing; without, RNG_FAILED
+ * when any range of the file failed). 0 or -errno.
+ */
+int rng_join(int state_fd, int part_fd, const struct rng_key *key,
+	     uint32_t idx, uint64_t off, uint64_t len, bool resume,
+	     uint8_t *state) __attribute__((warn_unused_result));
+/*
+ * Under the lock: marks record idx (state, crc) and makes it durable.
+ * With RNG_VERIFIED, *all tells whether every range is, and then *whole
+ * is the file's CRC32 combined from theirs in offset order; -EBADMSG when
+ * they do not tile [0, size). -ESTALE when the state is no longer key's.
+ */
+int rng_mark(int state_fd, const struct rng_key *key, uint32_t idx,
+	     uint8_t state, uint32_t crc, bool *all, uint32_t *whole)
+	__attribute__((warn_unused_result));
+/* Under the lock: every range seen (none missing) and one failed. */
+bool rng_abandoned(int state_fd, uint32_t count);
+
+/*
+ * A FILE with the range flag: checks where its chunks may fall (a bad
+ * range ends the session, exit 5), then opens the shared temporary and
+ * the state, locks its bytes and joins (f failed when that fails).
+ * *verified: with --resume, the range is verified already (HAVE SKIP).
+ * 0 or the engine's error.
+ */
+int sink_range_open(struct sink *k, struct snk_file *f,
+		    const struct wire_file *wf, bool *verified);
+/*
+ * Worker, f's range verified against the source's CRC (or skipped as
+ * verified before): its record made durable, and if it was the last the
+ * file placed (fin's digest then the whole file's). 0, or -1 with f
+ * failed.
+ */
+int sink_range_done(struct snk_work *fin);
+/*
+ * A range's CRC32 covers all its bytes: the chunks that did not come
+ * before end (holes; UINT64_MAX: the range's end) fold in as zeros, as
+ * the source folds them. Nothing for a whole file.
+ */
+void sink_range_fold_holes(struct sink *k, struct snk_file *f, uint64_t end);
+/* The bytes f's range holds (a whole file: its size). */
+uint64_t sink_range_len(const struct snk_file *f);
+/* Whether f's session placed its split file. */
+bool sink_range_final(const struct snk_file *f);
+/*
+ * f is let go: a failed range's record marked failed (and without
+ * --resume, once no range is missing, the split's files removed), the
+ * locks dropped, the descriptors closed.
+ */
+void sink_range_release(struct sink *k, struct snk_file *f);
 
 /* ---- sink_resume.c ---- */
 

@@ -162,7 +162,9 @@ void src_report(struct source *s, struct src_file *f, int status,
 		.path = f->path,
 		.name = f->w->wire,
 		.kind = wire_kind_name(f->w->kind),
-		.bytes = regular ? (uint64_t)f->st.st_size : 0,
+		.bytes = !regular  ? 0
+			 : f->final ? (uint64_t)f->st.st_size
+				    : src_file_bytes(f),
 		.sent = f->sent,
 		.seconds = clock_now_s() - f->t0,
 		.status = status,
@@ -171,6 +173,10 @@ void src_report(struct source *s, struct src_file *f, int status,
 		.skipped = f->skipped && !status,
 		.dry = !status && (f->dry & WIRE_RESULT_DRY),
 		.exists = !status && (f->dry & WIRE_RESULT_EXISTS),
+		.range_count = f->w->range ? f->w->range->count : 0,
+		.range_idx = f->w->range ? f->w->range->idx : 0,
+		.range_len = f->w->range ? f->w->range->len : 0,
+		.final = f->final,
 	};
 
 	f->result = true;
@@ -179,9 +185,10 @@ void src_report(struct source *s, struct src_file *f, int status,
 		if (!s->st->files_failed++)
 			s->st->first_fail = r.klass;
 	} else {
-		s->st->files_ok++;
+		/* a split file is one file, counted by its final range */
+		s->st->files_ok += !f->w->range || f->final;
 		s->st->files_packed += f->packed;
-		s->st->bytes += r.bytes;
+		s->st->bytes += regular ? src_file_bytes(f) : 0;
 		if (r.skipped)
 			s->st->files_skipped++;
 	}
@@ -247,8 +254,11 @@ static const char *result_misplaced(const struct source *s,
 	}
 	if (f->deferred || (f->packed && !f->posted))
 		return "before it was announced";
-	if (res->status > 0 || (res->flags & ~WIRE_RESULT_SKIPPED) ||
-	    (skipped && res->status))
+	if (res->status > 0 ||
+	    (res->flags & ~(WIRE_RESULT_SKIPPED | WIRE_RESULT_FINAL)) ||
+	    (skipped && res->status) ||
+	    (res->flags & WIRE_RESULT_FINAL &&
+	     (!f->w->range || res->status || res->digest_len != f->dlen)))
 		return "with a malformed verdict";
 	if (f->packed)
 		return skipped || !res->status ? "outside its pack's PACK_DONE"
@@ -269,6 +279,9 @@ static const char *result_misplaced(const struct source *s,
 		return NULL;
 	if (skipped && !(s->resume && !f->nchunks))
 		return "as skipped, which was not asked for";
+	/* The final range's digest is the whole file's (README, Ranges). */
+	if (res->flags & WIRE_RESULT_FINAL)
+		return NULL;
 	if (res->digest_len != f->dlen ||
 	    memcmp(res->digest, f->digest, f->dlen))
 		return "with a digest that is not the one sent";
@@ -298,8 +311,17 @@ static int on_result(struct source *s, const struct wire_file_result *res)
 	}
 	f->skipped = res->flags & WIRE_RESULT_SKIPPED;
 	f->dry = res->flags & (WIRE_RESULT_DRY | WIRE_RESULT_EXISTS);
-	/* Reported: what was sent and the digest computed here. */
-	conclude(s, f, res->status, res->msg, f->digest, f->dlen);
+	f->final = res->flags & WIRE_RESULT_FINAL;
+	/*
+	 * Reported: what was sent and the digest computed here; the final
+	 * range of a split file: the whole file's, which the sink combined
+	 * from every range's (each checked against its source's).
+	 */
+	if (f->final)
+		conclude(s, f, res->status, res->msg, res->digest,
+			 res->digest_len);
+	else
+		conclude(s, f, res->status, res->msg, f->digest, f->dlen);
 	src_retire(s, f); /* f may be gone */
 	return 0;
 }
@@ -344,11 +366,12 @@ static int on_have(struct source *s, const struct wire_have *h)
 		return -EPROTO;
 	/*
 	 * Kept as it is (status 0) only where -n or -u asked for that; with
-	 * --dry-run every file is skipped.
+	 * --dry-run every file is skipped; with --resume a range the sink
+	 * verified already.
 	 */
 	if ((h->flags & WIRE_HAVE_SKIP) &&
 	    (h->status > 0 ||
-	     (!h->status &&
+	     (!h->status && !(f->w->range && s->resume) &&
 	      !(s->cfg->p.flags & (WIRE_HELLO_NO_CLOBBER | WIRE_HELLO_UPDATE |
 				   WIRE_HELLO_DRY_RUN)))))
 		return engine_fail(s->e, XFER_FAIL_PROTOCOL, -EPROTO,

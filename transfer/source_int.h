@@ -59,6 +59,7 @@ struct src_file {
 	uint64_t matched;  /* chunks the sink already had */
 	uint64_t next_off; /* planning cursor */
 	uint32_t crc;	   /* CRC32 of the file, combined in post order */
+	uint64_t crc_at;   /* a range: crc covers [range off, crc_at) */
 	struct ck_sha256 *tree;
 	int err;
 	char errmsg[300];
@@ -76,6 +77,7 @@ struct src_file {
 	uint8_t digest[WIRE_DIGEST_MAX];
 	uint8_t dlen;
 	bool result, skipped;
+	bool final; /* a range's result with WIRE_RESULT_FINAL */
 	/* --dry-run: the verdict's DRY and EXISTS flags */
 	uint32_t dry;
 	uint64_t sent; /* payload bytes posted (compressed, raw if packed) */
@@ -90,6 +92,19 @@ struct src_file {
 	bool cmp;
 	uint64_t sums_next, match_next;
 };
+
+/* Where f's bytes end: its range's end, or its size (walk_range). */
+static inline uint64_t src_file_end(const struct src_file *f)
+{
+	return f->w->range ? f->w->range->off + f->w->range->len
+			   : (uint64_t)f->st.st_size;
+}
+
+/* The bytes f sends: its range's, or the whole file's. */
+static inline uint64_t src_file_bytes(const struct src_file *f)
+{
+	return f->w->range ? f->w->range->len : (uint64_t)f->st.st_size;
+}
 
 /*
  * Whether f is announced sparse (WIRE_FILE_SPARSE): fewer blocks than its

@@ -42,6 +42,7 @@ bool src_packable(const struct source *s, const struct src_file *f)
 	const struct walk_entry *w = f->w;
 
 	return s->pack_max && !w->err && w->kind == WIRE_KIND_FILE &&
+	       !w->range &&
 	       s->nwire > 0 && (uint64_t)w->st.st_size <= s->pack_max &&
 	       (uint64_t)w->st.st_blocks * 512 >= (uint64_t)w->st.st_size &&
 	       pack_rec_len(s, f) <= s->chunk;

@@ -194,6 +194,14 @@ static void fill_file_msg(struct source *s, struct src_file *f,
 	m->size = (uint64_t)f->st.st_size;
 	if (src_file_sparse(f))
 		m->flags |= WIRE_FILE_SPARSE;
+	if (f->w->range) {
+		m->flags |= WIRE_FILE_RANGE;
+		m->range_off = f->w->range->off;
+		m->range_len = f->w->range->len;
+		m->range_idx = f->w->range->idx;
+		m->range_count = f->w->range->count;
+		memcpy(m->token, f->w->range->token, WIRE_TOKEN_LEN);
+	}
 }
 
 void src_announce(struct source *s, struct src_file *f)
@@ -210,8 +218,7 @@ void src_started(struct source *s, struct src_file *f)
 	struct xfer_file_report r = {
 		.path = f->path,
 		.kind = wire_kind_name(f->w->kind),
-		.bytes = f->w->kind == WIRE_KIND_FILE ? (uint64_t)f->st.st_size
-						      : 0,
+		.bytes = f->w->kind == WIRE_KIND_FILE ? src_file_bytes(f) : 0,
 	};
 
 	report_file(s->o, &r, s->cfg->p.csum, NULL, 0);
@@ -292,6 +299,34 @@ static int tell(struct source *s, struct src_file *f)
 	return f->err ? src_send_failure(s, f) : src_send_file(s, f);
 }
 
+/*
+ * A range (rdcp-mpi's split) goes only where the sink can combine it:
+ * CRC32, chunk-aligned, inside the file as it is now. f failed if not.
+ */
+static void range_check(struct source *s, struct src_file *f)
+{
+	const struct xfer_range *r = f->w->range;
+
+	if (s->cfg->p.csum != XFER_CSUM_CRC32)
+		file_fail(f, -EINVAL,
+			  "'%s': a byte range needs --checksum crc32 (range "
+			  "CRCs combine into the file's; SHA-256 digests do "
+			  "not)",
+			  f->path);
+	else if (r->off % s->chunk ||
+		 (r->len % s->chunk &&
+		  r->off + r->len != (uint64_t)f->st.st_size))
+		file_fail(f, -EINVAL,
+			  "'%s': range %u of %u is not aligned to the chunk "
+			  "size (%u)",
+			  f->path, r->idx + 1, r->count, s->chunk);
+	else if (r->off + r->len > (uint64_t)f->st.st_size)
+		file_fail(f, -ESTALE,
+			  "'%s' changed while the copy ran: its range %u of "
+			  "%u is no longer in it",
+			  f->path, r->idx + 1, r->count);
+}
+
 /* Opens the next entry and announces it; failures are reported now. */
 static int open_next(struct source *s)
 {
@@ -317,6 +352,8 @@ static int open_next(struct source *s)
 	else if (!S_ISREG(f->st.st_mode))
 		file_fail(f, -EINVAL, "cannot send '%s': not a regular file",
 			  f->path);
+	else if (f->w->range)
+		range_check(s, f);
 	if (f->err) {
 		if (f->fd >= 0)
 			close(f->fd);
@@ -334,6 +371,8 @@ static int open_next(struct source *s)
 	rc = tell(s, f);
 	if (rc)
 		return rc;
+	if (f->w->range)
+		f->next_off = f->crc_at = f->w->range->off;
 	s->cur = f;
 	if (!f->deferred)
 		src_fifo_push(s, IT_FILE, f, NULL);
@@ -432,14 +471,14 @@ int src_plan(struct source *s)
 			n++;
 			continue;
 		}
-		if (f->next_off >= (uint64_t)f->st.st_size) {
+		if (f->next_off >= src_file_end(f)) {
 			src_fifo_push(s, IT_END, f, NULL);
 			s->cur = NULL;
 			n++;
 			continue;
 		}
 		if (f->skip)
-			f->next_off = (uint64_t)f->st.st_size;
+			f->next_off = src_file_end(f);
 		if (f->skip || skip_hole(s, f))
 			continue;
 		j = src_take_job(s);
@@ -449,10 +488,8 @@ int src_plan(struct source *s)
 		j->item.fn = src_read_chunk;
 		j->f = f;
 		j->offset = f->next_off;
-		j->len = (uint32_t)((uint64_t)f->st.st_size - f->next_off <
-						    s->chunk
-					    ? (uint64_t)f->st.st_size -
-						      f->next_off
+		j->len = (uint32_t)(src_file_end(f) - f->next_off < s->chunk
+					    ? src_file_end(f) - f->next_off
 					    : s->chunk);
 		j->status = 0;
 		j->crc = 0;

@@ -39,6 +39,20 @@ static void check_unchanged(struct src_file *f)
 	}
 }
 
+/*
+ * A range's CRC32 covers all its bytes: the holes skipped before end (a
+ * sparse source's, --sparse's zero chunks) count as the zeros they are,
+ * so that the ranges' CRCs combine into the file's (README, Ranges).
+ */
+static void fold_holes(struct src_file *f, uint64_t end)
+{
+	if (!f->w->range || end <= f->crc_at)
+		return;
+	f->crc = ck_crc32_combine(f->crc, ck_crc32_zeros(end - f->crc_at),
+				  end - f->crc_at);
+	f->crc_at = end;
+}
+
 static int send_end(struct source *s, struct src_file *f)
 {
 	struct wire_msg m = { .type = WIRE_FILE_END };
@@ -56,7 +70,10 @@ static int send_end(struct source *s, struct src_file *f)
 		m.u.end.status = f->err;
 		snprintf(m.u.end.msg, sizeof(m.u.end.msg), "%s", f->errmsg);
 	} else if (csum == XFER_CSUM_CRC32) {
-		uint32_t be = htobe32(f->crc);
+		uint32_t be;
+
+		fold_holes(f, src_file_end(f));
+		be = htobe32(f->crc);
 
 		m.u.end.digest_len = 4;
 		memcpy(m.u.end.digest, &be, 4);
@@ -94,6 +111,8 @@ static void progress(struct source *s, struct src_file *f, uint32_t len)
 /* Adds a chunk to the file's digest, whether posted or already there. */
 static int account(struct src_file *f, const struct src_job *j)
 {
+	fold_holes(f, j->offset);
+	f->crc_at = j->offset + j->len;
 	f->crc = ck_crc32_combine(f->crc, j->crc, j->len);
 	if (f->tree)
 		return ck_sha256_update(f->tree, j->sha, CK_SHA256_LEN);

@@ -17,7 +17,9 @@
 #include <unistd.h>
 
 #include "transfer/walk.h"
+#include "transfer/walk_int.h"
 #include "transfer/wire.h"
+#include "util/checksum.h"
 #include "util/filter.h"
 #include "util/log.h"
 #include "util/path.h"
@@ -34,8 +36,7 @@ struct walk_frame {
 	size_t n, next;
 };
 
-static struct walk_entry *add(struct walk *w, const char *local,
-			      const char *wire)
+struct walk_entry *walk_add(struct walk *w, const char *local, const char *wire)
 {
 	struct walk_entry *e;
 
@@ -65,18 +66,19 @@ static struct walk_entry *add(struct walk *w, const char *local,
 }
 
 /* Takes back the entry just added: it is left out. */
-static void drop_last(struct walk *w)
+void walk_drop_last(struct walk *w)
 {
 	struct walk_entry *e = walk_at(w, w->n - 1);
 
 	free(e->local);
 	free(e->wire);
 	free(e->link);
+	free(e->range);
 	w->n--;
 }
 
 /* Whether the filter leaves e out; logged at debug level. */
-static bool filtered_out(const struct walk *w, const struct walk_entry *e)
+bool walk_excluded(const struct walk *w, const struct walk_entry *e)
 {
 	if (!filter_excludes(w->filter, e->wire, e->kind == WIRE_KIND_DIR))
 		return false;
@@ -84,10 +86,7 @@ static bool filtered_out(const struct walk *w, const struct walk_entry *e)
 	return true;
 }
 
-static int entry_fail(struct walk_entry *e, int err, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static int entry_fail(struct walk_entry *e, int err, const char *fmt, ...)
+int walk_fail(struct walk_entry *e, int err, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -99,7 +98,7 @@ static int entry_fail(struct walk_entry *e, int err, const char *fmt, ...)
 	return e->errmsg ? 0 : -ENOMEM;
 }
 
-static int open_path(const struct walk *w, const char *path, int flags)
+int walk_open_path(const struct walk *w, const char *path, int flags)
 {
 	int fd;
 
@@ -113,7 +112,7 @@ static int open_path(const struct walk *w, const char *path, int flags)
  * Why a path beneath the root could not be opened: path_open_beneath's
  * refusals in words, else the error's.
  */
-static const char *open_why(const struct walk *w, int rc)
+const char *walk_open_why(const struct walk *w, int rc)
 {
 	if (w->rootfd >= 0 && (rc == -ELOOP || rc == -EXDEV))
 		return "a symlink on the way, or a path outside the root";
@@ -129,8 +128,8 @@ static int nofollow(const struct walk *w, const struct walk_entry *e)
 int walk_open(const struct walk *w, const struct walk_entry *e)
 {
 	/* O_NONBLOCK: a FIFO put in a file's place must not hold us. */
-	return open_path(w, e->local,
-			 O_RDONLY | O_NOCTTY | O_NONBLOCK | nofollow(w, e));
+	return walk_open_path(
+		w, e->local, O_RDONLY | O_NOCTTY | O_NONBLOCK | nofollow(w, e));
 }
 
 /*
@@ -157,7 +156,7 @@ static bool born_after_start(const struct walk *w, int dirfd, const char *name)
  * Fills kind (and link) from st; 0, or 1 for an entry that cannot be sent
  * (a FIFO, socket or device), which walk_child leaves out.
  */
-static int classify(struct walk_entry *e, int dirfd, const char *name)
+int walk_classify(struct walk_entry *e, int dirfd, const char *name)
 {
 	char buf[PATH_MAX];
 	ssize_t n;
@@ -170,9 +169,8 @@ static int classify(struct walk_entry *e, int dirfd, const char *name)
 		e->kind = WIRE_KIND_SYMLINK;
 		n = readlinkat(dirfd, name, buf, sizeof(buf) - 1);
 		if (n < 0)
-			return entry_fail(e, -errno,
-					  "cannot read link '%s': %s", e->local,
-					  strerror(errno));
+			return walk_fail(e, -errno, "cannot read link '%s': %s",
+					 e->local, strerror(errno));
 		buf[n] = '\0';
 		e->link = strdup(buf);
 		if (!e->link)
@@ -259,20 +257,20 @@ static int walk_child(struct walk *w, const char *dir_local,
 		w->skipped++;
 		return 0;
 	}
-	e = add(w, local, wire);
+	e = walk_add(w, local, wire);
 	if (!e)
 		return -ENOMEM;
 	if (fstatat(dirfd, name, &e->st, AT_SYMLINK_NOFOLLOW) < 0) {
 		rc = -errno;
-		if (filtered_out(w, e)) {
-			drop_last(w);
+		if (walk_excluded(w, e)) {
+			walk_drop_last(w);
 			return 0;
 		}
-		return entry_fail(e, rc, "cannot stat '%s': %s", local,
-				  strerror(-rc));
+		return walk_fail(e, rc, "cannot stat '%s': %s", local,
+				 strerror(-rc));
 	}
-	rc = classify(e, dirfd, name);
-	if ((rc == 0 || rc == 1) && filtered_out(w, e)) {
+	rc = walk_classify(e, dirfd, name);
+	if ((rc == 0 || rc == 1) && walk_excluded(w, e)) {
 		rc = 1;
 	} else if (rc == 1) {
 		log_warn("skipping '%s': not a regular file, directory or "
@@ -288,7 +286,7 @@ static int walk_child(struct walk *w, const char *dir_local,
 		rc = 1;
 	}
 	if (rc == 1) {
-		drop_last(w);
+		walk_drop_last(w);
 		return 0;
 	}
 	if (rc || e->err)
@@ -320,14 +318,14 @@ static int walk_dir(struct walk *w, struct walk_entry *dir, int depth)
 	int fd, dfd, rc;
 
 	if (depth > WALK_MAX_DEPTH)
-		return entry_fail(dir, -ELOOP,
-				  "'%s': deeper than %d levels: not copied",
-				  dir->local, WALK_MAX_DEPTH);
-	fd = open_path(w, dir->local,
-		       O_RDONLY | O_DIRECTORY | nofollow(w, dir));
+		return walk_fail(dir, -ELOOP,
+				 "'%s': deeper than %d levels: not copied",
+				 dir->local, WALK_MAX_DEPTH);
+	fd = walk_open_path(w, dir->local,
+			    O_RDONLY | O_DIRECTORY | nofollow(w, dir));
 	if (fd < 0)
-		return entry_fail(dir, fd, "cannot open directory '%s': %s",
-				  dir->local, strerror(-fd));
+		return walk_fail(dir, fd, "cannot open directory '%s': %s",
+				 dir->local, strerror(-fd));
 	dfd = dup(fd);
 	if (dfd < 0) {
 		rc = -errno;
@@ -341,8 +339,8 @@ static int walk_dir(struct walk *w, struct walk_entry *dir, int depth)
 	}
 	if (rc) {
 		close(dfd);
-		return entry_fail(dir, rc, "cannot read directory '%s': %s",
-				  dir->local, strerror(-rc));
+		return walk_fail(dir, rc, "cannot read directory '%s': %s",
+				 dir->local, strerror(-rc));
 	}
 	local = strdup(dir->local);
 	wire = strdup(dir->wire);
@@ -415,13 +413,13 @@ static int top_name(const char *src, char *out, size_t outsz)
 }
 
 /* Stats a SRC as named: followed if local, confined beneath a root. */
-static int stat_named(const struct walk *w, const char *src, struct stat *st)
+int walk_stat_named(const struct walk *w, const char *src, struct stat *st)
 {
 	int rc, fd;
 
 	if (w->rootfd < 0)
 		return stat(src, st) < 0 ? -errno : 0;
-	fd = open_path(w, src, O_PATH);
+	fd = walk_open_path(w, src, O_PATH);
 	if (fd < 0)
 		return fd;
 	rc = fstat(fd, st) < 0 ? -errno : 0;
@@ -435,28 +433,27 @@ static int stat_named(const struct walk *w, const char *src, struct stat *st)
  * list, whose directory without -r is sent as an empty one, as rsync
  * does, not refused.
  */
-static int walk_named(struct walk *w, const char *src, const char *wire,
-		      bool listed)
+int walk_named(struct walk *w, const char *src, const char *wire, bool listed)
 {
-	struct walk_entry *e = add(w, src, wire);
+	struct walk_entry *e = walk_add(w, src, wire);
 	int rc;
 
 	if (!e)
 		return -ENOMEM;
 	e->top = true;
-	rc = stat_named(w, src, &e->st);
+	rc = walk_stat_named(w, src, &e->st);
 	if (rc) {
-		if (filtered_out(w, e)) {
-			drop_last(w);
+		if (walk_excluded(w, e)) {
+			walk_drop_last(w);
 			return 0;
 		}
-		return entry_fail(e, rc, "cannot %s '%s': %s",
-				  w->rootfd < 0 ? "stat" : "open", src,
-				  open_why(w, rc));
+		return walk_fail(e, rc, "cannot %s '%s': %s",
+				 w->rootfd < 0 ? "stat" : "open", src,
+				 walk_open_why(w, rc));
 	}
 	e->kind = S_ISDIR(e->st.st_mode) ? WIRE_KIND_DIR : WIRE_KIND_FILE;
-	if (filtered_out(w, e)) {
-		drop_last(w);
+	if (walk_excluded(w, e)) {
+		walk_drop_last(w);
 		return 0;
 	}
 	if (S_ISREG(e->st.st_mode)) {
@@ -464,17 +461,17 @@ static int walk_named(struct walk *w, const char *src, const char *wire,
 		return 0;
 	}
 	if (!S_ISDIR(e->st.st_mode))
-		return entry_fail(e, -EINVAL,
-				  "cannot send '%s': not a regular "
-				  "file",
-				  src);
+		return walk_fail(e, -EINVAL,
+				 "cannot send '%s': not a regular "
+				 "file",
+				 src);
 	if (!w->recursive && listed)
 		return 0;
 	if (!w->recursive)
-		return entry_fail(e, -EISDIR,
-				  "cannot send '%s': it is a directory (use "
-				  "-r)",
-				  src);
+		return walk_fail(e, -EISDIR,
+				 "cannot send '%s': it is a directory (use "
+				 "-r)",
+				 src);
 	return walk_dir(w, e, 0);
 }
 
@@ -487,216 +484,11 @@ static int walk_top(struct walk *w, const char *src)
 	rc = top_name(src, name, sizeof(name));
 	if (!rc)
 		return walk_named(w, src, name, false);
-	e = add(w, src, "?");
+	e = walk_add(w, src, "?");
 	if (!e)
 		return -ENOMEM;
 	e->top = true;
-	return entry_fail(e, rc, "cannot name '%s': %s", src, strerror(-rc));
-}
-
-/*
- * The directories name (from the list) implies beneath the base: each
- * one the previous name did not already imply, as a directory entry of
- * its own, not walked, so that the sink has a place to put name. 0, or 1
- * when one cannot be sent: that entry fails for the name, which is not
- * walked (nothing beneath a directory the sink never made could be
- * placed), and *good is the length of the part of name that is fine.
- */
-static int walk_implied(struct walk *w, const char *name, size_t *good)
-{
-	char local[PATH_MAX + 1];
-	const char *base = w->srcs[0];
-	size_t plen = w->prev ? strlen(w->prev) : 0;
-
-	for (const char *s = strchr(name, '/'); s; s = strchr(s + 1, '/')) {
-		size_t n = (size_t)(s - name);
-		char dir[PATH_MAX + 1];
-		struct walk_entry *e;
-		int rc;
-
-		if (plen >= n && !strncmp(w->prev, name, n) &&
-		    (w->prev[n] == '/' || !w->prev[n]))
-			continue; /* the previous name made it already */
-		memcpy(dir, name, n);
-		dir[n] = '\0';
-		rc = path_join(local, sizeof(local), base, dir);
-		e = add(w, rc ? dir : local, dir);
-		if (!e)
-			return -ENOMEM;
-		e->top = true;
-		e->kind = WIRE_KIND_DIR;
-		if (!rc)
-			rc = stat_named(w, local, &e->st);
-		if (!rc && !S_ISDIR(e->st.st_mode))
-			rc = -ENOTDIR;
-		if (!rc)
-			continue;
-		*good = n; /* back to the end of its parent */
-		while (*good && name[*good - 1] != '/')
-			(*good)--;
-		*good -= *good > 0;
-		rc = entry_fail(e, rc,
-				"cannot send '%s' of the file list: '%s': %s",
-				name, e->local, open_why(w, rc));
-		return rc ? rc : 1;
-	}
-	return 0;
-}
-
-int walk_list_name(char *name, size_t len)
-{
-	bool dir, nul = memchr(name, '\0', len); /* in a line */
-
-	path_normalize_peer(name, &dir);
-	if (nul)
-		return -EPERM;
-	if (!name[0])
-		return 1;
-	return path_check_relative(name, strlen(name), false) ? -EPERM : 0;
-}
-
-/*
- * Reads the list's next name into w->line, *len bytes (the separator
- * dropped): 1, 0 at the end, 2 when a feed or a non-blocking list has
- * none yet, or -errno.
- */
-static int list_read(struct walk *w, size_t *len)
-{
-	const char *name;
-	ssize_t n;
-	int rc;
-
-	if (w->feed) {
-		rc = w->feed(w->feed_arg, &name, len);
-		if (rc <= 0)
-			return rc < 0 ? 0 : 2;
-		if (*len + 1 > w->line_cap) {
-			char *l = realloc(w->line, *len + 1);
-
-			if (!l)
-				return -ENOMEM;
-			w->line = l;
-			w->line_cap = *len + 1;
-		}
-		memcpy(w->line, name, *len + 1);
-		return 1;
-	}
-	errno = 0;
-	n = getdelim(&w->line, &w->line_cap, w->list_sep, w->list);
-	if (n < 0) {
-		if (errno == ENOMEM)
-			return -ENOMEM;
-		if (errno == EAGAIN && ferror(w->list)) {
-			clearerr(w->list); /* a non-blocking list, empty now */
-			return 2;
-		}
-		if (ferror(w->list)) {
-			w->list_err = errno ? -errno : -EIO;
-			return -EIO;
-		}
-		return 0;
-	}
-	if (n && w->line[n - 1] == w->list_sep)
-		w->line[--n] = '\0';
-	*len = (size_t)n;
-	return 1;
-}
-
-/*
- * A listed name inside a tree (w->list_tree): taken as walk_child() takes
- * what it finds in a directory (lstat; a symlink is a link, a device is
- * skipped), but not walked into: its parent is opened, following the
- * components above it, which the walk that listed it went through.
- */
-static int walk_listed_child(struct walk *w, const char *local,
-			     const char *wire)
-{
-	char parent[PATH_MAX + 1];
-	const char *name = strrchr(local, '/') + 1;
-	struct walk_entry *e;
-	int dfd, rc;
-
-	memcpy(parent, local, (size_t)(name - local - 1));
-	parent[name - local - 1] = '\0';
-	e = add(w, local, wire);
-	if (!e)
-		return -ENOMEM;
-	dfd = open_path(w, parent, O_PATH | O_DIRECTORY);
-	if (dfd < 0 || fstatat(dfd, name, &e->st, AT_SYMLINK_NOFOLLOW) < 0) {
-		rc = dfd < 0 ? dfd : -errno;
-		if (dfd >= 0)
-			close(dfd);
-		if (filtered_out(w, e)) {
-			drop_last(w);
-			return 0;
-		}
-		return entry_fail(e, rc, "cannot stat '%s': %s", local,
-				  strerror(-rc));
-	}
-	rc = classify(e, dfd, name);
-	close(dfd);
-	if (rc == 0 && filtered_out(w, e))
-		rc = 1;
-	if (rc == 1) {
-		drop_last(w);
-		return 0;
-	}
-	if (!rc && !e->err && e->kind == WIRE_KIND_FILE)
-		w->bytes += (uint64_t)e->st.st_size;
-	return rc;
-}
-
-/*
- * The next name of the list, beneath the base: normalized as a peer path
- * (walk_list_name), refused if it leaves the base. 1 when the list is at
- * its end, 2 when a feed or a non-blocking list has no name yet.
- */
-static int walk_list_next(struct walk *w)
-{
-	char local[PATH_MAX + 1];
-	struct walk_entry *e;
-	size_t n, keep;
-	int rc;
-
-	do {
-		rc = list_read(w, &n);
-		if (rc != 1)
-			return rc ? rc : 1;
-		rc = walk_list_name(w->line, n);
-	} while (rc == 1);
-	if (rc) {
-		e = add(w, w->line, "?");
-		if (!e)
-			return -ENOMEM;
-		return entry_fail(e, -EPERM,
-				  "'%s' in the file list: not a path beneath "
-				  "'%s'",
-				  w->line, w->srcs[0]);
-	}
-	keep = strlen(w->line);
-	rc = walk_implied(w, w->line, &keep);
-	if (!rc && path_join(local, sizeof(local), w->srcs[0], w->line)) {
-		/* a name fit to send: the sink is told under that name */
-		e = add(w, w->line, w->line);
-		if (!e)
-			return -ENOMEM;
-		e->top = true;
-		rc = entry_fail(e, -ENAMETOOLONG,
-				"cannot send '%s' of the file list: the path "
-				"beneath '%s' is too long",
-				w->line, w->srcs[0]);
-	} else if (!rc && w->list_tree && strchr(w->line, '/')) {
-		rc = walk_listed_child(w, local, w->line);
-	} else if (!rc) {
-		rc = walk_named(w, local, w->line, true);
-	}
-	if (rc == 1)
-		rc = 0;
-	free(w->prev);
-	w->prev = strndup(w->line, keep);
-	if (!rc && !w->prev)
-		rc = -ENOMEM;
-	return rc;
+	return walk_fail(e, rc, "cannot name '%s': %s", src, strerror(-rc));
 }
 
 void walk_start(struct walk *w, const char *const *srcs, size_t n)
@@ -772,10 +564,15 @@ static void free_block(struct walk *w, size_t k)
 	if (!blk)
 		return;
 	for (size_t i = 0; i < n; i++) {
+		if (blk[i].listed)
+			hset_del(&w->listed,
+				 hset_key(ck_fnv1a64(blk[i].wire,
+						     strlen(blk[i].wire))));
 		free(blk[i].local);
 		free(blk[i].wire);
 		free(blk[i].link);
 		free(blk[i].errmsg);
+		free(blk[i].range);
 	}
 	free(blk);
 	w->blk[k] = NULL;
@@ -806,6 +603,7 @@ void walk_free(struct walk *w)
 	for (size_t k = 0; k < w->nblk; k++)
 		free_block(w, k);
 	free(w->blk);
+	hset_release(&w->listed);
 	free(w->line);
 	free(w->prev);
 	w->line = w->prev = NULL;

@@ -36,6 +36,9 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "transfer/xfer.h"
+#include "util/hset.h"
+
 struct walk_entry {
 	char *local; /* the path to open: local, or beneath the root */
 	char *wire;  /* the name the sink gets: beneath its DEST */
@@ -43,8 +46,10 @@ struct walk_entry {
 	struct stat st;
 	uint8_t kind; /* enum wire_file_kind */
 	bool top;     /* a SRC as named: a symlink there is followed */
+	bool listed;  /* a name of the list, in walk.listed */
 	int err;      /* 0, or why this entry cannot be sent */
 	char *errmsg;
+	struct xfer_range *range; /* NULL: the whole file */
 };
 
 #define WALK_BLOCK 1024u /* entries per block */
@@ -68,7 +73,9 @@ struct walk {
 	FILE *list;		     /* names beneath srcs[0], or NULL */
 	char list_sep;		     /* '\n', or '\0' (--from0) */
 	bool list_tree; /* a listed name with a '/' is inside a tree:
-			 * not followed, as walk_child() takes it */
+			 * not followed, as walk_child() takes it; each
+			 * record starts with a kind: 'N' a name, 'R' a
+			 * range (xfer_list_range) */
 	walk_feed_fn *feed;	     /* or these names (list NULL) */
 	void *feed_arg;
 	bool starved;		     /* walk_more stopped: no name yet */
@@ -91,6 +98,7 @@ struct walk {
 	size_t depth, stack_cap;
 	char *line, *prev; /* the list's current and previous name */
 	size_t line_cap;
+	struct hset listed; /* the listed names of the entries held */
 	int list_err; /* a list that could not be read: -errno */
 };
 

@@ -77,6 +77,13 @@ static void enc_body(struct put *w, const struct wire_msg *m)
 		put_u32(w, m->u.file.atime_nsec);
 		put_str(w, m->u.file.path, sizeof(m->u.file.path) - 1);
 		put_str(w, m->u.file.link, sizeof(m->u.file.link) - 1);
+		if (!(m->u.file.flags & WIRE_FILE_RANGE))
+			break;
+		put_u64(w, m->u.file.range_off);
+		put_u64(w, m->u.file.range_len);
+		put_u32(w, m->u.file.range_idx);
+		put_u32(w, m->u.file.range_count);
+		put_bytes(w, m->u.file.token, WIRE_TOKEN_LEN);
 		break;
 	case WIRE_HAVE:
 		put_u32(w, m->u.have.file_id);
@@ -417,7 +424,24 @@ static void dec_body(struct get *r, struct wire_msg *m)
 		m->u.file.atime_nsec = get_u32(r);
 		get_str(r, m->u.file.path, sizeof(m->u.file.path) - 1);
 		get_str(r, m->u.file.link, sizeof(m->u.file.link) - 1);
-		if (m->u.file.kind > WIRE_KIND_SYMLINK ||
+		if (m->u.file.flags & WIRE_FILE_RANGE) {
+			m->u.file.range_off = get_u64(r);
+			m->u.file.range_len = get_u64(r);
+			m->u.file.range_idx = get_u32(r);
+			m->u.file.range_count = get_u32(r);
+			get_bytes(r, m->u.file.token, WIRE_TOKEN_LEN);
+			/* a range lies inside the file; which one it is */
+			if (m->u.file.kind != WIRE_KIND_FILE ||
+			    !m->u.file.range_len ||
+			    m->u.file.range_off > m->u.file.size ||
+			    m->u.file.range_len >
+				    m->u.file.size - m->u.file.range_off ||
+			    m->u.file.range_idx >= m->u.file.range_count ||
+			    m->u.file.range_count > WIRE_RANGES_MAX)
+				r->err = true;
+		}
+		if (m->u.file.flags & ~(WIRE_FILE_SPARSE | WIRE_FILE_RANGE) ||
+		    m->u.file.kind > WIRE_KIND_SYMLINK ||
 		    m->u.file.mtime_nsec >= 1000000000u ||
 		    m->u.file.atime_nsec >= 1000000000u ||
 		    (m->u.file.kind != WIRE_KIND_FILE && m->u.file.size) ||

@@ -161,7 +161,11 @@ enum wire_file_kind {
 
 enum wire_file_flags {
 	WIRE_FILE_SPARSE = 1 << 0, /* has holes: size says little of space */
+	WIRE_FILE_RANGE = 1 << 1,  /* a byte range of it (rdcp-mpi): below */
 };
+
+#define WIRE_TOKEN_LEN 16u /* a split file's token (FILE with RANGE) */
+#define WIRE_RANGES_MAX 65536u /* ranges of one split file */
 
 enum wire_have_flags {
 	WIRE_HAVE_SKIP = 1 << 1, /* send nothing: a result follows */
@@ -238,6 +242,15 @@ struct wire_file {
 	uint32_t atime_nsec;
 	char path[4096]; /* relative name: basename, or beneath one */
 	char link[4096]; /* symlink target, copied as is; else "" */
+	/*
+	 * With WIRE_FILE_RANGE only (a regular file, after link): this FILE
+	 * sends bytes [range_off, range_off + range_len) of the file, range
+	 * range_idx of range_count, all of one split sharing token; size,
+	 * mode and times stay the whole file's.
+	 */
+	uint64_t range_off, range_len; /* bytes */
+	uint32_t range_idx, range_count;
+	uint8_t token[WIRE_TOKEN_LEN];
 };
 
 /* The sink's one answer to a FILE when asked first (WIRE_HELLO_ASK). */
@@ -294,6 +307,8 @@ enum wire_result_flags {
 	WIRE_RESULT_SKIPPED = 1 << 0, /* left as it was (no-clobber etc.) */
 	WIRE_RESULT_DRY = 1 << 1,     /* --dry-run: would be made, was not */
 	WIRE_RESULT_EXISTS = 1 << 2,  /* --dry-run: the name is taken now */
+	WIRE_RESULT_FINAL = 1 << 3,   /* a range's: the file is whole and
+				       * placed; digest: the whole file's */
 };
 
 struct wire_file_result {

@@ -85,7 +85,36 @@ struct xfer_file_report {
 	 * with dry, would be); path: where it was (a push: beneath DEST).
 	 */
 	bool deleted;
+	/*
+	 * A byte range of a split file (rdcp-mpi): range_idx of range_count
+	 * (0: the whole file), range_len bytes (bytes: the same, but for the
+	 * final one, whose session placed the file: the file's size, and
+	 * digest the whole file's).
+	 */
+	uint32_t range_count, range_idx;
+	uint64_t range_len;
+	bool final;
 };
+
+/*
+ * A byte range of a regular file (rdcp-mpi's split): [off, off + len),
+ * range idx of count, all ranges of one split sharing token.
+ */
+struct xfer_range {
+	uint64_t off, len; /* bytes */
+	uint32_t idx, count;
+	uint8_t token[16];
+};
+
+/*
+ * A files_from_tree list's range record, made in out: "R", then offset,
+ * length, index, count (decimal) and the token (32 hex digits), each
+ * followed by one space, then the name (a name's record is "N" and the
+ * name). Returns its length (without a NUL), or -ENAMETOOLONG when it
+ * does not fit in cap.
+ */
+int xfer_list_range(char *out, size_t cap, const struct xfer_range *r,
+		    const char *name) __attribute__((warn_unused_result));
 
 struct xfer_opts {
 	/* both sides */
@@ -161,6 +190,8 @@ struct xfer_opts {
 	 * distributed walk): a name with a '/' is taken as -r takes what it
 	 * finds inside a tree (a symlink copied as a link, a device or FIFO
 	 * skipped with a warning); a name without one is a SRC as named.
+	 * Each record starts with its kind: 'N' a name, 'R' a byte range of
+	 * one (xfer_list_range).
 	 */
 	bool files_from_tree;
 	/*

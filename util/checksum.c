@@ -49,6 +49,25 @@ uint32_t ck_crc32(uint32_t crc, const void *buf, size_t len)
 #endif
 }
 
+uint32_t ck_crc32_zeros(uint64_t len)
+{
+	static const uint8_t zero[4096];
+	uint32_t crc = ck_crc32(0, zero, len % sizeof(zero));
+	uint32_t blk = ck_crc32(0, zero, sizeof(zero)); /* of blen zeros */
+	uint64_t blen = sizeof(zero);
+
+	/* the rest by doubling: a block of blen zeros for each bit of n */
+	for (uint64_t n = len / sizeof(zero); n; n >>= 1) {
+		if (n & 1)
+			crc = ck_crc32_combine(crc, blk, blen);
+		if (n > 1) {
+			blk = ck_crc32_combine(blk, blk, blen);
+			blen *= 2;
+		}
+	}
+	return crc;
+}
+
 uint32_t ck_crc32_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b)
 {
 	const uint64_t step = sizeof(z_off_t) >= 8 ? (uint64_t)INT64_MAX

@@ -17,6 +17,9 @@ uint32_t ck_crc32(uint32_t crc, const void *buf, size_t len);
 /* CRC32 of A||B given crc(A), crc(B) and the length of B in bytes. */
 uint32_t ck_crc32_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b);
 
+/* CRC32 of len zero bytes, in O(log len) combines. */
+uint32_t ck_crc32_zeros(uint64_t len);
+
 /*
  * 64-bit FNV-1a of len bytes: a fast, allocation-free hash for tables and
  * names, not a defence against chosen collisions.

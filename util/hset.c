@@ -39,6 +39,34 @@ int hset_add(struct hset *s, uint64_t key)
 	return 0;
 }
 
+void hset_del(struct hset *s, uint64_t key)
+{
+	size_t i, j;
+
+	if (!s->cap)
+		return;
+	for (i = key % s->cap; s->v[i] != key; i = (i + 1) % s->cap)
+		if (!s->v[i])
+			return;
+	/*
+	 * No tombstone: each later key of the probe run whose home is not
+	 * cyclically in (i, j] moves back into the hole, which moves on.
+	 */
+	s->v[i] = 0;
+	s->n--;
+	for (j = (i + 1) % s->cap; s->v[j]; j = (j + 1) % s->cap) {
+		size_t home = s->v[j] % s->cap;
+		bool stays = i < j ? home > i && home <= j
+				   : home > i || home <= j;
+
+		if (!stays) {
+			s->v[i] = s->v[j];
+			s->v[j] = 0;
+			i = j;
+		}
+	}
+}
+
 bool hset_has(const struct hset *s, uint64_t key)
 {
 	if (!s->cap)

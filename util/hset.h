@@ -3,7 +3,8 @@
  * A set of 64-bit hashes: open addressing, linear probing, kept at most
  * half full, so 16 to 32 bytes an element. For the names a sink must
  * remember for a whole session (each answered once: sink_resume.c; the
- * names a mirror keeps: sink_delete.c). Pure: no I/O, no locking.
+ * names a mirror keeps: sink_delete.c) and the listed names a walk holds
+ * (walk.c). Pure: no I/O, no locking.
  */
 #ifndef RDCP_HSET_H
 #define RDCP_HSET_H
@@ -28,6 +29,9 @@ static inline uint64_t hset_key(uint64_t h)
  * (the set is as it was).
  */
 int hset_add(struct hset *s, uint64_t key) __attribute__((warn_unused_result));
+
+/* Removes key (hset_key) if it is there; never fails. */
+void hset_del(struct hset *s, uint64_t key);
 
 /* Whether key (hset_key) is in the set. */
 bool hset_has(const struct hset *s, uint64_t key);

@@ -275,7 +275,7 @@ same() { # A B: byte-for-byte equal, else t_fail
 	fi
 }
 
-temps() { find "$1" -name '.*.rdcp-part' 2>/dev/null | tr '\n' ' '; }
+temps() { find "$1" \( -name '.*.rdcp-part' -o -name '.*.rdcp-ranges' \) 2>/dev/null | tr '\n' ' '; }
 no_temps() { [ -z "$(temps "$1")" ]; }
 
 # no_temp DIR [SECONDS]: no .*.rdcp-part under DIR, else t_fail (waits up

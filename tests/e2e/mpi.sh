@@ -13,13 +13,17 @@
 # Scenarios: tree (many small files, a huge directory, a deep branch,
 # symlinks, an empty directory), balance (the bytes of one huge directory
 # and one deep branch shared by every rank: measured), big (one 1 GiB
-# sparse file among small ones), mix (SRCs from different directories, 8
-# ranks, 3 receivers), partial (a SRC missing: the others copied, exit 9,
-# the job not cancelled), usage (a bad command line: exit 2, one
-# message), noconnect (one of two receivers not there: exit 3, the rank
-# and receiver named), rxkill (a receiver killed mid-job: exit 11 in
-# bounded time), rankkill (a rank killed mid-job, then --resume
-# finishes), hang (a rank stopped: the coordinator finds it silent and
+# sparse file split into ranges over the ranks, among small ones: its one
+# file_done has the whole file's CRC32), mix (SRCs from different
+# directories, a file split among them, 8 ranks, 3 receivers), partial (a
+# SRC missing: the others copied, exit 9, the job not cancelled), usage (a
+# bad command line: exit 2, one message), noconnect (one of two receivers
+# not there: exit 3, the rank and receiver named), rxkill (a receiver
+# killed mid-job, ranges in flight: exit 11 in bounded time), rankkill (a
+# rank killed mid-job, then --resume finishes), rangekill (a rank killed
+# while it sends a range of a split file; --resume sends only the ranges
+# missing), badrange (a range corrupted in flight by the hooks build:
+# that file fails alone, once), hang (a rank stopped: the coordinator finds it silent and
 # ends the job, exit 11), hang0 (rank 0 stopped: the others find it
 # silent and end the job, exit 11).
 set -uo pipefail
@@ -30,7 +34,7 @@ if [ "${1:-}" = --build ]; then
 fi
 BUILD=$(cd "$BUILD" && pwd)
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-ALL="tree balance big mix partial usage noconnect rxkill rankkill hang hang0"
+ALL="tree balance big mix partial usage noconnect rxkill rankkill rangekill badrange hang hang0"
 . "$HERE/lib.sh"
 check_scenarios "$ALL" "$@"
 
@@ -125,7 +129,7 @@ verified() {
 	local src=$1 dst=$2 f n=0
 	while IFS= read -r -d '' f; do
 		f=${f#"$dst"/}
-		case "${f##*/}" in .*.rdcp-part) continue ;; esac
+		case "${f##*/}" in .*.rdcp-part | .*.rdcp-ranges) continue ;; esac
 		if [ -L "$dst/$f" ]; then
 			[ "$(readlink "$dst/$f")" = "$(readlink "$src/$f")" ] ||
 				t_fail "link $f differs"
@@ -243,7 +247,7 @@ s_balance() {
 }
 
 s_big() {
-	t_begin "big: a 1 GiB sparse file among small ones, 4 ranks"
+	t_begin "big: a 1 GiB sparse file split over 4 ranks, among small ones"
 	mkdir -p "$W/big/small"
 	truncate -s 1G "$W/big/huge.img"
 	for o in 0 300 700 1023; do
@@ -252,11 +256,33 @@ s_big() {
 	done
 	for i in $(seq 1 200); do head -c $((i * 311)) /dev/urandom >"$W/big/small/$i"; done
 	receivers 2 "$W/dst"
-	mpi "$T/big.log" 4 --sparse -r "$W/big" "$RECV/b"
+	# four ranges of 256 MiB, one file_done (the range that placed it)
+	mpi "$T/big.log" 4 --sparse --split-size 256M --json -r "$W/big" "$RECV/b"
 	[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 	complete "$W/big" "$W/dst/b/big"
-	grep -q 'rank 3 on' "$T/big.log.err" || t_fail "no per-rank summary"
-	grep -q 'receiver 127.0.0.1:' "$T/big.log.err" || t_fail "no per-receiver summary"
+	grep -q '"receiver":"127.0.0.1:' "$T/big.log" || t_fail "no per-receiver summary"
+	[ "$(grep -c "\"event\":\"file_done\",\"path\":\"$W/big/huge.img\"" "$T/big.log")" = 1 ] ||
+		t_fail "not one file_done for the split file"
+	[ "$(grep -c "\"event\":\"range_done\",\"path\":\"$W/big/huge.img\"" "$T/big.log")" = 3 ] ||
+		t_fail "not three range_done events"
+	local want got
+	want=$(python3 -c 'import sys, zlib
+c = 0
+with open(sys.argv[1], "rb") as f:
+    for b in iter(lambda: f.read(1 << 22), b""):
+        c = zlib.crc32(b, c)
+print("%08x" % c)' "$W/big/huge.img")
+	got=$(grep "\"event\":\"file_done\",\"path\":\"$W/big/huge.img\"" "$T/big.log" |
+		sed -n 's/.*"digest":"\([0-9a-f]*\)".*/\1/p')
+	echo "# its CRC32 $want, its file_done's digest $got"
+	[ "$got" = "$want" ] || t_fail "the final digest is not the file's CRC32"
+	# the ranges' bytes (256 MiB each) count in their ranks' bytes
+	local b n=0
+	for b in $(rank_bytes "$T/big.log"); do
+		[ "$b" -ge 268435456 ] && n=$((n + 1))
+	done
+	echo "# bytes per rank: $(rank_bytes "$T/big.log")"
+	[ "$n" -ge 2 ] || t_fail "the file was not split over the ranks"
 	t_log "$T/big.log.err"
 	stop_receivers
 	t_end
@@ -270,12 +296,16 @@ s_mix() {
 	head -c 50000000 /dev/urandom >"$W/m2/blob"
 	head -c 3 /dev/urandom >"$W/m2/sub/tiny"
 	receivers 3 "$W/dst"
-	mpi "$T/mix.log" 8 --json -r "$W/m1/tree" "$W/m2/blob" "$W/m2/sub" \
-		"$RECV/mix"
+	mpi "$T/mix.log" 8 --json --split-size 16M -r "$W/m1/tree" \
+		"$W/m2/blob" "$W/m2/sub" "$RECV/mix"
 	[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 	complete "$W/m1/tree" "$W/dst/mix/tree"
 	same "$W/m2/blob" "$W/dst/mix/blob"
 	same "$W/m2/sub/tiny" "$W/dst/mix/sub/tiny"
+	no_temp "$W/dst"
+	# 50 MB: ranges of 16 MiB, 16 MiB and 15.7 MiB, the last one a file_done
+	[ "$(grep -c '"event":"range_done"' "$T/mix.log")" = 2 ] ||
+		t_fail "the blob was not split into 3 ranges"
 	[ "$(grep -o '"receiver":"127.0.0.1:[0-9]*","ranks":[0-9]' "$T/mix.log" |
 		sed 's/.*://' | tr '\n' ' ')" = '3 3 2 ' ] ||
 		t_fail "8 ranks not spread 3, 3, 2 on 3 receivers"
@@ -310,6 +340,12 @@ s_usage() {
 	[ "$SRC" = 2 ] || t_fail "exit $SRC, want 2"
 	[ "$(grep -c 'rdcp-mpi pushes' "$T/usage.log.err")" = 1 ] ||
 		t_fail "want one message, have $(grep -c 'rdcp-mpi pushes' "$T/usage.log.err")"
+	# ranges need CRC32: --split-size with sha256 is refused the same way
+	mpi "$T/usage2.log" 3 --checksum sha256 --split-size 64M -r "$W" \
+		"rdcp://127.0.0.1:1/x"
+	[ "$SRC" = 2 ] || t_fail "sha256 with --split-size: exit $SRC, want 2"
+	[ "$(grep -c 'byte ranges need --checksum crc32' "$T/usage2.log.err")" = 1 ] ||
+		t_fail "want one message for sha256 with --split-size"
 	t_log "$T/usage.log.err"
 	t_end
 }
@@ -344,7 +380,7 @@ s_rxkill() {
 	local victim=${RXS##* }
 	bg_mpi "$T/rxkill.log" --oversubscribe -np 4 "$BUILD/rdcp-mpi" \
 		--transport tcp --key-file "$T/key" --timeout 5 --bwlimit 10M \
-		--json -r "$W/slow" "$RECV/k"
+		--split-size 4M --json -r "$W/slow" "$RECV/k"
 	local mp=$TX
 	wait_until 30 "$mp" has_temps "$W/dst" || t_fail "no copy under way"
 	kill -9 "$victim"
@@ -412,6 +448,88 @@ s_rankkill() {
 	stop_receivers
 	t_end
 	rm -rf "$W/dst"
+}
+
+# state_verified FILE: the ranges a split's state file records verified.
+state_verified() {
+	python3 -c 'import struct, sys
+b = open(sys.argv[1], "rb").read()
+n = struct.unpack_from(">I", b, 44)[0]
+print(sum(b[48 + 24 * i + 16] == 1 for i in range(n)))' "$1" 2>/dev/null || echo 0
+}
+
+s_rangekill() {
+	t_begin "rangekill: a rank killed while it sends a range; --resume sends only the missing ranges"
+	mkdir -p "$W/rk"
+	head -c 167772160 /dev/urandom >"$W/rk/big" # 10 ranges of 16 MiB
+	receivers 2 "$W/dst"
+	bg_mpi "$T/rangekill.log" --oversubscribe -np 4 "$BUILD/rdcp-mpi" \
+		--transport tcp --key-file "$T/key" --timeout 5 --bwlimit 10M \
+		--split-size 16M --resume --json -r "$W/rk" "$RECV/rk"
+	local mp=$TX t0 victim="" v sent skipped
+	wait_until 30 "$mp" has_temps "$W/dst" || t_fail "no copy under way"
+	sleep 2 # every rank in the middle of a range (1.6 s each)
+	victim=$(rank_pid "$mp" 2)
+	[ -n "$victim" ] || t_fail "no rank 2 found"
+	[ -z "$victim" ] || kill -9 "$victim"
+	t0=$(now)
+	wait_pid "$mp" 30
+	echo "# mpirun ended $(since "$t0") s after rank 2 was killed, exit $WRC"
+	[ "$WRC" != 0 ] && [ "$WRC" != 124 ] || t_fail "exit $WRC"
+	verified "$W/rk" "$W/dst/rk/rk"
+	[ ! -e "$W/dst/rk/rk/big" ] || t_fail "the split file has its name after the kill"
+	v=$(state_verified "$W/dst/rk/rk/.big.rdcp-ranges")
+	echo "# $v of 10 ranges verified when the job ended"
+	[ "$v" -gt 0 ] && [ "$v" -lt 10 ] || t_fail "$v ranges verified: nothing to show"
+	mpi "$T/rkresume.log" 4 --resume --json --split-size 16M -r "$W/rk" "$RECV/rk"
+	[ "$SRC" = 0 ] || t_fail "resume: exit $SRC, want 0"
+	complete "$W/rk" "$W/dst/rk/rk"
+	sent=$(grep -E '"event":"(range|file)_done","path":"[^"]*/big"' "$T/rkresume.log" |
+		sed -n 's/.*"sent":\([0-9]*\).*/\1/p' | awk '{s += $1} END {print s + 0}')
+	skipped=$(grep '"event":"range_done"' "$T/rkresume.log" | grep -c '"status":"skipped"')
+	echo "# resume: $skipped ranges skipped, $sent bytes sent"
+	[ "$skipped" = "$v" ] || t_fail "$skipped ranges skipped, $v were verified"
+	[ "$sent" -le $(((10 - v) * 16777216)) ] && [ "$sent" -gt 0 ] ||
+		t_fail "resume sent $sent bytes for $((10 - v)) missing ranges"
+	t_log "$T/rangekill.log.err" "$T/rkresume.log.err"
+	stop_receivers
+	t_end
+	rm -rf "$W/dst" "$W/rk"
+}
+
+s_badrange() {
+	t_begin "badrange: a range corrupted in flight fails its file alone, counted once"
+	[ -x "$BUILD/hooks/rdcp-mpi" ] || t_fail "no $BUILD/hooks/rdcp-mpi (make hooks-mpi)"
+	mkdir -p "$W/br"
+	head -c 33554432 /dev/urandom >"$W/br/a"
+	head -c 33554432 /dev/urandom >"$W/br/b"
+	head -c 1000 /dev/urandom >"$W/br/small"
+	receivers 2 "$W/dst"
+	# rank 1 flips a byte of the second chunk it posts (8 ranges of 8 MiB)
+	local args="--transport tcp --key-file $T/key --timeout 5 --split-size 8M --json -r $W/br $RECV/br"
+	# shellcheck disable=SC2086
+	run_bounded 120 "$T/badrange.log.err" sh -c 'log=$1; shift; exec "$@" >"$log"' _ \
+		"$T/badrange.log" mpirun --oversubscribe \
+		-np 1 "$BUILD/hooks/rdcp-mpi" $args : \
+		-np 1 env RDCP_TEST_CORRUPT_CHUNK=1 "$BUILD/hooks/rdcp-mpi" $args : \
+		-np 2 "$BUILD/hooks/rdcp-mpi" $args
+	[ "$SRC" = 9 ] || t_fail "exit $SRC, want 9"
+	local failed ok
+	failed=$(grep '"event":"file_done"' "$T/badrange.log" | grep '"status":"failed"' |
+		sed -n 's/.*"path":"[^"]*\/\([^"/]*\)".*/\1/p')
+	echo "# failed: $failed"
+	[ "$(echo "$failed" | wc -w)" = 1 ] || t_fail "not one failed file_done: $failed"
+	[ "$(jsum "$T/badrange.log" files_failed)" = 1 ] || t_fail "files_failed $(jsum "$T/badrange.log" files_failed), want 1"
+	[ ! -e "$W/dst/br/br/$failed" ] || t_fail "the failed file has its name"
+	for ok in a b small; do
+		[ "$ok" = "$failed" ] || same "$W/br/$ok" "$W/dst/br/br/$ok"
+	done
+	verified "$W/br" "$W/dst/br/br"
+	no_temp "$W/dst" 5
+	t_log "$T/badrange.log.err"
+	stop_receivers
+	t_end
+	rm -rf "$W/dst" "$W/br"
 }
 
 s_hang() {

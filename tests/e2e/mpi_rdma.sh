@@ -4,7 +4,9 @@
 # rdcp-mpi over Soft-RoCE: one qemu guest (tests/guest/guest.sh) runs a
 # receiver on rxe0 and `mpirun -np 3 rdcp-mpi --transport rdma` against
 # it, so every rank's session goes over rdma_cm and RDMA WRITEs; the tree
-# arrives whole, the summary says rdma and the rxe counters saw the bytes.
+# arrives whole (its 24 MB file split into three ranges of 8 MiB, sent by
+# the ranks at once), the summary says rdma and the rxe counters saw the
+# bytes.
 #
 # The guest is a busybox initramfs made of host binaries and what ldd
 # lists for them. Open MPI also dlopens its components and reads its help
@@ -14,13 +16,21 @@
 # library a component links; the guest gets a host name (Open MPI refuses
 # "(none)"). Prints TAP and a closing "N passed, N failed".
 #
-#   tests/e2e/mpi_rdma.sh [--build DIR]
+# With --pair: two guests (guest.sh run --pair), the three ranks in guest
+# a and the receiver in guest b, so every range crosses the emulated link
+# between two kernels' rxe; each guest prints an MD5 line per file (a of
+# its sources, b of what it placed once a's job has ended, which a tells
+# it with one more push), and the host compares the two lists.
+#
+#   tests/e2e/mpi_rdma.sh [--build DIR] [--pair]
 set -uo pipefail
 BUILD=build
 if [ "${1:-}" = --build ]; then
 	BUILD=$2
 	shift 2
 fi
+PAIR=0
+[ "${1:-}" = --pair ] && PAIR=1
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 GUEST=$HERE/../guest/guest.sh
 fail() { echo "not ok 1 - rdcp-mpi over Soft-RoCE: $*"; echo "0 passed, 1 failed"; exit 1; }
@@ -58,8 +68,8 @@ RX=$!
 wait_until 10 "$RX" logged /tmp/rx.log listening || t_fail "no receiver"
 s0=$(rxe_sent)
 timeout -s KILL 240 mpirun --oversubscribe -np 3 --mca btl self,tcp \
-	--mca pml ob1 rdcp-mpi --transport rdma -r /tmp/src/t \
-	10.77.0.1::out/ >/tmp/mpi.log 2>&1
+	--mca pml ob1 rdcp-mpi --transport rdma -v --split-size 8M \
+	-r /tmp/src/t 10.77.0.1::out/ >/tmp/mpi.log 2>&1
 rc=$?
 s1=$(rxe_sent)
 [ "$rc" = 0 ] || t_fail "mpirun exit $rc"
@@ -67,10 +77,80 @@ grep -q 'over rdma by 3 ranks to 1 receiver' /tmp/mpi.log ||
 	t_fail "the summary does not say rdma, 3 ranks"
 diff -r /tmp/src/t /tmp/dst/out/t >/tmp/diff 2>&1 ||
 	t_fail "trees differ: $(head -c 300 /tmp/diff)"
+# the split: two ranges sent without placing the file, one that placed it
+n=$(grep -c "sent range [0-9] of 3 of '/tmp/src/t/big'" /tmp/mpi.log)
+[ "$n" = 2 ] || t_fail "$n ranges of big reported, want 2 (and the final one)"
+[ -z "$(find /tmp/dst -name '.*.rdcp-*')" ] || t_fail "a temporary or state left"
 over_rdma "rdcp-mpi" "$s0" "$s1" 24000000
 grep 'rank [0-9] on' /tmp/mpi.log | sed 's/^/# /'
 t_log /tmp/mpi.log /tmp/rx.log
 kill "$RX"
+t_end
+t_finish
+EOF
+
+cat >"$T/pair.sh" <<'EOF'
+#!/bin/sh
+# Guest a: the ranks; guest b: the receiver (RDCP_GUEST_ROLE).
+. /test/lib.sh
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+hostname "guest-$RDCP_GUEST_ROLE"
+sums() { (cd "$1" && find . -type f | sort | while read -r f; do
+	echo "SUM $(md5sum <"$f" | cut -d' ' -f1) $f"; done); }
+if [ "$RDCP_GUEST_ROLE" = b ]; then
+	mkdir -p /tmp/dst
+	rdcp --listen -v --transport rdma --bind "$RDCP_GUEST_ADDR" \
+		--root /tmp/dst >/tmp/rx.log 2>&1 &
+	RX=$!
+	t_begin "receiver in guest b: every range placed, nothing left over"
+	i=0 # a pushes /tmp/done last, once its job has ended
+	while [ ! -f /tmp/dst/done ] && [ $i -lt 2400 ]; do
+		usleep 100000
+		i=$((i + 1))
+	done
+	[ -f /tmp/dst/done ] || t_fail "guest a never said it was done"
+	[ -z "$(find /tmp/dst -name '.*.rdcp-*')" ] ||
+		t_fail "a temporary or state left: $(find /tmp/dst -name '.*.rdcp-*')"
+	grep -q "received 'out/t/big'" /tmp/rx.log || t_fail "big not received"
+	sums /tmp/dst/out
+	t_log /tmp/rx.log
+	kill "$RX"
+	t_end
+	t_finish
+	exit
+fi
+t_begin "rdcp-mpi: 3 ranks in guest a, a split file to a receiver in guest b over rdma_cm"
+mkdir -p /tmp/src/t/d
+i=0
+while [ $i -lt 20 ]; do
+	head -c $((i * 997 + 1)) /dev/urandom >/tmp/src/t/d/f$i
+	i=$((i + 1))
+done
+head -c 24000000 /dev/urandom >/tmp/src/t/big
+echo done >/tmp/done
+i=0 # b's receiver up: a probe push goes through
+until rdcp --transport rdma /tmp/done "$RDCP_PEER_ADDR::probe" >/dev/null 2>&1; do
+	i=$((i + 1))
+	[ $i -lt 60 ] || { t_fail "no receiver in guest b"; break; }
+	sleep 1
+done
+s0=$(rxe_sent)
+timeout -s KILL 240 mpirun --oversubscribe -np 3 --mca btl self,tcp \
+	--mca pml ob1 rdcp-mpi --transport rdma -v --split-size 8M \
+	-r /tmp/src/t "$RDCP_PEER_ADDR::out/" >/tmp/mpi.log 2>&1
+rc=$?
+s1=$(rxe_sent)
+[ "$rc" = 0 ] || t_fail "mpirun exit $rc"
+grep -q 'over rdma by 3 ranks to 1 receiver' /tmp/mpi.log ||
+	t_fail "the summary does not say rdma, 3 ranks"
+n=$(grep -c "sent range [0-9] of 3 of '/tmp/src/t/big'" /tmp/mpi.log)
+[ "$n" = 2 ] || t_fail "$n ranges of big reported, want 2 (and the final one)"
+over_rdma "rdcp-mpi" "$s0" "$s1" 24000000
+sums /tmp/src
+grep 'rank [0-9] on' /tmp/mpi.log | sed 's/^/# /'
+rdcp --transport rdma /tmp/done "$RDCP_PEER_ADDR::" >/dev/null 2>&1 ||
+	t_fail "cannot tell guest b it is done"
+t_log /tmp/mpi.log
 t_end
 t_finish
 EOF
@@ -87,6 +167,35 @@ for l in $(for so in "$ML"/openmpi/lib/openmpi3/*.so "$ML"/pmix2/lib/pmix/*.so; 
 done | sort -u); do
 	args+=(--file "$l:$l")
 done
+if [ "$PAIR" = 1 ]; then
+	"$GUEST" run --pair --timeout 400 --mem 1536 "${args[@]}" \
+		"$T/pair.sh" >"$T/run.log" 2>&1
+	rc=$?
+	# what a sent, what b placed: the same files, the same bytes
+	sed -n 's/^\[a\] SUM \([0-9a-f]*\) \.\/t\//\1 /p' "$T/run.log" |
+		sort >"$T/sums-a"
+	sed -n 's/^\[b\] SUM \([0-9a-f]*\) \.\/t\//\1 /p' "$T/run.log" |
+		sort >"$T/sums-b"
+	grep -E '^\[[ab]\] (ok|not ok|#)' "$T/run.log"
+	p=$(grep -cE '^\[[ab]\] ok ' "$T/run.log")
+	f=$(grep -cE '^\[[ab]\] not ok ' "$T/run.log")
+	if [ -s "$T/sums-a" ] && cmp -s "$T/sums-a" "$T/sums-b"; then
+		echo "ok - guest b holds every file of guest a, byte for byte ($(wc -l <"$T/sums-a") files)"
+		p=$((p + 1))
+	else
+		echo "not ok - the files in guest b differ from guest a's sources"
+		diff "$T/sums-a" "$T/sums-b" | head -n 10 | sed 's/^/#   /'
+		f=$((f + 1))
+	fi
+	if [ "$p" -lt 3 ] && [ "$f" = 0 ]; then
+		echo "not ok - the guests ended with $rc before their results"
+		tail -n 20 "$T/run.log" | sed 's/^/#   /'
+		f=1
+	fi
+	echo "$p passed, $f failed"
+	[ "$f" -eq 0 ] && [ "$rc" -eq 0 ]
+	exit
+fi
 "$GUEST" run --timeout 300 --mem 2048 "${args[@]}" "$T/inside.sh" \
 	>"$T/run.log" 2>&1
 rc=$?

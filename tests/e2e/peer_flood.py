@@ -6,6 +6,7 @@ sends N file names and never waits for the receiver to take them.
   peer_flood.py push PORT KEYFILE N        a client pushing into "out/"
   peer_flood.py serve-pull PORT KEYFILE N  a server answering one pull of
                                            "-r x": the directory x, then x/f0...
+                                           ("listening on PORT" once it is)
   peer_flood.py names PORT KEYFILE N       a client pulling with a file list
                                            beneath "x" (HELLO flag LIST): N
                                            names of 1000 bytes in NAMES, no
@@ -84,6 +85,7 @@ def main(argv):
         s.expect_ring()
     else:
         s = peer.Server(port, key=key)
+        print("listening on %d" % port, flush=True)
         s.accept(timeout=30)
         s.handshake()
         s.expect_ring()

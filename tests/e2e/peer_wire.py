@@ -228,7 +228,9 @@ SPEC = {
            ("hdr_addr", "Q")],
     FILE: [("file_id", "I"), ("kind", "B"), ("flags", "I"), ("size", "Q"),
            ("mode", "I"), ("mtime", "q"), ("mtime_ns", "I"), ("atime", "q"),
-           ("atime_ns", "I"), ("path", "str"), ("link", "str")],
+           ("atime_ns", "I"), ("path", "str"), ("link", "str"),
+           # with flags & FILE_RANGE: range_fields(); else empty
+           ("range", "tail")],
     FILE_END: [("file_id", "I"), ("flags", "I"), ("nchunks", "Q"),
                ("seq_end", "Q"), ("csum", "B"), ("digest", "dig"), ("status", "i"),
                ("message", "str")],
@@ -251,7 +253,15 @@ SPEC = {
     # seq_end (FILE_END, DONE, NAMES_ACK): slots written before it
     NAMES_ACK: [("done", "Q"), ("seq_end", "Q")],
 }
-_VAR = {"str": b"", "dig": b"", "paths": b"", "sums": (), "bits": ()}
+_VAR = {"str": b"", "dig": b"", "paths": b"", "sums": (), "bits": (),
+        "tail": b""}
+FILE_SPARSE, FILE_RANGE = 1, 2  # FILE flags
+RESULT_FINAL = 8  # FILE_RESULT flag: a range's, the file placed
+
+
+def range_fields(off, length, idx, count, token):
+    """FILE's tail with FILE_RANGE: offset, length, index, count, token."""
+    return struct.pack(">QQII16s", off, length, idx, count, token)
 
 
 class Msg:
@@ -294,7 +304,9 @@ def encode(m, ctrl_ack=0, slot_ack=0):
     out = []
     for name, code in SPEC.get(m.type, []):
         v = getattr(m, name)
-        if code in ("str", "paths"):
+        if code == "tail":
+            out.append(v)
+        elif code in ("str", "paths"):
             out.append(struct.pack(">H", len(v)) + v)
         elif code == "dig":
             out.append(struct.pack(">B", len(v)) + v)
@@ -326,7 +338,9 @@ def decode(buf):
     m, off = Msg(t, cack, sack), 16
     try:
         for name, code in SPEC[t]:
-            if code in _VAR:
+            if code == "tail":
+                v, off = bytes(buf[off:]), len(buf)
+            elif code in _VAR:
                 f = ">B" if code == "dig" else ">H"
                 (n,) = struct.unpack_from(f, buf, off)
                 off += struct.calcsize(f)

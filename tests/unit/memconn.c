@@ -64,6 +64,13 @@ struct mc_cq {
 	unsigned int cap, head, len;
 };
 
+/* An acknowledgement a receiver owes its peer (the late_acks fault). */
+struct mc_ack {
+	struct mc_ack *next;
+	struct mc_op op; /* what the sender's SEND_DONE completes */
+	uint64_t gen;	 /* the receiver's poll count at delivery */
+};
+
 struct mc_pair;
 
 struct mc_side {
@@ -85,6 +92,9 @@ struct mc_side {
 	struct mc_op *out_head, *out_tail; /* in flight to the peer */
 	uint64_t last_due;
 	struct cm_ring_desc peer_ring;
+	/* acks owed to the peer (late_acks), oldest first */
+	struct mc_ack *acks_head, *acks_tail;
+	uint64_t polls;
 };
 
 struct mc_pair {
@@ -166,6 +176,51 @@ static void send_done(struct mc_side *s, struct mc_op *op, int status)
 	}
 	if (op->signaled || status)
 		cq_push(s, &s->scq, &ev, op->wr_seq);
+}
+
+/* late_acks: r owes its peer op's SEND_DONE until its next poll. */
+static void owe_ack(struct mc_side *r, const struct mc_op *op)
+{
+	struct mc_ack *a = calloc(1, sizeof(*a));
+
+	if (!a)
+		abort();
+	a->op = *op;
+	a->op.next = NULL;
+	a->gen = r->polls;
+	if (r->acks_tail)
+		r->acks_tail->next = a;
+	else
+		r->acks_head = a;
+	r->acks_tail = a;
+}
+
+/* The acks r owes from before its current poll reach its peer. */
+static void pay_acks(struct mc_side *r)
+{
+	struct mc_side *s = &r->p->side[!r->idx];
+
+	while (r->acks_head && r->acks_head->gen < r->polls) {
+		struct mc_ack *a = r->acks_head;
+
+		r->acks_head = a->next;
+		if (!r->acks_head)
+			r->acks_tail = NULL;
+		if (s->alive)
+			send_done(s, &a->op, 0);
+		free(a);
+	}
+}
+
+static void drop_acks(struct mc_side *r)
+{
+	while (r->acks_head) {
+		struct mc_ack *a = r->acks_head;
+
+		r->acks_head = a->next;
+		free(a);
+	}
+	r->acks_tail = NULL;
 }
 
 /* Takes the oldest posted receive of r; -1: none (RNR). */
@@ -310,7 +365,10 @@ static void deliver(struct mc_side *s, struct mc_op *op)
 		}
 	}
 	cq_push(r, &r->rcq, &ev, 0);
-	send_done(s, op, 0);
+	if (op->kind == OP_SEND && p->f.late_acks)
+		owe_ack(r, op);
+	else
+		send_done(s, op, 0);
 	if (op->kind == OP_WRITE && p->f.async_after_writes &&
 	    p->st.writes == p->f.async_after_writes) {
 		s->async_pending = p->f.async_status ? p->f.async_status : -EIO;
@@ -432,6 +490,9 @@ static int enqueue(struct mc_side *s, struct mc_op *proto)
 	if (p->f.delay_max_us)
 		due += (uint64_t)(rand_r(&p->rng) % (p->f.delay_max_us + 1)) *
 		       1000u;
+	if (op->kind == OP_SEND && p->f.late_type &&
+	    cm_tx(&s->base, op->buf)[0] == p->f.late_type)
+		due += (uint64_t)p->f.late_us * 1000u;
 	if (due < s->last_due)
 		due = s->last_due;
 	s->last_due = due;
@@ -548,6 +609,8 @@ static int mc_poll(struct cm_conn *c, struct cm_event *ev, int max)
 
 	pthread_mutex_lock(&s->p->lock);
 	deliver_due(s->p);
+	pay_acks(s);
+	s->polls++;
 	/* As verbs.c: the receive CQ first, a quarter kept for the send CQ. */
 	n = cq_pop(s, &s->rcq, ev, max - max / 4, false);
 	n += cq_pop(s, &s->scq, ev + n, max - n, true);
@@ -702,6 +765,7 @@ static int mc_stage_create(struct cm_conn *c, const struct cm_ring_desc *peer)
 static void side_free(struct mc_side *s)
 {
 	drop_ops(s);
+	drop_acks(s);
 	free(s->base.tx);
 	free(s->base.rx);
 	area_free(&s->base.ring, &s->base.geom);

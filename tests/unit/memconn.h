@@ -7,9 +7,9 @@
  * land only inside the ring, unsignalled WRs are retired only by a later
  * signalled one) and counts every breach in struct memconn_stats, which the
  * tests assert to be zero. Optional faults corrupt a write in flight, drop
- * a CREDIT message, delay deliveries, make the peer vanish or fail a's
- * queue pair with a fatal completion, or shuffle deliveries across lanes
- * as several queue pairs would.
+ * a CREDIT message, delay deliveries, make the peer vanish, fail a's
+ * queue pair with a fatal completion, hold acknowledgements back, or
+ * shuffle deliveries across lanes as several queue pairs would.
  */
 #ifndef RDCP_TEST_MEMCONN_H
 #define RDCP_TEST_MEMCONN_H
@@ -57,6 +57,19 @@ struct memconn_faults {
 	uint64_t async_after_writes;
 	int async_status;
 	const char *async_why;
+	/* A SEND's completion at its sender waits for the receiver's next
+	 * poll after the one that could hand out its receive, and is lost if
+	 * the receiver hangs up first: an RC responder acknowledges after it
+	 * queued the receive completion (rxe: do_complete, then acknowledge),
+	 * so a peer that polls its last message and disconnects at once may
+	 * never acknowledge it. */
+	bool late_acks;
+	/* Deliver every control message whose type (enum wire_type) is
+	 * late_type this many microseconds late, either way (and what follows
+	 * it, order kept): a peer that hangs up before then loses it, as a
+	 * disconnect flushes a SEND not yet on the wire. */
+	uint8_t late_type;
+	unsigned int late_us;
 	/* Deliver as this many RC queue pairs would (0, 1: one): each
 	 * side's control SENDs on lane 0, a data write into slot s on lane
 	 * s % lanes (as --streams stripes them); each lane keeps its order,

@@ -10,7 +10,8 @@
  * overflows, bad posts), that no temporary file is left, that no file
  * descriptor leaked and that its temporary directories are gone. Faults
  * injected by memconn: a corrupted write, a lost CREDIT, random delivery
- * delays and a peer that vanishes.
+ * delays, a peer that vanishes, and a session's last message (BYE, ERROR)
+ * unacknowledged or still on its way when the peer hangs up.
  */
 #include "tap.h"
 
@@ -110,6 +111,7 @@ struct sess {
 	bool recursive;
 	bool resume, preserve;
 	bool keyed, encrypt; /* both ends hold TEST_KEY; --encrypt */
+	bool pull;	     /* srcs: names beneath root; dest: a local path */
 	bool server_unprivileged; /* the receiver without CAP_DAC_READ_SEARCH */
 	/* heap_peak: sampled as files are reported */
 	bool sample_heap;
@@ -119,7 +121,6 @@ struct sess {
 	FILE *list;	/* --files-from, NUL-separated, beneath srcs[0] */
 	bool list_tree; /* xfer_opts.files_from_tree */
 	int compress;	/* zlib level, 0: off */
-	bool pull;	/* srcs beneath root, dest a local directory */
 	struct memconn_faults faults;
 	/* out */
 	enum xfer_fail vc, vs; /* client, server verdicts */
@@ -167,6 +168,8 @@ static void *server_main(void *p)
 	if (a->unprivileged)
 		drop_dac_read_search();
 	a->v = session_serve(a->o, a->rootfd, a->c);
+	/* As a process would: hang up once the session is over. */
+	cm_conn_destroy(a->c);
 	return NULL;
 }
 
@@ -267,6 +270,7 @@ static void sess_run(struct sess *s)
 	so.srcs = NULL;
 	so.nsrcs = 0;
 	so.dest = NULL;
+	so.pull = false;
 	so.root = s->root;
 
 	sa.rootfd = open(s->root, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -289,7 +293,6 @@ static void sess_run(struct sess *s)
 	pthread_join(tid, NULL);
 	alarm(0);
 	s->vs = sa.v;
-	cm_conn_destroy(b);
 	close(sa.rootfd);
 }
 
@@ -1508,23 +1511,39 @@ static void test_send_queue_worst_case(void)
 
 /* ---- a fatal error mid-session reaches the peer as that error ---- */
 
+struct errpeer {
+	struct engine *e;
+	bool hangup; /* then release the engine and destroy its conn */
+};
+
 static void *errpeer_main(void *p)
 {
-	struct engine *e = p;
+	struct errpeer *x = p;
+	struct engine *e = x->e;
 	struct wire_msg m;
 
 	if (engine_expect(e, WIRE_HELLO, &m, 5000))
-		return NULL;
+		goto out;
 	memset(&m, 0, sizeof(m));
 	m.type = WIRE_WELCOME;
 	if (engine_send(e, &m) || engine_expect(e, WIRE_DONE, &m, 5000))
-		return NULL;
+		goto out;
 	engine_fail(e, XFER_FAIL_LOCAL_IO, -EIO, "the disk is on fire");
 	engine_tell_peer(e);
+out:
+	/* As server.c does once its session is over. */
+	if (x->hangup) {
+		engine_release(e);
+		cm_conn_destroy(e->c);
+	}
 	return NULL;
 }
 
-static void test_error_reaches_peer(void)
+/*
+ * faults (may be NULL) on the pair; hangup: the failing peer hangs up
+ * right after its ERROR, as a server does.
+ */
+static void error_reaches_peer(const struct memconn_faults *faults, bool hangup)
 {
 	const struct cm_geom g = { .ctrl_size = WIRE_CTRL_SIZE,
 				   .ctrl_credits = WIRE_CTRL_CREDITS,
@@ -1532,6 +1551,7 @@ static void test_error_reaches_peer(void)
 				   .slot_size = CHUNK };
 	struct cm_conn *a, *b;
 	struct engine ea, eb;
+	struct errpeer x = { .e = &eb, .hangup = hangup };
 	struct xfer_opts o;
 	struct wire_msg m;
 	struct memconn_stats ms;
@@ -1540,11 +1560,11 @@ static void test_error_reaches_peer(void)
 
 	xfer_opts_init(&o);
 	o.timeout_ms = 5000;
-	CHECK_EQ(memconn_pair(&g, NULL, &a, &b), 0);
+	CHECK_EQ(memconn_pair(&g, faults, &a, &b), 0);
 	CHECK_EQ(engine_init(&ea, a, &o), 0);
 	CHECK_EQ(engine_init(&eb, b, &o), 0);
 	alarm(WATCHDOG_S);
-	CHECK_EQ(pthread_create(&tid, NULL, errpeer_main, &eb), 0);
+	CHECK_EQ(pthread_create(&tid, NULL, errpeer_main, &x), 0);
 	memset(&m, 0, sizeof(m));
 	m.type = WIRE_HELLO;
 	m.u.hello.role = WIRE_PUSH;
@@ -1566,10 +1586,99 @@ static void test_error_reaches_peer(void)
 	memconn_get_stats(a, &ms);
 	CHECK_EQ(memconn_violations(&ms), 0);
 	engine_release(&ea);
-	engine_release(&eb);
 	cm_conn_destroy(a);
-	cm_conn_destroy(b);
+	if (!hangup) {
+		engine_release(&eb);
+		cm_conn_destroy(b);
+	}
 	CHECK_EQ(tf_count_fds(), fds);
+}
+
+static void test_error_reaches_peer(void)
+{
+	error_reaches_peer(NULL, false);
+}
+
+/*
+ * The ERROR still on its way (500 ms late) when the failing side is done:
+ * it must wait for its completion before it hangs up (a disconnect
+ * flushes a SEND not yet on the wire), not give up after a fixed 100 ms
+ * as it did, or the peer sees a lost peer instead of the error.
+ */
+static void test_error_before_hangup(void)
+{
+	struct memconn_faults f = { .late_type = WIRE_ERROR,
+				    .late_us = 500000 };
+
+	error_reaches_peer(&f, true);
+}
+
+/* ---- the last message, unacknowledged as the peer hangs up ---- */
+
+/*
+ * The sink's BYE is the session's last message and the source hangs up
+ * once it has it; on RC the BYE's completion waits for the source's
+ * acknowledgement, which a QP that goes to the error state at once may
+ * never send (late_acks). The sink must still end with its own verdict,
+ * not "went away": the source had everything from it. A push: the
+ * receiver's verdict.
+ */
+static void test_bye_unacked_push(void)
+{
+	struct sess s;
+
+	sess_init(&s, 4);
+	s.faults.late_acks = true;
+	sess_add(&s, "f", 5 * CHUNK + 7, 41);
+	sess_run(&s);
+	CHECK_EQ(s.vc, XFER_OK);
+	CHECK_EQ(s.vs, XFER_OK);
+	check_placed(&s, 0);
+	sess_finish(&s);
+}
+
+/*
+ * The same in a pull (the client is the sink) of name from the root, a
+ * file (exists) or nothing: the client's verdict is want, as in rdcp's
+ * e2e "pull: a missing remote source: exit 7", which over Soft-RoCE once
+ * ended with 11 (peer lost).
+ */
+static void bye_unacked_pull(const char *name, bool exists, enum xfer_fail want)
+{
+	struct sess s;
+	char src[4200], dst[4200];
+
+	sess_init(&s, 4);
+	s.faults.late_acks = true;
+	s.pull = true;
+	snprintf(src, sizeof(src), "%s/%s", s.root, name);
+	if (exists)
+		CHECK_EQ(tf_make_file(src, 5 * CHUNK + 7, 43), 0);
+	snprintf(dst, sizeof(dst), "%s/got", s.srcdir);
+	s.dest = dst;
+	s.srcs[s.nsrcs++] = strdup(name);
+	sess_run(&s);
+	CHECK_EQ(s.vc, want);
+	if (s.vc != want)
+		printf("#   client's verdict %s, want %s\n",
+		       xfer_fail_name(s.vc), xfer_fail_name(want));
+	/* the server could not read what does not exist */
+	CHECK_EQ(s.vs, exists ? XFER_OK : XFER_FAIL_LOCAL_IO);
+	if (exists)
+		CHECK_EQ(tf_same_file(src, dst), 1);
+	else
+		CHECK(access(dst, F_OK) != 0);
+	sess_finish(&s);
+}
+
+static void test_bye_unacked_pull(void)
+{
+	bye_unacked_pull("f", true, XFER_OK);
+}
+
+static void test_bye_unacked_pull_missing(void)
+{
+	bye_unacked_pull("nope", false, XFER_FAIL_REMOTE_IO);
 }
 
 /* rdcp-mpi's list: names written by a thread, with a long pause. */
@@ -1603,8 +1712,8 @@ static void *list_writer_main(void *p)
  */
 static void test_list_nonblocking_tree(void)
 {
-	static const char *const names[] = { "t",     "t/a", "t/l", "t/d",
-					     "t/d/b", NULL };
+	static const char *const names[] = { "Nt",   "Nt/a", "Nt/l", "Nt/d",
+					     "Nt/d/b", NULL };
 	struct list_writer lw = { .names = names,
 				  .pause_after = 2,
 				  .pause_ms = 3500 };
@@ -1796,7 +1905,9 @@ static void test_lanes_pull(void)
 }
 
 TAP_RUN(TAP_TEST(test_memconn_rules), TAP_TEST(test_send_queue_worst_case),
-	TAP_TEST(test_error_reaches_peer),
+	TAP_TEST(test_error_reaches_peer), TAP_TEST(test_error_before_hangup),
+	TAP_TEST(test_bye_unacked_push), TAP_TEST(test_bye_unacked_pull),
+	TAP_TEST(test_bye_unacked_pull_missing),
 	TAP_TEST(test_sizes_window1), TAP_TEST(test_sizes_window2),
 	TAP_TEST(test_sizes_window3), TAP_TEST(test_sizes_window8),
 	TAP_TEST(test_1mib_random), TAP_TEST(test_window1_many_chunks),

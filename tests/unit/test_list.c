@@ -406,6 +406,56 @@ static void test_list_many(void)
 	free(text);
 }
 
+/*
+ * A name listed twice, the second time while the first is still in
+ * flight (in another pack, placed by another worker): sent once, as
+ * rsync does. Both copies used to travel, and two workers placing packs
+ * with the same name raced on its temporary: "cannot rename into" (exit
+ * 9) now and then, and twice the files counted always.
+ */
+static void test_list_duplicates(void)
+{
+	enum {
+		N = 120,
+		RUN = 10
+	};
+	struct lsess s;
+	char *text = malloc(N * 2 * 16), rel[64];
+	size_t len = 0;
+
+	ls_init(&s);
+	for (int i = 0; i < N && text; i++) {
+		snprintf(rel, sizeof(rel), "base/f%03d", i);
+		mkfile(s.root, rel, 600 + (size_t)i * 7);
+	}
+	/* runs of RUN names, each run twice: f000..f009 f000..f009 ... */
+	for (int r = 0; r < N / RUN && text; r++)
+		for (int twice = 0; twice < 2; twice++)
+			for (int i = r * RUN; i < (r + 1) * RUN; i++)
+				len += (size_t)sprintf(text + len, "f%03d\n", i);
+	/* and the first name once more at the end */
+	if (text)
+		len += (size_t)sprintf(text + len, "f000\n");
+	s.list = text;
+	s.list_len = len;
+	ls_run(&s);
+	CHECK_EQ(s.vc, XFER_OK);
+	CHECK_EQ(s.st.files_failed, 0);
+	CHECK(s.st.files_packed > 0);
+	/* each once; the last f000 came after the first was done: again */
+	CHECK(s.st.files_ok == N || s.st.files_ok == N + 1);
+	if (s.st.files_ok != N && s.st.files_ok != N + 1)
+		printf("#   %llu files copied for %d names\n",
+		       (unsigned long long)s.st.files_ok, N);
+	for (int i = 0; i < N; i++) {
+		snprintf(rel, sizeof(rel), "f%03d", i);
+		CHECK(exists_in(s.dest, rel));
+	}
+	CHECK_EQ(count_named(s.home, "rdcp-part"), 0);
+	ls_finish(&s);
+	free(text);
+}
+
 /* ---- a malicious client against the real receiver ---- */
 
 /* The client's handshake by hand: HELLO (a pull of base), AUTH, RING. */
@@ -924,6 +974,7 @@ static void test_list_many_lanes(void)
 }
 
 TAP_RUN(TAP_TEST(test_list_names), TAP_TEST(test_list_recursive_filtered),
+	TAP_TEST(test_list_duplicates),
 	TAP_TEST(test_list_dry_run), TAP_TEST(test_list_many),
 	TAP_TEST(test_list_flood), TAP_TEST(test_list_names_unasked),
 	TAP_TEST(test_list_dotdot_server_side),

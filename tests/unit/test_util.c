@@ -774,6 +774,15 @@ static void test_hset(void)
 		CHECK(!hset_has(&s, k * 64 + 1));
 	}
 	CHECK_EQ(hset_add(&s, 4999 * 64), -EEXIST);
+	/* removed from the middle of probe runs: the rest still found */
+	for (uint64_t k = 2; k < 5000; k += 3)
+		hset_del(&s, k * 64);
+	hset_del(&s, 7); /* not there */
+	CHECK_EQ(s.n, 4999 - 1666);
+	for (uint64_t k = 2; k < 5000; k++)
+		CHECK_EQ(hset_has(&s, k * 64), (k - 2) % 3 != 0);
+	CHECK_EQ(hset_add(&s, 2 * 64), 0);
+	CHECK(hset_has(&s, 2 * 64));
 	hset_release(&s);
 	CHECK(!hset_has(&s, 128));
 	CHECK_EQ(s.cap, 0);
