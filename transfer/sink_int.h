@@ -81,10 +81,11 @@ struct snk_file {
 	struct timespec times[2]; /* atime, mtime */
 	/*
 	 * Chunks are taken in increasing offset order (posted in order, and
-	 * taken in seq order whatever order they arrive in): next_idx is the lowest index still allowed. Their
-	 * digests are folded into crc/tree in that order as workers finish:
-	 * head..tail link the slots of its chunks not yet folded (-1: none),
-	 * so nothing here grows with the size the source claims.
+	 * taken in seq order whatever order they arrive in): next_idx is the
+	 * lowest index still allowed. Their digests are folded into crc/tree in
+	 * that order as workers finish: head..tail link the slots of its chunks
+	 * not yet folded (-1: none), so nothing here grows with the size the
+	 * source claims.
 	 */
 	uint64_t next_idx;
 	uint64_t first_idx; /* a range's first chunk (0: a whole file) */

@@ -57,15 +57,6 @@ struct memconn_faults {
 	uint64_t async_after_writes;
 	int async_status;
 	const char *async_why;
-	/* Deliver as this many RC queue pairs would (0, 1: one): each
-	 * side's control SENDs on lane 0, a data write into slot s on lane
-	 * s % lanes (as --streams stripes them); each lane keeps its order,
-	 * the lanes none among them. Operations are held and delivered in
-	 * a random interleaving of the lanes (seeded by seed, so a run is
-	 * reproducible), a few at a time, so writes overtake and trail each
-	 * other and the control messages around them. Each sender's own
-	 * completions still come in post order. Not with the other faults. */
-	unsigned int lanes;
 	/* A SEND's completion at its sender waits for the receiver's next
 	 * poll after the one that could hand out its receive, and is lost if
 	 * the receiver hangs up first: an RC responder acknowledges after it
@@ -79,6 +70,15 @@ struct memconn_faults {
 	 * disconnect flushes a SEND not yet on the wire. */
 	uint8_t late_type;
 	unsigned int late_us;
+	/* Deliver as this many RC queue pairs would (0, 1: one): each
+	 * side's control SENDs on lane 0, a data write into slot s on lane
+	 * s % lanes (as --streams stripes them); each lane keeps its order,
+	 * the lanes none among them. Operations are held and delivered in
+	 * a random interleaving of the lanes (seeded by seed, so a run is
+	 * reproducible), a few at a time, so writes overtake and trail each
+	 * other and the control messages around them. Each sender's own
+	 * completions still come in post order. Not with the other faults. */
+	unsigned int lanes;
 };
 
 /* Breaches of the transport's rules (must stay 0) and plain counts. */

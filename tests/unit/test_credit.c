@@ -4,8 +4,8 @@
  * sides within the peer's receive queue and ring: widening of wrapped
  * 32-bit acks, the data source's take/ack cycle, the sink's window
  * (writes arriving in any order, taken in seq order, duplicates and
- * writes outside it refused), out-of-order drain and batched reporting, the control
- * channel's reserve for ack-only messages, and a randomized two-sided
+ * writes outside it refused), out-of-order drain and batched reporting, the
+ * control channel's reserve for ack-only messages, and a randomized two-sided
  * simulation of the control channel that must never deadlock nor leave
  * more than C messages unconsumed.
  */
@@ -188,8 +188,7 @@ static void test_rx_drain_order(void)
 	CHECK_EQ(credit_rx_drain(&r, 1), -EPROTO);
 	/* wrap: seq 3..6 use slots 3, 0, 1, 2 */
 	for (unsigned int s = 3; s < 7; s++)
-		CHECK_EQ(rx_in(&r, wire_imm(s, s % 4), &seq),
-			 (int)(s % 4));
+		CHECK_EQ(rx_in(&r, wire_imm(s, s % 4), &seq), (int)(s % 4));
 	CHECK_EQ(credit_rx_drain(&r, 1), 0);
 	CHECK_EQ(credit_rx_drain(&r, 0), 0);
 	CHECK_EQ(r.released, 3);
@@ -213,8 +212,8 @@ static void test_rx_long_run(void)
 		unsigned int busy;
 
 		while (credit_rx_busy(&r) < slots) {
-			if (rx_in(&r, wire_imm(s, s % slots),
-					     &seq) != (int)(s % slots) ||
+			if (rx_in(&r, wire_imm(s, s % slots), &seq) !=
+				    (int)(s % slots) ||
 			    seq != s)
 				bad++;
 			s++;
@@ -303,10 +302,10 @@ static void rx_shuffled_run(unsigned int slots, uint64_t base,
 			    seq != inflight[i])
 				bad++;
 			/* the same write again is refused */
-			if (credit_rx_arrive(&r,
-					     wire_imm(inflight[i],
-						      inflight[i] % slots),
-					     &seq) != -EPROTO)
+			if (credit_rx_arrive(
+				    &r,
+				    wire_imm(inflight[i], inflight[i] % slots),
+				    &seq) != -EPROTO)
 				bad++;
 			inflight[i] = inflight[--nin];
 		}
@@ -318,8 +317,8 @@ static void rx_shuffled_run(unsigned int slots, uint64_t base,
 		}
 		if (ntaken && rand_r(&rng) % 2) {
 			i = rand_r(&rng) % ntaken;
-			if (credit_rx_drain(&r, (unsigned int)(taken[i] %
-							       slots)))
+			if (credit_rx_drain(&r,
+					    (unsigned int)(taken[i] % slots)))
 				bad++;
 			taken[i] = taken[--ntaken];
 		}
@@ -413,10 +412,12 @@ static void test_rx_model(void)
 		r.received = r.released = r.reported = base;
 		for (unsigned int k = 0; k < 20000; k++) {
 			unsigned int slot = rand_r(&rng) % (slots + 2);
-			uint64_t near = r.released + rand_r(&rng) % (2 * slots + 2);
-			uint32_t imm = wire_imm(rand_r(&rng) % 8 ? near
-								 : (uint64_t)rand_r(&rng),
-						slot);
+			uint64_t near =
+				r.released + rand_r(&rng) % (2 * slots + 2);
+			uint32_t imm = wire_imm(
+				rand_r(&rng) % 8 ? near
+						 : (uint64_t)rand_r(&rng),
+				slot);
 			int expect = -EPROTO, got;
 			uint64_t eseq = 0;
 
@@ -438,8 +439,8 @@ static void test_rx_model(void)
 			    credit_rx_next(&r, &s) >= 0)
 				credit_rx_take(&r);
 			if (rand_r(&rng) % 3 == 0 && credit_rx_busy(&r) &&
-			    credit_rx_drain(&r, (unsigned int)(r.released %
-							       slots)))
+			    credit_rx_drain(&r,
+					    (unsigned int)(r.released % slots)))
 				bad++;
 		}
 		credit_rx_release(&r);
@@ -666,6 +667,6 @@ TAP_RUN(TAP_TEST(test_widen), TAP_TEST(test_tx_cycle),
 	TAP_TEST(test_tx_long_run), TAP_TEST(test_rx_arrive),
 	TAP_TEST(test_rx_drain_order), TAP_TEST(test_rx_long_run),
 	TAP_TEST(test_rx_should_report), TAP_TEST(test_rx_shuffled),
-	TAP_TEST(test_rx_every_permutation), TAP_TEST(test_rx_model), TAP_TEST(test_ctrl_reserve),
-	TAP_TEST(test_ctrl_should_ack), TAP_TEST(test_ctrl_simulation),
-	TAP_TEST(test_ctrl_idle_quiesces))
+	TAP_TEST(test_rx_every_permutation), TAP_TEST(test_rx_model),
+	TAP_TEST(test_ctrl_reserve), TAP_TEST(test_ctrl_should_ack),
+	TAP_TEST(test_ctrl_simulation), TAP_TEST(test_ctrl_idle_quiesces))

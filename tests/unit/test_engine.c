@@ -1780,7 +1780,8 @@ static void with_lanes(void (*fn)(void))
 		/* The shuffle did shuffle. */
 		CHECK(lanes_overtaken > 0);
 		if (tap_failed_checks != before)
-			printf("#   (lanes %u, seed %u)\n", lanes_n, lanes_seed);
+			printf("#   (lanes %u, seed %u)\n", lanes_n,
+			       lanes_seed);
 	}
 	lanes_n = lanes_seed = 0;
 }
@@ -1891,8 +1892,7 @@ static void lanes_pull(void)
 		char a[300], b[300];
 
 		tree_path(a, sizeof(a), top, i);
-		snprintf(b, sizeof(b), "%s/tree%s", s.srcdir,
-			 a + strlen(top));
+		snprintf(b, sizeof(b), "%s/tree%s", s.srcdir, a + strlen(top));
 		placed += tf_same_file(a, b) == 1;
 	}
 	CHECK_EQ(placed, TREE_FILES);

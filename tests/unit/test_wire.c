@@ -766,7 +766,7 @@ static void test_decode_pack_done(void)
  */
 static void test_decode_delete(void)
 {
-	static const uint8_t done[] = { 0, 0, 0, 1, 0, 0, 0, 0, 0, 0,
+	static const uint8_t done[] = { 0, 0, 0, 1, 0, 0, 0, 0, 0,    0,
 					0, 5, 0, 0, 0, 0, 0, 0, 0x12, 0x34 };
 	static const uint8_t del[] = { 3,   1,	 0xff, 0xff, 0xff, 0xf0,
 				       0,   3,	 'a',  '/',  'b',  0,
