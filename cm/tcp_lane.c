@@ -159,8 +159,8 @@ int tlane_wait(struct tconn *t, int extra_fd, int timeout_ms)
 }
 
 /* Lane k's tconn around fd (taken over) and its threads, adopted by t. */
-static int lane_start(struct tconn *t, int fd, unsigned int k,
-		      const char *peer, int connect_ms)
+static int lane_start(struct tconn *t, int fd, unsigned int k, const char *peer,
+		      int connect_ms)
 {
 	struct tconn *l = NULL;
 	int rc;
@@ -213,7 +213,8 @@ int tlane_join(struct cm_conn *c, const struct cm_join *j,
 		socklen_t el = sizeof(err);
 		int64_t left = (int64_t)(deadline - clock_now_ms());
 
-		rc = poll(&p, 1, left > 0 ? (int)left : 0) == 1 ? 0 : -ETIMEDOUT;
+		rc = poll(&p, 1, left > 0 ? (int)left : 0) == 1 ? 0
+								: -ETIMEDOUT;
 		if (!rc && getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) == 0)
 			rc = -err;
 	}
@@ -228,8 +229,8 @@ int tlane_join(struct cm_conn *c, const struct cm_join *j,
 	}
 	rc = tcp_client_answer(fd, c->peer, &c->geom, deadline, to->connect_ms,
 			       &g);
-	if (!rc && (g.slots != c->geom.slots ||
-		    g.slot_size != c->geom.slot_size)) {
+	if (!rc &&
+	    (g.slots != c->geom.slots || g.slot_size != c->geom.slot_size)) {
 		log_err("lane %u to %s: the receiver answered with another "
 			"geometry",
 			j->lane, c->peer);

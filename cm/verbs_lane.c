@@ -27,8 +27,8 @@ unsigned int vconn_link_gbps(struct ibv_context *ctx, uint8_t port)
 	static const struct {
 		int speed;
 		unsigned int mbps; /* per lane of the link */
-	} sp[] = { { 1, 2500 },	  { 2, 5000 },	 { 4, 10000 },
-		   { 8, 10000 },  { 16, 14000 }, { 32, 25000 },
+	} sp[] = { { 1, 2500 },	  { 2, 5000 },	   { 4, 10000 },
+		   { 8, 10000 },  { 16, 14000 },   { 32, 25000 },
 		   { 64, 50000 }, { 128, 100000 }, { 256, 200000 } };
 	static const struct {
 		int width;
@@ -172,7 +172,8 @@ int vlane_arm(struct vconn *v)
 bool vlane_ack(struct vconn *v, struct ibv_cq *cq)
 {
 	for (unsigned int i = 1; i < v->nlanes; i++)
-		if (v->lane[i] && (cq == v->lane[i]->rcq || cq == v->lane[i]->scq))
+		if (v->lane[i] &&
+		    (cq == v->lane[i]->rcq || cq == v->lane[i]->scq))
 			return true;
 	return false;
 }

@@ -276,4 +276,3 @@ int vconn_poll(struct cm_conn *c, struct cm_event *ev, int max)
 	}
 	return 0;
 }
-

@@ -179,8 +179,7 @@ static void test_lane_proof(void)
 
 /* ---- TCP lanes at the cm/ layer ---- */
 
-static const struct cm_timeouts TO = { .resolve_ms = 2000,
-				       .connect_ms = 3000 };
+static const struct cm_timeouts TO = { .resolve_ms = 2000, .connect_ms = 3000 };
 
 struct client {
 	pthread_t tid;
@@ -190,8 +189,7 @@ struct client {
 	int rc, dup_rc;
 };
 
-static const uint8_t TOKEN[CM_TOKEN_LEN] = { 'l', 'a', 'n', 'e', 's', 0, 1,
-					     2 };
+static const uint8_t TOKEN[CM_TOKEN_LEN] = { 'l', 'a', 'n', 'e', 's', 0, 1, 2 };
 
 static void *client_main(void *p)
 {
