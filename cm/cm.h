@@ -25,10 +25,23 @@
  * work requests per staging buffer, payload and header, and one per tx
  * buffer), so neither a peer that keeps to its credits nor this side's
  * own posting can ever overrun either.
+ *
+ * Lanes (--streams N): a connection may carry N lanes, lane 0 the one
+ * connected first, lanes 1..N-1 joined after authentication (cm_join,
+ * cm_accept_lane), each an RC QP (or a TCP connection) of its own with its
+ * own send and receive CQ. Control SENDs and their receives stay on lane
+ * 0; the write of slot s goes on lane s % N (cm_lane_of). The ring and
+ * staging stay one memory each, registered once per protection domain.
+ * Per lane, the depths stay exact (cm_lane_rq_depth, cm_lane_sq_depth).
+ * With N > 1 every data write is signalled on its lane and cm/ hands the
+ * caller a write's completion only once every write posted before it
+ * completed too (struct cm_wfifo), so "a signalled completion covers the
+ * earlier unsignalled writes" holds across lanes as on one QP.
  */
 #ifndef RDCP_CM_H
 #define RDCP_CM_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -75,6 +88,44 @@ static inline unsigned int cm_sq_depth(const struct cm_geom *g)
 	return 2u * g->slots + cm_ntx(g);
 }
 
+/* At most this many lanes per connection (--streams 1..CM_LANES_MAX). */
+#define CM_LANES_MAX 16u
+
+/* The lane that carries the write of ring slot `slot` among n lanes. */
+static inline unsigned int cm_lane_of(unsigned int slot, unsigned int n)
+{
+	return n > 1 ? slot % n : 0;
+}
+
+/*
+ * Receives a lane keeps posted among n: the WRITE_WITH_IMMs of its slots
+ * (those with slot % n == lane: at most ceil(slots / n), each unconsumed
+ * at most once, as the credits allow), and on lane 0 a SEND per control
+ * credit as well. Lanes 1..n-1 take zero-length receives (no buffer: a
+ * SEND there is a protocol violation that fails the QP); lane 0's are full
+ * control buffers, since a SEND takes whichever receive comes next.
+ */
+static inline unsigned int cm_lane_rq_depth(const struct cm_geom *g,
+					    unsigned int n, unsigned int lane)
+{
+	unsigned int share = n > 1 ? (g->slots + n - 1) / n : g->slots;
+
+	return share + (lane ? 0u : g->ctrl_credits);
+}
+
+/*
+ * Send queue (and send CQ) entries of a lane: a staging buffer is freed
+ * only once its write's completion was polled, but the sink may return a
+ * slot's credit before that, so a lane can hold a write from every staging
+ * buffer at once (2 x slots WRs); lane 0 also a SEND per tx buffer. Lane 0
+ * is cm_sq_depth() whatever n.
+ */
+static inline unsigned int cm_lane_sq_depth(const struct cm_geom *g,
+					    unsigned int lane)
+{
+	return 2u * g->slots + (lane ? 0u : cm_ntx(g));
+}
+
 enum cm_ev_type {
 	CM_EV_RECV = 1,	 /* a control message: rx buffer id, len bytes */
 	CM_EV_DATA,	 /* a slot's header landed, its payload before it: imm,
@@ -110,6 +161,21 @@ struct cm_ring_desc {
 };
 
 struct cm_conn;
+struct cm_request;
+struct cm_timeouts;
+
+/*
+ * A lane's join, carried in its connect private data (cm_int.h): the
+ * session's token (chosen by the receiver), the lane index (1..n-1) and
+ * the proof that the joiner holds the session key (transfer/auth.c).
+ */
+#define CM_TOKEN_LEN 8u
+#define CM_PROOF_LEN 16u
+struct cm_join {
+	uint8_t token[CM_TOKEN_LEN];
+	uint16_t lane;
+	uint8_t proof[CM_PROOF_LEN];
+};
 
 struct cm_ops {
 	/* SEND len bytes of tx[txbuf]; always signalled (id = wr_id). */
@@ -146,6 +212,20 @@ struct cm_ops {
 	int (*stage_create)(struct cm_conn *c, const struct cm_ring_desc *peer);
 	/* Disconnect, drain, and free everything (accepts partly built). */
 	void (*destroy)(struct cm_conn *c);
+	/*
+	 * Lanes (NULL: this transport has lane 0 only). set_lanes: the
+	 * session has n lanes (1..CM_LANES_MAX), said once on both sides
+	 * before any join and before ring_create/stage_create. join (client):
+	 * connect lane j->lane to the peer of lane 0, with j's token and
+	 * proof, bounded by to. accept_lane (receiver): accept req, a join
+	 * for lane `lane` whose proof the caller checked; consumes req. Each
+	 * returns 0 or -errno, logged.
+	 */
+	int (*set_lanes)(struct cm_conn *c, unsigned int n);
+	int (*join)(struct cm_conn *c, const struct cm_join *j,
+		    const struct cm_timeouts *to);
+	int (*accept_lane)(struct cm_conn *c, struct cm_request *req,
+			   unsigned int lane, const struct cm_timeouts *to);
 };
 
 struct cm_conn {
@@ -159,6 +239,8 @@ struct cm_conn {
 	uint8_t *ring_hdr;     /* with ring */
 	uint8_t *stage;	       /* NULL until stage_create */
 	uint8_t *stage_hdr;    /* with stage */
+	unsigned int lanes;    /* set_lanes()'s n; 0 or 1: lane 0 only */
+	unsigned int link_gbps; /* RDMA: the port's rate; 0 unknown, TCP */
 	char peer[64];	       /* printable peer address, "[addr]:port" */
 	char dev[64];	       /* device name ("rxe0"; "tcp" over TCP) */
 	const char *transport; /* "rdma" or "tcp" */
@@ -212,6 +294,23 @@ static inline void cm_conn_destroy(struct cm_conn *c)
 {
 	if (c)
 		c->ops->destroy(c);
+}
+
+/*
+ * The lane calls of struct cm_ops, for any transport: n == 1 is always
+ * fine; more lanes on a transport without them is -EOPNOTSUPP.
+ */
+static inline int cm_set_lanes(struct cm_conn *c, unsigned int n)
+{
+	if (n <= 1 && !c->ops->set_lanes)
+		return 0;
+	return c->ops->set_lanes ? c->ops->set_lanes(c, n) : -EOPNOTSUPP;
+}
+
+static inline int cm_join(struct cm_conn *c, const struct cm_join *j,
+			  const struct cm_timeouts *to)
+{
+	return c->ops->join ? c->ops->join(c, j, to) : -EOPNOTSUPP;
 }
 
 /*
@@ -313,6 +412,24 @@ const char *cm_request_peer(const struct cm_request *req);
 int cm_accept(struct cm_request *req, const struct cm_limits *lim,
 	      const struct cm_timeouts *to, struct cm_conn **out)
 	__attribute__((warn_unused_result));
+
+/*
+ * Reads a request's connect data if it is not in yet (a TCP client sends
+ * it after connecting: up to timeout_ms; RDMA has it already). 0, or
+ * -errno with req consumed (the client dropped or refused, logged).
+ */
+int cm_request_read(struct cm_request *req, int timeout_ms)
+	__attribute__((warn_unused_result));
+
+/*
+ * Whether req (read) asks to join a lane of a session, with what in *j.
+ * A join is accepted with ops->accept_lane of that session's connection,
+ * or refused with cm_reject_join; never with cm_accept.
+ */
+bool cm_request_join(const struct cm_request *req, struct cm_join *j);
+
+/* Refuses a join (the client is told "lane join refused"); frees req. */
+void cm_reject_join(struct cm_request *req);
 
 /*
  * Reject and free a request as busy (e.g. too many sessions), never

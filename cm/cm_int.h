@@ -19,14 +19,23 @@
 
 #include "cm/cm.h"
 
-/* Private data of connect, accept and reject; 56 bytes at most on RC. */
+/*
+ * Private data of connect, accept and reject; 56 bytes at most on RC. A
+ * lane's join (cm.h struct cm_join) is PD_JOIN_LEN bytes: the 24 of a
+ * connect with status PD_ST_JOIN and the session's geometry, then token
+ * (8 bytes), lane (u16 BE), two zero bytes and proof (16 bytes).
+ */
 enum {
 	PD_LEN = 24,
+	PD_JOIN_LEN = 52,
 	PD_ST_OK = 0,
 	PD_ST_VERSION = 1, /* protocol version not supported */
 	PD_ST_PARAMS = 2,  /* geometry out of range */
 	PD_ST_BUSY = 3,	   /* receiver at its session limit */
+	PD_ST_JOIN = 4,	   /* connect: a lane joins a session */
+	PD_ST_REFUSED = 5, /* reject: that join is refused */
 };
+_Static_assert(PD_JOIN_LEN <= 56, "RC private data holds a join");
 
 /* Allowed geometry on either side, whatever the peer asks for. */
 #define SLOT_SIZE_MIN 4096u
@@ -43,6 +52,14 @@ void cm_pd_encode(uint8_t *p, uint16_t status, const struct cm_geom *g);
 int cm_pd_decode(const void *data, size_t len, uint16_t *version,
 		 uint16_t *status, struct cm_geom *g);
 const char *cm_pd_status_str(uint16_t st);
+/* A join's private data (PD_JOIN_LEN bytes) for geometry g. */
+void cm_pd_encode_join(uint8_t *p, const struct cm_geom *g,
+		       const struct cm_join *j);
+/*
+ * Whether data (len bytes, decoded by cm_pd_decode with status
+ * PD_ST_JOIN) is a well-formed join: true with *j filled.
+ */
+bool cm_pd_decode_join(const void *data, size_t len, struct cm_join *j);
 /*
  * Whether g is a geometry of this protocol: control buffers of exactly
  * CM_CTRL_SIZE bytes and CM_CTRL_CREDITS credits, at least one slot, of a
@@ -104,7 +121,60 @@ struct cm_request {
 	/* TCP: the accepted socket, handshake not yet run, and its listener */
 	int fd;
 	struct cm_tcp_listener *tl;
+	/* Connect data read (always for RDMA; TCP: cm_request_read) */
+	bool read;
+	bool join; /* a lane's join: j and want are its */
+	struct cm_join j;
 };
+
+/*
+ * The lane calls of the two transports (cm/verbs_lane.c, cm/tcp_lane.c):
+ * req (read, a join) accepted as lane `lane` of c, consumed in every case;
+ * a refused one, told PD_ST_REFUSED.
+ */
+int cm_rdma_accept_lane(struct cm_conn *c, struct cm_request *req,
+			unsigned int lane, const struct cm_timeouts *to);
+void cm_rdma_reject_join(struct cm_request *req);
+int cm_tcp_read_request(struct cm_request *req, int timeout_ms);
+void cm_tcp_reject_join(struct cm_request *req);
+
+/*
+ * ---- write order across lanes (cm/lanes.c) ----
+ *
+ * With several lanes, a completion on one lane says nothing of the writes
+ * on the others, while the caller frees staging buffers up to each
+ * completion (cm.h). So every write is signalled on its lane, its place in
+ * posting order kept here, and the caller's completions are handed out in
+ * that order, only for the writes it asked to be signalled.
+ */
+struct cm_wfifo {
+	struct cm_wfent {
+		uint64_t wr_id;
+		bool sig;  /* the caller asked for a completion */
+		bool done; /* its lane's completion was polled */
+	} *e;
+	unsigned int cap, head, len;
+};
+
+/* Room for cap writes in flight. 0 or -ENOMEM. */
+int cm_wfifo_init(struct cm_wfifo *f, unsigned int cap);
+void cm_wfifo_free(struct cm_wfifo *f);
+/* Records a write; returns its position, the lane's wr_id (tagged). */
+int cm_wfifo_push(struct cm_wfifo *f, uint64_t wr_id, bool sig,
+		  uint64_t *pos);
+/* The write at pos (a lane's wr_id) completed. -EPROTO if unknown. */
+int cm_wfifo_done(struct cm_wfifo *f, uint64_t pos);
+/* Up to max SEND_DONEs due in posting order, into ev; the count. */
+int cm_wfifo_emit(struct cm_wfifo *f, struct cm_event *ev, int max);
+/*
+ * A lane's wr_id made by cm_wfifo_push: bit 62 set, 63 clear (the
+ * engine's wr_ids are staging indexes, or control sends with bit 63).
+ */
+#define CM_WF_TAG (1ull << 62)
+static inline bool cm_wf_is(uint64_t wr_id)
+{
+	return (wr_id >> 62) == 1;
+}
 
 /*
  * cm/rdma_cm.c: the rdma_cm halves of the calls in cm.h, each returning

@@ -82,6 +82,11 @@ int cm_tcp_accept_fd(int fd, const char *peer, const struct cm_limits *lim,
 		     const struct cm_timeouts *to, struct cm_conn **out)
 	__attribute__((warn_unused_result));
 void cm_tcp_reject_fd(int fd, const char *peer, const struct cm_timeouts *to);
+/* accept_fd once the client's geometry want was read (cm_request_read). */
+int cm_tcp_accept_geom(int fd, const char *peer, const struct cm_geom *want,
+		       const struct cm_limits *lim,
+		       const struct cm_timeouts *to, struct cm_conn **out)
+	__attribute__((warn_unused_result));
 
 /*
  * Refuse a taken connection as busy (as reject_fd does, a client of another

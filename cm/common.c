@@ -81,9 +81,38 @@ int cm_pd_decode(const void *data, size_t len, uint16_t *version,
 	return 0;
 }
 
+void cm_pd_encode_join(uint8_t *p, const struct cm_geom *g,
+		       const struct cm_join *j)
+{
+	uint16_t v16 = htobe16(j->lane);
+
+	memset(p, 0, PD_JOIN_LEN);
+	cm_pd_encode(p, PD_ST_JOIN, g);
+	memcpy(p + PD_LEN, j->token, CM_TOKEN_LEN);
+	memcpy(p + PD_LEN + 8, &v16, 2);
+	memcpy(p + PD_LEN + 12, j->proof, CM_PROOF_LEN);
+}
+
+bool cm_pd_decode_join(const void *data, size_t len, struct cm_join *j)
+{
+	const uint8_t *p = data;
+	uint16_t v16;
+
+	if (!p || len < PD_JOIN_LEN || p[PD_LEN + 10] || p[PD_LEN + 11])
+		return false;
+	memcpy(j->token, p + PD_LEN, CM_TOKEN_LEN);
+	memcpy(&v16, p + PD_LEN + 8, 2);
+	j->lane = be16toh(v16);
+	memcpy(j->proof, p + PD_LEN + 12, CM_PROOF_LEN);
+	return j->lane >= 1 && j->lane < CM_LANES_MAX;
+}
+
 const char *cm_pd_status_str(uint16_t st)
 {
 	switch (st) {
+	case PD_ST_REFUSED:
+		return "lane join refused (unknown session, bad proof, lane "
+		       "taken, or the session already started)";
 	case PD_ST_VERSION:
 		return "protocol version not supported";
 	case PD_ST_PARAMS:

@@ -65,11 +65,12 @@ static int next_event(struct rdma_event_channel *ch, int timeout_ms,
 	}
 }
 
-static void conn_param_init(struct rdma_conn_param *p, const uint8_t *pd)
+void rcm_conn_param(struct rdma_conn_param *p, const uint8_t *pd,
+		    uint8_t pdlen)
 {
 	memset(p, 0, sizeof(*p));
 	p->private_data = pd;
-	p->private_data_len = PD_LEN;
+	p->private_data_len = pdlen;
 	p->retry_count = RETRY_COUNT;
 	p->rnr_retry_count = RNR_RETRY;
 	p->initiator_depth = 0; /* no RDMA READ in rdcp */
@@ -108,8 +109,8 @@ static void log_path(struct vconn *v, const char *what)
 
 /* ---- active side ---- */
 
-static int expect(struct vconn *v, enum rdma_cm_event_type want, int timeout_ms,
-		  const char *what, bool active)
+int rcm_expect(struct vconn *v, enum rdma_cm_event_type want, int timeout_ms,
+	       const char *what, bool active)
 {
 	struct rdma_cm_event *ev;
 	int rc = next_event(v->ech, timeout_ms, &ev);
@@ -165,7 +166,9 @@ static int expect(struct vconn *v, enum rdma_cm_event_type want, int timeout_ms,
 		} else if (prc == 0) {
 			log_err("%s %s: rejected: %s", what, v->base.peer,
 				cm_pd_status_str(st));
-			rc = st == PD_ST_BUSY ? -EBUSY : -EPROTO;
+			rc = st == PD_ST_BUSY	   ? -EBUSY
+			     : st == PD_ST_REFUSED ? -EACCES
+						   : -EPROTO;
 		} else {
 			log_err("%s %s: connection refused (is 'rdcp --listen' "
 				"running there on this port?)",
@@ -267,7 +270,7 @@ int cm_rdma_connect(const struct cm_addr *addr, const struct cm_geom *want,
 			v->base.peer, strerror(errno));
 		goto out_free;
 	}
-	rc = expect(v, RDMA_CM_EVENT_ADDR_RESOLVED, to->resolve_ms + 1000,
+	rc = rcm_expect(v, RDMA_CM_EVENT_ADDR_RESOLVED, to->resolve_ms + 1000,
 		    "cannot resolve", true);
 	if (rc)
 		goto out_free;
@@ -277,7 +280,7 @@ int cm_rdma_connect(const struct cm_addr *addr, const struct cm_geom *want,
 			strerror(errno));
 		goto out_free;
 	}
-	rc = expect(v, RDMA_CM_EVENT_ROUTE_RESOLVED, to->resolve_ms + 1000,
+	rc = rcm_expect(v, RDMA_CM_EVENT_ROUTE_RESOLVED, to->resolve_ms + 1000,
 		    "cannot resolve route to", true);
 	if (rc)
 		goto out_free;
@@ -304,14 +307,14 @@ int cm_rdma_connect(const struct cm_addr *addr, const struct cm_geom *want,
 	if (rc)
 		goto out_free;
 	cm_pd_encode(pd, PD_ST_OK, want);
-	conn_param_init(&param, pd);
+	rcm_conn_param(&param, pd, PD_LEN);
 	if (rdma_connect(v->id, &param)) {
 		rc = -errno;
 		log_err("cannot connect to %s: %s", v->base.peer,
 			strerror(errno));
 		goto out_free;
 	}
-	rc = expect(v, RDMA_CM_EVENT_ESTABLISHED, to->connect_ms,
+	rc = rcm_expect(v, RDMA_CM_EVENT_ESTABLISHED, to->connect_ms,
 		    "cannot connect to", true);
 	if (rc)
 		goto out_free;
@@ -556,6 +559,19 @@ int cm_rdma_get(struct cm_rdma_listener *l, int timeout_ms,
 		return -EAGAIN;
 	}
 	req->want = g;
+	req->read = true;
+	if (st == PD_ST_JOIN)
+		req->join = cm_pd_decode_join(ev->param.conn.private_data,
+					      ev->param.conn.private_data_len,
+					      &req->j);
+	if (st == PD_ST_JOIN && !req->join) {
+		log_err("refused %s: a malformed lane join", req->peer);
+		reject(ev->id, PD_ST_REFUSED);
+		rdma_ack_cm_event(ev);
+		rdma_destroy_id(req->id);
+		free(req);
+		return -EAGAIN;
+	}
 	rdma_ack_cm_event(ev);
 	req->ech = rdma_create_event_channel();
 	if (!req->ech || cm_set_nonblock(req->ech->fd) ||
@@ -583,6 +599,15 @@ int cm_rdma_get(struct cm_rdma_listener *l, int timeout_ms,
 int cm_rdma_listener_fd(const struct cm_rdma_listener *l)
 {
 	return l->ech->fd;
+}
+
+void cm_rdma_reject_join(struct cm_request *req)
+{
+	reject(req->id, PD_ST_REFUSED);
+	drain_cm_events(req->ech);
+	rdma_destroy_id(req->id);
+	rdma_destroy_event_channel(req->ech);
+	free(req);
 }
 
 void cm_rdma_reject(struct cm_request *req)
@@ -624,13 +649,13 @@ int cm_rdma_accept(struct cm_request *req, const struct cm_limits *lim,
 		goto out_free;
 	}
 	cm_pd_encode(pd, PD_ST_OK, &v->base.geom);
-	conn_param_init(&param, pd);
+	rcm_conn_param(&param, pd, PD_LEN);
 	if (rdma_accept(v->id, &param)) {
 		rc = -errno;
 		log_err("cannot accept %s: %s", v->base.peer, strerror(errno));
 		goto out_free;
 	}
-	rc = expect(v, RDMA_CM_EVENT_ESTABLISHED, to->connect_ms,
+	rc = rcm_expect(v, RDMA_CM_EVENT_ESTABLISHED, to->connect_ms,
 		    "connection from", false);
 	if (rc)
 		goto out_free;

@@ -37,30 +37,22 @@
 #include <assert.h>
 #include <endian.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
-#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cm/cm_int.h"
 #include "cm/tcp_int.h"
-#include "util/clock.h"
 #include "util/io.h"
 #include "util/log.h"
 
-#include "util/units.h"
 
 enum {
 	FR_HDR = 16,
@@ -77,7 +69,6 @@ enum {
  * 20-35% slower for 1 MiB chunks on loopback (the kernel copies anyway
  * there and the send must wait for the notification): not used.
  */
-#define LINGER_MS 1000 /* destroy: wait this long for a clean close */
 
 static struct tconn *to_t(struct cm_conn *c)
 {
@@ -113,42 +104,6 @@ static void fr_decode(const uint8_t *p, uint8_t *op, uint32_t *len,
 	*imm = be32toh(v);
 	memcpy(&v, p + 12, 4);
 	*slot = be32toh(v);
-}
-
-static int set_blocking(int fd, bool blocking)
-{
-	int fl = fcntl(fd, F_GETFL);
-
-	if (fl < 0)
-		return -errno;
-	fl = blocking ? fl & ~O_NONBLOCK : fl | O_NONBLOCK;
-	if (fcntl(fd, F_SETFL, fl) < 0)
-		return -errno;
-	return 0;
-}
-
-static void setopt(int fd, int level, int name, int val, const char *what)
-{
-	if (setsockopt(fd, level, name, &val, sizeof(val)))
-		log_debug("cannot set %s on a TCP socket: %s", what,
-			  strerror(errno));
-}
-
-/*
- * Control messages are latency-bound: no Nagle. A peer host that vanishes
- * must fail a blocked send or an idle connection in bounded time.
- */
-static void sock_tune(int fd, int connect_ms)
-{
-	int user_ms = connect_ms > 0 ? 2 * connect_ms : 20000;
-	int idle_s = user_ms / 3000 > 0 ? user_ms / 3000 : 1;
-
-	setopt(fd, IPPROTO_TCP, TCP_NODELAY, 1, "TCP_NODELAY");
-	setopt(fd, SOL_SOCKET, SO_KEEPALIVE, 1, "SO_KEEPALIVE");
-	setopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, idle_s, "TCP_KEEPIDLE");
-	setopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, idle_s, "TCP_KEEPINTVL");
-	setopt(fd, IPPROTO_TCP, TCP_KEEPCNT, 3, "TCP_KEEPCNT");
-	setopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, user_ms, "TCP_USER_TIMEOUT");
 }
 
 /* ---- completion queue ---- */
@@ -318,7 +273,7 @@ static int send_frame(struct tconn *t, const struct twr *wr, const void *buf,
 	return 0;
 }
 
-static void *tx_main(void *arg)
+void *tconn_tx_main(void *arg)
 {
 	struct tconn *t = arg;
 	struct cm_conn *c = &t->base;
@@ -419,6 +374,9 @@ static int rx_frame(struct tconn *t)
 	if (!pad_ok || (op != FR_SEND && op != FR_WRITE))
 		return rx_violation(t, "protocol bug or not an rdcp peer",
 				    "unknown frame type %u", op);
+	if (op == FR_SEND && t->idx)
+		return rx_violation(t, "lanes carry data writes only",
+				    "control message on lane %u", t->idx);
 	if (op == FR_SEND && len > c->geom.ctrl_size)
 		return rx_violation(t, "message longer than the receive buffer",
 				    "message of %u bytes, buffers hold %u", len,
@@ -471,7 +429,7 @@ static int rx_frame(struct tconn *t)
 	return 0;
 }
 
-static void *rx_main(void *arg)
+void *tconn_rx_main(void *arg)
 {
 	struct tconn *t = arg;
 
@@ -548,18 +506,33 @@ static int t_post_write(struct cm_conn *c, unsigned int stage, uint32_t len,
 		.wr_id = wr_id,
 	};
 
+	struct tconn *t = to_t(c), *l = tlane_pick(t, slot);
+
 	if (!c->stage || stage >= c->geom.slots || slot >= c->geom.slots ||
-	    len > c->geom.slot_size) {
+	    len > c->geom.slot_size || !l) {
 		log_err("cannot post data write to %s: %s", c->peer,
 			strerror(EINVAL));
 		return -EINVAL;
 	}
-	return sq_post(to_t(c), &wr, "data write");
+	if (t->nlanes > 1) { /* signalled on its lane, ordered by wf */
+		uint64_t pos;
+		int rc = cm_wfifo_push(&t->wf, wr_id, signaled, &pos);
+
+		if (rc) {
+			log_err("cannot post data write to %s: more writes "
+				"than staging buffers",
+				c->peer);
+			return rc;
+		}
+		wr.wr_id = pos;
+		wr.signaled = true;
+	}
+	return sq_post(l, &wr, "data write");
 }
 
-static int t_post_recv(struct cm_conn *c, unsigned int rxbuf)
+int tconn_post_recv_raw(struct tconn *t, unsigned int rxbuf)
 {
-	struct tconn *t = to_t(c);
+	struct cm_conn *c = &t->base;
 	int rc = 0;
 
 	/* Accepted on a failed connection too, as a verbs QP would. */
@@ -574,9 +547,23 @@ static int t_post_recv(struct cm_conn *c, unsigned int rxbuf)
 	return rc;
 }
 
-static int t_poll(struct cm_conn *c, struct cm_event *ev, int max)
+/* Past the rx buffers: lane k's zero-length receive, id nrx + k - 1. */
+static int t_post_recv(struct cm_conn *c, unsigned int rxbuf)
 {
 	struct tconn *t = to_t(c);
+	unsigned int k = rxbuf >= c->nrx ? rxbuf - c->nrx + 1 : 0;
+
+	if (!k)
+		return tconn_post_recv_raw(t, rxbuf);
+	if (k >= t->nlanes || !t->lane[k]) {
+		log_err("cannot post receive: %s", strerror(EINVAL));
+		return -EINVAL;
+	}
+	return tconn_post_recv_raw(t->lane[k], 0);
+}
+
+int tconn_poll_raw(struct tconn *t, struct cm_event *ev, int max)
+{
 	uint64_t cnt;
 	int n = 0;
 
@@ -597,6 +584,14 @@ static int t_poll(struct cm_conn *c, struct cm_event *ev, int max)
 	return n;
 }
 
+static int t_poll(struct cm_conn *c, struct cm_event *ev, int max)
+{
+	struct tconn *t = to_t(c);
+
+	return t->nlanes > 1 ? tlane_poll(t, ev, max)
+			     : tconn_poll_raw(t, ev, max);
+}
+
 /* Completions are always signalled through the eventfd: nothing to arm. */
 static int t_arm(struct cm_conn *c)
 {
@@ -611,40 +606,11 @@ static int t_wait(struct cm_conn *c, int extra_fd, int timeout_ms)
 		{ .fd = extra_fd, .events = POLLIN },
 	};
 
+	if (t->nlanes > 1)
+		return tlane_wait(t, extra_fd, timeout_ms);
 	if (poll(pfd, extra_fd >= 0 ? 2 : 1, timeout_ms) < 0)
 		return errno == EINTR ? 0 : -errno;
 	return 0;
-}
-
-static int alloc_buf(const char *what, size_t len, uint8_t **out)
-{
-	char sz[32];
-	void *p;
-
-	p = mmap(NULL, len ? len : 1, PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (p == MAP_FAILED) {
-		int err = errno;
-
-		log_err("cannot allocate %s (%s): %s", what,
-			units_format_size(len, sz, sizeof(sz)), strerror(err));
-		return -err;
-	}
-	/*
-	 * Huge pages where the kernel allows them: a ring or staging area is
-	 * touched once per 4 KiB page otherwise, 16 384 faults for 64 MiB,
-	 * a cost paid again by every session. Advice only: no error.
-	 */
-	madvise(p, len ? len : 1, MADV_HUGEPAGE);
-	*out = p;
-	return 0;
-}
-
-static void free_buf(uint8_t **p, size_t len)
-{
-	if (*p)
-		munmap(*p, len ? len : 1);
-	*p = NULL;
 }
 
 static int t_ring_create(struct cm_conn *c, struct cm_ring_desc *desc)
@@ -667,6 +633,9 @@ static int t_ring_create(struct cm_conn *c, struct cm_ring_desc *desc)
 	c->ring = p;
 	c->ring_hdr = hdr;
 	pthread_mutex_unlock(&t->lock);
+	rc = tlane_share(t);
+	if (rc)
+		return rc;
 	desc->addr = 0; /* the peer addresses slots by index */
 	desc->hdr_addr = 0;
 	desc->rkey = 0;
@@ -688,84 +657,7 @@ static int t_stage_create(struct cm_conn *c, const struct cm_ring_desc *peer)
 	c->stage = p;
 	c->stage_hdr = hdr;
 	pthread_mutex_unlock(&t->lock);
-	return 0;
-}
-
-/* Waits on t->cond until done() or deadline_ms; called with the lock. */
-static void wait_locked(struct tconn *t, bool (*done)(const struct tconn *),
-			uint64_t deadline_ms)
-{
-	struct timespec ts = {
-		.tv_sec = (time_t)(deadline_ms / 1000),
-		.tv_nsec = (long)(deadline_ms % 1000) * 1000000L,
-	};
-
-	while (!done(t) && clock_now_ms() < deadline_ms)
-		pthread_cond_timedwait(&t->cond, &t->lock, &ts);
-}
-
-static bool sq_drained(const struct tconn *t)
-{
-	return t->dead || (!t->sq_len && !t->tx_writing);
-}
-
-static bool rx_ended(const struct tconn *t)
-{
-	return t->rx_done;
-}
-
-/*
- * Stops both threads and frees everything; accepts a partly built
- * connection. While the link is healthy it first lets posted sends go out
- * and the peer close its side (bounded by LINGER_MS): closing a socket
- * with unread data would reset the connection and could discard our last
- * message (BYE) before the peer has it.
- */
-static void tconn_teardown(struct tconn *t)
-{
-	struct cm_conn *c = &t->base;
-
-	if (t->tx_started || t->rx_started) {
-		uint64_t deadline = clock_now_ms() + LINGER_MS;
-
-		pthread_mutex_lock(&t->lock);
-		wait_locked(t, sq_drained, deadline);
-		t->stopping = true;
-		pthread_cond_broadcast(&t->cond);
-		pthread_mutex_unlock(&t->lock);
-		shutdown(t->fd, SHUT_WR);
-		pthread_mutex_lock(&t->lock);
-		wait_locked(t, rx_ended, deadline);
-		pthread_mutex_unlock(&t->lock);
-		/* Wakes a receive or send blocked on a vanished peer. */
-		shutdown(t->fd, SHUT_RDWR);
-		if (t->tx_started)
-			pthread_join(t->tx_thr, NULL);
-		if (t->rx_started)
-			pthread_join(t->rx_thr, NULL);
-		t->tx_started = t->rx_started = false;
-	}
-	if (t->fd >= 0)
-		close(t->fd);
-	t->fd = -1;
-	if (t->evfd >= 0)
-		close(t->evfd);
-	t->evfd = -1;
-	free_buf(&c->tx, (size_t)c->ntx * c->geom.ctrl_size);
-	free_buf(&c->rx, (size_t)c->nrx * c->geom.ctrl_size);
-	cm_area_free(&c->ring, &c->geom);
-	cm_area_free(&c->stage, &c->geom);
-	free(t->sq);
-	free(t->rq);
-	free(t->cq);
-	t->sq = NULL;
-	t->rq = NULL;
-	t->cq = NULL;
-	if (t->sync_init) {
-		pthread_cond_destroy(&t->cond);
-		pthread_mutex_destroy(&t->lock);
-		t->sync_init = false;
-	}
+	return tlane_share(t);
 }
 
 static void t_destroy(struct cm_conn *c)
@@ -776,7 +668,7 @@ static void t_destroy(struct cm_conn *c)
 	free(t);
 }
 
-static const struct cm_ops tcp_ops = {
+const struct cm_ops tconn_ops = {
 	.post_send = t_post_send,
 	.post_recv = t_post_recv,
 	.post_write = t_post_write,
@@ -786,100 +678,7 @@ static const struct cm_ops tcp_ops = {
 	.ring_create = t_ring_create,
 	.stage_create = t_stage_create,
 	.destroy = t_destroy,
+	.set_lanes = tlane_set,
+	.join = tlane_join,
+	.accept_lane = tlane_accept,
 };
-
-/* ---- resources ---- */
-
-/*
- * A connection around the socket fd (taken over, closed by teardown) with
- * control buffers, queues and every rx buffer posted; no threads yet.
- * On failure *out is a partly built connection for cm_conn_destroy().
- */
-int tconn_create(int fd, const struct cm_geom *g, const char *peer,
-		 struct tconn **out)
-{
-	struct tconn *t = calloc(1, sizeof(*t));
-	struct cm_conn *c;
-	pthread_condattr_t ca;
-	int rc;
-
-	if (!t) {
-		close(fd);
-		return -ENOMEM;
-	}
-	*out = t;
-	c = &t->base;
-	t->fd = fd;
-	t->evfd = -1;
-	c->ops = &tcp_ops;
-	c->geom = *g;
-	snprintf(c->peer, sizeof(c->peer), "%s", peer);
-	snprintf(c->dev, sizeof(c->dev), "tcp");
-	c->transport = "tcp";
-	c->numa_node = -1;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_mutex_init(&t->lock, NULL);
-	pthread_cond_init(&t->cond, &ca);
-	pthread_condattr_destroy(&ca);
-	t->sync_init = true;
-	t->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (t->evfd < 0) {
-		rc = -errno;
-		log_err("cannot create eventfd: %s", strerror(errno));
-		return rc;
-	}
-	/* One entry per posted write (one frame), not verbs' two. */
-	t->depth = (unsigned int)g->slots + cm_ntx(g);
-	c->ntx = cm_ntx(g);
-	c->nrx = cm_rq_depth(g);
-	t->cq_cap = c->nrx + t->depth + 1; /* + CLOSED */
-	t->sq = calloc(t->depth, sizeof(*t->sq));
-	t->rq = calloc(c->nrx, sizeof(*t->rq));
-	t->cq = calloc(t->cq_cap, sizeof(*t->cq));
-	if (!t->sq || !t->rq || !t->cq) {
-		log_err("cannot allocate queues of %u entries: %s", t->depth,
-			strerror(ENOMEM));
-		return -ENOMEM;
-	}
-	rc = alloc_buf("control send buffers", (size_t)c->ntx * g->ctrl_size,
-		       &c->tx);
-	if (rc)
-		return rc;
-	rc = alloc_buf("control receive buffers", (size_t)c->nrx * g->ctrl_size,
-		       &c->rx);
-	if (rc)
-		return rc;
-	for (unsigned int i = 0; i < c->nrx; i++)
-		t->rq[t->rq_len++] = i;
-	return 0;
-}
-
-/* Switches to blocking I/O and starts the threads, signals blocked. */
-int tconn_start(struct tconn *t, int connect_ms)
-{
-	sigset_t all, old;
-	int rc;
-
-	sock_tune(t->fd, connect_ms);
-	rc = set_blocking(t->fd, true);
-	if (rc) {
-		log_err("cannot set up socket: %s", strerror(-rc));
-		return rc;
-	}
-	/* Signals are for the thread that runs the engine. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = pthread_create(&t->tx_thr, NULL, tx_main, t);
-	t->tx_started = !rc;
-	if (!rc) {
-		rc = pthread_create(&t->rx_thr, NULL, rx_main, t);
-		t->rx_started = !rc;
-	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (rc) {
-		log_err("cannot start TCP transport threads: %s", strerror(rc));
-		return -rc;
-	}
-	return 0;
-}

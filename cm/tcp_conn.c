@@ -60,7 +60,7 @@ struct cm_tcp_listener {
  * Moves exactly len bytes on a non-blocking socket before deadline_ms.
  * Returns 0, -ETIMEDOUT, -ECONNRESET (EOF) or -errno.
  */
-static int io_deadline(int fd, void *buf, size_t len, bool out,
+int tcp_io_deadline(int fd, void *buf, size_t len, bool out,
 		       uint64_t deadline_ms)
 {
 	uint8_t *p = buf;
@@ -90,7 +90,7 @@ static int io_deadline(int fd, void *buf, size_t len, bool out,
 }
 
 /* Closes without a reset: everything sent goes out, then FIN. */
-static void close_gently(int fd)
+void tcp_close_gently(int fd)
 {
 	shutdown(fd, SHUT_WR);
 	close(fd);
@@ -99,7 +99,7 @@ static void close_gently(int fd)
 /* ---- active side ---- */
 
 /* Socket, options, non-blocking connect to one address before deadline. */
-static int connect_one(const struct addrinfo *ai, uint64_t deadline_ms,
+static int tcp_connect_one(const struct addrinfo *ai, uint64_t deadline_ms,
 		       int *out)
 {
 	struct pollfd pfd;
@@ -149,7 +149,7 @@ out_close:
 }
 
 /* Reads and judges the server's answer, as rdma_cm.c's expect() does. */
-static int client_answer(int fd, const char *peer, const struct cm_geom *want,
+int tcp_client_answer(int fd, const char *peer, const struct cm_geom *want,
 			 uint64_t deadline_ms, int connect_ms,
 			 struct cm_geom *out)
 {
@@ -158,7 +158,7 @@ static int client_answer(int fd, const char *peer, const struct cm_geom *want,
 	struct cm_geom g;
 	int rc, prc;
 
-	rc = io_deadline(fd, pd, sizeof(pd), false, deadline_ms);
+	rc = tcp_io_deadline(fd, pd, sizeof(pd), false, deadline_ms);
 	if (rc == -ETIMEDOUT) {
 		log_err("cannot connect to %s: timed out after %d ms", peer,
 			connect_ms);
@@ -192,7 +192,9 @@ static int client_answer(int fd, const char *peer, const struct cm_geom *want,
 	if (st != PD_ST_OK) {
 		log_err("cannot connect to %s: rejected: %s", peer,
 			cm_pd_status_str(st));
-		return st == PD_ST_BUSY ? -EBUSY : -EPROTO;
+		return st == PD_ST_BUSY	     ? -EBUSY
+		       : st == PD_ST_REFUSED ? -EACCES
+					     : -EPROTO;
 	}
 	if (!cm_geom_valid(&g) || g.slots > want->slots ||
 	    g.slot_size > want->slot_size || g.ctrl_size != want->ctrl_size ||
@@ -240,7 +242,7 @@ int cm_tcp_connect(const struct cm_addr *addr, const struct cm_geom *want,
 	/* Every address of the name in turn, all within connect_ms. */
 	for (p = ai; p; p = p->ai_next) {
 		cm_sockaddr_str(p->ai_addr, peer, sizeof(peer));
-		rc = connect_one(p, deadline, &fd);
+		rc = tcp_connect_one(p, deadline, &fd);
 		if (!rc || rc == -ETIMEDOUT)
 			break;
 	}
@@ -250,20 +252,20 @@ int cm_tcp_connect(const struct cm_addr *addr, const struct cm_geom *want,
 		return rc;
 	}
 	cm_pd_encode(pd, PD_ST_OK, want);
-	rc = io_deadline(fd, pd, sizeof(pd), true, deadline);
+	rc = tcp_io_deadline(fd, pd, sizeof(pd), true, deadline);
 	if (rc) {
 		connect_error(peer, rc == -EPIPE ? -ECONNRESET : rc,
 			      to->connect_ms);
 		close(fd);
 		return rc;
 	}
-	rc = client_answer(fd, peer, want, deadline, to->connect_ms, &g);
+	rc = tcp_client_answer(fd, peer, want, deadline, to->connect_ms, &g);
 	if (rc) {
 		close(fd);
 		return rc;
 	}
 	/* Sized for the geometry agreed (verbs.c must size for want). */
-	rc = tconn_create(fd, &g, peer, &t);
+	rc = tconn_create(fd, &g, peer, 0, 1, &t);
 	if (rc)
 		goto out_free;
 	rc = tconn_start(t, to->connect_ms);
@@ -379,7 +381,7 @@ static void refuse_now(int fd, uint16_t st)
 	cm_pd_encode(pd, st, NULL);
 	if (send(fd, pd, sizeof(pd), MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
 		log_debug("cannot send refusal: %s", strerror(errno));
-	close_gently(fd);
+	tcp_close_gently(fd);
 }
 
 /*
@@ -477,11 +479,11 @@ static void refuse(int fd, uint16_t st, uint64_t deadline_ms)
 	uint8_t pd[PD_LEN];
 
 	cm_pd_encode(pd, st, NULL);
-	int rc = io_deadline(fd, pd, sizeof(pd), true, deadline_ms);
+	int rc = tcp_io_deadline(fd, pd, sizeof(pd), true, deadline_ms);
 
 	if (rc)
 		log_debug("cannot send refusal: %s", strerror(-rc));
-	close_gently(fd);
+	tcp_close_gently(fd);
 }
 
 /*
@@ -489,14 +491,14 @@ static void refuse(int fd, uint16_t st, uint64_t deadline_ms)
  * (bad magic/version/geometry) or dropping the client, logged.
  */
 static int server_hello(int fd, const char *peer, uint64_t deadline_ms,
-			int connect_ms, struct cm_geom *g)
+			int connect_ms, struct cm_geom *g, uint16_t *stp)
 {
 	uint8_t pd[PD_LEN];
-	uint16_t ver = 0, st;
+	uint16_t ver = 0, st = 0;
 	char why[100];
 	int rc;
 
-	rc = io_deadline(fd, pd, sizeof(pd), false, deadline_ms);
+	rc = tcp_io_deadline(fd, pd, sizeof(pd), false, deadline_ms);
 	if (rc) {
 		if (rc == -ETIMEDOUT)
 			log_err("connection from %s: timed out after %d ms",
@@ -525,7 +527,50 @@ static int server_hello(int fd, const char *peer, uint64_t deadline_ms,
 		refuse(fd, PD_ST_PARAMS, deadline_ms);
 		return -EPROTO;
 	}
+	if (stp)
+		*stp = st;
+	else if (st == PD_ST_JOIN) {
+		log_err("refused %s: a lane join where a session opens", peer);
+		refuse(fd, PD_ST_REFUSED, deadline_ms);
+		return -EPROTO;
+	}
 	return 0;
+}
+
+int cm_tcp_read_request(struct cm_request *req, int timeout_ms)
+{
+	uint64_t deadline = clock_now_ms() + (uint64_t)timeout_ms;
+	uint8_t pd[PD_JOIN_LEN];
+	uint16_t st = 0;
+	int rc;
+
+	if (req->read)
+		return 0;
+	rc = server_hello(req->fd, req->peer, deadline, timeout_ms, &req->want,
+			  &st);
+	if (!rc && st == PD_ST_JOIN) {
+		/* The join's tail, after the 24 bytes of any connect. */
+		rc = tcp_io_deadline(req->fd, pd + PD_LEN, PD_JOIN_LEN - PD_LEN,
+				     false, deadline);
+		req->join = !rc && cm_pd_decode_join(pd, sizeof(pd), &req->j);
+		if (!req->join) {
+			log_err("refused %s: a malformed lane join", req->peer);
+			refuse(req->fd, PD_ST_REFUSED, deadline);
+			rc = -EPROTO;
+		}
+	}
+	if (rc) {
+		free(req);
+		return rc;
+	}
+	req->read = true;
+	return 0;
+}
+
+void cm_tcp_reject_join(struct cm_request *req)
+{
+	refuse(req->fd, PD_ST_REFUSED, clock_now_ms() + REFUSAL_MS);
+	free(req);
 }
 
 int cm_tcp_take(struct cm_tcp_listener *l, char *peer, size_t n, int *fd)
@@ -615,19 +660,30 @@ int cm_tcp_accept_fd(int fd, const char *peer, const struct cm_limits *lim,
 		     const struct cm_timeouts *to, struct cm_conn **out)
 {
 	uint64_t deadline = clock_now_ms() + (uint64_t)to->connect_ms;
-	struct tconn *t = NULL;
 	struct cm_geom g;
+	int rc;
+
+	rc = server_hello(fd, peer, deadline, to->connect_ms, &g, NULL);
+	if (rc)
+		return rc;
+	return cm_tcp_accept_geom(fd, peer, &g, lim, to, out);
+}
+
+int cm_tcp_accept_geom(int fd, const char *peer, const struct cm_geom *want,
+		       const struct cm_limits *lim,
+		       const struct cm_timeouts *to, struct cm_conn **out)
+{
+	uint64_t deadline = clock_now_ms() + (uint64_t)to->connect_ms;
+	struct tconn *t = NULL;
+	struct cm_geom g = *want;
 	uint8_t pd[PD_LEN];
 	int rc;
 
-	rc = server_hello(fd, peer, deadline, to->connect_ms, &g);
-	if (rc)
-		return rc;
 	if (g.slots > lim->max_slots)
 		g.slots = lim->max_slots;
 	if (g.slot_size > lim->max_slot_size)
 		g.slot_size = lim->max_slot_size;
-	rc = tconn_create(fd, &g, peer, &t);
+	rc = tconn_create(fd, &g, peer, 0, 1, &t);
 	if (rc) {
 		if (t && t->fd >= 0) {
 			refuse(t->fd, PD_ST_BUSY, deadline);
@@ -636,7 +692,7 @@ int cm_tcp_accept_fd(int fd, const char *peer, const struct cm_limits *lim,
 		goto out_free;
 	}
 	cm_pd_encode(pd, PD_ST_OK, &g);
-	rc = io_deadline(t->fd, pd, sizeof(pd), true, deadline);
+	rc = tcp_io_deadline(t->fd, pd, sizeof(pd), true, deadline);
 	if (rc) {
 		log_err("cannot accept %s: %s", peer, strerror(-rc));
 		goto out_free;
@@ -670,9 +726,10 @@ void cm_tcp_reject_fd(int fd, const char *peer, const struct cm_timeouts *to)
 {
 	uint64_t deadline = clock_now_ms() + (uint64_t)to->connect_ms;
 	struct cm_geom g;
+	uint16_t st;
 
 	/* Read its hello first: a version mismatch is the better answer. */
-	if (server_hello(fd, peer, deadline, to->connect_ms, &g) == 0)
+	if (server_hello(fd, peer, deadline, to->connect_ms, &g, &st) == 0)
 		refuse(fd, PD_ST_BUSY, deadline);
 }
 

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Private to the TCP transport: the connection object that cm/tcp.c (the
- * threads and the cm_ops) and cm/tcp_conn.c (connect, listen, accept and
- * the handshake) share. Calls go one way: tcp_conn.c makes a connection
+ * threads and the cm_ops), cm/tcp_res.c (its resources), cm/tcp_lane.c
+ * (its lanes) and cm/tcp_conn.c (connect, listen, accept and the
+ * handshake) share. Calls go one way: tcp_conn.c makes a connection
  * with the two functions below and frees it with cm_conn_destroy();
  * tcp.c never calls into tcp_conn.c.
  */
@@ -15,6 +16,7 @@
 #include <stdint.h>
 
 #include "cm/cm.h"
+#include "cm/cm_int.h"
 
 /* A posted send work request. */
 struct twr {
@@ -54,6 +56,18 @@ struct tconn {
 	bool stopping;	 /* destroy() runs: errors are expected */
 	bool rx_done;	 /* the receive thread has ended */
 	bool err_logged; /* the root cause was logged once */
+	/*
+	 * Lanes (--streams; cm.h): lane 0 (this tconn) owns the buffers, the
+	 * ring and staging; lane[1..nlanes-1], once joined, are tconns of
+	 * their own socket, threads and completion queue that only carry
+	 * writes into lane 0's ring (borrowed), with parent and idx set.
+	 */
+	unsigned int idx;
+	unsigned int nlanes; /* 0 or 1: lane 0 only */
+	struct tconn *lane[CM_LANES_MAX];
+	struct tconn *parent;
+	bool borrowed;
+	struct cm_wfifo wf;
 };
 
 /*
@@ -65,7 +79,50 @@ struct tconn {
  * caller frees with cm_conn_destroy().
  */
 int tconn_create(int fd, const struct cm_geom *g, const char *peer,
-		 struct tconn **out) __attribute__((warn_unused_result));
+		 unsigned int lane, unsigned int nlanes, struct tconn **out)
+	__attribute__((warn_unused_result));
+/*
+ * (lane > 0: a lane of nlanes, with no control buffers, cm_lane_rq_depth
+ * receives and a send queue for writes alone.)
+ */
+
+/*
+ * tcp.c's ops on one tconn alone, for the lanes: poll its own completion
+ * queue, post a receive on it, queue a work request on it (the write
+ * WR as t_post_write built it).
+ */
+int tconn_poll_raw(struct tconn *t, struct cm_event *ev, int max);
+/* tcp.c's ops and thread bodies, for tcp_res.c to install and start. */
+extern const struct cm_ops tconn_ops;
+void *tconn_tx_main(void *arg);
+void *tconn_rx_main(void *arg);
+int tconn_post_recv_raw(struct tconn *t, unsigned int rxbuf);
+void tconn_teardown(struct tconn *t);
+
+/*
+ * cm/tcp_lane.c: the lane calls of tcp.c's struct cm_ops (cm.h), and the
+ * lanes' share of poll, wait, post_write and the ring: tlane_pick the
+ * tconn that carries slot's write (t itself for lane 0); tlane_poll and
+ * tlane_wait as the ops; tlane_share gives every lane the ring or staging
+ * (after checking all joined: -ENOTCONN, logged).
+ */
+int tlane_set(struct cm_conn *c, unsigned int n);
+int tlane_join(struct cm_conn *c, const struct cm_join *j,
+	       const struct cm_timeouts *to);
+int tlane_accept(struct cm_conn *c, struct cm_request *req, unsigned int lane,
+		 const struct cm_timeouts *to);
+struct tconn *tlane_pick(struct tconn *t, unsigned int slot);
+int tlane_poll(struct tconn *t, struct cm_event *ev, int max);
+int tlane_wait(struct tconn *t, int extra_fd, int timeout_ms);
+int tlane_share(struct tconn *t);
+
+/* tcp_conn.c's handshake steps, for the lanes (cm_tcp.h's terms). */
+int tcp_io_deadline(int fd, void *buf, size_t len, bool out,
+		    uint64_t deadline_ms);
+void tcp_close_gently(int fd);
+int tcp_client_answer(int fd, const char *peer, const struct cm_geom *want,
+		      uint64_t deadline_ms, int connect_ms,
+		      struct cm_geom *out);
 
 /*
  * Tunes the socket, switches it to blocking I/O and starts the send and

@@ -210,14 +210,44 @@ const char *cm_request_peer(const struct cm_request *req)
 	return req->peer;
 }
 
+int cm_request_read(struct cm_request *req, int timeout_ms)
+{
+	return req->tcp ? cm_tcp_read_request(req, timeout_ms) : 0;
+}
+
+bool cm_request_join(const struct cm_request *req, struct cm_join *j)
+{
+	if (req->join && j)
+		*j = req->j;
+	return req->join;
+}
+
+void cm_reject_join(struct cm_request *req)
+{
+	if (req->tcp)
+		cm_tcp_reject_join(req);
+	else
+		cm_rdma_reject_join(req);
+}
+
 int cm_accept(struct cm_request *req, const struct cm_limits *lim,
 	      const struct cm_timeouts *to, struct cm_conn **out)
 {
 	int rc;
 
+	if (req->join) { /* a lane: the caller should have seen it */
+		log_err("refused %s: a lane join where a session opens",
+			req->peer);
+		cm_reject_join(req);
+		return -EPROTO;
+	}
 	if (!req->tcp)
 		return cm_rdma_accept(req, lim, to, out);
-	rc = cm_tcp_accept_fd(req->fd, req->peer, lim, to, out);
+	if (req->read)
+		rc = cm_tcp_accept_geom(req->fd, req->peer, &req->want, lim, to,
+					out);
+	else
+		rc = cm_tcp_accept_fd(req->fd, req->peer, lim, to, out);
 	free(req);
 	return rc;
 }

@@ -40,7 +40,6 @@
 #include "util/units.h"
 
 #define CQ_ACK_BATCH 16
-#define CM_CHECK_EVERY 256 /* empty polls between CM channel checks */
 
 static struct vconn *to_v(struct cm_conn *c)
 {
@@ -76,6 +75,16 @@ int vconn_teardown(struct vconn *v)
 	struct ibv_wc wc[16];
 	int first = 0, rc;
 
+	/* Lanes first: their QPs and CQs use this PD and channel. */
+	for (unsigned int i = 1; i < CM_LANES_MAX; i++) {
+		if (v->lane[i] && v->lane[i]->established && !v->closed)
+			rdma_disconnect(v->lane[i]->id);
+	}
+	for (unsigned int i = 1; i < CM_LANES_MAX; i++) {
+		vlane_free(v->lane[i]);
+		v->lane[i] = NULL;
+	}
+	cm_wfifo_free(&v->wf);
 	/* No more asynchronous events routed here from now on. */
 	vasync_del(v);
 	if (v->established && !v->closed)
@@ -120,6 +129,16 @@ int vconn_teardown(struct vconn *v)
 		first = rc;
 	if ((rc = destroy_mr(&v->stage_mr)) && !first)
 		first = rc;
+	if (v->parent) { /* a lane: the rest is lane 0's */
+		drain_cm_events(v->ech);
+		if (v->id && rdma_destroy_id(v->id) && !first)
+			first = -errno;
+		v->id = NULL;
+		if (v->ech)
+			rdma_destroy_event_channel(v->ech);
+		v->ech = NULL;
+		return first;
+	}
 	free_buf(&v->base.tx, (size_t)v->base.ntx * v->base.geom.ctrl_size);
 	free_buf(&v->base.rx, (size_t)v->base.nrx * v->base.geom.ctrl_size);
 	cm_area_free(&v->base.ring, &v->base.geom);
@@ -224,14 +243,24 @@ static int post_late_rx(struct vconn *v)
 {
 	struct cm_conn *c = &v->base;
 	size_t off = (size_t)v->nrx_early * c->geom.ctrl_size;
+	unsigned int n = v->nlanes > 1 ? v->nlanes : 1;
+	/* With lanes, only lane 0's share of the slots writes here. */
+	unsigned int end = cm_lane_rq_depth(&c->geom, n, 0);
 	int rc;
 
 	if (v->rx_late_mr || v->nrx_early >= c->nrx)
 		return 0;
+	for (unsigned int i = 1; i < n; i++)
+		if (!v->lane[i]) {
+			log_err("cannot set up the ring for %s: lane %u of %u "
+				"never joined",
+				c->peer, i, n);
+			return -ENOTCONN;
+		}
 	rc = reg_only(v, "control receive buffers", c->rx + off,
 		      (size_t)(c->nrx - v->nrx_early) * c->geom.ctrl_size,
 		      IBV_ACCESS_LOCAL_WRITE, &v->rx_late_mr);
-	for (unsigned int i = v->nrx_early; !rc && i < c->nrx; i++)
+	for (unsigned int i = v->nrx_early; !rc && i < end && i < c->nrx; i++)
 		rc = v_post_recv(c, i);
 	return rc;
 }
@@ -282,6 +311,7 @@ static int v_stage_create(struct cm_conn *c, const struct cm_ring_desc *peer)
 	v->remote_addr = peer->addr;
 	v->remote_hdr_addr = peer->hdr_addr;
 	v->remote_rkey = peer->rkey;
+	v->stage_lkey = v->stage_mr->lkey;
 	return 0;
 }
 
@@ -314,6 +344,13 @@ static int v_post_send(struct cm_conn *c, unsigned int txbuf, uint32_t len,
 static int v_post_recv(struct cm_conn *c, unsigned int rxbuf)
 {
 	struct vconn *v = to_v(c);
+	unsigned int lane = rxbuf >= c->nrx ? rxbuf - c->nrx + 1 : 0;
+
+	/* Past the rx buffers: lane k's zero-length receive, id nrx+k-1. */
+	if (lane)
+		return lane < v->nlanes && v->lane[lane]
+			       ? vlane_post_recv0(v->lane[lane], rxbuf)
+			       : -EINVAL;
 	struct ibv_sge sge = {
 		.addr = (uintptr_t)cm_rx(c, rxbuf),
 		.length = c->geom.ctrl_size,
@@ -342,16 +379,19 @@ static int v_post_write(struct cm_conn *c, unsigned int stage, uint32_t len,
 			uint64_t wr_id)
 {
 	struct vconn *v = to_v(c);
+	/* With lanes: slot s on lane s % n, signalled, ordered by wf. */
+	unsigned int ln = cm_lane_of(slot, v->nlanes);
+	struct vconn *l = ln && ln < v->nlanes ? v->lane[ln] : v;
 	struct ibv_sge sge[2] = {
 		{
 			.addr = (uintptr_t)cm_stage(c, stage),
 			.length = len,
-			.lkey = v->stage_mr->lkey,
+			.lkey = v->stage_lkey,
 		},
 		{
 			.addr = (uintptr_t)cm_stage_hdr(c, stage),
 			.length = CM_SLOT_HDR,
-			.lkey = v->stage_mr->lkey,
+			.lkey = v->stage_lkey,
 		},
 	};
 	struct ibv_send_wr wr[2] = {
@@ -372,7 +412,7 @@ static int v_post_write(struct cm_conn *c, unsigned int stage, uint32_t len,
 			.num_sge = 1,
 			.opcode = IBV_WR_RDMA_WRITE_WITH_IMM,
 			.send_flags = (signaled ? IBV_SEND_SIGNALED : 0) |
-				      (v->inline_hdr ? IBV_SEND_INLINE : 0),
+				      (l->inline_hdr ? IBV_SEND_INLINE : 0),
 			.imm_data = htobe32(imm),
 			.wr.rdma.remote_addr = v->remote_hdr_addr +
 					       (uint64_t)slot * CM_SLOT_HDR,
@@ -382,233 +422,30 @@ static int v_post_write(struct cm_conn *c, unsigned int stage, uint32_t len,
 	int rc;
 
 	if (len > c->geom.slot_size || stage >= c->geom.slots ||
-	    slot >= c->geom.slots) {
+	    slot >= c->geom.slots || !l || !c->stage) {
 		log_err("cannot post RDMA write to %s: %s", c->peer,
 			strerror(EINVAL));
 		return -EINVAL;
 	}
-	rc = ibv_post_send(v->id->qp, len ? &wr[0] : &wr[1], &bad);
+	if (v->nlanes > 1) {
+		uint64_t pos;
+
+		rc = cm_wfifo_push(&v->wf, wr_id, signaled, &pos);
+		if (rc) {
+			log_err("cannot post RDMA write to %s: more writes "
+				"than staging buffers",
+				c->peer);
+			return rc;
+		}
+		wr[0].wr_id = wr[1].wr_id = pos;
+		wr[1].send_flags |= IBV_SEND_SIGNALED;
+	}
+	rc = ibv_post_send(l->id->qp, len ? &wr[0] : &wr[1], &bad);
 
 	if (rc)
 		log_err("cannot post RDMA write to %s: %s", c->peer,
 			strerror(rc));
 	return -rc;
-}
-
-/*
- * What a failed completion means for the user, and the errno it becomes
- * (the status conventions of cm.h). The first one that is not a flush is
- * logged, with ibv_wc_status_str(), and kept in c->err.
- */
-static int wc_error(struct vconn *v, const struct ibv_wc *wc)
-{
-	const char *what;
-	int err;
-
-	switch (wc->status) {
-	case IBV_WC_WR_FLUSH_ERR:
-		/* Secondary: the QP already failed or was disconnected. */
-		log_debug("flushed work request %llu",
-			  (unsigned long long)wc->wr_id);
-		return -ECONNRESET;
-	case IBV_WC_RETRY_EXC_ERR:
-	case IBV_WC_RESP_TIMEOUT_ERR:
-		what = "the peer stopped answering (retry exceeded): its host "
-		       "is down or the link is cut";
-		err = -EHOSTUNREACH;
-		break;
-	case IBV_WC_RNR_RETRY_EXC_ERR:
-		what = "the peer had no receive posted (RNR retry exceeded): "
-		       "it broke the credit protocol";
-		err = -EPROTO;
-		break;
-	case IBV_WC_REM_ACCESS_ERR:
-		/*
-		 * Seen when the peer's process dies mid-write (kill -9 on
-		 * rxe): its ring's MR goes before its QP. A peer gone, not a
-		 * protocol violation (a bad rkey of ours would fail the
-		 * first write of every session, which the suite would see).
-		 */
-		what = "the peer refused the access (remote access error): it "
-		       "went away and took its ring with it";
-		err = -ECONNABORTED;
-		break;
-	case IBV_WC_LOC_LEN_ERR:
-		what = "a message was longer than the receive buffer";
-		err = -EPROTO;
-		break;
-	case IBV_WC_REM_INV_REQ_ERR:
-	case IBV_WC_REM_OP_ERR:
-		what = "the peer rejected the operation";
-		err = -EPROTO;
-		break;
-	default:
-		what = "transfer aborted";
-		err = -EIO;
-		break;
-	}
-	if (!v->first_err_logged) {
-		v->first_err_logged = true;
-		snprintf(v->base.err, sizeof(v->base.err),
-			 "RDMA %s to %s failed: %s (status %d): %s",
-			 wc->opcode & IBV_WC_RECV ? "receive" : "send",
-			 v->base.peer, ibv_wc_status_str(wc->status),
-			 wc->status, what);
-		log_err("%s", v->base.err);
-	}
-	return err;
-}
-
-/* Reads pending CM events; only DISCONNECTED and errors matter now. */
-static void check_cm(struct vconn *v)
-{
-	struct rdma_cm_event *ev;
-
-	while (rdma_get_cm_event(v->ech, &ev) == 0) {
-		enum rdma_cm_event_type t = ev->event;
-
-		rdma_ack_cm_event(ev);
-		switch (t) {
-		case RDMA_CM_EVENT_DEVICE_REMOVAL: {
-			char why[sizeof(v->async_why)];
-
-			/* The session ends and tears down: the removal
-			 * waits for its cm_id to be destroyed. */
-			snprintf(why, sizeof(why),
-				 "RDMA device %s was removed: the connection "
-				 "to %s is lost",
-				 v->base.dev, v->base.peer);
-			vasync_set(v, -ENODEV, why);
-			v->closed = true;
-			break;
-		}
-		case RDMA_CM_EVENT_DISCONNECTED:
-		case RDMA_CM_EVENT_TIMEWAIT_EXIT:
-			log_debug("%s: %s", v->base.peer, rdma_event_str(t));
-			v->closed = true;
-			break;
-		default:
-			log_debug("%s: ignoring %s", v->base.peer,
-				  rdma_event_str(t));
-			break;
-		}
-	}
-}
-
-static int poll_one_cq(struct vconn *v, struct ibv_cq *cq, struct cm_event *ev,
-		       int max)
-{
-	struct ibv_wc wc[32];
-	int n, i;
-
-	if (max > 32)
-		max = 32;
-	n = ibv_poll_cq(cq, max, wc);
-	if (n < 0) {
-		log_err("cannot poll completion queue: %s", strerror(-n));
-		return -EIO;
-	}
-	for (i = 0; i < n; i++) {
-		struct cm_event *e = &ev[i];
-
-		memset(e, 0, sizeof(*e));
-		e->id = wc[i].wr_id;
-		if (wc[i].status == IBV_WC_WR_FLUSH_ERR)
-			v->flush_seen = true;
-		if (wc[i].status != IBV_WC_SUCCESS) {
-			e->status = wc_error(v, &wc[i]);
-			e->type = cq == v->rcq ? CM_EV_RECV : CM_EV_SEND_DONE;
-			continue;
-		}
-		switch (wc[i].opcode) {
-		case IBV_WC_RECV:
-			e->type = CM_EV_RECV;
-			e->len = wc[i].byte_len;
-			break;
-		case IBV_WC_RECV_RDMA_WITH_IMM:
-			e->type = CM_EV_DATA;
-			e->len = wc[i].byte_len;
-			e->imm = be32toh(wc[i].imm_data);
-			break;
-		default:
-			e->type = CM_EV_SEND_DONE;
-			break;
-		}
-	}
-	return n;
-}
-
-/*
- * A fatal asynchronous event or a removed device, reported once, as a
- * CLOSED carrying the cause; logged unless a completion's cause was.
- */
-static int async_report(struct vconn *v, struct cm_event *ev, int max)
-{
-	int err = __atomic_load_n(&v->async_err, __ATOMIC_ACQUIRE);
-
-	if (!err || v->async_told || max <= 0)
-		return 0;
-	v->async_told = true;
-	v->closed_told = true;
-	if (!v->base.err[0]) {
-		snprintf(v->base.err, sizeof(v->base.err), "%s", v->async_why);
-		log_err("%s", v->base.err);
-	} else {
-		log_debug("%s", v->async_why);
-	}
-	memset(ev, 0, sizeof(*ev));
-	ev->type = CM_EV_CLOSED;
-	ev->status = err;
-	return 1;
-}
-
-/*
- * A fatal asynchronous event first. Then the receive CQ, but never with
- * the whole budget: a quarter is kept for the send CQ, so that a flood of
- * receives (data, or a QP in error flushing every posted receive) cannot
- * starve it; what the send CQ leaves goes to the receive CQ again. With
- * both empty, the CM channel and the async fd are read every
- * CM_CHECK_EVERY calls, or at once after a flush (the cause may be there).
- */
-static int v_poll(struct cm_conn *c, struct cm_event *ev, int max)
-{
-	struct vconn *v = to_v(c);
-	int n, m, k;
-
-	if (async_report(v, ev, max))
-		return 1;
-	n = poll_one_cq(v, v->rcq, ev, max - max / 4);
-	if (n < 0)
-		return n;
-	m = poll_one_cq(v, v->scq, ev + n, max - n);
-	if (m < 0)
-		return m;
-	n += m;
-	if (n < max && n - m == max - max / 4) {
-		k = poll_one_cq(v, v->rcq, ev + n, max - n);
-		if (k < 0)
-			return k;
-		n += k;
-	}
-	if (n) {
-		v->idle_polls = 0;
-		return n;
-	}
-	if (v->flush_seen || ++v->idle_polls >= CM_CHECK_EVERY) {
-		v->idle_polls = 0;
-		check_cm(v);
-		vasync_read(v->id->verbs);
-		if (async_report(v, ev, max))
-			return 1;
-	}
-	if (v->closed && !v->closed_told && max > 0) {
-		v->closed_told = true;
-		memset(ev, 0, sizeof(*ev));
-		ev->type = CM_EV_CLOSED;
-		ev->status = -ECONNRESET;
-		return 1;
-	}
-	return 0;
 }
 
 static int v_arm(struct cm_conn *c)
@@ -620,7 +457,7 @@ static int v_arm(struct cm_conn *c)
 		rc = ibv_req_notify_cq(v->scq, 0);
 	if (rc)
 		log_err("cannot arm completion queue: %s", strerror(rc));
-	return -rc;
+	return rc ? -rc : vlane_arm(v);
 }
 
 static int v_wait(struct cm_conn *c, int extra_fd, int timeout_ms)
@@ -641,7 +478,7 @@ static int v_wait(struct cm_conn *c, int extra_fd, int timeout_ms)
 	if (rc < 0)
 		return errno == EINTR ? 0 : -errno;
 	if (pfd[1].revents)
-		check_cm(v);
+		vconn_check_cm(v);
 	if (pfd[2].revents)
 		vasync_read(v->id->verbs);
 	if (pfd[0].revents) {
@@ -651,8 +488,8 @@ static int v_wait(struct cm_conn *c, int extra_fd, int timeout_ms)
 			    ++v->unacked_events >= CQ_ACK_BATCH) {
 				ibv_ack_cq_events(v->rcq, v->unacked_events);
 				v->unacked_events = 0;
-			} else if (cq == v->scq) {
-				ibv_ack_cq_events(v->scq, 1);
+			} else if (cq == v->scq || vlane_ack(v, cq)) {
+				ibv_ack_cq_events(cq, 1);
 			}
 		}
 	}
@@ -663,12 +500,15 @@ static const struct cm_ops verbs_ops = {
 	.post_send = v_post_send,
 	.post_recv = v_post_recv,
 	.post_write = v_post_write,
-	.poll = v_poll,
+	.poll = vconn_poll,
 	.arm = v_arm,
 	.wait = v_wait,
 	.ring_create = v_ring_create,
 	.stage_create = v_stage_create,
 	.destroy = v_destroy,
+	.set_lanes = vconn_set_lanes,
+	.join = vconn_join,
+	.accept_lane = vconn_accept_lane,
 };
 
 /* ---- resources ---- */
@@ -689,6 +529,7 @@ int vconn_build(struct vconn *v)
 	c->transport = "rdma";
 	snprintf(c->dev, sizeof(c->dev), "%s",
 		 ibv_get_device_name(v->id->verbs->device));
+	c->link_gbps = vconn_link_gbps(v->id->verbs, v->id->port_num);
 	c->numa_node = cm_numa_of_device(c->dev);
 	v->pd = ibv_alloc_pd(v->id->verbs);
 	if (!v->pd) {

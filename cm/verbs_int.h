@@ -15,6 +15,7 @@
 #include <rdma/rdma_cma.h>
 
 #include "cm/cm.h"
+#include "cm/cm_int.h"
 
 /* One RDMA connection; base first, so a struct cm_conn * is a vconn. */
 struct vconn {
@@ -55,7 +56,81 @@ struct vconn {
 	bool async_told; /* reported by v_poll */
 	bool async_listed;
 	struct vconn *async_next;
+	/*
+	 * Lanes (--streams): on lane 0 (this vconn, which owns the PD, the
+	 * completion channel, the buffers and the memory regions),
+	 * lane[1..nlanes-1] once joined, each a vconn of its own cm_id, QP
+	 * and CQs (on the same channel) and nothing else; on those, parent
+	 * is lane 0 and idx their index. wf orders writes across lanes.
+	 */
+	unsigned int nlanes; /* 0 or 1: lane 0 only */
+	struct vconn *lane[CM_LANES_MAX];
+	struct vconn *parent;
+	unsigned int idx;
+	struct cm_wfifo wf;
+	uint32_t stage_lkey;
 };
+
+/*
+ * cm/verbs_lane.c: a lane's verbs resources and its part of the ops.
+ * vlane_build makes l (allocated by the caller, l->id with its device,
+ * which must be the parent's) lane idx of parent: CQs on the parent's
+ * channel and completion vector idx % num_comp_vectors, a QP on the
+ * parent's PD sized for the lane (cm.h), its zero-length receives posted.
+ * 0 or -errno, logged; the caller frees l with vlane_free (idempotent on
+ * NULL) in every case. vlane_poll polls every lane's CQs, lane 0 first,
+ * into ev (at most max) with the writes done in order; vlane_arm arms the
+ * lanes' CQs; vlane_ack says whether cq is a lane's (its event to ack).
+ */
+/* The rate of ctx's port in Gb/s (active speed x width), 0 unknown. */
+unsigned int vconn_link_gbps(struct ibv_context *ctx, uint8_t port);
+int vlane_build(struct vconn *parent, unsigned int idx, struct vconn *l)
+	__attribute__((warn_unused_result));
+void vlane_free(struct vconn *l);
+int vlane_poll(struct vconn *v, struct cm_event *ev, int max);
+int vlane_arm(struct vconn *v);
+bool vlane_ack(struct vconn *v, struct ibv_cq *cq);
+/*
+ * cm/verbs_poll.c: the ops' poll (cm.h) and the CM events that matter once
+ * connected (DISCONNECTED of lane 0, a removed device), read without
+ * blocking, for verbs.c's wait.
+ */
+int vconn_poll(struct cm_conn *c, struct cm_event *ev, int max);
+void vconn_check_cm(struct vconn *v);
+
+/*
+ * verbs_poll.c's CQ poll and verbs_lane.c's receive post, for a lane: poll cq of
+ * lane l (parent v) into ev (at most max, write completions of lanes
+ * folded into v->wf); post the zero-length receive rxbuf on l.
+ */
+int vconn_poll_cq(struct vconn *v, struct vconn *l, struct ibv_cq *cq,
+		  struct cm_event *ev, int max);
+/* Lane l's receive CQ with 3/4 of max, its send CQ, its receive CQ again. */
+int vconn_poll_pair(struct vconn *v, struct vconn *l, struct cm_event *ev,
+		    int max);
+int vlane_post_recv0(struct vconn *l, uint64_t wr_id);
+
+/*
+ * cm/rdma_lane.c: the lane calls of verbs' struct cm_ops (cm.h):
+ * set_lanes, join (client) and accept_lane (receiver), with the rdma_cm
+ * steps of rdma_cm.c below.
+ */
+int vconn_set_lanes(struct cm_conn *c, unsigned int n);
+int vconn_join(struct cm_conn *c, const struct cm_join *j,
+	       const struct cm_timeouts *to);
+int vconn_accept_lane(struct cm_conn *c, struct cm_request *req,
+		      unsigned int lane, const struct cm_timeouts *to);
+
+/*
+ * cm/rdma_cm.c's steps the lanes reuse: the next event on v->ech, judged
+ * as a connect's (active: the accept's private data checked against
+ * v->base.geom) within timeout_ms, logged as "what peer: why"; the
+ * connect parameters around private data pd of pdlen bytes.
+ */
+int rcm_expect(struct vconn *v, enum rdma_cm_event_type want, int timeout_ms,
+	       const char *what, bool active);
+void rcm_conn_param(struct rdma_conn_param *p, const uint8_t *pd,
+		    uint8_t pdlen);
 
 /* Drains CM events left on the channel so rdma_destroy_id cannot block. */
 static inline void drain_cm_events(struct rdma_event_channel *ch)

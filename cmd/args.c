@@ -411,13 +411,10 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		o->addr.gid_index = (int)v;
 		break;
 	case OPT_STREAMS:
-		if (parse_uint(arg, 1, 64, &v))
-			argp_error(state, "--streams: '%s' is not 1..64", arg);
-		if (v != 1)
-			argp_error(state,
-				   "--streams %lu: only one stream per session "
-				   "is implemented so far",
-				   v);
+		if (parse_uint(arg, 1, CM_LANES_MAX, &v))
+			argp_error(state, "--streams: '%s' is not 1..%u", arg,
+				   CM_LANES_MAX);
+		o->streams = (unsigned int)v;
 		break;
 	case OPT_EXCLUDE:
 	case OPT_INCLUDE:

@@ -9,6 +9,9 @@
 #include <string.h>
 
 #include "transfer/auth.h"
+#include <openssl/crypto.h>
+
+#include "cm/cm.h"
 #include "util/key.h"
 
 _Static_assert(AUTH_CTRL_KEY_LEN == KEY_LEN, "HMAC keys are KEY_LEN bytes");
@@ -102,4 +105,36 @@ bool auth_tag_equal(const uint8_t want[WIRE_TAG_LEN],
 		    const uint8_t got[WIRE_TAG_LEN])
 {
 	return key_equal(want, got, WIRE_TAG_LEN);
+}
+
+int auth_lane_proof(const uint8_t *key, const struct wire_hello *h,
+		    const uint8_t *nonce_s, const uint8_t *token,
+		    unsigned int lane, unsigned int n, uint8_t *proof)
+{
+	uint8_t salt[2 * WIRE_NONCE_LEN], kl[KEY_LEN], mac[KEY_MAC_LEN];
+	uint8_t ln[4] = { (uint8_t)(lane >> 8), (uint8_t)lane,
+			  (uint8_t)(n >> 8), (uint8_t)n };
+	const void *parts[] = { token, ln };
+	size_t lens[] = { CM_TOKEN_LEN, sizeof(ln) };
+	int rc;
+
+	memset(proof, 0, CM_PROOF_LEN);
+	if (!key)
+		return 0;
+	memcpy(salt, h->nonce, WIRE_NONCE_LEN);
+	memcpy(salt + WIRE_NONCE_LEN, nonce_s, WIRE_NONCE_LEN);
+	rc = aead_hkdf(key, KEY_LEN, salt, sizeof(salt), "rdcp3 lane key", kl,
+		       sizeof(kl));
+	if (!rc)
+		rc = key_hmac(kl, parts, lens, 2, mac);
+	if (!rc)
+		memcpy(proof, mac, CM_PROOF_LEN);
+	OPENSSL_cleanse(kl, sizeof(kl));
+	OPENSSL_cleanse(mac, sizeof(mac));
+	return rc;
+}
+
+bool auth_proof_equal(const uint8_t *want, const uint8_t *got)
+{
+	return key_equal(want, got, CM_PROOF_LEN);
 }

@@ -83,4 +83,23 @@ int auth_ctrl_tag(const uint8_t ck[AUTH_CTRL_KEY_LEN], enum auth_dir dir,
 bool auth_tag_equal(const uint8_t want[WIRE_TAG_LEN],
 		    const uint8_t got[WIRE_TAG_LEN]);
 
+/*
+ * ---- lanes (--streams) ----
+ *
+ * Lane k (1..n-1) of a session joins with the token of the receiver's
+ * WELCOME and a proof: the first CM_PROOF_LEN (16) bytes of
+ * HMAC-SHA256(Kl, token || k u16 || n u16), big-endian, where Kl is
+ * HKDF-SHA256 of the pre-shared key salted with both nonces under the
+ * label "rdcp3 lane key". Without a key (--no-auth) the proof is zero and
+ * the token alone names the session. Returns 0 with proof filled, or
+ * -errno.
+ */
+int auth_lane_proof(const uint8_t *key, const struct wire_hello *h,
+		    const uint8_t *nonce_s, const uint8_t *token,
+		    unsigned int lane, unsigned int n, uint8_t *proof)
+	__attribute__((warn_unused_result));
+
+/* Whether two lane proofs are equal, in constant time. */
+bool auth_proof_equal(const uint8_t *want, const uint8_t *got);
+
 #endif

@@ -101,6 +101,7 @@ static int build_hello(struct engine *e, const struct xfer_opts *o,
 	h->features = (o->key ? WIRE_FEAT_AUTH : 0) | WIRE_FEAT_PACK;
 	h->chunk_size = e->c->geom.slot_size;
 	h->bwlimit = o->bwlimit;
+	h->streams = (uint8_t)session_streams(o, e->c);
 	if (getrandom(h->nonce, WIRE_NONCE_LEN, 0) != WIRE_NONCE_LEN)
 		return engine_fail(e, XFER_FAIL_RESOURCE, -errno,
 				   "cannot get random bytes");
@@ -127,6 +128,55 @@ static int build_hello(struct engine *e, const struct xfer_opts *o,
 				   "the --include/--exclude rules are too "
 				   "long for the receiver (%u bytes at most)",
 				   WIRE_FILTERS_MAX);
+	return 0;
+}
+
+/*
+ * The lanes the receiver agreed to in WELCOME: lanes 1..n-1 join, each
+ * with the token and its proof (auth.h), before the ring is announced.
+ */
+static int client_lanes(struct engine *e, const struct xfer_opts *o,
+			const struct wire_hello *h,
+			const struct wire_welcome *w)
+{
+	struct cm_timeouts to = session_timeouts(o);
+	unsigned int n = w->streams;
+	struct cm_join j = { 0 };
+	int rc;
+
+	if (n <= 1)
+		return 0;
+	if (n > h->streams)
+		return engine_fail(e, XFER_FAIL_PROTOCOL, -EPROTO,
+				   "%s agreed to %u streams, %u were asked "
+				   "for",
+				   e->c->peer, n, h->streams);
+	/* AUTH first: the receiver takes joins once it checked it. */
+	rc = engine_flush(e);
+	if (rc)
+		return rc;
+	rc = cm_set_lanes(e->c, n);
+	if (rc)
+		return engine_fail(e, XFER_FAIL_CONNECT, rc,
+				   "cannot use %u streams to %s", n,
+				   e->c->peer);
+	memcpy(j.token, w->token, CM_TOKEN_LEN);
+	for (unsigned int k = 1; k < n; k++) {
+		j.lane = (uint16_t)k;
+		rc = auth_lane_proof(o->key, h, w->nonce, j.token, k, n,
+				     j.proof);
+		if (rc)
+			return engine_fail(e, XFER_FAIL_INTERNAL, rc,
+					   "HMAC failed");
+		rc = cm_join(e->c, &j, &to);
+		if (rc) /* cm/ said why */
+			return engine_fail_logged(e, session_connect_fail(rc),
+						  rc);
+		/* Its engine does not run meanwhile: the peer is alive. */
+		e->last_rx_ms = clock_now_ms();
+	}
+	OPENSSL_cleanse(&j, sizeof(j));
+	log_info("%u streams to %s", n, e->c->peer);
 	return 0;
 }
 
@@ -159,6 +209,8 @@ static int client_handshake(struct engine *e, const struct xfer_opts *o,
 			return engine_fail(e, XFER_FAIL_INTERNAL, rc,
 					   "cannot derive the session key");
 	}
+	if (!rc)
+		rc = client_lanes(e, o, &m.u.hello, &w.u.welcome);
 	if (!rc)
 		rc = session_rings(e, o->pull);
 	return rc;
@@ -234,6 +286,7 @@ enum xfer_fail session_client(const struct xfer_opts *o, struct cm_conn *c,
 	OPENSSL_cleanse(key, sizeof(key));
 	st->seconds = clock_now_s() - t0;
 	snprintf(st->peer, sizeof(st->peer), "%s", c->peer);
+	st->streams = c->lanes > 1 ? c->lanes : 1;
 	st->numa_node = c->numa_node;
 	st->workers = e.workers;
 	snprintf(st->pages, sizeof(st->pages), "%s", c->pages ? c->pages : "");

@@ -37,26 +37,56 @@ int credit_rx_init(struct credit_rx *r, unsigned int slots)
 {
 	r->slots = slots;
 	r->received = r->released = r->reported = 0;
+	r->waiting = 0;
 	r->drained = calloc(slots, 1);
-	return r->drained ? 0 : -ENOMEM;
+	r->arrived = calloc(slots, 1);
+	if (r->drained && r->arrived)
+		return 0;
+	credit_rx_release(r);
+	return -ENOMEM;
 }
 
 void credit_rx_release(struct credit_rx *r)
 {
 	free(r->drained);
-	r->drained = NULL;
+	free(r->arrived);
+	r->drained = r->arrived = NULL;
 }
 
 int credit_rx_arrive(struct credit_rx *r, uint32_t imm, uint64_t *seq)
 {
 	unsigned int slot = imm & 0xffffu;
+	uint64_t s;
 
-	if (r->received - r->released >= r->slots ||
-	    slot != r->received % r->slots ||
-	    (imm >> 16) != (r->received & 0xffffu))
+	if (slot >= r->slots)
 		return -EPROTO;
-	*seq = r->received++;
+	/* The one seq of the slot in [released, released + slots). */
+	s = r->released +
+	    (slot + r->slots - (unsigned int)(r->released % r->slots)) %
+		    r->slots;
+	if (s < r->received || r->arrived[slot] || (imm >> 16) != (s & 0xffffu))
+		return -EPROTO;
+	r->arrived[slot] = 1;
+	r->waiting++;
+	*seq = s;
 	return (int)slot;
+}
+
+int credit_rx_next(const struct credit_rx *r, uint64_t *seq)
+{
+	unsigned int slot = (unsigned int)(r->received % r->slots);
+
+	if (!r->waiting || !r->arrived[slot])
+		return -EAGAIN;
+	*seq = r->received;
+	return (int)slot;
+}
+
+void credit_rx_take(struct credit_rx *r)
+{
+	r->arrived[r->received % r->slots] = 0;
+	r->waiting--;
+	r->received++;
 }
 
 int credit_rx_drain(struct credit_rx *r, unsigned int slot)
@@ -105,8 +135,18 @@ uint32_t credit_ctrl_sent(struct credit_ctrl *k)
 
 int credit_ctrl_recv(struct credit_ctrl *k, uint32_t ctrl_ack)
 {
-	k->consumed++;
+	credit_ctrl_consume(k);
+	return credit_ctrl_ack(k, ctrl_ack);
+}
+
+int credit_ctrl_ack(struct credit_ctrl *k, uint32_t ctrl_ack)
+{
 	return credit_widen(k->acked, ctrl_ack, k->sent, &k->acked);
+}
+
+void credit_ctrl_consume(struct credit_ctrl *k)
+{
+	k->consumed++;
 }
 
 bool credit_ctrl_should_ack(const struct credit_ctrl *k)

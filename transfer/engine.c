@@ -40,13 +40,18 @@ int engine_init(struct engine *e, struct cm_conn *c, const struct xfer_opts *o)
 	e->o = o;
 	credit_ctrl_init(&e->cc, c->geom.ctrl_credits);
 	e->tx_busy = calloc(c->ntx, 1);
-	if (!e->tx_busy)
+	e->held = calloc(c->nrx ? c->nrx : 1, sizeof(*e->held));
+	if (!e->tx_busy || !e->held) {
+		free(e->tx_busy);
+		free(e->held);
 		return -ENOMEM;
+	}
 	/* Pinned before the workers start: they inherit this thread's CPUs. */
 	e->workers = affinity_apply(c, o);
 	rc = workq_create(e->workers, &e->wq);
 	if (rc) {
 		free(e->tx_busy);
+		free(e->held);
 		log_err("cannot start worker threads: %s", strerror(-rc));
 		return rc;
 	}
@@ -67,6 +72,8 @@ void engine_release(struct engine *e)
 	e->out_head = e->out_tail = NULL;
 	free(e->tx_busy);
 	e->tx_busy = NULL;
+	free(e->held);
+	e->held = NULL;
 	OPENSSL_cleanse(&e->mac, sizeof(e->mac));
 }
 
@@ -275,6 +282,11 @@ static int send_acks(struct engine *e)
 	return post_ctrl(e, (unsigned int)i, (uint32_t)len) ? -1 : 1;
 }
 
+int engine_flush(struct engine *e)
+{
+	return flush(e) < 0 ? (e->err ? e->err : -EIO) : 0;
+}
+
 /*
  * Whether ev ends engine_tell_peer()'s wait for the send from tx buffer i:
  * its completion, or any failure or end of the connection.
@@ -391,6 +403,33 @@ static int check_tag(struct engine *e, const uint8_t *p, uint32_t len)
 	return 0;
 }
 
+/* Takes m, received in rx buffer id: its credit back, the buffer reposted. */
+static int take_msg(struct engine *e, unsigned int id, const struct wire_msg *m)
+{
+	int rc;
+
+	credit_ctrl_consume(&e->cc);
+	rc = e->c->ops->post_recv(e->c, id);
+	if (rc)
+		return engine_fail_logged(e, XFER_FAIL_PEER_LOST, rc);
+	if (m->type == WIRE_ERROR) {
+		enum xfer_fail k =
+			m->u.error.klass > 0 &&
+					m->u.error.klass <= XFER_FAIL_CANCELED
+				? (enum xfer_fail)m->u.error.klass
+				: XFER_FAIL_PROTOCOL;
+
+		e->peer_said_error = true;
+		if (k == XFER_FAIL_LOCAL_IO)
+			k = XFER_FAIL_REMOTE_IO; /* its local is our remote */
+		return engine_fail(e, k,
+				   m->u.error.status < 0 ? m->u.error.status
+							 : -EPROTO,
+				   "%s: %s", e->c->peer, m->u.error.msg);
+	}
+	return e->role->on_msg(e, m);
+}
+
 static int on_recv(struct engine *e, const struct cm_event *ev)
 {
 	const uint8_t *p = cm_rx(e->c, (unsigned int)ev->id);
@@ -405,30 +444,52 @@ static int on_recv(struct engine *e, const struct cm_event *ev)
 		return engine_fail(e, XFER_FAIL_PROTOCOL, rc,
 				   "malformed control message from %s",
 				   e->c->peer);
-	rc = credit_ctrl_recv(&e->cc, m.ctrl_ack);
+	rc = credit_ctrl_ack(&e->cc, m.ctrl_ack);
 	if (rc)
 		return engine_fail(
 			e, XFER_FAIL_PROTOCOL, rc,
 			"%s acknowledged control messages never sent",
 			e->c->peer);
-	rc = e->c->ops->post_recv(e->c, (unsigned int)ev->id);
-	if (rc)
-		return engine_fail_logged(e, XFER_FAIL_PEER_LOST, rc);
-	if (m.type == WIRE_ERROR) {
-		enum xfer_fail k =
-			m.u.error.klass > 0 &&
-					m.u.error.klass <= XFER_FAIL_CANCELED
-				? (enum xfer_fail)m.u.error.klass
-				: XFER_FAIL_PROTOCOL;
-
-		e->peer_said_error = true;
-		if (k == XFER_FAIL_LOCAL_IO)
-			k = XFER_FAIL_REMOTE_IO; /* its local is our remote */
-		return engine_fail(
-			e, k, m.u.error.status < 0 ? m.u.error.status : -EPROTO,
-			"%s: %s", e->c->peer, m.u.error.msg);
+	/* Behind a held message, or not ready itself: held (ERROR never). */
+	if (m.type != WIRE_ERROR && e->role->ready &&
+	    (e->held_len || (rc = e->role->ready(e, &m)) != 0)) {
+		if (rc < 0)
+			return rc;
+		/* The peer's credits bound them: one per rx buffer at most. */
+		if (e->held_len >= e->c->nrx)
+			return engine_fail(e, XFER_FAIL_INTERNAL, -EOVERFLOW,
+					   "held control messages overflow");
+		e->held[(e->held_head + e->held_len++) % e->c->nrx] =
+			(struct engine_held){ (uint32_t)ev->id, ev->len };
+		return 0;
 	}
-	return e->role->on_msg(e, &m);
+	return take_msg(e, (unsigned int)ev->id, &m);
+}
+
+/* Offers the held messages again, oldest first. 0 or the error. */
+static int retry_held(struct engine *e)
+{
+	struct wire_msg m;
+	int rc;
+
+	while (e->held_len && !e->fail) {
+		struct engine_held h = e->held[e->held_head];
+
+		/* Its tag was checked when it came; the buffer is untouched. */
+		rc = wire_decode(cm_rx(e->c, h.id), h.len, &m);
+		if (rc)
+			return engine_fail(e, XFER_FAIL_INTERNAL, rc,
+					   "held control message changed");
+		rc = e->role->ready(e, &m);
+		if (rc)
+			return rc < 0 ? rc : 0;
+		e->held_head = (e->held_head + 1) % e->c->nrx;
+		e->held_len--;
+		rc = take_msg(e, h.id, &m);
+		if (rc)
+			return rc;
+	}
+	return 0;
 }
 
 #ifdef RDCP_TEST_HOOKS
@@ -513,7 +574,9 @@ static int dispatch(struct engine *e, const struct cm_event *ev)
 		if (test_drop(e))
 			return -ECONNRESET;
 #endif
-		return e->role->on_data(e, ev);
+		rc = e->role->on_data(e, ev);
+		/* What it took may be what a held message waits for. */
+		return rc || !e->held_len ? rc : retry_held(e);
 	case CM_EV_SEND_DONE:
 		if (ev->id & ENGINE_WR_CTRL) {
 			unsigned int i = (unsigned int)(ev->id & 0xffff);

@@ -33,6 +33,20 @@ struct engine_role {
 	bool (*finished)(const struct engine *e);
 	/* The sink's released-slot count for slot_ack, NULL on the source. */
 	uint32_t (*slot_ack)(const struct engine *e);
+	/*
+	 * Whether m may be taken now (NULL: every message as it comes): 0
+	 * yes, 1 not yet, or the engine's error. A message not yet taken is
+	 * held, its control credit not returned and its buffer not reposted,
+	 * with every later one behind it (ERROR aside), and offered again
+	 * after each data event, oldest first.
+	 */
+	int (*ready)(struct engine *e, const struct wire_msg *m);
+};
+
+/* A control message received and not yet taken (engine_role.ready). */
+struct engine_held {
+	uint32_t id; /* its rx buffer */
+	uint32_t len;
 };
 
 struct engine_out {
@@ -65,6 +79,9 @@ struct engine {
 	/* polled but not yet dispatched (a role may finish mid-batch) */
 	struct cm_event evq[32];
 	unsigned int evq_head, evq_len;
+	/* held messages, a ring of c->nrx: they keep their rx buffers */
+	struct engine_held *held;
+	unsigned int held_head, held_len;
 	bool armed;
 	/*
 	 * The longest sleep of an idle turn, 0: the default slice. A role
@@ -132,6 +149,12 @@ void engine_mac_rx_start(struct engine *e);
 
 /* True when every queued control message has been posted. */
 bool engine_out_empty(const struct engine *e);
+/*
+ * Posts what engine_send() queued, as far as tx buffers and credits allow,
+ * without running the engine (before a step that does not: the lanes'
+ * joins). 0 or the error of engine_fail().
+ */
+int engine_flush(struct engine *e);
 
 /*
  * Runs the loop with role until role->finished or a failure. Returns 0 or

@@ -69,7 +69,8 @@ static int left_ms(uint64_t deadline_ms)
 
 static int server_auth(struct server *srv, struct engine *e,
 		       const struct wire_hello *h,
-		       uint8_t nonce[WIRE_NONCE_LEN], uint64_t deadline_ms)
+		       uint8_t nonce[WIRE_NONCE_LEN], uint64_t deadline_ms,
+		       unsigned int streams, const struct join_wait *jw)
 {
 	const uint8_t *key = srv->key;
 	struct wire_msg m = { .type = WIRE_WELCOME };
@@ -84,6 +85,9 @@ static int server_auth(struct server *srv, struct engine *e,
 				   e->c->peer);
 	}
 	m.u.welcome.features = WIRE_FEAT_PACK;
+	m.u.welcome.streams = (uint8_t)streams;
+	if (streams > 1)
+		memcpy(m.u.welcome.token, jw->token, WIRE_LANE_TOKEN_LEN);
 	if (key) {
 		m.u.welcome.features |= WIRE_FEAT_AUTH;
 		if (getrandom(m.u.welcome.nonce, WIRE_NONCE_LEN, 0) !=
@@ -234,12 +238,25 @@ static int hello_filter(const struct wire_hello *h, struct filter *f, char *why,
 	return 0;
 }
 
+/* Lanes for h's session on e: min(its ask, ours), 1 without lanes. */
+static unsigned int agree_streams(const struct server *srv,
+				  const struct engine *e,
+				  const struct wire_hello *h)
+{
+	unsigned int n = h->streams < srv->max_streams ? h->streams
+						       : srv->max_streams;
+
+	return e->c->ops->accept_lane && n > 1 ? n : 1;
+}
+
 static int server_handshake(struct server *srv, struct engine *e,
 			    struct wire_hello *h, struct session_params *p,
-			    uint8_t key[AEAD_KEY_LEN], uint64_t deadline_ms)
+			    uint8_t key[AEAD_KEY_LEN], uint64_t deadline_ms,
+			    struct join_wait *jw)
 {
 	uint8_t nonce[WIRE_NONCE_LEN];
 	struct wire_msg m;
+	unsigned int streams;
 	int rc;
 
 	rc = engine_expect(e, WIRE_HELLO, &m, left_ms(deadline_ms));
@@ -274,8 +291,17 @@ static int server_handshake(struct server *srv, struct engine *e,
 				   "refused %s: this receiver requires "
 				   "--encrypt (run the copy with --encrypt)",
 				   e->c->peer);
+	/* Listed before WELCOME: a lane may join as soon as it has it. */
+	streams = agree_streams(srv, e, h);
+	if (streams > 1 && join_open(srv, jw))
+		return engine_fail(e, XFER_FAIL_RESOURCE, -EIO,
+				   "cannot get random bytes");
 	/* Nothing about the root is touched before the peer proved itself. */
-	rc = server_auth(srv, e, h, nonce, deadline_ms);
+	rc = server_auth(srv, e, h, nonce, deadline_ms, streams, jw);
+	if (!rc && streams > 1)
+		rc = join_lanes(srv, e, jw, streams, h, nonce,
+				clock_now_ms() +
+					(uint64_t)srv->o->connect_timeout_ms);
 	if (rc)
 		return rc;
 	/* The client's O_DIRECT choice, else this receiver's own. */
@@ -310,6 +336,7 @@ static enum xfer_fail serve_conn(struct server *srv, struct cm_conn *c,
 	struct wire_hello *h = NULL;
 	struct filter filter = { 0 };
 	uint8_t key[AEAD_KEY_LEN];
+	struct join_wait jw = { 0 };
 	struct engine e;
 	enum xfer_fail v;
 	char sz[32], why[600];
@@ -320,7 +347,7 @@ static enum xfer_fail serve_conn(struct server *srv, struct cm_conn *c,
 	if (rc)
 		return XFER_FAIL_RESOURCE;
 	h = malloc(sizeof(*h));
-	rc = h ? server_handshake(srv, &e, h, &p, key, deadline_ms)
+	rc = h ? server_handshake(srv, &e, h, &p, key, deadline_ms, &jw)
 	       : engine_fail(&e, XFER_FAIL_RESOURCE, -ENOMEM, "out of memory");
 	if (!rc) {
 		*promoted = promote(srv, pa);
@@ -391,6 +418,7 @@ static enum xfer_fail serve_conn(struct server *srv, struct cm_conn *c,
 			source_run(&e, &cfg, &st);
 	}
 	OPENSSL_cleanse(key, sizeof(key));
+	join_close(srv, &jw);
 	engine_tell_peer(&e);
 	v = session_verdict(&e, &st);
 	if (v == XFER_OK)
@@ -421,6 +449,7 @@ enum xfer_fail session_serve(const struct xfer_opts *o, int rootfd,
 {
 	struct server srv = { .o = o,
 			      .max_sessions = o->max_sessions,
+			      .max_streams = 1, /* no listener for joins */
 			      .rootfd = rootfd,
 			      .key = o->key };
 	bool promoted = false;
@@ -452,6 +481,14 @@ static enum xfer_fail serve_one(struct server *srv, struct cm_request *req,
 	to.connect_ms = preauth_ms(o);
 	deadline = clock_now_ms() + (uint64_t)to.connect_ms;
 	*promoted = false;
+	/* A lane's join goes to its session, never opens one. */
+	rc = cm_request_read(req, to.connect_ms);
+	if (rc)
+		return session_connect_fail(rc);
+	if (cm_request_join(req, NULL)) {
+		join_route(srv, req);
+		return XFER_FAIL_CONNECT;
+	}
 	rc = cm_accept(req, &lim, &to, &c);
 	if (rc)
 		return session_connect_fail(rc);
@@ -660,10 +697,19 @@ enum xfer_fail xfer_serve(const struct xfer_opts *o)
 		return XFER_FAIL_USAGE;
 	}
 	srv.max_sessions = o->once || o->ssh_server ? 1 : fit_sessions(o);
+	srv.max_streams = o->streams ? o->streams : CM_LANES_MAX;
 	srv.umask = umask(022);
 	umask(srv.umask);
 	pthread_mutex_init(&srv.lock, NULL);
 	pthread_cond_init(&srv.idle, NULL);
+	{
+		pthread_condattr_t ca;
+
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&srv.joined, &ca);
+		pthread_condattr_destroy(&ca);
+	}
 	rc = o->ssh_server ? listen_boot(&srv, &l) : cm_listen(&o->addr, &l);
 	if (rc) {
 		close(srv.rootfd);
@@ -689,6 +735,14 @@ enum xfer_fail xfer_serve(const struct xfer_opts *o)
 		if (o->once) {
 			bool promoted;
 
+			/* The session takes its own joins (server_join.c). */
+			srv.once_l = l;
+			if (cm_request_read(req, preauth_ms(o)))
+				continue; /* consumed, said */
+			if (cm_request_join(req, NULL)) {
+				join_route(&srv, req); /* none waits yet */
+				continue;
+			}
 			if (penalty_holds(&srv, cm_request_peer(req))) {
 				refuse(&srv, req, REFUSED_HELD_OFF);
 				continue;
@@ -711,6 +765,7 @@ enum xfer_fail xfer_serve(const struct xfer_opts *o)
 	close(srv.rootfd);
 	OPENSSL_cleanse(onetime, sizeof(onetime));
 	pthread_cond_destroy(&srv.idle);
+	pthread_cond_destroy(&srv.joined);
 	pthread_mutex_destroy(&srv.lock);
 	return v;
 }

@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "transfer/wire.h"
 #include "transfer/xfer.h"
 #include "util/log.h"
 
@@ -39,11 +40,31 @@ enum refusal {
 	REFUSED_ADDR,
 	REFUSED_PREAUTH,
 	REFUSED_BUSY,
+	REFUSED_JOIN, /* a lane join no session waits for (server_join.c) */
 	REFUSED_MAX
+};
+
+/*
+ * A session waiting for its lanes to join (server_join.c): listed under
+ * srv->lock from before its WELCOME (which carries token) until its RING;
+ * the joins the listener routes to it queue in q.
+ */
+#define JOIN_QUEUE 32
+struct join_wait {
+	struct join_wait *next;
+	uint8_t token[WIRE_LANE_TOKEN_LEN];
+	struct cm_request *q[JOIN_QUEUE];
+	unsigned int nq;
+	bool listed;
 };
 
 struct server {
 	const struct xfer_opts *o;
+	unsigned int max_streams; /* lanes a session may have (1..16) */
+	struct join_wait *joins;  /* sessions waiting for lanes */
+	pthread_cond_t joined;	  /* a join was queued */
+	bool joined_init;
+	struct cm_listener *once_l; /* --once: the session takes its joins */
 	unsigned int max_sessions; /* --max-sessions, or what fds allow */
 	int rootfd;
 	const uint8_t *key; /* o->key, or --server's one-time key */
@@ -82,5 +103,27 @@ void refuse(struct server *srv, struct cm_request *req, enum refusal why);
  * every slot is taken (it keeps pa then, for session_thread to free).
  */
 bool promote(struct server *srv, int pa);
+
+/*
+ * ---- lanes (server_join.c) ----
+ *
+ * join_open lists w with a fresh token before the WELCOME that carries
+ * it (0 or -errno); join_close unlists it and refuses what it still
+ * queues (idempotent). join_route hands a read join request to the
+ * session its token names, or refuses it (unknown token, queue full):
+ * never a session slot, never a wait. join_lanes, on the session's
+ * thread: lanes 1..n-1 of e's connection, each join's proof checked (a
+ * wrong one refused and counted as a failed authentication), a lane
+ * index out of range or taken refused, until all joined or deadline_ms
+ * (then engine_fail). 0 or the error of engine_fail.
+ */
+struct engine;
+struct wire_hello;
+int join_open(struct server *srv, struct join_wait *w);
+void join_close(struct server *srv, struct join_wait *w);
+void join_route(struct server *srv, struct cm_request *req);
+int join_lanes(struct server *srv, struct engine *e, struct join_wait *w,
+	       unsigned int n, const struct wire_hello *h,
+	       const uint8_t *nonce_s, uint64_t deadline_ms);
 
 #endif

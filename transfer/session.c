@@ -31,6 +31,9 @@
 _Static_assert(WIRE_CTRL_SIZE == CM_CTRL_SIZE &&
 		       WIRE_CTRL_CREDITS == CM_CTRL_CREDITS,
 	       "the wire's control geometry is cm's");
+_Static_assert(WIRE_LANE_TOKEN_LEN == CM_TOKEN_LEN &&
+		       WIRE_STREAMS_MAX == CM_LANES_MAX,
+	       "WELCOME's token and lane count are cm's");
 
 void xfer_opts_init(struct xfer_opts *o)
 {
@@ -142,4 +145,15 @@ int session_rings(struct engine *e, bool sink)
 		return engine_fail(e, XFER_FAIL_RESOURCE, rc,
 				   "cannot set up staging buffers");
 	return 0;
+}
+
+unsigned int session_streams(const struct xfer_opts *o,
+			     const struct cm_conn *c)
+{
+	if (o->streams)
+		return o->streams;
+	if (!SESSION_STREAMS_AUTO || !c->transport ||
+	    strcmp(c->transport, "rdma"))
+		return 1;
+	return c->link_gbps >= 100 ? 4 : 2;
 }

@@ -60,4 +60,15 @@ enum xfer_fail session_verdict(const struct engine *e,
  */
 int session_rings(struct engine *e, bool sink);
 
+/*
+ * The lanes a client asks for on c: --streams, else the default rule
+ * (README "Lanes"): over RDMA 4 when the port runs at 100 Gb/s or more, 2
+ * below (or unknown); over TCP 1. SESSION_STREAMS_AUTO 0 would make the
+ * default 1 everywhere (a build whose sink cannot take a file's chunks
+ * out of order).
+ */
+#define SESSION_STREAMS_AUTO 1
+unsigned int session_streams(const struct xfer_opts *o,
+			     const struct cm_conn *c);
+
 #endif

@@ -624,14 +624,17 @@ int sink_send_result(struct sink *k, struct snk_file *f, const uint8_t *digest,
 static int snk_on_msg(struct engine *e, const struct wire_msg *m)
 {
 	struct sink *k = e->role_data;
+	int rc;
 
 	switch (m->type) {
 	case WIRE_CREDIT:
 		return 0;
 	case WIRE_FILE:
-		if (!k->done)
-			return on_file(k, &m->u.file);
-		break;
+		if (k->done)
+			break;
+		/* A chunk of it may have come first: the cursor goes on. */
+		rc = on_file(k, &m->u.file);
+		return rc ? rc : sink_take_data(k);
 	case WIRE_FILE_END:
 		if (!k->done)
 			return on_end(k, &m->u.end);
@@ -646,7 +649,8 @@ static int snk_on_msg(struct engine *e, const struct wire_msg *m)
 		if (!k->done) {
 			sink_delete_done(k, &m->u.done);
 			k->done = true;
-			return 0;
+			/* Whatever waits now was written after it: refused. */
+			return sink_take_data(k);
 		}
 		break;
 	default:
@@ -655,6 +659,63 @@ static int snk_on_msg(struct engine *e, const struct wire_msg *m)
 	return engine_fail(e, XFER_FAIL_PROTOCOL, -EPROTO,
 			   "%s sent an unexpected %s", e->c->peer,
 			   wire_type_name(m->type));
+}
+
+/*
+ * engine_role.ready: a message the source sent after writing slots waits
+ * until every slot before its seq_end is taken, and a FILE after a pack's
+ * files until that pack is (wire.h). Waiting is bounded: what is awaited
+ * was written before the message, so a cursor parked on a chunk of a file
+ * not yet announced means that FILE will never come.
+ */
+static int snk_ready(struct engine *e, const struct wire_msg *m)
+{
+	struct sink *k = e->role_data;
+	uint64_t seq_end, room;
+
+	if (k->done) /* nothing but CREDIT may come: snk_on_msg refuses */
+		return 0;
+	switch (m->type) {
+	case WIRE_FILE:
+		/* on_file refuses what is wrong in itself */
+		if (m->u.file.file_id <= k->nfiles ||
+		    m->u.file.file_id >= WIRE_FILES_MAX)
+			return 0;
+		/* Packs not taken yet could announce at most so many. */
+		room = (k->rx.released + k->rx.slots - k->rx.received) *
+		       (uint64_t)WIRE_PACK_MAX_FILES;
+		if (sink_parked(k) || m->u.file.file_id - k->nfiles > room)
+			return engine_fail(e, XFER_FAIL_PROTOCOL, -EPROTO,
+					   "%s announced file %u out of order",
+					   e->c->peer, m->u.file.file_id);
+		return 1;
+	case WIRE_FILE_END:
+		seq_end = m->u.end.seq_end;
+		break;
+	case WIRE_DONE:
+		seq_end = m->u.done.seq_end;
+		break;
+	case WIRE_NAMES_ACK:
+		seq_end = m->u.names_ack.seq_end;
+		break;
+	default:
+		return 0;
+	}
+	if (!credit_rx_could_post(&k->rx, seq_end))
+		return engine_fail(e, XFER_FAIL_PROTOCOL, -EPROTO,
+				   "%s sent %s after chunk %llu, beyond the "
+				   "credits it was given",
+				   e->c->peer, wire_type_name(m->type),
+				   (unsigned long long)seq_end);
+	if (seq_end <= k->rx.received)
+		return 0;
+	if (sink_parked(k))
+		return engine_fail(e, XFER_FAIL_PROTOCOL, -EPROTO,
+				   "%s sent %s before announcing the file of "
+				   "chunk %llu",
+				   e->c->peer, wire_type_name(m->type),
+				   (unsigned long long)k->rx.received);
+	return 1;
 }
 
 static int snk_pump_role(struct engine *e);
@@ -726,6 +787,7 @@ static const struct engine_role sink_role = {
 	.pump = snk_pump,
 	.finished = snk_finished,
 	.slot_ack = snk_slot_ack,
+	.ready = snk_ready,
 };
 
 int sink_run(struct engine *e, const struct sink_target *t,

@@ -118,28 +118,46 @@ void sink_progress(struct sink *k, const char *shown, uint32_t len)
 				shown);
 }
 
-int sink_on_data(struct engine *e, const struct cm_event *ev)
+/*
+ * Whether the slot at the cursor may be taken now: 0 yes, 1 it waits for
+ * its file's announcement (parked), or the engine's error.
+ */
+static int check_parked(struct sink *k, const struct wire_slot_hdr *h)
 {
-	struct sink *k = e->role_data;
+	bool packed = h->flags & WIRE_SLOT_PACKED;
+
+	if (k->done)
+		return engine_fail(k->e, XFER_FAIL_PROTOCOL, -EPROTO,
+				   "%s wrote chunk %llu after saying it was "
+				   "done",
+				   k->e->c->peer, (unsigned long long)h->seq);
+	/* A pack announces its own files, the first of them next. */
+	if (h->file_id < WIRE_FILES_MAX &&
+	    (packed ? h->file_id > k->nfiles : h->file_id >= k->nfiles))
+		return 1;
+	return 0;
+}
+
+/* Takes the slot at the cursor, seq: 0, 1 parked, or the engine's error. */
+static int take_slot(struct sink *k, unsigned int slot, uint64_t seq)
+{
+	struct engine *e = k->e;
 	struct wire_slot_hdr h;
 	struct snk_file *f;
 	struct snk_job *j;
-	uint64_t seq, idx, want;
-	int slot, rc;
+	uint64_t idx, want;
+	int rc;
 
-	slot = credit_rx_arrive(&k->rx, ev->imm, &seq);
-	if (slot < 0)
-		return engine_fail(e, XFER_FAIL_PROTOCOL, -EPROTO,
-				   "%s wrote out of turn (immediate 0x%08x): "
-				   "credit protocol violated",
-				   e->c->peer, ev->imm);
 	/* Header and payload are in place: the header's write came last. */
-	rc = ev->len == WIRE_SLOT_HDR
-		     ? wire_slot_decode(cm_slot_hdr(e->c, (unsigned int)slot),
-					&h)
-		     : -EPROTO;
+	rc = wire_slot_decode(cm_slot_hdr(e->c, slot), &h);
+	if (rc == 0 && h.seq == seq) {
+		rc = check_parked(k, &h);
+		if (rc)
+			return rc;
+	}
+	credit_rx_take(&k->rx);
 	if (rc == 0 && h.seq == seq && (h.flags & WIRE_SLOT_PACKED))
-		return sink_pack_arrived(k, &h, (unsigned int)slot);
+		return sink_pack_arrived(k, &h, slot);
 	f = rc ? NULL : sink_live_find(k, h.file_id);
 	if (rc == 0 &&
 	    (h.seq != seq || !f || h.len > k->chunk ||
@@ -168,7 +186,7 @@ int sink_on_data(struct engine *e, const struct cm_event *ev)
 	sink_progress(k, f->n.shown, h.raw_len);
 	if (f->err || f->fd < 0) {
 		/* Drain without writing; the result is already known. */
-		if (credit_rx_drain(&k->rx, (unsigned int)slot))
+		if (credit_rx_drain(&k->rx, slot))
 			return engine_fail(e, XFER_FAIL_INTERNAL, -EPROTO,
 					   "slot accounting");
 		return 0;
@@ -184,13 +202,50 @@ int sink_on_data(struct engine *e, const struct cm_event *ev)
 	j->done = false;
 	j->next = -1;
 	if (f->tail >= 0)
-		k->jobs[f->tail].next = slot;
+		k->jobs[f->tail].next = (int)slot;
 	else
-		f->head = slot;
-	f->tail = slot;
+		f->head = (int)slot;
+	f->tail = (int)slot;
 	f->inflight++;
 	workq_push(e->wq, &j->item);
 	return 0;
+}
+
+int sink_take_data(struct sink *k)
+{
+	uint64_t seq;
+	int slot, rc;
+
+	while (!k->e->fail && (slot = credit_rx_next(&k->rx, &seq)) >= 0) {
+		rc = take_slot(k, (unsigned int)slot, seq);
+		if (rc)
+			return rc < 0 ? rc : 0;
+	}
+	return 0;
+}
+
+bool sink_parked(const struct sink *k)
+{
+	uint64_t seq;
+
+	return credit_rx_next(&k->rx, &seq) >= 0;
+}
+
+int sink_on_data(struct engine *e, const struct cm_event *ev)
+{
+	struct sink *k = e->role_data;
+	uint64_t seq;
+
+	if (credit_rx_arrive(&k->rx, ev->imm, &seq) < 0)
+		return engine_fail(e, XFER_FAIL_PROTOCOL, -EPROTO,
+				   "%s wrote out of turn (immediate 0x%08x): "
+				   "credit protocol violated",
+				   e->c->peer, ev->imm);
+	if (ev->len != WIRE_SLOT_HDR)
+		return engine_fail(e, XFER_FAIL_PROTOCOL, -EPROTO,
+				   "%s wrote a bad slot header (seq %llu)",
+				   e->c->peer, (unsigned long long)seq);
+	return sink_take_data(k);
 }
 
 /* A chunk's digests into its file's, in offset order. */

@@ -80,11 +80,12 @@ struct snk_file {
 	uint32_t mode;
 	struct timespec times[2]; /* atime, mtime */
 	/*
-	 * Chunks come in increasing offset order (one RC queue pair, posted
-	 * in order): next_idx is the lowest index still allowed. Their
-	 * digests are folded into crc/tree in that order as workers finish:
-	 * head..tail link the slots of its chunks not yet folded (-1: none),
-	 * so nothing here grows with the size the source claims.
+	 * Chunks are taken in increasing offset order (posted in order, and
+	 * taken in seq order whatever order they arrive in): next_idx is the
+	 * lowest index still allowed. Their digests are folded into crc/tree in
+	 * that order as workers finish: head..tail link the slots of its chunks
+	 * not yet folded (-1: none), so nothing here grows with the size the
+	 * source claims.
 	 */
 	uint64_t next_idx;
 	uint64_t first_idx; /* a range's first chunk (0: a whole file) */
@@ -282,10 +283,20 @@ void sink_size_file(struct sink *k, struct snk_file *f, bool sparse);
 /* The slots' jobs, n of them. 0 or -errno (the caller frees k->jobs). */
 int sink_jobs_init(struct sink *k, unsigned int n);
 /*
- * The engine role's on_data: a slot was written. 0 or the engine's error
- * (a protocol violation).
+ * The engine role's on_data: a slot was written, in any order within the
+ * window (credit.h). Takes what arrived in seq order (sink_take_data). 0
+ * or the engine's error (a protocol violation).
  */
 int sink_on_data(struct engine *e, const struct cm_event *ev);
+/*
+ * Takes the slots that arrived, in seq order, as far as they go: a chunk
+ * of a file not announced yet (or a pack whose first file is not next)
+ * parks the cursor, its slot and credit held, until the FILE before it
+ * comes. 0 or the engine's error.
+ */
+int sink_take_data(struct sink *k);
+/* Whether the cursor is parked: a slot arrived that waits for a FILE. */
+bool sink_parked(const struct sink *k);
 
 /* ---- sink_dir.c ---- */
 

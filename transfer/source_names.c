@@ -174,6 +174,8 @@ ack:
 	     (l->ended || l->head != l->tail)))
 		return 0;
 	m.u.names_ack.done = l->done;
+	/* The packed slots it speaks of: none goes out while it waits. */
+	m.u.names_ack.seq_end = s->tx.posted;
 	l->acked = l->done;
 	l->freed = 0;
 	return engine_send(s->e, &m) ? 0 : 1;

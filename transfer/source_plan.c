@@ -250,6 +250,7 @@ int src_send_failure(struct source *s, struct src_file *f)
 	m.type = WIRE_FILE_END;
 	m.u.end.file_id = f->wire_id;
 	m.u.end.flags = WIRE_END_ABORT;
+	m.u.end.seq_end = s->tx.posted; /* the slots written before it */
 	m.u.end.csum = (uint8_t)s->cfg->p.csum;
 	m.u.end.status = f->err;
 	snprintf(m.u.end.msg, sizeof(m.u.end.msg), "%s", f->errmsg);

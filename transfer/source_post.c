@@ -62,6 +62,8 @@ static int send_end(struct source *s, struct src_file *f)
 	check_unchanged(f);
 	m.u.end.file_id = f->wire_id;
 	m.u.end.nchunks = f->nchunks;
+	/* No slot goes out while a message waits (src_post): this is final. */
+	m.u.end.seq_end = s->tx.posted;
 	m.u.end.csum = (uint8_t)csum;
 	if (f->err) {
 		m.u.end.flags = WIRE_END_ABORT;
@@ -323,6 +325,7 @@ int src_post(struct source *s)
 			struct wire_msg m = { .type = WIRE_DONE };
 
 			src_fill_done(s, &m.u.done);
+			m.u.done.seq_end = s->tx.posted;
 			if (engine_send(s->e, &m))
 				return -1;
 			s->done_sent = true;

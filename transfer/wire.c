@@ -50,6 +50,7 @@ static void enc_body(struct put *w, const struct wire_msg *m)
 		else
 			put_u16(w, m->u.hello.filters_len);
 		put_bytes(w, m->u.hello.filters, m->u.hello.filters_len);
+		put_u8(w, m->u.hello.streams);
 		break;
 	case WIRE_WELCOME:
 		put_u32(w, (uint32_t)m->u.welcome.status);
@@ -57,6 +58,8 @@ static void enc_body(struct put *w, const struct wire_msg *m)
 		put_bytes(w, m->u.welcome.nonce, WIRE_NONCE_LEN);
 		put_bytes(w, m->u.welcome.mac, WIRE_MAC_LEN);
 		put_str(w, m->u.welcome.msg, WIRE_MSG_MAX);
+		put_u8(w, m->u.welcome.streams);
+		put_bytes(w, m->u.welcome.token, WIRE_LANE_TOKEN_LEN);
 		break;
 	case WIRE_RING:
 		put_u64(w, m->u.ring.addr);
@@ -107,6 +110,7 @@ static void enc_body(struct put *w, const struct wire_msg *m)
 		put_u32(w, m->u.end.file_id);
 		put_u32(w, m->u.end.flags);
 		put_u64(w, m->u.end.nchunks);
+		put_u64(w, m->u.end.seq_end);
 		put_u8(w, m->u.end.csum);
 		put_u8(w, m->u.end.digest_len);
 		put_bytes(w, m->u.end.digest, m->u.end.digest_len);
@@ -129,6 +133,7 @@ static void enc_body(struct put *w, const struct wire_msg *m)
 	case WIRE_DONE:
 		put_u32(w, m->u.done.flags);
 		put_u64(w, m->u.done.max_delete);
+		put_u64(w, m->u.done.seq_end);
 		break;
 	case WIRE_DELETED:
 		put_u8(w, m->u.deleted.kind);
@@ -153,6 +158,7 @@ static void enc_body(struct put *w, const struct wire_msg *m)
 		break;
 	case WIRE_NAMES_ACK:
 		put_u64(w, m->u.names_ack.done);
+		put_u64(w, m->u.names_ack.seq_end);
 		break;
 	case WIRE_BYE:
 		put_u64(w, m->u.bye.files_ok);
@@ -394,6 +400,9 @@ static void dec_body(struct get *r, struct wire_msg *m)
 		get_bytes(r, m->u.hello.nonce, WIRE_NONCE_LEN);
 		dec_paths(r, &m->u.hello);
 		dec_filters(r, &m->u.hello);
+		m->u.hello.streams = get_u8(r); /* 0 as 1: one lane */
+		if (m->u.hello.streams > WIRE_STREAMS_MAX)
+			r->err = true;
 		break;
 	case WIRE_WELCOME:
 		m->u.welcome.status = (int32_t)get_u32(r);
@@ -401,6 +410,10 @@ static void dec_body(struct get *r, struct wire_msg *m)
 		get_bytes(r, m->u.welcome.nonce, WIRE_NONCE_LEN);
 		get_bytes(r, m->u.welcome.mac, WIRE_MAC_LEN);
 		get_str(r, m->u.welcome.msg, WIRE_MSG_MAX);
+		m->u.welcome.streams = get_u8(r); /* 0 as 1 */
+		get_bytes(r, m->u.welcome.token, WIRE_LANE_TOKEN_LEN);
+		if (m->u.welcome.streams > WIRE_STREAMS_MAX)
+			r->err = true;
 		break;
 	case WIRE_RING:
 		m->u.ring.addr = get_u64(r);
@@ -488,6 +501,7 @@ static void dec_body(struct get *r, struct wire_msg *m)
 		m->u.end.file_id = get_u32(r);
 		m->u.end.flags = get_u32(r);
 		m->u.end.nchunks = get_u64(r);
+		m->u.end.seq_end = get_u64(r);
 		m->u.end.csum = get_u8(r);
 		dec_digest(r, &m->u.end.digest_len, m->u.end.digest);
 		m->u.end.status = (int32_t)get_u32(r);
@@ -511,6 +525,7 @@ static void dec_body(struct get *r, struct wire_msg *m)
 	case WIRE_DONE:
 		m->u.done.flags = get_u32(r);
 		m->u.done.max_delete = get_u64(r);
+		m->u.done.seq_end = get_u64(r);
 		if (m->u.done.flags & ~WIRE_DONE_WHOLE)
 			r->err = true;
 		break;
@@ -538,6 +553,7 @@ static void dec_body(struct get *r, struct wire_msg *m)
 		break;
 	case WIRE_NAMES_ACK:
 		m->u.names_ack.done = get_u64(r);
+		m->u.names_ack.seq_end = get_u64(r);
 		break;
 	case WIRE_BYE:
 		m->u.bye.files_ok = get_u64(r);

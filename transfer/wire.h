@@ -208,7 +208,12 @@ struct wire_hello {
 	uint16_t nfilters;
 	uint16_t filters_len;
 	char filters[WIRE_FILTERS_MAX];
+	/* Lanes (--streams) the client wants, 1..WIRE_STREAMS_MAX (0: 1). */
+	uint8_t streams;
 };
+
+#define WIRE_STREAMS_MAX 16u
+#define WIRE_LANE_TOKEN_LEN 8u /* WELCOME's token for lanes to join */
 
 struct wire_welcome {
 	int32_t status; /* 0 or a negative errno */
@@ -216,6 +221,13 @@ struct wire_welcome {
 	uint8_t nonce[WIRE_NONCE_LEN];
 	uint8_t mac[WIRE_MAC_LEN]; /* server's proof, zero without auth */
 	char msg[WIRE_MSG_MAX + 1];
+	/*
+	 * The lanes agreed (min of HELLO's and the receiver's limit, 1..16;
+	 * 0 means 1) and the token lanes 1..streams-1 join with (zero with
+	 * one lane).
+	 */
+	uint8_t streams;
+	uint8_t token[WIRE_LANE_TOKEN_LEN];
 };
 
 struct wire_auth {
@@ -283,10 +295,19 @@ struct wire_match {
 	uint8_t bits[WIRE_SUMS_MAX / 8];
 };
 
+/*
+ * seq_end (FILE_END, DONE, NAMES_ACK): the source's chunk seq after the
+ * last slot it wrote before sending the message. The ring's writes may
+ * arrive in any order and overtake or trail control messages (several
+ * queue pairs), so the sink acts on such a message only once it has taken
+ * every slot before seq_end; one beyond what its credits allowed is a
+ * protocol error.
+ */
 struct wire_file_end {
 	uint32_t file_id;
 	uint32_t flags; /* enum wire_file_end_flags */
 	uint64_t nchunks;
+	uint64_t seq_end; /* slots written before it (see above) */
 	uint8_t csum; /* enum wire_csum */
 	uint8_t digest_len;
 	uint8_t digest[WIRE_DIGEST_MAX];
@@ -336,6 +357,7 @@ enum wire_done_flags {
 struct wire_done {
 	uint32_t flags;	     /* enum wire_done_flags */
 	uint64_t max_delete; /* --delete: entries the sink may remove */
+	uint64_t seq_end;    /* slots written before it (wire_file_end) */
 };
 
 enum wire_deleted_flags {
@@ -407,6 +429,7 @@ struct wire_names {
  */
 struct wire_names_ack {
 	uint64_t done;
+	uint64_t seq_end; /* slots written before it (wire_file_end) */
 };
 
 /* Appends name (1..WIRE_NAME_MAX bytes) to n. 0, or -ENOSPC: no room. */

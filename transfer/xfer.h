@@ -121,6 +121,11 @@ struct xfer_opts {
 	struct cm_addr addr;  /* connect to / listen on */
 	uint32_t chunk_size;  /* payload bytes per slot (power of two) */
 	uint16_t window;      /* ring slots */
+	/*
+	 * --streams: lanes (RC QPs or TCP connections) per session, 0 the
+	 * default (session_streams()); a receiver's is its limit (0: 16).
+	 */
+	unsigned int streams;
 	unsigned int workers; /* checksum/disk threads, 0: from the node's
 			       * CPUs (numa_workers_for) */
 	enum xfer_numa numa;  /* ring, staging and threads: on which node */
@@ -256,6 +261,7 @@ struct xfer_stats {
 	double seconds;
 	enum xfer_fail first_fail; /* verdict on the first failed file */
 	char transport[16];	   /* "rdma" or "tcp" */
+	unsigned int streams;	   /* lanes the session ran on */
 	char device[64];
 	int numa_node;		/* where the session ran, -1: anywhere */
 	unsigned int workers;	/* its worker threads */

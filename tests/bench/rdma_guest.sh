@@ -6,6 +6,8 @@
 # the ceiling) and rcopy (rdma-core's file copy over rsockets), on the same
 # rxe link, interleaved, REPS times. Prints one line per measurement:
 #   BENCH <name> <rep> <MB/s> [<sender cpu s> <receiver cpu s> <sender maxrss KiB>]
+# rdcp runs with its default lane count ("rdcp") and with --streams 1, 2
+# and 4 ("rdcp_s1" ...), in a rotating order each round.
 # Arguments: file MiB (256), repetitions (5), rdcp chunk size (1 MiB),
 # and optionally the name of a second rdcp build in the guest (an A/B
 # against a baseline: `BENCH_BASE=... make bench`), run in every round
@@ -44,22 +46,26 @@ bw() { # SIZE: ib_write_bw average MB/s (perftest prints MiB/s)
 	wait
 }
 
-rdcp_run() { # REP [BINARY NAME]
+rdcp_run() { # REP [BINARY NAME [ARGS...]]
+	_rr=$1
 	bin=${2:-rdcp}
 	name=${3:-rdcp}
+	shift
+	[ $# -gt 0 ] && shift
+	[ $# -gt 0 ] && shift
 	$bin -v --listen $K --root /tmp/b/root --once \
 		--port 7490 >/tmp/b/srv.time 2>&1 &
 	sleep 1
 	t0=$(now)
 	ok=1
-	$bin -v $K --port 7490 --chunk-size "$CHUNK" \
+	$bin -v $K --port 7490 --chunk-size "$CHUNK" "$@" \
 		/tmp/b/src.bin "$ADDR::out.bin" >/tmp/b/cli.time 2>&1 ||
 		{ echo "# $name failed"; cat /tmp/b/cli.time; ok=; }
 	t1=$(now)
 	wait
 	cmp -s /tmp/b/src.bin /tmp/b/root/out.bin || { echo "# $name copy differs"; ok=; }
 	[ -n "$ok" ] &&
-		echo "BENCH $name $1 $(rate "$t0" "$t1") $(cpu /tmp/b/cli.time) $(cpu /tmp/b/srv.time) $(maxrss /tmp/b/cli.time)"
+		echo "BENCH $name $_rr $(rate "$t0" "$t1") $(cpu /tmp/b/cli.time) $(cpu /tmp/b/srv.time) $(maxrss /tmp/b/cli.time)"
 	rm -f /tmp/b/root/out.bin
 }
 
@@ -87,6 +93,14 @@ for rep in $(seq 1 "$REPS"); do
 	rdcp_run "$rep"
 	[ -n "$BASE" ] && [ $((rep % 2)) -eq 1 ] && rdcp_run "$rep" "$BASE" rdcp_base
 	rcopy_run "$rep"
+	case $((rep % 3)) in
+	0) order="1 2 4" ;;
+	1) order="2 4 1" ;;
+	*) order="4 1 2" ;;
+	esac
+	for n in $order; do
+		rdcp_run "$rep" rdcp "rdcp_s$n" --streams "$n"
+	done
 done
 
 # Memory must not grow with file size: a 1 GiB and an 8 GiB sparse file

@@ -4,7 +4,8 @@
 # `make bench`: rdcp measured side by side with the tools it must beat, in
 # one run, so only ratios are reported (never absolute numbers asserted in
 # tests). Soft-RoCE part: boots the guest and runs rdma_guest.sh there
-# (ib_write_bw, rdcp, rcopy interleaved, BENCH_REPS times, median of each);
+# (ib_write_bw, rdcp, rcopy and rdcp --streams 1, 2, 4 interleaved,
+# BENCH_REPS times, median of each);
 # prints a table of medians and ratios and writes the raw numbers as JSON
 # to build/bench/rdma.json.
 #
@@ -62,6 +63,11 @@ END {
 	printf "  %-28s %10.2f\n", "rdcp (crc32)", r
 	printf "  rdcp / ib_write_bw best   = %.2f   (target >= 0.95)\n", ceil ? r / ceil : 0
 	printf "  rdcp / rcopy              = %.2f   (target >= 1.10)\n", c ? r / c : 0
+	for (k = 1; k <= 4; k *= 2) {
+		m = median("rdcp_s" k)
+		if (cnt["rdcp_s" k])
+			printf "  rdcp --streams %d           %10.2f MB/s, / ib_write_bw best = %.2f, / rcopy = %.2f\n", k, m, ceil ? m / ceil : 0, c ? m / c : 0
+	}
 	if (b) printf "  rdcp / rdcp_base          = %.2f   (baseline %.2f MB/s; baseline / ib_write_bw best = %.2f)\n", r / b, b, ceil ? b / ceil : 0
 	for (i = 1; i <= ns; i++) { s += scpu[i]; t += rcpu[i] }
 	if (ns) printf "  rdcp CPU s per GiB: sender %.2f, receiver %.2f (emulated)\n",

@@ -58,7 +58,8 @@ expect_fail "bad --port-range" 2 --port-range 9-3 a h:
 expect_fail "--rdma-addr with a running receiver" 2 --rdma-addr 10.0.0.1 a h::x
 expect_fail "rdcp:// with a bad port" 2 a rdcp://h:0/x
 expect_fail "[v6]:PATH goes over ssh (-e false: it fails, exit 12)" 12 -e false a '[::1]:x'
-expect_fail "--streams beyond 1 (not implemented yet)" 2 --streams 2 a h:
+expect_fail "--streams beyond 16" 2 --streams 17 a h:
+expect_fail "--streams 0" 2 --streams 0 a h:
 expect_fail "--gid-index without --device" 2 --gid-index 1 a h:
 expect_fail "--compress level out of range" 2 --compress=10 a h:
 expect_fail "bad --bwlimit" 2 --bwlimit fast a h:

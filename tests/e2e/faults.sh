@@ -39,6 +39,7 @@ POLL_MS=20
 # The scenarios, s_NAME below, in the order they run.
 ALL="keys enospc silent garbage flood changed kill9 sigint retry soak concurrent"
 ALL="$ALL resumepeer paths geom emfile fdcap heldoff preauth lateslot keys_after"
+ALL="$ALL lanes"
 check_scenarios "$ALL" "$@"
 
 cd "$W" || exit 1
@@ -228,6 +229,25 @@ s_resumepeer() {
 		t_end
 	done
 	rm -rf rp
+}
+
+# --streams: joins a malicious client tries for its session's lanes
+# (lanes_peer.py, which starts the receiver itself): a wrong proof, an
+# unknown token, a lane out of range, a proof for another lane count, a
+# lane twice and a join after RING are refused and take no session slot;
+# the real lanes join, and a real --streams 2 copy runs meanwhile.
+s_lanes() {
+	t_begin "--streams: bad lane joins refused, no session slot taken"
+	rm -rf lanes
+	mkdir -p lanes
+	nextport
+	timeout -s KILL 120 python3 "$HERE/lanes_peer.py" "$RDCP" "$P" "$KEY" \
+		"$W/lanes" >"$W/lanes.log" 2>&1
+	_rc=$?
+	[ "$_rc" = 0 ] || t_fail "lanes_peer.py: exit $_rc: $(grep FAILED "$W/lanes.log" | head -3 | tr '\n' ' ')"
+	t_log "$W/lanes.log"
+	t_end
+	rm -rf lanes
 }
 
 s_keys_after() {

@@ -106,7 +106,7 @@ def hello(rng, dest=b"guess"):
     body = struct.pack(">HBBIIIQ", 1, 1, 0, 0, 1, 65536, 0) + rng.randbytes(32)
     paths = dest + b"\0"
     return ctrl(1, body + struct.pack(">HH", 1, len(paths)) + paths +
-                struct.pack(">HH", 0, 0))  # no filters
+                struct.pack(">HHB", 0, 0, 1))  # no filters, one lane
 
 
 def pull_hello(npaths):
@@ -116,7 +116,7 @@ def pull_hello(npaths):
     named = max(0, min(npaths, 4096 - npaths))
     paths = b"x\0" * named + b"\0" * (npaths - named)
     return ctrl(1, body + struct.pack(">HH", npaths, len(paths)) + paths +
-                struct.pack(">HH", 0, 0))  # no filters
+                struct.pack(">HHB", 0, 0, 1))  # no filters, one lane
 
 
 def read_frame(s):

@@ -18,6 +18,10 @@ rdcp client over TCP on 127.0.0.1:
   digest that is not the client's, a pack's PACK_DONE twice. Each must
   end the push with exit 5, and --json must never show the forged digest.
 
+  order: a FILE_END whose seq_end is beyond the credits, a DONE while a
+  chunk of a file never announced waits, a FILE far ahead of the next id,
+  a chunk after DONE: each exit 5 at once, nothing placed.
+
   words: a WELCOME refusal, an ERROR and an abort message carrying escape
   sequences and a newline: shown escaped on the client's terminal, never
   raw (item 14).
@@ -284,6 +288,64 @@ def s_pull_list_ack(c):
             (code, EXIT_PROTOCOL, err.strip()[:300]))
     c.check("never sent" in err, "no line saying so: %s" % err.strip()[:300])
     c.only([])
+
+
+def pull_raw(c, serve_more):
+    """rdcp HOST::want.txt home/ against a server that, after the ring,
+    plays serve_more(srv) as its data source."""
+    def serve(srv):
+        c.srv = srv
+        srv.handshake()
+        srv.expect_ring()
+        serve_more(srv)
+        srv.pump(lambda: False)
+    return c.session(["%s::want.txt" % ADDR, c.home + "/"], serve)
+
+
+def protocol_error(c, res, words):
+    code, err, _, _ = res
+    c.check(code == EXIT_PROTOCOL, "exit %s, want %d: %s" %
+            (code, EXIT_PROTOCOL, err.strip()[:300]))
+    c.check(words in err, "no line saying '%s': %s" % (words, err.strip()[:300]))
+    c.only([])
+
+
+def s_pull_seq_end_beyond(c):
+    """a FILE_END after more slots than the credits allowed: exit 5"""
+    def more(srv):
+        srv.send_entry(Entry("want.txt", b"w" * 5000,
+                             end={"seq_end": 1 << 40}))
+    protocol_error(c, pull_raw(c, more), "beyond the credits")
+
+
+def s_pull_done_parked(c):
+    """a chunk of a file never announced, then DONE: exit 5 at once"""
+    def more(srv):
+        srv.write_chunk(0, 0, b"data of an unannounced file")
+        srv.conn.send(Msg(peer.DONE, flags=peer.DONE_WHOLE,
+                          max_delete=peer.DELETE_ANY,
+                          seq_end=srv.conn.posted))
+    protocol_error(c, pull_raw(c, more), "before announcing the file")
+
+
+def s_pull_chunk_after_done(c):
+    """a chunk of an unfinished file written after DONE: exit 5"""
+    def more(srv):
+        e = Entry("want.txt", b"w" * 5000, send_end=False)
+        srv.send_file(e)
+        srv.conn.send(Msg(peer.DONE, flags=peer.DONE_WHOLE,
+                          max_delete=peer.DELETE_ANY,
+                          seq_end=srv.conn.posted))
+        srv.write_chunk(e.file_id, 0, e.data)
+    protocol_error(c, pull_raw(c, more), "after saying it was done")
+
+
+def s_pull_file_ahead(c):
+    """a FILE far beyond what packs could announce: exit 5 at once"""
+    def more(srv):
+        srv.next_id = 1 << 20
+        srv.send_entry(Entry("want.txt", b"w"))
+    protocol_error(c, pull_raw(c, more), "out of order")
 
 
 # ----------------------------------------------------------------- pushes

@@ -106,7 +106,8 @@ def end_body(fid, nchunks, csum):
               2: bytes.fromhex("e3b0c44298fc1c149afbf4c8996fb924"
                                "27ae41e4649b934ca495991b7852b855")}[csum]
     # csum 2: SHA-256 over no chunk digests, as the sink computes it
-    return (struct.pack(">IIQBB", fid, 0, nchunks, csum, len(digest)) +
+    # seq_end 0: written before any slot, so the sink takes it at once
+    return (struct.pack(">IIQQBB", fid, 0, nchunks, 0, csum, len(digest)) +
             digest + struct.pack(">iH", 0, 0))
 
 

@@ -252,7 +252,7 @@ class Session:
         kept = [d for off, d in self._pieces(e)
                 if off // self.chunk not in e.holes or resume]
         end = dict(file_id=e.file_id, nchunks=nchunks, csum=csum,
-                   digest=file_digest(csum, kept))
+                   digest=file_digest(csum, kept), seq_end=self.conn.posted)
         end.update(e.end)
         self.conn.send(Msg(FILE_END, **end))
 
@@ -282,7 +282,7 @@ class Session:
     def done(self, whole=True):
         """DONE: every entry was sent (whole), as the real source says."""
         self.conn.send(Msg(DONE, flags=DONE_WHOLE if whole else 0,
-                           max_delete=DELETE_ANY))
+                           max_delete=DELETE_ANY, seq_end=self.conn.posted))
 
     def run_source(self, entries, wait_bye=True):
         """Sends every entry, waits for a result for each, DONE, BYE."""

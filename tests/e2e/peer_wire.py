@@ -187,6 +187,25 @@ def add_tag(ck, direction, seq, buf):
     return bytes(b) + ctrl_tag(ck, direction, seq, bytes(b))
 
 
+def lane_proof(key, nonce_c, nonce_s, token, lane, n):
+    """A lane's join proof (transfer/auth.c auth_lane_proof): 16 bytes of
+    HMAC-SHA256(HKDF(key, nonces, "rdcp3 lane key"), token || lane u16 ||
+    n u16); zero without a key."""
+    if key is None:
+        return bytes(16)
+    prk = hmac.new(nonce_c + nonce_s, key, hashlib.sha256).digest()
+    kl = hmac.new(prk, b"rdcp3 lane key\x01", hashlib.sha256).digest()
+    return hmac.new(kl, token + struct.pack(">HH", lane, n),
+                    hashlib.sha256).digest()[:16]
+
+
+def join_encode(token, lane, proof, slots=4, slot_size=65536, **pd):
+    """A lane's 52-byte join (cm/cm_int.h PD_JOIN_LEN): the connect data
+    with status 4 (join), then token, lane u16, 2 zero bytes, proof."""
+    return (pd_encode(status=4, slots=slots, slot_size=slot_size, **pd) +
+            token + struct.pack(">H2x", lane) + proof)
+
+
 def resume_key(dkey=None):
     """The key of the --resume chunk digests (transfer/payload.c): HKDF of
     the data key with --encrypt, else 32 zero bytes."""
@@ -221,9 +240,10 @@ SPEC = {
     HELLO: [("role", "H"), ("csum", "B"), ("level", "B"), ("flags", "I"),
             ("features", "I"), ("chunk_size", "I"), ("bwlimit", "Q"),
             ("nonce", "32s"), ("npaths", "H"), ("paths", "paths"),
-            ("nfilters", "H"), ("filters", "paths")],
+            ("nfilters", "H"), ("filters", "paths"), ("streams", "B")],
     WELCOME: [("status", "i"), ("features", "I"), ("nonce", "32s"),
-              ("mac", "32s"), ("message", "str")],
+              ("mac", "32s"), ("message", "str"), ("streams", "B"),
+              ("token", "8s")],
     RING: [("addr", "Q"), ("rkey", "I"), ("slots", "H"), ("slot_size", "I"),
            ("hdr_addr", "Q")],
     FILE: [("file_id", "I"), ("kind", "B"), ("flags", "I"), ("size", "Q"),
@@ -232,11 +252,11 @@ SPEC = {
            # with flags & FILE_RANGE: range_fields(); else empty
            ("range", "tail")],
     FILE_END: [("file_id", "I"), ("flags", "I"), ("nchunks", "Q"),
-               ("csum", "B"), ("digest", "dig"), ("status", "i"),
+               ("seq_end", "Q"), ("csum", "B"), ("digest", "dig"), ("status", "i"),
                ("message", "str")],
     FILE_RESULT: [("file_id", "I"), ("status", "i"), ("flags", "I"),
                   ("sent", "Q"), ("digest", "dig"), ("message", "str")],
-    DONE: [("flags", "I"), ("max_delete", "Q")],
+    DONE: [("flags", "I"), ("max_delete", "Q"), ("seq_end", "Q")],
     BYE: [("files_ok", "Q"), ("files_failed", "Q"), ("bytes", "Q")],
     ERROR: [("status", "i"), ("klass", "I"), ("message", "str")],
     CREDIT: [],
@@ -250,7 +270,8 @@ SPEC = {
     DELETE_END: [("status", "i"), ("count", "Q"), ("message", "str")],
     # names: count NUL-terminated names, back to back (names_body())
     NAMES: [("flags", "H"), ("count", "H"), ("names", "paths")],
-    NAMES_ACK: [("done", "Q")],
+    # seq_end (FILE_END, DONE, NAMES_ACK): slots written before it
+    NAMES_ACK: [("done", "Q"), ("seq_end", "Q")],
 }
 _VAR = {"str": b"", "dig": b"", "paths": b"", "sums": (), "bits": (),
         "tail": b""}
@@ -271,9 +292,11 @@ class Msg:
     def __init__(self, type, ctrl_ack=None, slot_ack=None, **fields):
         self.type, self.ctrl_ack, self.slot_ack = type, ctrl_ack, slot_ack
         for name, code in SPEC.get(type, []):
-            v = fields.pop(name, _VAR.get(code, 0))
-            if code == "32s" and not v:
-                v = bytes(32)
+            # lanes (--streams): 1 unless told
+            v = fields.pop(name, 1 if name == "streams" else
+                           _VAR.get(code, 0))
+            if code[-1] == "s" and code not in _VAR and not v:
+                v = bytes(int(code[:-1]))
             setattr(self, name, _b(v) if isinstance(v, str) else v)
         if fields:
             raise TypeError("%s has no field %s" % (self.name, list(fields)))

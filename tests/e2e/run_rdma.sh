@@ -173,10 +173,10 @@ for sc in "$@"; do
 		run_guest single s --timeout 600 --mem 1536 "${common[@]}" \
 			"$HERE/scenarios.sh" ${names//,/ } ;;
 	rxhost)
-		run_guest pair-rxhost a --pair --timeout 180 "${common[@]}" "$HERE/rdma_pair.sh" rxhost ;;
+		run_guest pair-rxhost a --pair --timeout 300 "${common[@]}" "$HERE/rdma_pair.sh" rxhost ;;
 	ssh)
 		# A boot of its own: a slow sshd must not fail rxhost's checks.
-		run_guest pair-ssh a --pair --timeout 240 "${common[@]}" "$HERE/rdma_pair.sh" ssh ;;
+		run_guest pair-ssh a --pair --timeout 360 "${common[@]}" "$HERE/rdma_pair.sh" ssh ;;
 	txhost)
 		run_guest pair-txhost b --pair --timeout 240 "${common[@]}" "$HERE/rdma_pair.sh" txhost ;;
 	linkcut)

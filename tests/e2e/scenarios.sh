@@ -15,8 +15,9 @@
 # daemon, -r -p trees (compared entry by entry), pull, --resume after
 # kill -9 of either side, --no-clobber/--update, --encrypt/--compress,
 # --sparse, --bwlimit, a full receiver file system, a tree of 600 small
-# files (packed) pushed and pulled, and (RDMA) that rxe saw no RNR across
-# the suite.
+# files (packed) pushed and pulled, --streams 1/2/4 (over RDMA: rxe shows
+# that many QPs of the sender moving data), and (RDMA) that rxe saw no RNR
+# across the suite.
 # Prints TAP lines ("ok N - ...", "not ok N - ..." with "# " diagnostics,
 # the plan last) and exits 0 only if everything passed.
 #
@@ -45,7 +46,7 @@ ALL="sizes default sparse checksum corrupt escape destforms multifile partial"
 ALL="$ALL ctrlnames longnames fifo noconn"
 ALL="$ALL killsender killreceiver daemon auth auto check device"
 ALL="$ALL tree pull resume skip crypt zeros bwlimit full small script entries"
-ALL="$ALL ssh retry direct"
+ALL="$ALL ssh retry direct streams"
 # Over RDMA these run last, after the RNR check (they re-create rxe0,
 # which resets its counters); over TCP only when named.
 EXTRA="devremove"
@@ -2557,6 +2558,102 @@ s_devremove() {
 # ---------------------------------------------------------------- main
 
 # A shared key for every rdcp here (builds with authentication).
+# "lqpn:sq-psn" of the RC QPs in RTS of process PID, one a line (rdma(8)).
+qp_psns() {
+	rdma res show qp 2>/dev/null | awk -v p="$1" '{
+		q = ""; s = ""; pid = ""; st = ""
+		for (i = 1; i < NF; i++) {
+			if ($i == "lqpn") q = $(i + 1)
+			if ($i == "sq-psn") s = $(i + 1)
+			if ($i == "pid") pid = $(i + 1)
+			if ($i == "state") st = $(i + 1)
+		}
+		if (pid == p && q != "" && st == "RTS") print q ":" s }'
+}
+
+qp_ready() { [ "$(qp_psns "$1" | grep -c :)" -ge "$2" ]; } # PID N
+
+# How many QPs of B (qp_psns) moved on since A (same QP, other PSN).
+qp_moved() {
+	printf '%s\n' "$2" | awk -F: -v a="$1" '
+		BEGIN { n = split(a, l, "\n"); for (i = 1; i <= n; i++) {
+			split(l[i], f, ":"); old[f[1]] = f[2] } }
+		$1 in old && old[$1] != $2 { m++ } END { print m + 0 }'
+}
+
+# 34. --streams 1, 2, 4: a 24 MiB file (paced, so that it is still being
+#     written when rxe is asked) and a tree, each over N lanes, byte
+#     identical; the receiver logs N streams; over RDMA, once the sender
+#     has N RC QPs in RTS and the handshake is over, all N advanced their
+#     send PSN within 2 s (rdma res show qp): every lane carried data.
+s_streams() {
+	t_begin "--streams 1, 2, 4: a file and a tree over N lanes each"
+	mkdir -p src rx/st
+	mkrand src/st48 $((24 * M))
+	rm -rf src/sttree
+	mktree src/sttree
+	for n in 1 2 4; do
+		nextport
+		if ! start_rx "$W/rx-st$n.log" --root "$W/rx/st" --port $P; then
+			t_fail "receiver did not start listening"
+			continue
+		fi
+		bg_run "$W/tx-st$n.log" rdcp -v --streams $n --bwlimit 3M \
+			--chunk-size 256K --port $P src/st48 "$ADDR::st48-$n"
+		if [ -z "$HOST_MODE" ]; then
+			wait_until 30 "$TX" qp_ready "$TX" "$n" ||
+				t_fail "--streams $n: the sender never had $n QPs"
+			msleep 1500
+			a=$(qp_psns "$TX")
+			msleep 2000
+			b=$(qp_psns "$TX")
+			moved=$(qp_moved "$a" "$b")
+			echo "# --streams $n: $moved of $(printf '%s\n' "$b" | grep -c :) sender QPs moved data"
+			[ "$moved" -ge "$n" ] ||
+				t_fail "--streams $n: only $moved QPs of the sender moved data"
+		fi
+		wait_ok "$TX" 120 "sender --streams $n"
+		same src/st48 "rx/st/st48-$n"
+		if [ "$n" -gt 1 ]; then
+			logged "$W/rx-st$n.log" "$n streams from" ||
+				t_fail "receiver did not run $n streams"
+		fi
+		send "$W/tx-stt$n.log" -r -p --streams $n --port $P src/sttree \
+			"$ADDR::tree-$n/"
+		[ "$SRC" = 0 ] || t_fail "tree --streams $n: sender exit $SRC"
+		tree_same src/sttree "rx/st/tree-$n/sttree" p
+		send "$W/tx-stp$n.log" -r --streams $n --port $P \
+			"$ADDR::tree-$n/sttree" "$W/rx/st/pulled-$n"
+		[ "$SRC" = 0 ] || t_fail "pull --streams $n: sender exit $SRC"
+		tree_same src/sttree "rx/st/pulled-$n"
+		term_rx
+		t_log "$W/tx-st$n.log" "$W/rx-st$n.log" "$W/tx-stt$n.log" \
+			"$W/tx-stp$n.log"
+	done
+	t_end
+	# The default: over TCP one lane; over RDMA 2 (4 at >= 100 Gb/s).
+	t_begin "--streams default: TCP 1, RDMA 2 (4 on a port of 100 Gb/s)"
+	nextport
+	if start_rx "$W/rx-std.log" --root "$W/rx/st" --port $P; then
+		send "$W/tx-std.log" -r --port $P src/sttree "$ADDR::dflt/"
+		[ "$SRC" = 0 ] || t_fail "sender exit $SRC"
+		tree_same src/sttree rx/st/dflt/sttree
+		term_rx
+		if [ -n "$HOST_MODE" ]; then
+			! logged "$W/rx-std.log" "streams from" ||
+				t_fail "more than one lane over TCP by default"
+		else
+			logged "$W/rx-std.log" "[24] streams from" ||
+				t_fail "not 2 (or 4) lanes over RDMA by default"
+		fi
+	else
+		t_fail "receiver did not start listening"
+	fi
+	t_log "$W/tx-std.log" "$W/rx-std.log"
+	t_end
+	rm -rf rx/st src/st48 src/sttree
+}
+
 AUTH=
 if rdcp --help 2>&1 | grep -q -- '--keygen'; then
 	AUTH=1

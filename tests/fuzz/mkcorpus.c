@@ -349,6 +349,7 @@ static void wire_seeds(void)
 	m.type = WIRE_FILE_END;
 	m.u.end.file_id = 1;
 	m.u.end.nchunks = 118;
+	m.u.end.seq_end = 130;
 	m.u.end.csum = WIRE_CSUM_CRC32;
 	m.u.end.digest_len = 4;
 	fill(m.u.end.digest, 4, 5);
@@ -386,6 +387,7 @@ static void wire_seeds(void)
 	m.slot_ack = 118;
 	m.u.done.flags = WIRE_DONE_WHOLE;
 	m.u.done.max_delete = WIRE_DELETE_ANY;
+	m.u.done.seq_end = 131;
 	msg("done", &m, buf);
 
 	memset(&m, 0, sizeof(m));
@@ -417,6 +419,7 @@ static void wire_seeds(void)
 	memset(&m, 0, sizeof(m));
 	m.type = WIRE_NAMES_ACK;
 	m.u.names_ack.done = 4096;
+	m.u.names_ack.seq_end = 77;
 	msg("names-ack", &m, buf);
 
 	memset(&m, 0, sizeof(m));

@@ -47,6 +47,11 @@ struct mc_op {
 	uint64_t wr_seq; /* position in the sender's send queue (its last WR) */
 	unsigned int nwr; /* send queue entries: 2 for a write */
 	uint64_t due_ns;
+	/* lanes: which one, and whether delivered (its completion waits
+	 * for every earlier op's, then done_status is reported) */
+	unsigned int lane;
+	bool delivered, done;
+	int done_status;
 };
 
 struct mc_cqe {
@@ -155,7 +160,7 @@ static void cq_push(struct mc_side *s, struct mc_cq *cq,
 	}
 }
 
-static void send_done(struct mc_side *s, const struct mc_op *op, int status)
+static void send_done(struct mc_side *s, struct mc_op *op, int status)
 {
 	struct cm_event ev = {
 		.type = CM_EV_SEND_DONE,
@@ -163,6 +168,12 @@ static void send_done(struct mc_side *s, const struct mc_op *op, int status)
 		.id = op->wr_id,
 	};
 
+	if (s->p->f.lanes > 1 && !op->done) {
+		/* reported in post order by deliver_lanes() */
+		op->done = true;
+		op->done_status = status;
+		return;
+	}
 	if (op->signaled || status)
 		cq_push(s, &s->scq, &ev, op->wr_seq);
 }
@@ -368,12 +379,59 @@ static void deliver(struct mc_side *s, struct mc_op *op)
 		p->vanished = true;
 }
 
+/*
+ * The lanes fault: delivers s's operations in a random interleaving of
+ * its lanes, each lane in order, stopping now and then so that the rest
+ * come at a later poll; completions go out in post order.
+ */
+static void deliver_lanes(struct mc_side *s)
+{
+	struct mc_pair *p = s->p;
+
+	for (;;) {
+		struct mc_op *heads[64], *op;
+		uint64_t seen = 0;
+		unsigned int n = 0;
+
+		for (op = s->out_head; op && n < 64; op = op->next) {
+			uint64_t bit = 1ull << (op->lane % 64);
+
+			if (op->delivered || (seen & bit))
+				continue;
+			seen |= bit;
+			heads[n++] = op;
+		}
+		if (!n)
+			return;
+		op = heads[rand_r(&p->rng) % n];
+		p->st.overtaken += op != heads[0];
+		op->delivered = true;
+		deliver(s, op);
+		/* Completions in post order, as each lane's are. */
+		while (s->out_head && s->out_head->delivered) {
+			op = s->out_head;
+			s->out_head = op->next;
+			if (!s->out_head)
+				s->out_tail = NULL;
+			if (op->done)
+				send_done(s, op, op->done_status);
+			free(op);
+		}
+		if (rand_r(&p->rng) % 3 == 0)
+			return;
+	}
+}
+
 /* Delivers every operation that is due, in order per direction. */
 static void deliver_due(struct mc_pair *p)
 {
 	uint64_t now = clock_now_ns();
 
 	for (int d = 0; d < 2; d++) {
+		if (p->f.lanes > 1) {
+			deliver_lanes(&p->side[d]);
+			continue;
+		}
 		struct mc_side *s = &p->side[d];
 
 		while (s->out_head && s->out_head->due_ns <= now) {
@@ -418,6 +476,9 @@ static int enqueue(struct mc_side *s, struct mc_op *proto)
 	*op = *proto;
 	op->next = NULL;
 	op->nwr = nwr;
+	op->lane = op->kind == OP_WRITE && p->f.lanes > 1
+			   ? op->slot % p->f.lanes
+			   : 0;
 	s->sq_posted += nwr;
 	op->wr_seq = s->sq_posted - 1;
 	if (s->qp_err) {
@@ -441,7 +502,9 @@ static int enqueue(struct mc_side *s, struct mc_op *proto)
 	else
 		s->out_head = op;
 	s->out_tail = op;
-	deliver_due(p);
+	/* Lanes: held until a poll or wait, so that several can mix. */
+	if (p->f.lanes <= 1)
+		deliver_due(p);
 	return 0;
 }
 

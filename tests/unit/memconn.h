@@ -8,7 +8,8 @@
  * signalled one) and counts every breach in struct memconn_stats, which the
  * tests assert to be zero. Optional faults corrupt a write in flight, drop
  * a CREDIT message, delay deliveries, make the peer vanish, fail a's
- * queue pair with a fatal completion or hold acknowledgements back.
+ * queue pair with a fatal completion, hold acknowledgements back, or
+ * shuffle deliveries across lanes as several queue pairs would.
  */
 #ifndef RDCP_TEST_MEMCONN_H
 #define RDCP_TEST_MEMCONN_H
@@ -69,6 +70,15 @@ struct memconn_faults {
 	 * disconnect flushes a SEND not yet on the wire. */
 	uint8_t late_type;
 	unsigned int late_us;
+	/* Deliver as this many RC queue pairs would (0, 1: one): each
+	 * side's control SENDs on lane 0, a data write into slot s on lane
+	 * s % lanes (as --streams stripes them); each lane keeps its order,
+	 * the lanes none among them. Operations are held and delivered in
+	 * a random interleaving of the lanes (seeded by seed, so a run is
+	 * reproducible), a few at a time, so writes overtake and trail each
+	 * other and the control messages around them. Each sender's own
+	 * completions still come in post order. Not with the other faults. */
+	unsigned int lanes;
 };
 
 /* Breaches of the transport's rules (must stay 0) and plain counts. */
@@ -89,6 +99,7 @@ struct memconn_stats {
 	uint64_t corrupted;
 	uint64_t vanished;	/* operations swallowed after vanishing */
 	uint64_t flushed;	/* completions flushed by a QP in error */
+	uint64_t overtaken;	/* lanes: deliveries ahead of an earlier op */
 };
 
 /*

@@ -2,9 +2,10 @@
 /*
  * Unit tests for transfer/credit.c, the credit arithmetic that keeps both
  * sides within the peer's receive queue and ring: widening of wrapped
- * 32-bit acks, the data source's take/ack cycle, the sink's in-order
- * arrival check, out-of-order drain and batched reporting, the control
- * channel's reserve for ack-only messages, and a randomized two-sided
+ * 32-bit acks, the data source's take/ack cycle, the sink's window
+ * (writes arriving in any order, taken in seq order, duplicates and
+ * writes outside it refused), out-of-order drain and batched reporting, the
+ * control channel's reserve for ack-only messages, and a randomized two-sided
  * simulation of the control channel that must never deadlock nor leave
  * more than C messages unconsumed.
  */
@@ -101,31 +102,66 @@ static void test_tx_long_run(void)
 	CHECK(t.posted - t.acked <= 5);
 }
 
+/* Arrives and takes whatever the cursor can take: one RC queue pair. */
+static int rx_in(struct credit_rx *r, uint32_t imm, uint64_t *seq)
+{
+	uint64_t s;
+	int slot = credit_rx_arrive(r, imm, seq);
+
+	while (slot >= 0 && credit_rx_next(r, &s) >= 0)
+		credit_rx_take(r);
+	return slot;
+}
+
 static void test_rx_arrive(void)
 {
 	struct credit_rx r;
-	uint64_t seq = 99;
+	uint64_t seq = 99, s;
 
 	CHECK_EQ(credit_rx_init(&r, 4), 0);
+	CHECK_EQ(credit_rx_next(&r, &s), -EAGAIN);
 	CHECK_EQ(credit_rx_arrive(&r, wire_imm(0, 0), &seq), 0);
 	CHECK_EQ(seq, 0);
-	/* out of turn: a later seq, a wrong slot, a stale seq */
+	CHECK_EQ(credit_rx_busy(&r), 0); /* arrived, not taken yet */
+	CHECK_EQ(credit_rx_next(&r, &s), 0);
+	CHECK_EQ(s, 0);
+	credit_rx_take(&r);
+	CHECK_EQ(credit_rx_busy(&r), 1);
+	CHECK_EQ(credit_rx_next(&r, &s), -EAGAIN);
+	/* ahead of the cursor is fine, in its own slot with its own seq */
+	CHECK_EQ(credit_rx_arrive(&r, wire_imm(2, 2), &seq), 2);
+	CHECK_EQ(seq, 2);
+	CHECK_EQ(credit_rx_next(&r, &s), -EAGAIN); /* 1 has not come */
+	/* a duplicate, a wrong seq16 for the slot, a taken slot */
 	CHECK_EQ(credit_rx_arrive(&r, wire_imm(2, 2), &seq), -EPROTO);
 	CHECK_EQ(credit_rx_arrive(&r, wire_imm(1, 2), &seq), -EPROTO);
-	CHECK_EQ(credit_rx_arrive(&r, wire_imm(0, 1), &seq), -EPROTO);
+	CHECK_EQ(credit_rx_arrive(&r, wire_imm(0, 0), &seq), -EPROTO);
+	CHECK_EQ(credit_rx_arrive(&r, wire_imm(4, 0), &seq), -EPROTO);
+	CHECK_EQ(credit_rx_arrive(&r, wire_imm(5, 1), &seq), -EPROTO);
+	CHECK_EQ(credit_rx_arrive(&r, wire_imm(1, 4), &seq), -EPROTO);
+	CHECK_EQ(credit_rx_arrive(&r, wire_imm(1, 0xffff), &seq), -EPROTO);
+	CHECK_EQ(credit_rx_arrive(&r, wire_imm(3, 3), &seq), 3);
 	CHECK_EQ(credit_rx_arrive(&r, wire_imm(1, 1), &seq), 1);
 	CHECK_EQ(seq, 1);
-	CHECK_EQ(credit_rx_arrive(&r, wire_imm(2, 2), &seq), 2);
-	CHECK_EQ(credit_rx_arrive(&r, wire_imm(3, 3), &seq), 3);
+	for (uint64_t want = 1; want < 4; want++) {
+		CHECK_EQ(credit_rx_next(&r, &s), (int)want);
+		CHECK_EQ(s, want);
+		credit_rx_take(&r);
+	}
 	CHECK_EQ(credit_rx_busy(&r), 4);
+	CHECK_EQ(r.waiting, 0);
 	/* a fifth while four are unreleased: the source overran the ring */
 	CHECK_EQ(credit_rx_arrive(&r, wire_imm(4, 0), &seq), -EPROTO);
+	CHECK(credit_rx_could_post(&r, 4));
+	CHECK(!credit_rx_could_post(&r, 5));
 	CHECK_EQ(credit_rx_drain(&r, 0), 0);
 	CHECK_EQ(r.released, 1);
+	CHECK(credit_rx_could_post(&r, 5));
 	CHECK_EQ(credit_rx_arrive(&r, wire_imm(4, 0), &seq), 0);
 	CHECK_EQ(seq, 4);
 	credit_rx_release(&r);
 	CHECK(r.drained == NULL);
+	CHECK(r.arrived == NULL);
 }
 
 static void test_rx_drain_order(void)
@@ -135,7 +171,7 @@ static void test_rx_drain_order(void)
 
 	CHECK_EQ(credit_rx_init(&r, 4), 0);
 	for (unsigned int i = 0; i < 3; i++)
-		CHECK_EQ(credit_rx_arrive(&r, wire_imm(i, i), &seq), (int)i);
+		CHECK_EQ(rx_in(&r, wire_imm(i, i), &seq), (int)i);
 	/* slot 3 never arrived; slots >= 4 do not exist */
 	CHECK_EQ(credit_rx_drain(&r, 3), -EPROTO);
 	CHECK_EQ(credit_rx_drain(&r, 4), -EPROTO);
@@ -152,8 +188,7 @@ static void test_rx_drain_order(void)
 	CHECK_EQ(credit_rx_drain(&r, 1), -EPROTO);
 	/* wrap: seq 3..6 use slots 3, 0, 1, 2 */
 	for (unsigned int s = 3; s < 7; s++)
-		CHECK_EQ(credit_rx_arrive(&r, wire_imm(s, s % 4), &seq),
-			 (int)(s % 4));
+		CHECK_EQ(rx_in(&r, wire_imm(s, s % 4), &seq), (int)(s % 4));
 	CHECK_EQ(credit_rx_drain(&r, 1), 0);
 	CHECK_EQ(credit_rx_drain(&r, 0), 0);
 	CHECK_EQ(r.released, 3);
@@ -177,8 +212,8 @@ static void test_rx_long_run(void)
 		unsigned int busy;
 
 		while (credit_rx_busy(&r) < slots) {
-			if (credit_rx_arrive(&r, wire_imm(s, s % slots),
-					     &seq) != (int)(s % slots) ||
+			if (rx_in(&r, wire_imm(s, s % slots), &seq) !=
+				    (int)(s % slots) ||
 			    seq != s)
 				bad++;
 			s++;
@@ -208,7 +243,7 @@ static void test_rx_should_report(void)
 	CHECK_EQ(credit_rx_init(&r, 8), 0); /* batch: 8 / 4 = 2 */
 	CHECK(!credit_rx_should_report(&r));
 	for (unsigned int i = 0; i < 4; i++)
-		CHECK_EQ(credit_rx_arrive(&r, wire_imm(i, i), &seq), (int)i);
+		CHECK_EQ(rx_in(&r, wire_imm(i, i), &seq), (int)i);
 	CHECK_EQ(credit_rx_drain(&r, 0), 0);
 	CHECK(!credit_rx_should_report(&r)); /* 1 < batch, more in hand */
 	CHECK_EQ(credit_rx_drain(&r, 1), 0);
@@ -221,18 +256,197 @@ static void test_rx_should_report(void)
 	CHECK(credit_rx_should_report(&r));
 	r.reported = r.released;
 	/* idle: a single unreported slot goes at once */
-	CHECK_EQ(credit_rx_arrive(&r, wire_imm(4, 4), &seq), 4);
+	CHECK_EQ(rx_in(&r, wire_imm(4, 4), &seq), 4);
 	CHECK_EQ(credit_rx_drain(&r, 4), 0);
 	CHECK(credit_rx_should_report(&r));
 	credit_rx_release(&r);
 
 	/* tiny rings report every slot */
 	CHECK_EQ(credit_rx_init(&r, 2), 0);
-	CHECK_EQ(credit_rx_arrive(&r, wire_imm(0, 0), &seq), 0);
-	CHECK_EQ(credit_rx_arrive(&r, wire_imm(1, 1), &seq), 1);
+	CHECK_EQ(rx_in(&r, wire_imm(0, 0), &seq), 0);
+	CHECK_EQ(rx_in(&r, wire_imm(1, 1), &seq), 1);
 	CHECK_EQ(credit_rx_drain(&r, 0), 0);
 	CHECK(credit_rx_should_report(&r));
 	credit_rx_release(&r);
+}
+
+/*
+ * A source posting within its credits and a network that delivers in any
+ * order: every write is accepted with its full seq, the cursor hands them
+ * out in seq order, and slots drain in any order, for 20000 seqs from
+ * base (the callers start just below the 16-bit wrap of the immediate's
+ * seq, and below the 32-bit one).
+ */
+static void rx_shuffled_run(unsigned int slots, uint64_t base,
+			    unsigned int seed)
+{
+	struct credit_rx r;
+	uint64_t inflight[64], taken[64], posted = base, want = base, seq, s;
+	unsigned int nin = 0, ntaken = 0, rng = seed, bad = 0;
+
+	CHECK_EQ(credit_rx_init(&r, slots), 0);
+	r.received = r.released = r.reported = base;
+	while (want < base + 20000) {
+		unsigned int i;
+		int slot;
+
+		/* post what the credits allow (acked = released at once) */
+		while (posted < r.released + slots && rand_r(&rng) % 3)
+			inflight[nin++] = posted++;
+		if (nin && rand_r(&rng) % 4) {
+			i = rand_r(&rng) % nin;
+			slot = credit_rx_arrive(
+				&r, wire_imm(inflight[i], inflight[i] % slots),
+				&seq);
+			if (slot != (int)(inflight[i] % slots) ||
+			    seq != inflight[i])
+				bad++;
+			/* the same write again is refused */
+			if (credit_rx_arrive(
+				    &r,
+				    wire_imm(inflight[i], inflight[i] % slots),
+				    &seq) != -EPROTO)
+				bad++;
+			inflight[i] = inflight[--nin];
+		}
+		while ((slot = credit_rx_next(&r, &s)) >= 0) {
+			if (s != want || (unsigned int)slot != want % slots)
+				bad++;
+			credit_rx_take(&r);
+			taken[ntaken++] = want++;
+		}
+		if (ntaken && rand_r(&rng) % 2) {
+			i = rand_r(&rng) % ntaken;
+			if (credit_rx_drain(&r,
+					    (unsigned int)(taken[i] % slots)))
+				bad++;
+			taken[i] = taken[--ntaken];
+		}
+		if (credit_rx_busy(&r) + r.waiting > slots)
+			bad++;
+	}
+	CHECK_EQ(bad, 0);
+	credit_rx_release(&r);
+}
+
+static void test_rx_shuffled(void)
+{
+	static const unsigned int sizes[] = { 1, 2, 3, 4, 7, 8, 64 };
+
+	for (unsigned int i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		rx_shuffled_run(sizes[i], 0, 1 + i);
+		rx_shuffled_run(sizes[i], 0xfff0, 11 + i);
+		rx_shuffled_run(sizes[i], 0x1fffffffcull, 21 + i);
+	}
+}
+
+/* Every order of a full window of 4, across the 16-bit wrap. */
+static void test_rx_every_permutation(void)
+{
+	unsigned int perm[5] = { 0, 1, 2, 3, 4 }, bad = 0, n = 0;
+	const uint64_t base = 0xfffe;
+
+	for (;;) {
+		struct credit_rx r;
+		uint64_t seq, s, want = base;
+		int slot;
+
+		if (credit_rx_init(&r, 5))
+			break;
+		r.received = r.released = r.reported = base;
+		for (unsigned int i = 0; i < 5; i++) {
+			uint64_t q = base + perm[i];
+
+			if (credit_rx_arrive(&r, wire_imm(q, q % 5), &seq) !=
+				    (int)(q % 5) ||
+			    seq != q)
+				bad++;
+			while ((slot = credit_rx_next(&r, &s)) >= 0) {
+				if (s != want++)
+					bad++;
+				credit_rx_take(&r);
+			}
+		}
+		if (want != base + 5 || credit_rx_busy(&r) != 5)
+			bad++;
+		credit_rx_release(&r);
+		n++;
+		/* next permutation (lexicographic) */
+		int i = 3, j = 4;
+
+		while (i >= 0 && perm[i] > perm[i + 1])
+			i--;
+		if (i < 0)
+			break;
+		while (perm[j] < perm[i])
+			j--;
+		unsigned int t = perm[i];
+
+		perm[i] = perm[j];
+		perm[j] = t;
+		for (int a = i + 1, b = 4; a < b; a++, b--) {
+			t = perm[a];
+			perm[a] = perm[b];
+			perm[b] = t;
+		}
+	}
+	CHECK_EQ(n, 120);
+	CHECK_EQ(bad, 0);
+}
+
+/*
+ * Random immediates against a model of the window: accepted exactly when
+ * some seq in [received, released + slots) not yet arrived has that slot
+ * and those low 16 bits, and then with that seq.
+ */
+static void test_rx_model(void)
+{
+	unsigned int rng = 99, bad = 0, accepted = 0;
+
+	for (unsigned int slots = 1; slots <= 9; slots++) {
+		struct credit_rx r;
+		uint64_t base = 0xfff8 - slots, seq, s;
+
+		if (credit_rx_init(&r, slots))
+			break;
+		r.received = r.released = r.reported = base;
+		for (unsigned int k = 0; k < 20000; k++) {
+			unsigned int slot = rand_r(&rng) % (slots + 2);
+			uint64_t near =
+				r.released + rand_r(&rng) % (2 * slots + 2);
+			uint32_t imm = wire_imm(
+				rand_r(&rng) % 8 ? near
+						 : (uint64_t)rand_r(&rng),
+				slot);
+			int expect = -EPROTO, got;
+			uint64_t eseq = 0;
+
+			for (uint64_t q = r.received; q < r.released + slots;
+			     q++) {
+				if (q % slots == slot &&
+				    (q & 0xffff) == (imm >> 16) &&
+				    !r.arrived[slot]) {
+					expect = (int)slot;
+					eseq = q;
+				}
+			}
+			got = credit_rx_arrive(&r, imm, &seq);
+			if (got != expect || (got >= 0 && seq != eseq))
+				bad++;
+			accepted += got >= 0;
+			/* move the window now and then */
+			if (rand_r(&rng) % 3 == 0 &&
+			    credit_rx_next(&r, &s) >= 0)
+				credit_rx_take(&r);
+			if (rand_r(&rng) % 3 == 0 && credit_rx_busy(&r) &&
+			    credit_rx_drain(&r,
+					    (unsigned int)(r.released % slots)))
+				bad++;
+		}
+		credit_rx_release(&r);
+	}
+	CHECK_EQ(bad, 0);
+	CHECK(accepted > 1000);
 }
 
 static void test_ctrl_reserve(void)
@@ -452,6 +666,7 @@ static void test_ctrl_idle_quiesces(void)
 TAP_RUN(TAP_TEST(test_widen), TAP_TEST(test_tx_cycle),
 	TAP_TEST(test_tx_long_run), TAP_TEST(test_rx_arrive),
 	TAP_TEST(test_rx_drain_order), TAP_TEST(test_rx_long_run),
-	TAP_TEST(test_rx_should_report), TAP_TEST(test_ctrl_reserve),
-	TAP_TEST(test_ctrl_should_ack), TAP_TEST(test_ctrl_simulation),
-	TAP_TEST(test_ctrl_idle_quiesces))
+	TAP_TEST(test_rx_should_report), TAP_TEST(test_rx_shuffled),
+	TAP_TEST(test_rx_every_permutation), TAP_TEST(test_rx_model),
+	TAP_TEST(test_ctrl_reserve), TAP_TEST(test_ctrl_should_ack),
+	TAP_TEST(test_ctrl_simulation), TAP_TEST(test_ctrl_idle_quiesces))

@@ -120,6 +120,7 @@ struct sess {
 	size_t nsrcs;
 	FILE *list;	/* --files-from, NUL-separated, beneath srcs[0] */
 	bool list_tree; /* xfer_opts.files_from_tree */
+	int compress;	/* zlib level, 0: off */
 	struct memconn_faults faults;
 	/* out */
 	enum xfer_fail vc, vs; /* client, server verdicts */
@@ -172,9 +173,19 @@ static void *server_main(void *p)
 	return NULL;
 }
 
+/*
+ * The lanes cases run other cases with memconn's lanes fault on: writes
+ * and control messages arrive in a shuffled order, as over several queue
+ * pairs. sess_init() takes these.
+ */
+static unsigned int lanes_n, lanes_seed;
+static uint64_t lanes_overtaken; /* deliveries out of post order, summed */
+
 static void sess_init(struct sess *s, uint16_t window)
 {
 	memset(s, 0, sizeof(*s));
+	s->faults.lanes = lanes_n;
+	s->faults.seed = lanes_seed;
 	s->window = window;
 	s->chunk = CHUNK;
 	s->csum = XFER_CSUM_CRC32;
@@ -241,6 +252,7 @@ static void sess_run(struct sess *s)
 	co.preserve = s->preserve;
 	co.key = s->keyed ? TEST_KEY : NULL;
 	co.encrypt = s->encrypt;
+	co.compress = s->compress;
 	co.pull = s->pull;
 	co.dest = s->dest;
 	co.srcs = s->srcs;
@@ -335,6 +347,7 @@ static void sess_finish(struct sess *s)
 		       (unsigned long long)s->ms.double_recv,
 		       (unsigned long long)s->ms.no_ring);
 	CHECK_EQ(v, 0);
+	lanes_overtaken += s->ms.overtaken;
 	CHECK_EQ(count_temps(s->root), 0);
 	CHECK_EQ(tf_rm_tree(s->srcdir), 0);
 	CHECK_EQ(tf_rm_tree(s->root), 0);
@@ -1752,6 +1765,145 @@ static void test_list_nonblocking_tree(void)
 	sess_finish(&s);
 }
 
+/* ---- arrivals in any order (memconn's lanes) ---- */
+
+/* fn with the lanes fault on: 2, 3 and 4 lanes, each its own seed. */
+static void with_lanes(void (*fn)(void))
+{
+	for (unsigned int i = 0; i < 3; i++) {
+		int before = tap_failed_checks;
+
+		lanes_n = 2 + (i + 1) % 3;
+		lanes_seed = 100 + i;
+		lanes_overtaken = 0;
+		fn();
+		/* The shuffle did shuffle. */
+		CHECK(lanes_overtaken > 0);
+		if (tap_failed_checks != before)
+			printf("#   (lanes %u, seed %u)\n", lanes_n,
+			       lanes_seed);
+	}
+	lanes_n = lanes_seed = 0;
+}
+
+static void lanes_sizes(void)
+{
+	sizes(3);
+	sizes(8);
+	one_file(16, 1u << 20, XFER_CSUM_SHA256, XFER_POLL_ADAPTIVE, 5);
+}
+
+/* One big file and the edges around chunks and windows. */
+static void test_lanes_one_file(void)
+{
+	with_lanes(lanes_sizes);
+}
+
+static void test_lanes_many_files(void)
+{
+	with_lanes(test_many_files_into_dir);
+}
+
+static void lanes_packs(void)
+{
+	test_pack_tree();
+}
+
+/* Packs: FILEs after packs, chunks of files announced after packs. */
+static void test_lanes_packs(void)
+{
+	with_lanes(lanes_packs);
+}
+
+static void lanes_resume(void)
+{
+	resume_older(XFER_CSUM_CRC32);
+	resume_older(XFER_CSUM_SHA256);
+}
+
+static void test_lanes_resume(void)
+{
+	with_lanes(lanes_resume);
+}
+
+/* Keyed, sealed chunks, and a tampered FILE still refused. */
+static void test_lanes_encrypt(void)
+{
+	with_lanes(test_ctrl_tagged);
+}
+
+static void lanes_compress(void)
+{
+	char path[300];
+	FILE *f;
+	struct sess s;
+
+	sess_init(&s, 4);
+	s.compress = 6;
+	sess_add(&s, "rand", 5 * CHUNK + 9, 3);
+	snprintf(path, sizeof(path), "%s/text", s.srcdir);
+	f = fopen(path, "w");
+	CHECK(f != NULL);
+	for (unsigned int i = 0; f && i < 4000; i++)
+		fprintf(f, "line %u of a file that compresses well\n", i % 7);
+	if (f)
+		fclose(f);
+	s.srcs[s.nsrcs++] = strdup(path);
+	s.dest = "out/";
+	snprintf(path, sizeof(path), "%s/out", s.root);
+	CHECK_EQ(mkdir(path, 0755), 0);
+	sess_run(&s);
+	CHECK_EQ(s.vc, XFER_OK);
+	CHECK_EQ(s.vs, XFER_OK);
+	CHECK_EQ(s.st.files_ok, 2);
+	check_placed(&s, 0);
+	check_placed(&s, 1);
+	sess_finish(&s);
+}
+
+static void test_lanes_compress(void)
+{
+	with_lanes(lanes_compress);
+}
+
+/* A pull of a tree: the server is the source. */
+static void lanes_pull(void)
+{
+	char got[300], top[200];
+	struct sess s;
+	unsigned int placed = 0;
+
+	sess_init(&s, 4);
+	make_tree(&s);
+	/* The tree goes beneath the root, to be pulled from there. */
+	snprintf(top, sizeof(top), "%s/tree", s.root);
+	CHECK_EQ(rename(s.srcs[0], top), 0);
+	free((char *)s.srcs[0]);
+	s.srcs[0] = strdup("tree");
+	snprintf(got, sizeof(got), "%s/", s.srcdir);
+	s.dest = got;
+	s.pull = true;
+	s.recursive = true;
+	sess_run(&s);
+	CHECK_EQ(s.vc, XFER_OK);
+	CHECK_EQ(s.vs, XFER_OK);
+	CHECK_EQ(s.st.files_failed, 0);
+	for (unsigned int i = 0; i < TREE_FILES; i++) {
+		char a[300], b[300];
+
+		tree_path(a, sizeof(a), top, i);
+		snprintf(b, sizeof(b), "%s/tree%s", s.srcdir, a + strlen(top));
+		placed += tf_same_file(a, b) == 1;
+	}
+	CHECK_EQ(placed, TREE_FILES);
+	sess_finish(&s);
+}
+
+static void test_lanes_pull(void)
+{
+	with_lanes(lanes_pull);
+}
+
 TAP_RUN(TAP_TEST(test_memconn_rules), TAP_TEST(test_send_queue_worst_case),
 	TAP_TEST(test_error_reaches_peer), TAP_TEST(test_error_before_hangup),
 	TAP_TEST(test_bye_unacked_push), TAP_TEST(test_bye_unacked_pull),
@@ -1777,4 +1929,7 @@ TAP_RUN(TAP_TEST(test_memconn_rules), TAP_TEST(test_send_queue_worst_case),
 	TAP_TEST(test_pack_tree), TAP_TEST(test_pack_big_tree),
 	TAP_TEST(test_pack_corrupted), TAP_TEST(test_dest_inside_source),
 	TAP_TEST(test_retire_heap), TAP_TEST(test_retire_resume),
-	TAP_TEST(test_list_nonblocking_tree))
+	TAP_TEST(test_list_nonblocking_tree), TAP_TEST(test_lanes_one_file),
+	TAP_TEST(test_lanes_many_files), TAP_TEST(test_lanes_packs),
+	TAP_TEST(test_lanes_resume), TAP_TEST(test_lanes_encrypt),
+	TAP_TEST(test_lanes_compress), TAP_TEST(test_lanes_pull))

@@ -893,6 +893,11 @@ static int forge_on_data(struct engine *e, const struct cm_event *ev)
 	uint64_t seq;
 	int slot = credit_rx_arrive(&fg->rx, ev->imm, &seq);
 
+	/* One queue pair here: each write is the next in order. */
+	if (slot >= 0 && credit_rx_next(&fg->rx, &seq) == slot)
+		credit_rx_take(&fg->rx);
+	else
+		slot = -EPROTO;
 	fg->writes++;
 	if (slot < 0 ||
 	    wire_slot_decode(cm_slot_hdr(e->c, (unsigned int)slot), &h) ||

@@ -77,6 +77,7 @@ static size_t samples(struct wire_msg *m, size_t max)
 	CHECK_EQ(wire_hello_add_path(&m[n].u.hello, "second"), 0);
 	CHECK_EQ(wire_hello_add_filter(&m[n].u.hello, true, "*.c"), 0);
 	CHECK_EQ(wire_hello_add_filter(&m[n].u.hello, false, "/build/"), 0);
+	m[n].u.hello.streams = 3;
 	n++;
 
 	m[n].type = WIRE_WELCOME;
@@ -86,6 +87,8 @@ static size_t samples(struct wire_msg *m, size_t max)
 	for (unsigned int i = 0; i < WIRE_NONCE_LEN; i++)
 		m[n].u.welcome.nonce[i] = (uint8_t)i;
 	memset(m[n].u.welcome.msg, 'w', WIRE_MSG_MAX); /* the longest */
+	m[n].u.welcome.streams = 16;
+	memset(m[n].u.welcome.token, 0xa5, WIRE_LANE_TOKEN_LEN);
 	n++;
 
 	m[n].type = WIRE_RING;
@@ -148,6 +151,7 @@ static size_t samples(struct wire_msg *m, size_t max)
 	m[n].u.end.file_id = 9;
 	m[n].u.end.flags = WIRE_END_ABORT;
 	m[n].u.end.nchunks = 1ull << 40;
+	m[n].u.end.seq_end = (1ull << 40) + 3;
 	m[n].u.end.csum = WIRE_CSUM_SHA256;
 	m[n].u.end.digest_len = WIRE_DIGEST_MAX;
 	for (unsigned int i = 0; i < WIRE_DIGEST_MAX; i++)
@@ -452,7 +456,7 @@ static void test_golden_hello(void)
 {
 	static const char want_hex[] =
 		"01000000"
-		"00000054"
+		"00000055"
 		"01020304"
 		"0a0b0c0d" /* header */
 		"0001"
@@ -468,8 +472,9 @@ static void test_golden_hello(void)
 		"0004"
 		"642f7800" /* "d/x" */
 		"0000"
-		"0000"; /* no filters */
-	uint8_t want[84];
+		"0000"	/* no filters */
+		"01";	/* one lane */
+	uint8_t want[85];
 	struct wire_msg m, d;
 	int len;
 
@@ -485,6 +490,7 @@ static void test_golden_hello(void)
 	for (unsigned int i = 0; i < WIRE_NONCE_LEN; i++)
 		m.u.hello.nonce[i] = (uint8_t)i;
 	CHECK_EQ(wire_hello_add_path(&m.u.hello, "d/x"), 0);
+	m.u.hello.streams = 1;
 	len = wire_encode(&m, buf, sizeof(buf));
 	CHECK_EQ(len, sizeof(want));
 	if (len == (int)sizeof(want) && memcmp(buf, want, sizeof(want))) {
@@ -513,6 +519,7 @@ static void test_hello_filters(void)
 	CHECK_EQ(wire_hello_add_filter(&m.u.hello, true, "keep.o"), 0);
 	CHECK_EQ(wire_hello_add_filter(&m.u.hello, false, "*.o"), 0);
 	CHECK_EQ(m.u.hello.nfilters, 2);
+	m.u.hello.streams = 1;
 	CHECK(!strcmp(wire_hello_filter(&m.u.hello, 0), "+keep.o"));
 	CHECK(!strcmp(wire_hello_filter(&m.u.hello, 1), "-*.o"));
 	CHECK(!strcmp(wire_hello_filter(&m.u.hello, 2), ""));
@@ -534,9 +541,9 @@ static void test_hello_filters(void)
 	buf[at + 5] = '\0'; /* "+" alone: an empty pattern */
 	CHECK_EQ(wire_decode(buf, (size_t)len, &d), -EPROTO);
 	buf[at + 5] = 'k';
-	buf[len - 1] = 'o'; /* the last one not terminated */
+	buf[len - 2] = 'o'; /* the last one not terminated (then streams) */
 	CHECK_EQ(wire_decode(buf, (size_t)len, &d), -EPROTO);
-	buf[len - 1] = '\0';
+	buf[len - 2] = '\0';
 	CHECK_EQ(wire_decode(buf, (size_t)len, &d), 0);
 	/* a length past the bound */
 	buf[at + 2] = (uint8_t)((WIRE_FILTERS_MAX + 1) >> 8);
@@ -759,7 +766,8 @@ static void test_decode_pack_done(void)
  */
 static void test_decode_delete(void)
 {
-	static const uint8_t done[] = { 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 5 };
+	static const uint8_t done[] = { 0, 0, 0, 1, 0, 0, 0, 0, 0,    0,
+					0, 5, 0, 0, 0, 0, 0, 0, 0x12, 0x34 };
 	static const uint8_t del[] = { 3,   1,	 0xff, 0xff, 0xff, 0xf0,
 				       0,   3,	 'a',  '/',  'b',  0,
 				       2,   'n', 'o' };
@@ -770,6 +778,7 @@ static void test_decode_delete(void)
 
 	m.u.done.flags = WIRE_DONE_WHOLE;
 	m.u.done.max_delete = 5;
+	m.u.done.seq_end = 0x1234;
 	len = wire_encode(&m, buf, sizeof(buf));
 	CHECK_EQ(len, WIRE_CTRL_HDR + sizeof(done));
 	CHECK_EQ(memcmp(buf + WIRE_CTRL_HDR, done, sizeof(done)), 0);
@@ -825,7 +834,8 @@ static void test_decode_names(void)
 	/* flags, count, length, then the names */
 	static const uint8_t names[] = { 0,   1,   0,	2, 0,	6,
 					 'a', '/', 'b', 0, 'c', 0 };
-	static const uint8_t ack[] = { 0, 0, 0, 1, 0, 0, 0, 2 };
+	static const uint8_t ack[] = { 0, 0, 0, 1, 0, 0, 0, 2,
+				       0, 0, 0, 0, 0, 0, 0, 9 };
 	struct wire_msg m = { .type = WIRE_NAMES }, d;
 	size_t at = WIRE_CTRL_HDR;
 	int len;
@@ -878,11 +888,13 @@ static void test_decode_names(void)
 	memset(&m, 0, sizeof(m));
 	m.type = WIRE_NAMES_ACK;
 	m.u.names_ack.done = (1ull << 32) + 2;
+	m.u.names_ack.seq_end = 9;
 	len = wire_encode(&m, buf, sizeof(buf));
 	CHECK_EQ(len, WIRE_CTRL_HDR + sizeof(ack));
 	CHECK_EQ(memcmp(buf + at, ack, sizeof(ack)), 0);
 	CHECK_EQ(wire_decode(buf, (size_t)len, &d), 0);
 	CHECK_EQ(d.u.names_ack.done, (1ull << 32) + 2);
+	CHECK_EQ(d.u.names_ack.seq_end, 9);
 }
 
 /* ---- packed slots ---- */

@@ -1,0 +1,179 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * The verbs resources of a connection's lanes 1..N-1 (--streams; cm.h
+ * "Lanes"): each lane is a struct vconn of its own cm_id, RC QP, send CQ
+ * and receive CQ, and nothing else: the PD, the completion channel, the
+ * control buffers and the memory regions of the ring and staging stay lane
+ * 0's (its parent), registered once. Its CQs share the parent's channel,
+ * so waiting sleeps on one fd, but each sits on its own completion vector.
+ * A lane carries WRITE_WITH_IMMs only: its receives are zero-length (no
+ * buffer to pin or to touch), and a SEND there would find none that fits
+ * and fail the QP. rdma_lane.c connects and accepts lanes.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
+#include "cm/cm_int.h"
+#include "cm/verbs_int.h"
+#include "util/log.h"
+
+unsigned int vconn_link_gbps(struct ibv_context *ctx, uint8_t port)
+{
+	static const struct {
+		int speed;
+		unsigned int mbps; /* per lane of the link */
+	} sp[] = { { 1, 2500 },	  { 2, 5000 },	   { 4, 10000 },
+		   { 8, 10000 },  { 16, 14000 },   { 32, 25000 },
+		   { 64, 50000 }, { 128, 100000 }, { 256, 200000 } };
+	static const struct {
+		int width;
+		unsigned int x;
+	} wd[] = { { 1, 1 }, { 2, 4 }, { 4, 8 }, { 8, 12 }, { 16, 2 } };
+	struct ibv_port_attr pa;
+	unsigned int mbps = 0, x = 0;
+
+	if (!ctx || ibv_query_port(ctx, port, &pa))
+		return 0;
+	for (size_t i = 0; i < sizeof(sp) / sizeof(sp[0]); i++)
+		if (sp[i].speed == pa.active_speed)
+			mbps = sp[i].mbps;
+	for (size_t i = 0; i < sizeof(wd) / sizeof(wd[0]); i++)
+		if (wd[i].width == pa.active_width)
+			x = wd[i].x;
+	return mbps * x / 1000;
+}
+
+int vlane_post_recv0(struct vconn *l, uint64_t wr_id)
+{
+	struct ibv_recv_wr wr = { .wr_id = wr_id }, *bad;
+	int rc = ibv_post_recv(l->id->qp, &wr, &bad);
+
+	if (rc)
+		log_err("cannot post receive on lane %u: %s", l->idx,
+			strerror(rc));
+	return -rc;
+}
+
+int vlane_build(struct vconn *parent, unsigned int idx, struct vconn *l)
+{
+	struct ibv_context *ctx = l->id->verbs;
+	const struct cm_geom *g = &parent->base.geom;
+	struct ibv_qp_init_attr qpa = { 0 };
+	unsigned int sdepth = cm_lane_sq_depth(g, idx);
+	unsigned int rdepth = cm_lane_rq_depth(g, parent->nlanes, idx);
+	int vec, rc;
+
+	l->parent = parent;
+	l->idx = idx;
+	l->base.geom = *g;
+	snprintf(l->base.dev, sizeof(l->base.dev), "%s",
+		 ctx ? ibv_get_device_name(ctx->device) : "?");
+	if (ctx != parent->id->verbs) {
+		/* Several rails (a lane per device) are not built yet. */
+		log_err("lane %u of %s: routed through %s, not %s, the "
+			"session's device",
+			idx, parent->base.peer, l->base.dev, parent->base.dev);
+		return -EXDEV;
+	}
+	vec = ctx->num_comp_vectors > 0 ? (int)(idx % ctx->num_comp_vectors)
+					: 0;
+	l->scq = ibv_create_cq(ctx, (int)sdepth, l, parent->cch, vec);
+	l->rcq = l->scq ? ibv_create_cq(ctx, (int)rdepth, l, parent->cch, vec)
+			: NULL;
+	if (!l->scq || !l->rcq) {
+		rc = -errno;
+		log_err("cannot create completion queue of %u entries for "
+			"lane %u on %s: %s",
+			l->scq ? rdepth : sdepth, idx, l->base.dev,
+			strerror(errno));
+		return rc;
+	}
+	qpa.send_cq = l->scq;
+	qpa.recv_cq = l->rcq;
+	qpa.qp_type = IBV_QPT_RC;
+	qpa.cap.max_send_wr = sdepth;
+	qpa.cap.max_recv_wr = rdepth;
+	qpa.cap.max_send_sge = 1;
+	qpa.cap.max_recv_sge = 1;
+	qpa.cap.max_inline_data = parent->inline_hdr ? CM_SLOT_HDR : 0;
+	rc = rdma_create_qp(l->id, parent->pd, &qpa);
+	if (rc && qpa.cap.max_inline_data) {
+		qpa.cap.max_inline_data = 0; /* headers by DMA, as lane 0 */
+		rc = rdma_create_qp(l->id, parent->pd, &qpa);
+	}
+	if (rc) {
+		rc = -errno;
+		log_err("cannot create queue pair (%u send, %u receive) for "
+			"lane %u on %s: %s",
+			sdepth, rdepth, idx, l->base.dev, strerror(-rc));
+		return rc;
+	}
+	l->qp_created = true;
+	l->inline_hdr = qpa.cap.max_inline_data >= CM_SLOT_HDR;
+	for (unsigned int i = 0; i < rdepth; i++) {
+		rc = vlane_post_recv0(l, parent->base.nrx + idx - 1);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+void vlane_free(struct vconn *l)
+{
+	if (!l)
+		return;
+	vconn_teardown(l);
+	free(l);
+}
+
+int vlane_poll(struct vconn *v, struct cm_event *ev, int max)
+{
+	int n = cm_wfifo_emit(&v->wf, ev, max);
+
+	for (unsigned int i = 0; i < v->nlanes && n < max; i++) {
+		struct vconn *l = i ? v->lane[i] : v;
+		int k;
+
+		if (!l)
+			continue;
+		k = vconn_poll_pair(v, l, ev + n, max - n);
+		if (k < 0)
+			return k;
+		n += k;
+	}
+	return n + cm_wfifo_emit(&v->wf, ev + n, max - n);
+}
+
+int vlane_arm(struct vconn *v)
+{
+	for (unsigned int i = 1; i < v->nlanes; i++) {
+		struct vconn *l = v->lane[i];
+		int rc;
+
+		if (!l)
+			continue;
+		rc = ibv_req_notify_cq(l->rcq, 0);
+		if (!rc)
+			rc = ibv_req_notify_cq(l->scq, 0);
+		if (rc) {
+			log_err("cannot arm completion queue of lane %u: %s", i,
+				strerror(rc));
+			return -rc;
+		}
+	}
+	return 0;
+}
+
+bool vlane_ack(struct vconn *v, struct ibv_cq *cq)
+{
+	for (unsigned int i = 1; i < v->nlanes; i++)
+		if (v->lane[i] &&
+		    (cq == v->lane[i]->rcq || cq == v->lane[i]->scq))
+			return true;
+	return false;
+}

@@ -1,0 +1,146 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+"""Lane joins (--streams) against a real receiver, as a malicious client.
+
+    lanes_peer.py RDCP PORT KEYFILE DIR
+
+Starts `RDCP --listen` over TCP on 127.0.0.1:PORT with the key, root
+DIR/root and --max-sessions 2, then plays a client (peer.py) that asks for
+4 streams and, before the lanes it is owed, tries joins that must be
+refused: a wrong proof, an unknown token, a lane beyond the 4, a proof
+for another lane count, the same lane twice; then joins lanes 1..3 for
+real, gets the RING, and tries once more after it (refused: the session
+started). None of them may cost a session slot: while its session still
+holds one, a real `rdcp --streams 2` copy takes the other. The receiver's
+log must name the refusals. Prints what failed; exit 0 if nothing did.
+"""
+import os
+import socket
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import peer  # noqa: E402
+from peer_wire import (_recv_exact, join_encode, lane_proof,  # noqa: E402
+                       pd_decode)
+
+ST_OK, ST_REFUSED = 0, 5
+failed = []
+
+
+def check(ok, what):
+    print("%s - %s" % ("ok" if ok else "FAILED", what))
+    if not ok:
+        failed.append(what)
+
+
+def join(port, token, lane, proof, geom):
+    """The receiver's answer status to a join, and the socket."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    s.sendall(join_encode(token, lane, proof, slots=geom["slots"],
+                          slot_size=geom["slot_size"]))
+    try:
+        st = pd_decode(_recv_exact(s, 24, 10))["status"]
+    except Exception as e:  # a close without an answer is no acceptance
+        st = "closed (%s)" % e
+    return st, s
+
+
+def main(rdcp, port, keyfile, d):
+    port = int(port)
+    root = os.path.join(d, "root")
+    os.makedirs(root, exist_ok=True)
+    log = os.path.join(d, "rx.log")
+    key = peer.load_key(keyfile)
+    rx = subprocess.Popen(
+        [rdcp, "--listen", "-v", "--transport", "tcp", "--bind", "127.0.0.1",
+         "--port", str(port), "--key-file", keyfile, "--root", root,
+         "--max-sessions", "2"],
+        stdout=open(log, "w"), stderr=subprocess.STDOUT)
+    try:
+        end = time.monotonic() + 10
+        while "listening" not in open(log).read():
+            if time.monotonic() > end or rx.poll() is not None:
+                check(False, "receiver listening")
+                return
+            time.sleep(0.05)
+        c = peer.Client(port, key=key).connect(slots=8, chunk=65536)
+        w = c.handshake(peer.PUSH, ["in/"], hello={"streams": 4})
+        check(w.streams == 4, "WELCOME agrees to 4 streams (got %d)"
+              % w.streams)
+        tok, n, g = w.token, w.streams, c.conn.geom
+
+        def proof(lane, token=tok, nn=n):
+            return lane_proof(key, c.hello.nonce, w.nonce, token, lane, nn)
+
+        socks = []
+        st, s = join(port, tok, 1, bytes(16), g)
+        socks.append(s)
+        check(st == ST_REFUSED, "a wrong proof is refused (got %r)" % (st,))
+        other = os.urandom(8)
+        st, s = join(port, other, 1, proof(1, token=other), g)
+        socks.append(s)
+        check(st == ST_REFUSED, "an unknown token is refused (got %r)" % (st,))
+        st, s = join(port, tok, 4, proof(4), g)
+        socks.append(s)
+        check(st == ST_REFUSED, "lane 4 of 4 is refused (got %r)" % (st,))
+        st, s = join(port, tok, 1, proof(1, nn=2), g)
+        socks.append(s)
+        check(st == ST_REFUSED,
+              "a proof for another lane count is refused (got %r)" % (st,))
+        st, s = join(port, tok, 1, proof(1), g)
+        socks.append(s)
+        check(st == ST_OK, "lane 1 with its proof joins (got %r)" % (st,))
+        st, s = join(port, tok, 1, proof(1), g)
+        socks.append(s)
+        check(st == ST_REFUSED, "lane 1 again is refused (got %r)" % (st,))
+        for lane in (2, 3):
+            st, s = join(port, tok, lane, proof(lane), g)
+            socks.append(s)
+            check(st == ST_OK, "lane %d joins (got %r)" % (lane, st))
+        ring = c.conn.expect(peer.RING)
+        check(ring.slots == 8, "RING once all lanes joined")
+        st, s = join(port, tok, 2, proof(2), g)
+        socks.append(s)
+        check(st == ST_REFUSED, "a join after RING is refused (got %r)"
+              % (st,))
+        # the other session slot is still free: a real copy with lanes
+        src = os.path.join(d, "src")
+        with open(src, "wb") as f:
+            f.write(os.urandom(3 << 20))
+        r = subprocess.run(
+            [rdcp, "--transport", "tcp", "--port", str(port),
+             "--key-file", keyfile, "--streams", "2", src,
+             "127.0.0.1::after"], stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, timeout=60)
+        check(r.returncode == 0, "a real copy meanwhile: exit %d %s"
+              % (r.returncode, r.stdout.decode(errors="replace")[-300:]))
+        c.close()
+        for s in socks:
+            s.close()
+        with open(src, "rb") as a:
+            want = a.read()
+        got = open(os.path.join(root, "after"), "rb").read() \
+            if os.path.exists(os.path.join(root, "after")) else b""
+        check(got == want, "the copy is byte-identical")
+    finally:
+        rx.terminate()
+        try:
+            rx.wait(10)
+        except subprocess.TimeoutExpired:
+            rx.kill()
+    text = open(log).read()
+    for what in ("wrong proof of the session key", "that lane joined already",
+                 "the session has fewer", "no session waits for it",
+                 "2 streams from"):
+        check(what in text, "the receiver logged '%s'" % what)
+    if failed:
+        sys.stdout.write(text[-3000:])
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 5:
+        sys.exit(__doc__)
+    main(*sys.argv[1:])
+    sys.exit(1 if failed else 0)
