@@ -57,7 +57,7 @@ static int lane_adopt(struct vconn *v, struct vconn *l, unsigned int idx)
 	}
 	rdma_destroy_event_channel(l->ech);
 	l->ech = NULL;
-	v->lane[idx] = l;
+	vasync_lane(v, idx, l);
 	log_debug("lane %u of %s established", idx, v->base.peer);
 	return 0;
 }

@@ -80,13 +80,13 @@ int vconn_teardown(struct vconn *v)
 		if (v->lane[i] && v->lane[i]->established && !v->closed)
 			rdma_disconnect(v->lane[i]->id);
 	}
+	/* No more asynchronous events routed here (or to a lane) from now on. */
+	vasync_del(v);
 	for (unsigned int i = 1; i < CM_LANES_MAX; i++) {
 		vlane_free(v->lane[i]);
 		v->lane[i] = NULL;
 	}
 	cm_wfifo_free(&v->wf);
-	/* No more asynchronous events routed here from now on. */
-	vasync_del(v);
 	if (v->established && !v->closed)
 		rdma_disconnect(v->id);
 	/* Drain flushed completions (bounded: the QP is in error now). */

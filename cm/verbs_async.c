@@ -107,6 +107,13 @@ static void async_fail(struct vconn *v, int status, const char *why)
 	__atomic_store_n(&v->async_err, status, __ATOMIC_RELEASE);
 }
 
+void vasync_lane(struct vconn *v, unsigned int idx, struct vconn *l)
+{
+	pthread_mutex_lock(&async_lock);
+	v->lane[idx] = l;
+	pthread_mutex_unlock(&async_lock);
+}
+
 void vasync_set(struct vconn *v, int status, const char *why)
 {
 	pthread_mutex_lock(&async_lock);
@@ -124,9 +131,27 @@ static bool async_concerns(const struct vconn *v, struct ibv_context *ctx,
 	case IBV_EVENT_QP_FATAL:
 	case IBV_EVENT_QP_REQ_ERR:
 	case IBV_EVENT_QP_ACCESS_ERR:
-		return v->qp_created && ev->element.qp == v->id->qp;
+		if (v->qp_created && ev->element.qp == v->id->qp)
+			return true;
+		/* A lane's (--streams) fails the whole connection. */
+		for (unsigned int i = 1; i < CM_LANES_MAX; i++) {
+			const struct vconn *l = v->lane[i];
+
+			if (l && l->qp_created && ev->element.qp == l->id->qp)
+				return true;
+		}
+		return false;
 	case IBV_EVENT_CQ_ERR:
-		return ev->element.cq == v->scq || ev->element.cq == v->rcq;
+		if (ev->element.cq == v->scq || ev->element.cq == v->rcq)
+			return true;
+		for (unsigned int i = 1; i < CM_LANES_MAX; i++) {
+			const struct vconn *l = v->lane[i];
+
+			if (l && (ev->element.cq == l->scq ||
+				  ev->element.cq == l->rcq))
+				return true;
+		}
+		return false;
 	case IBV_EVENT_PORT_ERR:
 		return ev->element.port_num == v->id->port_num;
 	case IBV_EVENT_DEVICE_FATAL:

@@ -163,6 +163,12 @@ int vasync_add(struct vconn *v) __attribute__((warn_unused_result));
 void vasync_del(struct vconn *v);
 void vasync_read(struct ibv_context *ctx);
 void vasync_set(struct vconn *v, int status, const char *why);
+/*
+ * Sets (or clears, l NULL) lane idx of v under the lock vasync_read routes
+ * events under, so that an event on a lane's QP or CQ, read by any
+ * session's thread, finds its connection.
+ */
+void vasync_lane(struct vconn *v, unsigned int idx, struct vconn *l);
 
 /*
  * Disconnects (if established) and frees everything v holds, v->id and
