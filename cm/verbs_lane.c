@@ -73,17 +73,13 @@ int vlane_build(struct vconn *parent, unsigned int idx, struct vconn *l)
 	l->base.geom = *g;
 	snprintf(l->base.dev, sizeof(l->base.dev), "%s",
 		 ctx ? ibv_get_device_name(ctx->device) : "?");
-	if (ctx != parent->id->verbs) {
-		/* Several rails (a lane per device) are not built yet. */
-		log_err("lane %u of %s: routed through %s, not %s, the "
-			"session's device",
-			idx, parent->base.peer, l->base.dev, parent->base.dev);
-		return -EXDEV;
-	}
+	rc = vrail_pick(parent, idx, l);
+	if (rc)
+		return rc;
 	vec = ctx->num_comp_vectors > 0 ? (int)(idx % ctx->num_comp_vectors)
 					: 0;
-	l->scq = ibv_create_cq(ctx, (int)sdepth, l, parent->cch, vec);
-	l->rcq = l->scq ? ibv_create_cq(ctx, (int)rdepth, l, parent->cch, vec)
+	l->scq = ibv_create_cq(ctx, (int)sdepth, l, l->rail->cch, vec);
+	l->rcq = l->scq ? ibv_create_cq(ctx, (int)rdepth, l, l->rail->cch, vec)
 			: NULL;
 	if (!l->scq || !l->rcq) {
 		rc = -errno;
@@ -101,10 +97,10 @@ int vlane_build(struct vconn *parent, unsigned int idx, struct vconn *l)
 	qpa.cap.max_send_sge = 1;
 	qpa.cap.max_recv_sge = 1;
 	qpa.cap.max_inline_data = parent->inline_hdr ? CM_SLOT_HDR : 0;
-	rc = rdma_create_qp(l->id, parent->pd, &qpa);
+	rc = rdma_create_qp(l->id, l->rail->pd, &qpa);
 	if (rc && qpa.cap.max_inline_data) {
 		qpa.cap.max_inline_data = 0; /* headers by DMA, as lane 0 */
-		rc = rdma_create_qp(l->id, parent->pd, &qpa);
+		rc = rdma_create_qp(l->id, l->rail->pd, &qpa);
 	}
 	if (rc) {
 		rc = -errno;

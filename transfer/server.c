@@ -88,6 +88,23 @@ static int server_auth(struct server *srv, struct engine *e,
 	m.u.welcome.streams = (uint8_t)streams;
 	if (streams > 1)
 		memcpy(m.u.welcome.token, jw->token, WIRE_LANE_TOKEN_LEN);
+	/*
+	 * Rails: with lanes, on a receiver listening on every address, each
+	 * other device with an address there takes lanes k % R == r.
+	 */
+	if (streams > 1 && !srv->o->addr.host && !srv->o->addr.device) {
+		struct cm_rail rails[WIRE_STREAMS_MAX];
+		int n = cm_local_rails(e->c, NULL, rails, streams);
+
+		m.u.welcome.rails = n > 1 ? (uint8_t)n : 0;
+		for (int r = 1; r < n; r++) {
+			m.u.welcome.rail[r].family = rails[r].family;
+			memcpy(m.u.welcome.rail[r].addr, rails[r].addr, 16);
+		}
+		if (n > 1)
+			log_info("%u streams from %s on %d rails", streams,
+				 e->c->peer, n);
+	}
 	if (key) {
 		m.u.welcome.features |= WIRE_FEAT_AUTH;
 		if (getrandom(m.u.welcome.nonce, WIRE_NONCE_LEN, 0) !=
