@@ -107,7 +107,8 @@ int vconn_local_rails(struct cm_conn *c, const char *devices,
 			    &((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr))
 			continue; /* a scope the wire does not carry */
 		ctx = dev_of(i->ifa_addr);
-		if (!ctx || !dev_listed(devices, ibv_get_device_name(ctx->device)))
+		if (!ctx ||
+		    !dev_listed(devices, ibv_get_device_name(ctx->device)))
 			continue;
 		for (unsigned int k = 0; k < n; k++)
 			seen = seen || v->rail_ctx[k] == ctx;

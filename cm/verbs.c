@@ -302,8 +302,7 @@ static int v_ring_create(struct cm_conn *c, struct cm_ring_desc *desc)
 		struct vconn *l = v->lane[i];
 
 		if (l && l->rail == l) {
-			rc = reg_only(l, "ring", c->ring,
-				      cm_area_len(&c->geom),
+			rc = reg_only(l, "ring", c->ring, cm_area_len(&c->geom),
 				      IBV_ACCESS_LOCAL_WRITE |
 					      IBV_ACCESS_REMOTE_WRITE,
 				      &l->ring_mr);
@@ -337,11 +336,12 @@ static int v_stage_create(struct cm_conn *c, const struct cm_ring_desc *peer)
 	v->remote_hdr_addr = peer->hdr_addr;
 	v->remote_rkey = peer->rkey;
 	v->stage_lkey = v->stage_mr->lkey;
-	if ((peer->rails > 1 ? peer->rails : 1) != (v->nrails > 1 ? v->nrails : 1))
+	if ((peer->rails > 1 ? peer->rails : 1) !=
+	    (v->nrails > 1 ? v->nrails : 1))
 		return -EPROTO;
 	for (unsigned int r = 0; r < CM_LANES_MAX; r++)
-		v->remote_rkeys[r] = r && r < peer->rails ? peer->rkeys[r]
-							  : peer->rkey;
+		v->remote_rkeys[r] =
+			r && r < peer->rails ? peer->rkeys[r] : peer->rkey;
 	for (unsigned int i = 1; i < v->nlanes; i++) {
 		struct vconn *l = v->lane[i];
 
@@ -545,9 +545,9 @@ static int v_wait(struct cm_conn *c, int extra_fd, int timeout_ms)
 			rail[nr] = l;
 			pfd[4 + 2 * nr] = (struct pollfd){ .fd = l->cch->fd,
 							   .events = POLLIN };
-			pfd[5 + 2 * nr] = (struct pollfd){
-				.fd = l->id->verbs->async_fd, .events = POLLIN
-			};
+			pfd[5 + 2 * nr] =
+				(struct pollfd){ .fd = l->id->verbs->async_fd,
+						 .events = POLLIN };
 			nr++;
 		}
 	}

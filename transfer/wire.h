@@ -235,7 +235,7 @@ struct wire_welcome {
 	 */
 	uint8_t rails;
 	struct wire_rail {
-		uint8_t family; /* 4 or 6 */
+		uint8_t family;	  /* 4 or 6 */
 		uint8_t addr[16]; /* IPv4 in the first 4 bytes, rest zero */
 	} rail[WIRE_STREAMS_MAX];
 };

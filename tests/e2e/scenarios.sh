@@ -2560,7 +2560,8 @@ s_devremove() {
 #     with --streams 2 and 4 puts lane k on rail k % 2: each device's
 #     sent_pkts (hw_counters) moves by at least a quarter of the file's
 #     packets, the file lands byte identical and both sides log 2 rails;
-#     then, with rxe1 gone again, --streams 2 stays on one rail.
+#     the same pulled back (the client's ring on both devices); then,
+#     with rxe1 gone again, --streams 2 stays on one rail.
 rail_pkts() { cat "/sys/class/infiniband/$1/ports/1/hw_counters/sent_pkts"; }
 s_rails() {
 	t_begin "--streams 2, 4 over two rails (rxe0, rxe1): both devices carry data"
@@ -2600,8 +2601,18 @@ s_rails() {
 			t_fail "--streams $n: the receiver did not use 2 rails"
 		logged "$W/tx-rl$n.log" "$n streams to .* on 2 rails" ||
 			t_fail "--streams $n: the sender did not use 2 rails"
+		# A pull: the client is the sink, its ring on both devices.
+		a0=$(rail_pkts rxe0) a1=$(rail_pkts rxe1)
+		send "$W/tx-rlp$n.log" -v --streams $n --chunk-size 256K \
+			--port $P "$ADDR::rl16-$n" "$W/rx/rl/pulled-$n"
+		b0=$(rail_pkts rxe0) b1=$(rail_pkts rxe1)
+		[ "$SRC" = 0 ] || t_fail "pull --streams $n: exit $SRC"
+		same src/rl16 "rx/rl/pulled-$n"
+		echo "# pull --streams $n: rxe0 sent $((b0 - a0)) packets, rxe1 $((b1 - a1))"
+		[ $((b0 - a0)) -ge 1024 ] && [ $((b1 - a1)) -ge 1024 ] ||
+			t_fail "pull --streams $n: not both rails carried data"
 		term_rx
-		t_log "$W/tx-rl$n.log" "$W/rx-rl$n.log"
+		t_log "$W/tx-rl$n.log" "$W/rx-rl$n.log" "$W/tx-rlp$n.log"
 	done
 	rdma link delete rxe1
 	ip link del dummy1
