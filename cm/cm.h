@@ -244,13 +244,14 @@ struct cm_ops {
 	 * (all of them, or those named in devices, "a,b"), lane 0's first,
 	 * at most max; their addresses into out[0..R-1]; the session's lane
 	 * k must then arrive on rail k % R's device. Returns R >= 1.
-	 * set_rails (client): the receiver's R rails, out[1..R-1] where
-	 * lanes k % R == r join (rail 0: lane 0's peer). 0 or -errno.
+	 * set_rails (client): the receiver's R rails, addr[1..R-1] where
+	 * lanes k % R == r join (rail 0: lane 0's peer), each lane then on
+	 * one of devices ("a,b"; NULL: any). 0 or -errno.
 	 */
 	int (*local_rails)(struct cm_conn *c, const char *devices,
 			   struct cm_rail *out, unsigned int max);
 	int (*set_rails)(struct cm_conn *c, unsigned int n,
-			 const struct cm_rail *addr);
+			 const struct cm_rail *addr, const char *devices);
 };
 
 struct cm_conn {
@@ -342,11 +343,12 @@ static inline int cm_local_rails(struct cm_conn *c, const char *devices,
 }
 
 static inline int cm_set_rails(struct cm_conn *c, unsigned int n,
-			       const struct cm_rail *addr)
+			       const struct cm_rail *addr, const char *devices)
 {
 	if (n <= 1)
 		return 0;
-	return c->ops->set_rails ? c->ops->set_rails(c, n, addr) : -EOPNOTSUPP;
+	return c->ops->set_rails ? c->ops->set_rails(c, n, addr, devices)
+				 : -EOPNOTSUPP;
 }
 
 static inline int cm_join(struct cm_conn *c, const struct cm_join *j,

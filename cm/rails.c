@@ -127,7 +127,7 @@ int vconn_local_rails(struct cm_conn *c, const char *devices,
 }
 
 int vconn_set_rails(struct cm_conn *c, unsigned int n,
-		    const struct cm_rail *addr)
+		    const struct cm_rail *addr, const char *devices)
 {
 	struct vconn *v = to_v(c);
 
@@ -135,6 +135,7 @@ int vconn_set_rails(struct cm_conn *c, unsigned int n,
 		return -EINVAL;
 	v->nrails = n;
 	c->rails = n;
+	v->rail_devices = devices;
 	memset(v->rail_ctx, 0, sizeof(v->rail_ctx));
 	v->rail_ctx[0] = v->id->verbs;
 	for (unsigned int r = 1; r < n; r++) {
@@ -154,6 +155,13 @@ int vrail_pick(struct vconn *parent, unsigned int idx, struct vconn *l)
 
 	if (!want && idx < parent->nrails)
 		want = parent->rail_ctx[r] = ctx; /* the client's lane r */
+	if (ctx == want && !dev_listed(parent->rail_devices, l->base.dev)) {
+		log_err("lane %u of %s: routed through %s, not one of the "
+			"devices named (%s)",
+			idx, parent->base.peer, l->base.dev,
+			parent->rail_devices);
+		return -EXDEV;
+	}
 	if (ctx != want) {
 		log_err("lane %u of %s: routed through %s, not %s, the device "
 			"of its rail",

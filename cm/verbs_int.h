@@ -82,6 +82,7 @@ struct vconn {
 	struct ibv_context *rail_ctx[CM_LANES_MAX];
 	struct cm_rail rail_addr[CM_LANES_MAX];
 	uint32_t remote_rkeys[CM_LANES_MAX];
+	const char *rail_devices; /* client: --device a,b, NULL: any */
 	struct vconn *rail;
 };
 
@@ -128,7 +129,7 @@ int vlane_post_recv0(struct vconn *l, uint64_t wr_id);
 int vconn_local_rails(struct cm_conn *c, const char *devices,
 		      struct cm_rail *out, unsigned int max);
 int vconn_set_rails(struct cm_conn *c, unsigned int n,
-		    const struct cm_rail *addr);
+		    const struct cm_rail *addr, const char *devices);
 /*
  * The device and PD lane idx (on ctx) of parent is to use: -EXDEV (logged)
  * when ctx is not the device of its rail; else 0 with l->rail set (to a

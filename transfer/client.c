@@ -167,7 +167,7 @@ static int client_lanes(struct engine *e, const struct xfer_opts *o,
 			rails[r].family = w->rail[r].family;
 			memcpy(rails[r].addr, w->rail[r].addr, 16);
 		}
-		rc = cm_set_rails(e->c, w->rails, rails);
+		rc = cm_set_rails(e->c, w->rails, rails, o->rail_devices);
 		if (rc)
 			return engine_fail(e, XFER_FAIL_PROTOCOL, rc,
 					   "cannot use the %u rails of %s",

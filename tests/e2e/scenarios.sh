@@ -2560,7 +2560,9 @@ s_devremove() {
 #     with --streams 2 and 4 puts lane k on rail k % 2: each device's
 #     sent_pkts (hw_counters) moves by at least a quarter of the file's
 #     packets, the file lands byte identical and both sides log 2 rails;
-#     the same pulled back (the client's ring on both devices); then,
+#     the same pulled back (the client's ring on both devices); the same
+#     with --device rxe0,rxe1 on both sides, one rail with a receiver's
+#     --device rxe0; then,
 #     with rxe1 gone again, --streams 2 stays on one rail.
 rail_pkts() { cat "/sys/class/infiniband/$1/ports/1/hw_counters/sent_pkts"; }
 s_rails() {
@@ -2614,6 +2616,36 @@ s_rails() {
 		term_rx
 		t_log "$W/tx-rl$n.log" "$W/rx-rl$n.log" "$W/tx-rlp$n.log"
 	done
+	# --device rxe0,rxe1 on both sides: the same two rails; a receiver
+	# with --device rxe0 alone listens there and keeps one.
+	nextport
+	if start_rx "$W/rx-rld.log" --device rxe0,rxe1 --root "$W/rx/rl" --port $P; then
+		a1=$(rail_pkts rxe1)
+		send "$W/tx-rld.log" -v --device rxe0,rxe1 --streams 2 \
+			--port $P src/rl16 "$ADDR::rl16-d"
+		b1=$(rail_pkts rxe1)
+		[ "$SRC" = 0 ] || t_fail "--device rxe0,rxe1: sender exit $SRC"
+		same src/rl16 rx/rl/rl16-d
+		echo "# --device rxe0,rxe1: rxe1 sent $((b1 - a1)) packets"
+		[ $((b1 - a1)) -ge 1024 ] || t_fail "--device rxe0,rxe1: rxe1 carried no share"
+		logged "$W/rx-rld.log" "2 streams from .* on 2 rails" ||
+			t_fail "--device rxe0,rxe1: the receiver did not use 2 rails"
+		term_rx
+	else
+		t_fail "receiver --device rxe0,rxe1 did not start listening"
+	fi
+	nextport
+	if start_rx "$W/rx-rl0.log" --device rxe0 --root "$W/rx/rl" --port $P; then
+		send "$W/tx-rl0.log" -v --streams 2 --port $P src/rl16 "$ADDR::rl16-0"
+		[ "$SRC" = 0 ] || t_fail "--device rxe0: sender exit $SRC"
+		same src/rl16 rx/rl/rl16-0
+		! logged "$W/rx-rl0.log" "rails" ||
+			t_fail "--device rxe0: more than one rail"
+		term_rx
+	else
+		t_fail "receiver --device rxe0 did not start listening"
+	fi
+	t_log "$W/tx-rld.log" "$W/rx-rld.log" "$W/tx-rl0.log" "$W/rx-rl0.log"
 	rdma link delete rxe1
 	ip link del dummy1
 	nextport
