@@ -172,6 +172,9 @@ static const char *pages_token(const char *pages)
 								  : "none";
 }
 
+/* -L: memconn delivers as this many queue pairs would (0, 1: one). */
+static unsigned int ceil_lanes;
+
 static int copy_once(struct xfer_opts *co, const char *root)
 {
 	struct xfer_opts so;
@@ -197,7 +200,9 @@ static int copy_once(struct xfer_opts *co, const char *root)
 			strerror(errno));
 		return 2;
 	}
-	rc = memconn_pair(&g, NULL, &a, &b);
+	struct memconn_faults lf = { .lanes = ceil_lanes, .seed = 1 };
+
+	rc = memconn_pair(&g, ceil_lanes > 1 ? &lf : NULL, &a, &b);
 	if (rc) {
 		fprintf(stderr, "bench_ceiling: memconn_pair: %s\n",
 			strerror(-rc));
@@ -341,7 +346,7 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: bench_ceiling [-w WORKERS] [-c CHUNK] [-n WINDOW] "
 		"[-k crc32|sha256|none] [-d on|off|auto] [-H auto|on|off] "
-		"SRC ROOT NAME\n"
+		"[-L LANES] SRC ROOT NAME\n"
 		"       bench_ceiling -m [MIB]\n");
 	exit(2);
 }
@@ -356,8 +361,11 @@ int main(int argc, char **argv)
 		return 2;
 	log_set_level(getenv("CEIL_DEBUG") ? LOG_DEBUG : LOG_WARN);
 	xfer_opts_init(&co);
-	while ((opt = getopt(argc, argv, "w:c:n:k:d:H:m")) != -1) {
+	while ((opt = getopt(argc, argv, "w:c:n:k:d:H:L:m")) != -1) {
 		switch (opt) {
+		case 'L':
+			ceil_lanes = (unsigned int)atoi(optarg);
+			break;
 		case 'w':
 			co.workers = (unsigned int)atoi(optarg);
 			break;

@@ -38,6 +38,20 @@ LOST_RE='went away|no word from|host is down|link is cut|peer (was )?lost|lost (
 
 # ---------------------------------------------------------------- clock
 
+# own_netns VAR ARGS...: as root, re-runs the calling script (with
+# --build "$BUILD" ARGS) in a network namespace of its own with lo up, so
+# that its fixed ports meet nobody else's; VAR marks the second run. Runs
+# on in place when it cannot (not root, no unshare).
+own_netns() {
+	local var=$1
+	shift
+	[ -z "${!var:-}" ] && [ "$(id -u)" = 0 ] && unshare -n true 2>/dev/null ||
+		return 0
+	exec unshare -n env "$var=1" bash -c \
+		'ip link set lo up && exec bash "$0" --build "$1" "${@:2}"' \
+		"${BASH_SOURCE[1]}" "$BUILD" "$@"
+}
+
 now() { # milliseconds since boot (centisecond resolution)
 	read -r _now_up _ </proc/uptime
 	echo "${_now_up%.*}${_now_up#*.}0"

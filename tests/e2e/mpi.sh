@@ -38,12 +38,7 @@ ALL="tree balance big mix partial usage noconnect rxkill rankkill rangekill badr
 . "$HERE/lib.sh"
 check_scenarios "$ALL" "$@"
 
-if [ -z "${RDCP_MPI_NETNS:-}" ] && [ "$(id -u)" = 0 ] &&
-	unshare -n true 2>/dev/null; then
-	exec unshare -n env RDCP_MPI_NETNS=1 bash -c \
-		'ip link set lo up && exec bash "$0" --build "$1" "${@:2}"' \
-		"${BASH_SOURCE[0]}" "$BUILD" "$@"
-fi
+own_netns RDCP_MPI_NETNS "$@"
 
 for b in "$BUILD/rdcp" "$BUILD/rdcp-mpi"; do
 	[ -x "$b" ] || { echo "not ok 1 - $b missing (make all mpi)"; exit 1; }

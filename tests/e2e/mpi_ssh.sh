@@ -17,14 +17,9 @@ if [ "${1:-}" = --build ]; then
 fi
 BUILD=$(cd "$BUILD" && pwd)
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-if [ -z "${RDCP_MPI_NETNS:-}" ] && [ "$(id -u)" = 0 ] &&
-	unshare -n true 2>/dev/null; then
-	exec unshare -n env RDCP_MPI_NETNS=1 bash -c \
-		'ip link set lo up && exec bash "$0" --build "$1"' \
-		"${BASH_SOURCE[0]}" "$BUILD"
-fi
 # shellcheck source=lib.sh
 . "$HERE/lib.sh"
+own_netns RDCP_MPI_NETNS
 # shellcheck source=sshd.sh
 . "$HERE/sshd.sh"
 fail_early() { echo "not ok 1 - $*"; echo "1..1"; echo "0 passed, 1 failed"; exit 1; }

@@ -19,12 +19,8 @@ if [ "${1:-}" = --build ]; then
 fi
 BUILD=$(cd "$BUILD" && pwd)
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-if [ -z "${RDCP_RANGES_NETNS:-}" ] && [ "$(id -u)" = 0 ] &&
-	unshare -n true 2>/dev/null; then
-	exec unshare -n env RDCP_RANGES_NETNS=1 bash -c \
-		'ip link set lo up && exec bash "$0" --build "$1" "${@:2}"' \
-		"${BASH_SOURCE[0]}" "$BUILD" "$@"
-fi
+. "$HERE/lib.sh"
+own_netns RDCP_RANGES_NETNS "$@"
 [ -x "$BUILD/rdcp" ] || { echo "not ok 1 - $BUILD/rdcp missing (make all)"; exit 1; }
 T=$(mktemp -d /tmp/rdcp-e2e-ranges.XXXXXX)
 trap 'rm -rf "$T"' EXIT
