@@ -3,7 +3,8 @@
  * Lanes over rdma_cm (--streams; cm.h "Lanes"): the lane calls of the
  * verbs transport's struct cm_ops. The client connects lane k to the same
  * receiver from the same local address as lane 0 (so through the same
- * device), with a join's private data (cm_int.h PD_JOIN_LEN: token, lane,
+ * device), or with rails (rails.c) to rail k % R's address from whichever
+ * device routes there, with a join's private data (cm_int.h PD_JOIN_LEN: token, lane,
  * proof); the receiver's listener hands such a request to the session
  * that waits for it (transfer/), which checks the proof and accepts it
  * here. Each lane's cm_id then moves to lane 0's event channel, where a

@@ -89,9 +89,9 @@ struct vconn {
 /*
  * cm/verbs_lane.c: a lane's verbs resources and its part of the ops.
  * vlane_build makes l (allocated by the caller, l->id with its device,
- * which must be the parent's) lane idx of parent: CQs on the parent's
- * channel and completion vector idx % num_comp_vectors, a QP on the
- * parent's PD sized for the lane (cm.h), its zero-length receives posted.
+ * which must be its rail's: vrail_pick) lane idx of parent: CQs on its
+ * rail's channel and completion vector idx % num_comp_vectors, a QP on
+ * its rail's PD sized for the lane (cm.h), its zero-length receives posted.
  * 0 or -errno, logged; the caller frees l with vlane_free (idempotent on
  * NULL) in every case. vlane_poll polls every lane's CQs, lane 0 first,
  * into ev (at most max) with the writes done in order; vlane_arm arms the

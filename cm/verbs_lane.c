@@ -4,7 +4,8 @@
  * "Lanes"): each lane is a struct vconn of its own cm_id, RC QP, send CQ
  * and receive CQ, and nothing else: the PD, the completion channel, the
  * control buffers and the memory regions of the ring and staging stay lane
- * 0's (its parent), registered once. Its CQs share the parent's channel,
+ * 0's (its parent), registered once; a lane on another device (rails.c)
+ * uses that device's PD, channel and registrations (vrail_pick). Its CQs share the parent's channel,
  * so waiting sleeps on one fd, but each sits on its own completion vector.
  * A lane carries WRITE_WITH_IMMs only: its receives are zero-length (no
  * buffer to pin or to touch), and a SEND there would find none that fits
