@@ -218,7 +218,11 @@ struct cm_ops {
 	 * then polls. -errno on failure.
 	 */
 	int (*wait)(struct cm_conn *c, int extra_fd, int timeout_ms);
-	/* Sink: allocate and register the ring; fills desc for the peer. */
+	/*
+	 * Sink: allocate and register the ring; fills desc for the peer
+	 * (rails and rkeys only on a transport with rails: the caller
+	 * zeroes desc first).
+	 */
 	int (*ring_create)(struct cm_conn *c, struct cm_ring_desc *desc);
 	/* Source: allocate and register staging; remember the peer's ring. */
 	int (*stage_create)(struct cm_conn *c, const struct cm_ring_desc *peer);

@@ -113,7 +113,7 @@ enum xfer_fail session_verdict(const struct engine *e,
 int session_rings(struct engine *e, bool sink)
 {
 	struct wire_msg m = { .type = WIRE_RING };
-	struct cm_ring_desc ring;
+	struct cm_ring_desc ring = { 0 }; /* rails 0 unless cm/ has them */
 	int rc;
 
 	if (sink) {
@@ -127,7 +127,9 @@ int session_rings(struct engine *e, bool sink)
 		m.u.ring.rkey = ring.rkey;
 		m.u.ring.slots = e->c->geom.slots;
 		m.u.ring.slot_size = e->c->geom.slot_size;
-		m.u.ring.rails = ring.rails > 1 ? (uint8_t)ring.rails : 0;
+		m.u.ring.rails = ring.rails > 1 && ring.rails <= CM_LANES_MAX
+					 ? (uint8_t)ring.rails
+					 : 0;
 		for (unsigned int r = 1; r < m.u.ring.rails; r++)
 			m.u.ring.rkeys[r] = ring.rkeys[r];
 		return engine_send(e, &m);
