@@ -158,6 +158,18 @@ struct cm_ring_desc {
 	uint64_t addr;	   /* slot 0's payload */
 	uint64_t hdr_addr; /* slot 0's header */
 	uint32_t rkey;	   /* of both */
+	/*
+	 * Rails (cm_local_rails): with rails > 1, rkeys[r] is the rkey the
+	 * writes of lanes k with k % rails == r use (rkeys[0] == rkey).
+	 */
+	unsigned int rails;
+	uint32_t rkeys[CM_LANES_MAX];
+};
+
+/* A rail's address, as WELCOME carries it: family 4 or 6. */
+struct cm_rail {
+	uint8_t family;
+	uint8_t addr[16]; /* IPv4 in the first 4 bytes */
 };
 
 struct cm_conn;
@@ -206,7 +218,11 @@ struct cm_ops {
 	 * then polls. -errno on failure.
 	 */
 	int (*wait)(struct cm_conn *c, int extra_fd, int timeout_ms);
-	/* Sink: allocate and register the ring; fills desc for the peer. */
+	/*
+	 * Sink: allocate and register the ring; fills desc for the peer
+	 * (rails and rkeys only on a transport with rails: the caller
+	 * zeroes desc first).
+	 */
 	int (*ring_create)(struct cm_conn *c, struct cm_ring_desc *desc);
 	/* Source: allocate and register staging; remember the peer's ring. */
 	int (*stage_create)(struct cm_conn *c, const struct cm_ring_desc *peer);
@@ -226,6 +242,20 @@ struct cm_ops {
 		    const struct cm_timeouts *to);
 	int (*accept_lane)(struct cm_conn *c, struct cm_request *req,
 			   unsigned int lane, const struct cm_timeouts *to);
+	/*
+	 * Rails (NULL: one). local_rails (receiver, before set_lanes): the
+	 * devices with an active port and an address of lane 0's family
+	 * (all of them, or those named in devices, "a,b"), lane 0's first,
+	 * at most max; their addresses into out[0..R-1]; the session's lane
+	 * k must then arrive on rail k % R's device. Returns R >= 1.
+	 * set_rails (client): the receiver's R rails, addr[1..R-1] where
+	 * lanes k % R == r join (rail 0: lane 0's peer), each lane then on
+	 * one of devices ("a,b"; NULL: any). 0 or -errno.
+	 */
+	int (*local_rails)(struct cm_conn *c, const char *devices,
+			   struct cm_rail *out, unsigned int max);
+	int (*set_rails)(struct cm_conn *c, unsigned int n,
+			 const struct cm_rail *addr, const char *devices);
 };
 
 struct cm_conn {
@@ -240,6 +270,7 @@ struct cm_conn {
 	uint8_t *stage;	       /* NULL until stage_create */
 	uint8_t *stage_hdr;    /* with stage */
 	unsigned int lanes;    /* set_lanes()'s n; 0 or 1: lane 0 only */
+	unsigned int rails;    /* local_rails/set_rails's; 0 or 1: one */
 	unsigned int link_gbps; /* RDMA: the port's rate; 0 unknown, TCP */
 	char peer[64];	       /* printable peer address, "[addr]:port" */
 	char dev[64];	       /* device name ("rxe0"; "tcp" over TCP) */
@@ -305,6 +336,23 @@ static inline int cm_set_lanes(struct cm_conn *c, unsigned int n)
 	if (n <= 1 && !c->ops->set_lanes)
 		return 0;
 	return c->ops->set_lanes ? c->ops->set_lanes(c, n) : -EOPNOTSUPP;
+}
+
+/* The ops' rails calls for any transport: one rail without them. */
+static inline int cm_local_rails(struct cm_conn *c, const char *devices,
+				 struct cm_rail *out, unsigned int max)
+{
+	return c->ops->local_rails ? c->ops->local_rails(c, devices, out, max)
+				   : 1;
+}
+
+static inline int cm_set_rails(struct cm_conn *c, unsigned int n,
+			       const struct cm_rail *addr, const char *devices)
+{
+	if (n <= 1)
+		return 0;
+	return c->ops->set_rails ? c->ops->set_rails(c, n, addr, devices)
+				 : -EOPNOTSUPP;
 }
 
 static inline int cm_join(struct cm_conn *c, const struct cm_join *j,

@@ -3,7 +3,8 @@
  * Lanes over rdma_cm (--streams; cm.h "Lanes"): the lane calls of the
  * verbs transport's struct cm_ops. The client connects lane k to the same
  * receiver from the same local address as lane 0 (so through the same
- * device), with a join's private data (cm_int.h PD_JOIN_LEN: token, lane,
+ * device), or with rails (rails.c) to rail k % R's address from whichever
+ * device routes there, with a join's private data (cm_int.h PD_JOIN_LEN: token, lane,
  * proof); the receiver's listener hands such a request to the session
  * that waits for it (transfer/), which checks the proof and accepts it
  * here. Each lane's cm_id then moves to lane 0's event channel, where a
@@ -89,6 +90,7 @@ int vconn_join(struct cm_conn *c, const struct cm_join *j,
 	struct sockaddr_storage src, dst;
 	struct rdma_conn_param param;
 	uint8_t pd[PD_JOIN_LEN];
+	bool rail = false;
 	int rc;
 
 	if (j->lane < 1 || j->lane >= v->nlanes || v->lane[j->lane])
@@ -103,6 +105,27 @@ int vconn_join(struct cm_conn *c, const struct cm_join *j,
 		((struct sockaddr_in *)&src)->sin_port = 0;
 	else
 		((struct sockaddr_in6 *)&src)->sin6_port = 0;
+	/* Another rail: its address, from whichever device routes there. */
+	if (v->nrails > 1 && j->lane % v->nrails) {
+		const struct cm_rail *r = &v->rail_addr[j->lane % v->nrails];
+
+		rail = true;
+		if (r->family == 4 && dst.ss_family == AF_INET)
+			memcpy(&((struct sockaddr_in *)&dst)->sin_addr, r->addr,
+			       4);
+		else if (r->family == 6 && dst.ss_family == AF_INET6)
+			memcpy(&((struct sockaddr_in6 *)&dst)->sin6_addr,
+			       r->addr, 16);
+		else
+			rail = false;
+		if (!rail) {
+			log_err("lane %u to %s: its rail is of another address "
+				"family",
+				j->lane, c->peer);
+			rc = -EPROTO;
+			goto out;
+		}
+	}
 	l->ech = rdma_create_event_channel();
 	if (!l->ech || cm_set_nonblock(l->ech->fd) ||
 	    rdma_create_id(l->ech, &l->id, l, RDMA_PS_TCP)) {
@@ -111,7 +134,7 @@ int vconn_join(struct cm_conn *c, const struct cm_join *j,
 			c->peer, strerror(errno));
 		goto out;
 	}
-	if (rdma_resolve_addr(l->id, (struct sockaddr *)&src,
+	if (rdma_resolve_addr(l->id, rail ? NULL : (struct sockaddr *)&src,
 			      (struct sockaddr *)&dst, to->resolve_ms)) {
 		rc = -errno;
 		log_err("lane %u to %s: cannot resolve: %s", j->lane, c->peer,

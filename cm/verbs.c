@@ -82,7 +82,8 @@ int vconn_teardown(struct vconn *v)
 	}
 	/* No more asynchronous events routed here (or to a lane) from now on. */
 	vasync_del(v);
-	for (unsigned int i = 1; i < CM_LANES_MAX; i++) {
+	/* Last first: a lane may use the PD of an earlier one (its rail). */
+	for (unsigned int i = CM_LANES_MAX - 1; i >= 1; i--) {
 		vlane_free(v->lane[i]);
 		v->lane[i] = NULL;
 	}
@@ -130,6 +131,9 @@ int vconn_teardown(struct vconn *v)
 	if ((rc = destroy_mr(&v->stage_mr)) && !first)
 		first = rc;
 	if (v->parent) { /* a lane: the rest is lane 0's */
+		if (v->pd && (rc = ibv_dealloc_pd(v->pd)) && !first)
+			first = -rc; /* a rail's, unused by now */
+		v->pd = NULL;
 		drain_cm_events(v->ech);
 		if (v->id && rdma_destroy_id(v->id) && !first)
 			first = -errno;
@@ -293,6 +297,26 @@ static int v_ring_create(struct cm_conn *c, struct cm_ring_desc *desc)
 	desc->addr = (uintptr_t)c->ring;
 	desc->hdr_addr = (uintptr_t)c->ring_hdr;
 	desc->rkey = v->ring_mr->rkey;
+	desc->rails = v->nrails > 1 ? v->nrails : 1;
+	for (unsigned int i = 1; i < v->nlanes; i++) {
+		struct vconn *l = v->lane[i];
+
+		if (l && l->rail == l) {
+			rc = reg_only(l, "ring", c->ring, cm_area_len(&c->geom),
+				      IBV_ACCESS_LOCAL_WRITE |
+					      IBV_ACCESS_REMOTE_WRITE,
+				      &l->ring_mr);
+			if (rc)
+				return rc;
+		}
+	}
+	for (unsigned int r = 0; r < desc->rails; r++) {
+		struct vconn *l = r ? v->lane[r] : v;
+
+		if (!l || !l->rail || !l->rail->ring_mr)
+			return -EINVAL;
+		desc->rkeys[r] = l->rail->ring_mr->rkey;
+	}
 	return 0;
 }
 
@@ -312,6 +336,24 @@ static int v_stage_create(struct cm_conn *c, const struct cm_ring_desc *peer)
 	v->remote_hdr_addr = peer->hdr_addr;
 	v->remote_rkey = peer->rkey;
 	v->stage_lkey = v->stage_mr->lkey;
+	if ((peer->rails > 1 ? peer->rails : 1) !=
+	    (v->nrails > 1 ? v->nrails : 1))
+		return -EPROTO;
+	for (unsigned int r = 0; r < CM_LANES_MAX; r++)
+		v->remote_rkeys[r] =
+			r && r < peer->rails ? peer->rkeys[r] : peer->rkey;
+	for (unsigned int i = 1; i < v->nlanes; i++) {
+		struct vconn *l = v->lane[i];
+
+		if (l && l->rail == l) {
+			rc = reg_only(l, "staging buffers", c->stage,
+				      cm_area_len(&c->geom),
+				      IBV_ACCESS_LOCAL_WRITE, &l->stage_mr);
+			if (rc)
+				return rc;
+			l->stage_lkey = l->stage_mr->lkey;
+		}
+	}
 	return 0;
 }
 
@@ -382,16 +424,21 @@ static int v_post_write(struct cm_conn *c, unsigned int stage, uint32_t len,
 	/* With lanes: slot s on lane s % n, signalled, ordered by wf. */
 	unsigned int ln = cm_lane_of(slot, v->nlanes);
 	struct vconn *l = ln && ln < v->nlanes ? v->lane[ln] : v;
+	/* Its rail's registration of staging and of the peer's ring. */
+	uint32_t lkey = l && l->rail && l->rail != v ? l->rail->stage_lkey
+						     : v->stage_lkey;
+	uint32_t rkey = v->nrails > 1 ? v->remote_rkeys[ln % v->nrails]
+				      : v->remote_rkey;
 	struct ibv_sge sge[2] = {
 		{
 			.addr = (uintptr_t)cm_stage(c, stage),
 			.length = len,
-			.lkey = v->stage_lkey,
+			.lkey = lkey,
 		},
 		{
 			.addr = (uintptr_t)cm_stage_hdr(c, stage),
 			.length = CM_SLOT_HDR,
-			.lkey = v->stage_lkey,
+			.lkey = lkey,
 		},
 	};
 	struct ibv_send_wr wr[2] = {
@@ -404,7 +451,7 @@ static int v_post_write(struct cm_conn *c, unsigned int stage, uint32_t len,
 			.wr.rdma.remote_addr =
 				v->remote_addr +
 				(uint64_t)slot * c->geom.slot_size,
-			.wr.rdma.rkey = v->remote_rkey,
+			.wr.rdma.rkey = rkey,
 		},
 		{
 			.wr_id = wr_id,
@@ -416,7 +463,7 @@ static int v_post_write(struct cm_conn *c, unsigned int stage, uint32_t len,
 			.imm_data = htobe32(imm),
 			.wr.rdma.remote_addr = v->remote_hdr_addr +
 					       (uint64_t)slot * CM_SLOT_HDR,
-			.wr.rdma.rkey = v->remote_rkey,
+			.wr.rdma.rkey = rkey,
 		},
 	}, *bad;
 	int rc;
@@ -460,38 +507,64 @@ static int v_arm(struct cm_conn *c)
 	return rc ? -rc : vlane_arm(v);
 }
 
+/* Takes the CQ events waiting on channel ch of v's lanes. */
+static void take_cq_events(struct vconn *v, struct ibv_comp_channel *ch)
+{
+	struct ibv_cq *cq;
+	void *ctx;
+
+	while (ibv_get_cq_event(ch, &cq, &ctx) == 0) {
+		/* Ack in batches; both CQs are acked at teardown. */
+		if (cq == v->rcq && ++v->unacked_events >= CQ_ACK_BATCH) {
+			ibv_ack_cq_events(v->rcq, v->unacked_events);
+			v->unacked_events = 0;
+		} else if (cq == v->scq || vlane_ack(v, cq)) {
+			ibv_ack_cq_events(cq, 1);
+		}
+	}
+}
+
 static int v_wait(struct cm_conn *c, int extra_fd, int timeout_ms)
 {
 	struct vconn *v = to_v(c);
-	/* poll(2) skips an extra_fd of -1. */
-	struct pollfd pfd[4] = {
+	/* poll(2) skips an extra_fd of -1; then each other rail's two. */
+	struct pollfd pfd[4 + 2 * CM_LANES_MAX] = {
 		{ .fd = v->cch->fd, .events = POLLIN },
 		{ .fd = v->ech->fd, .events = POLLIN },
 		{ .fd = v->id->verbs->async_fd, .events = POLLIN },
 		{ .fd = extra_fd, .events = POLLIN },
 	};
-	struct ibv_cq *cq;
-	void *ctx;
+	struct vconn *rail[CM_LANES_MAX];
+	unsigned int nr = 0;
 	int rc;
 
-	rc = poll(pfd, 4, timeout_ms);
+	for (unsigned int i = 1; i < v->nlanes; i++) {
+		struct vconn *l = v->lane[i];
+
+		if (l && l->rail == l && l->cch) {
+			rail[nr] = l;
+			pfd[4 + 2 * nr] = (struct pollfd){ .fd = l->cch->fd,
+							   .events = POLLIN };
+			pfd[5 + 2 * nr] =
+				(struct pollfd){ .fd = l->id->verbs->async_fd,
+						 .events = POLLIN };
+			nr++;
+		}
+	}
+	rc = poll(pfd, 4 + 2 * nr, timeout_ms);
 	if (rc < 0)
 		return errno == EINTR ? 0 : -errno;
 	if (pfd[1].revents)
 		vconn_check_cm(v);
 	if (pfd[2].revents)
 		vasync_read(v->id->verbs);
-	if (pfd[0].revents) {
-		while (ibv_get_cq_event(v->cch, &cq, &ctx) == 0) {
-			/* Ack in batches; both CQs are acked at teardown. */
-			if (cq == v->rcq &&
-			    ++v->unacked_events >= CQ_ACK_BATCH) {
-				ibv_ack_cq_events(v->rcq, v->unacked_events);
-				v->unacked_events = 0;
-			} else if (cq == v->scq || vlane_ack(v, cq)) {
-				ibv_ack_cq_events(cq, 1);
-			}
-		}
+	if (pfd[0].revents)
+		take_cq_events(v, v->cch);
+	for (unsigned int k = 0; k < nr; k++) {
+		if (pfd[5 + 2 * k].revents)
+			vasync_read(rail[k]->id->verbs);
+		if (pfd[4 + 2 * k].revents)
+			take_cq_events(v, rail[k]->cch);
 	}
 	return 0;
 }
@@ -509,6 +582,8 @@ static const struct cm_ops verbs_ops = {
 	.set_lanes = vconn_set_lanes,
 	.join = vconn_join,
 	.accept_lane = vconn_accept_lane,
+	.local_rails = vconn_local_rails,
+	.set_rails = vconn_set_rails,
 };
 
 /* ---- resources ---- */
@@ -527,6 +602,7 @@ int vconn_build(struct vconn *v)
 
 	c->ops = &verbs_ops;
 	c->transport = "rdma";
+	v->rail = v;
 	snprintf(c->dev, sizeof(c->dev), "%s",
 		 ibv_get_device_name(v->id->verbs->device));
 	c->link_gbps = vconn_link_gbps(v->id->verbs, v->id->port_num);

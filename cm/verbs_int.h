@@ -69,14 +69,29 @@ struct vconn {
 	unsigned int idx;
 	struct cm_wfifo wf;
 	uint32_t stage_lkey;
+	/*
+	 * Rails (cm/rails.c): on lane 0, nrails (0 or 1: one), the device
+	 * lanes k % nrails == r must be on (rail_ctx[r]: the receiver's from
+	 * local_rails, the client's from lane r once built), the address
+	 * they join (client) and the peer's rkey for their writes. On a
+	 * lane, rail: the vconn that holds its device's PD, completion
+	 * channel and memory regions (lane 0, or the first lane on that
+	 * device, which then has pd and cch of its own).
+	 */
+	unsigned int nrails;
+	struct ibv_context *rail_ctx[CM_LANES_MAX];
+	struct cm_rail rail_addr[CM_LANES_MAX];
+	uint32_t remote_rkeys[CM_LANES_MAX];
+	const char *rail_devices; /* client: --device a,b, NULL: any */
+	struct vconn *rail;
 };
 
 /*
  * cm/verbs_lane.c: a lane's verbs resources and its part of the ops.
  * vlane_build makes l (allocated by the caller, l->id with its device,
- * which must be the parent's) lane idx of parent: CQs on the parent's
- * channel and completion vector idx % num_comp_vectors, a QP on the
- * parent's PD sized for the lane (cm.h), its zero-length receives posted.
+ * which must be its rail's: vrail_pick) lane idx of parent: CQs on its
+ * rail's channel and completion vector idx % num_comp_vectors, a QP on
+ * its rail's PD sized for the lane (cm.h), its zero-length receives posted.
  * 0 or -errno, logged; the caller frees l with vlane_free (idempotent on
  * NULL) in every case. vlane_poll polls every lane's CQs, lane 0 first,
  * into ev (at most max) with the writes done in order; vlane_arm arms the
@@ -109,6 +124,19 @@ int vconn_poll_cq(struct vconn *v, struct vconn *l, struct ibv_cq *cq,
 int vconn_poll_pair(struct vconn *v, struct vconn *l, struct cm_event *ev,
 		    int max);
 int vlane_post_recv0(struct vconn *l, uint64_t wr_id);
+
+/* cm/rails.c: the rails calls of verbs' struct cm_ops (cm.h). */
+int vconn_local_rails(struct cm_conn *c, const char *devices,
+		      struct cm_rail *out, unsigned int max);
+int vconn_set_rails(struct cm_conn *c, unsigned int n,
+		    const struct cm_rail *addr, const char *devices);
+/*
+ * The device and PD lane idx (on ctx) of parent is to use: -EXDEV (logged)
+ * when ctx is not the device of its rail; else 0 with l->rail set (to a
+ * lane of parent on ctx already, or to l itself, its PD and channel then
+ * allocated here).
+ */
+int vrail_pick(struct vconn *parent, unsigned int idx, struct vconn *l);
 
 /*
  * cm/rdma_lane.c: the lane calls of verbs' struct cm_ops (cm.h):

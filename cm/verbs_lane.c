@@ -4,7 +4,8 @@
  * "Lanes"): each lane is a struct vconn of its own cm_id, RC QP, send CQ
  * and receive CQ, and nothing else: the PD, the completion channel, the
  * control buffers and the memory regions of the ring and staging stay lane
- * 0's (its parent), registered once. Its CQs share the parent's channel,
+ * 0's (its parent), registered once; a lane on another device (rails.c)
+ * uses that device's PD, channel and registrations (vrail_pick). Its CQs share the parent's channel,
  * so waiting sleeps on one fd, but each sits on its own completion vector.
  * A lane carries WRITE_WITH_IMMs only: its receives are zero-length (no
  * buffer to pin or to touch), and a SEND there would find none that fits
@@ -73,17 +74,13 @@ int vlane_build(struct vconn *parent, unsigned int idx, struct vconn *l)
 	l->base.geom = *g;
 	snprintf(l->base.dev, sizeof(l->base.dev), "%s",
 		 ctx ? ibv_get_device_name(ctx->device) : "?");
-	if (ctx != parent->id->verbs) {
-		/* Several rails (a lane per device) are not built yet. */
-		log_err("lane %u of %s: routed through %s, not %s, the "
-			"session's device",
-			idx, parent->base.peer, l->base.dev, parent->base.dev);
-		return -EXDEV;
-	}
+	rc = vrail_pick(parent, idx, l);
+	if (rc)
+		return rc;
 	vec = ctx->num_comp_vectors > 0 ? (int)(idx % ctx->num_comp_vectors)
 					: 0;
-	l->scq = ibv_create_cq(ctx, (int)sdepth, l, parent->cch, vec);
-	l->rcq = l->scq ? ibv_create_cq(ctx, (int)rdepth, l, parent->cch, vec)
+	l->scq = ibv_create_cq(ctx, (int)sdepth, l, l->rail->cch, vec);
+	l->rcq = l->scq ? ibv_create_cq(ctx, (int)rdepth, l, l->rail->cch, vec)
 			: NULL;
 	if (!l->scq || !l->rcq) {
 		rc = -errno;
@@ -101,10 +98,10 @@ int vlane_build(struct vconn *parent, unsigned int idx, struct vconn *l)
 	qpa.cap.max_send_sge = 1;
 	qpa.cap.max_recv_sge = 1;
 	qpa.cap.max_inline_data = parent->inline_hdr ? CM_SLOT_HDR : 0;
-	rc = rdma_create_qp(l->id, parent->pd, &qpa);
+	rc = rdma_create_qp(l->id, l->rail->pd, &qpa);
 	if (rc && qpa.cap.max_inline_data) {
 		qpa.cap.max_inline_data = 0; /* headers by DMA, as lane 0 */
-		rc = rdma_create_qp(l->id, parent->pd, &qpa);
+		rc = rdma_create_qp(l->id, l->rail->pd, &qpa);
 	}
 	if (rc) {
 		rc = -errno;

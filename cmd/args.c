@@ -355,6 +355,24 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_DEVICE:
 		o->addr.device = arg;
+		o->rail_devices = NULL;
+		if (strchr(arg, ',')) { /* rails: lane 0's device first */
+			size_t n = strcspn(arg, ",");
+			unsigned int k = 1;
+
+			for (const char *p = arg; (p = strchr(p, ',')); p++)
+				k++;
+			if (!n || strstr(arg, ",,") ||
+			    arg[strlen(arg) - 1] == ',' || k > 16)
+				argp_error(state,
+					   "--device: '%s' is not a list of 1 "
+					   "to 16 device names",
+					   arg);
+			o->addr.device = strndup(arg, n);
+			if (!o->addr.device)
+				argp_failure(state, 10, ENOMEM, "--device");
+			o->rail_devices = arg;
+		}
 		break;
 	case 'r':
 		o->recursive = true;

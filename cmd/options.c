@@ -43,8 +43,6 @@ const char rdcp_args_doc[] =
 	"SRC... HOST:DEST\nHOST:SRC... DEST\nH1:SRC... H2:DEST\n--listen\n"
 	"--keygen FILE\n--check [HOST]";
 
-
-
 const struct argp_option rdcp_options[] = {
 	{ NULL, 0, NULL, 0, "Receiver:", 1 },
 	{ "listen", 'l', NULL, 0, "Run as a receiver", 1 },
@@ -104,8 +102,10 @@ const struct argp_option rdcp_options[] = {
 	  2 },
 	{ "bwlimit", OPT_BWLIMIT, "RATE", 0,
 	  "Send at most RATE bytes per second (500M, 2G, 1GB)", 2 },
-	{ NULL, 0, NULL, 0, "Other host (HOST:PATH over ssh, HOST::PATH to a "
-			    "receiver):", 3 },
+	{ NULL, 0, NULL, 0,
+	  "Other host (HOST:PATH over ssh, HOST::PATH to a "
+	  "receiver):",
+	  3 },
 	{ "rsh", 'e', "COMMAND", 0,
 	  "The ssh command line that starts rdcp on HOST (default: "
 	  "$RDCP_RSH, else ssh), e.g. -e 'ssh -p 2222 -i ~/.ssh/dtn'",
@@ -140,7 +140,9 @@ const struct argp_option rdcp_options[] = {
 	{ "device", OPT_DEVICE, "NAME", 0,
 	  "Use this RDMA device (mlx5_0, rxe0, ...) when a host has several: "
 	  "RDMA is then required, and a receiver without --bind listens on "
-	  "the device's address",
+	  "the device's address; a list (rxe0,rxe1) names the rails --streams "
+	  "lanes may use, the first lane 0's, and a receiver then listens on "
+	  "every address",
 	  4 },
 	{ "gid-index", OPT_GID_INDEX, "N", 0,
 	  "RoCE: use the address of GID N of the device (see rdcp --check): "

@@ -160,6 +160,21 @@ static int client_lanes(struct engine *e, const struct xfer_opts *o,
 		return engine_fail(e, XFER_FAIL_CONNECT, rc,
 				   "cannot use %u streams to %s", n,
 				   e->c->peer);
+	if (w->rails > 1) {
+		struct cm_rail rails[CM_LANES_MAX] = { 0 };
+
+		for (unsigned int r = 1; r < w->rails; r++) {
+			rails[r].family = w->rail[r].family;
+			memcpy(rails[r].addr, w->rail[r].addr, 16);
+		}
+		rc = cm_set_rails(e->c, w->rails, rails, o->rail_devices);
+		if (rc)
+			return engine_fail(e, XFER_FAIL_PROTOCOL, rc,
+					   "cannot use the %u rails of %s",
+					   w->rails, e->c->peer);
+		log_info("%u streams to %s on %u rails", n, e->c->peer,
+			 w->rails);
+	}
 	memcpy(j.token, w->token, CM_TOKEN_LEN);
 	for (unsigned int k = 1; k < n; k++) {
 		j.lane = (uint16_t)k;

@@ -88,6 +88,25 @@ static int server_auth(struct server *srv, struct engine *e,
 	m.u.welcome.streams = (uint8_t)streams;
 	if (streams > 1)
 		memcpy(m.u.welcome.token, jw->token, WIRE_LANE_TOKEN_LEN);
+	/*
+	 * Rails: with lanes, on a receiver listening on every address, each
+	 * other device with an address there takes lanes k % R == r.
+	 */
+	if (streams > 1 && !srv->o->addr.host &&
+	    (!srv->o->addr.device || srv->o->rail_devices)) {
+		struct cm_rail rails[WIRE_STREAMS_MAX];
+		int n = cm_local_rails(e->c, srv->o->rail_devices, rails,
+				       streams);
+
+		m.u.welcome.rails = n > 1 ? (uint8_t)n : 0;
+		for (int r = 1; r < n; r++) {
+			m.u.welcome.rail[r].family = rails[r].family;
+			memcpy(m.u.welcome.rail[r].addr, rails[r].addr, 16);
+		}
+		if (n > 1)
+			log_info("%u streams from %s on %d rails", streams,
+				 e->c->peer, n);
+	}
 	if (key) {
 		m.u.welcome.features |= WIRE_FEAT_AUTH;
 		if (getrandom(m.u.welcome.nonce, WIRE_NONCE_LEN, 0) !=
@@ -710,7 +729,17 @@ enum xfer_fail xfer_serve(const struct xfer_opts *o)
 		pthread_cond_init(&srv.joined, &ca);
 		pthread_condattr_destroy(&ca);
 	}
-	rc = o->ssh_server ? listen_boot(&srv, &l) : cm_listen(&o->addr, &l);
+	if (o->rail_devices && !o->ssh_server) {
+		/* --device a,b: every address, over RDMA; rails filtered. */
+		struct cm_addr any = o->addr;
+
+		any.device = NULL;
+		any.transport = CM_TRANSPORT_RDMA;
+		rc = cm_listen(&any, &l);
+	} else {
+		rc = o->ssh_server ? listen_boot(&srv, &l)
+				   : cm_listen(&o->addr, &l);
+	}
 	if (rc) {
 		close(srv.rootfd);
 		OPENSSL_cleanse(onetime, sizeof(onetime));

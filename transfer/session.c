@@ -113,7 +113,7 @@ enum xfer_fail session_verdict(const struct engine *e,
 int session_rings(struct engine *e, bool sink)
 {
 	struct wire_msg m = { .type = WIRE_RING };
-	struct cm_ring_desc ring;
+	struct cm_ring_desc ring = { 0 }; /* rails 0 unless cm/ has them */
 	int rc;
 
 	if (sink) {
@@ -127,6 +127,11 @@ int session_rings(struct engine *e, bool sink)
 		m.u.ring.rkey = ring.rkey;
 		m.u.ring.slots = e->c->geom.slots;
 		m.u.ring.slot_size = e->c->geom.slot_size;
+		m.u.ring.rails = ring.rails > 1 && ring.rails <= CM_LANES_MAX
+					 ? (uint8_t)ring.rails
+					 : 0;
+		for (unsigned int r = 1; r < m.u.ring.rails; r++)
+			m.u.ring.rkeys[r] = ring.rkeys[r];
 		return engine_send(e, &m);
 	}
 	rc = engine_expect(e, WIRE_RING, &m, SESSION_HANDSHAKE_MS);
@@ -137,9 +142,21 @@ int session_rings(struct engine *e, bool sink)
 		return engine_fail(e, XFER_FAIL_PROTOCOL, -EPROTO,
 				   "%s announced a ring of another geometry",
 				   e->c->peer);
+	if ((m.u.ring.rails > 1 ? m.u.ring.rails : 1u) !=
+	    (e->c->rails > 1 ? e->c->rails : 1u))
+		return engine_fail(e, XFER_FAIL_PROTOCOL, -EPROTO,
+				   "%s announced a ring for %u rails, the "
+				   "session has %u",
+				   e->c->peer,
+				   m.u.ring.rails > 1 ? m.u.ring.rails : 1u,
+				   e->c->rails > 1 ? e->c->rails : 1u);
 	ring.addr = m.u.ring.addr;
 	ring.hdr_addr = m.u.ring.hdr_addr;
 	ring.rkey = m.u.ring.rkey;
+	ring.rails = m.u.ring.rails > 1 ? m.u.ring.rails : 1;
+	ring.rkeys[0] = ring.rkey;
+	for (unsigned int r = 1; r < ring.rails; r++)
+		ring.rkeys[r] = m.u.ring.rkeys[r];
 	rc = e->c->ops->stage_create(e->c, &ring);
 	if (rc)
 		return engine_fail(e, XFER_FAIL_RESOURCE, rc,

@@ -60,6 +60,11 @@ static void enc_body(struct put *w, const struct wire_msg *m)
 		put_str(w, m->u.welcome.msg, WIRE_MSG_MAX);
 		put_u8(w, m->u.welcome.streams);
 		put_bytes(w, m->u.welcome.token, WIRE_LANE_TOKEN_LEN);
+		put_u8(w, m->u.welcome.rails);
+		for (unsigned int i = 1; i < m->u.welcome.rails; i++) {
+			put_u8(w, m->u.welcome.rail[i].family);
+			put_bytes(w, m->u.welcome.rail[i].addr, 16);
+		}
 		break;
 	case WIRE_RING:
 		put_u64(w, m->u.ring.addr);
@@ -67,6 +72,9 @@ static void enc_body(struct put *w, const struct wire_msg *m)
 		put_u16(w, m->u.ring.slots);
 		put_u32(w, m->u.ring.slot_size);
 		put_u64(w, m->u.ring.hdr_addr);
+		put_u8(w, m->u.ring.rails);
+		for (unsigned int i = 1; i < m->u.ring.rails; i++)
+			put_u32(w, m->u.ring.rkeys[i]);
 		break;
 	case WIRE_FILE:
 		put_u32(w, m->u.file.file_id);
@@ -412,8 +420,21 @@ static void dec_body(struct get *r, struct wire_msg *m)
 		get_str(r, m->u.welcome.msg, WIRE_MSG_MAX);
 		m->u.welcome.streams = get_u8(r); /* 0 as 1 */
 		get_bytes(r, m->u.welcome.token, WIRE_LANE_TOKEN_LEN);
-		if (m->u.welcome.streams > WIRE_STREAMS_MAX)
+		m->u.welcome.rails = get_u8(r); /* 0 as 1 */
+		if (m->u.welcome.streams > WIRE_STREAMS_MAX ||
+		    m->u.welcome.rails > WIRE_STREAMS_MAX ||
+		    (m->u.welcome.rails > 1 &&
+		     m->u.welcome.rails > m->u.welcome.streams))
 			r->err = true;
+		for (unsigned int i = 1; !r->err && i < m->u.welcome.rails;
+		     i++) {
+			struct wire_rail *a = &m->u.welcome.rail[i];
+
+			a->family = get_u8(r);
+			get_bytes(r, a->addr, 16);
+			if (a->family != 4 && a->family != 6)
+				r->err = true;
+		}
 		break;
 	case WIRE_RING:
 		m->u.ring.addr = get_u64(r);
@@ -421,6 +442,11 @@ static void dec_body(struct get *r, struct wire_msg *m)
 		m->u.ring.slots = get_u16(r);
 		m->u.ring.slot_size = get_u32(r);
 		m->u.ring.hdr_addr = get_u64(r);
+		m->u.ring.rails = get_u8(r); /* 0 as 1 */
+		if (m->u.ring.rails > WIRE_STREAMS_MAX)
+			r->err = true;
+		for (unsigned int i = 1; !r->err && i < m->u.ring.rails; i++)
+			m->u.ring.rkeys[i] = get_u32(r);
 		break;
 	case WIRE_FILE:
 		m->u.file.file_id = get_u32(r);

@@ -228,6 +228,16 @@ struct wire_welcome {
 	 */
 	uint8_t streams;
 	uint8_t token[WIRE_LANE_TOKEN_LEN];
+	/*
+	 * Rails (README "Wire protocol": Rails): 0 or 1, one (the address
+	 * connected to); else 2..streams, and rail[1..rails-1] the addresses
+	 * lanes k with k % rails == r join (rail[0] unused: lane 0's).
+	 */
+	uint8_t rails;
+	struct wire_rail {
+		uint8_t family;	  /* 4 or 6 */
+		uint8_t addr[16]; /* IPv4 in the first 4 bytes, rest zero */
+	} rail[WIRE_STREAMS_MAX];
 };
 
 struct wire_auth {
@@ -240,6 +250,13 @@ struct wire_ring {
 	uint16_t slots;
 	uint32_t slot_size; /* payload bytes per slot: the chunk size */
 	uint64_t hdr_addr;  /* slot 0's header */
+	/*
+	 * The rails of WELCOME (0 or 1: one) and the rkey of rail r for the
+	 * writes of lanes k with k % rails == r (rail 0's: rkey; rkeys[0]
+	 * unused).
+	 */
+	uint8_t rails;
+	uint32_t rkeys[WIRE_STREAMS_MAX];
 };
 
 struct wire_file {

@@ -119,6 +119,11 @@ int xfer_list_range(char *out, size_t cap, const struct xfer_range *r,
 struct xfer_opts {
 	/* both sides */
 	struct cm_addr addr;  /* connect to / listen on */
+	/*
+	 * --device a,b (rails, README "Rails"): the whole list (addr.device
+	 * is its first name, lane 0's on a client); NULL with one device.
+	 */
+	const char *rail_devices;
 	uint32_t chunk_size;  /* payload bytes per slot (power of two) */
 	uint16_t window;      /* ring slots */
 	/*

@@ -61,6 +61,8 @@ expect_fail "[v6]:PATH goes over ssh (-e false: it fails, exit 12)" 12 -e false 
 expect_fail "--streams beyond 16" 2 --streams 17 a h:
 expect_fail "--streams 0" 2 --streams 0 a h:
 expect_fail "--gid-index without --device" 2 --gid-index 1 a h:
+expect_fail "--device with an empty name in its list" 2 --device rxe0,,rxe1 a h:
+expect_fail "--device list ending in a comma" 2 --device rxe0, a h:
 expect_fail "--compress level out of range" 2 --compress=10 a h:
 expect_fail "bad --bwlimit" 2 --bwlimit fast a h:
 expect_fail "--encrypt with --no-auth" 2 --encrypt --no-auth a h:

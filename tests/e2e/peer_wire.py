@@ -243,9 +243,14 @@ SPEC = {
             ("nfilters", "H"), ("filters", "paths"), ("streams", "B")],
     WELCOME: [("status", "i"), ("features", "I"), ("nonce", "32s"),
               ("mac", "32s"), ("message", "str"), ("streams", "B"),
-              ("token", "8s")],
+              ("token", "8s"),
+              # rails (README "Wire protocol": Rails): 0, or R and for
+              # rails 1..R-1 family u8 + addr[16] each in rail_addrs
+              ("rails", "B"), ("rail_addrs", "tail")],
     RING: [("addr", "Q"), ("rkey", "I"), ("slots", "H"), ("slot_size", "I"),
-           ("hdr_addr", "Q")],
+           ("hdr_addr", "Q"),
+           # rails: 0, or R and an rkey u32 for rails 1..R-1 in rail_rkeys
+           ("rails", "B"), ("rail_rkeys", "tail")],
     FILE: [("file_id", "I"), ("kind", "B"), ("flags", "I"), ("size", "Q"),
            ("mode", "I"), ("mtime", "q"), ("mtime_ns", "I"), ("atime", "q"),
            ("atime_ns", "I"), ("path", "str"), ("link", "str"),

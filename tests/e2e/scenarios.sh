@@ -49,7 +49,7 @@ ALL="$ALL tree pull resume skip crypt zeros bwlimit full small script entries"
 ALL="$ALL ssh retry direct streams"
 # Over RDMA these run last, after the RNR check (they re-create rxe0,
 # which resets its counters); over TCP only when named.
-EXTRA="devremove"
+EXTRA="devremove rails"
 check_scenarios "$ALL $EXTRA" "$@"
 
 rm -rf "$W"
@@ -2553,6 +2553,115 @@ s_devremove() {
 	t_log "$W/tx-dr2.log" "$W/rx-dr2.log"
 	t_end
 	rm -rf rx/dr src/dr src/k64
+}
+
+# 36. Two rails: rxe1 on a second netdev (dummy1, 10.77.3.1) beside rxe0;
+#     a receiver listening on every address advertises both, and a copy
+#     with --streams 2 and 4 puts lane k on rail k % 2: each device's
+#     sent_pkts (hw_counters) moves by at least a quarter of the file's
+#     packets, the file lands byte identical and both sides log 2 rails;
+#     the same pulled back (the client's ring on both devices); the same
+#     with --device rxe0,rxe1 on both sides, one rail with a receiver's
+#     --device rxe0; then,
+#     with rxe1 gone again, --streams 2 stays on one rail.
+rail_pkts() { cat "/sys/class/infiniband/$1/ports/1/hw_counters/sent_pkts"; }
+s_rails() {
+	t_begin "--streams 2, 4 over two rails (rxe0, rxe1): both devices carry data"
+	if [ -n "$HOST_MODE" ]; then
+		echo "# skipped: RDMA only"
+		t_end
+		return
+	fi
+	mkdir -p src rx/rl
+	mkrand src/rl16 $((16 * M))
+	ip link add dummy1 type dummy 2>/dev/null
+	ip addr add 10.77.3.1/24 dev dummy1 2>/dev/null
+	ip link set dummy1 up
+	rdma link add rxe1 type rxe netdev dummy1 ||
+		t_fail "cannot add rxe1 on dummy1"
+	wait_until 10 "" sh -c 'rdma link show rxe1/1 | grep -q ACTIVE' ||
+		t_fail "rxe1 never became active"
+	for n in 2 4; do
+		nextport
+		if ! start_rx "$W/rx-rl$n.log" --root "$W/rx/rl" --port $P; then
+			t_fail "receiver did not start listening"
+			continue
+		fi
+		a0=$(rail_pkts rxe0) a1=$(rail_pkts rxe1)
+		send "$W/tx-rl$n.log" -v --streams $n --chunk-size 256K \
+			--port $P src/rl16 "$ADDR::rl16-$n"
+		b0=$(rail_pkts rxe0) b1=$(rail_pkts rxe1)
+		[ "$SRC" = 0 ] || t_fail "--streams $n: sender exit $SRC"
+		same src/rl16 "rx/rl/rl16-$n"
+		# 16 MiB in packets of at most 4 KiB: 4096 at least, a quarter
+		# of those on each rail (either end of a lane counts on its own
+		# device).
+		echo "# --streams $n: rxe0 sent $((b0 - a0)) packets, rxe1 $((b1 - a1))"
+		[ $((b0 - a0)) -ge 1024 ] || t_fail "--streams $n: rxe0 carried no share"
+		[ $((b1 - a1)) -ge 1024 ] || t_fail "--streams $n: rxe1 carried no share"
+		logged "$W/rx-rl$n.log" "$n streams from .* on 2 rails" ||
+			t_fail "--streams $n: the receiver did not use 2 rails"
+		logged "$W/tx-rl$n.log" "$n streams to .* on 2 rails" ||
+			t_fail "--streams $n: the sender did not use 2 rails"
+		# A pull: the client is the sink, its ring on both devices.
+		a0=$(rail_pkts rxe0) a1=$(rail_pkts rxe1)
+		send "$W/tx-rlp$n.log" -v --streams $n --chunk-size 256K \
+			--port $P "$ADDR::rl16-$n" "$W/rx/rl/pulled-$n"
+		b0=$(rail_pkts rxe0) b1=$(rail_pkts rxe1)
+		[ "$SRC" = 0 ] || t_fail "pull --streams $n: exit $SRC"
+		same src/rl16 "rx/rl/pulled-$n"
+		echo "# pull --streams $n: rxe0 sent $((b0 - a0)) packets, rxe1 $((b1 - a1))"
+		[ $((b0 - a0)) -ge 1024 ] && [ $((b1 - a1)) -ge 1024 ] ||
+			t_fail "pull --streams $n: not both rails carried data"
+		term_rx
+		t_log "$W/tx-rl$n.log" "$W/rx-rl$n.log" "$W/tx-rlp$n.log"
+	done
+	# --device rxe0,rxe1 on both sides: the same two rails; a receiver
+	# with --device rxe0 alone listens there and keeps one.
+	nextport
+	if start_rx "$W/rx-rld.log" --device rxe0,rxe1 --root "$W/rx/rl" --port $P; then
+		a1=$(rail_pkts rxe1)
+		send "$W/tx-rld.log" -v --device rxe0,rxe1 --streams 2 \
+			--port $P src/rl16 "$ADDR::rl16-d"
+		b1=$(rail_pkts rxe1)
+		[ "$SRC" = 0 ] || t_fail "--device rxe0,rxe1: sender exit $SRC"
+		same src/rl16 rx/rl/rl16-d
+		echo "# --device rxe0,rxe1: rxe1 sent $((b1 - a1)) packets"
+		[ $((b1 - a1)) -ge 1024 ] || t_fail "--device rxe0,rxe1: rxe1 carried no share"
+		logged "$W/rx-rld.log" "2 streams from .* on 2 rails" ||
+			t_fail "--device rxe0,rxe1: the receiver did not use 2 rails"
+		term_rx
+	else
+		t_fail "receiver --device rxe0,rxe1 did not start listening"
+	fi
+	nextport
+	if start_rx "$W/rx-rl0.log" --device rxe0 --root "$W/rx/rl" --port $P; then
+		send "$W/tx-rl0.log" -v --streams 2 --port $P src/rl16 "$ADDR::rl16-0"
+		[ "$SRC" = 0 ] || t_fail "--device rxe0: sender exit $SRC"
+		same src/rl16 rx/rl/rl16-0
+		! logged "$W/rx-rl0.log" "rails" ||
+			t_fail "--device rxe0: more than one rail"
+		term_rx
+	else
+		t_fail "receiver --device rxe0 did not start listening"
+	fi
+	t_log "$W/tx-rld.log" "$W/rx-rld.log" "$W/tx-rl0.log" "$W/rx-rl0.log"
+	rdma link delete rxe1
+	ip link del dummy1
+	nextport
+	if start_rx "$W/rx-rl1.log" --root "$W/rx/rl" --port $P; then
+		send "$W/tx-rl1.log" -v --streams 2 --port $P src/rl16 "$ADDR::rl16-1"
+		[ "$SRC" = 0 ] || t_fail "one rail: sender exit $SRC"
+		same src/rl16 rx/rl/rl16-1
+		! logged "$W/rx-rl1.log" "rails" ||
+			t_fail "rails without rxe1"
+		term_rx
+	else
+		t_fail "receiver did not start listening"
+	fi
+	t_log "$W/tx-rl1.log" "$W/rx-rl1.log"
+	t_end
+	rm -rf rx/rl src/rl16
 }
 
 # ---------------------------------------------------------------- main

@@ -258,6 +258,13 @@ static void wire_seeds(void)
 	fill(m.u.welcome.nonce, WIRE_NONCE_LEN, 2);
 	fill(m.u.welcome.mac, WIRE_MAC_LEN, 3);
 	msg("welcome-ok", &m, buf);
+	m.u.welcome.streams = 4;
+	m.u.welcome.rails = 2;
+	m.u.welcome.rail[1].family = 4;
+	memcpy(m.u.welcome.rail[1].addr, "\x0a\x4d\x03\x01", 4);
+	msg("welcome-rails", &m, buf);
+	m.u.welcome.streams = 0;
+	m.u.welcome.rails = 0;
 	m.u.welcome.status = -EACCES;
 	m.u.welcome.features = 0;
 	memset(m.u.welcome.mac, 0, WIRE_MAC_LEN);
@@ -289,6 +296,9 @@ static void wire_seeds(void)
 	m.u.ring.slot_size = 1 << 20;
 	m.u.ring.hdr_addr = 0x7f1234460000ull;
 	msg("ring", &m, buf);
+	m.u.ring.rails = 2; /* README "Wire protocol": Rails */
+	m.u.ring.rkeys[1] = 0xfeedf00d;
+	msg("ring-rails", &m, buf);
 
 	memset(&m, 0, sizeof(m));
 	m.type = WIRE_FILE;

@@ -89,6 +89,11 @@ static size_t samples(struct wire_msg *m, size_t max)
 	memset(m[n].u.welcome.msg, 'w', WIRE_MSG_MAX); /* the longest */
 	m[n].u.welcome.streams = 16;
 	memset(m[n].u.welcome.token, 0xa5, WIRE_LANE_TOKEN_LEN);
+	m[n].u.welcome.rails = 3;
+	m[n].u.welcome.rail[1].family = 4;
+	memcpy(m[n].u.welcome.rail[1].addr, "\x0a\x4d\x01\x01", 4);
+	m[n].u.welcome.rail[2].family = 6;
+	memset(m[n].u.welcome.rail[2].addr, 0xfe, 16);
 	n++;
 
 	m[n].type = WIRE_RING;
@@ -97,6 +102,9 @@ static size_t samples(struct wire_msg *m, size_t max)
 	m[n].u.ring.slots = 64;
 	m[n].u.ring.slot_size = 1u << 20;
 	m[n].u.ring.hdr_addr = 0x7f0000000000ull;
+	m[n].u.ring.rails = 3;
+	m[n].u.ring.rkeys[1] = 0x11223344u;
+	m[n].u.ring.rkeys[2] = 0x55667788u;
 	n++;
 
 	m[n].type = WIRE_FILE;
@@ -644,6 +652,74 @@ static void golden_slot(struct wire_slot_hdr *h)
 	h->raw_len = 0x1000;
 	for (unsigned int i = 0; i < 16; i++)
 		h->tag[i] = (uint8_t)(0xa0 + i);
+}
+
+/*
+ * Rails (README "Wire protocol": Rails): RING as documented, today's body
+ * (addr u64, rkey u32, slots u16, slot_size u32, hdr_addr u64) then
+ * rails u8 and an rkey u32 for each of rails 1..rails-1; WELCOME's rails
+ * past its token are refused over 16, over its streams, or with an
+ * address family other than 4 and 6.
+ */
+static void test_rails(void)
+{
+	static const char want_hex[] =
+		"03000000"
+		"00000033"
+		"00000000"
+		"00000000" /* header */
+		"00007f0012345000"
+		"abcdef01"
+		"0040"
+		"00100000"
+		"00007f0000000000" /* today's RING */
+		"03"
+		"11223344"
+		"55667788"; /* rails 1, 2 */
+	uint8_t want[51];
+	struct wire_msg m, d;
+	int len;
+
+	hex_to(want_hex, want, sizeof(want));
+	memset(&m, 0, sizeof(m));
+	m.type = WIRE_RING;
+	m.u.ring.addr = 0x00007f0012345000ull;
+	m.u.ring.rkey = 0xabcdef01u;
+	m.u.ring.slots = 64;
+	m.u.ring.slot_size = 1u << 20;
+	m.u.ring.hdr_addr = 0x7f0000000000ull;
+	m.u.ring.rails = 3;
+	m.u.ring.rkeys[1] = 0x11223344u;
+	m.u.ring.rkeys[2] = 0x55667788u;
+	len = wire_encode(&m, buf, sizeof(buf));
+	CHECK_EQ(len, sizeof(want));
+	if (len == (int)sizeof(want) && memcmp(buf, want, sizeof(want))) {
+		show_diff(buf, want, sizeof(want));
+		CHECK(0);
+	}
+	CHECK_EQ(wire_decode(buf, (size_t)len, &d), 0);
+	CHECK(memcmp(&d, &m, sizeof(m)) == 0);
+	buf[42] = 17; /* rails over 16 */
+	CHECK(wire_decode(buf, (size_t)len, &d) < 0);
+
+	/* WELCOME: rails over streams, then a bad family, refused. */
+	memset(&m, 0, sizeof(m));
+	m.type = WIRE_WELCOME;
+	m.u.welcome.streams = 2;
+	m.u.welcome.rails = 2;
+	m.u.welcome.rail[1].family = 4;
+	len = wire_encode(&m, buf, sizeof(buf));
+	CHECK(len > 0);
+	CHECK_EQ(wire_decode(buf, (size_t)len, &d), 0);
+	CHECK_EQ(d.u.welcome.rails, 2);
+	CHECK_EQ(d.u.welcome.rail[1].family, 4);
+	m.u.welcome.streams = 1;
+	len = wire_encode(&m, buf, sizeof(buf));
+	CHECK(wire_decode(buf, (size_t)len, &d) < 0);
+	m.u.welcome.streams = 2;
+	m.u.welcome.rail[1].family = 5;
+	len = wire_encode(&m, buf, sizeof(buf));
+	CHECK(wire_decode(buf, (size_t)len, &d) < 0);
 }
 
 static void test_golden_slot_header(void)
@@ -1423,4 +1499,4 @@ TAP_RUN(TAP_TEST(test_roundtrip_every_type), TAP_TEST(test_encode_limits),
 	TAP_TEST(test_pack_roundtrip), TAP_TEST(test_pack_truncated),
 	TAP_TEST(test_pack_refusals), TAP_TEST(test_pack_golden),
 	TAP_TEST(test_pack_digest), TAP_TEST(test_set_acks),
-	TAP_TEST(test_tag_roundtrip), TAP_TEST(test_tag_golden))
+	TAP_TEST(test_tag_roundtrip), TAP_TEST(test_tag_golden), TAP_TEST(test_rails))
