@@ -121,44 +121,42 @@ void vasync_set(struct vconn *v, int status, const char *why)
 	pthread_mutex_unlock(&async_lock);
 }
 
-/* Whether ev is about v (its QP, a CQ of it, its port or its device). */
-static bool async_concerns(const struct vconn *v, struct ibv_context *ctx,
-			   const struct ibv_async_event *ev)
+/* Whether ev is about e, lane 0 or a lane: its QP, CQs, port or device. */
+static bool async_hits(const struct vconn *e, struct ibv_context *ctx,
+		       const struct ibv_async_event *ev)
 {
-	if (v->id->verbs != ctx)
+	if (!e || !e->id || e->id->verbs != ctx)
 		return false;
 	switch (ev->event_type) {
 	case IBV_EVENT_QP_FATAL:
 	case IBV_EVENT_QP_REQ_ERR:
 	case IBV_EVENT_QP_ACCESS_ERR:
-		if (v->qp_created && ev->element.qp == v->id->qp)
-			return true;
-		/* A lane's (--streams) fails the whole connection. */
-		for (unsigned int i = 1; i < CM_LANES_MAX; i++) {
-			const struct vconn *l = v->lane[i];
-
-			if (l && l->qp_created && ev->element.qp == l->id->qp)
-				return true;
-		}
-		return false;
+		return e->qp_created && ev->element.qp == e->id->qp;
 	case IBV_EVENT_CQ_ERR:
-		if (ev->element.cq == v->scq || ev->element.cq == v->rcq)
-			return true;
-		for (unsigned int i = 1; i < CM_LANES_MAX; i++) {
-			const struct vconn *l = v->lane[i];
-
-			if (l && (ev->element.cq == l->scq ||
-				  ev->element.cq == l->rcq))
-				return true;
-		}
-		return false;
+		return ev->element.cq == e->scq || ev->element.cq == e->rcq;
 	case IBV_EVENT_PORT_ERR:
-		return ev->element.port_num == v->id->port_num;
+		return ev->element.port_num == e->id->port_num;
 	case IBV_EVENT_DEVICE_FATAL:
 		return true;
 	default:
 		return false;
 	}
+}
+
+/*
+ * Whether ev is about v: about lane 0 or any of its lanes (--streams),
+ * which may sit on other devices (rails): one lane's failure fails the
+ * whole connection.
+ */
+static bool async_concerns(const struct vconn *v, struct ibv_context *ctx,
+			   const struct ibv_async_event *ev)
+{
+	if (async_hits(v, ctx, ev))
+		return true;
+	for (unsigned int i = 1; i < CM_LANES_MAX; i++)
+		if (async_hits(v->lane[i], ctx, ev))
+			return true;
+	return false;
 }
 
 void vasync_read(struct ibv_context *ctx)
@@ -180,8 +178,8 @@ void vasync_read(struct ibv_context *ctx)
 			snprintf(why, sizeof(why),
 				 "RDMA device %s, connection to %s: %s "
 				 "(async event %s)",
-				 v->base.dev, v->base.peer, what,
-				 ibv_event_type_str(ev.event_type));
+				 ibv_get_device_name(ctx->device), v->base.peer,
+				 what, ibv_event_type_str(ev.event_type));
 			async_fail(v, status, why);
 			mine = true;
 		}
