@@ -80,7 +80,7 @@ int vconn_teardown(struct vconn *v)
 		if (v->lane[i] && v->lane[i]->established && !v->closed)
 			rdma_disconnect(v->lane[i]->id);
 	}
-	/* No more asynchronous events routed here (or to a lane) from now on. */
+	/* No more asynchronous events routed here (or to a lane). */
 	vasync_del(v);
 	/* Last first: a lane may use the PD of an earlier one (its rail). */
 	for (unsigned int i = CM_LANES_MAX - 1; i >= 1; i--) {
@@ -130,23 +130,15 @@ int vconn_teardown(struct vconn *v)
 		first = rc;
 	if ((rc = destroy_mr(&v->stage_mr)) && !first)
 		first = rc;
-	if (v->parent) { /* a lane: the rest is lane 0's */
-		if (v->pd && (rc = ibv_dealloc_pd(v->pd)) && !first)
-			first = -rc; /* a rail's, unused by now */
-		v->pd = NULL;
-		drain_cm_events(v->ech);
-		if (v->id && rdma_destroy_id(v->id) && !first)
-			first = -errno;
-		v->id = NULL;
-		if (v->ech)
-			rdma_destroy_event_channel(v->ech);
-		v->ech = NULL;
-		return first;
+	if (!v->parent) { /* lane 0's buffers; a lane has none */
+		free_buf(&v->base.tx,
+			 (size_t)v->base.ntx * v->base.geom.ctrl_size);
+		free_buf(&v->base.rx,
+			 (size_t)v->base.nrx * v->base.geom.ctrl_size);
+		cm_area_free(&v->base.ring, &v->base.geom);
+		cm_area_free(&v->base.stage, &v->base.geom);
 	}
-	free_buf(&v->base.tx, (size_t)v->base.ntx * v->base.geom.ctrl_size);
-	free_buf(&v->base.rx, (size_t)v->base.nrx * v->base.geom.ctrl_size);
-	cm_area_free(&v->base.ring, &v->base.geom);
-	cm_area_free(&v->base.stage, &v->base.geom);
+	/* A lane's PD is a rail's of its own (unused by now), or NULL. */
 	if (v->pd && (rc = ibv_dealloc_pd(v->pd)) && !first)
 		first = -rc;
 	v->pd = NULL;
