@@ -664,6 +664,23 @@ static int run(struct rank *r)
 	return abort ? -code : code;
 }
 
+static bool mpi_started;
+
+/*
+ * A rank other than 0 that fails before MPI starts (a usage error, argp's
+ * own exit) keeps quiet and waits: mpirun aborts the job at the first rank
+ * to exit non-zero, and rank 0, which says why, may not have said it yet.
+ * Rank 0's exit ends this wait; the bound covers a rank 0 that did not fail.
+ */
+static void wait_for_rank0(void)
+{
+	struct timespec t = { .tv_sec = 10 };
+
+	if (!mpi_started)
+		while (nanosleep(&t, &t) && errno == EINTR)
+			;
+}
+
 int main(int argc, char **argv)
 {
 	static char prefix[32];
@@ -686,6 +703,7 @@ int main(int argc, char **argv)
 	if (r.id) { /* one copy of a usage error, from rank 0 */
 		int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
 
+		atexit(wait_for_rank0);
 		saved = dup(STDERR_FILENO);
 		if (null >= 0) {
 			dup2(null, STDERR_FILENO);
@@ -738,6 +756,7 @@ int main(int argc, char **argv)
 	r.sh.dry_run = r.o.dry_run;
 	pthread_mutex_init(&r.sh.mu, NULL);
 
+	mpi_started = true;
 	if (MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided) !=
 	    MPI_SUCCESS) {
 		log_err("cannot start MPI (run rdcp-mpi under mpirun)");

@@ -329,19 +329,37 @@ s_partial() {
 	rm -rf "$W/dst" "$W/pt"
 }
 
+# mpi_late LOG ARGS...: as mpi() with 3 ranks, rank 0 starting 1 s after
+# the others, so a usage error must wait for rank 0's one message.
+mpi_late() {
+	local log=$1
+	shift
+	local cmd="$BUILD/rdcp-mpi --transport tcp --key-file $T/key --timeout 5"
+	run_bounded 180 "$log.err" sh -c 'log=$1; shift; exec "$@" >"$log"' _ \
+		"$log" mpirun --oversubscribe \
+		-np 1 sh -c 'sleep 1; exec "$@"' _ $cmd "$@" : -np 2 $cmd "$@"
+}
+
 s_usage() {
 	t_begin "usage: a pull is refused, exit 2, one message"
-	mpi "$T/usage.log" 3 -r "rdcp://127.0.0.1:1/x" "$W"
+	mpi_late "$T/usage.log" -r "rdcp://127.0.0.1:1/x" "$W"
 	[ "$SRC" = 2 ] || t_fail "exit $SRC, want 2"
 	[ "$(grep -c 'rdcp-mpi pushes' "$T/usage.log.err")" = 1 ] ||
 		t_fail "want one message, have $(grep -c 'rdcp-mpi pushes' "$T/usage.log.err")"
 	# ranges need CRC32: --split-size with sha256 is refused the same way
-	mpi "$T/usage2.log" 3 --checksum sha256 --split-size 64M -r "$W" \
+	mpi_late "$T/usage2.log" --checksum sha256 --split-size 64M -r "$W" \
 		"rdcp://127.0.0.1:1/x"
 	[ "$SRC" = 2 ] || t_fail "sha256 with --split-size: exit $SRC, want 2"
 	[ "$(grep -c 'byte ranges need --checksum crc32' "$T/usage2.log.err")" = 1 ] ||
 		t_fail "want one message for sha256 with --split-size"
+	# an option argp refuses exits from inside argp_parse
+	mpi_late "$T/usage3.log" --no-such-option -r "$W" "rdcp://127.0.0.1:1/x"
+	[ "$SRC" = 2 ] || [ "$SRC" = 64 ] || t_fail "a bad option: exit $SRC"
+	[ "$(grep -c 'no-such-option' "$T/usage3.log.err")" = 1 ] ||
+		t_fail "want one message for a bad option"
 	t_log "$T/usage.log.err"
+	t_log "$T/usage2.log.err"
+	t_log "$T/usage3.log.err"
 	t_end
 }
 
