@@ -397,6 +397,8 @@ static int open_file(struct sink *k, struct snk_file *f,
 
 	if (!f->err && ask && keep_existing(k, f)) {
 		f->skipped = true; /* -n, -u: a split file's every range too */
+		f->kept_range = wf->flags & WIRE_FILE_RANGE;
+		f->kept_final = f->kept_range && !wf->range_idx;
 		return sink_skip_file(k, f);
 	}
 	if (wf->flags & WIRE_FILE_RANGE)
@@ -588,6 +590,7 @@ int sink_send_result(struct sink *k, struct snk_file *f, const uint8_t *digest,
 		     unsigned int dlen)
 {
 	struct wire_msg m = { .type = WIRE_FILE_RESULT };
+	bool final = sink_range_final(f) || f->kept_final;
 	int rc;
 
 	m.u.result.file_id = f->id;
@@ -596,7 +599,7 @@ int sink_send_result(struct sink *k, struct snk_file *f, const uint8_t *digest,
 	m.u.result.flags = (f->skipped ? WIRE_RESULT_SKIPPED : 0) |
 			   (f->dry ? WIRE_RESULT_DRY : 0) |
 			   (f->exists ? WIRE_RESULT_EXISTS : 0) |
-			   (sink_range_final(f) ? WIRE_RESULT_FINAL : 0);
+			   (final ? WIRE_RESULT_FINAL : 0);
 	if (f->err) {
 		snprintf(m.u.result.msg, sizeof(m.u.result.msg), "%s",
 			 f->errmsg);
@@ -605,10 +608,11 @@ int sink_send_result(struct sink *k, struct snk_file *f, const uint8_t *digest,
 		if (dlen)
 			memcpy(m.u.result.digest, digest, dlen);
 	}
-	if (f->rg && !f->err && !sink_range_final(f))
+	if ((f->rg || f->kept_range) && !f->err && !final) {
 		/* a range: the file is counted once, by its final one */
-		k->st->bytes += sink_range_len(f);
-	else
+		if (f->rg)
+			k->st->bytes += sink_range_len(f);
+	} else
 		sink_tally(k, f->n.shown, f->rg ? sink_range_len(f) : f->size,
 			   f->err, f->err_remote, f->errmsg, f->skipped);
 	client_report(k, f, true, digest, dlen);

@@ -91,6 +91,11 @@ struct snk_file {
 	uint64_t first_idx; /* a range's first chunk (0: a whole file) */
 	uint64_t crc_at;    /* a range: crc covers [its offset, crc_at) */
 	struct snk_range *rg; /* a byte range of a split file, or NULL */
+	/*
+	 * -n/-u kept a split file's final name: each range is answered
+	 * skipped, and range 0's answer (FINAL) alone reports and counts it.
+	 */
+	bool kept_range, kept_final;
 	int head, tail;
 	uint32_t crc;
 	struct ck_sha256 *tree;

@@ -189,7 +189,7 @@ void src_report(struct source *s, struct src_file *f, int status,
 		s->st->files_ok += !f->w->range || f->final;
 		s->st->files_packed += f->packed;
 		s->st->bytes += regular ? src_file_bytes(f) : 0;
-		if (r.skipped)
+		if (r.skipped && (!f->w->range || f->final))
 			s->st->files_skipped++;
 	}
 	report_file(s->o, &r, s->cfg->p.csum, digest, dlen);

@@ -278,7 +278,19 @@ print("%08x" % c)' "$W/big/huge.img")
 	done
 	echo "# bytes per rank: $(rank_bytes "$T/big.log")"
 	[ "$n" -ge 2 ] || t_fail "the file was not split over the ranks"
+	# -n again: every file kept, the split one reported and counted once
+	mpi "$T/bigkeep.log" 4 -n --sparse --split-size 256M --json -r \
+		"$W/big" "$RECV/b"
+	[ "$SRC" = 0 ] || t_fail "-n: exit $SRC, want 0"
+	grep '"event":"summary"' "$T/bigkeep.log" | sed 's/^/# /'
+	[ "$(grep -c "\"event\":\"file_done\",\"path\":\"$W/big/huge.img\".*\"status\":\"skipped\"" \
+		"$T/bigkeep.log")" = 1 ] || t_fail "-n: not one skipped file_done for the split file"
+	[ "$(jsum "$T/bigkeep.log" files_skipped)" = 201 ] ||
+		t_fail "-n: files_skipped is not 201 (200 small, the split one)"
+	[ "$(jsum "$T/bigkeep.log" files_ok)" = "$(jsum "$T/big.log" files_ok)" ] ||
+		t_fail "-n: files_ok $(jsum "$T/bigkeep.log" files_ok), the copy's $(jsum "$T/big.log" files_ok)"
 	t_log "$T/big.log.err"
+	t_log "$T/bigkeep.log.err"
 	stop_receivers
 	t_end
 	rm -rf "$W/dst" "$W/big"
