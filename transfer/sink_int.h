@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Private to the sink's files: sink.c (the protocol role: FILE, FILE_END,
- * results), sink_chunk.c (chunks: checked, written, folded, released),
- * sink_dir.c (the directories it creates and finishes), sink_final.c
- * (verify and place a whole file), sink_resume.c (what this side already
- * has: the resume scan and HAVE), sink_pack.c (packed slots of small
- * files), sink_want.c (what a pull asked for) and sink_delete.c (--delete).
+ * results), sink_names.c (where an announced name lands), sink_chunk.c
+ * (chunks: checked, written, folded, released), sink_dir.c (the
+ * directories it creates and finishes), sink_final.c (verify and place a
+ * whole file), sink_resume.c (what this side already has: the resume scan
+ * and HAVE), sink_pack.c (packed slots of small files), sink_range.c (byte
+ * ranges of a split file), sink_want.c (what a pull asked for),
+ * sink_dry.c (--dry-run's answers), sink_list.c (a pull's --files-from)
+ * and sink_delete.c (--delete).
  * Everything here runs in the engine thread unless it says "worker".
  */
 #ifndef RDCP_SINK_INT_H
@@ -229,15 +232,24 @@ bool sink_flags_ok(const struct sink *k, uint16_t flags);
 /* Worker: job j's payload as the source read it (opened, inflated). */
 int sink_open_payload(struct sink *k, struct snk_job *j, const uint8_t **raw);
 
+/* ---- sink_names.c ---- */
+
 /*
  * Whether an announced path may land beneath the target: 0, -EPERM or
- * -EPROTO (see sink.c). Where it lands, in n: sink_map_names.
+ * -EPROTO (see sink_names.c). Where it lands, in n: sink_map_names.
  */
 int sink_check_path(struct sink *k, uint32_t id, const char *path);
 int sink_map_names(struct sink *k, uint32_t id, const char *path,
 		   struct snk_names *n);
 /* The directory n goes into: the target's own dirfd or a new fd. */
 int sink_open_parent(const struct sink *k, struct snk_names *n);
+/*
+ * Where f lands, in f->n and f->dirfd, checked (beneath DEST; on a pull,
+ * asked for) before anything is opened. 0 (f may have failed alone: its
+ * err set), or the engine's error: the session ends.
+ */
+int sink_map_path(struct sink *k, struct snk_file *f, const char *path);
+
 
 /* Hands f to a worker for fn; after runs in the engine thread. */
 void sink_start_work(struct sink *k, struct snk_file *f,
