@@ -27,7 +27,6 @@
 
 #include "cmd/args.h"
 #include "cmd/exit_codes.h"
-#include "cmd/json_out.h"
 #include "cmd/mpi_job.h"
 #include "cmd/mpi_rank.h"
 #include "transfer/xfer.h"
@@ -44,132 +43,6 @@ static void on_signal(int sig)
 	cancel = sig;
 }
 
-
-/* --- the session thread and what it shares --- */
-
-static void on_progress(void *arg, uint64_t done, uint64_t total,
-			const char *path)
-{
-	struct shared *sh = arg;
-
-	(void)total;
-	(void)path;
-	pthread_mutex_lock(&sh->mu);
-	sh->bytes = done;
-	pthread_mutex_unlock(&sh->mu);
-}
-
-static void on_file(void *arg, const struct xfer_file_report *r)
-{
-	struct shared *sh = arg;
-	const char *kind = r->kind ? r->kind : "file";
-	char *line = NULL;
-	size_t len = 0;
-	FILE *f = NULL;
-
-	if (!r->done)
-		return;
-	/*
-	 * A split file's ranges: range_done events, and one file_done from
-	 * the range that placed it (with the whole file's digest); a failed
-	 * one goes to rank 0, which reports and counts its file once.
-	 */
-	if ((sh->json || sh->dry_run) &&
-	    (!r->range_count || sh->json || (!r->status && !r->range_idx)))
-		f = open_memstream(&line, &len);
-	if (f && sh->json) {
-		json_file(f, r);
-	} else if (f) {
-		char name[4 * 4096];
-		const char *verb = r->status		 ? "failed"
-				   : r->skipped		 ? "keep"
-				   : !r->exists		 ? "new"
-				   : strcmp(kind, "dir") ? "replace"
-							 : "exists";
-
-		log_escape(name, sizeof(name), r->name ? r->name : r->path);
-		fprintf(f, "%-8s %s%s\n", verb, name,
-			strcmp(kind, "dir") ? "" : "/");
-	}
-	if (f)
-		fclose(f);
-	pthread_mutex_lock(&sh->mu);
-	if (r->range_count && r->status) {
-		mbuf_str(&sh->split, r->path);
-		mbuf_u32(&sh->split, (uint32_t)r->klass);
-		mbuf_str(&sh->split, r->message ? r->message : "failed");
-		sh->range_failed++;
-	}
-	sh->files++;
-	if (!strcmp(kind, "file"))
-		sh->fbytes += r->range_count ? r->range_len : r->bytes;
-	if (line)
-		mbuf_bytes(&sh->text, line, len);
-	pthread_mutex_unlock(&sh->mu);
-	free(line);
-	if (!sh->json && !sh->dry_run && !r->status && log_enabled(LOG_INFO) &&
-	    r->range_count && !r->final)
-		log_info("sent range %u of %u of '%s'", r->range_idx + 1,
-			 r->range_count, r->path);
-	else if (!sh->json && !sh->dry_run && !r->status &&
-		 log_enabled(LOG_INFO))
-		log_info("%s '%s': digest %s", r->skipped ? "kept" : "sent",
-			 r->path, r->digest[0] ? r->digest : "none");
-}
-
-static void *session_main(void *arg)
-{
-	struct rank *r = arg;
-
-	r->v = xfer_copy(&r->o, &r->st);
-	/*
-	 * A failure before the session (connect) is only in the log; a
-	 * session's own is in st.error, and its files' are no session's.
-	 */
-	if (r->v != XFER_OK && !r->st.error[0] && !r->st.transport[0])
-		snprintf(r->st.error, sizeof(r->st.error), "%s",
-			 log_last_error());
-	atomic_store(&r->session_over, true);
-	return NULL;
-}
-
-static int start_session(struct rank *r)
-{
-	int fds[2];
-	FILE *list;
-	int rc;
-
-	if (pipe2(fds, O_CLOEXEC | O_NONBLOCK)) {
-		log_err("cannot make a pipe: %s", strerror(errno));
-		return RDCP_EXIT_RESOURCE;
-	}
-	fcntl(fds[1], F_SETPIPE_SZ, 1 << 20); /* a bigger one if allowed */
-	list = fdopen(fds[0], "r");
-	if (!list) {
-		close(fds[0]);
-		close(fds[1]);
-		return RDCP_EXIT_RESOURCE;
-	}
-	r->pipe_w = fds[1];
-	r->o.files_from = list;
-	r->o.files_from_tree = true;
-	/* The walk is ours: a directory listed is sent as itself only. */
-	r->o.recursive = false;
-	r->o.from0 = true;
-	r->srcv[0] = r->base;
-	r->o.srcs = r->srcv;
-	r->o.nsrcs = 1;
-	r->o.cancel = &cancel;
-	r->o.on_file = on_file;
-	r->o.on_progress = on_progress;
-	r->o.on_file_arg = &r->sh;
-	rc = pthread_create(&r->th, NULL, session_main, r);
-	if (rc) {
-		log_err("cannot start a thread: %s", strerror(rc));
-		return RDCP_EXIT_RESOURCE;
-	}
-	return 0;
-}
 
 /* --- the rank's turn --- */
 
@@ -778,7 +651,7 @@ int main(int argc, char **argv)
 	}
 	rc = prepare(&r);
 	if (!rc)
-		rc = start_session(&r);
+		rc = mpi_start_session(&r, &cancel);
 	if (rc) {
 		/* The same on every rank, most likely: one message is enough.
 		 */

@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * Private to rdcp-mpi's main (cmd/mpi_main.c, the rank's loop) and its
- * setup (cmd/mpi_setup.c: receivers, key, the base the names are
- * beneath): one rank's state.
+ * Private to rdcp-mpi's main (cmd/mpi_main.c, the rank's loop), its
+ * session thread (cmd/mpi_session.c) and its setup (cmd/mpi_setup.c:
+ * receivers, key, the base the names are beneath): one rank's state.
  */
 #ifndef RDCP_MPI_RANK_H
 #define RDCP_MPI_RANK_H
 
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -71,6 +72,12 @@ struct rank {
 	int exit_code;		/* -1 until MSG_EXIT */
 	struct mj_coord *coord; /* rank 0 */
 };
+
+/*
+ * mpi_session.c: starts r's session thread over a new pipe (r->pipe_w,
+ * the list's write end), stopped early by *cancel. 0 or an exit code.
+ */
+int mpi_start_session(struct rank *r, volatile sig_atomic_t *cancel);
 
 /*
  * --split-size SIZE (or =SIZE) taken out of argv (*argc shrinks) into
