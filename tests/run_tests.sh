@@ -56,13 +56,14 @@ failed=0
 
 # run_suite NAME CMD...: relay output, count ok / not ok lines.
 run_suite() {
-	local name=$1 log=$LOGDIR/$1.log rc p f
+	local name=$1 log=$LOGDIR/$1.log rc p f t0=$SECONDS
 	shift
 	echo "# --- $name: $*"
 	"$@" 2>&1 | tee "$log"
 	rc=${PIPESTATUS[0]}
 	p=$(grep -c '^ok ' "$log")
 	f=$(grep -c '^not ok ' "$log")
+	echo "# --- $name: $p passed, $f failed in $((SECONDS - t0)) s"
 	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
 		echo "not ok - $name exited with status $rc (log: $log)"
 		f=1
