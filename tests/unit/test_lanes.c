@@ -8,6 +8,7 @@
  * slot s arrive on lane s % 4 into the one ring, and the writer's
  * completions come in posting order whatever order the lanes finish in.
  */
+#include "cmpoll.h"
 #include "tap.h"
 
 #include "cm/cm.h"
@@ -227,24 +228,6 @@ static struct cm_request *next_req(struct cm_listener *l)
 	return NULL;
 }
 
-/* Polls c until n events came (or 3 s); the count. */
-static int poll_n(struct cm_conn *c, struct cm_event *ev, int n)
-{
-	uint64_t end = clock_now_ms() + 3000;
-	int got = 0;
-
-	while (got < n && clock_now_ms() < end) {
-		int k = c->ops->poll(c, ev + got, n - got);
-
-		if (k < 0)
-			return k;
-		got += k;
-		if (got < n)
-			c->ops->wait(c, -1, 50);
-	}
-	return got;
-}
-
 static void test_tcp_lanes(void)
 {
 	struct cm_addr la = { .host = "127.0.0.1",
@@ -310,7 +293,7 @@ static void test_tcp_lanes(void)
 						      100 + slot),
 				 0);
 		}
-		n = poll_n(s, ev, 8);
+		n = tc_poll_n(s, ev, 8);
 		CHECK_EQ(n, 8);
 		for (int i = 0; i < n; i++) {
 			unsigned int slot = ev[i].imm;
@@ -330,7 +313,7 @@ static void test_tcp_lanes(void)
 				 0);
 		}
 		/* The writer hears of 3, then 7, in posting order. */
-		n = poll_n(k.c, ev, 2);
+		n = tc_poll_n(k.c, ev, 2);
 		CHECK_EQ(n, 2);
 		CHECK_EQ(ev[0].type, CM_EV_SEND_DONE);
 		CHECK_EQ(ev[0].id, 103);

@@ -10,6 +10,7 @@
  * mid-transfer. Last, the throughput of a 512 MiB copy, printed as a TAP
  * comment and not asserted.
  */
+#include "cmpoll.h"
 #include "tap.h"
 #include "testfs.h"
 
@@ -190,24 +191,6 @@ static void connector_join(struct connector *k)
 	pthread_join(k->tid, NULL);
 }
 
-/* Polls until n events arrived (or 3 s): returns how many. */
-static int poll_n(struct cm_conn *c, struct cm_event *ev, int n)
-{
-	uint64_t end = clock_now_ms() + 3000;
-	int got = 0;
-
-	while (got < n && clock_now_ms() < end) {
-		int k = c->ops->poll(c, ev + got, n - got);
-
-		if (k < 0)
-			return k;
-		got += k;
-		if (got < n)
-			c->ops->wait(c, -1, 50);
-	}
-	return got;
-}
-
 /* ---- the transport alone ---- */
 
 static void test_handshake_and_ops(void)
@@ -252,13 +235,13 @@ static void test_handshake_and_ops(void)
 	/* SEND: lands in the oldest posted rx buffer, always signalled. */
 	memcpy(cm_tx(c, 3), "hello", 5);
 	CHECK_EQ(c->ops->post_send(c, 3, 5, 77), 0);
-	CHECK_EQ(poll_n(s, ev, 1), 1);
+	CHECK_EQ(tc_poll_n(s, ev, 1), 1);
 	CHECK_EQ(ev[0].type, CM_EV_RECV);
 	CHECK_EQ(ev[0].status, 0);
 	CHECK_EQ(ev[0].len, 5);
 	CHECK_EQ(ev[0].id, 0);
 	CHECK(!memcmp(cm_rx(s, 0), "hello", 5));
-	CHECK_EQ(poll_n(c, ev, 1), 1);
+	CHECK_EQ(tc_poll_n(c, ev, 1), 1);
 	CHECK_EQ(ev[0].type, CM_EV_SEND_DONE);
 	CHECK_EQ(ev[0].id, 77);
 	CHECK_EQ(s->ops->post_recv(s, 0), 0);
@@ -286,7 +269,7 @@ static void test_handshake_and_ops(void)
 	CHECK_EQ(c->ops->post_write(c, 2, s->geom.slot_size, 7, 43, true, 12),
 		 0);
 	CHECK_EQ(c->ops->post_write(c, 0, 1, 8, 0, true, 1), -EINVAL);
-	n = poll_n(s, ev, 3);
+	n = tc_poll_n(s, ev, 3);
 	CHECK_EQ(n, 3);
 	CHECK_EQ(ev[0].type, CM_EV_DATA);
 	CHECK_EQ(ev[0].imm, 0xdeadbeef);
@@ -305,7 +288,7 @@ static void test_handshake_and_ops(void)
 	CHECK((uintptr_t)cm_slot(s, 7) % 4096 == 0);
 	for (i = 0; i < n; i++)
 		CHECK_EQ(s->ops->post_recv(s, (unsigned int)ev[i].id), 0);
-	CHECK_EQ(poll_n(c, ev, 1), 1);
+	CHECK_EQ(tc_poll_n(c, ev, 1), 1);
 	CHECK_EQ(ev[0].type, CM_EV_SEND_DONE);
 	CHECK_EQ(ev[0].id, 12);
 	CHECK_EQ(c->ops->poll(c, ev, 4), 0);
@@ -318,12 +301,12 @@ static void test_handshake_and_ops(void)
 	 */
 	for (i = 0; i < 8 + (int)WIRE_CTRL_CREDITS; i++)
 		CHECK_EQ(s->ops->post_send(s, 0, 16, (uint64_t)i), 0);
-	CHECK_EQ(poll_n(c, ev, 1), 1);
+	CHECK_EQ(tc_poll_n(c, ev, 1), 1);
 	CHECK_EQ(c->ops->post_recv(c, (unsigned int)ev[0].id), 0);
 	CHECK_EQ(s->ops->post_send(s, 0, 16, 98), 0);
 	CHECK_EQ(s->ops->post_send(s, 0, 16, 99), -ENOMEM);
-	CHECK_EQ(poll_n(s, ev, 9 + WIRE_CTRL_CREDITS), 9 + WIRE_CTRL_CREDITS);
-	CHECK_EQ(poll_n(c, ev, 8 + WIRE_CTRL_CREDITS), 8 + WIRE_CTRL_CREDITS);
+	CHECK_EQ(tc_poll_n(s, ev, 9 + WIRE_CTRL_CREDITS), 9 + WIRE_CTRL_CREDITS);
+	CHECK_EQ(tc_poll_n(c, ev, 8 + WIRE_CTRL_CREDITS), 8 + WIRE_CTRL_CREDITS);
 	for (i = 0; i < 8 + (int)WIRE_CTRL_CREDITS; i++)
 		CHECK_EQ(c->ops->post_recv(c, (unsigned int)ev[i].id), 0);
 
@@ -332,7 +315,7 @@ static void test_handshake_and_ops(void)
 	 * error, as on a verbs QP in the error state.
 	 */
 	cm_conn_destroy(c);
-	CHECK_EQ(poll_n(s, ev, 1), 1);
+	CHECK_EQ(tc_poll_n(s, ev, 1), 1);
 	CHECK_EQ(ev[0].type, CM_EV_CLOSED);
 	CHECK_EQ(ev[0].status, -ECONNRESET);
 	CHECK_EQ(s->ops->poll(s, ev, 4), 0);
