@@ -326,6 +326,13 @@ static int on_file(struct sink *k, const struct wire_file *wf)
 		return engine_fail(k->e, XFER_FAIL_PROTOCOL, -EPROTO,
 				   "%s announced file %u out of order",
 				   k->e->c->peer, wf->file_id);
+	/* Ranges are rdcp-mpi's pushes: never on a pull (-n, -u, --dry-run
+	 * would answer them before open_range looks). */
+	if ((wf->flags & WIRE_FILE_RANGE) && !k->p->server)
+		return engine_fail(k->e, XFER_FAIL_PROTOCOL, -EPROTO,
+				   "%s sent a byte range of a file on a pull: "
+				   "refused",
+				   k->e->c->peer);
 	/* The source keeps to the bound: only a broken one goes past it. */
 	if (wf->kind == WIRE_KIND_FILE && k->nlive >= WIRE_INFLIGHT_MAX)
 		return engine_fail(k->e, XFER_FAIL_PROTOCOL, -EPROTO,

@@ -383,13 +383,18 @@ enum rng_state {
 struct rng_rec {
 	uint64_t off, len; /* bytes */
 	uint8_t state;	   /* enum rng_state */
+	bool seen;	   /* joined in the job of the state's token */
 	uint32_t crc;	   /* verified: the range's CRC32 */
 };
 
 #define RNG_HDR_LEN 48u
 #define RNG_REC_LEN 24u
+#define RNG_LOCK_MS 30000 /* the longest wait for a state's lock */
 
-/* The state file's exclusive OFD lock, waited for; and its release. */
+/*
+ * The state file's exclusive OFD lock, waited for (-ETIMEDOUT after
+ * RNG_LOCK_MS: another process holds it); and its release.
+ */
 int rng_lock(int state_fd) __attribute__((warn_unused_result));
 void rng_unlock(int state_fd);
 /* Record idx of a state file: 0, -EIO for a torn one, or -errno. */
@@ -397,21 +402,28 @@ int rng_read(int state_fd, uint32_t idx, struct rng_rec *r);
 int rng_write(int state_fd, uint32_t idx, const struct rng_rec *r);
 /*
  * Under the lock: range idx (off, len) of key joins the state in
- * state_fd, beside the temporary part_fd. An empty or unreadable state is
- * made anew; one of another token is an earlier job's, taken over when
- * no session holds a byte of part_fd (else -ESTALE): with resume and the
- * same size, mtime and count its verified ranges stay, else it starts
- * over (the temporary emptied). The same token with another size, mtime
- * or count, or idx recorded with other bytes, is -ESTALE. *state: the
- * record's (with resume a failed one reads missing; without, RNG_FAILED
- * when any range of the file failed). 0 or -errno.
+ * state_fd, beside the temporary part_fd (fresh: this session just made
+ * it). An empty or unreadable state is made anew, and the temporary
+ * emptied (what it holds was never recorded). One of another token is an
+ * earlier job's, taken over when no session holds a byte of part_fd (else
+ * -ESTALE): with resume, the same size, mtime and count and a temporary
+ * that is not fresh its verified ranges stay, else it starts over (the
+ * temporary emptied). The same token with another size, mtime or count,
+ * or idx recorded with other bytes, is -ESTALE; so is a fresh temporary
+ * beside a state of the same token with a verified range (the bytes it
+ * recorded are gone). *state: the record's (with resume a failed one
+ * reads missing; without, RNG_FAILED when any range of the file failed).
+ * 0 or -errno.
  */
-int rng_join(int state_fd, int part_fd, const struct rng_key *key,
+int rng_join(int state_fd, int part_fd, bool fresh, const struct rng_key *key,
 	     uint32_t idx, uint64_t off, uint64_t len, bool resume,
 	     uint8_t *state) __attribute__((warn_unused_result));
 /*
  * Under the lock: marks record idx (state, crc) and makes it durable.
- * With RNG_VERIFIED, *all tells whether every range is, and then *whole
+ * With RNG_VERIFIED, *all tells whether every range is, each having
+ * joined in this job (a range verified by an earlier one waits for its
+ * own session: one that came after the file was placed would find
+ * nothing to join, and start it over), and then *whole
  * is the file's CRC32 combined from theirs in offset order; -EBADMSG when
  * they do not tile [0, size). -ESTALE when the state is no longer key's.
  */

@@ -254,11 +254,17 @@ static const char *result_misplaced(const struct source *s,
 	}
 	if (f->deferred || (f->packed && !f->posted))
 		return "before it was announced";
+	/*
+	 * FINAL: a range's, with the whole file's CRC32 (4 bytes, whether
+	 * this range was sent or skipped as verified by --resume), or none
+	 * when -n/-u kept the file and nothing was sent.
+	 */
 	if (res->status > 0 ||
 	    (res->flags & ~(WIRE_RESULT_SKIPPED | WIRE_RESULT_FINAL)) ||
 	    (skipped && res->status) ||
 	    (res->flags & WIRE_RESULT_FINAL &&
-	     (!f->w->range || res->status || res->digest_len != f->dlen)))
+	     (!f->w->range || res->status ||
+	      (res->digest_len != 4 && (!skipped || res->digest_len)))))
 		return "with a malformed verdict";
 	if (f->packed)
 		return skipped || !res->status ? "outside its pack's PACK_DONE"

@@ -11,6 +11,7 @@ nothing ever lies under the final name that was not verified.
 
   ranges_peer.py RDCP PORT KEYFILE WORKDIR [SCENARIO...]   (TAP on stdout)
 """
+import fcntl
 import os
 import struct
 import subprocess
@@ -20,8 +21,9 @@ import zlib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import peer  # noqa: E402
-from peer import (CSUM_CRC32, FILE_RANGE, RESULT_FINAL, F_RESUME,  # noqa: E402
-                  Entry, PeerError, RemoteError, file_digest, range_fields)
+from peer import (CSUM_CRC32, FILE_RANGE, FILE_SPARSE, RESULT_FINAL,  # noqa: E402
+                  F_RESUME, Entry, PeerError, RemoteError, file_digest,
+                  range_fields)
 
 C = 65536  # the chunk size
 
@@ -271,9 +273,200 @@ def s_no_clobber(rx):
     check(rx.names() == ["d/big"], "left: %s" % rx.names())
 
 
+def state(path, tok, size, recs):
+    """A .NAME.rdcp-ranges state as an earlier job left it (mtime 0, as
+    rng() sends): recs of (offset, length, state, CRC32)."""
+    with open(path, "wb") as f:
+        f.write(b"RDCPRNG1" + tok + struct.pack(">QqII", size, 0, 0, len(recs))
+                + b"".join(struct.pack(">QQB3xI", *r) for r in recs))
+
+
+def halves(data):
+    return [(0, 3 * C, 1, zlib.crc32(data[:3 * C])),
+            (3 * C, len(data) - 3 * C, 1, zlib.crc32(data[3 * C:]))]
+
+
+def announce(c, e):
+    """FILE for e, not waiting for its HAVE (the receiver may be stuck)."""
+    e.file_id = c.next_id
+    c.next_id += 1
+    f = dict(file_id=e.file_id, kind=e.kind, size=len(e.data), mode=e.mode,
+             mtime=e.mtime, atime=e.atime, path=e.path, link=e.link)
+    f.update(e.file)
+    c.conn.send(peer.Msg(peer.FILE, **f))
+
+
+def s_fresh_tmp(rx):
+    """--resume with a verified range whose temporary is gone: sent again.
+
+    An earlier job's state says range 0 is verified, but its temporary
+    was placed (a whole-file copy) or removed: the bytes it recorded are
+    not in the new temporary, so nothing is skipped and the file is
+    whole."""
+    os.makedirs(rx.root + "/d")
+    state(rx.root + "/d/.big.rdcp-ranges", os.urandom(16), len(DATA),
+          halves(DATA)[:1] + [(3 * C, len(DATA) - 3 * C, 0, 0)])
+    tok = os.urandom(16)
+    c = rx.client(flags=F_RESUME)
+    a = rng(DATA, 0, 3 * C, 0, 2, tok)
+    r = send(c, a)
+    check(not c.haves[a.file_id][0].flags & peer.HAVE_SKIP,
+          "a range of a temporary that is gone was skipped")
+    check(r.status == 0, "first range: %r" % r)
+    r = send(c, rng(DATA, 3 * C, len(DATA) - 3 * C, 1, 2, tok))
+    check(r.status == 0 and r.flags & RESULT_FINAL, "last range: %r" % r)
+    finish(c)
+    check(open(rx.root + "/d/big", "rb").read() == DATA,
+          "placed with bytes that were never sent")
+
+
+def s_stale_holes(rx):
+    """A stale temporary and no state: a sparse split's holes are zeros.
+
+    An interrupted whole-file copy left .big.rdcp-part full of other
+    bytes; the ranges' CRCs count their holes as zeros, so the temporary
+    must be emptied first."""
+    os.makedirs(rx.root + "/d")
+    with open(rx.root + "/d/.big.rdcp-part", "wb") as f:
+        f.write(os.urandom(len(DATA)))
+    tok = os.urandom(16)
+    data = DATA[:C] + bytes(len(DATA) - C)  # one chunk of data, then a hole
+    sparse = FILE_RANGE | FILE_SPARSE
+    a = rng(data, 0, 3 * C, 0, 2, tok, chunks=[(0, data[:C])],
+            file=dict(flags=sparse), end=dict(nchunks=1))
+    b = rng(data, 3 * C, len(data) - 3 * C, 1, 2, tok, chunks=[],
+            file=dict(flags=sparse), end=dict(nchunks=0))
+    a.end["digest"] = crc_be(data[:3 * C])
+    b.end["digest"] = crc_be(data[3 * C:])
+    c = rx.client()
+    r0, r1 = send(c, a), send(c, b)
+    finish(c)
+    check(r0.status == 0 and r1.status == 0 and r1.flags & RESULT_FINAL,
+          "results %r %r" % (r0, r1))
+    check(open(rx.root + "/d/big", "rb").read() == data,
+          "placed with the stale temporary's bytes in its holes")
+
+
+def s_double_final(rx):
+    """Every range verified, none placed; two --resume ranges at once.
+
+    A crash between the last record and the rename leaves this. Both
+    ranges are skipped as verified; one places the file (final, with the
+    file's CRC32), the other is done with nothing to place."""
+    os.makedirs(rx.root + "/d")
+    with open(rx.root + "/d/.big.rdcp-part", "wb") as f:
+        f.write(DATA)
+    st = rx.root + "/d/.big.rdcp-ranges"
+    state(st, os.urandom(16), len(DATA), halves(DATA))
+    tok = os.urandom(16)
+    lk = open(st, "r+b")
+    fcntl.lockf(lk, fcntl.LOCK_EX)  # both sessions wait for the state
+    c1, c2 = rx.client(flags=F_RESUME), rx.client(flags=F_RESUME)
+    a = rng(DATA, 0, 3 * C, 0, 2, tok)
+    b = rng(DATA, 3 * C, len(DATA) - 3 * C, 1, 2, tok)
+    announce(c1, a)
+    announce(c2, b)
+    time.sleep(0.3)
+    fcntl.lockf(lk, fcntl.LOCK_UN)
+    lk.close()
+    c1.pump(lambda: a.file_id in c1.results)
+    c2.pump(lambda: b.file_id in c2.results)
+    r0, r1 = c1.results[a.file_id], c2.results[b.file_id]
+    finish(c1)
+    finish(c2)
+    check(r0.status == 0 and r1.status == 0,
+          "a range of a file placed failed: %r %r" % (r0, r1))
+    finals = [r for r in (r0, r1) if r.flags & RESULT_FINAL]
+    check(len(finals) == 1, "final flags: %r %r" % (r0, r1))
+    check(finals[0].digest == crc_be(DATA), "final digest")
+    check(open(rx.root + "/d/big", "rb").read() == DATA, "file differs")
+    check(rx.names() == ["d/big"], "left: %s" % rx.names())
+
+
+def s_two_open(rx):
+    """Two ranges of a new job open at once over an earlier job's leftovers.
+
+    Neither is taken for the earlier job still writing: both are
+    verified and the file is placed."""
+    os.makedirs(rx.root + "/d")
+    with open(rx.root + "/d/.big.rdcp-part", "wb") as f:
+        f.write(os.urandom(len(DATA)))
+    st = rx.root + "/d/.big.rdcp-ranges"
+    state(st, os.urandom(16), len(DATA), [(0, 0, 0, 0), (0, 0, 0, 0)])
+    tok = os.urandom(16)
+    lk = open(st, "r+b")
+    fcntl.lockf(lk, fcntl.LOCK_EX)
+    c1, c2 = rx.client(), rx.client()
+    a = rng(DATA, 0, 3 * C, 0, 2, tok)
+    b = rng(DATA, 3 * C, len(DATA) - 3 * C, 1, 2, tok)
+    c1.send_entry(a)
+    c2.send_entry(b)
+    time.sleep(0.3)
+    fcntl.lockf(lk, fcntl.LOCK_UN)
+    lk.close()
+    c1.pump(lambda: a.file_id in c1.results)
+    c2.pump(lambda: b.file_id in c2.results)
+    r0, r1 = c1.results[a.file_id], c2.results[b.file_id]
+    finish(c1)
+    finish(c2)
+    check(r0.status == 0 and r1.status == 0,
+          "statuses %d %d (-116: taken for another job)" %
+          (r0.status, r1.status))
+    check(open(rx.root + "/d/big", "rb").read() == DATA, "file differs")
+    check(rx.names() == ["d/big"], "left: %s" % rx.names())
+
+
+def s_pull_range(rx):
+    """A range sent to a pull's client: exit 5, with -n and --dry-run too.
+
+    Ranges are rdcp-mpi's pushes; -n and --dry-run answer a FILE before
+    the range is looked at, so they are refused first."""
+    notes = []
+    for i, flag in enumerate(["-n", "--dry-run", "--update"]):
+        dest = os.path.join(rx.root, "pull%d" % i)
+        os.makedirs(dest)
+        with open(dest + "/big", "wb") as f:
+            f.write(b"old")
+        port = rx.port + 100 + i
+        srv = peer.Server(port, key=peer.load_key(rx.key), timeout=10.0)
+        cl = subprocess.Popen(
+            [sys.argv[1], "--transport", "tcp", "--key-file", rx.key,
+             "--port", str(port), flag, "--timeout", "10",
+             "127.0.0.1::big", dest + "/big"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            srv.accept()
+            srv.handshake()
+            srv.expect_ring()
+            e = Entry("big", os.urandom(4 * srv.chunk), file=dict(
+                flags=FILE_RANGE, range=range_fields(
+                    2 * srv.chunk, 2 * srv.chunk, 1, 2, os.urandom(16))))
+            srv.send_file(e)
+            srv.pump(lambda: False, timeout=5)
+        except (RemoteError, peer.Closed, PeerError):
+            pass
+        finally:
+            srv.close()
+        try:
+            _, err = cl.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            cl.kill()
+            cl.communicate()
+            raise Fail("%s: the client did not end in 20 s" % flag)
+        check(cl.returncode == 5, "%s: client exit %d, want 5: %s" %
+              (flag, cl.returncode, err.decode()[-200:]))
+        with open(dest + "/big", "rb") as f:
+            check(f.read() == b"old", "%s: the file changed" % flag)
+        said = [ln for ln in err.decode().splitlines() if "byte range" in ln]
+        check(said, "%s: no word of the range: %s" % (flag, err.decode()))
+        notes.append(said[0][:90])
+    return notes[0]
+
+
 SCENARIOS = [s_two_sessions, s_any_order, s_outside, s_unaligned,
              s_chunk_outside, s_tokens, s_size, s_overlap, s_bad_crc,
-             s_resume, s_no_clobber]
+             s_resume, s_no_clobber, s_fresh_tmp, s_stale_holes,
+             s_double_final, s_two_open, s_pull_range]
 
 
 def main():

@@ -32,6 +32,7 @@ static char dir[64];
 
 struct end {
 	int state, part; /* descriptors, as a session holds them */
+	bool fresh;	 /* part made by this open */
 };
 
 static struct rng_key key_of(uint8_t t)
@@ -69,7 +70,10 @@ static struct end open_end(void)
 	snprintf(p, sizeof(p), "%s/.f.rdcp-ranges", dir);
 	e.state = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	snprintf(p, sizeof(p), "%s/.f.rdcp-part", dir);
-	e.part = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	e.part = open(p, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	e.fresh = e.part >= 0;
+	if (!e.fresh)
+		e.part = open(p, O_RDWR | O_CLOEXEC);
 	return e;
 }
 
@@ -86,9 +90,10 @@ static int join(struct end *e, const struct rng_key *k, uint32_t i, bool resume,
 
 	if (rc)
 		return rc;
-	rc = rng_join(e->state, e->part, k, i, off_of(i), len_of(i), resume,
-		      st);
+	rc = rng_join(e->state, e->part, e->fresh, k, i, off_of(i), len_of(i),
+		      resume, st);
 	rng_unlock(e->state);
+	e->fresh = false; /* later joins are as sessions that found it */
 	return rc;
 }
 
@@ -217,7 +222,7 @@ static void test_mismatch(void)
 	CHECK_EQ(mark(&e, &k, 0, RNG_VERIFIED, &(bool){ 0 }, &(uint32_t){ 0 }),
 		 0);
 	CHECK_EQ(rng_lock(e.state), 0);
-	CHECK_EQ(rng_join(e.state, e.part, &k, 0, 0, C, false, &st), -ESTALE);
+	CHECK_EQ(rng_join(e.state, e.part, e.fresh, &k, 0, 0, C, false, &st), -ESTALE);
 	rng_unlock(e.state);
 	/* another token while a session holds bytes of the temporary */
 	busy = open_end();
@@ -286,6 +291,75 @@ static void test_crash_resume(void)
 	close_end(&e);
 }
 
+/*
+ * A temporary left with bytes but no state (an interrupted whole-file
+ * copy of the name): the first range empties it, so the holes of a sparse
+ * range read as zeros, as its CRC says.
+ */
+static void test_stale_part(void)
+{
+	struct rng_key k = key_of(8);
+	struct end e;
+	struct stat st;
+	uint8_t s;
+
+	fresh();
+	e = open_end();
+	CHECK_EQ(write(e.part, data, SIZE), (ssize_t)SIZE);
+	close_end(&e);
+	e = open_end();
+	CHECK(!e.fresh);
+	CHECK_EQ(join(&e, &k, 1, false, &s), 0);
+	CHECK_EQ(fstat(e.part, &st), 0);
+	CHECK_EQ(st.st_size, 0);
+	close_end(&e);
+}
+
+/*
+ * A state whose verified ranges were written to a temporary that is gone
+ * (placed by a whole-file copy, removed): a new temporary holds none of
+ * their bytes. --resume sends them again; the same token is refused.
+ */
+static void test_fresh_part(void)
+{
+	struct rng_key k = key_of(9), k2 = key_of(10);
+	char p[128];
+	struct end e;
+	uint32_t whole;
+	uint8_t st;
+	bool all;
+
+	fresh();
+	e = open_end();
+	CHECK(e.fresh);
+	CHECK_EQ(join(&e, &k, 0, false, &st), 0);
+	CHECK_EQ(mark(&e, &k, 0, RNG_VERIFIED, &all, &whole), 0);
+	close_end(&e);
+	snprintf(p, sizeof(p), "%s/.f.rdcp-part", dir);
+	CHECK_EQ(unlink(p), 0);
+	e = open_end();
+	CHECK(e.fresh);
+	CHECK_EQ(join(&e, &k, 1, false, &st), -ESTALE);
+	close_end(&e);
+	CHECK_EQ(unlink(p), 0);
+	e = open_end();
+	CHECK(e.fresh);
+	CHECK_EQ(join(&e, &k2, 0, true, &st), 0);
+	CHECK_EQ(st, RNG_MISSING);
+	close_end(&e);
+	/* the same, the temporary still there: range 0 stays verified */
+	fresh();
+	e = open_end();
+	CHECK_EQ(join(&e, &k, 0, false, &st), 0);
+	CHECK_EQ(mark(&e, &k, 0, RNG_VERIFIED, &all, &whole), 0);
+	close_end(&e);
+	e = open_end();
+	CHECK(!e.fresh);
+	CHECK_EQ(join(&e, &k2, 0, true, &st), 0);
+	CHECK_EQ(st, RNG_VERIFIED);
+	close_end(&e);
+}
+
 /* Ranges that overlap leave bytes out: never whole. */
 static void test_tiling(void)
 {
@@ -299,8 +373,8 @@ static void test_tiling(void)
 	fresh();
 	e = open_end();
 	CHECK_EQ(rng_lock(e.state), 0);
-	CHECK_EQ(rng_join(e.state, e.part, &k, 0, 0, 3 * C, false, &st), 0);
-	CHECK_EQ(rng_join(e.state, e.part, &k, 1, 2 * C, SIZE - 2 * C, false,
+	CHECK_EQ(rng_join(e.state, e.part, e.fresh, &k, 0, 0, 3 * C, false, &st), 0);
+	CHECK_EQ(rng_join(e.state, e.part, e.fresh, &k, 1, 2 * C, SIZE - 2 * C, false,
 			  &st),
 		 0);
 	CHECK_EQ(rng_mark(e.state, &k, 0, RNG_VERIFIED, 1, &all, &whole), 0);
@@ -391,4 +465,5 @@ static void test_crc_zeros(void)
 TAP_RUN(TAP_TEST(test_wire_file_range), TAP_TEST(test_crc_zeros),
 	TAP_TEST(test_any_order), TAP_TEST(test_duplicate),
 	TAP_TEST(test_mismatch), TAP_TEST(test_crash_resume),
-	TAP_TEST(test_tiling))
+	TAP_TEST(test_tiling), TAP_TEST(test_stale_part),
+	TAP_TEST(test_fresh_part))
