@@ -37,6 +37,8 @@ int payload_init(struct payload *pl, uint32_t chunk, bool compress,
 		 const uint8_t *key)
 {
 	pl->scratch = NULL;
+	pl->plain = NULL;
+	pl->chunk = chunk;
 	pl->aead = NULL;
 	/* Page aligned: the sink writes, the source reads, it with O_DIRECT. */
 	if (compress && posix_memalign((void **)&pl->scratch, 4096, chunk))
@@ -48,6 +50,8 @@ void payload_release(struct payload *pl)
 {
 	free(pl->scratch);
 	pl->scratch = NULL;
+	free(pl->plain);
+	pl->plain = NULL;
 	aead_destroy(pl->aead);
 	pl->aead = NULL;
 }
@@ -87,12 +91,20 @@ int payload_open(struct payload *pl, const struct wire_slot_hdr *h,
 
 	*raw = data;
 	if (h->flags & WIRE_SLOT_ENCRYPTED) {
+		/* Page aligned: written to the file with O_DIRECT. */
+		if (!pl->plain &&
+		    posix_memalign((void **)&pl->plain, 4096, pl->chunk))
+			return -ENOMEM;
+		if (h->len > pl->chunk)
+			return -EPROTO;
 		wire_chunk_aad(aad, h->file_id, h->offset, h->raw_len,
 			       h->flags);
-		rc = aead_open(pl->aead, h->file_id, index, aad, sizeof(aad),
-			       data, h->len, h->tag);
+		rc = aead_open_to(pl->aead, h->file_id, index, aad,
+				  sizeof(aad), data, pl->plain, h->len, h->tag);
 		if (rc)
 			return rc;
+		data = pl->plain;
+		*raw = data;
 	}
 	if (h->flags & WIRE_SLOT_COMPRESSED) {
 		rc = zchunk_decompress(data, h->len, pl->scratch, h->raw_len);

@@ -17,6 +17,8 @@
 
 struct payload {
 	uint8_t *scratch;  /* chunk bytes, page aligned, with compression */
+	uint8_t *plain;	   /* sink, --encrypt: a chunk decrypted (made lazily) */
+	uint32_t chunk;
 	struct aead *aead; /* with a data key, else NULL */
 };
 
@@ -42,10 +44,13 @@ int payload_seal(struct payload *pl, int level, const uint8_t *raw,
 		 struct wire_slot_hdr *h) __attribute__((warn_unused_result));
 
 /*
- * Sink, in a worker: opens the h->len bytes of a sealed payload in data in
- * place (-EBADMSG when the tag is wrong) and inflates a compressed one
- * into pl->scratch. *raw is then the payload as the source read it.
- * 0 or -errno.
+ * Sink, in a worker: opens the h->len bytes of a sealed payload in data
+ * into pl->plain (-EBADMSG when the tag is wrong) and inflates a
+ * compressed one into pl->scratch. *raw is then the payload as the source
+ * read it: for a sealed one never data itself, so bytes written into the
+ * ring slot after the tag was checked (by anyone holding its rkey) cannot
+ * reach the file. An unsealed one is data (or scratch): without --encrypt
+ * nothing is authenticated anyway. 0 or -errno.
  */
 int payload_open(struct payload *pl, const struct wire_slot_hdr *h,
 		 uint64_t index, uint8_t *data, const uint8_t **raw)

@@ -368,7 +368,9 @@ static void unpack(struct workq_item *item)
 		pc->named = false;
 	}
 	for (uint32_t i = 0; !j->status && i < j->npacked; i++) {
-		/* Checked above; a slot changed since is a peer's doing. */
+		/* Checked above; an unsealed slot may have changed since
+		 * (only a writer of the ring can): each record is checked
+		 * again. A sealed one is in the job's own memory. */
 		if (wire_pack_next(raw, j->h.raw_len, &pos, &r)) {
 			j->status = -EPROTO;
 			break;

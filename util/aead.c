@@ -227,16 +227,17 @@ int aead_seal_iv(struct aead *a, const uint8_t iv[AEAD_IV_LEN], const void *aad,
 	return 0;
 }
 
-int aead_open_iv(struct aead *a, const uint8_t iv[AEAD_IV_LEN], const void *aad,
-		 size_t aadlen, uint8_t *buf, size_t len,
-		 const uint8_t tag[AEAD_TAG_LEN])
+/* Decrypts in[0..len) into out (in == out: in place), checks tag. */
+static int open_iv_to(struct aead *a, const uint8_t iv[AEAD_IV_LEN],
+		      const void *aad, size_t aadlen, const uint8_t *in,
+		      uint8_t *buf, size_t len, const uint8_t tag[AEAD_TAG_LEN])
 {
 	uint8_t last[16];
 	int outl = 0, rc;
 
 	rc = gcm_start(a->dec, iv, aad, aadlen);
 	if (!rc)
-		rc = gcm_update(a->dec, buf, buf, len);
+		rc = gcm_update(a->dec, buf, in, len);
 	if (rc)
 		return rc;
 	/* OpenSSL only reads the expected tag here. */
@@ -251,6 +252,13 @@ int aead_open_iv(struct aead *a, const uint8_t iv[AEAD_IV_LEN], const void *aad,
 		return -EBADMSG;
 	}
 	return 0;
+}
+
+int aead_open_iv(struct aead *a, const uint8_t iv[AEAD_IV_LEN], const void *aad,
+		 size_t aadlen, uint8_t *buf, size_t len,
+		 const uint8_t tag[AEAD_TAG_LEN])
+{
+	return open_iv_to(a, iv, aad, aadlen, buf, buf, len, tag);
 }
 
 int aead_seal(struct aead *a, uint32_t dir, uint64_t seq, const void *aad,
@@ -271,4 +279,14 @@ int aead_open(struct aead *a, uint32_t dir, uint64_t seq, const void *aad,
 
 	build_iv(dir, seq, iv);
 	return aead_open_iv(a, iv, aad, aadlen, buf, len, tag);
+}
+
+int aead_open_to(struct aead *a, uint32_t dir, uint64_t seq, const void *aad,
+		 size_t aadlen, const uint8_t *in, uint8_t *out, size_t len,
+		 const uint8_t tag[AEAD_TAG_LEN])
+{
+	uint8_t iv[AEAD_IV_LEN];
+
+	build_iv(dir, seq, iv);
+	return open_iv_to(a, iv, aad, aadlen, in, out, len, tag);
 }

@@ -73,6 +73,15 @@ int aead_open(struct aead *a, uint32_t dir, uint64_t seq, const void *aad,
 	__attribute__((warn_unused_result));
 
 /*
+ * aead_open from in[0..len) into out (distinct buffers of len bytes): the
+ * plaintext and its check are made in memory nobody else can write, when
+ * in can be (a ring slot the peer writes to). Same contract otherwise.
+ */
+int aead_open_to(struct aead *a, uint32_t dir, uint64_t seq, const void *aad,
+		 size_t aadlen, const uint8_t *in, uint8_t *out, size_t len,
+		 const uint8_t tag[AEAD_TAG_LEN]) __attribute__((warn_unused_result));
+
+/*
  * For tests: aead_seal and aead_open with a raw 12-byte IV, to check
  * published AES-GCM vectors. Same contracts as above.
  */
