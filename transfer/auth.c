@@ -25,21 +25,53 @@ _Static_assert(WIRE_TAG_LEN <= KEY_MAC_LEN, "a tag is a truncated HMAC");
  * sits in what were two zero bytes and their bytes follow the paths, so a
  * HELLO without filters has the MAC it had before they existed.
  */
+/*
+ * The lanes both sides agreed on, as WELCOME states them: HELLO's streams,
+ * WELCOME's features, streams, token, rails and each rail's address (so
+ * a rewritten one, which would send lanes elsewhere, fails the MAC).
+ * Returns the length used of out.
+ */
+static size_t lane_params(const struct wire_hello *h,
+			  const struct wire_welcome *w,
+			  uint8_t out[8 + WIRE_LANE_TOKEN_LEN +
+				      WIRE_STREAMS_MAX * 17])
+{
+	uint32_t features = htobe32(w->features);
+	size_t n = 0;
+
+	out[n++] = h->streams;
+	memcpy(out + n, &features, 4);
+	n += 4;
+	out[n++] = w->streams;
+	memcpy(out + n, w->token, WIRE_LANE_TOKEN_LEN);
+	n += WIRE_LANE_TOKEN_LEN;
+	out[n++] = w->rails;
+	for (unsigned int r = 1; r < w->rails && r < WIRE_STREAMS_MAX; r++) {
+		out[n++] = w->rail[r].family;
+		memcpy(out + n, w->rail[r].addr, 16);
+		n += 16;
+	}
+	return n;
+}
+
 int auth_mac(const uint8_t *key, enum auth_side side,
-	     const struct wire_hello *h, const uint8_t *nonce_s,
+	     const struct wire_hello *h, const struct wire_welcome *w,
 	     uint8_t mac[WIRE_MAC_LEN])
 {
 	const char *label =
 		side == AUTH_SERVER ? "rdcp1 server" : "rdcp1 client";
 	uint8_t params[24];
+	uint8_t lanes[8 + WIRE_LANE_TOKEN_LEN + WIRE_STREAMS_MAX * 17];
 	uint16_t role = htobe16(h->role), npaths = htobe16(h->npaths);
 	uint16_t nfilters = htobe16(h->nfilters);
 	uint32_t chunk = htobe32(h->chunk_size), flags = htobe32(h->flags);
 	uint64_t bw = htobe64(h->bwlimit);
-	const void *parts[] = { label,	h->nonce, nonce_s,
-				params, h->paths, h->filters };
-	size_t lens[] = { strlen(label) + 1, WIRE_NONCE_LEN, WIRE_NONCE_LEN,
-			  sizeof(params),    h->paths_len,   h->filters_len };
+	const void *parts[] = { label,	h->nonce,   w->nonce, params,
+				h->paths, h->filters, lanes };
+	size_t lens[] = { strlen(label) + 1, WIRE_NONCE_LEN,
+			  WIRE_NONCE_LEN,    sizeof(params),
+			  h->paths_len,	     h->filters_len,
+			  lane_params(h, w, lanes) };
 
 	memcpy(params, &role, 2);
 	params[2] = h->csum;
@@ -49,7 +81,7 @@ int auth_mac(const uint8_t *key, enum auth_side side,
 	memcpy(params + 12, &npaths, 2);
 	memcpy(params + 14, &nfilters, 2);
 	memcpy(params + 16, &bw, 8);
-	return key_hmac(key, parts, lens, 6, mac);
+	return key_hmac(key, parts, lens, 7, mac);
 }
 
 /* Constant time, so a forger learns nothing from how long a miss took. */

@@ -22,12 +22,13 @@ enum auth_side {
 };
 
 /*
- * The MAC that side sends for the session h opens with the receiver's nonce
- * nonce_s, under the pre-shared key (KEY_LEN bytes). Returns 0 with mac
- * filled, or -EIO.
+ * The MAC that side sends for the session h opens and the receiver's
+ * WELCOME w answers (its nonce, and the lanes and rails it agreed on),
+ * under the pre-shared key (KEY_LEN bytes). Returns 0 with mac filled, or
+ * -EIO.
  */
 int auth_mac(const uint8_t *key, enum auth_side side,
-	     const struct wire_hello *h, const uint8_t *nonce_s,
+	     const struct wire_hello *h, const struct wire_welcome *w,
 	     uint8_t mac[WIRE_MAC_LEN]) __attribute__((warn_unused_result));
 
 /* Whether a received MAC is the one expected, in constant time. */

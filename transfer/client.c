@@ -43,7 +43,7 @@ static int client_auth(struct engine *e, const struct xfer_opts *o,
 				   "unauthenticated receiver (use --no-auth "
 				   "here too, on isolated fabrics only)",
 				   e->c->peer);
-	rc = auth_mac(o->key, AUTH_SERVER, h, w->nonce, want);
+	rc = auth_mac(o->key, AUTH_SERVER, h, w, want);
 	if (rc)
 		return engine_fail(e, XFER_FAIL_INTERNAL, rc, "HMAC failed");
 	if (!auth_mac_equal(want, w->mac))
@@ -52,7 +52,7 @@ static int client_auth(struct engine *e, const struct xfer_opts *o,
 				   "ours (copy the same key file to both "
 				   "hosts)",
 				   e->c->peer);
-	rc = auth_mac(o->key, AUTH_CLIENT, h, w->nonce, m.u.auth.mac);
+	rc = auth_mac(o->key, AUTH_CLIENT, h, w, m.u.auth.mac);
 	if (!rc)
 		rc = auth_ctrl_key(o->key, h, w->nonce, ck);
 	if (rc) {

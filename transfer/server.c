@@ -113,11 +113,10 @@ static int server_auth(struct server *srv, struct engine *e,
 		    WIRE_NONCE_LEN)
 			return engine_fail(e, XFER_FAIL_RESOURCE, -errno,
 					   "cannot get random bytes");
-		rc = auth_mac(key, AUTH_SERVER, h, m.u.welcome.nonce,
+		rc = auth_mac(key, AUTH_SERVER, h, &m.u.welcome,
 			      m.u.welcome.mac);
 		if (!rc)
-			rc = auth_mac(key, AUTH_CLIENT, h, m.u.welcome.nonce,
-				      want);
+			rc = auth_mac(key, AUTH_CLIENT, h, &m.u.welcome, want);
 		if (rc)
 			return engine_fail(e, XFER_FAIL_INTERNAL, rc,
 					   "HMAC failed");

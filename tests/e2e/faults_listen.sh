@@ -236,7 +236,7 @@ c = peer.Client(int(sys.argv[1]), key=key).connect()
 w = c.handshake(peer.PUSH, ["late"], auth=False)
 time.sleep(2)
 c.conn.send(peer.Msg(peer.AUTH, mac=peer.auth_mac(key, "client", c.hello,
-                                                  w.nonce)))
+                                                  w)))
 try:
     c.conn.expect(peer.RING)
     print("late client: got a RING")

@@ -412,7 +412,7 @@ class Client(Session):
             raise PeerError("refused: %d %s" % (w.status, w.message))
         self.nonce_s = w.nonce
         if self.key and check_server and not hmac.compare_digest(
-                w.mac, auth_mac(self.key, "server", self.hello, w.nonce)):
+                w.mac, auth_mac(self.key, "server", self.hello, w)):
             raise PeerError("the server's MAC does not verify")
         if self.key and w.features & FEAT_AUTH:
             # the server tags what it sends after WELCOME
@@ -420,7 +420,7 @@ class Client(Session):
                                           w.nonce), server=False)
             self.conn.rx_tags = True
         if auth is True and self.key:
-            auth = auth_mac(self.key, "client", self.hello, w.nonce)
+            auth = auth_mac(self.key, "client", self.hello, w)
         if isinstance(auth, bytes):
             self.conn.send(Msg(AUTH, mac=auth))
             self.conn.tx_tags = self.conn.ck is not None
@@ -473,19 +473,21 @@ class Server(Session):
         self.nonce_s = os.urandom(32)
         w = dict(features=FEAT_PACK | (FEAT_AUTH if self.key else 0),
                  nonce=self.nonce_s)
-        if self.key:
-            w["mac"] = auth_mac(self.key, "server", self.hello, self.nonce_s)
         w.update(welcome or {})
+        wm = Msg(WELCOME, **w)
+        if self.key and "mac" not in w:
+            wm.mac = auth_mac(self.key, "server", self.hello, wm)
+        self.welcome = wm
         tags = self.key and w.get("status", 0) == 0
         if tags:
             self.conn.start_tags(ctrl_key(self.key, self.hello.nonce,
                                           self.nonce_s), server=True)
-        self.conn.send(Msg(WELCOME, **w))
+        self.conn.send(wm)
         if tags:
             self.conn.tx_tags = True  # after WELCOME
             a = self.conn.expect(AUTH)
             self.conn.rx_tags = True  # after AUTH
-            want = auth_mac(self.key, "client", self.hello, self.nonce_s)
+            want = auth_mac(self.key, "client", self.hello, wm)
             if check_auth and not hmac.compare_digest(a.mac, want):
                 raise PeerError("the client's MAC does not verify")
         return self.hello

@@ -158,12 +158,23 @@ def auth_params(h):
                        h.chunk_size, h.npaths, h.nfilters, h.bwlimit)
 
 
-def auth_mac(key, side, h, nonce_s):
+def auth_lanes(h, w):
+    """The lanes the MACs cover (transfer/auth.c lane_params): HELLO's
+    streams, WELCOME's features, streams, token, rails and, for rails
+    1..R-1, each family and address (rail_addrs' first (R-1) * 17 bytes)."""
+    n = (w.rails - 1) * 17 if w.rails > 1 else 0
+    return (struct.pack(">BIB", h.streams, w.features, w.streams) + w.token +
+            bytes([w.rails]) + w.rail_addrs[:n])
+
+
+def auth_mac(key, side, h, w):
     """HMAC-SHA256(key, "rdcp1 server\\0"|"rdcp1 client\\0" || nonce_c ||
-    nonce_s || params || paths || filters); side is "server" or "client"."""
+    nonce_s || params || paths || filters || lanes) for HELLO h and
+    WELCOME w (a Msg); side is "server" or "client"."""
     label = b"rdcp1 server\0" if side == "server" else b"rdcp1 client\0"
-    return hmac.new(key, label + h.nonce + nonce_s + auth_params(h) +
-                    h.paths + h.filters, hashlib.sha256).digest()
+    return hmac.new(key, label + h.nonce + w.nonce + auth_params(h) +
+                    h.paths + h.filters + auth_lanes(h, w),
+                    hashlib.sha256).digest()
 
 
 def ctrl_key(key, nonce_c, nonce_s):

@@ -341,7 +341,7 @@ static void deliver(struct mc_side *s, struct mc_op *op)
 		uint8_t *dst = cm_rx(&r->base, (unsigned int)rx);
 
 		memcpy(dst, cm_tx(&s->base, op->buf), op->len);
-		if (s->idx == 0 && p->f.tamper_type && !p->st.tampered &&
+		if (p->f.tamper_type && !p->st.tampered &&
 		    dst[0] == p->f.tamper_type && p->f.tamper_off < op->len) {
 			dst[p->f.tamper_off] ^= p->f.tamper_xor;
 			p->st.tampered++;

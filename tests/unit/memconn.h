@@ -25,7 +25,7 @@ struct memconn_faults {
 	/* Lose the Nth (1-based) CREDIT message from b to a. */
 	uint64_t drop_credit;
 	/* XOR byte tamper_off of the first control message of type
-	 * tamper_type (enum wire_type; 0: none) from a to b with
+	 * tamper_type (enum wire_type; 0: none), either way, with
 	 * tamper_xor, as a man in the middle would rewrite it. */
 	uint8_t tamper_type;
 	uint8_t tamper_xor;

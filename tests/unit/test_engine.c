@@ -878,6 +878,30 @@ static void test_ctrl_tagged(void)
 	}
 }
 
+/*
+ * WELCOME's lane fields are under the receiver's MAC: a man in the middle
+ * who rewrites its lane token (or the streams, or a rail's address, which
+ * would send lanes to his host) fails the client's check of it, exit 4,
+ * before any lane joins or anything is sent.
+ */
+static void test_welcome_lanes_tampered(void)
+{
+	struct sess s;
+
+	sess_init(&s, 8);
+	s.keyed = true;
+	s.faults.tamper_type = WIRE_WELCOME;
+	/* status, features, nonce, mac, msg (u16 0), streams: the token */
+	s.faults.tamper_off = WIRE_CTRL_HDR + 4 + 4 + 32 + 32 + 2 + 1;
+	s.faults.tamper_xor = 0x01;
+	sess_add(&s, "f", 3 * CHUNK + 5, 93);
+	sess_run(&s);
+	CHECK_EQ(s.ms.tampered, 1);
+	CHECK_EQ(s.vc, XFER_FAIL_AUTH);
+	check_absent(&s, 0);
+	sess_finish(&s);
+}
+
 /* A CREDIT lost on a keyed session is no longer made good: it is a gap. */
 static void test_ctrl_dropped_keyed(void)
 {
@@ -1922,7 +1946,7 @@ TAP_RUN(TAP_TEST(test_memconn_rules), TAP_TEST(test_send_queue_worst_case),
 	TAP_TEST(test_corruption_crc32), TAP_TEST(test_corruption_sha256),
 	TAP_TEST(test_receiver_verdict_all_failed),
 	TAP_TEST(test_corruption_one_of_many), TAP_TEST(test_dropped_credit),
-	TAP_TEST(test_ctrl_tagged), TAP_TEST(test_ctrl_dropped_keyed),
+	TAP_TEST(test_ctrl_tagged), TAP_TEST(test_welcome_lanes_tampered), TAP_TEST(test_ctrl_dropped_keyed),
 	TAP_TEST(test_delays), TAP_TEST(test_peer_vanishes),
 	TAP_TEST(test_fatal_retry_exceeded), TAP_TEST(test_fatal_remote_access),
 	TAP_TEST(test_async_port_down), TAP_TEST(test_async_device_fatal),

@@ -488,7 +488,7 @@ static int evil_client_hello(struct engine *e, uint32_t flags, const char *base)
 
 		memset(m, 0, sizeof(*m));
 		m->type = WIRE_AUTH;
-		rc = auth_mac(KEY, AUTH_CLIENT, &hello, w->u.welcome.nonce,
+		rc = auth_mac(KEY, AUTH_CLIENT, &hello, &w->u.welcome,
 			      m->u.auth.mac);
 		if (!rc)
 			rc = auth_ctrl_key(KEY, &hello, w->u.welcome.nonce, ck);
@@ -776,7 +776,8 @@ static int evil_server_hello(struct engine *e, struct wire_hello *h,
 		m->type = WIRE_WELCOME;
 		m->u.welcome.features = WIRE_FEAT_PACK | WIRE_FEAT_AUTH;
 		memcpy(m->u.welcome.nonce, nonce, sizeof(nonce));
-		rc = auth_mac(KEY, AUTH_SERVER, h, nonce, m->u.welcome.mac);
+		rc = auth_mac(KEY, AUTH_SERVER, h, &m->u.welcome,
+			      m->u.welcome.mac);
 	}
 	if (!rc)
 		rc = auth_ctrl_key(KEY, h, nonce, ck);

@@ -163,7 +163,7 @@ static int evil_handshake(struct engine *e, bool keyed, struct wire_hello *h,
 			WIRE_FEAT_PACK | (keyed ? WIRE_FEAT_AUTH : 0);
 		memcpy(m->u.welcome.nonce, nonce, sizeof(nonce));
 		if (keyed)
-			rc = auth_mac(KEY, AUTH_SERVER, h, nonce,
+			rc = auth_mac(KEY, AUTH_SERVER, h, &m->u.welcome,
 				      m->u.welcome.mac);
 	}
 	if (!rc && keyed) {

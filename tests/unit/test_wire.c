@@ -582,37 +582,72 @@ static void test_hello_filters(void)
  */
 static void test_hello_mac_filters(void)
 {
-	uint8_t key[KEY_LEN], nonce_s[WIRE_NONCE_LEN];
+	uint8_t key[KEY_LEN];
 	uint8_t a[WIRE_MAC_LEN], b[WIRE_MAC_LEN], c[WIRE_MAC_LEN];
 	struct wire_hello h, h2;
+	struct wire_welcome w, w2;
 
 	memset(key, 7, sizeof(key));
-	memset(nonce_s, 9, sizeof(nonce_s));
+	memset(&w, 0, sizeof(w));
+	memset(w.nonce, 9, sizeof(w.nonce));
 	memset(&h, 0, sizeof(h));
 	h.role = WIRE_PULL;
 	CHECK_EQ(wire_hello_add_path(&h, "src"), 0);
-	CHECK_EQ(auth_mac(key, AUTH_CLIENT, &h, nonce_s, a), 0);
+	CHECK_EQ(auth_mac(key, AUTH_CLIENT, &h, &w, a), 0);
 	{
-		/* protocol 2's MAC: no filter part, two zero bytes */
+		/*
+		 * protocol 3's MAC: label, nonces, params (no filters: two
+		 * zero bytes), paths, filters, then the lanes: HELLO's
+		 * streams, WELCOME's features u32, streams, token, rails.
+		 */
 		const char *label = "rdcp1 client";
 		uint8_t params[24] = { 0, WIRE_PULL };
-		const void *parts[] = { label, h.nonce, nonce_s, params,
-					h.paths };
+		uint8_t lanes[15] = { 0 };
+		const void *parts[] = { label,	 h.nonce,   w.nonce, params,
+					h.paths, h.filters, lanes };
 		size_t lens[] = { strlen(label) + 1, WIRE_NONCE_LEN,
-				  WIRE_NONCE_LEN, sizeof(params), h.paths_len };
+				  WIRE_NONCE_LEN,    sizeof(params),
+				  h.paths_len,	     0,
+				  sizeof(lanes) };
 
 		params[13] = 1; /* npaths */
-		CHECK_EQ(key_hmac(key, parts, lens, 5, c), 0);
+		CHECK_EQ(key_hmac(key, parts, lens, 7, c), 0);
 		CHECK(memcmp(a, c, WIRE_MAC_LEN) == 0);
 	}
 	h2 = h;
 	CHECK_EQ(wire_hello_add_filter(&h2, false, "*.key"), 0);
-	CHECK_EQ(auth_mac(key, AUTH_CLIENT, &h2, nonce_s, b), 0);
+	CHECK_EQ(auth_mac(key, AUTH_CLIENT, &h2, &w, b), 0);
 	CHECK(memcmp(a, b, WIRE_MAC_LEN) != 0);
 	h2 = h;
 	CHECK_EQ(wire_hello_add_filter(&h2, true, "*.key"), 0);
-	CHECK_EQ(auth_mac(key, AUTH_CLIENT, &h2, nonce_s, c), 0);
+	CHECK_EQ(auth_mac(key, AUTH_CLIENT, &h2, &w, c), 0);
 	CHECK(memcmp(b, c, WIRE_MAC_LEN) != 0); /* '+' vs '-' */
+	/*
+	 * WELCOME's lanes and rails are covered: a man in the middle who
+	 * points a rail elsewhere (its lanes would join his host) breaks it.
+	 */
+	w.streams = 4;
+	w.rails = 2;
+	w.rail[1].family = 4;
+	memcpy(w.rail[1].addr, "\x0a\x4d\x03\x01", 4);
+	CHECK_EQ(auth_mac(key, AUTH_SERVER, &h, &w, a), 0);
+	w2 = w;
+	w2.rail[1].addr[3] = 66;
+	CHECK_EQ(auth_mac(key, AUTH_SERVER, &h, &w2, b), 0);
+	CHECK(memcmp(a, b, WIRE_MAC_LEN) != 0);
+	w2 = w;
+	w2.token[0] ^= 1;
+	CHECK_EQ(auth_mac(key, AUTH_SERVER, &h, &w2, b), 0);
+	CHECK(memcmp(a, b, WIRE_MAC_LEN) != 0);
+	w2 = w;
+	w2.streams = 2;
+	CHECK_EQ(auth_mac(key, AUTH_SERVER, &h, &w2, b), 0);
+	CHECK(memcmp(a, b, WIRE_MAC_LEN) != 0);
+	/* what lies past rails is not on the wire, nor in the MAC */
+	w2 = w;
+	w2.rail[3].family = 6;
+	CHECK_EQ(auth_mac(key, AUTH_SERVER, &h, &w2, b), 0);
+	CHECK(memcmp(a, b, WIRE_MAC_LEN) == 0);
 }
 
 /*
