@@ -50,10 +50,13 @@
  * per worker. A pull holds a directory per level being listed and a file
  * per file in flight, within the same. CONN_FDS: the connection's own
  * (socket or RDMA channels, eventfds, the target directory); 3 measured
- * over TCP. The listener keeps FDS_RESERVE and CONN_FDS per connection
- * still authenticating.
+ * over TCP. LANE_FDS: each lane past the first (--streams; a TCP lane
+ * measured 2: its socket and its eventfd). The listener keeps FDS_RESERVE,
+ * and CONN_FDS per connection still authenticating with one for each lane
+ * join it may be owed waiting for it (server_join.c queues no more).
  */
 #define CONN_FDS 8
+#define LANE_FDS 2
 #define FDS_RESERVE 64
 #define NOFILE_MAX (1u << 20) /* raise the soft limit at most to this */
 _Static_assert(WALK_MAX_DEPTH + WIRE_INFLIGHT_MAX <= 3 * WIRE_INFLIGHT_MAX,
@@ -311,7 +314,7 @@ static int server_handshake(struct server *srv, struct engine *e,
 				   e->c->peer);
 	/* Listed before WELCOME: a lane may join as soon as it has it. */
 	streams = agree_streams(srv, e, h);
-	if (streams > 1 && join_open(srv, jw))
+	if (streams > 1 && join_open(srv, jw, streams))
 		return engine_fail(e, XFER_FAIL_RESOURCE, -EIO,
 				   "cannot get random bytes");
 	/* Nothing about the root is touched before the peer proved itself. */
@@ -582,12 +585,18 @@ static void spawn(struct server *srv, struct cm_request *req)
 	}
 }
 
+/* One connection's own, its lanes' too (see CONN_FDS). */
+static rlim_t conn_fds(unsigned int max_streams)
+{
+	return CONN_FDS + LANE_FDS * (rlim_t)(max_streams - 1);
+}
+
 /* Open files one session may hold at most (see CONN_FDS). */
-static rlim_t session_fds(const struct xfer_opts *o)
+static rlim_t session_fds(const struct xfer_opts *o, unsigned int max_streams)
 {
 	return 3 * WIRE_INFLIGHT_MAX +
 	       2 * (rlim_t)(o->workers ? o->workers : NUMA_WORKERS_MAX) +
-	       CONN_FDS;
+	       conn_fds(max_streams);
 }
 
 /*
@@ -595,9 +604,10 @@ static rlim_t session_fds(const struct xfer_opts *o)
  * and returns how many sessions fit in it: --max-sessions, or fewer (at
  * least 1) when it is too low, said once.
  */
-static unsigned int fit_sessions(const struct xfer_opts *o)
+static unsigned int fit_sessions(const struct xfer_opts *o,
+				 unsigned int max_streams)
 {
-	rlim_t need1 = session_fds(o), reserve, want, fit;
+	rlim_t need1 = session_fds(o, max_streams), reserve, want, fit;
 	struct rlimit rl;
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
@@ -614,7 +624,9 @@ static unsigned int fit_sessions(const struct xfer_opts *o)
 		if (setrlimit(RLIMIT_NOFILE, &up) == 0)
 			rl.rlim_cur = want;
 	}
-	reserve = FDS_RESERVE + PREAUTH_MAX * CONN_FDS;
+	/* A join waiting for its session holds one: its socket or cm_id. */
+	reserve = FDS_RESERVE +
+		  PREAUTH_MAX * (CONN_FDS + (rlim_t)(max_streams - 1));
 	fit = rl.rlim_cur > reserve ? (rl.rlim_cur - reserve) / need1 : 0;
 	log_info("open files: limit %llu (hard %llu), room for %llu sessions "
 		 "of %llu",
@@ -714,8 +726,10 @@ enum xfer_fail xfer_serve(const struct xfer_opts *o)
 			strerror(errno));
 		return XFER_FAIL_USAGE;
 	}
-	srv.max_sessions = o->once || o->ssh_server ? 1 : fit_sessions(o);
 	srv.max_streams = o->streams ? o->streams : CM_LANES_MAX;
+	srv.max_sessions = o->once || o->ssh_server
+				   ? 1
+				   : fit_sessions(o, srv.max_streams);
 	srv.umask = umask(022);
 	umask(srv.umask);
 	pthread_mutex_init(&srv.lock, NULL);

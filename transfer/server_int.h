@@ -55,6 +55,7 @@ struct join_wait {
 	uint8_t token[WIRE_LANE_TOKEN_LEN];
 	struct cm_request *q[JOIN_QUEUE];
 	unsigned int nq;
+	unsigned int owed; /* lanes 1..n-1: at most that many wait in q */
 	bool listed;
 };
 
@@ -119,7 +120,7 @@ bool promote(struct server *srv, int pa);
  */
 struct engine;
 struct wire_hello;
-int join_open(struct server *srv, struct join_wait *w);
+int join_open(struct server *srv, struct join_wait *w, unsigned int streams);
 void join_close(struct server *srv, struct join_wait *w);
 void join_route(struct server *srv, struct cm_request *req);
 int join_lanes(struct server *srv, struct engine *e, struct join_wait *w,

@@ -22,11 +22,12 @@
 #include "transfer/session.h"
 #include "util/clock.h"
 
-int join_open(struct server *srv, struct join_wait *w)
+int join_open(struct server *srv, struct join_wait *w, unsigned int streams)
 {
 	if (getrandom(w->token, sizeof(w->token), 0) != sizeof(w->token))
 		return -errno;
 	w->nq = 0;
+	w->owed = streams - 1 < JOIN_QUEUE ? streams - 1 : JOIN_QUEUE;
 	pthread_mutex_lock(&srv->lock);
 	w->next = srv->joins;
 	srv->joins = w;
@@ -85,7 +86,12 @@ void join_route(struct server *srv, struct cm_request *req)
 	for (w = srv->joins; w; w = w->next)
 		if (!memcmp(w->token, j.token, sizeof(w->token)))
 			break;
-	if (w && w->nq < JOIN_QUEUE) {
+	/*
+	 * No more wait than the session is owed: before its AUTH, joins
+	 * with its token (which anyone on the path read in WELCOME) would
+	 * otherwise hold descriptors nobody budgeted.
+	 */
+	if (w && w->nq < w->owed) {
 		w->q[w->nq++] = req;
 		pthread_cond_broadcast(&srv->joined);
 		pthread_mutex_unlock(&srv->lock);

@@ -10,7 +10,8 @@ DIR/root and --max-sessions 2, then plays a client (peer.py) that asks for
 refused: a wrong proof, an unknown token, a lane beyond the 4, a proof
 for another lane count, the same lane twice; then joins lanes 1..3 for
 real, gets the RING, and tries once more after it (refused: the session
-started). None of them may cost a session slot: while its session still
+started). Last, a session that never sends AUTH: only the joins it could
+be owed may wait for it. None of them may cost a session slot: while its session still
 holds one, a real `rdcp --streams 2` copy takes the other. The receiver's
 log must name the refusals. Prints what failed; exit 0 if nothing did.
 """
@@ -45,6 +46,38 @@ def join(port, token, lane, proof, geom):
     except Exception as e:  # a close without an answer is no acceptance
         st = "closed (%s)" % e
     return st, s
+
+
+def preauth_flood(rx, port, key, geom):
+    """A session that asks for 4 streams and never proves the key: of 8
+    joins with its token, at most the 3 it could be owed wait (each holds
+    a socket until the session's deadline); the rest are refused at once,
+    so unauthenticated peers cannot hold descriptors nobody budgeted."""
+    c = peer.Client(port, key=key).connect(slots=8, chunk=65536)
+    w = c.handshake(peer.PUSH, ["flood/"], auth=False,
+                    hello={"streams": 4})
+    fd_dir = "/proc/%d/fd" % rx.pid
+    before = len(os.listdir(fd_dir))
+    socks, at_once = [], 0
+    for i in range(8):
+        s = socket.create_connection(("127.0.0.1", port), timeout=10)
+        s.sendall(join_encode(w.token, 1 + i % 3, bytes(16),
+                              slots=geom["slots"],
+                              slot_size=geom["slot_size"]))
+        try:
+            if pd_decode(_recv_exact(s, 24, 0.5))["status"] == ST_REFUSED:
+                at_once += 1
+        except Exception:  # no answer yet: it waits in the session's queue
+            pass
+        socks.append(s)
+    grown = len(os.listdir(fd_dir)) - before
+    check(at_once >= 5, "joins before AUTH beyond the 3 owed are refused "
+          "at once (%d of 8 were)" % at_once)
+    check(grown <= 3 + 2, "the receiver holds at most the 3 owed joins "
+          "(+%d descriptors)" % grown)
+    for s in socks:
+        s.close()
+    c.close()
 
 
 def main(rdcp, port, keyfile, d):
@@ -124,6 +157,7 @@ def main(rdcp, port, keyfile, d):
         got = open(os.path.join(root, "after"), "rb").read() \
             if os.path.exists(os.path.join(root, "after")) else b""
         check(got == want, "the copy is byte-identical")
+        preauth_flood(rx, port, key, g)
     finally:
         rx.terminate()
         try:
