@@ -19,7 +19,8 @@
 #   - CPU seconds per GiB of each side's threads, peak RSS for 1 and 8 GiB
 #   - per-core costs (CRC32, SHA-256, memcpy; bench_ceiling -m) and the
 #     system calls per chunk of one 1 GiB copy (strace -f -c, untimed)
-# Streams (--streams N) are not implemented yet: no row for them.
+# Streams: memconn has no parallel lanes; the "delivered as N streams" rows
+# shuffle its deliveries as N queue pairs would (the reorder window's cost).
 #
 #   tests/bench/ceiling.sh BUILD_DIR
 # Environment: CEIL_REPS (5), CEIL_BIG_REPS (3), CEIL_MIB (1024),

@@ -7,7 +7,8 @@
 # rxe link, interleaved, REPS times. Prints one line per measurement:
 #   BENCH <name> <rep> <MB/s> [<sender cpu s> <receiver cpu s> <sender maxrss KiB>]
 # rdcp runs with its default lane count ("rdcp") and with --streams 1, 2
-# and 4 ("rdcp_s1" ...), in a rotating order each round.
+# and 4 ("rdcp_s1" ...), in a rotating order each round; then --streams 2
+# over one rail and over two (rxe0 and rxe1), alternating.
 # Arguments: file MiB (256), repetitions (5), rdcp chunk size (1 MiB),
 # and optionally the name of a second rdcp build in the guest (an A/B
 # against a baseline: `BENCH_BASE=... make bench`), run in every round
@@ -53,7 +54,8 @@ rdcp_run() { # REP [BINARY NAME [ARGS...]]
 	shift
 	[ $# -gt 0 ] && shift
 	[ $# -gt 0 ] && shift
-	$bin -v --listen $K --root /tmp/b/root --once \
+	# shellcheck disable=SC2086 # SRV_ARGS: the receiver's extra words
+	$bin -v --listen $K --root /tmp/b/root --once ${SRV_ARGS:-} \
 		--port 7490 >/tmp/b/srv.time 2>&1 &
 	sleep 1
 	t0=$(now)
@@ -102,6 +104,32 @@ for rep in $(seq 1 "$REPS"); do
 		rdcp_run "$rep" rdcp "rdcp_s$n" --streams "$n"
 	done
 done
+
+# Two rails: rxe1 on a second netdev (dummy1) beside rxe0, as in the
+# guest scenario "rails". --streams 2 with the receiver on rxe0 alone
+# ("rdcp_s2_1rail") and on every address, so lane 1 goes to rxe1
+# ("rdcp_s2_2rails"), in alternating order, REPS rounds. Both rails are
+# emulated by the same two vCPUs: the ratio is what a second rail costs
+# here, not what it adds on two real NICs.
+one_rail() { # REP
+	SRV_ARGS="--device rxe0" rdcp_run "$1" rdcp rdcp_s2_1rail --streams 2
+}
+if ip link add dummy1 type dummy 2>/dev/null &&
+	ip addr add 10.77.3.1/24 dev dummy1 && ip link set dummy1 up &&
+	rdma link add rxe1 type rxe netdev dummy1; then
+	sleep 2
+	for rep in $(seq 1 "$REPS"); do
+		[ $((rep % 2)) -eq 1 ] && one_rail "$rep"
+		rdcp_run "$rep" rdcp rdcp_s2_2rails --streams 2
+		grep -q "streams from .* on 2 rails" /tmp/b/srv.time ||
+			echo "# rdcp_s2_2rails failed to use 2 rails"
+		[ $((rep % 2)) -eq 0 ] && one_rail "$rep"
+	done
+	rdma link delete rxe1
+	ip link del dummy1
+else
+	echo "# cannot add rxe1 on dummy1: no rails rows"
+fi
 
 # Memory must not grow with file size: a 1 GiB and an 8 GiB sparse file
 # (1 MiB of data at the end, so it is cheap) through the same ring.

@@ -5,7 +5,8 @@
 # one run, so only ratios are reported (never absolute numbers asserted in
 # tests). Soft-RoCE part: boots the guest and runs rdma_guest.sh there
 # (ib_write_bw, rdcp, rcopy and rdcp --streams 1, 2, 4 interleaved,
-# BENCH_REPS times, median of each);
+# then --streams 2 over one rail and two, BENCH_REPS times, median of
+# each);
 # prints a table of medians and ratios and writes the raw numbers as JSON
 # to build/bench/rdma.json.
 #
@@ -68,6 +69,9 @@ END {
 		if (cnt["rdcp_s" k])
 			printf "  rdcp --streams %d           %10.2f MB/s, / ib_write_bw best = %.2f, / rcopy = %.2f\n", k, m, ceil ? m / ceil : 0, c ? m / c : 0
 	}
+	o = median("rdcp_s2_1rail"); t2 = median("rdcp_s2_2rails")
+	if (cnt["rdcp_s2_2rails"])
+		printf "  rdcp --streams 2, 1 rail   %10.2f MB/s; 2 rails (rxe0, rxe1) %.2f MB/s: 2 rails / 1 = %.2f (one emulated host: the cost of a rail, not its bandwidth)\n", o, t2, o ? t2 / o : 0
 	if (b) printf "  rdcp / rdcp_base          = %.2f   (baseline %.2f MB/s; baseline / ib_write_bw best = %.2f)\n", r / b, b, ceil ? b / ceil : 0
 	for (i = 1; i <= ns; i++) { s += scpu[i]; t += rcpu[i] }
 	if (ns) printf "  rdcp CPU s per GiB: sender %.2f, receiver %.2f (emulated)\n",
