@@ -189,8 +189,12 @@ setup:
 # Soft-RoCE (rdma_rxe) in qemu guests. The guest suite fails, never skips,
 # when qemu or the kernel cannot be had. Re-invokes make after setup so
 # pkg-config is asked once the -dev packages exist.
+# The builds (plain, hooks, ASan, TSan, rdcp-mpi: separate directories)
+# run TEST_JOBS at a time, one per CPU unless told.
+TEST_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 test: setup
-	$(Q)$(MAKE) --no-print-directory WERROR=1 all hooks tests san-tests \
+	$(Q)$(MAKE) --no-print-directory -j$(TEST_JOBS) WERROR=1 all hooks \
+		tests san-tests \
 		$(if $(shell command -v $(MPICC) 2>/dev/null),mpi hooks-mpi)
 	$(Q)tests/run_tests.sh --build $(BUILD) all
 
