@@ -296,6 +296,28 @@ def announce(c, e):
     c.conn.send(peer.Msg(peer.FILE, **f))
 
 
+def both_at_once(rx, st, flags, start):
+    """Ranges 0 and 1 of DATA under a new token, from two sessions (HELLO
+    flags) started with start(client, entry) while the state file st is
+    locked here, so both wait for it and then race; their FILE_RESULTs."""
+    tok = os.urandom(16)
+    lk = open(st, "r+b")
+    fcntl.lockf(lk, fcntl.LOCK_EX)
+    c1, c2 = rx.client(flags=flags), rx.client(flags=flags)
+    a = rng(DATA, 0, 3 * C, 0, 2, tok)
+    b = rng(DATA, 3 * C, len(DATA) - 3 * C, 1, 2, tok)
+    start(c1, a)
+    start(c2, b)
+    time.sleep(0.3)
+    fcntl.lockf(lk, fcntl.LOCK_UN)
+    lk.close()
+    c1.pump(lambda: a.file_id in c1.results)
+    c2.pump(lambda: b.file_id in c2.results)
+    finish(c1)
+    finish(c2)
+    return c1.results[a.file_id], c2.results[b.file_id]
+
+
 def s_fresh_tmp(rx):
     """--resume with a verified range whose temporary is gone: sent again.
 
@@ -358,22 +380,7 @@ def s_double_final(rx):
         f.write(DATA)
     st = rx.root + "/d/.big.rdcp-ranges"
     state(st, os.urandom(16), len(DATA), halves(DATA))
-    tok = os.urandom(16)
-    lk = open(st, "r+b")
-    fcntl.lockf(lk, fcntl.LOCK_EX)  # both sessions wait for the state
-    c1, c2 = rx.client(flags=F_RESUME), rx.client(flags=F_RESUME)
-    a = rng(DATA, 0, 3 * C, 0, 2, tok)
-    b = rng(DATA, 3 * C, len(DATA) - 3 * C, 1, 2, tok)
-    announce(c1, a)
-    announce(c2, b)
-    time.sleep(0.3)
-    fcntl.lockf(lk, fcntl.LOCK_UN)
-    lk.close()
-    c1.pump(lambda: a.file_id in c1.results)
-    c2.pump(lambda: b.file_id in c2.results)
-    r0, r1 = c1.results[a.file_id], c2.results[b.file_id]
-    finish(c1)
-    finish(c2)
+    r0, r1 = both_at_once(rx, st, F_RESUME, announce)
     check(r0.status == 0 and r1.status == 0,
           "a range of a file placed failed: %r %r" % (r0, r1))
     finals = [r for r in (r0, r1) if r.flags & RESULT_FINAL]
@@ -393,22 +400,7 @@ def s_two_open(rx):
         f.write(os.urandom(len(DATA)))
     st = rx.root + "/d/.big.rdcp-ranges"
     state(st, os.urandom(16), len(DATA), [(0, 0, 0, 0), (0, 0, 0, 0)])
-    tok = os.urandom(16)
-    lk = open(st, "r+b")
-    fcntl.lockf(lk, fcntl.LOCK_EX)
-    c1, c2 = rx.client(), rx.client()
-    a = rng(DATA, 0, 3 * C, 0, 2, tok)
-    b = rng(DATA, 3 * C, len(DATA) - 3 * C, 1, 2, tok)
-    c1.send_entry(a)
-    c2.send_entry(b)
-    time.sleep(0.3)
-    fcntl.lockf(lk, fcntl.LOCK_UN)
-    lk.close()
-    c1.pump(lambda: a.file_id in c1.results)
-    c2.pump(lambda: b.file_id in c2.results)
-    r0, r1 = c1.results[a.file_id], c2.results[b.file_id]
-    finish(c1)
-    finish(c2)
+    r0, r1 = both_at_once(rx, st, 0, lambda c, e: c.send_entry(e))
     check(r0.status == 0 and r1.status == 0,
           "statuses %d %d (-116: taken for another job)" %
           (r0.status, r1.status))
