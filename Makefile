@@ -75,7 +75,7 @@ else
 Q := @
 endif
 
-LIB_SRCS := $(wildcard util/*.c) $(wildcard cm/*.c) $(wildcard transfer/*.c) \
+LIB_SRCS := $(wildcard util/*.c) $(wildcard cm/*.c) $(wildcard transfer/*/*.c) \
 	$(filter-out cmd/main.c cmd/mpi_%.c,$(wildcard cmd/*.c))
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 MAIN_OBJ := $(BUILD)/cmd/main.o

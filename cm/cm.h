@@ -179,7 +179,7 @@ struct cm_timeouts;
 /*
  * A lane's join, carried in its connect private data (cm_int.h): the
  * session's token (chosen by the receiver), the lane index (1..n-1) and
- * the proof that the joiner holds the session key (transfer/auth.c).
+ * the proof that the joiner holds the session key (transfer/session/auth.c).
  */
 #define CM_TOKEN_LEN 8u
 #define CM_PROOF_LEN 16u

@@ -85,7 +85,7 @@ static void gids(struct doc *d, struct ibv_context *ctx, const char *name,
 		    name, port, v2_ipv4, v2_ipv4);
 }
 
-/* Where a device's sessions will run (cm/mem.c, transfer/affinity.c). */
+/* Where a device's sessions will run (cm/mem.c, transfer/session/affinity.c). */
 static void numa(struct doc *d, const char *name)
 {
 	int node = cm_numa_of_device(name);

@@ -2,7 +2,7 @@
 /*
  * rdcp-mpi's main(): `mpirun -np N rdcp-mpi [rdcp options] SRC... DEST`,
  * DEST naming one or more receivers, running or started over ssh by each
- * rank (HOST:PATH, transfer/remote.c). Every rank parses
+ * rank (HOST:PATH, transfer/client/remote.c). Every rank parses
  * the same command line (cmd/args.c, as rdcp does), runs one ordinary
  * rdcp session (xfer_copy) to receiver rank % nreceivers in a thread of
  * its own, and in the main thread walks its share of the tree and feeds

@@ -142,7 +142,7 @@ struct xfer_opts {
 	enum hugemem_mode hugepages;
 	enum xfer_poll poll;
 	/*
-	 * O_DIRECT for file data (transfer/direct.h). A client's travels in
+	 * O_DIRECT for file data (transfer/fs/direct.h). A client's travels in
 	 * HELLO to the other side; a receiver's own applies to sessions
 	 * whose client left it on auto.
 	 */
@@ -221,7 +221,7 @@ struct xfer_opts {
 	void (*on_progress)(void *arg, uint64_t done, uint64_t total,
 			    const char *path);
 	/*
-	 * Client over ssh (transfer/remote.c): the remote shell command
+	 * Client over ssh (transfer/client/remote.c): the remote shell command
 	 * ("ssh -p 2222"; NULL: addr names a receiver already running), run
 	 * with rsh_host ("user@host") and the remote program rdcp_path
 	 * ("rdcp"); it starts rdcp --server there, whose bootstrap line says

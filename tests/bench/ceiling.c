@@ -44,8 +44,8 @@
 #include <zlib.h>
 
 #include "memconn.h"
-#include "transfer/session.h"
-#include "transfer/wire.h"
+#include "transfer/session/session.h"
+#include "transfer/wire/wire.h"
 #include "transfer/xfer.h"
 #include "util/checksum.h"
 #include "util/clock.h"

@@ -97,7 +97,7 @@ def wait_close(s, t0, wait):
 
 
 def ctrl(mtype, body, ctrl_ack=0):
-    """One control message (transfer/wire.c): 16-byte header + body."""
+    """One control message (transfer/wire/wire.c): 16-byte header + body."""
     return struct.pack(">B3xIII", mtype, 16 + len(body), ctrl_ack, 0) + body
 
 

@@ -6,7 +6,7 @@
 # 127.0.0.1:TARGET, relays the 24-byte connect exchange, then relays frames
 # (cm/tcp.c: op u8, 3 zero bytes, len u32, imm u32, slot u32, payload) and
 # rewrites, drops, replays, reorders or injects control messages
-# (transfer/wire.c) on the way, as an attacker on the path without the key
+# (transfer/wire/wire.c) on the way, as an attacker on the path without the key
 # would. It keeps the rest of the session consistent, so that an
 # unauthenticated control channel (protocol 2) accepts the result: acks
 # (ctrl_ack, slot_ack) are translated between the two sides' views of each

@@ -3,7 +3,7 @@
 """A protocol-v3 rdcp peer over the TCP transport, for malicious-peer tests.
 
 Written from README.md "Wire protocol (version 3)" and the C sources
-(transfer/wire.c, transfer/auth.c, cm/tcp.c, cm/tcp_conn.c, cm/common.c,
+(transfer/wire/wire.c, transfer/session/auth.c, cm/tcp.c, cm/tcp_conn.c, cm/common.c,
 util/key.c); Python 3 standard library only. It plays an honest client or
 server well enough to finish a real copy with `rdcp`, and lets a test
 change, drop or add anything on the way.
@@ -16,7 +16,7 @@ Layers, bottom up (the first five in peer_wire.py, re-exported here):
                          every wait is bounded (PeerTimeout)
   Msg, encode, decode    every control message, header acks included
   slot_hdr, parse_slot, pack_record, pack_slot   ring slots, packed slots
-  load_key, auth_mac, data_key    the key file and transfer/auth.c's MACs
+  load_key, auth_mac, data_key    the key file and transfer/session/auth.c's MACs
   ctrl_key, ctrl_tag, add_tag     the control message tags: Conn tags what
                          it sends after AUTH (client) or WELCOME (server)
                          and checks what it receives from the same points

@@ -3,7 +3,7 @@
 """The wire level of tests/e2e/peer.py (read its documentation first).
 
 Protocol version 3 over the TCP transport, written from README.md "Wire
-protocol (version 3)" and transfer/wire.c, transfer/auth.c, cm/tcp.c,
+protocol (version 3)" and transfer/wire/wire.c, transfer/session/auth.c, cm/tcp.c,
 cm/tcp_conn.c, cm/common.c and util/key.c: constants, the control message
 codec (Msg, encode, decode), ring slot headers and packed slots, digests
 as rdcp computes them, the key file, the handshake MACs and the control
@@ -153,13 +153,13 @@ def load_key(path):
 
 
 def auth_params(h):
-    """The 24 bytes of HELLO parameters the MACs cover (transfer/auth.c)."""
+    """The 24 bytes of HELLO parameters the MACs cover (transfer/session/auth.c)."""
     return struct.pack(">HBBIIHHQ", h.role, h.csum, h.level, h.flags,
                        h.chunk_size, h.npaths, h.nfilters, h.bwlimit)
 
 
 def auth_lanes(h, w):
-    """The lanes the MACs cover (transfer/auth.c lane_params): HELLO's
+    """The lanes the MACs cover (transfer/session/auth.c lane_params): HELLO's
     streams, WELCOME's features, streams, token, rails and, for rails
     1..R-1, each family and address (rail_addrs' first (R-1) * 17 bytes)."""
     n = (w.rails - 1) * 17 if w.rails > 1 else 0
@@ -178,7 +178,7 @@ def auth_mac(key, side, h, w):
 
 
 def ctrl_key(key, nonce_c, nonce_s):
-    """The control key (transfer/auth.c auth_ctrl_key): HKDF-SHA256."""
+    """The control key (transfer/session/auth.c auth_ctrl_key): HKDF-SHA256."""
     prk = hmac.new(nonce_c + nonce_s, key, hashlib.sha256).digest()
     return hmac.new(prk, b"rdcp3 control key\x01", hashlib.sha256).digest()
 
@@ -199,7 +199,7 @@ def add_tag(ck, direction, seq, buf):
 
 
 def lane_proof(key, nonce_c, nonce_s, token, lane, n):
-    """A lane's join proof (transfer/auth.c auth_lane_proof): 16 bytes of
+    """A lane's join proof (transfer/session/auth.c auth_lane_proof): 16 bytes of
     HMAC-SHA256(HKDF(key, nonces, "rdcp3 lane key"), token || lane u16 ||
     n u16); zero without a key."""
     if key is None:
@@ -218,7 +218,7 @@ def join_encode(token, lane, proof, slots=4, slot_size=65536, **pd):
 
 
 def resume_key(dkey=None):
-    """The key of the --resume chunk digests (transfer/payload.c): HKDF of
+    """The key of the --resume chunk digests (transfer/session/payload.c): HKDF of
     the data key with --encrypt, else 32 zero bytes."""
     if dkey is None:
         return bytes(32)
@@ -227,7 +227,7 @@ def resume_key(dkey=None):
 
 
 def chunk_sum(rkey, file_id, index, data):
-    """A chunk's --resume digest (transfer/payload.c payload_resume_sum)."""
+    """A chunk's --resume digest (transfer/session/payload.c payload_resume_sum)."""
     msg = b"rdcp1 chunk" + struct.pack(">IQ", file_id, index) + \
         hashlib.sha256(data).digest()
     return hmac.new(rkey, msg, hashlib.sha256).digest()[:SUM_LEN]
@@ -503,7 +503,7 @@ def frame(op, payload, imm=0, slot=0, length=None):
 
 class Conn:
     """One TCP connection after the connect exchange: frames, control
-    credits and ring credits as the engine keeps them (transfer/credit.h).
+    credits and ring credits as the engine keeps them (transfer/session/credit.h).
 
     poll() returns ("msg", Msg) or ("data", imm, slot, bytes), or None at
     the deadline; send() and write() wait (bounded) for credits, keeping

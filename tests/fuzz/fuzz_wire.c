@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * Fuzz target for the wire format (transfer/wire.h). Every input goes to
+ * Fuzz target for the wire format (transfer/wire/wire.h). Every input goes to
  * wire_decode() and its first 64 bytes to wire_slot_decode(). What decodes
  * must re-encode: the encoding is canonical (the input again, with the
  * reserved header bytes zeroed), decodes to the same message, and
@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "transfer/wire.h"
+#include "transfer/wire/wire.h"
 #include "fuzz.h"
 
 #define FUZZ_BUF 8192u

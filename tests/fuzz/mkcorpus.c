@@ -18,7 +18,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "transfer/wire.h"
+#include "transfer/wire/wire.h"
 #include "util/path.h"
 
 static const char *out;

@@ -61,7 +61,7 @@ CFLAGS="-std=c11 -D_GNU_SOURCE $DEFS -I. -Itests/fuzz -O1 -g \
 
 mkdir -p "$OUT/obj" || exit 1
 objs=()
-for src in util/*.c cm/*.c transfer/*.c; do
+for src in util/*.c cm/*.c transfer/*/*.c; do
 	obj=$OUT/obj/${src//\//_}
 	obj=${obj%.c}.o
 	objs+=("$obj")

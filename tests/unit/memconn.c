@@ -29,7 +29,7 @@
 #include <unistd.h>
 
 #include "memconn.h"
-#include "transfer/wire.h"
+#include "transfer/wire/wire.h"
 #include "util/clock.h"
 #include "util/hugemem.h"
 

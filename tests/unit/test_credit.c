@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * Unit tests for transfer/credit.c, the credit arithmetic that keeps both
+ * Unit tests for transfer/session/credit.c, the credit arithmetic that keeps both
  * sides within the peer's receive queue and ring: widening of wrapped
  * 32-bit acks, the data source's take/ack cycle, the sink's window
  * (writes arriving in any order, taken in seq order, duplicates and
@@ -11,8 +11,8 @@
  */
 #include "tap.h"
 
-#include "transfer/credit.h"
-#include "transfer/wire.h"
+#include "transfer/session/credit.h"
+#include "transfer/wire/wire.h"
 
 #include <errno.h>
 #include <stdint.h>

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * --delete (issue #15, mirrors). First the removal walk alone
- * (transfer/prune.c): it stays beneath the directory it starts in and
+ * (transfer/fs/prune.c): it stays beneath the directory it starts in and
  * follows no symlink (a symlink to a directory outside is removed as a
  * link, what it points to is untouched), removes trees depth first, keeps
  * what the verdict keeps and the directories above it, stops at its limit,
@@ -20,9 +20,9 @@
 
 #include "memconn.h"
 #include "testfs.h"
-#include "transfer/prune.h"
-#include "transfer/session.h"
-#include "transfer/wire.h"
+#include "transfer/fs/prune.h"
+#include "transfer/session/session.h"
+#include "transfer/wire/wire.h"
 #include "transfer/xfer.h"
 #include "util/filter.h"
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * O_DIRECT and preallocation on the data path (transfer/direct.h), over
+ * O_DIRECT and preallocation on the data path (transfer/fs/direct.h), over
  * the in-memory transport: whole push sessions, a receiver in a thread.
  * What the page cache holds afterwards (mincore) shows which way each
  * byte went: with --direct a file's aligned part bypasses it on both
@@ -24,9 +24,9 @@
 
 #include "memconn.h"
 #include "testfs.h"
-#include "transfer/engine.h"
-#include "transfer/session.h"
-#include "transfer/wire.h"
+#include "transfer/session/engine.h"
+#include "transfer/session/session.h"
+#include "transfer/wire/wire.h"
 #include "transfer/xfer.h"
 #include "util/log.h"
 

@@ -17,9 +17,9 @@
 
 #include "memconn.h"
 #include "testfs.h"
-#include "transfer/engine.h"
-#include "transfer/session.h"
-#include "transfer/wire.h"
+#include "transfer/session/engine.h"
+#include "transfer/session/session.h"
+#include "transfer/wire/wire.h"
 #include "transfer/xfer.h"
 #include "util/clock.h"
 #include "util/log.h"

@@ -13,8 +13,8 @@
 
 #include "cm/cm.h"
 #include "cm/cm_int.h"
-#include "transfer/auth.h"
-#include "transfer/wire.h"
+#include "transfer/session/auth.h"
+#include "transfer/wire/wire.h"
 #include "util/clock.h"
 #include "util/key.h"
 

@@ -25,11 +25,11 @@
 
 #include "memconn.h"
 #include "testfs.h"
-#include "transfer/auth.h"
-#include "transfer/engine.h"
-#include "transfer/role.h"
-#include "transfer/session.h"
-#include "transfer/wire.h"
+#include "transfer/session/auth.h"
+#include "transfer/session/engine.h"
+#include "transfer/session/role.h"
+#include "transfer/session/session.h"
+#include "transfer/wire/wire.h"
 #include "transfer/xfer.h"
 #include "util/filter.h"
 

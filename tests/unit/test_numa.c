@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * NUMA placement and huge pages (util/numa.c, util/hugemem.c,
- * transfer/affinity.c) against a fake sysfs tree beneath a temporary
+ * transfer/session/affinity.c) against a fake sysfs tree beneath a temporary
  * directory ($RDCP_SYSFS_ROOT): a device's node found, -1, missing; a
  * software device through its netdev; cpulist parsing; the default
  * worker count; the hugetlb pool short (a zero-size pool) and the
@@ -20,7 +20,7 @@
 
 #include "tap.h"
 #include "testfs.h"
-#include "transfer/affinity.h"
+#include "transfer/session/affinity.h"
 #include "util/hugemem.h"
 #include "util/log.h"
 #include "util/numa.h"

@@ -8,7 +8,7 @@
  */
 #include "tap.h"
 
-#include "transfer/payload.h"
+#include "transfer/session/payload.h"
 
 #include <errno.h>
 #include <stdint.h>

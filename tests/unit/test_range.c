@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * The state of a split file's ranges on the sink (transfer/sink_range.c):
+ * The state of a split file's ranges on the sink (transfer/sink/sink_range.c):
  * ranges recorded in any order make the file whole only with the last
  * one, and then the CRC32s combine into the file's; a range recorded
  * twice is harmless; another token while a session writes, or the same
@@ -12,8 +12,8 @@
  */
 #include "tap.h"
 
-#include "transfer/sink_int.h"
-#include "transfer/wire.h"
+#include "transfer/sink/sink_int.h"
+#include "transfer/wire/wire.h"
 #include "util/checksum.h"
 
 #include <errno.h>

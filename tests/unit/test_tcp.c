@@ -15,8 +15,8 @@
 #include "testfs.h"
 
 #include "cm/cm_tcp.h"
-#include "transfer/session.h"
-#include "transfer/wire.h"
+#include "transfer/session/session.h"
+#include "transfer/wire/wire.h"
 #include "transfer/xfer.h"
 #include "util/clock.h"
 #include "util/log.h"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * Unit tests for transfer/wire.c, the codec of everything that crosses the
+ * Unit tests for transfer/wire/wire.c, the codec of everything that crosses the
  * wire: a round trip of every control message and of the slot header,
  * golden bytes for one HELLO and one slot header (written out by hand from
  * the documented layout, so that any layout change fails here), and the
@@ -16,8 +16,8 @@
  */
 #include "tap.h"
 
-#include "transfer/auth.h"
-#include "transfer/wire.h"
+#include "transfer/session/auth.h"
+#include "transfer/wire/wire.h"
 #include "util/key.h"
 #include "util/checksum.h"
 

@@ -1,0 +1,360 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * The client's side of a session (the sequence is in session.c): connect,
+ * HELLO with this copy's parameters and the remote paths, check the
+ * receiver's proof of the key and give ours, then run the data source
+ * (push) or the data sink into a local DEST (pull). xfer_copy() is the
+ * public entry; session_client() the same on a connection made elsewhere.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <openssl/crypto.h>
+
+#include "transfer/session/auth.h"
+#include "transfer/fs/direct.h"
+#include "transfer/session/role.h"
+#include "transfer/fs/place.h"
+#include "transfer/session/session.h"
+#include "util/clock.h"
+#include "util/filter.h"
+#include "util/log.h"
+#include "util/path.h"
+#include "util/units.h"
+
+static int client_auth(struct engine *e, const struct xfer_opts *o,
+		       const struct wire_hello *h, const struct wire_welcome *w)
+{
+	struct wire_msg m = { .type = WIRE_AUTH };
+	uint8_t want[WIRE_MAC_LEN], ck[AUTH_CTRL_KEY_LEN];
+	int rc;
+
+	if (!o->key)
+		return 0; /* the receiver has no key either, or it said so */
+	if (!(w->features & WIRE_FEAT_AUTH))
+		return engine_fail(e, XFER_FAIL_AUTH, -EACCES,
+				   "%s does not authenticate (it runs with "
+				   "--no-auth): not talking to an "
+				   "unauthenticated receiver (use --no-auth "
+				   "here too, on isolated fabrics only)",
+				   e->c->peer);
+	rc = auth_mac(o->key, AUTH_SERVER, h, w, want);
+	if (rc)
+		return engine_fail(e, XFER_FAIL_INTERNAL, rc, "HMAC failed");
+	if (!auth_mac_equal(want, w->mac))
+		return engine_fail(e, XFER_FAIL_AUTH, -EACCES,
+				   "%s failed to authenticate: its key is not "
+				   "ours (copy the same key file to both "
+				   "hosts)",
+				   e->c->peer);
+	rc = auth_mac(o->key, AUTH_CLIENT, h, w, m.u.auth.mac);
+	if (!rc)
+		rc = auth_ctrl_key(o->key, h, w->nonce, ck);
+	if (rc) {
+		OPENSSL_cleanse(ck, sizeof(ck));
+		return engine_fail(e, XFER_FAIL_INTERNAL, rc, "HMAC failed");
+	}
+	/*
+	 * The receiver tags what it sends after WELCOME; we tag what we send
+	 * after AUTH.
+	 */
+	engine_mac_key(e, ck, false);
+	OPENSSL_cleanse(ck, sizeof(ck));
+	engine_mac_rx_start(e);
+	return engine_send_last_plain(e, &m);
+}
+
+static uint32_t hello_flags(const struct xfer_opts *o)
+{
+	return (o->fsync ? WIRE_HELLO_FSYNC : 0) |
+	       (!o->pull && (o->nsrcs > 1 || o->files_from)
+			? WIRE_HELLO_DEST_DIR
+			: 0) |
+	       (o->recursive ? WIRE_HELLO_RECURSIVE : 0) |
+	       (o->preserve ? WIRE_HELLO_PRESERVE : 0) |
+	       (o->resume ? WIRE_HELLO_RESUME : 0) |
+	       (o->no_clobber ? WIRE_HELLO_NO_CLOBBER : 0) |
+	       (o->update ? WIRE_HELLO_UPDATE : 0) |
+	       (o->encrypt ? WIRE_HELLO_ENCRYPT : 0) |
+	       (o->compress ? WIRE_HELLO_COMPRESS : 0) |
+	       (o->sparse ? WIRE_HELLO_SPARSE : 0) |
+	       (o->dry_run ? WIRE_HELLO_DRY_RUN : 0) |
+	       (o->delete_extra ? WIRE_HELLO_DELETE : 0) |
+	       (o->pull && o->files_from ? WIRE_HELLO_LIST : 0) |
+	       direct_hello_flags(o->direct);
+}
+
+static int build_hello(struct engine *e, const struct xfer_opts *o,
+		       struct wire_hello *h)
+{
+	int rc = 0;
+
+	h->role = o->pull ? WIRE_PULL : WIRE_PUSH;
+	h->csum = (uint8_t)o->csum;
+	h->level = (uint8_t)o->compress;
+	h->flags = hello_flags(o);
+	h->features = (o->key ? WIRE_FEAT_AUTH : 0) | WIRE_FEAT_PACK;
+	h->chunk_size = e->c->geom.slot_size;
+	h->bwlimit = o->bwlimit;
+	h->streams = (uint8_t)session_streams(o, e->c);
+	if (getrandom(h->nonce, WIRE_NONCE_LEN, 0) != WIRE_NONCE_LEN)
+		return engine_fail(e, XFER_FAIL_RESOURCE, -errno,
+				   "cannot get random bytes");
+	if (!o->pull)
+		rc = wire_hello_add_path(h, o->dest ? o->dest : "");
+	for (size_t i = 0; o->pull && !rc && i < o->nsrcs; i++)
+		rc = wire_hello_add_path(h, o->srcs[i]);
+	if (rc)
+		return engine_fail(e, XFER_FAIL_USAGE, rc,
+				   "the remote paths are too long for one "
+				   "session (%u bytes at most)",
+				   WIRE_PATHS_MAX);
+	/*
+	 * A pull's receiver walks, so it gets the filters; a push's with
+	 * --delete keeps what they exclude.
+	 */
+	for (size_t i = 0; (o->pull || o->delete_extra) && o->filter && !rc &&
+			   i < o->filter->n;
+	     i++)
+		rc = wire_hello_add_filter(h, o->filter->rules[i].include,
+					   o->filter->rules[i].text);
+	if (rc)
+		return engine_fail(e, XFER_FAIL_USAGE, rc,
+				   "the --include/--exclude rules are too "
+				   "long for the receiver (%u bytes at most)",
+				   WIRE_FILTERS_MAX);
+	return 0;
+}
+
+/*
+ * The lanes the receiver agreed to in WELCOME: lanes 1..n-1 join, each
+ * with the token and its proof (auth.h), before the ring is announced.
+ */
+static int client_lanes(struct engine *e, const struct xfer_opts *o,
+			const struct wire_hello *h,
+			const struct wire_welcome *w)
+{
+	struct cm_timeouts to = session_timeouts(o);
+	unsigned int n = w->streams;
+	struct cm_join j = { 0 };
+	int rc;
+
+	if (n <= 1)
+		return 0;
+	if (n > h->streams)
+		return engine_fail(e, XFER_FAIL_PROTOCOL, -EPROTO,
+				   "%s agreed to %u streams, %u were asked "
+				   "for",
+				   e->c->peer, n, h->streams);
+	/* AUTH first: the receiver takes joins once it checked it. */
+	rc = engine_flush(e);
+	if (rc)
+		return rc;
+	rc = cm_set_lanes(e->c, n);
+	if (rc)
+		return engine_fail(e, XFER_FAIL_CONNECT, rc,
+				   "cannot use %u streams to %s", n,
+				   e->c->peer);
+	if (w->rails > 1) {
+		struct cm_rail rails[CM_LANES_MAX] = { 0 };
+
+		for (unsigned int r = 1; r < w->rails; r++) {
+			rails[r].family = w->rail[r].family;
+			memcpy(rails[r].addr, w->rail[r].addr, 16);
+		}
+		rc = cm_set_rails(e->c, w->rails, rails, o->rail_devices);
+		if (rc)
+			return engine_fail(e, XFER_FAIL_PROTOCOL, rc,
+					   "cannot use the %u rails of %s",
+					   w->rails, e->c->peer);
+		log_info("%u streams to %s on %u rails", n, e->c->peer,
+			 w->rails);
+	}
+	memcpy(j.token, w->token, CM_TOKEN_LEN);
+	for (unsigned int k = 1; k < n; k++) {
+		j.lane = (uint16_t)k;
+		rc = auth_lane_proof(o->key, h, w->nonce, j.token, k, n,
+				     j.proof);
+		if (rc)
+			return engine_fail(e, XFER_FAIL_INTERNAL, rc,
+					   "HMAC failed");
+		rc = cm_join(e->c, &j, &to);
+		if (rc) /* cm/ said why */
+			return engine_fail_logged(e, session_connect_fail(rc),
+						  rc);
+		/* Its engine does not run meanwhile: the peer is alive. */
+		e->last_rx_ms = clock_now_ms();
+	}
+	OPENSSL_cleanse(&j, sizeof(j));
+	log_info("%u streams to %s", n, e->c->peer);
+	return 0;
+}
+
+static int client_handshake(struct engine *e, const struct xfer_opts *o,
+			    uint8_t key[AEAD_KEY_LEN], uint32_t *features)
+{
+	struct wire_msg m = { .type = WIRE_HELLO };
+	struct wire_msg w;
+	int rc;
+
+	rc = build_hello(e, o, &m.u.hello);
+	if (!rc)
+		rc = engine_send(e, &m);
+	if (!rc)
+		rc = engine_expect(e, WIRE_WELCOME, &w, SESSION_HANDSHAKE_MS);
+	if (rc)
+		return rc;
+	if (w.u.welcome.status)
+		return engine_fail(
+			e,
+			w.u.welcome.status == -EOPNOTSUPP ? XFER_FAIL_PROTOCOL
+							  : XFER_FAIL_REMOTE_IO,
+			w.u.welcome.status, "%s refused the session: %s",
+			e->c->peer, w.u.welcome.msg);
+	*features = w.u.welcome.features;
+	rc = client_auth(e, o, &m.u.hello, &w.u.welcome);
+	if (!rc && o->encrypt) {
+		rc = auth_data_key(o->key, &m.u.hello, w.u.welcome.nonce, key);
+		if (rc)
+			return engine_fail(e, XFER_FAIL_INTERNAL, rc,
+					   "cannot derive the session key");
+	}
+	if (!rc)
+		rc = client_lanes(e, o, &m.u.hello, &w.u.welcome);
+	if (!rc)
+		rc = session_rings(e, o->pull);
+	return rc;
+}
+
+static struct session_params client_params(const struct xfer_opts *o,
+					   const uint8_t *key)
+{
+	struct session_params p = {
+		.flags = hello_flags(o),
+		.csum = o->csum,
+		.level = o->compress,
+		.data_key = o->encrypt ? key : NULL,
+	};
+
+	return p;
+}
+
+enum xfer_fail session_client(const struct xfer_opts *o, struct cm_conn *c,
+			      struct xfer_stats *st)
+{
+	struct sink_target t = { .dirfd = -1 };
+	char why[WIRE_MSG_MAX + 1];
+	uint8_t key[AEAD_KEY_LEN];
+	uint32_t features = 0;
+	struct engine e;
+	enum xfer_fail v;
+	double t0 = clock_now_s();
+	mode_t um;
+	int rc;
+
+	rc = engine_init(&e, c, o);
+	if (rc)
+		return XFER_FAIL_RESOURCE;
+	rc = client_handshake(&e, o, key, &features);
+	if (!rc && o->pull) {
+		um = umask(022);
+		umask(um);
+		t.umask = um;
+		t.p = client_params(o, key);
+		t.want = o->files_from ? NULL : o->srcs;
+		t.nwant = o->files_from ? 0 : o->nsrcs;
+		t.list = o->files_from;
+		t.list_sep = o->from0 ? '\0' : '\n';
+		t.list_base = o->srcs[0];
+		t.filter = o->filter;
+		/* a list's names land beneath DEST: a directory */
+		rc = place_target_local(o->dest, o->files_from ? 2 : o->nsrcs,
+					&t, why, sizeof(why));
+		if (rc)
+			engine_fail(&e,
+				    rc == -ENOTDIR ? XFER_FAIL_USAGE
+						   : XFER_FAIL_LOCAL_IO,
+				    rc, "%s", why);
+		else
+			sink_run(&e, &t, st);
+	} else if (!rc) {
+		struct source_cfg cfg = {
+			.srcs = o->srcs,
+			.nsrcs = o->nsrcs,
+			.rootfd = -1,
+			.bwlimit = o->bwlimit,
+			.filter = o->filter,
+			.list = o->files_from,
+			.list_sep = o->from0 ? '\0' : '\n',
+			.list_tree = o->files_from_tree,
+			.p = client_params(o, key),
+		};
+
+		cfg.p.pack = features & WIRE_FEAT_PACK;
+		source_run(&e, &cfg, st);
+	}
+	OPENSSL_cleanse(key, sizeof(key));
+	st->seconds = clock_now_s() - t0;
+	snprintf(st->peer, sizeof(st->peer), "%s", c->peer);
+	st->streams = c->lanes > 1 ? c->lanes : 1;
+	st->numa_node = c->numa_node;
+	st->workers = e.workers;
+	snprintf(st->pages, sizeof(st->pages), "%s", c->pages ? c->pages : "");
+	if (e.fail)
+		snprintf(st->error, sizeof(st->error), "%s", e.why);
+	engine_tell_peer(&e);
+	v = session_verdict(&e, st);
+	engine_release(&e);
+	if (t.dirfd >= 0)
+		close(t.dirfd);
+	return v;
+}
+
+struct cm_geom client_geom(const struct xfer_opts *o)
+{
+	struct cm_geom geom = {
+		.ctrl_size = WIRE_CTRL_SIZE,
+		.ctrl_credits = WIRE_CTRL_CREDITS,
+		.slots = o->window,
+		.slot_size = o->chunk_size,
+	};
+
+	return geom;
+}
+
+enum xfer_fail client_run(const struct xfer_opts *o, struct cm_conn *c,
+			  struct xfer_stats *st)
+{
+	enum xfer_fail v;
+	char sz[32];
+
+	snprintf(st->transport, sizeof(st->transport), "%s",
+		 c->transport ? c->transport : "?");
+	snprintf(st->device, sizeof(st->device), "%s", c->dev);
+	log_info("ring: %u slots of %s on %s", c->geom.slots,
+		 units_format_size(c->geom.slot_size, sz, sizeof(sz)), c->dev);
+	v = session_client(o, c, st);
+	cm_conn_destroy(c);
+	return v;
+}
+
+enum xfer_fail xfer_copy(const struct xfer_opts *o, struct xfer_stats *st)
+{
+	struct cm_geom geom = client_geom(o);
+	struct cm_timeouts to = session_timeouts(o);
+	struct cm_conn *c;
+	int rc;
+
+	memset(st, 0, sizeof(*st));
+	if (o->rsh || o->boot_line)
+		return remote_copy(o, st);
+	rc = cm_connect(&o->addr, &geom, &to, &c);
+	if (rc)
+		return session_connect_fail(rc);
+	return client_run(o, c, st);
+}

@@ -1,0 +1,813 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * The receiver's side of sessions (the sequence is in session.c): the
+ * accept loop with one thread per connection, the hold-off of addresses
+ * that keep failing authentication, the handshake that checks a HELLO and
+ * the client's proof of the key before anything beneath the root is
+ * touched, and then the data sink into DEST (push) or the data source of
+ * the named SRCs (pull). xfer_serve() is the public entry; session_serve()
+ * serves one connection made elsewhere.
+ *
+ * A connection is unauthenticated until the client proved the key: such
+ * connections have a budget of their own (PREAUTH_PER_ADDR per address,
+ * PREAUTH_MAX in all) and PREAUTH_MS to finish the handshake; only then
+ * does one take a --max-sessions slot. The listener's thread only counts
+ * and hands out: refusals never wait on the client (cm_reject).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <openssl/crypto.h>
+
+#include "transfer/session/auth.h"
+#include "transfer/client/boot.h"
+#include "transfer/fs/direct.h"
+#include "transfer/session/role.h"
+#include "transfer/fs/place.h"
+#include "transfer/server/server_int.h"
+#include "transfer/session/session.h"
+#include "transfer/walk/walk.h"
+#include "util/clock.h"
+#include "util/filter.h"
+#include "util/log.h"
+#include "util/numa.h"
+#include "util/path.h"
+#include "util/units.h"
+
+/*
+ * Open files: what one session may hold at most, so that --max-sessions of
+ * them always fit (a key holder cannot take the descriptors other sessions
+ * need). A push holds per file in flight its temporary, its parent
+ * directory and with --resume the old file (3); a pack being unpacked two
+ * per worker. A pull holds a directory per level being listed and a file
+ * per file in flight, within the same. CONN_FDS: the connection's own
+ * (socket or RDMA channels, eventfds, the target directory); 3 measured
+ * over TCP. LANE_FDS: each lane past the first (--streams; a TCP lane
+ * measured 2: its socket and its eventfd). The listener keeps FDS_RESERVE,
+ * and CONN_FDS per connection still authenticating with one for each lane
+ * join it may be owed waiting for it (server_join.c queues no more).
+ */
+#define CONN_FDS 8
+#define LANE_FDS 2
+#define FDS_RESERVE 64
+#define NOFILE_MAX (1u << 20) /* raise the soft limit at most to this */
+_Static_assert(WALK_MAX_DEPTH + WIRE_INFLIGHT_MAX <= 3 * WIRE_INFLIGHT_MAX,
+	       "a pull's walk must fit in a push's budget");
+
+/* Milliseconds left before deadline_ms, at least 1. */
+static int left_ms(uint64_t deadline_ms)
+{
+	uint64_t now = clock_now_ms();
+
+	return deadline_ms > now ? (int)(deadline_ms - now) : 1;
+}
+
+static int server_auth(struct server *srv, struct engine *e,
+		       const struct wire_hello *h,
+		       uint8_t nonce[WIRE_NONCE_LEN], uint64_t deadline_ms,
+		       unsigned int streams, const struct join_wait *jw)
+{
+	const uint8_t *key = srv->key;
+	struct wire_msg m = { .type = WIRE_WELCOME };
+	uint8_t want[WIRE_MAC_LEN], ck[AUTH_CTRL_KEY_LEN];
+	int rc;
+
+	if (key && !(h->features & WIRE_FEAT_AUTH)) {
+		penalty_add(srv, e->c->peer);
+		return engine_fail(e, XFER_FAIL_AUTH, -EACCES,
+				   "refused %s: it has no key (give it this "
+				   "receiver's key file with --key-file)",
+				   e->c->peer);
+	}
+	m.u.welcome.features = WIRE_FEAT_PACK;
+	m.u.welcome.streams = (uint8_t)streams;
+	if (streams > 1)
+		memcpy(m.u.welcome.token, jw->token, WIRE_LANE_TOKEN_LEN);
+	/*
+	 * Rails: with lanes, on a receiver listening on every address, each
+	 * other device with an address there takes lanes k % R == r.
+	 */
+	if (streams > 1 && !srv->o->addr.host &&
+	    (!srv->o->addr.device || srv->o->rail_devices)) {
+		struct cm_rail rails[WIRE_STREAMS_MAX];
+		int n = cm_local_rails(e->c, srv->o->rail_devices, rails,
+				       streams);
+
+		m.u.welcome.rails = n > 1 ? (uint8_t)n : 0;
+		for (int r = 1; r < n; r++) {
+			m.u.welcome.rail[r].family = rails[r].family;
+			memcpy(m.u.welcome.rail[r].addr, rails[r].addr, 16);
+		}
+		if (n > 1)
+			log_info("%u streams from %s on %d rails", streams,
+				 e->c->peer, n);
+	}
+	if (key) {
+		m.u.welcome.features |= WIRE_FEAT_AUTH;
+		if (getrandom(m.u.welcome.nonce, WIRE_NONCE_LEN, 0) !=
+		    WIRE_NONCE_LEN)
+			return engine_fail(e, XFER_FAIL_RESOURCE, -errno,
+					   "cannot get random bytes");
+		rc = auth_mac(key, AUTH_SERVER, h, &m.u.welcome,
+			      m.u.welcome.mac);
+		if (!rc)
+			rc = auth_mac(key, AUTH_CLIENT, h, &m.u.welcome, want);
+		if (rc)
+			return engine_fail(e, XFER_FAIL_INTERNAL, rc,
+					   "HMAC failed");
+	}
+	memcpy(nonce, m.u.welcome.nonce, WIRE_NONCE_LEN);
+	if (!key)
+		return engine_send(e, &m);
+	/*
+	 * We tag what we send after WELCOME; the client tags what it sends
+	 * after AUTH.
+	 */
+	rc = auth_ctrl_key(key, h, m.u.welcome.nonce, ck);
+	if (rc)
+		return engine_fail(e, XFER_FAIL_INTERNAL, rc,
+				   "cannot derive the control key");
+	engine_mac_key(e, ck, true);
+	OPENSSL_cleanse(ck, sizeof(ck));
+	rc = engine_send_last_plain(e, &m);
+	if (rc)
+		return rc;
+	rc = engine_expect(e, WIRE_AUTH, &m, left_ms(deadline_ms));
+	if (rc) {
+		/*
+		 * A client with another key finds out first (our MAC does not
+		 * verify) and says so instead of answering: count that too.
+		 */
+		if (e->fail == XFER_FAIL_AUTH)
+			penalty_add(srv, e->c->peer);
+		return rc;
+	}
+	if (!auth_mac_equal(want, m.u.auth.mac)) {
+		penalty_add(srv, e->c->peer);
+		return engine_fail(e, XFER_FAIL_AUTH, -EACCES,
+				   "authentication failed for %s: wrong key",
+				   e->c->peer);
+	}
+	engine_mac_rx_start(e);
+	return 0;
+}
+
+/* The lower of two rates, 0 meaning no limit. */
+static uint64_t slower(uint64_t a, uint64_t b)
+{
+	return !a ? b : !b ? a : a < b ? a : b;
+}
+
+/*
+ * A path of rdcp --server's client, as scp takes them: relative to the
+ * current directory (the home ssh starts in) or absolute, "~/" meaning
+ * the home too.
+ */
+static const char *user_path(const char *p)
+{
+	if (p[0] == '~' && (p[1] == '/' || !p[1]))
+		p += p[1] ? 2 : 1;
+	return *p ? p : ".";
+}
+
+/*
+ * A pull's SRCs as the client typed them, each made a path inside the root
+ * (path_normalize_peer: "./x" and "/x" are "x") and copied into buf
+ * (WIRE_PATHS_MAX bytes: no path grows), srcs[i] pointing at each. 0, or
+ * -errno with why filled: -EPERM for a SRC outside the root, or the root
+ * itself (but as the directory of a --files-from list's names: HELLO flag
+ * LIST). With user (rdcp --server), each is taken as the user typed it
+ * (user_path): the client proved the one-time key, it is the user.
+ */
+static int check_sources(const struct wire_hello *h, bool user, char *buf,
+			 const char **srcs, char *why, size_t whysz)
+{
+	bool base = h->flags & WIRE_HELLO_LIST;
+	size_t off = 0;
+
+	if (!h->npaths) {
+		snprintf(why, whysz, "nothing to send: no source named");
+		return -EINVAL;
+	}
+	for (unsigned int i = 0; i < h->npaths; i++) {
+		const char *p = wire_hello_path(h, i);
+		char *n = buf + off;
+		size_t len = strlen(p);
+		bool dir;
+
+		if (!len && !base) {
+			snprintf(why, whysz,
+				 "source %u of %u is an empty name: refused "
+				 "(name a file or directory %s)",
+				 i + 1, (unsigned int)h->npaths,
+				 user ? "in the home or by its absolute path"
+				      : "beneath the receiver's root");
+			return -EPERM;
+		}
+		if (user) { /* as the user typed it, ~/ stripped */
+			srcs[i] = user_path(p);
+			continue;
+		}
+		memcpy(n, p, len + 1);
+		path_normalize_peer(n, &dir);
+		len = strlen(n);
+		if (len && dir)
+			n[len++] = '/', n[len] = '\0';
+		if ((!len && !base) ||
+		    (len && path_check_relative(n, len, false))) {
+			snprintf(why, whysz,
+				 "source '%s' is not a path inside the "
+				 "receiver's root: refused (name a file or "
+				 "directory beneath it)",
+				 p);
+			return -EPERM;
+		}
+		srcs[i] = n;
+		off += len + 1;
+	}
+	return 0;
+}
+
+/*
+ * A pull's --include/--exclude rules from the HELLO, for the walk. 0,
+ * -ENOMEM, or -EPERM with why filled for a rule util/filter.c does not
+ * take (an honest client checked them all before sending).
+ */
+static int hello_filter(const struct wire_hello *h, struct filter *f, char *why,
+			size_t whysz)
+{
+	for (unsigned int i = 0; i < h->nfilters; i++) {
+		const char *r = wire_hello_filter(h, i);
+		int rc = filter_add(f, r[0] == '+', r + 1);
+
+		if (rc == -ENOMEM)
+			return rc;
+		if (rc) {
+			snprintf(why, whysz, "filter rule '%.200s' refused: %s",
+				 r + 1, strerror(-rc));
+			return -EPERM;
+		}
+	}
+	return 0;
+}
+
+/* Lanes for h's session on e: min(its ask, ours), 1 without lanes. */
+static unsigned int agree_streams(const struct server *srv,
+				  const struct engine *e,
+				  const struct wire_hello *h)
+{
+	unsigned int n = h->streams < srv->max_streams ? h->streams
+						       : srv->max_streams;
+
+	return e->c->ops->accept_lane && n > 1 ? n : 1;
+}
+
+static int server_handshake(struct server *srv, struct engine *e,
+			    struct wire_hello *h, struct session_params *p,
+			    uint8_t key[AEAD_KEY_LEN], uint64_t deadline_ms,
+			    struct join_wait *jw)
+{
+	uint8_t nonce[WIRE_NONCE_LEN];
+	struct wire_msg m;
+	unsigned int streams;
+	int rc;
+
+	rc = engine_expect(e, WIRE_HELLO, &m, left_ms(deadline_ms));
+	if (rc)
+		return rc;
+	*h = m.u.hello;
+	if ((h->role != WIRE_PUSH && h->role != WIRE_PULL) ||
+	    h->csum > WIRE_CSUM_SHA256 || h->level > 9 ||
+	    !(h->flags & WIRE_HELLO_COMPRESS) != !h->level ||
+	    h->chunk_size != e->c->geom.slot_size ||
+	    ((h->flags & WIRE_HELLO_DELETE) &&
+	     !(h->flags & WIRE_HELLO_RECURSIVE)) ||
+	    ((h->flags & WIRE_HELLO_DIRECT) &&
+	     (h->flags & WIRE_HELLO_NO_DIRECT)) ||
+	    (h->role == WIRE_PUSH &&
+	     (h->npaths != 1 ||
+	      (h->nfilters && !(h->flags & WIRE_HELLO_DELETE)))) ||
+	    /* a list's names come beneath one path, and mirror nothing */
+	    ((h->flags & WIRE_HELLO_LIST) &&
+	     (h->role != WIRE_PULL || h->npaths != 1 ||
+	      (h->flags & WIRE_HELLO_DELETE))))
+		return engine_fail(e, XFER_FAIL_PROTOCOL, -EPROTO,
+				   "%s sent a bad HELLO", e->c->peer);
+	if ((h->flags & WIRE_HELLO_ENCRYPT) && !srv->key)
+		return engine_fail(e, XFER_FAIL_AUTH, -EACCES,
+				   "refused %s: it asked for --encrypt, which "
+				   "needs a key, and this receiver runs with "
+				   "--no-auth",
+				   e->c->peer);
+	if (srv->o->require_encrypt && !(h->flags & WIRE_HELLO_ENCRYPT))
+		return engine_fail(e, XFER_FAIL_AUTH, -EACCES,
+				   "refused %s: this receiver requires "
+				   "--encrypt (run the copy with --encrypt)",
+				   e->c->peer);
+	/* Listed before WELCOME: a lane may join as soon as it has it. */
+	streams = agree_streams(srv, e, h);
+	if (streams > 1 && join_open(srv, jw, streams))
+		return engine_fail(e, XFER_FAIL_RESOURCE, -EIO,
+				   "cannot get random bytes");
+	/* Nothing about the root is touched before the peer proved itself. */
+	rc = server_auth(srv, e, h, nonce, deadline_ms, streams, jw);
+	if (!rc && streams > 1)
+		rc = join_lanes(srv, e, jw, streams, h, nonce,
+				clock_now_ms() +
+					(uint64_t)srv->o->connect_timeout_ms);
+	if (rc)
+		return rc;
+	/* The client's O_DIRECT choice, else this receiver's own. */
+	p->flags = direct_session_flags(h->flags, srv->o->direct);
+	p->csum = (enum xfer_csum)h->csum;
+	p->level = h->level;
+	p->server = true;
+	p->pack = h->features & WIRE_FEAT_PACK;
+	if (h->flags & WIRE_HELLO_ENCRYPT) {
+		rc = auth_data_key(srv->key, h, nonce, key);
+		if (rc)
+			return engine_fail(e, XFER_FAIL_INTERNAL, rc,
+					   "cannot derive the session key");
+		p->data_key = key;
+	}
+	return 0;
+}
+
+/*
+ * One session on c: the handshake by deadline_ms, then a slot (promote,
+ * pa as there; *promoted says whether one was taken), then the sink or the
+ * source.
+ */
+static enum xfer_fail serve_conn(struct server *srv, struct cm_conn *c,
+				 uint64_t deadline_ms, int pa, bool *promoted)
+{
+	struct sink_target t = { .dirfd = -1 };
+	struct xfer_stats st = { 0 };
+	const char **srcs = NULL; /* a pull's SRCs, in srcbuf */
+	char *srcbuf = NULL;
+	struct session_params p = { 0 };
+	struct wire_hello *h = NULL;
+	struct filter filter = { 0 };
+	uint8_t key[AEAD_KEY_LEN];
+	struct join_wait jw = { 0 };
+	struct engine e;
+	enum xfer_fail v;
+	char sz[32], why[600];
+	double t0 = clock_now_s();
+	int rc;
+
+	rc = engine_init(&e, c, srv->o);
+	if (rc)
+		return XFER_FAIL_RESOURCE;
+	h = malloc(sizeof(*h));
+	rc = h ? server_handshake(srv, &e, h, &p, key, deadline_ms, &jw)
+	       : engine_fail(&e, XFER_FAIL_RESOURCE, -ENOMEM, "out of memory");
+	if (!rc) {
+		*promoted = promote(srv, pa);
+		if (!*promoted)
+			rc = engine_fail(&e, XFER_FAIL_CONNECT, -EBUSY,
+					 "refused %s: the receiver is at its "
+					 "session limit (%u sessions), try "
+					 "again later",
+					 c->peer, srv->max_sessions);
+	}
+	if (rc) {
+		/* said in engine_fail */
+	} else if (h->role == WIRE_PUSH) {
+		t.p = p;
+		t.umask = srv->umask;
+		t.filter = &filter; /* --delete: what they exclude stays */
+		rc = hello_filter(h, &filter, why, sizeof(why));
+		if (rc)
+			engine_fail(&e,
+				    rc == -ENOMEM ? XFER_FAIL_RESOURCE
+						  : XFER_FAIL_USAGE,
+				    rc, "%s: %s", c->peer,
+				    rc == -ENOMEM ? "out of memory" : why);
+		else if (srv->user_paths)
+			rc = place_target_local(
+				user_path(wire_hello_path(h, 0)),
+				h->flags & WIRE_HELLO_DEST_DIR ? 2 : 1, &t, why,
+				sizeof(why));
+		else
+			rc = place_target_beneath(
+				srv->rootfd, wire_hello_path(h, 0),
+				h->flags & WIRE_HELLO_DEST_DIR, &t, why,
+				sizeof(why));
+		if (rc && !e.fail) /* a DEST refused or not made */
+			engine_fail(&e,
+				    place_target_refused(rc) || rc == -ENOTDIR
+					    ? XFER_FAIL_USAGE
+					    : XFER_FAIL_LOCAL_IO,
+				    rc, "%s: %s", c->peer, why);
+		else if (!rc && !session_rings(&e, true))
+			sink_run(&e, &t, &st);
+	} else {
+		struct source_cfg cfg = {
+			.nsrcs = h->npaths,
+			.rootfd = srv->user_paths ? -1 : srv->rootfd,
+			.bwlimit = slower(srv->o->bwlimit, h->bwlimit),
+			.filter = &filter,
+			.p = p,
+		};
+
+		srcs = calloc(h->npaths ? h->npaths : 1, sizeof(*srcs));
+		srcbuf = malloc(WIRE_PATHS_MAX);
+		cfg.srcs = srcs;
+		rc = srcs && srcbuf
+			     ? check_sources(h, srv->user_paths, srcbuf, srcs,
+					     why, sizeof(why))
+			     : -ENOMEM;
+		if (!rc)
+			rc = hello_filter(h, &filter, why, sizeof(why));
+		if (rc)
+			engine_fail(&e,
+				    rc == -ENOMEM  ? XFER_FAIL_RESOURCE
+				    : rc == -EPERM ? XFER_FAIL_USAGE
+						   : XFER_FAIL_LOCAL_IO,
+				    rc, "%s: %s", c->peer,
+				    rc == -ENOMEM ? "out of memory" : why);
+		else if (!session_rings(&e, false))
+			source_run(&e, &cfg, &st);
+	}
+	OPENSSL_cleanse(key, sizeof(key));
+	join_close(srv, &jw);
+	engine_tell_peer(&e);
+	v = session_verdict(&e, &st);
+	if (v == XFER_OK)
+		log_info("session %s %s: %llu files, %s in %.2f s",
+			 h->role == WIRE_PUSH ? "from" : "to", c->peer,
+			 (unsigned long long)st.files_ok,
+			 units_format_size(st.bytes, sz, sizeof(sz)),
+			 clock_now_s() - t0);
+	engine_release(&e);
+	free(srcs);
+	free(srcbuf);
+	filter_release(&filter);
+	free(h);
+	if (t.dirfd >= 0)
+		close(t.dirfd);
+	return v;
+}
+
+/* How long a client has from its connect to the proof of the key. */
+static int preauth_ms(const struct xfer_opts *o)
+{
+	return o->connect_timeout_ms < PREAUTH_MS ? o->connect_timeout_ms
+						  : PREAUTH_MS;
+}
+
+enum xfer_fail session_serve(const struct xfer_opts *o, int rootfd,
+			     struct cm_conn *c)
+{
+	struct server srv = { .o = o,
+			      .max_sessions = o->max_sessions,
+			      .max_streams = 1, /* no listener for joins */
+			      .rootfd = rootfd,
+			      .key = o->key };
+	bool promoted = false;
+
+	srv.umask = umask(022);
+	umask(srv.umask);
+	return serve_conn(&srv, c, clock_now_ms() + (uint64_t)preauth_ms(o), -1,
+			  &promoted);
+}
+
+/*
+ * Accepts req and serves it; pa is its preauth slot (-1: none). Returns the
+ * verdict, and in *promoted whether it took a session slot.
+ */
+static enum xfer_fail serve_one(struct server *srv, struct cm_request *req,
+				int pa, bool *promoted)
+{
+	const struct xfer_opts *o = srv->o;
+	struct cm_limits lim = {
+		.max_slot_size = o->chunk_size,
+		.max_slots = o->window,
+	};
+	struct cm_timeouts to = session_timeouts(o);
+	uint64_t deadline;
+	struct cm_conn *c;
+	enum xfer_fail v;
+	int rc;
+
+	to.connect_ms = preauth_ms(o);
+	deadline = clock_now_ms() + (uint64_t)to.connect_ms;
+	*promoted = false;
+	/* A lane's join goes to its session, never opens one. */
+	rc = cm_request_read(req, to.connect_ms);
+	if (rc)
+		return session_connect_fail(rc);
+	if (cm_request_join(req, NULL)) {
+		join_route(srv, req);
+		return XFER_FAIL_CONNECT;
+	}
+	rc = cm_accept(req, &lim, &to, &c);
+	if (rc)
+		return session_connect_fail(rc);
+	v = serve_conn(srv, c, deadline, pa, promoted);
+	cm_conn_destroy(c);
+	return v;
+}
+
+struct session_arg {
+	struct server *srv;
+	struct cm_request *req;
+	int pa;
+};
+
+static void *session_thread(void *p)
+{
+	struct session_arg *a = p;
+	struct server *srv = a->srv;
+	int pa = a->pa;
+	enum xfer_fail v;
+	bool promoted;
+
+	v = serve_one(srv, a->req, pa, &promoted);
+	free(a);
+	pthread_mutex_lock(&srv->lock);
+	if (promoted) {
+		srv->sessions--;
+		srv->served = true;
+		srv->verdict = v;
+	} else {
+		srv->preauth_addr[pa][0] = '\0';
+		srv->preauth--;
+	}
+	pthread_cond_broadcast(&srv->idle);
+	pthread_mutex_unlock(&srv->lock);
+	return NULL;
+}
+
+static void spawn(struct server *srv, struct cm_request *req)
+{
+	struct session_arg *a;
+	pthread_attr_t attr;
+	enum refusal why;
+	pthread_t tid;
+	int pa;
+
+	pa = admit(srv, cm_request_peer(req), &why);
+	if (pa < 0) {
+		refuse(srv, req, why);
+		return;
+	}
+	a = malloc(sizeof(*a));
+	if (a) {
+		a->srv = srv;
+		a->req = req;
+		a->pa = pa;
+		pthread_attr_init(&attr);
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		if (pthread_create(&tid, &attr, session_thread, a)) {
+			free(a);
+			a = NULL;
+		}
+		pthread_attr_destroy(&attr);
+	}
+	if (!a) {
+		log_err("cannot start a session thread for %s",
+			cm_request_peer(req));
+		cm_reject(req);
+		pthread_mutex_lock(&srv->lock);
+		srv->preauth_addr[pa][0] = '\0';
+		srv->preauth--;
+		pthread_mutex_unlock(&srv->lock);
+	}
+}
+
+/* One connection's own, its lanes' too (see CONN_FDS). */
+static rlim_t conn_fds(unsigned int max_streams)
+{
+	return CONN_FDS + LANE_FDS * (rlim_t)(max_streams - 1);
+}
+
+/* Open files one session may hold at most (see CONN_FDS). */
+static rlim_t session_fds(const struct xfer_opts *o, unsigned int max_streams)
+{
+	return 3 * WIRE_INFLIGHT_MAX +
+	       2 * (rlim_t)(o->workers ? o->workers : NUMA_WORKERS_MAX) +
+	       conn_fds(max_streams);
+}
+
+/*
+ * Raises the soft limit on open files to the hard one (at most NOFILE_MAX)
+ * and returns how many sessions fit in it: --max-sessions, or fewer (at
+ * least 1) when it is too low, said once.
+ */
+static unsigned int fit_sessions(const struct xfer_opts *o,
+				 unsigned int max_streams)
+{
+	rlim_t need1 = session_fds(o, max_streams), reserve, want, fit;
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return o->max_sessions;
+	want = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > NOFILE_MAX
+		       ? NOFILE_MAX
+		       : rl.rlim_max;
+	if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > want)
+		want = rl.rlim_cur;
+	if (want > rl.rlim_cur) {
+		struct rlimit up = { .rlim_cur = want,
+				     .rlim_max = rl.rlim_max };
+
+		if (setrlimit(RLIMIT_NOFILE, &up) == 0)
+			rl.rlim_cur = want;
+	}
+	/* A join waiting for its session holds one: its socket or cm_id. */
+	reserve = FDS_RESERVE +
+		  PREAUTH_MAX * (CONN_FDS + (rlim_t)(max_streams - 1));
+	fit = rl.rlim_cur > reserve ? (rl.rlim_cur - reserve) / need1 : 0;
+	log_info("open files: limit %llu (hard %llu), room for %llu sessions "
+		 "of %llu",
+		 (unsigned long long)rl.rlim_cur,
+		 (unsigned long long)rl.rlim_max, (unsigned long long)fit,
+		 (unsigned long long)need1);
+	if (fit >= o->max_sessions)
+		return o->max_sessions;
+	fit = fit ? fit : 1;
+	log_warn("open files: --max-sessions %u needs %llu but the limit is "
+		 "%llu: serving at most %llu sessions at once; raise it "
+		 "(ulimit -n, LimitNOFILE= in the service) or lower "
+		 "--max-sessions",
+		 o->max_sessions,
+		 (unsigned long long)(o->max_sessions * need1 + reserve),
+		 (unsigned long long)rl.rlim_cur, (unsigned long long)fit);
+	return (unsigned int)fit;
+}
+
+/*
+ * rdcp --server: listens on a port of the range with the one-time key in
+ * srv->key, and hands the bootstrap line (boot.h) to o->on_boot.
+ */
+static int listen_boot(struct server *srv, struct cm_listener **l)
+{
+	const struct xfer_opts *o = srv->o;
+	struct boot b = { .proto = CM_VERSION };
+	char line[BOOT_LINE_MAX];
+	int rc;
+
+	rc = cm_listen_range(&o->addr, o->port_lo ? o->port_lo : 49152,
+			     o->port_hi ? o->port_hi : 65535, l, &b.port);
+	if (rc)
+		return rc;
+	snprintf(b.version, sizeof(b.version), "%s", RDCP_VERSION);
+	b.rdma = cm_listener_rdma(*l);
+	b.tcp = o->addr.transport != CM_TRANSPORT_RDMA;
+	if (b.rdma)
+		b.nrdma = cm_local_addrs(true, b.rdma_addrs, BOOT_ADDRS);
+	if (b.tcp)
+		b.ntcp = cm_local_addrs(false, b.tcp_addrs, BOOT_ADDRS);
+	b.nrdma = b.nrdma < 0 ? 0 : b.nrdma;
+	b.ntcp = b.ntcp < 0 ? 0 : b.ntcp;
+	snprintf(b.via, sizeof(b.via), "%s", o->via ? o->via : "");
+	memcpy(b.key, srv->key, KEY_LEN);
+	boot_format(&b, line);
+	if (o->on_boot)
+		o->on_boot(o->on_boot_arg, line);
+	OPENSSL_cleanse(&b, sizeof(b));
+	OPENSSL_cleanse(line, sizeof(line));
+	return 0;
+}
+
+/*
+ * rdcp --server: whether to stop, with the verdict in *v: its one
+ * authenticated session ended, or none began by until_ms.
+ */
+static bool boot_done(struct server *srv, uint64_t until_ms,
+		      enum xfer_fail *v)
+{
+	bool done;
+
+	pthread_mutex_lock(&srv->lock);
+	done = srv->served || (!srv->started && clock_now_ms() > until_ms);
+	if (srv->served)
+		*v = srv->verdict;
+	else if (done)
+		*v = XFER_FAIL_CONNECT;
+	pthread_mutex_unlock(&srv->lock);
+	if (done && !srv->served)
+		log_err("no client proved the one-time key in time (twice "
+			"the connect timeout): giving up");
+	return done;
+}
+
+enum xfer_fail xfer_serve(const struct xfer_opts *o)
+{
+	struct server srv = { .o = o, .key = o->key };
+	uint8_t onetime[KEY_LEN];
+	struct cm_listener *l;
+	enum xfer_fail v = XFER_OK;
+	uint64_t until = 0;
+	int rc;
+
+	if (o->ssh_server) {
+		if (getrandom(onetime, sizeof(onetime), 0) != sizeof(onetime)) {
+			log_err("cannot get random bytes: %s", strerror(errno));
+			return XFER_FAIL_RESOURCE;
+		}
+		srv.key = onetime;
+		srv.user_paths = true;
+	}
+	srv.rootfd =
+		open(o->root ? o->root : ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (srv.rootfd < 0) {
+		log_err("cannot use root directory '%s': %s", o->root,
+			strerror(errno));
+		return XFER_FAIL_USAGE;
+	}
+	srv.max_streams = o->streams ? o->streams : CM_LANES_MAX;
+	srv.max_sessions = o->once || o->ssh_server
+				   ? 1
+				   : fit_sessions(o, srv.max_streams);
+	srv.umask = umask(022);
+	umask(srv.umask);
+	pthread_mutex_init(&srv.lock, NULL);
+	pthread_cond_init(&srv.idle, NULL);
+	{
+		pthread_condattr_t ca;
+
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&srv.joined, &ca);
+		pthread_condattr_destroy(&ca);
+	}
+	if (o->rail_devices && !o->ssh_server) {
+		/* --device a,b: every address, over RDMA; rails filtered. */
+		struct cm_addr any = o->addr;
+
+		any.device = NULL;
+		any.transport = CM_TRANSPORT_RDMA;
+		rc = cm_listen(&any, &l);
+	} else {
+		rc = o->ssh_server ? listen_boot(&srv, &l)
+				   : cm_listen(&o->addr, &l);
+	}
+	if (rc) {
+		close(srv.rootfd);
+		OPENSSL_cleanse(onetime, sizeof(onetime));
+		return rc == -ENOMEM ? XFER_FAIL_RESOURCE : XFER_FAIL_CONNECT;
+	}
+	until = clock_now_ms() + 2 * (uint64_t)o->connect_timeout_ms + 5000;
+	while (!(o->cancel && *o->cancel)) {
+		struct cm_request *req;
+
+		if (o->ssh_server && boot_done(&srv, until, &v))
+			break;
+		/* Out of descriptors or memory is -EAGAIN too: cm/ said so. */
+		rc = cm_listener_get(l, o->ssh_server ? 100 : 500, &req);
+		if (rc == -EAGAIN || rc == -EINTR)
+			continue;
+		if (rc) {
+			log_err("listener failed: %s", strerror(-rc));
+			v = XFER_FAIL_CONNECT;
+			break;
+		}
+		log_info("connection from %s", cm_request_peer(req));
+		if (o->once) {
+			bool promoted;
+
+			/* The session takes its own joins (server_join.c). */
+			srv.once_l = l;
+			if (cm_request_read(req, preauth_ms(o)))
+				continue; /* consumed, said */
+			if (cm_request_join(req, NULL)) {
+				join_route(&srv, req); /* none waits yet */
+				continue;
+			}
+			if (penalty_holds(&srv, cm_request_peer(req))) {
+				refuse(&srv, req, REFUSED_HELD_OFF);
+				continue;
+			}
+			v = serve_one(&srv, req, -1, &promoted);
+			break;
+		}
+		spawn(&srv, req);
+	}
+	if (!o->once && o->cancel && *o->cancel)
+		v = XFER_FAIL_CANCELED;
+	pthread_mutex_lock(&srv.lock);
+	while (srv.sessions || srv.preauth)
+		pthread_cond_wait(&srv.idle, &srv.lock);
+	/* The client closing ssh after its session is no cancel. */
+	if (o->ssh_server && srv.served)
+		v = srv.verdict;
+	pthread_mutex_unlock(&srv.lock);
+	cm_listener_destroy(l);
+	close(srv.rootfd);
+	OPENSSL_cleanse(onetime, sizeof(onetime));
+	pthread_cond_destroy(&srv.idle);
+	pthread_cond_destroy(&srv.joined);
+	pthread_mutex_destroy(&srv.lock);
+	return v;
+}

@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * Private to transfer/server*.c: the receiver's state shared by its
+ * sessions, and the admission of connections (server_admit.c): the
+ * hold-off of addresses that keep failing authentication, the budget of
+ * connections still authenticating, and the --max-sessions slots.
+ */
+#ifndef RDCP_SERVER_INT_H
+#define RDCP_SERVER_INT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "transfer/wire/wire.h"
+#include "transfer/xfer.h"
+#include "util/log.h"
+
+/* Peers that failed authentication lately, to slow down key guessing. */
+#define PENALTY_SLOTS 64
+#define PENALTY_FREE 2	 /* failures before an address is held off */
+#define PENALTY_MS 10000 /* first hold-off; doubles per failure */
+#define PENALTY_MAX_MS 600000
+
+/* Connections still in their handshake: per address, in all, how long. */
+#define PREAUTH_PER_ADDR 8
+#define PREAUTH_MAX 32
+#define PREAUTH_MS 5000 /* from accept to the proof of the key */
+
+struct penalty {
+	char addr[64]; /* peer address without the port */
+	unsigned int fails;
+	uint64_t until_ms;
+};
+
+/* Why the listener refused a connection; each said at most every 10 s. */
+enum refusal {
+	REFUSED_HELD_OFF,
+	REFUSED_ADDR,
+	REFUSED_PREAUTH,
+	REFUSED_BUSY,
+	REFUSED_JOIN, /* a lane join no session waits for (server_join.c) */
+	REFUSED_MAX
+};
+
+/*
+ * A session waiting for its lanes to join (server_join.c): listed under
+ * srv->lock from before its WELCOME (which carries token) until its RING;
+ * the joins the listener routes to it queue in q.
+ */
+#define JOIN_QUEUE 32
+struct join_wait {
+	struct join_wait *next;
+	uint8_t token[WIRE_LANE_TOKEN_LEN];
+	struct cm_request *q[JOIN_QUEUE];
+	unsigned int nq;
+	unsigned int owed; /* lanes 1..n-1: at most that many wait in q */
+	bool listed;
+};
+
+struct server {
+	const struct xfer_opts *o;
+	unsigned int max_streams; /* lanes a session may have (1..16) */
+	struct join_wait *joins;  /* sessions waiting for lanes */
+	pthread_cond_t joined;	  /* a join was queued */
+	bool joined_init;
+	struct cm_listener *once_l; /* --once: the session takes its joins */
+	unsigned int max_sessions; /* --max-sessions, or what fds allow */
+	int rootfd;
+	const uint8_t *key; /* o->key, or --server's one-time key */
+	bool user_paths;    /* --server: paths as the user typed them */
+	mode_t umask;
+	pthread_mutex_t lock;
+	pthread_cond_t idle;
+	unsigned int sessions; /* authenticated, each in a slot */
+	unsigned int preauth;  /* connections not yet authenticated */
+	char preauth_addr[PREAUTH_MAX][64]; /* theirs, "" when free */
+	struct log_every refused[REFUSED_MAX];
+	struct penalty pen[PENALTY_SLOTS];
+	/* --server: one authenticated session, then the end */
+	bool started, served; /* one took its slot; it ended */
+	enum xfer_fail verdict; /* its verdict */
+};
+/* Counts one failed authentication from peer ("addr:port"). */
+void penalty_add(struct server *srv, const char *peer);
+
+/* Whether peer's address is held off now. */
+bool penalty_holds(struct server *srv, const char *peer);
+
+/*
+ * Takes a preauth slot for the connection from peer: its index, or -1 with
+ * why it cannot have one in *why (an enum refusal).
+ */
+int admit(struct server *srv, const char *peer, enum refusal *why);
+
+/* Refuses req (never waiting on it), saying why at most every 10 s. */
+struct cm_request;
+void refuse(struct server *srv, struct cm_request *req, enum refusal why);
+
+/*
+ * Moves the connection in preauth slot pa (-1: none, a --once or in-memory
+ * session) to a --max-sessions slot now that it authenticated: false when
+ * every slot is taken (it keeps pa then, for session_thread to free).
+ */
+bool promote(struct server *srv, int pa);
+
+/*
+ * ---- lanes (server_join.c) ----
+ *
+ * join_open lists w with a fresh token before the WELCOME that carries
+ * it (0 or -errno); join_close unlists it and refuses what it still
+ * queues (idempotent). join_route hands a read join request to the
+ * session its token names, or refuses it (unknown token, queue full):
+ * never a session slot, never a wait. join_lanes, on the session's
+ * thread: lanes 1..n-1 of e's connection, each join's proof checked (a
+ * wrong one refused and counted as a failed authentication), a lane
+ * index out of range or taken refused, until all joined or deadline_ms
+ * (then engine_fail). 0 or the error of engine_fail.
+ */
+struct engine;
+struct wire_hello;
+int join_open(struct server *srv, struct join_wait *w, unsigned int streams);
+void join_close(struct server *srv, struct join_wait *w);
+void join_route(struct server *srv, struct cm_request *req);
+int join_lanes(struct server *srv, struct engine *e, struct join_wait *w,
+	       unsigned int n, const struct wire_hello *h,
+	       const uint8_t *nonce_s, uint64_t deadline_ms);
+
+#endif

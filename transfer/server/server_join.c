@@ -1,0 +1,222 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * The receiver's half of lanes (--streams; server_int.h): a session that
+ * agreed to n lanes lists itself with a random token before its WELCOME
+ * carries it; the listener reads every connection's connect data on the
+ * connection's own thread, and a lane's join goes to the session its
+ * token names (join_route) instead of opening a session, so it never
+ * takes a session slot. The session itself checks each join's proof of
+ * the session key (auth.h auth_lane_proof), its lane index (1..n-1, once
+ * each) and accepts it; once all joined, or at its deadline, it unlists
+ * itself, so a join after RING finds no session and is refused.
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "cm/cm.h"
+#include "transfer/session/auth.h"
+#include "transfer/session/engine.h"
+#include "transfer/server/server_int.h"
+#include "transfer/session/session.h"
+#include "util/clock.h"
+
+int join_open(struct server *srv, struct join_wait *w, unsigned int streams)
+{
+	if (getrandom(w->token, sizeof(w->token), 0) != sizeof(w->token))
+		return -errno;
+	w->nq = 0;
+	w->owed = streams - 1 < JOIN_QUEUE ? streams - 1 : JOIN_QUEUE;
+	pthread_mutex_lock(&srv->lock);
+	w->next = srv->joins;
+	srv->joins = w;
+	w->listed = true;
+	pthread_mutex_unlock(&srv->lock);
+	return 0;
+}
+
+void join_close(struct server *srv, struct join_wait *w)
+{
+	struct cm_request *q[JOIN_QUEUE];
+	unsigned int nq;
+
+	if (!w->listed) /* only a listed one is routed to */
+		return;
+	pthread_mutex_lock(&srv->lock);
+	if (w->listed) {
+		for (struct join_wait **p = &srv->joins; *p; p = &(*p)->next)
+			if (*p == w) {
+				*p = w->next;
+				break;
+			}
+		w->listed = false;
+	}
+	nq = w->nq;
+	memcpy(q, w->q, sizeof(q[0]) * nq);
+	w->nq = 0;
+	pthread_mutex_unlock(&srv->lock);
+	for (unsigned int i = 0; i < nq; i++)
+		cm_reject_join(q[i]);
+}
+
+static void refuse_join(struct server *srv, struct cm_request *req,
+			const char *why)
+{
+	unsigned int held;
+
+	if (log_every_due(&srv->refused[REFUSED_JOIN], clock_now_ms(), 10000,
+			  &held))
+		log_warn("refused a lane join from %s: %s (%u more refusals "
+			 "since last said)",
+			 cm_request_peer(req), why, held);
+	cm_reject_join(req);
+}
+
+void join_route(struct server *srv, struct cm_request *req)
+{
+	struct join_wait *w;
+	struct cm_join j;
+
+	if (!cm_request_join(req, &j)) {
+		refuse_join(srv, req, "not a join");
+		return;
+	}
+	pthread_mutex_lock(&srv->lock);
+	for (w = srv->joins; w; w = w->next)
+		if (!memcmp(w->token, j.token, sizeof(w->token)))
+			break;
+	/*
+	 * No more wait than the session is owed: before its AUTH, joins
+	 * with its token (which anyone on the path read in WELCOME) would
+	 * otherwise hold descriptors nobody budgeted.
+	 */
+	if (w && w->nq < w->owed) {
+		w->q[w->nq++] = req;
+		pthread_cond_broadcast(&srv->joined);
+		pthread_mutex_unlock(&srv->lock);
+		return;
+	}
+	pthread_mutex_unlock(&srv->lock);
+	refuse_join(srv, req,
+		    w ? "too many joins at once"
+		      : "no session waits for it (unknown token, or its "
+			"session started already)");
+}
+
+/* --once: no listener thread runs, so the session takes its joins. */
+static void once_pump(struct server *srv, int timeout_ms)
+{
+	struct cm_request *req;
+
+	if (cm_listener_get(srv->once_l, timeout_ms, &req))
+		return;
+	if (cm_request_read(req, timeout_ms))
+		return; /* consumed, said */
+	if (cm_request_join(req, NULL))
+		join_route(srv, req);
+	else
+		refuse(srv, req, REFUSED_BUSY);
+}
+
+/* The next join queued for w, waiting until deadline_ms; NULL: none. */
+static struct cm_request *next_join(struct server *srv, struct join_wait *w,
+				    uint64_t deadline_ms)
+{
+	struct cm_request *req = NULL;
+
+	for (;;) {
+		uint64_t now = clock_now_ms();
+
+		pthread_mutex_lock(&srv->lock);
+		if (w->nq) {
+			req = w->q[0];
+			memmove(w->q, w->q + 1, sizeof(w->q[0]) * --w->nq);
+		} else if (now < deadline_ms && !srv->once_l) {
+			uint64_t until = now + 100 < deadline_ms ? now + 100
+								 : deadline_ms;
+			struct timespec ts = {
+				.tv_sec = (time_t)(until / 1000),
+				.tv_nsec = (long)(until % 1000) * 1000000L,
+			};
+
+			pthread_cond_timedwait(&srv->joined, &srv->lock, &ts);
+		}
+		pthread_mutex_unlock(&srv->lock);
+		if (req || clock_now_ms() >= deadline_ms)
+			return req;
+		if (srv->once_l)
+			once_pump(srv, (int)(deadline_ms - now < 100
+						     ? deadline_ms - now
+						     : 100));
+	}
+}
+
+int join_lanes(struct server *srv, struct engine *e, struct join_wait *w,
+	       unsigned int n, const struct wire_hello *h,
+	       const uint8_t *nonce_s, uint64_t deadline_ms)
+{
+	struct cm_timeouts to = session_timeouts(srv->o);
+	bool have[CM_LANES_MAX] = { false };
+	uint8_t want[CM_PROOF_LEN];
+	unsigned int got = 0;
+	int rc;
+
+	rc = engine_flush(e); /* the WELCOME, without a key */
+	if (rc)
+		return rc;
+	rc = cm_set_lanes(e->c, n);
+	if (rc)
+		return engine_fail(e, XFER_FAIL_RESOURCE, rc,
+				   "cannot use %u streams for %s", n,
+				   e->c->peer);
+	while (got + 1 < n) {
+		struct cm_request *req = next_join(srv, w, deadline_ms);
+		struct cm_join j;
+
+		if (!req) {
+			join_close(srv, w);
+			return engine_fail(e, XFER_FAIL_CONNECT, -ETIMEDOUT,
+					   "%s: %u of %u streams joined in "
+					   "time",
+					   e->c->peer, got + 1, n);
+		}
+		cm_request_join(req, &j);
+		if (j.lane >= n || have[j.lane]) {
+			log_warn("refused lane %u from %s: %s", j.lane,
+				 cm_request_peer(req),
+				 j.lane >= n ? "the session has fewer"
+					     : "that lane joined already");
+			cm_reject_join(req);
+			continue;
+		}
+		rc = auth_lane_proof(srv->key, h, nonce_s, w->token, j.lane, n,
+				     want);
+		if (rc) {
+			cm_reject_join(req);
+			join_close(srv, w);
+			return engine_fail(e, XFER_FAIL_INTERNAL, rc,
+					   "HMAC failed");
+		}
+		if (!auth_proof_equal(want, j.proof)) {
+			log_warn("refused lane %u from %s: wrong proof of the "
+				 "session key",
+				 j.lane, cm_request_peer(req));
+			penalty_add(srv, cm_request_peer(req));
+			cm_reject_join(req);
+			continue;
+		}
+		rc = e->c->ops->accept_lane(e->c, req, j.lane, &to);
+		if (rc) {
+			join_close(srv, w);
+			return engine_fail_logged(e, XFER_FAIL_CONNECT, rc);
+		}
+		have[j.lane] = true;
+		got++;
+		/* Its engine does not run meanwhile: the peer is alive. */
+		e->last_rx_ms = clock_now_ms();
+	}
+	join_close(srv, w);
+	log_info("%u streams from %s", n, e->c->peer);
+	return 0;
+}

@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * Private to transfer/: the two data roles that run on an engine once a
+ * handshake (client.c, server.c) has agreed who sends and where to, and the
+ * parameters they take. The roles know nothing of who started them.
+ */
+#ifndef RDCP_ROLE_H
+#define RDCP_ROLE_H
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "transfer/session/engine.h"
+
+/* What both data roles agreed on in the handshake. */
+struct session_params {
+	uint32_t flags; /* enum wire_hello_flags */
+	enum xfer_csum csum;
+	int level;		 /* zlib level for chunks, 0: never compress */
+	const uint8_t *data_key; /* AES-256-GCM key with ENCRYPT, else NULL */
+	bool server;		 /* this side is the receiver daemon */
+	bool pack; /* the sink takes packed slots (WIRE_FEAT_PACK) */
+};
+
+/* Where the sink puts files: decided from DEST during the handshake. */
+struct sink_target {
+	int dirfd;	  /* O_PATH directory: DEST, or DEST's parent */
+	bool is_dir;	  /* DEST is a directory: files go inside */
+	char name[256];	  /* DEST's last component when !is_dir */
+	char shown[4200]; /* DEST as logged */
+	mode_t umask;
+	/*
+	 * A pull: the SRCs the client asked for, as typed. The sink takes
+	 * only the entries an honest receiver sends for them (sink_want.c).
+	 * NULL on a push, whose client names what it sends itself.
+	 */
+	const char *const *want;
+	size_t nwant;
+	/*
+	 * A pull's --files-from (HELLO flag LIST): the names read from list
+	 * (each ending in list_sep) go to the receiver, which walks them
+	 * beneath the one SRC, list_base as typed; only the entries an honest
+	 * walk sends for them are taken (sink_list.c). want is NULL then.
+	 */
+	FILE *list;
+	char list_sep;
+	const char *list_base;
+	/* --delete: entries these rules exclude are kept; NULL: none */
+	const struct filter *filter;
+	struct session_params p;
+};
+
+/* What the source sends. */
+struct source_cfg {
+	const char *const *srcs;
+	size_t nsrcs;
+	int rootfd;	  /* -1: local paths; else the receiver's root (pull) */
+	uint64_t bwlimit; /* bytes per second, 0: no limit */
+	const struct filter *filter; /* NULL: every entry walked */
+	FILE *list;		     /* names beneath srcs[0], or NULL */
+	char list_sep;		     /* '\n' or '\0' */
+	bool list_tree;		     /* xfer_opts.files_from_tree */
+	struct session_params p;
+};
+
+/* Source: send cfg's SRCs; fills st. Returns 0 or the engine's error. */
+int source_run(struct engine *e, const struct source_cfg *cfg,
+	       struct xfer_stats *st);
+
+/* Sink: receive into t. Returns 0 or the engine's error. */
+int sink_run(struct engine *e, const struct sink_target *t,
+	     struct xfer_stats *st);
+
+#endif

@@ -1,0 +1,743 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * The data sink: takes chunks out of the ring, verifies them, writes them
+ * to a temporary file beside the target, and gives the target its final
+ * name only after the whole file has been verified (sink_final.c).
+ *
+ * Each FILE is checked and mapped beneath DEST (sink_names.c), then a
+ * regular file gets its temporary; its chunks (sink_chunk.c) are written
+ * by workers, and when FILE_END has come and every chunk of the file is
+ * written, the file is finalized. Directories (sink_dir.c) and symlinks
+ * are made as they are announced. Placement itself is place.c's.
+ *
+ * Asked first (--resume, --no-clobber, --update), the sink answers a FILE
+ * with HAVE (sink_resume.c). Temporaries of failed files are removed,
+ * except with --resume, which keeps them for the next attempt unless their
+ * content failed to verify. Packed slots of small files: sink_pack.c.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include "transfer/session/payload.h"
+#include "transfer/fs/place.h"
+#include "transfer/session/report.h"
+#include "transfer/sink/sink_int.h"
+#include "util/checksum.h"
+#include "util/clock.h"
+#include "util/io.h"
+#include "util/log.h"
+#include "util/path.h"
+#include "util/units.h"
+
+bool sink_resuming(const struct sink *k)
+{
+	return k->p->flags & WIRE_HELLO_RESUME;
+}
+
+/* Closes the temporary; removes it unless --resume may reuse it. */
+void sink_discard(struct sink *k, struct snk_file *f)
+{
+	if (f->rg) {
+		sink_range_release(k, f); /* the temporary is shared */
+		return;
+	}
+	direct_close(&f->dio);
+	if (f->fd < 0)
+		return;
+	close(f->fd);
+	f->fd = -1;
+	if (!sink_resuming(k) || f->err == -EBADMSG ||
+	    f->kind != WIRE_KIND_FILE)
+		unlinkat(f->dirfd, f->n.tmp, 0);
+}
+
+static void file_free(struct sink *k, struct snk_file *f)
+{
+	if (!f)
+		return;
+	sink_discard(k, f);
+	if (f->cand >= 0)
+		close(f->cand);
+	if (f->dirfd >= 0 && f->dirfd != k->t->dirfd)
+		close(f->dirfd);
+	free(f->sums);
+	free(f->bits);
+	ck_sha256_destroy(f->tree);
+	sink_dir_release(k, f->dir); /* after the temporary is gone */
+	free(f);
+}
+
+/* ---- files in flight ---- */
+
+/* The file in flight with id, or NULL. */
+struct snk_file *sink_live_find(const struct sink *k, uint32_t id)
+{
+	unsigned int lo = 0, hi = k->nlive;
+
+	while (lo < hi) {
+		unsigned int mid = lo + (hi - lo) / 2;
+
+		if (k->live[mid]->id == id)
+			return k->live[mid];
+		if (k->live[mid]->id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+/* Ids only grow: appending keeps live[] sorted. */
+static void live_add(struct sink *k, struct snk_file *f)
+{
+	k->live[k->nlive++] = f;
+}
+
+static void live_remove(struct sink *k, const struct snk_file *f)
+{
+	for (unsigned int i = k->nlive; i-- > 0;) {
+		if (k->live[i] != f)
+			continue;
+		memmove(&k->live[i], &k->live[i + 1],
+			(k->nlive - i - 1) * sizeof(k->live[0]));
+		k->nlive--;
+		return;
+	}
+}
+
+bool sink_preserving(const struct sink *k)
+{
+	return k->p->flags & WIRE_HELLO_PRESERVE;
+}
+
+mode_t sink_final_mode(const struct sink *k, uint32_t mode)
+{
+	return place_mode(mode, sink_preserving(k), k->t->umask);
+}
+
+/* Fills in the digest and algorithm; the client's user sees r. */
+void sink_user_report(struct sink *k, struct xfer_file_report *r,
+		      const uint8_t *digest, unsigned int dlen)
+{
+	if (!k->p->server)
+		report_file(k->e->o, r, k->p->csum, digest, dlen);
+}
+
+static void client_report(struct sink *k, struct snk_file *f, bool done,
+			  const uint8_t *digest, unsigned int dlen)
+{
+	struct xfer_file_report r = {
+		.done = done,
+		.path = f->n.shown,
+		.kind = wire_kind_name(f->kind),
+		.bytes = f->size,
+		.sent = f->sent,
+		.seconds = clock_now_s() - f->t0,
+		.status = f->err,
+		.klass = engine_klass_of(f->err, f->err_remote),
+		.message = f->err ? f->errmsg : NULL,
+		.skipped = f->skipped,
+		.dry = f->dry,
+		.exists = f->exists,
+	};
+
+	sink_user_report(k, &r, digest, dlen);
+}
+
+/* ---- FILE: symlinks ---- */
+
+static bool keep_existing(struct sink *k, struct snk_file *f)
+{
+	uint32_t flags = k->p->flags;
+
+	return (flags & (WIRE_HELLO_NO_CLOBBER | WIRE_HELLO_UPDATE)) &&
+	       place_keeps(f->dirfd, f->n.name, flags & WIRE_HELLO_NO_CLOBBER,
+			   &f->times[1]);
+}
+
+static void make_symlink(struct sink *k, struct snk_file *f, const char *to)
+{
+	const char *what;
+	int rc = place_symlink(f->dirfd, f->n.name, f->n.tmp, to,
+			       sink_preserving(k) ? f->times : NULL, &what);
+
+	if (rc)
+		file_fail(f, rc, "cannot %s '%s': %s", what, f->n.shown,
+			  strerror(-rc));
+}
+
+/* ---- FILE: regular files ---- */
+
+int sink_open_tmp(struct sink *k, struct snk_file *f, bool keep)
+{
+	char msg[WIRE_MSG_MAX + 1];
+	const char *what;
+	bool fresh;
+	int rc;
+
+	f->fd = place_tmp_open(f->dirfd, f->n.tmp, keep, 0600, &fresh, &what);
+	if (f->fd >= 0)
+		return 0;
+	rc = f->fd;
+	f->fd = -1;
+	if (place_tmp_failed(rc, what, f->n.shown, msg, sizeof(msg)) &&
+	    !sink_resuming(k))
+		unlinkat(f->dirfd, f->n.tmp, 0);
+	file_fail(f, rc == -EWOULDBLOCK ? -EBUSY : rc, "%s", msg);
+	return -1;
+}
+
+void sink_no_space(struct snk_file *f, uint64_t need, uint64_t avail)
+{
+	char sz[32], av[32];
+
+	file_fail(f, -ENOSPC, "not enough space for '%s': %s needed, %s free",
+		  f->n.shown, units_format_size(need, sz, sizeof(sz)),
+		  units_format_size(avail, av, sizeof(av)));
+}
+
+/* Fails f fast when need more bytes cannot fit where it goes. */
+void sink_check_space(struct snk_file *f, uint64_t need)
+{
+	uint64_t avail;
+
+	if (place_check_space(f->fd, need, &avail))
+		sink_no_space(f, need, avail);
+}
+
+/*
+ * The source is told to send nothing of f, then f's result follows: kept
+ * as it was (skipped), or failed before any data (f->err). Frees f.
+ */
+int sink_skip_file(struct sink *k, struct snk_file *f)
+{
+	struct wire_msg m = { .type = WIRE_HAVE };
+
+	m.u.have.file_id = f->id;
+	m.u.have.flags = WIRE_HAVE_SKIP;
+	m.u.have.status = f->err;
+	if (engine_send(k->e, &m))
+		return -1;
+	return sink_send_result(k, f, NULL, 0);
+}
+
+/* Hands f to a worker for fn; after runs in the engine thread. */
+void sink_start_work(struct sink *k, struct snk_file *f,
+		     void (*fn)(struct workq_item *),
+		     void (*after)(struct workq_item *))
+{
+	struct snk_work *w = &f->work;
+
+	w->item.fn = fn;
+	w->item.after = after;
+	w->k = k;
+	w->f = f;
+	workq_push(k->e->wq, &w->item);
+}
+
+/* HAVE: nothing here, send it all. */
+static int send_all(struct sink *k, struct snk_file *f)
+{
+	struct wire_msg m = { .type = WIRE_HAVE };
+
+	m.u.have.file_id = f->id;
+	return engine_send(k->e, &m);
+}
+
+/*
+ * A byte range of a split file (sink_range.c): the shared temporary and
+ * the state joined; with --resume a range verified before is skipped and
+ * goes straight to the step that may place the file.
+ */
+static int open_range(struct sink *k, struct snk_file *f,
+		      const struct wire_file *wf)
+{
+	struct wire_msg m = { .type = WIRE_HAVE };
+	bool verified;
+
+	if (sink_range_open(k, f, wf, &verified))
+		return -1;
+	if (!(k->p->flags & WIRE_HELLO_ASK))
+		return 0; /* a failed range's chunks are drained */
+	if (f->err)
+		return sink_skip_file(k, f);
+	if (!verified)
+		return send_all(k, f);
+	m.u.have.file_id = f->id;
+	m.u.have.flags = WIRE_HAVE_SKIP;
+	if (engine_send(k->e, &m))
+		return -1;
+	f->skipped = true;
+	sink_finalize(k, f);
+	return 0;
+}
+
+static int open_file(struct sink *k, struct snk_file *f,
+		     const struct wire_file *wf)
+{
+	bool ask = k->p->flags & WIRE_HELLO_ASK;
+
+	if (!f->err && ask && keep_existing(k, f)) {
+		f->skipped = true; /* -n, -u: a split file's every range too */
+		f->kept_range = wf->flags & WIRE_FILE_RANGE;
+		f->kept_final = f->kept_range && !wf->range_idx;
+		return sink_skip_file(k, f);
+	}
+	if (wf->flags & WIRE_FILE_RANGE)
+		return open_range(k, f, wf);
+	if (f->err)
+		return ask ? sink_skip_file(k, f) : 0;
+	if (sink_resuming(k))
+		return sink_resume_open(k, f, wf->flags & WIRE_FILE_SPARSE);
+	if (sink_open_tmp(k, f, false) == 0) {
+		/*
+		 * Fail fast when the file cannot fit. A sparse source's size
+		 * says little of the space its data needs: then a full disk
+		 * shows up at the write instead, failing the same way.
+		 */
+		if (!(wf->flags & WIRE_FILE_SPARSE))
+			sink_check_space(f, f->size);
+		/* Holes the source skipped stay holes. */
+		if (!f->err)
+			sink_size_file(k, f, wf->flags & WIRE_FILE_SPARSE);
+	}
+	if (!ask)
+		return 0;
+	if (f->err)
+		return sink_skip_file(k, f);
+	return send_all(k, f);
+}
+
+static int on_file(struct sink *k, const struct wire_file *wf)
+{
+	struct snk_file *f;
+	int rc;
+
+	if (wf->file_id != k->nfiles || k->nfiles >= WIRE_FILES_MAX)
+		return engine_fail(k->e, XFER_FAIL_PROTOCOL, -EPROTO,
+				   "%s announced file %u out of order",
+				   k->e->c->peer, wf->file_id);
+	/* Ranges are rdcp-mpi's pushes: never on a pull (-n, -u, --dry-run
+	 * would answer them before open_range looks). */
+	if ((wf->flags & WIRE_FILE_RANGE) && !k->p->server)
+		return engine_fail(k->e, XFER_FAIL_PROTOCOL, -EPROTO,
+				   "%s sent a byte range of a file on a pull: "
+				   "refused",
+				   k->e->c->peer);
+	/* The source keeps to the bound: only a broken one goes past it. */
+	if (wf->kind == WIRE_KIND_FILE && k->nlive >= WIRE_INFLIGHT_MAX)
+		return engine_fail(k->e, XFER_FAIL_PROTOCOL, -EPROTO,
+				   "%s announced file %u with %u files still "
+				   "unfinished (%u at most): refused",
+				   k->e->c->peer, wf->file_id, k->nlive,
+				   WIRE_INFLIGHT_MAX);
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return engine_fail(k->e, XFER_FAIL_RESOURCE, -ENOMEM,
+				   "out of memory");
+	/* Directories and symlinks too, while on_file makes them. */
+	live_add(k, f);
+	k->nfiles++;
+	k->active++;
+	f->id = wf->file_id;
+	f->kind = wf->kind;
+	f->fd = f->dirfd = f->cand = f->dio.fd = -1;
+	f->head = f->tail = -1;
+	f->size = wf->size;
+	f->holes_ok = (wf->flags & WIRE_FILE_SPARSE) ||
+		      (k->p->flags & (WIRE_HELLO_SPARSE | WIRE_HELLO_RESUME));
+	f->mode = wf->mode;
+	f->times[0].tv_sec = wf->atime_sec;
+	f->times[0].tv_nsec = wf->atime_nsec;
+	f->times[1].tv_sec = wf->mtime_sec;
+	f->times[1].tv_nsec = wf->mtime_nsec;
+	f->t0 = clock_now_s();
+	f->nslots = (f->size + k->chunk - 1) / k->chunk;
+	if (!sink_resuming(k) && k->p->csum == XFER_CSUM_SHA256 &&
+	    f->kind == WIRE_KIND_FILE) {
+		rc = ck_sha256_create(&f->tree);
+		if (rc)
+			return engine_fail(k->e, XFER_FAIL_RESOURCE, rc,
+					   "cannot start SHA-256");
+	}
+	rc = sink_map_path(k, f, wf->path);
+	if (!rc && sink_deleting(k))
+		rc = sink_delete_note(
+			k, sink_delete_key(wf->path, strlen(wf->path),
+					   f->kind == WIRE_KIND_DIR));
+	if (rc)
+		return rc;
+	/* Its directory stays unfinished until it is placed or dropped. */
+	if (f->kind == WIRE_KIND_FILE)
+		f->dir = sink_dir_hold(k);
+	client_report(k, f, false, NULL, 0);
+	/* What is here is told at most once a name (-n, -u, --resume). */
+	/* A split file's ranges share a name: its state answers for them. */
+	rc = f->kind != WIRE_KIND_DIR && (k->p->flags & WIRE_HELLO_ASK) &&
+			     !(wf->flags & WIRE_FILE_RANGE)
+		     ? sink_ask_once(k, f)
+		     : 0;
+	if (rc == -ENOMEM)
+		return engine_fail(k->e, XFER_FAIL_RESOURCE, -ENOMEM,
+				   "out of memory");
+	if (rc)
+		file_fail(f, -EEXIST,
+			  "'%s' was sent twice in one session: not "
+			  "compared again",
+			  f->n.shown);
+	if (k->p->flags & WIRE_HELLO_DRY_RUN)
+		return sink_dry_answer(k, f, wf->path);
+	switch (f->kind) {
+	case WIRE_KIND_DIR:
+		if (sink_make_dir(k, f, wf->path))
+			return engine_fail(k->e, XFER_FAIL_RESOURCE, -ENOMEM,
+					   "out of memory");
+		return sink_send_result(k, f, NULL, 0);
+	case WIRE_KIND_SYMLINK:
+		if (!f->err && keep_existing(k, f))
+			f->skipped = true;
+		else if (!f->err)
+			make_symlink(k, f, wf->link);
+		return sink_send_result(k, f, NULL, 0);
+	default:
+		return open_file(k, f, wf);
+	}
+}
+
+/* ---- FILE_END ---- */
+
+void sink_maybe_finalize(struct sink *k, struct snk_file *f)
+{
+	if (!f->ended || f->inflight || f->finalizing || f->comparing)
+		return;
+	if (!f->err && f->received != f->end.nchunks)
+		file_fail(f, -EPROTO, "'%s': %llu chunks announced, %llu came",
+			  f->n.shown, (unsigned long long)f->end.nchunks,
+			  (unsigned long long)f->received);
+	/* Only a sparse file's size may say more than its chunks fill. */
+	if (!f->err && !f->holes_ok &&
+	    f->received != f->nslots - f->first_idx)
+		file_fail(f, -EPROTO,
+			  "'%s': %llu bytes announced without holes, but only "
+			  "%llu of its %llu chunks came; not placed",
+			  f->n.shown, (unsigned long long)f->size,
+			  (unsigned long long)f->received,
+			  (unsigned long long)(f->nslots - f->first_idx));
+	sink_finalize(k, f);
+}
+
+static int on_end(struct sink *k, const struct wire_file_end *end)
+{
+	struct snk_file *f;
+
+	if (!(f = sink_live_find(k, end->file_id)) || f->ended ||
+	    f->kind != WIRE_KIND_FILE || end->csum != (uint8_t)k->p->csum ||
+	    /* --resume: every chunk was compared first, unless aborted */
+	    (f->cmp && !(end->flags & WIRE_END_ABORT) &&
+	     (f->comparing || f->match_next != f->nslots)))
+		return engine_fail(k->e, XFER_FAIL_PROTOCOL, -EPROTO,
+				   "%s ended a file it never announced",
+				   k->e->c->peer);
+	f->ended = true;
+	f->end = *end;
+	if (end->flags & WIRE_END_ABORT) {
+		file_fail(f, end->status < 0 ? end->status : -ECANCELED, "%s",
+			  end->msg[0] ? end->msg
+				      : "the sender gave up on the file");
+		f->err_remote = true;
+	}
+	sink_maybe_finalize(k, f);
+	return 0;
+}
+
+/*
+ * Counts a file's outcome and logs it: every failure on the client, the
+ * receiver's own ones and each placed file on the receiver. msg NULL: the
+ * failure was logged already.
+ */
+void sink_tally(struct sink *k, const char *shown, uint64_t size, int err,
+		bool remote, const char *msg, bool skipped)
+{
+	if (err) {
+		if (msg && !k->p->server)
+			log_err("%s", msg);
+		else if (msg && !remote)
+			log_warn("%s", msg);
+		if (!k->st->files_failed++)
+			k->st->first_fail = engine_klass_of(err, remote);
+		return;
+	}
+	if (k->p->server)
+		log_info("%s '%s' (%llu bytes)", skipped ? "kept" : "received",
+			 shown, (unsigned long long)size);
+	k->st->files_ok++;
+	k->st->files_skipped += skipped;
+	k->st->bytes += size;
+}
+
+int sink_send_result(struct sink *k, struct snk_file *f, const uint8_t *digest,
+		     unsigned int dlen)
+{
+	struct wire_msg m = { .type = WIRE_FILE_RESULT };
+	bool final = sink_range_final(f) || f->kept_final;
+	int rc;
+
+	m.u.result.file_id = f->id;
+	m.u.result.status = f->err;
+	m.u.result.sent = f->sent;
+	m.u.result.flags = (f->skipped ? WIRE_RESULT_SKIPPED : 0) |
+			   (f->dry ? WIRE_RESULT_DRY : 0) |
+			   (f->exists ? WIRE_RESULT_EXISTS : 0) |
+			   (final ? WIRE_RESULT_FINAL : 0);
+	if (f->err) {
+		snprintf(m.u.result.msg, sizeof(m.u.result.msg), "%s",
+			 f->errmsg);
+	} else {
+		m.u.result.digest_len = (uint8_t)dlen;
+		if (dlen)
+			memcpy(m.u.result.digest, digest, dlen);
+	}
+	if ((f->rg || f->kept_range) && !f->err && !final) {
+		/* a range: the file is counted once, by its final one */
+		if (f->rg)
+			k->st->bytes += sink_range_len(f);
+	} else
+		sink_tally(k, f->n.shown, f->rg ? sink_range_len(f) : f->size,
+			   f->err, f->err_remote, f->errmsg, f->skipped);
+	client_report(k, f, true, digest, dlen);
+	rc = engine_send(k->e, &m);
+	live_remove(k, f);
+	k->active--;
+	file_free(k, f);
+	return rc;
+}
+
+/* ---- engine role ---- */
+
+static int snk_on_msg(struct engine *e, const struct wire_msg *m)
+{
+	struct sink *k = e->role_data;
+	int rc;
+
+	switch (m->type) {
+	case WIRE_CREDIT:
+		return 0;
+	case WIRE_FILE:
+		if (k->done)
+			break;
+		/* A chunk of it may have come first: the cursor goes on. */
+		rc = on_file(k, &m->u.file);
+		return rc ? rc : sink_take_data(k);
+	case WIRE_FILE_END:
+		if (!k->done)
+			return on_end(k, &m->u.end);
+		break;
+	case WIRE_SUMS:
+		return sink_on_sums(k, &m->u.sums);
+	case WIRE_NAMES_ACK:
+		if (k->list)
+			return sink_list_on_ack(k, &m->u.names_ack);
+		break;
+	case WIRE_DONE:
+		if (!k->done) {
+			sink_delete_done(k, &m->u.done);
+			k->done = true;
+			/* Whatever waits now was written after it: refused. */
+			return sink_take_data(k);
+		}
+		break;
+	default:
+		break;
+	}
+	return engine_fail(e, XFER_FAIL_PROTOCOL, -EPROTO,
+			   "%s sent an unexpected %s", e->c->peer,
+			   wire_type_name(m->type));
+}
+
+/*
+ * engine_role.ready: a message the source sent after writing slots waits
+ * until every slot before its seq_end is taken, and a FILE after a pack's
+ * files until that pack is (wire.h). Waiting is bounded: what is awaited
+ * was written before the message, so a cursor parked on a chunk of a file
+ * not yet announced means that FILE will never come.
+ */
+static int snk_ready(struct engine *e, const struct wire_msg *m)
+{
+	struct sink *k = e->role_data;
+	uint64_t seq_end, room;
+
+	if (k->done) /* nothing but CREDIT may come: snk_on_msg refuses */
+		return 0;
+	switch (m->type) {
+	case WIRE_FILE:
+		/* on_file refuses what is wrong in itself */
+		if (m->u.file.file_id <= k->nfiles ||
+		    m->u.file.file_id >= WIRE_FILES_MAX)
+			return 0;
+		/* Packs not taken yet could announce at most so many. */
+		room = (k->rx.released + k->rx.slots - k->rx.received) *
+		       (uint64_t)WIRE_PACK_MAX_FILES;
+		if (sink_parked(k) || m->u.file.file_id - k->nfiles > room)
+			return engine_fail(e, XFER_FAIL_PROTOCOL, -EPROTO,
+					   "%s announced file %u out of order",
+					   e->c->peer, m->u.file.file_id);
+		return 1;
+	case WIRE_FILE_END:
+		seq_end = m->u.end.seq_end;
+		break;
+	case WIRE_DONE:
+		seq_end = m->u.done.seq_end;
+		break;
+	case WIRE_NAMES_ACK:
+		seq_end = m->u.names_ack.seq_end;
+		break;
+	default:
+		return 0;
+	}
+	if (!credit_rx_could_post(&k->rx, seq_end))
+		return engine_fail(e, XFER_FAIL_PROTOCOL, -EPROTO,
+				   "%s sent %s after chunk %llu, beyond the "
+				   "credits it was given",
+				   e->c->peer, wire_type_name(m->type),
+				   (unsigned long long)seq_end);
+	if (seq_end <= k->rx.received)
+		return 0;
+	if (sink_parked(k))
+		return engine_fail(e, XFER_FAIL_PROTOCOL, -EPROTO,
+				   "%s sent %s before announcing the file of "
+				   "chunk %llu",
+				   e->c->peer, wire_type_name(m->type),
+				   (unsigned long long)k->rx.received);
+	return 1;
+}
+
+static int snk_pump_role(struct engine *e);
+
+/* A pull's list goes out as the receiver takes it, then the role's own. */
+static int snk_pump(struct engine *e)
+{
+	int n = sink_list_send(e->role_data);
+
+	return n + snk_pump_role(e);
+}
+
+static int snk_pump_role(struct engine *e)
+{
+	struct sink *k = e->role_data;
+	struct wire_msg m = { .type = WIRE_CREDIT };
+
+	if (k->done && !k->active && !k->bye_sent) {
+		sink_finish_dirs(k);
+		/* --delete: the whole copy is verified, so now, then BYE */
+		if (sink_delete_pending(k))
+			return sink_delete_step(k);
+		m.type = WIRE_BYE;
+		m.u.bye.files_ok = k->st->files_ok;
+		m.u.bye.files_failed = k->st->files_failed;
+		m.u.bye.bytes = k->st->bytes;
+		k->bye_sent = true;
+		e->closing = true;
+		return engine_send(e, &m) ? 0 : 1;
+	}
+	/* Hand released slots back: batched, or at once when idle. */
+	if (!k->bye_sent && credit_rx_should_report(&k->rx) &&
+	    engine_out_empty(e) && credit_ctrl_can_send(&e->cc, false))
+		return engine_send(e, &m) ? 0 : 1;
+	return 0;
+}
+
+/*
+ * BYE posted and completed; or posted and the connection closed: the
+ * source hangs up once it has the BYE, and over RDMA its acknowledgement
+ * (the BYE's completion here) may never come (test_bye_unacked_*).
+ */
+static bool snk_finished(const struct engine *e)
+{
+	const struct sink *k = e->role_data;
+
+	return k->bye_sent && engine_out_empty(e) &&
+	       (e->tx_inflight == 0 || e->flushed);
+}
+
+static uint32_t snk_slot_ack(const struct engine *e)
+{
+	struct sink *k = e->role_data;
+
+	k->rx.reported = k->rx.released;
+	return (uint32_t)k->rx.released;
+}
+
+static int snk_on_write_done(struct engine *e, uint64_t wr_id)
+{
+	return engine_fail(e, XFER_FAIL_INTERNAL, -EPROTO,
+			   "write completion on the sink");
+}
+
+static const struct engine_role sink_role = {
+	.on_msg = snk_on_msg,
+	.on_data = sink_on_data,
+	.on_write_done = snk_on_write_done,
+	.pump = snk_pump,
+	.finished = snk_finished,
+	.slot_ack = snk_slot_ack,
+	.ready = snk_ready,
+};
+
+int sink_run(struct engine *e, const struct sink_target *t,
+	     struct xfer_stats *st)
+{
+	struct sink k = { 0 };
+	int rc;
+
+	k.e = e;
+	k.t = t;
+	k.p = &t->p;
+	k.st = st;
+	k.chunk = e->c->geom.slot_size;
+	rc = payload_resume_key(t->p.data_key, k.resume_key);
+	if (!rc)
+		rc = credit_rx_init(&k.rx, e->c->geom.slots);
+	if (!rc)
+		rc = sink_jobs_init(&k, e->c->geom.slots);
+	if (!rc)
+		rc = sink_want_init(&k);
+	if (!rc)
+		rc = sink_list_init(&k);
+	if (rc) {
+		rc = engine_fail(e, XFER_FAIL_RESOURCE, rc,
+				 "cannot set up the sink: %s", strerror(-rc));
+		goto out;
+	}
+	rc = engine_run(e, &sink_role, &k);
+out:
+	/* Let the workers finish before their files and jobs go away. */
+	workq_wait_idle(e->wq);
+	/* Their results are not wanted now; every item lives in k. */
+	(void)workq_take_done(e->wq);
+	workq_destroy(e->wq);
+	e->wq = NULL;
+	/* Nothing more is finished: the session did not end well. */
+	sink_dirs_drop(&k);
+	while (k.nlive) /* removes unfinished temporaries */
+		file_free(&k, k.live[--k.nlive]);
+	for (unsigned int i = 0; k.jobs && i < e->c->geom.slots; i++) {
+		sink_pack_free(&k.jobs[i]);
+		payload_release(&k.jobs[i].pl);
+	}
+	free(k.jobs);
+	hset_release(&k.asked);
+	sink_delete_release(&k);
+	sink_want_free(&k);
+	sink_list_free(&k);
+	credit_rx_release(&k.rx);
+	return rc;
+}

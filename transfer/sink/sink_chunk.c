@@ -1,0 +1,324 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * The sink's chunks: the engine thread checks each arriving immediate and
+ * slot header (cheap, and every field is untrusted) and hands the slot to
+ * a worker, which opens sealed chunks, inflates compressed ones, checks
+ * the chunk CRC32, computes the chunk SHA-256 when asked, and pwrites the
+ * payload: straight from the ring slot (or the job's scratch buffer) with
+ * O_DIRECT when its file goes direct (direct.h), the unaligned tail of a
+ * last chunk through the page cache. Several workers write one file at
+ * once at their own offsets; its space was reserved up front (fallocate),
+ * so on ext4 and XFS direct writes into it share the inode lock instead
+ * of queueing on it as buffered writes do. Back in the engine thread the
+ * chunk's digests are folded into its file's in offset order and its
+ * slot is drained; slots are released to the source in order (credit.h).
+ * Packed slots go to sink_pack.c.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "transfer/session/payload.h"
+#include "transfer/fs/place.h"
+#include "transfer/session/report.h"
+#include "transfer/sink/sink_int.h"
+#include "util/checksum.h"
+#include "util/io.h"
+#include "util/log.h"
+
+static void chunk_done(struct workq_item *item);
+
+/* Worker: the payload as the source read it (opened, inflated). */
+int sink_open_payload(struct sink *k, struct snk_job *j, const uint8_t **raw)
+{
+	return payload_open(&j->pl, &j->h, j->index, cm_slot(k->e->c, j->slot),
+			    raw);
+}
+
+static void write_chunk(struct workq_item *item)
+{
+	struct snk_job *j = (struct snk_job *)item;
+	struct sink *k = j->k;
+	const uint8_t *raw;
+	uint32_t crc = 0;
+
+	j->status = sink_open_payload(k, j, &raw);
+	if (j->status)
+		return;
+	if (k->p->csum != XFER_CSUM_NONE || sink_resuming(k)) {
+		crc = ck_crc32(0, raw, j->h.raw_len);
+		if (!(j->h.flags & WIRE_SLOT_ENCRYPTED) && crc != j->h.crc) {
+			j->status = -EBADMSG;
+			return;
+		}
+	}
+	j->crc = crc;
+	/* With --resume the file is read back whole at the end instead. */
+	if (k->p->csum == XFER_CSUM_SHA256 && !sink_resuming(k)) {
+		j->status = ck_sha256(raw, j->h.raw_len, j->sha);
+		if (j->status)
+			return;
+	}
+	/* Straight from the ring slot (or scratch) when the file goes direct. */
+	j->status = direct_pwrite(&j->f->dio, j->f->fd, raw, j->h.raw_len,
+				  j->h.offset);
+}
+
+void sink_size_file(struct sink *k, struct snk_file *f, bool sparse)
+{
+	uint64_t avail = 0;
+	bool forced;
+	int rc = 0;
+
+	if (!sparse && !(k->p->flags & WIRE_HELLO_SPARSE))
+		rc = place_allocate(f->fd, f->size);
+	if (rc == -ENOSPC) {
+		(void)place_check_space(f->fd, f->size, &avail);
+		sink_no_space(f, f->size, avail);
+	} else if (rc) {
+		file_fail(f, rc, "cannot allocate space for '%s': %s",
+			  f->n.shown, strerror(-rc));
+	} else if (ftruncate(f->fd, (off_t)f->size) < 0) {
+		file_fail(f, -errno, "cannot size '%s': %s", f->n.shown,
+			  strerror(errno));
+	}
+	if (f->err || !direct_wanted(k->p->flags, f->size, &forced))
+		return;
+	rc = direct_open(f->fd, true, &f->dio);
+	if (!rc)
+		log_debug("writing '%s' with O_DIRECT (alignment %u)",
+			  f->n.shown, f->dio.align);
+	/* Auto falls back quietly; --direct says so, once a session. */
+	if (rc && forced && !k->direct_told) {
+		k->direct_told = true;
+		log_warn("cannot write '%s' with O_DIRECT (%s): writing through "
+			 "the page cache",
+			 f->n.shown, direct_why(rc));
+	}
+}
+
+bool sink_flags_ok(const struct sink *k, uint16_t flags)
+{
+	uint16_t allowed = WIRE_SLOT_ENCRYPTED;
+
+	if (k->p->flags & WIRE_HELLO_COMPRESS)
+		allowed |= WIRE_SLOT_COMPRESSED;
+	if (flags & ~allowed)
+		return false;
+	/* Sealed chunks only when agreed, and then nothing in the clear. */
+	return !(flags & WIRE_SLOT_ENCRYPTED) == !k->p->data_key;
+}
+
+void sink_progress(struct sink *k, const char *shown, uint32_t len)
+{
+	k->bytes_in += len;
+	if (!k->p->server)
+		report_progress(k->e->o, &k->next_progress_ms, k->bytes_in, 0,
+				shown);
+}
+
+/*
+ * Whether the slot at the cursor may be taken now: 0 yes, 1 it waits for
+ * its file's announcement (parked), or the engine's error.
+ */
+static int check_parked(struct sink *k, const struct wire_slot_hdr *h)
+{
+	bool packed = h->flags & WIRE_SLOT_PACKED;
+
+	if (k->done)
+		return engine_fail(k->e, XFER_FAIL_PROTOCOL, -EPROTO,
+				   "%s wrote chunk %llu after saying it was "
+				   "done",
+				   k->e->c->peer, (unsigned long long)h->seq);
+	/* A pack announces its own files, the first of them next. */
+	if (h->file_id < WIRE_FILES_MAX &&
+	    (packed ? h->file_id > k->nfiles : h->file_id >= k->nfiles))
+		return 1;
+	return 0;
+}
+
+/* Takes the slot at the cursor, seq: 0, 1 parked, or the engine's error. */
+static int take_slot(struct sink *k, unsigned int slot, uint64_t seq)
+{
+	struct engine *e = k->e;
+	struct wire_slot_hdr h;
+	struct snk_file *f;
+	struct snk_job *j;
+	uint64_t idx, want;
+	int rc;
+
+	/* Header and payload are in place: the header's write came last. */
+	rc = wire_slot_decode(cm_slot_hdr(e->c, slot), &h);
+	if (rc == 0 && h.seq == seq) {
+		rc = check_parked(k, &h);
+		if (rc)
+			return rc;
+	}
+	credit_rx_take(&k->rx);
+	if (rc == 0 && h.seq == seq && (h.flags & WIRE_SLOT_PACKED))
+		return sink_pack_arrived(k, &h, slot);
+	f = rc ? NULL : sink_live_find(k, h.file_id);
+	if (rc == 0 &&
+	    (h.seq != seq || !f || h.len > k->chunk ||
+	     !sink_flags_ok(k, h.flags) ||
+	     (!(h.flags & WIRE_SLOT_COMPRESSED) && h.raw_len != h.len)))
+		rc = -EPROTO;
+	if (rc)
+		return engine_fail(e, XFER_FAIL_PROTOCOL, rc,
+				   "%s wrote a bad slot header (seq %llu)",
+				   e->c->peer, (unsigned long long)seq);
+	idx = h.offset / k->chunk;
+	want = idx < f->nslots ? f->size - h.offset : 0;
+	if (want > k->chunk)
+		want = k->chunk;
+	if (f->kind != WIRE_KIND_FILE || f->ended || h.offset % k->chunk ||
+	    idx >= f->nslots || h.raw_len != want || idx < f->next_idx ||
+	    f->finalizing || (f->cmp && idx >= f->match_next))
+		return engine_fail(e, XFER_FAIL_PROTOCOL, -EPROTO,
+				   "%s sent a chunk outside '%s' (offset %llu, "
+				   "%u bytes)",
+				   e->c->peer, f->n.shown,
+				   (unsigned long long)h.offset, h.raw_len);
+	f->next_idx = idx + 1;
+	f->received++;
+	f->sent += h.len; /* what crossed the link, compressed or not */
+	sink_progress(k, f->n.shown, h.raw_len);
+	if (f->err || f->fd < 0) {
+		/* Drain without writing; the result is already known. */
+		if (credit_rx_drain(&k->rx, slot))
+			return engine_fail(e, XFER_FAIL_INTERNAL, -EPROTO,
+					   "slot accounting");
+		return 0;
+	}
+	j = &k->jobs[slot];
+	/* The slot's last use may have been a pack. */
+	j->item.fn = write_chunk;
+	j->item.after = chunk_done;
+	j->h = h;
+	j->f = f;
+	j->index = idx;
+	j->status = 0;
+	j->done = false;
+	j->next = -1;
+	if (f->tail >= 0)
+		k->jobs[f->tail].next = (int)slot;
+	else
+		f->head = (int)slot;
+	f->tail = (int)slot;
+	f->inflight++;
+	workq_push(e->wq, &j->item);
+	return 0;
+}
+
+int sink_take_data(struct sink *k)
+{
+	uint64_t seq;
+	int slot, rc;
+
+	while (!k->e->fail && (slot = credit_rx_next(&k->rx, &seq)) >= 0) {
+		rc = take_slot(k, (unsigned int)slot, seq);
+		if (rc)
+			return rc < 0 ? rc : 0;
+	}
+	return 0;
+}
+
+bool sink_parked(const struct sink *k)
+{
+	uint64_t seq;
+
+	return credit_rx_next(&k->rx, &seq) >= 0;
+}
+
+int sink_on_data(struct engine *e, const struct cm_event *ev)
+{
+	struct sink *k = e->role_data;
+	uint64_t seq;
+
+	if (credit_rx_arrive(&k->rx, ev->imm, &seq) < 0)
+		return engine_fail(e, XFER_FAIL_PROTOCOL, -EPROTO,
+				   "%s wrote out of turn (immediate 0x%08x): "
+				   "credit protocol violated",
+				   e->c->peer, ev->imm);
+	if (ev->len != WIRE_SLOT_HDR)
+		return engine_fail(e, XFER_FAIL_PROTOCOL, -EPROTO,
+				   "%s wrote a bad slot header (seq %llu)",
+				   e->c->peer, (unsigned long long)seq);
+	return sink_take_data(k);
+}
+
+/* A chunk's digests into its file's, in offset order. */
+static void fold(struct sink *k, struct snk_file *f, const struct snk_job *j)
+{
+	if (f->err || f->cmp)
+		return; /* failed, or --resume: read back at the end */
+	sink_range_fold_holes(k, f, j->h.offset);
+	f->crc_at = j->h.offset + j->h.raw_len;
+	f->crc = ck_crc32_combine(f->crc, j->crc, j->h.raw_len);
+	if (f->tree && ck_sha256_update(f->tree, j->sha, CK_SHA256_LEN))
+		file_fail(f, -EIO, "SHA-256 failed");
+}
+
+/*
+ * The engine thread: a worker wrote (or refused) a chunk. Its digests
+ * wait in its slot until every earlier chunk of the file is folded in;
+ * the slot is released then (slots are released in order anyway).
+ */
+static void chunk_done(struct workq_item *item)
+{
+	struct snk_job *j = (struct snk_job *)item;
+	struct sink *k = j->k;
+	struct snk_file *f = j->f;
+
+	if (j->status == -EBADMSG)
+		file_fail(f, -EBADMSG,
+			  "'%s': chunk at offset %llu failed its %s check "
+			  "(corrupted in transit); not placed",
+			  f->n.shown, (unsigned long long)j->h.offset,
+			  j->h.flags & WIRE_SLOT_ENCRYPTED ? "AES-GCM"
+							   : "CRC32");
+	else if (j->status)
+		file_fail(f, j->status, "cannot write '%s': %s", f->n.shown,
+			  strerror(-j->status));
+	j->done = true;
+	while (f->head >= 0 && k->jobs[f->head].done) {
+		struct snk_job *h = &k->jobs[f->head];
+
+		fold(k, f, h);
+		f->head = h->next;
+		h->done = false;
+		f->inflight--;
+		if (credit_rx_drain(&k->rx, h->slot)) {
+			engine_fail(k->e, XFER_FAIL_INTERNAL, -EPROTO,
+				    "slot accounting");
+			return;
+		}
+	}
+	if (f->head < 0)
+		f->tail = -1;
+	sink_maybe_finalize(k, f);
+}
+
+int sink_jobs_init(struct sink *k, unsigned int n)
+{
+	int rc;
+
+	k->jobs = calloc(n, sizeof(*k->jobs));
+	if (!k->jobs)
+		return -ENOMEM;
+	for (unsigned int i = 0; i < n; i++) {
+		struct snk_job *j = &k->jobs[i];
+
+		j->item.fn = write_chunk;
+		j->item.after = chunk_done;
+		j->k = k;
+		j->slot = i;
+		rc = payload_init(&j->pl, k->chunk,
+				  k->p->flags & WIRE_HELLO_COMPRESS,
+				  k->p->data_key);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}

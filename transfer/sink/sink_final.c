@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * The sink's last step for a regular file, in a worker once FILE_END has
+ * come and every chunk is written: combine the chunk digests into the
+ * file's and compare it with the source's, take the chunks --resume did
+ * not resend from the old file, set mode and times, fsync on request, and
+ * only then rename the temporary to the final name. Nothing is ever
+ * renamed that was not verified; a file that fails is discarded.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "transfer/fs/place.h"
+#include "transfer/sink/sink_int.h"
+#include "util/checksum.h"
+#include "util/io.h"
+
+/* What was folded in as the chunks came (sink.c). */
+static int folded_digest(struct snk_work *fin)
+{
+	struct snk_file *f = fin->f;
+	uint32_t crc;
+
+	sink_range_fold_holes(fin->k, f, UINT64_MAX);
+	crc = htobe32(f->crc);
+	if (fin->k->p->csum == XFER_CSUM_CRC32) {
+		memcpy(fin->digest, &crc, 4);
+		fin->dlen = 4;
+	} else if (fin->k->p->csum == XFER_CSUM_SHA256) {
+		if (ck_sha256_final(f->tree, fin->digest)) {
+			file_fail(f, -EIO, "SHA-256 failed");
+			return -EIO;
+		}
+		fin->dlen = CK_SHA256_LEN;
+	}
+	return 0;
+}
+
+/*
+ * The file's digest against the source's. Without --resume it was folded
+ * in as the chunks came; with it, the file (fd) is read back whole, since
+ * its chunks are partly this side's and partly the source's. An old file
+ * kept as it is was matched chunk by chunk already: every chunk's digest
+ * equals the source's, so it is the source's file.
+ */
+static int verify_digest(struct snk_work *fin, int fd, bool kept)
+{
+	struct snk_file *f = fin->f;
+	int rc;
+
+	if (kept) {
+		fin->dlen = f->end.digest_len;
+		memcpy(fin->digest, f->end.digest, fin->dlen);
+		return 0;
+	}
+	if (f->cmp && fin->k->p->csum != XFER_CSUM_NONE)
+		rc = sink_resume_digest(fin, fd);
+	else
+		rc = folded_digest(fin);
+	if (rc)
+		return rc;
+	if (fin->dlen != f->end.digest_len ||
+	    memcmp(fin->digest, f->end.digest, fin->dlen)) {
+		file_fail(f, -EBADMSG,
+			  "'%s' failed verification: its digest does not "
+			  "match the sender's (corrupted in transit?); not "
+			  "placed",
+			  f->n.shown);
+		return -EBADMSG;
+	}
+	return 0;
+}
+
+/*
+ * The final mode, unless the file was made with it already (have_mode),
+ * and the times with -p. 0, or -errno and *what.
+ */
+int sink_apply_meta(const struct sink *k, int fd, uint32_t mode, bool have_mode,
+		    const struct timespec times[2], const char **what)
+{
+	return place_meta(fd, !have_mode, sink_final_mode(k, mode),
+			  sink_preserving(k) ? times : NULL, what);
+}
+
+static int set_meta(struct sink *k, struct snk_file *f, int fd)
+{
+	const char *what;
+	int rc = sink_apply_meta(k, fd, f->mode, false, f->times, &what);
+
+	if (rc)
+		file_fail(f, rc, "cannot set %s of '%s': %s", what, f->n.shown,
+			  strerror(-rc));
+	return rc ? -1 : 0;
+}
+
+static void finalize(struct workq_item *item)
+{
+	struct snk_work *fin = (struct snk_work *)item;
+	struct snk_file *f = fin->f;
+	struct sink *k = fin->k;
+	int rc;
+
+	bool kept = f->cand_final && f->keeping && !f->received;
+
+	/* Every chunk is written: the rest (fsync, close) is the inode's. */
+	direct_close(&f->dio);
+	if (f->rg) { /* a byte range: sink_range.c may place the file */
+		if (!f->err && (f->skipped || !verify_digest(fin, f->fd, false)) &&
+		    !sink_range_done(fin))
+			return;
+		goto out_discard;
+	}
+	if (f->err || verify_digest(fin, f->fd, kept))
+		goto out_discard;
+	if (kept) {
+		/*
+		 * The old file is whole and right, and already has the mode
+		 * (and with -p the mtime) it would get: it stays as it is,
+		 * untouched, and the temporary goes.
+		 */
+		close(f->fd);
+		f->fd = -1;
+		unlinkat(f->dirfd, f->n.tmp, 0);
+		f->skipped = true;
+		return;
+	}
+	if (set_meta(k, f, f->fd))
+		goto out_discard;
+	if (k->p->flags & WIRE_HELLO_FSYNC && fsync(f->fd) < 0) {
+		file_fail(f, -errno, "cannot fsync '%s': %s", f->n.shown,
+			  strerror(errno));
+		goto out_discard;
+	}
+	rc = io_close(f->fd);
+	f->fd = -1;
+	if (rc) {
+		file_fail(f, rc, "cannot write '%s': %s", f->n.shown,
+			  strerror(-rc));
+		unlinkat(f->dirfd, f->n.tmp, 0);
+		return;
+	}
+	if (renameat(f->dirfd, f->n.tmp, f->dirfd, f->n.name) < 0) {
+		file_fail(f, -errno, "cannot rename into '%s': %s", f->n.shown,
+			  strerror(errno));
+		unlinkat(f->dirfd, f->n.tmp, 0);
+	}
+	return;
+
+out_discard:
+	sink_discard(k, f);
+}
+
+/* The engine thread: a file was verified and placed, or failed. */
+static void finalized(struct workq_item *item)
+{
+	struct snk_work *w = (struct snk_work *)item;
+
+	sink_send_result(w->k, w->f, w->digest, w->f->err ? 0 : w->dlen);
+}
+
+void sink_finalize(struct sink *k, struct snk_file *f)
+{
+	f->finalizing = true;
+	sink_start_work(k, f, finalize, finalized);
+}

@@ -1,0 +1,504 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * The source's plan: the walk (walk.h) listed as the plan needs it and
+ * turned into an ordered fifo of items, FILE, CHUNK..., FILE_END for each
+ * entry and DONE at the end. FILE goes out as soon as it is planned, so
+ * the sink learns of files ahead of their data; each CHUNK takes a staging
+ * buffer (a job) that a worker fills.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "transfer/source/source_int.h"
+#include "util/checksum.h"
+#include "util/clock.h"
+#include "util/io.h"
+#include "util/log.h"
+
+/*
+ * Room in by_wire for every file listed and not yet planned: each takes at
+ * most one id, and src_announce cannot fail. The live ids move to the
+ * front when that frees half of it, else it doubles: a copy of each id
+ * at most once per id announced, and the array stays within twice the
+ * ids of unfinished blocks.
+ */
+static int wire_room(struct source *s)
+{
+	size_t len = s->nwire - s->wire_base;
+	size_t need = len + (s->nfiles - s->next_file), cap;
+	uint32_t *v;
+
+	if (s->wire_head + need <= s->wire_cap)
+		return 0;
+	if (need <= s->wire_cap && s->wire_head >= s->wire_cap / 2) {
+		memmove(s->by_wire, s->by_wire + s->wire_head,
+			len * sizeof(*s->by_wire));
+		s->wire_head = 0;
+		return 0;
+	}
+	cap = s->wire_cap ? 2 * s->wire_cap : WALK_BLOCK;
+	while (cap < s->wire_head + need)
+		cap *= 2;
+	v = realloc(s->by_wire, cap * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	s->by_wire = v;
+	s->wire_cap = cap;
+	return 0;
+}
+
+struct src_file *src_by_wire(const struct source *s, uint32_t id)
+{
+	uint32_t i;
+
+	if (id < s->wire_base || id >= s->nwire)
+		return NULL;
+	i = s->by_wire[s->wire_head + (id - s->wire_base)];
+	return s->fblk[i / WALK_BLOCK] ? src_file_at(s, i) : NULL;
+}
+
+/* Block b's files are all finished: they, their entries and ids go. */
+static void release_block(struct source *s, size_t b)
+{
+	struct src_file *blk = s->fblk[b];
+
+	for (size_t i = 0; i < WALK_BLOCK; i++) {
+		src_close_file(&blk[i]);
+		ck_sha256_destroy(blk[i].tree);
+	}
+	free(blk);
+	s->fblk[b] = NULL;
+	walk_release(&s->walk, b);
+	while (s->wire_base < s->nwire &&
+	       !s->fblk[s->by_wire[s->wire_head] / WALK_BLOCK]) {
+		s->wire_base++;
+		s->wire_head++;
+	}
+	if (s->wire_base == s->nwire)
+		s->wire_head = 0;
+}
+
+void src_retire(struct source *s, struct src_file *f)
+{
+	size_t b = f->idx / WALK_BLOCK;
+
+	/*
+	 * Reported: no verdict may come. Out of the plan: no item, no
+	 * worker and no planning holds it. Packed: its PACK_DONE came.
+	 */
+	if (f->finished || !f->result || f->items || s->cur == f ||
+	    (f->packed && !f->pack_done))
+		return;
+	f->finished = true;
+	if (++s->fdone[b] == WALK_BLOCK)
+		release_block(s, b);
+}
+
+/*
+ * Lists more of the walk and makes their files. The walk runs as the plan
+ * needs it, so data flows while a big tree is still being listed.
+ */
+int src_more_files(struct source *s)
+{
+	int rc = walk_more(&s->walk, WALK_STEP);
+
+	if (rc == -EIO && s->walk.list_err)
+		return engine_fail(s->e, XFER_FAIL_LOCAL_IO, s->walk.list_err,
+				   "cannot read the file list: %s",
+				   strerror(-s->walk.list_err));
+	if (rc)
+		return engine_fail(s->e, XFER_FAIL_RESOURCE, rc,
+				   "cannot list the sources: %s",
+				   strerror(-rc));
+	if (s->walk.n > WIRE_FILES_MAX)
+		return engine_fail(s->e, XFER_FAIL_USAGE, -E2BIG,
+				   "more than %u entries to copy: split the "
+				   "copy into several sessions",
+				   WIRE_FILES_MAX);
+	if (s->walk.n > s->nfblk * WALK_BLOCK) {
+		size_t nb = (s->walk.n + WALK_BLOCK - 1) / WALK_BLOCK;
+
+		while (s->nfblk < nb &&
+		       (s->fblk[s->nfblk] =
+				calloc(WALK_BLOCK, sizeof(**s->fblk))))
+			s->nfblk++;
+		if (s->nfblk < nb)
+			return engine_fail(s->e, XFER_FAIL_RESOURCE, -ENOMEM,
+					   "out of memory");
+	}
+	for (; s->nfiles < s->walk.n; s->nfiles++) {
+		struct src_file *f = src_file_at(s, s->nfiles);
+
+		f->w = walk_at(&s->walk, s->nfiles);
+		f->idx = s->nfiles;
+		f->path = f->w->local;
+		f->fd = f->dio.fd = -1;
+	}
+	if (wire_room(s))
+		return engine_fail(s->e, XFER_FAIL_RESOURCE, -ENOMEM,
+				   "out of memory");
+	if (s->walk.done)
+		s->bytes_total = s->walk.bytes; /* known now: an ETA */
+	return 0;
+}
+
+struct item *src_fifo_at(struct source *s, unsigned int i)
+{
+	return &s->fifo[(s->fifo_head + i) % s->fifo_cap];
+}
+
+void src_fifo_push(struct source *s, enum item_kind k, struct src_file *f,
+		   struct src_job *j)
+{
+	struct item *it = src_fifo_at(s, s->fifo_len++);
+
+	it->kind = k;
+	it->f = f;
+	it->job = j;
+	if (f)
+		f->items++;
+}
+
+void src_fifo_pop(struct source *s)
+{
+	struct src_file *f = src_fifo_at(s, 0)->f;
+
+	s->fifo_head = (s->fifo_head + 1) % s->fifo_cap;
+	s->fifo_len--;
+	if (f) {
+		f->items--;
+		src_retire(s, f); /* its last item: it may be finished */
+	}
+}
+
+static void fill_file_msg(struct source *s, struct src_file *f,
+			  struct wire_file *m)
+{
+	m->file_id = f->wire_id;
+	m->kind = f->w->kind;
+	m->mode = f->st.st_mode & 07777;
+	m->mtime_sec = f->st.st_mtim.tv_sec;
+	m->mtime_nsec = (uint32_t)f->st.st_mtim.tv_nsec;
+	m->atime_sec = f->st.st_atim.tv_sec;
+	m->atime_nsec = (uint32_t)f->st.st_atim.tv_nsec;
+	snprintf(m->path, sizeof(m->path), "%s", f->w->wire);
+	if (f->w->kind == WIRE_KIND_SYMLINK)
+		snprintf(m->link, sizeof(m->link), "%s", f->w->link);
+	if (f->w->kind != WIRE_KIND_FILE)
+		return;
+	m->size = (uint64_t)f->st.st_size;
+	if (src_file_sparse(f))
+		m->flags |= WIRE_FILE_SPARSE;
+	if (f->w->range) {
+		m->flags |= WIRE_FILE_RANGE;
+		m->range_off = f->w->range->off;
+		m->range_len = f->w->range->len;
+		m->range_idx = f->w->range->idx;
+		m->range_count = f->w->range->count;
+		memcpy(m->token, f->w->range->token, WIRE_TOKEN_LEN);
+	}
+}
+
+void src_announce(struct source *s, struct src_file *f)
+{
+	/* Room was made when f was listed (wire_room). */
+	s->by_wire[s->wire_head + (s->nwire - s->wire_base)] = (uint32_t)f->idx;
+	f->wire_id = s->nwire++;
+	f->announced = true;
+}
+
+/* The user's "file src_started" event. */
+void src_started(struct source *s, struct src_file *f)
+{
+	struct xfer_file_report r = {
+		.path = f->path,
+		.kind = wire_kind_name(f->w->kind),
+		.bytes = f->w->kind == WIRE_KIND_FILE ? src_file_bytes(f) : 0,
+	};
+
+	report_file(s->o, &r, s->cfg->p.csum, NULL, 0);
+}
+
+int src_send_file(struct source *s, struct src_file *f)
+{
+	struct wire_msg m = { .type = WIRE_FILE };
+
+	fill_file_msg(s, f, &m.u.file);
+	return engine_send(s->e, &m);
+}
+
+/*
+ * A file that failed before it could be announced. When this side is the
+ * receiver serving a pull, the user is on the other side: the failure is
+ * announced and aborted so the sink reports it there.
+ */
+int src_send_failure(struct source *s, struct src_file *f)
+{
+	struct wire_msg m = { .type = WIRE_FILE };
+
+	m.u.file.file_id = f->wire_id;
+	m.u.file.kind = WIRE_KIND_FILE; /* nothing follows but the abort */
+	snprintf(m.u.file.path, sizeof(m.u.file.path), "%s", f->w->wire);
+	if (engine_send(s->e, &m))
+		return -1;
+	memset(&m, 0, sizeof(m));
+	m.type = WIRE_FILE_END;
+	m.u.end.file_id = f->wire_id;
+	m.u.end.flags = WIRE_END_ABORT;
+	m.u.end.seq_end = s->tx.posted; /* the slots written before it */
+	m.u.end.csum = (uint8_t)s->cfg->p.csum;
+	m.u.end.status = f->err;
+	snprintf(m.u.end.msg, sizeof(m.u.end.msg), "%s", f->errmsg);
+	f->end_sent = true;
+	return engine_send(s->e, &m);
+}
+
+/*
+ * Whether w may go as a regular FILE, one of the files in flight that the
+ * sink bounds (wire.h): a regular file, or a failure, which goes as one.
+ */
+static bool may_fly(const struct walk_entry *w)
+{
+	return w->kind == WIRE_KIND_FILE || w->err;
+}
+
+/*
+ * Gives f its wire id and sends its FILE (or, failed, FILE and an aborting
+ * FILE_END), or queues that behind a pack still to be posted. A failure on
+ * the client's own side is only reported: the user is here.
+ */
+static int tell(struct source *s, struct src_file *f)
+{
+	if (f->err) {
+		log_err("%s", f->errmsg);
+		if (!s->cfg->p.server) {
+			src_report(s, f, f->err, f->errmsg, NULL, 0);
+			src_retire(s, f); /* f may be gone */
+			return 0;
+		}
+	}
+	src_announce(s, f);
+	/* A failure goes as a regular FILE (src_send_failure). */
+	if (f->err || f->w->kind == WIRE_KIND_FILE) {
+		f->in_flight = true;
+		s->inflight++;
+	}
+	f->asking = s->ask && f->w->kind == WIRE_KIND_FILE && !f->err;
+	if (!f->err)
+		src_started(s, f);
+	if (s->held) {
+		f->deferred = true;
+		s->held++;
+		src_fifo_push(s, IT_FILE, f, NULL);
+		return 0;
+	}
+	return f->err ? src_send_failure(s, f) : src_send_file(s, f);
+}
+
+/*
+ * A range (rdcp-mpi's split) goes only where the sink can combine it:
+ * CRC32, chunk-aligned, inside the file as it is now. f failed if not.
+ */
+static void range_check(struct source *s, struct src_file *f)
+{
+	const struct xfer_range *r = f->w->range;
+
+	if (s->cfg->p.csum != XFER_CSUM_CRC32)
+		file_fail(f, -EINVAL,
+			  "'%s': a byte range needs --checksum crc32 (range "
+			  "CRCs combine into the file's; SHA-256 digests do "
+			  "not)",
+			  f->path);
+	else if (r->off % s->chunk ||
+		 (r->len % s->chunk &&
+		  r->off + r->len != (uint64_t)f->st.st_size))
+		file_fail(f, -EINVAL,
+			  "'%s': range %u of %u is not aligned to the chunk "
+			  "size (%u)",
+			  f->path, r->idx + 1, r->count, s->chunk);
+	else if (r->off + r->len > (uint64_t)f->st.st_size)
+		file_fail(f, -ESTALE,
+			  "'%s' changed while the copy ran: its range %u of "
+			  "%u is no longer in it",
+			  f->path, r->idx + 1, r->count);
+}
+
+/* Opens the next entry and announces it; failures are reported now. */
+static int open_next(struct source *s)
+{
+	struct src_file *f = src_file_at(s, s->next_file++);
+	int rc;
+
+	f->t0 = clock_now_s();
+	f->st = f->w->st;
+	if (f->w->err) {
+		file_fail(f, f->w->err, "%s",
+			  f->w->errmsg ? f->w->errmsg : strerror(-f->w->err));
+		return tell(s, f);
+	}
+	if (f->w->kind != WIRE_KIND_FILE)
+		return tell(s, f);
+	f->fd = walk_open(&s->walk, f->w);
+	if (f->fd < 0)
+		file_fail(f, f->fd, "cannot open '%s': %s", f->path,
+			  strerror(-f->fd));
+	else if (fstat(f->fd, &f->st) < 0)
+		file_fail(f, -errno, "cannot stat '%s': %s", f->path,
+			  strerror(errno));
+	else if (!S_ISREG(f->st.st_mode))
+		file_fail(f, -EINVAL, "cannot send '%s': not a regular file",
+			  f->path);
+	else if (f->w->range)
+		range_check(s, f);
+	if (f->err) {
+		if (f->fd >= 0)
+			close(f->fd);
+		f->fd = -1;
+		return tell(s, f);
+	}
+	posix_fadvise(f->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+	src_open_direct(s, f);
+	if (s->cfg->p.csum == XFER_CSUM_SHA256) {
+		rc = ck_sha256_create(&f->tree);
+		if (rc)
+			return engine_fail(s->e, XFER_FAIL_RESOURCE, rc,
+					   "cannot start SHA-256");
+	}
+	rc = tell(s, f);
+	if (rc)
+		return rc;
+	if (f->w->range)
+		f->next_off = f->crc_at = f->w->range->off;
+	s->cur = f;
+	if (!f->deferred)
+		src_fifo_push(s, IT_FILE, f, NULL);
+	return 0;
+}
+
+struct src_job *src_take_job(struct source *s)
+{
+	for (unsigned int i = 0; i < s->njobs; i++) {
+		if (s->jobs[i].state == JOB_FREE) {
+			s->free_jobs--;
+			return &s->jobs[i];
+		}
+	}
+	return NULL;
+}
+
+/*
+ * Moves the planning cursor past chunks that lie wholly in a hole: they are
+ * not sent, and the sink's file (sized up front) keeps them as holes. The
+ * chunk grid stays aligned, so offsets remain multiples of the chunk size.
+ * Not with --resume, where every chunk is compared with the sink's: holes
+ * read as zeros, and a zero chunk matches only where the sink has zeros.
+ * Nor for a file not announced sparse: the sink wants all its chunks.
+ */
+static bool skip_hole(struct source *s, struct src_file *f)
+{
+	off_t d;
+	uint64_t aligned;
+
+	if (s->resume || !src_file_sparse(f))
+		return false;
+	d = lseek(f->fd, (off_t)f->next_off, SEEK_DATA);
+	if (d < 0 && errno == ENXIO) {
+		f->next_off = (uint64_t)f->st.st_size;
+		return true;
+	}
+	if (d < 0)
+		return false; /* no SEEK_DATA here: read everything */
+	aligned = (uint64_t)d - (uint64_t)d % s->chunk;
+	if (aligned <= f->next_off)
+		return false;
+	f->next_off = aligned;
+	return true;
+}
+
+int src_plan(struct source *s)
+{
+	bool idle;
+	int n = 0;
+
+	while (!s->e->fail && s->fifo_len + 1 < s->fifo_cap) {
+		struct src_file *f = s->cur;
+		struct src_job *j;
+
+		if (!f) {
+			if (s->next_file == s->nfiles && !s->walk.done) {
+				if (src_more_files(s))
+					return -1;
+				/*
+				 * No name yet: a pull's feed comes with a
+				 * message; a non-blocking list (rdcp-mpi)
+				 * with nothing the engine waits on, so it
+				 * looks again soon.
+				 */
+				idle = s->next_file == s->nfiles &&
+				       s->walk.starved;
+				s->e->nap_ms = idle && s->walk.list ? 1 : 0;
+				if (idle)
+					break; /* until more names come */
+				continue;
+			}
+			if (s->next_file == s->nfiles) {
+				if (!s->done_planned) {
+					src_fifo_push(s, IT_DONE, NULL, NULL);
+					s->done_planned = true;
+					n++;
+				}
+				break;
+			}
+			if (src_packable(s, src_file_at(s, s->next_file))) {
+				int rc = s->njobs - s->free_jobs < s->pack_ahead
+						 ? src_plan_pack(s)
+						 : 0;
+
+				if (rc < 0)
+					return -1;
+				if (!rc)
+					break;
+			} else if (s->inflight >= WIRE_INFLIGHT_MAX &&
+				   may_fly(src_file_at(s, s->next_file)->w)) {
+				break; /* until a result comes (wire.h) */
+			} else if (open_next(s)) {
+				return -1;
+			}
+			n++;
+			continue;
+		}
+		if (f->next_off >= src_file_end(f)) {
+			src_fifo_push(s, IT_END, f, NULL);
+			s->cur = NULL;
+			n++;
+			continue;
+		}
+		if (f->skip)
+			f->next_off = src_file_end(f);
+		if (f->skip || skip_hole(s, f))
+			continue;
+		j = src_take_job(s);
+		if (!j)
+			break;
+		j->state = JOB_READING;
+		j->item.fn = src_read_chunk;
+		j->f = f;
+		j->offset = f->next_off;
+		j->len = (uint32_t)(src_file_end(f) - f->next_off < s->chunk
+					    ? src_file_end(f) - f->next_off
+					    : s->chunk);
+		j->status = 0;
+		j->crc = 0;
+		j->summed = j->answered = j->matched = false;
+		f->next_off += j->len;
+		src_fifo_push(s, IT_CHUNK, f, j);
+		workq_push(s->e->wq, &j->item);
+		n++;
+	}
+	return n;
+}
