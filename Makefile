@@ -76,7 +76,7 @@ Q := @
 endif
 
 LIB_SRCS := $(wildcard util/*.c) $(wildcard cm/*.c) $(wildcard transfer/*/*.c) \
-	$(filter-out cmd/main.c cmd/mpi_%.c,$(wildcard cmd/*.c))
+	$(filter-out cmd/main.c,$(wildcard cmd/*.c))
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 MAIN_OBJ := $(BUILD)/cmd/main.o
 TEST_SRCS := $(wildcard tests/unit/test_*.c)
@@ -104,14 +104,14 @@ $(BUILD)/rdcp: $(MAIN_OBJ) $(BUILD)/librdcp.a
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
 
-# rdcp-mpi (cmd/mpi_*.c): the only objects built with the MPI compiler
+# rdcp-mpi (cmd/mpi/*.c): the only objects built with the MPI compiler
 # wrapper (Open MPI's or MPICH's mpicc, MPI-3 calls only); librdcp.a
 # stays free of MPI. HAVE_MPI: whether that compiler is here.
 MPICC ?= mpicc
 HAVE_MPI := $(shell command -v $(MPICC) >/dev/null 2>&1 && echo 1)
-MPI_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(wildcard cmd/mpi_*.c))
+MPI_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(wildcard cmd/mpi/*.c))
 
-$(BUILD)/cmd/mpi_%.o: cmd/mpi_%.c
+$(BUILD)/cmd/mpi/%.o: cmd/mpi/%.c
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  MPICC   $<")
 	$(Q)$(MPICC) $(ALL_CFLAGS) -c -o $@ $<

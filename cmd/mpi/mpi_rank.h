@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * Private to rdcp-mpi's main (cmd/mpi_main.c, the rank's loop), its
- * session thread (cmd/mpi_session.c) and its setup (cmd/mpi_setup.c:
+ * Private to rdcp-mpi's main (cmd/mpi/mpi_main.c, the rank's loop), its
+ * session thread (cmd/mpi/mpi_session.c) and its setup (cmd/mpi/mpi_setup.c:
  * receivers, key, the base the names are beneath): one rank's state.
  */
 #ifndef RDCP_MPI_RANK_H
@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 #include "cmd/args.h"
-#include "cmd/mpi_job.h"
+#include "cmd/mpi/mpi_job.h"
 #include "util/key.h"
 
 /* What the session thread shares with the main one. */

@@ -18,7 +18,7 @@
 
 #include "cmd/exit_codes.h"
 #include "cmd/json_out.h"
-#include "cmd/mpi_rank.h"
+#include "cmd/mpi/mpi_rank.h"
 #include "transfer/xfer.h"
 #include "util/log.h"
 

@@ -27,8 +27,8 @@
 
 #include "cmd/args.h"
 #include "cmd/exit_codes.h"
-#include "cmd/mpi_job.h"
-#include "cmd/mpi_rank.h"
+#include "cmd/mpi/mpi_job.h"
+#include "cmd/mpi/mpi_rank.h"
 #include "transfer/xfer.h"
 #include "util/clock.h"
 #include "util/filter.h"

@@ -24,7 +24,7 @@
 
 #include "cmd/exit_codes.h"
 #include "cmd/json_out.h"
-#include "cmd/mpi_job.h"
+#include "cmd/mpi/mpi_job.h"
 #include "transfer/wire/wire.h"
 #include "util/clock.h"
 #include "util/log.h"

@@ -18,7 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cmd/mpi_job.h"
+#include "cmd/mpi/mpi_job.h"
 #include "util/filter.h"
 #include "util/log.h"
 

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "cmd/mpi_job.h"
+#include "cmd/mpi/mpi_job.h"
 #include "util/clock.h"
 #include "util/log.h"
 
