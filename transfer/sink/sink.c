@@ -14,6 +14,12 @@
  * with HAVE (sink_resume.c). Temporaries of failed files are removed,
  * except with --resume, which keeps them for the next attempt unless their
  * content failed to verify. Packed slots of small files: sink_pack.c.
+ *
+ * This file: FILE and FILE_END, the engine role, setup and teardown; the
+ * top of the sink, which no other sink file calls. Below it, each file
+ * calls only files further down: sink_chunk, sink_pack > sink_resume,
+ * sink_dry > sink_final > sink_file > sink_range, sink_dir > sink_meta;
+ * sink_names > sink_want > sink_list.
  */
 #include <endian.h>
 #include <errno.h>
@@ -38,120 +44,7 @@
 #include "util/path.h"
 #include "util/units.h"
 
-bool sink_resuming(const struct sink *k)
-{
-	return k->p->flags & WIRE_HELLO_RESUME;
-}
-
-/* Closes the temporary; removes it unless --resume may reuse it. */
-void sink_discard(struct sink *k, struct snk_file *f)
-{
-	if (f->rg) {
-		sink_range_release(k, f); /* the temporary is shared */
-		return;
-	}
-	direct_close(&f->dio);
-	if (f->fd < 0)
-		return;
-	close(f->fd);
-	f->fd = -1;
-	if (!sink_resuming(k) || f->err == -EBADMSG ||
-	    f->kind != WIRE_KIND_FILE)
-		unlinkat(f->dirfd, f->n.tmp, 0);
-}
-
-static void file_free(struct sink *k, struct snk_file *f)
-{
-	if (!f)
-		return;
-	sink_discard(k, f);
-	if (f->cand >= 0)
-		close(f->cand);
-	if (f->dirfd >= 0 && f->dirfd != k->t->dirfd)
-		close(f->dirfd);
-	free(f->sums);
-	free(f->bits);
-	ck_sha256_destroy(f->tree);
-	sink_dir_release(k, f->dir); /* after the temporary is gone */
-	free(f);
-}
-
 /* ---- files in flight ---- */
-
-/* The file in flight with id, or NULL. */
-struct snk_file *sink_live_find(const struct sink *k, uint32_t id)
-{
-	unsigned int lo = 0, hi = k->nlive;
-
-	while (lo < hi) {
-		unsigned int mid = lo + (hi - lo) / 2;
-
-		if (k->live[mid]->id == id)
-			return k->live[mid];
-		if (k->live[mid]->id < id)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return NULL;
-}
-
-/* Ids only grow: appending keeps live[] sorted. */
-static void live_add(struct sink *k, struct snk_file *f)
-{
-	k->live[k->nlive++] = f;
-}
-
-static void live_remove(struct sink *k, const struct snk_file *f)
-{
-	for (unsigned int i = k->nlive; i-- > 0;) {
-		if (k->live[i] != f)
-			continue;
-		memmove(&k->live[i], &k->live[i + 1],
-			(k->nlive - i - 1) * sizeof(k->live[0]));
-		k->nlive--;
-		return;
-	}
-}
-
-bool sink_preserving(const struct sink *k)
-{
-	return k->p->flags & WIRE_HELLO_PRESERVE;
-}
-
-mode_t sink_final_mode(const struct sink *k, uint32_t mode)
-{
-	return place_mode(mode, sink_preserving(k), k->t->umask);
-}
-
-/* Fills in the digest and algorithm; the client's user sees r. */
-void sink_user_report(struct sink *k, struct xfer_file_report *r,
-		      const uint8_t *digest, unsigned int dlen)
-{
-	if (!k->p->server)
-		report_file(k->e->o, r, k->p->csum, digest, dlen);
-}
-
-static void client_report(struct sink *k, struct snk_file *f, bool done,
-			  const uint8_t *digest, unsigned int dlen)
-{
-	struct xfer_file_report r = {
-		.done = done,
-		.path = f->n.shown,
-		.kind = wire_kind_name(f->kind),
-		.bytes = f->size,
-		.sent = f->sent,
-		.seconds = clock_now_s() - f->t0,
-		.status = f->err,
-		.klass = engine_klass_of(f->err, f->err_remote),
-		.message = f->err ? f->errmsg : NULL,
-		.skipped = f->skipped,
-		.dry = f->dry,
-		.exists = f->exists,
-	};
-
-	sink_user_report(k, &r, digest, dlen);
-}
 
 /* ---- FILE: symlinks ---- */
 
@@ -176,73 +69,6 @@ static void make_symlink(struct sink *k, struct snk_file *f, const char *to)
 }
 
 /* ---- FILE: regular files ---- */
-
-int sink_open_tmp(struct sink *k, struct snk_file *f, bool keep)
-{
-	char msg[WIRE_MSG_MAX + 1];
-	const char *what;
-	bool fresh;
-	int rc;
-
-	f->fd = place_tmp_open(f->dirfd, f->n.tmp, keep, 0600, &fresh, &what);
-	if (f->fd >= 0)
-		return 0;
-	rc = f->fd;
-	f->fd = -1;
-	if (place_tmp_failed(rc, what, f->n.shown, msg, sizeof(msg)) &&
-	    !sink_resuming(k))
-		unlinkat(f->dirfd, f->n.tmp, 0);
-	file_fail(f, rc == -EWOULDBLOCK ? -EBUSY : rc, "%s", msg);
-	return -1;
-}
-
-void sink_no_space(struct snk_file *f, uint64_t need, uint64_t avail)
-{
-	char sz[32], av[32];
-
-	file_fail(f, -ENOSPC, "not enough space for '%s': %s needed, %s free",
-		  f->n.shown, units_format_size(need, sz, sizeof(sz)),
-		  units_format_size(avail, av, sizeof(av)));
-}
-
-/* Fails f fast when need more bytes cannot fit where it goes. */
-void sink_check_space(struct snk_file *f, uint64_t need)
-{
-	uint64_t avail;
-
-	if (place_check_space(f->fd, need, &avail))
-		sink_no_space(f, need, avail);
-}
-
-/*
- * The source is told to send nothing of f, then f's result follows: kept
- * as it was (skipped), or failed before any data (f->err). Frees f.
- */
-int sink_skip_file(struct sink *k, struct snk_file *f)
-{
-	struct wire_msg m = { .type = WIRE_HAVE };
-
-	m.u.have.file_id = f->id;
-	m.u.have.flags = WIRE_HAVE_SKIP;
-	m.u.have.status = f->err;
-	if (engine_send(k->e, &m))
-		return -1;
-	return sink_send_result(k, f, NULL, 0);
-}
-
-/* Hands f to a worker for fn; after runs in the engine thread. */
-void sink_start_work(struct sink *k, struct snk_file *f,
-		     void (*fn)(struct workq_item *),
-		     void (*after)(struct workq_item *))
-{
-	struct snk_work *w = &f->work;
-
-	w->item.fn = fn;
-	w->item.after = after;
-	w->k = k;
-	w->f = f;
-	workq_push(k->e->wq, &w->item);
-}
 
 /* HAVE: nothing here, send it all. */
 static int send_all(struct sink *k, struct snk_file *f)
@@ -345,7 +171,7 @@ static int on_file(struct sink *k, const struct wire_file *wf)
 		return engine_fail(k->e, XFER_FAIL_RESOURCE, -ENOMEM,
 				   "out of memory");
 	/* Directories and symlinks too, while on_file makes them. */
-	live_add(k, f);
+	sink_live_add(k, f);
 	k->nfiles++;
 	k->active++;
 	f->id = wf->file_id;
@@ -379,7 +205,7 @@ static int on_file(struct sink *k, const struct wire_file *wf)
 	/* Its directory stays unfinished until it is placed or dropped. */
 	if (f->kind == WIRE_KIND_FILE)
 		f->dir = sink_dir_hold(k);
-	client_report(k, f, false, NULL, 0);
+	sink_file_report(k, f, false, NULL, 0);
 	/* What is here is told at most once a name (-n, -u, --resume). */
 	/* A split file's ranges share a name: its state answers for them. */
 	rc = f->kind != WIRE_KIND_DIR && (k->p->flags & WIRE_HELLO_ASK) &&
@@ -415,26 +241,6 @@ static int on_file(struct sink *k, const struct wire_file *wf)
 
 /* ---- FILE_END ---- */
 
-void sink_maybe_finalize(struct sink *k, struct snk_file *f)
-{
-	if (!f->ended || f->inflight || f->finalizing || f->comparing)
-		return;
-	if (!f->err && f->received != f->end.nchunks)
-		file_fail(f, -EPROTO, "'%s': %llu chunks announced, %llu came",
-			  f->n.shown, (unsigned long long)f->end.nchunks,
-			  (unsigned long long)f->received);
-	/* Only a sparse file's size may say more than its chunks fill. */
-	if (!f->err && !f->holes_ok &&
-	    f->received != f->nslots - f->first_idx)
-		file_fail(f, -EPROTO,
-			  "'%s': %llu bytes announced without holes, but only "
-			  "%llu of its %llu chunks came; not placed",
-			  f->n.shown, (unsigned long long)f->size,
-			  (unsigned long long)f->received,
-			  (unsigned long long)(f->nslots - f->first_idx));
-	sink_finalize(k, f);
-}
-
 static int on_end(struct sink *k, const struct wire_file_end *end)
 {
 	struct snk_file *f;
@@ -457,68 +263,6 @@ static int on_end(struct sink *k, const struct wire_file_end *end)
 	}
 	sink_maybe_finalize(k, f);
 	return 0;
-}
-
-/*
- * Counts a file's outcome and logs it: every failure on the client, the
- * receiver's own ones and each placed file on the receiver. msg NULL: the
- * failure was logged already.
- */
-void sink_tally(struct sink *k, const char *shown, uint64_t size, int err,
-		bool remote, const char *msg, bool skipped)
-{
-	if (err) {
-		if (msg && !k->p->server)
-			log_err("%s", msg);
-		else if (msg && !remote)
-			log_warn("%s", msg);
-		if (!k->st->files_failed++)
-			k->st->first_fail = engine_klass_of(err, remote);
-		return;
-	}
-	if (k->p->server)
-		log_info("%s '%s' (%llu bytes)", skipped ? "kept" : "received",
-			 shown, (unsigned long long)size);
-	k->st->files_ok++;
-	k->st->files_skipped += skipped;
-	k->st->bytes += size;
-}
-
-int sink_send_result(struct sink *k, struct snk_file *f, const uint8_t *digest,
-		     unsigned int dlen)
-{
-	struct wire_msg m = { .type = WIRE_FILE_RESULT };
-	bool final = sink_range_final(f) || f->kept_final;
-	int rc;
-
-	m.u.result.file_id = f->id;
-	m.u.result.status = f->err;
-	m.u.result.sent = f->sent;
-	m.u.result.flags = (f->skipped ? WIRE_RESULT_SKIPPED : 0) |
-			   (f->dry ? WIRE_RESULT_DRY : 0) |
-			   (f->exists ? WIRE_RESULT_EXISTS : 0) |
-			   (final ? WIRE_RESULT_FINAL : 0);
-	if (f->err) {
-		snprintf(m.u.result.msg, sizeof(m.u.result.msg), "%s",
-			 f->errmsg);
-	} else {
-		m.u.result.digest_len = (uint8_t)dlen;
-		if (dlen)
-			memcpy(m.u.result.digest, digest, dlen);
-	}
-	if ((f->rg || f->kept_range) && !f->err && !final) {
-		/* a range: the file is counted once, by its final one */
-		if (f->rg)
-			k->st->bytes += sink_range_len(f);
-	} else
-		sink_tally(k, f->n.shown, f->rg ? sink_range_len(f) : f->size,
-			   f->err, f->err_remote, f->errmsg, f->skipped);
-	client_report(k, f, true, digest, dlen);
-	rc = engine_send(k->e, &m);
-	live_remove(k, f);
-	k->active--;
-	file_free(k, f);
-	return rc;
 }
 
 /* ---- engine role ---- */
@@ -728,7 +472,7 @@ out:
 	/* Nothing more is finished: the session did not end well. */
 	sink_dirs_drop(&k);
 	while (k.nlive) /* removes unfinished temporaries */
-		file_free(&k, k.live[--k.nlive]);
+		sink_file_free(&k, k.live[--k.nlive]);
 	for (unsigned int i = 0; k.jobs && i < e->c->geom.slots; i++) {
 		sink_pack_free(&k.jobs[i]);
 		payload_release(&k.jobs[i].pl);

@@ -29,13 +29,6 @@
 
 static void chunk_done(struct workq_item *item);
 
-/* Worker: the payload as the source read it (opened, inflated). */
-int sink_open_payload(struct sink *k, struct snk_job *j, const uint8_t **raw)
-{
-	return payload_open(&j->pl, &j->h, j->index, cm_slot(k->e->c, j->slot),
-			    raw);
-}
-
 static void write_chunk(struct workq_item *item)
 {
 	struct snk_job *j = (struct snk_job *)item;
@@ -96,26 +89,6 @@ void sink_size_file(struct sink *k, struct snk_file *f, bool sparse)
 			 "the page cache",
 			 f->n.shown, direct_why(rc));
 	}
-}
-
-bool sink_flags_ok(const struct sink *k, uint16_t flags)
-{
-	uint16_t allowed = WIRE_SLOT_ENCRYPTED;
-
-	if (k->p->flags & WIRE_HELLO_COMPRESS)
-		allowed |= WIRE_SLOT_COMPRESSED;
-	if (flags & ~allowed)
-		return false;
-	/* Sealed chunks only when agreed, and then nothing in the clear. */
-	return !(flags & WIRE_SLOT_ENCRYPTED) == !k->p->data_key;
-}
-
-void sink_progress(struct sink *k, const char *shown, uint32_t len)
-{
-	k->bytes_in += len;
-	if (!k->p->server)
-		report_progress(k->e->o, &k->next_progress_ms, k->bytes_in, 0,
-				shown);
 }
 
 /*

@@ -76,17 +76,6 @@ static int verify_digest(struct snk_work *fin, int fd, bool kept)
 	return 0;
 }
 
-/*
- * The final mode, unless the file was made with it already (have_mode),
- * and the times with -p. 0, or -errno and *what.
- */
-int sink_apply_meta(const struct sink *k, int fd, uint32_t mode, bool have_mode,
-		    const struct timespec times[2], const char **what)
-{
-	return place_meta(fd, !have_mode, sink_final_mode(k, mode),
-			  sink_preserving(k) ? times : NULL, what);
-}
-
 static int set_meta(struct sink *k, struct snk_file *f, int fd)
 {
 	const char *what;
@@ -167,4 +156,68 @@ void sink_finalize(struct sink *k, struct snk_file *f)
 {
 	f->finalizing = true;
 	sink_start_work(k, f, finalize, finalized);
+}
+
+void sink_maybe_finalize(struct sink *k, struct snk_file *f)
+{
+	if (!f->ended || f->inflight || f->finalizing || f->comparing)
+		return;
+	if (!f->err && f->received != f->end.nchunks)
+		file_fail(f, -EPROTO, "'%s': %llu chunks announced, %llu came",
+			  f->n.shown, (unsigned long long)f->end.nchunks,
+			  (unsigned long long)f->received);
+	/* Only a sparse file's size may say more than its chunks fill. */
+	if (!f->err && !f->holes_ok &&
+	    f->received != f->nslots - f->first_idx)
+		file_fail(f, -EPROTO,
+			  "'%s': %llu bytes announced without holes, but only "
+			  "%llu of its %llu chunks came; not placed",
+			  f->n.shown, (unsigned long long)f->size,
+			  (unsigned long long)f->received,
+			  (unsigned long long)(f->nslots - f->first_idx));
+	sink_finalize(k, f);
+}
+
+int sink_resume_digest(struct snk_work *fin, int fd)
+{
+	struct snk_file *f = fin->f;
+	const struct sink *k = fin->k;
+	struct ck_sha256 *tree = NULL;
+	uint8_t *buf = malloc(k->chunk);
+	uint8_t sha[CK_SHA256_LEN];
+	uint32_t crc = 0, be;
+	int rc = buf ? 0 : -ENOMEM;
+
+	if (!rc && k->p->csum == XFER_CSUM_SHA256)
+		rc = ck_sha256_create(&tree);
+	for (uint64_t i = 0; !rc && i < f->nslots; i++) {
+		uint64_t off = i * k->chunk, len = f->size - off;
+
+		if (len > k->chunk)
+			len = k->chunk;
+		rc = io_pread_full(fd, buf, len, off);
+		if (!rc && k->p->csum == XFER_CSUM_CRC32)
+			crc = ck_crc32_combine(crc, ck_crc32(0, buf, len), len);
+		if (!rc && tree)
+			rc = ck_sha256(buf, len, sha);
+		if (!rc && tree)
+			rc = ck_sha256_update(tree, sha, CK_SHA256_LEN);
+	}
+	if (!rc && tree)
+		rc = ck_sha256_final(tree, fin->digest);
+	ck_sha256_destroy(tree);
+	free(buf);
+	if (rc) {
+		file_fail(f, rc, "cannot read back '%s': %s", f->n.shown,
+			  strerror(-rc));
+		return rc;
+	}
+	if (k->p->csum == XFER_CSUM_CRC32) {
+		be = htobe32(crc);
+		memcpy(fin->digest, &be, 4);
+		fin->dlen = 4;
+	} else if (k->p->csum == XFER_CSUM_SHA256) {
+		fin->dlen = CK_SHA256_LEN;
+	}
+	return 0;
 }

@@ -201,10 +201,11 @@ struct sink {
 #define file_fail(f, ...)                                                      \
 	report_fail(&(f)->err, (f)->errmsg, sizeof((f)->errmsg), __VA_ARGS__)
 
+/* ---- sink_meta.c: what the session asked of placed entries ---- */
+
 bool sink_resuming(const struct sink *k);
 bool sink_preserving(const struct sink *k);
 mode_t sink_final_mode(const struct sink *k, uint32_t mode);
-
 /*
  * Worker: the final mode (unless the file was made with it, have_mode)
  * and, with -p, the times onto fd. 0, or -errno and *what.
@@ -212,10 +213,42 @@ mode_t sink_final_mode(const struct sink *k, uint32_t mode);
 int sink_apply_meta(const struct sink *k, int fd, uint32_t mode, bool have_mode,
 		    const struct timespec times[2], const char **what);
 
+/* ---- sink_file.c: a file in flight, FILE to FILE_RESULT ---- */
+
+/* The file in flight with id, or NULL. */
+struct snk_file *sink_live_find(const struct sink *k, uint32_t id);
+/* f (a new id, larger than any before) is in flight. */
+void sink_live_add(struct sink *k, struct snk_file *f);
+/* Frees f: its temporary discarded, its directory released. f may be NULL. */
+void sink_file_free(struct sink *k, struct snk_file *f);
+/* Closes f's temporary; removes it unless --resume may reuse it. */
+void sink_discard(struct sink *k, struct snk_file *f);
+/*
+ * Opens f's temporary (keep: reuse what it holds). 0, or -1 with f failed.
+ */
+int sink_open_tmp(struct sink *k, struct snk_file *f, bool keep);
+/* Fails f when need more bytes cannot fit where it goes. */
+void sink_check_space(struct snk_file *f, uint64_t need);
+/* Fails f: need bytes do not fit, avail are free. */
+void sink_no_space(struct snk_file *f, uint64_t need, uint64_t avail);
+/* Hands f to a worker for fn; after runs in the engine thread. */
+void sink_start_work(struct sink *k, struct snk_file *f,
+		     void (*fn)(struct workq_item *),
+		     void (*after)(struct workq_item *));
+/*
+ * The source is told to send nothing of f, then f's result follows: kept
+ * as it was (skipped), or failed before any data (f->err). Frees f.
+ */
+int sink_skip_file(struct sink *k, struct snk_file *f);
+/* f's FILE_RESULT, counted and reported. Frees f. */
+int sink_send_result(struct sink *k, struct snk_file *f, const uint8_t *digest,
+		     unsigned int dlen);
 /* The client's user sees r, with the digest (dlen bytes) in hex. */
 void sink_user_report(struct sink *k, struct xfer_file_report *r,
 		      const uint8_t *digest, unsigned int dlen);
-
+/* f started (done false) or finished, told to the client's user. */
+void sink_file_report(struct sink *k, struct snk_file *f, bool done,
+		      const uint8_t *digest, unsigned int dlen);
 /*
  * Counts a file's outcome and logs it. msg NULL: the failure was logged
  * already.
@@ -223,12 +256,12 @@ void sink_user_report(struct sink *k, struct xfer_file_report *r,
 void sink_tally(struct sink *k, const char *shown, uint64_t size, int err,
 		bool remote, const char *msg, bool skipped);
 
+/* ---- sink_slot.c: what chunk and packed slots share ---- */
+
 /* Counts len bytes in and calls the user's progress, paced. */
 void sink_progress(struct sink *k, const char *shown, uint32_t len);
-
 /* Whether a slot's flags are what was agreed in the handshake. */
 bool sink_flags_ok(const struct sink *k, uint16_t flags);
-
 /* Worker: job j's payload as the source read it (opened, inflated). */
 int sink_open_payload(struct sink *k, struct snk_job *j, const uint8_t **raw);
 
@@ -250,43 +283,11 @@ int sink_open_parent(const struct sink *k, struct snk_names *n);
  */
 int sink_map_path(struct sink *k, struct snk_file *f, const char *path);
 
-
-/* Hands f to a worker for fn; after runs in the engine thread. */
-void sink_start_work(struct sink *k, struct snk_file *f,
-		     void (*fn)(struct workq_item *),
-		     void (*after)(struct workq_item *));
-
-/*
- * The source is told to send nothing of f, then f's result follows: kept
- * as it was (skipped), or failed before any data (f->err). Frees f.
- */
-int sink_skip_file(struct sink *k, struct snk_file *f);
-
 /*
  * --dry-run: answers f's FILE (path as sent) with what a copy would do
  * (sink_dry.c). 0 or the engine's error.
  */
 int sink_dry_answer(struct sink *k, struct snk_file *f, const char *path);
-
-/* f's FILE_RESULT, counted and reported. Frees f. */
-int sink_send_result(struct sink *k, struct snk_file *f, const uint8_t *digest,
-		     unsigned int dlen);
-
-/* Closes f's temporary; removes it unless --resume may reuse it. */
-void sink_discard(struct sink *k, struct snk_file *f);
-
-/*
- * Opens f's temporary (keep: reuse what it holds). 0, or -1 with f failed.
- */
-int sink_open_tmp(struct sink *k, struct snk_file *f, bool keep);
-/* Fails f when need more bytes cannot fit where it goes. */
-void sink_check_space(struct snk_file *f, uint64_t need);
-/* Fails f: need bytes do not fit, avail are free. */
-void sink_no_space(struct snk_file *f, uint64_t need, uint64_t avail);
-/* The file in flight with id, or NULL. */
-struct snk_file *sink_live_find(const struct sink *k, uint32_t id);
-/* Finalizes f if it is ended and nothing of it is in flight. */
-void sink_maybe_finalize(struct sink *k, struct snk_file *f);
 
 /* ---- sink_chunk.c ---- */
 
@@ -361,6 +362,13 @@ void sink_dirs_drop(struct sink *k);
  * thread sends its FILE_RESULT).
  */
 void sink_finalize(struct sink *k, struct snk_file *f);
+/* Finalizes f if it is ended and nothing of it is in flight. */
+void sink_maybe_finalize(struct sink *k, struct snk_file *f);
+/*
+ * Worker, at finalize: f's digest read back from fd (the whole file: the
+ * chunks that matched and the ones that came). 0 or -errno, f failed.
+ */
+int sink_resume_digest(struct snk_work *fin, int fd);
 
 /* ---- sink_range.c ---- */
 
@@ -482,11 +490,6 @@ int sink_ask_once(struct sink *k, const struct snk_file *f);
 int sink_resume_open(struct sink *k, struct snk_file *f, bool sparse);
 /* A SUMS came. 0 or the engine's error (a protocol violation). */
 int sink_on_sums(struct sink *k, const struct wire_sums *m);
-/*
- * Worker, at finalize: f's digest read back from fd (the whole file: the
- * chunks that matched and the ones that came). 0 or -errno, f failed.
- */
-int sink_resume_digest(struct snk_work *fin, int fd);
 
 /* ---- sink_want.c ---- */
 

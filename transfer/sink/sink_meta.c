@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * What the session asked of the entries the sink places: whether it
+ * resumes and preserves, the mode a file ends with, and applying mode and
+ * times to a placed file. The bottom of the sink: it calls no other sink
+ * file, so every one of them may call it.
+ */
+#include "transfer/fs/place.h"
+#include "transfer/sink/sink_int.h"
+
+bool sink_resuming(const struct sink *k)
+{
+	return k->p->flags & WIRE_HELLO_RESUME;
+}
+
+bool sink_preserving(const struct sink *k)
+{
+	return k->p->flags & WIRE_HELLO_PRESERVE;
+}
+
+mode_t sink_final_mode(const struct sink *k, uint32_t mode)
+{
+	return place_mode(mode, sink_preserving(k), k->t->umask);
+}
+
+/*
+ * The final mode, unless the file was made with it already (have_mode),
+ * and the times with -p. 0, or -errno and *what.
+ */
+int sink_apply_meta(const struct sink *k, int fd, uint32_t mode, bool have_mode,
+		    const struct timespec times[2], const char **what)
+{
+	return place_meta(fd, !have_mode, sink_final_mode(k, mode),
+			  sink_preserving(k) ? times : NULL, what);
+}
