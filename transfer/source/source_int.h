@@ -209,6 +209,12 @@ static inline struct src_file *src_file_at(const struct source *s, size_t i)
 	return &s->fblk[i / WALK_BLOCK][i % WALK_BLOCK];
 }
 
+/* f's first failure: errno and one line for the user. */
+#define file_fail(f, ...)                                                      \
+	report_fail(&(f)->err, (f)->errmsg, sizeof((f)->errmsg), __VA_ARGS__)
+
+/* ---- source_queue.c: the plan's fifo and the files' wire ids ---- */
+
 /* The file wire id names, or NULL: never announced, or finished. */
 struct src_file *src_by_wire(const struct source *s, uint32_t id);
 
@@ -218,12 +224,6 @@ struct src_file *src_by_wire(const struct source *s, uint32_t id);
  * block's files and walk entries may be gone on return.
  */
 void src_retire(struct source *s, struct src_file *f);
-
-/* f's first failure: errno and one line for the user. */
-#define file_fail(f, ...)                                                      \
-	report_fail(&(f)->err, (f)->errmsg, sizeof((f)->errmsg), __VA_ARGS__)
-
-/* ---- source_plan.c ---- */
 
 /* Lists more of the walk and makes their files. 0 or the engine's error. */
 int src_more_files(struct source *s);
@@ -244,6 +244,9 @@ int src_send_file(struct source *s, struct src_file *f);
 int src_send_failure(struct source *s, struct src_file *f);
 /* A free staging buffer's job, or NULL. */
 struct src_job *src_take_job(struct source *s);
+
+/* ---- source_plan.c ---- */
+
 /* Plans what can be planned now. How many items, or -1 on a failure. */
 int src_plan(struct source *s);
 
@@ -285,7 +288,7 @@ int src_names_on_msg(struct source *s, const struct wire_names *m);
 /* Tells the client the names it is through with. Messages sent (0, 1). */
 int src_names_pump(struct source *s);
 
-/* ---- source.c ---- */
+/* ---- source_file.c: a file's reads on the source ---- */
 
 /*
  * f (open, a regular file) gets its O_DIRECT twin when it goes direct:

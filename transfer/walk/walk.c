@@ -524,8 +524,8 @@ int walk_more(struct walk *w, size_t want)
 		struct walk_frame *f;
 		char *name;
 
-		if (!w->depth && (w->list || w->feed)) {
-			rc = walk_list_next(w);
+		if (!w->depth && w->next_listed) {
+			rc = w->next_listed(w);
 			if (rc == 1)
 				w->done = true;
 			if (rc == 2)

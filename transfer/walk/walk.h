@@ -100,6 +100,9 @@ struct walk {
 	size_t line_cap;
 	struct hset listed; /* the listed names of the entries held */
 	int list_err; /* a list that could not be read: -errno */
+	/* with a list or feed: its next name (walk_list_next), set by
+	 * walk_list_start, so the tree walk never calls the list input */
+	int (*next_listed)(struct walk *w);
 };
 
 /* Entry i < w->n, in a block not released. */
@@ -115,6 +118,11 @@ static inline struct walk_entry *walk_at(const struct walk *w, size_t i)
  * beneath). Nothing is listed yet.
  */
 void walk_start(struct walk *w, const char *const *srcs, size_t n);
+/*
+ * walk_start, and with a list or a feed set, the names they give are what
+ * the walk lists (walk_list.c). The source starts every walk with it.
+ */
+void walk_list_start(struct walk *w, const char *const *srcs, size_t n);
 
 /*
  * Lists at least want more entries, or all that are left (then w->done),

@@ -34,10 +34,5 @@ int walk_stat_named(const struct walk *w, const char *src, struct stat *st);
  * 0 or -ENOMEM (per-entry failures are kept in the entry).
  */
 int walk_named(struct walk *w, const char *src, const char *wire, bool listed);
-/*
- * The list's next name, added: 0, 1 at the list's end, 2 when a feed or
- * a non-blocking list has none yet, or -errno.
- */
-int walk_list_next(struct walk *w);
 
 #endif

@@ -256,7 +256,11 @@ static int take_range(struct walk *w, size_t before, const char *name,
 	return 0;
 }
 
-int walk_list_next(struct walk *w)
+/*
+ * The list's next name, added: 0, 1 at the list's end, 2 when a feed or
+ * a non-blocking list has none yet, or -errno.
+ */
+static int walk_list_next(struct walk *w)
 {
 	char local[PATH_MAX + 1];
 	struct xfer_range range;
@@ -331,4 +335,11 @@ int walk_list_next(struct walk *w)
 	if (!rc && !w->prev)
 		rc = -ENOMEM;
 	return rc;
+}
+
+void walk_list_start(struct walk *w, const char *const *srcs, size_t n)
+{
+	walk_start(w, srcs, n);
+	if (w->list || w->feed)
+		w->next_listed = walk_list_next;
 }
