@@ -44,6 +44,7 @@
 #include <zlib.h>
 
 #include "memconn.h"
+#include "transfer/client/client_int.h"
 #include "transfer/session/session.h"
 #include "transfer/wire/wire.h"
 #include "transfer/xfer.h"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * Unit tests for copies over ssh: the bootstrap line (transfer/client/boot.c)
+ * Unit tests for copies over ssh: the bootstrap line (transfer/wire/boot.c)
  * written and read back, and refused when malformed or carrying too much;
  * the operands (cmd/operands.c): HOST:PATH, HOST::PATH, rdcp://, user@,
  * [v6], local paths with ':' in them, and the refusals (a host starting
@@ -9,7 +9,7 @@
 #include "tap.h"
 
 #include "cmd/operands.h"
-#include "transfer/client/boot.h"
+#include "transfer/wire/boot.h"
 
 #include <errno.h>
 #include <string.h>

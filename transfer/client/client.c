@@ -16,6 +16,7 @@
 
 #include <openssl/crypto.h>
 
+#include "transfer/client/client_int.h"
 #include "transfer/session/auth.h"
 #include "transfer/fs/direct.h"
 #include "transfer/session/role.h"
@@ -341,20 +342,4 @@ enum xfer_fail client_run(const struct xfer_opts *o, struct cm_conn *c,
 	v = session_client(o, c, st);
 	cm_conn_destroy(c);
 	return v;
-}
-
-enum xfer_fail xfer_copy(const struct xfer_opts *o, struct xfer_stats *st)
-{
-	struct cm_geom geom = client_geom(o);
-	struct cm_timeouts to = session_timeouts(o);
-	struct cm_conn *c;
-	int rc;
-
-	memset(st, 0, sizeof(*st));
-	if (o->rsh || o->boot_line)
-		return remote_copy(o, st);
-	rc = cm_connect(&o->addr, &geom, &to, &c);
-	if (rc)
-		return session_connect_fail(rc);
-	return client_run(o, c, st);
 }

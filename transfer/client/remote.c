@@ -19,7 +19,8 @@
 
 #include <openssl/crypto.h>
 
-#include "transfer/client/boot.h"
+#include "transfer/wire/boot.h"
+#include "transfer/client/client_int.h"
 #include "transfer/client/rsh.h"
 #include "transfer/session/session.h"
 #include "util/clock.h"

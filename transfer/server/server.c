@@ -28,7 +28,7 @@
 #include <openssl/crypto.h>
 
 #include "transfer/session/auth.h"
-#include "transfer/client/boot.h"
+#include "transfer/wire/boot.h"
 #include "transfer/fs/direct.h"
 #include "transfer/session/role.h"
 #include "transfer/fs/place.h"

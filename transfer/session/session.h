@@ -24,22 +24,6 @@ enum xfer_fail session_client(const struct xfer_opts *o, struct cm_conn *c,
 enum xfer_fail session_serve(const struct xfer_opts *o, int rootfd,
 			     struct cm_conn *c);
 
-/* The geometry a client asks for: o's window and chunk size. */
-struct cm_geom client_geom(const struct xfer_opts *o);
-
-/*
- * The client's session on a connection it made (c is destroyed after),
- * with st's transport and device filled in.
- */
-enum xfer_fail client_run(const struct xfer_opts *o, struct cm_conn *c,
-			  struct xfer_stats *st);
-
-/*
- * xfer_copy when the peer is started over ssh (o->rsh) or was
- * (o->boot_line): transfer/client/remote.c.
- */
-enum xfer_fail remote_copy(const struct xfer_opts *o, struct xfer_stats *st);
-
 /* cm/'s resolve and connect bounds from o's connect timeout. */
 struct cm_timeouts session_timeouts(const struct xfer_opts *o);
 

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "transfer/client/boot.h"
+#include "transfer/wire/boot.h"
 
 static size_t put_list(char *p, size_t left, const char *name,
 		       char (*addrs)[CM_ADDRSTR_LEN], int n)
