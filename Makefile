@@ -271,7 +271,7 @@ install: all
 		$(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(UNITDIR) \
 		$(DESTDIR)$(SYSCONFDIR)/rdcp
 	install -m 0755 $(BUILD)/rdcp $(DESTDIR)$(BINDIR)/rdcp
-	install -m 0644 cmd/rdcp.1 $(DESTDIR)$(MANDIR)/man1/rdcp.1
+	install -m 0644 doc/rdcp.1 $(DESTDIR)$(MANDIR)/man1/rdcp.1
 	install -m 0644 cmd/rdcp.bash-completion $(DESTDIR)$(BASHCOMPDIR)/rdcp
 	sed -e 's|/usr/bin/rdcp|$(BINDIR)/rdcp|g' \
 		-e 's|/etc/rdcp/|$(SYSCONFDIR)/rdcp/|g' \
@@ -289,7 +289,7 @@ INSTALL_MPI ?= 1
 install-mpi: $(BUILD)/rdcp-mpi
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1
 	install -m 0755 $(BUILD)/rdcp-mpi $(DESTDIR)$(BINDIR)/rdcp-mpi
-	install -m 0644 cmd/rdcp-mpi.1 $(DESTDIR)$(MANDIR)/man1/rdcp-mpi.1
+	install -m 0644 doc/rdcp-mpi.1 $(DESTDIR)$(MANDIR)/man1/rdcp-mpi.1
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/rdcp $(DESTDIR)$(MANDIR)/man1/rdcp.1 \

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * Rails (--streams N over several RDMA devices; README "Wire protocol":
+ * Rails (--streams N over several RDMA devices; doc/PROTOCOL.md:
  * Rails): a connection's lanes spread over the receiver's devices, lane k
  * on rail k % R. The receiver lists its rails (each device with an active
  * port and an address of lane 0's family, lane 0's first) and the client

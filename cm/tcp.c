@@ -623,8 +623,8 @@ static int t_ring_create(struct cm_conn *c, struct cm_ring_desc *desc)
 		return -EEXIST;
 	/*
 	 * Page aligned only: 2 MiB alignment bought nothing measurable over
-	 * loopback and looked slower in some interleaved runs (README
-	 * Performance); no NIC maps this memory.
+	 * loopback and looked slower in some interleaved runs
+	 * (doc/PERFORMANCE.md, "Aligned slots"); no NIC maps this memory.
 	 */
 	rc = cm_area_alloc(c, "ring", false, &p, &hdr);
 	if (rc)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * rdcp's exit codes: stable, for scripts. Listed in --help, the man page
- * and README.md; never renumber one, only add.
+ * rdcp's exit codes: stable, for scripts. Listed in --help and the man
+ * page (doc/rdcp.1, EXIT STATUS); never renumber one, only add.
  */
 #ifndef RDCP_EXIT_CODES_H
 #define RDCP_EXIT_CODES_H

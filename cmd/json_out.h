@@ -2,7 +2,7 @@
 /*
  * --json: newline-delimited JSON events on stdout, one object per line,
  * flushed as it happens, for scripts. The event types and their fields are
- * listed in README.md ("Machine-readable output") and rdcp(1).
+ * listed in rdcp(1), JSON OUTPUT (doc/rdcp.1).
  */
 #ifndef RDCP_JSON_OUT_H
 #define RDCP_JSON_OUT_H

@@ -193,12 +193,12 @@ if [ -f "$RPM" ]; then
 fi
 
 # ------------------------------------------------ files both packages ship
-MAN=$TOP/cmd/rdcp.1
+MAN=$TOP/doc/rdcp.1
 check "man page: mandoc -T lint clean" \
 	sh -c "out=\$(mandoc -T lint -W warning '$MAN' 2>&1); echo \"\$out\"; [ -z \"\$out\" ]"
 check "man page: groff -man -ww clean" \
 	sh -c "out=\$(groff -man -ww -z '$MAN' 2>&1); echo \"\$out\"; [ -z \"\$out\" ]"
-MPIMAN=$TOP/cmd/rdcp-mpi.1
+MPIMAN=$TOP/doc/rdcp-mpi.1
 check "rdcp-mpi man page: mandoc -T lint and groff -ww clean" \
 	sh -c "out=\$(mandoc -T lint -W warning '$MPIMAN' 2>&1; groff -man -ww -z '$MPIMAN' 2>&1)
 		echo \"\$out\"; [ -z \"\$out\" ]"

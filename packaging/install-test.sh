@@ -23,7 +23,8 @@
 #   - an empty, a small and a 64 MiB random file sent with the installed
 #     /usr/bin/rdcp and its default key to 127.0.0.1 (TCP, no RDMA here),
 #     compared byte for byte in RDCP_ROOT; SIGTERM stops the receiver;
-#   - dpkg --purge: what the README promises goes, goes; what stays, stays.
+#   - dpkg --purge: what packaging/README.md promises goes, goes; what
+#     stays, stays.
 #
 # Only loopback carries rdcp traffic. The sandboxing options of the unit
 # (ProtectSystem=, DeviceAllow=, ...) are not reproduced: that needs systemd

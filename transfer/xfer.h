@@ -120,7 +120,7 @@ struct xfer_opts {
 	/* both sides */
 	struct cm_addr addr;  /* connect to / listen on */
 	/*
-	 * --device a,b (rails, README "Rails"): the whole list (addr.device
+	 * --device a,b (rails, doc/PROTOCOL.md "Rails"): the whole list (addr.device
 	 * is its first name, lane 0's on a client); NULL with one device.
 	 */
 	const char *rail_devices;

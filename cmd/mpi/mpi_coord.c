@@ -153,7 +153,7 @@ static int push_names(struct mj_coord *c, const uint8_t *p, size_t len)
 /*
  * A file of size bytes, at least the split size: its ranges queued as
  * items of their own, each for whichever rank asks next, all with one
- * token, new for this file in this job (README "Many hosts").
+ * token, new for this file in this job (rdcp-mpi(1), DESCRIPTION).
  */
 static int split_big(struct mj_coord *c, const char *name, uint64_t size)
 {

@@ -10,7 +10,7 @@
  * detects the end of the walk, merges progress, --json events and the
  * ranks' verdicts, and says the job's exit code. Every MPI call is point
  * to point and non-blocking, polled with a deadline: no collective, so a
- * lost rank cannot hang the others (see README "Many hosts").
+ * lost rank cannot hang the others (see rdcp-mpi(1), FAILURES).
  *
  * Messages are byte strings: a type byte, then big-endian fields.
  */

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * The experiment behind rdcp's file-I/O choices (issue #14; README
- * "Performance"), run by tests/bench/direct.sh: one file of MIB MiB
- * written, then read, in 1 MiB chunks from a 64-slot page-aligned "ring",
- * the way rdcp's sink and source move a large file, by
+ * The experiment behind rdcp's file-I/O choices (issue #14;
+ * doc/PERFORMANCE.md, "Direct I/O"), run by tests/bench/direct.sh: one
+ * file of MIB MiB written, then read, in 1 MiB chunks from a 64-slot
+ * page-aligned "ring", the way rdcp's sink and source move a large
+ * file, by
  *   buffered T  pwrite/pread through the page cache, T threads
  *   direct T    the same with O_DIRECT (space fallocated first), T threads
  *   uring Q     O_DIRECT through one io_uring, one thread, Q in flight

@@ -4,7 +4,8 @@
 # The command line as a user and a script meet it, on this host over TCP
 # loopback: --help against a golden copy (tests/e2e/help.golden:
 # regenerate it with 'build/rdcp --help > tests/e2e/help.golden' when an
-# option changes on purpose), usage errors (one line, exit 2), --version,
+# option changes on purpose) and its long options against the man page
+# and the bash completion, usage errors (one line, exit 2), --version,
 # key handling (exit 4), and --json: every line parsed as JSON and the
 # events checked field by field. TAP out, 'N passed, N failed' last.
 #
@@ -41,6 +42,34 @@ expect_fail() {
 }
 
 check "--help matches tests/e2e/help.golden" diff -u "$HERE/help.golden" <("$RDCP" --help)
+
+# An option is written in four places (cmd/options.c, which prints
+# --help; the man page; the completion; the golden copy): every long
+# option of --help must have an entry of its own in doc/rdcp.1 (the tag
+# line after a .TP, so a mention in passing does not count) and be
+# offered by cmd/rdcp.bash-completion, and neither may offer one that
+# --help lacks.
+TOP=$(cd "$HERE/../.." && pwd)
+longopts() { grep -oE -- '--[a-z][a-z0-9-]+' | sort -u; }
+"$RDCP" --help | longopts >"$T/opts.help"
+awk 'prev == ".TP" { print } { prev = $0 }' "$TOP/doc/rdcp.1" |
+	sed 's/\\-/-/g' | longopts >"$T/opts.man"
+longopts <"$TOP/cmd/rdcp.bash-completion" >"$T/opts.comp"
+# same_opts NAME FILE: FILE's options are exactly those of --help.
+same_opts() {
+	local missing extra
+	missing=$(comm -23 "$T/opts.help" "$2" | tr '\n' ' ')
+	extra=$(comm -13 "$T/opts.help" "$2" | tr '\n' ' ')
+	if [ -s "$T/opts.help" ] && [ -z "$missing$extra" ]; then
+		ok "$1 has every long option of --help, and no other ($(wc -l <"$2"))"
+	else
+		nok "$1 has every long option of --help, and no other" \
+			"missing: ${missing:-none}" "not in --help: ${extra:-none}"
+	fi
+}
+same_opts "doc/rdcp.1 (an entry each)" "$T/opts.man"
+same_opts "cmd/rdcp.bash-completion" "$T/opts.comp"
+
 check "--version names rdcp and a version" bash -c "'$RDCP' --version | grep -Eq '^rdcp [0-9]+\.[0-9]+'"
 check "--usage lists the options" bash -c "'$RDCP' --usage | grep -q -- '--transport'"
 expect_fail "no arguments" 2

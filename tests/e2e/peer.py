@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 """A protocol-v3 rdcp peer over the TCP transport, for malicious-peer tests.
 
-Written from README.md "Wire protocol (version 3)" and the C sources
+Written from doc/PROTOCOL.md (version 3) and the C sources
 (transfer/wire/wire.c, transfer/session/auth.c, cm/tcp.c, cm/tcp_conn.c, cm/common.c,
 util/key.c); Python 3 standard library only. It plays an honest client or
 server well enough to finish a real copy with `rdcp`, and lets a test

@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 """The wire level of tests/e2e/peer.py (read its documentation first).
 
-Protocol version 3 over the TCP transport, written from README.md "Wire
-protocol (version 3)" and transfer/wire/wire.c, transfer/session/auth.c, cm/tcp.c,
+Protocol version 3 over the TCP transport, written from doc/PROTOCOL.md
+(version 3) and transfer/wire/wire.c, transfer/session/auth.c, cm/tcp.c,
 cm/tcp_conn.c, cm/common.c and util/key.c: constants, the control message
 codec (Msg, encode, decode), ring slot headers and packed slots, digests
 as rdcp computes them, the key file, the handshake MACs and the control
@@ -255,7 +255,7 @@ SPEC = {
     WELCOME: [("status", "i"), ("features", "I"), ("nonce", "32s"),
               ("mac", "32s"), ("message", "str"), ("streams", "B"),
               ("token", "8s"),
-              # rails (README "Wire protocol": Rails): 0, or R and for
+              # rails (doc/PROTOCOL.md: Rails): 0, or R and for
               # rails 1..R-1 family u8 + addr[16] each in rail_addrs
               ("rails", "B"), ("rail_addrs", "tail")],
     RING: [("addr", "Q"), ("rkey", "I"), ("slots", "H"), ("slot_size", "I"),

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 #
-# Byte ranges of a split file (rdcp-mpi's, README "Wire protocol": Ranges)
+# Byte ranges of a split file (rdcp-mpi's, doc/PROTOCOL.md: Ranges)
 # sent to a real `rdcp --listen` by peer.py clients, honest and not:
 # ranges in any order and over several sessions, one sent twice, the
 # final flag and the whole file's CRC32, --resume of a split; a range

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
-"""Byte ranges of a split file (FILE with the range flag, README "Wire
-protocol": Ranges) sent by peer.py clients to a real `rdcp --listen`, as
+"""Byte ranges of a split file (FILE with the range flag, doc/PROTOCOL.md:
+Ranges) sent by peer.py clients to a real `rdcp --listen`, as
 rdcp-mpi's ranks send them, and as a broken or hostile client might: the
 file takes its final name only when every range is verified (the last
 one's FILE_RESULT has the final flag and the whole file's CRC32); a range

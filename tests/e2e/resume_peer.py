@@ -22,7 +22,7 @@
 # MODE guess: what a match still tells: NAME announced with its real size
 #   (one chunk) and the right digest of the whole content: the bit is 1
 #   (so oracle's 0 is not a wrong digest formula). One guess of a whole
-#   chunk per name and session, as the README says.
+#   chunk per name and session, as doc/SECURITY.md says.
 # MODE claim: the server forces 4096-byte chunks (the smallest) and
 #   announces NAME as a sparse file of 504 GiB. The client must answer at
 #   once, and its peak virtual size (VmPeak) stay under 256 MiB.

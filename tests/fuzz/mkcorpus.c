@@ -296,7 +296,7 @@ static void wire_seeds(void)
 	m.u.ring.slot_size = 1 << 20;
 	m.u.ring.hdr_addr = 0x7f1234460000ull;
 	msg("ring", &m, buf);
-	m.u.ring.rails = 2; /* README "Wire protocol": Rails */
+	m.u.ring.rails = 2; /* doc/PROTOCOL.md: Rails */
 	m.u.ring.rkeys[1] = 0xfeedf00d;
 	msg("ring-rails", &m, buf);
 

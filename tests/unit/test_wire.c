@@ -11,7 +11,7 @@
  * back to back, golden bytes, every truncation, each field out of range,
  * and the digest a record carries. Control message tags (protocol 3): the
  * flag and length, the body unchanged, refusals, and a golden control key
- * and tag computed independently (Python's hmac) from the README's
+ * and tag computed independently (Python's hmac) from doc/PROTOCOL.md's
  * definition.
  */
 #include "tap.h"
@@ -690,7 +690,7 @@ static void golden_slot(struct wire_slot_hdr *h)
 }
 
 /*
- * Rails (README "Wire protocol": Rails): RING as documented, today's body
+ * Rails (doc/PROTOCOL.md: Rails): RING as documented, today's body
  * (addr u64, rkey u32, slots u16, slot_size u32, hdr_addr u64) then
  * rails u8 and an rkey u32 for each of rails 1..rails-1; WELCOME's rails
  * past its token are refused over 16, over its streams, or with an
@@ -829,7 +829,7 @@ static void test_imm(void)
 	CHECK_EQ(wire_imm(0x12345, 7), 0x23450007u);
 }
 
-/* The AAD of a sealed chunk, as README.md documents it. */
+/* The AAD of a sealed chunk, as doc/PROTOCOL.md documents it. */
 static void test_chunk_aad(void)
 {
 	static const uint8_t want[WIRE_AAD_LEN] = {
@@ -1485,7 +1485,7 @@ static void test_tag_roundtrip(void)
 /*
  * Golden control key and tag: PSK 00..1f, nonces 40..5f and 60..7f, a
  * tagged CREDIT (ctrl_ack 5, slot_ack 7) sent to the client as its
- * message 3. Computed with Python's hmac from the README's definition.
+ * message 3. Computed with Python's hmac from doc/PROTOCOL.md's definition.
  */
 static void test_tag_golden(void)
 {

@@ -24,8 +24,9 @@
 /*
  * Auto mode (neither --direct nor --no-direct): files of at least this
  * many bytes go direct, a default ring's worth (64 x 1 MiB). Measured
- * faster from 32 MiB up (README "Performance"); smaller files are what
- * the page cache holds without notice and what is often read again soon.
+ * faster from 32 MiB up (doc/PERFORMANCE.md, "Direct I/O"); smaller
+ * files are what the page cache holds without notice and what is often
+ * read again soon.
  */
 #define DIRECT_AUTO_MIN (64ull << 20)
 

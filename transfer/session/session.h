@@ -46,7 +46,7 @@ int session_rings(struct engine *e, bool sink);
 
 /*
  * The lanes a client asks for on c: --streams, else the default rule
- * (README "Lanes"): over RDMA 4 when the port runs at 100 Gb/s or more, 2
+ * (rdcp(1), --streams): over RDMA 4 when the port runs at 100 Gb/s or more, 2
  * below (or unknown); over TCP 1. SESSION_STREAMS_AUTO 0 would make the
  * default 1 everywhere (a build whose sink cannot take a file's chunks
  * out of order).

@@ -67,7 +67,7 @@ static void conclude(struct source *s, struct src_file *f, int status,
 
 /*
  * Whether res is a verdict the sink may give on f at this point of the
- * protocol (README, "Entries" and "Skip rules"): NULL, or why not. A
+ * protocol (doc/PROTOCOL.md, "Entries" and "Skip rules"): NULL, or why not. A
  * directory or symlink is answered at once; a regular file after its
  * FILE_END, or after a HAVE that skipped it, with that HAVE's status; a
  * packed file only when it failed, before its pack's PACK_DONE. SKIPPED
@@ -138,7 +138,7 @@ static const char *result_misplaced(const struct source *s,
 		return NULL;
 	if (skipped && !(s->resume && !f->nchunks))
 		return "as skipped, which was not asked for";
-	/* The final range's digest is the whole file's (README, Ranges). */
+	/* The final range's digest is the whole file's (doc/PROTOCOL.md, Ranges). */
 	if (res->flags & WIRE_RESULT_FINAL)
 		return NULL;
 	if (res->digest_len != f->dlen ||

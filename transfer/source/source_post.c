@@ -42,7 +42,7 @@ static void check_unchanged(struct src_file *f)
 /*
  * A range's CRC32 covers all its bytes: the holes skipped before end (a
  * sparse source's, --sparse's zero chunks) count as the zeros they are,
- * so that the ranges' CRCs combine into the file's (README, Ranges).
+ * so that the ranges' CRCs combine into the file's (doc/PROTOCOL.md, Ranges).
  */
 static void fold_holes(struct src_file *f, uint64_t end)
 {

@@ -7,7 +7,7 @@
  * Decoders check every length and range they can know and return -EPROTO on
  * anything malformed.
  *
- * README.md "Wire protocol" describes the same layout for humans.
+ * doc/PROTOCOL.md describes the same layout for humans.
  */
 #ifndef RDCP_WIRE_H
 #define RDCP_WIRE_H
@@ -229,7 +229,7 @@ struct wire_welcome {
 	uint8_t streams;
 	uint8_t token[WIRE_LANE_TOKEN_LEN];
 	/*
-	 * Rails (README "Wire protocol": Rails): 0 or 1, one (the address
+	 * Rails (doc/PROTOCOL.md: Rails): 0 or 1, one (the address
 	 * connected to); else 2..streams, and rail[1..rails-1] the addresses
 	 * lanes k with k % rails == r join (rail[0] unused: lane 0's).
 	 */
