@@ -93,6 +93,11 @@ fi
 # The fuzz targets replayed over their committed corpora (gcc, no
 # libFuzzer; tests/fuzz/run.sh fuzzes): path twice, over openat2(2) and
 # over the O_NOFOLLOW walk of kernels without it.
+# The layering doc/ARCHITECTURE.md promises, read from the objects (nm).
+if [ "$WHAT" = unit ] || [ "$WHAT" = quick ] || [ "$WHAT" = all ]; then
+	run_suite layers python3 "$HERE/layers/layers.py" "$BUILD"
+fi
+
 if [ "$WHAT" = unit ] || [ "$WHAT" = quick ] || [ "$WHAT" = all ]; then
 	run_suite fuzz-replay-wire "$BUILD/fuzz-replay/replay_wire" \
 		"$HERE/fuzz/corpus/wire"
