@@ -20,6 +20,7 @@
  * times, fsyncs, renames the temporary to NAME and removes the state.
  * Nothing else ever gives the temporary its final name.
  */
+#include <assert.h>
 #include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -33,6 +34,7 @@
 
 #include "transfer/place.h"
 #include "transfer/sink_int.h"
+#include "util/be_codec.h"
 #include "util/checksum.h"
 #include "util/clock.h"
 #include "util/io.h"
@@ -76,42 +78,17 @@ void rng_unlock(int state_fd)
 	(void)ofd_lock(state_fd, F_UNLCK, 0, 0);
 }
 
-static void put64(uint8_t *p, uint64_t v)
-{
-	v = htobe64(v);
-	memcpy(p, &v, 8);
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, 8);
-	return be64toh(v);
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	v = htobe32(v);
-	memcpy(p, &v, 4);
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, 4);
-	return be32toh(v);
-}
-
 static void header_encode(uint8_t *h, const struct rng_key *key)
 {
-	memcpy(h, RNG_MAGIC, 8);
-	memcpy(h + 8, key->token, WIRE_TOKEN_LEN);
-	put64(h + 24, key->size);
-	put64(h + 32, (uint64_t)key->mtime_sec);
-	put32(h + 40, key->mtime_nsec);
-	put32(h + 44, key->count);
+	struct be_put w = be_put_init(h, RNG_HDR_LEN);
+
+	be_put_bytes(&w, RNG_MAGIC, 8);
+	be_put_bytes(&w, key->token, WIRE_TOKEN_LEN);
+	be_put_u64(&w, key->size);
+	be_put_u64(&w, (uint64_t)key->mtime_sec);
+	be_put_u32(&w, key->mtime_nsec);
+	be_put_u32(&w, key->count);
+	assert(!w.err && w.off == RNG_HDR_LEN);
 }
 
 /* 0 with *key from the file, 1 when it holds no header, or -errno. */
@@ -119,27 +96,34 @@ static int header_read(int fd, struct rng_key *key)
 {
 	uint8_t h[RNG_HDR_LEN];
 	ssize_t n = pread(fd, h, sizeof(h), 0);
+	struct be_get r;
 
 	if (n < 0)
 		return -errno;
 	if (n < (ssize_t)sizeof(h) || memcmp(h, RNG_MAGIC, 8))
 		return 1;
-	memcpy(key->token, h + 8, WIRE_TOKEN_LEN);
-	key->size = get64(h + 24);
-	key->mtime_sec = (int64_t)get64(h + 32);
-	key->mtime_nsec = get32(h + 40);
-	key->count = get32(h + 44);
+	r = be_get_init(h + 8, sizeof(h) - 8);
+	be_get_bytes(&r, key->token, WIRE_TOKEN_LEN);
+	key->size = be_get_u64(&r);
+	key->mtime_sec = (int64_t)be_get_u64(&r);
+	key->mtime_nsec = be_get_u32(&r);
+	key->count = be_get_u32(&r);
 	return key->count && key->count <= WIRE_RANGES_MAX ? 0 : 1;
 }
 
 static int rec_decode(const uint8_t *b, struct rng_rec *r)
 {
-	r->off = get64(b);
-	r->len = get64(b + 8);
-	r->state = b[16];
-	r->seen = b[17] == 1;
-	r->crc = get32(b + 20);
-	return r->state <= RNG_FAILED && b[17] <= 1 ? 0 : -EIO;
+	struct be_get c = be_get_init(b, RNG_REC_LEN);
+	uint8_t seen;
+
+	r->off = be_get_u64(&c);
+	r->len = be_get_u64(&c);
+	r->state = be_get_u8(&c);
+	seen = be_get_u8(&c);
+	r->seen = seen == 1;
+	be_get_zeros(&c, 2); /* padding, not checked: never was */
+	r->crc = be_get_u32(&c);
+	return r->state <= RNG_FAILED && seen <= 1 ? 0 : -EIO;
 }
 
 int rng_read(int fd, uint32_t idx, struct rng_rec *r)
@@ -157,13 +141,16 @@ int rng_read(int fd, uint32_t idx, struct rng_rec *r)
 
 int rng_write(int fd, uint32_t idx, const struct rng_rec *r)
 {
-	uint8_t b[RNG_REC_LEN] = { 0 };
+	uint8_t b[RNG_REC_LEN];
+	struct be_put w = be_put_init(b, sizeof(b));
 
-	put64(b, r->off);
-	put64(b + 8, r->len);
-	b[16] = r->state;
-	b[17] = r->seen;
-	put32(b + 20, r->crc);
+	be_put_u64(&w, r->off);
+	be_put_u64(&w, r->len);
+	be_put_u8(&w, r->state);
+	be_put_u8(&w, r->seen);
+	be_put_zeros(&w, 2);
+	be_put_u32(&w, r->crc);
+	assert(!w.err && w.off == RNG_REC_LEN);
 	return io_pwrite_full(fd, b, sizeof(b),
 			      RNG_HDR_LEN + (uint64_t)idx * RNG_REC_LEN);
 }
