@@ -257,25 +257,15 @@ const char *unsupported(const struct args *a)
 
 int load_key(struct rank *r)
 {
-	char path[4096];
+	int rc;
 
 	/* Over ssh each rank's remote rdcp makes a one-time key. */
 	if (r->a.no_auth || r->a.o.rsh)
 		return 0;
-	if (r->a.key_file) {
-		snprintf(path, sizeof(path), "%s", r->a.key_file);
-	} else if (key_default_path(path, sizeof(path))) {
-		log_err("no key file (looked for '%s' and '/etc/rdcp/key'): "
-			"create one with 'rdcp --keygen %s' and copy it to "
-			"the receivers, or run both sides with --no-auth on "
-			"an isolated fabric",
-			path, path);
-		return RDCP_EXIT_AUTH;
-	}
-	if (key_load(path, r->key))
-		return RDCP_EXIT_AUTH;
-	r->o.key = r->key;
-	return 0;
+	rc = args_load_key(&r->a, r->key, "the receivers");
+	if (!rc)
+		r->o.key = r->key;
+	return rc;
 }
 
 /*
