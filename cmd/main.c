@@ -309,13 +309,11 @@ static void check_line(void *arg, enum cm_check_kind kind, const char *text)
 /* rdcp --check [HOST]: exit 0 when nothing is wrong. */
 static int check(struct run *run)
 {
-	uint64_t pinned =
-		2 * (uint64_t)run->o.window * (run->o.chunk_size + 64) +
-		(1u << 20);
 	int problems;
 
 	hugemem_set_mode(run->o.hugepages);
-	problems = cm_check(&run->o.addr, pinned, check_line, NULL);
+	problems = cm_check(&run->o.addr, xfer_pinned_bytes(&run->o),
+			    check_line, NULL);
 
 	if (run->o.rsh)
 		problems += xfer_check_remote(&run->o, check_line, NULL);

@@ -327,6 +327,13 @@ struct cm_geom client_geom(const struct xfer_opts *o)
 	return geom;
 }
 
+uint64_t xfer_pinned_bytes(const struct xfer_opts *o)
+{
+	struct cm_geom g = client_geom(o);
+
+	return cm_pinned_bytes(&g);
+}
+
 enum xfer_fail client_run(const struct xfer_opts *o, struct cm_conn *c,
 			  struct xfer_stats *st)
 {
