@@ -52,7 +52,7 @@ static int ofd_lock(int fd, short type, uint64_t off, uint64_t len)
 	return fcntl(fd, F_OFD_SETLK, &fl) < 0 ? -errno : 0;
 }
 
-int rng_lock(int state_fd)
+int sink_rng_lock(int state_fd)
 {
 	uint64_t end = clock_now_ms() + RNG_LOCK_MS;
 	struct timespec nap = { .tv_nsec = 2000000 };
@@ -73,7 +73,7 @@ int rng_lock(int state_fd)
 	}
 }
 
-void rng_unlock(int state_fd)
+void sink_rng_unlock(int state_fd)
 {
 	(void)ofd_lock(state_fd, F_UNLCK, 0, 0);
 }
@@ -126,7 +126,7 @@ static int rec_decode(const uint8_t *b, struct rng_rec *r)
 	return r->state <= RNG_FAILED && seen <= 1 ? 0 : -EIO;
 }
 
-int rng_read(int fd, uint32_t idx, struct rng_rec *r)
+int sink_rng_read(int fd, uint32_t idx, struct rng_rec *r)
 {
 	uint8_t b[RNG_REC_LEN];
 	ssize_t n = pread(fd, b, sizeof(b),
@@ -139,7 +139,7 @@ int rng_read(int fd, uint32_t idx, struct rng_rec *r)
 	return rec_decode(b, r);
 }
 
-int rng_write(int fd, uint32_t idx, const struct rng_rec *r)
+int sink_rng_write(int fd, uint32_t idx, const struct rng_rec *r)
 {
 	uint8_t b[RNG_REC_LEN];
 	struct be_put w = be_put_init(b, sizeof(b));
@@ -247,14 +247,14 @@ static int take_over(int state_fd, const struct rng_key *key)
 						? RNG_MISSING
 						: recs[i].state;
 			recs[i].seen = false; /* not yet in this job */
-			rc = rng_write(state_fd, i, &recs[i]);
+			rc = sink_rng_write(state_fd, i, &recs[i]);
 		}
 	}
 	free(recs);
 	return rc;
 }
 
-int rng_join(int state_fd, int part_fd, bool fresh, const struct rng_key *key,
+int sink_rng_join(int state_fd, int part_fd, bool fresh, const struct rng_key *key,
 	     uint32_t idx, uint64_t off, uint64_t len, bool resume,
 	     uint8_t *state)
 {
@@ -311,13 +311,13 @@ int rng_join(int state_fd, int part_fd, bool fresh, const struct rng_key *key,
 		recs[idx].off = off;
 		recs[idx].len = len;
 		recs[idx].seen = true;
-		rc = rng_write(state_fd, idx, &recs[idx]);
+		rc = sink_rng_write(state_fd, idx, &recs[idx]);
 	}
 	free(recs);
 	return rc;
 }
 
-int rng_mark(int state_fd, const struct rng_key *key, uint32_t idx,
+int sink_rng_mark(int state_fd, const struct rng_key *key, uint32_t idx,
 	     uint8_t state, uint32_t crc, bool *all, uint32_t *whole)
 {
 	struct rng_key have;
@@ -331,12 +331,12 @@ int rng_mark(int state_fd, const struct rng_key *key, uint32_t idx,
 	if (memcmp(have.token, key->token, WIRE_TOKEN_LEN) ||
 	    !same_file(&have, key))
 		return -ESTALE; /* taken over meanwhile: not ours to mark */
-	rc = rng_read(state_fd, idx, &r);
+	rc = sink_rng_read(state_fd, idx, &r);
 	if (rc)
 		return rc;
 	r.state = state;
 	r.crc = crc;
-	rc = rng_write(state_fd, idx, &r);
+	rc = sink_rng_write(state_fd, idx, &r);
 	if (!rc && fdatasync(state_fd) < 0)
 		rc = -errno;
 	if (rc || state != RNG_VERIFIED)
@@ -365,7 +365,7 @@ out:
 	return rc;
 }
 
-bool rng_abandoned(int state_fd, uint32_t count)
+bool sink_rng_abandoned(int state_fd, uint32_t count)
 {
 	struct rng_rec *recs;
 	bool failed = false;
@@ -421,7 +421,7 @@ static bool placed_here(const struct snk_file *f, const struct snk_range *g)
 	       header_read(g->state_fd, &have) == 0 &&
 	       !memcmp(have.token, g->key.token, WIRE_TOKEN_LEN) &&
 	       same_file(&have, &g->key) &&
-	       rng_read(g->state_fd, g->idx, &r) == 0 &&
+	       sink_rng_read(g->state_fd, g->idx, &r) == 0 &&
 	       r.state == RNG_VERIFIED && r.off == g->off && r.len == g->len;
 }
 
@@ -431,7 +431,7 @@ static bool placed_here(const struct snk_file *f, const struct snk_range *g)
  * writes these bytes; -ESTALE: the split does not agree; -ETIMEDOUT: the
  * state stayed locked). The state's lock is taken before the bytes': a
  * session of this job that is still joining holds none of them, so bytes
- * held under the lock are another job's (rng_join's part_busy).
+ * held under the lock are another job's (sink_rng_join's part_busy).
  */
 static int open_both(struct sink *k, struct snk_file *f, struct snk_range *g,
 		     uint8_t *state)
@@ -461,7 +461,7 @@ static int open_both(struct sink *k, struct snk_file *f, struct snk_range *g,
 		g->state_fd = openat(f->dirfd, g->state_name, flags, 0600);
 		if (g->state_fd < 0)
 			return -errno;
-		rc = rng_lock(g->state_fd);
+		rc = sink_rng_lock(g->state_fd);
 		if (rc)
 			return rc;
 		/* The file placed (or the state gone) between open and lock. */
@@ -474,12 +474,12 @@ static int open_both(struct sink *k, struct snk_file *f, struct snk_range *g,
 			 * session placed the file: verified with --resume;
 			 * otherwise nothing may be written to it now.
 			 */
-			rng_unlock(g->state_fd);
+			sink_rng_unlock(g->state_fd);
 			g->placed = true;
 			*state = RNG_VERIFIED;
 			return sink_resuming(k) ? 0 : -EALREADY;
 		}
-		rng_unlock(g->state_fd);
+		sink_rng_unlock(g->state_fd);
 		close(g->state_fd);
 		close(f->fd);
 		g->state_fd = f->fd = -1;
@@ -491,12 +491,12 @@ static int open_both(struct sink *k, struct snk_file *f, struct snk_range *g,
 	if (rc == -EAGAIN || rc == -EACCES)
 		rc = -EBUSY;
 	if (!rc)
-		rc = rng_join(g->state_fd, f->fd, fresh, &g->key, g->idx,
+		rc = sink_rng_join(g->state_fd, f->fd, fresh, &g->key, g->idx,
 			      g->off, g->len, sink_resuming(k), state);
 	if (!rc && fstat(f->fd, &st) == 0 && (uint64_t)st.st_size < f->size &&
 	    ftruncate(f->fd, (off_t)f->size) < 0)
 		rc = -errno;
-	rng_unlock(g->state_fd);
+	sink_rng_unlock(g->state_fd);
 	return rc;
 }
 
@@ -609,7 +609,7 @@ int sink_range_done(struct snk_work *fin)
 			  strerror(errno));
 		return -1;
 	}
-	rc = rng_lock(g->state_fd);
+	rc = sink_rng_lock(g->state_fd);
 	if (!rc && !(still_named(f->dirfd, f->n.tmp, f->fd) &&
 		     still_named(f->dirfd, g->state_name, g->state_fd))) {
 		/*
@@ -629,13 +629,13 @@ int sink_range_done(struct snk_work *fin)
 	if (!rc && f->skipped) { /* --resume: verified by an earlier job */
 		struct rng_rec r;
 
-		rc = rng_read(g->state_fd, g->idx, &r);
+		rc = sink_rng_read(g->state_fd, g->idx, &r);
 		be = htobe32(r.crc);
 	} else {
 		memcpy(&be, fin->digest, 4);
 	}
 	if (!rc)
-		rc = rng_mark(g->state_fd, &g->key, g->idx, RNG_VERIFIED,
+		rc = sink_rng_mark(g->state_fd, &g->key, g->idx, RNG_VERIFIED,
 			      be32toh(be), &all, &g->whole);
 	if (rc == -EBADMSG)
 		file_fail(f, rc,
@@ -674,7 +674,7 @@ int sink_range_done(struct snk_work *fin)
 		fin->dlen = 4;
 	}
 out:
-	rng_unlock(g->state_fd);
+	sink_rng_unlock(g->state_fd);
 	return f->err ? -1 : 0;
 }
 
@@ -711,13 +711,13 @@ void sink_range_release(struct sink *k, struct snk_file *f)
 	if (!g)
 		return;
 	direct_close(&f->dio);
-	if (g->joined && !g->final && !rng_lock(g->state_fd)) {
+	if (g->joined && !g->final && !sink_rng_lock(g->state_fd)) {
 		/*
 		 * A failed range (or one its session let go of before it
 		 * was verified: the session ended) fails the file, in this
 		 * job; --resume sends it again.
 		 */
-		if (!g->done && rng_mark(g->state_fd, &g->key, g->idx,
+		if (!g->done && sink_rng_mark(g->state_fd, &g->key, g->idx,
 					 RNG_FAILED, 0, &all, &whole))
 			log_debug("'%s': range %u not marked failed",
 				  f->n.shown, g->idx + 1);
@@ -726,12 +726,12 @@ void sink_range_release(struct sink *k, struct snk_file *f)
 		 * file (every range seen) removes what the split left.
 		 */
 		if (!sink_resuming(k) &&
-		    rng_abandoned(g->state_fd, g->key.count) &&
+		    sink_rng_abandoned(g->state_fd, g->key.count) &&
 		    still_named(f->dirfd, g->state_name, g->state_fd)) {
 			unlinkat(f->dirfd, f->n.tmp, 0);
 			unlinkat(f->dirfd, g->state_name, 0);
 		}
-		rng_unlock(g->state_fd);
+		sink_rng_unlock(g->state_fd);
 	}
 	if (g->state_fd >= 0)
 		close(g->state_fd);
