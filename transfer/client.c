@@ -296,7 +296,7 @@ enum xfer_fail session_client(const struct xfer_opts *o, struct cm_conn *c,
 		};
 
 		cfg.p.pack = features & WIRE_FEAT_PACK;
-		source_run(&e, &cfg, st);
+		src_run(&e, &cfg, st);
 	}
 	OPENSSL_cleanse(key, sizeof(key));
 	st->seconds = clock_now_s() - t0;

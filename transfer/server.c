@@ -436,7 +436,7 @@ static enum xfer_fail serve_conn(struct server *srv, struct cm_conn *c,
 				    rc, "%s: %s", c->peer,
 				    rc == -ENOMEM ? "out of memory" : why);
 		else if (!session_rings(&e, false))
-			source_run(&e, &cfg, &st);
+			src_run(&e, &cfg, &st);
 	}
 	OPENSSL_cleanse(key, sizeof(key));
 	server_join_close(srv, &jw);

@@ -555,7 +555,7 @@ static void jobs_free(struct source *s)
 	free(s->jobs);
 }
 
-int source_run(struct engine *e, const struct source_cfg *cfg,
+int src_run(struct engine *e, const struct source_cfg *cfg,
 	       struct xfer_stats *st)
 {
 	struct source s = { 0 };

@@ -784,7 +784,7 @@ static void *evil_server(void *arg)
 		};
 
 		if (list) {
-			source_run(&e, &cfg, &st);
+			src_run(&e, &cfg, &st);
 			fclose(list);
 		}
 	}

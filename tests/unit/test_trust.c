@@ -216,7 +216,7 @@ static void *evil_server(void *arg)
 			},
 		};
 
-		source_run(&e, &cfg, &st);
+		src_run(&e, &cfg, &st);
 	}
 	engine_tell_peer(&e);
 	engine_release(&e);
