@@ -685,7 +685,7 @@ void args_release(struct args *a)
 	free(a->dest_dir);
 	a->dest_dir = NULL;
 	a->o.filter = NULL;
-	split_release(&a->split);
+	operands_split_release(&a->split);
 	far_release(a->far);
 	a->far = NULL;
 }
