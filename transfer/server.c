@@ -320,9 +320,9 @@ static int server_handshake(struct server *srv, struct engine *e,
 	/* Nothing about the root is touched before the peer proved itself. */
 	rc = server_auth(srv, e, h, nonce, deadline_ms, streams, jw);
 	if (!rc && streams > 1)
-		rc = server_join_lanes(srv, e, jw, streams, h, nonce,
-				clock_now_ms() +
-					(uint64_t)srv->o->connect_timeout_ms);
+		rc = server_join_lanes(
+			srv, e, jw, streams, h, nonce,
+			clock_now_ms() + (uint64_t)srv->o->connect_timeout_ms);
 	if (rc)
 		return rc;
 	/* The client's O_DIRECT choice, else this receiver's own. */
@@ -782,7 +782,8 @@ enum xfer_fail xfer_serve(const struct xfer_opts *o)
 			if (cm_request_read(req, preauth_ms(o)))
 				continue; /* consumed, said */
 			if (cm_request_join(req, NULL)) {
-				server_join_route(&srv, req); /* none waits yet */
+				server_join_route(&srv,
+						  req); /* none waits yet */
 				continue;
 			}
 			if (server_penalty_holds(&srv, cm_request_peer(req))) {

@@ -96,7 +96,8 @@ int server_admit(struct server *srv, const char *peer, enum refusal *why);
 
 /* Refuses req (never waiting on it), saying why at most every 10 s. */
 struct cm_request;
-void server_refuse(struct server *srv, struct cm_request *req, enum refusal why);
+void server_refuse(struct server *srv, struct cm_request *req,
+		   enum refusal why);
 
 /*
  * Moves the connection in preauth slot pa (-1: none, a --once or in-memory
@@ -120,11 +121,12 @@ bool server_promote(struct server *srv, int pa);
  */
 struct engine;
 struct wire_hello;
-int server_join_open(struct server *srv, struct join_wait *w, unsigned int streams);
+int server_join_open(struct server *srv, struct join_wait *w,
+		     unsigned int streams);
 void server_join_close(struct server *srv, struct join_wait *w);
 void server_join_route(struct server *srv, struct cm_request *req);
 int server_join_lanes(struct server *srv, struct engine *e, struct join_wait *w,
-	       unsigned int n, const struct wire_hello *h,
-	       const uint8_t *nonce_s, uint64_t deadline_ms);
+		      unsigned int n, const struct wire_hello *h,
+		      const uint8_t *nonce_s, uint64_t deadline_ms);
 
 #endif

@@ -22,7 +22,8 @@
 #include "transfer/session.h"
 #include "util/clock.h"
 
-int server_join_open(struct server *srv, struct join_wait *w, unsigned int streams)
+int server_join_open(struct server *srv, struct join_wait *w,
+		     unsigned int streams)
 {
 	if (getrandom(w->token, sizeof(w->token), 0) != sizeof(w->token))
 		return -errno;
@@ -153,8 +154,8 @@ static struct cm_request *next_join(struct server *srv, struct join_wait *w,
 }
 
 int server_join_lanes(struct server *srv, struct engine *e, struct join_wait *w,
-	       unsigned int n, const struct wire_hello *h,
-	       const uint8_t *nonce_s, uint64_t deadline_ms)
+		      unsigned int n, const struct wire_hello *h,
+		      const uint8_t *nonce_s, uint64_t deadline_ms)
 {
 	struct cm_timeouts to = session_timeouts(srv->o);
 	bool have[CM_LANES_MAX] = { false };

@@ -415,9 +415,10 @@ int sink_rng_write(int state_fd, uint32_t idx, const struct rng_rec *r);
  * reads missing; without, RNG_FAILED when any range of the file failed).
  * 0 or -errno.
  */
-int sink_rng_join(int state_fd, int part_fd, bool fresh, const struct rng_key *key,
-	     uint32_t idx, uint64_t off, uint64_t len, bool resume,
-	     uint8_t *state) __attribute__((warn_unused_result));
+int sink_rng_join(int state_fd, int part_fd, bool fresh,
+		  const struct rng_key *key, uint32_t idx, uint64_t off,
+		  uint64_t len, bool resume, uint8_t *state)
+	__attribute__((warn_unused_result));
 /*
  * Under the lock: marks record idx (state, crc) and makes it durable.
  * With RNG_VERIFIED, *all tells whether every range is, each having
@@ -428,7 +429,7 @@ int sink_rng_join(int state_fd, int part_fd, bool fresh, const struct rng_key *k
  * they do not tile [0, size). -ESTALE when the state is no longer key's.
  */
 int sink_rng_mark(int state_fd, const struct rng_key *key, uint32_t idx,
-	     uint8_t state, uint32_t crc, bool *all, uint32_t *whole)
+		  uint8_t state, uint32_t crc, bool *all, uint32_t *whole)
 	__attribute__((warn_unused_result));
 /* Under the lock: every range seen (none missing) and one failed. */
 bool sink_rng_abandoned(int state_fd, uint32_t count);

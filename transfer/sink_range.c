@@ -254,9 +254,9 @@ static int take_over(int state_fd, const struct rng_key *key)
 	return rc;
 }
 
-int sink_rng_join(int state_fd, int part_fd, bool fresh, const struct rng_key *key,
-	     uint32_t idx, uint64_t off, uint64_t len, bool resume,
-	     uint8_t *state)
+int sink_rng_join(int state_fd, int part_fd, bool fresh,
+		  const struct rng_key *key, uint32_t idx, uint64_t off,
+		  uint64_t len, bool resume, uint8_t *state)
 {
 	struct rng_key have;
 	struct rng_rec *recs;
@@ -318,7 +318,7 @@ int sink_rng_join(int state_fd, int part_fd, bool fresh, const struct rng_key *k
 }
 
 int sink_rng_mark(int state_fd, const struct rng_key *key, uint32_t idx,
-	     uint8_t state, uint32_t crc, bool *all, uint32_t *whole)
+		  uint8_t state, uint32_t crc, bool *all, uint32_t *whole)
 {
 	struct rng_key have;
 	struct rng_rec r, *recs;
@@ -492,7 +492,7 @@ static int open_both(struct sink *k, struct snk_file *f, struct snk_range *g,
 		rc = -EBUSY;
 	if (!rc)
 		rc = sink_rng_join(g->state_fd, f->fd, fresh, &g->key, g->idx,
-			      g->off, g->len, sink_resuming(k), state);
+				   g->off, g->len, sink_resuming(k), state);
 	if (!rc && fstat(f->fd, &st) == 0 && (uint64_t)st.st_size < f->size &&
 	    ftruncate(f->fd, (off_t)f->size) < 0)
 		rc = -errno;
@@ -636,7 +636,7 @@ int sink_range_done(struct snk_work *fin)
 	}
 	if (!rc)
 		rc = sink_rng_mark(g->state_fd, &g->key, g->idx, RNG_VERIFIED,
-			      be32toh(be), &all, &g->whole);
+				   be32toh(be), &all, &g->whole);
 	if (rc == -EBADMSG)
 		file_fail(f, rc,
 			  "'%s': its ranges do not cover it exactly "
@@ -718,7 +718,7 @@ void sink_range_release(struct sink *k, struct snk_file *f)
 		 * job; --resume sends it again.
 		 */
 		if (!g->done && sink_rng_mark(g->state_fd, &g->key, g->idx,
-					 RNG_FAILED, 0, &all, &whole))
+					      RNG_FAILED, 0, &all, &whole))
 			log_debug("'%s': range %u not marked failed",
 				  f->n.shown, g->idx + 1);
 		/*

@@ -556,7 +556,7 @@ static void jobs_free(struct source *s)
 }
 
 int src_run(struct engine *e, const struct source_cfg *cfg,
-	       struct xfer_stats *st)
+	    struct xfer_stats *st)
 {
 	struct source s = { 0 };
 	const struct xfer_opts *o = e->o;

@@ -90,8 +90,8 @@ static int join(struct end *e, const struct rng_key *k, uint32_t i, bool resume,
 
 	if (rc)
 		return rc;
-	rc = sink_rng_join(e->state, e->part, e->fresh, k, i, off_of(i), len_of(i),
-		      resume, st);
+	rc = sink_rng_join(e->state, e->part, e->fresh, k, i, off_of(i),
+			   len_of(i), resume, st);
 	sink_rng_unlock(e->state);
 	e->fresh = false; /* later joins are as sessions that found it */
 	return rc;
@@ -222,7 +222,9 @@ static void test_mismatch(void)
 	CHECK_EQ(mark(&e, &k, 0, RNG_VERIFIED, &(bool){ 0 }, &(uint32_t){ 0 }),
 		 0);
 	CHECK_EQ(sink_rng_lock(e.state), 0);
-	CHECK_EQ(sink_rng_join(e.state, e.part, e.fresh, &k, 0, 0, C, false, &st), -ESTALE);
+	CHECK_EQ(sink_rng_join(e.state, e.part, e.fresh, &k, 0, 0, C, false,
+			       &st),
+		 -ESTALE);
 	sink_rng_unlock(e.state);
 	/* another token while a session holds bytes of the temporary */
 	busy = open_end();
@@ -373,11 +375,14 @@ static void test_tiling(void)
 	fresh();
 	e = open_end();
 	CHECK_EQ(sink_rng_lock(e.state), 0);
-	CHECK_EQ(sink_rng_join(e.state, e.part, e.fresh, &k, 0, 0, 3 * C, false, &st), 0);
-	CHECK_EQ(sink_rng_join(e.state, e.part, e.fresh, &k, 1, 2 * C, SIZE - 2 * C, false,
-			  &st),
+	CHECK_EQ(sink_rng_join(e.state, e.part, e.fresh, &k, 0, 0, 3 * C, false,
+			       &st),
 		 0);
-	CHECK_EQ(sink_rng_mark(e.state, &k, 0, RNG_VERIFIED, 1, &all, &whole), 0);
+	CHECK_EQ(sink_rng_join(e.state, e.part, e.fresh, &k, 1, 2 * C,
+			       SIZE - 2 * C, false, &st),
+		 0);
+	CHECK_EQ(sink_rng_mark(e.state, &k, 0, RNG_VERIFIED, 1, &all, &whole),
+		 0);
 	CHECK_EQ(sink_rng_mark(e.state, &k, 1, RNG_VERIFIED, 2, &all, &whole),
 		 -EBADMSG);
 	CHECK(!all);
