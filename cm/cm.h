@@ -525,6 +525,13 @@ enum cm_check_kind {
 };
 
 /*
+ * Bytes one connection of geometry g registers (pins): its ring or its
+ * staging area (payloads and headers), and its control send and receive
+ * buffers.
+ */
+uint64_t cm_pinned_bytes(const struct cm_geom *g);
+
+/*
  * Looks over the RDMA environment and, with peer->host, the way to that
  * peer; each finding goes to out (a problem says how to fix it). A
  * session pins session_bytes of memory. Returns the number of problems.

@@ -4,7 +4,6 @@
  * geometry limits, address formatting and resolution.
  */
 #include <arpa/inet.h>
-#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -12,6 +11,7 @@
 #include <string.h>
 
 #include "cm/cm_int.h"
+#include "util/be_codec.h"
 #include "util/log.h"
 #include "util/units.h"
 
@@ -30,52 +30,37 @@ uint16_t cm_version(void)
 
 void cm_pd_encode(uint8_t *p, uint16_t status, const struct cm_geom *g)
 {
-	uint32_t v32;
-	uint16_t v16;
+	struct be_put w = be_put_init(p, PD_LEN);
 
-	memset(p, 0, PD_LEN);
-	v32 = htobe32(CM_MAGIC);
-	memcpy(p + 0, &v32, 4);
-	v16 = htobe16(cm_version());
-	memcpy(p + 4, &v16, 2);
-	v16 = htobe16(status);
-	memcpy(p + 6, &v16, 2);
-	if (!g)
+	be_put_u32(&w, CM_MAGIC);
+	be_put_u16(&w, cm_version());
+	be_put_u16(&w, status);
+	if (!g) {
+		be_put_zeros(&w, PD_LEN - w.off);
 		return;
-	v32 = htobe32(g->ctrl_size);
-	memcpy(p + 8, &v32, 4);
-	v16 = htobe16(g->ctrl_credits);
-	memcpy(p + 12, &v16, 2);
-	v16 = htobe16(g->slots);
-	memcpy(p + 14, &v16, 2);
-	v32 = htobe32(g->slot_size);
-	memcpy(p + 16, &v32, 4);
+	}
+	be_put_u32(&w, g->ctrl_size);
+	be_put_u16(&w, g->ctrl_credits);
+	be_put_u16(&w, g->slots);
+	be_put_u32(&w, g->slot_size);
+	be_put_zeros(&w, PD_LEN - w.off);
 }
 
 int cm_pd_decode(const void *data, size_t len, uint16_t *version,
 		 uint16_t *status, struct cm_geom *g)
 {
-	const uint8_t *p = data;
-	uint32_t v32;
-	uint16_t v16;
+	struct be_get r = be_get_init(data, PD_LEN);
 
-	if (!p || len < PD_LEN)
+	if (!data || len < PD_LEN)
 		return -EPROTO;
-	memcpy(&v32, p, 4);
-	if (be32toh(v32) != CM_MAGIC)
+	if (be_get_u32(&r) != CM_MAGIC)
 		return -EPROTO;
-	memcpy(&v16, p + 4, 2);
-	*version = be16toh(v16);
-	memcpy(&v16, p + 6, 2);
-	*status = be16toh(v16);
-	memcpy(&v32, p + 8, 4);
-	g->ctrl_size = be32toh(v32);
-	memcpy(&v16, p + 12, 2);
-	g->ctrl_credits = be16toh(v16);
-	memcpy(&v16, p + 14, 2);
-	g->slots = be16toh(v16);
-	memcpy(&v32, p + 16, 4);
-	g->slot_size = be32toh(v32);
+	*version = be_get_u16(&r);
+	*status = be_get_u16(&r);
+	g->ctrl_size = be_get_u32(&r);
+	g->ctrl_credits = be_get_u16(&r);
+	g->slots = be_get_u16(&r);
+	g->slot_size = be_get_u32(&r);
 	if (*version != cm_version())
 		return -EPROTONOSUPPORT;
 	return 0;
@@ -84,27 +69,29 @@ int cm_pd_decode(const void *data, size_t len, uint16_t *version,
 void cm_pd_encode_join(uint8_t *p, const struct cm_geom *g,
 		       const struct cm_join *j)
 {
-	uint16_t v16 = htobe16(j->lane);
+	struct be_put w = be_put_init(p + PD_LEN, PD_JOIN_LEN - PD_LEN);
 
-	memset(p, 0, PD_JOIN_LEN);
 	cm_pd_encode(p, PD_ST_JOIN, g);
-	memcpy(p + PD_LEN, j->token, CM_TOKEN_LEN);
-	memcpy(p + PD_LEN + 8, &v16, 2);
-	memcpy(p + PD_LEN + 12, j->proof, CM_PROOF_LEN);
+	be_put_bytes(&w, j->token, CM_TOKEN_LEN);
+	be_put_u16(&w, j->lane);
+	be_put_zeros(&w, 2);
+	be_put_bytes(&w, j->proof, CM_PROOF_LEN);
+	be_put_zeros(&w, PD_JOIN_LEN - PD_LEN - w.off);
 }
 
 bool cm_pd_decode_join(const void *data, size_t len, struct cm_join *j)
 {
-	const uint8_t *p = data;
-	uint16_t v16;
+	struct be_get r;
+	bool pad_ok;
 
-	if (!p || len < PD_JOIN_LEN || p[PD_LEN + 10] || p[PD_LEN + 11])
+	if (!data || len < PD_JOIN_LEN)
 		return false;
-	memcpy(j->token, p + PD_LEN, CM_TOKEN_LEN);
-	memcpy(&v16, p + PD_LEN + 8, 2);
-	j->lane = be16toh(v16);
-	memcpy(j->proof, p + PD_LEN + 12, CM_PROOF_LEN);
-	return j->lane >= 1 && j->lane < CM_LANES_MAX;
+	r = be_get_init((const uint8_t *)data + PD_LEN, PD_JOIN_LEN - PD_LEN);
+	be_get_bytes(&r, j->token, CM_TOKEN_LEN);
+	j->lane = be_get_u16(&r);
+	pad_ok = be_get_zeros(&r, 2);
+	be_get_bytes(&r, j->proof, CM_PROOF_LEN);
+	return pad_ok && !r.err && j->lane >= 1 && j->lane < CM_LANES_MAX;
 }
 
 const char *cm_pd_status_str(uint16_t st)

@@ -30,6 +30,13 @@ size_t cm_area_len(const struct cm_geom *g)
 	return area_hdr_off(g) + ((hdrs + 4095) & ~(size_t)4095);
 }
 
+uint64_t cm_pinned_bytes(const struct cm_geom *g)
+{
+	uint64_t bufs = (uint64_t)cm_ntx(g) + cm_rq_depth(g);
+
+	return cm_area_len(g) + bufs * g->ctrl_size;
+}
+
 int cm_area_alloc(struct cm_conn *c, const char *what, bool nic, uint8_t **data,
 		  uint8_t **hdr)
 {

@@ -35,7 +35,6 @@
  * threads with shutdown(2) whatever the peer does.
  */
 #include <assert.h>
-#include <endian.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -50,6 +49,7 @@
 
 #include "cm/cm_int.h"
 #include "cm/tcp_int.h"
+#include "util/be_codec.h"
 #include "util/io.h"
 #include "util/log.h"
 
@@ -79,31 +79,25 @@ static struct tconn *to_t(struct cm_conn *c)
 
 static void fr_encode(uint8_t *p, const struct twr *wr)
 {
-	uint32_t v;
+	struct be_put w = be_put_init(p, FR_HDR);
 
-	memset(p, 0, FR_HDR);
-	p[0] = wr->op;
-	v = htobe32(wr->len);
-	memcpy(p + 4, &v, 4);
-	v = htobe32(wr->imm);
-	memcpy(p + 8, &v, 4);
-	v = htobe32(wr->slot);
-	memcpy(p + 12, &v, 4);
+	be_put_u8(&w, wr->op);
+	be_put_zeros(&w, 3);
+	be_put_u32(&w, wr->len);
+	be_put_u32(&w, wr->imm);
+	be_put_u32(&w, wr->slot);
 }
 
 static void fr_decode(const uint8_t *p, uint8_t *op, uint32_t *len,
 		      uint32_t *imm, uint32_t *slot, bool *pad_ok)
 {
-	uint32_t v;
+	struct be_get r = be_get_init(p, FR_HDR);
 
-	*op = p[0];
-	*pad_ok = !p[1] && !p[2] && !p[3];
-	memcpy(&v, p + 4, 4);
-	*len = be32toh(v);
-	memcpy(&v, p + 8, 4);
-	*imm = be32toh(v);
-	memcpy(&v, p + 12, 4);
-	*slot = be32toh(v);
+	*op = be_get_u8(&r);
+	*pad_ok = be_get_zeros(&r, 3);
+	*len = be_get_u32(&r);
+	*imm = be_get_u32(&r);
+	*slot = be_get_u32(&r);
 }
 
 /* ---- completion queue ---- */

@@ -584,10 +584,38 @@ static const struct cm_ops verbs_ops = {
  * PD, completion channel, CQs, QP and the control buffers of one cm_id,
  * with every rx buffer posted. On failure the caller runs vconn_teardown.
  */
+int vconn_create_qp(struct vconn *v, struct ibv_pd *pd, unsigned int sdepth,
+		    unsigned int rdepth, bool inline_hdr)
+{
+	struct ibv_qp_init_attr qpa = {
+		.send_cq = v->scq,
+		.recv_cq = v->rcq,
+		.qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = sdepth,
+			 .max_recv_wr = rdepth,
+			 .max_send_sge = 1,
+			 .max_recv_sge = 1,
+			 .max_inline_data = inline_hdr ? CM_SLOT_HDR : 0 },
+		.sq_sig_all = 0,
+	};
+
+	/* Headers inline where the device takes 64 bytes so, else by DMA. */
+	if (qpa.cap.max_inline_data && rdma_create_qp(v->id, pd, &qpa)) {
+		log_debug("no inline data of %u bytes on %s (%s): headers "
+			  "by DMA",
+			  CM_SLOT_HDR, v->base.dev, strerror(errno));
+		qpa.cap.max_inline_data = 0;
+	}
+	if (!qpa.cap.max_inline_data && rdma_create_qp(v->id, pd, &qpa))
+		return -errno;
+	v->qp_created = true;
+	v->inline_hdr = qpa.cap.max_inline_data >= CM_SLOT_HDR;
+	return 0;
+}
+
 int vconn_build(struct vconn *v)
 {
 	struct cm_conn *c = &v->base;
-	struct ibv_qp_init_attr qpa = { 0 };
 	unsigned int sdepth = cm_sq_depth(&c->geom);
 	unsigned int rdepth = cm_rq_depth(&c->geom);
 	int rc;
@@ -627,30 +655,13 @@ int vconn_build(struct vconn *v)
 			v->scq ? rdepth : sdepth, c->dev, strerror(errno));
 		return -errno;
 	}
-	qpa.send_cq = v->scq;
-	qpa.recv_cq = v->rcq;
-	qpa.qp_type = IBV_QPT_RC;
-	qpa.cap.max_send_wr = sdepth;
-	qpa.cap.max_recv_wr = rdepth;
-	qpa.cap.max_send_sge = 1;
-	qpa.cap.max_recv_sge = 1;
-	qpa.cap.max_inline_data = CM_SLOT_HDR;
-	qpa.sq_sig_all = 0;
-	/* Headers inline where the device takes 64 bytes so, else by DMA. */
-	if (rdma_create_qp(v->id, v->pd, &qpa)) {
-		log_debug("no inline data of %u bytes on %s (%s): headers "
-			  "by DMA",
-			  CM_SLOT_HDR, c->dev, strerror(errno));
-		qpa.cap.max_inline_data = 0;
-	}
-	if (!qpa.cap.max_inline_data && rdma_create_qp(v->id, v->pd, &qpa)) {
+	rc = vconn_create_qp(v, v->pd, sdepth, rdepth, true);
+	if (rc) {
 		log_err("cannot create queue pair (%u send, %u receive) on %s: "
 			"%s",
-			sdepth, rdepth, c->dev, strerror(errno));
-		return -errno;
+			sdepth, rdepth, c->dev, strerror(-rc));
+		return rc;
 	}
-	v->qp_created = true;
-	v->inline_hdr = qpa.cap.max_inline_data >= CM_SLOT_HDR;
 	rc = vasync_add(v);
 	if (rc)
 		return rc;

@@ -180,6 +180,16 @@ static inline void drain_cm_events(struct rdma_event_channel *ch)
 int vconn_build(struct vconn *v) __attribute__((warn_unused_result));
 
 /*
+ * v's RC queue pair on v->id with the CQs v->scq and v->rcq in pd:
+ * sdepth send and rdepth receive WRs of one SGE each, the slot headers
+ * inline when inline_hdr and the device takes them so, else by DMA (sets
+ * v->inline_hdr to what it got). Returns 0 or -errno (not logged).
+ */
+int vconn_create_qp(struct vconn *v, struct ibv_pd *pd, unsigned int sdepth,
+		    unsigned int rdepth, bool inline_hdr)
+	__attribute__((warn_unused_result));
+
+/*
  * cm/verbs_async.c: v's share of its device's asynchronous events.
  * vasync_add (once its QP exists: returns 0 or -errno, logged) makes the
  * device's async fd non-blocking and lists v; vasync_del (idempotent)

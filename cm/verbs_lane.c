@@ -64,7 +64,6 @@ int vlane_build(struct vconn *parent, unsigned int idx, struct vconn *l)
 {
 	struct ibv_context *ctx = l->id->verbs;
 	const struct cm_geom *g = &parent->base.geom;
-	struct ibv_qp_init_attr qpa = { 0 };
 	unsigned int sdepth = cm_lane_sq_depth(g, idx);
 	unsigned int rdepth = cm_lane_rq_depth(g, parent->nlanes, idx);
 	int vec, rc;
@@ -90,28 +89,15 @@ int vlane_build(struct vconn *parent, unsigned int idx, struct vconn *l)
 			strerror(errno));
 		return rc;
 	}
-	qpa.send_cq = l->scq;
-	qpa.recv_cq = l->rcq;
-	qpa.qp_type = IBV_QPT_RC;
-	qpa.cap.max_send_wr = sdepth;
-	qpa.cap.max_recv_wr = rdepth;
-	qpa.cap.max_send_sge = 1;
-	qpa.cap.max_recv_sge = 1;
-	qpa.cap.max_inline_data = parent->inline_hdr ? CM_SLOT_HDR : 0;
-	rc = rdma_create_qp(l->id, l->rail->pd, &qpa);
-	if (rc && qpa.cap.max_inline_data) {
-		qpa.cap.max_inline_data = 0; /* headers by DMA, as lane 0 */
-		rc = rdma_create_qp(l->id, l->rail->pd, &qpa);
-	}
+	/* Headers by DMA where lane 0 found no inline room for them. */
+	rc = vconn_create_qp(l, l->rail->pd, sdepth, rdepth,
+			     parent->inline_hdr);
 	if (rc) {
-		rc = -errno;
 		log_err("cannot create queue pair (%u send, %u receive) for "
 			"lane %u on %s: %s",
 			sdepth, rdepth, idx, l->base.dev, strerror(-rc));
 		return rc;
 	}
-	l->qp_created = true;
-	l->inline_hdr = qpa.cap.max_inline_data >= CM_SLOT_HDR;
 	for (unsigned int i = 0; i < rdepth; i++) {
 		rc = vlane_post_recv0(l, parent->base.nrx + idx - 1);
 		if (rc)

@@ -20,6 +20,8 @@
 #include "cmd/options.h"
 #include "cmd/retry.h"
 #include "cmd/rules.h"
+#include "util/key.h"
+#include "util/log.h"
 #include "util/units.h"
 
 const char *argp_program_version = "rdcp " RDCP_VERSION;
@@ -683,7 +685,27 @@ void args_release(struct args *a)
 	free(a->dest_dir);
 	a->dest_dir = NULL;
 	a->o.filter = NULL;
-	split_release(&a->split);
+	operands_split_release(&a->split);
 	far_release(a->far);
 	a->far = NULL;
+}
+
+int args_load_key(const struct args *a, uint8_t key[KEY_LEN], const char *peers)
+{
+	char path[4096];
+
+	if (a->key_file) {
+		snprintf(path, sizeof(path), "%s", a->key_file);
+	} else if (key_default_path(path, sizeof(path))) {
+		log_err("no key file (looked for '%s' and '/etc/rdcp/key'): "
+			"create one with 'rdcp --keygen %s' and copy it to "
+			"%s, or run both sides with --no-auth on an isolated "
+			"fabric",
+			path, path, peers);
+		return RDCP_EXIT_AUTH;
+	}
+	if (key_load(path, key))
+		return RDCP_EXIT_AUTH;
+	log_debug("key from '%s'", path);
+	return 0;
 }

@@ -14,6 +14,7 @@
 #include "cmd/operands.h"
 #include "transfer/xfer.h"
 #include "util/filter.h"
+#include "util/key.h"
 
 struct args {
 	/*
@@ -59,5 +60,13 @@ void args_parse(struct args *a, int argc, char **argv);
 
 /* Frees what args_parse allocated. */
 void args_release(struct args *a);
+
+/*
+ * Loads the key of --key-file, else the default key file (key.h), into
+ * key. peers names whom the key must be copied to, for the message when
+ * there is none. Returns 0 or RDCP_EXIT_AUTH (logged).
+ */
+int args_load_key(const struct args *a, uint8_t key[KEY_LEN], const char *peers)
+	__attribute__((warn_unused_result));
 
 #endif

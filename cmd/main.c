@@ -238,7 +238,7 @@ static int keygen(const char *path)
 /* Loads the key, or explains why there is none. 0 or an exit code. */
 static int load_key(struct run *run)
 {
-	char path[4096];
+	int rc;
 
 	if (run->a->server || run->o.rsh || run->a->boot_host)
 		return 0; /* a one-time key, made by rdcp --server */
@@ -251,21 +251,10 @@ static int load_key(struct run *run)
 				 run->o.root ? run->o.root : ".");
 		return 0;
 	}
-	if (run->a->key_file) {
-		snprintf(path, sizeof(path), "%s", run->a->key_file);
-	} else if (key_default_path(path, sizeof(path))) {
-		log_err("no key file (looked for '%s' and '/etc/rdcp/key'): "
-			"create one with 'rdcp --keygen %s' and copy it to "
-			"the peer, or run both sides with --no-auth on an "
-			"isolated fabric",
-			path, path);
-		return RDCP_EXIT_AUTH;
-	}
-	if (key_load(path, run->key))
-		return RDCP_EXIT_AUTH;
-	run->o.key = run->key;
-	log_debug("key from '%s'", path);
-	return 0;
+	rc = args_load_key(run->a, run->key, "the peer");
+	if (!rc)
+		run->o.key = run->key;
+	return rc;
 }
 
 /*
@@ -320,13 +309,11 @@ static void check_line(void *arg, enum cm_check_kind kind, const char *text)
 /* rdcp --check [HOST]: exit 0 when nothing is wrong. */
 static int check(struct run *run)
 {
-	uint64_t pinned =
-		2 * (uint64_t)run->o.window * (run->o.chunk_size + 64) +
-		(1u << 20);
 	int problems;
 
 	hugemem_set_mode(run->o.hugepages);
-	problems = cm_check(&run->o.addr, pinned, check_line, NULL);
+	problems = cm_check(&run->o.addr, xfer_pinned_bytes(&run->o),
+			    check_line, NULL);
 
 	if (run->o.rsh)
 		problems += xfer_check_remote(&run->o, check_line, NULL);

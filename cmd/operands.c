@@ -201,7 +201,7 @@ int operands_split(const char **ops, size_t n, enum remote_mode mode,
 	return rc;
 }
 
-void split_release(struct split *sp)
+void operands_split_release(struct split *sp)
 {
 	free(sp->host);
 	free(sp->dest_host);

@@ -57,11 +57,11 @@ struct split {
  * remote), a pull (SRCs on one host, DEST local) or, over ssh only, a
  * copy between two remote hosts. Rewrites ops[i] of remote SRCs to their
  * paths. 0, or -EINVAL with why (whysz bytes) for a usage error,
- * -ENOMEM. split_release() in every case.
+ * -ENOMEM. operands_split_release() in every case.
  */
 int operands_split(const char **ops, size_t n, enum remote_mode mode,
 		   struct split *sp, char *why, size_t whysz);
 
-void split_release(struct split *sp);
+void operands_split_release(struct split *sp);
 
 #endif

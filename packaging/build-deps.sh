@@ -14,24 +14,7 @@ PACKAGES=(gcc make pkg-config libc6-dev libibverbs-dev librdmacm-dev
 	busybox-static python3 openssh-server openssh-client openmpi-bin
 	mpi-default-bin)
 
-die() { echo "build-deps.sh: error: $*" >&2; exit 1; }
-
-missing=()
-for p in "${PACKAGES[@]}"; do
-	st=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
-	[ "$st" = installed ] || missing+=("$p")
-done
-[ "${#missing[@]}" -eq 0 ] && exit 0
-
-SUDO=()
-if [ "$(id -u)" -ne 0 ]; then
-	command -v sudo >/dev/null 2>&1 ||
-		die "run as root (or install sudo) to apt-get install: ${missing[*]}"
-	SUDO=(sudo)
-fi
-echo "build-deps.sh: installing: ${missing[*]}" >&2
-"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q ||
-	die "apt-get update failed (is a Debian mirror reachable?)"
-"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive \
-	apt-get install -y -q --no-install-recommends "${missing[@]}" ||
-	die "apt-get install failed for: ${missing[*]}"
+APT_WHO=build-deps.sh
+# shellcheck source=packaging/apt-install.sh
+. "$(dirname "$0")/apt-install.sh"
+apt_install_missing "${PACKAGES[@]}"

@@ -296,6 +296,9 @@ enum xfer_fail xfer_copy(const struct xfer_opts *o, struct xfer_stats *st);
 int xfer_copy_between(const struct xfer_opts *o, const char *dest_host,
 		      const char *const *far_argv);
 
+/* Bytes a session with o's window and chunk size pins (cm_pinned_bytes). */
+uint64_t xfer_pinned_bytes(const struct xfer_opts *o);
+
 /*
  * rdcp --check HOST over ssh: starts rdcp --server on o->rsh_host as a
  * copy would, and tells out which of its addresses the data would go to

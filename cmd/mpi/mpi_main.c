@@ -443,15 +443,15 @@ static int prepare(struct rank *r)
 	struct mj_coord_cfg cfg = { 0 };
 	int rc;
 
-	rc = load_key(r);
+	rc = mpi_load_key(r);
 	if (!rc)
-		rc = make_base(r);
+		rc = mpi_make_base(r);
 	if (rc)
 		return rc;
 	if (r->o.rsh) {
 		/* Over ssh: this rank starts its own rdcp --server there. */
 		r->o.rsh_host = r->receivers[r->id % r->nrecv];
-	} else if (receiver_addr(r, r->id % r->nrecv, &r->o)) {
+	} else if (mpi_receiver_addr(r, r->id % r->nrecv, &r->o)) {
 		log_err("'%s': not HOST[:PORT]",
 			r->receivers[r->id % r->nrecv]);
 		return RDCP_EXIT_USAGE;
@@ -564,7 +564,7 @@ int main(int argc, char **argv)
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-?")) {
-			usage_help();
+			mpi_usage_help();
 			return RDCP_EXIT_OK;
 		}
 		if (!strcmp(argv[i], "--version") || !strcmp(argv[i], "-V")) {
@@ -572,7 +572,7 @@ int main(int argc, char **argv)
 			return RDCP_EXIT_OK;
 		}
 	}
-	r.id = env_rank();
+	r.id = mpi_env_rank();
 	if (r.id) { /* one copy of a usage error, from rank 0 */
 		int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
 
@@ -583,22 +583,22 @@ int main(int argc, char **argv)
 			close(null);
 		}
 	}
-	rc = take_split_size(&r, &argc, argv);
+	rc = mpi_take_split_size(&r, &argc, argv);
 	if (rc)
 		return rc;
-	rc = split_receivers(&r, argc, argv, &first);
+	rc = mpi_split_receivers(&r, argc, argv, &first);
 	if (rc) {
 		if (rc == -ENOMEM)
 			log_err("out of memory");
 		return rc == -ENOMEM ? RDCP_EXIT_RESOURCE : RDCP_EXIT_USAGE;
 	}
 	args_parse(&r.a, argc, argv);
-	why = unsupported(&r.a);
+	why = mpi_unsupported(&r.a);
 	if (why) {
 		log_err("%s", why);
 		return RDCP_EXIT_USAGE;
 	}
-	rc = fix_split_size(&r);
+	rc = mpi_fix_split_size(&r);
 	if (rc)
 		return rc;
 	if (saved >= 0) {
@@ -655,7 +655,7 @@ int main(int argc, char **argv)
 	if (rc) {
 		/* The same on every rank, most likely: one message is enough.
 		 */
-		remove_farm(&r);
+		mpi_remove_farm(&r);
 		MPI_Abort(MPI_COMM_WORLD, rc);
 		return rc;
 	}
@@ -671,7 +671,7 @@ int main(int argc, char **argv)
 		post_up(&r, &b);
 	}
 	rc = run(&r);
-	remove_farm(&r);
+	mpi_remove_farm(&r);
 	mj_sends_drain(rc < 0 ? 200 : 2000);
 	if (rc < 0) { /* a rank is lost: MPI_Finalize would wait for it */
 		MPI_Abort(MPI_COMM_WORLD, -rc);

@@ -6,7 +6,6 @@
  * MPI_ERRORS_RETURN is set by main(): a failed call is logged here and
  * becomes -EIO, never an abort inside MPI.
  */
-#include <endian.h>
 #include <errno.h>
 #include <mpi.h>
 #include <stdio.h>
@@ -15,6 +14,7 @@
 #include <time.h>
 
 #include "cmd/mpi/mpi_job.h"
+#include "util/be_codec.h"
 #include "util/clock.h"
 #include "util/log.h"
 
@@ -38,90 +38,122 @@ static void grow(struct mbuf *b, size_t n)
 	b->cap = cap;
 }
 
-void mbuf_bytes(struct mbuf *b, const void *p, size_t n)
+/* A cursor over n more bytes at the end of b, grown for them. */
+static struct be_put room(struct mbuf *b, size_t n)
 {
 	grow(b, n);
 	if (b->bad)
-		return;
-	memcpy(b->p + b->len, p, n);
-	b->len += n;
+		return (struct be_put){ .err = true };
+	return be_put_init(b->p + b->len, n);
+}
+
+static void wrote(struct mbuf *b, const struct be_put *w)
+{
+	if (w->err)
+		b->bad = true;
+	else
+		b->len += w->off;
+}
+
+/* A cursor reading b from its read offset; done() takes its place back. */
+static struct be_get reader(const struct mbuf *b)
+{
+	struct be_get r = be_get_init(b->p, b->len);
+
+	r.off = b->off;
+	r.err = b->bad;
+	return r;
+}
+
+static void done(struct mbuf *b, const struct be_get *r)
+{
+	b->off = r->off;
+	b->bad = r->err;
+}
+
+void mbuf_bytes(struct mbuf *b, const void *p, size_t n)
+{
+	struct be_put w = room(b, n);
+
+	be_put_bytes(&w, p, n);
+	wrote(b, &w);
 }
 
 void mbuf_u8(struct mbuf *b, uint8_t v)
 {
-	mbuf_bytes(b, &v, 1);
+	struct be_put w = room(b, 1);
+
+	be_put_u8(&w, v);
+	wrote(b, &w);
 }
 
 void mbuf_u16(struct mbuf *b, uint16_t v)
 {
-	v = htobe16(v);
-	mbuf_bytes(b, &v, sizeof(v));
+	struct be_put w = room(b, 2);
+
+	be_put_u16(&w, v);
+	wrote(b, &w);
 }
 
 void mbuf_u32(struct mbuf *b, uint32_t v)
 {
-	v = htobe32(v);
-	mbuf_bytes(b, &v, sizeof(v));
+	struct be_put w = room(b, 4);
+
+	be_put_u32(&w, v);
+	wrote(b, &w);
 }
 
 void mbuf_u64(struct mbuf *b, uint64_t v)
 {
-	v = htobe64(v);
-	mbuf_bytes(b, &v, sizeof(v));
+	struct be_put w = room(b, 8);
+
+	be_put_u64(&w, v);
+	wrote(b, &w);
 }
 
 void mbuf_str(struct mbuf *b, const char *s)
 {
-	size_t n = strlen(s);
+	size_t n = strnlen(s, UINT16_MAX);
+	struct be_put w = room(b, 2 + n);
 
-	if (n > UINT16_MAX)
-		n = UINT16_MAX;
-	mbuf_u16(b, (uint16_t)n);
-	mbuf_bytes(b, s, n);
-}
-
-static bool take(struct mbuf *b, void *out, size_t n)
-{
-	if (b->bad || b->len - b->off < n) {
-		b->bad = true;
-		memset(out, 0, n);
-		return false;
-	}
-	memcpy(out, b->p + b->off, n);
-	b->off += n;
-	return true;
+	be_put_str(&w, s, n);
+	wrote(b, &w);
 }
 
 uint8_t mbuf_get_u8(struct mbuf *b)
 {
-	uint8_t v;
+	struct be_get r = reader(b);
+	uint8_t v = be_get_u8(&r);
 
-	take(b, &v, 1);
+	done(b, &r);
 	return v;
 }
 
 uint16_t mbuf_get_u16(struct mbuf *b)
 {
-	uint16_t v;
+	struct be_get r = reader(b);
+	uint16_t v = be_get_u16(&r);
 
-	take(b, &v, sizeof(v));
-	return be16toh(v);
+	done(b, &r);
+	return v;
 }
 
 uint32_t mbuf_get_u32(struct mbuf *b)
 {
-	uint32_t v;
+	struct be_get r = reader(b);
+	uint32_t v = be_get_u32(&r);
 
-	take(b, &v, sizeof(v));
-	return be32toh(v);
+	done(b, &r);
+	return v;
 }
 
 uint64_t mbuf_get_u64(struct mbuf *b)
 {
-	uint64_t v;
+	struct be_get r = reader(b);
+	uint64_t v = be_get_u64(&r);
 
-	take(b, &v, sizeof(v));
-	return be64toh(v);
+	done(b, &r);
+	return v;
 }
 
 void mbuf_get_str(struct mbuf *b, char *out, size_t outsz)

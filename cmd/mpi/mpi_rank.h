@@ -83,15 +83,15 @@ int mpi_start_session(struct rank *r, volatile sig_atomic_t *cancel);
  * --split-size SIZE (or =SIZE) taken out of argv (*argc shrinks) into
  * r->split. 0, or an exit code (logged).
  */
-int take_split_size(struct rank *r, int *argc, char **argv);
+int mpi_take_split_size(struct rank *r, int *argc, char **argv);
 /* The split size made a multiple of the chunk size; 0 or an exit code. */
-int fix_split_size(struct rank *r);
+int mpi_fix_split_size(struct rank *r);
 
 /* rdcp-mpi --help's text. */
-void usage_help(void);
+void mpi_usage_help(void);
 
 /* The rank as the launcher tells it, before MPI_Init (for messages). */
-int env_rank(void);
+int mpi_env_rank(void);
 
 /*
  * The receivers in DEST: "h1,h2::PATH", "rdcp://h1:p1,h2:p2/PATH" or over
@@ -99,27 +99,27 @@ int env_rank(void);
  * into r->receivers; argv's DEST is rewritten to name the first (*first),
  * for args_parse to check. 0, -EINVAL (logged) or -ENOMEM.
  */
-int split_receivers(struct rank *r, int argc, char **argv, char **first);
+int mpi_split_receivers(struct rank *r, int argc, char **argv, char **first);
 
 /* host[:port] or [v6][:port] of receivers[i] into o->addr: 0, -EINVAL or
  * -ENOMEM. */
-int receiver_addr(struct rank *r, int i, struct xfer_opts *o);
+int mpi_receiver_addr(struct rank *r, int i, struct xfer_opts *o);
 
 /* The refusals args_parse does not know of: NULL, or a message. */
-const char *unsupported(const struct args *a);
+const char *mpi_unsupported(const struct args *a);
 
 /* The key file, as rdcp loads it (none with --no-auth): 0 or
  * RDCP_EXIT_AUTH. */
-int load_key(struct rank *r);
+int mpi_load_key(struct rank *r);
 
 /*
  * The SRCs as names beneath one base (r->base, r->tops): their common
  * parent, or a directory of links to them (r->farm) when they have none.
  * 0 or an exit code.
  */
-int make_base(struct rank *r);
+int mpi_make_base(struct rank *r);
 
-/* Removes the farm make_base made, if any. */
-void remove_farm(struct rank *r);
+/* Removes the farm mpi_make_base made, if any. */
+void mpi_remove_farm(struct rank *r);
 
 #endif

@@ -32,7 +32,7 @@
 #include "util/path.h"
 #include "util/units.h"
 
-void usage_help(void)
+void mpi_usage_help(void)
 {
 	printf("Usage: mpirun -np N rdcp-mpi [OPTION...] SRC... "
 	       "HOST[,HOST...]:DEST\n"
@@ -57,7 +57,7 @@ void usage_help(void)
 }
 
 /* The rank as the launcher tells it, before MPI_Init (for messages). */
-int env_rank(void)
+int mpi_env_rank(void)
 {
 	static const char *const vars[] = { "OMPI_COMM_WORLD_RANK", "PMI_RANK",
 					    "PMIX_RANK", NULL };
@@ -98,7 +98,7 @@ static const char *host_end(const char *s, char *kind)
  * argv's DEST is rewritten to name the first, for args_parse to check.
  * 0, or -EINVAL (logged).
  */
-int split_receivers(struct rank *r, int argc, char **argv, char **first)
+int mpi_split_receivers(struct rank *r, int argc, char **argv, char **first)
 {
 	const char *end = NULL;
 	char kind = 0, *list;
@@ -147,7 +147,7 @@ int split_receivers(struct rank *r, int argc, char **argv, char **first)
 }
 
 /* host[:port] or [v6][:port] of receivers[i] into o->addr. */
-int receiver_addr(struct rank *r, int i, struct xfer_opts *o)
+int mpi_receiver_addr(struct rank *r, int i, struct xfer_opts *o)
 {
 	char *s = strdup(r->receivers[i]), *colon;
 
@@ -179,7 +179,7 @@ int receiver_addr(struct rank *r, int i, struct xfer_opts *o)
 	return 0;
 }
 
-int take_split_size(struct rank *r, int *argc, char **argv)
+int mpi_take_split_size(struct rank *r, int *argc, char **argv)
 {
 	const char *v = NULL;
 	int i, drop = 0;
@@ -212,7 +212,7 @@ int take_split_size(struct rank *r, int *argc, char **argv)
 	return 0;
 }
 
-int fix_split_size(struct rank *r)
+int mpi_fix_split_size(struct rank *r)
 {
 	uint64_t c = r->a.o.chunk_size;
 
@@ -231,7 +231,7 @@ int fix_split_size(struct rank *r)
 }
 
 /* The refusals args_parse does not know of. 0 or a message. */
-const char *unsupported(const struct args *a)
+const char *mpi_unsupported(const struct args *a)
 {
 	if (a->listen || a->server || a->check || a->keygen)
 		return "rdcp-mpi copies: start receivers with rdcp --listen "
@@ -255,34 +255,24 @@ const char *unsupported(const struct args *a)
 	return NULL;
 }
 
-int load_key(struct rank *r)
+int mpi_load_key(struct rank *r)
 {
-	char path[4096];
+	int rc;
 
 	/* Over ssh each rank's remote rdcp makes a one-time key. */
 	if (r->a.no_auth || r->a.o.rsh)
 		return 0;
-	if (r->a.key_file) {
-		snprintf(path, sizeof(path), "%s", r->a.key_file);
-	} else if (key_default_path(path, sizeof(path))) {
-		log_err("no key file (looked for '%s' and '/etc/rdcp/key'): "
-			"create one with 'rdcp --keygen %s' and copy it to "
-			"the receivers, or run both sides with --no-auth on "
-			"an isolated fabric",
-			path, path);
-		return RDCP_EXIT_AUTH;
-	}
-	if (key_load(path, r->key))
-		return RDCP_EXIT_AUTH;
-	r->o.key = r->key;
-	return 0;
+	rc = args_load_key(&r->a, r->key, "the receivers");
+	if (!rc)
+		r->o.key = r->key;
+	return rc;
 }
 
 /*
  * The SRCs as names beneath one base: their common parent, or a directory
  * of links to them when they have none. 0 or an exit code.
  */
-int make_base(struct rank *r)
+int mpi_make_base(struct rank *r)
 {
 	size_t n = r->o.nsrcs;
 	char(*par)[PATH_MAX] = calloc(n, sizeof(*par));
@@ -373,7 +363,7 @@ int make_base(struct rank *r)
 	return rc;
 }
 
-void remove_farm(struct rank *r)
+void mpi_remove_farm(struct rank *r)
 {
 	if (!r->farm[0])
 		return;

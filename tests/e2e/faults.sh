@@ -132,10 +132,7 @@ s_keys() {
 	nextport
 	KEYS_PORT=$P
 	if ! start_rx "$W/rx-keys.log" --root "$W/rx/keys"; then
-		t_begin "wrong key: receiver starts"
-		t_fail "receiver did not start listening"
-		t_log "$W/rx-keys.log"
-		t_end
+		rx_not_started "wrong key" "$W/rx-keys.log"
 		return
 	fi
 	KEYS_RX=$RX
@@ -171,7 +168,7 @@ s_keys() {
 	nextport
 	GUESS_PORT=$P
 	t_begin "key guesser: 3 bad AUTHs, then $ADDR is held off and a correct key refused (exit 3)"
-	if start_rx "$W/rx-guess.log" --root "$W/rx/guess"; then
+	if start_rx_or_fail "$W/rx-guess.log" --root "$W/rx/guess"; then
 		GUESS_RX=$RX
 		for i in 1 2 3; do
 			peer bad-auth 10
@@ -188,7 +185,6 @@ s_keys() {
 		alive "$GUESS_RX" || t_fail "receiver gone"
 	else
 		GUESS_RX=
-		t_fail "receiver did not start listening"
 	fi
 	t_log "$W/tx-guess-ok.log" "$W/rx-guess.log"
 	t_end
@@ -331,12 +327,10 @@ s_enospc() {
 		no_temp "$fs"
 		term_rx
 		t_log "$W/rx-full.log"
+		t_end
 	else
-		t_begin "receiver file system full: receiver starts"
-		t_fail "receiver did not start listening"
-		t_log "$W/rx-full.log"
+		rx_not_started "receiver file system full" "$W/rx-full.log"
 	fi
-	t_end
 	umount "$fs" || echo "# cannot umount $fs"
 	rm -f src/dense src/sparse
 }
@@ -348,10 +342,7 @@ s_changed() {
 	mkdir -p rx/chg
 	nextport
 	if ! start_rx "$W/rx-chg.log" --root "$W/rx/chg"; then
-		t_begin "source changed while sent: receiver starts"
-		t_fail "receiver did not start listening"
-		t_log "$W/rx-chg.log"
-		t_end
+		rx_not_started "source changed while sent" "$W/rx-chg.log"
 		return
 	fi
 	for v in append truncate touch; do
@@ -433,8 +424,7 @@ s_silent() {
 	nextport
 	RXDIR=$W/rx/sil
 	t_begin "silent peer: dropped within --connect-timeout 2, fds back to the baseline"
-	if ! start_rx "$W/rx-sil.log" --root "$RXDIR" --connect-timeout 2 --timeout 3; then
-		t_fail "receiver did not start listening"
+	if ! start_rx_or_fail "$W/rx-sil.log" --root "$RXDIR" --connect-timeout 2 --timeout 3; then
 		t_log "$W/rx-sil.log"
 		t_end
 		return
@@ -482,7 +472,7 @@ s_silent() {
 	# client past the limit is refused (exit 3, saying why).
 	nextport
 	t_begin "silent peers take no --max-sessions slot; 4 real sessions do: a 5th client is refused (exit 3), then served"
-	if start_rx "$W/rx-sil4.log" --root "$RXDIR" --connect-timeout 2 --max-sessions 4; then
+	if start_rx_or_fail "$W/rx-sil4.log" --root "$RXDIR" --connect-timeout 2 --max-sessions 4; then
 		local i ppids='' tpids=''
 		for i in 1 2 3 4; do
 			python3 "$PEER" "$P" silent 10 >"$W/peer-sil4-$i.log" 2>&1 &
@@ -520,8 +510,6 @@ s_silent() {
 		no_temp "$RXDIR" 5
 		served "$W/tx-sil4.log" after-busy
 		term_rx
-	else
-		t_fail "receiver did not start listening"
 	fi
 	t_log "$W/tx-sil4-busy.log" "$W/rx-sil4.log"
 	t_end
@@ -541,10 +529,9 @@ s_flood() {
 	nextport
 	RXDIR=$W/rx/fl
 	t_begin "5000 files announced, never ended, ulimit -n 256: protocol error, fds back, served after"
-	if ! rx_spawn "$W/rx-fl.log" sh -c 'ulimit -n 256 && exec "$@"' sh \
+	if ! rx_spawn_or_fail "$W/rx-fl.log" sh -c 'ulimit -n 256 && exec "$@"' sh \
 		"$RDCP" --listen -v --transport tcp --bind "$ADDR" --port "$P" \
 		--key-file "$KEY" --root "$RXDIR"; then
-		t_fail "receiver did not start listening"
 		t_log "$W/rx-fl.log"
 		t_end
 		return
@@ -612,10 +599,7 @@ s_garbage() {
 	nextport
 	RXDIR=$W/rx/junk
 	if ! start_rx "$W/rx-junk.log" --root "$RXDIR" --connect-timeout 2 --timeout 3; then
-		t_begin "garbage: receiver starts"
-		t_fail "receiver did not start listening"
-		t_log "$W/rx-junk.log"
-		t_end
+		rx_not_started "garbage" "$W/rx-junk.log"
 		return
 	fi
 	served "$W/tx-junk0.log" first
@@ -682,8 +666,7 @@ s_kill9() {
 	nextport
 	for who in receiver sender; do
 		t_begin "kill -9 of the $who mid-file"
-		if ! start_rx "$W/rx-k9-$who.log" --root "$RXDIR"; then
-			t_fail "receiver did not start listening"
+		if ! start_rx_or_fail "$W/rx-k9-$who.log" --root "$RXDIR"; then
 			t_log "$W/rx-k9-$who.log"
 			t_end
 			continue
@@ -746,7 +729,7 @@ s_sigint() {
 	RXDIR=$W/rx/int
 	nextport
 	t_begin "SIGINT of the sender mid-file: exit 130, temporary removed, receiver serves on"
-	if start_rx "$W/rx-int.log" --root "$RXDIR"; then
+	if start_rx_or_fail "$W/rx-int.log" --root "$RXDIR"; then
 		bg_send "$W/tx-int.log" --window 2 --chunk-size 64K src/big "$ADDR::big"
 		if wait_partfile "$RXDIR" big "$TX"; then
 			msleep 200
@@ -767,8 +750,6 @@ s_sigint() {
 		alive "$RX" || t_fail "receiver gone"
 		served "$W/tx-int2.log" small
 		term_rx
-	else
-		t_fail "receiver did not start listening"
 	fi
 	t_log "$W/tx-int.log" "$W/rx-int.log"
 	t_end
@@ -838,10 +819,7 @@ s_retry() {
 		t_end
 		term_rx
 	else
-		t_begin "--retry: receiver starts"
-		t_fail "receiver did not start listening"
-		t_log "$W/rx-rt.log"
-		t_end
+		rx_not_started "--retry" "$W/rx-rt.log"
 	fi
 	rm -rf rx/rt got src/rt src/rtc
 }
@@ -860,7 +838,7 @@ s_soak() {
 	done
 	nextport
 	t_begin "soak: $n back-to-back small transfers to one daemon: fds and RSS steady"
-	if start_rx "$W/rx-soak.log" --root "$RXDIR"; then
+	if start_rx_or_fail "$W/rx-soak.log" --root "$RXDIR"; then
 		for i in $(seq 1 $n); do
 			# Names repeat: every 20th transfer replaces an earlier file.
 			send "$W/tx-soak.log" "src/soak/f$i" "$ADDR::s$((i % 20))"
@@ -886,8 +864,6 @@ s_soak() {
 		alive "$RX" || t_fail "receiver gone"
 		term_rx
 		[ "$RX_RC" = 130 ] || t_fail "daemon exit $RX_RC after SIGTERM, want 130"
-	else
-		t_fail "receiver did not start listening"
 	fi
 	t_log "$W/rx-soak.log"
 	t_end
@@ -908,7 +884,7 @@ s_concurrent() {
 	# A good client must prove the key within --connect-timeout: 2 s
 	# was too short for one at load average 12 (it timed out at 2.4 s);
 	# the silent ones are dropped after 5 s, well within their 15 s.
-	if start_rx "$W/rx-conc.log" --root "$RXDIR" --connect-timeout 5 --timeout 6; then
+	if start_rx_or_fail "$W/rx-conc.log" --root "$RXDIR" --connect-timeout 5 --timeout 6; then
 		served "$W/tx-conc0.log" first
 		steady_fds "$RX"
 		base=$FDS
@@ -953,8 +929,6 @@ s_concurrent() {
 		[ "$FDS" = "$base" ] || t_fail "fd count $FDS, baseline $base"
 		served "$W/tx-conc5.log" last
 		term_rx
-	else
-		t_fail "receiver did not start listening"
 	fi
 	t_log "$W/tx-conc-hooks.log" "$W/rx-conc.log"
 	t_end

@@ -36,6 +36,34 @@ M=1048576
 # The peer-went-away wording accepted from a survivor.
 LOST_RE='went away|no word from|host is down|link is cut|peer (was )?lost|lost (the )?peer|gone|silent|disconnect|unreachable|retr'
 
+# ---------------------------------------------------------------- preamble
+
+# e2e_build ARGS...: the start of every bash suite, right after sourcing
+# this file: BUILD from a leading "--build DIR" of ARGS (default build),
+# made absolute; BUILD_ARGS = how many of ARGS that took (0 or 2), for the
+# caller's `shift "$BUILD_ARGS"`.
+e2e_build() {
+	BUILD=build BUILD_ARGS=0
+	if [ "${1:-}" = --build ]; then
+		BUILD=$2 BUILD_ARGS=2
+	fi
+	case $BUILD in /*) ;; *) BUILD=$PWD/$BUILD ;; esac
+}
+
+# need_built HINT FILE...: every FILE executable, or else the suite's one
+# failure ("FILE missing (HINT)") and exit 1.
+need_built() {
+	_nb_hint=$1
+	shift
+	for _nb_f in "$@"; do
+		[ -x "$_nb_f" ] && continue
+		echo "not ok 1 - $_nb_f missing ($_nb_hint)"
+		echo "1..1"
+		echo "0 passed, 1 failed"
+		exit 1
+	done
+}
+
 # ---------------------------------------------------------------- clock
 
 # own_netns VAR ARGS...: as root, re-runs the calling script (with
@@ -226,6 +254,28 @@ start_rx() {
 	_sr_log=$1
 	shift
 	rx_spawn "$_sr_log" "$RDCP" --listen -v "$@"
+}
+
+# start_rx_or_fail LOG ARGS..., rx_spawn_or_fail LOG CMD...: start_rx or
+# rx_spawn, or else the current test fails with "receiver did not start
+# listening" and what started is killed; then non-zero, for the caller to
+# skip what needed the receiver.
+start_rx_or_fail() { start_rx "$@" || rx_failed; }
+rx_spawn_or_fail() { rx_spawn "$@" || rx_failed; }
+rx_failed() {
+	t_fail "receiver did not start listening"
+	kill -9 "$RX" 2>/dev/null
+	return 1
+}
+
+# rx_not_started NAME LOG: after a start_rx that failed outside a test:
+# the failed test "NAME: receiver starts" with LOG, and RX killed.
+rx_not_started() {
+	t_begin "$1: receiver starts"
+	t_fail "receiver did not start listening"
+	t_log "$2"
+	t_end
+	kill -9 "$RX" 2>/dev/null
 }
 
 # stop_rx [SECONDS]: wait (default 10 s, then kill -9) for the receiver RX

@@ -17,19 +17,16 @@
 # Needs python3. Run it in a private network namespace (fixed ports):
 #   unshare -n sh -c 'ip link set lo up && tests/e2e/mitm.sh'
 set -u
-BUILD=build
-if [ "${1:-}" = --build ]; then
-	BUILD=$2
-	shift 2
-fi
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=lib.sh source-path=SCRIPTDIR
+. "$HERE/lib.sh"
+e2e_build "$@"
+shift "$BUILD_ARGS"
 RDCP=$(cd "$BUILD" 2>/dev/null && pwd)/rdcp
 MITM=$HERE/mitm.py
 ADDR=127.0.0.1
 P=7950
 
-# shellcheck source=lib.sh source-path=SCRIPTDIR
-. "$HERE/lib.sh"
 POLL_MS=20
 
 ALL="grow truncate inject_push inject_pull rewrite credit noauth_grow"

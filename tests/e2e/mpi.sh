@@ -27,22 +27,17 @@
 # ends the job, exit 11), hang0 (rank 0 stopped: the others find it
 # silent and end the job, exit 11).
 set -uo pipefail
-BUILD=build
-if [ "${1:-}" = --build ]; then
-	BUILD=$2
-	shift 2
-fi
-BUILD=$(cd "$BUILD" && pwd)
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-ALL="tree balance big mix partial usage noconnect rxkill rankkill rangekill skipfinal badrange hang hang0"
+# shellcheck source=lib.sh source-path=SCRIPTDIR
 . "$HERE/lib.sh"
+e2e_build "$@"
+shift "$BUILD_ARGS"
+ALL="tree balance big mix partial usage noconnect rxkill rankkill rangekill skipfinal badrange hang hang0"
 check_scenarios "$ALL" "$@"
 
 own_netns RDCP_MPI_NETNS "$@"
 
-for b in "$BUILD/rdcp" "$BUILD/rdcp-mpi"; do
-	[ -x "$b" ] || { echo "not ok 1 - $b missing (make all mpi)"; exit 1; }
-done
+need_built "make all mpi" "$BUILD/rdcp" "$BUILD/rdcp-mpi"
 command -v mpirun >/dev/null ||
 	{ echo "not ok 1 - mpirun missing (apt-get install openmpi-bin)"; exit 1; }
 

@@ -24,14 +24,13 @@
 #
 #   tests/e2e/mpi_rdma.sh [--build DIR] [--pair]
 set -uo pipefail
-BUILD=build
-if [ "${1:-}" = --build ]; then
-	BUILD=$2
-	shift 2
-fi
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=lib.sh source-path=SCRIPTDIR
+. "$HERE/lib.sh"
+e2e_build "$@"
+shift "$BUILD_ARGS"
 PAIR=0
 [ "${1:-}" = --pair ] && PAIR=1
-HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 GUEST=$HERE/../guest/guest.sh
 fail() { echo "not ok 1 - rdcp-mpi over Soft-RoCE: $*"; echo "0 passed, 1 failed"; exit 1; }
 for b in "$BUILD/rdcp" "$BUILD/rdcp-mpi"; do

@@ -10,22 +10,16 @@
 #
 #   tests/e2e/mpi_ssh.sh [--build DIR]
 set -uo pipefail
-BUILD=build
-if [ "${1:-}" = --build ]; then
-	BUILD=$2
-	shift 2
-fi
-BUILD=$(cd "$BUILD" && pwd)
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-# shellcheck source=lib.sh
+# shellcheck source=lib.sh source-path=SCRIPTDIR
 . "$HERE/lib.sh"
+e2e_build "$@"
+shift "$BUILD_ARGS"
 own_netns RDCP_MPI_NETNS
 # shellcheck source=sshd.sh
 . "$HERE/sshd.sh"
 fail_early() { echo "not ok 1 - $*"; echo "1..1"; echo "0 passed, 1 failed"; exit 1; }
-for b in "$BUILD/rdcp" "$BUILD/rdcp-mpi"; do
-	[ -x "$b" ] || fail_early "$b missing (make all mpi)"
-done
+need_built "make all mpi" "$BUILD/rdcp" "$BUILD/rdcp-mpi"
 command -v mpirun >/dev/null || fail_early "mpirun missing (apt-get install openmpi-bin)"
 
 T=$(mktemp -d /tmp/rdcp-e2e-mpissh.XXXXXX)

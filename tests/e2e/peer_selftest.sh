@@ -13,23 +13,20 @@
 #
 #   tests/e2e/peer_selftest.sh [--build DIR] [--list | SCENARIO...]
 set -u
-BUILD=build
-if [ "${1:-}" = --build ]; then
-	BUILD=$2
-	shift 2
-fi
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=lib.sh source-path=SCRIPTDIR
+. "$HERE/lib.sh"
+e2e_build "$@"
+shift "$BUILD_ARGS"
 PY=$HERE/peer.py
 ADDR=127.0.0.1
 P=7950 # ports: one per session (nextport)
 
-# shellcheck source=lib.sh source-path=SCRIPTDIR
-. "$HERE/lib.sh"
 POLL_MS=20
 ALL="codec push sha256 pull pull_list serve_pull serve_push bad_digest"
 check_scenarios "$ALL" "$@"
 
-[ -x "$BUILD/rdcp" ] || { echo "not ok 1 - $BUILD/rdcp missing (run make all)"; exit 1; }
+need_built "make all" "$BUILD/rdcp"
 command -v python3 >/dev/null 2>&1 || { echo "not ok 1 - python3 missing"; exit 1; }
 W=$(mktemp -d /tmp/rdcp-e2e-peer.XXXXXX)
 PIDFILE=$W/pids

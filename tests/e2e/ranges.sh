@@ -12,16 +12,13 @@
 #
 #   tests/e2e/ranges.sh [--build DIR] [SCENARIO...]
 set -uo pipefail
-BUILD=build
-if [ "${1:-}" = --build ]; then
-	BUILD=$2
-	shift 2
-fi
-BUILD=$(cd "$BUILD" && pwd)
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=lib.sh source-path=SCRIPTDIR
 . "$HERE/lib.sh"
+e2e_build "$@"
+shift "$BUILD_ARGS"
 own_netns RDCP_RANGES_NETNS "$@"
-[ -x "$BUILD/rdcp" ] || { echo "not ok 1 - $BUILD/rdcp missing (make all)"; exit 1; }
+need_built "make all" "$BUILD/rdcp"
 T=$(mktemp -d /tmp/rdcp-e2e-ranges.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 "$BUILD/rdcp" --keygen "$T/key" >/dev/null 2>&1 ||

@@ -11,15 +11,12 @@
 #
 #   tests/e2e/run_faults.sh [--build DIR] [SCENARIO...]
 set -uo pipefail
-BUILD=build
-if [ "${1:-}" = --build ]; then
-	BUILD=$2
-	shift 2
-fi
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-for b in "$BUILD/rdcp" "$BUILD/hooks/rdcp"; do
-	[ -x "$b" ] || { echo "not ok 1 - $b missing (run make all hooks)"; echo "0 passed, 1 failed"; exit 1; }
-done
+# shellcheck source=lib.sh source-path=SCRIPTDIR
+. "$HERE/lib.sh"
+e2e_build "$@"
+shift "$BUILD_ARGS"
+need_built "make all hooks" "$BUILD/rdcp" "$BUILD/hooks/rdcp"
 for t in python3 openssl timeout; do
 	command -v "$t" >/dev/null 2>&1 ||
 		{ echo "not ok 1 - $t missing"; echo "0 passed, 1 failed"; exit 1; }

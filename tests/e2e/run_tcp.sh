@@ -12,15 +12,12 @@
 #       e.g. `tests/e2e/run_tcp.sh --build build tree` runs one scenario;
 #       without names, all of them.
 set -uo pipefail
-BUILD=build
-if [ "${1:-}" = --build ]; then
-	BUILD=$2
-	shift 2
-fi
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-for b in "$BUILD/rdcp" "$BUILD/hooks/rdcp"; do
-	[ -x "$b" ] || { echo "not ok 1 - $b missing (run make all hooks)"; exit 1; }
-done
+# shellcheck source=lib.sh source-path=SCRIPTDIR
+. "$HERE/lib.sh"
+e2e_build "$@"
+shift "$BUILD_ARGS"
+need_built "make all hooks" "$BUILD/rdcp" "$BUILD/hooks/rdcp"
 
 T=$(mktemp -d /tmp/rdcp-e2e-tcp.XXXXXX)
 trap 'rm -rf "$T"' EXIT

@@ -128,11 +128,7 @@ s_sizes() {
 		t_end
 		term_rx
 	else
-		t_begin "64K x 4 ring: receiver starts"
-		t_fail "receiver did not start listening"
-		t_log "$W/rx-sizes.log"
-		t_end
-		kill -9 "$RX" 2>/dev/null
+		rx_not_started "64K x 4 ring" "$W/rx-sizes.log"
 	fi
 	rm -rf src/sizes rx/sizes
 }
@@ -143,15 +139,13 @@ s_default() {
 	mkdir -p src rx/def
 	dd if=/dev/urandom of=src/big32 bs=1M count=32 2>/dev/null
 	nextport
-	if start_rx "$W/rx-def.log" --root "$W/rx/def" --once --port $P; then
+	if start_rx_or_fail "$W/rx-def.log" --root "$W/rx/def" --once --port $P; then
 		send "$W/tx-def.log" --port $P src/big32 "$ADDR::big32"
 		[ "$SRC" = 0 ] || t_fail "sender exit $SRC, want 0"
 		stop_rx 10
 		[ "$RX_RC" = 0 ] || t_fail "receiver exit $RX_RC, want 0"
 		same src/big32 rx/def/big32
 		echo "# default geometry: 32 MiB in ${ST}s"
-	else
-		t_fail "receiver did not start listening"
 	fi
 	t_log "$W/tx-def.log" "$W/rx-def.log"
 	t_end
@@ -207,7 +201,7 @@ s_sparse() {
 	for f in tail ends; do
 		t_begin "sparse 4 GiB+ file '$f'"
 		nextport
-		if start_rx "$W/rx-sparse-$f.log" --root $BIG/rx --once --port $P; then
+		if start_rx_or_fail "$W/rx-sparse-$f.log" --root $BIG/rx --once --port $P; then
 			send "$W/tx-sparse-$f.log" --port $P "$BIG/src/$f" "$ADDR::$f"
 			[ "$SRC" = 0 ] || t_fail "sender exit $SRC, want 0"
 			stop_rx 10
@@ -222,8 +216,6 @@ s_sparse() {
 			# Holes are not sent: 4 GiB at rxe speed would take minutes.
 			[ "${ST%.*}" -lt 30 ] || t_fail "copy took ${ST}s: holes were sent?"
 			echo "# sparse '$f': copy ${ST}s"
-		else
-			t_fail "receiver did not start listening"
 		fi
 		t_log "$W/tx-sparse-$f.log" "$W/rx-sparse-$f.log"
 		t_end
@@ -241,14 +233,12 @@ s_checksum() {
 	for alg in sha256 none; do
 		t_begin "--checksum $alg"
 		nextport
-		if start_rx "$W/rx-ck-$alg.log" --root "$W/rx/ck" --once --port $P; then
+		if start_rx_or_fail "$W/rx-ck-$alg.log" --root "$W/rx/ck" --once --port $P; then
 			send "$W/tx-ck-$alg.log" --port $P --chunk-size 256K --checksum $alg src/ck "$ADDR::ck-$alg"
 			[ "$SRC" = 0 ] || t_fail "sender exit $SRC, want 0"
 			stop_rx 10
 			[ "$RX_RC" = 0 ] || t_fail "receiver exit $RX_RC, want 0"
 			same src/ck "rx/ck/ck-$alg"
-		else
-			t_fail "receiver did not start listening"
 		fi
 		t_log "$W/tx-ck-$alg.log" "$W/rx-ck-$alg.log"
 		t_end
@@ -262,7 +252,7 @@ s_corrupt() {
 	mkdir -p src rx/bad
 	mkrand src/bad $((M + 5))
 	nextport
-	if start_rx "$W/rx-bad.log" --root "$W/rx/bad" --once --port $P --chunk-size 64K; then
+	if start_rx_or_fail "$W/rx-bad.log" --root "$W/rx/bad" --once --port $P --chunk-size 64K; then
 		RDCP_TEST_CORRUPT_CHUNK=1 timeout -s KILL 60 rdcp-hooks --port $P --chunk-size 64K \
 			src/bad "$ADDR::bad" >"$W/tx-bad.log" 2>&1
 		SRC=$?
@@ -271,8 +261,6 @@ s_corrupt() {
 		[ "$RX_RC" != 0 ] || t_fail "receiver exit 0 after a corrupted chunk"
 		[ ! -e rx/bad/bad ] || t_fail "the corrupted file was placed"
 		no_temp rx/bad
-	else
-		t_fail "receiver did not start listening"
 	fi
 	t_log "$W/tx-bad.log" "$W/rx-bad.log"
 	t_end
@@ -288,7 +276,7 @@ s_escape() {
 		rm -rf "$W/esc"
 		mkdir -p "$W/esc/root"
 		nextport
-		if start_rx "$W/rx-esc.log" --root "$W/esc/root" --once --port $P; then
+		if start_rx_or_fail "$W/rx-esc.log" --root "$W/esc/root" --once --port $P; then
 			send "$W/tx-esc.log" --port $P src/esc "$ADDR::$d"
 			# '..' is a bad name (usage, 2); '/etc/x' is etc/x in
 			# the root, whose etc/ does not exist (remote I/O, 7).
@@ -299,8 +287,6 @@ s_escape() {
 			_extra=$(find "$W/esc" ! -path "$W/esc" ! -path "$W/esc/root")
 			[ -z "$_extra" ] || t_fail "written: $(echo "$_extra" | tr '\n' ' ')"
 			[ ! -e /etc/x ] || t_fail "/etc/x written"
-		else
-			t_fail "receiver did not start listening"
 		fi
 		t_log "$W/tx-esc.log" "$W/rx-esc.log"
 		t_end
@@ -356,11 +342,7 @@ s_destforms() {
 		done
 		term_rx
 	else
-		t_begin "DEST forms: receiver starts"
-		t_fail "receiver did not start listening"
-		t_log "$W/rx-df.log"
-		t_end
-		kill -9 "$RX" 2>/dev/null
+		rx_not_started "DEST forms" "$W/rx-df.log"
 	fi
 	rm -rf rx/df got src/df
 }
@@ -405,11 +387,7 @@ s_ctrlnames() {
 		t_end
 		term_rx
 	else
-		t_begin "names: receiver starts"
-		t_fail "receiver did not start listening"
-		t_log "$W/rx-nm.log"
-		t_end
-		kill -9 "$RX" 2>/dev/null
+		rx_not_started "names" "$W/rx-nm.log"
 	fi
 	rm -rf rx/nm src/nm got
 }
@@ -444,11 +422,7 @@ s_longnames() {
 		t_end
 		term_rx
 	else
-		t_begin "long names: receiver starts"
-		t_fail "receiver did not start listening"
-		t_log "$W/rx-ln.log"
-		t_end
-		kill -9 "$RX" 2>/dev/null
+		rx_not_started "long names" "$W/rx-ln.log"
 	fi
 	rm -rf rx/ln src/ln got
 }
@@ -495,11 +469,7 @@ s_fifo() {
 		t_log "$W/rx-ff.log"
 		t_end
 	else
-		t_begin "fifo: receiver starts"
-		t_fail "receiver did not start listening"
-		t_log "$W/rx-ff.log"
-		t_end
-		kill -9 "$RX" 2>/dev/null
+		rx_not_started "fifo" "$W/rx-ff.log"
 	fi
 	rm -rf rx/ff src/ff got
 }
@@ -512,15 +482,13 @@ s_multifile() {
 	mkrand src/m2 7000
 	echo keep >rx/mf/target
 	nextport
-	if start_rx "$W/rx-mf.log" --root "$W/rx/mf" --once --port $P; then
+	if start_rx_or_fail "$W/rx-mf.log" --root "$W/rx/mf" --once --port $P; then
 		send "$W/tx-mf.log" --port $P src/m1 src/m2 "$ADDR::target"
 		[ "$SRC" != 0 ] || t_fail "sender exit 0"
 		stop_rx 10
 		[ "$(cat rx/mf/target)" = keep ] || t_fail "the existing file was changed"
 		[ "$(find rx/mf -mindepth 1)" = rx/mf/target ] || t_fail "root now holds: $(find rx/mf -mindepth 1 | tr '\n' ' ')"
 		echo "# several SRCs to a file: sender exit $SRC, receiver exit $RX_RC"
-	else
-		t_fail "receiver did not start listening"
 	fi
 	t_log "$W/tx-mf.log" "$W/rx-mf.log"
 	t_end
@@ -534,7 +502,7 @@ s_partial() {
 	mkrand src/m1 5000
 	mkrand src/m2 7000
 	nextport
-	if start_rx "$W/rx-part.log" --root "$W/rx/part" --once --port $P; then
+	if start_rx_or_fail "$W/rx-part.log" --root "$W/rx/part" --once --port $P; then
 		send "$W/tx-part.log" --port $P src/m1 src/does-not-exist src/m2 "$ADDR::pd/"
 		[ "$SRC" = 9 ] || t_fail "sender exit $SRC, want 9"
 		stop_rx 10
@@ -542,8 +510,6 @@ s_partial() {
 		same src/m2 rx/part/pd/m2
 		[ ! -e rx/part/pd/does-not-exist ] || t_fail "the missing SRC was created"
 		no_temp rx/part
-	else
-		t_fail "receiver did not start listening"
 	fi
 	t_log "$W/tx-part.log" "$W/rx-part.log"
 	t_end
@@ -578,7 +544,7 @@ kill_mid() {
 	[ "$1" != sender ] || _km=ks
 	mkdir -p "rx/$_km"
 	nextport
-	if start_rx "$W/rx-$_km.log" --root "$W/rx/$_km" --once --port $P; then
+	if start_rx_or_fail "$W/rx-$_km.log" --root "$W/rx/$_km" --once --port $P; then
 		rdcp --port $P --window 2 --chunk-size 64K src/k64 "$ADDR::k64" >"$W/tx-$_km.log" 2>&1 &
 		TX=$!
 		if [ "$1" = sender ]; then
@@ -610,8 +576,6 @@ kill_mid() {
 			t_fail "transfer never started"
 		fi
 		kill -9 "$TX" "$RX" 2>/dev/null
-	else
-		t_fail "receiver did not start listening"
 	fi
 	t_log "$W/tx-$_km.log" "$W/rx-$_km.log"
 	rm -rf "rx/$_km"
@@ -669,10 +633,7 @@ s_daemon() {
 		t_log "$W/rx-dm.log"
 		t_end
 	else
-		t_begin "daemon starts"
-		t_fail "receiver did not start listening"
-		t_log "$W/rx-dm.log"
-		t_end
+		rx_not_started "daemon" "$W/rx-dm.log"
 	fi
 	rm -rf rx/dm src
 }
@@ -690,14 +651,12 @@ s_auth() {
 	mkrand src/au 5000
 	rdcp --keygen "$W/other.key" >/dev/null 2>&1 || t_fail "rdcp --keygen failed"
 	nextport
-	if start_rx "$W/rx-auth.log" --root "$W/rx/auth" --once --port $P; then
+	if start_rx_or_fail "$W/rx-auth.log" --root "$W/rx/auth" --once --port $P; then
 		send "$W/tx-auth.log" --port $P --key-file "$W/other.key" src/au "$ADDR::au"
 		[ "$SRC" = 4 ] || t_fail "sender exit $SRC, want 4"
 		stop_rx 10
 		[ "$RX_RC" != 0 ] || t_fail "receiver exit 0"
 		[ -z "$(find rx/auth -mindepth 1)" ] || t_fail "written: $(find rx/auth -mindepth 1 | tr '\n' ' ')"
-	else
-		t_fail "receiver did not start listening"
 	fi
 	t_log "$W/tx-auth.log" "$W/rx-auth.log"
 	t_end
@@ -993,11 +952,7 @@ s_tree() {
 		t_end
 		term_rx
 	else
-		t_begin "-r tree push: receiver starts"
-		t_fail "receiver did not start listening"
-		t_log "$W/rx-tree.log"
-		t_end
-		kill -9 "$RX" 2>/dev/null
+		rx_not_started "-r tree push" "$W/rx-tree.log"
 	fi
 	rm -rf rx/tree "$W/outside"
 }
@@ -1064,11 +1019,7 @@ s_pull() {
 		done
 		term_rx
 	else
-		t_begin "pull: receiver starts"
-		t_fail "receiver did not start listening"
-		t_log "$W/rx-pull.log"
-		t_end
-		kill -9 "$RX" 2>/dev/null
+		rx_not_started "pull" "$W/rx-pull.log"
 	fi
 	rm -rf rx/pull rx/x got
 }
@@ -1084,10 +1035,8 @@ rs_kill() {
 	rm -rf rx/rs
 	mkdir -p rx/rs
 	nextport
-	if ! start_rx "$W/rx-rs-$1.log" --root "$W/rx/rs" --once --port $P; then
-		t_fail "receiver did not start listening"
+	if ! start_rx_or_fail "$W/rx-rs-$1.log" --root "$W/rx/rs" --once --port $P; then
 		t_log "$W/rx-rs-$1.log"
-		kill -9 "$RX" 2>/dev/null
 		return
 	fi
 	t_log "$W/tx-rs-$1.log" "$W/rx-rs-$1.log" "$W/tx-rs2-$1.log" "$W/rx-rs2-$1.log"
@@ -1185,11 +1134,7 @@ s_resume() {
 		t_end
 		term_rx
 	else
-		t_begin "--resume: receiver starts"
-		t_fail "receiver did not start listening"
-		t_log "$W/rx-rs3.log"
-		t_end
-		kill -9 "$RX" 2>/dev/null
+		rx_not_started "--resume" "$W/rx-rs3.log"
 	fi
 	rm -rf rx/rs src/rs src/rs-new
 }
@@ -1241,11 +1186,7 @@ s_skip() {
 		t_end
 		term_rx
 	else
-		t_begin "--no-clobber/--update: receiver starts"
-		t_fail "receiver did not start listening"
-		t_log "$W/rx-skip.log"
-		t_end
-		kill -9 "$RX" 2>/dev/null
+		rx_not_started "--no-clobber/--update" "$W/rx-skip.log"
 	fi
 	rm -rf rx/skip src/nc src/up
 }
@@ -1259,7 +1200,7 @@ s_crypt() {
 	for o in --encrypt --compress "--compress=9 --encrypt"; do
 		t_begin "$o: byte-identical"
 		nextport
-		if start_rx "$W/rx-cr.log" --root "$W/rx/cr" --once --port $P; then
+		if start_rx_or_fail "$W/rx-cr.log" --root "$W/rx/cr" --once --port $P; then
 			# shellcheck disable=SC2086 # option list
 			send "$W/tx-cr.log" --port $P --chunk-size 64K $o src/cr-rand src/cr-text "$ADDR::d/"
 			[ "$SRC" = 0 ] || t_fail "sender exit $SRC, want 0"
@@ -1268,9 +1209,6 @@ s_crypt() {
 			same src/cr-rand rx/cr/d/cr-rand
 			same src/cr-text rx/cr/d/cr-text
 			no_temp rx/cr
-		else
-			t_fail "receiver did not start listening"
-			kill -9 "$RX" 2>/dev/null
 		fi
 		t_log "$W/tx-cr.log" "$W/rx-cr.log"
 		t_end
@@ -1279,7 +1217,7 @@ s_crypt() {
 
 	t_begin "--encrypt, chunk 0 corrupted: exit 8, file not placed"
 	nextport
-	if start_rx "$W/rx-crbad.log" --root "$W/rx/cr" --once --port $P --chunk-size 64K; then
+	if start_rx_or_fail "$W/rx-crbad.log" --root "$W/rx/cr" --once --port $P --chunk-size 64K; then
 		RDCP_TEST_CORRUPT_CHUNK=0 timeout -s KILL 60 rdcp-hooks --port $P --chunk-size 64K \
 			--encrypt src/cr-rand "$ADDR::bad" >"$W/tx-crbad.log" 2>&1
 		SRC=$?
@@ -1288,9 +1226,6 @@ s_crypt() {
 		[ "$RX_RC" != 0 ] || t_fail "receiver exit 0 after a corrupted chunk"
 		[ ! -e rx/cr/bad ] || t_fail "the corrupted file was placed"
 		no_temp rx/cr
-	else
-		t_fail "receiver did not start listening"
-		kill -9 "$RX" 2>/dev/null
 	fi
 	t_log "$W/tx-crbad.log" "$W/rx-crbad.log"
 	t_end
@@ -1304,7 +1239,7 @@ s_zeros() {
 	mkdir -p src rx/zeros
 	{ head -c $M /dev/urandom; head -c $((3 * M)) /dev/zero; } >src/zeros
 	nextport
-	if start_rx "$W/rx-zeros.log" --root "$W/rx/zeros" --once --port $P; then
+	if start_rx_or_fail "$W/rx-zeros.log" --root "$W/rx/zeros" --once --port $P; then
 		send "$W/tx-zeros.log" --port $P --chunk-size 64K --sparse --json src/zeros "$ADDR::zeros"
 		[ "$SRC" = 0 ] || t_fail "sender exit $SRC, want 0"
 		stop_rx 10
@@ -1314,9 +1249,6 @@ s_zeros() {
 			t_fail "the copy allocates $(alloc rx/zeros/zeros 2>/dev/null) bytes: zeros written"
 		[ "$(jdone "$W/tx-zeros.log" src/zeros sent)" = $M ] ||
 			t_fail "sent $(jdone "$W/tx-zeros.log" src/zeros sent), want $M"
-	else
-		t_fail "receiver did not start listening"
-		kill -9 "$RX" 2>/dev/null
 	fi
 	t_log "$W/tx-zeros.log" "$W/rx-zeros.log"
 	t_end
@@ -1330,16 +1262,13 @@ s_bwlimit() {
 	mkdir -p src rx/bw
 	mkrand src/bw $((8 * M))
 	nextport
-	if start_rx "$W/rx-bw.log" --root "$W/rx/bw" --once --port $P; then
+	if start_rx_or_fail "$W/rx-bw.log" --root "$W/rx/bw" --once --port $P; then
 		send "$W/tx-bw.log" --port $P --bwlimit 4M src/bw "$ADDR::bw"
 		[ "$SRC" = 0 ] || t_fail "sender exit $SRC, want 0"
 		stop_rx 10
 		same src/bw rx/bw/bw
 		echo "# --bwlimit 4M: 8 MiB in ${ST}s"
 		[ "${ST%.*}${ST#*.}" -ge 15 ] || t_fail "8 MiB in ${ST}s: faster than 4 MiB/s allows"
-	else
-		t_fail "receiver did not start listening"
-		kill -9 "$RX" 2>/dev/null
 	fi
 	t_log "$W/tx-bw.log" "$W/rx-bw.log"
 	t_end
@@ -1393,11 +1322,7 @@ s_full() {
 		t_end
 		term_rx
 	else
-		t_begin "receiver file system full: receiver starts"
-		t_fail "receiver did not start listening"
-		t_log "$W/rx-full.log"
-		t_end
-		kill -9 "$RX" 2>/dev/null
+		rx_not_started "receiver file system full" "$W/rx-full.log"
 	fi
 	umount "$FS" || echo "# cannot umount $FS"
 	rm -rf "$FS" src/full-dense src/full-sparse src/full-small
@@ -1517,11 +1442,7 @@ s_direct() {
 		t_end
 		term_rx
 	else
-		t_begin "--direct on ext4: receiver starts"
-		t_fail "receiver did not start listening"
-		t_log "$W/rx-direct.log"
-		t_end
-		kill -9 "$RX" 2>/dev/null
+		rx_not_started "--direct on ext4" "$W/rx-direct.log"
 	fi
 
 	# A tmpfs receiver: /tmp in the guest; one mounted here on the host.
@@ -1555,11 +1476,7 @@ s_direct() {
 		t_end
 		term_rx
 	else
-		t_begin "--direct into a tmpfs: receiver starts"
-		t_fail "receiver did not start listening"
-		t_log "$W/rx-direct-tmpfs.log"
-		t_end
-		kill -9 "$RX" 2>/dev/null
+		rx_not_started "--direct into a tmpfs" "$W/rx-direct-tmpfs.log"
 	fi
 	[ -n "$_dm" ] && umount "$W/dshm"
 	umount "$DFS" || echo "# cannot umount $DFS"
@@ -1688,11 +1605,7 @@ s_small() {
 		t_end
 		term_rx
 	else
-		t_begin "small files: receiver starts"
-		t_fail "receiver did not start listening"
-		t_log "$W/rx-small.log"
-		t_end
-		kill -9 "$RX" 2>/dev/null
+		rx_not_started "small files" "$W/rx-small.log"
 	fi
 	rm -rf src/small rx/small got
 }
@@ -1860,11 +1773,7 @@ s_script() {
 		script_delete
 		term_rx
 	else
-		t_begin "script: receiver starts"
-		t_fail "receiver did not start listening"
-		t_log "$W/rx-scr.log"
-		t_end
-		kill -9 "$RX" 2>/dev/null
+		rx_not_started "script" "$W/rx-scr.log"
 	fi
 	rm -rf src/scr rx/scr got src/mir "$W/outside"
 }
@@ -2058,7 +1967,7 @@ s_retry() {
 
 	t_begin "--retry: receiver killed mid-copy and restarted, the same run completes byte-identical"
 	nextport
-	if start_rx "$W/rx-rt1.log" --root "$W/rx/rt" --port $P; then
+	if start_rx_or_fail "$W/rx-rt1.log" --root "$W/rx/rt" --port $P; then
 		# The names from a pipe on stdin, read once: each attempt
 		# reads them again (spooled).
 		rm -f "$W/rt-fifo"
@@ -2103,8 +2012,6 @@ s_retry() {
 		fi
 		kill -9 "$TX" 2>/dev/null
 		term_rx
-	else
-		t_fail "receiver did not start listening"
 	fi
 	t_log "$W/tx-rt1.log" "$W/rx-rt1.log" "$W/rx-rt1b.log"
 	t_end
@@ -2114,7 +2021,7 @@ s_retry() {
 	mkdir -p rx/rt/pl got
 	cp src/rt src/rt-small rx/rt/pl/
 	nextport
-	if start_rx "$W/rx-rt6.log" --root "$W/rx/rt" --port $P; then
+	if start_rx_or_fail "$W/rx-rt6.log" --root "$W/rx/rt" --port $P; then
 		rm -f "$W/rt-fifo"
 		mkfifo "$W/rt-fifo"
 		(printf 'rt-small\nrt\n' >"$W/rt-fifo") &
@@ -2147,8 +2054,6 @@ s_retry() {
 		fi
 		kill -9 "$TX" 2>/dev/null
 		term_rx
-	else
-		t_fail "receiver did not start listening"
 	fi
 	t_log "$W/tx-rt6.log" "$W/rx-rt6.log" "$W/rx-rt6b.log"
 	t_end
@@ -2157,7 +2062,7 @@ s_retry() {
 	nextport
 	bg_send "$W/tx-rt2.log" --port $P --retry 4 --retry-wait 1 --json src/rt-small "$ADDR::late"
 	usleep 1500000
-	if start_rx "$W/rx-rt2.log" --root "$W/rx/rt" --port $P; then
+	if start_rx_or_fail "$W/rx-rt2.log" --root "$W/rx/rt" --port $P; then
 		wait_pid "$TX" 60
 		[ "$WRC" = 0 ] || t_fail "sender exit $WRC, want 0"
 		same src/rt-small rx/rt/late
@@ -2169,8 +2074,6 @@ s_retry() {
 		esac
 		[ "$(jget "$W/tx-rt2.log" summary retries)" -ge 1 ] 2>/dev/null ||
 			t_fail "summary retries '$(jget "$W/tx-rt2.log" summary retries)'"
-	else
-		t_fail "receiver did not start listening"
 	fi
 	t_log "$W/tx-rt2.log" "$W/rx-rt2.log"
 	t_end
@@ -2197,7 +2100,7 @@ s_retry() {
 
 	t_begin "--retry: N exhausted, the exit status is the last attempt's"
 	nextport
-	if start_rx "$W/rx-rt4.log" --root "$W/rx/rt" --once --port $P; then
+	if start_rx_or_fail "$W/rx-rt4.log" --root "$W/rx/rt" --once --port $P; then
 		bg_send "$W/tx-rt4.log" --port $P --chunk-size 64K --bwlimit 1M --connect-timeout 2 \
 			--retry 2 --retry-wait 0.2 --json src/rt "$ADDR::ex"
 		if rt_kill_rx rx/rt ex; then
@@ -2213,15 +2116,13 @@ s_retry() {
 			[ -f rx/rt/.ex.rdcp-part ] || t_fail "the temporary was not kept"
 		fi
 		kill -9 "$TX" 2>/dev/null
-	else
-		t_fail "receiver did not start listening"
 	fi
 	t_log "$W/tx-rt4.log" "$W/rx-rt4.log"
 	t_end
 
 	t_begin "--retry: SIGTERM in the wait ends it at once (130), the temporary left for --resume"
 	nextport
-	if start_rx "$W/rx-rt5.log" --root "$W/rx/rt" --once --port $P; then
+	if start_rx_or_fail "$W/rx-rt5.log" --root "$W/rx/rt" --once --port $P; then
 		bg_send "$W/tx-rt5.log" --port $P --chunk-size 64K --bwlimit 1M \
 			--retry 3 --retry-wait 30 --json src/rt "$ADDR::sig"
 		if rt_kill_rx rx/rt sig; then
@@ -2250,15 +2151,13 @@ s_retry() {
 			fi
 		fi
 		kill -9 "$TX" 2>/dev/null
-	else
-		t_fail "receiver did not start listening"
 	fi
 	t_log "$W/tx-rt5.log" "$W/rx-rt5.log" "$W/tx-rt5b.log"
 	t_end
 
 	t_begin "--retry: SIGINT mid-copy ends it at once (130), not retried, the temporary kept"
 	nextport
-	if start_rx "$W/rx-rt6.log" --root "$W/rx/rt" --port $P; then
+	if start_rx_or_fail "$W/rx-rt6.log" --root "$W/rx/rt" --port $P; then
 		bg_send "$W/tx-rt6.log" --port $P --chunk-size 64K --bwlimit 1M \
 			--retry 3 --retry-wait 0.2 --json src/rt "$ADDR::int"
 		if wait_partfile rx/rt int "$TX"; then
@@ -2276,8 +2175,6 @@ s_retry() {
 		fi
 		kill -9 "$TX" 2>/dev/null
 		term_rx
-	else
-		t_fail "receiver did not start listening"
 	fi
 	t_log "$W/tx-rt6.log" "$W/rx-rt6.log"
 	t_end
@@ -2329,18 +2226,12 @@ s_entries() {
 		t_end
 		term_rx
 	else
-		t_begin "--files-from, many names: receiver starts"
-		t_fail "receiver did not start listening"
-		t_log "$W/rx-ent.log"
-		t_end
-		kill -9 "$RX" 2>/dev/null
+		rx_not_started "--files-from, many names" "$W/rx-ent.log"
 	fi
 	t_begin "a pull of 40 000 files costs the walking receiver no more memory than 5 000"
 	for _t in t1 t2; do
 		nextport
-		if ! start_rx "$W/rx-ent-$_t.log" --root "$W/rx/ent" --once --port $P; then
-			t_fail "receiver did not start listening"
-			kill -9 "$RX" 2>/dev/null
+		if ! start_rx_or_fail "$W/rx-ent-$_t.log" --root "$W/rx/ent" --once --port $P; then
 			continue
 		fi
 		send "$W/tx-ent-$_t.log" --port $P -r --chunk-size 64K --window 4 "$ADDR::$_t" "got/ent/$_t"
@@ -2506,7 +2397,7 @@ s_devremove() {
 	# 'rdma link show' names links DEV/PORT: rxe0/1 ... netdev dummy0
 	_dr_dev=$(rdma link show | sed -n 's|^link rxe0/[0-9]* .* netdev \([^ ]*\).*|\1|p' | head -n1)
 	nextport
-	if start_rx "$W/rx-dr.log" --transport rdma --device rxe0 --timeout 60 --root "$W/rx/dr" --port $P; then
+	if start_rx_or_fail "$W/rx-dr.log" --transport rdma --device rxe0 --timeout 60 --root "$W/rx/dr" --port $P; then
 		rdcp --transport rdma --timeout 60 --port $P --window 2 --chunk-size 64K src/k64 "$ADDR::k64" >"$W/tx-dr.log" 2>&1 &
 		TX=$!
 		if wait_partfile rx/dr k64 "$TX"; then
@@ -2530,8 +2421,6 @@ s_devremove() {
 			t_fail "transfer never started"
 		fi
 		kill -9 "$TX" "$RX" 2>/dev/null
-	else
-		t_fail "receiver did not start listening"
 	fi
 	if ! rdma link show | grep -q '^link rxe0/'; then
 		rdma link add rxe0 type rxe netdev "$_dr_dev" || t_fail "cannot re-create rxe0 on $_dr_dev"
@@ -2542,13 +2431,11 @@ s_devremove() {
 	t_begin "rxe0 re-created: a copy works again"
 	mkrand src/dr 300000
 	nextport
-	if start_rx "$W/rx-dr2.log" --transport rdma --root "$W/rx/dr" --once --port $P; then
+	if start_rx_or_fail "$W/rx-dr2.log" --transport rdma --root "$W/rx/dr" --once --port $P; then
 		run_bounded 120 "$W/tx-dr2.log" rdcp --transport rdma --port $P src/dr "$ADDR::dr"
 		[ "$SRC" = 0 ] || t_fail "sender exit $SRC"
 		stop_rx 20
 		cmp -s src/dr rx/dr/dr || t_fail "dr differs"
-	else
-		t_fail "receiver did not start listening"
 	fi
 	t_log "$W/tx-dr2.log" "$W/rx-dr2.log"
 	t_end
@@ -2583,8 +2470,7 @@ s_rails() {
 		t_fail "rxe1 never became active"
 	for n in 2 4; do
 		nextport
-		if ! start_rx "$W/rx-rl$n.log" --root "$W/rx/rl" --port $P; then
-			t_fail "receiver did not start listening"
+		if ! start_rx_or_fail "$W/rx-rl$n.log" --root "$W/rx/rl" --port $P; then
 			continue
 		fi
 		a0=$(rail_pkts rxe0) a1=$(rail_pkts rxe1)
@@ -2649,15 +2535,13 @@ s_rails() {
 	rdma link delete rxe1
 	ip link del dummy1
 	nextport
-	if start_rx "$W/rx-rl1.log" --root "$W/rx/rl" --port $P; then
+	if start_rx_or_fail "$W/rx-rl1.log" --root "$W/rx/rl" --port $P; then
 		send "$W/tx-rl1.log" -v --streams 2 --port $P src/rl16 "$ADDR::rl16-1"
 		[ "$SRC" = 0 ] || t_fail "one rail: sender exit $SRC"
 		same src/rl16 rx/rl/rl16-1
 		! logged "$W/rx-rl1.log" "rails" ||
 			t_fail "rails without rxe1"
 		term_rx
-	else
-		t_fail "receiver did not start listening"
 	fi
 	t_log "$W/tx-rl1.log" "$W/rx-rl1.log"
 	t_end
@@ -2703,8 +2587,7 @@ s_streams() {
 	mktree src/sttree
 	for n in 1 2 4; do
 		nextport
-		if ! start_rx "$W/rx-st$n.log" --root "$W/rx/st" --port $P; then
-			t_fail "receiver did not start listening"
+		if ! start_rx_or_fail "$W/rx-st$n.log" --root "$W/rx/st" --port $P; then
 			continue
 		fi
 		bg_run "$W/tx-st$n.log" rdcp -v --streams $n --bwlimit 3M \
@@ -2743,7 +2626,7 @@ s_streams() {
 	# The default: over TCP one lane; over RDMA 2 (4 at >= 100 Gb/s).
 	t_begin "--streams default: TCP 1, RDMA 2 (4 on a port of 100 Gb/s)"
 	nextport
-	if start_rx "$W/rx-std.log" --root "$W/rx/st" --port $P; then
+	if start_rx_or_fail "$W/rx-std.log" --root "$W/rx/st" --port $P; then
 		send "$W/tx-std.log" -r --port $P src/sttree "$ADDR::dflt/"
 		[ "$SRC" = 0 ] || t_fail "sender exit $SRC"
 		tree_same src/sttree rx/st/dflt/sttree
@@ -2755,8 +2638,6 @@ s_streams() {
 			logged "$W/rx-std.log" "[24] streams from" ||
 				t_fail "not 2 (or 4) lanes over RDMA by default"
 		fi
-	else
-		t_fail "receiver did not start listening"
 	fi
 	t_log "$W/tx-std.log" "$W/rx-std.log"
 	t_end

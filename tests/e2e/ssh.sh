@@ -15,16 +15,13 @@
 #   tests/e2e/ssh.sh [--build DIR]
 # TAP lines, then "N passed, N failed"; exit 0 only if all passed.
 set -uo pipefail
-BUILD=build
-if [ "${1:-}" = --build ]; then
-	BUILD=$2
-	shift 2
-fi
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-case "$BUILD" in /*) ;; *) BUILD=$PWD/$BUILD ;; esac
+# shellcheck source=lib.sh source-path=SCRIPTDIR
+. "$HERE/lib.sh"
+e2e_build "$@"
+shift "$BUILD_ARGS"
 fail_early() { echo "not ok 1 - $*"; echo "0 passed, 1 failed"; exit 1; }
-[ -x "$BUILD/rdcp" ] || fail_early "$BUILD/rdcp missing (run make)"
-[ -x "$BUILD/hooks/rdcp" ] || fail_early "$BUILD/hooks/rdcp missing (run make hooks)"
+need_built "make all hooks" "$BUILD/rdcp" "$BUILD/hooks/rdcp"
 for t in ssh ssh-keygen /usr/sbin/sshd timeout pgrep; do
 	command -v "$t" >/dev/null 2>&1 ||
 		fail_early "$t missing (package openssh-server/openssh-client, procps; make setup installs them)"
@@ -33,8 +30,6 @@ done
 T=$(mktemp -d /tmp/rdcp-e2e-ssh.XXXXXX)
 # shellcheck source=sshd.sh
 . "$HERE/sshd.sh"
-# shellcheck source=lib.sh
-. "$HERE/lib.sh"
 cleanup() {
 	sshd_stop
 	pkill -9 -f "^$T/bin/rdcp" 2>/dev/null

@@ -19,13 +19,12 @@
 #
 #   tests/e2e/ssh_selftest.sh [--build DIR] [--list | SCENARIO...]
 set -u
-if [ "${1:-}" = --build ]; then
-	shift 2 # nothing of the build is needed: only ssh and sshd run here
-fi
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-
 # shellcheck source=lib.sh source-path=SCRIPTDIR
 . "$HERE/lib.sh"
+e2e_build "$@"
+shift "$BUILD_ARGS" # nothing of the build is needed: only ssh and sshd run
+
 # shellcheck source=sshd.sh source-path=SCRIPTDIR
 . "$HERE/sshd.sh"
 POLL_MS=20

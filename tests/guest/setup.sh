@@ -19,44 +19,19 @@ PACKAGES=(
 	openssh-server openssh-client
 )
 
-die() { echo "setup.sh: error: $*" >&2; exit 1; }
-
-SUDO=()
-if [ "$(id -u)" -ne 0 ]; then
-	command -v sudo >/dev/null 2>&1 || die "must run as root (or have sudo) to apt-get install: ${PACKAGES[*]}"
-	SUDO=(sudo)
-fi
-command -v apt-get >/dev/null 2>&1 || die "apt-get not found: this harness needs a Debian/Ubuntu host"
-
-missing=()
-for p in "${PACKAGES[@]}"; do
-	st=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
-	[ "$st" = installed ] || missing+=("$p")
-done
-
-apt_updated=0
-apt_update() {
-	[ "$apt_updated" = 1 ] && return 0
-	echo "setup.sh: apt-get update" >&2
-	"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q \
-		|| die "apt-get update failed (is a Debian mirror reachable?)"
-	apt_updated=1
-}
-
-if [ "${#missing[@]}" -gt 0 ]; then
-	echo "setup.sh: installing: ${missing[*]}" >&2
-	apt_update
-	"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive \
-		apt-get install -y -q --no-install-recommends "${missing[@]}" \
-		|| die "apt-get install failed for: ${missing[*]}"
-fi
+APT_WHO=setup.sh
+# shellcheck source=packaging/apt-install.sh
+. "$(dirname "$0")/../../packaging/apt-install.sh"
+command -v apt-get >/dev/null 2>&1 ||
+	apt_die "apt-get not found: this harness needs a Debian/Ubuntu host"
+apt_install_missing "${PACKAGES[@]}"
 
 # guest.sh prepare needs apt to know the kernel meta package to download
 # the matching linux-image; a fresh image has empty package lists.
 if ! apt-cache show linux-image-amd64 >/dev/null 2>&1; then
 	apt_update
 	apt-cache show linux-image-amd64 >/dev/null 2>&1 \
-		|| die "apt does not know linux-image-amd64 even after apt-get update; check /etc/apt/sources.list"
+		|| apt_die "apt does not know linux-image-amd64 even after apt-get update; check /etc/apt/sources.list"
 fi
 
 echo "setup.sh: all guest-harness packages present" >&2

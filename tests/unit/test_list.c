@@ -24,6 +24,7 @@
 #include "tap.h"
 
 #include "memconn.h"
+#include "pullpeer.h"
 #include "testfs.h"
 #include "transfer/session/auth.h"
 #include "transfer/session/engine.h"
@@ -73,15 +74,6 @@ static void mkdir_in(const char *dir, const char *rel)
 	CHECK_EQ(mkdir(p, 0755), 0);
 }
 
-static bool exists_in(const char *dir, const char *rel)
-{
-	char p[600];
-	struct stat st;
-
-	snprintf(p, sizeof(p), "%s/%s", dir, rel);
-	return lstat(p, &st) == 0;
-}
-
 static bool is_dir_in(const char *dir, const char *rel)
 {
 	char p[600];
@@ -89,34 +81,6 @@ static bool is_dir_in(const char *dir, const char *rel)
 
 	snprintf(p, sizeof(p), "%s/%s", dir, rel);
 	return lstat(p, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-static bool same_in(const char *a, const char *ra, const char *b,
-		    const char *rb)
-{
-	char pa[600], pb[600];
-
-	snprintf(pa, sizeof(pa), "%s/%s", a, ra);
-	snprintf(pb, sizeof(pb), "%s/%s", b, rb);
-	return tf_same_file(pa, pb) == 1;
-}
-
-/* Entries beneath dir whose name contains what (hidden ones too). */
-static int count_named(const char *dir, const char *what)
-{
-	char cmd[700];
-	FILE *p;
-	int n = -1;
-
-	snprintf(cmd, sizeof(cmd), "find '%s' -mindepth 1 -name '*%s*' | wc -l",
-		 dir, what);
-	p = popen(cmd, "r");
-	if (!p)
-		return -1;
-	if (fscanf(p, "%d", &n) != 1)
-		n = -1;
-	pclose(p);
-	return n;
 }
 
 static struct cm_geom geom(void)
@@ -203,9 +167,7 @@ static void ls_run(struct lsess *s)
 	struct xfer_opts co;
 	struct filter f = { 0 };
 	const char *srcs[1] = { s->base };
-	struct cm_conn *a = NULL;
 	char dest[200];
-	pthread_t tid;
 	FILE *list;
 
 	xopts(&co);
@@ -229,25 +191,17 @@ static void ls_run(struct lsess *s)
 	s->so.key = co.key;
 	s->rootfd = open(s->root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	CHECK(s->rootfd >= 0);
-	CHECK_EQ(memconn_pair(&g, &ls_faults, &a, &s->b), 0);
-	if (!list || !a || !s->b || s->rootfd < 0) {
+	if (list && s->rootfd >= 0)
+		s->vc = pp_run_client(&co, &g, &ls_faults, &s->b,
+				      s->server ? s->server : real_server, s,
+				      WATCHDOG_S, &s->st);
+	else
 		s->vc = s->vs = XFER_FAIL_INTERNAL;
-		return;
-	}
-	alarm(WATCHDOG_S);
-	CHECK_EQ(pthread_create(&tid, NULL, s->server ? s->server : real_server,
-				s),
-		 0);
-	s->vc = session_client(&co, a, &s->st);
-	cm_conn_destroy(a);
-	pthread_join(tid, NULL);
-	alarm(0);
-	cm_conn_destroy(s->b);
-	close(s->rootfd);
-	fclose(list);
+	if (s->rootfd >= 0)
+		close(s->rootfd);
+	if (list)
+		fclose(list);
 	filter_release(&f);
-	if (s->vc != XFER_OK)
-		printf("#   client: %s\n", s->st.error);
 }
 
 static void ls_list(struct lsess *s, const char *text)
@@ -259,11 +213,7 @@ static void ls_list(struct lsess *s, const char *text)
 /* The pull was refused as a protocol violation naming name. */
 static void refused(const struct lsess *s, const char *name)
 {
-	CHECK_EQ(s->vc, XFER_FAIL_PROTOCOL);
-	if (!strstr(s->st.error, name)) {
-		printf("#   '%s' not named in: %s\n", name, s->st.error);
-		CHECK(0);
-	}
+	CHECK(pp_refused(s->vc, &s->st, name));
 }
 
 /* ---- honest ends ---- */
@@ -299,15 +249,15 @@ static void test_list_names(void)
 		ls_run(&s);
 		CHECK_EQ(s.vc, XFER_FAIL_PARTIAL);
 		CHECK_EQ(s.st.files_failed, 2);
-		CHECK(same_in(s.root, "base/a.txt", s.dest, "a.txt"));
-		CHECK(same_in(s.root, "base/sub/deep/b.txt", s.dest,
-			      "sub/deep/b.txt"));
-		CHECK(!exists_in(s.dest, "sub/other.txt"));
+		CHECK(tf_same_in(s.root, "base/a.txt", s.dest, "a.txt"));
+		CHECK(tf_same_in(s.root, "base/sub/deep/b.txt", s.dest,
+				 "sub/deep/b.txt"));
+		CHECK(!tf_exists_in(s.dest, "sub/other.txt"));
 		CHECK(is_dir_in(s.dest, "dir"));
-		CHECK(!exists_in(s.dest, "dir/x")); /* no -r */
-		CHECK_EQ(count_named(s.home, "secret"), 0);
-		CHECK_EQ(count_named(s.home, "link"), 0);
-		CHECK_EQ(count_named(s.home, "rdcp-part"), 0);
+		CHECK(!tf_exists_in(s.dest, "dir/x")); /* no -r */
+		CHECK_EQ(tf_count_named(s.home, "secret"), 0);
+		CHECK_EQ(tf_count_named(s.home, "link"), 0);
+		CHECK_EQ(tf_count_named(s.home, "rdcp-part"), 0);
 		ls_finish(&s);
 	}
 }
@@ -332,10 +282,11 @@ static void test_list_recursive_filtered(void)
 	s.exclude = "*.o";
 	ls_run(&s);
 	CHECK_EQ(s.vc, XFER_OK);
-	CHECK(same_in(s.root, "base/tree/in/c.txt", s.dest, "tree/in/c.txt"));
-	CHECK(same_in(s.root, "base/y.txt", s.dest, "y.txt"));
-	CHECK(!exists_in(s.dest, "tree/in/c.o"));
-	CHECK(!exists_in(s.dest, "x.o"));
+	CHECK(tf_same_in(s.root, "base/tree/in/c.txt", s.dest,
+			 "tree/in/c.txt"));
+	CHECK(tf_same_in(s.root, "base/y.txt", s.dest, "y.txt"));
+	CHECK(!tf_exists_in(s.dest, "tree/in/c.o"));
+	CHECK(!tf_exists_in(s.dest, "x.o"));
 	ls_finish(&s);
 }
 
@@ -353,7 +304,7 @@ static void test_list_dry_run(void)
 	ls_run(&s);
 	CHECK_EQ(s.vc, XFER_OK);
 	CHECK_EQ(s.st.files_ok, 3);
-	CHECK(!exists_in(s.home, "out"));
+	CHECK(!tf_exists_in(s.home, "out"));
 	ls_finish(&s);
 }
 
@@ -399,9 +350,9 @@ static void test_list_many(void)
 	CHECK_EQ(s.st.files_ok, DIRS * PER + DIRS);
 	CHECK(s.st.files_packed > 0);
 	snprintf(rel, sizeof(rel), "d%02d/%s%04d", DIRS - 1, pad, PER - 1);
-	CHECK(exists_in(s.dest, rel));
+	CHECK(tf_exists_in(s.dest, rel));
 	snprintf(rel, sizeof(rel), "d03/%s0100", pad);
-	CHECK(exists_in(s.dest, rel));
+	CHECK(tf_exists_in(s.dest, rel));
 	ls_finish(&s);
 	free(text);
 }
@@ -449,9 +400,9 @@ static void test_list_duplicates(void)
 		       (unsigned long long)s.st.files_ok, N);
 	for (int i = 0; i < N; i++) {
 		snprintf(rel, sizeof(rel), "f%03d", i);
-		CHECK(exists_in(s.dest, rel));
+		CHECK(tf_exists_in(s.dest, rel));
 	}
-	CHECK_EQ(count_named(s.home, "rdcp-part"), 0);
+	CHECK_EQ(tf_count_named(s.home, "rdcp-part"), 0);
 	ls_finish(&s);
 	free(text);
 }
@@ -751,46 +702,21 @@ static void test_list_dotdot_server_side(void)
 	if (t.dirfd >= 0)
 		close(t.dirfd);
 	CHECK_EQ(s.vs, XFER_FAIL_PARTIAL);
-	CHECK(same_in(s.root, "base/a.txt", s.dest, "a.txt"));
-	CHECK_EQ(count_named(s.home, "secret"), 0);
+	CHECK(tf_same_in(s.root, "base/a.txt", s.dest, "a.txt"));
+	CHECK_EQ(tf_count_named(s.home, "secret"), 0);
 	free(m);
 	ls_finish(&s);
 }
 
 /* ---- a malicious receiver against the real client ---- */
 
-/* The receiver's handshake by hand (test_trust.c's evil_handshake). */
+/* The receiver's handshake by hand (pullpeer.h), then the client's list. */
 static int evil_server_hello(struct engine *e, struct wire_hello *h,
 			     uint8_t key[AEAD_KEY_LEN])
 {
 	struct wire_msg *m = calloc(1, sizeof(*m));
-	uint8_t nonce[WIRE_NONCE_LEN], ck[AUTH_CTRL_KEY_LEN];
-	int rc = m ? 0 : -ENOMEM;
+	int rc = m ? pp_welcome(e, KEY, h, key) : -ENOMEM;
 
-	memset(nonce, 0x6e, sizeof(nonce));
-	if (!rc)
-		rc = engine_expect(e, WIRE_HELLO, m, 5000);
-	if (!rc) {
-		*h = m->u.hello;
-		memset(m, 0, sizeof(*m));
-		m->type = WIRE_WELCOME;
-		m->u.welcome.features = WIRE_FEAT_PACK | WIRE_FEAT_AUTH;
-		memcpy(m->u.welcome.nonce, nonce, sizeof(nonce));
-		rc = auth_mac(KEY, AUTH_SERVER, h, &m->u.welcome,
-			      m->u.welcome.mac);
-	}
-	if (!rc)
-		rc = auth_ctrl_key(KEY, h, nonce, ck);
-	if (!rc) {
-		engine_mac_key(e, ck, true);
-		rc = engine_send_last_plain(e, m);
-	}
-	if (!rc)
-		rc = engine_expect(e, WIRE_AUTH, m, 5000);
-	if (!rc)
-		engine_mac_rx_start(e);
-	if (!rc)
-		rc = auth_data_key(KEY, h, nonce, key);
 	if (!rc)
 		rc = session_rings(e, false);
 	/* The client's whole list: one NAMES with END, for small lists. */
@@ -858,7 +784,7 @@ static void *evil_server(void *arg)
 		};
 
 		if (list) {
-			source_run(&e, &cfg, &st);
+			src_run(&e, &cfg, &st);
 			fclose(list);
 		}
 	}
@@ -886,8 +812,8 @@ static void test_list_evil_other_name(void)
 		s.evil_list = "want.txt\n.bashrc\n";
 		ls_run(&s);
 		refused(&s, ".bashrc");
-		CHECK(!exists_in(s.dest, ".bashrc"));
-		CHECK_EQ(count_named(s.home, "bashrc"), 0);
+		CHECK(!tf_exists_in(s.dest, ".bashrc"));
+		CHECK_EQ(tf_count_named(s.home, "bashrc"), 0);
 		ls_finish(&s);
 	}
 }
@@ -908,7 +834,7 @@ static void test_list_evil_tree(void)
 	s.evil_or_flags = WIRE_HELLO_RECURSIVE;
 	ls_run(&s);
 	refused(&s, "d/.ssh");
-	CHECK_EQ(count_named(s.home, "ssh"), 0);
+	CHECK_EQ(tf_count_named(s.home, "ssh"), 0);
 	ls_finish(&s);
 
 	/* the implied directory of a name the list does not have */
@@ -922,7 +848,7 @@ static void test_list_evil_tree(void)
 	s.evil_list = "a\ne/f\n";
 	ls_run(&s);
 	refused(&s, "'e'");
-	CHECK(!exists_in(s.dest, "e"));
+	CHECK(!tf_exists_in(s.dest, "e"));
 	ls_finish(&s);
 }
 
@@ -941,7 +867,7 @@ static void test_list_evil_symlink(void)
 	s.raw.mode = 0777;
 	ls_run(&s);
 	refused(&s, "symlink");
-	CHECK(!exists_in(s.dest, "want.txt"));
+	CHECK(!tf_exists_in(s.dest, "want.txt"));
 	ls_finish(&s);
 }
 

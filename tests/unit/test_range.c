@@ -86,13 +86,13 @@ static void close_end(struct end *e)
 static int join(struct end *e, const struct rng_key *k, uint32_t i, bool resume,
 		uint8_t *st)
 {
-	int rc = rng_lock(e->state);
+	int rc = sink_rng_lock(e->state);
 
 	if (rc)
 		return rc;
-	rc = rng_join(e->state, e->part, e->fresh, k, i, off_of(i), len_of(i),
-		      resume, st);
-	rng_unlock(e->state);
+	rc = sink_rng_join(e->state, e->part, e->fresh, k, i, off_of(i),
+			   len_of(i), resume, st);
+	sink_rng_unlock(e->state);
 	e->fresh = false; /* later joins are as sessions that found it */
 	return rc;
 }
@@ -100,12 +100,12 @@ static int join(struct end *e, const struct rng_key *k, uint32_t i, bool resume,
 static int mark(struct end *e, const struct rng_key *k, uint32_t i,
 		uint8_t state, bool *all, uint32_t *whole)
 {
-	int rc = rng_lock(e->state);
+	int rc = sink_rng_lock(e->state);
 
 	if (rc)
 		return rc;
-	rc = rng_mark(e->state, k, i, state, crc_of(i), all, whole);
-	rng_unlock(e->state);
+	rc = sink_rng_mark(e->state, k, i, state, crc_of(i), all, whole);
+	sink_rng_unlock(e->state);
 	return rc;
 }
 
@@ -221,9 +221,11 @@ static void test_mismatch(void)
 	/* a range recorded with other bytes */
 	CHECK_EQ(mark(&e, &k, 0, RNG_VERIFIED, &(bool){ 0 }, &(uint32_t){ 0 }),
 		 0);
-	CHECK_EQ(rng_lock(e.state), 0);
-	CHECK_EQ(rng_join(e.state, e.part, e.fresh, &k, 0, 0, C, false, &st), -ESTALE);
-	rng_unlock(e.state);
+	CHECK_EQ(sink_rng_lock(e.state), 0);
+	CHECK_EQ(sink_rng_join(e.state, e.part, e.fresh, &k, 0, 0, C, false,
+			       &st),
+		 -ESTALE);
+	sink_rng_unlock(e.state);
 	/* another token while a session holds bytes of the temporary */
 	busy = open_end();
 	CHECK_EQ(fcntl(busy.part, F_OFD_SETLK, &fl), 0);
@@ -258,9 +260,9 @@ static void test_crash_resume(void)
 		CHECK_EQ(join(&e, &k, i, false, &st), 0);
 	CHECK_EQ(mark(&e, &k, 0, RNG_VERIFIED, &all, &whole), 0);
 	CHECK_EQ(mark(&e, &k, 1, RNG_FAILED, &all, &whole), 0);
-	CHECK_EQ(rng_lock(e.state), 0);
-	CHECK(!rng_abandoned(e.state, 3)); /* range 2 never came */
-	rng_unlock(e.state);
+	CHECK_EQ(sink_rng_lock(e.state), 0);
+	CHECK(!sink_rng_abandoned(e.state, 3)); /* range 2 never came */
+	sink_rng_unlock(e.state);
 	close_end(&e);
 
 	e = open_end();
@@ -372,20 +374,23 @@ static void test_tiling(void)
 	k.count = 2;
 	fresh();
 	e = open_end();
-	CHECK_EQ(rng_lock(e.state), 0);
-	CHECK_EQ(rng_join(e.state, e.part, e.fresh, &k, 0, 0, 3 * C, false, &st), 0);
-	CHECK_EQ(rng_join(e.state, e.part, e.fresh, &k, 1, 2 * C, SIZE - 2 * C, false,
-			  &st),
+	CHECK_EQ(sink_rng_lock(e.state), 0);
+	CHECK_EQ(sink_rng_join(e.state, e.part, e.fresh, &k, 0, 0, 3 * C, false,
+			       &st),
 		 0);
-	CHECK_EQ(rng_mark(e.state, &k, 0, RNG_VERIFIED, 1, &all, &whole), 0);
-	CHECK_EQ(rng_mark(e.state, &k, 1, RNG_VERIFIED, 2, &all, &whole),
+	CHECK_EQ(sink_rng_join(e.state, e.part, e.fresh, &k, 1, 2 * C,
+			       SIZE - 2 * C, false, &st),
+		 0);
+	CHECK_EQ(sink_rng_mark(e.state, &k, 0, RNG_VERIFIED, 1, &all, &whole),
+		 0);
+	CHECK_EQ(sink_rng_mark(e.state, &k, 1, RNG_VERIFIED, 2, &all, &whole),
 		 -EBADMSG);
 	CHECK(!all);
 	/* every range seen, none failed: not abandoned; one failed: it is */
-	CHECK(!rng_abandoned(e.state, 2));
-	CHECK_EQ(rng_mark(e.state, &k, 1, RNG_FAILED, 0, &all, &whole), 0);
-	CHECK(rng_abandoned(e.state, 2));
-	rng_unlock(e.state);
+	CHECK(!sink_rng_abandoned(e.state, 2));
+	CHECK_EQ(sink_rng_mark(e.state, &k, 1, RNG_FAILED, 0, &all, &whole), 0);
+	CHECK(sink_rng_abandoned(e.state, 2));
+	sink_rng_unlock(e.state);
 	close_end(&e);
 }
 

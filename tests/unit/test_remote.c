@@ -150,35 +150,35 @@ static void test_split(void)
 		 0);
 	CHECK(!sp.pull && !sp.daemon && !strcmp(sp.host, "node2") &&
 	      !strcmp(sp.dest, "in/") && sp.nsrcs == 2);
-	split_release(&sp);
+	operands_split_release(&sp);
 	CHECK_EQ(operands_split(push, 3, REMOTE_DAEMON, &sp, why, sizeof(why)),
 		 0);
 	CHECK(sp.daemon);
-	split_release(&sp);
+	operands_split_release(&sp);
 	CHECK_EQ(operands_split(pull, 3, REMOTE_DEFAULT, &sp, why, sizeof(why)),
 		 0);
 	CHECK(sp.pull && !strcmp(pull[0], "a") && !strcmp(pull[1], "b") &&
 	      !strcmp(sp.dest, "."));
-	split_release(&sp);
+	operands_split_release(&sp);
 	CHECK_EQ(operands_split(r2r, 2, REMOTE_DEFAULT, &sp, why, sizeof(why)),
 		 0);
 	CHECK(sp.pull && sp.dest_host && !strcmp(sp.dest_host, "h2") &&
 	      !strcmp(sp.host, "h1") && !strcmp(sp.dest, "dst/"));
-	split_release(&sp);
+	operands_split_release(&sp);
 	CHECK_EQ(operands_split(mixed, 3, REMOTE_DEFAULT, &sp, why,
 				sizeof(why)),
 		 -EINVAL);
-	split_release(&sp);
+	operands_split_release(&sp);
 	CHECK_EQ(operands_split(two, 3, REMOTE_DEFAULT, &sp, why, sizeof(why)),
 		 -EINVAL);
-	split_release(&sp);
+	operands_split_release(&sp);
 	CHECK_EQ(operands_split(r2rd, 2, REMOTE_DEFAULT, &sp, why, sizeof(why)),
 		 -EINVAL);
-	split_release(&sp);
+	operands_split_release(&sp);
 	const char *forced[] = { "a", "node2::x" };
 	CHECK_EQ(operands_split(forced, 2, REMOTE_SSH, &sp, why, sizeof(why)),
 		 -EINVAL);
-	split_release(&sp);
+	operands_split_release(&sp);
 }
 
 TAP_RUN(TAP_TEST(test_boot_round_trip), TAP_TEST(test_boot_refusals),

@@ -20,6 +20,7 @@
 #include "tap.h"
 
 #include "memconn.h"
+#include "pullpeer.h"
 #include "testfs.h"
 #include "transfer/session/auth.h"
 #include "transfer/session/engine.h"
@@ -72,16 +73,6 @@ static void mkdir_in(const char *dir, const char *rel, mode_t mode)
 	CHECK_EQ(chmod(p, mode), 0);
 }
 
-/* Whether rel exists beneath dir (not following a last symlink). */
-static bool exists_in(const char *dir, const char *rel)
-{
-	char p[512];
-	struct stat st;
-
-	snprintf(p, sizeof(p), "%s/%s", dir, rel);
-	return lstat(p, &st) == 0;
-}
-
 static mode_t mode_in(const char *dir, const char *rel)
 {
 	char p[512];
@@ -89,33 +80,6 @@ static mode_t mode_in(const char *dir, const char *rel)
 
 	snprintf(p, sizeof(p), "%s/%s", dir, rel);
 	return lstat(p, &st) == 0 ? st.st_mode & 07777 : (mode_t)-1;
-}
-
-static bool same_in(const char *a, const char *ra, const char *b,
-		    const char *rb)
-{
-	char pa[512], pb[512];
-
-	snprintf(pa, sizeof(pa), "%s/%s", a, ra);
-	snprintf(pb, sizeof(pb), "%s/%s", b, rb);
-	return tf_same_file(pa, pb) == 1;
-}
-
-/* Counts what lies beneath dir, hidden temporaries included. */
-static int count_entries(const char *dir)
-{
-	char cmd[600];
-	FILE *p;
-	int n = -1;
-
-	snprintf(cmd, sizeof(cmd), "find '%s' -mindepth 1 | wc -l", dir);
-	p = popen(cmd, "r");
-	if (!p)
-		return -1;
-	if (fscanf(p, "%d", &n) != 1)
-		n = -1;
-	pclose(p);
-	return n;
 }
 
 static void xopts(struct xfer_opts *o, uint16_t window)
@@ -137,55 +101,6 @@ static struct cm_geom geom(uint16_t window)
 	};
 
 	return g;
-}
-
-/*
- * The receiver's side of the handshake, done by hand: HELLO, WELCOME (with
- * a proof of the key when the client has one), AUTH, the data key. Returns
- * 0 with *h and key filled.
- */
-static int evil_handshake(struct engine *e, bool keyed, struct wire_hello *h,
-			  uint8_t key[AEAD_KEY_LEN])
-{
-	struct wire_msg *m = calloc(1, sizeof(*m));
-	uint8_t nonce[WIRE_NONCE_LEN];
-	int rc;
-
-	if (!m)
-		return -ENOMEM;
-	memset(nonce, 0x6e, sizeof(nonce));
-	rc = engine_expect(e, WIRE_HELLO, m, 5000);
-	if (!rc) {
-		*h = m->u.hello;
-		memset(m, 0, sizeof(*m));
-		m->type = WIRE_WELCOME;
-		m->u.welcome.features =
-			WIRE_FEAT_PACK | (keyed ? WIRE_FEAT_AUTH : 0);
-		memcpy(m->u.welcome.nonce, nonce, sizeof(nonce));
-		if (keyed)
-			rc = auth_mac(KEY, AUTH_SERVER, h, &m->u.welcome,
-				      m->u.welcome.mac);
-	}
-	if (!rc && keyed) {
-		/* protocol 3: tagged after WELCOME, as server.c does */
-		uint8_t ck[AUTH_CTRL_KEY_LEN];
-
-		rc = auth_ctrl_key(KEY, h, nonce, ck);
-		if (!rc) {
-			engine_mac_key(e, ck, true);
-			rc = engine_send_last_plain(e, m);
-		}
-	} else if (!rc) {
-		rc = engine_send(e, m);
-	}
-	if (!rc && keyed)
-		rc = engine_expect(e, WIRE_AUTH, m, 5000);
-	if (!rc && keyed)
-		engine_mac_rx_start(e);
-	if (!rc && keyed)
-		rc = auth_data_key(KEY, h, nonce, key);
-	free(m);
-	return rc;
 }
 
 /* ---- pulls from a server that sends what it likes ---- */
@@ -281,7 +196,7 @@ static void *evil_server(void *arg)
 			close(rootfd);
 		return NULL;
 	}
-	if (evil_handshake(&e, t->encrypt, h, key) ||
+	if (pp_welcome(&e, t->encrypt ? KEY : NULL, h, key) ||
 	    session_rings(&e, false)) {
 		/* the client said why */
 	} else if (t->nraw) {
@@ -301,42 +216,13 @@ static void *evil_server(void *arg)
 			},
 		};
 
-		source_run(&e, &cfg, &st);
+		src_run(&e, &cfg, &st);
 	}
 	engine_tell_peer(&e);
 	engine_release(&e);
 	close(rootfd);
 	free(h);
 	return NULL;
-}
-
-/*
- * The real client with co over memconn against peer(arg) in a thread of
- * its own, which finds its end in *b; bounded by the watchdog. Returns
- * the client's verdict (its error printed when it failed).
- */
-static enum xfer_fail run_client(const struct xfer_opts *co,
-				 const struct cm_geom *g, struct cm_conn **b,
-				 void *(*peer)(void *), void *arg,
-				 struct xfer_stats *st)
-{
-	struct cm_conn *a = NULL;
-	enum xfer_fail vc;
-	pthread_t tid;
-
-	CHECK_EQ(memconn_pair(g, NULL, &a, b), 0);
-	if (!a || !*b)
-		return XFER_FAIL_INTERNAL;
-	alarm(WATCHDOG_S);
-	CHECK_EQ(pthread_create(&tid, NULL, peer, arg), 0);
-	vc = session_client(co, a, st);
-	cm_conn_destroy(a);
-	pthread_join(tid, NULL);
-	alarm(0);
-	cm_conn_destroy(*b);
-	if (vc != XFER_OK)
-		printf("#   client: %s\n", st->error);
-	return vc;
 }
 
 static void pull_run(struct pull *t)
@@ -359,17 +245,14 @@ static void pull_run(struct pull *t)
 	snprintf(dest, sizeof(dest), "%s/%s", t->home, t->dest ? t->dest : "");
 	co.dest = dest;
 	xopts(&t->so, 8);
-	t->vc = run_client(&co, &g, &t->b, evil_server, t, &t->st);
+	t->vc = pp_run_client(&co, &g, NULL, &t->b, evil_server, t, WATCHDOG_S,
+			      &t->st);
 }
 
 /* The pull was refused as a protocol violation naming name. */
 static void refused(const struct pull *t, const char *name)
 {
-	CHECK_EQ(t->vc, XFER_FAIL_PROTOCOL);
-	if (!strstr(t->st.error, name)) {
-		printf("#   '%s' not named in: %s\n", name, t->st.error);
-		CHECK(0);
-	}
+	CHECK(pp_refused(t->vc, &t->st, name));
 }
 
 /* An honest server: it sends just what was asked for. */
@@ -397,10 +280,10 @@ static void test_pull_honest(void)
 	t.recursive = true;
 	pull_run(&t);
 	CHECK_EQ(t.vc, XFER_OK);
-	CHECK(same_in(t.sroot, "sub/want.txt", t.home, "want.txt"));
-	CHECK(same_in(t.sroot, "d/small", t.home, "d/small"));
-	CHECK(same_in(t.sroot, "d/deeper/big", t.home, "d/deeper/big"));
-	CHECK(same_in(t.sroot, "top.txt", t.home, "top.txt"));
+	CHECK(tf_same_in(t.sroot, "sub/want.txt", t.home, "want.txt"));
+	CHECK(tf_same_in(t.sroot, "d/small", t.home, "d/small"));
+	CHECK(tf_same_in(t.sroot, "d/deeper/big", t.home, "d/deeper/big"));
+	CHECK(tf_same_in(t.sroot, "top.txt", t.home, "top.txt"));
 	pull_finish(&t);
 
 	/* DEST is the new name of the only SRC */
@@ -414,7 +297,7 @@ static void test_pull_honest(void)
 	t.dest = "renamed";
 	pull_run(&t);
 	CHECK_EQ(t.vc, XFER_OK);
-	CHECK(same_in(t.sroot, "a/want.txt", t.home, "renamed"));
+	CHECK(tf_same_in(t.sroot, "a/want.txt", t.home, "renamed"));
 	pull_finish(&t);
 }
 
@@ -431,8 +314,8 @@ static void test_pull_other_name(void)
 	t.nsend = 1;
 	pull_run(&t);
 	refused(&t, "other.txt");
-	CHECK(!exists_in(t.home, "other.txt"));
-	CHECK_EQ(count_entries(t.home), 0);
+	CHECK(!tf_exists_in(t.home, "other.txt"));
+	CHECK_EQ(tf_count_named(t.home, ""), 0);
 	pull_finish(&t);
 
 	/* into a DEST directory, as the second name of the session */
@@ -446,7 +329,7 @@ static void test_pull_other_name(void)
 	t.nsend = 2;
 	pull_run(&t);
 	refused(&t, ".bashrc");
-	CHECK(!exists_in(t.home, ".bashrc"));
+	CHECK(!tf_exists_in(t.home, ".bashrc"));
 	pull_finish(&t);
 }
 
@@ -467,7 +350,7 @@ static void test_pull_packed_name(void)
 		t.encrypt = enc;
 		pull_run(&t);
 		refused(&t, ".profile");
-		CHECK(!exists_in(t.home, ".profile"));
+		CHECK(!tf_exists_in(t.home, ".profile"));
 		CHECK_EQ(t.st.files_packed, 0);
 		pull_finish(&t);
 	}
@@ -509,8 +392,8 @@ static void test_pull_ssh_tree(void)
 		t.or_flags = WIRE_HELLO_RECURSIVE;
 		pull_run(&t);
 		refused(&t, ".ssh");
-		CHECK(!exists_in(t.home, ".ssh"));
-		CHECK_EQ(count_entries(t.home), 0);
+		CHECK(!tf_exists_in(t.home, ".ssh"));
+		CHECK_EQ(tf_count_named(t.home, ""), 0);
 		pull_finish(&t);
 	}
 }
@@ -531,8 +414,8 @@ static void test_pull_tree_without_r(void)
 	t.or_flags = WIRE_HELLO_RECURSIVE;
 	pull_run(&t);
 	refused(&t, "want");
-	CHECK(!exists_in(t.home, "want"));
-	CHECK_EQ(count_entries(t.home), 0);
+	CHECK(!tf_exists_in(t.home, "want"));
+	CHECK_EQ(tf_count_named(t.home, ""), 0);
 	pull_finish(&t);
 
 	/* beneath a name asked for as a file, with -r */
@@ -550,7 +433,7 @@ static void test_pull_tree_without_r(void)
 	mkdir_in(t.home, "sub/want", 0755);
 	pull_run(&t);
 	refused(&t, "want/inner");
-	CHECK(!exists_in(t.home, "sub/want/inner"));
+	CHECK(!tf_exists_in(t.home, "sub/want/inner"));
 	pull_finish(&t);
 }
 
@@ -570,7 +453,7 @@ static void test_pull_symlink_top(void)
 		t.nraw = 1;
 		pull_run(&t);
 		refused(&t, "want");
-		CHECK(!exists_in(t.home, "want"));
+		CHECK(!tf_exists_in(t.home, "want"));
 		pull_finish(&t);
 	}
 }
@@ -615,7 +498,7 @@ static void test_pull_ssh_mode(void)
 	t.preserve = true;
 	pull_run(&t);
 	CHECK_EQ(t.vc, XFER_OK);
-	CHECK(same_in(t.sroot, "dot/.ssh/config", t.home, ".ssh/config"));
+	CHECK(tf_same_in(t.sroot, "dot/.ssh/config", t.home, ".ssh/config"));
 	CHECK_EQ(mode_in(t.home, ".ssh"), 0700);
 	CHECK_EQ(mode_in(t.home, ".ssh/new"), 0751);
 	pull_finish(&t);
@@ -639,7 +522,7 @@ static void test_pull_resume_other(void)
 	pull_run(&t);
 	refused(&t, "other.txt");
 	CHECK_EQ(mode_in(t.home, "other.txt"), 0600);
-	CHECK_EQ(count_entries(t.home), 1); /* no temporary */
+	CHECK_EQ(tf_count_named(t.home, ""), 1); /* no temporary */
 	pull_finish(&t);
 
 	/* -n answers only for names asked for */
@@ -654,7 +537,7 @@ static void test_pull_resume_other(void)
 	t.no_clobber = true;
 	pull_run(&t);
 	refused(&t, ".bashrc");
-	CHECK(!exists_in(t.home, ".bashrc"));
+	CHECK(!tf_exists_in(t.home, ".bashrc"));
 	pull_finish(&t);
 }
 
@@ -698,19 +581,19 @@ static void test_pull_delete(void)
 		if (c == 0) {
 			CHECK_EQ(t.vc, XFER_OK);
 			CHECK_EQ(t.st.deleted, 2);
-			CHECK(!exists_in(t.home, "data/extra"));
-			CHECK(!exists_in(t.home, "data/sub"));
+			CHECK(!tf_exists_in(t.home, "data/extra"));
+			CHECK(!tf_exists_in(t.home, "data/sub"));
 		} else {
 			if (c == 2)
 				refused(&t, "other");
 			else
 				CHECK(t.vc != XFER_OK);
 			CHECK_EQ(t.st.deleted, 0);
-			CHECK(exists_in(t.home, "data/extra"));
-			CHECK(exists_in(t.home, "data/sub"));
+			CHECK(tf_exists_in(t.home, "data/extra"));
+			CHECK(tf_exists_in(t.home, "data/sub"));
 		}
-		CHECK(exists_in(t.home, "other"));
-		CHECK(exists_in(t.sroot, "victim/keep"));
+		CHECK(tf_exists_in(t.home, "other"));
+		CHECK(tf_exists_in(t.sroot, "victim/keep"));
 		pull_finish(&t);
 	}
 }
@@ -1004,7 +887,7 @@ static void *forging_receiver(void *arg)
 		return NULL;
 	}
 	if (!credit_rx_init(&fg.rx, t->b->geom.slots) &&
-	    !evil_handshake(&e, false, h, key) && !session_rings(&e, true))
+	    !pp_welcome(&e, NULL, h, key) && !session_rings(&e, true))
 		engine_run(&e, &forge_role, &fg);
 	t->writes = fg.writes;
 	engine_tell_peer(&e);
@@ -1080,7 +963,8 @@ static void push_run(struct push *t)
 	co.on_file = on_file;
 	co.on_file_arg = t;
 	xopts(&t->so, 2);
-	t->vc = run_client(&co, &g, &t->b, forging_receiver, t, &t->st);
+	t->vc = pp_run_client(&co, &g, NULL, &t->b, forging_receiver, t,
+			      WATCHDOG_S, &t->st);
 	CHECK_EQ(tf_rm_tree(t->src), 0);
 	CHECK_EQ(tf_count_fds(), fds);
 }

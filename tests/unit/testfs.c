@@ -111,3 +111,38 @@ out:
 		close(fb);
 	return same;
 }
+
+bool tf_exists_in(const char *dir, const char *rel)
+{
+	char p[600];
+	struct stat st;
+
+	snprintf(p, sizeof(p), "%s/%s", dir, rel);
+	return lstat(p, &st) == 0;
+}
+
+bool tf_same_in(const char *a, const char *ra, const char *b, const char *rb)
+{
+	char pa[600], pb[600];
+
+	snprintf(pa, sizeof(pa), "%s/%s", a, ra);
+	snprintf(pb, sizeof(pb), "%s/%s", b, rb);
+	return tf_same_file(pa, pb) == 1;
+}
+
+int tf_count_named(const char *dir, const char *what)
+{
+	char cmd[700];
+	FILE *p;
+	int n = -1;
+
+	snprintf(cmd, sizeof(cmd), "find '%s' -mindepth 1 -name '*%s*' | wc -l",
+		 dir, what);
+	p = popen(cmd, "r");
+	if (!p)
+		return -1;
+	if (fscanf(p, "%d", &n) != 1)
+		n = -1;
+	pclose(p);
+	return n;
+}

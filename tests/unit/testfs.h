@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * File helpers the session tests share (test_engine over the in-memory
- * transport, test_tcp over loopback): reproducible random files, byte
- * comparison, tree removal, open-fd counting for leak checks.
+ * transport, test_tcp over loopback, test_list and test_trust):
+ * reproducible random files, byte comparison, tree removal, open-fd
+ * counting for leak checks, what lies beneath a directory.
  */
 #ifndef RDCP_TESTFS_H
 #define RDCP_TESTFS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -20,5 +22,11 @@ uint64_t tf_rng_next(uint64_t *s);
 int tf_make_file(const char *path, size_t size, uint64_t seed);
 /* 1: same bytes, 0: different, -1: one of them cannot be read. */
 int tf_same_file(const char *a, const char *b);
+/* Whether dir/rel exists (not following a last symlink). */
+bool tf_exists_in(const char *dir, const char *rel);
+/* Whether a/ra and b/rb hold the same bytes. */
+bool tf_same_in(const char *a, const char *ra, const char *b, const char *rb);
+/* Entries beneath dir whose name contains what ("": all, hidden too). */
+int tf_count_named(const char *dir, const char *what);
 
 #endif

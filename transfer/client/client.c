@@ -297,7 +297,7 @@ enum xfer_fail session_client(const struct xfer_opts *o, struct cm_conn *c,
 		};
 
 		cfg.p.pack = features & WIRE_FEAT_PACK;
-		source_run(&e, &cfg, st);
+		src_run(&e, &cfg, st);
 	}
 	OPENSSL_cleanse(key, sizeof(key));
 	st->seconds = clock_now_s() - t0;
@@ -326,6 +326,13 @@ struct cm_geom client_geom(const struct xfer_opts *o)
 	};
 
 	return geom;
+}
+
+uint64_t xfer_pinned_bytes(const struct xfer_opts *o)
+{
+	struct cm_geom g = client_geom(o);
+
+	return cm_pinned_bytes(&g);
 }
 
 enum xfer_fail client_run(const struct xfer_opts *o, struct cm_conn *c,

@@ -81,7 +81,7 @@ static int server_auth(struct server *srv, struct engine *e,
 	int rc;
 
 	if (key && !(h->features & WIRE_FEAT_AUTH)) {
-		penalty_add(srv, e->c->peer);
+		server_penalty_add(srv, e->c->peer);
 		return engine_fail(e, XFER_FAIL_AUTH, -EACCES,
 				   "refused %s: it has no key (give it this "
 				   "receiver's key file with --key-file)",
@@ -147,11 +147,11 @@ static int server_auth(struct server *srv, struct engine *e,
 		 * verify) and says so instead of answering: count that too.
 		 */
 		if (e->fail == XFER_FAIL_AUTH)
-			penalty_add(srv, e->c->peer);
+			server_penalty_add(srv, e->c->peer);
 		return rc;
 	}
 	if (!auth_mac_equal(want, m.u.auth.mac)) {
-		penalty_add(srv, e->c->peer);
+		server_penalty_add(srv, e->c->peer);
 		return engine_fail(e, XFER_FAIL_AUTH, -EACCES,
 				   "authentication failed for %s: wrong key",
 				   e->c->peer);
@@ -314,15 +314,15 @@ static int server_handshake(struct server *srv, struct engine *e,
 				   e->c->peer);
 	/* Listed before WELCOME: a lane may join as soon as it has it. */
 	streams = agree_streams(srv, e, h);
-	if (streams > 1 && join_open(srv, jw, streams))
+	if (streams > 1 && server_join_open(srv, jw, streams))
 		return engine_fail(e, XFER_FAIL_RESOURCE, -EIO,
 				   "cannot get random bytes");
 	/* Nothing about the root is touched before the peer proved itself. */
 	rc = server_auth(srv, e, h, nonce, deadline_ms, streams, jw);
 	if (!rc && streams > 1)
-		rc = join_lanes(srv, e, jw, streams, h, nonce,
-				clock_now_ms() +
-					(uint64_t)srv->o->connect_timeout_ms);
+		rc = server_join_lanes(
+			srv, e, jw, streams, h, nonce,
+			clock_now_ms() + (uint64_t)srv->o->connect_timeout_ms);
 	if (rc)
 		return rc;
 	/* The client's O_DIRECT choice, else this receiver's own. */
@@ -342,7 +342,7 @@ static int server_handshake(struct server *srv, struct engine *e,
 }
 
 /*
- * One session on c: the handshake by deadline_ms, then a slot (promote,
+ * One session on c: the handshake by deadline_ms, then a slot (server_promote,
  * pa as there; *promoted says whether one was taken), then the sink or the
  * source.
  */
@@ -371,7 +371,7 @@ static enum xfer_fail serve_conn(struct server *srv, struct cm_conn *c,
 	rc = h ? server_handshake(srv, &e, h, &p, key, deadline_ms, &jw)
 	       : engine_fail(&e, XFER_FAIL_RESOURCE, -ENOMEM, "out of memory");
 	if (!rc) {
-		*promoted = promote(srv, pa);
+		*promoted = server_promote(srv, pa);
 		if (!*promoted)
 			rc = engine_fail(&e, XFER_FAIL_CONNECT, -EBUSY,
 					 "refused %s: the receiver is at its "
@@ -436,10 +436,10 @@ static enum xfer_fail serve_conn(struct server *srv, struct cm_conn *c,
 				    rc, "%s: %s", c->peer,
 				    rc == -ENOMEM ? "out of memory" : why);
 		else if (!session_rings(&e, false))
-			source_run(&e, &cfg, &st);
+			src_run(&e, &cfg, &st);
 	}
 	OPENSSL_cleanse(key, sizeof(key));
-	join_close(srv, &jw);
+	server_join_close(srv, &jw);
 	engine_tell_peer(&e);
 	v = session_verdict(&e, &st);
 	if (v == XFER_OK)
@@ -507,7 +507,7 @@ static enum xfer_fail serve_one(struct server *srv, struct cm_request *req,
 	if (rc)
 		return session_connect_fail(rc);
 	if (cm_request_join(req, NULL)) {
-		join_route(srv, req);
+		server_join_route(srv, req);
 		return XFER_FAIL_CONNECT;
 	}
 	rc = cm_accept(req, &lim, &to, &c);
@@ -556,9 +556,9 @@ static void spawn(struct server *srv, struct cm_request *req)
 	pthread_t tid;
 	int pa;
 
-	pa = admit(srv, cm_request_peer(req), &why);
+	pa = server_admit(srv, cm_request_peer(req), &why);
 	if (pa < 0) {
-		refuse(srv, req, why);
+		server_refuse(srv, req, why);
 		return;
 	}
 	a = malloc(sizeof(*a));
@@ -782,11 +782,12 @@ enum xfer_fail xfer_serve(const struct xfer_opts *o)
 			if (cm_request_read(req, preauth_ms(o)))
 				continue; /* consumed, said */
 			if (cm_request_join(req, NULL)) {
-				join_route(&srv, req); /* none waits yet */
+				server_join_route(&srv,
+						  req); /* none waits yet */
 				continue;
 			}
-			if (penalty_holds(&srv, cm_request_peer(req))) {
-				refuse(&srv, req, REFUSED_HELD_OFF);
+			if (server_penalty_holds(&srv, cm_request_peer(req))) {
+				server_refuse(&srv, req, REFUSED_HELD_OFF);
 				continue;
 			}
 			v = serve_one(&srv, req, -1, &promoted);

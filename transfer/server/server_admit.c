@@ -40,7 +40,7 @@ static struct penalty *penalty_find(struct server *srv, const char *host,
 	return oldest;
 }
 
-void penalty_add(struct server *srv, const char *peer)
+void server_penalty_add(struct server *srv, const char *peer)
 {
 	char host[64];
 	struct penalty *p;
@@ -60,7 +60,7 @@ void penalty_add(struct server *srv, const char *peer)
 	pthread_mutex_unlock(&srv->lock);
 }
 
-bool penalty_holds(struct server *srv, const char *peer)
+bool server_penalty_holds(struct server *srv, const char *peer)
 {
 	char host[64];
 	struct penalty *p;
@@ -74,7 +74,7 @@ bool penalty_holds(struct server *srv, const char *peer)
 	return held;
 }
 
-bool promote(struct server *srv, int pa)
+bool server_promote(struct server *srv, int pa)
 {
 	bool ok;
 
@@ -92,14 +92,14 @@ bool promote(struct server *srv, int pa)
 	return ok;
 }
 
-int admit(struct server *srv, const char *peer, enum refusal *why)
+int server_admit(struct server *srv, const char *peer, enum refusal *why)
 {
 	char host[64];
 	unsigned int same = 0;
 	int pa = -1;
 
 	peer_host(peer, host, sizeof(host));
-	if (penalty_holds(srv, peer)) {
+	if (server_penalty_holds(srv, peer)) {
 		*why = REFUSED_HELD_OFF;
 		return -1;
 	}
@@ -128,7 +128,7 @@ int admit(struct server *srv, const char *peer, enum refusal *why)
 	return pa;
 }
 
-void refuse(struct server *srv, struct cm_request *req, enum refusal why)
+void server_refuse(struct server *srv, struct cm_request *req, enum refusal why)
 {
 	unsigned int held;
 

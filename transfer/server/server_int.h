@@ -83,36 +83,37 @@ struct server {
 	enum xfer_fail verdict; /* its verdict */
 };
 /* Counts one failed authentication from peer ("addr:port"). */
-void penalty_add(struct server *srv, const char *peer);
+void server_penalty_add(struct server *srv, const char *peer);
 
 /* Whether peer's address is held off now. */
-bool penalty_holds(struct server *srv, const char *peer);
+bool server_penalty_holds(struct server *srv, const char *peer);
 
 /*
  * Takes a preauth slot for the connection from peer: its index, or -1 with
  * why it cannot have one in *why (an enum refusal).
  */
-int admit(struct server *srv, const char *peer, enum refusal *why);
+int server_admit(struct server *srv, const char *peer, enum refusal *why);
 
 /* Refuses req (never waiting on it), saying why at most every 10 s. */
 struct cm_request;
-void refuse(struct server *srv, struct cm_request *req, enum refusal why);
+void server_refuse(struct server *srv, struct cm_request *req,
+		   enum refusal why);
 
 /*
  * Moves the connection in preauth slot pa (-1: none, a --once or in-memory
  * session) to a --max-sessions slot now that it authenticated: false when
  * every slot is taken (it keeps pa then, for session_thread to free).
  */
-bool promote(struct server *srv, int pa);
+bool server_promote(struct server *srv, int pa);
 
 /*
  * ---- lanes (server_join.c) ----
  *
- * join_open lists w with a fresh token before the WELCOME that carries
- * it (0 or -errno); join_close unlists it and refuses what it still
- * queues (idempotent). join_route hands a read join request to the
+ * server_join_open lists w with a fresh token before the WELCOME that carries
+ * it (0 or -errno); server_join_close unlists it and refuses what it still
+ * queues (idempotent). server_join_route hands a read join request to the
  * session its token names, or refuses it (unknown token, queue full):
- * never a session slot, never a wait. join_lanes, on the session's
+ * never a session slot, never a wait. server_join_lanes, on the session's
  * thread: lanes 1..n-1 of e's connection, each join's proof checked (a
  * wrong one refused and counted as a failed authentication), a lane
  * index out of range or taken refused, until all joined or deadline_ms
@@ -120,11 +121,12 @@ bool promote(struct server *srv, int pa);
  */
 struct engine;
 struct wire_hello;
-int join_open(struct server *srv, struct join_wait *w, unsigned int streams);
-void join_close(struct server *srv, struct join_wait *w);
-void join_route(struct server *srv, struct cm_request *req);
-int join_lanes(struct server *srv, struct engine *e, struct join_wait *w,
-	       unsigned int n, const struct wire_hello *h,
-	       const uint8_t *nonce_s, uint64_t deadline_ms);
+int server_join_open(struct server *srv, struct join_wait *w,
+		     unsigned int streams);
+void server_join_close(struct server *srv, struct join_wait *w);
+void server_join_route(struct server *srv, struct cm_request *req);
+int server_join_lanes(struct server *srv, struct engine *e, struct join_wait *w,
+		      unsigned int n, const struct wire_hello *h,
+		      const uint8_t *nonce_s, uint64_t deadline_ms);
 
 #endif

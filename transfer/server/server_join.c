@@ -4,7 +4,7 @@
  * agreed to n lanes lists itself with a random token before its WELCOME
  * carries it; the listener reads every connection's connect data on the
  * connection's own thread, and a lane's join goes to the session its
- * token names (join_route) instead of opening a session, so it never
+ * token names (server_join_route) instead of opening a session, so it never
  * takes a session slot. The session itself checks each join's proof of
  * the session key (auth.h auth_lane_proof), its lane index (1..n-1, once
  * each) and accepts it; once all joined, or at its deadline, it unlists
@@ -22,7 +22,8 @@
 #include "transfer/session/session.h"
 #include "util/clock.h"
 
-int join_open(struct server *srv, struct join_wait *w, unsigned int streams)
+int server_join_open(struct server *srv, struct join_wait *w,
+		     unsigned int streams)
 {
 	if (getrandom(w->token, sizeof(w->token), 0) != sizeof(w->token))
 		return -errno;
@@ -36,7 +37,7 @@ int join_open(struct server *srv, struct join_wait *w, unsigned int streams)
 	return 0;
 }
 
-void join_close(struct server *srv, struct join_wait *w)
+void server_join_close(struct server *srv, struct join_wait *w)
 {
 	struct cm_request *q[JOIN_QUEUE];
 	unsigned int nq;
@@ -73,7 +74,7 @@ static void refuse_join(struct server *srv, struct cm_request *req,
 	cm_reject_join(req);
 }
 
-void join_route(struct server *srv, struct cm_request *req)
+void server_join_route(struct server *srv, struct cm_request *req)
 {
 	struct join_wait *w;
 	struct cm_join j;
@@ -114,9 +115,9 @@ static void once_pump(struct server *srv, int timeout_ms)
 	if (cm_request_read(req, timeout_ms))
 		return; /* consumed, said */
 	if (cm_request_join(req, NULL))
-		join_route(srv, req);
+		server_join_route(srv, req);
 	else
-		refuse(srv, req, REFUSED_BUSY);
+		server_refuse(srv, req, REFUSED_BUSY);
 }
 
 /* The next join queued for w, waiting until deadline_ms; NULL: none. */
@@ -152,9 +153,9 @@ static struct cm_request *next_join(struct server *srv, struct join_wait *w,
 	}
 }
 
-int join_lanes(struct server *srv, struct engine *e, struct join_wait *w,
-	       unsigned int n, const struct wire_hello *h,
-	       const uint8_t *nonce_s, uint64_t deadline_ms)
+int server_join_lanes(struct server *srv, struct engine *e, struct join_wait *w,
+		      unsigned int n, const struct wire_hello *h,
+		      const uint8_t *nonce_s, uint64_t deadline_ms)
 {
 	struct cm_timeouts to = session_timeouts(srv->o);
 	bool have[CM_LANES_MAX] = { false };
@@ -175,7 +176,7 @@ int join_lanes(struct server *srv, struct engine *e, struct join_wait *w,
 		struct cm_join j;
 
 		if (!req) {
-			join_close(srv, w);
+			server_join_close(srv, w);
 			return engine_fail(e, XFER_FAIL_CONNECT, -ETIMEDOUT,
 					   "%s: %u of %u streams joined in "
 					   "time",
@@ -194,7 +195,7 @@ int join_lanes(struct server *srv, struct engine *e, struct join_wait *w,
 				     want);
 		if (rc) {
 			cm_reject_join(req);
-			join_close(srv, w);
+			server_join_close(srv, w);
 			return engine_fail(e, XFER_FAIL_INTERNAL, rc,
 					   "HMAC failed");
 		}
@@ -202,13 +203,13 @@ int join_lanes(struct server *srv, struct engine *e, struct join_wait *w,
 			log_warn("refused lane %u from %s: wrong proof of the "
 				 "session key",
 				 j.lane, cm_request_peer(req));
-			penalty_add(srv, cm_request_peer(req));
+			server_penalty_add(srv, cm_request_peer(req));
 			cm_reject_join(req);
 			continue;
 		}
 		rc = e->c->ops->accept_lane(e->c, req, j.lane, &to);
 		if (rc) {
-			join_close(srv, w);
+			server_join_close(srv, w);
 			return engine_fail_logged(e, XFER_FAIL_CONNECT, rc);
 		}
 		have[j.lane] = true;
@@ -216,7 +217,7 @@ int join_lanes(struct server *srv, struct engine *e, struct join_wait *w,
 		/* Its engine does not run meanwhile: the peer is alive. */
 		e->last_rx_ms = clock_now_ms();
 	}
-	join_close(srv, w);
+	server_join_close(srv, w);
 	log_info("%u streams from %s", n, e->c->peer);
 	return 0;
 }

@@ -65,8 +65,8 @@ struct source_cfg {
 };
 
 /* Source: send cfg's SRCs; fills st. Returns 0 or the engine's error. */
-int source_run(struct engine *e, const struct source_cfg *cfg,
-	       struct xfer_stats *st);
+int src_run(struct engine *e, const struct source_cfg *cfg,
+	    struct xfer_stats *st);
 
 /* Sink: receive into t. Returns 0 or the engine's error. */
 int sink_run(struct engine *e, const struct sink_target *t,

@@ -403,11 +403,11 @@ struct rng_rec {
  * The state file's exclusive OFD lock, waited for (-ETIMEDOUT after
  * RNG_LOCK_MS: another process holds it); and its release.
  */
-int rng_lock(int state_fd) __attribute__((warn_unused_result));
-void rng_unlock(int state_fd);
+int sink_rng_lock(int state_fd) __attribute__((warn_unused_result));
+void sink_rng_unlock(int state_fd);
 /* Record idx of a state file: 0, -EIO for a torn one, or -errno. */
-int rng_read(int state_fd, uint32_t idx, struct rng_rec *r);
-int rng_write(int state_fd, uint32_t idx, const struct rng_rec *r);
+int sink_rng_read(int state_fd, uint32_t idx, struct rng_rec *r);
+int sink_rng_write(int state_fd, uint32_t idx, const struct rng_rec *r);
 /*
  * Under the lock: range idx (off, len) of key joins the state in
  * state_fd, beside the temporary part_fd (fresh: this session just made
@@ -423,9 +423,10 @@ int rng_write(int state_fd, uint32_t idx, const struct rng_rec *r);
  * reads missing; without, RNG_FAILED when any range of the file failed).
  * 0 or -errno.
  */
-int rng_join(int state_fd, int part_fd, bool fresh, const struct rng_key *key,
-	     uint32_t idx, uint64_t off, uint64_t len, bool resume,
-	     uint8_t *state) __attribute__((warn_unused_result));
+int sink_rng_join(int state_fd, int part_fd, bool fresh,
+		  const struct rng_key *key, uint32_t idx, uint64_t off,
+		  uint64_t len, bool resume, uint8_t *state)
+	__attribute__((warn_unused_result));
 /*
  * Under the lock: marks record idx (state, crc) and makes it durable.
  * With RNG_VERIFIED, *all tells whether every range is, each having
@@ -435,11 +436,11 @@ int rng_join(int state_fd, int part_fd, bool fresh, const struct rng_key *key,
  * is the file's CRC32 combined from theirs in offset order; -EBADMSG when
  * they do not tile [0, size). -ESTALE when the state is no longer key's.
  */
-int rng_mark(int state_fd, const struct rng_key *key, uint32_t idx,
-	     uint8_t state, uint32_t crc, bool *all, uint32_t *whole)
+int sink_rng_mark(int state_fd, const struct rng_key *key, uint32_t idx,
+		  uint8_t state, uint32_t crc, bool *all, uint32_t *whole)
 	__attribute__((warn_unused_result));
 /* Under the lock: every range seen (none missing) and one failed. */
-bool rng_abandoned(int state_fd, uint32_t count);
+bool sink_rng_abandoned(int state_fd, uint32_t count);
 
 /*
  * A FILE with the range flag: checks where its chunks may fall (a bad

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Byte ranges of one file sent by several sessions at once (rdcp-mpi's
- * split, doc/PROTOCOL.md: Ranges). Every range of a file goes into
+ * split, README "Wire protocol": Ranges). Every range of a file goes into
  * one temporary, .NAME.rdcp-part, shared (flock LOCK_SH: a whole-file
  * copy of the same name, which takes LOCK_EX, is kept out), each session
  * holding an OFD write lock on its own bytes. Beside it .NAME.rdcp-ranges
@@ -20,6 +20,7 @@
  * times, fsyncs, renames the temporary to NAME and removes the state.
  * Nothing else ever gives the temporary its final name.
  */
+#include <assert.h>
 #include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -33,6 +34,7 @@
 
 #include "transfer/fs/place.h"
 #include "transfer/sink/sink_int.h"
+#include "util/be_codec.h"
 #include "util/checksum.h"
 #include "util/clock.h"
 #include "util/io.h"
@@ -50,7 +52,7 @@ static int ofd_lock(int fd, short type, uint64_t off, uint64_t len)
 	return fcntl(fd, F_OFD_SETLK, &fl) < 0 ? -errno : 0;
 }
 
-int rng_lock(int state_fd)
+int sink_rng_lock(int state_fd)
 {
 	uint64_t end = clock_now_ms() + RNG_LOCK_MS;
 	struct timespec nap = { .tv_nsec = 2000000 };
@@ -71,47 +73,22 @@ int rng_lock(int state_fd)
 	}
 }
 
-void rng_unlock(int state_fd)
+void sink_rng_unlock(int state_fd)
 {
 	(void)ofd_lock(state_fd, F_UNLCK, 0, 0);
 }
 
-static void put64(uint8_t *p, uint64_t v)
-{
-	v = htobe64(v);
-	memcpy(p, &v, 8);
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, 8);
-	return be64toh(v);
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	v = htobe32(v);
-	memcpy(p, &v, 4);
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, 4);
-	return be32toh(v);
-}
-
 static void header_encode(uint8_t *h, const struct rng_key *key)
 {
-	memcpy(h, RNG_MAGIC, 8);
-	memcpy(h + 8, key->token, WIRE_TOKEN_LEN);
-	put64(h + 24, key->size);
-	put64(h + 32, (uint64_t)key->mtime_sec);
-	put32(h + 40, key->mtime_nsec);
-	put32(h + 44, key->count);
+	struct be_put w = be_put_init(h, RNG_HDR_LEN);
+
+	be_put_bytes(&w, RNG_MAGIC, 8);
+	be_put_bytes(&w, key->token, WIRE_TOKEN_LEN);
+	be_put_u64(&w, key->size);
+	be_put_u64(&w, (uint64_t)key->mtime_sec);
+	be_put_u32(&w, key->mtime_nsec);
+	be_put_u32(&w, key->count);
+	assert(!w.err && w.off == RNG_HDR_LEN);
 }
 
 /* 0 with *key from the file, 1 when it holds no header, or -errno. */
@@ -119,30 +96,37 @@ static int header_read(int fd, struct rng_key *key)
 {
 	uint8_t h[RNG_HDR_LEN];
 	ssize_t n = pread(fd, h, sizeof(h), 0);
+	struct be_get r;
 
 	if (n < 0)
 		return -errno;
 	if (n < (ssize_t)sizeof(h) || memcmp(h, RNG_MAGIC, 8))
 		return 1;
-	memcpy(key->token, h + 8, WIRE_TOKEN_LEN);
-	key->size = get64(h + 24);
-	key->mtime_sec = (int64_t)get64(h + 32);
-	key->mtime_nsec = get32(h + 40);
-	key->count = get32(h + 44);
+	r = be_get_init(h + 8, sizeof(h) - 8);
+	be_get_bytes(&r, key->token, WIRE_TOKEN_LEN);
+	key->size = be_get_u64(&r);
+	key->mtime_sec = (int64_t)be_get_u64(&r);
+	key->mtime_nsec = be_get_u32(&r);
+	key->count = be_get_u32(&r);
 	return key->count && key->count <= WIRE_RANGES_MAX ? 0 : 1;
 }
 
 static int rec_decode(const uint8_t *b, struct rng_rec *r)
 {
-	r->off = get64(b);
-	r->len = get64(b + 8);
-	r->state = b[16];
-	r->seen = b[17] == 1;
-	r->crc = get32(b + 20);
-	return r->state <= RNG_FAILED && b[17] <= 1 ? 0 : -EIO;
+	struct be_get c = be_get_init(b, RNG_REC_LEN);
+	uint8_t seen;
+
+	r->off = be_get_u64(&c);
+	r->len = be_get_u64(&c);
+	r->state = be_get_u8(&c);
+	seen = be_get_u8(&c);
+	r->seen = seen == 1;
+	be_get_zeros(&c, 2); /* padding, not checked: never was */
+	r->crc = be_get_u32(&c);
+	return r->state <= RNG_FAILED && seen <= 1 ? 0 : -EIO;
 }
 
-int rng_read(int fd, uint32_t idx, struct rng_rec *r)
+int sink_rng_read(int fd, uint32_t idx, struct rng_rec *r)
 {
 	uint8_t b[RNG_REC_LEN];
 	ssize_t n = pread(fd, b, sizeof(b),
@@ -155,15 +139,18 @@ int rng_read(int fd, uint32_t idx, struct rng_rec *r)
 	return rec_decode(b, r);
 }
 
-int rng_write(int fd, uint32_t idx, const struct rng_rec *r)
+int sink_rng_write(int fd, uint32_t idx, const struct rng_rec *r)
 {
-	uint8_t b[RNG_REC_LEN] = { 0 };
+	uint8_t b[RNG_REC_LEN];
+	struct be_put w = be_put_init(b, sizeof(b));
 
-	put64(b, r->off);
-	put64(b + 8, r->len);
-	b[16] = r->state;
-	b[17] = r->seen;
-	put32(b + 20, r->crc);
+	be_put_u64(&w, r->off);
+	be_put_u64(&w, r->len);
+	be_put_u8(&w, r->state);
+	be_put_u8(&w, r->seen);
+	be_put_zeros(&w, 2);
+	be_put_u32(&w, r->crc);
+	assert(!w.err && w.off == RNG_REC_LEN);
 	return io_pwrite_full(fd, b, sizeof(b),
 			      RNG_HDR_LEN + (uint64_t)idx * RNG_REC_LEN);
 }
@@ -260,16 +247,16 @@ static int take_over(int state_fd, const struct rng_key *key)
 						? RNG_MISSING
 						: recs[i].state;
 			recs[i].seen = false; /* not yet in this job */
-			rc = rng_write(state_fd, i, &recs[i]);
+			rc = sink_rng_write(state_fd, i, &recs[i]);
 		}
 	}
 	free(recs);
 	return rc;
 }
 
-int rng_join(int state_fd, int part_fd, bool fresh, const struct rng_key *key,
-	     uint32_t idx, uint64_t off, uint64_t len, bool resume,
-	     uint8_t *state)
+int sink_rng_join(int state_fd, int part_fd, bool fresh,
+		  const struct rng_key *key, uint32_t idx, uint64_t off,
+		  uint64_t len, bool resume, uint8_t *state)
 {
 	struct rng_key have;
 	struct rng_rec *recs;
@@ -324,14 +311,14 @@ int rng_join(int state_fd, int part_fd, bool fresh, const struct rng_key *key,
 		recs[idx].off = off;
 		recs[idx].len = len;
 		recs[idx].seen = true;
-		rc = rng_write(state_fd, idx, &recs[idx]);
+		rc = sink_rng_write(state_fd, idx, &recs[idx]);
 	}
 	free(recs);
 	return rc;
 }
 
-int rng_mark(int state_fd, const struct rng_key *key, uint32_t idx,
-	     uint8_t state, uint32_t crc, bool *all, uint32_t *whole)
+int sink_rng_mark(int state_fd, const struct rng_key *key, uint32_t idx,
+		  uint8_t state, uint32_t crc, bool *all, uint32_t *whole)
 {
 	struct rng_key have;
 	struct rng_rec r, *recs;
@@ -344,12 +331,12 @@ int rng_mark(int state_fd, const struct rng_key *key, uint32_t idx,
 	if (memcmp(have.token, key->token, WIRE_TOKEN_LEN) ||
 	    !same_file(&have, key))
 		return -ESTALE; /* taken over meanwhile: not ours to mark */
-	rc = rng_read(state_fd, idx, &r);
+	rc = sink_rng_read(state_fd, idx, &r);
 	if (rc)
 		return rc;
 	r.state = state;
 	r.crc = crc;
-	rc = rng_write(state_fd, idx, &r);
+	rc = sink_rng_write(state_fd, idx, &r);
 	if (!rc && fdatasync(state_fd) < 0)
 		rc = -errno;
 	if (rc || state != RNG_VERIFIED)
@@ -378,7 +365,7 @@ out:
 	return rc;
 }
 
-bool rng_abandoned(int state_fd, uint32_t count)
+bool sink_rng_abandoned(int state_fd, uint32_t count)
 {
 	struct rng_rec *recs;
 	bool failed = false;
@@ -434,7 +421,7 @@ static bool placed_here(const struct snk_file *f, const struct snk_range *g)
 	       header_read(g->state_fd, &have) == 0 &&
 	       !memcmp(have.token, g->key.token, WIRE_TOKEN_LEN) &&
 	       same_file(&have, &g->key) &&
-	       rng_read(g->state_fd, g->idx, &r) == 0 &&
+	       sink_rng_read(g->state_fd, g->idx, &r) == 0 &&
 	       r.state == RNG_VERIFIED && r.off == g->off && r.len == g->len;
 }
 
@@ -444,7 +431,7 @@ static bool placed_here(const struct snk_file *f, const struct snk_range *g)
  * writes these bytes; -ESTALE: the split does not agree; -ETIMEDOUT: the
  * state stayed locked). The state's lock is taken before the bytes': a
  * session of this job that is still joining holds none of them, so bytes
- * held under the lock are another job's (rng_join's part_busy).
+ * held under the lock are another job's (sink_rng_join's part_busy).
  */
 static int open_both(struct sink *k, struct snk_file *f, struct snk_range *g,
 		     uint8_t *state)
@@ -474,7 +461,7 @@ static int open_both(struct sink *k, struct snk_file *f, struct snk_range *g,
 		g->state_fd = openat(f->dirfd, g->state_name, flags, 0600);
 		if (g->state_fd < 0)
 			return -errno;
-		rc = rng_lock(g->state_fd);
+		rc = sink_rng_lock(g->state_fd);
 		if (rc)
 			return rc;
 		/* The file placed (or the state gone) between open and lock. */
@@ -487,12 +474,12 @@ static int open_both(struct sink *k, struct snk_file *f, struct snk_range *g,
 			 * session placed the file: verified with --resume;
 			 * otherwise nothing may be written to it now.
 			 */
-			rng_unlock(g->state_fd);
+			sink_rng_unlock(g->state_fd);
 			g->placed = true;
 			*state = RNG_VERIFIED;
 			return sink_resuming(k) ? 0 : -EALREADY;
 		}
-		rng_unlock(g->state_fd);
+		sink_rng_unlock(g->state_fd);
 		close(g->state_fd);
 		close(f->fd);
 		g->state_fd = f->fd = -1;
@@ -504,12 +491,12 @@ static int open_both(struct sink *k, struct snk_file *f, struct snk_range *g,
 	if (rc == -EAGAIN || rc == -EACCES)
 		rc = -EBUSY;
 	if (!rc)
-		rc = rng_join(g->state_fd, f->fd, fresh, &g->key, g->idx,
-			      g->off, g->len, sink_resuming(k), state);
+		rc = sink_rng_join(g->state_fd, f->fd, fresh, &g->key, g->idx,
+				   g->off, g->len, sink_resuming(k), state);
 	if (!rc && fstat(f->fd, &st) == 0 && (uint64_t)st.st_size < f->size &&
 	    ftruncate(f->fd, (off_t)f->size) < 0)
 		rc = -errno;
-	rng_unlock(g->state_fd);
+	sink_rng_unlock(g->state_fd);
 	return rc;
 }
 
@@ -622,7 +609,7 @@ int sink_range_done(struct snk_work *fin)
 			  strerror(errno));
 		return -1;
 	}
-	rc = rng_lock(g->state_fd);
+	rc = sink_rng_lock(g->state_fd);
 	if (!rc && !(still_named(f->dirfd, f->n.tmp, f->fd) &&
 		     still_named(f->dirfd, g->state_name, g->state_fd))) {
 		/*
@@ -642,14 +629,14 @@ int sink_range_done(struct snk_work *fin)
 	if (!rc && f->skipped) { /* --resume: verified by an earlier job */
 		struct rng_rec r;
 
-		rc = rng_read(g->state_fd, g->idx, &r);
+		rc = sink_rng_read(g->state_fd, g->idx, &r);
 		be = htobe32(r.crc);
 	} else {
 		memcpy(&be, fin->digest, 4);
 	}
 	if (!rc)
-		rc = rng_mark(g->state_fd, &g->key, g->idx, RNG_VERIFIED,
-			      be32toh(be), &all, &g->whole);
+		rc = sink_rng_mark(g->state_fd, &g->key, g->idx, RNG_VERIFIED,
+				   be32toh(be), &all, &g->whole);
 	if (rc == -EBADMSG)
 		file_fail(f, rc,
 			  "'%s': its ranges do not cover it exactly "
@@ -687,7 +674,7 @@ int sink_range_done(struct snk_work *fin)
 		fin->dlen = 4;
 	}
 out:
-	rng_unlock(g->state_fd);
+	sink_rng_unlock(g->state_fd);
 	return f->err ? -1 : 0;
 }
 
@@ -724,14 +711,14 @@ void sink_range_release(struct sink *k, struct snk_file *f)
 	if (!g)
 		return;
 	direct_close(&f->dio);
-	if (g->joined && !g->final && !rng_lock(g->state_fd)) {
+	if (g->joined && !g->final && !sink_rng_lock(g->state_fd)) {
 		/*
 		 * A failed range (or one its session let go of before it
 		 * was verified: the session ended) fails the file, in this
 		 * job; --resume sends it again.
 		 */
-		if (!g->done && rng_mark(g->state_fd, &g->key, g->idx,
-					 RNG_FAILED, 0, &all, &whole))
+		if (!g->done && sink_rng_mark(g->state_fd, &g->key, g->idx,
+					      RNG_FAILED, 0, &all, &whole))
 			log_debug("'%s': range %u not marked failed",
 				  f->n.shown, g->idx + 1);
 		/*
@@ -739,12 +726,12 @@ void sink_range_release(struct sink *k, struct snk_file *f)
 		 * file (every range seen) removes what the split left.
 		 */
 		if (!sink_resuming(k) &&
-		    rng_abandoned(g->state_fd, g->key.count) &&
+		    sink_rng_abandoned(g->state_fd, g->key.count) &&
 		    still_named(f->dirfd, g->state_name, g->state_fd)) {
 			unlinkat(f->dirfd, f->n.tmp, 0);
 			unlinkat(f->dirfd, g->state_name, 0);
 		}
-		rng_unlock(g->state_fd);
+		sink_rng_unlock(g->state_fd);
 	}
 	if (g->state_fd >= 0)
 		close(g->state_fd);

@@ -408,8 +408,8 @@ static void jobs_free(struct source *s)
 	free(s->jobs);
 }
 
-int source_run(struct engine *e, const struct source_cfg *cfg,
-	       struct xfer_stats *st)
+int src_run(struct engine *e, const struct source_cfg *cfg,
+	    struct xfer_stats *st)
 {
 	struct source s = { 0 };
 	const struct xfer_opts *o = e->o;

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "transfer/wire/wire.h"
-#include "transfer/wire/wire_codec.h"
+#include "util/be_codec.h"
 #include "util/checksum.h"
 
 _Static_assert(WIRE_SLOT_HDR == 64, "slot header is 64 bytes");
@@ -17,39 +17,39 @@ _Static_assert(WIRE_SLOT_HDR == 64, "slot header is 64 bytes");
 
 void wire_slot_encode(uint8_t *p, const struct wire_slot_hdr *h)
 {
-	struct put w = { .p = p, .cap = WIRE_SLOT_HDR };
+	struct be_put w = { .p = p, .cap = WIRE_SLOT_HDR };
 	static const uint8_t zero[8];
 
-	put_u64(&w, h->seq);
-	put_u32(&w, h->file_id);
-	put_u32(&w, h->len);
-	put_u64(&w, h->offset);
-	put_u32(&w, h->crc);
-	put_u16(&w, h->flags);
-	put_u16(&w, 0);
-	put_u32(&w, h->raw_len);
-	put_bytes(&w, zero, 8);
-	put_bytes(&w, h->tag, 16);
-	put_u32(&w, ck_crc32(0, p, 60));
+	be_put_u64(&w, h->seq);
+	be_put_u32(&w, h->file_id);
+	be_put_u32(&w, h->len);
+	be_put_u64(&w, h->offset);
+	be_put_u32(&w, h->crc);
+	be_put_u16(&w, h->flags);
+	be_put_u16(&w, 0);
+	be_put_u32(&w, h->raw_len);
+	be_put_bytes(&w, zero, 8);
+	be_put_bytes(&w, h->tag, 16);
+	be_put_u32(&w, ck_crc32(0, p, 60));
 }
 
 int wire_slot_decode(const uint8_t *p, struct wire_slot_hdr *h)
 {
-	struct get r = { .p = p, .len = WIRE_SLOT_HDR };
+	struct be_get r = { .p = p, .len = WIRE_SLOT_HDR };
 	uint8_t rsvd[8];
 	uint32_t crc;
 
-	h->seq = get_u64(&r);
-	h->file_id = get_u32(&r);
-	h->len = get_u32(&r);
-	h->offset = get_u64(&r);
-	h->crc = get_u32(&r);
-	h->flags = get_u16(&r);
-	(void)get_u16(&r);
-	h->raw_len = get_u32(&r);
-	get_bytes(&r, rsvd, 8);
-	get_bytes(&r, h->tag, 16);
-	crc = get_u32(&r);
+	h->seq = be_get_u64(&r);
+	h->file_id = be_get_u32(&r);
+	h->len = be_get_u32(&r);
+	h->offset = be_get_u64(&r);
+	h->crc = be_get_u32(&r);
+	h->flags = be_get_u16(&r);
+	(void)be_get_u16(&r);
+	h->raw_len = be_get_u32(&r);
+	be_get_bytes(&r, rsvd, 8);
+	be_get_bytes(&r, h->tag, 16);
+	crc = be_get_u32(&r);
 	if (r.err)
 		return -EPROTO;
 	if (crc != ck_crc32(0, p, 60))
@@ -60,37 +60,37 @@ int wire_slot_decode(const uint8_t *p, struct wire_slot_hdr *h)
 void wire_chunk_aad(uint8_t aad[WIRE_AAD_LEN], uint32_t file_id,
 		    uint64_t offset, uint32_t raw_len, uint16_t flags)
 {
-	struct put w = { .p = aad, .cap = WIRE_AAD_LEN };
+	struct be_put w = { .p = aad, .cap = WIRE_AAD_LEN };
 	static const uint8_t zero[6];
 
-	put_u32(&w, file_id);
-	put_u64(&w, offset);
-	put_u32(&w, raw_len);
-	put_u16(&w, flags);
-	put_bytes(&w, zero, sizeof(zero));
+	be_put_u32(&w, file_id);
+	be_put_u64(&w, offset);
+	be_put_u32(&w, raw_len);
+	be_put_u16(&w, flags);
+	be_put_bytes(&w, zero, sizeof(zero));
 }
 
 /* ---- packed slots ---- */
 
 size_t wire_pack_put(uint8_t *p, const struct wire_pack_rec *r)
 {
-	struct put w = {
+	struct be_put w = {
 		.p = p, .cap = WIRE_PACK_REC_HDR + WIRE_DIGEST_MAX + r->path_len
 	};
 
-	put_u32(&w, r->file_id);
-	put_u8(&w, r->flags);
-	put_u8(&w, r->digest_len);
-	put_u16(&w, r->path_len);
-	put_u32(&w, r->mode);
-	put_u64(&w, (uint64_t)r->mtime_sec);
-	put_u32(&w, r->mtime_nsec);
-	put_u64(&w, (uint64_t)r->atime_sec);
-	put_u32(&w, r->atime_nsec);
-	put_u32(&w, r->size);
-	put_u32(&w, (uint32_t)r->status);
-	put_bytes(&w, r->digest, r->digest_len);
-	put_bytes(&w, r->path, r->path_len);
+	be_put_u32(&w, r->file_id);
+	be_put_u8(&w, r->flags);
+	be_put_u8(&w, r->digest_len);
+	be_put_u16(&w, r->path_len);
+	be_put_u32(&w, r->mode);
+	be_put_u64(&w, (uint64_t)r->mtime_sec);
+	be_put_u32(&w, r->mtime_nsec);
+	be_put_u64(&w, (uint64_t)r->atime_sec);
+	be_put_u32(&w, r->atime_nsec);
+	be_put_u32(&w, r->size);
+	be_put_u32(&w, (uint32_t)r->status);
+	be_put_bytes(&w, r->digest, r->digest_len);
+	be_put_bytes(&w, r->path, r->path_len);
 	return w.off;
 }
 
@@ -121,23 +121,23 @@ int wire_pack_digest(uint8_t csum, const uint8_t *data, uint32_t len,
 int wire_pack_next(const uint8_t *p, size_t len, size_t *pos,
 		   struct wire_pack_rec *r)
 {
-	struct get g = { .p = p, .len = len, .off = *pos };
+	struct be_get g = { .p = p, .len = len, .off = *pos };
 	bool abort;
 
 	memset(r, 0, sizeof(*r));
 	if (*pos > len)
 		return -EPROTO;
-	r->file_id = get_u32(&g);
-	r->flags = get_u8(&g);
-	r->digest_len = get_u8(&g);
-	r->path_len = get_u16(&g);
-	r->mode = get_u32(&g);
-	r->mtime_sec = (int64_t)get_u64(&g);
-	r->mtime_nsec = get_u32(&g);
-	r->atime_sec = (int64_t)get_u64(&g);
-	r->atime_nsec = get_u32(&g);
-	r->size = get_u32(&g);
-	r->status = (int32_t)get_u32(&g);
+	r->file_id = be_get_u32(&g);
+	r->flags = be_get_u8(&g);
+	r->digest_len = be_get_u8(&g);
+	r->path_len = be_get_u16(&g);
+	r->mode = be_get_u32(&g);
+	r->mtime_sec = (int64_t)be_get_u64(&g);
+	r->mtime_nsec = be_get_u32(&g);
+	r->atime_sec = (int64_t)be_get_u64(&g);
+	r->atime_nsec = be_get_u32(&g);
+	r->size = be_get_u32(&g);
+	r->status = (int32_t)be_get_u32(&g);
 	abort = r->flags & WIRE_PACK_ABORT;
 	if (g.err || r->flags & ~WIRE_PACK_ABORT ||
 	    r->digest_len > WIRE_DIGEST_MAX || !r->path_len ||
@@ -146,7 +146,7 @@ int wire_pack_next(const uint8_t *p, size_t len, size_t *pos,
 	    (abort ? r->status >= 0 : r->status != 0) ||
 	    (abort && r->size > WIRE_MSG_MAX))
 		return -EPROTO;
-	get_bytes(&g, r->digest, r->digest_len);
+	be_get_bytes(&g, r->digest, r->digest_len);
 	if (g.err || len - g.off < (size_t)r->path_len + r->size)
 		return -EPROTO;
 	r->path = (const char *)p + g.off;
