@@ -142,7 +142,9 @@ enum cm_ev_type {
  * -EHOSTUNREACH the peer stopped answering (retries exceeded), -EPROTO the
  * peer broke the protocol (remote access, RNR), -ENETDOWN the local port
  * went down, -ENODEV the local device failed or was removed, -EOVERFLOW a
- * CQ overran (a bug), another errno any other failure. Its words, as
+ * CQ overran (a bug), -EFAULT a local fault of a work request (protection,
+ * QP operation, length: a bug, never the peer), another errno any other
+ * failure. Its words, as
  * logged, are in cm_conn.err.
  */
 struct cm_event {
