@@ -175,13 +175,35 @@ int direct_pread(const struct direct_fd *d, int fd, void *buf, size_t len,
 
 bool direct_cached(int fd)
 {
-	unsigned char vec = 0;
-	void *p = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0);
+	long page = sysconf(_SC_PAGESIZE);
+	unsigned int have = 0, n = 0;
+	uint64_t last = UINT64_MAX;
+	struct stat st;
+	size_t len;
+	void *p;
 
+	if (page <= 0 || fstat(fd, &st) < 0 || st.st_size <= 0)
+		return false;
+	/* Mapped, not read: mincore touches no page, and no I/O starts. */
+	len = (size_t)st.st_size;
+	p = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED)
 		return false;
-	if (mincore(p, 4096, &vec) < 0)
-		vec = 0;
-	munmap(p, 4096);
-	return vec & 1;
+	for (unsigned int i = 0; i < DIRECT_CACHE_SAMPLES; i++) {
+		/* The first and the last page, and evenly between. */
+		uint64_t off = (uint64_t)(len - 1) * i /
+			       (DIRECT_CACHE_SAMPLES - 1);
+		unsigned char vec = 0;
+
+		off -= off % (uint64_t)page;
+		if (off == last) /* a small file: fewer pages than samples */
+			continue;
+		last = off;
+		if (mincore((char *)p + off, 1, &vec) < 0)
+			break;
+		have += vec & 1;
+		n++;
+	}
+	munmap(p, len);
+	return n && 2 * have > n;
 }
