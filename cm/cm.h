@@ -523,7 +523,8 @@ int cm_local_addrs(bool rdma, char (*out)[CM_ADDRSTR_LEN], int max);
 enum cm_check_kind {
 	CM_CHECK_OK,
 	CM_CHECK_INFO,
-	CM_CHECK_PROBLEM
+	CM_CHECK_PROBLEM,
+	CM_CHECK_WARN /* works, but slower or weaker than it could: no problem */
 };
 
 /*

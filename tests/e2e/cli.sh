@@ -246,6 +246,15 @@ RC=$?
 check "--boot-stdin: a line over the limit is refused (exit 12)" bash -c "
 	[ $RC = 12 ] && grep -q 'longer than 2048 bytes' '$T/e'"
 
+# --check says which CRC32 this build has: a warning (not a problem)
+# without ISA-L.
+"$RDCP" --check >"$T/check.out" 2>&1
+if ldd "$RDCP" | grep -q libisal; then
+	check "--check: CRC32 by ISA-L, said as ok" grep -q '^ok      CRC32 by ISA-L' "$T/check.out"
+else
+	check "--check: CRC32 by zlib, a warning" grep -q '^WARNING CRC32 by zlib: this rdcp was built without ISA-L' "$T/check.out"
+fi
+
 # A receiver that requires --encrypt.
 mkdir -p "$T/root/enc"
 echo secret >"$T/root/enc/pullme"
