@@ -273,17 +273,7 @@ static int reg_area(struct vconn *v, const char *what, int access,
 			     mr);
 }
 
-/*
- * The ring, which the peer writes. Relaxed ordering lets the device's
- * PCIe writes of a slot pass one another (a win on hosts whose root
- * complex orders strictly); the completion that says a slot arrived is
- * written without it, and so after them, which is all the sink relies
- * on. It is an optional flag (IBV_ACCESS_OPTIONAL_RANGE):
- * ibv_reg_mr_iova2 drops it where the device or kernel lacks it.
- */
-#define RING_ACCESS                                                            \
-	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |                    \
-	 IBV_ACCESS_RELAXED_ORDERING)
+#define RING_ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE)
 
 static int v_ring_create(struct cm_conn *c, struct cm_ring_desc *desc)
 {
