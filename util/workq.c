@@ -3,9 +3,7 @@
  * The worker pool of workq.h: one mutex, two lists, an eventfd. The owner
  * takes finished items without a system call (an uncontended mutex is a
  * user-space atomic); the eventfd is read only in workq_prepare_wait(),
- * before the owner sleeps, and written only when the owner said it would
- * sleep, so an owner that spins makes no system call for it and neither
- * do the workers.
+ * before the owner sleeps, so a busy-polling owner makes none.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -26,11 +24,6 @@ struct workq {
 	struct workq_item *done_head, *done_tail; /* done */
 	unsigned int pending;
 	bool stop;
-	/*
-	 * The owner is about to sleep on efd (workq_prepare_wait said so)
-	 * and no worker has written it since: the next one done does.
-	 */
-	bool sleeping;
 	int efd;
 	unsigned int nthreads;
 	pthread_t *threads;
@@ -54,6 +47,7 @@ static void *worker(void *arg)
 	pthread_mutex_lock(&q->lock);
 	for (;;) {
 		struct workq_item *it;
+		bool was_empty;
 
 		while (!q->head && !q->stop)
 			pthread_cond_wait(&q->cond, &q->lock);
@@ -71,11 +65,11 @@ static void *worker(void *arg)
 		pthread_mutex_lock(&q->lock);
 		if (!--q->running && !q->head)
 			pthread_cond_broadcast(&q->idle);
+		was_empty = !q->done_head;
 		append(&q->done_head, &q->done_tail, it);
-		if (q->sleeping) {
+		if (was_empty) {
 			uint64_t one = 1;
 
-			q->sleeping = false; /* one wake-up is enough */
 			/* Cannot fail short of a counter overflow. */
 			if (write(q->efd, &one, sizeof(one)) < 0)
 				abort();
@@ -151,7 +145,6 @@ struct workq_item *workq_take_done(struct workq *q)
 	struct workq_item *list;
 
 	pthread_mutex_lock(&q->lock);
-	q->sleeping = false; /* awake: it did not sleep, or woke */
 	list = q->done_head;
 	q->done_head = q->done_tail = NULL;
 	for (struct workq_item *it = list; it; it = it->next)
@@ -168,15 +161,12 @@ bool workq_prepare_wait(struct workq *q)
 	pthread_mutex_lock(&q->lock);
 	done = q->done_head != NULL;
 	/*
-	 * Reset the eventfd only with the list empty and the lock held, and
-	 * say the owner sleeps: a worker that finishes after this signals,
-	 * so no wake-up is lost.
+	 * Reset the eventfd only with the list empty and the lock held: a
+	 * worker that finishes after this finds the list empty and signals
+	 * again, so no wake-up is lost.
 	 */
-	if (!done) {
-		if (read(q->efd, &cnt, sizeof(cnt)) < 0) {
-			/* EAGAIN: nothing signalled since the last reset. */
-		}
-		q->sleeping = true;
+	if (!done && read(q->efd, &cnt, sizeof(cnt)) < 0) {
+		/* EAGAIN: nothing was signalled since the last reset. */
 	}
 	pthread_mutex_unlock(&q->lock);
 	return !done;

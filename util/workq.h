@@ -43,9 +43,7 @@ struct workq_item *workq_take_done(struct workq *q);
 unsigned int workq_run_done(struct workq *q);
 /*
  * For poll(2): readable once an item finished after the last
- * workq_prepare_wait() that returned true, unless the owner took finished
- * items since (and possibly spuriously). An owner that does not sleep
- * makes the workers write nothing there.
+ * workq_prepare_wait() that returned true (and possibly spuriously).
  */
 int workq_fd(const struct workq *q);
 /*

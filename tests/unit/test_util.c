@@ -749,18 +749,6 @@ static void test_workq_prepare_wait(void)
 	CHECK_EQ(poll(&pfd, 1, 5000), 1);
 	workq_wait_idle(q);
 	CHECK_EQ(workq_run_done(q), 1);
-	/*
-	 * An owner that spins (takes what is done, never prepares to sleep)
-	 * is not signalled: the workers make no system call for it.
-	 */
-	CHECK(workq_prepare_wait(q)); /* the fd reset */
-	CHECK_EQ(workq_run_done(q), 0); /* ... and then it did not sleep */
-	for (int i = 0; i < 3; i++) {
-		workq_push(q, &p.item);
-		workq_wait_idle(q);
-		CHECK_EQ(workq_run_done(q), 1);
-	}
-	CHECK_EQ(poll(&pfd, 1, 0), 0);
 	workq_destroy(q);
 }
 
