@@ -524,7 +524,8 @@ enum cm_check_kind {
 	CM_CHECK_OK,
 	CM_CHECK_INFO,
 	CM_CHECK_PROBLEM,
-	CM_CHECK_WARN /* works, but slower or weaker than it could: no problem */
+	/* Works, but slower or weaker than it could: not a problem. */
+	CM_CHECK_WARN
 };
 
 /*

@@ -429,8 +429,7 @@ static int v_post_write(struct cm_conn *c, unsigned int stage, uint32_t len,
 	}
 	/* Its rail's registration of staging and of the peer's ring. */
 	lkey = l->rail && l->rail != v ? l->rail->stage_lkey : v->stage_lkey;
-	rkey = v->nrails > 1 ? v->remote_rkeys[ln % v->nrails]
-			     : v->remote_rkey;
+	rkey = v->nrails > 1 ? v->remote_rkeys[ln % v->nrails] : v->remote_rkey;
 	sge[0] = (struct ibv_sge){
 		.addr = (uintptr_t)cm_stage(c, stage),
 		.length = len,

@@ -641,9 +641,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
  * (config.c), not each value.
  */
 static const char *const not_defaults[] = {
-	"listen",     "keygen",	  "check",  "print-config", "no-config",
-	"files-from", "manifest", "server", "boot-stdin",   "delete",
-	NULL,
+	"listen",     "keygen",	    "check",	"print-config",
+	"no-config",  "files-from", "manifest", "server",
+	"boot-stdin", "delete",	    NULL,
 };
 
 void args_parse(struct args *a, int argc, char **argv)

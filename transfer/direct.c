@@ -191,8 +191,8 @@ bool direct_cached(int fd)
 		return false;
 	for (unsigned int i = 0; i < DIRECT_CACHE_SAMPLES; i++) {
 		/* The first and the last page, and evenly between. */
-		uint64_t off = (uint64_t)(len - 1) * i /
-			       (DIRECT_CACHE_SAMPLES - 1);
+		uint64_t off =
+			(uint64_t)(len - 1) * i / (DIRECT_CACHE_SAMPLES - 1);
 		unsigned char vec = 0;
 
 		off -= off % (uint64_t)page;

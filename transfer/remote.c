@@ -117,10 +117,11 @@ static enum xfer_fail start_remote(const struct xfer_opts *o, struct rsh *r,
 		return XFER_OK;
 	status = rsh_finish(r, rc == -EPIPE ? REMOTE_END_MS : 0);
 	if (rc == -EMSGSIZE)
-		return fail(st, XFER_FAIL_REMOTE_START,
-			    "rdcp on '%s' answered with a bootstrap line longer "
-			    "than %d bytes",
-			    o->rsh_host, BOOT_LINE_MAX);
+		return fail(
+			st, XFER_FAIL_REMOTE_START,
+			"rdcp on '%s' answered with a bootstrap line longer "
+			"than %d bytes",
+			o->rsh_host, BOOT_LINE_MAX);
 	if (rc == -ETIMEDOUT)
 		return fail(st, XFER_FAIL_REMOTE_START,
 			    "rdcp on '%s' did not answer within %llu s (is "

@@ -754,8 +754,8 @@ static void test_direct_cached_sample(void)
 	unlink(path);
 }
 
-TAP_RUN(TAP_TEST(test_direct_cached_sample),
-	TAP_TEST(test_direct_sizes), TAP_TEST(test_direct_compress_encrypt),
+TAP_RUN(TAP_TEST(test_direct_cached_sample), TAP_TEST(test_direct_sizes),
+	TAP_TEST(test_direct_compress_encrypt),
 	TAP_TEST(test_direct_tmpfs_fallback),
 	TAP_TEST(test_direct_refused_drops), TAP_TEST(test_fallocate),
 	TAP_TEST(test_hello_both_refused))

@@ -56,8 +56,8 @@ static int one_wc(enum ibv_wc_status st, bool recv, enum ibv_wc_opcode opcode,
 static void test_wc_local_faults(void)
 {
 	static const enum ibv_wc_status local[] = {
-		IBV_WC_LOC_PROT_ERR,	IBV_WC_LOC_QP_OP_ERR,
-		IBV_WC_LOC_EEC_OP_ERR,	IBV_WC_LOC_ACCESS_ERR,
+		IBV_WC_LOC_PROT_ERR,	 IBV_WC_LOC_QP_OP_ERR,
+		IBV_WC_LOC_EEC_OP_ERR,	 IBV_WC_LOC_ACCESS_ERR,
 		IBV_WC_LOC_RDD_VIOL_ERR, IBV_WC_MW_BIND_ERR,
 	};
 	char why[256];
@@ -75,9 +75,9 @@ static void test_wc_local_faults(void)
 	CHECK_EQ(one_wc(IBV_WC_LOC_LEN_ERR, false, IBV_WC_SEND, why,
 			sizeof(why)),
 		 -EFAULT);
-	CHECK_EQ(one_wc(IBV_WC_LOC_LEN_ERR, true, IBV_WC_RECV, why,
-			sizeof(why)),
-		 -EPROTO);
+	CHECK_EQ(
+		one_wc(IBV_WC_LOC_LEN_ERR, true, IBV_WC_RECV, why, sizeof(why)),
+		-EPROTO);
 	/* The peer's faults stay the peer's. */
 	CHECK_EQ(one_wc(IBV_WC_RETRY_EXC_ERR, false, IBV_WC_RDMA_WRITE, why,
 			sizeof(why)),
@@ -121,7 +121,7 @@ static void test_rate(void)
 	CHECK_EQ(vconn_rate_gbps(ndr, 2), 400);
 	CHECK_EQ(vconn_rate_gbps(xdr, 2), 800);
 	CHECK_EQ(vconn_rate_gbps(ndr, 16), 200); /* 2x */
-	CHECK_EQ(vconn_rate_gbps(3, 2), 0);	  /* unknown */
+	CHECK_EQ(vconn_rate_gbps(3, 2), 0);	 /* unknown */
 	CHECK_EQ(vconn_rate_gbps(xdr, 3), 0);
 }
 
