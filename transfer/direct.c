@@ -177,33 +177,36 @@ bool direct_cached(int fd)
 {
 	long page = sysconf(_SC_PAGESIZE);
 	unsigned int have = 0, n = 0;
-	uint64_t last = UINT64_MAX;
+	uint64_t last = UINT64_MAX, size;
 	struct stat st;
-	size_t len;
-	void *p;
 
 	if (page <= 0 || fstat(fd, &st) < 0 || st.st_size <= 0)
 		return false;
-	/* Mapped, not read: mincore touches no page, and no I/O starts. */
-	len = (size_t)st.st_size;
-	p = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
-	if (p == MAP_FAILED)
-		return false;
+	size = (uint64_t)st.st_size;
 	for (unsigned int i = 0; i < DIRECT_CACHE_SAMPLES; i++) {
 		/* The first and the last page, and evenly between. */
-		uint64_t off =
-			(uint64_t)(len - 1) * i / (DIRECT_CACHE_SAMPLES - 1);
+		uint64_t off = (size - 1) * i / (DIRECT_CACHE_SAMPLES - 1);
 		unsigned char vec = 0;
+		void *p;
 
 		off -= off % (uint64_t)page;
 		if (off == last) /* a small file: fewer pages than samples */
 			continue;
 		last = off;
-		if (mincore((char *)p + off, 1, &vec) < 0)
+		/*
+		 * One page mapped at a time (a huge file's whole mapping
+		 * would count in the address space), not read: mincore
+		 * touches no page, and no I/O starts.
+		 */
+		p = mmap(NULL, (size_t)page, PROT_READ, MAP_SHARED, fd,
+			 (off_t)off);
+		if (p == MAP_FAILED)
 			break;
+		if (mincore(p, (size_t)page, &vec) < 0)
+			vec = 0;
+		munmap(p, (size_t)page);
 		have += vec & 1;
 		n++;
 	}
-	munmap(p, len);
 	return n && 2 * have > n;
 }
