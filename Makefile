@@ -43,6 +43,10 @@ ISAL ?= $(shell pkg-config --exists libisal 2>/dev/null && echo 1 || echo 0)
 ifeq ($(ISAL),1)
 PKGS += libisal
 endif
+# rdma-core's newer headers give an XDR port's speed (0x100, more than the
+# 8 bits of active_speed hold) in ibv_port_attr.active_speed_ex.
+SPEED_EX ?= $(shell printf '\043include <infiniband/verbs.h>\nint f(struct ibv_port_attr *a);\nint f(struct ibv_port_attr *a) { return (int)a->active_speed_ex; }\n' | \
+	$(CC) -x c -fsyntax-only - 2>/dev/null && echo 1 || echo 0)
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null || \
 	echo -libverbs -lrdmacm -lz -lcrypto)
@@ -58,6 +62,9 @@ ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -DRDCP_VERSION=\"$(VERSION)\" \
 	-I. $(WARN) $(PKG_CFLAGS) $(CFLAGS) -MMD -MP -pthread
 ifeq ($(ISAL),1)
 ALL_CFLAGS += -DRDCP_HAVE_ISAL
+endif
+ifeq ($(SPEED_EX),1)
+ALL_CFLAGS += -DRDCP_HAVE_SPEED_EX
 endif
 ifdef TEST_HOOKS
 ALL_CFLAGS += -DRDCP_TEST_HOOKS

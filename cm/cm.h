@@ -142,7 +142,9 @@ enum cm_ev_type {
  * -EHOSTUNREACH the peer stopped answering (retries exceeded), -EPROTO the
  * peer broke the protocol (remote access, RNR), -ENETDOWN the local port
  * went down, -ENODEV the local device failed or was removed, -EOVERFLOW a
- * CQ overran (a bug), another errno any other failure. Its words, as
+ * CQ overran (a bug), -EFAULT a local fault of a work request (protection,
+ * QP operation, length: a bug, never the peer), another errno any other
+ * failure. Its words, as
  * logged, are in cm_conn.err.
  */
 struct cm_event {
@@ -521,7 +523,9 @@ int cm_local_addrs(bool rdma, char (*out)[CM_ADDRSTR_LEN], int max);
 enum cm_check_kind {
 	CM_CHECK_OK,
 	CM_CHECK_INFO,
-	CM_CHECK_PROBLEM
+	CM_CHECK_PROBLEM,
+	/* Works, but slower or weaker than it could: not a problem. */
+	CM_CHECK_WARN
 };
 
 /*

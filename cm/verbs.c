@@ -273,6 +273,8 @@ static int reg_area(struct vconn *v, const char *what, int access,
 			     mr);
 }
 
+#define RING_ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE)
+
 static int v_ring_create(struct cm_conn *c, struct cm_ring_desc *desc)
 {
 	struct vconn *v = to_v(c);
@@ -281,9 +283,8 @@ static int v_ring_create(struct cm_conn *c, struct cm_ring_desc *desc)
 	rc = post_late_rx(v);
 	if (rc)
 		return rc;
-	rc = reg_area(v, "ring",
-		      IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
-		      &c->ring, &c->ring_hdr, &v->ring_mr);
+	rc = reg_area(v, "ring", RING_ACCESS, &c->ring, &c->ring_hdr,
+		      &v->ring_mr);
 	if (rc)
 		return rc;
 	desc->addr = (uintptr_t)c->ring;
@@ -295,9 +296,7 @@ static int v_ring_create(struct cm_conn *c, struct cm_ring_desc *desc)
 
 		if (l && l->rail == l) {
 			rc = reg_only(l, "ring", c->ring, cm_area_len(&c->geom),
-				      IBV_ACCESS_LOCAL_WRITE |
-					      IBV_ACCESS_REMOTE_WRITE,
-				      &l->ring_mr);
+				      RING_ACCESS, &l->ring_mr);
 			if (rc)
 				return rc;
 		}
@@ -416,56 +415,53 @@ static int v_post_write(struct cm_conn *c, unsigned int stage, uint32_t len,
 	/* With lanes: slot s on lane s % n, signalled, ordered by wf. */
 	unsigned int ln = cm_lane_of(slot, v->nlanes);
 	struct vconn *l = ln && ln < v->nlanes ? v->lane[ln] : v;
-	/* Its rail's registration of staging and of the peer's ring. */
-	uint32_t lkey = l && l->rail && l->rail != v ? l->rail->stage_lkey
-						     : v->stage_lkey;
-	uint32_t rkey = v->nrails > 1 ? v->remote_rkeys[ln % v->nrails]
-				      : v->remote_rkey;
-	struct ibv_sge sge[2] = {
-		{
-			.addr = (uintptr_t)cm_stage(c, stage),
-			.length = len,
-			.lkey = lkey,
-		},
-		{
-			.addr = (uintptr_t)cm_stage_hdr(c, stage),
-			.length = CM_SLOT_HDR,
-			.lkey = lkey,
-		},
-	};
-	struct ibv_send_wr wr[2] = {
-		{
-			.wr_id = wr_id,
-			.next = &wr[1],
-			.sg_list = &sge[0],
-			.num_sge = 1,
-			.opcode = IBV_WR_RDMA_WRITE,
-			.wr.rdma.remote_addr =
-				v->remote_addr +
-				(uint64_t)slot * c->geom.slot_size,
-			.wr.rdma.rkey = rkey,
-		},
-		{
-			.wr_id = wr_id,
-			.sg_list = &sge[1],
-			.num_sge = 1,
-			.opcode = IBV_WR_RDMA_WRITE_WITH_IMM,
-			.send_flags = (signaled ? IBV_SEND_SIGNALED : 0) |
-				      (l->inline_hdr ? IBV_SEND_INLINE : 0),
-			.imm_data = htobe32(imm),
-			.wr.rdma.remote_addr = v->remote_hdr_addr +
-					       (uint64_t)slot * CM_SLOT_HDR,
-			.wr.rdma.rkey = rkey,
-		},
-	}, *bad;
+	struct ibv_sge sge[2];
+	struct ibv_send_wr wr[2], *bad;
+	uint32_t lkey, rkey;
 	int rc;
 
+	/* Before anything reads l (a lane not joined) or the slot. */
 	if (len > c->geom.slot_size || stage >= c->geom.slots ||
 	    slot >= c->geom.slots || !l || !c->stage) {
 		log_err("cannot post RDMA write to %s: %s", c->peer,
 			strerror(EINVAL));
 		return -EINVAL;
 	}
+	/* Its rail's registration of staging and of the peer's ring. */
+	lkey = l->rail && l->rail != v ? l->rail->stage_lkey : v->stage_lkey;
+	rkey = v->nrails > 1 ? v->remote_rkeys[ln % v->nrails] : v->remote_rkey;
+	sge[0] = (struct ibv_sge){
+		.addr = (uintptr_t)cm_stage(c, stage),
+		.length = len,
+		.lkey = lkey,
+	};
+	sge[1] = (struct ibv_sge){
+		.addr = (uintptr_t)cm_stage_hdr(c, stage),
+		.length = CM_SLOT_HDR,
+		.lkey = lkey,
+	};
+	wr[0] = (struct ibv_send_wr){
+		.wr_id = wr_id,
+		.next = &wr[1],
+		.sg_list = &sge[0],
+		.num_sge = 1,
+		.opcode = IBV_WR_RDMA_WRITE,
+		.wr.rdma.remote_addr =
+			v->remote_addr + (uint64_t)slot * c->geom.slot_size,
+		.wr.rdma.rkey = rkey,
+	};
+	wr[1] = (struct ibv_send_wr){
+		.wr_id = wr_id,
+		.sg_list = &sge[1],
+		.num_sge = 1,
+		.opcode = IBV_WR_RDMA_WRITE_WITH_IMM,
+		.send_flags = (signaled ? IBV_SEND_SIGNALED : 0) |
+			      (l->inline_hdr ? IBV_SEND_INLINE : 0),
+		.imm_data = htobe32(imm),
+		.wr.rdma.remote_addr =
+			v->remote_hdr_addr + (uint64_t)slot * CM_SLOT_HDR,
+		.wr.rdma.rkey = rkey,
+	};
 	if (v->nlanes > 1) {
 		uint64_t pos;
 
@@ -580,10 +576,6 @@ static const struct cm_ops verbs_ops = {
 
 /* ---- resources ---- */
 
-/*
- * PD, completion channel, CQs, QP and the control buffers of one cm_id,
- * with every rx buffer posted. On failure the caller runs vconn_teardown.
- */
 int vconn_create_qp(struct vconn *v, struct ibv_pd *pd, unsigned int sdepth,
 		    unsigned int rdepth, bool inline_hdr)
 {
@@ -613,12 +605,18 @@ int vconn_create_qp(struct vconn *v, struct ibv_pd *pd, unsigned int sdepth,
 	return 0;
 }
 
+static unsigned int next_vec_base; /* the next connection's first vector */
+
+/*
+ * PD, completion channel, CQs, QP and the control buffers of one cm_id,
+ * with every rx buffer posted. On failure the caller runs vconn_teardown.
+ */
 int vconn_build(struct vconn *v)
 {
 	struct cm_conn *c = &v->base;
 	unsigned int sdepth = cm_sq_depth(&c->geom);
 	unsigned int rdepth = cm_rq_depth(&c->geom);
-	int rc;
+	int rc, vec;
 
 	c->ops = &verbs_ops;
 	c->transport = "rdma";
@@ -646,8 +644,19 @@ int vconn_build(struct vconn *v)
 	 * Every send WR may complete (selective signalling only lowers it;
 	 * a QP in error flushes them all), every receive does.
 	 */
-	v->scq = ibv_create_cq(v->id->verbs, (int)sdepth, v, v->cch, 0);
-	v->rcq = v->scq ? ibv_create_cq(v->id->verbs, (int)rdepth, v, v->cch, 0)
+	/*
+	 * Each connection starts its lanes at the next completion vector,
+	 * so that the lane 0s of concurrent sessions are not all on vector
+	 * 0 (its interrupt and CPU) while the other vectors idle.
+	 */
+	v->vec_base = __atomic_fetch_add(&next_vec_base, 1, __ATOMIC_RELAXED);
+	vec = v->id->verbs->num_comp_vectors > 0
+		      ? (int)(v->vec_base %
+			      (unsigned int)v->id->verbs->num_comp_vectors)
+		      : 0;
+	v->scq = ibv_create_cq(v->id->verbs, (int)sdepth, v, v->cch, vec);
+	v->rcq = v->scq ? ibv_create_cq(v->id->verbs, (int)rdepth, v, v->cch,
+					vec)
 			: NULL;
 	if (!v->scq || !v->rcq) {
 		log_err("cannot create completion queue of %u entries on %s: "

@@ -64,6 +64,7 @@ struct vconn {
 	 * is lane 0 and idx their index. wf orders writes across lanes.
 	 */
 	unsigned int nlanes; /* 0 or 1: lane 0 only */
+	unsigned int vec_base; /* lane k's CQs: vector (vec_base + k) % n */
 	struct vconn *lane[CM_LANES_MAX];
 	struct vconn *parent;
 	unsigned int idx;
@@ -90,7 +91,8 @@ struct vconn {
  * cm/verbs_lane.c: a lane's verbs resources and its part of the ops.
  * vlane_build makes l (allocated by the caller, l->id with its device,
  * which must be its rail's: vrail_pick) lane idx of parent: CQs on its
- * rail's channel and completion vector idx % num_comp_vectors, a QP on
+ * rail's channel and completion vector (parent's vec_base + idx) %
+ * num_comp_vectors, a QP on
  * its rail's PD sized for the lane (cm.h), its zero-length receives posted.
  * 0 or -errno, logged; the caller frees l with vlane_free (idempotent on
  * NULL) in every case. vlane_poll polls every lane's CQs, lane 0 first,
@@ -99,6 +101,12 @@ struct vconn {
  */
 /* The rate of ctx's port in Gb/s (active speed x width), 0 unknown. */
 unsigned int vconn_link_gbps(struct ibv_context *ctx, uint8_t port);
+/*
+ * The same from ibv_port_attr's speed (active_speed, or active_speed_ex
+ * where the headers have it: XDR's 0x100 does not fit in 8 bits) and
+ * width values, 0 unknown.
+ */
+unsigned int vconn_rate_gbps(uint32_t speed, uint8_t width);
 int vlane_build(struct vconn *parent, unsigned int idx, struct vconn *l)
 	__attribute__((warn_unused_result));
 void vlane_free(struct vconn *l);

@@ -29,9 +29,11 @@ static struct vconn *to_v(struct cm_conn *c)
 /*
  * What a failed completion means for the user, and the errno it becomes
  * (the status conventions of cm.h). The first one that is not a flush is
- * logged, with ibv_wc_status_str(), and kept in c->err.
+ * logged, with ibv_wc_status_str(), and kept in c->err. recv: it came on
+ * a receive CQ (wc->opcode is undefined on an error completion, so the CQ
+ * says which queue failed).
  */
-static int wc_error(struct vconn *v, const struct ibv_wc *wc)
+static int wc_error(struct vconn *v, const struct ibv_wc *wc, bool recv)
 {
 	const char *what;
 	int err;
@@ -65,8 +67,23 @@ static int wc_error(struct vconn *v, const struct ibv_wc *wc)
 		err = -ECONNABORTED;
 		break;
 	case IBV_WC_LOC_LEN_ERR:
-		what = "a message was longer than the receive buffer";
-		err = -EPROTO;
+		if (recv) {
+			what = "a message was longer than the receive buffer";
+			err = -EPROTO;
+			break;
+		}
+		/* A send of ours longer than the QP allows: ours. */
+		/* fall through */
+	case IBV_WC_LOC_QP_OP_ERR:
+	case IBV_WC_LOC_EEC_OP_ERR:
+	case IBV_WC_LOC_PROT_ERR:
+	case IBV_WC_LOC_ACCESS_ERR:
+	case IBV_WC_LOC_RDD_VIOL_ERR:
+	case IBV_WC_MW_BIND_ERR:
+		/* Not the peer: a work request of ours, or our device. */
+		what = "a local fault (a bug in rdcp or the local RDMA "
+		       "device), not the peer";
+		err = -EFAULT;
 		break;
 	case IBV_WC_REM_INV_REQ_ERR:
 	case IBV_WC_REM_OP_ERR:
@@ -81,8 +98,8 @@ static int wc_error(struct vconn *v, const struct ibv_wc *wc)
 	if (!v->first_err_logged) {
 		v->first_err_logged = true;
 		snprintf(v->base.err, sizeof(v->base.err),
-			 "RDMA %s to %s failed: %s (status %d): %s",
-			 wc->opcode & IBV_WC_RECV ? "receive" : "send",
+			 "RDMA %s %s failed: %s (status %d): %s",
+			 recv ? "receive from" : "send or write to",
 			 v->base.peer, ibv_wc_status_str(wc->status),
 			 wc->status, what);
 		log_err("%s", v->base.err);
@@ -169,7 +186,7 @@ int vconn_poll_cq(struct vconn *v, struct vconn *l, struct ibv_cq *cq,
 		if (wc[i].status == IBV_WC_WR_FLUSH_ERR)
 			v->flush_seen = true;
 		if (wc[i].status != IBV_WC_SUCCESS) {
-			e->status = wc_error(v, &wc[i]);
+			e->status = wc_error(v, &wc[i], cq == l->rcq);
 			e->type = cq == l->rcq ? CM_EV_RECV : CM_EV_SEND_DONE;
 			continue;
 		}
@@ -264,6 +281,16 @@ int vconn_poll(struct cm_conn *c, struct cm_event *ev, int max)
 		v->idle_polls = 0;
 		vconn_check_cm(v);
 		vasync_read(v->id->verbs);
+		/*
+		 * Every rail's device too: busy polling never sleeps in
+		 * v_wait, the one other place their async fds are read.
+		 */
+		for (unsigned int i = 1; i < v->nlanes; i++) {
+			struct vconn *l = v->lane[i];
+
+			if (l && l->rail == l && l->id && l->id->verbs)
+				vasync_read(l->id->verbs);
+		}
 		if (async_report(v, ev, max))
 			return 1;
 	}

@@ -635,12 +635,17 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 }
 
 /*
- * Options that are no defaults: they act, name this run's files, or
- * delete (--delete is asked for run by run).
+ * Options that are no defaults: they act or choose the role (a receiver,
+ * the far end of a copy over ssh, the sending end of a copy between two
+ * hosts, whose destination --boot-stdin takes from stdin), name this
+ * run's files, or delete (--delete is asked for run by run). What a file
+ * may set is otherwise what a user may type: its owner is checked
+ * (config.c), not each value.
  */
 static const char *const not_defaults[] = {
-	"listen",     "keygen",	  "check",  "print-config", "no-config",
-	"files-from", "manifest", "server", "delete",	    NULL,
+	"listen",     "keygen",	    "check",	"print-config",
+	"no-config",  "files-from", "manifest", "server",
+	"boot-stdin", "delete",	    NULL,
 };
 
 void args_parse(struct args *a, int argc, char **argv)

@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cmd/config.h"
 
@@ -88,6 +90,40 @@ static int parse_line(struct config *c, const struct argp_option *opts,
 
 #undef BAD
 
+/*
+ * As ssh does for its config: a file that someone else could have written
+ * (owned by neither this user nor root, or writable by anyone) is not
+ * read, since its lines choose the command run as ssh (rsh), the key file
+ * and where copies go. 0, or -EPERM after one line on stderr.
+ */
+static int check_owner(FILE *f, const char *file)
+{
+	struct stat st;
+
+	if (fstat(fileno(f), &st)) {
+		int rc = -errno;
+
+		fprintf(stderr, "rdcp: cannot read '%s': %s\n", file,
+			strerror(-rc));
+		return rc;
+	}
+	if (st.st_uid != 0 && st.st_uid != geteuid()) {
+		fprintf(stderr,
+			"rdcp: '%s' belongs to uid %u, neither you nor root: "
+			"not read\n",
+			file, (unsigned int)st.st_uid);
+		return -EPERM;
+	}
+	if (st.st_mode & S_IWOTH) {
+		fprintf(stderr,
+			"rdcp: '%s' is writable by anyone: not read (chmod "
+			"o-w '%s')\n",
+			file, file);
+		return -EPERM;
+	}
+	return 0;
+}
+
 static int read_file(struct config *c, int which,
 		     const struct argp_option *opts, const char *const *refused)
 {
@@ -109,6 +145,7 @@ static int read_file(struct config *c, int which,
 		return rc;
 	}
 	c->found[which] = true;
+	rc = check_owner(f, file);
 	while (!rc && fgets(buf, sizeof(buf), f)) {
 		line++;
 		if (!strchr(buf, '\n') && !feof(f)) {

@@ -40,8 +40,9 @@ struct config {
  * Reads both files into c (zeroed by the caller): system (CONFIG_SYSTEM;
  * tests name their own) and the user's. A missing file is no error. Options
  * that are not defaults (the actions, --files-from and the like, named in
- * refused) are refused. 0, or -errno after one line on stderr ("rdcp:
- * FILE:LINE: what is wrong").
+ * refused) are refused, and so is a file that belongs to neither this
+ * user nor root or that anyone may write (-EPERM). 0, or -errno after one
+ * line on stderr ("rdcp: FILE:LINE: what is wrong").
  */
 int config_load(struct config *c, const char *system,
 		const struct argp_option *opts, const char *const *refused)

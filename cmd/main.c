@@ -301,6 +301,7 @@ static void check_line(void *arg, enum cm_check_kind kind, const char *text)
 		[CM_CHECK_OK] = "ok      ",
 		[CM_CHECK_INFO] = "        ",
 		[CM_CHECK_PROBLEM] = "PROBLEM ",
+		[CM_CHECK_WARN] = "WARNING ",
 	};
 
 	printf("%s%s\n", tag[kind], text);

@@ -25,6 +25,15 @@ struct ck_sha256 {
 	EVP_MD_CTX *md;
 };
 
+bool ck_crc32_is_isal(void)
+{
+#ifdef RDCP_HAVE_ISAL
+	return true;
+#else
+	return false;
+#endif
+}
+
 /*
  * The same CRC-32 as zlib's crc32() (gzip polynomial, reflected): with
  * Intel ISA-L's crc32_gzip_refl (PCLMULQDQ, ~3.5x zlib 1.2.13 here) when

@@ -6,10 +6,14 @@
 #ifndef RDCP_CHECKSUM_H
 #define RDCP_CHECKSUM_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #define CK_SHA256_LEN 32
+
+/* Whether ck_crc32 is ISA-L's (this build has it), else zlib's. */
+bool ck_crc32_is_isal(void);
 
 /* CRC32 of buf continuing from crc (start with 0). Any length. */
 uint32_t ck_crc32(uint32_t crc, const void *buf, size_t len);

@@ -219,6 +219,16 @@ expect_fail "rdcp.conf: a bad value, its line named" 2 "$T/src/small" h:
 grep -q "rdcp.conf:1: --port: '0'" "$T/e" && ok "  ... as FILE:LINE" || nok "  ... as FILE:LINE" "$(cat "$T/e")"
 printf 'delete\n' >"$T/cfg/rdcp/rdcp.conf"
 expect_fail "rdcp.conf: delete is no default" 2 -r "$T/src" h:
+printf 'boot-stdin 127.0.0.1\n' >"$T/cfg/rdcp/rdcp.conf"
+expect_fail "rdcp.conf: boot-stdin is no default" 2 "$T/src/small" h:
+grep -q "rdcp.conf:1: 'boot-stdin' is not a default" "$T/e" && ok "  ... as FILE:LINE" || nok "  ... as FILE:LINE" "$(cat "$T/e")"
+printf 'server\n' >"$T/cfg/rdcp/rdcp.conf"
+expect_fail "rdcp.conf: server is no default" 2 "$T/src/small" h:
+printf 'port %s\n' "$PORT" >"$T/cfg/rdcp/rdcp.conf"
+chmod o+w "$T/cfg/rdcp/rdcp.conf"
+expect_fail "rdcp.conf writable by anyone: not read" 2 "$T/src/small" 127.0.0.1::conf3/
+grep -q "is writable by anyone: not read" "$T/e" && ok "  ... and says so" || nok "  ... and says so" "$(cat "$T/e")"
+chmod o-w "$T/cfg/rdcp/rdcp.conf"
 printf 'retry 2\nretry-wait = 0.1\n' >"$T/cfg/rdcp/rdcp.conf"
 "$RDCP" --json --transport tcp --port $((PORT + 1)) "$T/src/small" 127.0.0.1:: >"$T/rc.json" 2>"$T/rc.err"
 RC=$?
@@ -244,6 +254,35 @@ rm -f "$T/cfg/rdcp/rdcp.conf"
 
 kill "$RX" 2>/dev/null
 wait "$RX" 2>/dev/null
+
+# The bootstrap line has a limit (2048 bytes with its newline): a longer
+# one is refused whole, never cut to fit. A "remote shell" that runs the
+# real rdcp --server here and pads its bootstrap line past the limit with
+# a field a reader skips; cut at the limit, the line would still parse.
+cat >"$T/padssh" <<EOF
+#!/bin/sh
+shift # the host
+sh -c "\$*" | sed -u '/^RDCP-BOOT /s/\$/ pad=$(printf '%03000d' 0)/'
+EOF
+chmod +x "$T/padssh"
+expect_fail "a bootstrap line over the limit is refused (exit 12)" 12 \
+	-q --transport tcp -e "$T/padssh" --rdcp-path "$RDCP" "$T/src/small" "localhost:$T/padded/"
+check "... saying so, and nothing was written" bash -c "
+	grep -q 'bootstrap line longer than 2048 bytes' '$T/e' && [ ! -e '$T/padded' ]"
+printf 'RDCP-BOOT 3 x port=9 listen=tcp tcp=127.0.0.1 key=%064d pad=%03000d\n' 0 0 >"$T/longboot"
+"$RDCP" --boot-stdin 127.0.0.1 -- "$T/src/small" 127.0.0.1:x <"$T/longboot" >"$T/o" 2>"$T/e"
+RC=$?
+check "--boot-stdin: a line over the limit is refused (exit 12)" bash -c "
+	[ $RC = 12 ] && grep -q 'longer than 2048 bytes' '$T/e'"
+
+# --check says which CRC32 this build has: a warning (not a problem)
+# without ISA-L.
+"$RDCP" --check >"$T/check.out" 2>&1
+if ldd "$RDCP" | grep -q libisal; then
+	check "--check: CRC32 by ISA-L, said as ok" grep -q '^ok      CRC32 by ISA-L' "$T/check.out"
+else
+	check "--check: CRC32 by zlib, a warning" grep -q '^WARNING CRC32 by zlib: this rdcp was built without ISA-L' "$T/check.out"
+fi
 
 # A receiver that requires --encrypt.
 mkdir -p "$T/root/enc"

@@ -8,7 +8,8 @@ Starts `RDCP --listen` over TCP on 127.0.0.1:PORT with the key, root
 DIR/root and --max-sessions 2, then plays a client (peer.py) that asks for
 4 streams and, before the lanes it is owed, tries joins that must be
 refused: a wrong proof, an unknown token, a lane beyond the 4, a proof
-for another lane count, the same lane twice; then joins lanes 1..3 for
+for another lane count, the same lane twice, a join replayed after its
+first was turned away; then joins lanes 1..3 for
 real, gets the RING, and tries once more after it (refused: the session
 started). Last, a session that never sends AUTH: only the joins it could
 be owed may wait for it. None of them may cost a session slot: while its session still
@@ -75,6 +76,50 @@ def preauth_flood(rx, port, key, geom):
           "at once (%d of 8 were)" % at_once)
     check(grown <= 3 + 2, "the receiver holds at most the 3 owed joins "
           "(+%d descriptors)" % grown)
+    for s in socks:
+        s.close()
+    c.close()
+
+
+def replay(port, key):
+    """A lane's join, read off the wire and sent again from another
+    connection, is refused even when the first was turned away (here: the
+    one place a join may wait is taken, so the receiver refused it at
+    once): a proof is good for one join. Before, the copy joined."""
+    c = peer.Client(port, key=key).connect(slots=8, chunk=65536)
+    w = c.handshake(peer.PUSH, ["replay/"], auth=False,
+                    hello={"streams": 2})
+    geom = c.conn.geom
+    proof1 = lane_proof(key, c.hello.nonce, w.nonce, w.token, 1, 2)
+    socks = []
+
+    def send_join(proof):
+        s = socket.create_connection(("127.0.0.1", port), timeout=10)
+        s.sendall(join_encode(w.token, 1, proof, slots=geom["slots"],
+                              slot_size=geom["slot_size"]))
+        socks.append(s)
+        try:
+            return pd_decode(_recv_exact(s, 24, 0.5))["status"]
+        except Exception:  # no answer yet: it waits in the session's queue
+            return None
+
+    send_join(bytes(16))  # the one owed place, taken before AUTH
+    first = send_join(proof1)  # the client's: refused, too many at once
+    c.conn.send(peer.Msg(peer.AUTH,
+                         mac=peer.auth_mac(key, "client", c.hello, w)))
+    time.sleep(0.5)  # the session refuses the wrong proof it held
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    s.sendall(join_encode(w.token, 1, proof1, slots=geom["slots"],
+                          slot_size=geom["slot_size"]))
+    socks.append(s)
+    try:
+        st = pd_decode(_recv_exact(s, 24, 5))["status"]
+    except Exception as e:
+        st = "closed (%s)" % e
+    check(first == ST_REFUSED, "the first join of lane 1 was turned away "
+          "(got %r)" % (first,))
+    check(st == ST_REFUSED, "the same join replayed is refused (got %r)"
+          % (st,))
     for s in socks:
         s.close()
     c.close()
@@ -169,6 +214,31 @@ def main(rdcp, port, keyfile, d):
                  "the session has fewer", "no session waits for it",
                  "2 streams from"):
         check(what in text, "the receiver logged '%s'" % what)
+    # The replay on a receiver of its own: the wrong proofs above hold
+    # this address off (2 failures), which would refuse the copy anyway.
+    log2 = os.path.join(d, "rx-replay.log")
+    rx = subprocess.Popen(
+        [rdcp, "--listen", "-v", "--transport", "tcp", "--bind", "127.0.0.1",
+         "--port", str(port + 1), "--key-file", keyfile, "--root", root],
+        stdout=open(log2, "w"), stderr=subprocess.STDOUT)
+    try:
+        end = time.monotonic() + 10
+        while "listening" not in open(log2).read():
+            if time.monotonic() > end or rx.poll() is not None:
+                check(False, "second receiver listening")
+                break
+            time.sleep(0.05)
+        else:
+            replay(port + 1, key)
+    finally:
+        rx.terminate()
+        try:
+            rx.wait(10)
+        except subprocess.TimeoutExpired:
+            rx.kill()
+    text += open(log2).read()
+    check("held off" not in open(log2).read(),
+          "the replay was judged, not held off")
     if failed:
         sys.stdout.write(text[-3000:])
 

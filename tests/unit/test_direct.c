@@ -24,6 +24,7 @@
 
 #include "memconn.h"
 #include "testfs.h"
+#include "transfer/fs/direct.h"
 #include "transfer/session/engine.h"
 #include "transfer/session/session.h"
 #include "transfer/wire/wire.h"
@@ -713,7 +714,48 @@ static void test_hello_both_refused(void)
 	CHECK_EQ(tf_count_fds(), fds);
 }
 
-TAP_RUN(TAP_TEST(test_direct_sizes), TAP_TEST(test_direct_compress_encrypt),
+/*
+ * The source's cache decision samples pages over the whole file: a large
+ * file whose first page alone is cached (file(1) looked at it) goes
+ * direct; one cached whole goes buffered.
+ */
+static void test_direct_cached_sample(void)
+{
+	const char *base = disk_dir();
+	char path[4200], buf[4096];
+	const size_t size = 16u << 20;
+	int fd;
+
+	if (!base) {
+		printf("# skip: no disk file system with O_DIRECT here\n");
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/rdcp-dcache.%d", base, (int)getpid());
+	fd = __real_open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	CHECK(fd >= 0);
+	if (fd < 0)
+		return;
+	memset(buf, 0x5a, sizeof(buf));
+	for (size_t off = 0; off < size; off += sizeof(buf))
+		CHECK_EQ(pwrite(fd, buf, sizeof(buf), (off_t)off),
+			 (ssize_t)sizeof(buf));
+	make_cold(path);
+	CHECK(!direct_cached(fd));
+	/* its first page read: the rest is still on the disk only */
+	CHECK_EQ(pread(fd, buf, sizeof(buf), 0), (ssize_t)sizeof(buf));
+	CHECK(cached_pages(path) >= 1);
+	CHECK(!direct_cached(fd));
+	/* read whole: cached */
+	for (size_t off = 0; off < size; off += sizeof(buf))
+		CHECK_EQ(pread(fd, buf, sizeof(buf), (off_t)off),
+			 (ssize_t)sizeof(buf));
+	CHECK(direct_cached(fd));
+	close(fd);
+	unlink(path);
+}
+
+TAP_RUN(TAP_TEST(test_direct_cached_sample), TAP_TEST(test_direct_sizes),
+	TAP_TEST(test_direct_compress_encrypt),
 	TAP_TEST(test_direct_tmpfs_fallback),
 	TAP_TEST(test_direct_refused_drops), TAP_TEST(test_fallocate),
 	TAP_TEST(test_hello_both_refused))

@@ -1020,6 +1020,16 @@ static void test_fatal_remote_access(void)
 		    XFER_FAIL_PEER_LOST);
 }
 
+/* A local fault (protection, QP operation): a bug here, not a lost peer. */
+static void test_fatal_local_fault(void)
+{
+	fatal_write(-EFAULT,
+		    "RDMA send or write to memconn-b failed: local protection "
+		    "error (status 4): a local fault (a bug in rdcp or the "
+		    "local RDMA device), not the peer",
+		    XFER_FAIL_INTERNAL);
+}
+
 /*
  * The sender's device reports a fatal asynchronous event mid-file; its QP
  * flushes everything first. The session ends with the event's cause, at
@@ -1948,7 +1958,7 @@ TAP_RUN(TAP_TEST(test_memconn_rules), TAP_TEST(test_send_queue_worst_case),
 	TAP_TEST(test_corruption_one_of_many), TAP_TEST(test_dropped_credit),
 	TAP_TEST(test_ctrl_tagged), TAP_TEST(test_welcome_lanes_tampered), TAP_TEST(test_ctrl_dropped_keyed),
 	TAP_TEST(test_delays), TAP_TEST(test_peer_vanishes),
-	TAP_TEST(test_fatal_retry_exceeded), TAP_TEST(test_fatal_remote_access),
+	TAP_TEST(test_fatal_retry_exceeded), TAP_TEST(test_fatal_remote_access), TAP_TEST(test_fatal_local_fault),
 	TAP_TEST(test_async_port_down), TAP_TEST(test_async_device_fatal),
 	TAP_TEST(test_pack_tree), TAP_TEST(test_pack_big_tree),
 	TAP_TEST(test_pack_corrupted), TAP_TEST(test_dest_inside_source),

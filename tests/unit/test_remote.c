@@ -4,15 +4,21 @@
  * written and read back, and refused when malformed or carrying too much;
  * the operands (cmd/operands.c): HOST:PATH, HOST::PATH, rdcp://, user@,
  * [v6], local paths with ':' in them, and the refusals (a host starting
- * with '-', user@ for a receiver, mixed ways, remote to remote).
+ * with '-', user@ for a receiver, mixed ways, remote to remote); the
+ * bootstrap line read from the remote shell (transfer/client/rsh.c) refused
+ * whole when longer than its limit.
  */
 #include "tap.h"
 
 #include "cmd/operands.h"
 #include "transfer/wire/boot.h"
+#include "transfer/client/rsh.h"
+#include "util/clock.h"
 
 #include <errno.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #define CHECK_STR(a, b) CHECK(!strcmp((a), (b)))
 
@@ -181,5 +187,64 @@ static void test_split(void)
 	operands_split_release(&sp);
 }
 
+/* What the remote shell wrote, read back by rsh_read_line() into len. */
+static int read_back(const char *text, size_t len, char *line)
+{
+	struct rsh r = { .pid = -1, .status = -1, .in = -1, .err = -1 };
+	int fd[2], rc;
+
+	if (pipe(fd))
+		return -errno;
+	/* Written from a child: more than a pipe holds must not block us. */
+	if (!fork()) {
+		close(fd[0]);
+		(void)!write(fd[1], text, strlen(text));
+		_exit(0);
+	}
+	close(fd[1]);
+	r.out = fd[0];
+	snprintf(r.host, sizeof(r.host), "test");
+	rc = rsh_read_line(&r, clock_now_ms() + 5000, boot_is_line, line, len);
+	close(fd[0]);
+	wait(NULL);
+	return rc;
+}
+
+/*
+ * A bootstrap line longer than the limit is refused, not cut to fit (cut,
+ * the key and port before the padding would still parse); chatter of any
+ * length before it is skipped.
+ */
+static void test_boot_line_limit(void)
+{
+	static char text[3 * 4096], line[BOOT_LINE_MAX];
+	const char *head = "RDCP-BOOT 3 1 port=7 listen=tcp key=";
+	size_t n;
+
+	n = (size_t)snprintf(text, sizeof(text), "%s%064d\n", head, 0);
+	CHECK_EQ(read_back(text, sizeof(line), line), 0);
+	CHECK_EQ(strlen(line), n - 1);
+	/* chatter longer than the read-ahead buffer, then the line */
+	memset(text, 'x', 5000);
+	snprintf(text + 5000, sizeof(text) - 5000, "\n%s%064d\n", head, 0);
+	CHECK_EQ(read_back(text, sizeof(line), line), 0);
+	CHECK(boot_is_line(line));
+	/* exactly at the limit, its newline included: taken */
+	n = (size_t)snprintf(text, sizeof(text), "%s%064d pad=", head, 0);
+	memset(text + n, 'a', BOOT_LINE_MAX - 1 - n);
+	snprintf(text + BOOT_LINE_MAX - 1, 2, "\n");
+	CHECK_EQ(read_back(text, sizeof(line), line), 0);
+	CHECK_EQ(strlen(line), BOOT_LINE_MAX - 1);
+	/* one byte more: refused */
+	memset(text + n, 'a', BOOT_LINE_MAX - n);
+	snprintf(text + BOOT_LINE_MAX, 2, "\n");
+	CHECK_EQ(read_back(text, sizeof(line), line), -EMSGSIZE);
+	/* longer than the read-ahead buffer: refused too */
+	memset(text + n, 'a', 5000);
+	snprintf(text + n + 5000, 2, "\n");
+	CHECK_EQ(read_back(text, sizeof(line), line), -EMSGSIZE);
+}
+
 TAP_RUN(TAP_TEST(test_boot_round_trip), TAP_TEST(test_boot_refusals),
-	TAP_TEST(test_operands), TAP_TEST(test_split))
+	TAP_TEST(test_boot_line_limit), TAP_TEST(test_operands),
+	TAP_TEST(test_split))

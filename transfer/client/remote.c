@@ -117,6 +117,12 @@ static enum xfer_fail start_remote(const struct xfer_opts *o, struct rsh *r,
 	if (!rc)
 		return XFER_OK;
 	status = rsh_finish(r, rc == -EPIPE ? REMOTE_END_MS : 0);
+	if (rc == -EMSGSIZE)
+		return fail(
+			st, XFER_FAIL_REMOTE_START,
+			"rdcp on '%s' answered with a bootstrap line longer "
+			"than %d bytes",
+			o->rsh_host, BOOT_LINE_MAX);
 	if (rc == -ETIMEDOUT)
 		return fail(st, XFER_FAIL_REMOTE_START,
 			    "rdcp on '%s' did not answer within %llu s (is "
@@ -243,7 +249,11 @@ enum xfer_fail remote_copy(const struct xfer_opts *o, struct xfer_stats *st)
 	struct boot b;
 	int rc, status;
 
-	if (o->boot_line)
+	if (o->boot_line && strlen(o->boot_line) >= sizeof(line))
+		v = fail(st, XFER_FAIL_REMOTE_START,
+			 "the bootstrap line for '%s' is longer than %d bytes",
+			 o->rsh_host, BOOT_LINE_MAX);
+	else if (o->boot_line)
 		snprintf(line, sizeof(line), "%s", o->boot_line);
 	else
 		v = start_remote(o, &r, line, st);

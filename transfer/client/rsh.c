@@ -235,18 +235,29 @@ int rsh_read_line(struct rsh *r, uint64_t deadline_ms,
 			size_t one = (size_t)(nl - r->buf);
 
 			*nl = '\0';
+			/*
+			 * Cut to fit: enough to tell whether it is ours, and
+			 * ours must have fitted whole, never be truncated.
+			 */
 			snprintf(line, len, "%s", r->buf);
 			r->nbuf -= one + 1;
 			memmove(r->buf, nl + 1, r->nbuf);
 			/* What moved may have held the key: not left behind. */
 			explicit_bzero(r->buf + r->nbuf, one + 1);
 			if (want(line))
-				return 0;
+				return one < len ? 0 : -EMSGSIZE;
 			log_debug("%s said on stdout: %.200s", r->host, line);
 			continue;
 		}
-		if (r->nbuf == sizeof(r->buf))
-			r->nbuf = 0; /* a line too long to be ours */
+		if (r->nbuf == sizeof(r->buf)) {
+			/* No newline in the buffer: longer than it. */
+			snprintf(line, len, "%.*s", (int)r->nbuf, r->buf);
+			explicit_bzero(r->buf, r->nbuf);
+			r->nbuf = 0;
+			if (want(line))
+				return -EMSGSIZE;
+			/* Someone else's; its rest is skipped as a line. */
+		}
 		if (now >= deadline_ms)
 			return -ETIMEDOUT;
 		n = poll(&pfd, 1, (int)(deadline_ms - now));

@@ -48,8 +48,10 @@ int rsh_start(struct rsh *r, const char *rsh, const char *host,
 /*
  * Reads the remote's stdout up to a line that want() accepts (skipping
  * others: a login shell's chatter), until deadline_ms (clock_now_ms).
- * 0 with the line (no newline) in line; -EPIPE when the remote ended
- * first (read its status with rsh_finish), -ETIMEDOUT, or -errno.
+ * 0 with the line (no newline) in line; -EMSGSIZE when the line wanted
+ * does not fit in len bytes with its NUL (never handed back truncated);
+ * -EPIPE when the remote ended first (read its status with rsh_finish),
+ * -ETIMEDOUT, or -errno.
  */
 int rsh_read_line(struct rsh *r, uint64_t deadline_ms,
 		  bool (*want)(const char *line), char *line, size_t len)

@@ -175,13 +175,38 @@ int direct_pread(const struct direct_fd *d, int fd, void *buf, size_t len,
 
 bool direct_cached(int fd)
 {
-	unsigned char vec = 0;
-	void *p = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0);
+	long page = sysconf(_SC_PAGESIZE);
+	unsigned int have = 0, n = 0;
+	uint64_t last = UINT64_MAX, size;
+	struct stat st;
 
-	if (p == MAP_FAILED)
+	if (page <= 0 || fstat(fd, &st) < 0 || st.st_size <= 0)
 		return false;
-	if (mincore(p, 4096, &vec) < 0)
-		vec = 0;
-	munmap(p, 4096);
-	return vec & 1;
+	size = (uint64_t)st.st_size;
+	for (unsigned int i = 0; i < DIRECT_CACHE_SAMPLES; i++) {
+		/* The first and the last page, and evenly between. */
+		uint64_t off = (size - 1) * i / (DIRECT_CACHE_SAMPLES - 1);
+		unsigned char vec = 0;
+		void *p;
+
+		off -= off % (uint64_t)page;
+		if (off == last) /* a small file: fewer pages than samples */
+			continue;
+		last = off;
+		/*
+		 * One page mapped at a time (a huge file's whole mapping
+		 * would count in the address space), not read: mincore
+		 * touches no page, and no I/O starts.
+		 */
+		p = mmap(NULL, (size_t)page, PROT_READ, MAP_SHARED, fd,
+			 (off_t)off);
+		if (p == MAP_FAILED)
+			break;
+		if (mincore(p, (size_t)page, &vec) < 0)
+			vec = 0;
+		munmap(p, (size_t)page);
+		have += vec & 1;
+		n++;
+	}
+	return n && 2 * have > n;
 }

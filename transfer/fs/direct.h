@@ -95,9 +95,13 @@ int direct_pread(const struct direct_fd *d, int fd, void *buf, size_t len,
 		 uint64_t off) __attribute__((warn_unused_result));
 
 /*
- * Whether the start of fd's file is in the page cache now (read or
- * written lately): the source then reads it buffered, from memory.
+ * Whether fd's file is in the page cache now (read or written lately):
+ * most of DIRECT_CACHE_SAMPLES pages spread over it, the first and the
+ * last included, are (mincore). The source then reads it buffered, from
+ * memory; a file of which only some part is cached (its start, read by
+ * file(1) or a previous copy cut short) goes direct. No page is read.
  */
+#define DIRECT_CACHE_SAMPLES 32u
 bool direct_cached(int fd);
 
 #endif

@@ -73,7 +73,7 @@ static int left_ms(uint64_t deadline_ms)
 static int server_auth(struct server *srv, struct engine *e,
 		       const struct wire_hello *h,
 		       uint8_t nonce[WIRE_NONCE_LEN], uint64_t deadline_ms,
-		       unsigned int streams, const struct join_wait *jw)
+		       unsigned int streams, struct join_wait *jw)
 {
 	const uint8_t *key = srv->key;
 	struct wire_msg m = { .type = WIRE_WELCOME };
@@ -125,6 +125,13 @@ static int server_auth(struct server *srv, struct engine *e,
 					   "HMAC failed");
 	}
 	memcpy(nonce, m.u.welcome.nonce, WIRE_NONCE_LEN);
+	/* Before WELCOME, which a lane needs to make its proof. */
+	if (streams > 1) {
+		rc = server_join_arm(srv, jw, h, nonce);
+		if (rc)
+			return engine_fail(e, XFER_FAIL_INTERNAL, rc,
+					   "HMAC failed");
+	}
 	if (!key)
 		return engine_send(e, &m);
 	/*

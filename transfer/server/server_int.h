@@ -41,6 +41,7 @@ enum refusal {
 	REFUSED_PREAUTH,
 	REFUSED_BUSY,
 	REFUSED_JOIN, /* a lane join no session waits for (server_join.c) */
+	REFUSED_REPLAY, /* a lane's proof presented a second time (same) */
 	REFUSED_MAX
 };
 
@@ -57,6 +58,15 @@ struct join_wait {
 	unsigned int nq;
 	unsigned int owed; /* lanes 1..n-1: at most that many wait in q */
 	bool listed;
+	/*
+	 * Lane k's proof (auth.h) and whether a join carrying it came
+	 * already: a proof is good for one join, whatever became of it, so
+	 * one read off the wire cannot be replayed within the session.
+	 */
+	unsigned int streams; /* lanes the session agreed to */
+	unsigned int n;	      /* streams once server_join_arm made the proofs, or 0 */
+	uint8_t proof[CM_LANES_MAX][CM_PROOF_LEN];
+	bool presented[CM_LANES_MAX];
 };
 
 struct server {
@@ -96,8 +106,7 @@ int server_admit(struct server *srv, const char *peer, enum refusal *why);
 
 /* Refuses req (never waiting on it), saying why at most every 10 s. */
 struct cm_request;
-void server_refuse(struct server *srv, struct cm_request *req,
-		   enum refusal why);
+void server_refuse(struct server *srv, struct cm_request *req, enum refusal why);
 
 /*
  * Moves the connection in preauth slot pa (-1: none, a --once or in-memory
@@ -121,12 +130,18 @@ bool server_promote(struct server *srv, int pa);
  */
 struct engine;
 struct wire_hello;
-int server_join_open(struct server *srv, struct join_wait *w,
-		     unsigned int streams);
+int server_join_open(struct server *srv, struct join_wait *w, unsigned int streams);
+/*
+ * The lanes' proofs of w's session (h, the receiver's nonce nonce_s), for
+ * server_join_route to hold each to one join. 0 or -errno.
+ */
+int server_join_arm(struct server *srv, struct join_wait *w,
+	     const struct wire_hello *h, const uint8_t *nonce_s)
+	__attribute__((warn_unused_result));
 void server_join_close(struct server *srv, struct join_wait *w);
 void server_join_route(struct server *srv, struct cm_request *req);
 int server_join_lanes(struct server *srv, struct engine *e, struct join_wait *w,
-		      unsigned int n, const struct wire_hello *h,
-		      const uint8_t *nonce_s, uint64_t deadline_ms);
+	       unsigned int n, const struct wire_hello *h,
+	       const uint8_t *nonce_s, uint64_t deadline_ms);
 
 #endif

@@ -5,7 +5,11 @@
  * carries it; the listener reads every connection's connect data on the
  * connection's own thread, and a lane's join goes to the session its
  * token names (server_join_route) instead of opening a session, so it never
- * takes a session slot. The session itself checks each join's proof of
+ * takes a session slot. A lane's proof is good for one join: once the
+ * session made its proofs (server_join_arm, before its WELCOME goes out), the
+ * listener refuses a second join that carries one, so a join read off the
+ * wire cannot be replayed within the session, even after the first was
+ * turned away. The session itself checks each join's proof of
  * the session key (auth.h auth_lane_proof), its lane index (1..n-1, once
  * each) and accepts it; once all joined, or at its deadline, it unlists
  * itself, so a join after RING finds no session and is refused.
@@ -22,11 +26,33 @@
 #include "transfer/session/session.h"
 #include "util/clock.h"
 
-int server_join_open(struct server *srv, struct join_wait *w,
-		     unsigned int streams)
+int server_join_arm(struct server *srv, struct join_wait *w,
+	     const struct wire_hello *h, const uint8_t *nonce_s)
+{
+	uint8_t proof[CM_LANES_MAX][CM_PROOF_LEN];
+	unsigned int n = w->streams < CM_LANES_MAX ? w->streams : CM_LANES_MAX;
+
+	for (unsigned int k = 1; k < n; k++) {
+		int rc = auth_lane_proof(srv->key, h, nonce_s, w->token, k,
+					 w->streams, proof[k]);
+
+		if (rc)
+			return rc;
+	}
+	pthread_mutex_lock(&srv->lock);
+	memcpy(w->proof, proof, sizeof(proof));
+	w->n = n;
+	pthread_mutex_unlock(&srv->lock);
+	return 0;
+}
+
+int server_join_open(struct server *srv, struct join_wait *w, unsigned int streams)
 {
 	if (getrandom(w->token, sizeof(w->token), 0) != sizeof(w->token))
 		return -errno;
+	w->streams = streams;
+	w->n = 0; /* no proof to hold joins to until server_join_arm */
+	memset(w->presented, 0, sizeof(w->presented));
 	w->nq = 0;
 	w->owed = streams - 1 < JOIN_QUEUE ? streams - 1 : JOIN_QUEUE;
 	pthread_mutex_lock(&srv->lock);
@@ -74,6 +100,20 @@ static void refuse_join(struct server *srv, struct cm_request *req,
 	cm_reject_join(req);
 }
 
+static void refuse_replay(struct server *srv, struct cm_request *req,
+			  unsigned int lane)
+{
+	unsigned int held;
+
+	if (log_every_due(&srv->refused[REFUSED_REPLAY], clock_now_ms(), 10000,
+			  &held))
+		log_warn("refused lane %u from %s: that lane joined already, "
+			 "or its proof was presented before (a replay) (%u "
+			 "more refusals since last said)",
+			 lane, cm_request_peer(req), held);
+	cm_reject_join(req);
+}
+
 void server_join_route(struct server *srv, struct cm_request *req)
 {
 	struct join_wait *w;
@@ -87,6 +127,21 @@ void server_join_route(struct server *srv, struct cm_request *req)
 	for (w = srv->joins; w; w = w->next)
 		if (!memcmp(w->token, j.token, sizeof(w->token)))
 			break;
+	/*
+	 * A lane's proof is good for one join: the second to carry it is a
+	 * copy (the first was the client's, seen on the wire, or the
+	 * client's own again), refused whatever became of the first. A
+	 * wrong proof goes on to the session, which says so.
+	 */
+	if (w && j.lane && j.lane < w->n &&
+	    auth_proof_equal(w->proof[j.lane], j.proof)) {
+		if (w->presented[j.lane]) {
+			pthread_mutex_unlock(&srv->lock);
+			refuse_replay(srv, req, j.lane);
+			return;
+		}
+		w->presented[j.lane] = true;
+	}
 	/*
 	 * No more wait than the session is owed: before its AUTH, joins
 	 * with its token (which anyone on the path read in WELCOME) would
@@ -154,8 +209,8 @@ static struct cm_request *next_join(struct server *srv, struct join_wait *w,
 }
 
 int server_join_lanes(struct server *srv, struct engine *e, struct join_wait *w,
-		      unsigned int n, const struct wire_hello *h,
-		      const uint8_t *nonce_s, uint64_t deadline_ms)
+	       unsigned int n, const struct wire_hello *h,
+	       const uint8_t *nonce_s, uint64_t deadline_ms)
 {
 	struct cm_timeouts to = session_timeouts(srv->o);
 	bool have[CM_LANES_MAX] = { false };

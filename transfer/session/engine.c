@@ -533,6 +533,7 @@ static int completion_failed(struct engine *e, const struct cm_event *ev)
 		k = XFER_FAIL_RESOURCE;
 		break;
 	case -EOVERFLOW:
+	case -EFAULT: /* a local fault: ours, not the peer's */
 		k = XFER_FAIL_INTERNAL;
 		break;
 	default:
