@@ -45,19 +45,39 @@ struct run {
 };
 
 static volatile sig_atomic_t cancel;
+/* A receiver's first SIGTERM: take no new sessions (xfer_opts.stop). */
+static volatile sig_atomic_t stop;
 
 static void on_signal(int sig)
 {
 	cancel = sig;
 }
 
-static void set_signals(void)
+/*
+ * A receiver: SIGTERM lets the running sessions finish, for up to
+ * XFER_STOP_GRACE_S (then SIGALRM ends them, each client told that the
+ * receiver is going away); SIGINT, or SIGTERM again, ends them at once.
+ */
+static void on_receiver_signal(int sig)
 {
-	struct sigaction sa = { .sa_handler = on_signal };
+	if (sig == SIGTERM && !stop) {
+		stop = 1;
+		alarm(XFER_STOP_GRACE_S);
+		return;
+	}
+	cancel = sig == SIGALRM ? SIGTERM : sig;
+}
+
+static void set_signals(bool receiver)
+{
+	struct sigaction sa = { .sa_handler = receiver ? on_receiver_signal
+						       : on_signal };
 
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	if (receiver)
+		sigaction(SIGALRM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 }
 
@@ -377,8 +397,8 @@ static bool try_again(struct run *run, enum xfer_fail v, bool connected,
 	if (v == XFER_FAIL_CANCELED)
 		return false;
 	if (!retry_is_transient(rt, v)) {
-		log_warn("not retrying: %s (exit %d) is not a lost peer or "
-			 "link that another attempt could get past",
+		log_warn("not retrying: %s (exit %d) is not a lost peer, "
+			 "host or link that another attempt could get past",
 			 xfer_fail_name(v), exit_code(v));
 		return false;
 	}
@@ -428,6 +448,7 @@ static enum xfer_fail copy(struct run *run, struct xfer_stats *st)
 			last = *st;
 		if (v == XFER_OK)
 			break;
+		rt->start_may_heal = st->start_may_heal;
 		again = try_again(run, v, st->transport[0], &wait);
 		if (run->a->json)
 			json_attempt(stdout, rt->attempt, v, exit_code(v),
@@ -592,8 +613,9 @@ static int run_cmd(struct run *run)
 		rc = read_boot(run);
 	if (rc)
 		return rc;
-	set_signals();
+	set_signals(a->server || a->listen);
 	run->o.cancel = &cancel;
+	run->o.stop = &stop;
 	if (a->server) {
 		v = serve_ssh(run);
 	} else if (a->listen) {

@@ -422,6 +422,13 @@ static int take_msg(struct engine *e, unsigned int id, const struct wire_msg *m)
 		e->peer_said_error = true;
 		if (k == XFER_FAIL_LOCAL_IO)
 			k = XFER_FAIL_REMOTE_IO; /* its local is our remote */
+		/*
+		 * The peer interrupted (a receiver stopped, a remote rdcp
+		 * killed with SIGTERM) went away: only this process's own
+		 * signal is a cancel, so --retry tries again.
+		 */
+		if (k == XFER_FAIL_CANCELED)
+			k = XFER_FAIL_PEER_LOST;
 		return engine_fail(e, k,
 				   m->u.error.status < 0 ? m->u.error.status
 							 : -EPROTO,
@@ -703,8 +710,12 @@ static int run(struct engine *e, uint64_t deadline_ms)
 		if (e->fail)
 			break;
 		if (e->o->cancel && *e->o->cancel) {
-			engine_fail(e, XFER_FAIL_CANCELED, -EINTR,
-				    "interrupted");
+			if (e->serving)
+				engine_fail(e, XFER_FAIL_CANCELED, -ESHUTDOWN,
+					    "receiver shutting down");
+			else
+				engine_fail(e, XFER_FAIL_CANCELED, -EINTR,
+					    "interrupted");
 			break;
 		}
 		if (now - e->last_rx_ms >= (uint64_t)e->o->timeout_ms) {

@@ -97,6 +97,11 @@ struct engine {
 	char why[600];
 	struct engine_mac mac;
 	bool peer_said_error; /* the peer sent ERROR: do not answer it */
+	/*
+	 * A receiver's session (server.c): a cancel is the receiver going
+	 * away (-ESHUTDOWN, its client retries), not an interrupted copy.
+	 */
+	bool serving;
 	bool flushed; /* a flush or CLOSED was seen: the connection failed */
 	bool closing; /* the role said its last word: no acks or keepalives,
 		       * which the peer, free to hang up now, would not read */

@@ -349,6 +349,30 @@ void rsh_last_line(struct rsh *r, char *out, size_t len)
 	pthread_mutex_unlock(&r->lock);
 }
 
+bool rsh_may_heal(struct rsh *r, int status)
+{
+	/* What OpenSSH says when the host, or its sshd, is not there yet. */
+	static const char *const passing[] = {
+		"Connection refused",	"Connection timed out",
+		"Connection reset",	"Connection closed",
+		"No route to host",	"Network is unreachable",
+		"Temporary failure",	"kex_exchange_identification",
+		"Broken pipe",		"Operation timed out",
+	};
+	char first[512], last[512];
+	bool heal = false;
+
+	if (status != 255) /* killed by a signal: sshd or the host going down */
+		return status >= 128;
+	pthread_mutex_lock(&r->lock);
+	memcpy(first, r->first, sizeof(first));
+	memcpy(last, r->last, sizeof(last));
+	pthread_mutex_unlock(&r->lock);
+	for (size_t i = 0; i < sizeof(passing) / sizeof(passing[0]); i++)
+		heal |= strstr(first, passing[i]) || strstr(last, passing[i]);
+	return heal;
+}
+
 void rsh_explain(struct rsh *r, int status, const char *rdcp_path, char *why,
 		 size_t whysz)
 {

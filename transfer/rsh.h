@@ -73,6 +73,16 @@ void rsh_last_line(struct rsh *r, char *out, size_t len);
 bool rsh_ended(struct rsh *r, int *status);
 
 /*
+ * Whether a remote that ended with status (rsh_finish) before its
+ * bootstrap line may start on another attempt: ssh could not reach the
+ * host or lost it (connection refused, timed out, reset or closed, no
+ * route, a name not resolved for now) or the remote shell was killed by a
+ * signal. Not a host key or login refused, a missing or older rdcp there,
+ * or anything not known to pass.
+ */
+bool rsh_may_heal(struct rsh *r, int status);
+
+/*
  * Why a remote that ended with status (rsh_finish) before its bootstrap
  * line did so, as one line for the user into why.
  */

@@ -367,6 +367,7 @@ static enum xfer_fail serve_conn(struct server *srv, struct cm_conn *c,
 	rc = engine_init(&e, c, srv->o);
 	if (rc)
 		return XFER_FAIL_RESOURCE;
+	e.serving = true;
 	h = malloc(sizeof(*h));
 	rc = h ? server_handshake(srv, &e, h, &p, key, deadline_ms, &jw)
 	       : engine_fail(&e, XFER_FAIL_RESOURCE, -ENOMEM, "out of memory");
@@ -759,7 +760,7 @@ enum xfer_fail xfer_serve(const struct xfer_opts *o)
 		return rc == -ENOMEM ? XFER_FAIL_RESOURCE : XFER_FAIL_CONNECT;
 	}
 	until = clock_now_ms() + 2 * (uint64_t)o->connect_timeout_ms + 5000;
-	while (!(o->cancel && *o->cancel)) {
+	while (!(o->cancel && *o->cancel) && !(o->stop && *o->stop)) {
 		struct cm_request *req;
 
 		if (o->ssh_server && boot_done(&srv, until, &v))
@@ -794,9 +795,14 @@ enum xfer_fail xfer_serve(const struct xfer_opts *o)
 		}
 		spawn(&srv, req);
 	}
-	if (!o->once && o->cancel && *o->cancel)
+	if (!o->once && ((o->cancel && *o->cancel) || (o->stop && *o->stop)))
 		v = XFER_FAIL_CANCELED;
 	pthread_mutex_lock(&srv.lock);
+	if (o->stop && *o->stop && !(o->cancel && *o->cancel) && srv.sessions)
+		log_warn("shutting down: %u running session%s given up to "
+			 "%d s to finish",
+			 srv.sessions, srv.sessions == 1 ? "" : "s",
+			 XFER_STOP_GRACE_S);
 	while (srv.sessions || srv.preauth)
 		pthread_cond_wait(&srv.idle, &srv.lock);
 	/* The client closing ssh after its session is no cancel. */

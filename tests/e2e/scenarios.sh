@@ -2032,7 +2032,10 @@ script_delete() {
 # 29. --retry: one invocation gets past a receiver killed mid-copy and
 #     restarted (the list of names read again from a pipe, the manifest
 #     listing each file once; a pull's list sent again to the receiver
-#     restarted), a receiver not listening yet (exit 3); not
+#     restarted), a receiver stopped with SIGTERM (the running session
+#     finishes) or SIGTERM twice (stopped at once: the client is told
+#     "receiver shutting down" and resumes against the restart), a
+#     receiver not listening yet (exit 3); not
 #     past a wrong key (exit 4, one attempt); when N runs out the exit is
 #     the last attempt's; SIGTERM in the wait and SIGINT mid-copy end it
 #     at once with 130, the temporary kept for --resume.
@@ -2194,6 +2197,75 @@ s_retry() {
 	t_log "$W/tx-rt3.log"
 	t_end
 	term_rx
+
+	t_begin "--retry: a receiver stopped with SIGTERM lets the running session finish (exit 0), then exits 130"
+	nextport
+	if start_rx "$W/rx-rt7.log" --root "$W/rx/rt" --port $P; then
+		bg_send "$W/tx-rt7.log" --port $P --chunk-size 64K --bwlimit 1M --retry 3 \
+			--retry-wait 0.5 --json src/rt "$ADDR::grace"
+		if wait_partfile rx/rt grace "$TX"; then
+			usleep 500000
+			kill -TERM "$RX"
+			wait_pid "$TX" 60
+			[ "$WRC" = 0 ] || t_fail "client exit $WRC, want 0 (the session may finish)"
+			same src/rt rx/rt/grace
+			[ "$(jget "$W/tx-rt7.log" summary retries)" = 0 ] || t_fail "retried: the session was not let finish"
+			wait_pid "$RX" 10
+			[ "$WRC" = 130 ] || t_fail "receiver exit $WRC after SIGTERM, want 130"
+			grep -q 'shutting down: 1 running session' "$W/rx-rt7.log" || t_fail "the receiver did not say it waits for the session"
+		else
+			t_fail "transfer never started"
+		fi
+		kill -9 "$TX" "$RX" 2>/dev/null
+	else
+		t_fail "receiver did not start listening"
+	fi
+	t_log "$W/tx-rt7.log" "$W/rx-rt7.log"
+	t_end
+
+	t_begin "--retry: a receiver stopped at once (SIGTERM twice) tells the client, which resumes against its restart (was: 'interrupted', exit 130)"
+	nextport
+	if start_rx "$W/rx-rt8.log" --root "$W/rx/rt" --port $P; then
+		bg_send "$W/tx-rt8.log" --port $P --chunk-size 64K --bwlimit 1M --retry 5 \
+			--retry-wait 0.5 --json src/rt "$ADDR::stopped"
+		if wait_partfile rx/rt stopped "$TX"; then
+			usleep 1000000
+			kill -TERM "$RX"
+			usleep 200000
+			kill -TERM "$RX"
+			wait_pid "$RX" 10
+			[ "$WRC" = 130 ] || t_fail "receiver exit $WRC, want 130"
+			[ ! -e rx/rt/stopped ] || t_fail "a partial file under its final name"
+			_i=0
+			until start_rx "$W/rx-rt8b.log" --root "$W/rx/rt" --port $P; do
+				kill -9 "$RX" 2>/dev/null
+				_i=$((_i + 1))
+				[ $_i -lt 10 ] || break
+				usleep 300000
+			done
+			wait_pid "$TX" 60
+			[ "$WRC" = 0 ] || t_fail "client exit $WRC, want 0"
+			same src/rt rx/rt/stopped
+			grep -q 'receiver shutting down' "$W/tx-rt8.log" || t_fail "the client was not told the receiver is shutting down"
+			_a=$(jattempts "$W/tx-rt8.log")
+			echo "# attempts: $_a"
+			case "$_a" in
+			peer-lost/11/true*) ;;
+			*) t_fail "attempts: '$_a', want peer-lost/11/true first" ;;
+			esac
+			_sent=$(jlastdone "$W/tx-rt8.log" src/rt sent)
+			[ -n "$_sent" ] && [ "$_sent" -lt $RT_SIZE ] ||
+				t_fail "the retry sent '$_sent' bytes, want fewer than $RT_SIZE (resumed)"
+		else
+			t_fail "transfer never started"
+		fi
+		kill -9 "$TX" 2>/dev/null
+		term_rx
+	else
+		t_fail "receiver did not start listening"
+	fi
+	t_log "$W/tx-rt8.log" "$W/rx-rt8.log" "$W/rx-rt8b.log"
+	t_end
 
 	t_begin "--retry: N exhausted, the exit status is the last attempt's"
 	nextport

@@ -8,7 +8,9 @@
 # path, tests/e2e/scenarios.sh `ssh`). Covers push, pull, paths relative
 # to the remote home, user@host, trees, --resume after a cut, remote to
 # remote, --json, --check HOST, rdcp://HOST:PORT/ beside it, --retry (each
-# attempt starts a new rdcp --server), --files-from on a pull, and the
+# attempt starts a new rdcp --server; ssh refused twice, then working; the
+# remote rdcp stopped with SIGTERM; not past a host key refused),
+# --files-from on a pull, and the
 # failures: rdcp missing or too old there, a wrong host key, no key
 # (BatchMode, never a prompt), ssh or the local rdcp killed mid-copy (no
 # process left on either side, nothing under a final name).
@@ -303,6 +305,63 @@ sent=$(jlastdone "$T/retry.log" "$T/src/f1" sent)
 [ -n "$sent" ] && [ "$sent" -lt 3000000 ] || t_fail "the retry sent ${sent:-?} of 3000000 bytes: not resumed"
 wait_until 10 "" sh -c "! pgrep -f '^$T/bin/rdcp-hooks' >/dev/null" || t_fail "an rdcp --server still runs"
 t_log "$T/retry.log"
+t_end
+
+t_begin "--retry over ssh: ssh cannot connect twice (connection refused, as while a host reboots), the third attempt copies"
+# An ssh command line that fails as OpenSSH does when nothing listens,
+# the first two times.
+printf '#!/bin/sh\nn=$(cat "%s" 2>/dev/null || echo 0)\necho $((n + 1)) >"%s"\nif [ "$n" -lt 2 ]; then\n\techo "ssh: connect to host 127.0.0.1 port 22: Connection refused" >&2\n\texit 255\nfi\nexec %s "$@"\n' \
+	"$T/refused" "$T/refused" "$SSH_CMD" >"$T/bin/ssh-refused"
+chmod +x "$T/bin/ssh-refused"
+run_bounded 60 "$T/refused.log" "$RDCP" -e "$T/bin/ssh-refused" --rdcp-path "$RDCP" \
+	--retry 3 --retry-wait 0.2 --json "$T/src/f1" "127.0.0.1:$T/dst/refused/"
+[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
+same "$T/src/f1" "$T/dst/refused/f1"
+[ "$(jattempts "$T/refused.log")" = "remote-start/12/true remote-start/12/true " ] ||
+	t_fail "attempts: '$(jattempts "$T/refused.log")', want remote-start/12/true twice"
+[ "$(grep -c 'trying again in' "$T/refused.log")" = 2 ] || t_fail "not one line per failed attempt"
+t_log "$T/refused.log"
+t_end
+
+t_begin "--retry over ssh: a host key refused is not tried again (exit 12, one attempt)"
+run_bounded 30 "$T/hostkey2.log" "$RDCP" -e "$SSH_CMD_WRONG_HOSTKEY" --rdcp-path "$RDCP" \
+	--retry 3 --retry-wait 5 --json "$T/src/f1" "127.0.0.1:$T/dst/hk2/"
+[ "$SRC" = 12 ] || t_fail "exit $SRC, want 12"
+[ "${ST%.*}" -lt 5 ] || t_fail "took ${ST}s: it waited to retry"
+[ "$(jattempts "$T/hostkey2.log")" = "remote-start/12/false " ] ||
+	t_fail "attempts: '$(jattempts "$T/hostkey2.log")', want remote-start/12/false"
+grep -q 'not retrying' "$T/hostkey2.log" || t_fail "no 'not retrying' line"
+t_log "$T/hostkey2.log"
+t_end
+
+t_begin "--retry over ssh: the remote rdcp stopped with SIGTERM (twice: at once) mid-copy is tried again, exit 0 (was: 130)"
+rm -rf "$T/dst/term"; mkdir -p "$T/dst/term"
+bg_run "$T/term.log" "$RDCP" -e "$SSH_CMD" --rdcp-path "$RDCP" --chunk-size 64K --bwlimit 1M \
+	--retry 3 --retry-wait 0.2 --json "$T/src/f1" "127.0.0.1:$T/dst/term/"
+if wait_partfile "$T/dst/term" f1 "$TX" 20; then
+	sleep 0.5
+	srv=$(pgrep -f "^$RDCP --server" | head -n1)
+	if [ -n "$srv" ]; then
+		kill -TERM "$srv"
+		sleep 0.2
+		kill -TERM "$srv" 2>/dev/null
+	else
+		t_fail "no rdcp --server found"
+	fi
+	wait_pid "$TX" 60
+	[ "$WRC" = 0 ] || t_fail "exit $WRC, want 0"
+	same "$T/src/f1" "$T/dst/term/f1"
+	case "$(jattempts "$T/term.log")" in
+	peer-lost/11/true*) ;;
+	*) t_fail "attempts: '$(jattempts "$T/term.log")', want peer-lost/11/true first" ;;
+	esac
+	grep -q '"exit":130' "$T/term.log" && t_fail "an exit 130 reported"
+else
+	t_fail "no transfer under way"
+fi
+kill -9 "$TX" 2>/dev/null
+wait_until 10 "" no_servers || t_fail "an rdcp --server still runs"
+t_log "$T/term.log"
 t_end
 
 t_begin "no rdcp process of this test is left on either side"
