@@ -36,7 +36,9 @@ struct run {
 	struct xfer_opts o;  /* a->o plus the key, callbacks, cancel flag */
 	bool progress;	     /* show the progress line */
 	bool progress_shown; /* a progress line is on screen now */
+	bool progress_tty;   /* stderr is a terminal: one line redrawn */
 	double progress_t0;
+	double progress_next; /* not a terminal: the next plain line's time */
 	uint8_t key[KEY_LEN];
 	struct manifest man; /* --manifest, when man.spool */
 	struct retry retry;  /* --retry: the attempts so far */
@@ -86,6 +88,9 @@ static int exit_code(enum xfer_fail f)
 	return rdcp_exit_code(f);
 }
 
+/* --progress to a pipe or a file: a plain line at most this often (s). */
+#define PROGRESS_PLAIN_S 5.0
+
 /* Wipes the progress line so that a normal line can be printed. */
 static void progress_clear(struct run *run)
 {
@@ -105,25 +110,43 @@ static void on_progress(void *arg, uint64_t done, uint64_t total,
 
 	if (!run->progress)
 		return;
-	/* A name from the peer reaches the terminal escaped (log_escape). */
-	log_escape(name, sizeof(name), path_basename(path));
+	/* Not a terminal (a pipe, a log file): a plain line now and then. */
 	if (!run->progress_t0)
 		run->progress_t0 = now;
+	if (!run->progress_tty) {
+		/* the first after a second: it has a rate */
+		if (!run->progress_next)
+			run->progress_next = now + 1.0;
+		if (now < run->progress_next)
+			return;
+		run->progress_next = now + PROGRESS_PLAIN_S;
+	}
+	/* A name from the peer reaches the terminal escaped (log_escape). */
+	log_escape(name, sizeof(name), path_basename(path));
 	rate = now > run->progress_t0 ? done / (now - run->progress_t0) : 0;
 	eta = rate > 0 && total > done ? (uint64_t)((total - done) / rate) : 0;
-	if (!total) /* a pull, or sources still being listed: no total */
-		fprintf(stderr, "\r\033[K%-30.30s %s  %s", name,
+	if (run->progress_tty)
+		fputs("\r\033[K", stderr);
+	if (!total) /* sources still being listed: no total yet */
+		fprintf(stderr, "%-30.30s %s  %s", name,
 			units_format_size(done, d, sizeof(d)),
 			units_format_rate(rate, r, sizeof(r)));
+	else if (rate <= 0) /* no rate yet: no time left either */
+		fprintf(stderr, "%-30.30s %s / %s  %s  ETA -:--", name,
+			units_format_size(done, d, sizeof(d)),
+			units_format_size(total, t, sizeof(t)),
+			units_format_rate(rate, r, sizeof(r)));
 	else
-		fprintf(stderr, "\r\033[K%-30.30s %s / %s  %s  ETA %llu:%02llu",
-			name, units_format_size(done, d, sizeof(d)),
+		fprintf(stderr, "%-30.30s %s / %s  %s  ETA %llu:%02llu", name,
+			units_format_size(done, d, sizeof(d)),
 			units_format_size(total, t, sizeof(t)),
 			units_format_rate(rate, r, sizeof(r)),
 			(unsigned long long)(eta / 60),
 			(unsigned long long)(eta % 60));
+	if (!run->progress_tty)
+		fputc('\n', stderr);
 	fflush(stderr);
-	run->progress_shown = true;
+	run->progress_shown = run->progress_tty;
 }
 
 /*
@@ -378,6 +401,7 @@ static enum xfer_fail copy_once(struct run *run, struct xfer_stats *st)
 		}
 	}
 	run->progress_t0 = 0;
+	run->progress_next = 0;
 	v = xfer_copy(&run->o, st);
 	progress_clear(run);
 	return v;
@@ -569,6 +593,19 @@ static int copy_between(struct run *run)
 	free(argv);
 	if (status >= 0)
 		return status;
+	if (status == -2) {
+		/* Ctrl-C: ssh got it too; nothing failed (said) */
+		if (run->a->json) {
+			struct xfer_stats st = { 0 };
+
+			json_error(stdout, XFER_FAIL_CANCELED,
+				   RDCP_EXIT_CANCELED, "interrupted");
+			json_summary(stdout, &st, XFER_FAIL_CANCELED,
+				     RDCP_EXIT_CANCELED, false, 0);
+			fflush(stdout);
+		}
+		return RDCP_EXIT_CANCELED;
+	}
 	/* The far end never ran: the events it would have written. */
 	if (run->a->json) {
 		struct xfer_stats st = { 0 };
@@ -626,6 +663,7 @@ static int run_cmd(struct run *run)
 		run->o.on_file = on_file;
 		run->o.on_file_arg = run;
 		run->progress = a->progress;
+		run->progress_tty = isatty(STDERR_FILENO);
 		if (!run->progress)
 			run->progress = isatty(STDERR_FILENO) && !a->json &&
 					log_get_level() < LOG_INFO;

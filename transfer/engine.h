@@ -109,6 +109,14 @@ struct engine {
 
 int engine_init(struct engine *e, struct cm_conn *c, const struct xfer_opts *o)
 	__attribute__((warn_unused_result));
+
+/*
+ * Whether this session's user is the peer's: an rdcp --server started
+ * over ssh, whose stderr is relayed to the client's user, who is also
+ * told every failure (the session's, each file's) over the wire. Its
+ * failures are then logged at info level, so that they are printed once.
+ */
+bool engine_user_is_peer(const struct engine *e);
 void engine_release(struct engine *e);
 
 /*

@@ -30,6 +30,7 @@ struct rsh {
 	char buf[4096]; /* stdout read ahead of the line asked for */
 	size_t nbuf;
 	bool stop; /* the relay thread is to stop (under lock) */
+	bool drained; /* the relay thread read stderr's end (under lock) */
 };
 
 /*

@@ -342,6 +342,35 @@ static int server_handshake(struct server *srv, struct engine *e,
 }
 
 /*
+ * The receiver's trail: one line per authenticated session at the default
+ * level (rdcp.1, "RECEIVER LOG"), key=value words for a log shipper. Who
+ * authenticated is the key it proved: the site's (pre-shared) key, or none
+ * under --no-auth; module is "-" until modules exist (issue #24). An rdcp
+ * --server's user is its client, who has its own summary: info there.
+ */
+static void audit(const struct server *srv, const struct cm_conn *c,
+		  uint8_t role, const struct xfer_stats *st, enum xfer_fail v,
+		  double seconds)
+{
+	const char *client = srv->o->ssh_server ? "one-time-key"
+			     : srv->key		? "site-key"
+						: "-";
+	char line[512];
+
+	snprintf(line, sizeof(line),
+		 "session peer=%s client=%s module=- op=%s files=%llu "
+		 "failed=%llu bytes=%llu result=%s seconds=%.2f",
+		 c->peer, client, role == WIRE_PUSH ? "push" : "pull",
+		 (unsigned long long)st->files_ok,
+		 (unsigned long long)st->files_failed,
+		 (unsigned long long)st->bytes, xfer_fail_name(v), seconds);
+	if (srv->o->ssh_server)
+		log_info("%s", line);
+	else
+		log_note("%s", line);
+}
+
+/*
  * One session on c: the handshake by deadline_ms, then a slot (promote,
  * pa as there; *promoted says whether one was taken), then the sink or the
  * source.
@@ -449,6 +478,8 @@ static enum xfer_fail serve_conn(struct server *srv, struct cm_conn *c,
 			 (unsigned long long)st.files_ok,
 			 units_format_size(st.bytes, sz, sizeof(sz)),
 			 clock_now_s() - t0);
+	if (*promoted)
+		audit(srv, c, h->role, &st, v, clock_now_s() - t0);
 	engine_release(&e);
 	free(srcs);
 	free(srcbuf);

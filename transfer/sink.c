@@ -353,6 +353,8 @@ static int on_file(struct sink *k, const struct wire_file *wf)
 	f->fd = f->dirfd = f->cand = f->dio.fd = -1;
 	f->head = f->tail = -1;
 	f->size = wf->size;
+	if (wf->kind == WIRE_KIND_FILE)
+		k->bytes_told += wf->size;
 	f->holes_ok = (wf->flags & WIRE_FILE_SPARSE) ||
 		      (k->p->flags & (WIRE_HELLO_SPARSE | WIRE_HELLO_RESUME));
 	f->mode = wf->mode;
@@ -470,6 +472,8 @@ void sink_tally(struct sink *k, const char *shown, uint64_t size, int err,
 	if (err) {
 		if (msg && !k->p->server)
 			log_err("%s", msg);
+		else if (msg && !remote && engine_user_is_peer(k->e))
+			log_info("%s", msg); /* the client prints it */
 		else if (msg && !remote)
 			log_warn("%s", msg);
 		if (!k->st->files_failed++)

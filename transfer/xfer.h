@@ -307,8 +307,10 @@ enum xfer_fail xfer_copy(const struct xfer_opts *o, struct xfer_stats *st);
  * (its arguments: --boot-stdin and the copy's), given the first's
  * bootstrap line on its stdin, so that the data goes from one to the
  * other directly. Its stdout and stderr are relayed here as they come.
- * Returns its exit status, or -1 (logged) when an end could not be
- * started.
+ * Returns its exit status, -1 (logged) when an end could not be
+ * started, or -2 (said: "interrupted") when *o->cancel ended it: a
+ * Ctrl-C on a terminal reaches ssh too, whose end is then no failure to
+ * explain.
  */
 int xfer_copy_between(const struct xfer_opts *o, const char *dest_host,
 		      const char *const *far_argv);

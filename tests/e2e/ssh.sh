@@ -270,9 +270,9 @@ t_begin "a running receiver beside ssh: rdcp://HOST:PORT/PATH, HOST::PATH, --dae
 P=$((SSHD_PORT + 1))
 "$RDCP" --keygen "$T/key" >/dev/null 2>&1
 mkdir -p "$T/dst/daemon"
-"$RDCP" --listen --transport tcp --key-file "$T/key" --root "$T/dst/daemon" --port $P >"$T/rx.log" 2>&1 &
+"$RDCP" --listen -v --transport tcp --key-file "$T/key" --root "$T/dst/daemon" --port $P >"$T/rx.log" 2>&1 &
 RX=$!
-sleep 0.5
+wait_until 10 "$RX" logged "$T/rx.log" "listening" || t_fail "the receiver did not start listening"
 run_bounded 30 "$T/d1.log" "$RDCP" --key-file "$T/key" --transport tcp "$T/src/f1" "rdcp://127.0.0.1:$P/url/"
 [ "$SRC" = 0 ] || t_fail "rdcp:// exit $SRC"
 same "$T/src/f1" "$T/dst/daemon/url/f1"
@@ -362,6 +362,59 @@ fi
 kill -9 "$TX" 2>/dev/null
 wait_until 10 "" no_servers || t_fail "an rdcp --server still runs"
 t_log "$T/term.log"
+t_end
+
+t_begin "a copy over ssh has no fixed wait after the data: rdcp exits within 0.4 s of the remote rdcp's last line (was 1 s)"
+# The remote rdcp's last line (-v: "resources: ...") and rdcp's exit, as
+# the end of its stderr, timed here; the best of three.
+mkdir -p "$T/dst/tail"
+best=""
+for i in 1 2 3; do
+	gap=$( { r -v "$T/src/tree/sub/b" "127.0.0.1:$T/dst/tail/" 2>&1 >/dev/null; } |
+		{ t1=""
+		while IFS= read -r l; do
+			case $l in "127.0.0.1: rdcp: resources:"*) t1=$EPOCHREALTIME ;; esac
+		done
+		[ -n "$t1" ] && awk -v a="$t1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%d", (b - a) * 1000 }'; })
+	echo "# from the remote's last line to rdcp's exit: ${gap:-?} ms"
+	[ -n "$gap" ] && { [ -z "$best" ] || [ "$gap" -lt "$best" ]; } && best=$gap
+done
+[ -n "$best" ] || t_fail "no remote 'resources:' line seen"
+[ -z "$best" ] || [ "$best" -lt 400 ] || t_fail "rdcp ended ${best} ms after the remote rdcp at best, want < 400"
+same "$T/src/tree/sub/b" "$T/dst/tail/b"
+t_end
+
+t_begin "Ctrl-C on a remote-to-remote copy: exit 130, no false 'ssh failed' (was: exit 12 quoting a progress line)"
+# A terminal's Ctrl-C: SIGINT to the whole process group, ssh included.
+rm -rf "$T/dst/r2rint"; mkdir -p "$T/dst/r2rint"
+bg_run "$T/r2rint.log" setsid "$T/bin/r" --progress --bwlimit 20M "127.0.0.1:$T/src/big" "127.0.0.1:$T/dst/r2rint/"
+if wait_partfile "$T/dst/r2rint" big "$TX" 20; then
+	sleep 0.5
+	kill -INT -- "-$TX"
+	wait_pid "$TX" 20
+	[ "$WRC" = 130 ] || t_fail "exit $WRC, want 130"
+	grep -qi "failed" "$T/r2rint.log" && t_fail "a failure reported: $(grep -i failed "$T/r2rint.log" | head -n1)"
+	grep -q "interrupted" "$T/r2rint.log" || t_fail "no 'interrupted' line"
+	[ -e "$T/dst/r2rint/big" ] && t_fail "a partial file has the final name"
+else
+	t_fail "no transfer under way"
+fi
+kill -9 "$TX" 2>/dev/null
+wait_until 15 "" no_servers || t_fail "an rdcp --server still runs"
+t_log "$T/r2rint.log"
+t_end
+
+t_begin "a remote error is printed once, without stacked address prefixes (DEST beneath a file; a missing source)"
+run_bounded 60 "$T/once1.log" r -r "$T/src/tree" "127.0.0.1:$T/src/f1/x/"
+[ "$SRC" = 2 ] || t_fail "push: exit $SRC, want 2"
+[ "$(grep -c "cannot create directory" "$T/once1.log")" = 1 ] ||
+	t_fail "push: the error printed $(grep -c "cannot create directory" "$T/once1.log") times, want once"
+grep -Eq '[0-9]: [0-9.]+:[0-9]+: ' "$T/once1.log" && t_fail "push: stacked prefixes: $(grep -E '[0-9]: [0-9.]+:[0-9]+: ' "$T/once1.log")"
+run_bounded 60 "$T/once2.log" r "127.0.0.1:$T/src/nope" "$T/dst/"
+[ "$SRC" = 7 ] || t_fail "pull: exit $SRC, want 7"
+[ "$(grep -c "cannot stat" "$T/once2.log")" = 1 ] ||
+	t_fail "pull: the error printed $(grep -c "cannot stat" "$T/once2.log") times, want once"
+t_log "$T/once1.log" "$T/once2.log"
 t_end
 
 t_begin "no rdcp process of this test is left on either side"
