@@ -734,6 +734,29 @@ static bool boot_done(struct server *srv, uint64_t until_ms,
 	return done;
 }
 
+/*
+ * *o->stop is set: whether to leave the accept loop now. At once for a
+ * single session (--once, --server), else once no session runs or
+ * authenticates; until then new connections are refused (the loop goes
+ * on, so that they are not left waiting in the backlog).
+ */
+static bool stopped(struct server *srv, bool *told)
+{
+	unsigned int n;
+
+	if (srv->o->once || srv->o->ssh_server)
+		return true;
+	pthread_mutex_lock(&srv->lock);
+	n = srv->sessions + srv->preauth;
+	pthread_mutex_unlock(&srv->lock);
+	if (n && !*told)
+		log_warn("shutting down: %u running session%s given up to "
+			 "%d s to finish",
+			 n, n == 1 ? "" : "s", XFER_STOP_GRACE_S);
+	*told = true;
+	return !n;
+}
+
 enum xfer_fail xfer_serve(const struct xfer_opts *o)
 {
 	struct server srv = { .o = o, .key = o->key };
@@ -741,6 +764,7 @@ enum xfer_fail xfer_serve(const struct xfer_opts *o)
 	struct cm_listener *l;
 	enum xfer_fail v = XFER_OK;
 	uint64_t until = 0;
+	bool told = false; /* stopping: the sessions' grace said */
 	int rc;
 
 	if (o->ssh_server) {
@@ -791,9 +815,11 @@ enum xfer_fail xfer_serve(const struct xfer_opts *o)
 		return rc == -ENOMEM ? XFER_FAIL_RESOURCE : XFER_FAIL_CONNECT;
 	}
 	until = clock_now_ms() + 2 * (uint64_t)o->connect_timeout_ms + 5000;
-	while (!(o->cancel && *o->cancel) && !(o->stop && *o->stop)) {
+	while (!(o->cancel && *o->cancel)) {
 		struct cm_request *req;
 
+		if (o->stop && *o->stop && stopped(&srv, &told))
+			break;
 		if (o->ssh_server && boot_done(&srv, until, &v))
 			break;
 		/* Out of descriptors or memory is -EAGAIN too: cm/ said so. */
@@ -806,6 +832,11 @@ enum xfer_fail xfer_serve(const struct xfer_opts *o)
 			break;
 		}
 		log_info("connection from %s", cm_request_peer(req));
+		if (o->stop && *o->stop) {
+			/* rejected, not left waiting: the client retries */
+			refuse(&srv, req, REFUSED_STOPPING);
+			continue;
+		}
 		if (o->once) {
 			bool promoted;
 
@@ -829,11 +860,6 @@ enum xfer_fail xfer_serve(const struct xfer_opts *o)
 	if (!o->once && ((o->cancel && *o->cancel) || (o->stop && *o->stop)))
 		v = XFER_FAIL_CANCELED;
 	pthread_mutex_lock(&srv.lock);
-	if (o->stop && *o->stop && !(o->cancel && *o->cancel) && srv.sessions)
-		log_warn("shutting down: %u running session%s given up to "
-			 "%d s to finish",
-			 srv.sessions, srv.sessions == 1 ? "" : "s",
-			 XFER_STOP_GRACE_S);
 	while (srv.sessions || srv.preauth)
 		pthread_cond_wait(&srv.idle, &srv.lock);
 	/* The client closing ssh after its session is no cancel. */

@@ -41,6 +41,7 @@ enum refusal {
 	REFUSED_PREAUTH,
 	REFUSED_BUSY,
 	REFUSED_JOIN, /* a lane join no session waits for (server_join.c) */
+	REFUSED_STOPPING, /* SIGTERM: running sessions finish, no new one */
 	REFUSED_MAX
 };
 

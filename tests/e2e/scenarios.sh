@@ -2198,29 +2198,45 @@ s_retry() {
 	t_end
 	term_rx
 
-	t_begin "--retry: a receiver stopped with SIGTERM lets the running session finish (exit 0), then exits 130"
+	t_begin "--retry: a receiver stopped with SIGTERM lets the running session finish (exit 0), refuses new ones (retried after its restart), then exits 130"
 	nextport
 	if start_rx "$W/rx-rt7.log" --root "$W/rx/rt" --port $P; then
 		bg_send "$W/tx-rt7.log" --port $P --chunk-size 64K --bwlimit 1M --retry 3 \
 			--retry-wait 0.5 --json src/rt "$ADDR::grace"
 		if wait_partfile rx/rt grace "$TX"; then
+			_tx=$TX
 			usleep 500000
 			kill -TERM "$RX"
-			wait_pid "$TX" 60
+			usleep 200000
+			# A client that comes while it stops: refused, tried again.
+			bg_send "$W/tx-rt7b.log" --port $P --retry 20 --retry-wait 0.5 \
+				--json src/rt-small "$ADDR::late7"
+			_tx2=$TX
+			wait_pid "$_tx" 60
 			[ "$WRC" = 0 ] || t_fail "client exit $WRC, want 0 (the session may finish)"
 			same src/rt rx/rt/grace
 			[ "$(jget "$W/tx-rt7.log" summary retries)" = 0 ] || t_fail "retried: the session was not let finish"
 			wait_pid "$RX" 10
 			[ "$WRC" = 130 ] || t_fail "receiver exit $WRC after SIGTERM, want 130"
 			grep -q 'shutting down: 1 running session' "$W/rx-rt7.log" || t_fail "the receiver did not say it waits for the session"
+			grep -q 'refused .*: shutting down' "$W/rx-rt7.log" || t_fail "the late client was not refused while it stopped"
+			start_rx "$W/rx-rt7c.log" --root "$W/rx/rt" --port $P || t_fail "the restart did not listen"
+			wait_pid "$_tx2" 60
+			[ "$WRC" = 0 ] || t_fail "the late client: exit $WRC, want 0"
+			same src/rt-small rx/rt/late7
+			case "$(jattempts "$W/tx-rt7b.log")" in
+			connect/3/true*) ;;
+			*) t_fail "late client attempts: '$(jattempts "$W/tx-rt7b.log")', want connect/3/true first" ;;
+			esac
+			term_rx
 		else
 			t_fail "transfer never started"
 		fi
-		kill -9 "$TX" "$RX" 2>/dev/null
+		kill -9 "$TX" "$_tx" "$RX" 2>/dev/null
 	else
 		t_fail "receiver did not start listening"
 	fi
-	t_log "$W/tx-rt7.log" "$W/rx-rt7.log"
+	t_log "$W/tx-rt7.log" "$W/tx-rt7b.log" "$W/rx-rt7.log"
 	t_end
 
 	t_begin "--retry: a receiver stopped at once (SIGTERM twice) tells the client, which resumes against its restart (was: 'interrupted', exit 130)"
