@@ -404,7 +404,7 @@ wait_until 15 "" no_servers || t_fail "an rdcp --server still runs"
 t_log "$T/r2rint.log"
 t_end
 
-t_begin "a remote error is printed once, without stacked address prefixes (DEST beneath a file; a missing source)"
+t_begin "a remote error is printed once, without stacked address prefixes (DEST beneath a file; a missing source; a tree's directory)"
 run_bounded 60 "$T/once1.log" r -r "$T/src/tree" "127.0.0.1:$T/src/f1/x/"
 [ "$SRC" = 2 ] || t_fail "push: exit $SRC, want 2"
 [ "$(grep -c "cannot create directory" "$T/once1.log")" = 1 ] ||
@@ -414,7 +414,17 @@ run_bounded 60 "$T/once2.log" r "127.0.0.1:$T/src/nope" "$T/dst/"
 [ "$SRC" = 7 ] || t_fail "pull: exit $SRC, want 7"
 [ "$(grep -c "cannot stat" "$T/once2.log")" = 1 ] ||
 	t_fail "pull: the error printed $(grep -c "cannot stat" "$T/once2.log") times, want once"
-t_log "$T/once1.log" "$T/once2.log"
+# A directory that cannot be made (a file has its name): said once, and
+# the entries beneath it counted in one line, not one line each.
+rm -rf "$T/dst/coll"; mkdir -p "$T/dst/coll"; echo x >"$T/dst/coll/tree"
+run_bounded 60 "$T/once3.log" r -r "$T/src/tree" "127.0.0.1:$T/dst/coll/"
+[ "$SRC" = 7 ] || t_fail "tree: exit $SRC, want 7"
+[ "$(grep -c "cannot create directory" "$T/once3.log")" = 1 ] ||
+	t_fail "tree: the directory's error printed $(grep -c "cannot create directory" "$T/once3.log") times, want once"
+grep -Eq '^rdcp: .*tree: [0-9]+ entries beneath it failed too$' "$T/once3.log" ||
+	t_fail "tree: no one line counting the entries beneath"
+[ "$(grep -c '^rdcp: ' "$T/once3.log")" -le 3 ] || t_fail "tree: $(grep -c '^rdcp: ' "$T/once3.log") lines, want 3 at most"
+t_log "$T/once1.log" "$T/once2.log" "$T/once3.log"
 t_end
 
 t_begin "no rdcp process of this test is left on either side"
