@@ -118,8 +118,8 @@ static enum xfer_fail start_remote(const struct xfer_opts *o, struct rsh *r,
 	status = rsh_finish(r, rc == -EPIPE ? REMOTE_END_MS : 0);
 	if (o->cancel && *o->cancel) /* ssh got the terminal's SIGINT too */
 		return fail(st, XFER_FAIL_CANCELED, "interrupted");
-	st->start_may_heal = rc == -ETIMEDOUT ||
-			     (rc == -EPIPE && rsh_may_heal(r, status));
+	st->start_may_heal =
+		rc == -ETIMEDOUT || (rc == -EPIPE && rsh_may_heal(r, status));
 	if (rc == -ETIMEDOUT)
 		return fail(st, XFER_FAIL_REMOTE_START,
 			    "rdcp on '%s' did not answer within %llu s (is "

@@ -368,11 +368,11 @@ bool rsh_may_heal(struct rsh *r, int status)
 {
 	/* What OpenSSH says when the host, or its sshd, is not there yet. */
 	static const char *const passing[] = {
-		"Connection refused",	"Connection timed out",
-		"Connection reset",	"Connection closed",
-		"No route to host",	"Network is unreachable",
-		"Temporary failure",	"kex_exchange_identification",
-		"Broken pipe",		"Operation timed out",
+		"Connection refused", "Connection timed out",
+		"Connection reset",   "Connection closed",
+		"No route to host",   "Network is unreachable",
+		"Temporary failure",  "kex_exchange_identification",
+		"Broken pipe",	      "Operation timed out",
 	};
 	char first[512], last[512];
 	bool heal = false;

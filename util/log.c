@@ -175,8 +175,7 @@ static void vlog(enum log_level level, const char *tag, int saved,
 	if (!log_enabled(level))
 		return;
 
-	n = snprintf(buf, sizeof(buf), "%s: %s", atomic_load(&log_prefix),
-		     tag);
+	n = snprintf(buf, sizeof(buf), "%s: %s", atomic_load(&log_prefix), tag);
 	if (n < 0)
 		goto out;
 	len = (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1;
