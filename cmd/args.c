@@ -43,6 +43,7 @@ struct parse {
 	size_t nrules;
 	bool from0;
 	bool print_config;
+	const char *port_arg;	  /* -P on the command line (not rdcp.conf's) */
 	struct config_seen *seen; /* every option, in order: --print-config */
 	size_t nseen;
 	const struct config_entry *from; /* the option being parsed's */
@@ -221,6 +222,8 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		if (parse_uint(arg, 1, 65535, &v))
 			argp_error(state, "--port: '%s' is not 1..65535", arg);
 		o->addr.port = (uint16_t)v;
+		if (!ps->from)
+			ps->port_arg = arg;
 		break;
 	case OPT_TRANSPORT:
 		if (!strcmp(arg, "auto"))
@@ -578,6 +581,13 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		} else {
 			split_args(ps, state);
 		}
+		/* ssh's port is ssh's: never silently not used */
+		if (a->o.rsh && ps->port_arg)
+			argp_error(state,
+				   "--port %s is a receiver's port "
+				   "(HOST::PATH); over ssh give ssh's "
+				   "own: -e 'ssh -p %s'",
+				   ps->port_arg, ps->port_arg);
 		if (a->o.rsh && a->no_auth)
 			argp_error(state, "--no-auth: a copy over ssh always "
 					  "authenticates, with a one-time key");

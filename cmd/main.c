@@ -36,7 +36,9 @@ struct run {
 	struct xfer_opts o;  /* a->o plus the key, callbacks, cancel flag */
 	bool progress;	     /* show the progress line */
 	bool progress_shown; /* a progress line is on screen now */
+	bool progress_tty;   /* stderr is a terminal: one line redrawn */
 	double progress_t0;
+	double progress_next; /* not a terminal: the next plain line's time */
 	uint8_t key[KEY_LEN];
 	struct manifest man; /* --manifest, when man.spool */
 	struct retry retry;  /* --retry: the attempts so far */
@@ -45,19 +47,39 @@ struct run {
 };
 
 static volatile sig_atomic_t cancel;
+/* A receiver's first SIGTERM: take no new sessions (xfer_opts.stop). */
+static volatile sig_atomic_t stop;
 
 static void on_signal(int sig)
 {
 	cancel = sig;
 }
 
-static void set_signals(void)
+/*
+ * A receiver: SIGTERM lets the running sessions finish, for up to
+ * XFER_STOP_GRACE_S (then SIGALRM ends them, each client told that the
+ * receiver is going away); SIGINT, or SIGTERM again, ends them at once.
+ */
+static void on_receiver_signal(int sig)
 {
-	struct sigaction sa = { .sa_handler = on_signal };
+	if (sig == SIGTERM && !stop) {
+		stop = 1;
+		alarm(XFER_STOP_GRACE_S);
+		return;
+	}
+	cancel = sig == SIGALRM ? SIGTERM : sig;
+}
+
+static void set_signals(bool receiver)
+{
+	struct sigaction sa = { .sa_handler = receiver ? on_receiver_signal
+						       : on_signal };
 
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	if (receiver)
+		sigaction(SIGALRM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 }
 
@@ -65,6 +87,9 @@ static int exit_code(enum xfer_fail f)
 {
 	return rdcp_exit_code(f);
 }
+
+/* --progress to a pipe or a file: a plain line at most this often (s). */
+#define PROGRESS_PLAIN_S 5.0
 
 /* Wipes the progress line so that a normal line can be printed. */
 static void progress_clear(struct run *run)
@@ -85,25 +110,43 @@ static void on_progress(void *arg, uint64_t done, uint64_t total,
 
 	if (!run->progress)
 		return;
-	/* A name from the peer reaches the terminal escaped (log_escape). */
-	log_escape(name, sizeof(name), path_basename(path));
+	/* Not a terminal (a pipe, a log file): a plain line now and then. */
 	if (!run->progress_t0)
 		run->progress_t0 = now;
+	if (!run->progress_tty) {
+		/* the first after a second: it has a rate */
+		if (!run->progress_next)
+			run->progress_next = now + 1.0;
+		if (now < run->progress_next)
+			return;
+		run->progress_next = now + PROGRESS_PLAIN_S;
+	}
+	/* A name from the peer reaches the terminal escaped (log_escape). */
+	log_escape(name, sizeof(name), path_basename(path));
 	rate = now > run->progress_t0 ? done / (now - run->progress_t0) : 0;
 	eta = rate > 0 && total > done ? (uint64_t)((total - done) / rate) : 0;
-	if (!total) /* a pull, or sources still being listed: no total */
-		fprintf(stderr, "\r\033[K%-30.30s %s  %s", name,
+	if (run->progress_tty)
+		fputs("\r\033[K", stderr);
+	if (!total) /* sources still being listed: no total yet */
+		fprintf(stderr, "%-30.30s %s  %s", name,
 			units_format_size(done, d, sizeof(d)),
 			units_format_rate(rate, r, sizeof(r)));
+	else if (rate <= 0) /* no rate yet: no time left either */
+		fprintf(stderr, "%-30.30s %s / %s  %s  ETA -:--", name,
+			units_format_size(done, d, sizeof(d)),
+			units_format_size(total, t, sizeof(t)),
+			units_format_rate(rate, r, sizeof(r)));
 	else
-		fprintf(stderr, "\r\033[K%-30.30s %s / %s  %s  ETA %llu:%02llu",
-			name, units_format_size(done, d, sizeof(d)),
+		fprintf(stderr, "%-30.30s %s / %s  %s  ETA %llu:%02llu", name,
+			units_format_size(done, d, sizeof(d)),
 			units_format_size(total, t, sizeof(t)),
 			units_format_rate(rate, r, sizeof(r)),
 			(unsigned long long)(eta / 60),
 			(unsigned long long)(eta % 60));
+	if (!run->progress_tty)
+		fputc('\n', stderr);
 	fflush(stderr);
-	run->progress_shown = true;
+	run->progress_shown = run->progress_tty;
 }
 
 /*
@@ -346,6 +389,7 @@ static enum xfer_fail copy_once(struct run *run, struct xfer_stats *st)
 		}
 	}
 	run->progress_t0 = 0;
+	run->progress_next = 0;
 	v = xfer_copy(&run->o, st);
 	progress_clear(run);
 	return v;
@@ -365,8 +409,8 @@ static bool try_again(struct run *run, enum xfer_fail v, bool connected,
 	if (v == XFER_FAIL_CANCELED)
 		return false;
 	if (!retry_is_transient(rt, v)) {
-		log_warn("not retrying: %s (exit %d) is not a lost peer or "
-			 "link that another attempt could get past",
+		log_warn("not retrying: %s (exit %d) is not a lost peer, "
+			 "host or link that another attempt could get past",
 			 xfer_fail_name(v), exit_code(v));
 		return false;
 	}
@@ -416,6 +460,7 @@ static enum xfer_fail copy(struct run *run, struct xfer_stats *st)
 			last = *st;
 		if (v == XFER_OK)
 			break;
+		rt->start_may_heal = st->start_may_heal;
 		again = try_again(run, v, st->transport[0], &wait);
 		if (run->a->json)
 			json_attempt(stdout, rt->attempt, v, exit_code(v),
@@ -536,6 +581,19 @@ static int copy_between(struct run *run)
 	free(argv);
 	if (status >= 0)
 		return status;
+	if (status == -2) {
+		/* Ctrl-C: ssh got it too; nothing failed (said) */
+		if (run->a->json) {
+			struct xfer_stats st = { 0 };
+
+			json_error(stdout, XFER_FAIL_CANCELED,
+				   RDCP_EXIT_CANCELED, "interrupted");
+			json_summary(stdout, &st, XFER_FAIL_CANCELED,
+				     RDCP_EXIT_CANCELED, false, 0);
+			fflush(stdout);
+		}
+		return RDCP_EXIT_CANCELED;
+	}
 	/* The far end never ran: the events it would have written. */
 	if (run->a->json) {
 		struct xfer_stats st = { 0 };
@@ -580,8 +638,9 @@ static int run_cmd(struct run *run)
 		rc = read_boot(run);
 	if (rc)
 		return rc;
-	set_signals();
+	set_signals(a->server || a->listen);
 	run->o.cancel = &cancel;
+	run->o.stop = &stop;
 	if (a->server) {
 		v = serve_ssh(run);
 	} else if (a->listen) {
@@ -592,6 +651,7 @@ static int run_cmd(struct run *run)
 		run->o.on_file = on_file;
 		run->o.on_file_arg = run;
 		run->progress = a->progress;
+		run->progress_tty = isatty(STDERR_FILENO);
 		if (!run->progress)
 			run->progress = isatty(STDERR_FILENO) && !a->json &&
 					log_get_level() < LOG_INFO;

@@ -70,6 +70,7 @@ void retry_attempt_begin(struct retry *r)
 	r->failed_transient = 0;
 	r->failed_other = 0;
 	r->kept_ours = 0;
+	r->start_may_heal = false;
 }
 
 static uint64_t name_key(const char *name)
@@ -182,6 +183,8 @@ bool retry_is_transient(const struct retry *r, enum xfer_fail v)
 	case XFER_FAIL_CONNECT:
 	case XFER_FAIL_PEER_LOST:
 		return true;
+	case XFER_FAIL_REMOTE_START:
+		return r->start_may_heal;
 	case XFER_FAIL_VERIFY:
 	case XFER_FAIL_PARTIAL:
 	case XFER_FAIL_REMOTE_IO:

@@ -54,6 +54,8 @@ struct retry {
 	/* this attempt's files kept as they were (skipped) that an earlier
 	 * attempt copied or was cut off in: copied by this invocation */
 	uint64_t kept_ours;
+	/* this attempt's remote-start failure may pass (xfer_stats) */
+	bool start_may_heal;
 	struct retry_names names;
 	int err; /* -ENOMEM: names could not grow (said once; a file not
 		  * found in names is then taken as new) */
@@ -98,11 +100,15 @@ bool retry_file(struct retry *r, const struct xfer_file_report *rep);
 
 /*
  * Whether an attempt that ended with verdict v is worth another: connect
- * and peer-lost always; verify, partial and remote-io when every file
- * that failed in it failed in a way another attempt may cure (a session
- * that failed as a whole with remote-io is the receiver refusing: not
- * retried). Never usage, auth, protocol, local-io, resource, internal or
- * canceled. Attempts left are not counted here.
+ * and peer-lost always (a peer that was interrupted or stopped, a
+ * receiver shutting down, is peer-lost: only this process's own signal
+ * is canceled); remote-start when r->start_may_heal (ssh could not reach
+ * the host, not a refused login or a missing rdcp); verify, partial and
+ * remote-io when every file that failed in it failed in a way another
+ * attempt may cure (a session that failed as a whole with remote-io is
+ * the receiver refusing: not retried). Never usage, auth, protocol,
+ * local-io, resource, internal or canceled. Attempts left are not counted
+ * here.
  */
 bool retry_is_transient(const struct retry *r, enum xfer_fail v);
 

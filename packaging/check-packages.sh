@@ -194,6 +194,14 @@ fi
 
 # ------------------------------------------------ files both packages ship
 MAN=$TOP/doc/rdcp.1
+# What the package managers show: rdcp as it is today (issue #23 item 6).
+for f in "$HERE/debian/control" "$HERE/rpm/rdcp.spec"; do
+	check "$(basename "$f"): the description names ssh mode, TCP and --encrypt (AES-256-GCM)" \
+		sh -c "grep -q 'over ssh' '$f' && grep -q 'over TCP' '$f' &&
+			grep -q 'AES-256-GCM' '$f' && grep -q -- '--encrypt' '$f' &&
+			! grep -q 'the data is not encrypted' '$f'"
+done
+
 check "man page: mandoc -T lint clean" \
 	sh -c "out=\$(mandoc -T lint -W warning '$MAN' 2>&1); echo \"\$out\"; [ -z \"\$out\" ]"
 check "man page: groff -man -ww clean" \

@@ -151,6 +151,14 @@ struct xfer_opts {
 	int connect_timeout_ms;		     /* resolve + connect */
 	const volatile sig_atomic_t *cancel; /* set by a signal handler */
 	/*
+	 * Receiver: set by a signal handler (SIGTERM) to take no new
+	 * sessions and let the running ones finish; cmd/ sets *cancel when
+	 * they may run no longer (XFER_STOP_GRACE_S later). A session a
+	 * receiver's cancel ends tells its client the receiver is going
+	 * away (-ESHUTDOWN): the client's --retry tries again.
+	 */
+	const volatile sig_atomic_t *stop;
+	/*
 	 * Pre-shared key (32 bytes) for mutual HMAC-SHA256 authentication,
 	 * or NULL: a receiver without one lets anybody in (cmd/ allows that
 	 * only with --no-auth); a sender without one talks only to such a
@@ -255,6 +263,9 @@ struct xfer_opts {
 	void *on_boot_arg;
 };
 
+/* How long a stopping receiver lets its running sessions go on (s). */
+#define XFER_STOP_GRACE_S 20
+
 struct xfer_stats {
 	uint64_t files_ok;
 	uint64_t files_failed;
@@ -273,6 +284,12 @@ struct xfer_stats {
 	char pages[32];		/* its ring's or staging's pages, or "" */
 	char peer[64];
 	char error[600]; /* the session's failure in one line, or "" */
+	/*
+	 * XFER_FAIL_REMOTE_START that another attempt may get past: ssh
+	 * could not reach the host (rebooting, sshd restarting), or the
+	 * remote rdcp did not answer in time.
+	 */
+	bool start_may_heal;
 };
 
 /* Defaults for every field (the CLI starts from these). */
@@ -290,8 +307,10 @@ enum xfer_fail xfer_copy(const struct xfer_opts *o, struct xfer_stats *st);
  * (its arguments: --boot-stdin and the copy's), given the first's
  * bootstrap line on its stdin, so that the data goes from one to the
  * other directly. Its stdout and stderr are relayed here as they come.
- * Returns its exit status, or -1 (logged) when an end could not be
- * started.
+ * Returns its exit status, -1 (logged) when an end could not be
+ * started, or -2 (said: "interrupted") when *o->cancel ended it: a
+ * Ctrl-C on a terminal reaches ssh too, whose end is then no failure to
+ * explain.
  */
 int xfer_copy_between(const struct xfer_opts *o, const char *dest_host,
 		      const char *const *far_argv);

@@ -164,34 +164,25 @@ size_t log_escape(char *out, size_t outsz, const char *in)
 	return n;
 }
 
-void log_msg(enum log_level level, const char *fmt, ...)
+/* One line at level, tagged tag; errno as it was at the caller's. */
+static void vlog(enum log_level level, const char *tag, int saved,
+		 const char *fmt, va_list ap)
 {
 	char buf[LOG_LINE_MAX], text[LOG_LINE_MAX];
-	int saved = errno;
 	size_t len;
-	va_list ap;
 	int n;
 
-	if (level == LOG_ERR) {
-		va_start(ap, fmt);
-		vsnprintf(last_error, sizeof(last_error), fmt, ap);
-		va_end(ap);
-		errno = saved;
-	}
 	if (!log_enabled(level))
 		return;
 
-	n = snprintf(buf, sizeof(buf), "%s: %s", atomic_load(&log_prefix),
-		     log_tag(level));
+	n = snprintf(buf, sizeof(buf), "%s: %s", atomic_load(&log_prefix), tag);
 	if (n < 0)
 		goto out;
 	len = (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1;
 
-	va_start(ap, fmt);
 	/* errno back in place for a %m in fmt */
 	errno = saved;
 	n = vsnprintf(text, sizeof(text), fmt, ap);
-	va_end(ap);
 	if (n < 0)
 		goto out;
 	/*
@@ -208,6 +199,34 @@ void log_msg(enum log_level level, const char *fmt, ...)
 	buf[len++] = '\n';
 	log_write(buf, len);
 out:
+	errno = saved;
+}
+
+void log_msg(enum log_level level, const char *fmt, ...)
+{
+	int saved = errno;
+	va_list ap;
+
+	if (level == LOG_ERR) {
+		va_start(ap, fmt);
+		vsnprintf(last_error, sizeof(last_error), fmt, ap);
+		va_end(ap);
+		errno = saved;
+	}
+	va_start(ap, fmt);
+	vlog(level, log_tag(level), saved, fmt, ap);
+	va_end(ap);
+	errno = saved;
+}
+
+void log_note(const char *fmt, ...)
+{
+	int saved = errno;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vlog(LOG_WARN, "", saved, fmt, ap);
+	va_end(ap);
 	errno = saved;
 }
 

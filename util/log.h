@@ -31,6 +31,13 @@ void log_set_prefix(const char *prefix);
 void log_msg(enum log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/*
+ * A line shown at the default level (as warnings are; not under -q), with
+ * no "warning: " tag: what a service logs as its trail (one line per
+ * session), not a problem.
+ */
+void log_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* The text of the last error this thread logged ("" if none). */
 const char *log_last_error(void);
 

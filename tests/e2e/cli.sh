@@ -16,7 +16,7 @@ BUILD=build
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 RDCP=$(cd "$BUILD" && pwd)/rdcp
 T=$(mktemp -d /tmp/rdcp-cli.XXXXXX)
-trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$T"' EXIT
+trap 'kill $(jobs -p) 2>/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$T"' EXIT
 export XDG_CONFIG_HOME=$T/cfg
 N=0 F=0
 ok() { N=$((N + 1)); echo "ok $N - $1"; }
@@ -84,6 +84,9 @@ expect_fail "--no-auth over ssh" 2 --no-auth a h:
 expect_fail "a host name starting with -" 2 -- a -oProxyCommand=x:y
 expect_fail "--ssh with HOST::PATH" 2 --ssh a h::x
 expect_fail "bad --port-range" 2 --port-range 9-3 a h:
+expect_fail "-P over ssh (a receiver's port): refused, never ignored" 2 -P 2222 a h:
+check "-P over ssh: the error names ssh's own port option" bash -c "'$RDCP' -P 2222 a h:x 2>&1 | grep -q \"ssh -p 2222\""
+expect_fail "--port over ssh, a pull between two hosts too" 2 --port=2222 h1:a h2:b
 expect_fail "--rdma-addr with a running receiver" 2 --rdma-addr 10.0.0.1 a h::x
 expect_fail "rdcp:// with a bad port" 2 a rdcp://h:0/x
 expect_fail "[v6]:PATH goes over ssh (-e false: it fails, exit 12)" 12 -e false a '[::1]:x'
@@ -184,6 +187,18 @@ check "--progress: a line per file and a total, on stderr only" bash -c "
 	tr '\r' '\n' <'$T/progress' | grep -Eq '/small +3 B +ok' &&
 	tr '\r' '\n' <'$T/progress' | grep -Eq '/big +2.86 MiB +ok' &&
 	grep -Eq '^2 files, 2.86 MiB in .* over tcp' '$T/progress'"
+"$RDCP" --progress --bwlimit 2M --transport tcp --port "$PORT" "$T/src/big" \
+	"127.0.0.1::pp/" 2>"$T/progress2" >/dev/null
+RC=$?
+check "--progress to a file: plain lines (no carriage return, no escape), with the total and an ETA" bash -c "
+	[ $RC = 0 ] && ! grep -q \$'[\r\033]' '$T/progress2' &&
+	grep -Eq '^big +[0-9.]+ [kMG]?i?B / 2.86 MiB .* ETA [0-9]+:[0-9]{2}\$' '$T/progress2'"
+"$RDCP" --progress --bwlimit 2M --transport tcp --port "$PORT" "127.0.0.1::pp/big" \
+	"$T/pulled-progress" 2>"$T/progress3" >/dev/null
+RC=$?
+check "--progress of a pull: the total and an ETA" bash -c "
+	[ $RC = 0 ] && cmp -s '$T/src/big' '$T/pulled-progress' &&
+	grep -Eq '^pulled-progress +[0-9.]+ [kMG]?i?B / 2.86 MiB .* ETA [0-9]+:[0-9]{2}\$' '$T/progress3'"
 "$RDCP" --transport tcp --port "$PORT" "$T/src/small" "$T/src/missing" "$T/src/big" \
 	"127.0.0.1::s/" 2>"$T/sum" >"$T/sum.out"
 RC=$?
@@ -305,6 +320,23 @@ check "--require-encrypt on both sides with --encrypt: copied" \
 check "... and the copy arrived" cmp "$T/src/small" "$T/root/enc/small"
 kill "$RX" 2>/dev/null
 wait "$RX" 2>/dev/null
+
+# The receiver's log at the default level: one line per session (issue
+# #23 item 6, #24 item 3), a push, a pull and a failed pull.
+mkdir -p "$T/root/audit"
+"$RDCP" --listen --transport tcp --root "$T/root" --port "$((PORT + 3))" 2>"$T/rx-audit.log" &
+RX=$!
+sleep 0.5
+"$RDCP" -q --transport tcp --port "$((PORT + 3))" "$T/src/big" 127.0.0.1::audit/
+"$RDCP" -q --transport tcp --port "$((PORT + 3))" 127.0.0.1::audit/big "$T/audit-pulled"
+"$RDCP" -q --transport tcp --port "$((PORT + 3))" 127.0.0.1::audit/nope "$T/audit-nope" 2>/dev/null
+kill "$RX" 2>/dev/null
+wait "$RX" 2>/dev/null
+check "receiver log: one line per session at the default level (peer, key, module, op, files, bytes, result, time)" bash -c "
+	[ \$(grep -c '^rdcp: session ' '$T/rx-audit.log') = 3 ] &&
+	grep -Eq '^rdcp: session peer=127\.0\.0\.1:[0-9]+ client=site-key module=- op=push files=1 failed=0 bytes=3000000 result=ok seconds=[0-9.]+\$' '$T/rx-audit.log' &&
+	grep -Eq '^rdcp: session peer=127\.0\.0\.1:[0-9]+ client=site-key module=- op=pull files=1 failed=0 bytes=3000000 result=ok seconds=[0-9.]+\$' '$T/rx-audit.log' &&
+	grep -Eq '^rdcp: session peer=127\.0\.0\.1:[0-9]+ client=site-key module=- op=pull files=0 failed=1 bytes=0 result=[a-z-]+ seconds=[0-9.]+\$' '$T/rx-audit.log'"
 echo "1..$N"
 echo "$((N - F)) passed, $F failed"
 [ "$F" = 0 ]

@@ -20,7 +20,8 @@
 # bad command line: exit 2, one message), noconnect (one of two receivers
 # not there: exit 3, the rank and receiver named), rxkill (a receiver
 # killed mid-job, ranges in flight: exit 11 in bounded time), rankkill (a
-# rank killed mid-job, then --resume finishes), rangekill (a rank killed
+# rank killed mid-job, then --resume finishes, the directory's mode
+# right), rangekill (a rank killed
 # while it sends a range of a split file; --resume sends only the ranges
 # missing), badrange (a range corrupted in flight by the hooks build:
 # that file fails alone, once), hang (a rank stopped: the coordinator finds it silent and
@@ -484,7 +485,7 @@ has_rank() { [ -n "$(rank_pid "$1" "$2")" ]; }
 has_temps() { [ -n "$(temps "$1")" ]; }
 
 s_rankkill() {
-	t_begin "rankkill: a rank killed mid-job, then --resume finishes"
+	t_begin "rankkill: a rank killed mid-job, then --resume finishes (the directory's mode right)"
 	[ -d "$W/slow" ] || make_slow
 	receivers 2 "$W/dst"
 	bg_mpi "$T/rankkill.log" --oversubscribe -np 4 "$BUILD/rdcp-mpi" \
@@ -505,6 +506,12 @@ s_rankkill() {
 	mpi "$T/resume.log" 4 --resume --json -r "$W/slow" "$RECV/r"
 	[ "$SRC" = 0 ] || t_fail "resume: exit $SRC, want 0"
 	complete "$W/slow" "$W/dst/r/slow"
+	# The directory the killed job made (issue #23 item 3): finished by
+	# the job that completed, not left owner-only (it was 0700 for good).
+	local want
+	want=$(printf '%o' $((0$(stat -c %a "$W/slow") & ~0$(umask))))
+	[ "$(stat -c %a "$W/dst/r/slow")" = "$want" ] ||
+		t_fail "directory r/slow: mode $(stat -c %a "$W/dst/r/slow"), want $want"
 	local sent
 	sent=$(grep '"event":"file_done"' "$T/resume.log" |
 		sed -n 's/.*"sent":\([0-9]*\).*/\1/p' | awk '{s += $1} END {print s + 0}')

@@ -46,7 +46,7 @@ ALL="sizes default sparse checksum corrupt escape destforms multifile partial"
 ALL="$ALL ctrlnames longnames fifo noconn"
 ALL="$ALL killsender killreceiver daemon auth auto check device"
 ALL="$ALL tree pull resume skip crypt zeros bwlimit full small script entries"
-ALL="$ALL ssh retry direct streams"
+ALL="$ALL ssh retry dirmodes direct streams"
 # Over RDMA these run last, after the RNR check (they re-create rxe0,
 # which resets its counters); over TCP only when named.
 EXTRA="devremove rails"
@@ -1941,7 +1941,10 @@ script_delete() {
 # 29. --retry: one invocation gets past a receiver killed mid-copy and
 #     restarted (the list of names read again from a pipe, the manifest
 #     listing each file once; a pull's list sent again to the receiver
-#     restarted), a receiver not listening yet (exit 3); not
+#     restarted), a receiver stopped with SIGTERM (the running session
+#     finishes) or SIGTERM twice (stopped at once: the client is told
+#     "receiver shutting down" and resumes against the restart), a
+#     receiver not listening yet (exit 3); not
 #     past a wrong key (exit 4, one attempt); when N runs out the exit is
 #     the last attempt's; SIGTERM in the wait and SIGINT mid-copy end it
 #     at once with 130, the temporary kept for --resume.
@@ -2098,6 +2101,91 @@ s_retry() {
 	t_end
 	term_rx
 
+	t_begin "--retry: a receiver stopped with SIGTERM lets the running session finish (exit 0), refuses new ones (retried after its restart), then exits 130"
+	nextport
+	if start_rx "$W/rx-rt7.log" --root "$W/rx/rt" --port $P; then
+		bg_send "$W/tx-rt7.log" --port $P --chunk-size 64K --bwlimit 1M --retry 3 \
+			--retry-wait 0.5 --json src/rt "$ADDR::grace"
+		if wait_partfile rx/rt grace "$TX"; then
+			_tx=$TX
+			usleep 500000
+			kill -TERM "$RX"
+			usleep 200000
+			# A client that comes while it stops: refused, tried again.
+			bg_send "$W/tx-rt7b.log" --port $P --retry 20 --retry-wait 0.5 \
+				--json src/rt-small "$ADDR::late7"
+			_tx2=$TX
+			wait_pid "$_tx" 60
+			[ "$WRC" = 0 ] || t_fail "client exit $WRC, want 0 (the session may finish)"
+			same src/rt rx/rt/grace
+			[ "$(jget "$W/tx-rt7.log" summary retries)" = 0 ] || t_fail "retried: the session was not let finish"
+			wait_pid "$RX" 10
+			[ "$WRC" = 130 ] || t_fail "receiver exit $WRC after SIGTERM, want 130"
+			grep -q 'shutting down: 1 running session' "$W/rx-rt7.log" || t_fail "the receiver did not say it waits for the session"
+			grep -q 'refused .*: shutting down' "$W/rx-rt7.log" || t_fail "the late client was not refused while it stopped"
+			start_rx "$W/rx-rt7c.log" --root "$W/rx/rt" --port $P || t_fail "the restart did not listen"
+			wait_pid "$_tx2" 60
+			[ "$WRC" = 0 ] || t_fail "the late client: exit $WRC, want 0"
+			same src/rt-small rx/rt/late7
+			case "$(jattempts "$W/tx-rt7b.log")" in
+			connect/3/true*) ;;
+			*) t_fail "late client attempts: '$(jattempts "$W/tx-rt7b.log")', want connect/3/true first" ;;
+			esac
+			term_rx
+		else
+			t_fail "transfer never started"
+		fi
+		kill -9 "$TX" "$_tx" "$RX" 2>/dev/null
+	else
+		t_fail "receiver did not start listening"
+	fi
+	t_log "$W/tx-rt7.log" "$W/tx-rt7b.log" "$W/rx-rt7.log"
+	t_end
+
+	t_begin "--retry: a receiver stopped at once (SIGTERM twice) tells the client, which resumes against its restart (was: 'interrupted', exit 130)"
+	nextport
+	if start_rx "$W/rx-rt8.log" --root "$W/rx/rt" --port $P; then
+		bg_send "$W/tx-rt8.log" --port $P --chunk-size 64K --bwlimit 1M --retry 5 \
+			--retry-wait 0.5 --json src/rt "$ADDR::stopped"
+		if wait_partfile rx/rt stopped "$TX"; then
+			usleep 1000000
+			kill -TERM "$RX"
+			usleep 200000
+			kill -TERM "$RX"
+			wait_pid "$RX" 10
+			[ "$WRC" = 130 ] || t_fail "receiver exit $WRC, want 130"
+			[ ! -e rx/rt/stopped ] || t_fail "a partial file under its final name"
+			_i=0
+			until start_rx "$W/rx-rt8b.log" --root "$W/rx/rt" --port $P; do
+				kill -9 "$RX" 2>/dev/null
+				_i=$((_i + 1))
+				[ $_i -lt 10 ] || break
+				usleep 300000
+			done
+			wait_pid "$TX" 60
+			[ "$WRC" = 0 ] || t_fail "client exit $WRC, want 0"
+			same src/rt rx/rt/stopped
+			grep -q 'receiver shutting down' "$W/tx-rt8.log" || t_fail "the client was not told the receiver is shutting down"
+			_a=$(jattempts "$W/tx-rt8.log")
+			echo "# attempts: $_a"
+			case "$_a" in
+			peer-lost/11/true*) ;;
+			*) t_fail "attempts: '$_a', want peer-lost/11/true first" ;;
+			esac
+			_sent=$(jlastdone "$W/tx-rt8.log" src/rt sent)
+			[ -n "$_sent" ] && [ "$_sent" -lt $RT_SIZE ] ||
+				t_fail "the retry sent '$_sent' bytes, want fewer than $RT_SIZE (resumed)"
+		else
+			t_fail "transfer never started"
+		fi
+		kill -9 "$TX" 2>/dev/null
+		term_rx
+	else
+		t_fail "receiver did not start listening"
+	fi
+	t_log "$W/tx-rt8.log" "$W/rx-rt8.log" "$W/rx-rt8b.log"
+	t_end
+
 	t_begin "--retry: N exhausted, the exit status is the last attempt's"
 	nextport
 	if start_rx_or_fail "$W/rx-rt4.log" --root "$W/rx/rt" --once --port $P; then
@@ -2179,6 +2267,129 @@ s_retry() {
 	t_log "$W/tx-rt6.log" "$W/rx-rt6.log"
 	t_end
 	rm -rf rx/rt got/rt src/rt src/rt-small
+}
+
+# 29b. Directories always end right (issue #23 item 3): a tree copy cut
+#      off while its directories are open (SIGINT of the pushing client,
+#      kill -9 of the pulling client, the receiver killed under --retry of
+#      a pull) leaves them unfinished; the next copy that completes gives
+#      each the source's mode (and, with -p, its mtime) or the mode less the
+#      umask, push and pull, never 0700. Before, a directory that was there
+#      already (made by the cut copy) kept 0700 unless a push had -p.
+DM_SIZE=$((4 * M))
+# dm_tree DIR: directories of modes 0755, 0750 and 0705 (old mtimes), the
+# slow file in the deepest.
+dm_tree() {
+	mkdir -p "$1/a/b" "$1/c"
+	echo c >"$1/c/f"
+	echo a >"$1/a/f"
+	mkrand "$1/a/b/big" $DM_SIZE
+	chmod 0755 "$1" "$1/a"
+	chmod 0750 "$1/a/b"
+	chmod 0705 "$1/c"
+	touch -d '2004-05-06 07:08:09' "$1/a/b" "$1/c" "$1/a" "$1"
+}
+# dm_check SRC COPY [p]: every directory's mode as SRC's (less the umask
+# without p), with p its mtime too.
+dm_check() {
+	for _d in . a a/b c; do
+		_m=$(stat -c %a "$1/$_d")
+		[ "${3:-}" = p ] || _m=$(printf '%o' $((0$_m & ~0$(umask))))
+		_g=$(stat -c %a "$2/$_d" 2>/dev/null)
+		[ "$_g" = "$_m" ] || t_fail "directory $_d: mode ${_g:-missing}, want $_m"
+		[ "${3:-}" != p ] || [ "$(stat -c %Y "$1/$_d")" = "$(stat -c %Y "$2/$_d" 2>/dev/null)" ] ||
+			t_fail "directory $_d: mtime $(stat -c %Y "$2/$_d" 2>/dev/null), want $(stat -c %Y "$1/$_d")"
+	done
+}
+# dm_cut DIR: the open directories the cut copy left (mode 1700).
+dm_cut() {
+	echo "# left by the cut copy: $(cd "$1" 2>/dev/null && stat -c '%n %a' . a a/b 2>/dev/null | tr '\n' ' ')"
+}
+s_dirmodes() {
+	rm -rf src/dm rx/dm got/dm
+	mkdir -p src rx/dm/push got/dm/pl got/dm/rt
+	dm_tree src/dm
+	nextport
+	if start_rx "$W/rx-dm.log" --root "$W/rx/dm" --port $P; then
+		t_begin "dirmodes: push cut by SIGINT, then -r --resume: every directory's mode as the source's less the umask"
+		bg_send "$W/tx-dm1.log" --port $P --chunk-size 64K --bwlimit 1M -r src/dm "$ADDR::push/"
+		if wait_partfile rx/dm/push/dm/a/b big "$TX"; then
+			usleep 1000000
+			kill -INT "$TX"
+			wait_pid "$TX" 20
+			[ "$WRC" = 130 ] || t_fail "cut copy: exit $WRC, want 130"
+			usleep 1000000 # the receiver ends the cut session
+			dm_cut rx/dm/push/dm
+			send "$W/tx-dm1b.log" --port $P -r --resume src/dm "$ADDR::push/"
+			[ "$SRC" = 0 ] || t_fail "second copy: exit $SRC, want 0"
+			same src/dm/a/b/big rx/dm/push/dm/a/b/big
+			dm_check src/dm rx/dm/push/dm
+		else
+			t_fail "transfer never started"
+		fi
+		kill -9 "$TX" 2>/dev/null
+		t_log "$W/tx-dm1.log" "$W/tx-dm1b.log" "$W/rx-dm.log"
+		t_end
+
+		t_begin "dirmodes: pull -r -p cut by kill -9, then again: every directory's mode and mtime as the source's"
+		cp -a src/dm rx/dm/pl
+		bg_send "$W/tx-dm2.log" --port $P --chunk-size 64K --bwlimit 1M -r -p "$ADDR::pl" got/dm/pl/
+		if wait_partfile got/dm/pl/pl/a/b big "$TX"; then
+			usleep 1000000
+			kill -9 "$TX"
+			wait "$TX" 2>/dev/null
+			dm_cut got/dm/pl/pl
+			usleep 500000
+			send "$W/tx-dm2b.log" --port $P -r -p --resume "$ADDR::pl" got/dm/pl/
+			[ "$SRC" = 0 ] || t_fail "second copy: exit $SRC, want 0"
+			same src/dm/a/b/big got/dm/pl/pl/a/b/big
+			dm_check src/dm got/dm/pl/pl p
+		else
+			t_fail "transfer never started"
+		fi
+		kill -9 "$TX" 2>/dev/null
+		t_log "$W/tx-dm2.log" "$W/tx-dm2b.log" "$W/rx-dm.log"
+		t_end
+		term_rx
+	else
+		t_begin "dirmodes: receiver starts"
+		t_fail "receiver did not start listening"
+		t_end
+		kill -9 "$RX" 2>/dev/null
+	fi
+
+	t_begin "dirmodes: pull -r --retry, the receiver killed and restarted: exit 0, every directory's mode less the umask"
+	nextport
+	if start_rx "$W/rx-dm3.log" --root "$W/rx/dm" --port $P; then
+		bg_send "$W/tx-dm3.log" --port $P --chunk-size 64K --bwlimit 1M --retry 5 \
+			--retry-wait 0.5 -r "$ADDR::pl" got/dm/rt/
+		if wait_partfile got/dm/rt/pl/a/b big "$TX"; then
+			usleep 1000000
+			kill -9 "$RX"
+			wait "$RX" 2>/dev/null
+			_i=0
+			until start_rx "$W/rx-dm3b.log" --root "$W/rx/dm" --port $P; do
+				kill -9 "$RX" 2>/dev/null
+				_i=$((_i + 1))
+				[ $_i -lt 10 ] || break
+				usleep 300000
+			done
+			wait_pid "$TX" 120
+			[ "$WRC" = 0 ] || t_fail "client exit $WRC, want 0"
+			grep -q 'trying again' "$W/tx-dm3.log" || t_fail "no retry"
+			same src/dm/a/b/big got/dm/rt/pl/a/b/big
+			dm_check src/dm got/dm/rt/pl
+		else
+			t_fail "transfer never started"
+		fi
+		kill -9 "$TX" 2>/dev/null
+		term_rx
+	else
+		t_fail "receiver did not start listening"
+	fi
+	t_log "$W/tx-dm3.log" "$W/rx-dm3.log" "$W/rx-dm3b.log"
+	t_end
+	rm -rf src/dm rx/dm got/dm
 }
 
 # 30. The sending side's memory does not grow with the session: it frees

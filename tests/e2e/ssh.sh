@@ -8,7 +8,9 @@
 # path, tests/e2e/scenarios.sh `ssh`). Covers push, pull, paths relative
 # to the remote home, user@host, trees, --resume after a cut, remote to
 # remote, --json, --check HOST, rdcp://HOST:PORT/ beside it, --retry (each
-# attempt starts a new rdcp --server), --files-from on a pull, and the
+# attempt starts a new rdcp --server; ssh refused twice, then working; the
+# remote rdcp stopped with SIGTERM; not past a host key refused),
+# --files-from on a pull, and the
 # failures: rdcp missing or too old there, a wrong host key, no key
 # (BatchMode, never a prompt), ssh or the local rdcp killed mid-copy (no
 # process left on either side, nothing under a final name).
@@ -263,9 +265,9 @@ t_begin "a running receiver beside ssh: rdcp://HOST:PORT/PATH, HOST::PATH, --dae
 P=$((SSHD_PORT + 1))
 "$RDCP" --keygen "$T/key" >/dev/null 2>&1
 mkdir -p "$T/dst/daemon"
-"$RDCP" --listen --transport tcp --key-file "$T/key" --root "$T/dst/daemon" --port $P >"$T/rx.log" 2>&1 &
+"$RDCP" --listen -v --transport tcp --key-file "$T/key" --root "$T/dst/daemon" --port $P >"$T/rx.log" 2>&1 &
 RX=$!
-sleep 0.5
+wait_until 10 "$RX" logged "$T/rx.log" "listening" || t_fail "the receiver did not start listening"
 run_bounded 30 "$T/d1.log" "$RDCP" --key-file "$T/key" --transport tcp "$T/src/f1" "rdcp://127.0.0.1:$P/url/"
 [ "$SRC" = 0 ] || t_fail "rdcp:// exit $SRC"
 same "$T/src/f1" "$T/dst/daemon/url/f1"
@@ -298,6 +300,126 @@ sent=$(jlastdone "$T/retry.log" "$T/src/f1" sent)
 [ -n "$sent" ] && [ "$sent" -lt 3000000 ] || t_fail "the retry sent ${sent:-?} of 3000000 bytes: not resumed"
 wait_until 10 "" sh -c "! pgrep -f '^$T/bin/rdcp-hooks' >/dev/null" || t_fail "an rdcp --server still runs"
 t_log "$T/retry.log"
+t_end
+
+t_begin "--retry over ssh: ssh cannot connect twice (connection refused, as while a host reboots), the third attempt copies"
+# An ssh command line that fails as OpenSSH does when nothing listens,
+# the first two times.
+printf '#!/bin/sh\nn=$(cat "%s" 2>/dev/null || echo 0)\necho $((n + 1)) >"%s"\nif [ "$n" -lt 2 ]; then\n\techo "ssh: connect to host 127.0.0.1 port 22: Connection refused" >&2\n\texit 255\nfi\nexec %s "$@"\n' \
+	"$T/refused" "$T/refused" "$SSH_CMD" >"$T/bin/ssh-refused"
+chmod +x "$T/bin/ssh-refused"
+run_bounded 60 "$T/refused.log" "$RDCP" -e "$T/bin/ssh-refused" --rdcp-path "$RDCP" \
+	--retry 3 --retry-wait 0.2 --json "$T/src/f1" "127.0.0.1:$T/dst/refused/"
+[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
+same "$T/src/f1" "$T/dst/refused/f1"
+[ "$(jattempts "$T/refused.log")" = "remote-start/12/true remote-start/12/true " ] ||
+	t_fail "attempts: '$(jattempts "$T/refused.log")', want remote-start/12/true twice"
+[ "$(grep -c 'trying again in' "$T/refused.log")" = 2 ] || t_fail "not one line per failed attempt"
+t_log "$T/refused.log"
+t_end
+
+t_begin "--retry over ssh: a host key refused is not tried again (exit 12, one attempt)"
+run_bounded 30 "$T/hostkey2.log" "$RDCP" -e "$SSH_CMD_WRONG_HOSTKEY" --rdcp-path "$RDCP" \
+	--retry 3 --retry-wait 5 --json "$T/src/f1" "127.0.0.1:$T/dst/hk2/"
+[ "$SRC" = 12 ] || t_fail "exit $SRC, want 12"
+[ "${ST%.*}" -lt 5 ] || t_fail "took ${ST}s: it waited to retry"
+[ "$(jattempts "$T/hostkey2.log")" = "remote-start/12/false " ] ||
+	t_fail "attempts: '$(jattempts "$T/hostkey2.log")', want remote-start/12/false"
+grep -q 'not retrying' "$T/hostkey2.log" || t_fail "no 'not retrying' line"
+t_log "$T/hostkey2.log"
+t_end
+
+t_begin "--retry over ssh: the remote rdcp stopped with SIGTERM (twice: at once) mid-copy is tried again, exit 0 (was: 130)"
+rm -rf "$T/dst/term"; mkdir -p "$T/dst/term"
+bg_run "$T/term.log" "$RDCP" -e "$SSH_CMD" --rdcp-path "$RDCP" --chunk-size 64K --bwlimit 1M \
+	--retry 3 --retry-wait 0.2 --json "$T/src/f1" "127.0.0.1:$T/dst/term/"
+if wait_partfile "$T/dst/term" f1 "$TX" 20; then
+	sleep 0.5
+	srv=$(pgrep -f "^$RDCP --server" | head -n1)
+	if [ -n "$srv" ]; then
+		kill -TERM "$srv"
+		sleep 0.2
+		kill -TERM "$srv" 2>/dev/null
+	else
+		t_fail "no rdcp --server found"
+	fi
+	wait_pid "$TX" 60
+	[ "$WRC" = 0 ] || t_fail "exit $WRC, want 0"
+	same "$T/src/f1" "$T/dst/term/f1"
+	case "$(jattempts "$T/term.log")" in
+	peer-lost/11/true*) ;;
+	*) t_fail "attempts: '$(jattempts "$T/term.log")', want peer-lost/11/true first" ;;
+	esac
+	grep -q '"exit":130' "$T/term.log" && t_fail "an exit 130 reported"
+else
+	t_fail "no transfer under way"
+fi
+kill -9 "$TX" 2>/dev/null
+wait_until 10 "" no_servers || t_fail "an rdcp --server still runs"
+t_log "$T/term.log"
+t_end
+
+t_begin "a copy over ssh has no fixed wait after the data: rdcp exits within 0.4 s of the remote rdcp's last line (was 1 s)"
+# The remote rdcp's last line (-v: "resources: ...") and rdcp's exit, as
+# the end of its stderr, timed here; the best of three.
+mkdir -p "$T/dst/tail"
+best=""
+for i in 1 2 3; do
+	gap=$( { r -v "$T/src/tree/sub/b" "127.0.0.1:$T/dst/tail/" 2>&1 >/dev/null; } |
+		{ t1=""
+		while IFS= read -r l; do
+			case $l in "127.0.0.1: rdcp: resources:"*) t1=$EPOCHREALTIME ;; esac
+		done
+		[ -n "$t1" ] && awk -v a="$t1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%d", (b - a) * 1000 }'; })
+	echo "# from the remote's last line to rdcp's exit: ${gap:-?} ms"
+	[ -n "$gap" ] && { [ -z "$best" ] || [ "$gap" -lt "$best" ]; } && best=$gap
+done
+[ -n "$best" ] || t_fail "no remote 'resources:' line seen"
+[ -z "$best" ] || [ "$best" -lt 400 ] || t_fail "rdcp ended ${best} ms after the remote rdcp at best, want < 400"
+same "$T/src/tree/sub/b" "$T/dst/tail/b"
+t_end
+
+t_begin "Ctrl-C on a remote-to-remote copy: exit 130, no false 'ssh failed' (was: exit 12 quoting a progress line)"
+# A terminal's Ctrl-C: SIGINT to the whole process group, ssh included.
+rm -rf "$T/dst/r2rint"; mkdir -p "$T/dst/r2rint"
+bg_run "$T/r2rint.log" setsid "$T/bin/r" --progress --bwlimit 20M "127.0.0.1:$T/src/big" "127.0.0.1:$T/dst/r2rint/"
+if wait_partfile "$T/dst/r2rint" big "$TX" 20; then
+	sleep 0.5
+	kill -INT -- "-$TX"
+	wait_pid "$TX" 20
+	[ "$WRC" = 130 ] || t_fail "exit $WRC, want 130"
+	grep -qi "failed" "$T/r2rint.log" && t_fail "a failure reported: $(grep -i failed "$T/r2rint.log" | head -n1)"
+	grep -q "interrupted" "$T/r2rint.log" || t_fail "no 'interrupted' line"
+	[ -e "$T/dst/r2rint/big" ] && t_fail "a partial file has the final name"
+else
+	t_fail "no transfer under way"
+fi
+kill -9 "$TX" 2>/dev/null
+wait_until 15 "" no_servers || t_fail "an rdcp --server still runs"
+t_log "$T/r2rint.log"
+t_end
+
+t_begin "a remote error is printed once, without stacked address prefixes (DEST beneath a file; a missing source; a tree's directory)"
+run_bounded 60 "$T/once1.log" r -r "$T/src/tree" "127.0.0.1:$T/src/f1/x/"
+[ "$SRC" = 2 ] || t_fail "push: exit $SRC, want 2"
+[ "$(grep -c "cannot create directory" "$T/once1.log")" = 1 ] ||
+	t_fail "push: the error printed $(grep -c "cannot create directory" "$T/once1.log") times, want once"
+grep -Eq '[0-9]: [0-9.]+:[0-9]+: ' "$T/once1.log" && t_fail "push: stacked prefixes: $(grep -E '[0-9]: [0-9.]+:[0-9]+: ' "$T/once1.log")"
+run_bounded 60 "$T/once2.log" r "127.0.0.1:$T/src/nope" "$T/dst/"
+[ "$SRC" = 7 ] || t_fail "pull: exit $SRC, want 7"
+[ "$(grep -c "cannot stat" "$T/once2.log")" = 1 ] ||
+	t_fail "pull: the error printed $(grep -c "cannot stat" "$T/once2.log") times, want once"
+# A directory that cannot be made (a file has its name): said once, and
+# the entries beneath it counted in one line, not one line each.
+rm -rf "$T/dst/coll"; mkdir -p "$T/dst/coll"; echo x >"$T/dst/coll/tree"
+run_bounded 60 "$T/once3.log" r -r "$T/src/tree" "127.0.0.1:$T/dst/coll/"
+[ "$SRC" = 7 ] || t_fail "tree: exit $SRC, want 7"
+[ "$(grep -c "cannot create directory" "$T/once3.log")" = 1 ] ||
+	t_fail "tree: the directory's error printed $(grep -c "cannot create directory" "$T/once3.log") times, want once"
+grep -Eq '^rdcp: .*tree: [0-9]+ entries beneath it failed too$' "$T/once3.log" ||
+	t_fail "tree: no one line counting the entries beneath"
+[ "$(grep -c '^rdcp: ' "$T/once3.log")" -le 3 ] || t_fail "tree: $(grep -c '^rdcp: ' "$T/once3.log") lines, want 3 at most"
+t_log "$T/once1.log" "$T/once2.log" "$T/once3.log"
 t_end
 
 t_begin "no rdcp process of this test is left on either side"

@@ -106,8 +106,12 @@ static void test_transient(void)
 		    v == XFER_FAIL_RESOURCE || v == XFER_FAIL_INTERNAL ||
 		    v == XFER_FAIL_CANCELED)
 			CHECK(!retry_is_transient(&r, v));
-	/* ssh failed or no usable rdcp there: mostly for good */
+	/* ssh refused a login or no usable rdcp there: for good */
 	CHECK(!retry_is_transient(&r, XFER_FAIL_REMOTE_START));
+	/* ssh could not reach the host: may pass; the next attempt anew */
+	r.start_may_heal = true;
+	CHECK(retry_is_transient(&r, XFER_FAIL_REMOTE_START));
+	r.start_may_heal = false;
 	/* a file failed verification, another was busy there: retried */
 	f = done("a", -EBADMSG, XFER_FAIL_VERIFY, false);
 	retry_file(&r, &f);

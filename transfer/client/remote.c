@@ -117,6 +117,10 @@ static enum xfer_fail start_remote(const struct xfer_opts *o, struct rsh *r,
 	if (!rc)
 		return XFER_OK;
 	status = rsh_finish(r, rc == -EPIPE ? REMOTE_END_MS : 0);
+	if (o->cancel && *o->cancel) /* ssh got the terminal's SIGINT too */
+		return fail(st, XFER_FAIL_CANCELED, "interrupted");
+	st->start_may_heal =
+		rc == -ETIMEDOUT || (rc == -EPIPE && rsh_may_heal(r, status));
 	if (rc == -EMSGSIZE)
 		return fail(
 			st, XFER_FAIL_REMOTE_START,
@@ -346,7 +350,7 @@ int xfer_copy_between(const struct xfer_opts *o, const char *dest_host,
 
 	od.rsh_host = dest_host;
 	if (start_remote(&od, &d, line, &st) != XFER_OK)
-		return -1;
+		return o->cancel && *o->cancel ? -2 : -1;
 	if (rsh_start(&s, o->rsh, o->rsh_host, o->rdcp_path, far_argv,
 		      o->batch, o->connect_timeout_ms / 1000, true)) {
 		rsh_finish(&d, 0);
@@ -359,6 +363,10 @@ int xfer_copy_between(const struct xfer_opts *o, const char *dest_host,
 	relay_out(o, &s);
 	status = rsh_finish(&s, REMOTE_END_MS);
 	rsh_finish(&d, REMOTE_END_MS);
+	if (o->cancel && *o->cancel) {
+		log_err("interrupted");
+		return -2;
+	}
 	if (status == 255 || status == 127 || status == 126 || status < 0) {
 		rsh_explain(&s, status, o->rdcp_path, why, sizeof(why));
 		log_err("%s", why);

@@ -98,8 +98,12 @@ static void *relay_main(void *arg)
 		n = read(r->err, buf, sizeof(buf));
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n <= 0)
+		if (n <= 0) {
+			pthread_mutex_lock(&r->lock);
+			r->drained = true;
+			pthread_mutex_unlock(&r->lock);
 			break;
+		}
 		if (r->raw && write(STDERR_FILENO, buf, (size_t)n) < 0)
 			break;
 		for (ssize_t i = 0; i < n; i++) {
@@ -332,11 +336,22 @@ int rsh_finish(struct rsh *r, int timeout_ms)
 		r->pid = -1;
 	}
 	if (r->relaying) {
-		/* What is left on its stderr is read first (1 s at most). */
-		struct pollfd pfd = { .fd = r->err, .events = POLLIN };
+		/*
+		 * What is left on its stderr is read first, up to its end (1 s
+		 * at most: a process it left behind may hold it open). Not a
+		 * fixed wait: stderr's end is readable too, so polling it
+		 * would take the whole second after every copy.
+		 */
+		uint64_t until = clock_now_ms() + 1000;
+		bool drained = false;
 
-		for (int i = 0; i < 10 && poll(&pfd, 1, 0) > 0; i++)
-			usleep(100000);
+		while (!drained && clock_now_ms() < until) {
+			pthread_mutex_lock(&r->lock);
+			drained = r->drained;
+			pthread_mutex_unlock(&r->lock);
+			if (!drained)
+				usleep(2000);
+		}
 		pthread_mutex_lock(&r->lock);
 		r->stop = true;
 		pthread_mutex_unlock(&r->lock);
@@ -358,6 +373,30 @@ void rsh_last_line(struct rsh *r, char *out, size_t len)
 	pthread_mutex_lock(&r->lock);
 	snprintf(out, len, "%s", r->last);
 	pthread_mutex_unlock(&r->lock);
+}
+
+bool rsh_may_heal(struct rsh *r, int status)
+{
+	/* What OpenSSH says when the host, or its sshd, is not there yet. */
+	static const char *const passing[] = {
+		"Connection refused", "Connection timed out",
+		"Connection reset",   "Connection closed",
+		"No route to host",   "Network is unreachable",
+		"Temporary failure",  "kex_exchange_identification",
+		"Broken pipe",	      "Operation timed out",
+	};
+	char first[512], last[512];
+	bool heal = false;
+
+	if (status != 255) /* killed by a signal: sshd or the host going down */
+		return status >= 128;
+	pthread_mutex_lock(&r->lock);
+	memcpy(first, r->first, sizeof(first));
+	memcpy(last, r->last, sizeof(last));
+	pthread_mutex_unlock(&r->lock);
+	for (size_t i = 0; i < sizeof(passing) / sizeof(passing[0]); i++)
+		heal |= strstr(first, passing[i]) || strstr(last, passing[i]);
+	return heal;
 }
 
 void rsh_explain(struct rsh *r, int status, const char *rdcp_path, char *why,

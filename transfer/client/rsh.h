@@ -30,6 +30,7 @@ struct rsh {
 	char buf[4096]; /* stdout read ahead of the line asked for */
 	size_t nbuf;
 	bool stop; /* the relay thread is to stop (under lock) */
+	bool drained; /* the relay thread read stderr's end (under lock) */
 };
 
 /*
@@ -73,6 +74,16 @@ void rsh_last_line(struct rsh *r, char *out, size_t len);
  * status then in *status, as rsh_finish returns it.
  */
 bool rsh_ended(struct rsh *r, int *status);
+
+/*
+ * Whether a remote that ended with status (rsh_finish) before its
+ * bootstrap line may start on another attempt: ssh could not reach the
+ * host or lost it (connection refused, timed out, reset or closed, no
+ * route, a name not resolved for now) or the remote shell was killed by a
+ * signal. Not a host key or login refused, a missing or older rdcp there,
+ * or anything not known to pass.
+ */
+bool rsh_may_heal(struct rsh *r, int status);
 
 /*
  * Why a remote that ended with status (rsh_finish) before its bootstrap

@@ -53,18 +53,20 @@ void place_tmp_name(const char *name, char *tmp, size_t len)
 			 (unsigned long long)name_hash(name, n));
 }
 
-int place_mkdir(int dirfd, const char *name, bool *created)
+int place_mkdir(int dirfd, const char *name, bool *ours)
 {
 	struct stat st;
 
-	*created = mkdirat(dirfd, name, 0700) == 0;
-	if (*created)
+	*ours = mkdirat(dirfd, name, PLACE_DIR_FILLING) == 0;
+	if (*ours)
 		return 0;
 	if (errno != EEXIST)
 		return -errno;
 	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
 	    !S_ISDIR(st.st_mode))
 		return -EEXIST;
+	/* setgid may come from the parent; every other bit says it */
+	*ours = (st.st_mode & 07777 & ~(mode_t)S_ISGID) == PLACE_DIR_FILLING;
 	return 0;
 }
 

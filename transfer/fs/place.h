@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
 
@@ -37,11 +38,24 @@ mode_t place_mode(uint32_t mode, bool preserve, mode_t umask);
 void place_tmp_name(const char *name, char *tmp, size_t len);
 
 /*
- * Makes directory name in dirfd (0700: it stays writable while it fills).
- * *created says whether it was made now or a directory was there. 0 or
- * -errno; -EEXIST when something else has the name.
+ * A directory being filled: made so (owner only, so it stays writable and
+ * private while it fills), given its final mode when nothing beneath can
+ * change. The sticky bit marks it as one a session made and did not
+ * finish: a session cut off (kill -9, a lost link) leaves it so, and the
+ * next session that enters it finishes it as one it made (issue #23
+ * item 3). A directory a user made 0700 has no sticky bit and is left as
+ * it is.
  */
-int place_mkdir(int dirfd, const char *name, bool *created)
+#define PLACE_DIR_FILLING (S_ISVTX | S_IRWXU)
+
+/*
+ * Makes directory name in dirfd, PLACE_DIR_FILLING. *ours says whether it
+ * is this sink's to finish: made now, or an earlier session's left
+ * unfinished (its mode is PLACE_DIR_FILLING, setgid aside); false for any
+ * other directory that was there. 0 or -errno; -EEXIST when something
+ * else has the name.
+ */
+int place_mkdir(int dirfd, const char *name, bool *ours)
 	__attribute__((warn_unused_result));
 
 /*

@@ -349,6 +349,35 @@ static int server_handshake(struct server *srv, struct engine *e,
 }
 
 /*
+ * The receiver's trail: one line per authenticated session at the default
+ * level (rdcp.1, "RECEIVER LOG"), key=value words for a log shipper. Who
+ * authenticated is the key it proved: the site's (pre-shared) key, or none
+ * under --no-auth; module is "-" until modules exist (issue #24). An rdcp
+ * --server's user is its client, who has its own summary: info there.
+ */
+static void audit(const struct server *srv, const struct cm_conn *c,
+		  uint8_t role, const struct xfer_stats *st, enum xfer_fail v,
+		  double seconds)
+{
+	const char *client = srv->o->ssh_server ? "one-time-key"
+			     : srv->key		? "site-key"
+						: "-";
+	char line[512];
+
+	snprintf(line, sizeof(line),
+		 "session peer=%s client=%s module=- op=%s files=%llu "
+		 "failed=%llu bytes=%llu result=%s seconds=%.2f",
+		 c->peer, client, role == WIRE_PUSH ? "push" : "pull",
+		 (unsigned long long)st->files_ok,
+		 (unsigned long long)st->files_failed,
+		 (unsigned long long)st->bytes, xfer_fail_name(v), seconds);
+	if (srv->o->ssh_server)
+		log_info("%s", line);
+	else
+		log_note("%s", line);
+}
+
+/*
  * One session on c: the handshake by deadline_ms, then a slot (server_promote,
  * pa as there; *promoted says whether one was taken), then the sink or the
  * source.
@@ -374,6 +403,7 @@ static enum xfer_fail serve_conn(struct server *srv, struct cm_conn *c,
 	rc = engine_init(&e, c, srv->o);
 	if (rc)
 		return XFER_FAIL_RESOURCE;
+	e.serving = true;
 	h = malloc(sizeof(*h));
 	rc = h ? server_handshake(srv, &e, h, &p, key, deadline_ms, &jw)
 	       : engine_fail(&e, XFER_FAIL_RESOURCE, -ENOMEM, "out of memory");
@@ -455,6 +485,8 @@ static enum xfer_fail serve_conn(struct server *srv, struct cm_conn *c,
 			 (unsigned long long)st.files_ok,
 			 units_format_size(st.bytes, sz, sizeof(sz)),
 			 clock_now_s() - t0);
+	if (*promoted)
+		audit(srv, c, h->role, &st, v, clock_now_s() - t0);
 	engine_release(&e);
 	free(srcs);
 	free(srcbuf);
@@ -709,6 +741,29 @@ static bool boot_done(struct server *srv, uint64_t until_ms,
 	return done;
 }
 
+/*
+ * *o->stop is set: whether to leave the accept loop now. At once for a
+ * single session (--once, --server), else once no session runs or
+ * authenticates; until then new connections are refused (the loop goes
+ * on, so that they are not left waiting in the backlog).
+ */
+static bool stopped(struct server *srv, bool *told)
+{
+	unsigned int n;
+
+	if (srv->o->once || srv->o->ssh_server)
+		return true;
+	pthread_mutex_lock(&srv->lock);
+	n = srv->sessions + srv->preauth;
+	pthread_mutex_unlock(&srv->lock);
+	if (n && !*told)
+		log_warn("shutting down: %u running session%s given up to "
+			 "%d s to finish",
+			 n, n == 1 ? "" : "s", XFER_STOP_GRACE_S);
+	*told = true;
+	return !n;
+}
+
 enum xfer_fail xfer_serve(const struct xfer_opts *o)
 {
 	struct server srv = { .o = o, .key = o->key };
@@ -716,6 +771,7 @@ enum xfer_fail xfer_serve(const struct xfer_opts *o)
 	struct cm_listener *l;
 	enum xfer_fail v = XFER_OK;
 	uint64_t until = 0;
+	bool told = false; /* stopping: the sessions' grace said */
 	int rc;
 
 	if (o->ssh_server) {
@@ -769,6 +825,8 @@ enum xfer_fail xfer_serve(const struct xfer_opts *o)
 	while (!(o->cancel && *o->cancel)) {
 		struct cm_request *req;
 
+		if (o->stop && *o->stop && stopped(&srv, &told))
+			break;
 		if (o->ssh_server && boot_done(&srv, until, &v))
 			break;
 		/* Out of descriptors or memory is -EAGAIN too: cm/ said so. */
@@ -781,6 +839,11 @@ enum xfer_fail xfer_serve(const struct xfer_opts *o)
 			break;
 		}
 		log_info("connection from %s", cm_request_peer(req));
+		if (o->stop && *o->stop) {
+			/* rejected, not left waiting: the client retries */
+			server_refuse(&srv, req, REFUSED_STOPPING);
+			continue;
+		}
 		if (o->once) {
 			bool promoted;
 
@@ -802,7 +865,7 @@ enum xfer_fail xfer_serve(const struct xfer_opts *o)
 		}
 		spawn(&srv, req);
 	}
-	if (!o->once && o->cancel && *o->cancel)
+	if (!o->once && ((o->cancel && *o->cancel) || (o->stop && *o->stop)))
 		v = XFER_FAIL_CANCELED;
 	pthread_mutex_lock(&srv.lock);
 	while (srv.sessions || srv.preauth)

@@ -155,6 +155,10 @@ void server_refuse(struct server *srv, struct cm_request *req, enum refusal why)
 				 "authenticating%s",
 				 cm_request_peer(req), PREAUTH_MAX, more);
 			break;
+		case REFUSED_STOPPING:
+			log_warn("refused %s: shutting down%s",
+				 cm_request_peer(req), more);
+			break;
 		default:
 			log_warn("refused %s: %u sessions already running%s",
 				 cm_request_peer(req), srv->max_sessions, more);

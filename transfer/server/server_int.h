@@ -42,6 +42,7 @@ enum refusal {
 	REFUSED_BUSY,
 	REFUSED_JOIN, /* a lane join no session waits for (server_join.c) */
 	REFUSED_REPLAY, /* a lane's proof presented a second time (same) */
+	REFUSED_STOPPING, /* SIGTERM: running sessions finish, no new one */
 	REFUSED_MAX
 };
 

@@ -89,9 +89,16 @@ static int fail_set(struct engine *e, enum xfer_fail klass, int err,
 	e->fail = klass;
 	e->err = err ? err : -EIO;
 	snprintf(e->why, sizeof(e->why), "%s", why ? why : strerror(-e->err));
-	if (!logged)
+	if (!logged && engine_user_is_peer(e))
+		log_info("%s", e->why);
+	else if (!logged)
 		log_err("%s", e->why);
 	return e->err;
+}
+
+bool engine_user_is_peer(const struct engine *e)
+{
+	return e->serving && e->o->ssh_server;
 }
 
 int engine_fail(struct engine *e, enum xfer_fail klass, int err,
@@ -335,6 +342,8 @@ static void linger_send(struct engine *e, unsigned int i)
 void engine_tell_peer(struct engine *e)
 {
 	struct wire_msg m = { .type = WIRE_ERROR };
+	const char *why = e->why;
+	size_t plen = strlen(e->c->peer);
 	int i = free_tx(e);
 	int len;
 
@@ -344,8 +353,13 @@ void engine_tell_peer(struct engine *e)
 	m.ctrl_ack = credit_ctrl_sent(&e->cc);
 	m.u.error.status = e->err;
 	m.u.error.klass = (uint32_t)e->fail;
+	/* "PEER: why" names the peer in our log; it knows who it is, and
+	 * puts our name before what it prints */
+	if (plen && !strncmp(why, e->c->peer, plen) && why[plen] == ':' &&
+	    why[plen + 1] == ' ')
+		why += plen + 2;
 	snprintf(m.u.error.msg, sizeof(m.u.error.msg), "%.*s",
-		 (int)WIRE_MSG_MAX, e->why);
+		 (int)WIRE_MSG_MAX, why);
 	len = wire_encode(&m, cm_tx(e->c, (unsigned int)i),
 			  e->c->geom.ctrl_size - WIRE_TAG_LEN);
 	if (len > 0)
@@ -422,6 +436,13 @@ static int take_msg(struct engine *e, unsigned int id, const struct wire_msg *m)
 		e->peer_said_error = true;
 		if (k == XFER_FAIL_LOCAL_IO)
 			k = XFER_FAIL_REMOTE_IO; /* its local is our remote */
+		/*
+		 * The peer interrupted (a receiver stopped, a remote rdcp
+		 * killed with SIGTERM) went away: only this process's own
+		 * signal is a cancel, so --retry tries again.
+		 */
+		if (k == XFER_FAIL_CANCELED)
+			k = XFER_FAIL_PEER_LOST;
 		return engine_fail(e, k,
 				   m->u.error.status < 0 ? m->u.error.status
 							 : -EPROTO,
@@ -704,8 +725,12 @@ static int run(struct engine *e, uint64_t deadline_ms)
 		if (e->fail)
 			break;
 		if (e->o->cancel && *e->o->cancel) {
-			engine_fail(e, XFER_FAIL_CANCELED, -EINTR,
-				    "interrupted");
+			if (e->serving)
+				engine_fail(e, XFER_FAIL_CANCELED, -ESHUTDOWN,
+					    "receiver shutting down");
+			else
+				engine_fail(e, XFER_FAIL_CANCELED, -EINTR,
+					    "interrupted");
 			break;
 		}
 		if (now - e->last_rx_ms >= (uint64_t)e->o->timeout_ms) {

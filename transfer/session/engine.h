@@ -97,6 +97,11 @@ struct engine {
 	char why[600];
 	struct engine_mac mac;
 	bool peer_said_error; /* the peer sent ERROR: do not answer it */
+	/*
+	 * A receiver's session (server.c): a cancel is the receiver going
+	 * away (-ESHUTDOWN, its client retries), not an interrupted copy.
+	 */
+	bool serving;
 	bool flushed; /* a flush or CLOSED was seen: the connection failed */
 	bool closing; /* the role said its last word: no acks or keepalives,
 		       * which the peer, free to hang up now, would not read */
@@ -104,6 +109,14 @@ struct engine {
 
 int engine_init(struct engine *e, struct cm_conn *c, const struct xfer_opts *o)
 	__attribute__((warn_unused_result));
+
+/*
+ * Whether this session's user is the peer's: an rdcp --server started
+ * over ssh, whose stderr is relayed to the client's user, who is also
+ * told every failure (the session's, each file's) over the wire. Its
+ * failures are then logged at info level, so that they are printed once.
+ */
+bool engine_user_is_peer(const struct engine *e);
 void engine_release(struct engine *e);
 
 /*

@@ -179,6 +179,8 @@ static int on_file(struct sink *k, const struct wire_file *wf)
 	f->fd = f->dirfd = f->cand = f->dio.fd = -1;
 	f->head = f->tail = -1;
 	f->size = wf->size;
+	if (wf->kind == WIRE_KIND_FILE)
+		k->bytes_told += wf->size;
 	f->holes_ok = (wf->flags & WIRE_FILE_SPARSE) ||
 		      (k->p->flags & (WIRE_HELLO_SPARSE | WIRE_HELLO_RESUME));
 	f->mode = wf->mode;

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The directories a sink creates and finishes. A directory is made as it
- * is announced, 0700 (place_mkdir), so it stays writable while it fills;
- * its final mode and (with -p) times come when nothing more can change it:
+ * is announced, 01700 (place_mkdir: PLACE_DIR_FILLING), so it stays
+ * writable while it fills and one that a session cut off left unfinished
+ * is known as such by the next, which finishes it as its own. Its final
+ * mode and (with -p) times come when nothing more can change it:
  * the walk has left it and nothing beneath it is still in flight (a file
  * being written, resumed or renamed into place, a pack being unpacked). A
  * rename inside changes a directory's mtime, so its times go last.
@@ -42,7 +44,8 @@ struct snk_dir {
 	unsigned int depth; /* components in its path: 1 for a top entry */
 	bool open;	    /* the walk may still list entries in it */
 	bool made;	    /* placed as announced: it is to be finished */
-	bool created;	    /* ... and made by this session */
+	bool created;	    /* ... and made by this session, or left
+			     * unfinished by an earlier one (place.h) */
 	uint32_t mode;
 	struct timespec times[2];
 	size_t len;  /* of name */
@@ -105,11 +108,12 @@ static int dir_rel(const struct sink *k, const struct snk_dir *d, char *buf,
 }
 
 /*
- * d's final mode and times. Those made in this session get them; an
- * existing one keeps its own unless a receiver was asked for -p (a push:
- * its client may shape anything beneath DEST, as cp -rp does). A pull
- * never changes a directory it did not make: the user's ~/.ssh keeps its
- * mode whatever the server says.
+ * d's final mode and times. Those made in this session, or left unfinished
+ * by one cut off (place_mkdir), get them; an existing one keeps its own
+ * unless a receiver was asked for -p (a push: its client may shape
+ * anything beneath DEST, as cp -rp does). A pull never changes a
+ * directory it did not make: the user's ~/.ssh keeps its mode whatever
+ * the server says.
  */
 static void finish(struct sink *k, const struct snk_dir *d)
 {

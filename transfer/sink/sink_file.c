@@ -198,6 +198,8 @@ void sink_tally(struct sink *k, const char *shown, uint64_t size, int err,
 	if (err) {
 		if (msg && !k->p->server)
 			log_err("%s", msg);
+		else if (msg && !remote && engine_user_is_peer(k->e))
+			log_info("%s", msg); /* the client prints it */
 		else if (msg && !remote)
 			log_warn("%s", msg);
 		if (!k->st->files_failed++)

@@ -193,6 +193,12 @@ struct sink {
 	struct snk_list *list; /* a pull's --files-from, else NULL */
 	struct snk_del del;
 	uint64_t bytes_in, next_progress_ms;
+	/*
+	 * The sizes of the regular files announced so far, and of the packed
+	 * slots as they come: a pull's total for its progress, as far as
+	 * known (it grows while the source lists a tree).
+	 */
+	uint64_t bytes_told;
 	bool done, bye_sent;
 	bool direct_told; /* --direct could not be had: said once */
 };

@@ -74,6 +74,7 @@ int sink_pack_arrived(struct sink *k, const struct wire_slot_hdr *h,
 	j->dir = sink_dir_hold(k);
 	/* ... and come after the entries before it, in a list's order. */
 	j->list_lo = sink_list_pos(k);
+	k->bytes_told += h->raw_len; /* announced as they come */
 	sink_progress(k, k->t->shown, h->raw_len);
 	workq_push(k->e->wq, &j->item);
 	return 0;

@@ -32,6 +32,8 @@ void sink_progress(struct sink *k, const char *shown, uint32_t len)
 {
 	k->bytes_in += len;
 	if (!k->p->server)
-		report_progress(k->e->o, &k->next_progress_ms, k->bytes_in, 0,
+		report_progress(k->e->o, &k->next_progress_ms, k->bytes_in,
+				k->bytes_told > k->bytes_in ? k->bytes_told
+							    : k->bytes_in,
 				shown);
 }

@@ -48,6 +48,37 @@
 
 /* ---- engine role ---- */
 
+/* Says how many failures beneath s->failed_dir were not printed. */
+static void beneath_flush(struct source *s)
+{
+	if (s->failed_beneath)
+		log_err("%s: %llu %s beneath it failed too", s->failed_dir,
+			(unsigned long long)s->failed_beneath,
+			s->failed_beneath == 1 ? "entry" : "entries");
+	s->failed_beneath = 0;
+}
+
+/*
+ * Whether f's failure is to go unprinted: it lies beneath the directory
+ * that failed last (counted, said once by beneath_flush). A failed
+ * directory becomes that one.
+ */
+static bool beneath_failed(struct source *s, const struct src_file *f)
+{
+	size_t n = s->failed_dir ? strlen(s->failed_dir) : 0;
+
+	if (n && !strncmp(f->path, s->failed_dir, n) && f->path[n] == '/') {
+		s->failed_beneath++;
+		return true;
+	}
+	beneath_flush(s);
+	if (f->w && f->w->kind == WIRE_KIND_DIR) {
+		free(s->failed_dir);
+		s->failed_dir = strdup(f->path);
+	}
+	return false;
+}
+
 /* The sink's verdict on f, unless our own failure (read error, file
  * changed) came first: that one wins. */
 static void conclude(struct source *s, struct src_file *f, int status,
@@ -57,7 +88,8 @@ static void conclude(struct source *s, struct src_file *f, int status,
 		status = f->err;
 		msg = f->errmsg;
 	}
-	if (status && !(f->err && s->cfg->p.server))
+	if (status && !(f->err && s->cfg->p.server) &&
+	    (s->cfg->p.server || !beneath_failed(s, f)))
 		log_err("%s%s%s", f->err ? "" : f->path, f->err ? "" : ": ",
 			msg);
 	else if (!status && s->cfg->p.server)
@@ -502,6 +534,8 @@ out:
 	free(s.fifo);
 	free(s.posted);
 	free(s.by_wire);
+	beneath_flush(&s);
+	free(s.failed_dir);
 	walk_free(&s.walk);
 	src_names_free(&s);
 	return e->fail ? e->err : 0;

@@ -152,6 +152,13 @@ struct source {
 	const struct xfer_opts *o;
 	const struct source_cfg *cfg;
 	struct xfer_stats *st;
+	/*
+	 * The client's last failed directory (malloc'd path, or NULL) and the
+	 * failures beneath it not printed one by one: a DEST that cannot be
+	 * made says so once, not once per entry (--json still has each).
+	 */
+	char *failed_dir;
+	uint64_t failed_beneath;
 	uint32_t chunk;
 	struct credit_tx tx;
 	struct walk walk;

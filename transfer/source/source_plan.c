@@ -38,7 +38,10 @@ static bool may_fly(const struct walk_entry *w)
 static int tell(struct source *s, struct src_file *f)
 {
 	if (f->err) {
-		log_err("%s", f->errmsg);
+		if (engine_user_is_peer(s->e))
+			log_info("%s", f->errmsg); /* the client prints it */
+		else
+			log_err("%s", f->errmsg);
 		if (!s->cfg->p.server) {
 			src_report(s, f, f->err, f->errmsg, NULL, 0);
 			src_retire(s, f); /* f may be gone */
