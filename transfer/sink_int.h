@@ -263,10 +263,12 @@ void sink_start_work(struct sink *k, struct snk_file *f,
 int sink_skip_file(struct sink *k, struct snk_file *f);
 
 /*
- * --dry-run: answers f's FILE (path as sent) with what a copy would do
+ * --dry-run: answers f's FILE (path as sent, link a symlink's target)
+ * with what a copy would do
  * (sink_dry.c). 0 or the engine's error.
  */
-int sink_dry_answer(struct sink *k, struct snk_file *f, const char *path);
+int sink_dry_answer(struct sink *k, struct snk_file *f, const char *path,
+		    const char *link);
 
 /* f's FILE_RESULT, counted and reported. Frees f. */
 int sink_send_result(struct sink *k, struct snk_file *f, const uint8_t *digest,
@@ -487,6 +489,23 @@ int sink_on_sums(struct sink *k, const struct wire_sums *m);
  * chunks that matched and the ones that came). 0 or -errno, f failed.
  */
 int sink_resume_digest(struct snk_work *fin, int fd);
+
+/* ---- sink_sync.c ---- */
+
+enum sink_sync_verdict {
+	SINK_SYNC_SEND,	   /* nothing like it here: the data is sent */
+	SINK_SYNC_KEEP,	   /* what is here passes the check: kept */
+	SINK_SYNC_COMPARE, /* checksum: a regular file of the same size */
+};
+
+/*
+ * --sync: what f's name holds against the check HELLO asked for (link:
+ * a symlink's target as sent). Kept without dry, f gets the source's mode
+ * and times with -p (f failed if that fails). Always SEND without --sync,
+ * for a directory, or a failed f.
+ */
+enum sink_sync_verdict sink_sync_check(struct sink *k, struct snk_file *f,
+				       const char *link, bool dry);
 
 /* ---- sink_want.c ---- */
 

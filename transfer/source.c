@@ -128,19 +128,19 @@ void src_read_chunk(struct workq_item *item)
 	j->status = direct_pread(&j->f->dio, j->f->fd, raw, j->len, j->offset);
 	if (j->status)
 		return;
-	/* With --resume every chunk is described to the sink instead. */
-	if ((p->flags & WIRE_HELLO_SPARSE) && !s->resume)
+	/* Compared (--resume) every chunk is described to the sink instead. */
+	if ((p->flags & WIRE_HELLO_SPARSE) && !s->compare)
 		j->zero = all_zero(raw, j->len);
 	if (j->zero)
 		return; /* --sparse: a hole, out of the digest like holes */
-	if (p->csum != XFER_CSUM_NONE || s->resume)
+	if (p->csum != XFER_CSUM_NONE || s->compare)
 		j->crc = ck_crc32(0, raw, j->len);
-	if (p->csum == XFER_CSUM_SHA256 || s->resume) {
+	if (p->csum == XFER_CSUM_SHA256 || s->compare) {
 		j->status = ck_sha256(raw, j->len, j->sha);
 		if (j->status)
 			return;
 	}
-	if (s->resume) {
+	if (s->compare) {
 		j->status = payload_resume_sum(s->resume_key, j->f->wire_id,
 					       j->offset / s->chunk, j->sha,
 					       j->sum);
@@ -171,6 +171,7 @@ void src_report(struct source *s, struct src_file *f, int status,
 		.klass = engine_klass_of(status, !f->err),
 		.message = msg,
 		.skipped = f->skipped && !status,
+		.reason = report_skip_reason(s->cfg->p.flags, s->cfg->p.sync),
 		.dry = !status && (f->dry & WIRE_RESULT_DRY),
 		.exists = !status && (f->dry & WIRE_RESULT_EXISTS),
 		.range_count = f->w->range ? f->w->range->count : 0,
@@ -227,7 +228,8 @@ static const char *result_misplaced(const struct source *s,
 {
 	bool skipped = res->flags & WIRE_RESULT_SKIPPED;
 	bool asked_skip =
-		s->cfg->p.flags & (WIRE_HELLO_NO_CLOBBER | WIRE_HELLO_UPDATE);
+		(s->cfg->p.flags & (WIRE_HELLO_NO_CLOBBER | WIRE_HELLO_UPDATE)) ||
+		s->cfg->p.sync != WIRE_SYNC_NONE;
 	bool dry_run = s->cfg->p.flags & WIRE_HELLO_DRY_RUN;
 	uint32_t dry = res->flags & (WIRE_RESULT_DRY | WIRE_RESULT_EXISTS);
 
@@ -283,7 +285,7 @@ static const char *result_misplaced(const struct source *s,
 		return "before it was sent";
 	if (res->status)
 		return NULL;
-	if (skipped && !(s->resume && !f->nchunks))
+	if (skipped && !(s->compare && !f->nchunks))
 		return "as skipped, which was not asked for";
 	/* The final range's digest is the whole file's (README, Ranges). */
 	if (res->flags & WIRE_RESULT_FINAL)
@@ -368,21 +370,23 @@ static int on_have(struct source *s, const struct wire_have *h)
 	struct src_file *f = src_by_wire(s, h->file_id);
 
 	if (!f || !f->asking || f->have_done || f->deferred ||
-	    ((h->flags & WIRE_HAVE_SUMS) && !s->resume))
+	    ((h->flags & WIRE_HAVE_SUMS) && !s->compare))
 		return -EPROTO;
 	/*
-	 * Kept as it is (status 0) only where -n or -u asked for that; with
-	 * --dry-run every file is skipped; with --resume a range the sink
-	 * verified already.
+	 * Kept as it is (status 0) only where -n, -u or --sync asked for
+	 * that; with --dry-run every file is skipped; with --resume a range
+	 * the sink verified already.
 	 */
 	if ((h->flags & WIRE_HAVE_SKIP) &&
 	    (h->status > 0 ||
 	     (!h->status && !(f->w->range && s->resume) &&
+	      s->cfg->p.sync == WIRE_SYNC_NONE &&
 	      !(s->cfg->p.flags & (WIRE_HELLO_NO_CLOBBER | WIRE_HELLO_UPDATE |
 				   WIRE_HELLO_DRY_RUN)))))
 		return engine_fail(s->e, XFER_FAIL_PROTOCOL, -EPROTO,
 				   "%s would keep '%s' as it is, which "
-				   "neither -n nor -u asked for: refused",
+				   "neither -n, -u nor --sync asked for: "
+				   "refused",
 				   s->e->c->peer, f->path);
 	if ((s->cfg->p.flags & WIRE_HELLO_DRY_RUN) &&
 	    !(h->flags & WIRE_HAVE_SKIP))
@@ -570,8 +574,9 @@ int source_run(struct engine *e, const struct source_cfg *cfg,
 	s.njobs = s.free_jobs = e->c->geom.slots;
 	s.sig_every = s.njobs / 4 ? s.njobs / 4 : 1;
 	s.fifo_cap = 2 * s.njobs + 64;
-	s.ask = cfg->p.flags & WIRE_HELLO_ASK;
+	s.ask = session_asks(&cfg->p);
 	s.resume = cfg->p.flags & WIRE_HELLO_RESUME;
+	s.compare = session_compares(&cfg->p);
 	/*
 	 * Packs being read or waiting for credits: enough to keep every
 	 * worker busy, few enough that the staging buffers they use (and the

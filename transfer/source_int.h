@@ -186,7 +186,8 @@ struct source {
 	uint8_t dlen;		 /* digest bytes of csum */
 	unsigned int sig_every, unsignaled;
 	bool done_planned, done_sent, bye;
-	bool ask, resume; /* HAVE before data; chunks may match */
+	bool ask, resume; /* HAVE before data; --resume */
+	bool compare;	  /* chunks may match: --resume, --sync checksum */
 	bool direct_told; /* --direct could not be had: said once */
 	uint8_t resume_key[32];
 	struct ratelimit rl;

@@ -404,7 +404,7 @@ static bool skip_hole(struct source *s, struct src_file *f)
 	off_t d;
 	uint64_t aligned;
 
-	if (s->resume || !src_file_sparse(f))
+	if (s->compare || !src_file_sparse(f))
 		return false;
 	d = lseek(f->fd, (off_t)f->next_off, SEEK_DATA);
 	if (d < 0 && errno == ENXIO) {

@@ -51,6 +51,7 @@ static void enc_body(struct put *w, const struct wire_msg *m)
 			put_u16(w, m->u.hello.filters_len);
 		put_bytes(w, m->u.hello.filters, m->u.hello.filters_len);
 		put_u8(w, m->u.hello.streams);
+		put_u8(w, m->u.hello.sync);
 		break;
 	case WIRE_WELCOME:
 		put_u32(w, (uint32_t)m->u.welcome.status);
@@ -409,7 +410,9 @@ static void dec_body(struct get *r, struct wire_msg *m)
 		dec_paths(r, &m->u.hello);
 		dec_filters(r, &m->u.hello);
 		m->u.hello.streams = get_u8(r); /* 0 as 1: one lane */
-		if (m->u.hello.streams > WIRE_STREAMS_MAX)
+		m->u.hello.sync = get_u8(r);
+		if (m->u.hello.streams > WIRE_STREAMS_MAX ||
+		    m->u.hello.sync > WIRE_SYNC_MAX)
 			r->err = true;
 		break;
 	case WIRE_WELCOME:

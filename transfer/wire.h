@@ -164,6 +164,21 @@ enum wire_file_flags {
 	WIRE_FILE_RANGE = 1 << 1,  /* a byte range of it (rdcp-mpi): below */
 };
 
+/*
+ * HELLO's sync: which existing files the sink keeps as they are (--sync,
+ * -a). A file that passes the check is answered HAVE SKIP and kept; one
+ * that fails is sent whole, or with CHECKSUM chunk by chunk through
+ * SUMS/MATCH as --resume does (only the chunks that differ cross).
+ */
+enum wire_sync {
+	WIRE_SYNC_NONE = 0,	/* copy everything (scp, cp) */
+	WIRE_SYNC_EXISTS = 1,	/* the name exists as the same kind */
+	WIRE_SYNC_SIZE = 2,	/* ... and a regular file has the same size */
+	WIRE_SYNC_MTIME = 3,	/* ... and the same mtime (rsync's check) */
+	WIRE_SYNC_CHECKSUM = 4, /* every chunk's digest matches */
+	WIRE_SYNC_MAX = WIRE_SYNC_CHECKSUM,
+};
+
 #define WIRE_TOKEN_LEN 16u /* a split file's token (FILE with RANGE) */
 #define WIRE_RANGES_MAX 65536u /* ranges of one split file */
 
@@ -210,6 +225,11 @@ struct wire_hello {
 	char filters[WIRE_FILTERS_MAX];
 	/* Lanes (--streams) the client wants, 1..WIRE_STREAMS_MAX (0: 1). */
 	uint8_t streams;
+	/*
+	 * enum wire_sync (0..WIRE_SYNC_MAX), the byte after streams; non-zero
+	 * makes the sink answer each FILE with HAVE, as WIRE_HELLO_ASK does.
+	 */
+	uint8_t sync;
 };
 
 #define WIRE_STREAMS_MAX 16u

@@ -161,10 +161,12 @@ def auth_params(h):
 def auth_lanes(h, w):
     """The lanes the MACs cover (transfer/auth.c lane_params): HELLO's
     streams, WELCOME's features, streams, token, rails and, for rails
-    1..R-1, each family and address (rail_addrs' first (R-1) * 17 bytes)."""
+    1..R-1, each family and address (rail_addrs' first (R-1) * 17 bytes),
+    then HELLO's sync level when it is not 0."""
     n = (w.rails - 1) * 17 if w.rails > 1 else 0
     return (struct.pack(">BIB", h.streams, w.features, w.streams) + w.token +
-            bytes([w.rails]) + w.rail_addrs[:n])
+            bytes([w.rails]) + w.rail_addrs[:n] +
+            (bytes([h.sync]) if h.sync else b""))
 
 
 def auth_mac(key, side, h, w):
@@ -251,7 +253,9 @@ SPEC = {
     HELLO: [("role", "H"), ("csum", "B"), ("level", "B"), ("flags", "I"),
             ("features", "I"), ("chunk_size", "I"), ("bwlimit", "Q"),
             ("nonce", "32s"), ("npaths", "H"), ("paths", "paths"),
-            ("nfilters", "H"), ("filters", "paths"), ("streams", "B")],
+            ("nfilters", "H"), ("filters", "paths"), ("streams", "B"),
+            # --sync's level (transfer/wire.h enum wire_sync), 0: none
+            ("sync", "B")],
     WELCOME: [("status", "i"), ("features", "I"), ("nonce", "32s"),
               ("mac", "32s"), ("message", "str"), ("streams", "B"),
               ("token", "8s"),

@@ -216,6 +216,12 @@ static void wire_seeds(void)
 	m.u.hello.flags = WIRE_HELLO_DIRECT | WIRE_HELLO_SPARSE;
 	msg("hello-push-direct", &m, buf);
 
+	/* --sync checksum (-a's mtime is the byte 3) */
+	m.u.hello.flags = WIRE_HELLO_RECURSIVE | WIRE_HELLO_PRESERVE;
+	m.u.hello.sync = WIRE_SYNC_CHECKSUM;
+	msg("hello-push-sync", &m, buf);
+	m.u.hello.sync = WIRE_SYNC_NONE;
+
 	m.u.hello.role = WIRE_PULL;
 	m.u.hello.csum = WIRE_CSUM_SHA256;
 	m.u.hello.flags = WIRE_HELLO_RECURSIVE | WIRE_HELLO_PRESERVE |

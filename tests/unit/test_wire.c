@@ -78,6 +78,7 @@ static size_t samples(struct wire_msg *m, size_t max)
 	CHECK_EQ(wire_hello_add_filter(&m[n].u.hello, true, "*.c"), 0);
 	CHECK_EQ(wire_hello_add_filter(&m[n].u.hello, false, "/build/"), 0);
 	m[n].u.hello.streams = 3;
+	m[n].u.hello.sync = WIRE_SYNC_CHECKSUM;
 	n++;
 
 	m[n].type = WIRE_WELCOME;
@@ -464,7 +465,7 @@ static void test_golden_hello(void)
 {
 	static const char want_hex[] =
 		"01000000"
-		"00000055"
+		"00000056"
 		"01020304"
 		"0a0b0c0d" /* header */
 		"0001"
@@ -481,8 +482,9 @@ static void test_golden_hello(void)
 		"642f7800" /* "d/x" */
 		"0000"
 		"0000"	/* no filters */
-		"01";	/* one lane */
-	uint8_t want[85];
+		"01"	/* one lane */
+		"03";	/* --sync mtime */
+	uint8_t want[86];
 	struct wire_msg m, d;
 	int len;
 
@@ -499,6 +501,7 @@ static void test_golden_hello(void)
 		m.u.hello.nonce[i] = (uint8_t)i;
 	CHECK_EQ(wire_hello_add_path(&m.u.hello, "d/x"), 0);
 	m.u.hello.streams = 1;
+	m.u.hello.sync = WIRE_SYNC_MTIME;
 	len = wire_encode(&m, buf, sizeof(buf));
 	CHECK_EQ(len, sizeof(want));
 	if (len == (int)sizeof(want) && memcmp(buf, want, sizeof(want))) {
@@ -507,6 +510,10 @@ static void test_golden_hello(void)
 	}
 	CHECK_EQ(wire_decode(want, sizeof(want), &d), 0);
 	CHECK(memcmp(&d, &m, sizeof(m)) == 0);
+	/* a --sync level past checksum, or none at all, is malformed */
+	want[sizeof(want) - 1] = WIRE_SYNC_MAX + 1;
+	CHECK_EQ(wire_decode(want, sizeof(want), &d), -EPROTO);
+	CHECK_EQ(wire_decode(want, sizeof(want) - 1, &d), -EPROTO);
 }
 
 /*
@@ -549,9 +556,9 @@ static void test_hello_filters(void)
 	buf[at + 5] = '\0'; /* "+" alone: an empty pattern */
 	CHECK_EQ(wire_decode(buf, (size_t)len, &d), -EPROTO);
 	buf[at + 5] = 'k';
-	buf[len - 2] = 'o'; /* the last one not terminated (then streams) */
+	buf[len - 3] = 'o'; /* the last one not terminated (then streams) */
 	CHECK_EQ(wire_decode(buf, (size_t)len, &d), -EPROTO);
-	buf[len - 2] = '\0';
+	buf[len - 3] = '\0';
 	CHECK_EQ(wire_decode(buf, (size_t)len, &d), 0);
 	/* a length past the bound */
 	buf[at + 2] = (uint8_t)((WIRE_FILTERS_MAX + 1) >> 8);
@@ -642,6 +649,11 @@ static void test_hello_mac_filters(void)
 	w2 = w;
 	w2.streams = 2;
 	CHECK_EQ(auth_mac(key, AUTH_SERVER, &h, &w2, b), 0);
+	CHECK(memcmp(a, b, WIRE_MAC_LEN) != 0);
+	/* a --sync level set on the way breaks it (nothing kept stale) */
+	h2 = h;
+	h2.sync = WIRE_SYNC_EXISTS;
+	CHECK_EQ(auth_mac(key, AUTH_SERVER, &h2, &w, b), 0);
 	CHECK(memcmp(a, b, WIRE_MAC_LEN) != 0);
 	/* what lies past rails is not on the wire, nor in the MAC */
 	w2 = w;
