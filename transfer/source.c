@@ -400,6 +400,20 @@ static int on_have(struct source *s, const struct wire_have *h)
 		f->skip_status = h->status;
 	}
 	f->cmp = h->flags & WIRE_HAVE_SUMS;
+	/* Its chunks planned so far: read now, or dropped unread. */
+	for (unsigned int i = 0; i < s->fifo_len; i++) {
+		struct item *it = src_fifo_at(s, i);
+
+		if (it->kind != IT_CHUNK || it->f != f ||
+		    it->job->state != JOB_WAITING)
+			continue;
+		if (f->skip) {
+			it->job->state = JOB_READY; /* settle_chunk frees it */
+		} else {
+			it->job->state = JOB_READING;
+			workq_push(s->e->wq, &it->job->item);
+		}
+	}
 	return 0;
 }
 

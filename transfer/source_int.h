@@ -43,6 +43,7 @@ enum item_kind {
 #define PACK_ABORT_ROOM 200u	  /* bytes kept for a record's abort text */
 enum job_state {
 	JOB_FREE,
+	JOB_WAITING, /* planned; read once the sink's HAVE wants the data */
 	JOB_READING,
 	JOB_READY,
 	JOB_POSTED

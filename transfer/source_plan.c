@@ -485,7 +485,6 @@ int src_plan(struct source *s)
 		j = src_take_job(s);
 		if (!j)
 			break;
-		j->state = JOB_READING;
 		j->item.fn = src_read_chunk;
 		j->f = f;
 		j->offset = f->next_off;
@@ -497,7 +496,17 @@ int src_plan(struct source *s)
 		j->summed = j->answered = j->matched = false;
 		f->next_off += j->len;
 		src_fifo_push(s, IT_CHUNK, f, j);
-		workq_push(s->e->wq, &j->item);
+		/*
+		 * Asked first (-n, -u, --sync): read only what the sink
+		 * wants, once its HAVE says so (on_have): a file kept as it
+		 * is costs no read.
+		 */
+		if (f->asking && !f->have_done) {
+			j->state = JOB_WAITING;
+		} else {
+			j->state = JOB_READING;
+			workq_push(s->e->wq, &j->item);
+		}
 		n++;
 	}
 	return n;
