@@ -304,6 +304,8 @@ static int open_file(struct sink *k, struct snk_file *f,
 		f->skipped = !f->err; /* unless -p's mode or times failed */
 		f->kept_range = wf->flags & WIRE_FILE_RANGE;
 		f->kept_final = f->kept_range && !wf->range_idx;
+		if (f->skipped && !f->kept_range)
+			return sink_send_kept(k, f); /* HAVE and result in one */
 		return sink_skip_file(k, f);
 	}
 	if (wf->flags & WIRE_FILE_RANGE)
@@ -424,6 +426,8 @@ static int on_file(struct sink *k, const struct wire_file *wf)
 			f->skipped = !f->err;
 		else if (!f->err)
 			make_symlink(k, f, wf->link);
+		if (f->skipped)
+			return sink_send_kept(k, f);
 		return sink_send_result(k, f, NULL, 0);
 	default:
 		return open_file(k, f, wf);
@@ -532,6 +536,36 @@ int sink_send_result(struct sink *k, struct snk_file *f, const uint8_t *digest,
 			   f->err, f->err_remote, f->errmsg, f->skipped);
 	client_report(k, f, true, digest, dlen);
 	rc = engine_send(k->e, &m);
+	live_remove(k, f);
+	k->active--;
+	file_free(k, f);
+	return rc;
+}
+
+/* The kept entries not yet told, in one KEPT. 0 or the engine's error. */
+static int kept_flush(struct sink *k)
+{
+	struct wire_msg m = { .type = WIRE_KEPT };
+
+	m.u.kept.first_id = k->kept_first;
+	m.u.kept.count = k->kept_count;
+	k->kept_count = 0;
+	return engine_send(k->e, &m);
+}
+
+int sink_send_kept(struct sink *k, struct snk_file *f)
+{
+	int rc = 0;
+
+	sink_tally(k, f->n.shown, f->kind == WIRE_KIND_FILE ? f->size : 0, 0,
+		   false, NULL, true);
+	client_report(k, f, true, NULL, 0);
+	if (k->kept_count && (f->id != k->kept_first + k->kept_count ||
+			      k->kept_count == WIRE_KEPT_MAX))
+		rc = kept_flush(k);
+	if (!k->kept_count)
+		k->kept_first = f->id;
+	k->kept_count++;
 	live_remove(k, f);
 	k->active--;
 	file_free(k, f);
@@ -652,6 +686,12 @@ static int snk_pump_role(struct engine *e)
 	struct sink *k = e->role_data;
 	struct wire_msg m = { .type = WIRE_CREDIT };
 
+	/*
+	 * What was kept while the messages that came were taken goes in
+	 * one KEPT: the source's window of files in flight waits for it.
+	 */
+	if (k->kept_count)
+		return kept_flush(k) ? 0 : 1;
 	if (k->done && !k->active && !k->bye_sent) {
 		sink_finish_dirs(k);
 		/* --delete: the whole copy is verified, so now, then BYE */

@@ -186,6 +186,8 @@ struct sink {
 	bool dirs_dropped; /* torn down: kept ones go unfinished */
 	/* Names already answered when asked first: each at most once. */
 	struct hset asked;
+	/* Kept entries not yet told (KEPT): ids [kept_first, +kept_count) */
+	uint32_t kept_first, kept_count;
 	uint8_t resume_key[32];
 	struct snk_want *want; /* a pull: the names asked for, sorted */
 	size_t nwant;
@@ -269,6 +271,13 @@ int sink_skip_file(struct sink *k, struct snk_file *f);
  */
 int sink_dry_answer(struct sink *k, struct snk_file *f, const char *path,
 		    const char *link);
+
+/*
+ * f, a regular file or symlink kept as it is (skipped, no failure),
+ * counted and reported; the source learns it with the next KEPT, for a
+ * run of consecutive ids in one message. Frees f. 0 or the engine's error.
+ */
+int sink_send_kept(struct sink *k, struct snk_file *f);
 
 /* f's FILE_RESULT, counted and reported. Frees f. */
 int sink_send_result(struct sink *k, struct snk_file *f, const uint8_t *digest,

@@ -418,6 +418,47 @@ static int on_have(struct source *s, const struct wire_have *h)
 }
 
 /*
+ * Entries the sink kept as they are, a run of ids in one message: for a
+ * regular file what HAVE (SKIP, status 0) then FILE_RESULT (SKIPPED)
+ * would say, for a symlink that FILE_RESULT, each checked as those are.
+ */
+static int on_kept(struct source *s, const struct wire_kept *k)
+{
+	struct wire_have h = { .flags = WIRE_HAVE_SKIP };
+	struct wire_file_result r = { .flags = WIRE_RESULT_SKIPPED };
+
+	if (s->cfg->p.flags & WIRE_HELLO_DRY_RUN)
+		return engine_fail(s->e, XFER_FAIL_PROTOCOL, -EPROTO,
+				   "%s kept files in a dry run: refused",
+				   s->e->c->peer);
+	for (uint32_t i = 0; i < k->count; i++) {
+		uint32_t id = k->first_id + i;
+		struct src_file *f = id >= k->first_id ? src_by_wire(s, id)
+						       : NULL;
+		int rc;
+
+		if (!f || f->w->range ||
+		    (f->w->kind != WIRE_KIND_FILE &&
+		     f->w->kind != WIRE_KIND_SYMLINK))
+			return engine_fail(s->e, XFER_FAIL_PROTOCOL, -EPROTO,
+					   "%s kept file %u, which it may not "
+					   "keep: refused",
+					   s->e->c->peer, id);
+		if (f->w->kind == WIRE_KIND_FILE) {
+			h.file_id = id;
+			rc = on_have(s, &h);
+			if (rc)
+				return rc;
+		}
+		r.file_id = id;
+		rc = on_result(s, &r);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/*
  * --resume: which of the chunks described last the sink has. The answers
  * come in order, for chunks described and not yet answered; chunks still
  * waiting in the plan take theirs (a failed file's are gone already).
@@ -470,6 +511,9 @@ static int src_on_msg(struct engine *e, const struct wire_msg *m)
 		break;
 	case WIRE_PACK_DONE:
 		rc = on_pack_done(s, &m->u.pack_done);
+		break;
+	case WIRE_KEPT:
+		rc = on_kept(s, &m->u.kept);
 		break;
 	case WIRE_NAMES:
 		rc = src_names_on_msg(s, &m->u.names);

@@ -135,6 +135,10 @@ static void enc_body(struct put *w, const struct wire_msg *m)
 		put_bytes(w, m->u.result.digest, m->u.result.digest_len);
 		put_str(w, m->u.result.msg, WIRE_MSG_MAX);
 		break;
+	case WIRE_KEPT:
+		put_u32(w, m->u.kept.first_id);
+		put_u32(w, m->u.kept.count);
+		break;
 	case WIRE_PACK_DONE:
 		put_u32(w, m->u.pack_done.first_id);
 		put_u32(w, m->u.pack_done.count);
@@ -544,6 +548,12 @@ static void dec_body(struct get *r, struct wire_msg *m)
 		dec_digest(r, &m->u.result.digest_len, m->u.result.digest);
 		get_str(r, m->u.result.msg, WIRE_MSG_MAX);
 		break;
+	case WIRE_KEPT:
+		m->u.kept.first_id = get_u32(r);
+		m->u.kept.count = get_u32(r);
+		if (!m->u.kept.count || m->u.kept.count > WIRE_KEPT_MAX)
+			r->err = true;
+		break;
 	case WIRE_PACK_DONE:
 		m->u.pack_done.first_id = get_u32(r);
 		m->u.pack_done.count = get_u32(r);
@@ -680,6 +690,7 @@ const char *wire_type_name(unsigned int type)
 		[WIRE_DELETE_END] = "DELETE_END",
 		[WIRE_NAMES] = "NAMES",
 		[WIRE_NAMES_ACK] = "NAMES_ACK",
+		[WIRE_KEPT] = "KEPT",
 	};
 
 	return type < WIRE_TYPE_MAX && names[type] ? names[type] : "?";

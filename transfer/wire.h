@@ -110,6 +110,7 @@ enum wire_type {
 	WIRE_DELETE_END,  /* sink -> source: --delete: the last DELETED */
 	WIRE_NAMES,	  /* client -> server: --files-from on a pull */
 	WIRE_NAMES_ACK,	  /* server -> client: names it is through with */
+	WIRE_KEPT,	  /* sink -> source: --sync etc.: files kept as is */
 	WIRE_TYPE_MAX,
 };
 
@@ -371,6 +372,21 @@ struct wire_file_result {
 };
 
 /*
+ * Asked first (WIRE_HELLO_ASK, HELLO sync), sink -> source: every entry
+ * in [first_id, first_id + count) is kept as it is, as a HAVE with SKIP
+ * and status 0 then a FILE_RESULT with SKIPPED would say for a regular
+ * file (a FILE_RESULT with SKIPPED for a symlink), in one message: a
+ * re-run of an unchanged tree costs the sink no message per file. Each
+ * id is one the source announced and has no answer for yet.
+ */
+#define WIRE_KEPT_MAX 4096u /* entries in one KEPT */
+
+struct wire_kept {
+	uint32_t first_id;
+	uint32_t count; /* 1..WIRE_KEPT_MAX */
+};
+
+/*
  * Every file in [first_id, first_id + count) of a packed slot that had no
  * FILE_RESULT of its own (those, failures, come first) is verified and in
  * place under its final name.
@@ -511,6 +527,7 @@ struct wire_msg {
 		struct wire_sums sums;
 		struct wire_match match;
 		struct wire_pack_done pack_done;
+		struct wire_kept kept;
 		struct wire_done done;
 		struct wire_deleted deleted;
 		struct wire_delete_end delete_end;

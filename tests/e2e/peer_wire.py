@@ -26,10 +26,11 @@ FR_SEND, FR_WRITE = 1, 2
 KEEPALIVE_S = 1.0
 (HELLO, WELCOME, RING, FILE, FILE_END, FILE_RESULT, DONE, BYE, ERROR, CREDIT,
  AUTH, HAVE, PACK_DONE, SUMS, MATCH, DELETED, DELETE_END, NAMES,
- NAMES_ACK) = range(1, 20)
+ NAMES_ACK, KEPT) = range(1, 21)
 TYPE_NAMES = dict(enumerate(
     "HELLO WELCOME RING FILE FILE_END FILE_RESULT DONE BYE ERROR CREDIT AUTH "
-    "HAVE PACK_DONE SUMS MATCH DELETED DELETE_END NAMES NAMES_ACK".split(), 1))
+    "HAVE PACK_DONE SUMS MATCH DELETED DELETE_END NAMES NAMES_ACK "
+    "KEPT".split(), 1))
 PUSH, PULL = 1, 2
 CSUM_NONE, CSUM_CRC32, CSUM_SHA256 = 0, 1, 2
 FEAT_AUTH, FEAT_PACK = 1, 2
@@ -283,6 +284,8 @@ SPEC = {
     AUTH: [("mac", "32s")],
     HAVE: [("file_id", "I"), ("flags", "H"), ("status", "i")],
     PACK_DONE: [("first_id", "I"), ("count", "I")],
+    # entries kept as they are (--sync, -n, -u): HAVE SKIP + FILE_RESULT
+    KEPT: [("first_id", "I"), ("count", "I")],
     SUMS: [("file_id", "I"), ("first", "Q"), ("sums", "sums")],
     MATCH: [("file_id", "I"), ("first", "Q"), ("bits", "bits")],
     DELETED: [("kind", "B"), ("flags", "B"), ("status", "i"), ("path", "str"),

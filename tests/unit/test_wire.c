@@ -221,6 +221,11 @@ static size_t samples(struct wire_msg *m, size_t max)
 	m[n].u.pack_done.count = WIRE_PACK_MAX_FILES; /* the most */
 	n++;
 
+	m[n].type = WIRE_KEPT;
+	m[n].u.kept.first_id = 0x01020304u;
+	m[n].u.kept.count = WIRE_KEPT_MAX; /* the most */
+	n++;
+
 	/* the longest: two names filling every byte a NAMES has */
 	m[n].type = WIRE_NAMES;
 	m[n].u.names.flags = WIRE_NAMES_END;
@@ -304,9 +309,9 @@ static void test_encode_limits(void)
 /* Every proper prefix is refused, with or without a matching length. */
 static void test_decode_truncated(void)
 {
-	static struct wire_msg m[20], d;
+	static struct wire_msg m[WIRE_TYPE_MAX], d;
 	static uint8_t cut[WIRE_CTRL_SIZE];
-	size_t n = samples(m, 20);
+	size_t n = samples(m, WIRE_TYPE_MAX);
 
 	for (size_t i = 0; i < n; i++) {
 		int len = wire_encode(&m[i], buf, WIRE_CTRL_SIZE);
@@ -856,6 +861,27 @@ static void test_chunk_aad(void)
 	wire_chunk_aad(aad, 0x01020304u, 0x500100000ull, 1u << 20,
 		       WIRE_SLOT_COMPRESSED | WIRE_SLOT_ENCRYPTED);
 	CHECK(memcmp(aad, want, sizeof(want)) == 0);
+}
+
+/* KEPT counts 1 .. WIRE_KEPT_MAX entries; 0 or more is refused. */
+static void test_decode_kept(void)
+{
+	struct wire_msg m = { .type = WIRE_KEPT }, d;
+	const uint32_t counts[] = { 0, 1, WIRE_KEPT_MAX, WIRE_KEPT_MAX + 1,
+				    UINT32_MAX };
+	int len;
+
+	for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
+		bool ok = counts[i] && counts[i] <= WIRE_KEPT_MAX;
+
+		m.u.kept.first_id = 9;
+		m.u.kept.count = counts[i];
+		len = wire_encode(&m, buf, sizeof(buf));
+		CHECK_EQ(len, WIRE_CTRL_HDR + 8);
+		CHECK_EQ(wire_decode(buf, (size_t)len, &d), ok ? 0 : -EPROTO);
+		if (ok)
+			CHECK_EQ(d.u.kept.count, counts[i]);
+	}
 }
 
 /* PACK_DONE counts 1 .. WIRE_PACK_MAX_FILES files; 0 or more is refused. */
@@ -1541,7 +1567,7 @@ TAP_RUN(TAP_TEST(test_roundtrip_every_type), TAP_TEST(test_encode_limits),
 	TAP_TEST(test_decode_digest_len), TAP_TEST(test_golden_hello), TAP_TEST(test_hello_filters), TAP_TEST(test_hello_mac_filters),
 	TAP_TEST(test_golden_slot_header), TAP_TEST(test_slot_roundtrip),
 	TAP_TEST(test_slot_bitflip), TAP_TEST(test_imm),
-	TAP_TEST(test_chunk_aad), TAP_TEST(test_decode_pack_done),
+	TAP_TEST(test_chunk_aad), TAP_TEST(test_decode_kept), TAP_TEST(test_decode_pack_done),
 	TAP_TEST(test_decode_delete), TAP_TEST(test_decode_names),
 	TAP_TEST(test_pack_roundtrip), TAP_TEST(test_pack_truncated),
 	TAP_TEST(test_pack_refusals), TAP_TEST(test_pack_golden),
