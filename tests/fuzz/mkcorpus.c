@@ -467,6 +467,13 @@ static void wire_seeds(void)
 	m.u.pack_done.count = 2;
 	msg("pack-done", &m, buf);
 
+	memset(&m, 0, sizeof(m));
+	m.type = WIRE_KEPT;
+	m.ctrl_ack = 12;
+	m.u.kept.first_id = 3;
+	m.u.kept.count = 40;
+	msg("kept", &m, buf);
+
 	pack_seeds();
 
 	/* 64-byte slot headers (wire_slot_decode gets an input's first 64) */
