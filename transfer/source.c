@@ -400,6 +400,8 @@ static int on_have(struct source *s, const struct wire_have *h)
 		f->skip_status = h->status;
 	}
 	f->cmp = h->flags & WIRE_HAVE_SUMS;
+	if (f->lazy && !f->skip)
+		src_open_late(s, f);
 	/* Its chunks planned so far: read now, or dropped unread. */
 	for (unsigned int i = 0; i < s->fifo_len; i++) {
 		struct item *it = src_fifo_at(s, i);
@@ -407,7 +409,7 @@ static int on_have(struct source *s, const struct wire_have *h)
 		if (it->kind != IT_CHUNK || it->f != f ||
 		    it->job->state != JOB_WAITING)
 			continue;
-		if (f->skip) {
+		if (f->skip || f->err) {
 			it->job->state = JOB_READY; /* settle_chunk frees it */
 		} else {
 			it->job->state = JOB_READING;

@@ -85,6 +85,11 @@ struct src_file {
 	double t0;
 	/* the sink's answer (HAVE) when it is asked first */
 	bool asking, have_done, skip;
+	/*
+	 * Asked first: announced from the walk's stat, opened only when the
+	 * HAVE wants its data (src_open_late), so a kept file costs no open.
+	 */
+	bool lazy;
 	int skip_status;
 	/*
 	 * --resume: the sink asked for the chunks' digests (SUMS); chunks
@@ -226,6 +231,12 @@ void src_retire(struct source *s, struct src_file *f);
 	report_fail(&(f)->err, (f)->errmsg, sizeof((f)->errmsg), __VA_ARGS__)
 
 /* ---- source_plan.c ---- */
+
+/*
+ * A lazy file (f->lazy) the sink wants: opened and checked to be what was
+ * announced; f failed (and no fd) if not.
+ */
+void src_open_late(struct source *s, struct src_file *f);
 
 /* Lists more of the walk and makes their files. 0 or the engine's error. */
 int src_more_files(struct source *s);

@@ -343,6 +343,14 @@ static int open_next(struct source *s)
 	}
 	if (f->w->kind != WIRE_KIND_FILE)
 		return tell(s, f);
+	/*
+	 * Asked first, a file is opened once the sink wants it: not a range
+	 * (checked against the file now), nor a sparse file (its holes are
+	 * found through the fd as its chunks are planned).
+	 */
+	f->lazy = s->ask && !f->w->range && !src_file_sparse(f);
+	if (f->lazy)
+		goto announce;
 	f->fd = walk_open(&s->walk, f->w);
 	if (f->fd < 0)
 		file_fail(f, f->fd, "cannot open '%s': %s", f->path,
@@ -363,6 +371,7 @@ static int open_next(struct source *s)
 	}
 	posix_fadvise(f->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
 	src_open_direct(s, f);
+announce:
 	if (s->cfg->p.csum == XFER_CSUM_SHA256) {
 		rc = ck_sha256_create(&f->tree);
 		if (rc)
@@ -378,6 +387,40 @@ static int open_next(struct source *s)
 	if (!f->deferred)
 		src_fifo_push(s, IT_FILE, f, NULL);
 	return 0;
+}
+
+void src_open_late(struct source *s, struct src_file *f)
+{
+	struct stat now;
+
+	f->lazy = false;
+	f->fd = walk_open(&s->walk, f->w);
+	if (f->fd < 0) {
+		file_fail(f, f->fd, "cannot open '%s': %s", f->path,
+			  strerror(-f->fd));
+		f->fd = -1;
+		return;
+	}
+	if (fstat(f->fd, &now) < 0)
+		file_fail(f, -errno, "cannot stat '%s': %s", f->path,
+			  strerror(errno));
+	else if (!S_ISREG(now.st_mode))
+		file_fail(f, -EINVAL, "cannot send '%s': not a regular file",
+			  f->path);
+	else if (now.st_size != f->st.st_size ||
+		 now.st_mtim.tv_sec != f->st.st_mtim.tv_sec ||
+		 now.st_mtim.tv_nsec != f->st.st_mtim.tv_nsec)
+		file_fail(f, -ESTALE,
+			  "'%s' changed while it was being sent: not copied",
+			  f->path);
+	if (f->err) {
+		close(f->fd);
+		f->fd = -1;
+		return;
+	}
+	f->st = now;
+	posix_fadvise(f->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+	src_open_direct(s, f);
 }
 
 struct src_job *src_take_job(struct source *s)
