@@ -256,6 +256,8 @@ test-quickstart: all
 # the network-free ceiling against cp (tmpfs and ext4 on a loop device),
 # and with its ring and staging in hugetlb, transparent or 4 KiB pages;
 # over TCP on loopback against iperf3, nc, scp, rsync and tar | nc;
+# re-runs of a 100 000-file tree, unchanged and one file changed, rdcp -a
+# against rsync -a (tests/bench/sync.sh);
 # --direct against --no-direct and cp within ext4 on a loop device, and
 # threads against io_uring (as root); in the Soft-RoCE guest against
 # ib_write_bw and rcopy; rdcp-mpi with 1, 2 and 4 ranks
@@ -265,6 +267,7 @@ bench: setup
 	$(Q)tests/bench/ceiling.sh $(BUILD)
 	$(Q)tests/bench/hugepages.sh $(BUILD)
 	$(Q)tests/bench/tcp.sh $(BUILD)
+	$(Q)tests/bench/sync.sh $(BUILD)
 	$(Q)tests/bench/direct.sh $(BUILD)
 	$(Q)tests/bench/run.sh $(BUILD)
 	$(Q)if command -v $(MPICC) >/dev/null 2>&1; then \

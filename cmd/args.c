@@ -176,6 +176,22 @@ static void split_args(struct parse *ps, struct argp_state *state)
 			   a->manifest ? "manifest" : "files-from");
 }
 
+/* --sync's LEVEL: an enum xfer_sync, or -1. */
+static int sync_level(const char *s)
+{
+	static const char *const names[] = {
+		[XFER_SYNC_EXISTS] = "exists",
+		[XFER_SYNC_SIZE] = "size",
+		[XFER_SYNC_MTIME] = "mtime",
+		[XFER_SYNC_CHECKSUM] = "checksum",
+	};
+
+	for (int i = XFER_SYNC_EXISTS; i <= XFER_SYNC_CHECKSUM; i++)
+		if (!strcmp(s, names[i]))
+			return i;
+	return -1;
+}
+
 static error_t parse_opt(int key, char *arg, struct argp_state *state)
 {
 	struct parse *ps = state->input;
@@ -387,6 +403,30 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_RESUME:
 		o->resume = true;
+		break;
+	case 'a': /* rsync's -a as far as rdcp goes: owners not yet */
+		o->recursive = true;
+		o->preserve = true;
+		a->archive = true;
+		break;
+	case OPT_SYNC:
+		/* "--sync LEVEL" as well as "--sync=LEVEL"; bare: mtime */
+		if (!arg && state->next < state->argc &&
+		    sync_level(state->argv[state->next]) >= 0) {
+			arg = state->argv[state->next++];
+			ps->seen[ps->nseen - 1].arg = arg;
+		}
+		if (!arg) {
+			o->sync = XFER_SYNC_MTIME;
+		} else if (sync_level(arg) >= 0) {
+			o->sync = (enum xfer_sync)sync_level(arg);
+		} else {
+			argp_error(state,
+				   "--sync: '%s' is not a level (exists, "
+				   "size, mtime or checksum)",
+				   arg);
+		}
+		a->sync_set = true;
 		break;
 	case 'n':
 		o->no_clobber = true;
@@ -610,6 +650,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		/* The far end's one bootstrap line serves one session. */
 		if (a->boot_host)
 			a->retry = 0;
+		/* -a: rsync's quick check, unless --sync said otherwise. */
+		if (a->archive && !a->sync_set)
+			a->o.sync = XFER_SYNC_MTIME;
 		/* Each attempt keeps what it verified for the next. */
 		a->o.resume |= a->retry > 0;
 		a->o.srcs = ps->srcs;

@@ -28,6 +28,8 @@ struct args {
 	const char *keygen;   /* --keygen FILE, else NULL */
 	const char *key_file; /* --key-file FILE, else NULL */
 	bool no_auth;
+	bool archive;  /* -a: -r -p and, without --sync, --sync mtime */
+	bool sync_set; /* --sync was given */
 	int verbose; /* number of -v */
 	bool quiet;
 	bool json;

@@ -78,6 +78,10 @@ void json_file(FILE *out, const struct xfer_file_report *r)
 		",\"sent\":%" PRIu64 ",\"seconds\":%.6f,\"status\":", r->sent,
 		r->seconds);
 	json_str(out, r->status ? "failed" : r->skipped ? "skipped" : "ok");
+	if (!r->status && r->skipped && r->reason) {
+		fputs(",\"reason\":", out);
+		json_str(out, r->reason);
+	}
 	if (r->dry) { /* --dry-run: what a copy would do */
 		fputs(",\"would\":", out);
 		json_str(out, !r->exists ? "new"

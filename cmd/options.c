@@ -71,6 +71,15 @@ const struct argp_option rdcp_options[] = {
 	  "differs is sent; partial files are kept on failure for the next "
 	  "try",
 	  2 },
+	{ "archive", 'a', NULL, 0,
+	  "-r -p --sync mtime: mirror a tree; a re-run sends only files whose "
+	  "size or modification time differ (owners are not kept yet)",
+	  2 },
+	{ "sync", OPT_SYNC, "LEVEL", OPTION_ARG_OPTIONAL,
+	  "Keep files already at DEST that pass a check: exists, size, mtime "
+	  "(size and modification time, the default) or checksum (every "
+	  "chunk compared; only differing chunks sent)",
+	  2 },
 	{ "no-clobber", 'n', NULL, 0, "Never replace an existing file", 2 },
 	{ "update", 'u', NULL, 0,
 	  "Replace only files older than the source (modification time)", 2 },

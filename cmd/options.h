@@ -63,6 +63,7 @@ enum {
 	OPT_NO_DIRECT,
 	OPT_NUMA,
 	OPT_HUGEPAGES,
+	OPT_SYNC,
 };
 
 extern const struct argp_option rdcp_options[];

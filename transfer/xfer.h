@@ -44,6 +44,17 @@ enum xfer_csum {
 	XFER_CSUM_SHA256 = 2,
 	XFER_CSUM_NONE = 0
 };
+/*
+ * --sync LEVEL: which files already at DEST are kept as they are (the
+ * values of wire.h's enum wire_sync, which travels in HELLO).
+ */
+enum xfer_sync {
+	XFER_SYNC_NONE = 0,	/* copy everything */
+	XFER_SYNC_EXISTS = 1,	/* keep what exists (Globus "exists") */
+	XFER_SYNC_SIZE = 2,	/* ... with the same size */
+	XFER_SYNC_MTIME = 3,	/* ... and mtime: rsync's quick check */
+	XFER_SYNC_CHECKSUM = 4, /* ... whose every chunk matches */
+};
 enum xfer_poll {
 	XFER_POLL_ADAPTIVE = 0,
 	XFER_POLL_BUSY,
@@ -76,6 +87,12 @@ struct xfer_file_report {
 	enum xfer_fail klass;  /* the verdict on this file */
 	const char *message;   /* why it failed, or NULL */
 	bool skipped;	       /* not copied: --no-clobber, --update, resume */
+	/*
+	 * With skipped: the check that keeps files, of those the run asked
+	 * for: "no-clobber", else --sync's level ("exists", "size", "mtime",
+	 * "checksum"), else "update", else "resume".
+	 */
+	const char *reason;
 	bool dry;	       /* --dry-run: would be copied (not skipped) */
 	bool exists;	       /* --dry-run: DEST has that name already */
 	const char *digest;    /* hex of the verified digest, or "" */
@@ -179,6 +196,7 @@ struct xfer_opts {
 	bool resume;	  /* reuse what a verified earlier attempt left */
 	bool no_clobber;  /* never replace an existing file */
 	bool update;	  /* replace only files older than the source */
+	enum xfer_sync sync; /* --sync, -a: keep files that pass the check */
 	bool sparse;	  /* all-zero chunks become holes */
 	bool dry_run;	  /* ask the receiver, report, write nothing */
 	bool encrypt;	  /* AES-256-GCM per chunk (needs key) */

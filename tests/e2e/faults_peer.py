@@ -105,8 +105,9 @@ def hello(rng, dest=b"guess"):
     """A push HELLO with crc32, claiming a key (features 1)."""
     body = struct.pack(">HBBIIIQ", 1, 1, 0, 0, 1, 65536, 0) + rng.randbytes(32)
     paths = dest + b"\0"
+    # no filters, one lane, no --sync
     return ctrl(1, body + struct.pack(">HH", 1, len(paths)) + paths +
-                struct.pack(">HHB", 0, 0, 1))  # no filters, one lane
+                struct.pack(">HHBB", 0, 0, 1, 0))
 
 
 def pull_hello(npaths):
@@ -115,8 +116,9 @@ def pull_hello(npaths):
     body = struct.pack(">HBBIIIQ", 2, 1, 0, 0, 0, 65536, 0) + bytes(32)
     named = max(0, min(npaths, 4096 - npaths))
     paths = b"x\0" * named + b"\0" * (npaths - named)
+    # no filters, one lane, no --sync
     return ctrl(1, body + struct.pack(">HH", npaths, len(paths)) + paths +
-                struct.pack(">HHB", 0, 0, 1))  # no filters, one lane
+                struct.pack(">HHBB", 0, 0, 1, 0))
 
 
 def read_frame(s):

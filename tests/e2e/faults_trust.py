@@ -15,6 +15,7 @@ rdcp client over TCP on 127.0.0.1:
 
   pushes: the receiver forges its verdicts: a FILE_RESULT before FILE_END,
   SKIPPED without -n/-u (and with -n after a HAVE that did not skip), a
+  KEPT without -n/-u/--sync (or after the file's HAVE), a
   digest that is not the client's, a pack's PACK_DONE twice. Each must
   end the push with exit 5, and --json must never show the forged digest.
 
@@ -415,6 +416,22 @@ def s_push_skipped(c):
                 (opts, res[0], res[1].strip()[:300]))
         c.check('"skipped":true' not in res[2].replace(" ", ""),
                 "%s: --json shows a skipped file" % opts)
+
+
+def s_push_kept(c):
+    """KEPT for files no -n/-u/--sync let it keep, or after their HAVE"""
+    def keep(fm, data, ok):
+        m = Msg(peer.KEPT, first_id=fm.file_id, count=1)
+        m.status = -1  # for run_sink: nothing of it placed here
+        return m
+    for opts in ([], ["-u"]):
+        res = push(c, opts, forged_sink(answer=keep))
+        c.check(res[0] == EXIT_PROTOCOL, "%s: exit %s: %s" %
+                (opts, res[0], res[1].strip()[:300]))
+        c.check('"status":"skipped"' not in res[2].replace(" ", ""),
+                "%s: --json shows a skipped file" % opts)
+        c.check("unexpected KEPT" in res[1], "%s: not said: %s" %
+                (opts, res[1].strip()[:300]))
 
 
 def s_push_digest(c):

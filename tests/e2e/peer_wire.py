@@ -26,10 +26,11 @@ FR_SEND, FR_WRITE = 1, 2
 KEEPALIVE_S = 1.0
 (HELLO, WELCOME, RING, FILE, FILE_END, FILE_RESULT, DONE, BYE, ERROR, CREDIT,
  AUTH, HAVE, PACK_DONE, SUMS, MATCH, DELETED, DELETE_END, NAMES,
- NAMES_ACK) = range(1, 20)
+ NAMES_ACK, KEPT) = range(1, 21)
 TYPE_NAMES = dict(enumerate(
     "HELLO WELCOME RING FILE FILE_END FILE_RESULT DONE BYE ERROR CREDIT AUTH "
-    "HAVE PACK_DONE SUMS MATCH DELETED DELETE_END NAMES NAMES_ACK".split(), 1))
+    "HAVE PACK_DONE SUMS MATCH DELETED DELETE_END NAMES NAMES_ACK "
+    "KEPT".split(), 1))
 PUSH, PULL = 1, 2
 CSUM_NONE, CSUM_CRC32, CSUM_SHA256 = 0, 1, 2
 FEAT_AUTH, FEAT_PACK = 1, 2
@@ -161,10 +162,12 @@ def auth_params(h):
 def auth_lanes(h, w):
     """The lanes the MACs cover (transfer/session/auth.c lane_params): HELLO's
     streams, WELCOME's features, streams, token, rails and, for rails
-    1..R-1, each family and address (rail_addrs' first (R-1) * 17 bytes)."""
+    1..R-1, each family and address (rail_addrs' first (R-1) * 17 bytes),
+    then HELLO's sync level when it is not 0."""
     n = (w.rails - 1) * 17 if w.rails > 1 else 0
     return (struct.pack(">BIB", h.streams, w.features, w.streams) + w.token +
-            bytes([w.rails]) + w.rail_addrs[:n])
+            bytes([w.rails]) + w.rail_addrs[:n] +
+            (bytes([h.sync]) if h.sync else b""))
 
 
 def auth_mac(key, side, h, w):
@@ -251,7 +254,9 @@ SPEC = {
     HELLO: [("role", "H"), ("csum", "B"), ("level", "B"), ("flags", "I"),
             ("features", "I"), ("chunk_size", "I"), ("bwlimit", "Q"),
             ("nonce", "32s"), ("npaths", "H"), ("paths", "paths"),
-            ("nfilters", "H"), ("filters", "paths"), ("streams", "B")],
+            ("nfilters", "H"), ("filters", "paths"), ("streams", "B"),
+            # --sync's level (transfer/wire/wire.h enum wire_sync), 0: none
+            ("sync", "B")],
     WELCOME: [("status", "i"), ("features", "I"), ("nonce", "32s"),
               ("mac", "32s"), ("message", "str"), ("streams", "B"),
               ("token", "8s"),
@@ -279,6 +284,8 @@ SPEC = {
     AUTH: [("mac", "32s")],
     HAVE: [("file_id", "I"), ("flags", "H"), ("status", "i")],
     PACK_DONE: [("first_id", "I"), ("count", "I")],
+    # entries kept as they are (--sync, -n, -u): HAVE SKIP + FILE_RESULT
+    KEPT: [("first_id", "I"), ("count", "I")],
     SUMS: [("file_id", "I"), ("first", "Q"), ("sums", "sums")],
     MATCH: [("file_id", "I"), ("first", "Q"), ("bits", "bits")],
     DELETED: [("kind", "B"), ("flags", "B"), ("status", "i"), ("path", "str"),

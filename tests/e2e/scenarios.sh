@@ -45,7 +45,7 @@ RNR_COUNTERS="rcvd_rnr_err send_rnr_err retry_rnr_exceeded_err"
 ALL="sizes default sparse checksum corrupt escape destforms multifile partial"
 ALL="$ALL ctrlnames longnames fifo noconn"
 ALL="$ALL killsender killreceiver daemon auth auto check device"
-ALL="$ALL tree pull resume skip crypt zeros bwlimit full small script entries"
+ALL="$ALL tree pull resume skip sync crypt zeros bwlimit full small script entries"
 ALL="$ALL ssh retry dirmodes direct streams"
 # Over RDMA these run last, after the RNR check (they re-create rxe0,
 # which resets its counters); over TCP only when named.
@@ -1189,6 +1189,109 @@ s_skip() {
 		rx_not_started "--no-clobber/--update" "$W/rx-skip.log"
 	fi
 	rm -rf rx/skip src/nc src/up
+}
+
+# 20b. --sync and -a: a re-run moves only what changed. Pushed and pulled
+#     twice, the second run sends 0 bytes of file data (the sum of --json's
+#     "sent"); one file changed, only its bytes cross; a file of the same
+#     size and mtime but other content is kept by -a (mtime) and found by
+#     --sync checksum; --dry-run -a says keep or replace per file.
+sent_sum() { # LOG: bytes of file data that crossed, from --json
+	awk -F'"sent":' '/"event":"file_done"/ { split($2, v, ","); s += v[1] }
+		END { print s + 0 }' "$1"
+}
+s_sync() {
+	rm -rf rx/sync src/sy got/sy
+	mkdir -p src/sy/sub rx/sync got
+	for i in 1 2 3 4 5 6 7 8; do mkrand "src/sy/f$i" $((i * 70001)); done
+	mkrand src/sy/sub/deep 5000
+	ln -s f1 src/sy/link
+	nextport
+	if start_rx "$W/rx-sync.log" --root "$W/rx/sync" --port $P; then
+		t_begin "-a twice (push): the second run sends 0 bytes, keeps all"
+		send "$W/tx-sy1.log" --port $P -a --json src/sy "$ADDR::"
+		[ "$SRC" = 0 ] || t_fail "first run: exit $SRC, want 0"
+		send "$W/tx-sy2.log" --port $P -a --json src/sy "$ADDR::"
+		[ "$SRC" = 0 ] || t_fail "second run: exit $SRC, want 0"
+		tree_same src/sy rx/sync/sy
+		[ "$(sent_sum "$W/tx-sy2.log")" = 0 ] ||
+			t_fail "second run sent $(sent_sum "$W/tx-sy2.log") bytes, want 0"
+		[ "$(jget "$W/tx-sy2.log" summary files_skipped)" = 10 ] ||
+			t_fail "files_skipped $(jget "$W/tx-sy2.log" summary files_skipped), want 10"
+		[ "$(jdone "$W/tx-sy2.log" src/sy/f3 reason)" = mtime ] ||
+			t_fail "reason '$(jdone "$W/tx-sy2.log" src/sy/f3 reason)', want mtime"
+		no_temp rx/sync
+		t_log "$W/tx-sy1.log" "$W/tx-sy2.log" "$W/rx-sync.log"
+		t_end
+
+		t_begin "-a with one file changed: only its bytes cross"
+		mkrand src/sy/f3 210003
+		send "$W/tx-sy3.log" --port $P -a --json src/sy "$ADDR::"
+		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
+		same src/sy/f3 rx/sync/sy/f3
+		[ "$(sent_sum "$W/tx-sy3.log")" = 210003 ] ||
+			t_fail "sent $(sent_sum "$W/tx-sy3.log") bytes, want 210003"
+		t_log "$W/tx-sy3.log" "$W/rx-sync.log"
+		t_end
+
+		t_begin "same size and mtime, other content: -a keeps it, --sync checksum sends it"
+		printf 'changed' | dd of=rx/sync/sy/f2 bs=1 seek=9 conv=notrunc 2>/dev/null
+		# the source's mtime back, to the nanosecond (not cp -p's)
+		touch -r src/sy/f2 rx/sync/sy/f2
+		stat -c '%n %y %s' src/sy/f2 rx/sync/sy/f2 >"$W/sy-stat.log"
+		send "$W/tx-sy4.log" --port $P -a --json src/sy "$ADDR::"
+		[ "$SRC" = 0 ] || t_fail "-a: exit $SRC, want 0"
+		[ "$(sent_sum "$W/tx-sy4.log")" = 0 ] ||
+			t_fail "-a sent $(sent_sum "$W/tx-sy4.log") bytes, want 0"
+		cmp -s src/sy/f2 rx/sync/sy/f2 && t_fail "-a replaced a file of the same size and mtime"
+		send "$W/tx-sy5.log" --port $P -a --sync checksum --json src/sy "$ADDR::"
+		[ "$SRC" = 0 ] || t_fail "--sync checksum: exit $SRC, want 0"
+		tree_same src/sy rx/sync/sy
+		# one chunk of f2 (the default chunk holds all of it)
+		[ "$(sent_sum "$W/tx-sy5.log")" = 140002 ] ||
+			t_fail "--sync checksum sent $(sent_sum "$W/tx-sy5.log") bytes, want 140002"
+		[ "$(jget "$W/tx-sy5.log" summary files_skipped)" = 9 ] ||
+			t_fail "files_skipped $(jget "$W/tx-sy5.log" summary files_skipped), want 9 (all but f2)"
+		no_temp rx/sync
+		t_log "$W/sy-stat.log" "$W/tx-sy4.log" "$W/tx-sy5.log" "$W/rx-sync.log"
+		t_end
+
+		t_begin "--dry-run -a: keep or replace per file, nothing changes"
+		mkrand src/sy/f5 350005
+		mkrand src/sy/new 10
+		send "$W/tx-sy6.log" --port $P -a --dry-run src/sy "$ADDR::"
+		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
+		grep -q '^replace *sy/f5$' "$W/tx-sy6.log" || t_fail "no 'replace sy/f5'"
+		grep -q '^keep *sy/f4$' "$W/tx-sy6.log" || t_fail "no 'keep sy/f4'"
+		grep -q '^keep *sy/link$' "$W/tx-sy6.log" || t_fail "no 'keep sy/link'"
+		grep -q '^new *sy/new$' "$W/tx-sy6.log" || t_fail "no 'new sy/new'"
+		[ -e rx/sync/sy/new ] && t_fail "--dry-run made sy/new"
+		cmp -s src/sy/f5 rx/sync/sy/f5 && t_fail "--dry-run replaced sy/f5"
+		t_log "$W/tx-sy6.log" "$W/rx-sync.log"
+		t_end
+
+		t_begin "-a twice (pull): the second run sends 0 bytes"
+		send "$W/tx-sy7.log" --port $P -a --json "$ADDR::sy" got/
+		[ "$SRC" = 0 ] || t_fail "first pull: exit $SRC, want 0"
+		send "$W/tx-sy8.log" --port $P -a --json "$ADDR::sy" got/
+		[ "$SRC" = 0 ] || t_fail "second pull: exit $SRC, want 0"
+		tree_same rx/sync/sy got/sy
+		[ "$(sent_sum "$W/tx-sy8.log")" = 0 ] ||
+			t_fail "second pull sent $(sent_sum "$W/tx-sy8.log") bytes, want 0"
+		[ "$(jget "$W/tx-sy8.log" summary files_skipped)" = 10 ] ||
+			t_fail "files_skipped $(jget "$W/tx-sy8.log" summary files_skipped), want 10"
+		no_temp got
+		t_log "$W/tx-sy7.log" "$W/tx-sy8.log" "$W/rx-sync.log"
+		t_end
+		term_rx
+	else
+		t_begin "--sync: receiver starts"
+		t_fail "receiver did not start listening"
+		t_log "$W/rx-sync.log"
+		t_end
+		kill -9 "$RX" 2>/dev/null
+	fi
+	rm -rf rx/sync src/sy got/sy
 }
 
 # 21. --encrypt, --compress, both; a chunk corrupted under --encrypt.

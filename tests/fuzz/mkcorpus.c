@@ -216,6 +216,12 @@ static void wire_seeds(void)
 	m.u.hello.flags = WIRE_HELLO_DIRECT | WIRE_HELLO_SPARSE;
 	msg("hello-push-direct", &m, buf);
 
+	/* --sync checksum (-a's mtime is the byte 3) */
+	m.u.hello.flags = WIRE_HELLO_RECURSIVE | WIRE_HELLO_PRESERVE;
+	m.u.hello.sync = WIRE_SYNC_CHECKSUM;
+	msg("hello-push-sync", &m, buf);
+	m.u.hello.sync = WIRE_SYNC_NONE;
+
 	m.u.hello.role = WIRE_PULL;
 	m.u.hello.csum = WIRE_CSUM_SHA256;
 	m.u.hello.flags = WIRE_HELLO_RECURSIVE | WIRE_HELLO_PRESERVE |
@@ -460,6 +466,13 @@ static void wire_seeds(void)
 	m.u.pack_done.first_id = 2;
 	m.u.pack_done.count = 2;
 	msg("pack-done", &m, buf);
+
+	memset(&m, 0, sizeof(m));
+	m.type = WIRE_KEPT;
+	m.ctrl_ack = 12;
+	m.u.kept.first_id = 3;
+	m.u.kept.count = 40;
+	msg("kept", &m, buf);
 
 	pack_seeds();
 

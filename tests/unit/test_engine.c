@@ -110,6 +110,8 @@ struct sess {
 	int timeout_ms;
 	bool recursive;
 	bool resume, preserve;
+	enum xfer_sync sync; /* --sync LEVEL */
+	bool dry_run;
 	bool keyed, encrypt; /* both ends hold TEST_KEY; --encrypt */
 	bool pull;	     /* srcs: names beneath root; dest: a local path */
 	bool server_unprivileged; /* the receiver without CAP_DAC_READ_SEARCH */
@@ -250,6 +252,8 @@ static void sess_run(struct sess *s)
 	co.recursive = s->recursive;
 	co.resume = s->resume;
 	co.preserve = s->preserve;
+	co.sync = s->sync;
+	co.dry_run = s->dry_run;
 	co.key = s->keyed ? TEST_KEY : NULL;
 	co.encrypt = s->encrypt;
 	co.compress = s->compress;
@@ -749,6 +753,178 @@ static void test_resume_hardlink_preserve(void)
 static void test_resume_hardlink_kept(void)
 {
 	resume_hardlink(false, 0600);
+}
+
+/*
+ * --sync LEVEL into a directory that has, for five sources of 3 chunks
+ * each: "same" (content, size and mtime the source's), "mtime" (content
+ * and size, an older mtime), "content" (size and mtime, one chunk
+ * differs), "size" (the first two chunks only) and nothing for "new".
+ * What each level keeps, and the chunks that cross: exists keeps all
+ * four, size three, mtime two, checksum compares chunk by chunk (the
+ * "content" file's one changed chunk crosses, "mtime" is kept with -p's
+ * mtime set). dry: --dry-run, nothing changes.
+ */
+enum { SY_SAME, SY_MTIME, SY_CONTENT, SY_SIZE, SY_NEW, SY_N };
+
+static void sync_level(enum xfer_sync level, bool dry, unsigned int kept,
+		       uint64_t writes)
+{
+	static const char *const names[SY_N] = { "same", "mtime", "content",
+						 "size", "new" };
+	/* which of them the level leaves as they were (stale or not) */
+	const bool stale_ok[SY_N] = {
+		true, level != XFER_SYNC_MTIME && level != XFER_SYNC_CHECKSUM,
+		level != XFER_SYNC_CHECKSUM, level == XFER_SYNC_EXISTS, false
+	};
+	const size_t size = 3 * CHUNK;
+	char d[4200];
+	struct stat st;
+	struct sess s;
+	int before = tap_failed_checks;
+
+	sess_init(&s, 4);
+	s.sync = level;
+	s.preserve = true;
+	s.dry_run = dry;
+	s.dest = "out/";
+	snprintf(d, sizeof(d), "%s/out", s.root);
+	CHECK_EQ(mkdir(d, 0755), 0);
+	for (int i = 0; i < SY_N; i++) {
+		const char *src = sess_add(&s, names[i], size, 100 + i);
+		struct timespec t[2];
+		int fd;
+
+		dest_of(&s, (size_t)i, d, sizeof(d));
+		if (i == SY_NEW)
+			continue;
+		CHECK_EQ(tf_make_file(d, i == SY_SIZE ? 2 * CHUNK : size,
+				      100 + i),
+			 0);
+		if (i == SY_CONTENT) {
+			fd = open(d, O_WRONLY | O_CLOEXEC);
+			CHECK(fd >= 0);
+			CHECK_EQ(pwrite(fd, "changed", 7, CHUNK + 9), 7);
+			CHECK_EQ(close(fd), 0);
+		}
+		CHECK_EQ(stat(src, &st), 0);
+		t[0] = st.st_atim;
+		t[1] = st.st_mtim;
+		if (i == SY_MTIME)
+			t[1].tv_sec -= 100;
+		CHECK_EQ(utimensat(AT_FDCWD, d, t, 0), 0);
+	}
+	sess_run(&s);
+	CHECK_EQ(s.vc, XFER_OK);
+	CHECK_EQ(s.vs, XFER_OK);
+	CHECK_EQ(s.st.files_ok, SY_N);
+	CHECK_EQ(s.st.files_skipped, kept);
+	CHECK_EQ(s.ms.writes, writes);
+	for (int i = 0; i < SY_N; i++) {
+		struct stat ss;
+
+		dest_of(&s, (size_t)i, d, sizeof(d));
+		if (dry) {
+			CHECK_EQ(lstat(d, &st), i == SY_NEW ? -1 : 0);
+			continue;
+		}
+		if (!stale_ok[i] || i == SY_SAME) {
+			check_placed(&s, (size_t)i);
+			CHECK_EQ(stat(s.srcs[i], &ss), 0);
+			CHECK_EQ(stat(d, &st), 0);
+			/* -p: the mtime is the source's, kept or sent */
+			CHECK_EQ(st.st_mtim.tv_sec, ss.st_mtim.tv_sec);
+		} else {
+			/* kept as it was: this level cannot tell */
+			CHECK(tf_same_file(s.srcs[i], d) != 1 ||
+			      i == SY_MTIME);
+		}
+	}
+	sess_finish(&s);
+	if (tap_failed_checks != before)
+		printf("#   (level %d, dry %d: %llu writes, %llu kept)\n",
+		       (int)level, dry, (unsigned long long)s.ms.writes,
+		       (unsigned long long)s.st.files_skipped);
+}
+
+static void test_sync_exists(void)
+{
+	sync_level(XFER_SYNC_EXISTS, false, 4, 3);
+}
+
+static void test_sync_size(void)
+{
+	sync_level(XFER_SYNC_SIZE, false, 3, 6);
+}
+
+static void test_sync_mtime(void)
+{
+	sync_level(XFER_SYNC_MTIME, false, 2, 9);
+}
+
+/* Only the content's one changed chunk, "size" and "new" cross. */
+static void test_sync_checksum(void)
+{
+	sync_level(XFER_SYNC_CHECKSUM, false, 2, 1 + 3 + 3);
+}
+
+/* --dry-run: the same verdicts, nothing crosses or changes. */
+static void test_sync_mtime_dry(void)
+{
+	sync_level(XFER_SYNC_MTIME, true, 2, 0);
+}
+
+/*
+ * A tree copied twice with --sync mtime and -p (-a): the second session
+ * keeps every file and sends nothing; a symlink with the same target is
+ * kept, one pointing elsewhere is replaced.
+ */
+static void test_sync_tree_twice(void)
+{
+	char p[4200], t[64];
+	struct sess s;
+	ssize_t n;
+
+	sess_init(&s, 4);
+	s.sync = XFER_SYNC_MTIME;
+	s.preserve = true;
+	s.recursive = true;
+	s.dest = "out/";
+	snprintf(p, sizeof(p), "%s/tree", s.srcdir);
+	CHECK_EQ(mkdir(p, 0755), 0);
+	for (int i = 0; i < 40; i++) {
+		snprintf(p, sizeof(p), "%s/tree/f%d", s.srcdir, i);
+		CHECK_EQ(tf_make_file(p, (size_t)i * 997, (uint64_t)i), 0);
+	}
+	snprintf(p, sizeof(p), "%s/tree/link", s.srcdir);
+	CHECK_EQ(symlink("f1", p), 0);
+	snprintf(p, sizeof(p), "%s/tree", s.srcdir);
+	s.srcs[s.nsrcs++] = strdup(p);
+	sess_run(&s);
+	CHECK_EQ(s.vc, XFER_OK);
+	CHECK_EQ(s.st.files_skipped, 0);
+	CHECK(s.ms.writes > 0);
+	/* again: nothing crosses */
+	memset(&s.st, 0, sizeof(s.st));
+	sess_run(&s);
+	CHECK_EQ(s.vc, XFER_OK);
+	CHECK_EQ(s.vs, XFER_OK);
+	CHECK_EQ(s.st.files_ok, 42);
+	CHECK_EQ(s.st.files_skipped, 41); /* all but the directory */
+	CHECK_EQ(s.ms.writes, 0);
+	/* a link that points elsewhere is replaced */
+	snprintf(p, sizeof(p), "%s/out/tree/link", s.root);
+	CHECK_EQ(unlink(p), 0);
+	CHECK_EQ(symlink("f2", p), 0);
+	memset(&s.st, 0, sizeof(s.st));
+	sess_run(&s);
+	CHECK_EQ(s.vc, XFER_OK);
+	CHECK_EQ(s.st.files_skipped, 40);
+	CHECK_EQ(s.ms.writes, 0);
+	n = readlink(p, t, sizeof(t) - 1);
+	CHECK_EQ(n, 2);
+	CHECK(n == 2 && !memcmp(t, "f1", 2));
+	sess_finish(&s);
 }
 
 static void corrupt(enum xfer_csum csum, uint64_t nth)
@@ -1952,7 +2128,10 @@ TAP_RUN(TAP_TEST(test_memconn_rules), TAP_TEST(test_send_queue_worst_case),
 	TAP_TEST(test_claimed_size_bounded), TAP_TEST(test_resume_older_crc32),
 	TAP_TEST(test_resume_older_sha256), TAP_TEST(test_resume_hardlink_mode),
 	TAP_TEST(test_resume_hardlink_preserve),
-	TAP_TEST(test_resume_hardlink_kept),
+	TAP_TEST(test_resume_hardlink_kept), TAP_TEST(test_sync_exists),
+	TAP_TEST(test_sync_size), TAP_TEST(test_sync_mtime),
+	TAP_TEST(test_sync_checksum), TAP_TEST(test_sync_mtime_dry),
+	TAP_TEST(test_sync_tree_twice),
 	TAP_TEST(test_corruption_crc32), TAP_TEST(test_corruption_sha256),
 	TAP_TEST(test_receiver_verdict_all_failed),
 	TAP_TEST(test_corruption_one_of_many), TAP_TEST(test_dropped_credit),

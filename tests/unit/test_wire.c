@@ -78,6 +78,7 @@ static size_t samples(struct wire_msg *m, size_t max)
 	CHECK_EQ(wire_hello_add_filter(&m[n].u.hello, true, "*.c"), 0);
 	CHECK_EQ(wire_hello_add_filter(&m[n].u.hello, false, "/build/"), 0);
 	m[n].u.hello.streams = 3;
+	m[n].u.hello.sync = WIRE_SYNC_CHECKSUM;
 	n++;
 
 	m[n].type = WIRE_WELCOME;
@@ -220,6 +221,11 @@ static size_t samples(struct wire_msg *m, size_t max)
 	m[n].u.pack_done.count = WIRE_PACK_MAX_FILES; /* the most */
 	n++;
 
+	m[n].type = WIRE_KEPT;
+	m[n].u.kept.first_id = 0x01020304u;
+	m[n].u.kept.count = WIRE_KEPT_MAX; /* the most */
+	n++;
+
 	/* the longest: two names filling every byte a NAMES has */
 	m[n].type = WIRE_NAMES;
 	m[n].u.names.flags = WIRE_NAMES_END;
@@ -303,9 +309,9 @@ static void test_encode_limits(void)
 /* Every proper prefix is refused, with or without a matching length. */
 static void test_decode_truncated(void)
 {
-	static struct wire_msg m[20], d;
+	static struct wire_msg m[WIRE_TYPE_MAX], d;
 	static uint8_t cut[WIRE_CTRL_SIZE];
-	size_t n = samples(m, 20);
+	size_t n = samples(m, WIRE_TYPE_MAX);
 
 	for (size_t i = 0; i < n; i++) {
 		int len = wire_encode(&m[i], buf, WIRE_CTRL_SIZE);
@@ -464,7 +470,7 @@ static void test_golden_hello(void)
 {
 	static const char want_hex[] =
 		"01000000"
-		"00000055"
+		"00000056"
 		"01020304"
 		"0a0b0c0d" /* header */
 		"0001"
@@ -481,8 +487,9 @@ static void test_golden_hello(void)
 		"642f7800" /* "d/x" */
 		"0000"
 		"0000"	/* no filters */
-		"01";	/* one lane */
-	uint8_t want[85];
+		"01"	/* one lane */
+		"03";	/* --sync mtime */
+	uint8_t want[86];
 	struct wire_msg m, d;
 	int len;
 
@@ -499,6 +506,7 @@ static void test_golden_hello(void)
 		m.u.hello.nonce[i] = (uint8_t)i;
 	CHECK_EQ(wire_hello_add_path(&m.u.hello, "d/x"), 0);
 	m.u.hello.streams = 1;
+	m.u.hello.sync = WIRE_SYNC_MTIME;
 	len = wire_encode(&m, buf, sizeof(buf));
 	CHECK_EQ(len, sizeof(want));
 	if (len == (int)sizeof(want) && memcmp(buf, want, sizeof(want))) {
@@ -507,6 +515,10 @@ static void test_golden_hello(void)
 	}
 	CHECK_EQ(wire_decode(want, sizeof(want), &d), 0);
 	CHECK(memcmp(&d, &m, sizeof(m)) == 0);
+	/* a --sync level past checksum, or none at all, is malformed */
+	want[sizeof(want) - 1] = WIRE_SYNC_MAX + 1;
+	CHECK_EQ(wire_decode(want, sizeof(want), &d), -EPROTO);
+	CHECK_EQ(wire_decode(want, sizeof(want) - 1, &d), -EPROTO);
 }
 
 /*
@@ -549,9 +561,9 @@ static void test_hello_filters(void)
 	buf[at + 5] = '\0'; /* "+" alone: an empty pattern */
 	CHECK_EQ(wire_decode(buf, (size_t)len, &d), -EPROTO);
 	buf[at + 5] = 'k';
-	buf[len - 2] = 'o'; /* the last one not terminated (then streams) */
+	buf[len - 3] = 'o'; /* the last one not terminated (then streams) */
 	CHECK_EQ(wire_decode(buf, (size_t)len, &d), -EPROTO);
-	buf[len - 2] = '\0';
+	buf[len - 3] = '\0';
 	CHECK_EQ(wire_decode(buf, (size_t)len, &d), 0);
 	/* a length past the bound */
 	buf[at + 2] = (uint8_t)((WIRE_FILTERS_MAX + 1) >> 8);
@@ -642,6 +654,11 @@ static void test_hello_mac_filters(void)
 	w2 = w;
 	w2.streams = 2;
 	CHECK_EQ(auth_mac(key, AUTH_SERVER, &h, &w2, b), 0);
+	CHECK(memcmp(a, b, WIRE_MAC_LEN) != 0);
+	/* a --sync level set on the way breaks it (nothing kept stale) */
+	h2 = h;
+	h2.sync = WIRE_SYNC_EXISTS;
+	CHECK_EQ(auth_mac(key, AUTH_SERVER, &h2, &w, b), 0);
 	CHECK(memcmp(a, b, WIRE_MAC_LEN) != 0);
 	/* what lies past rails is not on the wire, nor in the MAC */
 	w2 = w;
@@ -844,6 +861,27 @@ static void test_chunk_aad(void)
 	wire_chunk_aad(aad, 0x01020304u, 0x500100000ull, 1u << 20,
 		       WIRE_SLOT_COMPRESSED | WIRE_SLOT_ENCRYPTED);
 	CHECK(memcmp(aad, want, sizeof(want)) == 0);
+}
+
+/* KEPT counts 1 .. WIRE_KEPT_MAX entries; 0 or more is refused. */
+static void test_decode_kept(void)
+{
+	struct wire_msg m = { .type = WIRE_KEPT }, d;
+	const uint32_t counts[] = { 0, 1, WIRE_KEPT_MAX, WIRE_KEPT_MAX + 1,
+				    UINT32_MAX };
+	int len;
+
+	for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
+		bool ok = counts[i] && counts[i] <= WIRE_KEPT_MAX;
+
+		m.u.kept.first_id = 9;
+		m.u.kept.count = counts[i];
+		len = wire_encode(&m, buf, sizeof(buf));
+		CHECK_EQ(len, WIRE_CTRL_HDR + 8);
+		CHECK_EQ(wire_decode(buf, (size_t)len, &d), ok ? 0 : -EPROTO);
+		if (ok)
+			CHECK_EQ(d.u.kept.count, counts[i]);
+	}
 }
 
 /* PACK_DONE counts 1 .. WIRE_PACK_MAX_FILES files; 0 or more is refused. */
@@ -1529,7 +1567,7 @@ TAP_RUN(TAP_TEST(test_roundtrip_every_type), TAP_TEST(test_encode_limits),
 	TAP_TEST(test_decode_digest_len), TAP_TEST(test_golden_hello), TAP_TEST(test_hello_filters), TAP_TEST(test_hello_mac_filters),
 	TAP_TEST(test_golden_slot_header), TAP_TEST(test_slot_roundtrip),
 	TAP_TEST(test_slot_bitflip), TAP_TEST(test_imm),
-	TAP_TEST(test_chunk_aad), TAP_TEST(test_decode_pack_done),
+	TAP_TEST(test_chunk_aad), TAP_TEST(test_decode_kept), TAP_TEST(test_decode_pack_done),
 	TAP_TEST(test_decode_delete), TAP_TEST(test_decode_names),
 	TAP_TEST(test_pack_roundtrip), TAP_TEST(test_pack_truncated),
 	TAP_TEST(test_pack_refusals), TAP_TEST(test_pack_golden),

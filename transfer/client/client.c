@@ -70,6 +70,12 @@ static int client_auth(struct engine *e, const struct xfer_opts *o,
 	return engine_send_last_plain(e, &m);
 }
 
+_Static_assert((int)XFER_SYNC_EXISTS == (int)WIRE_SYNC_EXISTS &&
+		       (int)XFER_SYNC_SIZE == (int)WIRE_SYNC_SIZE &&
+		       (int)XFER_SYNC_MTIME == (int)WIRE_SYNC_MTIME &&
+		       (int)XFER_SYNC_CHECKSUM == (int)WIRE_SYNC_CHECKSUM,
+	       "--sync levels travel as they are");
+
 static uint32_t hello_flags(const struct xfer_opts *o)
 {
 	return (o->fsync ? WIRE_HELLO_FSYNC : 0) |
@@ -103,6 +109,7 @@ static int build_hello(struct engine *e, const struct xfer_opts *o,
 	h->chunk_size = e->c->geom.slot_size;
 	h->bwlimit = o->bwlimit;
 	h->streams = (uint8_t)session_streams(o, e->c);
+	h->sync = (uint8_t)o->sync;
 	if (getrandom(h->nonce, WIRE_NONCE_LEN, 0) != WIRE_NONCE_LEN)
 		return engine_fail(e, XFER_FAIL_RESOURCE, -errno,
 				   "cannot get random bytes");
@@ -240,6 +247,7 @@ static struct session_params client_params(const struct xfer_opts *o,
 		.csum = o->csum,
 		.level = o->compress,
 		.data_key = o->encrypt ? key : NULL,
+		.sync = (uint8_t)o->sync,
 	};
 
 	return p;

@@ -338,6 +338,7 @@ static int server_handshake(struct server *srv, struct engine *e,
 	p->level = h->level;
 	p->server = true;
 	p->pack = h->features & WIRE_FEAT_PACK;
+	p->sync = h->sync; /* wire_decode checked its range */
 	if (h->flags & WIRE_HELLO_ENCRYPT) {
 		rc = auth_data_key(srv->key, h, nonce, key);
 		if (rc)

@@ -28,12 +28,14 @@ _Static_assert(WIRE_TAG_LEN <= KEY_MAC_LEN, "a tag is a truncated HMAC");
 /*
  * The lanes both sides agreed on, as WELCOME states them: HELLO's streams,
  * WELCOME's features, streams, token, rails and each rail's address (so
- * a rewritten one, which would send lanes elsewhere, fails the MAC).
- * Returns the length used of out.
+ * a rewritten one, which would send lanes elsewhere, fails the MAC), then
+ * HELLO's sync level when it is not 0 (a man in the middle who sets one
+ * would have stale files kept): a HELLO without --sync has the MAC it had
+ * before the level existed. Returns the length used of out.
  */
 static size_t lane_params(const struct wire_hello *h,
 			  const struct wire_welcome *w,
-			  uint8_t out[8 + WIRE_LANE_TOKEN_LEN +
+			  uint8_t out[9 + WIRE_LANE_TOKEN_LEN +
 				      WIRE_STREAMS_MAX * 17])
 {
 	uint32_t features = htobe32(w->features);
@@ -51,6 +53,8 @@ static size_t lane_params(const struct wire_hello *h,
 		memcpy(out + n, w->rail[r].addr, 16);
 		n += 16;
 	}
+	if (h->sync)
+		out[n++] = h->sync;
 	return n;
 }
 
@@ -61,7 +65,7 @@ int auth_mac(const uint8_t *key, enum auth_side side,
 	const char *label =
 		side == AUTH_SERVER ? "rdcp1 server" : "rdcp1 client";
 	uint8_t params[24];
-	uint8_t lanes[8 + WIRE_LANE_TOKEN_LEN + WIRE_STREAMS_MAX * 17];
+	uint8_t lanes[9 + WIRE_LANE_TOKEN_LEN + WIRE_STREAMS_MAX * 17];
 	uint16_t role = htobe16(h->role), npaths = htobe16(h->npaths);
 	uint16_t nfilters = htobe16(h->nfilters);
 	uint32_t chunk = htobe32(h->chunk_size), flags = htobe32(h->flags);

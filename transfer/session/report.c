@@ -27,6 +27,24 @@ const char *report_csum_name(enum xfer_csum c)
 				      : "none";
 }
 
+const char *report_skip_reason(uint32_t flags, uint8_t sync)
+{
+	static const char *const level[] = {
+		[WIRE_SYNC_EXISTS] = "exists",
+		[WIRE_SYNC_SIZE] = "size",
+		[WIRE_SYNC_MTIME] = "mtime",
+		[WIRE_SYNC_CHECKSUM] = "checksum",
+	};
+
+	if (flags & WIRE_HELLO_NO_CLOBBER)
+		return "no-clobber";
+	if (sync && sync <= WIRE_SYNC_MAX)
+		return level[sync];
+	if (flags & WIRE_HELLO_UPDATE)
+		return "update";
+	return "resume";
+}
+
 void report_file(const struct xfer_opts *o, struct xfer_file_report *r,
 		 enum xfer_csum csum, const uint8_t *digest, unsigned int dlen)
 {

@@ -30,6 +30,12 @@ const char *report_csum_name(enum xfer_csum c);
  * Hands r to the user's on_file callback, if any, with the digest (dlen
  * bytes, 0: none) in hex and csum's name filled in.
  */
+/*
+ * Why a file was kept, for xfer_file_report.reason: from HELLO's flags
+ * and sync level (the first of -n, --sync, -u, --resume asked for).
+ */
+const char *report_skip_reason(uint32_t flags, uint8_t sync);
+
 void report_file(const struct xfer_opts *o, struct xfer_file_report *r,
 		 enum xfer_csum csum, const uint8_t *digest, unsigned int dlen);
 

@@ -21,7 +21,23 @@ struct session_params {
 	const uint8_t *data_key; /* AES-256-GCM key with ENCRYPT, else NULL */
 	bool server;		 /* this side is the receiver daemon */
 	bool pack; /* the sink takes packed slots (WIRE_FEAT_PACK) */
+	uint8_t sync; /* enum wire_sync: HELLO's */
 };
+
+/* Whether the sink answers each FILE with HAVE before its data. */
+static inline bool session_asks(const struct session_params *p)
+{
+	return (p->flags & WIRE_HELLO_ASK) || p->sync != WIRE_SYNC_NONE;
+}
+
+/*
+ * Whether chunks are compared through SUMS/MATCH (--resume, or --sync
+ * checksum): the source describes every chunk the sink asks about.
+ */
+static inline bool session_compares(const struct session_params *p)
+{
+	return (p->flags & WIRE_HELLO_RESUME) || p->sync == WIRE_SYNC_CHECKSUM;
+}
 
 /* Where the sink puts files: decided from DEST during the handshake. */
 struct sink_target {

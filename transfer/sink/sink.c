@@ -10,8 +10,8 @@
  * written, the file is finalized. Directories (sink_dir.c) and symlinks
  * are made as they are announced. Placement itself is place.c's.
  *
- * Asked first (--resume, --no-clobber, --update), the sink answers a FILE
- * with HAVE (sink_resume.c). Temporaries of failed files are removed,
+ * Asked first (--resume, --no-clobber, --update, --sync), the sink answers
+ * a FILE with HAVE (sink_resume.c, sink_sync.c). Temporaries of failed files are removed,
  * except with --resume, which keeps them for the next attempt unless their
  * content failed to verify. Packed slots of small files: sink_pack.c.
  *
@@ -48,13 +48,25 @@
 
 /* ---- FILE: symlinks ---- */
 
-static bool keep_existing(struct sink *k, struct snk_file *f)
+/*
+ * Whether what is at f's name stays: -n, -u, or --sync's check passed
+ * (link: a symlink's target). *compare: --sync checksum, a regular file
+ * of the same size is here, to be compared chunk by chunk.
+ */
+static bool keep_existing(struct sink *k, struct snk_file *f, const char *link,
+			  bool *compare)
 {
 	uint32_t flags = k->p->flags;
+	enum sink_sync_verdict v;
 
-	return (flags & (WIRE_HELLO_NO_CLOBBER | WIRE_HELLO_UPDATE)) &&
-	       place_keeps(f->dirfd, f->n.name, flags & WIRE_HELLO_NO_CLOBBER,
-			   &f->times[1]);
+	*compare = false;
+	if ((flags & (WIRE_HELLO_NO_CLOBBER | WIRE_HELLO_UPDATE)) &&
+	    place_keeps(f->dirfd, f->n.name, flags & WIRE_HELLO_NO_CLOBBER,
+			&f->times[1]))
+		return true;
+	v = sink_sync_check(k, f, link, false);
+	*compare = v == SINK_SYNC_COMPARE;
+	return v == SINK_SYNC_KEEP;
 }
 
 static void make_symlink(struct sink *k, struct snk_file *f, const char *to)
@@ -92,7 +104,7 @@ static int open_range(struct sink *k, struct snk_file *f,
 
 	if (sink_range_open(k, f, wf, &verified))
 		return -1;
-	if (!(k->p->flags & WIRE_HELLO_ASK))
+	if (!session_asks(k->p))
 		return 0; /* a failed range's chunks are drained */
 	if (f->err)
 		return sink_skip_file(k, f);
@@ -110,19 +122,23 @@ static int open_range(struct sink *k, struct snk_file *f,
 static int open_file(struct sink *k, struct snk_file *f,
 		     const struct wire_file *wf)
 {
-	bool ask = k->p->flags & WIRE_HELLO_ASK;
+	bool ask = session_asks(k->p), compare = false;
 
-	if (!f->err && ask && keep_existing(k, f)) {
-		f->skipped = true; /* -n, -u: a split file's every range too */
+	if (!f->err && ask && keep_existing(k, f, NULL, &compare)) {
+		/* -n, -u, --sync: a split file's every range too */
+		f->skipped = !f->err; /* unless -p's mode or times failed */
 		f->kept_range = wf->flags & WIRE_FILE_RANGE;
 		f->kept_final = f->kept_range && !wf->range_idx;
+		if (f->skipped && !f->kept_range)
+			return sink_send_kept(k, f); /* HAVE and result in one */
 		return sink_skip_file(k, f);
 	}
 	if (wf->flags & WIRE_FILE_RANGE)
 		return open_range(k, f, wf);
 	if (f->err)
 		return ask ? sink_skip_file(k, f) : 0;
-	if (sink_resuming(k))
+	/* --sync checksum: only the chunks that differ come */
+	if (sink_resuming(k) || compare)
 		return sink_resume_open(k, f, wf->flags & WIRE_FILE_SPARSE);
 	if (sink_open_tmp(k, f, false) == 0) {
 		/*
@@ -146,6 +162,7 @@ static int open_file(struct sink *k, struct snk_file *f,
 static int on_file(struct sink *k, const struct wire_file *wf)
 {
 	struct snk_file *f;
+	bool compare;
 	int rc;
 
 	if (wf->file_id != k->nfiles || k->nfiles >= WIRE_FILES_MAX)
@@ -182,7 +199,8 @@ static int on_file(struct sink *k, const struct wire_file *wf)
 	if (wf->kind == WIRE_KIND_FILE)
 		k->bytes_told += wf->size;
 	f->holes_ok = (wf->flags & WIRE_FILE_SPARSE) ||
-		      (k->p->flags & (WIRE_HELLO_SPARSE | WIRE_HELLO_RESUME));
+		      (k->p->flags & WIRE_HELLO_SPARSE) ||
+		      session_compares(k->p);
 	f->mode = wf->mode;
 	f->times[0].tv_sec = wf->atime_sec;
 	f->times[0].tv_nsec = wf->atime_nsec;
@@ -190,7 +208,7 @@ static int on_file(struct sink *k, const struct wire_file *wf)
 	f->times[1].tv_nsec = wf->mtime_nsec;
 	f->t0 = clock_now_s();
 	f->nslots = (f->size + k->chunk - 1) / k->chunk;
-	if (!sink_resuming(k) && k->p->csum == XFER_CSUM_SHA256 &&
+	if (!session_compares(k->p) && k->p->csum == XFER_CSUM_SHA256 &&
 	    f->kind == WIRE_KIND_FILE) {
 		rc = ck_sha256_create(&f->tree);
 		if (rc)
@@ -210,7 +228,7 @@ static int on_file(struct sink *k, const struct wire_file *wf)
 	sink_file_report(k, f, false, NULL, 0);
 	/* What is here is told at most once a name (-n, -u, --resume). */
 	/* A split file's ranges share a name: its state answers for them. */
-	rc = f->kind != WIRE_KIND_DIR && (k->p->flags & WIRE_HELLO_ASK) &&
+	rc = f->kind != WIRE_KIND_DIR && session_asks(k->p) &&
 			     !(wf->flags & WIRE_FILE_RANGE)
 		     ? sink_ask_once(k, f)
 		     : 0;
@@ -223,7 +241,7 @@ static int on_file(struct sink *k, const struct wire_file *wf)
 			  "compared again",
 			  f->n.shown);
 	if (k->p->flags & WIRE_HELLO_DRY_RUN)
-		return sink_dry_answer(k, f, wf->path);
+		return sink_dry_answer(k, f, wf->path, wf->link);
 	switch (f->kind) {
 	case WIRE_KIND_DIR:
 		if (sink_make_dir(k, f, wf->path))
@@ -231,10 +249,12 @@ static int on_file(struct sink *k, const struct wire_file *wf)
 					   "out of memory");
 		return sink_send_result(k, f, NULL, 0);
 	case WIRE_KIND_SYMLINK:
-		if (!f->err && keep_existing(k, f))
-			f->skipped = true;
+		if (!f->err && keep_existing(k, f, wf->link, &compare))
+			f->skipped = !f->err;
 		else if (!f->err)
 			make_symlink(k, f, wf->link);
+		if (f->skipped)
+			return sink_send_kept(k, f);
 		return sink_send_result(k, f, NULL, 0);
 	default:
 		return open_file(k, f, wf);
@@ -381,6 +401,12 @@ static int snk_pump_role(struct engine *e)
 	struct sink *k = e->role_data;
 	struct wire_msg m = { .type = WIRE_CREDIT };
 
+	/*
+	 * What was kept while the messages that came were taken goes in
+	 * one KEPT: the source's window of files in flight waits for it.
+	 */
+	if (k->kept_count)
+		return sink_kept_flush(k) ? 0 : 1;
 	if (k->done && !k->active && !k->bye_sent) {
 		sink_finish_dirs(k);
 		/* --delete: the whole copy is verified, so now, then BYE */

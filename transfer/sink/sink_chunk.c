@@ -39,7 +39,7 @@ static void write_chunk(struct workq_item *item)
 	j->status = sink_open_payload(k, j, &raw);
 	if (j->status)
 		return;
-	if (k->p->csum != XFER_CSUM_NONE || sink_resuming(k)) {
+	if (k->p->csum != XFER_CSUM_NONE || session_compares(k->p)) {
 		crc = ck_crc32(0, raw, j->h.raw_len);
 		if (!(j->h.flags & WIRE_SLOT_ENCRYPTED) && crc != j->h.crc) {
 			j->status = -EBADMSG;
@@ -47,8 +47,8 @@ static void write_chunk(struct workq_item *item)
 		}
 	}
 	j->crc = crc;
-	/* With --resume the file is read back whole at the end instead. */
-	if (k->p->csum == XFER_CSUM_SHA256 && !sink_resuming(k)) {
+	/* Compared (--resume) the file is read back whole at the end instead. */
+	if (k->p->csum == XFER_CSUM_SHA256 && !session_compares(k->p)) {
 		j->status = ck_sha256(raw, j->h.raw_len, j->sha);
 		if (j->status)
 			return;

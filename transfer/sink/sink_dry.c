@@ -5,7 +5,9 @@
  * changed. A regular file gets HAVE with SKIP (so the source sends none of
  * its data) and then its FILE_RESULT; a directory or symlink its
  * FILE_RESULT at once (a directory is entered, as the walk's place, but
- * not made). The verdict: kept by -n/-u (SKIPPED), or would be made
+ * not made). The verdict: kept by -n/-u or --sync's check (SKIPPED; with
+ * --sync checksum nothing is read, so a file of the same size is one that
+ * would be compared, reported as replaced), or would be made
  * (DRY), over a name that exists now (EXISTS). Beneath a directory
  * that does not exist yet (DEST, or one the run would make) nothing
  * exists, and nothing is looked at.
@@ -17,7 +19,8 @@
 #include "transfer/fs/place.h"
 #include "transfer/sink/sink_int.h"
 
-int sink_dry_answer(struct sink *k, struct snk_file *f, const char *path)
+int sink_dry_answer(struct sink *k, struct snk_file *f, const char *path,
+		    const char *link)
 {
 	uint32_t flags = k->p->flags;
 	struct stat st;
@@ -28,6 +31,9 @@ int sink_dry_answer(struct sink *k, struct snk_file *f, const char *path)
 	    (flags & (WIRE_HELLO_NO_CLOBBER | WIRE_HELLO_UPDATE)) &&
 	    place_keeps(f->dirfd, f->n.name, flags & WIRE_HELLO_NO_CLOBBER,
 			&f->times[1])) {
+		f->skipped = true;
+	} else if (!f->err && exists &&
+		   sink_sync_check(k, f, link, true) == SINK_SYNC_KEEP) {
 		f->skipped = true;
 	} else if (!f->err) {
 		f->dry = true;

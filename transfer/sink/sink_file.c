@@ -113,6 +113,7 @@ void sink_file_report(struct sink *k, struct snk_file *f, bool done,
 		.klass = engine_klass_of(f->err, f->err_remote),
 		.message = f->err ? f->errmsg : NULL,
 		.skipped = f->skipped,
+		.reason = report_skip_reason(k->p->flags, k->p->sync),
 		.dry = f->dry,
 		.exists = f->exists,
 	};
@@ -245,6 +246,36 @@ int sink_send_result(struct sink *k, struct snk_file *f, const uint8_t *digest,
 			   f->err, f->err_remote, f->errmsg, f->skipped);
 	sink_file_report(k, f, true, digest, dlen);
 	rc = engine_send(k->e, &m);
+	live_remove(k, f);
+	k->active--;
+	sink_file_free(k, f);
+	return rc;
+}
+
+/* The kept entries not yet told, in one KEPT. 0 or the engine's error. */
+int sink_kept_flush(struct sink *k)
+{
+	struct wire_msg m = { .type = WIRE_KEPT };
+
+	m.u.kept.first_id = k->kept_first;
+	m.u.kept.count = k->kept_count;
+	k->kept_count = 0;
+	return engine_send(k->e, &m);
+}
+
+int sink_send_kept(struct sink *k, struct snk_file *f)
+{
+	int rc = 0;
+
+	sink_tally(k, f->n.shown, f->kind == WIRE_KIND_FILE ? f->size : 0, 0,
+		   false, NULL, true);
+	sink_file_report(k, f, true, NULL, 0);
+	if (k->kept_count && (f->id != k->kept_first + k->kept_count ||
+			      k->kept_count == WIRE_KEPT_MAX))
+		rc = sink_kept_flush(k);
+	if (!k->kept_count)
+		k->kept_first = f->id;
+	k->kept_count++;
 	live_remove(k, f);
 	k->active--;
 	sink_file_free(k, f);

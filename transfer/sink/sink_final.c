@@ -116,6 +116,10 @@ static void finalize(struct workq_item *item)
 		f->fd = -1;
 		unlinkat(f->dirfd, f->n.tmp, 0);
 		f->skipped = true;
+		/* --sync checksum -p: the same content, the source's meta */
+		if (k->p->sync == WIRE_SYNC_CHECKSUM && sink_preserving(k) &&
+		    set_meta(k, f, f->cand))
+			f->skipped = false; /* failed: f->err says why */
 		return;
 	}
 	if (set_meta(k, f, f->fd))

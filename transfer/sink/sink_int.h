@@ -186,6 +186,8 @@ struct sink {
 	bool dirs_dropped; /* torn down: kept ones go unfinished */
 	/* Names already answered when asked first: each at most once. */
 	struct hset asked;
+	/* Kept entries not yet told (KEPT): ids [kept_first, +kept_count) */
+	uint32_t kept_first, kept_count;
 	uint8_t resume_key[32];
 	struct snk_want *want; /* a pull: the names asked for, sorted */
 	size_t nwant;
@@ -290,10 +292,21 @@ int sink_open_parent(const struct sink *k, struct snk_names *n);
 int sink_map_path(struct sink *k, struct snk_file *f, const char *path);
 
 /*
- * --dry-run: answers f's FILE (path as sent) with what a copy would do
+ * --dry-run: answers f's FILE (path as sent, link a symlink's target)
+ * with what a copy would do
  * (sink_dry.c). 0 or the engine's error.
  */
-int sink_dry_answer(struct sink *k, struct snk_file *f, const char *path);
+int sink_dry_answer(struct sink *k, struct snk_file *f, const char *path,
+		    const char *link);
+
+/*
+ * f, a regular file or symlink kept as it is (skipped, no failure),
+ * counted and reported; the source learns it with the next KEPT, for a
+ * run of consecutive ids in one message. Frees f. 0 or the engine's error.
+ */
+int sink_send_kept(struct sink *k, struct snk_file *f);
+/* The run of kept ids waiting, sent as one KEPT. 0 or the engine's error. */
+int sink_kept_flush(struct sink *k);
 
 /* ---- sink_chunk.c ---- */
 
@@ -497,6 +510,23 @@ int sink_ask_once(struct sink *k, const struct snk_file *f);
 int sink_resume_open(struct sink *k, struct snk_file *f, bool sparse);
 /* A SUMS came. 0 or the engine's error (a protocol violation). */
 int sink_on_sums(struct sink *k, const struct wire_sums *m);
+
+/* ---- sink_sync.c ---- */
+
+enum sink_sync_verdict {
+	SINK_SYNC_SEND,	   /* nothing like it here: the data is sent */
+	SINK_SYNC_KEEP,	   /* what is here passes the check: kept */
+	SINK_SYNC_COMPARE, /* checksum: a regular file of the same size */
+};
+
+/*
+ * --sync: what f's name holds against the check HELLO asked for (link:
+ * a symlink's target as sent). Kept without dry, f gets the source's mode
+ * and times with -p (f failed if that fails). Always SEND without --sync,
+ * for a directory, or a failed f.
+ */
+enum sink_sync_verdict sink_sync_check(struct sink *k, struct snk_file *f,
+				       const char *link, bool dry);
 
 /* ---- sink_want.c ---- */
 

@@ -52,7 +52,7 @@ int sink_pack_arrived(struct sink *k, const struct wire_slot_hdr *h,
 	    h->len > k->chunk || h->raw_len > k->chunk ||
 	    !sink_flags_ok(k, h->flags & ~WIRE_SLOT_PACKED) ||
 	    (!(h->flags & WIRE_SLOT_COMPRESSED) && h->raw_len != h->len) ||
-	    (k->p->flags & WIRE_HELLO_ASK))
+	    session_asks(k->p))
 		return engine_fail(k->e, XFER_FAIL_PROTOCOL, -EPROTO,
 				   "%s wrote a bad packed slot (seq %llu)",
 				   k->e->c->peer, (unsigned long long)h->seq);

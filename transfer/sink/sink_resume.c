@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The sink's side of --resume and of the questions a source asks first
- * (--no-clobber, --update): what is already here.
+ * (--no-clobber, --update): what is already here. --sync checksum takes
+ * the same road against the file under its final name only.
  *
  * Each name is answered at most once a session. With --resume the sink
  * opens what an earlier attempt left (its temporary, else the old file),
@@ -48,9 +49,11 @@ int sink_ask_once(struct sink *k, const struct snk_file *f)
  * What an earlier attempt left, the temporary first, else the old file
  * (a regular file only, opened without blocking) into f->cand.
  */
-static void find_candidate(struct snk_file *f)
+static void find_candidate(const struct sink *k, struct snk_file *f)
 {
-	f->cand = place_open_regular(f->dirfd, f->n.tmp);
+	/* --sync checksum alone compares with the file, not a leftover */
+	f->cand = sink_resuming(k) ? place_open_regular(f->dirfd, f->n.tmp)
+				   : -1;
 	if (f->cand >= 0)
 		return; /* the temporary itself: keep what it holds */
 	f->cand = place_open_regular(f->dirfd, f->n.name);
@@ -69,6 +72,9 @@ static void find_candidate(struct snk_file *f)
 static bool can_keep(const struct sink *k, const struct snk_file *f,
 		     const struct stat *st)
 {
+	/* --sync checksum: kept, with -p its mode and times set at the end */
+	if (k->p->sync == WIRE_SYNC_CHECKSUM)
+		return (uint64_t)st->st_size == f->size;
 	return (uint64_t)st->st_size == f->size &&
 	       (st->st_mode & 07777) == (sink_final_mode(k, f->mode) & 07777) &&
 	       (!sink_preserving(k) ||
@@ -82,7 +88,7 @@ int sink_resume_open(struct sink *k, struct snk_file *f, bool sparse)
 	struct stat st;
 	uint64_t held = 0;
 
-	find_candidate(f);
+	find_candidate(k, f);
 	if (sink_open_tmp(k, f, !f->cand_final))
 		return sink_skip_file(k, f);
 	if (f->cand >= 0 && fstat(f->cand, &st) < 0) {
@@ -115,7 +121,7 @@ int sink_resume_open(struct sink *k, struct snk_file *f, bool sparse)
 			  strerror(errno));
 	if (f->err)
 		return sink_skip_file(k, f);
-	if (f->found)
+	if (f->found && sink_resuming(k))
 		log_info("resuming '%s': comparing what is here with the "
 			 "source",
 			 f->n.shown);

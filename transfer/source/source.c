@@ -112,7 +112,8 @@ static const char *result_misplaced(const struct source *s,
 {
 	bool skipped = res->flags & WIRE_RESULT_SKIPPED;
 	bool asked_skip =
-		s->cfg->p.flags & (WIRE_HELLO_NO_CLOBBER | WIRE_HELLO_UPDATE);
+		(s->cfg->p.flags & (WIRE_HELLO_NO_CLOBBER | WIRE_HELLO_UPDATE)) ||
+		s->cfg->p.sync != WIRE_SYNC_NONE;
 	bool dry_run = s->cfg->p.flags & WIRE_HELLO_DRY_RUN;
 	uint32_t dry = res->flags & (WIRE_RESULT_DRY | WIRE_RESULT_EXISTS);
 
@@ -168,7 +169,7 @@ static const char *result_misplaced(const struct source *s,
 		return "before it was sent";
 	if (res->status)
 		return NULL;
-	if (skipped && !(s->resume && !f->nchunks))
+	if (skipped && !(s->compare && !f->nchunks))
 		return "as skipped, which was not asked for";
 	/* The final range's digest is the whole file's (doc/PROTOCOL.md, Ranges). */
 	if (res->flags & WIRE_RESULT_FINAL)
@@ -253,21 +254,23 @@ static int on_have(struct source *s, const struct wire_have *h)
 	struct src_file *f = src_by_wire(s, h->file_id);
 
 	if (!f || !f->asking || f->have_done || f->deferred ||
-	    ((h->flags & WIRE_HAVE_SUMS) && !s->resume))
+	    ((h->flags & WIRE_HAVE_SUMS) && !s->compare))
 		return -EPROTO;
 	/*
-	 * Kept as it is (status 0) only where -n or -u asked for that; with
-	 * --dry-run every file is skipped; with --resume a range the sink
-	 * verified already.
+	 * Kept as it is (status 0) only where -n, -u or --sync asked for
+	 * that; with --dry-run every file is skipped; with --resume a range
+	 * the sink verified already.
 	 */
 	if ((h->flags & WIRE_HAVE_SKIP) &&
 	    (h->status > 0 ||
 	     (!h->status && !(f->w->range && s->resume) &&
+	      s->cfg->p.sync == WIRE_SYNC_NONE &&
 	      !(s->cfg->p.flags & (WIRE_HELLO_NO_CLOBBER | WIRE_HELLO_UPDATE |
 				   WIRE_HELLO_DRY_RUN)))))
 		return engine_fail(s->e, XFER_FAIL_PROTOCOL, -EPROTO,
 				   "%s would keep '%s' as it is, which "
-				   "neither -n nor -u asked for: refused",
+				   "neither -n, -u nor --sync asked for: "
+				   "refused",
 				   s->e->c->peer, f->path);
 	if ((s->cfg->p.flags & WIRE_HELLO_DRY_RUN) &&
 	    !(h->flags & WIRE_HAVE_SKIP))
@@ -281,6 +284,63 @@ static int on_have(struct source *s, const struct wire_have *h)
 		f->skip_status = h->status;
 	}
 	f->cmp = h->flags & WIRE_HAVE_SUMS;
+	if (f->lazy && !f->skip)
+		src_open_late(s, f);
+	/* Its chunks planned so far: read now, or dropped unread. */
+	for (unsigned int i = 0; i < s->fifo_len; i++) {
+		struct item *it = src_fifo_at(s, i);
+
+		if (it->kind != IT_CHUNK || it->f != f ||
+		    it->job->state != JOB_WAITING)
+			continue;
+		if (f->skip || f->err) {
+			it->job->state = JOB_READY; /* settle_chunk frees it */
+		} else {
+			it->job->state = JOB_READING;
+			workq_push(s->e->wq, &it->job->item);
+		}
+	}
+	return 0;
+}
+
+/*
+ * Entries the sink kept as they are, a run of ids in one message: for a
+ * regular file what HAVE (SKIP, status 0) then FILE_RESULT (SKIPPED)
+ * would say, for a symlink that FILE_RESULT, each checked as those are.
+ */
+static int on_kept(struct source *s, const struct wire_kept *k)
+{
+	struct wire_have h = { .flags = WIRE_HAVE_SKIP };
+	struct wire_file_result r = { .flags = WIRE_RESULT_SKIPPED };
+
+	if (s->cfg->p.flags & WIRE_HELLO_DRY_RUN)
+		return engine_fail(s->e, XFER_FAIL_PROTOCOL, -EPROTO,
+				   "%s kept files in a dry run: refused",
+				   s->e->c->peer);
+	for (uint32_t i = 0; i < k->count; i++) {
+		uint32_t id = k->first_id + i;
+		struct src_file *f = id >= k->first_id ? src_by_wire(s, id)
+						       : NULL;
+		int rc;
+
+		if (!f || f->w->range ||
+		    (f->w->kind != WIRE_KIND_FILE &&
+		     f->w->kind != WIRE_KIND_SYMLINK))
+			return engine_fail(s->e, XFER_FAIL_PROTOCOL, -EPROTO,
+					   "%s kept file %u, which it may not "
+					   "keep: refused",
+					   s->e->c->peer, id);
+		if (f->w->kind == WIRE_KIND_FILE) {
+			h.file_id = id;
+			rc = on_have(s, &h);
+			if (rc)
+				return rc;
+		}
+		r.file_id = id;
+		rc = on_result(s, &r);
+		if (rc)
+			return rc;
+	}
 	return 0;
 }
 
@@ -337,6 +397,9 @@ static int src_on_msg(struct engine *e, const struct wire_msg *m)
 		break;
 	case WIRE_PACK_DONE:
 		rc = on_pack_done(s, &m->u.pack_done);
+		break;
+	case WIRE_KEPT:
+		rc = on_kept(s, &m->u.kept);
 		break;
 	case WIRE_NAMES:
 		rc = src_names_on_msg(s, &m->u.names);
@@ -455,8 +518,9 @@ int src_run(struct engine *e, const struct source_cfg *cfg,
 	s.njobs = s.free_jobs = e->c->geom.slots;
 	s.sig_every = s.njobs / 4 ? s.njobs / 4 : 1;
 	s.fifo_cap = 2 * s.njobs + 64;
-	s.ask = cfg->p.flags & WIRE_HELLO_ASK;
+	s.ask = session_asks(&cfg->p);
 	s.resume = cfg->p.flags & WIRE_HELLO_RESUME;
+	s.compare = session_compares(&cfg->p);
 	/*
 	 * Packs being read or waiting for credits: enough to keep every
 	 * worker busy, few enough that the staging buffers they use (and the

@@ -107,19 +107,19 @@ void src_read_chunk(struct workq_item *item)
 	j->status = direct_pread(&j->f->dio, j->f->fd, raw, j->len, j->offset);
 	if (j->status)
 		return;
-	/* With --resume every chunk is described to the sink instead. */
-	if ((p->flags & WIRE_HELLO_SPARSE) && !s->resume)
+	/* Compared (--resume) every chunk is described to the sink instead. */
+	if ((p->flags & WIRE_HELLO_SPARSE) && !s->compare)
 		j->zero = all_zero(raw, j->len);
 	if (j->zero)
 		return; /* --sparse: a hole, out of the digest like holes */
-	if (p->csum != XFER_CSUM_NONE || s->resume)
+	if (p->csum != XFER_CSUM_NONE || s->compare)
 		j->crc = ck_crc32(0, raw, j->len);
-	if (p->csum == XFER_CSUM_SHA256 || s->resume) {
+	if (p->csum == XFER_CSUM_SHA256 || s->compare) {
 		j->status = ck_sha256(raw, j->len, j->sha);
 		if (j->status)
 			return;
 	}
-	if (s->resume) {
+	if (s->compare) {
 		j->status = payload_resume_sum(s->resume_key, j->f->wire_id,
 					       j->offset / s->chunk, j->sha,
 					       j->sum);
@@ -148,6 +148,7 @@ void src_report(struct source *s, struct src_file *f, int status,
 		.klass = engine_klass_of(status, !f->err),
 		.message = msg,
 		.skipped = f->skipped && !status,
+		.reason = report_skip_reason(s->cfg->p.flags, s->cfg->p.sync),
 		.dry = !status && (f->dry & WIRE_RESULT_DRY),
 		.exists = !status && (f->dry & WIRE_RESULT_EXISTS),
 		.range_count = f->w->range ? f->w->range->count : 0,

@@ -43,6 +43,7 @@ enum item_kind {
 #define PACK_ABORT_ROOM 200u	  /* bytes kept for a record's abort text */
 enum job_state {
 	JOB_FREE,
+	JOB_WAITING, /* planned; read once the sink's HAVE wants the data */
 	JOB_READING,
 	JOB_READY,
 	JOB_POSTED
@@ -84,6 +85,11 @@ struct src_file {
 	double t0;
 	/* the sink's answer (HAVE) when it is asked first */
 	bool asking, have_done, skip;
+	/*
+	 * Asked first: announced from the walk's stat, opened only when the
+	 * HAVE wants its data (src_open_late), so a kept file costs no open.
+	 */
+	bool lazy;
 	int skip_status;
 	/*
 	 * --resume: the sink asked for the chunks' digests (SUMS); chunks
@@ -193,7 +199,8 @@ struct source {
 	uint8_t dlen;		 /* digest bytes of csum */
 	unsigned int sig_every, unsignaled;
 	bool done_planned, done_sent, bye;
-	bool ask, resume; /* HAVE before data; chunks may match */
+	bool ask, resume; /* HAVE before data; --resume */
+	bool compare;	  /* chunks may match: --resume, --sync checksum */
 	bool direct_told; /* --direct could not be had: said once */
 	uint8_t resume_key[32];
 	struct ratelimit rl;
@@ -253,6 +260,12 @@ int src_send_failure(struct source *s, struct src_file *f);
 struct src_job *src_take_job(struct source *s);
 
 /* ---- source_plan.c ---- */
+
+/*
+ * A lazy file (f->lazy) the sink wants: opened and checked to be what was
+ * announced; f failed (and no fd) if not.
+ */
+void src_open_late(struct source *s, struct src_file *f);
 
 /* Plans what can be planned now. How many items, or -1 on a failure. */
 int src_plan(struct source *s);

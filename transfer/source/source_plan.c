@@ -109,6 +109,14 @@ static int open_next(struct source *s)
 	}
 	if (f->w->kind != WIRE_KIND_FILE)
 		return tell(s, f);
+	/*
+	 * Asked first, a file is opened once the sink wants it: not a range
+	 * (checked against the file now), nor a sparse file (its holes are
+	 * found through the fd as its chunks are planned).
+	 */
+	f->lazy = s->ask && !f->w->range && !src_file_sparse(f);
+	if (f->lazy)
+		goto announce;
 	f->fd = walk_open(&s->walk, f->w);
 	if (f->fd < 0)
 		file_fail(f, f->fd, "cannot open '%s': %s", f->path,
@@ -129,6 +137,7 @@ static int open_next(struct source *s)
 	}
 	posix_fadvise(f->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
 	src_open_direct(s, f);
+announce:
 	if (s->cfg->p.csum == XFER_CSUM_SHA256) {
 		rc = ck_sha256_create(&f->tree);
 		if (rc)
@@ -146,6 +155,40 @@ static int open_next(struct source *s)
 	return 0;
 }
 
+void src_open_late(struct source *s, struct src_file *f)
+{
+	struct stat now;
+
+	f->lazy = false;
+	f->fd = walk_open(&s->walk, f->w);
+	if (f->fd < 0) {
+		file_fail(f, f->fd, "cannot open '%s': %s", f->path,
+			  strerror(-f->fd));
+		f->fd = -1;
+		return;
+	}
+	if (fstat(f->fd, &now) < 0)
+		file_fail(f, -errno, "cannot stat '%s': %s", f->path,
+			  strerror(errno));
+	else if (!S_ISREG(now.st_mode))
+		file_fail(f, -EINVAL, "cannot send '%s': not a regular file",
+			  f->path);
+	else if (now.st_size != f->st.st_size ||
+		 now.st_mtim.tv_sec != f->st.st_mtim.tv_sec ||
+		 now.st_mtim.tv_nsec != f->st.st_mtim.tv_nsec)
+		file_fail(f, -ESTALE,
+			  "'%s' changed while it was being sent: not copied",
+			  f->path);
+	if (f->err) {
+		close(f->fd);
+		f->fd = -1;
+		return;
+	}
+	f->st = now;
+	posix_fadvise(f->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+	src_open_direct(s, f);
+}
+
 /*
  * Moves the planning cursor past chunks that lie wholly in a hole: they are
  * not sent, and the sink's file (sized up front) keeps them as holes. The
@@ -159,7 +202,7 @@ static bool skip_hole(struct source *s, struct src_file *f)
 	off_t d;
 	uint64_t aligned;
 
-	if (s->resume || !src_file_sparse(f))
+	if (s->compare || !src_file_sparse(f))
 		return false;
 	d = lseek(f->fd, (off_t)f->next_off, SEEK_DATA);
 	if (d < 0 && errno == ENXIO) {
@@ -240,7 +283,6 @@ int src_plan(struct source *s)
 		j = src_take_job(s);
 		if (!j)
 			break;
-		j->state = JOB_READING;
 		j->item.fn = src_read_chunk;
 		j->f = f;
 		j->offset = f->next_off;
@@ -252,7 +294,17 @@ int src_plan(struct source *s)
 		j->summed = j->answered = j->matched = false;
 		f->next_off += j->len;
 		src_fifo_push(s, IT_CHUNK, f, j);
-		workq_push(s->e->wq, &j->item);
+		/*
+		 * Asked first (-n, -u, --sync): read only what the sink
+		 * wants, once its HAVE says so (on_have): a file kept as it
+		 * is costs no read.
+		 */
+		if (f->asking && !f->have_done) {
+			j->state = JOB_WAITING;
+		} else {
+			j->state = JOB_READING;
+			workq_push(s->e->wq, &j->item);
+		}
 		n++;
 	}
 	return n;

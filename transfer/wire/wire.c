@@ -51,6 +51,7 @@ static void enc_body(struct be_put *w, const struct wire_msg *m)
 			be_put_u16(w, m->u.hello.filters_len);
 		be_put_bytes(w, m->u.hello.filters, m->u.hello.filters_len);
 		be_put_u8(w, m->u.hello.streams);
+		be_put_u8(w, m->u.hello.sync);
 		break;
 	case WIRE_WELCOME:
 		be_put_u32(w, (uint32_t)m->u.welcome.status);
@@ -133,6 +134,10 @@ static void enc_body(struct be_put *w, const struct wire_msg *m)
 		be_put_u8(w, m->u.result.digest_len);
 		be_put_bytes(w, m->u.result.digest, m->u.result.digest_len);
 		be_put_str(w, m->u.result.msg, WIRE_MSG_MAX);
+		break;
+	case WIRE_KEPT:
+		be_put_u32(w, m->u.kept.first_id);
+		be_put_u32(w, m->u.kept.count);
 		break;
 	case WIRE_PACK_DONE:
 		be_put_u32(w, m->u.pack_done.first_id);
@@ -409,7 +414,9 @@ static void dec_body(struct be_get *r, struct wire_msg *m)
 		dec_paths(r, &m->u.hello);
 		dec_filters(r, &m->u.hello);
 		m->u.hello.streams = be_get_u8(r); /* 0 as 1: one lane */
-		if (m->u.hello.streams > WIRE_STREAMS_MAX)
+		m->u.hello.sync = be_get_u8(r);
+		if (m->u.hello.streams > WIRE_STREAMS_MAX ||
+		    m->u.hello.sync > WIRE_SYNC_MAX)
 			r->err = true;
 		break;
 	case WIRE_WELCOME:
@@ -540,6 +547,12 @@ static void dec_body(struct be_get *r, struct wire_msg *m)
 		m->u.result.sent = be_get_u64(r);
 		dec_digest(r, &m->u.result.digest_len, m->u.result.digest);
 		be_get_str(r, m->u.result.msg, WIRE_MSG_MAX);
+		break;
+	case WIRE_KEPT:
+		m->u.kept.first_id = be_get_u32(r);
+		m->u.kept.count = be_get_u32(r);
+		if (!m->u.kept.count || m->u.kept.count > WIRE_KEPT_MAX)
+			r->err = true;
 		break;
 	case WIRE_PACK_DONE:
 		m->u.pack_done.first_id = be_get_u32(r);
@@ -677,6 +690,7 @@ const char *wire_type_name(unsigned int type)
 		[WIRE_DELETE_END] = "DELETE_END",
 		[WIRE_NAMES] = "NAMES",
 		[WIRE_NAMES_ACK] = "NAMES_ACK",
+		[WIRE_KEPT] = "KEPT",
 	};
 
 	return type < WIRE_TYPE_MAX && names[type] ? names[type] : "?";

@@ -110,6 +110,7 @@ enum wire_type {
 	WIRE_DELETE_END,  /* sink -> source: --delete: the last DELETED */
 	WIRE_NAMES,	  /* client -> server: --files-from on a pull */
 	WIRE_NAMES_ACK,	  /* server -> client: names it is through with */
+	WIRE_KEPT,	  /* sink -> source: --sync etc.: files kept as is */
 	WIRE_TYPE_MAX,
 };
 
@@ -164,6 +165,21 @@ enum wire_file_flags {
 	WIRE_FILE_RANGE = 1 << 1,  /* a byte range of it (rdcp-mpi): below */
 };
 
+/*
+ * HELLO's sync: which existing files the sink keeps as they are (--sync,
+ * -a). A file that passes the check is answered HAVE SKIP and kept; one
+ * that fails is sent whole, or with CHECKSUM chunk by chunk through
+ * SUMS/MATCH as --resume does (only the chunks that differ cross).
+ */
+enum wire_sync {
+	WIRE_SYNC_NONE = 0,	/* copy everything (scp, cp) */
+	WIRE_SYNC_EXISTS = 1,	/* the name exists as the same kind */
+	WIRE_SYNC_SIZE = 2,	/* ... and a regular file has the same size */
+	WIRE_SYNC_MTIME = 3,	/* ... and the same mtime (rsync's check) */
+	WIRE_SYNC_CHECKSUM = 4, /* every chunk's digest matches */
+	WIRE_SYNC_MAX = WIRE_SYNC_CHECKSUM,
+};
+
 #define WIRE_TOKEN_LEN 16u /* a split file's token (FILE with RANGE) */
 #define WIRE_RANGES_MAX 65536u /* ranges of one split file */
 
@@ -210,6 +226,11 @@ struct wire_hello {
 	char filters[WIRE_FILTERS_MAX];
 	/* Lanes (--streams) the client wants, 1..WIRE_STREAMS_MAX (0: 1). */
 	uint8_t streams;
+	/*
+	 * enum wire_sync (0..WIRE_SYNC_MAX), the byte after streams; non-zero
+	 * makes the sink answer each FILE with HAVE, as WIRE_HELLO_ASK does.
+	 */
+	uint8_t sync;
 };
 
 #define WIRE_STREAMS_MAX 16u
@@ -348,6 +369,21 @@ struct wire_file_result {
 	uint8_t digest_len;
 	uint8_t digest[WIRE_DIGEST_MAX];
 	char msg[WIRE_MSG_MAX + 1];
+};
+
+/*
+ * Asked first (WIRE_HELLO_ASK, HELLO sync), sink -> source: every entry
+ * in [first_id, first_id + count) is kept as it is, as a HAVE with SKIP
+ * and status 0 then a FILE_RESULT with SKIPPED would say for a regular
+ * file (a FILE_RESULT with SKIPPED for a symlink), in one message: a
+ * re-run of an unchanged tree costs the sink no message per file. Each
+ * id is one the source announced and has no answer for yet.
+ */
+#define WIRE_KEPT_MAX 4096u /* entries in one KEPT */
+
+struct wire_kept {
+	uint32_t first_id;
+	uint32_t count; /* 1..WIRE_KEPT_MAX */
 };
 
 /*
@@ -491,6 +527,7 @@ struct wire_msg {
 		struct wire_sums sums;
 		struct wire_match match;
 		struct wire_pack_done pack_done;
+		struct wire_kept kept;
 		struct wire_done done;
 		struct wire_deleted deleted;
 		struct wire_delete_end delete_end;

@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * The sink's side of --sync (and -a): whether what is already at an
+ * announced name may stay as it is. One fstatat beneath the parent
+ * directory's fd (opened for the FILE anyway) answers the levels exists,
+ * size and mtime; a symlink is kept when its target is the same. The
+ * level checksum is not decided here: an existing regular file is
+ * compared chunk by chunk through SUMS/MATCH (sink_resume.c), so the sink
+ * learns only what --resume lets it learn. A file kept with -p gets the
+ * source's mode and times where they differ, as rsync's quick check does.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "transfer/fs/place.h"
+#include "transfer/sink/sink_int.h"
+
+/* Whether the symlink here points where the source's does. */
+static bool same_target(const struct snk_file *f, const char *link)
+{
+	char here[4096];
+	size_t len = strlen(link);
+	ssize_t n;
+
+	if (len >= sizeof(here))
+		return false;
+	n = readlinkat(f->dirfd, f->n.name, here, sizeof(here));
+	return n >= 0 && (size_t)n == len && !memcmp(here, link, len);
+}
+
+static bool same_mtime(const struct stat *st, const struct timespec *t)
+{
+	return st->st_mtim.tv_sec == t->tv_sec &&
+	       st->st_mtim.tv_nsec == t->tv_nsec;
+}
+
+/*
+ * With -p, the kept file's mode and times made the source's where they
+ * differ (a size check keeps files whose mtime is not the source's).
+ */
+static void fix_meta(struct sink *k, struct snk_file *f, const struct stat *st)
+{
+	mode_t mode = sink_final_mode(k, f->mode);
+
+	if (!sink_preserving(k))
+		return;
+	if ((st->st_mode & 07777) != (mode & 07777) &&
+	    fchmodat(f->dirfd, f->n.name, mode & 07777, 0) < 0)
+		file_fail(f, -errno, "cannot set mode of '%s': %s", f->n.shown,
+			  strerror(errno));
+	else if (!same_mtime(st, &f->times[1]) &&
+		 utimensat(f->dirfd, f->n.name, f->times,
+			   AT_SYMLINK_NOFOLLOW) < 0)
+		file_fail(f, -errno, "cannot set times of '%s': %s",
+			  f->n.shown, strerror(errno));
+}
+
+enum sink_sync_verdict sink_sync_check(struct sink *k, struct snk_file *f,
+				       const char *link, bool dry)
+{
+	uint8_t level = k->p->sync;
+	struct stat st;
+
+	if (level == WIRE_SYNC_NONE || f->err || f->dirfd < 0 ||
+	    f->kind == WIRE_KIND_DIR ||
+	    fstatat(f->dirfd, f->n.name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return SINK_SYNC_SEND;
+	if (f->kind == WIRE_KIND_SYMLINK)
+		return S_ISLNK(st.st_mode) &&
+			       (level == WIRE_SYNC_EXISTS ||
+				same_target(f, link))
+		       ? SINK_SYNC_KEEP
+		       : SINK_SYNC_SEND;
+	if (!S_ISREG(st.st_mode))
+		return SINK_SYNC_SEND;
+	if (level == WIRE_SYNC_EXISTS)
+		return SINK_SYNC_KEEP; /* as it is: nothing of it is set */
+	if ((uint64_t)st.st_size != f->size)
+		return SINK_SYNC_SEND;
+	if (level == WIRE_SYNC_CHECKSUM)
+		return SINK_SYNC_COMPARE;
+	if (level == WIRE_SYNC_MTIME && !same_mtime(&st, &f->times[1]))
+		return SINK_SYNC_SEND;
+	if (!dry)
+		fix_meta(k, f, &st);
+	return SINK_SYNC_KEEP;
+}
