@@ -48,7 +48,8 @@ PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null || \
 	echo -libverbs -lrdmacm -lz -lcrypto)
 
 WARN := -Wall -Wextra -Wshadow -Wformat=2 -Wmissing-prototypes -Wvla \
-	-Wstrict-prototypes -Wno-unused-parameter -Wno-format-truncation
+	-Wstrict-prototypes -Wwrite-strings -Wno-unused-parameter \
+	-Wno-format-truncation
 # (format-truncation: log and wire messages are cut to their buffers on purpose)
 ifdef WERROR
 WARN += -Werror
