@@ -184,10 +184,10 @@ check "--no-config: a copy ignores a broken file" bash -c "
 	'$RDCP' --no-config -q --transport tcp --port $PORT '$T/src/small' 127.0.0.1::conf2/ &&
 	cmp '$T/src/small' '$T/root/conf2/small'"
 expect_fail "rdcp.conf: an unknown option, its line named" 2 "$T/src/small" h:
-grep -q "rdcp.conf:6: unknown option 'prot'" "$T/e" && ok "  ... as FILE:LINE" || nok "  ... as FILE:LINE" "$(cat "$T/e")"
+if grep -q "rdcp.conf:6: unknown option 'prot'" "$T/e"; then ok "  ... as FILE:LINE"; else nok "  ... as FILE:LINE" "$(cat "$T/e")"; fi
 printf 'port 0\n' >"$T/cfg/rdcp/rdcp.conf"
 expect_fail "rdcp.conf: a bad value, its line named" 2 "$T/src/small" h:
-grep -q "rdcp.conf:1: --port: '0'" "$T/e" && ok "  ... as FILE:LINE" || nok "  ... as FILE:LINE" "$(cat "$T/e")"
+if grep -q "rdcp.conf:1: --port: '0'" "$T/e"; then ok "  ... as FILE:LINE"; else nok "  ... as FILE:LINE" "$(cat "$T/e")"; fi
 printf 'delete\n' >"$T/cfg/rdcp/rdcp.conf"
 expect_fail "rdcp.conf: delete is no default" 2 -r "$T/src" h:
 printf 'retry 2\nretry-wait = 0.1\n' >"$T/cfg/rdcp/rdcp.conf"

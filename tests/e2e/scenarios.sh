@@ -27,6 +27,10 @@
 # guest.
 
 # shellcheck source=lib.sh source-path=SCRIPTDIR
+# shellcheck disable=SC2317 # functions run by name (scenario lists, traps, wait_until callbacks)
+# shellcheck disable=SC2015 # [ A ] && [ B ] || t_fail: both are conditions, either failing is the failure
+# shellcheck disable=SC2119 # the helper's arguments are optional
+# shellcheck disable=SC2016 # single quotes: expanded by the inner sh -c / remote shell
 . "$(dirname "$0")/lib.sh"
 
 ADDR=${RDCP_GUEST_ADDR:-10.77.0.1}
@@ -105,12 +109,12 @@ s_sizes() {
 		shift
 	done
 	nextport
-	if start_rx "$W/rx-sizes.log" --root "$W/rx/sizes" --port $P --chunk-size 64K --window 4; then
+	if start_rx "$W/rx-sizes.log" --root "$W/rx/sizes" --port "$P" --chunk-size 64K --window 4; then
 		# shellcheck disable=SC2086
 		set -- $SIZES
 		for n in $NAMES; do
 			t_begin "64K x 4 ring: $n ($1 bytes)"
-			send "$W/tx-$n.log" --port $P --chunk-size 64K --window 4 "src/sizes/$n" "$ADDR::$n"
+			send "$W/tx-$n.log" --port "$P" --chunk-size 64K --window 4 "src/sizes/$n" "$ADDR::$n"
 			[ "$SRC" = 0 ] || t_fail "sender exit $SRC, want 0"
 			same "src/sizes/$n" "rx/sizes/$n"
 			t_log "$W/tx-$n.log" "$W/rx-sizes.log"
@@ -120,7 +124,7 @@ s_sizes() {
 		t_begin "64K x 4 ring: all sizes in one session into dir/"
 		set --
 		for n in $NAMES; do set -- "$@" "src/sizes/$n"; done
-		send "$W/tx-sizes-dir.log" --port $P --chunk-size 64K --window 4 "$@" "$ADDR::dir/"
+		send "$W/tx-sizes-dir.log" --port "$P" --chunk-size 64K --window 4 "$@" "$ADDR::dir/"
 		[ "$SRC" = 0 ] || t_fail "sender exit $SRC, want 0"
 		for n in $NAMES; do same "src/sizes/$n" "rx/sizes/dir/$n"; done
 		no_temp rx/sizes
@@ -143,8 +147,8 @@ s_default() {
 	mkdir -p src rx/def
 	dd if=/dev/urandom of=src/big32 bs=1M count=32 2>/dev/null
 	nextport
-	if start_rx "$W/rx-def.log" --root "$W/rx/def" --once --port $P; then
-		send "$W/tx-def.log" --port $P src/big32 "$ADDR::big32"
+	if start_rx "$W/rx-def.log" --root "$W/rx/def" --once --port "$P"; then
+		send "$W/tx-def.log" --port "$P" src/big32 "$ADDR::big32"
 		[ "$SRC" = 0 ] || t_fail "sender exit $SRC, want 0"
 		stop_rx 10
 		[ "$RX_RC" = 0 ] || t_fail "receiver exit $RX_RC, want 0"
@@ -172,16 +176,16 @@ s_sparse() {
 		mkdir -p "$BIG"
 		mount -t tmpfs -o size=16g tmpfs "$BIG"
 	fi
-	mkdir -p $BIG/src $BIG/rx
-	dd if=/dev/urandom of=$BIG/src/tail bs=1M count=1 seek=4096 2>/dev/null
-	dd if=/dev/urandom of=$BIG/src/ends bs=1M count=3 2>/dev/null
-	dd if=/dev/urandom of=$BIG/src/ends bs=1M count=2 seek=4096 conv=notrunc 2>/dev/null
+	mkdir -p "$BIG/src" "$BIG/rx"
+	dd if=/dev/urandom of="$BIG/src/tail" bs=1M count=1 seek=4096 2>/dev/null
+	dd if=/dev/urandom of="$BIG/src/ends" bs=1M count=3 2>/dev/null
+	dd if=/dev/urandom of="$BIG/src/ends" bs=1M count=2 seek=4096 conv=notrunc 2>/dev/null
 	# mib_sum FILE OFF LEN: md5 of LEN MiB at OFF MiB (dd seeks, cmp would read
 	# the whole skipped part).
 	mib_sum() {
 		dd if="$1" bs=1M skip="$2" count="$3" 2>/dev/null | md5sum | cut -d' ' -f1
 	}
-	ZERO_SUM=$(head -c $M /dev/zero | md5sum | cut -d' ' -f1)
+	ZERO_SUM=$(head -c "$M" /dev/zero | md5sum | cut -d' ' -f1)
 	# sparse_same SRC DST "OFF:LEN ..." (data regions, MiB) "OFF ..." (hole
 	# samples, MiB)
 	sparse_same() {
@@ -207,16 +211,16 @@ s_sparse() {
 	for f in tail ends; do
 		t_begin "sparse 4 GiB+ file '$f'"
 		nextport
-		if start_rx "$W/rx-sparse-$f.log" --root $BIG/rx --once --port $P; then
-			send "$W/tx-sparse-$f.log" --port $P "$BIG/src/$f" "$ADDR::$f"
+		if start_rx "$W/rx-sparse-$f.log" --root "$BIG/rx" --once --port "$P"; then
+			send "$W/tx-sparse-$f.log" --port "$P" "$BIG/src/$f" "$ADDR::$f"
 			[ "$SRC" = 0 ] || t_fail "sender exit $SRC, want 0"
 			stop_rx 10
 			[ "$RX_RC" = 0 ] || t_fail "receiver exit $RX_RC, want 0"
 			if [ "$f" = tail ]; then
-				sparse_same $BIG/src/tail $BIG/rx/tail \
+				sparse_same "$BIG/src/tail" "$BIG/rx/tail" \
 					"4096:1" "0 2048 4095"
 			else
-				sparse_same $BIG/src/ends $BIG/rx/ends \
+				sparse_same "$BIG/src/ends" "$BIG/rx/ends" \
 					"0:3 4096:2" "3 2048 4095"
 			fi
 			# Holes are not sent: 4 GiB at rxe speed would take minutes.
@@ -229,7 +233,7 @@ s_sparse() {
 		t_end
 		rm -f "$BIG/rx/$f"
 	done
-	rm -rf $BIG/src $BIG/rx
+	rm -rf "$BIG/src" "$BIG/rx"
 	[ -n "$HOST_MODE" ] || umount "$BIG"
 	rm -rf "$W/big"
 }
@@ -241,8 +245,8 @@ s_checksum() {
 	for alg in sha256 none; do
 		t_begin "--checksum $alg"
 		nextport
-		if start_rx "$W/rx-ck-$alg.log" --root "$W/rx/ck" --once --port $P; then
-			send "$W/tx-ck-$alg.log" --port $P --chunk-size 256K --checksum $alg src/ck "$ADDR::ck-$alg"
+		if start_rx "$W/rx-ck-$alg.log" --root "$W/rx/ck" --once --port "$P"; then
+			send "$W/tx-ck-$alg.log" --port "$P" --chunk-size 256K --checksum "$alg" src/ck "$ADDR::ck-$alg"
 			[ "$SRC" = 0 ] || t_fail "sender exit $SRC, want 0"
 			stop_rx 10
 			[ "$RX_RC" = 0 ] || t_fail "receiver exit $RX_RC, want 0"
@@ -262,8 +266,8 @@ s_corrupt() {
 	mkdir -p src rx/bad
 	mkrand src/bad $((M + 5))
 	nextport
-	if start_rx "$W/rx-bad.log" --root "$W/rx/bad" --once --port $P --chunk-size 64K; then
-		RDCP_TEST_CORRUPT_CHUNK=1 timeout -s KILL 60 rdcp-hooks --port $P --chunk-size 64K \
+	if start_rx "$W/rx-bad.log" --root "$W/rx/bad" --once --port "$P" --chunk-size 64K; then
+		RDCP_TEST_CORRUPT_CHUNK=1 timeout -s KILL 60 rdcp-hooks --port "$P" --chunk-size 64K \
 			src/bad "$ADDR::bad" >"$W/tx-bad.log" 2>&1
 		SRC=$?
 		[ "$SRC" = 8 ] || t_fail "sender exit $SRC, want 8"
@@ -288,8 +292,8 @@ s_escape() {
 		rm -rf "$W/esc"
 		mkdir -p "$W/esc/root"
 		nextport
-		if start_rx "$W/rx-esc.log" --root "$W/esc/root" --once --port $P; then
-			send "$W/tx-esc.log" --port $P src/esc "$ADDR::$d"
+		if start_rx "$W/rx-esc.log" --root "$W/esc/root" --once --port "$P"; then
+			send "$W/tx-esc.log" --port "$P" src/esc "$ADDR::$d"
 			# '..' is a bad name (usage, 2); '/etc/x' is etc/x in
 			# the root, whose etc/ does not exist (remote I/O, 7).
 			case $d in /*) want=7 ;; *) want=2 ;; esac
@@ -317,7 +321,7 @@ s_destforms() {
 	mkrand src/df 3001
 	mkrand rx/df/have/pf 4001
 	nextport
-	if start_rx "$W/rx-df.log" --root "$W/rx/df" --port $P; then
+	if start_rx "$W/rx-df.log" --root "$W/rx/df" --port "$P"; then
 		for d in "" . ./ / ./sub/ sub/. ./sub/deeper/ have/./; do
 			case $d in
 			*sub/deeper/) at=sub/deeper ;;
@@ -327,7 +331,7 @@ s_destforms() {
 			esac
 			t_begin "push to DEST '$d' lands in '$at'"
 			rm -f "rx/df/$at/df"
-			send "$W/tx-df.log" --port $P src/df "$ADDR::$d"
+			send "$W/tx-df.log" --port "$P" src/df "$ADDR::$d"
 			[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0: $(head -n1 "$W/tx-df.log")"
 			same src/df "rx/df/$at/df"
 			no_temp rx/df
@@ -337,7 +341,7 @@ s_destforms() {
 		for s in ./have/pf /have/pf have/./pf //have//pf; do
 			t_begin "pull of SRC '$s'"
 			rm -f got/pf
-			send "$W/tx-dfp.log" --port $P "$ADDR::$s" got/
+			send "$W/tx-dfp.log" --port "$P" "$ADDR::$s" got/
 			[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0: $(head -n1 "$W/tx-dfp.log")"
 			same rx/df/have/pf got/pf
 			t_log "$W/tx-dfp.log" "$W/rx-df.log"
@@ -345,11 +349,11 @@ s_destforms() {
 		done
 		for s in . / ./ ..; do
 			t_begin "pull of SRC '$s' (the root or above) refused: exit 2"
-			send "$W/tx-dfr.log" --port $P -r "$ADDR::$s" got/r/
+			send "$W/tx-dfr.log" --port "$P" -r "$ADDR::$s" got/r/
 			[ "$SRC" = 2 ] || t_fail "exit $SRC, want 2"
 			grep -q "not a path inside" "$W/tx-dfr.log" ||
 				t_fail "no message saying why: $(head -n1 "$W/tx-dfr.log")"
-			[ -z "$(ls -A got/r 2>/dev/null)" ] || t_fail "written: $(ls -A got/r | tr '\n' ' ')"
+			[ -z "$(ls -A got/r 2>/dev/null)" ] || t_fail "written: $(find got/r -mindepth 1 | tr '\n' ' ')"
 			alive "$RX" || t_fail "receiver gone"
 			t_log "$W/tx-dfr.log" "$W/rx-df.log"
 			t_end
@@ -378,9 +382,9 @@ s_ctrlnames() {
 	echo b >"src/nm/$_esc"
 	_raw=$(printf '\033]0;')
 	nextport
-	if start_rx "$W/rx-nm.log" --root "$W/rx/nm" --port $P; then
+	if start_rx "$W/rx-nm.log" --root "$W/rx/nm" --port "$P"; then
 		t_begin "names with a newline and escapes: pushed, logs escaped"
-		send "$W/tx-nm.log" --port $P -v -r src/nm "$ADDR::"
+		send "$W/tx-nm.log" --port "$P" -v -r src/nm "$ADDR::"
 		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 		same "src/nm/$_nl" "rx/nm/nm/$_nl"
 		same "src/nm/$_esc" "rx/nm/nm/$_esc"
@@ -394,7 +398,7 @@ s_ctrlnames() {
 		t_end
 
 		t_begin "names with a newline and escapes: pulled, -v and progress escaped"
-		send "$W/tx-nmp.log" --port $P -v --progress -r "$ADDR::nm" got/
+		send "$W/tx-nmp.log" --port "$P" -v --progress -r "$ADDR::nm" got/
 		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 		same "src/nm/$_esc" "got/nm/$_esc"
 		! grep -q "$_raw" "$W/tx-nmp.log" ||
@@ -425,17 +429,17 @@ s_longnames() {
 	mkrand "src/ln/$_a" 100000
 	mkrand "src/ln/$_b" 100001
 	nextport
-	if start_rx "$W/rx-ln.log" --root "$W/rx/ln" --port $P; then
+	if start_rx "$W/rx-ln.log" --root "$W/rx/ln" --port "$P"; then
 		t_begin "two long names sharing 200 bytes: pushed, resumed, pulled"
-		send "$W/tx-ln.log" --port $P -r src/ln "$ADDR::"
+		send "$W/tx-ln.log" --port "$P" -r src/ln "$ADDR::"
 		[ "$SRC" = 0 ] || t_fail "push: exit $SRC, want 0"
 		same "src/ln/$_a" "rx/ln/ln/$_a"
 		same "src/ln/$_b" "rx/ln/ln/$_b"
 		rm -rf rx/ln/ln
-		send "$W/tx-lnr.log" --port $P --resume -r src/ln "$ADDR::"
+		send "$W/tx-lnr.log" --port "$P" --resume -r src/ln "$ADDR::"
 		[ "$SRC" = 0 ] || t_fail "--resume push: exit $SRC, want 0"
 		same "src/ln/$_b" "rx/ln/ln/$_b"
-		send "$W/tx-lnp.log" --port $P -r "$ADDR::ln" got/
+		send "$W/tx-lnp.log" --port "$P" -r "$ADDR::ln" got/
 		[ "$SRC" = 0 ] || t_fail "pull: exit $SRC, want 0"
 		same "src/ln/$_a" "got/ln/$_a"
 		same "src/ln/$_b" "got/ln/$_b"
@@ -464,16 +468,16 @@ s_fifo() {
 	mkfifo rx/ff/d/f rx/ff/d/.g.rdcp-part got/fifo
 	cp src/ff/f src/ff/g
 	nextport
-	if start_rx "$W/rx-ff.log" --root "$W/rx/ff" --port $P; then
+	if start_rx "$W/rx-ff.log" --root "$W/rx/ff" --port "$P"; then
 		t_begin "a FIFO at the final name: --resume push replaces it"
-		send "$W/tx-ff1.log" --port $P --resume src/ff/f "$ADDR::d/f"
+		send "$W/tx-ff1.log" --port "$P" --resume src/ff/f "$ADDR::d/f"
 		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 		same src/ff/f rx/ff/d/f
 		t_log "$W/tx-ff1.log"
 		t_end
 
 		t_begin "a FIFO at the temporary's name: --resume push fails that file"
-		send "$W/tx-ff2.log" --port $P --resume src/ff/g "$ADDR::d/g"
+		send "$W/tx-ff2.log" --port "$P" --resume src/ff/g "$ADDR::d/g"
 		[ "$SRC" = 7 ] || t_fail "exit $SRC, want 7 (remote I/O)"
 		grep -q 'temporary is not a regular file' "$W/tx-ff2.log" ||
 			t_fail "no clear line about the temporary"
@@ -483,7 +487,7 @@ s_fifo() {
 		t_end
 
 		t_begin "a FIFO as a --resume pull's local DEST: replaced"
-		send "$W/tx-ff3.log" --port $P --resume "$ADDR::d/f" got/fifo
+		send "$W/tx-ff3.log" --port "$P" --resume "$ADDR::d/f" got/fifo
 		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 		same src/ff/f got/fifo
 		t_log "$W/tx-ff3.log"
@@ -512,8 +516,8 @@ s_multifile() {
 	mkrand src/m2 7000
 	echo keep >rx/mf/target
 	nextport
-	if start_rx "$W/rx-mf.log" --root "$W/rx/mf" --once --port $P; then
-		send "$W/tx-mf.log" --port $P src/m1 src/m2 "$ADDR::target"
+	if start_rx "$W/rx-mf.log" --root "$W/rx/mf" --once --port "$P"; then
+		send "$W/tx-mf.log" --port "$P" src/m1 src/m2 "$ADDR::target"
 		[ "$SRC" != 0 ] || t_fail "sender exit 0"
 		stop_rx 10
 		[ "$(cat rx/mf/target)" = keep ] || t_fail "the existing file was changed"
@@ -534,8 +538,8 @@ s_partial() {
 	mkrand src/m1 5000
 	mkrand src/m2 7000
 	nextport
-	if start_rx "$W/rx-part.log" --root "$W/rx/part" --once --port $P; then
-		send "$W/tx-part.log" --port $P src/m1 src/does-not-exist src/m2 "$ADDR::pd/"
+	if start_rx "$W/rx-part.log" --root "$W/rx/part" --once --port "$P"; then
+		send "$W/tx-part.log" --port "$P" src/m1 src/does-not-exist src/m2 "$ADDR::pd/"
 		[ "$SRC" = 9 ] || t_fail "sender exit $SRC, want 9"
 		stop_rx 10
 		same src/m1 rx/part/pd/m1
@@ -578,8 +582,8 @@ kill_mid() {
 	[ "$1" != sender ] || _km=ks
 	mkdir -p "rx/$_km"
 	nextport
-	if start_rx "$W/rx-$_km.log" --root "$W/rx/$_km" --once --port $P; then
-		rdcp --port $P --window 2 --chunk-size 64K src/k64 "$ADDR::k64" >"$W/tx-$_km.log" 2>&1 &
+	if start_rx "$W/rx-$_km.log" --root "$W/rx/$_km" --once --port "$P"; then
+		rdcp --port "$P" --window 2 --chunk-size 64K src/k64 "$ADDR::k64" >"$W/tx-$_km.log" 2>&1 &
 		TX=$!
 		if [ "$1" = sender ]; then
 			_km_dead=$TX _km_left=$RX _km_who=receiver
@@ -634,11 +638,11 @@ s_daemon() {
 	for i in 1 2 3 4 5; do mkrand "src/d$i" $((i * 700000 + i)); done
 	nextport
 	DP=$P
-	if start_rx "$W/rx-dm.log" --root "$W/rx/dm" --port $DP; then
+	if start_rx "$W/rx-dm.log" --root "$W/rx/dm" --port "$DP"; then
 		DM=$RX
 		t_begin "daemon: two sequential clients"
 		for i in 1 2; do
-			send "$W/tx-d$i.log" --port $DP "src/d$i" "$ADDR::seq/"
+			send "$W/tx-d$i.log" --port "$DP" "src/d$i" "$ADDR::seq/"
 			[ "$SRC" = 0 ] || t_fail "client $i exit $SRC, want 0"
 			same "src/d$i" "rx/dm/seq/d$i"
 			t_log "$W/tx-d$i.log"
@@ -650,7 +654,7 @@ s_daemon() {
 		t_begin "daemon: three concurrent clients"
 		pids=
 		for i in 3 4 5; do
-			timeout -s KILL 120 rdcp --port $DP "src/d$i" "$ADDR::conc$i" >"$W/tx-d$i.log" 2>&1 &
+			timeout -s KILL 120 rdcp --port "$DP" "src/d$i" "$ADDR::conc$i" >"$W/tx-d$i.log" 2>&1 &
 			pids="$pids $!"
 			t_log "$W/tx-d$i.log"
 		done
@@ -690,8 +694,8 @@ s_auth() {
 	mkrand src/au 5000
 	rdcp --keygen "$W/other.key" >/dev/null 2>&1 || t_fail "rdcp --keygen failed"
 	nextport
-	if start_rx "$W/rx-auth.log" --root "$W/rx/auth" --once --port $P; then
-		send "$W/tx-auth.log" --port $P --key-file "$W/other.key" src/au "$ADDR::au"
+	if start_rx "$W/rx-auth.log" --root "$W/rx/auth" --once --port "$P"; then
+		send "$W/tx-auth.log" --port "$P" --key-file "$W/other.key" src/au "$ADDR::au"
 		[ "$SRC" = 4 ] || t_fail "sender exit $SRC, want 4"
 		stop_rx 10
 		[ "$RX_RC" != 0 ] || t_fail "receiver exit 0"
@@ -713,10 +717,10 @@ s_auto() {
 	mkdir -p src rx/auto
 	mkrand src/auto 100000
 	nextport
-	"$auto" --listen -v --root "$W/rx/auto" --once --port $P >"$W/rx-auto.log" 2>&1 &
+	"$auto" --listen -v --root "$W/rx/auto" --once --port "$P" >"$W/rx-auto.log" 2>&1 &
 	RX=$!
 	usleep 500000
-	timeout -s KILL 60 "$auto" -v --port $P src/auto "$ADDR::auto" >"$W/tx-auto.log" 2>&1
+	timeout -s KILL 60 "$auto" -v --port "$P" src/auto "$ADDR::auto" >"$W/tx-auto.log" 2>&1
 	rc=$?
 	wait_pid "$RX" 20
 	[ "$rc" = 0 ] || t_fail "sender exit $rc"
@@ -742,10 +746,10 @@ s_check() {
 	t_begin "rdcp --check $ADDR"
 	mkdir -p rx/check
 	nextport
-	"$auto" --listen --root "$W/rx/check" --once --port $P >"$W/rx-check.log" 2>&1 &
+	"$auto" --listen --root "$W/rx/check" --once --port "$P" >"$W/rx-check.log" 2>&1 &
 	RX=$!
 	usleep 500000
-	timeout -s KILL 60 "$auto" --check --daemon --port $P "$ADDR" >"$W/check.log" 2>&1
+	timeout -s KILL 60 "$auto" --check --daemon --port "$P" "$ADDR" >"$W/check.log" 2>&1
 	rc=$?
 	kill "$RX" 2>/dev/null
 	wait "$RX" 2>/dev/null
@@ -774,10 +778,10 @@ s_device() {
 	mkrand src/dev 70000
 	if [ "${RDCP_E2E_AUTO_WANT:-rdma}" = rdma ]; then
 		nextport
-		"$auto" --listen -v --device rxe0 --root "$W/rx/dev" --once --port $P >"$W/rx-dev.log" 2>&1 &
+		"$auto" --listen -v --device rxe0 --root "$W/rx/dev" --once --port "$P" >"$W/rx-dev.log" 2>&1 &
 		RX=$!
 		usleep 500000
-		timeout -s KILL 60 "$auto" -v --device rxe0 --port $P src/dev "$ADDR::dev" >"$W/tx-dev.log" 2>&1
+		timeout -s KILL 60 "$auto" -v --device rxe0 --port "$P" src/dev "$ADDR::dev" >"$W/tx-dev.log" 2>&1
 		rc=$?
 		wait_pid "$RX" 20
 		[ "$rc" = 0 ] || t_fail "sender with --device rxe0: exit $rc"
@@ -800,10 +804,10 @@ s_device() {
 			t_fail "no GID of rxe0 holds $ADDR"
 		else
 			nextport
-			"$auto" --listen --root "$W/rx/dev" --once --port $P >"$W/rx-gid.log" 2>&1 &
+			"$auto" --listen --root "$W/rx/dev" --once --port "$P" >"$W/rx-gid.log" 2>&1 &
 			RX=$!
 			usleep 500000
-			timeout -s KILL 60 "$auto" -v --device rxe0 --gid-index "$gi" --port $P src/dev "$ADDR::gid" >"$W/tx-gid.log" 2>&1
+			timeout -s KILL 60 "$auto" -v --device rxe0 --gid-index "$gi" --port "$P" src/dev "$ADDR::gid" >"$W/tx-gid.log" 2>&1
 			rc=$?
 			wait_pid "$RX" 20
 			[ "$rc" = 0 ] || t_fail "sender with --gid-index $gi: exit $rc"
@@ -813,7 +817,7 @@ s_device() {
 		fi
 		if [ -n "$empty" ]; then
 			nextport
-			timeout -s KILL 30 "$auto" --device rxe0 --gid-index "$empty" --port $P src/dev "$ADDR::x" >"$W/tx-gid2.log" 2>&1
+			timeout -s KILL 30 "$auto" --device rxe0 --gid-index "$empty" --port "$P" src/dev "$ADDR::x" >"$W/tx-gid2.log" 2>&1
 			rc=$?
 			[ "$rc" = 3 ] || t_fail "--gid-index $empty (empty GID): exit $rc, want 3"
 			grep -q "has no GID $empty" "$W/tx-gid2.log" || t_fail "no clear message for an empty GID"
@@ -821,11 +825,11 @@ s_device() {
 		fi
 	fi
 	nextport
-	timeout -s KILL 30 "$auto" --device nosuch0 --port $P src/dev "$ADDR::x" >"$W/tx-dev2.log" 2>&1
+	timeout -s KILL 30 "$auto" --device nosuch0 --port "$P" src/dev "$ADDR::x" >"$W/tx-dev2.log" 2>&1
 	rc=$?
 	[ "$rc" = 3 ] || t_fail "sender with --device nosuch0: exit $rc, want 3"
 	grep -q "no RDMA device named 'nosuch0'" "$W/tx-dev2.log" || t_fail "no clear message"
-	timeout -s KILL 30 "$auto" --listen --device nosuch0 --root "$W/rx/dev" --port $P >"$W/rx-dev2.log" 2>&1
+	timeout -s KILL 30 "$auto" --listen --device nosuch0 --root "$W/rx/dev" --port "$P" >"$W/rx-dev2.log" 2>&1
 	rc=$?
 	[ "$rc" = 3 ] || t_fail "receiver with --device nosuch0: exit $rc, want 3"
 	t_log "$W/tx-dev.log" "$W/rx-dev.log" "$W/tx-dev2.log" "$W/rx-dev2.log"
@@ -943,9 +947,9 @@ s_tree() {
 	[ "$(alloc src/tree/holey)" -lt $((4 * M)) ] ||
 		echo "# note: this file system did not keep the source's holes"
 	nextport
-	if start_rx "$W/rx-tree.log" --root "$W/rx/tree" --port $P; then
+	if start_rx "$W/rx-tree.log" --root "$W/rx/tree" --port "$P"; then
 		t_begin "-r -p tree push to a new DEST: entries, modes, times, links, holes"
-		send "$W/tx-tree.log" --port $P --chunk-size 64K -r -p --json src/tree "$ADDR::copy"
+		send "$W/tx-tree.log" --port "$P" --chunk-size 64K -r -p --json src/tree "$ADDR::copy"
 		[ "$SRC" = 0 ] || t_fail "sender exit $SRC, want 0"
 		tree_extra rx/tree/copy p
 		tree_same src/tree rx/tree/copy p
@@ -968,7 +972,7 @@ s_tree() {
 		t_end
 
 		t_begin "-r tree push to an existing directory DEST: lands in DEST/NAME"
-		send "$W/tx-tree2.log" --port $P -r src/tree "$ADDR::exists"
+		send "$W/tx-tree2.log" --port "$P" -r src/tree "$ADDR::exists"
 		[ "$SRC" = 0 ] || t_fail "sender exit $SRC, want 0"
 		tree_extra rx/tree/exists/tree
 		tree_same src/tree rx/tree/exists/tree
@@ -982,10 +986,10 @@ s_tree() {
 		rm -rf "$W/outside"
 		mkdir -p "$W/outside" rx/tree/trap/tree/a
 		ln -s "$W/outside" rx/tree/trap/tree/a/b
-		send "$W/tx-tree3.log" --port $P -r src/tree "$ADDR::trap"
+		send "$W/tx-tree3.log" --port "$P" -r src/tree "$ADDR::trap"
 		[ "$SRC" = 9 ] || t_fail "sender exit $SRC, want 9 (a/b cannot be made)"
 		[ -z "$(ls -A "$W/outside")" ] ||
-			t_fail "written through the symlink: $(ls -A "$W/outside" | tr '\n' ' ')"
+			t_fail "written through the symlink: $(find "$W/outside" -mindepth 1 | tr '\n' ' ')"
 		same src/tree/top rx/tree/trap/tree/top
 		no_temp rx/tree
 		alive "$RX" || t_fail "receiver gone"
@@ -1013,9 +1017,9 @@ s_pull() {
 	mktree rx/pull/tree
 	echo bait >rx/x # ../x from the root
 	nextport
-	if start_rx "$W/rx-pull.log" --root "$W/rx/pull" --port $P; then
+	if start_rx "$W/rx-pull.log" --root "$W/rx/pull" --port "$P"; then
 		t_begin "pull: one file"
-		send "$W/tx-pull1.log" --port $P "$ADDR::pl/one" got/one.copy
+		send "$W/tx-pull1.log" --port "$P" "$ADDR::pl/one" got/one.copy
 		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 		same rx/pull/pl/one got/one.copy
 		no_temp got
@@ -1023,7 +1027,7 @@ s_pull() {
 		t_end
 
 		t_begin "pull: several files into a directory"
-		send "$W/tx-pull2.log" --port $P "$ADDR::pl/one" "$ADDR::pl/two" got/multi/
+		send "$W/tx-pull2.log" --port "$P" "$ADDR::pl/one" "$ADDR::pl/two" got/multi/
 		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 		same rx/pull/pl/one got/multi/one
 		same rx/pull/pl/two got/multi/two
@@ -1032,7 +1036,7 @@ s_pull() {
 		t_end
 
 		t_begin "pull: -r -p tree: entries, modes, times, links, holes"
-		send "$W/tx-pull3.log" --port $P --chunk-size 64K -r -p "$ADDR::tree" got/tree
+		send "$W/tx-pull3.log" --port "$P" --chunk-size 64K -r -p "$ADDR::tree" got/tree
 		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 		tree_extra got/tree p
 		tree_same rx/pull/tree got/tree p
@@ -1041,7 +1045,7 @@ s_pull() {
 		t_end
 
 		t_begin "pull: a missing remote source: exit 7, named, nothing written"
-		send "$W/tx-pull4.log" --port $P "$ADDR::pl/nope" got/nope
+		send "$W/tx-pull4.log" --port "$P" "$ADDR::pl/nope" got/nope
 		[ "$SRC" = 7 ] || t_fail "exit $SRC, want 7"
 		grep -q "pl/nope" "$W/tx-pull4.log" || t_fail "no message naming pl/nope"
 		[ ! -e got/nope ] && [ ! -L got/nope ] || t_fail "got/nope written"
@@ -1053,10 +1057,10 @@ s_pull() {
 			t_begin "pull: source '$s' outside the root refused"
 			rm -rf got/esc
 			mkdir -p got/esc
-			send "$W/tx-pull5.log" --port $P "$ADDR::$s" got/esc/
+			send "$W/tx-pull5.log" --port "$P" "$ADDR::$s" got/esc/
 			[ "$SRC" != 0 ] || t_fail "exit 0"
 			echo "# pull of '$s': exit $SRC: $(head -n1 "$W/tx-pull5.log")"
-			[ -z "$(ls -A got/esc)" ] || t_fail "written: $(ls -A got/esc | tr '\n' ' ')"
+			[ -z "$(ls -A got/esc)" ] || t_fail "written: $(find got/esc -mindepth 1 | tr '\n' ' ')"
 			[ "$(cat rx/x)" = bait ] || t_fail "$W/rx/x changed"
 			alive "$RX" || t_fail "receiver gone"
 			t_log "$W/tx-pull5.log" "$W/rx-pull.log"
@@ -1084,14 +1088,14 @@ rs_kill() {
 	rm -rf rx/rs
 	mkdir -p rx/rs
 	nextport
-	if ! start_rx "$W/rx-rs-$1.log" --root "$W/rx/rs" --once --port $P; then
+	if ! start_rx "$W/rx-rs-$1.log" --root "$W/rx/rs" --once --port "$P"; then
 		t_fail "receiver did not start listening"
 		t_log "$W/rx-rs-$1.log"
 		kill -9 "$RX" 2>/dev/null
 		return
 	fi
 	t_log "$W/tx-rs-$1.log" "$W/rx-rs-$1.log" "$W/tx-rs2-$1.log" "$W/rx-rs2-$1.log"
-	rdcp --port $P --chunk-size 64K --resume --bwlimit 1M src/rs "$ADDR::rs" >"$W/tx-rs-$1.log" 2>&1 &
+	rdcp --port "$P" --chunk-size 64K --resume --bwlimit 1M src/rs "$ADDR::rs" >"$W/tx-rs-$1.log" 2>&1 &
 	TX=$!
 	if ! wait_partfile rx/rs rs "$TX"; then
 		t_fail "transfer never started"
@@ -1122,8 +1126,8 @@ rs_kill() {
 		t_fail "the temporary .rs.rdcp-part was not kept (--resume)"
 	fi
 	nextport
-	if start_rx "$W/rx-rs2-$1.log" --root "$W/rx/rs" --once --port $P; then
-		send "$W/tx-rs2-$1.log" --port $P --chunk-size 64K --resume --json src/rs "$ADDR::rs"
+	if start_rx "$W/rx-rs2-$1.log" --root "$W/rx/rs" --once --port "$P"; then
+		send "$W/tx-rs2-$1.log" --port "$P" --chunk-size 64K --resume --json src/rs "$ADDR::rs"
 		[ "$SRC" = 0 ] || t_fail "resuming sender exit $SRC, want 0"
 		stop_rx 10
 		[ "$RX_RC" = 0 ] || t_fail "receiver exit $RX_RC, want 0"
@@ -1131,7 +1135,7 @@ rs_kill() {
 		no_temp rx/rs
 		_sent=$(jdone "$W/tx-rs2-$1.log" src/rs sent)
 		echo "# resumed after kill -9 of the $1: sent $_sent of $RS_SIZE bytes"
-		[ -n "$_sent" ] && [ "$_sent" -lt $RS_SIZE ] ||
+		[ -n "$_sent" ] && [ "$_sent" -lt "$RS_SIZE" ] ||
 			t_fail "resume sent '$_sent' bytes, want fewer than $RS_SIZE"
 		[ "$(jdone "$W/tx-rs2-$1.log" src/rs status)" = ok ] || t_fail "file_done status not ok"
 	else
@@ -1141,7 +1145,7 @@ rs_kill() {
 }
 s_resume() {
 	mkdir -p src
-	mkrand src/rs $RS_SIZE
+	mkrand src/rs "$RS_SIZE"
 	t_begin "--resume after kill -9 of the sender: temporary kept, rest sent"
 	rs_kill sender
 	t_end
@@ -1152,10 +1156,10 @@ s_resume() {
 	rm -rf rx/rs
 	mkdir -p rx/rs
 	nextport
-	if start_rx "$W/rx-rs3.log" --root "$W/rx/rs" --port $P; then
+	if start_rx "$W/rx-rs3.log" --root "$W/rx/rs" --port "$P"; then
 		t_begin "--resume onto an identical file: skipped, nothing sent"
 		cp src/rs rx/rs/same
-		send "$W/tx-rs3.log" --port $P --chunk-size 64K --resume --json src/rs "$ADDR::same"
+		send "$W/tx-rs3.log" --port "$P" --chunk-size 64K --resume --json src/rs "$ADDR::same"
 		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 		same src/rs rx/rs/same
 		[ "$(jdone "$W/tx-rs3.log" src/rs status)" = skipped ] ||
@@ -1173,7 +1177,7 @@ s_resume() {
 		cp src/rs src/rs-new
 		dd if=/dev/urandom of=src/rs-new bs=65536 count=1 seek=30 conv=notrunc 2>/dev/null
 		cmp src/rs-new rx/rs/older >/dev/null 2>&1 && t_fail "test setup: the versions are equal"
-		send "$W/tx-rs4.log" --port $P --chunk-size 64K --resume --json src/rs-new "$ADDR::older"
+		send "$W/tx-rs4.log" --port "$P" --chunk-size 64K --resume --json src/rs-new "$ADDR::older"
 		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 		same src/rs-new rx/rs/older
 		[ "$(jdone "$W/tx-rs4.log" src/rs-new status)" = ok ] ||
@@ -1199,18 +1203,18 @@ s_skip() {
 	rm -rf rx/skip
 	mkdir -p src rx/skip
 	nextport
-	if start_rx "$W/rx-skip.log" --root "$W/rx/skip" --port $P; then
+	if start_rx "$W/rx-skip.log" --root "$W/rx/skip" --port "$P"; then
 		t_begin "--no-clobber keeps an existing different file, copies a new one"
 		mkrand src/nc 5000
 		echo keep >rx/skip/nc
-		send "$W/tx-nc.log" --port $P -n --json src/nc "$ADDR::nc"
+		send "$W/tx-nc.log" --port "$P" -n --json src/nc "$ADDR::nc"
 		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 		[ "$(cat rx/skip/nc)" = keep ] || t_fail "the existing file was replaced"
 		[ "$(jdone "$W/tx-nc.log" src/nc status)" = skipped ] ||
 			t_fail "status '$(jdone "$W/tx-nc.log" src/nc status)', want skipped"
 		[ "$(jget "$W/tx-nc.log" summary files_skipped)" = 1 ] ||
 			t_fail "summary files_skipped $(jget "$W/tx-nc.log" summary files_skipped), want 1"
-		send "$W/tx-nc2.log" --port $P -n --json src/nc "$ADDR::nc-new"
+		send "$W/tx-nc2.log" --port "$P" -n --json src/nc "$ADDR::nc-new"
 		[ "$SRC" = 0 ] || t_fail "exit $SRC for a new name, want 0"
 		same src/nc rx/skip/nc-new
 		[ "$(jdone "$W/tx-nc2.log" src/nc status)" = ok ] || t_fail "new name: status not ok"
@@ -1223,13 +1227,13 @@ s_skip() {
 		touch -d '2010-01-01 00:00:00' src/up
 		echo newer >rx/skip/up
 		touch -d '2020-01-01 00:00:00' rx/skip/up
-		send "$W/tx-up.log" --port $P -u --json src/up "$ADDR::up"
+		send "$W/tx-up.log" --port "$P" -u --json src/up "$ADDR::up"
 		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 		[ "$(cat rx/skip/up)" = newer ] || t_fail "a newer DEST was replaced"
 		[ "$(jdone "$W/tx-up.log" src/up status)" = skipped ] ||
 			t_fail "newer DEST: status '$(jdone "$W/tx-up.log" src/up status)', want skipped"
 		touch -d '2000-01-01 00:00:00' rx/skip/up
-		send "$W/tx-up2.log" --port $P -u --json src/up "$ADDR::up"
+		send "$W/tx-up2.log" --port "$P" -u --json src/up "$ADDR::up"
 		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 		same src/up rx/skip/up
 		[ "$(jdone "$W/tx-up2.log" src/up status)" = ok ] ||
@@ -1259,7 +1263,7 @@ s_crypt() {
 	for o in --encrypt --compress "--compress=9 --encrypt"; do
 		t_begin "$o: byte-identical"
 		nextport
-		if start_rx "$W/rx-cr.log" --root "$W/rx/cr" --once --port $P; then
+		if start_rx "$W/rx-cr.log" --root "$W/rx/cr" --once --port "$P"; then
 			# shellcheck disable=SC2086 # option list
 			send "$W/tx-cr.log" --port $P --chunk-size 64K $o src/cr-rand src/cr-text "$ADDR::d/"
 			[ "$SRC" = 0 ] || t_fail "sender exit $SRC, want 0"
@@ -1279,8 +1283,8 @@ s_crypt() {
 
 	t_begin "--encrypt, chunk 0 corrupted: exit 8, file not placed"
 	nextport
-	if start_rx "$W/rx-crbad.log" --root "$W/rx/cr" --once --port $P --chunk-size 64K; then
-		RDCP_TEST_CORRUPT_CHUNK=0 timeout -s KILL 60 rdcp-hooks --port $P --chunk-size 64K \
+	if start_rx "$W/rx-crbad.log" --root "$W/rx/cr" --once --port "$P" --chunk-size 64K; then
+		RDCP_TEST_CORRUPT_CHUNK=0 timeout -s KILL 60 rdcp-hooks --port "$P" --chunk-size 64K \
 			--encrypt src/cr-rand "$ADDR::bad" >"$W/tx-crbad.log" 2>&1
 		SRC=$?
 		[ "$SRC" = 8 ] || t_fail "sender exit $SRC, want 8"
@@ -1302,17 +1306,17 @@ s_crypt() {
 s_zeros() {
 	t_begin "--sparse: all-zero chunks become holes, not sent"
 	mkdir -p src rx/zeros
-	{ head -c $M /dev/urandom; head -c $((3 * M)) /dev/zero; } >src/zeros
+	{ head -c "$M" /dev/urandom; head -c $((3 * M)) /dev/zero; } >src/zeros
 	nextport
-	if start_rx "$W/rx-zeros.log" --root "$W/rx/zeros" --once --port $P; then
-		send "$W/tx-zeros.log" --port $P --chunk-size 64K --sparse --json src/zeros "$ADDR::zeros"
+	if start_rx "$W/rx-zeros.log" --root "$W/rx/zeros" --once --port "$P"; then
+		send "$W/tx-zeros.log" --port "$P" --chunk-size 64K --sparse --json src/zeros "$ADDR::zeros"
 		[ "$SRC" = 0 ] || t_fail "sender exit $SRC, want 0"
 		stop_rx 10
 		[ "$RX_RC" = 0 ] || t_fail "receiver exit $RX_RC, want 0"
 		same src/zeros rx/zeros/zeros
 		[ -f rx/zeros/zeros ] && [ "$(alloc rx/zeros/zeros)" -lt $((2 * M)) ] ||
 			t_fail "the copy allocates $(alloc rx/zeros/zeros 2>/dev/null) bytes: zeros written"
-		[ "$(jdone "$W/tx-zeros.log" src/zeros sent)" = $M ] ||
+		[ "$(jdone "$W/tx-zeros.log" src/zeros sent)" = "$M" ] ||
 			t_fail "sent $(jdone "$W/tx-zeros.log" src/zeros sent), want $M"
 	else
 		t_fail "receiver did not start listening"
@@ -1330,8 +1334,8 @@ s_bwlimit() {
 	mkdir -p src rx/bw
 	mkrand src/bw $((8 * M))
 	nextport
-	if start_rx "$W/rx-bw.log" --root "$W/rx/bw" --once --port $P; then
-		send "$W/tx-bw.log" --port $P --bwlimit 4M src/bw "$ADDR::bw"
+	if start_rx "$W/rx-bw.log" --root "$W/rx/bw" --once --port "$P"; then
+		send "$W/tx-bw.log" --port "$P" --bwlimit 4M src/bw "$ADDR::bw"
 		[ "$SRC" = 0 ] || t_fail "sender exit $SRC, want 0"
 		stop_rx 10
 		same src/bw rx/bw/bw
@@ -1371,10 +1375,10 @@ s_full() {
 	dd if=/dev/urandom of=src/full-sparse bs=65536 count=48 conv=notrunc 2>/dev/null
 	mkrand src/full-small 100000
 	nextport
-	if start_rx "$W/rx-full.log" --root "$FS" --port $P; then
+	if start_rx "$W/rx-full.log" --root "$FS" --port "$P"; then
 		for v in dense sparse; do
 			t_begin "receiver file system full (2 MiB tmpfs, $v file): exit 7, nothing left"
-			send "$W/tx-full-$v.log" --port $P --chunk-size 64K "src/full-$v" "$ADDR::$v"
+			send "$W/tx-full-$v.log" --port "$P" --chunk-size 64K "src/full-$v" "$ADDR::$v"
 			[ "$SRC" = 7 ] || t_fail "sender exit $SRC, want 7"
 			grep -qi 'space' "$W/tx-full-$v.log" || t_fail "the sender did not say the disk is full"
 			echo "# $v: $(grep -m1 -i 'space' "$W/tx-full-$v.log")"
@@ -1385,7 +1389,7 @@ s_full() {
 			t_end
 		done
 		t_begin "receiver file system full: the same daemon then takes a small file"
-		send "$W/tx-full-small.log" --port $P src/full-small "$ADDR::small"
+		send "$W/tx-full-small.log" --port "$P" src/full-small "$ADDR::small"
 		[ "$SRC" = 0 ] || t_fail "sender exit $SRC, want 0"
 		same src/full-small "$FS/small"
 		no_temp "$FS"
@@ -1427,7 +1431,7 @@ direct_copy() {
 	set --
 	for n in $DNAMES; do set -- "$@" "$DFS/src/$n"; done
 	_dc0=$(now)
-	send "$W/tx-direct$_dcm.log" --port $P "$_dcm" "$@" "$ADDR::$_dcm/"
+	send "$W/tx-direct$_dcm.log" --port "$P" "$_dcm" "$@" "$ADDR::$_dcm/"
 	[ "$SRC" = 0 ] || t_fail "$_dcm: sender exit $SRC, want 0"
 	_dc1=$(now)
 	sync
@@ -1466,11 +1470,12 @@ s_direct() {
 		shift
 	done
 	nextport
-	if start_rx "$W/rx-direct.log" --root "$DFS/rx" --port $P; then
+	if start_rx "$W/rx-direct.log" --root "$DFS/rx" --port "$P"; then
 		: >"$W/direct-times"
 		for mode in --direct --no-direct; do
 			t_begin "$mode on ext4: every size exact, no fallback"
 			direct_copy "$mode"
+			# shellcheck disable=SC2086 # a word list
 			set -- $DSIZES
 			for n in $DNAMES; do
 				d=$DFS/rx/$mode/$n
@@ -1507,7 +1512,7 @@ s_direct() {
 
 		t_begin "--direct pull from ext4 into ext4: exact"
 		rm -rf "$DFS/got"
-		send "$W/tx-direct-pull.log" --port $P --direct "$ADDR::--direct/odd" "$ADDR::--direct/even" "$DFS/got/"
+		send "$W/tx-direct-pull.log" --port "$P" --direct "$ADDR::--direct/odd" "$ADDR::--direct/even" "$DFS/got/"
 		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 		same "$DFS/src/odd" "$DFS/got/odd"
 		same "$DFS/src/even" "$DFS/got/even"
@@ -1530,9 +1535,9 @@ s_direct() {
 		_dm=1
 	fi
 	nextport
-	if start_rx "$W/rx-direct-tmpfs.log" --root "$W/dshm" --port $P; then
+	if start_rx "$W/rx-direct-tmpfs.log" --root "$W/dshm" --port "$P"; then
 		t_begin "--direct into a tmpfs: one line on the receiver, exact"
-		send "$W/tx-direct-tmpfs.log" --port $P --direct "$DFS/src/odd" "$DFS/src/even" "$ADDR::d/"
+		send "$W/tx-direct-tmpfs.log" --port "$P" --direct "$DFS/src/odd" "$DFS/src/even" "$ADDR::d/"
 		[ "$SRC" = 0 ] || t_fail "sender exit $SRC, want 0"
 		same "$DFS/src/odd" "$W/dshm/d/odd"
 		same "$DFS/src/even" "$W/dshm/d/even"
@@ -1545,8 +1550,8 @@ s_direct() {
 		# 64 MiB, the auto threshold: sparse, so only its last MiB moves
 		t_begin "auto into a tmpfs (64 MiB sparse file): nothing said, exact"
 		truncate -s $((63 * M)) "$DFS/src/sp"
-		head -c $M /dev/urandom >>"$DFS/src/sp"
-		send "$W/tx-direct-auto.log" --port $P "$DFS/src/sp" "$ADDR::auto/"
+		head -c "$M" /dev/urandom >>"$DFS/src/sp"
+		send "$W/tx-direct-auto.log" --port "$P" "$DFS/src/sp" "$ADDR::auto/"
 		[ "$SRC" = 0 ] || t_fail "sender exit $SRC, want 0"
 		same "$DFS/src/sp" "$W/dshm/auto/sp"
 		[ "$(grep -c 'O_DIRECT' "$W/rx-direct-tmpfs.log")" = 1 ] ||
@@ -1585,7 +1590,7 @@ s_small() {
 	rm -rf src/small rx/small got
 	mkdir -p src/small/d1/d2 src/small/d3 rx/small got
 	i=0
-	while [ $i -lt 600 ]; do
+	while [ "$i" -lt 600 ]; do
 		case $((i % 3)) in
 		0) d=src/small ;;
 		1) d=src/small/d1/d2 ;;
@@ -1606,9 +1611,9 @@ s_small() {
 	sums src/small >"$W/small-a"
 	_n=$(find src/small | wc -l)
 	nextport
-	if start_rx "$W/rx-small.log" --root "$W/rx/small" --port $P; then
+	if start_rx "$W/rx-small.log" --root "$W/rx/small" --port "$P"; then
 		t_begin "600 small files -r -p push, packed: every entry, mode, mtime and byte"
-		send "$W/tx-small1.log" --port $P -r -p --json src/small "$ADDR::copy"
+		send "$W/tx-small1.log" --port "$P" -r -p --json src/small "$ADDR::copy"
 		[ "$SRC" = 0 ] || t_fail "sender exit $SRC, want 0"
 		sums rx/small/copy >"$W/small-b"
 		cmp -s "$W/small-a" "$W/small-b" ||
@@ -1623,7 +1628,7 @@ s_small() {
 		t_end
 
 		t_begin "600 small files -r -p pull, packed: every entry, mode, mtime and byte"
-		send "$W/tx-small2.log" --port $P -r -p --json "$ADDR::copy" got/back
+		send "$W/tx-small2.log" --port "$P" -r -p --json "$ADDR::copy" got/back
 		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 		sums got/back >"$W/small-c"
 		cmp -s "$W/small-a" "$W/small-c" ||
@@ -1636,7 +1641,7 @@ s_small() {
 		t_end
 
 		t_begin "600 small files -r -p --compress push, packed: identical"
-		send "$W/tx-small3.log" --port $P -r -p --compress --json src/small "$ADDR::zcopy"
+		send "$W/tx-small3.log" --port "$P" -r -p --compress --json src/small "$ADDR::zcopy"
 		[ "$SRC" = 0 ] || t_fail "sender exit $SRC, want 0"
 		sums rx/small/zcopy >"$W/small-d"
 		cmp -s "$W/small-a" "$W/small-d" ||
@@ -1649,7 +1654,7 @@ s_small() {
 
 		if [ -n "$AUTH" ]; then
 			t_begin "600 small files -r -p --encrypt push, packed: identical"
-			send "$W/tx-small4.log" --port $P -r -p --encrypt --json src/small "$ADDR::ecopy"
+			send "$W/tx-small4.log" --port "$P" -r -p --encrypt --json src/small "$ADDR::ecopy"
 			[ "$SRC" = 0 ] || t_fail "sender exit $SRC, want 0"
 			sums rx/small/ecopy >"$W/small-e"
 			cmp -s "$W/small-a" "$W/small-e" ||
@@ -1666,7 +1671,7 @@ s_small() {
 		# flipped in flight. That file fails its digest; the others of
 		# the pack and of the tree arrive.
 		t_begin "a packed slot corrupted in flight: the file hit is refused (exit 9), the rest arrive"
-		RDCP_TEST_CORRUPT_CHUNK=0 timeout -s KILL 120 rdcp-hooks --port $P -r --json \
+		RDCP_TEST_CORRUPT_CHUNK=0 timeout -s KILL 120 rdcp-hooks --port "$P" -r --json \
 			src/small "$ADDR::bad" >"$W/tx-small5.log" 2>&1
 		SRC=$?
 		[ "$SRC" = 9 ] || t_fail "sender exit $SRC, want 9"
@@ -1722,9 +1727,9 @@ s_script() {
 	_want="./a.c ./keep.o ./sub ./sub/b.c ./sub/build ./sub/top "
 	printf '# rules\n\n*.o\n;more\nbuild/\n/scr/top\n' >"$W/scr-ex"
 	nextport
-	if start_rx "$W/rx-scr.log" --root "$W/rx/scr" --port $P; then
+	if start_rx "$W/rx-scr.log" --root "$W/rx/scr" --port "$P"; then
 		t_begin "--include/--exclude on a push: first match wins, dir-only, anchored"
-		send "$W/tx-scr1.log" --port $P -r --include=keep.o --exclude='*.o' \
+		send "$W/tx-scr1.log" --port "$P" -r --include=keep.o --exclude='*.o' \
 			--exclude=build/ --exclude=/scr/top src/scr "$ADDR::f1"
 		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 		[ "$(listing rx/scr/f1)" = "$_want" ] || t_fail "got: $(listing rx/scr/f1)"
@@ -1734,7 +1739,7 @@ s_script() {
 
 		t_begin "--exclude-from FILE and --include-from - (stdin)"
 		echo keep.o >"$W/scr-in"
-		send "$W/tx-scr2.log" --port $P -r --include-from=- \
+		send "$W/tx-scr2.log" --port "$P" -r --include-from=- \
 			--exclude-from="$W/scr-ex" src/scr "$ADDR::f2" <"$W/scr-in"
 		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 		[ "$(listing rx/scr/f2)" = "$_want" ] || t_fail "got: $(listing rx/scr/f2)"
@@ -1743,7 +1748,7 @@ s_script() {
 
 		t_begin "--include/--exclude on a pull: the receiver's walk filtered"
 		cp -a src/scr rx/scr/whole
-		send "$W/tx-scr3.log" --port $P -r --include=keep.o --exclude='*.o' \
+		send "$W/tx-scr3.log" --port "$P" -r --include=keep.o --exclude='*.o' \
 			--exclude=build/ --exclude=/whole/top "$ADDR::whole" got/p
 		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 		[ "$(listing got/p)" = "$_want" ] || t_fail "got: $(listing got/p)"
@@ -1753,7 +1758,7 @@ s_script() {
 
 		t_begin "--files-from FILE: the names beneath SRC, kept as they are"
 		printf 'a.c\nsub/b.c\n./sub/top\n\n' >"$W/scr-list"
-		send "$W/tx-scr4.log" --port $P --files-from="$W/scr-list" src/scr "$ADDR::l1"
+		send "$W/tx-scr4.log" --port "$P" --files-from="$W/scr-list" src/scr "$ADDR::l1"
 		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 		[ "$(listing rx/scr/l1)" = "./a.c ./sub ./sub/b.c ./sub/top " ] ||
 			t_fail "got: $(listing rx/scr/l1)"
@@ -1764,14 +1769,14 @@ s_script() {
 		t_begin "--files-from=- -0: 3000 names from find -print0 through a pipe"
 		mkdir -p src/scr/many/d1 src/scr/many/d2
 		i=0
-		while [ $i -lt 1500 ]; do
+		while [ "$i" -lt 1500 ]; do
 			: >"src/scr/many/d1/f$i"
 			echo "$i" >"src/scr/many/d2/g$i"
 			i=$((i + 1))
 		done
 		# the right side of a pipe is a subshell: its status via a file
 		(cd src/scr && find many -type f -print0) | {
-			send "$W/tx-scr5.log" --port $P -0 --files-from=- src/scr "$ADDR::l2/"
+			send "$W/tx-scr5.log" --port "$P" -0 --files-from=- src/scr "$ADDR::l2/"
 			echo "$SRC" >"$W/scr-rc"
 		}
 		SRC=$(cat "$W/scr-rc")
@@ -1784,7 +1789,7 @@ s_script() {
 
 		t_begin "--files-from: a name outside SRC refused (exit 9), the rest sent"
 		printf 'a.c\n../../etc/passwd\n' >"$W/scr-bad"
-		send "$W/tx-scr6.log" --port $P --files-from=- src/scr "$ADDR::l3" <"$W/scr-bad"
+		send "$W/tx-scr6.log" --port "$P" --files-from=- src/scr "$ADDR::l3" <"$W/scr-bad"
 		[ "$SRC" = 9 ] || t_fail "exit $SRC, want 9"
 		grep -q "not a path beneath" "$W/tx-scr6.log" || t_fail "no message"
 		[ "$(listing rx/scr/l3)" = "./a.c " ] || t_fail "got: $(listing rx/scr/l3)"
@@ -1794,7 +1799,7 @@ s_script() {
 		script_pull_list
 
 		t_begin "--manifest --checksum sha256 on a push: sha256sum -c in DEST passes, catches a change"
-		send "$W/tx-scr7.log" --port $P -r --checksum sha256 --manifest="$W/scr-m1" \
+		send "$W/tx-scr7.log" --port "$P" -r --checksum sha256 --manifest="$W/scr-m1" \
 			--exclude=many/ src/scr "$ADDR::m1/"
 		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 		_n=$(find src/scr -path src/scr/many -prune -o -type f -print | wc -l)
@@ -1809,10 +1814,10 @@ s_script() {
 		t_end
 
 		t_begin "--manifest on a pull, crc32: a CRC32 line per file placed, as --json's digest"
-		send "$W/tx-scr8.log" --port $P -r --json --manifest="$W/scr-m2" "$ADDR::f1" got/m2
+		send "$W/tx-scr8.log" --port "$P" -r --json --manifest="$W/scr-m2" "$ADDR::f1" got/m2
 		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 		[ "$(grep -c '^CRC32 (got/m2/' "$W/scr-m2")" = 5 ] ||
-			t_fail "not 5 CRC32 lines: $(cat "$W/scr-m2" | tr '\n' ' ')"
+			t_fail "not 5 CRC32 lines: $(tr '\n' ' ' <"$W/scr-m2")"
 		for f in a.c keep.o sub/b.c; do
 			_j=$(jdone "$W/tx-scr8.log" "got/m2/$f" digest)
 			grep -qx "CRC32 (got/m2/$f) = $_j" "$W/scr-m2" ||
@@ -1822,7 +1827,7 @@ s_script() {
 		t_end
 
 		t_begin "--dry-run push: every entry 'new' into a missing DEST, nothing made"
-		send "$W/tx-scr9.log" --port $P -r --dry-run --exclude=many/ src/scr "$ADDR::d1/"
+		send "$W/tx-scr9.log" --port "$P" -r --dry-run --exclude=many/ src/scr "$ADDR::d1/"
 		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 		[ ! -e rx/scr/d1 ] || t_fail "rx/scr/d1 made"
 		grep -qx 'new      scr/sub/b.c' "$W/tx-scr9.log" || t_fail "no 'new scr/sub/b.c'"
@@ -1832,11 +1837,11 @@ s_script() {
 		t_end
 
 		t_begin "--dry-run -u push onto a copy: keep, replace, new, exists; nothing changes"
-		send "$W/tx-scr10.log" --port $P -r --exclude=many/ src/scr "$ADDR::d2/"
+		send "$W/tx-scr10.log" --port "$P" -r --exclude=many/ src/scr "$ADDR::d2/"
 		touch -d '2001-01-01' rx/scr/d2/scr/keep.o
 		echo new >src/scr/sub/new.txt
 		sums rx/scr/d2 >"$W/scr-before"
-		send "$W/tx-scr10.log" --port $P -r -u --dry-run --exclude=many/ src/scr "$ADDR::d2/"
+		send "$W/tx-scr10.log" --port "$P" -r -u --dry-run --exclude=many/ src/scr "$ADDR::d2/"
 		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 		sums rx/scr/d2 >"$W/scr-after"
 		cmp -s "$W/scr-before" "$W/scr-after" || t_fail "the receiver's tree changed"
@@ -1848,7 +1853,7 @@ s_script() {
 		t_end
 
 		t_begin "--dry-run pull --json: 'would' in file_done, no local DEST made"
-		send "$W/tx-scr11.log" --port $P -r --dry-run --json "$ADDR::f1" got/dry/
+		send "$W/tx-scr11.log" --port "$P" -r --dry-run --json "$ADDR::f1" got/dry/
 		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 		[ ! -e got/dry ] || t_fail "got/dry made"
 		[ "$(jdone "$W/tx-scr11.log" got/dry/f1/a.c would)" = new ] ||
@@ -1876,7 +1881,7 @@ s_script() {
 script_pull_list() {
 	t_begin "--files-from on a pull, -0: 3000 names from find -print0 through a pipe"
 	(cd src/scr && find many -type f -print0) | {
-		send "$W/tx-pl1.log" --port $P -0 --files-from=- "$ADDR::l2" got/pl1
+		send "$W/tx-pl1.log" --port "$P" -0 --files-from=- "$ADDR::l2" got/pl1
 		echo "$SRC" >"$W/scr-rc"
 	}
 	SRC=$(cat "$W/scr-rc")
@@ -1898,7 +1903,7 @@ script_pull_list() {
 out/secret
 sub/b.c
 ' >"$W/scr-pbad"
-	send "$W/tx-pl2.log" --port $P --files-from="$W/scr-pbad" "$ADDR::l1" got/pl2
+	send "$W/tx-pl2.log" --port "$P" --files-from="$W/scr-pbad" "$ADDR::l1" got/pl2
 	[ "$SRC" = 9 ] || t_fail "exit $SRC, want 9"
 	grep -q "'../l2/many/d1/f1' in the file list: not a path beneath" "$W/tx-pl2.log" ||
 		t_fail "no message for the '..' name"
@@ -1913,7 +1918,7 @@ sub/b.c
 	printf 'sub
 a.c
 ' >"$W/scr-pdir"
-	send "$W/tx-pl3.log" --port $P -r --exclude=top --json --manifest="$W/scr-m3" \
+	send "$W/tx-pl3.log" --port "$P" -r --exclude=top --json --manifest="$W/scr-m3" \
 		--files-from="$W/scr-pdir" "$ADDR::l1" got/pl3
 	[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 	[ "$(listing got/pl3)" = "./a.c ./sub ./sub/b.c " ] || t_fail "got: $(listing got/pl3)"
@@ -1926,11 +1931,11 @@ a.c
 	t_end
 
 	t_begin "--files-from on a pull --dry-run, then --resume: nothing made, then all of it"
-	send "$W/tx-pl4.log" --port $P --dry-run --files-from="$W/scr-pdir" "$ADDR::l1" got/pl4/
+	send "$W/tx-pl4.log" --port "$P" --dry-run --files-from="$W/scr-pdir" "$ADDR::l1" got/pl4/
 	[ "$SRC" = 0 ] || t_fail "dry run: exit $SRC, want 0"
 	[ ! -e got/pl4 ] || t_fail "got/pl4 made by a dry run"
 	grep -qx 'new      got/pl4/a.c' "$W/tx-pl4.log" || t_fail "no 'new got/pl4/a.c'"
-	send "$W/tx-pl4.log" --port $P --resume --files-from="$W/scr-pdir" "$ADDR::l1" got/pl4/
+	send "$W/tx-pl4.log" --port "$P" --resume --files-from="$W/scr-pdir" "$ADDR::l1" got/pl4/
 	[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 	[ "$(listing got/pl4)" = "./a.c ./sub " ] || t_fail "got: $(listing got/pl4)"
 	t_log "$W/tx-pl4.log" "$W/rx-scr.log"
@@ -1950,17 +1955,17 @@ script_delete() {
 	echo secret >"$W/outside/secret"
 	echo f >"$W/outside/d/f"
 	t_begin "--delete push: nested extra files, dirs, symlinks gone; excluded, outside, beside kept"
-	send "$W/tx-del0.log" --port $P -r src/mir "$ADDR::mir/"
+	send "$W/tx-del0.log" --port "$P" -r src/mir "$ADDR::mir/"
 	_d=rx/scr/mir/mir
-	mkdir -p $_d/old/older $_d/sub/gone
+	mkdir -p "$_d/old/older" "$_d/sub/gone"
 	for f in x sub/y old/older/z sub/gone/g; do echo "$f" >"$_d/$f"; done
-	echo excluded >$_d/sub/notes.keep
-	ln -s "$W/outside" $_d/sub/out # a directory outside the root
-	ln -s "$W/outside/secret" $_d/lnfile
+	echo excluded >"$_d/sub/notes.keep"
+	ln -s "$W/outside" "$_d/sub/out" # a directory outside the root
+	ln -s "$W/outside/secret" "$_d/lnfile"
 	echo beside >rx/scr/mir/beside
-	send "$W/tx-del1.log" --port $P -r --delete --exclude='*.keep' src/mir "$ADDR::mir/"
+	send "$W/tx-del1.log" --port "$P" -r --delete --exclude='*.keep' src/mir "$ADDR::mir/"
 	[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
-	[ "$(listing $_d)" = "$_mw" ] || t_fail "got: $(listing $_d)"
+	[ "$(listing "$_d")" = "$_mw" ] || t_fail "got: $(listing "$_d")"
 	[ -f rx/scr/mir/beside ] || t_fail "DEST's own entry 'beside' deleted"
 	[ "$(listing "$W/outside")" = "$_mo" ] || t_fail "outside: $(listing "$W/outside")"
 	grep -q ', deleted 9, retries' "$W/tx-del1.log" || t_fail "no 'deleted 9' in the summary"
@@ -1973,7 +1978,7 @@ script_delete() {
 	echo o >got/mir/old/o
 	ln -s "$W/outside" got/mir/out
 	echo mine >got/beside
-	send "$W/tx-del2.log" --port $P -r --delete "$ADDR::mir/mir" got/
+	send "$W/tx-del2.log" --port "$P" -r --delete "$ADDR::mir/mir" got/
 	[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 	[ "$(listing got/mir)" = "$_mw" ] || t_fail "got: $(listing got/mir)"
 	[ -f got/beside ] || t_fail "DEST's own entry 'beside' deleted"
@@ -1982,11 +1987,11 @@ script_delete() {
 	t_end
 
 	t_begin "--dry-run --delete: lists exactly what would go, changes nothing"
-	echo x2 >$_d/x2
-	mkdir -p $_d/d2
-	echo y >$_d/d2/y
+	echo x2 >"$_d/x2"
+	mkdir -p "$_d/d2"
+	echo y >"$_d/d2/y"
 	sums rx/scr/mir >"$W/del-before"
-	send "$W/tx-del3.log" --port $P -r --delete --dry-run --exclude='*.keep' src/mir "$ADDR::mir/"
+	send "$W/tx-del3.log" --port "$P" -r --delete --dry-run --exclude='*.keep' src/mir "$ADDR::mir/"
 	[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 	sums rx/scr/mir >"$W/del-after"
 	cmp -s "$W/del-before" "$W/del-after" || t_fail "the receiver's tree changed"
@@ -1997,34 +2002,34 @@ script_delete() {
 	t_end
 
 	t_begin "--max-delete: more would go, so nothing is deleted (exit 13)"
-	send "$W/tx-del4.log" --port $P -r --delete --max-delete=2 --exclude='*.keep' src/mir "$ADDR::mir/"
+	send "$W/tx-del4.log" --port "$P" -r --delete --max-delete=2 --exclude='*.keep' src/mir "$ADDR::mir/"
 	[ "$SRC" = 13 ] || t_fail "exit $SRC, want 13"
 	grep -q '3 entries would go, more than --max-delete 2' "$W/tx-del4.log" || t_fail "no line naming the brake"
-	[ -f $_d/x2 ] && [ -f $_d/d2/y ] || t_fail "deleted despite the brake"
+	[ -f "$_d/x2" ] && [ -f "$_d/d2/y" ] || t_fail "deleted despite the brake"
 	t_log "$W/tx-del4.log" "$W/rx-scr.log"
 	t_end
 
 	t_begin "--delete with a file that fails (a chunk corrupted): nothing deleted, exit 9"
 	mkrand src/mir/big $((3 * 65536 + 7))
-	RDCP_TEST_CORRUPT_CHUNK=1 timeout -s KILL 60 rdcp-hooks --port $P --chunk-size 64K \
+	RDCP_TEST_CORRUPT_CHUNK=1 timeout -s KILL 60 rdcp-hooks --port "$P" --chunk-size 64K \
 		-r --delete --exclude='*.keep' src/mir "$ADDR::mir/" >"$W/tx-del5.log" 2>&1
 	SRC=$?
 	[ "$SRC" = 9 ] || t_fail "exit $SRC, want 9"
-	[ -f $_d/x2 ] && [ -f $_d/d2/y ] || t_fail "deleted after a failed file"
+	[ -f "$_d/x2" ] && [ -f "$_d/d2/y" ] || t_fail "deleted after a failed file"
 	grep -q 'nothing deleted' "$W/tx-del5.log" || t_fail "no 'nothing deleted'"
-	rm -f src/mir/big $_d/big
+	rm -f src/mir/big "$_d/big"
 	no_temp rx/scr/mir
 	t_log "$W/tx-del5.log" "$W/rx-scr.log"
 	t_end
 
 	t_begin "--delete --json: a file_deleted event per entry, deleted in the summary"
-	send "$W/tx-del6.log" --port $P -r --delete --json --exclude='*.keep' src/mir "$ADDR::mir/"
+	send "$W/tx-del6.log" --port "$P" -r --delete --json --exclude='*.keep' src/mir "$ADDR::mir/"
 	[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 	[ "$(grep -c '"event":"file_deleted"' "$W/tx-del6.log")" = 3 ] || t_fail "not 3 file_deleted events"
 	grep -q '"event":"file_deleted","path":"mir/d2","type":"dir","status":"ok"' "$W/tx-del6.log" ||
 		t_fail "no file_deleted for mir/d2"
 	[ "$(jget "$W/tx-del6.log" summary deleted)" = 3 ] || t_fail "summary deleted '$(jget "$W/tx-del6.log" summary deleted)'"
-	[ "$(listing $_d)" = "$_mw" ] || t_fail "got: $(listing $_d)"
+	[ "$(listing "$_d")" = "$_mw" ] || t_fail "got: $(listing "$_d")"
 	t_log "$W/tx-del6.log" "$W/rx-scr.log"
 	t_end
 }
@@ -2053,18 +2058,18 @@ rt_kill_rx() {
 s_retry() {
 	rm -rf rx/rt
 	mkdir -p src rx/rt
-	mkrand src/rt $RT_SIZE
+	mkrand src/rt "$RT_SIZE"
 	echo small >src/rt-small
 
 	t_begin "--retry: receiver killed mid-copy and restarted, the same run completes byte-identical"
 	nextport
-	if start_rx "$W/rx-rt1.log" --root "$W/rx/rt" --port $P; then
+	if start_rx "$W/rx-rt1.log" --root "$W/rx/rt" --port "$P"; then
 		# The names from a pipe on stdin, read once: each attempt
 		# reads them again (spooled).
 		rm -f "$W/rt-fifo"
 		mkfifo "$W/rt-fifo"
 		(printf 'rt-small\nrt\n' >"$W/rt-fifo") &
-		rdcp --port $P --chunk-size 64K --bwlimit 1M --retry 5 --retry-wait 0.5 \
+		rdcp --port "$P" --chunk-size 64K --bwlimit 1M --retry 5 --retry-wait 0.5 \
 			--json --files-from=- --checksum sha256 --manifest="$W/rt-man" \
 			src "$ADDR::l/" <"$W/rt-fifo" >"$W/tx-rt1.log" 2>&1 &
 		TX=$!
@@ -2072,10 +2077,10 @@ s_retry() {
 		if rt_kill_rx rx/rt/l rt; then
 			# A loop brings the receiver back (as a supervisor would).
 			_i=0
-			until start_rx "$W/rx-rt1b.log" --root "$W/rx/rt" --port $P; do
+			until start_rx "$W/rx-rt1b.log" --root "$W/rx/rt" --port "$P"; do
 				kill -9 "$RX" 2>/dev/null
 				_i=$((_i + 1))
-				[ $_i -lt 10 ] || break
+				[ "$_i" -lt 10 ] || break
 				usleep 300000
 			done
 			wait_pid "$TX" 120
@@ -2094,7 +2099,7 @@ s_retry() {
 			esac
 			_sent=$(jlastdone "$W/tx-rt1.log" src/rt sent)
 			echo "# attempts: $_a; the last sent $_sent of $RT_SIZE bytes"
-			[ -n "$_sent" ] && [ "$_sent" -lt $RT_SIZE ] ||
+			[ -n "$_sent" ] && [ "$_sent" -lt "$RT_SIZE" ] ||
 				t_fail "the retry sent '$_sent' bytes, want fewer than $RT_SIZE (resumed)"
 			[ "$(grep -c '^[0-9a-f]\{64\}  rt$' "$W/rt-man")/$(grep -c '^[0-9a-f]\{64\}  rt-small$' "$W/rt-man")/$(wc -l <"$W/rt-man")" = 1/1/2 ] ||
 				t_fail "manifest: not one line per file: $(tr '\n' ' ' <"$W/rt-man")"
@@ -2114,20 +2119,20 @@ s_retry() {
 	mkdir -p rx/rt/pl got
 	cp src/rt src/rt-small rx/rt/pl/
 	nextport
-	if start_rx "$W/rx-rt6.log" --root "$W/rx/rt" --port $P; then
+	if start_rx "$W/rx-rt6.log" --root "$W/rx/rt" --port "$P"; then
 		rm -f "$W/rt-fifo"
 		mkfifo "$W/rt-fifo"
 		(printf 'rt-small\nrt\n' >"$W/rt-fifo") &
-		rdcp --port $P --chunk-size 64K --bwlimit 1M --retry 5 --retry-wait 0.5 \
+		rdcp --port "$P" --chunk-size 64K --bwlimit 1M --retry 5 --retry-wait 0.5 \
 			--json --files-from=- "$ADDR::pl" got/rt/ <"$W/rt-fifo" >"$W/tx-rt6.log" 2>&1 &
 		TX=$!
 		track "$TX"
 		if rt_kill_rx got/rt rt; then
 			_i=0
-			until start_rx "$W/rx-rt6b.log" --root "$W/rx/rt" --port $P; do
+			until start_rx "$W/rx-rt6b.log" --root "$W/rx/rt" --port "$P"; do
 				kill -9 "$RX" 2>/dev/null
 				_i=$((_i + 1))
-				[ $_i -lt 10 ] || break
+				[ "$_i" -lt 10 ] || break
 				usleep 300000
 			done
 			wait_pid "$TX" 120
@@ -2142,7 +2147,7 @@ s_retry() {
 			peer-lost/11/true*) ;;
 			*) t_fail "attempts: '$_a', want peer-lost/11/true first" ;;
 			esac
-			[ -n "$_sent" ] && [ "$_sent" -lt $RT_SIZE ] ||
+			[ -n "$_sent" ] && [ "$_sent" -lt "$RT_SIZE" ] ||
 				t_fail "the retry sent '$_sent' bytes, want fewer than $RT_SIZE (resumed)"
 		fi
 		kill -9 "$TX" 2>/dev/null
@@ -2155,9 +2160,9 @@ s_retry() {
 
 	t_begin "--retry: a receiver not listening yet (exit 3) is tried again"
 	nextport
-	bg_send "$W/tx-rt2.log" --port $P --retry 4 --retry-wait 1 --json src/rt-small "$ADDR::late"
+	bg_send "$W/tx-rt2.log" --port "$P" --retry 4 --retry-wait 1 --json src/rt-small "$ADDR::late"
 	usleep 1500000
-	if start_rx "$W/rx-rt2.log" --root "$W/rx/rt" --port $P; then
+	if start_rx "$W/rx-rt2.log" --root "$W/rx/rt" --port "$P"; then
 		wait_pid "$TX" 60
 		[ "$WRC" = 0 ] || t_fail "sender exit $WRC, want 0"
 		same src/rt-small rx/rt/late
@@ -2180,7 +2185,7 @@ s_retry() {
 		echo "# (this rdcp has no --keygen: nothing to test)"
 	elif alive "$RX"; then
 		[ -f "$W/other.key" ] || rdcp --keygen "$W/other.key" >/dev/null 2>&1
-		send "$W/tx-rt3.log" --port $P --key-file "$W/other.key" --retry 3 \
+		send "$W/tx-rt3.log" --port "$P" --key-file "$W/other.key" --retry 3 \
 			--retry-wait 5 --json src/rt-small "$ADDR::auth"
 		[ "$SRC" = 4 ] || t_fail "sender exit $SRC, want 4"
 		[ "${ST%.*}" -lt 4 ] || t_fail "took ${ST}s: it waited to retry"
@@ -2197,8 +2202,8 @@ s_retry() {
 
 	t_begin "--retry: N exhausted, the exit status is the last attempt's"
 	nextport
-	if start_rx "$W/rx-rt4.log" --root "$W/rx/rt" --once --port $P; then
-		bg_send "$W/tx-rt4.log" --port $P --chunk-size 64K --bwlimit 1M --connect-timeout 2 \
+	if start_rx "$W/rx-rt4.log" --root "$W/rx/rt" --once --port "$P"; then
+		bg_send "$W/tx-rt4.log" --port "$P" --chunk-size 64K --bwlimit 1M --connect-timeout 2 \
 			--retry 2 --retry-wait 0.2 --json src/rt "$ADDR::ex"
 		if rt_kill_rx rx/rt ex; then
 			wait_pid "$TX" 60
@@ -2221,8 +2226,8 @@ s_retry() {
 
 	t_begin "--retry: SIGTERM in the wait ends it at once (130), the temporary left for --resume"
 	nextport
-	if start_rx "$W/rx-rt5.log" --root "$W/rx/rt" --once --port $P; then
-		bg_send "$W/tx-rt5.log" --port $P --chunk-size 64K --bwlimit 1M \
+	if start_rx "$W/rx-rt5.log" --root "$W/rx/rt" --once --port "$P"; then
+		bg_send "$W/tx-rt5.log" --port "$P" --chunk-size 64K --bwlimit 1M \
 			--retry 3 --retry-wait 30 --json src/rt "$ADDR::sig"
 		if rt_kill_rx rx/rt sig; then
 			if wait_until 40 "$TX" logged "$W/tx-rt5.log" '"event":"attempt"'; then
@@ -2237,12 +2242,12 @@ s_retry() {
 			fi
 			[ -f rx/rt/.sig.rdcp-part ] || t_fail "the temporary was not kept"
 			nextport
-			if start_rx "$W/rx-rt5b.log" --root "$W/rx/rt" --once --port $P; then
-				send "$W/tx-rt5b.log" --port $P --chunk-size 64K --resume --json src/rt "$ADDR::sig"
+			if start_rx "$W/rx-rt5b.log" --root "$W/rx/rt" --once --port "$P"; then
+				send "$W/tx-rt5b.log" --port "$P" --chunk-size 64K --resume --json src/rt "$ADDR::sig"
 				[ "$SRC" = 0 ] || t_fail "--resume afterwards: exit $SRC"
 				same src/rt rx/rt/sig
 				_sent=$(jdone "$W/tx-rt5b.log" src/rt sent)
-				[ -n "$_sent" ] && [ "$_sent" -lt $RT_SIZE ] ||
+				[ -n "$_sent" ] && [ "$_sent" -lt "$RT_SIZE" ] ||
 					t_fail "--resume afterwards sent '$_sent' of $RT_SIZE bytes"
 				stop_rx 10
 			else
@@ -2258,8 +2263,8 @@ s_retry() {
 
 	t_begin "--retry: SIGINT mid-copy ends it at once (130), not retried, the temporary kept"
 	nextport
-	if start_rx "$W/rx-rt6.log" --root "$W/rx/rt" --port $P; then
-		bg_send "$W/tx-rt6.log" --port $P --chunk-size 64K --bwlimit 1M \
+	if start_rx "$W/rx-rt6.log" --root "$W/rx/rt" --port "$P"; then
+		bg_send "$W/tx-rt6.log" --port "$P" --chunk-size 64K --bwlimit 1M \
 			--retry 3 --retry-wait 0.2 --json src/rt "$ADDR::int"
 		if wait_partfile rx/rt int "$TX"; then
 			usleep 1000000
@@ -2315,11 +2320,11 @@ s_entries() {
 			xargs touch)
 	done
 	nextport
-	if start_rx "$W/rx-ent.log" --root "$W/rx/ent" --port $P; then
+	if start_rx "$W/rx-ent.log" --root "$W/rx/ent" --port "$P"; then
 		t_begin "--files-from: 400 000 names cost the client no more memory than 20 000"
-		send "$W/tx-ent1.log" -v --port $P --files-from="$W/ent-l1" src/ent "$ADDR::e1"
+		send "$W/tx-ent1.log" -v --port "$P" --files-from="$W/ent-l1" src/ent "$ADDR::e1"
 		_s1=$SRC
-		send "$W/tx-ent2.log" -v --port $P --files-from="$W/ent-l2" src/ent "$ADDR::e2"
+		send "$W/tx-ent2.log" -v --port "$P" --files-from="$W/ent-l2" src/ent "$ADDR::e2"
 		[ "$_s1" = 6 ] && [ "$SRC" = 6 ] || t_fail "exit $_s1 and $SRC, want 6 (every name missing)"
 		_a=$(maxrss "$W/tx-ent1.log") _b=$(maxrss "$W/tx-ent2.log")
 		echo "# client peak RSS: ${_a:-?} KiB for 20 000 names, ${_b:-?} KiB for 400 000"
@@ -2338,12 +2343,12 @@ s_entries() {
 	t_begin "a pull of 40 000 files costs the walking receiver no more memory than 5 000"
 	for _t in t1 t2; do
 		nextport
-		if ! start_rx "$W/rx-ent-$_t.log" --root "$W/rx/ent" --once --port $P; then
+		if ! start_rx "$W/rx-ent-$_t.log" --root "$W/rx/ent" --once --port "$P"; then
 			t_fail "receiver did not start listening"
 			kill -9 "$RX" 2>/dev/null
 			continue
 		fi
-		send "$W/tx-ent-$_t.log" --port $P -r --chunk-size 64K --window 4 "$ADDR::$_t" "got/ent/$_t"
+		send "$W/tx-ent-$_t.log" --port "$P" -r --chunk-size 64K --window 4 "$ADDR::$_t" "got/ent/$_t"
 		[ "$SRC" = 0 ] || t_fail "pull of $_t: exit $SRC, want 0"
 		stop_rx 30
 	done
@@ -2379,7 +2384,7 @@ s_ssh() {
 		else
 			# shellcheck disable=SC2016,SC2086 # remote $(...); SSH: words
 			rm -f "$SSH_HOME/rdcp-ssh-probe"
-			run_bounded 60 "$W/ssh-run.log" $SSH "$_ss_h" \
+			run_bounded 60 "$W/ssh-run.log" "$SSH" "$_ss_h" \
 				': >rdcp-ssh-probe; echo "ok $(pwd) $(ulimit -l) $(command -v rdcp)"; exit 3'
 			[ "$SRC" = 3 ] || t_fail "ssh exit $SRC, want 3 (the command's)"
 			_ss_out=$(grep '^ok ' "$W/ssh-run.log")
@@ -2450,7 +2455,7 @@ s_ssh() {
 ssh_rdcp() {
 	_sr_n=8388608
 	mkdir -p src/sshr rx/sshr
-	head -c $_sr_n /dev/urandom >src/sshr/f
+	head -c "$_sr_n" /dev/urandom >src/sshr/f
 	for _sr_k in push pull both lo addr; do
 		t_begin "rdcp over ssh, $_sr_k: no key, no receiver running$([ -n "$HOST_MODE" ] || echo ', data over RDMA')"
 		if [ -n "${RDCP_E2E_SSH_ERR:-}" ]; then
@@ -2477,7 +2482,7 @@ ssh_rdcp() {
 		if [ -z "$HOST_MODE" ]; then
 			grep -q "over rdma" "$W/tx-sshr-$_sr_k.log" ||
 				t_fail "the summary does not say rdma"
-			over_rdma "$_sr_k" "$_sr_b" "$_sr_a" $_sr_n
+			over_rdma "$_sr_k" "$_sr_b" "$_sr_a" "$_sr_n"
 		fi
 		_sr_d=$(sshd_pid)
 		[ -z "$_sr_d" ] || wait_until 20 "" no_descendants "$_sr_d" ||
@@ -2506,8 +2511,8 @@ s_devremove() {
 	# 'rdma link show' names links DEV/PORT: rxe0/1 ... netdev dummy0
 	_dr_dev=$(rdma link show | sed -n 's|^link rxe0/[0-9]* .* netdev \([^ ]*\).*|\1|p' | head -n1)
 	nextport
-	if start_rx "$W/rx-dr.log" --transport rdma --device rxe0 --timeout 60 --root "$W/rx/dr" --port $P; then
-		rdcp --transport rdma --timeout 60 --port $P --window 2 --chunk-size 64K src/k64 "$ADDR::k64" >"$W/tx-dr.log" 2>&1 &
+	if start_rx "$W/rx-dr.log" --transport rdma --device rxe0 --timeout 60 --root "$W/rx/dr" --port "$P"; then
+		rdcp --transport rdma --timeout 60 --port "$P" --window 2 --chunk-size 64K src/k64 "$ADDR::k64" >"$W/tx-dr.log" 2>&1 &
 		TX=$!
 		if wait_partfile rx/dr k64 "$TX"; then
 			_dr_s=$(now)
@@ -2542,8 +2547,8 @@ s_devremove() {
 	t_begin "rxe0 re-created: a copy works again"
 	mkrand src/dr 300000
 	nextport
-	if start_rx "$W/rx-dr2.log" --transport rdma --root "$W/rx/dr" --once --port $P; then
-		run_bounded 120 "$W/tx-dr2.log" rdcp --transport rdma --port $P src/dr "$ADDR::dr"
+	if start_rx "$W/rx-dr2.log" --transport rdma --root "$W/rx/dr" --once --port "$P"; then
+		run_bounded 120 "$W/tx-dr2.log" rdcp --transport rdma --port "$P" src/dr "$ADDR::dr"
 		[ "$SRC" = 0 ] || t_fail "sender exit $SRC"
 		stop_rx 20
 		cmp -s src/dr rx/dr/dr || t_fail "dr differs"
@@ -2583,13 +2588,13 @@ s_rails() {
 		t_fail "rxe1 never became active"
 	for n in 2 4; do
 		nextport
-		if ! start_rx "$W/rx-rl$n.log" --root "$W/rx/rl" --port $P; then
+		if ! start_rx "$W/rx-rl$n.log" --root "$W/rx/rl" --port "$P"; then
 			t_fail "receiver did not start listening"
 			continue
 		fi
 		a0=$(rail_pkts rxe0) a1=$(rail_pkts rxe1)
-		send "$W/tx-rl$n.log" -v --streams $n --chunk-size 256K \
-			--port $P src/rl16 "$ADDR::rl16-$n"
+		send "$W/tx-rl$n.log" -v --streams "$n" --chunk-size 256K \
+			--port "$P" src/rl16 "$ADDR::rl16-$n"
 		b0=$(rail_pkts rxe0) b1=$(rail_pkts rxe1)
 		[ "$SRC" = 0 ] || t_fail "--streams $n: sender exit $SRC"
 		same src/rl16 "rx/rl/rl16-$n"
@@ -2605,8 +2610,8 @@ s_rails() {
 			t_fail "--streams $n: the sender did not use 2 rails"
 		# A pull: the client is the sink, its ring on both devices.
 		a0=$(rail_pkts rxe0) a1=$(rail_pkts rxe1)
-		send "$W/tx-rlp$n.log" -v --streams $n --chunk-size 256K \
-			--port $P "$ADDR::rl16-$n" "$W/rx/rl/pulled-$n"
+		send "$W/tx-rlp$n.log" -v --streams "$n" --chunk-size 256K \
+			--port "$P" "$ADDR::rl16-$n" "$W/rx/rl/pulled-$n"
 		b0=$(rail_pkts rxe0) b1=$(rail_pkts rxe1)
 		[ "$SRC" = 0 ] || t_fail "pull --streams $n: exit $SRC"
 		same src/rl16 "rx/rl/pulled-$n"
@@ -2619,10 +2624,10 @@ s_rails() {
 	# --device rxe0,rxe1 on both sides: the same two rails; a receiver
 	# with --device rxe0 alone listens there and keeps one.
 	nextport
-	if start_rx "$W/rx-rld.log" --device rxe0,rxe1 --root "$W/rx/rl" --port $P; then
+	if start_rx "$W/rx-rld.log" --device rxe0,rxe1 --root "$W/rx/rl" --port "$P"; then
 		a1=$(rail_pkts rxe1)
 		send "$W/tx-rld.log" -v --device rxe0,rxe1 --streams 2 \
-			--port $P src/rl16 "$ADDR::rl16-d"
+			--port "$P" src/rl16 "$ADDR::rl16-d"
 		b1=$(rail_pkts rxe1)
 		[ "$SRC" = 0 ] || t_fail "--device rxe0,rxe1: sender exit $SRC"
 		same src/rl16 rx/rl/rl16-d
@@ -2635,8 +2640,8 @@ s_rails() {
 		t_fail "receiver --device rxe0,rxe1 did not start listening"
 	fi
 	nextport
-	if start_rx "$W/rx-rl0.log" --device rxe0 --root "$W/rx/rl" --port $P; then
-		send "$W/tx-rl0.log" -v --streams 2 --port $P src/rl16 "$ADDR::rl16-0"
+	if start_rx "$W/rx-rl0.log" --device rxe0 --root "$W/rx/rl" --port "$P"; then
+		send "$W/tx-rl0.log" -v --streams 2 --port "$P" src/rl16 "$ADDR::rl16-0"
 		[ "$SRC" = 0 ] || t_fail "--device rxe0: sender exit $SRC"
 		same src/rl16 rx/rl/rl16-0
 		! logged "$W/rx-rl0.log" "rails" ||
@@ -2649,8 +2654,8 @@ s_rails() {
 	rdma link delete rxe1
 	ip link del dummy1
 	nextport
-	if start_rx "$W/rx-rl1.log" --root "$W/rx/rl" --port $P; then
-		send "$W/tx-rl1.log" -v --streams 2 --port $P src/rl16 "$ADDR::rl16-1"
+	if start_rx "$W/rx-rl1.log" --root "$W/rx/rl" --port "$P"; then
+		send "$W/tx-rl1.log" -v --streams 2 --port "$P" src/rl16 "$ADDR::rl16-1"
 		[ "$SRC" = 0 ] || t_fail "one rail: sender exit $SRC"
 		same src/rl16 rx/rl/rl16-1
 		! logged "$W/rx-rl1.log" "rails" ||
@@ -2703,12 +2708,12 @@ s_streams() {
 	mktree src/sttree
 	for n in 1 2 4; do
 		nextport
-		if ! start_rx "$W/rx-st$n.log" --root "$W/rx/st" --port $P; then
+		if ! start_rx "$W/rx-st$n.log" --root "$W/rx/st" --port "$P"; then
 			t_fail "receiver did not start listening"
 			continue
 		fi
-		bg_run "$W/tx-st$n.log" rdcp -v --streams $n --bwlimit 3M \
-			--chunk-size 256K --port $P src/st48 "$ADDR::st48-$n"
+		bg_run "$W/tx-st$n.log" rdcp -v --streams "$n" --bwlimit 3M \
+			--chunk-size 256K --port "$P" src/st48 "$ADDR::st48-$n"
 		if [ -z "$HOST_MODE" ]; then
 			wait_until 30 "$TX" qp_ready "$TX" "$n" ||
 				t_fail "--streams $n: the sender never had $n QPs"
@@ -2727,11 +2732,11 @@ s_streams() {
 			logged "$W/rx-st$n.log" "$n streams from" ||
 				t_fail "receiver did not run $n streams"
 		fi
-		send "$W/tx-stt$n.log" -r -p --streams $n --port $P src/sttree \
+		send "$W/tx-stt$n.log" -r -p --streams "$n" --port "$P" src/sttree \
 			"$ADDR::tree-$n/"
 		[ "$SRC" = 0 ] || t_fail "tree --streams $n: sender exit $SRC"
 		tree_same src/sttree "rx/st/tree-$n/sttree" p
-		send "$W/tx-stp$n.log" -r --streams $n --port $P \
+		send "$W/tx-stp$n.log" -r --streams "$n" --port "$P" \
 			"$ADDR::tree-$n/sttree" "$W/rx/st/pulled-$n"
 		[ "$SRC" = 0 ] || t_fail "pull --streams $n: sender exit $SRC"
 		tree_same src/sttree "rx/st/pulled-$n"
@@ -2743,8 +2748,8 @@ s_streams() {
 	# The default: over TCP one lane; over RDMA 2 (4 at >= 100 Gb/s).
 	t_begin "--streams default: TCP 1, RDMA 2 (4 on a port of 100 Gb/s)"
 	nextport
-	if start_rx "$W/rx-std.log" --root "$W/rx/st" --port $P; then
-		send "$W/tx-std.log" -r --port $P src/sttree "$ADDR::dflt/"
+	if start_rx "$W/rx-std.log" --root "$W/rx/st" --port "$P"; then
+		send "$W/tx-std.log" -r --port "$P" src/sttree "$ADDR::dflt/"
 		[ "$SRC" = 0 ] || t_fail "sender exit $SRC"
 		tree_same src/sttree rx/st/dflt/sttree
 		term_rx

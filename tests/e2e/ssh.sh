@@ -14,6 +14,7 @@
 # process left on either side, nothing under a final name).
 #   tests/e2e/ssh.sh [--build DIR]
 # TAP lines, then "N passed, N failed"; exit 0 only if all passed.
+# shellcheck disable=SC2015 # [ A ] && [ B ] || t_fail: both are conditions, either failing is the failure
 set -uo pipefail
 BUILD=build
 if [ "${1:-}" = --build ]; then
@@ -175,7 +176,6 @@ rm -rf "$T/dst/cut"; mkdir -p "$T/dst/cut"
 bg_run "$T/cut.log" "$RDCP" -e "$SSH_CMD" --rdcp-path "$RDCP" --bwlimit 40M "$T/src/big" "127.0.0.1:$T/dst/cut/"
 wait_partfile "$T/dst/cut" big "$TX" 20 || t_fail "no transfer under way"
 pkill -9 -P "$TX" -f "^ssh " || t_fail "no ssh child to kill"
-t0=$(now)
 wait_pid "$TX" 30
 rc=$WRC
 [ "$rc" = 11 ] || t_fail "exit $rc, want 11 (peer lost)"

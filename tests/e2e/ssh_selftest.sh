@@ -18,6 +18,7 @@
 # sshd is a failure with the reason, never a skip.
 #
 #   tests/e2e/ssh_selftest.sh [--build DIR] [--list | SCENARIO...]
+# shellcheck disable=SC2317 # functions run by name (scenario lists, traps, wait_until callbacks)
 set -u
 if [ "${1:-}" = --build ]; then
 	shift 2 # nothing of the build is needed: only ssh and sshd run here
