@@ -191,7 +191,9 @@ setup:
 # when qemu or the kernel cannot be had. Re-invokes make after setup so
 # pkg-config is asked once the -dev packages exist.
 # The builds (plain, hooks, ASan, TSan, rdcp-mpi: separate directories)
-# run TEST_JOBS at a time, one per CPU unless told.
+# run TEST_JOBS at a time, one per CPU unless told; then the suites run in
+# three lanes side by side (tests/run_tests.sh all; RDCP_TEST_LANES=1 runs
+# them one after the other).
 TEST_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 test: setup
 	$(Q)$(MAKE) --no-print-directory -j$(TEST_JOBS) WERROR=1 all hooks \
