@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 #
-# shellcheck (Debian package shellcheck; packaging/build-deps.sh installs
-# it) over every shell script of the tree, one TAP line per file, with
+# Runs the Debian package shellcheck (packaging/build-deps.sh installs it)
+# over every shell script of the tree, one TAP line per file, with
 # the sourced files followed (-x, from the script's own directory). A
 # finding is fixed, or disabled where it stands with the reason beside it.
 # Files without a #! line name their shell here (they are sourced, or run

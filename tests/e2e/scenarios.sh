@@ -2384,7 +2384,8 @@ s_ssh() {
 		else
 			# shellcheck disable=SC2016,SC2086 # remote $(...); SSH: words
 			rm -f "$SSH_HOME/rdcp-ssh-probe"
-			run_bounded 60 "$W/ssh-run.log" "$SSH" "$_ss_h" \
+			# shellcheck disable=SC2086 # $SSH: the ssh command and its options
+			run_bounded 60 "$W/ssh-run.log" $SSH "$_ss_h" \
 				': >rdcp-ssh-probe; echo "ok $(pwd) $(ulimit -l) $(command -v rdcp)"; exit 3'
 			[ "$SRC" = 3 ] || t_fail "ssh exit $SRC, want 3 (the command's)"
 			_ss_out=$(grep '^ok ' "$W/ssh-run.log")
