@@ -52,7 +52,8 @@ PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null || \
 	echo -libverbs -lrdmacm -lz -lcrypto)
 
 WARN := -Wall -Wextra -Wshadow -Wformat=2 -Wmissing-prototypes -Wvla \
-	-Wstrict-prototypes -Wno-unused-parameter -Wno-format-truncation
+	-Wstrict-prototypes -Wwrite-strings -Wno-unused-parameter \
+	-Wno-format-truncation
 # (format-truncation: log and wire messages are cut to their buffers on purpose)
 ifdef WERROR
 WARN += -Werror
@@ -197,7 +198,9 @@ setup:
 # when qemu or the kernel cannot be had. Re-invokes make after setup so
 # pkg-config is asked once the -dev packages exist.
 # The builds (plain, hooks, ASan, TSan, rdcp-mpi: separate directories)
-# run TEST_JOBS at a time, one per CPU unless told.
+# run TEST_JOBS at a time, one per CPU unless told; then the suites run in
+# three lanes side by side (tests/run_tests.sh all; RDCP_TEST_LANES=1 runs
+# them one after the other).
 TEST_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 test: setup
 	$(Q)$(MAKE) --no-print-directory -j$(TEST_JOBS) WERROR=1 all hooks \

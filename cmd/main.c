@@ -563,7 +563,8 @@ static int read_boot(struct run *run)
  */
 static int copy_between(struct run *run)
 {
-	char **far = run->a->far, **argv;
+	char **far = run->a->far;
+	const char **argv;
 	size_t n = 0;
 	int status;
 

@@ -23,7 +23,7 @@ set -uo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 TOP=$(dirname "$HERE")
 OUT=$TOP/build
-CHROOT= INSTALL_TEST=1
+CHROOT='' INSTALL_TEST=1
 while [ $# -gt 0 ]; do
 	case $1 in
 	--chroot) CHROOT=${2:?--chroot needs a directory}; shift 2 ;;
@@ -88,7 +88,7 @@ if [ -f "$DEB" ]; then
 	deps=$(dpkg-deb -f "$DEB" Depends)
 	miss=
 	for d in ibverbs-providers adduser libibverbs1 librdmacm1 libssl3 zlib1g; do
-		[[ ",$deps," == *[\ ,]$d[\ ,\(]* ]] || miss="$miss $d"
+		[[ ",$deps," == *[\ ,]${d}[\ ,\(]* ]] || miss="$miss $d"
 	done
 	if [ -z "$miss" ]; then ok "deb Depends: ibverbs-providers, adduser and the libraries"
 	else not_ok "deb Depends: ibverbs-providers, adduser and the libraries" \
@@ -242,6 +242,7 @@ if [ -n "$codes" ] && [ -z "$missing" ]; then
 	ok "man page lists every exit code of cmd/exit_codes.h ($(wc -w <<<"$codes"))"
 else not_ok "man page lists every exit code of cmd/exit_codes.h" "missing:$missing"; fi
 
+# shellcheck disable=SC2016 # expanded by the inner bash
 check "bash completion: --checksum, --poll values and options" bash -c '
 	source /usr/share/bash-completion/bash_completion
 	source "$1"

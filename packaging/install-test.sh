@@ -32,8 +32,13 @@
 # and "N passed, N failed"; exits non-zero when anything failed.
 #
 #   packaging/install-test.sh [--root DIR] DEB
+#   packaging/install-test.sh --prepare   only the cached root (debootstrap
+#                                         when missing): .ci/run makes it
+#                                         while make test runs
 #
 # Environment: DEBIAN_MIRROR (default http://deb.debian.org/debian).
+# shellcheck disable=SC2317 # functions run by name (scenario lists, traps, wait_until callbacks)
+# shellcheck disable=SC2016 # single quotes: expanded by the inner sh -c / remote shell
 set -uo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -41,15 +46,17 @@ TOP=$(dirname "$HERE")
 CACHE=$TOP/build/install-test
 MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 SUITE=bookworm
-ROOT= DEB=
+ROOT='' DEB='' PREPARE=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	--root) ROOT=${2:?--root needs a directory}; shift 2 ;;
+	--prepare) PREPARE=1; shift ;;
 	-*) echo "usage: install-test.sh [--root DIR] DEB" >&2; exit 2 ;;
 	*) DEB=$1; shift ;;
 	esac
 done
-[ -n "$DEB" ] || { echo "usage: install-test.sh [--root DIR] DEB" >&2; exit 2; }
+[ -n "$DEB" ] || [ "$PREPARE" = 1 ] ||
+	{ echo "usage: install-test.sh [--root DIR] DEB" >&2; exit 2; }
 
 passed=0 failed=0
 ok() { passed=$((passed + 1)); echo "ok - install: $1"; }
@@ -75,7 +82,7 @@ in_root() {
 		DEBIAN_FRONTEND=noninteractive "$@"
 }
 
-MOUNTS=() RECEIVER= MADE_ROOT=
+MOUNTS=() RECEIVER='' MADE_ROOT=''
 cleanup() {
 	if [ -n "$RECEIVER" ] && kill -0 "$RECEIVER" 2>/dev/null; then
 		kill -KILL "$RECEIVER" 2>/dev/null
@@ -101,10 +108,12 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 [ "$(id -u)" -eq 0 ] || { not_ok "needs root (chroot, mount, debootstrap)"; finish; }
-[ -f "$DEB" ] || { not_ok "no package $DEB (make deb)"; finish; }
-DEB=$(cd "$(dirname "$DEB")" && pwd)/$(basename "$DEB")
-PKG=$(dpkg-deb -f "$DEB" Package)
-VERSION=$(dpkg-deb -f "$DEB" Version)
+if [ "$PREPARE" = 0 ]; then
+	[ -f "$DEB" ] || { not_ok "no package $DEB (make deb)"; finish; }
+	DEB=$(cd "$(dirname "$DEB")" && pwd)/$(basename "$DEB")
+	PKG=$(dpkg-deb -f "$DEB" Package)
+	VERSION=$(dpkg-deb -f "$DEB" Version)
+fi
 
 # ------------------------------------------------------------- the root
 # debootstrap_to DIR: a minbase bookworm in DIR, made in DIR.new first so
@@ -120,6 +129,14 @@ debootstrap_to() {
 	}
 	mv "$dir.new" "$dir"
 }
+
+# --prepare: the cached root only, no TAP (the test proper says whether it
+# was cached or debootstrapped, and fails when it could not be had).
+if [ "$PREPARE" = 1 ]; then
+	[ -x "$CACHE/$SUITE/usr/bin/dpkg" ] && exit 0
+	debootstrap_to "$CACHE/$SUITE"
+	exit
+fi
 
 t0=$SECONDS
 if [ -n "$ROOT" ]; then
@@ -223,17 +240,17 @@ unit_get() {
 # Environment= value: blanks separate, '...' and "..." quote, a backslash
 # takes the next character as it is.
 split_words() {
-	local s=$1 i=0 c w= inw=0 q=
+	local s=$1 i=0 c w='' inw=0 q=''
 	WORDS=()
 	while [ "$i" -lt "${#s}" ]; do
 		c=${s:i:1}
-		if [ "$c" = '\' ]; then
+		if [ "$c" = \\ ]; then
 			i=$((i + 1)); w+=${s:i:1}; inw=1
 		elif [ -n "$q" ]; then
 			if [ "$c" = "$q" ]; then q=; else w+=$c; fi
 		else
 			case $c in
-			' ' | $'\t') [ "$inw" = 1 ] && WORDS+=("$w"); w= inw=0 ;;
+			' ' | $'\t') [ "$inw" = 1 ] && WORDS+=("$w"); w='' inw=0 ;;
 			\' | \") q=$c inw=1 ;;
 			*) w+=$c inw=1 ;;
 			esac
@@ -247,7 +264,7 @@ split_words() {
 # expand WORD: systemd's ExecStart= substitution: $$ is '$', ${NAME} is
 # the variable's value; anything else with '$' is not supported here.
 expand() {
-	local s=$1 r= name
+	local s=$1 r='' name
 	while [[ $s == *'$'* ]]; do
 		r+=${s%%'$'*}; s=${s#*'$'}
 		if [[ $s == '$'* ]]; then r+='$'; s=${s#'$'}

@@ -63,6 +63,7 @@ rm -rf "$WORK/tree"
 # to strip all unneeded symbols instead. Debian's brp-compress needs bash
 # (read -d) but says #!/bin/sh.
 if [ "$ON_DEBIAN" = 1 ]; then
+	# shellcheck disable=SC2016 # the script written, not expanded here
 	printf '#!/bin/sh\n[ "$1" = -g ] && shift\nexec strip --strip-unneeded "$@"\n' \
 		>"$WORK/strip"
 	chmod +x "$WORK/strip"

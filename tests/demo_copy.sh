@@ -13,6 +13,7 @@
 # failed.
 #
 #   demo_copy.sh RDCP ADDR DEVICE
+# shellcheck disable=SC2015 # [ A ] && [ B ] || t_fail: both are conditions, either failing is the failure
 set -u
 SIZE_MIB=${RDCP_DEMO_MIB:-64}
 PORT=${RDCP_DEMO_PORT:-7480}

@@ -24,13 +24,23 @@
 #                                    ranks in one, and in one against a
 #                                    receiver in the other (mpi_rdma.sh,
 #                                    --pair) when built
-#   run_tests.sh --build DIR all     all of these
+#   run_tests.sh --build DIR all     all of these, in three lanes side by
+#                                    side: the guest suites; unit, tcp and
+#                                    mpi; san. Each suite's output is
+#                                    printed whole when it ends
+#                                    (RDCP_TEST_LANES=1: one after the
+#                                    other, as they run)
+#
+# Also in unit (and so quick and all): the fuzz corpora replayed, valgrind
+# over three unit tests, and shellcheck over every shell script
+# (tests/shellcheck.sh). The last lines are a table of each suite's time
+# (also in DIR/test-logs/results, which .ci/run prints) and the totals.
 #
 # A suite that crashes or exits non-zero without a "not ok" line still
 # counts as one failure, so nothing can fail silently; the guest suite
 # fails (never skips) when qemu or the guest kernel cannot be had.
 #
-# One case or scenario alone (doc/TESTING.md, "Running one test"):
+# One case or scenario alone (README, "Running one test"):
 #   DIR/tests/test_engine test_pack_tree        a unit case by name or glob
 #   tests/e2e/run_tcp.sh --build DIR tree       scenarios.sh over TCP
 #   tests/e2e/run_faults.sh --build DIR soak    faults.sh
@@ -53,23 +63,51 @@ mkdir -p "$LOGDIR"
 
 passed=0
 failed=0
+# Each finished suite appends "NAME PASSED FAILED SECONDS" here; the
+# closing line and .ci/run's table of times are made from it.
+RESULTS=$LOGDIR/results
+: >"$RESULTS"
+# In "all", the suites run in three lanes side by side (see the end):
+# LANE=1 while in one. A lane's suite keeps its output in its log and
+# prints it whole when it ends, so that TAP lines never interleave.
+LANE=0
 
-# run_suite NAME CMD...: relay output, count ok / not ok lines.
+# run_suite NAME CMD...: relay output, count ok / not ok lines. A suite
+# that exits non-zero without a "not ok" line counts as one failure.
 run_suite() {
 	local name=$1 log=$LOGDIR/$1.log rc p f t0=$SECONDS
 	shift
-	echo "# --- $name: $*"
-	"$@" 2>&1 | tee "$log"
-	rc=${PIPESTATUS[0]}
+	if [ "$LANE" = 1 ]; then
+		"$@" >"$log" 2>&1
+		rc=$?
+	else
+		echo "# --- $name: $*"
+		"$@" 2>&1 | tee "$log"
+		rc=${PIPESTATUS[0]}
+	fi
 	p=$(grep -c '^ok ' "$log")
 	f=$(grep -c '^not ok ' "$log")
-	echo "# --- $name: $p passed, $f failed in $((SECONDS - t0)) s"
-	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
-		echo "not ok - $name exited with status $rc (log: $log)"
-		f=1
+	{
+		if [ "$LANE" = 1 ]; then
+			echo "# --- $name: $*"
+			cat "$log"
+		fi
+		echo "# --- $name: $p passed, $f failed in $((SECONDS - t0)) s"
+		if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+			echo "not ok - $name exited with status $rc (log: $log)"
+			f=1
+		fi
+		echo "$name $p $f $((SECONDS - t0))" >>"$RESULTS"
+	} | locked_cat
+}
+
+# locked_cat: stdin to stdout in one piece, whatever the other lanes print.
+locked_cat() {
+	if [ "$LANE" = 1 ]; then
+		flock "$LOGDIR/.print" cat
+	else
+		cat
 	fi
-	passed=$((passed + p))
-	failed=$((failed + f))
 }
 
 # unit_suites DIR LABEL: every test binary under DIR/tests.
@@ -81,24 +119,19 @@ unit_suites() {
 		run_suite "$label$(basename "$t")" "$t"
 	done
 	if [ "$found" = 0 ]; then
-		echo "not ok - no unit test binaries under $dir/tests"
-		failed=$((failed + 1))
+		echo "not ok - no unit test binaries under $dir/tests" | locked_cat
+		echo "unit-binaries-$label 0 1 0" >>"$RESULTS"
 	fi
 }
 
-if [ "$WHAT" = unit ] || [ "$WHAT" = quick ] || [ "$WHAT" = all ]; then
+# The suites, by group.
+unit_group() {
 	unit_suites "$BUILD" ""
-fi
-
-# The fuzz targets replayed over their committed corpora (gcc, no
-# libFuzzer; tests/fuzz/run.sh fuzzes): path twice, over openat2(2) and
-# over the O_NOFOLLOW walk of kernels without it.
-# The layering doc/ARCHITECTURE.md promises, read from the objects (nm).
-if [ "$WHAT" = unit ] || [ "$WHAT" = quick ] || [ "$WHAT" = all ]; then
+	# The layering doc/ARCHITECTURE.md promises, read from the objects (nm).
 	run_suite layers python3 "$HERE/layers/layers.py" "$BUILD"
-fi
-
-if [ "$WHAT" = unit ] || [ "$WHAT" = quick ] || [ "$WHAT" = all ]; then
+	# The fuzz targets replayed over their committed corpora (gcc, no
+	# libFuzzer; tests/fuzz/run.sh fuzzes): path twice, over openat2(2)
+	# and over the O_NOFOLLOW walk of kernels without it.
 	run_suite fuzz-replay-wire "$BUILD/fuzz-replay/replay_wire" \
 		"$HERE/fuzz/corpus/wire"
 	run_suite fuzz-replay-path "$BUILD/fuzz-replay/replay_path" \
@@ -107,17 +140,17 @@ if [ "$WHAT" = unit ] || [ "$WHAT" = quick ] || [ "$WHAT" = all ]; then
 		"$BUILD/fuzz-replay/replay_path" "$HERE/fuzz/corpus/path"
 	run_suite fuzz-replay-filter "$BUILD/fuzz-replay/replay_filter" \
 		"$HERE/fuzz/corpus/filter"
-fi
-
-# The quick in-process tests again under valgrind (memcheck, leaks).
-if [ "$WHAT" = unit ] || [ "$WHAT" = quick ] || [ "$WHAT" = all ]; then
+	# The quick in-process tests again under valgrind (memcheck, leaks).
+	local t
 	for t in test_wire test_credit test_util; do
 		run_suite "valgrind-$t" valgrind -q --error-exitcode=1 \
 			--leak-check=full "$BUILD/tests/$t"
 	done
-fi
+	# Every shell script of the tree through shellcheck (tests/shellcheck.sh).
+	run_suite shellcheck "$HERE/shellcheck.sh"
+}
 
-if [ "$WHAT" = tcp ] || [ "$WHAT" = quick ] || [ "$WHAT" = all ]; then
+tcp_group() {
 	run_suite tcp-e2e "$HERE/e2e/run_tcp.sh" --build "$BUILD"
 	run_suite cli "$HERE/e2e/cli.sh" --build "$BUILD"
 	run_suite faults-e2e "$HERE/e2e/run_faults.sh" --build "$BUILD"
@@ -127,25 +160,25 @@ if [ "$WHAT" = tcp ] || [ "$WHAT" = quick ] || [ "$WHAT" = all ]; then
 	run_suite sshd-selftest "$HERE/e2e/ssh_selftest.sh" --build "$BUILD"
 	run_suite ssh-e2e "$HERE/e2e/ssh.sh" --build "$BUILD"
 	run_suite trust-e2e python3 "$HERE/e2e/faults_trust.py" --build "$BUILD"
-fi
+}
 
-if [ "$WHAT" = san ] || [ "$WHAT" = all ]; then
+san_group() {
 	ASAN_OPTIONS=detect_leaks=1 unit_suites "$BUILD/asan" "asan-"
 	TSAN_OPTIONS=halt_on_error=1 unit_suites "$BUILD/tsan" "tsan-"
-fi
+}
 
 # rdcp-mpi under mpirun, when an MPI compiler is installed (make setup
 # installs Open MPI; make test builds rdcp-mpi then).
-if [ "$WHAT" = mpi ] || [ "$WHAT" = all ]; then
+mpi_group() {
 	if command -v mpicc >/dev/null 2>&1 || [ "$WHAT" = mpi ]; then
 		run_suite mpi-e2e "$HERE/e2e/mpi.sh" --build "$BUILD"
 		run_suite mpi-ssh-e2e "$HERE/e2e/mpi_ssh.sh" --build "$BUILD"
 	else
 		echo "# no MPI compiler (mpicc): the rdcp-mpi suite left out"
 	fi
-fi
+}
 
-if [ "$WHAT" = guest ] || [ "$WHAT" = all ]; then
+guest_group() {
 	run_suite rdma-e2e "$HERE/e2e/run_rdma.sh" --build "$BUILD"
 	# rdcp-mpi's ranks in a Soft-RoCE guest, when it was built.
 	if [ -x "$BUILD/rdcp-mpi" ]; then
@@ -153,7 +186,62 @@ if [ "$WHAT" = guest ] || [ "$WHAT" = all ]; then
 		run_suite mpi-rdma-pair-e2e "$HERE/e2e/mpi_rdma.sh" \
 			--build "$BUILD" --pair
 	fi
-fi
+}
 
+# lane NAME GROUP...: the groups one after the other, in the background,
+# each suite printed whole when it ends; a lane that stops before its end
+# counts as one failure.
+lane() {
+	local name=$1 g
+	shift
+	(
+		LANE=1
+		for g in "$@"; do "$g"; done
+		echo "lane-$name done" >"$LOGDIR/lane-$name.done"
+	) &
+	LANES+=("$name")
+}
+
+case "$WHAT" in
+unit) unit_group ;;
+tcp) tcp_group ;;
+quick) unit_group; tcp_group ;;
+san) san_group ;;
+mpi) mpi_group ;;
+guest) guest_group ;;
+all)
+	if [ "${RDCP_TEST_LANES:-3}" = 1 ]; then
+		unit_group; tcp_group; san_group; mpi_group; guest_group
+	else
+		# Three lanes side by side. The Soft-RoCE guests have a network of
+		# their own, and the sanitizer builds' unit tests listen only on
+		# ports the kernel picks, so neither meets the host suites' fixed
+		# ports; those stay one after the other in the host lane. The
+		# guest lane is mostly qemu and waits (peer-loss timeouts, boots).
+		LANES=()
+		rm -f "$LOGDIR"/lane-*.done
+		lane guest guest_group
+		lane host unit_group tcp_group mpi_group
+		lane san san_group
+		wait
+		for l in "${LANES[@]}"; do
+			[ -e "$LOGDIR/lane-$l.done" ] && continue
+			echo "not ok - the $l lane stopped before its end"
+			echo "lane-$l 0 1 0" >>"$RESULTS"
+		done
+	fi
+	;;
+*)
+	echo "run_tests.sh: unknown suite group '$WHAT' (unit, tcp, quick, san, mpi, guest, all)" >&2
+	exit 2 ;;
+esac
+
+# Every suite's time (.ci/run shows them), then the totals.
+echo "# suite times (s):"
+while read -r name p f secs; do
+	printf '#   %-28s %5s  %s passed, %s failed\n' "$name" "$secs" "$p" "$f"
+	passed=$((passed + p))
+	failed=$((failed + f))
+done <"$RESULTS"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

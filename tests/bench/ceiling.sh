@@ -120,7 +120,7 @@ run() {
 		fi
 		rec "$fs" "$size" "$name" "$rep" \
 			"$(awk -v a="$t0" -v z="$t1" 'BEGIN { printf "%.4f", z - a }')" \
-			"$(sed 's/^CEIL //' <<<"$line")"
+			"${line#CEIL }"
 		;;
 	esac
 	rm -f "$dir/out.bin"

@@ -168,6 +168,7 @@ rm -f "$SRC"
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 uring=()
 if pkg-config --exists liburing 2>/dev/null; then
+	# shellcheck disable=SC2207 # compiler flags: words
 	uring=(-DHAVE_URING $(pkg-config --cflags --libs liburing))
 fi
 ${CC:-cc} -O2 -std=c11 -Wall -o "$W/dio_probe" "$HERE/dio_probe.c" \

@@ -19,6 +19,7 @@ set -euo pipefail
 BUILD=$(cd "${1:-build}" && pwd)
 if [ -z "${RDCP_MPI_NETNS:-}" ] && [ "$(id -u)" = 0 ] &&
 	unshare -n true 2>/dev/null; then
+	# shellcheck disable=SC2016 # expanded by the inner bash
 	exec unshare -n env RDCP_MPI_NETNS=1 bash -c \
 		'ip link set lo up && exec bash "$0" "$1"' "${BASH_SOURCE[0]}" "$BUILD"
 fi
@@ -76,7 +77,7 @@ for mode in unlimited limited; do
 	for np in 1 2 4; do
 		args=()
 		[ "$mode" = unlimited ] || args=(--bwlimit "$LIMIT")
-		s=$(for r in $(seq 1 "$REPS"); do one "$np" "${args[@]}"; done | median)
+		s=$(for _ in $(seq 1 "$REPS"); do one "$np" "${args[@]}"; done | median)
 		rate=$(awk -v b="$TOTAL" -v s="$s" 'BEGIN {printf "%.1f", (s > 0) ? b / s / 1e6 : 0}')
 		[ -n "$base" ] || base=$rate
 		label=$mode

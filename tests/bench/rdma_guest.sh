@@ -15,6 +15,7 @@
 # as "rdcp_base", after rdcp in odd rounds and before it in even ones.
 # Rates are SI MB/s from the guest's clock (/proc/uptime, 10 ms), which is
 # the same clock for every contender.
+# shellcheck disable=SC2086 # $K: two words, --key-file and its path
 set -u
 MIB=${1:-256}
 REPS=${2:-5}
@@ -26,7 +27,7 @@ mkdir -p /tmp/b/root /tmp/b/rc
 head -c "$BYTES" /dev/urandom >/tmp/b/src.bin
 # rdcp authenticates, as deployed; its handshake is inside the timing.
 rdcp --keygen /tmp/b/key >/dev/null 2>&1 || echo "# rdcp --keygen failed"
-K="--key-file /tmp/b/key"
+K="--key-file /tmp/b/key" # two words, split where used
 
 now() { cut -d' ' -f1 /proc/uptime; }
 rate() { awk -v b="$BYTES" -v a="$1" -v z="$2" 'BEGIN { printf "%.2f", b / 1e6 / (z - a) }'; }

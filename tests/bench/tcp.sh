@@ -96,7 +96,7 @@ mkdir -p "$SHM/rdcp"
 "$RDCP" --listen --no-auth -q --transport tcp --root "$SHM/rdcp" \
 	--port "$RDPORT" &
 RXPID=$!
-PIDS+=($RXPID)
+PIDS+=("$RXPID")
 BASE=${BENCH_BASE:-}
 if [ -n "$BASE" ]; then
 	port; BPORT=$PORT

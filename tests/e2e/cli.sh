@@ -228,21 +228,29 @@ check "--no-config: a copy ignores a broken file" bash -c "
 	'$RDCP' --no-config -q --transport tcp --port $PORT '$T/src/small' 127.0.0.1::conf2/ &&
 	cmp '$T/src/small' '$T/root/conf2/small'"
 expect_fail "rdcp.conf: an unknown option, its line named" 2 "$T/src/small" h:
-grep -q "rdcp.conf:6: unknown option 'prot'" "$T/e" && ok "  ... as FILE:LINE" || nok "  ... as FILE:LINE" "$(cat "$T/e")"
+if grep -q "rdcp.conf:6: unknown option 'prot'" "$T/e"; then ok "  ... as FILE:LINE"; else nok "  ... as FILE:LINE" "$(cat "$T/e")"; fi
 printf 'port 0\n' >"$T/cfg/rdcp/rdcp.conf"
 expect_fail "rdcp.conf: a bad value, its line named" 2 "$T/src/small" h:
-grep -q "rdcp.conf:1: --port: '0'" "$T/e" && ok "  ... as FILE:LINE" || nok "  ... as FILE:LINE" "$(cat "$T/e")"
+if grep -q "rdcp.conf:1: --port: '0'" "$T/e"; then ok "  ... as FILE:LINE"; else nok "  ... as FILE:LINE" "$(cat "$T/e")"; fi
 printf 'delete\n' >"$T/cfg/rdcp/rdcp.conf"
 expect_fail "rdcp.conf: delete is no default" 2 -r "$T/src" h:
 printf 'boot-stdin 127.0.0.1\n' >"$T/cfg/rdcp/rdcp.conf"
 expect_fail "rdcp.conf: boot-stdin is no default" 2 "$T/src/small" h:
-grep -q "rdcp.conf:1: 'boot-stdin' is not a default" "$T/e" && ok "  ... as FILE:LINE" || nok "  ... as FILE:LINE" "$(cat "$T/e")"
+if grep -q "rdcp.conf:1: 'boot-stdin' is not a default" "$T/e"; then
+	ok "  ... as FILE:LINE"
+else
+	nok "  ... as FILE:LINE" "$(cat "$T/e")"
+fi
 printf 'server\n' >"$T/cfg/rdcp/rdcp.conf"
 expect_fail "rdcp.conf: server is no default" 2 "$T/src/small" h:
 printf 'port %s\n' "$PORT" >"$T/cfg/rdcp/rdcp.conf"
 chmod o+w "$T/cfg/rdcp/rdcp.conf"
 expect_fail "rdcp.conf writable by anyone: not read" 2 "$T/src/small" 127.0.0.1::conf3/
-grep -q "is writable by anyone: not read" "$T/e" && ok "  ... and says so" || nok "  ... and says so" "$(cat "$T/e")"
+if grep -q "is writable by anyone: not read" "$T/e"; then
+	ok "  ... and says so"
+else
+	nok "  ... and says so" "$(cat "$T/e")"
+fi
 chmod o-w "$T/cfg/rdcp/rdcp.conf"
 printf 'retry 2\nretry-wait = 0.1\n' >"$T/cfg/rdcp/rdcp.conf"
 "$RDCP" --json --transport tcp --port $((PORT + 1)) "$T/src/small" 127.0.0.1:: >"$T/rc.json" 2>"$T/rc.err"

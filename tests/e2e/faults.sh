@@ -17,6 +17,8 @@
 #   RDCP_BIN=... RDCP_HOOKS_BIN=... RDCP_KEY=... RDCP_FAULTS_DIR=... \
 #       bash tests/e2e/faults.sh [--list | SCENARIO...]
 # The harness (TAP, waits, receivers, senders) is tests/e2e/lib.sh.
+# shellcheck disable=SC2317 # functions run by name (scenario lists, traps, wait_until callbacks)
+# shellcheck disable=SC2015 # [ A ] && [ B ] || t_fail: both are conditions, either failing is the failure
 set -u
 
 RDCP=${RDCP_BIN:?RDCP_BIN: the rdcp binary}
@@ -75,7 +77,7 @@ fdcount() { find "/proc/$1/fd" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l; }
 steady_fds() {
 	local i=0 last=-1 same=0
 	FDS=$(fdcount "$1")
-	while [ $i -lt 60 ] && [ $same -lt 4 ]; do
+	while [ "$i" -lt 60 ] && [ "$same" -lt 4 ]; do
 		if [ "$FDS" = "$last" ]; then same=$((same + 1)); else same=0; fi
 		last=$FDS
 		msleep 50
@@ -92,7 +94,7 @@ threads() { awk '/^Threads:/ { print $2 }' "/proc/$1/status" 2>/dev/null; }
 settle_fds() {
 	local i=0 n=$((${3:-5} * 50))
 	FDS=$(fdcount "$1")
-	while [ "$FDS" != "$2" ] && [ $i -lt $n ]; do
+	while [ "$FDS" != "$2" ] && [ "$i" -lt "$n" ]; do
 		i=$((i + 1))
 		msleep 20
 		FDS=$(fdcount "$1")
@@ -251,7 +253,7 @@ s_keys_after() {
 	[ -n "${KEYS_RX:-}" ] || return
 	t_begin "after the hold-off (10 s) a correct key from $ADDR works again"
 	left=$((${GUESS_T3:-$KEYS_T3} + 10500 - $(now)))
-	[ $left -le 0 ] || msleep $left
+	[ "$left" -le 0 ] || msleep "$left"
 	P=$KEYS_PORT RXDIR=$W/rx/keys served "$W/tx-key-after.log" after
 	if [ -n "${GUESS_RX:-}" ]; then
 		P=$GUESS_PORT RXDIR=$W/rx/guess served "$W/tx-guess-after.log" after
@@ -480,7 +482,7 @@ s_silent() {
 			ppids="$ppids $!"
 		done
 		i=0
-		until [ "$(grep -c 'connection from' "$W/rx-sil4.log")" -ge 4 ] || [ $i -ge 100 ]; do
+		until [ "$(grep -c 'connection from' "$W/rx-sil4.log")" -ge 4 ] || [ "$i" -ge 100 ]; do
 			i=$((i + 1))
 			msleep 20
 		done
@@ -495,7 +497,7 @@ s_silent() {
 			tpids="$tpids $TX"
 		done
 		i=0
-		until [ "$(find "$RXDIR" -name '.slow*.rdcp-part' | wc -l)" -ge 4 ] || [ $i -ge 250 ]; do
+		until [ "$(find "$RXDIR" -name '.slow*.rdcp-part' | wc -l)" -ge 4 ] || [ "$i" -ge 250 ]; do
 			i=$((i + 1))
 			msleep 20
 		done
@@ -675,7 +677,7 @@ s_kill9() {
 		if wait_partfile "$RXDIR" big "$TX"; then
 			msleep 200
 			if alive "$TX"; then
-				if [ $who = receiver ]; then
+				if [ "$who" = receiver ]; then
 					kill -9 "$RX"
 					wait "$RX" 2>/dev/null
 					wait_pid "$TX" 30
@@ -830,7 +832,7 @@ s_soak() {
 	local i n=200 size fd1 rss1 fd2 rss2 thr1 thr2 bad=0 off=0
 	mkdir -p rx/soak src/soak
 	RXDIR=$W/rx/soak
-	for i in $(seq 1 $n); do
+	for i in $(seq 1 "$n"); do
 		size=$(((RANDOM * 32768 + RANDOM) % (256 * 1024 + 1)))
 		[ $((i % 25)) != 0 ] || size=0
 		tail -c +$((off + 1)) src/big | head -c "$size" >"src/soak/f$i"
@@ -839,12 +841,12 @@ s_soak() {
 	nextport
 	t_begin "soak: $n back-to-back small transfers to one daemon: fds and RSS steady"
 	if start_rx_or_fail "$W/rx-soak.log" --root "$RXDIR"; then
-		for i in $(seq 1 $n); do
+		for i in $(seq 1 "$n"); do
 			# Names repeat: every 20th transfer replaces an earlier file.
 			send "$W/tx-soak.log" "src/soak/f$i" "$ADDR::s$((i % 20))"
 			if [ "$SRC" != 0 ] || ! cmp -s "src/soak/f$i" "$RXDIR/s$((i % 20))"; then
 				bad=$((bad + 1))
-				[ $bad -gt 3 ] || t_fail "transfer $i ($(stat -c %s "src/soak/f$i") bytes): exit $SRC$(cmp -s "src/soak/f$i" "$RXDIR/s$((i % 20))" || echo ', copy differs')"
+				[ "$bad" -gt 3 ] || t_fail "transfer $i ($(stat -c %s "src/soak/f$i") bytes): exit $SRC$(cmp -s "src/soak/f$i" "$RXDIR/s$((i % 20))" || echo ', copy differs')"
 				cp "$W/tx-soak.log" "$W/tx-soak-bad$i.log"
 				t_log "$W/tx-soak-bad$i.log"
 			fi
@@ -907,7 +909,7 @@ s_concurrent() {
 		RDCP_TEST_CORRUPT_CHUNK=1 "$HOOKS" --transport tcp --port "$P" --key-file "$KEY" \
 			--chunk-size 64K src/c1 "$ADDR::corrupt" >"$W/tx-conc-hooks.log" 2>&1 &
 		hk=$!
-		track $hk
+		track "$hk"
 		for i in 1 2 3 4; do
 			bg_send "$W/tx-conc$i.log" --chunk-size 256K --window 8 "src/c$i" "$ADDR::c$i"
 			pids="$pids $TX"

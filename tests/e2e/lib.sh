@@ -28,6 +28,7 @@
 # (faults.sh adds the transport, port and key).
 
 # shellcheck disable=SC2034 # results and settings the sourcing scripts read
+# shellcheck disable=SC2015 # [ A ] && [ B ] || t_fail: both are conditions, either failing is the failure
 RDCP=${RDCP:-rdcp}
 SEND_TIMEOUT=${SEND_TIMEOUT:-120}
 POLL_MS=${POLL_MS:-50}
@@ -70,8 +71,9 @@ need_built() {
 # --build "$BUILD" ARGS) in a network namespace of its own with lo up, so
 # that its fixed ports meet nobody else's; VAR marks the second run. Runs
 # on in place when it cannot (not root, no unshare).
+# shellcheck disable=SC3043,SC3053,SC3028,SC3054,SC2016 # bash: only the bash suites (mpi.sh, mpi_ssh.sh, ranges.sh) call it; the quotes are bash -c's
 own_netns() {
-	local var=$1
+	local var="$1"
 	shift
 	[ -z "${!var:-}" ] && [ "$(id -u)" = 0 ] && unshare -n true 2>/dev/null ||
 		return 0

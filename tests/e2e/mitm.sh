@@ -16,6 +16,8 @@
 #
 # Needs python3. Run it in a private network namespace (fixed ports):
 #   unshare -n sh -c 'ip link set lo up && tests/e2e/mitm.sh'
+# shellcheck disable=SC2317 # functions run by name (scenario lists, traps, wait_until callbacks)
+# shellcheck disable=SC2015 # [ A ] && [ B ] || t_fail: both are conditions, either failing is the failure
 set -u
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=lib.sh source-path=SCRIPTDIR
@@ -75,13 +77,13 @@ attack() {
 		t_fail "the receiver did not start"
 	python3 "$MITM" "$mp" "$rxp" "${act[@]}" >"$W/$name.mitm.log" 2>&1 &
 	local mpid=$!
-	track $mpid
-	wait_until 10 $mpid logged "$W/$name.mitm.log" listening ||
+	track "$mpid"
+	wait_until 10 "$mpid" logged "$W/$name.mitm.log" listening ||
 		t_fail "the mitm did not start"
 	run_bounded 60 "$W/$name.tx.log" "$RDCP" --transport tcp --port "$mp" \
 		"${auth[@]}" "$@"
 	stop_rx 20
-	wait_pid $mpid 20
+	wait_pid "$mpid" 20
 	MITM_OUT=$(tr '\n' ';' <"$W/$name.mitm.log")
 	echo "# mitm: $MITM_OUT"
 	grep -q '^mitm: did nothing' "$W/$name.mitm.log" &&
@@ -130,11 +132,11 @@ s_inject_push() {
 	for what in symlink empty; do
 		t_begin "mitm injects $what into a push: refused (5), nothing created or emptied"
 		rm -rf rx/ip && mkdir -p rx/ip/tree && echo precious >rx/ip/tree/victim
-		if [ $what = symlink ]; then
-			attack inject-push-$what "" inject-symlink tree/evil /etc/shadow \
+		if [ "$what" = symlink ]; then
+			attack "inject-push-$what" "" inject-symlink tree/evil /etc/shadow \
 				-- --encrypt -r src/tree "$ADDR::ip/"
 		else
-			attack inject-push-$what "" inject-empty tree/victim \
+			attack "inject-push-$what" "" inject-empty tree/victim \
 				-- --encrypt -r src/tree "$ADDR::ip/"
 		fi
 		want_refused
@@ -152,11 +154,11 @@ s_inject_pull() {
 	for what in symlink empty; do
 		t_begin "mitm injects $what into a pull: refused (5), nothing created or emptied"
 		rm -rf dst && mkdir -p dst/tree && echo precious >dst/tree/victim
-		if [ $what = symlink ]; then
-			attack inject-pull-$what "" inject-symlink tree/evil /etc/shadow \
+		if [ "$what" = symlink ]; then
+			attack "inject-pull-$what" "" inject-symlink tree/evil /etc/shadow \
 				-- --encrypt -r "$ADDR::pull/tree" dst/
 		else
-			attack inject-pull-$what "" inject-empty tree/victim \
+			attack "inject-pull-$what" "" inject-empty tree/victim \
 				-- --encrypt -r "$ADDR::pull/tree" dst/
 		fi
 		want_refused
@@ -182,7 +184,7 @@ s_credit() {
 	for how in drop dup swap; do
 		t_begin "mitm ${how}s a CREDIT from the receiver: refused (5), nothing placed"
 		rm -rf rx/cr
-		attack credit-$how "" $how-credit -- --encrypt --window 2 \
+		attack "credit-$how" "" "$how-credit" -- --encrypt --window 2 \
 			--chunk-size 64K src/many "$ADDR::cr/"
 		want_refused
 		# The first CREDIT comes mid-file: the file is not placed. (A

@@ -27,6 +27,9 @@
 # that file fails alone, once), hang (a rank stopped: the coordinator finds it silent and
 # ends the job, exit 11), hang0 (rank 0 stopped: the others find it
 # silent and end the job, exit 11).
+# shellcheck disable=SC2317 # functions run by name (scenario lists, traps, wait_until callbacks)
+# shellcheck disable=SC2015 # [ A ] && [ B ] || t_fail: both are conditions, either failing is the failure
+# shellcheck disable=SC2016 # single quotes: expanded by the inner sh -c / remote shell
 set -uo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=lib.sh source-path=SCRIPTDIR
@@ -342,10 +345,10 @@ s_partial() {
 mpi_late() {
 	local log=$1
 	shift
-	local cmd="$BUILD/rdcp-mpi --transport tcp --key-file $T/key --timeout 5"
+	local cmd=("$BUILD/rdcp-mpi" --transport tcp --key-file "$T/key" --timeout 5)
 	run_bounded 180 "$log.err" sh -c 'log=$1; shift; exec "$@" >"$log"' _ \
 		"$log" mpirun --oversubscribe \
-		-np 1 sh -c 'sleep 1; exec "$@"' _ $cmd "$@" : -np 2 $cmd "$@"
+		-np 1 sh -c 'sleep 1; exec "$@"' _ "${cmd[@]}" "$@" : -np 2 "${cmd[@]}" "$@"
 }
 
 # skipfinal: every range verified but the file not placed (a receiver

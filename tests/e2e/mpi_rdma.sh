@@ -23,6 +23,7 @@
 # it with one more push), and the host compares the two lists.
 #
 #   tests/e2e/mpi_rdma.sh [--build DIR] [--pair]
+# shellcheck disable=SC2015 # [ A ] && [ B ] || t_fail: both are conditions, either failing is the failure
 set -uo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=lib.sh source-path=SCRIPTDIR

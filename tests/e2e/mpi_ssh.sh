@@ -9,6 +9,8 @@
 # no receiver running. Runs in a network namespace of its own when it can.
 #
 #   tests/e2e/mpi_ssh.sh [--build DIR]
+# shellcheck disable=SC2015 # [ A ] && [ B ] || t_fail: both are conditions, either failing is the failure
+# shellcheck disable=SC2016 # single quotes: expanded by the inner sh -c / remote shell
 set -uo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=lib.sh source-path=SCRIPTDIR

@@ -12,6 +12,8 @@
 # TAP lines, then the plan; exit 0 only if everything passed.
 #
 #   tests/e2e/peer_selftest.sh [--build DIR] [--list | SCENARIO...]
+# shellcheck disable=SC2317 # functions run by name (scenario lists, traps, wait_until callbacks)
+# shellcheck disable=SC2119 # the helper's arguments are optional
 set -u
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=lib.sh source-path=SCRIPTDIR

@@ -39,6 +39,10 @@
 # the shared harness at /test/lib.sh, beside this script (/test/script.sh).
 
 # shellcheck source=lib.sh source-path=SCRIPTDIR
+# shellcheck disable=SC2317 # functions run by name (scenario lists, traps, wait_until callbacks)
+# shellcheck disable=SC2015 # [ A ] && [ B ] || t_fail: both are conditions, either failing is the failure
+# shellcheck disable=SC2119 # the helper's arguments are optional
+# shellcheck disable=SC2016 # single quotes: expanded by the inner sh -c / remote shell
 . "$(dirname "$0")/lib.sh"
 
 SCEN=${1:-}

@@ -27,6 +27,10 @@
 # guest.
 
 # shellcheck source=lib.sh source-path=SCRIPTDIR
+# shellcheck disable=SC2317 # functions run by name (scenario lists, traps, wait_until callbacks)
+# shellcheck disable=SC2015 # [ A ] && [ B ] || t_fail: both are conditions, either failing is the failure
+# shellcheck disable=SC2119 # the helper's arguments are optional
+# shellcheck disable=SC2016 # single quotes: expanded by the inner sh -c / remote shell
 . "$(dirname "$0")/lib.sh"
 
 ADDR=${RDCP_GUEST_ADDR:-10.77.0.1}
@@ -105,12 +109,12 @@ s_sizes() {
 		shift
 	done
 	nextport
-	if start_rx "$W/rx-sizes.log" --root "$W/rx/sizes" --port $P --chunk-size 64K --window 4; then
+	if start_rx "$W/rx-sizes.log" --root "$W/rx/sizes" --port "$P" --chunk-size 64K --window 4; then
 		# shellcheck disable=SC2086
 		set -- $SIZES
 		for n in $NAMES; do
 			t_begin "64K x 4 ring: $n ($1 bytes)"
-			send "$W/tx-$n.log" --port $P --chunk-size 64K --window 4 "src/sizes/$n" "$ADDR::$n"
+			send "$W/tx-$n.log" --port "$P" --chunk-size 64K --window 4 "src/sizes/$n" "$ADDR::$n"
 			[ "$SRC" = 0 ] || t_fail "sender exit $SRC, want 0"
 			same "src/sizes/$n" "rx/sizes/$n"
 			t_log "$W/tx-$n.log" "$W/rx-sizes.log"
@@ -120,7 +124,7 @@ s_sizes() {
 		t_begin "64K x 4 ring: all sizes in one session into dir/"
 		set --
 		for n in $NAMES; do set -- "$@" "src/sizes/$n"; done
-		send "$W/tx-sizes-dir.log" --port $P --chunk-size 64K --window 4 "$@" "$ADDR::dir/"
+		send "$W/tx-sizes-dir.log" --port "$P" --chunk-size 64K --window 4 "$@" "$ADDR::dir/"
 		[ "$SRC" = 0 ] || t_fail "sender exit $SRC, want 0"
 		for n in $NAMES; do same "src/sizes/$n" "rx/sizes/dir/$n"; done
 		no_temp rx/sizes
@@ -139,8 +143,8 @@ s_default() {
 	mkdir -p src rx/def
 	dd if=/dev/urandom of=src/big32 bs=1M count=32 2>/dev/null
 	nextport
-	if start_rx_or_fail "$W/rx-def.log" --root "$W/rx/def" --once --port $P; then
-		send "$W/tx-def.log" --port $P src/big32 "$ADDR::big32"
+	if start_rx_or_fail "$W/rx-def.log" --root "$W/rx/def" --once --port "$P"; then
+		send "$W/tx-def.log" --port "$P" src/big32 "$ADDR::big32"
 		[ "$SRC" = 0 ] || t_fail "sender exit $SRC, want 0"
 		stop_rx 10
 		[ "$RX_RC" = 0 ] || t_fail "receiver exit $RX_RC, want 0"
@@ -166,16 +170,16 @@ s_sparse() {
 		mkdir -p "$BIG"
 		mount -t tmpfs -o size=16g tmpfs "$BIG"
 	fi
-	mkdir -p $BIG/src $BIG/rx
-	dd if=/dev/urandom of=$BIG/src/tail bs=1M count=1 seek=4096 2>/dev/null
-	dd if=/dev/urandom of=$BIG/src/ends bs=1M count=3 2>/dev/null
-	dd if=/dev/urandom of=$BIG/src/ends bs=1M count=2 seek=4096 conv=notrunc 2>/dev/null
+	mkdir -p "$BIG/src" "$BIG/rx"
+	dd if=/dev/urandom of="$BIG/src/tail" bs=1M count=1 seek=4096 2>/dev/null
+	dd if=/dev/urandom of="$BIG/src/ends" bs=1M count=3 2>/dev/null
+	dd if=/dev/urandom of="$BIG/src/ends" bs=1M count=2 seek=4096 conv=notrunc 2>/dev/null
 	# mib_sum FILE OFF LEN: md5 of LEN MiB at OFF MiB (dd seeks, cmp would read
 	# the whole skipped part).
 	mib_sum() {
 		dd if="$1" bs=1M skip="$2" count="$3" 2>/dev/null | md5sum | cut -d' ' -f1
 	}
-	ZERO_SUM=$(head -c $M /dev/zero | md5sum | cut -d' ' -f1)
+	ZERO_SUM=$(head -c "$M" /dev/zero | md5sum | cut -d' ' -f1)
 	# sparse_same SRC DST "OFF:LEN ..." (data regions, MiB) "OFF ..." (hole
 	# samples, MiB)
 	sparse_same() {
@@ -201,16 +205,16 @@ s_sparse() {
 	for f in tail ends; do
 		t_begin "sparse 4 GiB+ file '$f'"
 		nextport
-		if start_rx_or_fail "$W/rx-sparse-$f.log" --root $BIG/rx --once --port $P; then
-			send "$W/tx-sparse-$f.log" --port $P "$BIG/src/$f" "$ADDR::$f"
+		if start_rx_or_fail "$W/rx-sparse-$f.log" --root "$BIG/rx" --once --port "$P"; then
+			send "$W/tx-sparse-$f.log" --port "$P" "$BIG/src/$f" "$ADDR::$f"
 			[ "$SRC" = 0 ] || t_fail "sender exit $SRC, want 0"
 			stop_rx 10
 			[ "$RX_RC" = 0 ] || t_fail "receiver exit $RX_RC, want 0"
 			if [ "$f" = tail ]; then
-				sparse_same $BIG/src/tail $BIG/rx/tail \
+				sparse_same "$BIG/src/tail" "$BIG/rx/tail" \
 					"4096:1" "0 2048 4095"
 			else
-				sparse_same $BIG/src/ends $BIG/rx/ends \
+				sparse_same "$BIG/src/ends" "$BIG/rx/ends" \
 					"0:3 4096:2" "3 2048 4095"
 			fi
 			# Holes are not sent: 4 GiB at rxe speed would take minutes.
@@ -221,7 +225,7 @@ s_sparse() {
 		t_end
 		rm -f "$BIG/rx/$f"
 	done
-	rm -rf $BIG/src $BIG/rx
+	rm -rf "$BIG/src" "$BIG/rx"
 	[ -n "$HOST_MODE" ] || umount "$BIG"
 	rm -rf "$W/big"
 }
@@ -233,8 +237,8 @@ s_checksum() {
 	for alg in sha256 none; do
 		t_begin "--checksum $alg"
 		nextport
-		if start_rx_or_fail "$W/rx-ck-$alg.log" --root "$W/rx/ck" --once --port $P; then
-			send "$W/tx-ck-$alg.log" --port $P --chunk-size 256K --checksum $alg src/ck "$ADDR::ck-$alg"
+		if start_rx_or_fail "$W/rx-ck-$alg.log" --root "$W/rx/ck" --once --port "$P"; then
+			send "$W/tx-ck-$alg.log" --port "$P" --chunk-size 256K --checksum "$alg" src/ck "$ADDR::ck-$alg"
 			[ "$SRC" = 0 ] || t_fail "sender exit $SRC, want 0"
 			stop_rx 10
 			[ "$RX_RC" = 0 ] || t_fail "receiver exit $RX_RC, want 0"
@@ -252,8 +256,8 @@ s_corrupt() {
 	mkdir -p src rx/bad
 	mkrand src/bad $((M + 5))
 	nextport
-	if start_rx_or_fail "$W/rx-bad.log" --root "$W/rx/bad" --once --port $P --chunk-size 64K; then
-		RDCP_TEST_CORRUPT_CHUNK=1 timeout -s KILL 60 rdcp-hooks --port $P --chunk-size 64K \
+	if start_rx_or_fail "$W/rx-bad.log" --root "$W/rx/bad" --once --port "$P" --chunk-size 64K; then
+		RDCP_TEST_CORRUPT_CHUNK=1 timeout -s KILL 60 rdcp-hooks --port "$P" --chunk-size 64K \
 			src/bad "$ADDR::bad" >"$W/tx-bad.log" 2>&1
 		SRC=$?
 		[ "$SRC" = 8 ] || t_fail "sender exit $SRC, want 8"
@@ -276,8 +280,8 @@ s_escape() {
 		rm -rf "$W/esc"
 		mkdir -p "$W/esc/root"
 		nextport
-		if start_rx_or_fail "$W/rx-esc.log" --root "$W/esc/root" --once --port $P; then
-			send "$W/tx-esc.log" --port $P src/esc "$ADDR::$d"
+		if start_rx_or_fail "$W/rx-esc.log" --root "$W/esc/root" --once --port "$P"; then
+			send "$W/tx-esc.log" --port "$P" src/esc "$ADDR::$d"
 			# '..' is a bad name (usage, 2); '/etc/x' is etc/x in
 			# the root, whose etc/ does not exist (remote I/O, 7).
 			case $d in /*) want=7 ;; *) want=2 ;; esac
@@ -303,7 +307,7 @@ s_destforms() {
 	mkrand src/df 3001
 	mkrand rx/df/have/pf 4001
 	nextport
-	if start_rx "$W/rx-df.log" --root "$W/rx/df" --port $P; then
+	if start_rx "$W/rx-df.log" --root "$W/rx/df" --port "$P"; then
 		for d in "" . ./ / ./sub/ sub/. ./sub/deeper/ have/./; do
 			case $d in
 			*sub/deeper/) at=sub/deeper ;;
@@ -313,7 +317,7 @@ s_destforms() {
 			esac
 			t_begin "push to DEST '$d' lands in '$at'"
 			rm -f "rx/df/$at/df"
-			send "$W/tx-df.log" --port $P src/df "$ADDR::$d"
+			send "$W/tx-df.log" --port "$P" src/df "$ADDR::$d"
 			[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0: $(head -n1 "$W/tx-df.log")"
 			same src/df "rx/df/$at/df"
 			no_temp rx/df
@@ -323,7 +327,7 @@ s_destforms() {
 		for s in ./have/pf /have/pf have/./pf //have//pf; do
 			t_begin "pull of SRC '$s'"
 			rm -f got/pf
-			send "$W/tx-dfp.log" --port $P "$ADDR::$s" got/
+			send "$W/tx-dfp.log" --port "$P" "$ADDR::$s" got/
 			[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0: $(head -n1 "$W/tx-dfp.log")"
 			same rx/df/have/pf got/pf
 			t_log "$W/tx-dfp.log" "$W/rx-df.log"
@@ -331,11 +335,11 @@ s_destforms() {
 		done
 		for s in . / ./ ..; do
 			t_begin "pull of SRC '$s' (the root or above) refused: exit 2"
-			send "$W/tx-dfr.log" --port $P -r "$ADDR::$s" got/r/
+			send "$W/tx-dfr.log" --port "$P" -r "$ADDR::$s" got/r/
 			[ "$SRC" = 2 ] || t_fail "exit $SRC, want 2"
 			grep -q "not a path inside" "$W/tx-dfr.log" ||
 				t_fail "no message saying why: $(head -n1 "$W/tx-dfr.log")"
-			[ -z "$(ls -A got/r 2>/dev/null)" ] || t_fail "written: $(ls -A got/r | tr '\n' ' ')"
+			[ -z "$(ls -A got/r 2>/dev/null)" ] || t_fail "written: $(find got/r -mindepth 1 | tr '\n' ' ')"
 			alive "$RX" || t_fail "receiver gone"
 			t_log "$W/tx-dfr.log" "$W/rx-df.log"
 			t_end
@@ -360,9 +364,9 @@ s_ctrlnames() {
 	echo b >"src/nm/$_esc"
 	_raw=$(printf '\033]0;')
 	nextport
-	if start_rx "$W/rx-nm.log" --root "$W/rx/nm" --port $P; then
+	if start_rx "$W/rx-nm.log" --root "$W/rx/nm" --port "$P"; then
 		t_begin "names with a newline and escapes: pushed, logs escaped"
-		send "$W/tx-nm.log" --port $P -v -r src/nm "$ADDR::"
+		send "$W/tx-nm.log" --port "$P" -v -r src/nm "$ADDR::"
 		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 		same "src/nm/$_nl" "rx/nm/nm/$_nl"
 		same "src/nm/$_esc" "rx/nm/nm/$_esc"
@@ -376,7 +380,7 @@ s_ctrlnames() {
 		t_end
 
 		t_begin "names with a newline and escapes: pulled, -v and progress escaped"
-		send "$W/tx-nmp.log" --port $P -v --progress -r "$ADDR::nm" got/
+		send "$W/tx-nmp.log" --port "$P" -v --progress -r "$ADDR::nm" got/
 		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 		same "src/nm/$_esc" "got/nm/$_esc"
 		! grep -q "$_raw" "$W/tx-nmp.log" ||
@@ -403,17 +407,17 @@ s_longnames() {
 	mkrand "src/ln/$_a" 100000
 	mkrand "src/ln/$_b" 100001
 	nextport
-	if start_rx "$W/rx-ln.log" --root "$W/rx/ln" --port $P; then
+	if start_rx "$W/rx-ln.log" --root "$W/rx/ln" --port "$P"; then
 		t_begin "two long names sharing 200 bytes: pushed, resumed, pulled"
-		send "$W/tx-ln.log" --port $P -r src/ln "$ADDR::"
+		send "$W/tx-ln.log" --port "$P" -r src/ln "$ADDR::"
 		[ "$SRC" = 0 ] || t_fail "push: exit $SRC, want 0"
 		same "src/ln/$_a" "rx/ln/ln/$_a"
 		same "src/ln/$_b" "rx/ln/ln/$_b"
 		rm -rf rx/ln/ln
-		send "$W/tx-lnr.log" --port $P --resume -r src/ln "$ADDR::"
+		send "$W/tx-lnr.log" --port "$P" --resume -r src/ln "$ADDR::"
 		[ "$SRC" = 0 ] || t_fail "--resume push: exit $SRC, want 0"
 		same "src/ln/$_b" "rx/ln/ln/$_b"
-		send "$W/tx-lnp.log" --port $P -r "$ADDR::ln" got/
+		send "$W/tx-lnp.log" --port "$P" -r "$ADDR::ln" got/
 		[ "$SRC" = 0 ] || t_fail "pull: exit $SRC, want 0"
 		same "src/ln/$_a" "got/ln/$_a"
 		same "src/ln/$_b" "got/ln/$_b"
@@ -438,16 +442,16 @@ s_fifo() {
 	mkfifo rx/ff/d/f rx/ff/d/.g.rdcp-part got/fifo
 	cp src/ff/f src/ff/g
 	nextport
-	if start_rx "$W/rx-ff.log" --root "$W/rx/ff" --port $P; then
+	if start_rx "$W/rx-ff.log" --root "$W/rx/ff" --port "$P"; then
 		t_begin "a FIFO at the final name: --resume push replaces it"
-		send "$W/tx-ff1.log" --port $P --resume src/ff/f "$ADDR::d/f"
+		send "$W/tx-ff1.log" --port "$P" --resume src/ff/f "$ADDR::d/f"
 		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 		same src/ff/f rx/ff/d/f
 		t_log "$W/tx-ff1.log"
 		t_end
 
 		t_begin "a FIFO at the temporary's name: --resume push fails that file"
-		send "$W/tx-ff2.log" --port $P --resume src/ff/g "$ADDR::d/g"
+		send "$W/tx-ff2.log" --port "$P" --resume src/ff/g "$ADDR::d/g"
 		[ "$SRC" = 7 ] || t_fail "exit $SRC, want 7 (remote I/O)"
 		grep -q 'temporary is not a regular file' "$W/tx-ff2.log" ||
 			t_fail "no clear line about the temporary"
@@ -457,7 +461,7 @@ s_fifo() {
 		t_end
 
 		t_begin "a FIFO as a --resume pull's local DEST: replaced"
-		send "$W/tx-ff3.log" --port $P --resume "$ADDR::d/f" got/fifo
+		send "$W/tx-ff3.log" --port "$P" --resume "$ADDR::d/f" got/fifo
 		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 		same src/ff/f got/fifo
 		t_log "$W/tx-ff3.log"
@@ -482,8 +486,8 @@ s_multifile() {
 	mkrand src/m2 7000
 	echo keep >rx/mf/target
 	nextport
-	if start_rx_or_fail "$W/rx-mf.log" --root "$W/rx/mf" --once --port $P; then
-		send "$W/tx-mf.log" --port $P src/m1 src/m2 "$ADDR::target"
+	if start_rx_or_fail "$W/rx-mf.log" --root "$W/rx/mf" --once --port "$P"; then
+		send "$W/tx-mf.log" --port "$P" src/m1 src/m2 "$ADDR::target"
 		[ "$SRC" != 0 ] || t_fail "sender exit 0"
 		stop_rx 10
 		[ "$(cat rx/mf/target)" = keep ] || t_fail "the existing file was changed"
@@ -502,8 +506,8 @@ s_partial() {
 	mkrand src/m1 5000
 	mkrand src/m2 7000
 	nextport
-	if start_rx_or_fail "$W/rx-part.log" --root "$W/rx/part" --once --port $P; then
-		send "$W/tx-part.log" --port $P src/m1 src/does-not-exist src/m2 "$ADDR::pd/"
+	if start_rx_or_fail "$W/rx-part.log" --root "$W/rx/part" --once --port "$P"; then
+		send "$W/tx-part.log" --port "$P" src/m1 src/does-not-exist src/m2 "$ADDR::pd/"
 		[ "$SRC" = 9 ] || t_fail "sender exit $SRC, want 9"
 		stop_rx 10
 		same src/m1 rx/part/pd/m1
@@ -544,8 +548,8 @@ kill_mid() {
 	[ "$1" != sender ] || _km=ks
 	mkdir -p "rx/$_km"
 	nextport
-	if start_rx_or_fail "$W/rx-$_km.log" --root "$W/rx/$_km" --once --port $P; then
-		rdcp --port $P --window 2 --chunk-size 64K src/k64 "$ADDR::k64" >"$W/tx-$_km.log" 2>&1 &
+	if start_rx_or_fail "$W/rx-$_km.log" --root "$W/rx/$_km" --once --port "$P"; then
+		rdcp --port "$P" --window 2 --chunk-size 64K src/k64 "$ADDR::k64" >"$W/tx-$_km.log" 2>&1 &
 		TX=$!
 		if [ "$1" = sender ]; then
 			_km_dead=$TX _km_left=$RX _km_who=receiver
@@ -598,11 +602,11 @@ s_daemon() {
 	for i in 1 2 3 4 5; do mkrand "src/d$i" $((i * 700000 + i)); done
 	nextport
 	DP=$P
-	if start_rx "$W/rx-dm.log" --root "$W/rx/dm" --port $DP; then
+	if start_rx "$W/rx-dm.log" --root "$W/rx/dm" --port "$DP"; then
 		DM=$RX
 		t_begin "daemon: two sequential clients"
 		for i in 1 2; do
-			send "$W/tx-d$i.log" --port $DP "src/d$i" "$ADDR::seq/"
+			send "$W/tx-d$i.log" --port "$DP" "src/d$i" "$ADDR::seq/"
 			[ "$SRC" = 0 ] || t_fail "client $i exit $SRC, want 0"
 			same "src/d$i" "rx/dm/seq/d$i"
 			t_log "$W/tx-d$i.log"
@@ -614,7 +618,7 @@ s_daemon() {
 		t_begin "daemon: three concurrent clients"
 		pids=
 		for i in 3 4 5; do
-			timeout -s KILL 120 rdcp --port $DP "src/d$i" "$ADDR::conc$i" >"$W/tx-d$i.log" 2>&1 &
+			timeout -s KILL 120 rdcp --port "$DP" "src/d$i" "$ADDR::conc$i" >"$W/tx-d$i.log" 2>&1 &
 			pids="$pids $!"
 			t_log "$W/tx-d$i.log"
 		done
@@ -651,8 +655,8 @@ s_auth() {
 	mkrand src/au 5000
 	rdcp --keygen "$W/other.key" >/dev/null 2>&1 || t_fail "rdcp --keygen failed"
 	nextport
-	if start_rx_or_fail "$W/rx-auth.log" --root "$W/rx/auth" --once --port $P; then
-		send "$W/tx-auth.log" --port $P --key-file "$W/other.key" src/au "$ADDR::au"
+	if start_rx_or_fail "$W/rx-auth.log" --root "$W/rx/auth" --once --port "$P"; then
+		send "$W/tx-auth.log" --port "$P" --key-file "$W/other.key" src/au "$ADDR::au"
 		[ "$SRC" = 4 ] || t_fail "sender exit $SRC, want 4"
 		stop_rx 10
 		[ "$RX_RC" != 0 ] || t_fail "receiver exit 0"
@@ -672,10 +676,10 @@ s_auto() {
 	mkdir -p src rx/auto
 	mkrand src/auto 100000
 	nextport
-	"$auto" --listen -v --root "$W/rx/auto" --once --port $P >"$W/rx-auto.log" 2>&1 &
+	"$auto" --listen -v --root "$W/rx/auto" --once --port "$P" >"$W/rx-auto.log" 2>&1 &
 	RX=$!
 	usleep 500000
-	timeout -s KILL 60 "$auto" -v --port $P src/auto "$ADDR::auto" >"$W/tx-auto.log" 2>&1
+	timeout -s KILL 60 "$auto" -v --port "$P" src/auto "$ADDR::auto" >"$W/tx-auto.log" 2>&1
 	rc=$?
 	wait_pid "$RX" 20
 	[ "$rc" = 0 ] || t_fail "sender exit $rc"
@@ -701,10 +705,10 @@ s_check() {
 	t_begin "rdcp --check $ADDR"
 	mkdir -p rx/check
 	nextport
-	"$auto" --listen --root "$W/rx/check" --once --port $P >"$W/rx-check.log" 2>&1 &
+	"$auto" --listen --root "$W/rx/check" --once --port "$P" >"$W/rx-check.log" 2>&1 &
 	RX=$!
 	usleep 500000
-	timeout -s KILL 60 "$auto" --check --daemon --port $P "$ADDR" >"$W/check.log" 2>&1
+	timeout -s KILL 60 "$auto" --check --daemon --port "$P" "$ADDR" >"$W/check.log" 2>&1
 	rc=$?
 	kill "$RX" 2>/dev/null
 	wait "$RX" 2>/dev/null
@@ -733,10 +737,10 @@ s_device() {
 	mkrand src/dev 70000
 	if [ "${RDCP_E2E_AUTO_WANT:-rdma}" = rdma ]; then
 		nextport
-		"$auto" --listen -v --device rxe0 --root "$W/rx/dev" --once --port $P >"$W/rx-dev.log" 2>&1 &
+		"$auto" --listen -v --device rxe0 --root "$W/rx/dev" --once --port "$P" >"$W/rx-dev.log" 2>&1 &
 		RX=$!
 		usleep 500000
-		timeout -s KILL 60 "$auto" -v --device rxe0 --port $P src/dev "$ADDR::dev" >"$W/tx-dev.log" 2>&1
+		timeout -s KILL 60 "$auto" -v --device rxe0 --port "$P" src/dev "$ADDR::dev" >"$W/tx-dev.log" 2>&1
 		rc=$?
 		wait_pid "$RX" 20
 		[ "$rc" = 0 ] || t_fail "sender with --device rxe0: exit $rc"
@@ -759,10 +763,10 @@ s_device() {
 			t_fail "no GID of rxe0 holds $ADDR"
 		else
 			nextport
-			"$auto" --listen --root "$W/rx/dev" --once --port $P >"$W/rx-gid.log" 2>&1 &
+			"$auto" --listen --root "$W/rx/dev" --once --port "$P" >"$W/rx-gid.log" 2>&1 &
 			RX=$!
 			usleep 500000
-			timeout -s KILL 60 "$auto" -v --device rxe0 --gid-index "$gi" --port $P src/dev "$ADDR::gid" >"$W/tx-gid.log" 2>&1
+			timeout -s KILL 60 "$auto" -v --device rxe0 --gid-index "$gi" --port "$P" src/dev "$ADDR::gid" >"$W/tx-gid.log" 2>&1
 			rc=$?
 			wait_pid "$RX" 20
 			[ "$rc" = 0 ] || t_fail "sender with --gid-index $gi: exit $rc"
@@ -772,7 +776,7 @@ s_device() {
 		fi
 		if [ -n "$empty" ]; then
 			nextport
-			timeout -s KILL 30 "$auto" --device rxe0 --gid-index "$empty" --port $P src/dev "$ADDR::x" >"$W/tx-gid2.log" 2>&1
+			timeout -s KILL 30 "$auto" --device rxe0 --gid-index "$empty" --port "$P" src/dev "$ADDR::x" >"$W/tx-gid2.log" 2>&1
 			rc=$?
 			[ "$rc" = 3 ] || t_fail "--gid-index $empty (empty GID): exit $rc, want 3"
 			grep -q "has no GID $empty" "$W/tx-gid2.log" || t_fail "no clear message for an empty GID"
@@ -780,11 +784,11 @@ s_device() {
 		fi
 	fi
 	nextport
-	timeout -s KILL 30 "$auto" --device nosuch0 --port $P src/dev "$ADDR::x" >"$W/tx-dev2.log" 2>&1
+	timeout -s KILL 30 "$auto" --device nosuch0 --port "$P" src/dev "$ADDR::x" >"$W/tx-dev2.log" 2>&1
 	rc=$?
 	[ "$rc" = 3 ] || t_fail "sender with --device nosuch0: exit $rc, want 3"
 	grep -q "no RDMA device named 'nosuch0'" "$W/tx-dev2.log" || t_fail "no clear message"
-	timeout -s KILL 30 "$auto" --listen --device nosuch0 --root "$W/rx/dev" --port $P >"$W/rx-dev2.log" 2>&1
+	timeout -s KILL 30 "$auto" --listen --device nosuch0 --root "$W/rx/dev" --port "$P" >"$W/rx-dev2.log" 2>&1
 	rc=$?
 	[ "$rc" = 3 ] || t_fail "receiver with --device nosuch0: exit $rc, want 3"
 	t_log "$W/tx-dev.log" "$W/rx-dev.log" "$W/tx-dev2.log" "$W/rx-dev2.log"
@@ -902,9 +906,9 @@ s_tree() {
 	[ "$(alloc src/tree/holey)" -lt $((4 * M)) ] ||
 		echo "# note: this file system did not keep the source's holes"
 	nextport
-	if start_rx "$W/rx-tree.log" --root "$W/rx/tree" --port $P; then
+	if start_rx "$W/rx-tree.log" --root "$W/rx/tree" --port "$P"; then
 		t_begin "-r -p tree push to a new DEST: entries, modes, times, links, holes"
-		send "$W/tx-tree.log" --port $P --chunk-size 64K -r -p --json src/tree "$ADDR::copy"
+		send "$W/tx-tree.log" --port "$P" --chunk-size 64K -r -p --json src/tree "$ADDR::copy"
 		[ "$SRC" = 0 ] || t_fail "sender exit $SRC, want 0"
 		tree_extra rx/tree/copy p
 		tree_same src/tree rx/tree/copy p
@@ -927,7 +931,7 @@ s_tree() {
 		t_end
 
 		t_begin "-r tree push to an existing directory DEST: lands in DEST/NAME"
-		send "$W/tx-tree2.log" --port $P -r src/tree "$ADDR::exists"
+		send "$W/tx-tree2.log" --port "$P" -r src/tree "$ADDR::exists"
 		[ "$SRC" = 0 ] || t_fail "sender exit $SRC, want 0"
 		tree_extra rx/tree/exists/tree
 		tree_same src/tree rx/tree/exists/tree
@@ -941,10 +945,10 @@ s_tree() {
 		rm -rf "$W/outside"
 		mkdir -p "$W/outside" rx/tree/trap/tree/a
 		ln -s "$W/outside" rx/tree/trap/tree/a/b
-		send "$W/tx-tree3.log" --port $P -r src/tree "$ADDR::trap"
+		send "$W/tx-tree3.log" --port "$P" -r src/tree "$ADDR::trap"
 		[ "$SRC" = 9 ] || t_fail "sender exit $SRC, want 9 (a/b cannot be made)"
 		[ -z "$(ls -A "$W/outside")" ] ||
-			t_fail "written through the symlink: $(ls -A "$W/outside" | tr '\n' ' ')"
+			t_fail "written through the symlink: $(find "$W/outside" -mindepth 1 | tr '\n' ' ')"
 		same src/tree/top rx/tree/trap/tree/top
 		no_temp rx/tree
 		alive "$RX" || t_fail "receiver gone"
@@ -968,9 +972,9 @@ s_pull() {
 	mktree rx/pull/tree
 	echo bait >rx/x # ../x from the root
 	nextport
-	if start_rx "$W/rx-pull.log" --root "$W/rx/pull" --port $P; then
+	if start_rx "$W/rx-pull.log" --root "$W/rx/pull" --port "$P"; then
 		t_begin "pull: one file"
-		send "$W/tx-pull1.log" --port $P "$ADDR::pl/one" got/one.copy
+		send "$W/tx-pull1.log" --port "$P" "$ADDR::pl/one" got/one.copy
 		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 		same rx/pull/pl/one got/one.copy
 		no_temp got
@@ -978,7 +982,7 @@ s_pull() {
 		t_end
 
 		t_begin "pull: several files into a directory"
-		send "$W/tx-pull2.log" --port $P "$ADDR::pl/one" "$ADDR::pl/two" got/multi/
+		send "$W/tx-pull2.log" --port "$P" "$ADDR::pl/one" "$ADDR::pl/two" got/multi/
 		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 		same rx/pull/pl/one got/multi/one
 		same rx/pull/pl/two got/multi/two
@@ -987,7 +991,7 @@ s_pull() {
 		t_end
 
 		t_begin "pull: -r -p tree: entries, modes, times, links, holes"
-		send "$W/tx-pull3.log" --port $P --chunk-size 64K -r -p "$ADDR::tree" got/tree
+		send "$W/tx-pull3.log" --port "$P" --chunk-size 64K -r -p "$ADDR::tree" got/tree
 		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 		tree_extra got/tree p
 		tree_same rx/pull/tree got/tree p
@@ -996,7 +1000,7 @@ s_pull() {
 		t_end
 
 		t_begin "pull: a missing remote source: exit 7, named, nothing written"
-		send "$W/tx-pull4.log" --port $P "$ADDR::pl/nope" got/nope
+		send "$W/tx-pull4.log" --port "$P" "$ADDR::pl/nope" got/nope
 		[ "$SRC" = 7 ] || t_fail "exit $SRC, want 7"
 		grep -q "pl/nope" "$W/tx-pull4.log" || t_fail "no message naming pl/nope"
 		[ ! -e got/nope ] && [ ! -L got/nope ] || t_fail "got/nope written"
@@ -1008,10 +1012,10 @@ s_pull() {
 			t_begin "pull: source '$s' outside the root refused"
 			rm -rf got/esc
 			mkdir -p got/esc
-			send "$W/tx-pull5.log" --port $P "$ADDR::$s" got/esc/
+			send "$W/tx-pull5.log" --port "$P" "$ADDR::$s" got/esc/
 			[ "$SRC" != 0 ] || t_fail "exit 0"
 			echo "# pull of '$s': exit $SRC: $(head -n1 "$W/tx-pull5.log")"
-			[ -z "$(ls -A got/esc)" ] || t_fail "written: $(ls -A got/esc | tr '\n' ' ')"
+			[ -z "$(ls -A got/esc)" ] || t_fail "written: $(find got/esc -mindepth 1 | tr '\n' ' ')"
 			[ "$(cat rx/x)" = bait ] || t_fail "$W/rx/x changed"
 			alive "$RX" || t_fail "receiver gone"
 			t_log "$W/tx-pull5.log" "$W/rx-pull.log"
@@ -1035,12 +1039,12 @@ rs_kill() {
 	rm -rf rx/rs
 	mkdir -p rx/rs
 	nextport
-	if ! start_rx_or_fail "$W/rx-rs-$1.log" --root "$W/rx/rs" --once --port $P; then
+	if ! start_rx_or_fail "$W/rx-rs-$1.log" --root "$W/rx/rs" --once --port "$P"; then
 		t_log "$W/rx-rs-$1.log"
 		return
 	fi
 	t_log "$W/tx-rs-$1.log" "$W/rx-rs-$1.log" "$W/tx-rs2-$1.log" "$W/rx-rs2-$1.log"
-	rdcp --port $P --chunk-size 64K --resume --bwlimit 1M src/rs "$ADDR::rs" >"$W/tx-rs-$1.log" 2>&1 &
+	rdcp --port "$P" --chunk-size 64K --resume --bwlimit 1M src/rs "$ADDR::rs" >"$W/tx-rs-$1.log" 2>&1 &
 	TX=$!
 	if ! wait_partfile rx/rs rs "$TX"; then
 		t_fail "transfer never started"
@@ -1071,8 +1075,8 @@ rs_kill() {
 		t_fail "the temporary .rs.rdcp-part was not kept (--resume)"
 	fi
 	nextport
-	if start_rx "$W/rx-rs2-$1.log" --root "$W/rx/rs" --once --port $P; then
-		send "$W/tx-rs2-$1.log" --port $P --chunk-size 64K --resume --json src/rs "$ADDR::rs"
+	if start_rx "$W/rx-rs2-$1.log" --root "$W/rx/rs" --once --port "$P"; then
+		send "$W/tx-rs2-$1.log" --port "$P" --chunk-size 64K --resume --json src/rs "$ADDR::rs"
 		[ "$SRC" = 0 ] || t_fail "resuming sender exit $SRC, want 0"
 		stop_rx 10
 		[ "$RX_RC" = 0 ] || t_fail "receiver exit $RX_RC, want 0"
@@ -1080,7 +1084,7 @@ rs_kill() {
 		no_temp rx/rs
 		_sent=$(jdone "$W/tx-rs2-$1.log" src/rs sent)
 		echo "# resumed after kill -9 of the $1: sent $_sent of $RS_SIZE bytes"
-		[ -n "$_sent" ] && [ "$_sent" -lt $RS_SIZE ] ||
+		[ -n "$_sent" ] && [ "$_sent" -lt "$RS_SIZE" ] ||
 			t_fail "resume sent '$_sent' bytes, want fewer than $RS_SIZE"
 		[ "$(jdone "$W/tx-rs2-$1.log" src/rs status)" = ok ] || t_fail "file_done status not ok"
 	else
@@ -1090,7 +1094,7 @@ rs_kill() {
 }
 s_resume() {
 	mkdir -p src
-	mkrand src/rs $RS_SIZE
+	mkrand src/rs "$RS_SIZE"
 	t_begin "--resume after kill -9 of the sender: temporary kept, rest sent"
 	rs_kill sender
 	t_end
@@ -1101,10 +1105,10 @@ s_resume() {
 	rm -rf rx/rs
 	mkdir -p rx/rs
 	nextport
-	if start_rx "$W/rx-rs3.log" --root "$W/rx/rs" --port $P; then
+	if start_rx "$W/rx-rs3.log" --root "$W/rx/rs" --port "$P"; then
 		t_begin "--resume onto an identical file: skipped, nothing sent"
 		cp src/rs rx/rs/same
-		send "$W/tx-rs3.log" --port $P --chunk-size 64K --resume --json src/rs "$ADDR::same"
+		send "$W/tx-rs3.log" --port "$P" --chunk-size 64K --resume --json src/rs "$ADDR::same"
 		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 		same src/rs rx/rs/same
 		[ "$(jdone "$W/tx-rs3.log" src/rs status)" = skipped ] ||
@@ -1122,7 +1126,7 @@ s_resume() {
 		cp src/rs src/rs-new
 		dd if=/dev/urandom of=src/rs-new bs=65536 count=1 seek=30 conv=notrunc 2>/dev/null
 		cmp src/rs-new rx/rs/older >/dev/null 2>&1 && t_fail "test setup: the versions are equal"
-		send "$W/tx-rs4.log" --port $P --chunk-size 64K --resume --json src/rs-new "$ADDR::older"
+		send "$W/tx-rs4.log" --port "$P" --chunk-size 64K --resume --json src/rs-new "$ADDR::older"
 		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 		same src/rs-new rx/rs/older
 		[ "$(jdone "$W/tx-rs4.log" src/rs-new status)" = ok ] ||
@@ -1144,18 +1148,18 @@ s_skip() {
 	rm -rf rx/skip
 	mkdir -p src rx/skip
 	nextport
-	if start_rx "$W/rx-skip.log" --root "$W/rx/skip" --port $P; then
+	if start_rx "$W/rx-skip.log" --root "$W/rx/skip" --port "$P"; then
 		t_begin "--no-clobber keeps an existing different file, copies a new one"
 		mkrand src/nc 5000
 		echo keep >rx/skip/nc
-		send "$W/tx-nc.log" --port $P -n --json src/nc "$ADDR::nc"
+		send "$W/tx-nc.log" --port "$P" -n --json src/nc "$ADDR::nc"
 		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 		[ "$(cat rx/skip/nc)" = keep ] || t_fail "the existing file was replaced"
 		[ "$(jdone "$W/tx-nc.log" src/nc status)" = skipped ] ||
 			t_fail "status '$(jdone "$W/tx-nc.log" src/nc status)', want skipped"
 		[ "$(jget "$W/tx-nc.log" summary files_skipped)" = 1 ] ||
 			t_fail "summary files_skipped $(jget "$W/tx-nc.log" summary files_skipped), want 1"
-		send "$W/tx-nc2.log" --port $P -n --json src/nc "$ADDR::nc-new"
+		send "$W/tx-nc2.log" --port "$P" -n --json src/nc "$ADDR::nc-new"
 		[ "$SRC" = 0 ] || t_fail "exit $SRC for a new name, want 0"
 		same src/nc rx/skip/nc-new
 		[ "$(jdone "$W/tx-nc2.log" src/nc status)" = ok ] || t_fail "new name: status not ok"
@@ -1168,13 +1172,13 @@ s_skip() {
 		touch -d '2010-01-01 00:00:00' src/up
 		echo newer >rx/skip/up
 		touch -d '2020-01-01 00:00:00' rx/skip/up
-		send "$W/tx-up.log" --port $P -u --json src/up "$ADDR::up"
+		send "$W/tx-up.log" --port "$P" -u --json src/up "$ADDR::up"
 		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 		[ "$(cat rx/skip/up)" = newer ] || t_fail "a newer DEST was replaced"
 		[ "$(jdone "$W/tx-up.log" src/up status)" = skipped ] ||
 			t_fail "newer DEST: status '$(jdone "$W/tx-up.log" src/up status)', want skipped"
 		touch -d '2000-01-01 00:00:00' rx/skip/up
-		send "$W/tx-up2.log" --port $P -u --json src/up "$ADDR::up"
+		send "$W/tx-up2.log" --port "$P" -u --json src/up "$ADDR::up"
 		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 		same src/up rx/skip/up
 		[ "$(jdone "$W/tx-up2.log" src/up status)" = ok ] ||
@@ -1207,11 +1211,11 @@ s_sync() {
 	mkrand src/sy/sub/deep 5000
 	ln -s f1 src/sy/link
 	nextport
-	if start_rx "$W/rx-sync.log" --root "$W/rx/sync" --port $P; then
+	if start_rx "$W/rx-sync.log" --root "$W/rx/sync" --port "$P"; then
 		t_begin "-a twice (push): the second run sends 0 bytes, keeps all"
-		send "$W/tx-sy1.log" --port $P -a --json src/sy "$ADDR::"
+		send "$W/tx-sy1.log" --port "$P" -a --json src/sy "$ADDR::"
 		[ "$SRC" = 0 ] || t_fail "first run: exit $SRC, want 0"
-		send "$W/tx-sy2.log" --port $P -a --json src/sy "$ADDR::"
+		send "$W/tx-sy2.log" --port "$P" -a --json src/sy "$ADDR::"
 		[ "$SRC" = 0 ] || t_fail "second run: exit $SRC, want 0"
 		tree_same src/sy rx/sync/sy
 		[ "$(sent_sum "$W/tx-sy2.log")" = 0 ] ||
@@ -1226,7 +1230,7 @@ s_sync() {
 
 		t_begin "-a with one file changed: only its bytes cross"
 		mkrand src/sy/f3 210003
-		send "$W/tx-sy3.log" --port $P -a --json src/sy "$ADDR::"
+		send "$W/tx-sy3.log" --port "$P" -a --json src/sy "$ADDR::"
 		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 		same src/sy/f3 rx/sync/sy/f3
 		[ "$(sent_sum "$W/tx-sy3.log")" = 210003 ] ||
@@ -1239,12 +1243,12 @@ s_sync() {
 		# the source's mtime back, to the nanosecond (not cp -p's)
 		touch -r src/sy/f2 rx/sync/sy/f2
 		stat -c '%n %y %s' src/sy/f2 rx/sync/sy/f2 >"$W/sy-stat.log"
-		send "$W/tx-sy4.log" --port $P -a --json src/sy "$ADDR::"
+		send "$W/tx-sy4.log" --port "$P" -a --json src/sy "$ADDR::"
 		[ "$SRC" = 0 ] || t_fail "-a: exit $SRC, want 0"
 		[ "$(sent_sum "$W/tx-sy4.log")" = 0 ] ||
 			t_fail "-a sent $(sent_sum "$W/tx-sy4.log") bytes, want 0"
 		cmp -s src/sy/f2 rx/sync/sy/f2 && t_fail "-a replaced a file of the same size and mtime"
-		send "$W/tx-sy5.log" --port $P -a --sync checksum --json src/sy "$ADDR::"
+		send "$W/tx-sy5.log" --port "$P" -a --sync checksum --json src/sy "$ADDR::"
 		[ "$SRC" = 0 ] || t_fail "--sync checksum: exit $SRC, want 0"
 		tree_same src/sy rx/sync/sy
 		# one chunk of f2 (the default chunk holds all of it)
@@ -1259,7 +1263,7 @@ s_sync() {
 		t_begin "--dry-run -a: keep or replace per file, nothing changes"
 		mkrand src/sy/f5 350005
 		mkrand src/sy/new 10
-		send "$W/tx-sy6.log" --port $P -a --dry-run src/sy "$ADDR::"
+		send "$W/tx-sy6.log" --port "$P" -a --dry-run src/sy "$ADDR::"
 		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 		grep -q '^replace *sy/f5$' "$W/tx-sy6.log" || t_fail "no 'replace sy/f5'"
 		grep -q '^keep *sy/f4$' "$W/tx-sy6.log" || t_fail "no 'keep sy/f4'"
@@ -1271,9 +1275,9 @@ s_sync() {
 		t_end
 
 		t_begin "-a twice (pull): the second run sends 0 bytes"
-		send "$W/tx-sy7.log" --port $P -a --json "$ADDR::sy" got/
+		send "$W/tx-sy7.log" --port "$P" -a --json "$ADDR::sy" got/
 		[ "$SRC" = 0 ] || t_fail "first pull: exit $SRC, want 0"
-		send "$W/tx-sy8.log" --port $P -a --json "$ADDR::sy" got/
+		send "$W/tx-sy8.log" --port "$P" -a --json "$ADDR::sy" got/
 		[ "$SRC" = 0 ] || t_fail "second pull: exit $SRC, want 0"
 		tree_same rx/sync/sy got/sy
 		[ "$(sent_sum "$W/tx-sy8.log")" = 0 ] ||
@@ -1303,7 +1307,7 @@ s_crypt() {
 	for o in --encrypt --compress "--compress=9 --encrypt"; do
 		t_begin "$o: byte-identical"
 		nextport
-		if start_rx_or_fail "$W/rx-cr.log" --root "$W/rx/cr" --once --port $P; then
+		if start_rx_or_fail "$W/rx-cr.log" --root "$W/rx/cr" --once --port "$P"; then
 			# shellcheck disable=SC2086 # option list
 			send "$W/tx-cr.log" --port $P --chunk-size 64K $o src/cr-rand src/cr-text "$ADDR::d/"
 			[ "$SRC" = 0 ] || t_fail "sender exit $SRC, want 0"
@@ -1320,8 +1324,8 @@ s_crypt() {
 
 	t_begin "--encrypt, chunk 0 corrupted: exit 8, file not placed"
 	nextport
-	if start_rx_or_fail "$W/rx-crbad.log" --root "$W/rx/cr" --once --port $P --chunk-size 64K; then
-		RDCP_TEST_CORRUPT_CHUNK=0 timeout -s KILL 60 rdcp-hooks --port $P --chunk-size 64K \
+	if start_rx_or_fail "$W/rx-crbad.log" --root "$W/rx/cr" --once --port "$P" --chunk-size 64K; then
+		RDCP_TEST_CORRUPT_CHUNK=0 timeout -s KILL 60 rdcp-hooks --port "$P" --chunk-size 64K \
 			--encrypt src/cr-rand "$ADDR::bad" >"$W/tx-crbad.log" 2>&1
 		SRC=$?
 		[ "$SRC" = 8 ] || t_fail "sender exit $SRC, want 8"
@@ -1340,17 +1344,17 @@ s_crypt() {
 s_zeros() {
 	t_begin "--sparse: all-zero chunks become holes, not sent"
 	mkdir -p src rx/zeros
-	{ head -c $M /dev/urandom; head -c $((3 * M)) /dev/zero; } >src/zeros
+	{ head -c "$M" /dev/urandom; head -c $((3 * M)) /dev/zero; } >src/zeros
 	nextport
-	if start_rx_or_fail "$W/rx-zeros.log" --root "$W/rx/zeros" --once --port $P; then
-		send "$W/tx-zeros.log" --port $P --chunk-size 64K --sparse --json src/zeros "$ADDR::zeros"
+	if start_rx_or_fail "$W/rx-zeros.log" --root "$W/rx/zeros" --once --port "$P"; then
+		send "$W/tx-zeros.log" --port "$P" --chunk-size 64K --sparse --json src/zeros "$ADDR::zeros"
 		[ "$SRC" = 0 ] || t_fail "sender exit $SRC, want 0"
 		stop_rx 10
 		[ "$RX_RC" = 0 ] || t_fail "receiver exit $RX_RC, want 0"
 		same src/zeros rx/zeros/zeros
 		[ -f rx/zeros/zeros ] && [ "$(alloc rx/zeros/zeros)" -lt $((2 * M)) ] ||
 			t_fail "the copy allocates $(alloc rx/zeros/zeros 2>/dev/null) bytes: zeros written"
-		[ "$(jdone "$W/tx-zeros.log" src/zeros sent)" = $M ] ||
+		[ "$(jdone "$W/tx-zeros.log" src/zeros sent)" = "$M" ] ||
 			t_fail "sent $(jdone "$W/tx-zeros.log" src/zeros sent), want $M"
 	fi
 	t_log "$W/tx-zeros.log" "$W/rx-zeros.log"
@@ -1365,8 +1369,8 @@ s_bwlimit() {
 	mkdir -p src rx/bw
 	mkrand src/bw $((8 * M))
 	nextport
-	if start_rx_or_fail "$W/rx-bw.log" --root "$W/rx/bw" --once --port $P; then
-		send "$W/tx-bw.log" --port $P --bwlimit 4M src/bw "$ADDR::bw"
+	if start_rx_or_fail "$W/rx-bw.log" --root "$W/rx/bw" --once --port "$P"; then
+		send "$W/tx-bw.log" --port "$P" --bwlimit 4M src/bw "$ADDR::bw"
 		[ "$SRC" = 0 ] || t_fail "sender exit $SRC, want 0"
 		stop_rx 10
 		same src/bw rx/bw/bw
@@ -1403,10 +1407,10 @@ s_full() {
 	dd if=/dev/urandom of=src/full-sparse bs=65536 count=48 conv=notrunc 2>/dev/null
 	mkrand src/full-small 100000
 	nextport
-	if start_rx "$W/rx-full.log" --root "$FS" --port $P; then
+	if start_rx "$W/rx-full.log" --root "$FS" --port "$P"; then
 		for v in dense sparse; do
 			t_begin "receiver file system full (2 MiB tmpfs, $v file): exit 7, nothing left"
-			send "$W/tx-full-$v.log" --port $P --chunk-size 64K "src/full-$v" "$ADDR::$v"
+			send "$W/tx-full-$v.log" --port "$P" --chunk-size 64K "src/full-$v" "$ADDR::$v"
 			[ "$SRC" = 7 ] || t_fail "sender exit $SRC, want 7"
 			grep -qi 'space' "$W/tx-full-$v.log" || t_fail "the sender did not say the disk is full"
 			echo "# $v: $(grep -m1 -i 'space' "$W/tx-full-$v.log")"
@@ -1417,7 +1421,7 @@ s_full() {
 			t_end
 		done
 		t_begin "receiver file system full: the same daemon then takes a small file"
-		send "$W/tx-full-small.log" --port $P src/full-small "$ADDR::small"
+		send "$W/tx-full-small.log" --port "$P" src/full-small "$ADDR::small"
 		[ "$SRC" = 0 ] || t_fail "sender exit $SRC, want 0"
 		same src/full-small "$FS/small"
 		no_temp "$FS"
@@ -1455,7 +1459,7 @@ direct_copy() {
 	set --
 	for n in $DNAMES; do set -- "$@" "$DFS/src/$n"; done
 	_dc0=$(now)
-	send "$W/tx-direct$_dcm.log" --port $P "$_dcm" "$@" "$ADDR::$_dcm/"
+	send "$W/tx-direct$_dcm.log" --port "$P" "$_dcm" "$@" "$ADDR::$_dcm/"
 	[ "$SRC" = 0 ] || t_fail "$_dcm: sender exit $SRC, want 0"
 	_dc1=$(now)
 	sync
@@ -1494,11 +1498,12 @@ s_direct() {
 		shift
 	done
 	nextport
-	if start_rx "$W/rx-direct.log" --root "$DFS/rx" --port $P; then
+	if start_rx "$W/rx-direct.log" --root "$DFS/rx" --port "$P"; then
 		: >"$W/direct-times"
 		for mode in --direct --no-direct; do
 			t_begin "$mode on ext4: every size exact, no fallback"
 			direct_copy "$mode"
+			# shellcheck disable=SC2086 # a word list
 			set -- $DSIZES
 			for n in $DNAMES; do
 				d=$DFS/rx/$mode/$n
@@ -1535,7 +1540,7 @@ s_direct() {
 
 		t_begin "--direct pull from ext4 into ext4: exact"
 		rm -rf "$DFS/got"
-		send "$W/tx-direct-pull.log" --port $P --direct "$ADDR::--direct/odd" "$ADDR::--direct/even" "$DFS/got/"
+		send "$W/tx-direct-pull.log" --port "$P" --direct "$ADDR::--direct/odd" "$ADDR::--direct/even" "$DFS/got/"
 		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 		same "$DFS/src/odd" "$DFS/got/odd"
 		same "$DFS/src/even" "$DFS/got/even"
@@ -1554,9 +1559,9 @@ s_direct() {
 		_dm=1
 	fi
 	nextport
-	if start_rx "$W/rx-direct-tmpfs.log" --root "$W/dshm" --port $P; then
+	if start_rx "$W/rx-direct-tmpfs.log" --root "$W/dshm" --port "$P"; then
 		t_begin "--direct into a tmpfs: one line on the receiver, exact"
-		send "$W/tx-direct-tmpfs.log" --port $P --direct "$DFS/src/odd" "$DFS/src/even" "$ADDR::d/"
+		send "$W/tx-direct-tmpfs.log" --port "$P" --direct "$DFS/src/odd" "$DFS/src/even" "$ADDR::d/"
 		[ "$SRC" = 0 ] || t_fail "sender exit $SRC, want 0"
 		same "$DFS/src/odd" "$W/dshm/d/odd"
 		same "$DFS/src/even" "$W/dshm/d/even"
@@ -1569,8 +1574,8 @@ s_direct() {
 		# 64 MiB, the auto threshold: sparse, so only its last MiB moves
 		t_begin "auto into a tmpfs (64 MiB sparse file): nothing said, exact"
 		truncate -s $((63 * M)) "$DFS/src/sp"
-		head -c $M /dev/urandom >>"$DFS/src/sp"
-		send "$W/tx-direct-auto.log" --port $P "$DFS/src/sp" "$ADDR::auto/"
+		head -c "$M" /dev/urandom >>"$DFS/src/sp"
+		send "$W/tx-direct-auto.log" --port "$P" "$DFS/src/sp" "$ADDR::auto/"
 		[ "$SRC" = 0 ] || t_fail "sender exit $SRC, want 0"
 		same "$DFS/src/sp" "$W/dshm/auto/sp"
 		[ "$(grep -c 'O_DIRECT' "$W/rx-direct-tmpfs.log")" = 1 ] ||
@@ -1605,7 +1610,7 @@ s_small() {
 	rm -rf src/small rx/small got
 	mkdir -p src/small/d1/d2 src/small/d3 rx/small got
 	i=0
-	while [ $i -lt 600 ]; do
+	while [ "$i" -lt 600 ]; do
 		case $((i % 3)) in
 		0) d=src/small ;;
 		1) d=src/small/d1/d2 ;;
@@ -1626,9 +1631,9 @@ s_small() {
 	sums src/small >"$W/small-a"
 	_n=$(find src/small | wc -l)
 	nextport
-	if start_rx "$W/rx-small.log" --root "$W/rx/small" --port $P; then
+	if start_rx "$W/rx-small.log" --root "$W/rx/small" --port "$P"; then
 		t_begin "600 small files -r -p push, packed: every entry, mode, mtime and byte"
-		send "$W/tx-small1.log" --port $P -r -p --json src/small "$ADDR::copy"
+		send "$W/tx-small1.log" --port "$P" -r -p --json src/small "$ADDR::copy"
 		[ "$SRC" = 0 ] || t_fail "sender exit $SRC, want 0"
 		sums rx/small/copy >"$W/small-b"
 		cmp -s "$W/small-a" "$W/small-b" ||
@@ -1643,7 +1648,7 @@ s_small() {
 		t_end
 
 		t_begin "600 small files -r -p pull, packed: every entry, mode, mtime and byte"
-		send "$W/tx-small2.log" --port $P -r -p --json "$ADDR::copy" got/back
+		send "$W/tx-small2.log" --port "$P" -r -p --json "$ADDR::copy" got/back
 		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 		sums got/back >"$W/small-c"
 		cmp -s "$W/small-a" "$W/small-c" ||
@@ -1656,7 +1661,7 @@ s_small() {
 		t_end
 
 		t_begin "600 small files -r -p --compress push, packed: identical"
-		send "$W/tx-small3.log" --port $P -r -p --compress --json src/small "$ADDR::zcopy"
+		send "$W/tx-small3.log" --port "$P" -r -p --compress --json src/small "$ADDR::zcopy"
 		[ "$SRC" = 0 ] || t_fail "sender exit $SRC, want 0"
 		sums rx/small/zcopy >"$W/small-d"
 		cmp -s "$W/small-a" "$W/small-d" ||
@@ -1669,7 +1674,7 @@ s_small() {
 
 		if [ -n "$AUTH" ]; then
 			t_begin "600 small files -r -p --encrypt push, packed: identical"
-			send "$W/tx-small4.log" --port $P -r -p --encrypt --json src/small "$ADDR::ecopy"
+			send "$W/tx-small4.log" --port "$P" -r -p --encrypt --json src/small "$ADDR::ecopy"
 			[ "$SRC" = 0 ] || t_fail "sender exit $SRC, want 0"
 			sums rx/small/ecopy >"$W/small-e"
 			cmp -s "$W/small-a" "$W/small-e" ||
@@ -1686,7 +1691,7 @@ s_small() {
 		# flipped in flight. That file fails its digest; the others of
 		# the pack and of the tree arrive.
 		t_begin "a packed slot corrupted in flight: the file hit is refused (exit 9), the rest arrive"
-		RDCP_TEST_CORRUPT_CHUNK=0 timeout -s KILL 120 rdcp-hooks --port $P -r --json \
+		RDCP_TEST_CORRUPT_CHUNK=0 timeout -s KILL 120 rdcp-hooks --port "$P" -r --json \
 			src/small "$ADDR::bad" >"$W/tx-small5.log" 2>&1
 		SRC=$?
 		[ "$SRC" = 9 ] || t_fail "sender exit $SRC, want 9"
@@ -1738,9 +1743,9 @@ s_script() {
 	_want="./a.c ./keep.o ./sub ./sub/b.c ./sub/build ./sub/top "
 	printf '# rules\n\n*.o\n;more\nbuild/\n/scr/top\n' >"$W/scr-ex"
 	nextport
-	if start_rx "$W/rx-scr.log" --root "$W/rx/scr" --port $P; then
+	if start_rx "$W/rx-scr.log" --root "$W/rx/scr" --port "$P"; then
 		t_begin "--include/--exclude on a push: first match wins, dir-only, anchored"
-		send "$W/tx-scr1.log" --port $P -r --include=keep.o --exclude='*.o' \
+		send "$W/tx-scr1.log" --port "$P" -r --include=keep.o --exclude='*.o' \
 			--exclude=build/ --exclude=/scr/top src/scr "$ADDR::f1"
 		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 		[ "$(listing rx/scr/f1)" = "$_want" ] || t_fail "got: $(listing rx/scr/f1)"
@@ -1750,7 +1755,7 @@ s_script() {
 
 		t_begin "--exclude-from FILE and --include-from - (stdin)"
 		echo keep.o >"$W/scr-in"
-		send "$W/tx-scr2.log" --port $P -r --include-from=- \
+		send "$W/tx-scr2.log" --port "$P" -r --include-from=- \
 			--exclude-from="$W/scr-ex" src/scr "$ADDR::f2" <"$W/scr-in"
 		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 		[ "$(listing rx/scr/f2)" = "$_want" ] || t_fail "got: $(listing rx/scr/f2)"
@@ -1759,7 +1764,7 @@ s_script() {
 
 		t_begin "--include/--exclude on a pull: the receiver's walk filtered"
 		cp -a src/scr rx/scr/whole
-		send "$W/tx-scr3.log" --port $P -r --include=keep.o --exclude='*.o' \
+		send "$W/tx-scr3.log" --port "$P" -r --include=keep.o --exclude='*.o' \
 			--exclude=build/ --exclude=/whole/top "$ADDR::whole" got/p
 		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 		[ "$(listing got/p)" = "$_want" ] || t_fail "got: $(listing got/p)"
@@ -1769,7 +1774,7 @@ s_script() {
 
 		t_begin "--files-from FILE: the names beneath SRC, kept as they are"
 		printf 'a.c\nsub/b.c\n./sub/top\n\n' >"$W/scr-list"
-		send "$W/tx-scr4.log" --port $P --files-from="$W/scr-list" src/scr "$ADDR::l1"
+		send "$W/tx-scr4.log" --port "$P" --files-from="$W/scr-list" src/scr "$ADDR::l1"
 		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 		[ "$(listing rx/scr/l1)" = "./a.c ./sub ./sub/b.c ./sub/top " ] ||
 			t_fail "got: $(listing rx/scr/l1)"
@@ -1780,14 +1785,14 @@ s_script() {
 		t_begin "--files-from=- -0: 3000 names from find -print0 through a pipe"
 		mkdir -p src/scr/many/d1 src/scr/many/d2
 		i=0
-		while [ $i -lt 1500 ]; do
+		while [ "$i" -lt 1500 ]; do
 			: >"src/scr/many/d1/f$i"
 			echo "$i" >"src/scr/many/d2/g$i"
 			i=$((i + 1))
 		done
 		# the right side of a pipe is a subshell: its status via a file
 		(cd src/scr && find many -type f -print0) | {
-			send "$W/tx-scr5.log" --port $P -0 --files-from=- src/scr "$ADDR::l2/"
+			send "$W/tx-scr5.log" --port "$P" -0 --files-from=- src/scr "$ADDR::l2/"
 			echo "$SRC" >"$W/scr-rc"
 		}
 		SRC=$(cat "$W/scr-rc")
@@ -1800,7 +1805,7 @@ s_script() {
 
 		t_begin "--files-from: a name outside SRC refused (exit 9), the rest sent"
 		printf 'a.c\n../../etc/passwd\n' >"$W/scr-bad"
-		send "$W/tx-scr6.log" --port $P --files-from=- src/scr "$ADDR::l3" <"$W/scr-bad"
+		send "$W/tx-scr6.log" --port "$P" --files-from=- src/scr "$ADDR::l3" <"$W/scr-bad"
 		[ "$SRC" = 9 ] || t_fail "exit $SRC, want 9"
 		grep -q "not a path beneath" "$W/tx-scr6.log" || t_fail "no message"
 		[ "$(listing rx/scr/l3)" = "./a.c " ] || t_fail "got: $(listing rx/scr/l3)"
@@ -1810,7 +1815,7 @@ s_script() {
 		script_pull_list
 
 		t_begin "--manifest --checksum sha256 on a push: sha256sum -c in DEST passes, catches a change"
-		send "$W/tx-scr7.log" --port $P -r --checksum sha256 --manifest="$W/scr-m1" \
+		send "$W/tx-scr7.log" --port "$P" -r --checksum sha256 --manifest="$W/scr-m1" \
 			--exclude=many/ src/scr "$ADDR::m1/"
 		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 		_n=$(find src/scr -path src/scr/many -prune -o -type f -print | wc -l)
@@ -1825,10 +1830,10 @@ s_script() {
 		t_end
 
 		t_begin "--manifest on a pull, crc32: a CRC32 line per file placed, as --json's digest"
-		send "$W/tx-scr8.log" --port $P -r --json --manifest="$W/scr-m2" "$ADDR::f1" got/m2
+		send "$W/tx-scr8.log" --port "$P" -r --json --manifest="$W/scr-m2" "$ADDR::f1" got/m2
 		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 		[ "$(grep -c '^CRC32 (got/m2/' "$W/scr-m2")" = 5 ] ||
-			t_fail "not 5 CRC32 lines: $(cat "$W/scr-m2" | tr '\n' ' ')"
+			t_fail "not 5 CRC32 lines: $(tr '\n' ' ' <"$W/scr-m2")"
 		for f in a.c keep.o sub/b.c; do
 			_j=$(jdone "$W/tx-scr8.log" "got/m2/$f" digest)
 			grep -qx "CRC32 (got/m2/$f) = $_j" "$W/scr-m2" ||
@@ -1838,7 +1843,7 @@ s_script() {
 		t_end
 
 		t_begin "--dry-run push: every entry 'new' into a missing DEST, nothing made"
-		send "$W/tx-scr9.log" --port $P -r --dry-run --exclude=many/ src/scr "$ADDR::d1/"
+		send "$W/tx-scr9.log" --port "$P" -r --dry-run --exclude=many/ src/scr "$ADDR::d1/"
 		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 		[ ! -e rx/scr/d1 ] || t_fail "rx/scr/d1 made"
 		grep -qx 'new      scr/sub/b.c' "$W/tx-scr9.log" || t_fail "no 'new scr/sub/b.c'"
@@ -1848,11 +1853,11 @@ s_script() {
 		t_end
 
 		t_begin "--dry-run -u push onto a copy: keep, replace, new, exists; nothing changes"
-		send "$W/tx-scr10.log" --port $P -r --exclude=many/ src/scr "$ADDR::d2/"
+		send "$W/tx-scr10.log" --port "$P" -r --exclude=many/ src/scr "$ADDR::d2/"
 		touch -d '2001-01-01' rx/scr/d2/scr/keep.o
 		echo new >src/scr/sub/new.txt
 		sums rx/scr/d2 >"$W/scr-before"
-		send "$W/tx-scr10.log" --port $P -r -u --dry-run --exclude=many/ src/scr "$ADDR::d2/"
+		send "$W/tx-scr10.log" --port "$P" -r -u --dry-run --exclude=many/ src/scr "$ADDR::d2/"
 		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 		sums rx/scr/d2 >"$W/scr-after"
 		cmp -s "$W/scr-before" "$W/scr-after" || t_fail "the receiver's tree changed"
@@ -1864,7 +1869,7 @@ s_script() {
 		t_end
 
 		t_begin "--dry-run pull --json: 'would' in file_done, no local DEST made"
-		send "$W/tx-scr11.log" --port $P -r --dry-run --json "$ADDR::f1" got/dry/
+		send "$W/tx-scr11.log" --port "$P" -r --dry-run --json "$ADDR::f1" got/dry/
 		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 		[ ! -e got/dry ] || t_fail "got/dry made"
 		[ "$(jdone "$W/tx-scr11.log" got/dry/f1/a.c would)" = new ] ||
@@ -1888,7 +1893,7 @@ s_script() {
 script_pull_list() {
 	t_begin "--files-from on a pull, -0: 3000 names from find -print0 through a pipe"
 	(cd src/scr && find many -type f -print0) | {
-		send "$W/tx-pl1.log" --port $P -0 --files-from=- "$ADDR::l2" got/pl1
+		send "$W/tx-pl1.log" --port "$P" -0 --files-from=- "$ADDR::l2" got/pl1
 		echo "$SRC" >"$W/scr-rc"
 	}
 	SRC=$(cat "$W/scr-rc")
@@ -1910,7 +1915,7 @@ script_pull_list() {
 out/secret
 sub/b.c
 ' >"$W/scr-pbad"
-	send "$W/tx-pl2.log" --port $P --files-from="$W/scr-pbad" "$ADDR::l1" got/pl2
+	send "$W/tx-pl2.log" --port "$P" --files-from="$W/scr-pbad" "$ADDR::l1" got/pl2
 	[ "$SRC" = 9 ] || t_fail "exit $SRC, want 9"
 	grep -q "'../l2/many/d1/f1' in the file list: not a path beneath" "$W/tx-pl2.log" ||
 		t_fail "no message for the '..' name"
@@ -1925,7 +1930,7 @@ sub/b.c
 	printf 'sub
 a.c
 ' >"$W/scr-pdir"
-	send "$W/tx-pl3.log" --port $P -r --exclude=top --json --manifest="$W/scr-m3" \
+	send "$W/tx-pl3.log" --port "$P" -r --exclude=top --json --manifest="$W/scr-m3" \
 		--files-from="$W/scr-pdir" "$ADDR::l1" got/pl3
 	[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 	[ "$(listing got/pl3)" = "./a.c ./sub ./sub/b.c " ] || t_fail "got: $(listing got/pl3)"
@@ -1938,11 +1943,11 @@ a.c
 	t_end
 
 	t_begin "--files-from on a pull --dry-run, then --resume: nothing made, then all of it"
-	send "$W/tx-pl4.log" --port $P --dry-run --files-from="$W/scr-pdir" "$ADDR::l1" got/pl4/
+	send "$W/tx-pl4.log" --port "$P" --dry-run --files-from="$W/scr-pdir" "$ADDR::l1" got/pl4/
 	[ "$SRC" = 0 ] || t_fail "dry run: exit $SRC, want 0"
 	[ ! -e got/pl4 ] || t_fail "got/pl4 made by a dry run"
 	grep -qx 'new      got/pl4/a.c' "$W/tx-pl4.log" || t_fail "no 'new got/pl4/a.c'"
-	send "$W/tx-pl4.log" --port $P --resume --files-from="$W/scr-pdir" "$ADDR::l1" got/pl4/
+	send "$W/tx-pl4.log" --port "$P" --resume --files-from="$W/scr-pdir" "$ADDR::l1" got/pl4/
 	[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 	[ "$(listing got/pl4)" = "./a.c ./sub " ] || t_fail "got: $(listing got/pl4)"
 	t_log "$W/tx-pl4.log" "$W/rx-scr.log"
@@ -1962,17 +1967,17 @@ script_delete() {
 	echo secret >"$W/outside/secret"
 	echo f >"$W/outside/d/f"
 	t_begin "--delete push: nested extra files, dirs, symlinks gone; excluded, outside, beside kept"
-	send "$W/tx-del0.log" --port $P -r src/mir "$ADDR::mir/"
+	send "$W/tx-del0.log" --port "$P" -r src/mir "$ADDR::mir/"
 	_d=rx/scr/mir/mir
-	mkdir -p $_d/old/older $_d/sub/gone
+	mkdir -p "$_d/old/older" "$_d/sub/gone"
 	for f in x sub/y old/older/z sub/gone/g; do echo "$f" >"$_d/$f"; done
-	echo excluded >$_d/sub/notes.keep
-	ln -s "$W/outside" $_d/sub/out # a directory outside the root
-	ln -s "$W/outside/secret" $_d/lnfile
+	echo excluded >"$_d/sub/notes.keep"
+	ln -s "$W/outside" "$_d/sub/out" # a directory outside the root
+	ln -s "$W/outside/secret" "$_d/lnfile"
 	echo beside >rx/scr/mir/beside
-	send "$W/tx-del1.log" --port $P -r --delete --exclude='*.keep' src/mir "$ADDR::mir/"
+	send "$W/tx-del1.log" --port "$P" -r --delete --exclude='*.keep' src/mir "$ADDR::mir/"
 	[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
-	[ "$(listing $_d)" = "$_mw" ] || t_fail "got: $(listing $_d)"
+	[ "$(listing "$_d")" = "$_mw" ] || t_fail "got: $(listing "$_d")"
 	[ -f rx/scr/mir/beside ] || t_fail "DEST's own entry 'beside' deleted"
 	[ "$(listing "$W/outside")" = "$_mo" ] || t_fail "outside: $(listing "$W/outside")"
 	grep -q ', deleted 9, retries' "$W/tx-del1.log" || t_fail "no 'deleted 9' in the summary"
@@ -1985,7 +1990,7 @@ script_delete() {
 	echo o >got/mir/old/o
 	ln -s "$W/outside" got/mir/out
 	echo mine >got/beside
-	send "$W/tx-del2.log" --port $P -r --delete "$ADDR::mir/mir" got/
+	send "$W/tx-del2.log" --port "$P" -r --delete "$ADDR::mir/mir" got/
 	[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 	[ "$(listing got/mir)" = "$_mw" ] || t_fail "got: $(listing got/mir)"
 	[ -f got/beside ] || t_fail "DEST's own entry 'beside' deleted"
@@ -1994,11 +1999,11 @@ script_delete() {
 	t_end
 
 	t_begin "--dry-run --delete: lists exactly what would go, changes nothing"
-	echo x2 >$_d/x2
-	mkdir -p $_d/d2
-	echo y >$_d/d2/y
+	echo x2 >"$_d/x2"
+	mkdir -p "$_d/d2"
+	echo y >"$_d/d2/y"
 	sums rx/scr/mir >"$W/del-before"
-	send "$W/tx-del3.log" --port $P -r --delete --dry-run --exclude='*.keep' src/mir "$ADDR::mir/"
+	send "$W/tx-del3.log" --port "$P" -r --delete --dry-run --exclude='*.keep' src/mir "$ADDR::mir/"
 	[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 	sums rx/scr/mir >"$W/del-after"
 	cmp -s "$W/del-before" "$W/del-after" || t_fail "the receiver's tree changed"
@@ -2009,34 +2014,34 @@ script_delete() {
 	t_end
 
 	t_begin "--max-delete: more would go, so nothing is deleted (exit 13)"
-	send "$W/tx-del4.log" --port $P -r --delete --max-delete=2 --exclude='*.keep' src/mir "$ADDR::mir/"
+	send "$W/tx-del4.log" --port "$P" -r --delete --max-delete=2 --exclude='*.keep' src/mir "$ADDR::mir/"
 	[ "$SRC" = 13 ] || t_fail "exit $SRC, want 13"
 	grep -q '3 entries would go, more than --max-delete 2' "$W/tx-del4.log" || t_fail "no line naming the brake"
-	[ -f $_d/x2 ] && [ -f $_d/d2/y ] || t_fail "deleted despite the brake"
+	[ -f "$_d/x2" ] && [ -f "$_d/d2/y" ] || t_fail "deleted despite the brake"
 	t_log "$W/tx-del4.log" "$W/rx-scr.log"
 	t_end
 
 	t_begin "--delete with a file that fails (a chunk corrupted): nothing deleted, exit 9"
 	mkrand src/mir/big $((3 * 65536 + 7))
-	RDCP_TEST_CORRUPT_CHUNK=1 timeout -s KILL 60 rdcp-hooks --port $P --chunk-size 64K \
+	RDCP_TEST_CORRUPT_CHUNK=1 timeout -s KILL 60 rdcp-hooks --port "$P" --chunk-size 64K \
 		-r --delete --exclude='*.keep' src/mir "$ADDR::mir/" >"$W/tx-del5.log" 2>&1
 	SRC=$?
 	[ "$SRC" = 9 ] || t_fail "exit $SRC, want 9"
-	[ -f $_d/x2 ] && [ -f $_d/d2/y ] || t_fail "deleted after a failed file"
+	[ -f "$_d/x2" ] && [ -f "$_d/d2/y" ] || t_fail "deleted after a failed file"
 	grep -q 'nothing deleted' "$W/tx-del5.log" || t_fail "no 'nothing deleted'"
-	rm -f src/mir/big $_d/big
+	rm -f src/mir/big "$_d/big"
 	no_temp rx/scr/mir
 	t_log "$W/tx-del5.log" "$W/rx-scr.log"
 	t_end
 
 	t_begin "--delete --json: a file_deleted event per entry, deleted in the summary"
-	send "$W/tx-del6.log" --port $P -r --delete --json --exclude='*.keep' src/mir "$ADDR::mir/"
+	send "$W/tx-del6.log" --port "$P" -r --delete --json --exclude='*.keep' src/mir "$ADDR::mir/"
 	[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 	[ "$(grep -c '"event":"file_deleted"' "$W/tx-del6.log")" = 3 ] || t_fail "not 3 file_deleted events"
 	grep -q '"event":"file_deleted","path":"mir/d2","type":"dir","status":"ok"' "$W/tx-del6.log" ||
 		t_fail "no file_deleted for mir/d2"
 	[ "$(jget "$W/tx-del6.log" summary deleted)" = 3 ] || t_fail "summary deleted '$(jget "$W/tx-del6.log" summary deleted)'"
-	[ "$(listing $_d)" = "$_mw" ] || t_fail "got: $(listing $_d)"
+	[ "$(listing "$_d")" = "$_mw" ] || t_fail "got: $(listing "$_d")"
 	t_log "$W/tx-del6.log" "$W/rx-scr.log"
 	t_end
 }
@@ -2068,18 +2073,18 @@ rt_kill_rx() {
 s_retry() {
 	rm -rf rx/rt
 	mkdir -p src rx/rt
-	mkrand src/rt $RT_SIZE
+	mkrand src/rt "$RT_SIZE"
 	echo small >src/rt-small
 
 	t_begin "--retry: receiver killed mid-copy and restarted, the same run completes byte-identical"
 	nextport
-	if start_rx_or_fail "$W/rx-rt1.log" --root "$W/rx/rt" --port $P; then
+	if start_rx_or_fail "$W/rx-rt1.log" --root "$W/rx/rt" --port "$P"; then
 		# The names from a pipe on stdin, read once: each attempt
 		# reads them again (spooled).
 		rm -f "$W/rt-fifo"
 		mkfifo "$W/rt-fifo"
 		(printf 'rt-small\nrt\n' >"$W/rt-fifo") &
-		rdcp --port $P --chunk-size 64K --bwlimit 1M --retry 5 --retry-wait 0.5 \
+		rdcp --port "$P" --chunk-size 64K --bwlimit 1M --retry 5 --retry-wait 0.5 \
 			--json --files-from=- --checksum sha256 --manifest="$W/rt-man" \
 			src "$ADDR::l/" <"$W/rt-fifo" >"$W/tx-rt1.log" 2>&1 &
 		TX=$!
@@ -2087,10 +2092,10 @@ s_retry() {
 		if rt_kill_rx rx/rt/l rt; then
 			# A loop brings the receiver back (as a supervisor would).
 			_i=0
-			until start_rx "$W/rx-rt1b.log" --root "$W/rx/rt" --port $P; do
+			until start_rx "$W/rx-rt1b.log" --root "$W/rx/rt" --port "$P"; do
 				kill -9 "$RX" 2>/dev/null
 				_i=$((_i + 1))
-				[ $_i -lt 10 ] || break
+				[ "$_i" -lt 10 ] || break
 				usleep 300000
 			done
 			wait_pid "$TX" 120
@@ -2109,7 +2114,7 @@ s_retry() {
 			esac
 			_sent=$(jlastdone "$W/tx-rt1.log" src/rt sent)
 			echo "# attempts: $_a; the last sent $_sent of $RT_SIZE bytes"
-			[ -n "$_sent" ] && [ "$_sent" -lt $RT_SIZE ] ||
+			[ -n "$_sent" ] && [ "$_sent" -lt "$RT_SIZE" ] ||
 				t_fail "the retry sent '$_sent' bytes, want fewer than $RT_SIZE (resumed)"
 			[ "$(grep -c '^[0-9a-f]\{64\}  rt$' "$W/rt-man")/$(grep -c '^[0-9a-f]\{64\}  rt-small$' "$W/rt-man")/$(wc -l <"$W/rt-man")" = 1/1/2 ] ||
 				t_fail "manifest: not one line per file: $(tr '\n' ' ' <"$W/rt-man")"
@@ -2127,20 +2132,20 @@ s_retry() {
 	mkdir -p rx/rt/pl got
 	cp src/rt src/rt-small rx/rt/pl/
 	nextport
-	if start_rx_or_fail "$W/rx-rt6.log" --root "$W/rx/rt" --port $P; then
+	if start_rx_or_fail "$W/rx-rt6.log" --root "$W/rx/rt" --port "$P"; then
 		rm -f "$W/rt-fifo"
 		mkfifo "$W/rt-fifo"
 		(printf 'rt-small\nrt\n' >"$W/rt-fifo") &
-		rdcp --port $P --chunk-size 64K --bwlimit 1M --retry 5 --retry-wait 0.5 \
+		rdcp --port "$P" --chunk-size 64K --bwlimit 1M --retry 5 --retry-wait 0.5 \
 			--json --files-from=- "$ADDR::pl" got/rt/ <"$W/rt-fifo" >"$W/tx-rt6.log" 2>&1 &
 		TX=$!
 		track "$TX"
 		if rt_kill_rx got/rt rt; then
 			_i=0
-			until start_rx "$W/rx-rt6b.log" --root "$W/rx/rt" --port $P; do
+			until start_rx "$W/rx-rt6b.log" --root "$W/rx/rt" --port "$P"; do
 				kill -9 "$RX" 2>/dev/null
 				_i=$((_i + 1))
-				[ $_i -lt 10 ] || break
+				[ "$_i" -lt 10 ] || break
 				usleep 300000
 			done
 			wait_pid "$TX" 120
@@ -2155,7 +2160,7 @@ s_retry() {
 			peer-lost/11/true*) ;;
 			*) t_fail "attempts: '$_a', want peer-lost/11/true first" ;;
 			esac
-			[ -n "$_sent" ] && [ "$_sent" -lt $RT_SIZE ] ||
+			[ -n "$_sent" ] && [ "$_sent" -lt "$RT_SIZE" ] ||
 				t_fail "the retry sent '$_sent' bytes, want fewer than $RT_SIZE (resumed)"
 		fi
 		kill -9 "$TX" 2>/dev/null
@@ -2166,9 +2171,9 @@ s_retry() {
 
 	t_begin "--retry: a receiver not listening yet (exit 3) is tried again"
 	nextport
-	bg_send "$W/tx-rt2.log" --port $P --retry 4 --retry-wait 1 --json src/rt-small "$ADDR::late"
+	bg_send "$W/tx-rt2.log" --port "$P" --retry 4 --retry-wait 1 --json src/rt-small "$ADDR::late"
 	usleep 1500000
-	if start_rx_or_fail "$W/rx-rt2.log" --root "$W/rx/rt" --port $P; then
+	if start_rx_or_fail "$W/rx-rt2.log" --root "$W/rx/rt" --port "$P"; then
 		wait_pid "$TX" 60
 		[ "$WRC" = 0 ] || t_fail "sender exit $WRC, want 0"
 		same src/rt-small rx/rt/late
@@ -2189,7 +2194,7 @@ s_retry() {
 		echo "# (this rdcp has no --keygen: nothing to test)"
 	elif alive "$RX"; then
 		[ -f "$W/other.key" ] || rdcp --keygen "$W/other.key" >/dev/null 2>&1
-		send "$W/tx-rt3.log" --port $P --key-file "$W/other.key" --retry 3 \
+		send "$W/tx-rt3.log" --port "$P" --key-file "$W/other.key" --retry 3 \
 			--retry-wait 5 --json src/rt-small "$ADDR::auth"
 		[ "$SRC" = 4 ] || t_fail "sender exit $SRC, want 4"
 		[ "${ST%.*}" -lt 4 ] || t_fail "took ${ST}s: it waited to retry"
@@ -2206,8 +2211,8 @@ s_retry() {
 
 	t_begin "--retry: a receiver stopped with SIGTERM lets the running session finish (exit 0), refuses new ones (retried after its restart), then exits 130"
 	nextport
-	if start_rx "$W/rx-rt7.log" --root "$W/rx/rt" --port $P; then
-		bg_send "$W/tx-rt7.log" --port $P --chunk-size 64K --bwlimit 1M --retry 3 \
+	if start_rx "$W/rx-rt7.log" --root "$W/rx/rt" --port "$P"; then
+		bg_send "$W/tx-rt7.log" --port "$P" --chunk-size 64K --bwlimit 1M --retry 3 \
 			--retry-wait 0.5 --json src/rt "$ADDR::grace"
 		if wait_partfile rx/rt grace "$TX"; then
 			_tx=$TX
@@ -2215,7 +2220,7 @@ s_retry() {
 			kill -TERM "$RX"
 			usleep 200000
 			# A client that comes while it stops: refused, tried again.
-			bg_send "$W/tx-rt7b.log" --port $P --retry 20 --retry-wait 0.5 \
+			bg_send "$W/tx-rt7b.log" --port "$P" --retry 20 --retry-wait 0.5 \
 				--json src/rt-small "$ADDR::late7"
 			_tx2=$TX
 			wait_pid "$_tx" 60
@@ -2226,7 +2231,7 @@ s_retry() {
 			[ "$WRC" = 130 ] || t_fail "receiver exit $WRC after SIGTERM, want 130"
 			grep -q 'shutting down: 1 running session' "$W/rx-rt7.log" || t_fail "the receiver did not say it waits for the session"
 			grep -q 'refused .*: shutting down' "$W/rx-rt7.log" || t_fail "the late client was not refused while it stopped"
-			start_rx "$W/rx-rt7c.log" --root "$W/rx/rt" --port $P || t_fail "the restart did not listen"
+			start_rx "$W/rx-rt7c.log" --root "$W/rx/rt" --port "$P" || t_fail "the restart did not listen"
 			wait_pid "$_tx2" 60
 			[ "$WRC" = 0 ] || t_fail "the late client: exit $WRC, want 0"
 			same src/rt-small rx/rt/late7
@@ -2247,8 +2252,8 @@ s_retry() {
 
 	t_begin "--retry: a receiver stopped at once (SIGTERM twice) tells the client, which resumes against its restart (was: 'interrupted', exit 130)"
 	nextport
-	if start_rx "$W/rx-rt8.log" --root "$W/rx/rt" --port $P; then
-		bg_send "$W/tx-rt8.log" --port $P --chunk-size 64K --bwlimit 1M --retry 5 \
+	if start_rx "$W/rx-rt8.log" --root "$W/rx/rt" --port "$P"; then
+		bg_send "$W/tx-rt8.log" --port "$P" --chunk-size 64K --bwlimit 1M --retry 5 \
 			--retry-wait 0.5 --json src/rt "$ADDR::stopped"
 		if wait_partfile rx/rt stopped "$TX"; then
 			usleep 1000000
@@ -2259,10 +2264,10 @@ s_retry() {
 			[ "$WRC" = 130 ] || t_fail "receiver exit $WRC, want 130"
 			[ ! -e rx/rt/stopped ] || t_fail "a partial file under its final name"
 			_i=0
-			until start_rx "$W/rx-rt8b.log" --root "$W/rx/rt" --port $P; do
+			until start_rx "$W/rx-rt8b.log" --root "$W/rx/rt" --port "$P"; do
 				kill -9 "$RX" 2>/dev/null
 				_i=$((_i + 1))
-				[ $_i -lt 10 ] || break
+				[ "$_i" -lt 10 ] || break
 				usleep 300000
 			done
 			wait_pid "$TX" 60
@@ -2276,7 +2281,7 @@ s_retry() {
 			*) t_fail "attempts: '$_a', want peer-lost/11/true first" ;;
 			esac
 			_sent=$(jlastdone "$W/tx-rt8.log" src/rt sent)
-			[ -n "$_sent" ] && [ "$_sent" -lt $RT_SIZE ] ||
+			[ -n "$_sent" ] && [ "$_sent" -lt "$RT_SIZE" ] ||
 				t_fail "the retry sent '$_sent' bytes, want fewer than $RT_SIZE (resumed)"
 		else
 			t_fail "transfer never started"
@@ -2291,8 +2296,8 @@ s_retry() {
 
 	t_begin "--retry: N exhausted, the exit status is the last attempt's"
 	nextport
-	if start_rx_or_fail "$W/rx-rt4.log" --root "$W/rx/rt" --once --port $P; then
-		bg_send "$W/tx-rt4.log" --port $P --chunk-size 64K --bwlimit 1M --connect-timeout 2 \
+	if start_rx_or_fail "$W/rx-rt4.log" --root "$W/rx/rt" --once --port "$P"; then
+		bg_send "$W/tx-rt4.log" --port "$P" --chunk-size 64K --bwlimit 1M --connect-timeout 2 \
 			--retry 2 --retry-wait 0.2 --json src/rt "$ADDR::ex"
 		if rt_kill_rx rx/rt ex; then
 			wait_pid "$TX" 60
@@ -2313,8 +2318,8 @@ s_retry() {
 
 	t_begin "--retry: SIGTERM in the wait ends it at once (130), the temporary left for --resume"
 	nextport
-	if start_rx_or_fail "$W/rx-rt5.log" --root "$W/rx/rt" --once --port $P; then
-		bg_send "$W/tx-rt5.log" --port $P --chunk-size 64K --bwlimit 1M \
+	if start_rx_or_fail "$W/rx-rt5.log" --root "$W/rx/rt" --once --port "$P"; then
+		bg_send "$W/tx-rt5.log" --port "$P" --chunk-size 64K --bwlimit 1M \
 			--retry 3 --retry-wait 30 --json src/rt "$ADDR::sig"
 		if rt_kill_rx rx/rt sig; then
 			if wait_until 40 "$TX" logged "$W/tx-rt5.log" '"event":"attempt"'; then
@@ -2329,12 +2334,12 @@ s_retry() {
 			fi
 			[ -f rx/rt/.sig.rdcp-part ] || t_fail "the temporary was not kept"
 			nextport
-			if start_rx "$W/rx-rt5b.log" --root "$W/rx/rt" --once --port $P; then
-				send "$W/tx-rt5b.log" --port $P --chunk-size 64K --resume --json src/rt "$ADDR::sig"
+			if start_rx "$W/rx-rt5b.log" --root "$W/rx/rt" --once --port "$P"; then
+				send "$W/tx-rt5b.log" --port "$P" --chunk-size 64K --resume --json src/rt "$ADDR::sig"
 				[ "$SRC" = 0 ] || t_fail "--resume afterwards: exit $SRC"
 				same src/rt rx/rt/sig
 				_sent=$(jdone "$W/tx-rt5b.log" src/rt sent)
-				[ -n "$_sent" ] && [ "$_sent" -lt $RT_SIZE ] ||
+				[ -n "$_sent" ] && [ "$_sent" -lt "$RT_SIZE" ] ||
 					t_fail "--resume afterwards sent '$_sent' of $RT_SIZE bytes"
 				stop_rx 10
 			else
@@ -2348,8 +2353,8 @@ s_retry() {
 
 	t_begin "--retry: SIGINT mid-copy ends it at once (130), not retried, the temporary kept"
 	nextport
-	if start_rx_or_fail "$W/rx-rt6.log" --root "$W/rx/rt" --port $P; then
-		bg_send "$W/tx-rt6.log" --port $P --chunk-size 64K --bwlimit 1M \
+	if start_rx_or_fail "$W/rx-rt6.log" --root "$W/rx/rt" --port "$P"; then
+		bg_send "$W/tx-rt6.log" --port "$P" --chunk-size 64K --bwlimit 1M \
 			--retry 3 --retry-wait 0.2 --json src/rt "$ADDR::int"
 		if wait_partfile rx/rt int "$TX"; then
 			usleep 1000000
@@ -2386,7 +2391,7 @@ dm_tree() {
 	mkdir -p "$1/a/b" "$1/c"
 	echo c >"$1/c/f"
 	echo a >"$1/a/f"
-	mkrand "$1/a/b/big" $DM_SIZE
+	mkrand "$1/a/b/big" "$DM_SIZE"
 	chmod 0755 "$1" "$1/a"
 	chmod 0750 "$1/a/b"
 	chmod 0705 "$1/c"
@@ -2413,9 +2418,9 @@ s_dirmodes() {
 	mkdir -p src rx/dm/push got/dm/pl got/dm/rt
 	dm_tree src/dm
 	nextport
-	if start_rx "$W/rx-dm.log" --root "$W/rx/dm" --port $P; then
+	if start_rx "$W/rx-dm.log" --root "$W/rx/dm" --port "$P"; then
 		t_begin "dirmodes: push cut by SIGINT, then -r --resume: every directory's mode as the source's less the umask"
-		bg_send "$W/tx-dm1.log" --port $P --chunk-size 64K --bwlimit 1M -r src/dm "$ADDR::push/"
+		bg_send "$W/tx-dm1.log" --port "$P" --chunk-size 64K --bwlimit 1M -r src/dm "$ADDR::push/"
 		if wait_partfile rx/dm/push/dm/a/b big "$TX"; then
 			usleep 1000000
 			kill -INT "$TX"
@@ -2423,7 +2428,7 @@ s_dirmodes() {
 			[ "$WRC" = 130 ] || t_fail "cut copy: exit $WRC, want 130"
 			usleep 1000000 # the receiver ends the cut session
 			dm_cut rx/dm/push/dm
-			send "$W/tx-dm1b.log" --port $P -r --resume src/dm "$ADDR::push/"
+			send "$W/tx-dm1b.log" --port "$P" -r --resume src/dm "$ADDR::push/"
 			[ "$SRC" = 0 ] || t_fail "second copy: exit $SRC, want 0"
 			same src/dm/a/b/big rx/dm/push/dm/a/b/big
 			dm_check src/dm rx/dm/push/dm
@@ -2436,14 +2441,14 @@ s_dirmodes() {
 
 		t_begin "dirmodes: pull -r -p cut by kill -9, then again: every directory's mode and mtime as the source's"
 		cp -a src/dm rx/dm/pl
-		bg_send "$W/tx-dm2.log" --port $P --chunk-size 64K --bwlimit 1M -r -p "$ADDR::pl" got/dm/pl/
+		bg_send "$W/tx-dm2.log" --port "$P" --chunk-size 64K --bwlimit 1M -r -p "$ADDR::pl" got/dm/pl/
 		if wait_partfile got/dm/pl/pl/a/b big "$TX"; then
 			usleep 1000000
 			kill -9 "$TX"
 			wait "$TX" 2>/dev/null
 			dm_cut got/dm/pl/pl
 			usleep 500000
-			send "$W/tx-dm2b.log" --port $P -r -p --resume "$ADDR::pl" got/dm/pl/
+			send "$W/tx-dm2b.log" --port "$P" -r -p --resume "$ADDR::pl" got/dm/pl/
 			[ "$SRC" = 0 ] || t_fail "second copy: exit $SRC, want 0"
 			same src/dm/a/b/big got/dm/pl/pl/a/b/big
 			dm_check src/dm got/dm/pl/pl p
@@ -2463,18 +2468,18 @@ s_dirmodes() {
 
 	t_begin "dirmodes: pull -r --retry, the receiver killed and restarted: exit 0, every directory's mode less the umask"
 	nextport
-	if start_rx "$W/rx-dm3.log" --root "$W/rx/dm" --port $P; then
-		bg_send "$W/tx-dm3.log" --port $P --chunk-size 64K --bwlimit 1M --retry 5 \
+	if start_rx "$W/rx-dm3.log" --root "$W/rx/dm" --port "$P"; then
+		bg_send "$W/tx-dm3.log" --port "$P" --chunk-size 64K --bwlimit 1M --retry 5 \
 			--retry-wait 0.5 -r "$ADDR::pl" got/dm/rt/
 		if wait_partfile got/dm/rt/pl/a/b big "$TX"; then
 			usleep 1000000
 			kill -9 "$RX"
 			wait "$RX" 2>/dev/null
 			_i=0
-			until start_rx "$W/rx-dm3b.log" --root "$W/rx/dm" --port $P; do
+			until start_rx "$W/rx-dm3b.log" --root "$W/rx/dm" --port "$P"; do
 				kill -9 "$RX" 2>/dev/null
 				_i=$((_i + 1))
-				[ $_i -lt 10 ] || break
+				[ "$_i" -lt 10 ] || break
 				usleep 300000
 			done
 			wait_pid "$TX" 120
@@ -2526,11 +2531,11 @@ s_entries() {
 			xargs touch)
 	done
 	nextport
-	if start_rx "$W/rx-ent.log" --root "$W/rx/ent" --port $P; then
+	if start_rx "$W/rx-ent.log" --root "$W/rx/ent" --port "$P"; then
 		t_begin "--files-from: 400 000 names cost the client no more memory than 20 000"
-		send "$W/tx-ent1.log" -v --port $P --files-from="$W/ent-l1" src/ent "$ADDR::e1"
+		send "$W/tx-ent1.log" -v --port "$P" --files-from="$W/ent-l1" src/ent "$ADDR::e1"
 		_s1=$SRC
-		send "$W/tx-ent2.log" -v --port $P --files-from="$W/ent-l2" src/ent "$ADDR::e2"
+		send "$W/tx-ent2.log" -v --port "$P" --files-from="$W/ent-l2" src/ent "$ADDR::e2"
 		[ "$_s1" = 6 ] && [ "$SRC" = 6 ] || t_fail "exit $_s1 and $SRC, want 6 (every name missing)"
 		_a=$(maxrss "$W/tx-ent1.log") _b=$(maxrss "$W/tx-ent2.log")
 		echo "# client peak RSS: ${_a:-?} KiB for 20 000 names, ${_b:-?} KiB for 400 000"
@@ -2545,10 +2550,10 @@ s_entries() {
 	t_begin "a pull of 40 000 files costs the walking receiver no more memory than 5 000"
 	for _t in t1 t2; do
 		nextport
-		if ! start_rx_or_fail "$W/rx-ent-$_t.log" --root "$W/rx/ent" --once --port $P; then
+		if ! start_rx_or_fail "$W/rx-ent-$_t.log" --root "$W/rx/ent" --once --port "$P"; then
 			continue
 		fi
-		send "$W/tx-ent-$_t.log" --port $P -r --chunk-size 64K --window 4 "$ADDR::$_t" "got/ent/$_t"
+		send "$W/tx-ent-$_t.log" --port "$P" -r --chunk-size 64K --window 4 "$ADDR::$_t" "got/ent/$_t"
 		[ "$SRC" = 0 ] || t_fail "pull of $_t: exit $SRC, want 0"
 		stop_rx 30
 	done
@@ -2584,6 +2589,7 @@ s_ssh() {
 		else
 			# shellcheck disable=SC2016,SC2086 # remote $(...); SSH: words
 			rm -f "$SSH_HOME/rdcp-ssh-probe"
+			# shellcheck disable=SC2086 # $SSH: the ssh command and its options
 			run_bounded 60 "$W/ssh-run.log" $SSH "$_ss_h" \
 				': >rdcp-ssh-probe; echo "ok $(pwd) $(ulimit -l) $(command -v rdcp)"; exit 3'
 			[ "$SRC" = 3 ] || t_fail "ssh exit $SRC, want 3 (the command's)"
@@ -2655,7 +2661,7 @@ s_ssh() {
 ssh_rdcp() {
 	_sr_n=8388608
 	mkdir -p src/sshr rx/sshr
-	head -c $_sr_n /dev/urandom >src/sshr/f
+	head -c "$_sr_n" /dev/urandom >src/sshr/f
 	for _sr_k in push pull both lo addr; do
 		t_begin "rdcp over ssh, $_sr_k: no key, no receiver running$([ -n "$HOST_MODE" ] || echo ', data over RDMA')"
 		if [ -n "${RDCP_E2E_SSH_ERR:-}" ]; then
@@ -2682,7 +2688,7 @@ ssh_rdcp() {
 		if [ -z "$HOST_MODE" ]; then
 			grep -q "over rdma" "$W/tx-sshr-$_sr_k.log" ||
 				t_fail "the summary does not say rdma"
-			over_rdma "$_sr_k" "$_sr_b" "$_sr_a" $_sr_n
+			over_rdma "$_sr_k" "$_sr_b" "$_sr_a" "$_sr_n"
 		fi
 		_sr_d=$(sshd_pid)
 		[ -z "$_sr_d" ] || wait_until 20 "" no_descendants "$_sr_d" ||
@@ -2711,8 +2717,8 @@ s_devremove() {
 	# 'rdma link show' names links DEV/PORT: rxe0/1 ... netdev dummy0
 	_dr_dev=$(rdma link show | sed -n 's|^link rxe0/[0-9]* .* netdev \([^ ]*\).*|\1|p' | head -n1)
 	nextport
-	if start_rx_or_fail "$W/rx-dr.log" --transport rdma --device rxe0 --timeout 60 --root "$W/rx/dr" --port $P; then
-		rdcp --transport rdma --timeout 60 --port $P --window 2 --chunk-size 64K src/k64 "$ADDR::k64" >"$W/tx-dr.log" 2>&1 &
+	if start_rx_or_fail "$W/rx-dr.log" --transport rdma --device rxe0 --timeout 60 --root "$W/rx/dr" --port "$P"; then
+		rdcp --transport rdma --timeout 60 --port "$P" --window 2 --chunk-size 64K src/k64 "$ADDR::k64" >"$W/tx-dr.log" 2>&1 &
 		TX=$!
 		if wait_partfile rx/dr k64 "$TX"; then
 			_dr_s=$(now)
@@ -2745,8 +2751,8 @@ s_devremove() {
 	t_begin "rxe0 re-created: a copy works again"
 	mkrand src/dr 300000
 	nextport
-	if start_rx_or_fail "$W/rx-dr2.log" --transport rdma --root "$W/rx/dr" --once --port $P; then
-		run_bounded 120 "$W/tx-dr2.log" rdcp --transport rdma --port $P src/dr "$ADDR::dr"
+	if start_rx_or_fail "$W/rx-dr2.log" --transport rdma --root "$W/rx/dr" --once --port "$P"; then
+		run_bounded 120 "$W/tx-dr2.log" rdcp --transport rdma --port "$P" src/dr "$ADDR::dr"
 		[ "$SRC" = 0 ] || t_fail "sender exit $SRC"
 		stop_rx 20
 		cmp -s src/dr rx/dr/dr || t_fail "dr differs"
@@ -2784,12 +2790,12 @@ s_rails() {
 		t_fail "rxe1 never became active"
 	for n in 2 4; do
 		nextport
-		if ! start_rx_or_fail "$W/rx-rl$n.log" --root "$W/rx/rl" --port $P; then
+		if ! start_rx_or_fail "$W/rx-rl$n.log" --root "$W/rx/rl" --port "$P"; then
 			continue
 		fi
 		a0=$(rail_pkts rxe0) a1=$(rail_pkts rxe1)
-		send "$W/tx-rl$n.log" -v --streams $n --chunk-size 256K \
-			--port $P src/rl16 "$ADDR::rl16-$n"
+		send "$W/tx-rl$n.log" -v --streams "$n" --chunk-size 256K \
+			--port "$P" src/rl16 "$ADDR::rl16-$n"
 		b0=$(rail_pkts rxe0) b1=$(rail_pkts rxe1)
 		[ "$SRC" = 0 ] || t_fail "--streams $n: sender exit $SRC"
 		same src/rl16 "rx/rl/rl16-$n"
@@ -2805,8 +2811,8 @@ s_rails() {
 			t_fail "--streams $n: the sender did not use 2 rails"
 		# A pull: the client is the sink, its ring on both devices.
 		a0=$(rail_pkts rxe0) a1=$(rail_pkts rxe1)
-		send "$W/tx-rlp$n.log" -v --streams $n --chunk-size 256K \
-			--port $P "$ADDR::rl16-$n" "$W/rx/rl/pulled-$n"
+		send "$W/tx-rlp$n.log" -v --streams "$n" --chunk-size 256K \
+			--port "$P" "$ADDR::rl16-$n" "$W/rx/rl/pulled-$n"
 		b0=$(rail_pkts rxe0) b1=$(rail_pkts rxe1)
 		[ "$SRC" = 0 ] || t_fail "pull --streams $n: exit $SRC"
 		same src/rl16 "rx/rl/pulled-$n"
@@ -2819,10 +2825,10 @@ s_rails() {
 	# --device rxe0,rxe1 on both sides: the same two rails; a receiver
 	# with --device rxe0 alone listens there and keeps one.
 	nextport
-	if start_rx "$W/rx-rld.log" --device rxe0,rxe1 --root "$W/rx/rl" --port $P; then
+	if start_rx "$W/rx-rld.log" --device rxe0,rxe1 --root "$W/rx/rl" --port "$P"; then
 		a1=$(rail_pkts rxe1)
 		send "$W/tx-rld.log" -v --device rxe0,rxe1 --streams 2 \
-			--port $P src/rl16 "$ADDR::rl16-d"
+			--port "$P" src/rl16 "$ADDR::rl16-d"
 		b1=$(rail_pkts rxe1)
 		[ "$SRC" = 0 ] || t_fail "--device rxe0,rxe1: sender exit $SRC"
 		same src/rl16 rx/rl/rl16-d
@@ -2835,8 +2841,8 @@ s_rails() {
 		t_fail "receiver --device rxe0,rxe1 did not start listening"
 	fi
 	nextport
-	if start_rx "$W/rx-rl0.log" --device rxe0 --root "$W/rx/rl" --port $P; then
-		send "$W/tx-rl0.log" -v --streams 2 --port $P src/rl16 "$ADDR::rl16-0"
+	if start_rx "$W/rx-rl0.log" --device rxe0 --root "$W/rx/rl" --port "$P"; then
+		send "$W/tx-rl0.log" -v --streams 2 --port "$P" src/rl16 "$ADDR::rl16-0"
 		[ "$SRC" = 0 ] || t_fail "--device rxe0: sender exit $SRC"
 		same src/rl16 rx/rl/rl16-0
 		! logged "$W/rx-rl0.log" "rails" ||
@@ -2849,8 +2855,8 @@ s_rails() {
 	rdma link delete rxe1
 	ip link del dummy1
 	nextport
-	if start_rx_or_fail "$W/rx-rl1.log" --root "$W/rx/rl" --port $P; then
-		send "$W/tx-rl1.log" -v --streams 2 --port $P src/rl16 "$ADDR::rl16-1"
+	if start_rx_or_fail "$W/rx-rl1.log" --root "$W/rx/rl" --port "$P"; then
+		send "$W/tx-rl1.log" -v --streams 2 --port "$P" src/rl16 "$ADDR::rl16-1"
 		[ "$SRC" = 0 ] || t_fail "one rail: sender exit $SRC"
 		same src/rl16 rx/rl/rl16-1
 		! logged "$W/rx-rl1.log" "rails" ||
@@ -2901,11 +2907,11 @@ s_streams() {
 	mktree src/sttree
 	for n in 1 2 4; do
 		nextport
-		if ! start_rx_or_fail "$W/rx-st$n.log" --root "$W/rx/st" --port $P; then
+		if ! start_rx_or_fail "$W/rx-st$n.log" --root "$W/rx/st" --port "$P"; then
 			continue
 		fi
-		bg_run "$W/tx-st$n.log" rdcp -v --streams $n --bwlimit 3M \
-			--chunk-size 256K --port $P src/st48 "$ADDR::st48-$n"
+		bg_run "$W/tx-st$n.log" rdcp -v --streams "$n" --bwlimit 3M \
+			--chunk-size 256K --port "$P" src/st48 "$ADDR::st48-$n"
 		if [ -z "$HOST_MODE" ]; then
 			wait_until 30 "$TX" qp_ready "$TX" "$n" ||
 				t_fail "--streams $n: the sender never had $n QPs"
@@ -2924,11 +2930,11 @@ s_streams() {
 			logged "$W/rx-st$n.log" "$n streams from" ||
 				t_fail "receiver did not run $n streams"
 		fi
-		send "$W/tx-stt$n.log" -r -p --streams $n --port $P src/sttree \
+		send "$W/tx-stt$n.log" -r -p --streams "$n" --port "$P" src/sttree \
 			"$ADDR::tree-$n/"
 		[ "$SRC" = 0 ] || t_fail "tree --streams $n: sender exit $SRC"
 		tree_same src/sttree "rx/st/tree-$n/sttree" p
-		send "$W/tx-stp$n.log" -r --streams $n --port $P \
+		send "$W/tx-stp$n.log" -r --streams "$n" --port "$P" \
 			"$ADDR::tree-$n/sttree" "$W/rx/st/pulled-$n"
 		[ "$SRC" = 0 ] || t_fail "pull --streams $n: sender exit $SRC"
 		tree_same src/sttree "rx/st/pulled-$n"
@@ -2940,8 +2946,8 @@ s_streams() {
 	# The default: over TCP one lane; over RDMA 2 (4 at >= 100 Gb/s).
 	t_begin "--streams default: TCP 1, RDMA 2 (4 on a port of 100 Gb/s)"
 	nextport
-	if start_rx_or_fail "$W/rx-std.log" --root "$W/rx/st" --port $P; then
-		send "$W/tx-std.log" -r --port $P src/sttree "$ADDR::dflt/"
+	if start_rx_or_fail "$W/rx-std.log" --root "$W/rx/st" --port "$P"; then
+		send "$W/tx-std.log" -r --port "$P" src/sttree "$ADDR::dflt/"
 		[ "$SRC" = 0 ] || t_fail "sender exit $SRC"
 		tree_same src/sttree rx/st/dflt/sttree
 		term_rx

@@ -16,6 +16,7 @@
 # process left on either side, nothing under a final name).
 #   tests/e2e/ssh.sh [--build DIR]
 # TAP lines, then "N passed, N failed"; exit 0 only if all passed.
+# shellcheck disable=SC2015 # [ A ] && [ B ] || t_fail: both are conditions, either failing is the failure
 set -uo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=lib.sh source-path=SCRIPTDIR
@@ -172,7 +173,6 @@ rm -rf "$T/dst/cut"; mkdir -p "$T/dst/cut"
 bg_run "$T/cut.log" "$RDCP" -e "$SSH_CMD" --rdcp-path "$RDCP" --bwlimit 40M "$T/src/big" "127.0.0.1:$T/dst/cut/"
 wait_partfile "$T/dst/cut" big "$TX" 20 || t_fail "no transfer under way"
 pkill -9 -P "$TX" -f "^ssh " || t_fail "no ssh child to kill"
-t0=$(now)
 wait_pid "$TX" 30
 rc=$WRC
 [ "$rc" = 11 ] || t_fail "exit $rc, want 11 (peer lost)"
@@ -305,6 +305,7 @@ t_end
 t_begin "--retry over ssh: ssh cannot connect twice (connection refused, as while a host reboots), the third attempt copies"
 # An ssh command line that fails as OpenSSH does when nothing listens,
 # the first two times.
+# shellcheck disable=SC2016 # the script written is the ssh stand-in's
 printf '#!/bin/sh\nn=$(cat "%s" 2>/dev/null || echo 0)\necho $((n + 1)) >"%s"\nif [ "$n" -lt 2 ]; then\n\techo "ssh: connect to host 127.0.0.1 port 22: Connection refused" >&2\n\texit 255\nfi\nexec %s "$@"\n' \
 	"$T/refused" "$T/refused" "$SSH_CMD" >"$T/bin/ssh-refused"
 chmod +x "$T/bin/ssh-refused"
@@ -364,7 +365,7 @@ t_begin "a copy over ssh has no fixed wait after the data: rdcp exits within 0.4
 # the end of its stderr, timed here; the best of three.
 mkdir -p "$T/dst/tail"
 best=""
-for i in 1 2 3; do
+for _ in 1 2 3; do
 	gap=$( { r -v "$T/src/tree/sub/b" "127.0.0.1:$T/dst/tail/" 2>&1 >/dev/null; } |
 		{ t1=""
 		while IFS= read -r l; do

@@ -18,6 +18,7 @@
 # sshd is a failure with the reason, never a skip.
 #
 #   tests/e2e/ssh_selftest.sh [--build DIR] [--list | SCENARIO...]
+# shellcheck disable=SC2317 # functions run by name (scenario lists, traps, wait_until callbacks)
 set -u
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=lib.sh source-path=SCRIPTDIR

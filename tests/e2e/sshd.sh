@@ -186,6 +186,7 @@ sshd_start() {
 		mkdir -p "$dir/home"
 		# Not where mount namespaces are denied (an unprivileged
 		# container): then the real home, as for any other user.
+		# shellcheck disable=SC2016 # expanded by the inner sh
 		if unshare -m --propagation private sh -c 'mount --bind "$1" "$2"' \
 			sh "$dir/home" "$home" >/dev/null 2>&1; then
 			bind=1
@@ -231,6 +232,7 @@ EOF
 			return 1
 		fi
 		: >"$SSHD_LOG"
+		# shellcheck disable=SC2016,SC2094 # expanded by the inner sh; sshd -E and stderr both append to the log
 		if [ "$bind" = 1 ]; then
 			unshare -m --propagation private sh -c \
 				'mount --bind "$1" "$2" && exec "$3" -D -f "$4" -E "$5"' \

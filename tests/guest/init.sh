@@ -29,6 +29,7 @@ fail() {
 }
 
 role=single
+# shellcheck disable=SC2013 # the kernel command line is words
 for a in $(cat /proc/cmdline); do
 	case "$a" in
 	rdcp.role=*) role=${a#rdcp.role=} ;;
@@ -78,7 +79,7 @@ if [ -f /etc/ssh/ssh_host_ed25519_key ]; then
 	/usr/sbin/sshd -E /run/sshd.log ||
 		echo "rdcp-guest: init: sshd did not start: $(tail -n 1 /run/sshd.log)"
 fi
-export RDCP_GUEST_ROLE=$role RDCP_GUEST_ADDR=$addr HOME=/tmp
+export RDCP_GUEST_ROLE="$role" RDCP_GUEST_ADDR=$addr HOME=/tmp
 [ -n "$peer" ] && export RDCP_PEER_ADDR=$peer
 
 set --

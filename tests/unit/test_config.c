@@ -67,7 +67,9 @@ static void cleanup(void)
 static void test_forms_and_order(void)
 {
 	struct config c;
-	char *argv[] = { "rdcp", "--port=9", "a", "h:", NULL };
+	/* argv as main gets it: writable strings */
+	char a0[] = "rdcp", a1[] = "--port=9", a2[] = "a", a3[] = "h:";
+	char *argv[] = { a0, a1, a2, a3, NULL };
 
 	CHECK_EQ(load(&c, "port 1\n# comment\n\n  recursive  \n",
 		      "--port=2\nport = 3\ncompress\ncompress=6\n"
