@@ -40,7 +40,7 @@
 # counts as one failure, so nothing can fail silently; the guest suite
 # fails (never skips) when qemu or the guest kernel cannot be had.
 #
-# One case or scenario alone (README, "Running one test"):
+# One case or scenario alone (doc/TESTING.md, "Running one test"):
 #   DIR/tests/test_engine test_pack_tree        a unit case by name or glob
 #   tests/e2e/run_tcp.sh --build DIR tree       scenarios.sh over TCP
 #   tests/e2e/run_faults.sh --build DIR soak    faults.sh

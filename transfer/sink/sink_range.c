@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Byte ranges of one file sent by several sessions at once (rdcp-mpi's
- * split, README "Wire protocol": Ranges). Every range of a file goes into
+ * split, doc/PROTOCOL.md: Ranges). Every range of a file goes into
  * one temporary, .NAME.rdcp-part, shared (flock LOCK_SH: a whole-file
  * copy of the same name, which takes LOCK_EX, is kept out), each session
  * holding an OFD write lock on its own bytes. Beside it .NAME.rdcp-ranges

@@ -3,7 +3,7 @@
  * Encoding and decoding of the control messages declared in wire.h (the
  * ring slots' contents are in wire_slot.c). The cursors of util/be_codec.h
  * do all byte work; every message body is one function per direction so
- * the layout reads top to bottom, the same order as the README's tables.
+ * the layout reads top to bottom, the same order as doc/PROTOCOL.md's tables.
  */
 #include <endian.h>
 #include <errno.h>
