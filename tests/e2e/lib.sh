@@ -270,6 +270,19 @@ rx_failed() {
 	return 1
 }
 
+# restart_rx LOG ARGS...: start_rx again, up to 10 tries 0.3 s apart,
+# while the port the receiver just left may still be taken (a client
+# retrying against it waits meanwhile). Non-zero when it never started.
+restart_rx() {
+	_rr_i=0
+	until start_rx "$@"; do
+		kill -9 "$RX" 2>/dev/null
+		_rr_i=$((_rr_i + 1))
+		[ "$_rr_i" -lt 10 ] || return 1
+		msleep 300
+	done
+}
+
 # rx_not_started NAME LOG: after a start_rx that failed outside a test:
 # the failed test "NAME: receiver starts" with LOG, and RX killed.
 rx_not_started() {

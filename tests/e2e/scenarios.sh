@@ -2091,13 +2091,7 @@ s_retry() {
 		track "$TX"
 		if rt_kill_rx rx/rt/l rt; then
 			# A loop brings the receiver back (as a supervisor would).
-			_i=0
-			until start_rx "$W/rx-rt1b.log" --root "$W/rx/rt" --port "$P"; do
-				kill -9 "$RX" 2>/dev/null
-				_i=$((_i + 1))
-				[ "$_i" -lt 10 ] || break
-				usleep 300000
-			done
+			restart_rx "$W/rx-rt1b.log" --root "$W/rx/rt" --port "$P"
 			wait_pid "$TX" 120
 			[ "$WRC" = 0 ] || t_fail "sender exit $WRC, want 0"
 			same src/rt rx/rt/l/rt
@@ -2141,13 +2135,7 @@ s_retry() {
 		TX=$!
 		track "$TX"
 		if rt_kill_rx got/rt rt; then
-			_i=0
-			until start_rx "$W/rx-rt6b.log" --root "$W/rx/rt" --port "$P"; do
-				kill -9 "$RX" 2>/dev/null
-				_i=$((_i + 1))
-				[ "$_i" -lt 10 ] || break
-				usleep 300000
-			done
+			restart_rx "$W/rx-rt6b.log" --root "$W/rx/rt" --port "$P"
 			wait_pid "$TX" 120
 			[ "$WRC" = 0 ] || t_fail "client exit $WRC, want 0"
 			same src/rt got/rt/rt
@@ -2263,13 +2251,7 @@ s_retry() {
 			wait_pid "$RX" 10
 			[ "$WRC" = 130 ] || t_fail "receiver exit $WRC, want 130"
 			[ ! -e rx/rt/stopped ] || t_fail "a partial file under its final name"
-			_i=0
-			until start_rx "$W/rx-rt8b.log" --root "$W/rx/rt" --port "$P"; do
-				kill -9 "$RX" 2>/dev/null
-				_i=$((_i + 1))
-				[ "$_i" -lt 10 ] || break
-				usleep 300000
-			done
+			restart_rx "$W/rx-rt8b.log" --root "$W/rx/rt" --port "$P"
 			wait_pid "$TX" 60
 			[ "$WRC" = 0 ] || t_fail "client exit $WRC, want 0"
 			same src/rt rx/rt/stopped
@@ -2475,13 +2457,7 @@ s_dirmodes() {
 			usleep 1000000
 			kill -9 "$RX"
 			wait "$RX" 2>/dev/null
-			_i=0
-			until start_rx "$W/rx-dm3b.log" --root "$W/rx/dm" --port "$P"; do
-				kill -9 "$RX" 2>/dev/null
-				_i=$((_i + 1))
-				[ "$_i" -lt 10 ] || break
-				usleep 300000
-			done
+			restart_rx "$W/rx-dm3b.log" --root "$W/rx/dm" --port "$P"
 			wait_pid "$TX" 120
 			[ "$WRC" = 0 ] || t_fail "client exit $WRC, want 0"
 			grep -q 'trying again' "$W/tx-dm3.log" || t_fail "no retry"

@@ -172,3 +172,42 @@ void src_report(struct source *s, struct src_file *f, int status,
 	}
 	report_file(s->o, &r, s->cfg->p.csum, digest, dlen);
 }
+
+void src_check_unchanged(struct src_file *f, int fd, struct stat *now)
+{
+	if (fstat(fd, now) < 0)
+		file_fail(f, -errno, "cannot stat '%s': %s", f->path,
+			  strerror(errno));
+	else if (!S_ISREG(now->st_mode))
+		file_fail(f, -EINVAL, "cannot send '%s': not a regular file",
+			  f->path);
+	else if (now->st_size != f->st.st_size ||
+		 now->st_mtim.tv_sec != f->st.st_mtim.tv_sec ||
+		 now->st_mtim.tv_nsec != f->st.st_mtim.tv_nsec)
+		file_fail(f, -ESTALE,
+			  "'%s' changed while it was being sent: not copied",
+			  f->path);
+}
+
+void src_open_late(struct source *s, struct src_file *f)
+{
+	struct stat now;
+
+	f->lazy = false;
+	f->fd = walk_open(&s->walk, f->w);
+	if (f->fd < 0) {
+		file_fail(f, f->fd, "cannot open '%s': %s", f->path,
+			  strerror(-f->fd));
+		f->fd = -1;
+		return;
+	}
+	src_check_unchanged(f, f->fd, &now);
+	if (f->err) {
+		close(f->fd);
+		f->fd = -1;
+		return;
+	}
+	f->st = now;
+	posix_fadvise(f->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+	src_open_direct(s, f);
+}

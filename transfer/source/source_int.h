@@ -261,12 +261,6 @@ struct src_job *src_take_job(struct source *s);
 
 /* ---- source_plan.c ---- */
 
-/*
- * A lazy file (f->lazy) the sink wants: opened and checked to be what was
- * announced; f failed (and no fd) if not.
- */
-void src_open_late(struct source *s, struct src_file *f);
-
 /* Plans what can be planned now. How many items, or -1 on a failure. */
 int src_plan(struct source *s);
 
@@ -309,6 +303,19 @@ int src_names_on_msg(struct source *s, const struct wire_names *m);
 int src_names_pump(struct source *s);
 
 /* ---- source_file.c: a file's reads on the source ---- */
+
+/*
+ * A lazy file (f->lazy) the sink wants: opened and checked to be what was
+ * announced; f failed (and no fd) if not.
+ */
+void src_open_late(struct source *s, struct src_file *f);
+
+/*
+ * Whether fd, f's file opened again, is still the regular file the walk
+ * saw (same size and modification time); f failed if not. Its stat in
+ * *now.
+ */
+void src_check_unchanged(struct src_file *f, int fd, struct stat *now);
 
 /*
  * f (open, a regular file) gets its O_DIRECT twin when it goes direct:

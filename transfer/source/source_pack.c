@@ -84,18 +84,8 @@ static int pack_file(struct source *s, struct src_file *f, uint8_t *out,
 	else if (rc)
 		file_fail(f, rc, "cannot read '%s': %s", f->path,
 			  strerror(-rc));
-	else if (fstat(fd, &now) < 0)
-		file_fail(f, -errno, "cannot stat '%s': %s", f->path,
-			  strerror(errno));
-	else if (!S_ISREG(now.st_mode))
-		file_fail(f, -EINVAL, "cannot send '%s': not a regular file",
-			  f->path);
-	else if (now.st_size != f->st.st_size ||
-		 now.st_mtim.tv_sec != f->st.st_mtim.tv_sec ||
-		 now.st_mtim.tv_nsec != f->st.st_mtim.tv_nsec)
-		file_fail(f, -ESTALE,
-			  "'%s' changed while it was being sent: not copied",
-			  f->path);
+	else
+		src_check_unchanged(f, fd, &now);
 	if (fd >= 0)
 		close(fd);
 	if (!f->err) {

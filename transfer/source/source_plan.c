@@ -155,40 +155,6 @@ announce:
 	return 0;
 }
 
-void src_open_late(struct source *s, struct src_file *f)
-{
-	struct stat now;
-
-	f->lazy = false;
-	f->fd = walk_open(&s->walk, f->w);
-	if (f->fd < 0) {
-		file_fail(f, f->fd, "cannot open '%s': %s", f->path,
-			  strerror(-f->fd));
-		f->fd = -1;
-		return;
-	}
-	if (fstat(f->fd, &now) < 0)
-		file_fail(f, -errno, "cannot stat '%s': %s", f->path,
-			  strerror(errno));
-	else if (!S_ISREG(now.st_mode))
-		file_fail(f, -EINVAL, "cannot send '%s': not a regular file",
-			  f->path);
-	else if (now.st_size != f->st.st_size ||
-		 now.st_mtim.tv_sec != f->st.st_mtim.tv_sec ||
-		 now.st_mtim.tv_nsec != f->st.st_mtim.tv_nsec)
-		file_fail(f, -ESTALE,
-			  "'%s' changed while it was being sent: not copied",
-			  f->path);
-	if (f->err) {
-		close(f->fd);
-		f->fd = -1;
-		return;
-	}
-	f->st = now;
-	posix_fadvise(f->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-	src_open_direct(s, f);
-}
-
 /*
  * Moves the planning cursor past chunks that lie wholly in a hole: they are
  * not sent, and the sink's file (sized up front) keeps them as holes. The
