@@ -29,10 +29,21 @@ shell_of() {
 if [ $# -gt 0 ]; then
 	files=("$@")
 else
+	# A package build runs this in an exported tree (no .git, or inside
+	# the checkout's ignored build/): list the files with find there.
+	if [ "$(git rev-parse --show-toplevel 2>/dev/null)" = "$PWD" ]; then
+		list() { git ls-files; }
+	else
+		list() {
+			find . -path ./build -prune -o -path ./.git -prune -o -type f -print |
+				sed 's|^\./||'
+		}
+	fi
 	mapfile -t files < <(
 		{
-			git ls-files '*.sh' '*.bash-completion' .ci/run
-			git ls-files -z | xargs -0 grep -lE '^#!(/usr/bin/env )?/?(usr/)?(bin/)?(ba)?sh\b' 2>/dev/null
+			list | grep -E '\.sh$|\.bash-completion$|^\.ci/run$'
+			list | tr '\n' '\0' |
+				xargs -0 grep -lE '^#!(/usr/bin/env )?/?(usr/)?(bin/)?(ba)?sh\b' 2>/dev/null
 		} | grep -v '^packaging/debian/rules$' | LC_ALL=C sort -u)
 fi
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * rdcp-mpi (cmd/mpi/*.c): one rdcp copy run by N MPI ranks. MPI carries
+ * rdcp-mpi (the files of cmd/mpi/): one rdcp copy run by N MPI ranks. MPI carries
  * only coordination, never data: every rank runs one ordinary rdcp
  * session (xfer_copy) to one of the receivers, fed names through a pipe
  * (xfer_opts.files_from), and the tree is walked by all ranks at once.
