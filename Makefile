@@ -281,10 +281,13 @@ bench: setup
 # BINDIR and SYSCONFDIR. An existing rdcpd.conf is never overwritten.
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 \
+		$(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8 \
 		$(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(UNITDIR) \
 		$(DESTDIR)$(SYSCONFDIR)/rdcp
 	install -m 0755 $(BUILD)/rdcp $(DESTDIR)$(BINDIR)/rdcp
 	install -m 0644 doc/rdcp.1 $(DESTDIR)$(MANDIR)/man1/rdcp.1
+	install -m 0644 doc/rdcp.conf.5 $(DESTDIR)$(MANDIR)/man5/rdcp.conf.5
+	install -m 0644 doc/rdcpd.8 $(DESTDIR)$(MANDIR)/man8/rdcpd.8
 	install -m 0644 cmd/rdcp.bash-completion $(DESTDIR)$(BASHCOMPDIR)/rdcp
 	sed -e 's|/usr/bin/rdcp|$(BINDIR)/rdcp|g' \
 		-e 's|/etc/rdcp/|$(SYSCONFDIR)/rdcp/|g' \
@@ -306,6 +309,7 @@ install-mpi: $(BUILD)/rdcp-mpi
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/rdcp $(DESTDIR)$(MANDIR)/man1/rdcp.1 \
+		$(DESTDIR)$(MANDIR)/man5/rdcp.conf.5 $(DESTDIR)$(MANDIR)/man8/rdcpd.8 \
 		$(DESTDIR)$(BINDIR)/rdcp-mpi $(DESTDIR)$(MANDIR)/man1/rdcp-mpi.1 \
 		$(DESTDIR)$(BASHCOMPDIR)/rdcp $(DESTDIR)$(UNITDIR)/rdcpd.service
 	@echo "kept $(DESTDIR)$(SYSCONFDIR)/rdcp/rdcpd.conf (remove it by hand)"

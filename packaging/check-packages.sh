@@ -73,6 +73,7 @@ if [ -f "$DEB" ]; then
 	dpkg-deb -x "$DEB" "$TMP/deb"
 	missing=
 	for f in usr/bin/rdcp usr/share/man/man1/rdcp.1.gz \
+		usr/share/man/man5/rdcp.conf.5.gz usr/share/man/man8/rdcpd.8.gz \
 		usr/share/bash-completion/completions/rdcp \
 		lib/systemd/system/rdcpd.service etc/rdcp/rdcpd.conf \
 		usr/share/doc/$PKG/copyright; do
@@ -158,6 +159,7 @@ if [ -f "$RPM" ]; then
 	files=$(rpm -qlp "$RPM" 2>/dev/null)
 	missing=
 	for f in /usr/bin/rdcp /usr/share/man/man1/rdcp.1.gz \
+		/usr/share/man/man5/rdcp.conf.5.gz /usr/share/man/man8/rdcpd.8.gz \
 		/usr/share/bash-completion/completions/rdcp \
 		/usr/lib/systemd/system/rdcpd.service /etc/rdcp/rdcpd.conf; do
 		grep -qx "$f" <<<"$files" || missing="$missing $f"
@@ -206,6 +208,11 @@ check "man page: mandoc -T lint clean" \
 	sh -c "out=\$(mandoc -T lint -W warning '$MAN' 2>&1); echo \"\$out\"; [ -z \"\$out\" ]"
 check "man page: groff -man -ww clean" \
 	sh -c "out=\$(groff -man -ww -z '$MAN' 2>&1); echo \"\$out\"; [ -z \"\$out\" ]"
+for page in rdcp.conf.5 rdcpd.8; do
+	check "$page: mandoc -T lint and groff -ww clean" \
+		sh -c "out=\$(mandoc -T lint -W warning '$TOP/doc/$page' 2>&1; groff -man -ww -z '$TOP/doc/$page' 2>&1)
+			echo \"\$out\"; [ -z \"\$out\" ]"
+done
 MPIMAN=$TOP/doc/rdcp-mpi.1
 check "rdcp-mpi man page: mandoc -T lint and groff -ww clean" \
 	sh -c "out=\$(mandoc -T lint -W warning '$MPIMAN' 2>&1; groff -man -ww -z '$MPIMAN' 2>&1)

@@ -70,6 +70,13 @@ same_opts() {
 same_opts "doc/rdcp.1 (an entry each)" "$T/opts.man"
 same_opts "cmd/rdcp.bash-completion" "$T/opts.comp"
 
+# Every man page renders without a warning (groff -ww: also bad macros,
+# escapes and lines the formatter cannot fill).
+for page in "$TOP"/doc/*.[1-8]; do
+	check "$(basename "$page") renders without warnings (groff -man -ww)" \
+		bash -c "command -v groff >/dev/null || { echo 'groff not installed (packaging/build-deps.sh)'; exit 1; }
+			out=\$(groff -t -man -ww -z '$page' 2>&1); echo \"\$out\"; [ -z \"\$out\" ]"
+done
 check "--version names rdcp and a version" bash -c "'$RDCP' --version | grep -Eq '^rdcp [0-9]+\.[0-9]+'"
 check "--usage lists the options" bash -c "'$RDCP' --usage | grep -q -- '--transport'"
 expect_fail "no arguments" 2
