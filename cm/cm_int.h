@@ -128,9 +128,10 @@ struct cm_request {
 };
 
 /*
- * The lane calls of the two transports (cm/verbs_lane.c, cm/tcp_lane.c):
+ * The lane calls of the two transports (cm/rdma_lane.c, cm/tcp_lane.c):
  * req (read, a join) accepted as lane `lane` of c, consumed in every case;
- * a refused one, told PD_ST_REFUSED.
+ * a refused one, told PD_ST_REFUSED (cm/rdma_handshake.c,
+ * cm/tcp_handshake.c; cm/lane_reject.c picks the one).
  */
 int cm_rdma_accept_lane(struct cm_conn *c, struct cm_request *req,
 			unsigned int lane, const struct cm_timeouts *to);

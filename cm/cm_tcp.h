@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * The TCP transport (cm/tcp_conn.c sets up, cm/tcp.c runs): the same
- * struct cm_conn, ops, memory model, events and connection handshake as
+ * The TCP transport (cm/tcp_conn.c sets up, cm/tcp.c and cm/tcp_hca.c
+ * run): the same struct cm_conn, ops, memory model, events and connection
+ * handshake as
  * the RDMA transport of cm/rdma_cm.c and cm/verbs.c, over one TCP
  * connection, for hosts without an RDMA device. A send thread and a
  * receive thread per connection play the HCA: posted work requests go out

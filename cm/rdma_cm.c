@@ -6,7 +6,9 @@
  * and the silent probe that picks RDMA or TCP for AUTO. The verbs
  * resources of a connection are built by vconn_build() (cm/verbs.c) once
  * the cm_id has its device; --device and --gid-index become a source
- * address through cm/device.c.
+ * address through cm/device.c. The steps a lane's join takes too (await
+ * and judge an event, the connect parameters, a refusal) are
+ * cm/rdma_handshake.c's.
  *
  * rdma_* return -1 and set errno; every function below returns 0 or a
  * negative errno and logs the root cause where it is known. Every wait on
@@ -30,52 +32,11 @@
 #include "util/clock.h"
 #include "util/log.h"
 
-#define RETRY_COUNT 6 /* 7 means "forever" on rxe: peer loss never seen */
-#define RNR_RETRY 0   /* credits make RNR impossible; if one happens, fail */
-
 struct cm_rdma_listener {
 	struct rdma_event_channel *ech;
 	struct rdma_cm_id *id;
 	struct log_every short_log;
 };
-
-/*
- * Waits up to timeout_ms for the next event on ch. The caller acks *ev.
- * Returns 0, -ETIMEDOUT, or -errno.
- */
-static int next_event(struct rdma_event_channel *ch, int timeout_ms,
-		      struct rdma_cm_event **ev)
-{
-	uint64_t deadline = clock_now_ms() + (uint64_t)timeout_ms;
-
-	for (;;) {
-		struct pollfd pfd = { .fd = ch->fd, .events = POLLIN };
-		int64_t left = (int64_t)(deadline - clock_now_ms());
-		int rc;
-
-		if (rdma_get_cm_event(ch, ev) == 0)
-			return 0;
-		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-			return -errno;
-		if (left <= 0)
-			return -ETIMEDOUT;
-		rc = poll(&pfd, 1, (int)left);
-		if (rc < 0 && errno != EINTR)
-			return -errno;
-	}
-}
-
-void rcm_conn_param(struct rdma_conn_param *p, const uint8_t *pd,
-		    uint8_t pdlen)
-{
-	memset(p, 0, sizeof(*p));
-	p->private_data = pd;
-	p->private_data_len = pdlen;
-	p->retry_count = RETRY_COUNT;
-	p->rnr_retry_count = RNR_RETRY;
-	p->initiator_depth = 0; /* no RDMA READ in rdcp */
-	p->responder_resources = 0;
-}
 
 /*
  * -v: which port, GID and MTU the connection uses, the facts to compare
@@ -108,97 +69,6 @@ static void log_path(struct vconn *v, const char *what)
 }
 
 /* ---- active side ---- */
-
-int rcm_expect(struct vconn *v, enum rdma_cm_event_type want, int timeout_ms,
-	       const char *what, bool active)
-{
-	struct rdma_cm_event *ev;
-	int rc = next_event(v->ech, timeout_ms, &ev);
-
-	if (rc == -ETIMEDOUT) {
-		log_err("%s %s: timed out after %d ms", what, v->base.peer,
-			timeout_ms);
-		return rc;
-	}
-	if (rc) {
-		log_err("%s %s: %s", what, v->base.peer, strerror(-rc));
-		return rc;
-	}
-	if (ev->event == want) {
-		if (want == RDMA_CM_EVENT_ESTABLISHED && active) {
-			uint16_t ver, st;
-			struct cm_geom g;
-
-			rc = cm_pd_decode(ev->param.conn.private_data,
-					  ev->param.conn.private_data_len, &ver,
-					  &st, &g);
-			if (rc || !cm_geom_valid(&g) ||
-			    g.slots > v->base.geom.slots ||
-			    g.slot_size > v->base.geom.slot_size ||
-			    g.ctrl_size != v->base.geom.ctrl_size ||
-			    g.ctrl_credits != v->base.geom.ctrl_credits) {
-				log_err("%s %s: the receiver answered with "
-					"unusable parameters (not an rdcp "
-					"receiver of this version?)",
-					what, v->base.peer);
-				rc = -EPROTO;
-			} else {
-				v->base.geom = g;
-			}
-		}
-		rdma_ack_cm_event(ev);
-		return rc;
-	}
-	switch (ev->event) {
-	case RDMA_CM_EVENT_REJECTED: {
-		uint16_t ver = 0, st = 0;
-		struct cm_geom g;
-		int prc = cm_pd_decode(ev->param.conn.private_data,
-				       ev->param.conn.private_data_len, &ver,
-				       &st, &g);
-
-		if (prc == -EPROTONOSUPPORT) {
-			log_err("%s %s: the receiver speaks rdcp protocol "
-				"version %u, this rdcp speaks %u: install the "
-				"same rdcp version on both hosts",
-				what, v->base.peer, ver, cm_version());
-			rc = -EPROTO;
-		} else if (prc == 0) {
-			log_err("%s %s: rejected: %s", what, v->base.peer,
-				cm_pd_status_str(st));
-			rc = st == PD_ST_BUSY	   ? -EBUSY
-			     : st == PD_ST_REFUSED ? -EACCES
-						   : -EPROTO;
-		} else {
-			log_err("%s %s: connection refused (is 'rdcp --listen' "
-				"running there on this port?)",
-				what, v->base.peer);
-			rc = -ECONNREFUSED;
-		}
-		break;
-	}
-	case RDMA_CM_EVENT_ADDR_ERROR:
-		log_err("%s %s: no RDMA device can reach this address (set up "
-			"a device, or Soft-RoCE: rdma link add rxe0 type rxe "
-			"netdev eth0)",
-			what, v->base.peer);
-		rc = -ENODEV;
-		break;
-	case RDMA_CM_EVENT_ROUTE_ERROR:
-	case RDMA_CM_EVENT_UNREACHABLE:
-		log_err("%s %s: peer unreachable (%s)", what, v->base.peer,
-			rdma_event_str(ev->event));
-		rc = -EHOSTUNREACH;
-		break;
-	default:
-		log_err("%s %s: unexpected %s (status %d)", what, v->base.peer,
-			rdma_event_str(ev->event), ev->status);
-		rc = -ECONNREFUSED;
-		break;
-	}
-	rdma_ack_cm_event(ev);
-	return rc;
-}
 
 static int vconn_alloc(struct vconn **out)
 {
@@ -472,14 +342,6 @@ static void short_of(struct cm_rdma_listener *l, const char *who, int err)
 			held);
 }
 
-static void reject(struct rdma_cm_id *id, uint16_t status)
-{
-	uint8_t pd[PD_LEN];
-
-	cm_pd_encode(pd, status, NULL);
-	rdma_reject(id, pd, PD_LEN);
-}
-
 /*
  * The device the listener is bound to went away: its cm_id must be
  * destroyed now, or the removal waits for it (rdma_get_cm_event(3)).
@@ -510,7 +372,7 @@ int cm_rdma_get(struct cm_rdma_listener *l, int timeout_ms,
 
 	if (!l->id)
 		return -ENODEV; /* its device was removed */
-	rc = next_event(l->ech, timeout_ms, &ev);
+	rc = rcm_next_event(l->ech, timeout_ms, &ev);
 	if (rc == -ETIMEDOUT)
 		return -EAGAIN;
 	if (rc)
@@ -529,7 +391,7 @@ int cm_rdma_get(struct cm_rdma_listener *l, int timeout_ms,
 	if (req)
 		req->fd = -1;
 	if (!req) {
-		reject(ev->id, PD_ST_BUSY);
+		rcm_reject(ev->id, PD_ST_BUSY);
 		rdma_destroy_id(ev->id);
 		rdma_ack_cm_event(ev);
 		short_of(l, NULL, ENOMEM);
@@ -551,7 +413,7 @@ int cm_rdma_get(struct cm_rdma_listener *l, int timeout_ms,
 				req->peer);
 		else
 			log_err("refused %s: it asks for %s", req->peer, why);
-		reject(ev->id,
+		rcm_reject(ev->id,
 		       rc == -EPROTONOSUPPORT ? PD_ST_VERSION : PD_ST_PARAMS);
 		rdma_ack_cm_event(ev);
 		rdma_destroy_id(req->id);
@@ -566,7 +428,7 @@ int cm_rdma_get(struct cm_rdma_listener *l, int timeout_ms,
 					      &req->j);
 	if (st == PD_ST_JOIN && !req->join) {
 		log_err("refused %s: a malformed lane join", req->peer);
-		reject(ev->id, PD_ST_REFUSED);
+		rcm_reject(ev->id, PD_ST_REFUSED);
 		rdma_ack_cm_event(ev);
 		rdma_destroy_id(req->id);
 		free(req);
@@ -577,7 +439,7 @@ int cm_rdma_get(struct cm_rdma_listener *l, int timeout_ms,
 	if (!req->ech || cm_set_nonblock(req->ech->fd) ||
 	    rdma_migrate_id(req->id, req->ech)) {
 		rc = -errno;
-		reject(req->id, PD_ST_BUSY);
+		rcm_reject(req->id, PD_ST_BUSY);
 		rdma_destroy_id(req->id);
 		if (req->ech)
 			rdma_destroy_event_channel(req->ech);
@@ -601,20 +463,11 @@ int cm_rdma_listener_fd(const struct cm_rdma_listener *l)
 	return l->ech->fd;
 }
 
-void cm_rdma_reject_join(struct cm_request *req)
-{
-	reject(req->id, PD_ST_REFUSED);
-	drain_cm_events(req->ech);
-	rdma_destroy_id(req->id);
-	rdma_destroy_event_channel(req->ech);
-	free(req);
-}
-
 void cm_rdma_reject(struct cm_request *req)
 {
 	if (!req)
 		return;
-	reject(req->id, PD_ST_BUSY);
+	rcm_reject(req->id, PD_ST_BUSY);
 	drain_cm_events(req->ech);
 	rdma_destroy_id(req->id);
 	rdma_destroy_event_channel(req->ech);
@@ -645,7 +498,7 @@ int cm_rdma_accept(struct cm_request *req, const struct cm_limits *lim,
 	free(req);
 	rc = vconn_build(v);
 	if (rc) {
-		reject(v->id, PD_ST_BUSY);
+		rcm_reject(v->id, PD_ST_BUSY);
 		goto out_free;
 	}
 	cm_pd_encode(pd, PD_ST_OK, &v->base.geom);
@@ -698,7 +551,7 @@ int cm_rdma_probe(const struct cm_addr *addr, int timeout_ms, char *why,
 	} else if (rdma_resolve_addr(id, NULL, ai->ai_addr, timeout_ms)) {
 		snprintf(why, whysz, "no RDMA device routes to it (%s)",
 			 strerror(errno));
-	} else if (next_event(ech, timeout_ms + 1000, &ev)) {
+	} else if (rcm_next_event(ech, timeout_ms + 1000, &ev)) {
 		snprintf(why, whysz, "RDMA address resolution timed out");
 	} else {
 		if (ev->event == RDMA_CM_EVENT_ADDR_RESOLVED) {

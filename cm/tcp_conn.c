@@ -2,9 +2,10 @@
 /*
  * The TCP transport's connection setup: connect, listen, take, accept and
  * reject, and the handshake that stands in for rdma_cm's private data.
- * The connection itself (threads, ops, teardown) is cm/tcp.c's
- * tconn_create() and tconn_start(), called once the handshake agreed the
- * geometry.
+ * The connection itself is cm/tcp_res.c's tconn_create() and
+ * tconn_start(), called once the handshake agreed the geometry, with the
+ * ops of cm/tcp.c; the handshake's steps a lane takes too are
+ * cm/tcp_handshake.c's.
  *
  * The client connects (non-blocking, bounded by connect_ms) and sends the
  * 24-byte private-data blob of rdma_cm.c (magic, version, status,
@@ -33,7 +34,6 @@
 
 /* Refusals answered by the listener without blocking; more go at once. */
 #define REFUSALS_MAX 16
-#define REFUSAL_MS 1000	    /* how long a refused client may take to speak */
 #define ACCEPT_PAUSE_MS 100 /* no accept() for this long after ENOMEM */
 
 /* A refused client whose connect data is awaited before it is answered. */
@@ -55,46 +55,6 @@ struct cm_tcp_listener {
 	struct refusal ref[REFUSALS_MAX];
 	unsigned int nref;
 };
-
-/*
- * Moves exactly len bytes on a non-blocking socket before deadline_ms.
- * Returns 0, -ETIMEDOUT, -ECONNRESET (EOF) or -errno.
- */
-int tcp_io_deadline(int fd, void *buf, size_t len, bool out,
-		       uint64_t deadline_ms)
-{
-	uint8_t *p = buf;
-
-	while (len) {
-		struct pollfd pfd = { .fd = fd,
-				      .events = out ? POLLOUT : POLLIN };
-		int64_t left = (int64_t)(deadline_ms - clock_now_ms());
-		ssize_t n;
-
-		n = out ? send(fd, p, len, MSG_NOSIGNAL) : recv(fd, p, len, 0);
-		if (n > 0) {
-			p += n;
-			len -= (size_t)n;
-			continue;
-		}
-		if (n == 0)
-			return -ECONNRESET;
-		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-			return -errno;
-		if (left <= 0)
-			return -ETIMEDOUT;
-		if (poll(&pfd, 1, (int)left) < 0 && errno != EINTR)
-			return -errno;
-	}
-	return 0;
-}
-
-/* Closes without a reset: everything sent goes out, then FIN. */
-void tcp_close_gently(int fd)
-{
-	shutdown(fd, SHUT_WR);
-	close(fd);
-}
 
 /* ---- active side ---- */
 
@@ -146,67 +106,6 @@ out_ok:
 out_close:
 	close(fd);
 	return rc;
-}
-
-/* Reads and judges the server's answer, as rdma_cm.c's expect() does. */
-int tcp_client_answer(int fd, const char *peer, const struct cm_geom *want,
-			 uint64_t deadline_ms, int connect_ms,
-			 struct cm_geom *out)
-{
-	uint8_t pd[PD_LEN];
-	uint16_t ver = 0, st = 0;
-	struct cm_geom g;
-	int rc, prc;
-
-	rc = tcp_io_deadline(fd, pd, sizeof(pd), false, deadline_ms);
-	if (rc == -ETIMEDOUT) {
-		log_err("cannot connect to %s: timed out after %d ms", peer,
-			connect_ms);
-		return rc;
-	}
-	if (rc == -ECONNRESET) {
-		log_err("cannot connect to %s: the receiver closed the "
-			"connection (is 'rdcp --listen' of this version "
-			"running there on this port?)",
-			peer);
-		return -ECONNREFUSED;
-	}
-	if (rc) {
-		log_err("cannot connect to %s: %s", peer, strerror(-rc));
-		return rc;
-	}
-	prc = cm_pd_decode(pd, sizeof(pd), &ver, &st, &g);
-	if (prc == -EPROTONOSUPPORT) {
-		log_err("cannot connect to %s: the receiver speaks rdcp "
-			"protocol version %u, this rdcp speaks %u: install the "
-			"same rdcp version on both hosts",
-			peer, ver, cm_version());
-		return -EPROTO;
-	}
-	if (prc) {
-		log_err("cannot connect to %s: connection refused (is 'rdcp "
-			"--listen' running there on this port?)",
-			peer);
-		return -ECONNREFUSED;
-	}
-	if (st != PD_ST_OK) {
-		log_err("cannot connect to %s: rejected: %s", peer,
-			cm_pd_status_str(st));
-		return st == PD_ST_BUSY	     ? -EBUSY
-		       : st == PD_ST_REFUSED ? -EACCES
-					     : -EPROTO;
-	}
-	if (!cm_geom_valid(&g) || g.slots > want->slots ||
-	    g.slot_size > want->slot_size || g.ctrl_size != want->ctrl_size ||
-	    g.ctrl_credits != want->ctrl_credits) {
-		log_err("cannot connect to %s: the receiver answered with "
-			"unusable parameters (not an rdcp receiver of this "
-			"version?)",
-			peer);
-		return -EPROTO;
-	}
-	*out = g;
-	return 0;
 }
 
 static void connect_error(const char *peer, int rc, int connect_ms)
@@ -265,7 +164,7 @@ int cm_tcp_connect(const struct cm_addr *addr, const struct cm_geom *want,
 		return rc;
 	}
 	/* Sized for the geometry agreed (verbs.c must size for want). */
-	rc = tconn_create(fd, &g, peer, 0, 1, &t);
+	rc = tconn_create(fd, &g, peer, 0, 1, &tconn_ops, &t);
 	if (rc)
 		goto out_free;
 	rc = tconn_start(t, to->connect_ms);
@@ -473,19 +372,6 @@ static int take(struct cm_tcp_listener *l, char *peer, size_t n, int *out)
 	}
 }
 
-/* Sends a refusal with status st and closes; the client logs why. */
-static void refuse(int fd, uint16_t st, uint64_t deadline_ms)
-{
-	uint8_t pd[PD_LEN];
-
-	cm_pd_encode(pd, st, NULL);
-	int rc = tcp_io_deadline(fd, pd, sizeof(pd), true, deadline_ms);
-
-	if (rc)
-		log_debug("cannot send refusal: %s", strerror(-rc));
-	tcp_close_gently(fd);
-}
-
 /*
  * Reads the client's private data; 0 with *g, or -errno after refusing
  * (bad magic/version/geometry) or dropping the client, logged.
@@ -513,25 +399,25 @@ static int server_hello(int fd, const char *peer, uint64_t deadline_ms,
 		log_err("refused %s: it speaks rdcp protocol version %u, this "
 			"receiver speaks %u",
 			peer, ver, cm_version());
-		refuse(fd, PD_ST_VERSION, deadline_ms);
+		tcp_refuse(fd, PD_ST_VERSION, deadline_ms);
 		return -EPROTO;
 	}
 	if (rc) {
 		log_err("refused %s: not an rdcp client (bad connect data)",
 			peer);
-		refuse(fd, PD_ST_PARAMS, deadline_ms);
+		tcp_refuse(fd, PD_ST_PARAMS, deadline_ms);
 		return -EPROTO;
 	}
 	if (!cm_geom_check(g, why, sizeof(why))) {
 		log_err("refused %s: it asks for %s", peer, why);
-		refuse(fd, PD_ST_PARAMS, deadline_ms);
+		tcp_refuse(fd, PD_ST_PARAMS, deadline_ms);
 		return -EPROTO;
 	}
 	if (stp)
 		*stp = st;
 	else if (st == PD_ST_JOIN) {
 		log_err("refused %s: a lane join where a session opens", peer);
-		refuse(fd, PD_ST_REFUSED, deadline_ms);
+		tcp_refuse(fd, PD_ST_REFUSED, deadline_ms);
 		return -EPROTO;
 	}
 	return 0;
@@ -555,7 +441,7 @@ int cm_tcp_read_request(struct cm_request *req, int timeout_ms)
 		req->join = !rc && cm_pd_decode_join(pd, sizeof(pd), &req->j);
 		if (!req->join) {
 			log_err("refused %s: a malformed lane join", req->peer);
-			refuse(req->fd, PD_ST_REFUSED, deadline);
+			tcp_refuse(req->fd, PD_ST_REFUSED, deadline);
 			rc = -EPROTO;
 		}
 	}
@@ -565,12 +451,6 @@ int cm_tcp_read_request(struct cm_request *req, int timeout_ms)
 	}
 	req->read = true;
 	return 0;
-}
-
-void cm_tcp_reject_join(struct cm_request *req)
-{
-	refuse(req->fd, PD_ST_REFUSED, clock_now_ms() + REFUSAL_MS);
-	free(req);
 }
 
 int cm_tcp_take(struct cm_tcp_listener *l, char *peer, size_t n, int *fd)
@@ -616,7 +496,7 @@ static bool refusal_step(struct refusal *r, uint64_t now_ms)
 void cm_tcp_refuse(struct cm_tcp_listener *l, int fd, const char *peer)
 {
 	struct refusal r = { .fd = fd,
-			     .deadline_ms = clock_now_ms() + REFUSAL_MS };
+			     .deadline_ms = clock_now_ms() + TCP_REFUSAL_MS };
 
 	snprintf(r.peer, sizeof(r.peer), "%s", peer);
 	if (refusal_step(&r, clock_now_ms()))
@@ -683,10 +563,10 @@ int cm_tcp_accept_geom(int fd, const char *peer, const struct cm_geom *want,
 		g.slots = lim->max_slots;
 	if (g.slot_size > lim->max_slot_size)
 		g.slot_size = lim->max_slot_size;
-	rc = tconn_create(fd, &g, peer, 0, 1, &t);
+	rc = tconn_create(fd, &g, peer, 0, 1, &tconn_ops, &t);
 	if (rc) {
 		if (t && t->fd >= 0) {
-			refuse(t->fd, PD_ST_BUSY, deadline);
+			tcp_refuse(t->fd, PD_ST_BUSY, deadline);
 			t->fd = -1;
 		}
 		goto out_free;
@@ -730,7 +610,7 @@ void cm_tcp_reject_fd(int fd, const char *peer, const struct cm_timeouts *to)
 
 	/* Read its hello first: a version mismatch is the better answer. */
 	if (server_hello(fd, peer, deadline, to->connect_ms, &g, &st) == 0)
-		refuse(fd, PD_ST_BUSY, deadline);
+		tcp_refuse(fd, PD_ST_BUSY, deadline);
 }
 
 int cm_tcp_reject(struct cm_tcp_listener *l, const struct cm_timeouts *to)

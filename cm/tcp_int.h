@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * Private to the TCP transport: the connection object that cm/tcp.c (the
- * threads and the cm_ops), cm/tcp_res.c (its resources), cm/tcp_lane.c
- * (its lanes) and cm/tcp_conn.c (connect, listen, accept and the
- * handshake) share. Calls go one way: tcp_conn.c makes a connection
- * with the two functions below and frees it with cm_conn_destroy();
- * tcp.c never calls into tcp_conn.c.
+ * Private to the TCP transport: the connection object that its files
+ * share. Calls go one way (tests/layers/layers.py checks it): tcp_conn.c
+ * (connect, listen, accept) -> tcp.c (the cm_ops) -> tcp_lane.c (its
+ * lanes) -> tcp_res.c (a connection made, started, torn down) ->
+ * tcp_hca.c (queues, frames, threads); tcp_handshake.c (the handshake's
+ * steps) below tcp_conn.c and tcp_lane.c. tcp_conn.c makes a connection
+ * with tconn_create() and tconn_start() and frees it with
+ * cm_conn_destroy().
  */
 #ifndef RDCP_TCP_INT_H
 #define RDCP_TCP_INT_H
@@ -17,6 +19,16 @@
 
 #include "cm/cm.h"
 #include "cm/cm_int.h"
+
+/* Frames (cm/tcp_hca.c): the header's size and the two ops. */
+enum {
+	FR_HDR = 16,
+	FR_SEND = 1,
+	FR_WRITE = 2
+};
+
+/* How long a refused client may take to speak before it is answered. */
+#define TCP_REFUSAL_MS 1000
 
 /* A posted send work request. */
 struct twr {
@@ -79,24 +91,30 @@ struct tconn {
  * caller frees with cm_conn_destroy().
  */
 int tconn_create(int fd, const struct cm_geom *g, const char *peer,
-		 unsigned int lane, unsigned int nlanes, struct tconn **out)
+		 unsigned int lane, unsigned int nlanes,
+		 const struct cm_ops *ops, struct tconn **out)
 	__attribute__((warn_unused_result));
 /*
- * (lane > 0: a lane of nlanes, with no control buffers, cm_lane_rq_depth
- * receives and a send queue for writes alone.)
+ * (ops: lane 0's, tcp.c's tconn_ops, given by tcp_conn.c. lane > 0: a
+ * lane of nlanes, ops NULL (freed with tconn_teardown() and free()), with
+ * no control buffers, cm_lane_rq_depth receives and a send queue for
+ * writes alone.)
  */
 
 /*
- * tcp.c's ops on one tconn alone, for the lanes: poll its own completion
- * queue, post a receive on it, queue a work request on it (the write
- * WR as t_post_write built it).
+ * cm/tcp_hca.c: one tconn's queues, for the ops and the lanes: poll its
+ * own completion queue, post a receive on it, queue a work request on it
+ * (what names it in the log: -ENOMEM, logged, when the queue is full);
+ * and the thread bodies that tcp_res.c starts.
  */
 int tconn_poll_raw(struct tconn *t, struct cm_event *ev, int max);
-/* tcp.c's ops and thread bodies, for tcp_res.c to install and start. */
-extern const struct cm_ops tconn_ops;
+int tconn_post_recv_raw(struct tconn *t, unsigned int rxbuf);
+int tconn_sq_post(struct tconn *t, const struct twr *wr, const char *what);
 void *tconn_tx_main(void *arg);
 void *tconn_rx_main(void *arg);
-int tconn_post_recv_raw(struct tconn *t, unsigned int rxbuf);
+/* cm/tcp.c's ops, for tcp_conn.c to give tconn_create(). */
+extern const struct cm_ops tconn_ops;
+/* cm/tcp_res.c: stops the threads and frees all t holds, lanes first. */
 void tconn_teardown(struct tconn *t);
 
 /*
@@ -116,13 +134,17 @@ int tlane_poll(struct tconn *t, struct cm_event *ev, int max);
 int tlane_wait(struct tconn *t, int extra_fd, int timeout_ms);
 int tlane_share(struct tconn *t);
 
-/* tcp_conn.c's handshake steps, for the lanes (cm_tcp.h's terms). */
+/*
+ * cm/tcp_handshake.c: the handshake's steps, for tcp_conn.c and the lanes
+ * (cm_tcp.h's terms); tcp_refuse sends status st and closes.
+ */
 int tcp_io_deadline(int fd, void *buf, size_t len, bool out,
 		    uint64_t deadline_ms);
 void tcp_close_gently(int fd);
 int tcp_client_answer(int fd, const char *peer, const struct cm_geom *want,
 		      uint64_t deadline_ms, int connect_ms,
 		      struct cm_geom *out);
+void tcp_refuse(int fd, uint16_t st, uint64_t deadline_ms);
 
 /*
  * Tunes the socket, switches it to blocking I/O and starts the send and

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Lanes over TCP (--streams; cm.h "Lanes"): lane k of a connection is a
- * TCP connection of its own, a tconn (tcp.c) with its own send and receive
+ * TCP connection of its own, a tconn (tcp_res.c) with its own send and receive
  * threads and completion queue, that carries only the writes of the slots
  * s with s % n == k, straight into lane 0's ring (borrowed, never freed
  * here). It has no control buffers: its receives are zero-length, and a
- * SEND on it fails it (tcp.c rx_frame). The client connects it to lane 0's
+ * SEND on it fails it (tcp_hca.c rx_frame). The client connects it to lane 0's
  * peer address and opens with a join's connect data (cm_int.h
  * PD_JOIN_LEN); the receiver's session accepts it once it checked the
  * proof. Lane 0 merges the lanes' completions and waits on every lane's
@@ -165,15 +165,17 @@ static int lane_start(struct tconn *t, int fd, unsigned int k, const char *peer,
 	struct tconn *l = NULL;
 	int rc;
 
-	rc = tconn_create(fd, &t->base.geom, peer, k, t->nlanes, &l);
+	rc = tconn_create(fd, &t->base.geom, peer, k, t->nlanes, NULL, &l);
 	if (!rc) {
 		l->parent = t;
 		l->borrowed = true;
 		rc = tconn_start(l, connect_ms);
 	}
 	if (rc) {
-		if (l)
-			cm_conn_destroy(&l->base);
+		if (l) { /* a lane has no ops: tconn_teardown frees it */
+			tconn_teardown(l);
+			free(l);
+		}
 		return rc;
 	}
 	t->lane[k] = l;

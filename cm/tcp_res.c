@@ -3,7 +3,8 @@
  * The TCP transport's connection resources (tcp_int.h): a connection made
  * around a connected socket (buffers, queues, receives posted), its
  * socket tuned and its two threads started, and the teardown that stops
- * them and frees everything, lanes first. tcp.c runs the connection.
+ * them and frees everything, lanes first. tcp_hca.c's threads run the
+ * connection, under tcp.c's ops.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -190,7 +191,8 @@ void tconn_teardown(struct tconn *t)
  * On failure *out is a partly built connection for cm_conn_destroy().
  */
 int tconn_create(int fd, const struct cm_geom *g, const char *peer,
-		 unsigned int lane, unsigned int nlanes, struct tconn **out)
+		 unsigned int lane, unsigned int nlanes,
+		 const struct cm_ops *ops, struct tconn **out)
 {
 	struct tconn *t = calloc(1, sizeof(*t));
 	struct cm_conn *c;
@@ -205,7 +207,7 @@ int tconn_create(int fd, const struct cm_geom *g, const char *peer,
 	c = &t->base;
 	t->fd = fd;
 	t->evfd = -1;
-	c->ops = &tconn_ops;
+	c->ops = ops;
 	c->geom = *g;
 	snprintf(c->peer, sizeof(c->peer), "%s", peer);
 	snprintf(c->dev, sizeof(c->dev), "tcp");

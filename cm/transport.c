@@ -222,14 +222,6 @@ bool cm_request_join(const struct cm_request *req, struct cm_join *j)
 	return req->join;
 }
 
-void cm_reject_join(struct cm_request *req)
-{
-	if (req->tcp)
-		cm_tcp_reject_join(req);
-	else
-		cm_rdma_reject_join(req);
-}
-
 int cm_accept(struct cm_request *req, const struct cm_limits *lim,
 	      const struct cm_timeouts *to, struct cm_conn **out)
 {

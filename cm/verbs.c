@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The RDMA transport's verbs resources and its struct cm_ops (cm.h): the
- * PD, completion channel, CQs, QP and memory regions of one connection,
- * posting, polling, waiting, and the teardown that mirrors vconn_build().
- * cm/rdma_cm.c sets the connection up and calls in here; nothing here
- * resolves, connects or listens.
+ * PD, completion channel, CQs, QP and memory regions of one connection
+ * (vconn_build), posting, arming and waiting; the ops table names the
+ * polling of cm/verbs_poll.c, the lanes of cm/rdma_lane.c and the rails of
+ * cm/rails.c. The QP and the teardown that mirrors vconn_build() are
+ * cm/verbs_res.c's. cm/rdma_cm.c sets the connection up and calls in
+ * here; nothing here resolves, connects or listens.
  *
  * One connection is one RC QP with a send CQ and a receive CQ sharing one
  * completion channel, and four memory regions: control tx and rx buffers
@@ -46,113 +48,7 @@ static struct vconn *to_v(struct cm_conn *c)
 	return (struct vconn *)c;
 }
 
-/* ---- teardown ---- */
-
-static int destroy_mr(struct ibv_mr **mr)
-{
-	int rc = 0;
-
-	if (*mr) {
-		rc = ibv_dereg_mr(*mr);
-		*mr = NULL;
-	}
-	return -rc;
-}
-
-static void free_buf(uint8_t **p, size_t len)
-{
-	if (*p)
-		munmap(*p, len);
-	*p = NULL;
-}
-
-/*
- * Mirrors vconn_build in reverse; accepts a partly built connection, keeps
- * going past failures and returns the first error.
- */
-int vconn_teardown(struct vconn *v)
-{
-	struct ibv_wc wc[16];
-	int first = 0, rc;
-
-	/* Lanes first: their QPs and CQs use this PD and channel. */
-	for (unsigned int i = 1; i < CM_LANES_MAX; i++) {
-		if (v->lane[i] && v->lane[i]->established && !v->closed)
-			rdma_disconnect(v->lane[i]->id);
-	}
-	/* No more asynchronous events routed here (or to a lane). */
-	vasync_del(v);
-	/* Last first: a lane may use the PD of an earlier one (its rail). */
-	for (unsigned int i = CM_LANES_MAX - 1; i >= 1; i--) {
-		vlane_free(v->lane[i]);
-		v->lane[i] = NULL;
-	}
-	cm_wfifo_free(&v->wf);
-	if (v->established && !v->closed)
-		rdma_disconnect(v->id);
-	/* Drain flushed completions (bounded: the QP is in error now). */
-	if (v->qp_created) {
-		for (int i = 0; i < 64; i++) {
-			int n = 0;
-
-			if (v->scq)
-				n += ibv_poll_cq(v->scq, 16, wc) > 0;
-			if (v->rcq)
-				n += ibv_poll_cq(v->rcq, 16, wc) > 0;
-			if (!n)
-				break;
-		}
-	}
-	/* ibv_destroy_cq waits for every event taken to be acked. */
-	if (v->unacked_events) {
-		ibv_ack_cq_events(v->rcq, v->unacked_events);
-		v->unacked_events = 0;
-	}
-	if (v->qp_created) {
-		rdma_destroy_qp(v->id);
-		v->qp_created = false;
-	}
-	if (v->scq && (rc = ibv_destroy_cq(v->scq)) && !first)
-		first = -rc;
-	if (v->rcq && (rc = ibv_destroy_cq(v->rcq)) && !first)
-		first = -rc;
-	v->scq = v->rcq = NULL;
-	if (v->cch && ibv_destroy_comp_channel(v->cch) && !first)
-		first = -errno;
-	v->cch = NULL;
-	if ((rc = destroy_mr(&v->tx_mr)) && !first)
-		first = rc;
-	if ((rc = destroy_mr(&v->rx_mr)) && !first)
-		first = rc;
-	if ((rc = destroy_mr(&v->rx_late_mr)) && !first)
-		first = rc;
-	if ((rc = destroy_mr(&v->ring_mr)) && !first)
-		first = rc;
-	if ((rc = destroy_mr(&v->stage_mr)) && !first)
-		first = rc;
-	if (!v->parent) { /* lane 0's buffers; a lane has none */
-		free_buf(&v->base.tx,
-			 (size_t)v->base.ntx * v->base.geom.ctrl_size);
-		free_buf(&v->base.rx,
-			 (size_t)v->base.nrx * v->base.geom.ctrl_size);
-		cm_area_free(&v->base.ring, &v->base.geom);
-		cm_area_free(&v->base.stage, &v->base.geom);
-	}
-	/* A lane's PD is a rail's of its own (unused by now), or NULL. */
-	if (v->pd && (rc = ibv_dealloc_pd(v->pd)) && !first)
-		first = -rc;
-	v->pd = NULL;
-	drain_cm_events(v->ech);
-	if (v->id && rdma_destroy_id(v->id) && !first)
-		first = -errno;
-	v->id = NULL;
-	if (v->ech)
-		rdma_destroy_event_channel(v->ech);
-	v->ech = NULL;
-	if (first)
-		log_debug("teardown of %s: %s", v->base.peer, strerror(-first));
-	return first;
-}
+/* ---- teardown (cm/verbs_res.c) ---- */
 
 static void v_destroy(struct cm_conn *c)
 {
@@ -575,35 +471,6 @@ static const struct cm_ops verbs_ops = {
 };
 
 /* ---- resources ---- */
-
-int vconn_create_qp(struct vconn *v, struct ibv_pd *pd, unsigned int sdepth,
-		    unsigned int rdepth, bool inline_hdr)
-{
-	struct ibv_qp_init_attr qpa = {
-		.send_cq = v->scq,
-		.recv_cq = v->rcq,
-		.qp_type = IBV_QPT_RC,
-		.cap = { .max_send_wr = sdepth,
-			 .max_recv_wr = rdepth,
-			 .max_send_sge = 1,
-			 .max_recv_sge = 1,
-			 .max_inline_data = inline_hdr ? CM_SLOT_HDR : 0 },
-		.sq_sig_all = 0,
-	};
-
-	/* Headers inline where the device takes 64 bytes so, else by DMA. */
-	if (qpa.cap.max_inline_data && rdma_create_qp(v->id, pd, &qpa)) {
-		log_debug("no inline data of %u bytes on %s (%s): headers "
-			  "by DMA",
-			  CM_SLOT_HDR, v->base.dev, strerror(errno));
-		qpa.cap.max_inline_data = 0;
-	}
-	if (!qpa.cap.max_inline_data && rdma_create_qp(v->id, pd, &qpa))
-		return -errno;
-	v->qp_created = true;
-	v->inline_hdr = qpa.cap.max_inline_data >= CM_SLOT_HDR;
-	return 0;
-}
 
 static unsigned int next_vec_base; /* the next connection's first vector */
 

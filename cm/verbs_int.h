@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * Private to the RDMA transport: the connection object that cm/verbs.c
- * (verbs resources and the cm_ops) and cm/rdma_cm.c (connection setup)
- * share. Calls go one way: rdma_cm.c builds and tears down a connection
- * through the two functions below; verbs.c never calls into rdma_cm.c.
+ * Private to the RDMA transport: the connection object that its files
+ * share. Calls go one way (tests/layers/layers.py checks it): rdma_cm.c
+ * (setup) -> verbs.c (resources and the cm_ops) -> rdma_lane.c (lanes
+ * joined), rails.c, verbs_poll.c, verbs_lane.c -> verbs_res.c (QP,
+ * teardown), rdma_handshake.c (rdma_cm steps), verbs_async.c.
  */
 #ifndef RDCP_VERBS_INT_H
 #define RDCP_VERBS_INT_H
@@ -94,10 +95,9 @@ struct vconn {
  * rail's channel and completion vector (parent's vec_base + idx) %
  * num_comp_vectors, a QP on
  * its rail's PD sized for the lane (cm.h), its zero-length receives posted.
- * 0 or -errno, logged; the caller frees l with vlane_free (idempotent on
- * NULL) in every case. vlane_poll polls every lane's CQs, lane 0 first,
- * into ev (at most max) with the writes done in order; vlane_arm arms the
- * lanes' CQs; vlane_ack says whether cq is a lane's (its event to ack).
+ * 0 or -errno, logged; the caller frees l with vlane_free (verbs_res.c;
+ * idempotent on NULL) in every case. vlane_arm arms the lanes' CQs;
+ * vlane_ack says whether cq is a lane's (its event to ack).
  */
 /* The rate of ctx's port in Gb/s (active speed x width), 0 unknown. */
 unsigned int vconn_link_gbps(struct ibv_context *ctx, uint8_t port);
@@ -109,17 +109,17 @@ unsigned int vconn_link_gbps(struct ibv_context *ctx, uint8_t port);
 unsigned int vconn_rate_gbps(uint32_t speed, uint8_t width);
 int vlane_build(struct vconn *parent, unsigned int idx, struct vconn *l)
 	__attribute__((warn_unused_result));
-void vlane_free(struct vconn *l);
-int vlane_poll(struct vconn *v, struct cm_event *ev, int max);
 int vlane_arm(struct vconn *v);
 bool vlane_ack(struct vconn *v, struct ibv_cq *cq);
 /*
  * cm/verbs_poll.c: the ops' poll (cm.h) and the CM events that matter once
  * connected (DISCONNECTED of lane 0, a removed device), read without
- * blocking, for verbs.c's wait.
+ * blocking, for verbs.c's wait. vlane_poll polls every lane's CQs, lane 0
+ * first, into ev (at most max) with the writes done in order.
  */
 int vconn_poll(struct cm_conn *c, struct cm_event *ev, int max);
 void vconn_check_cm(struct vconn *v);
+int vlane_poll(struct vconn *v, struct cm_event *ev, int max);
 
 /*
  * verbs_poll.c's CQ poll and verbs_lane.c's receive post, for a lane: poll cq of
@@ -158,15 +158,22 @@ int vconn_accept_lane(struct cm_conn *c, struct cm_request *req,
 		      unsigned int lane, const struct cm_timeouts *to);
 
 /*
- * cm/rdma_cm.c's steps the lanes reuse: the next event on v->ech, judged
- * as a connect's (active: the accept's private data checked against
- * v->base.geom) within timeout_ms, logged as "what peer: why"; the
+ * cm/rdma_handshake.c: the rdma_cm steps of rdma_cm.c that the lanes take
+ * too. rcm_expect: the next event on v->ech, judged as a connect's
+ * (active: the accept's private data checked against v->base.geom)
+ * within timeout_ms, logged as "what peer: why". rcm_conn_param: the
  * connect parameters around private data pd of pdlen bytes.
+ * rcm_next_event: waits up to timeout_ms for the next event on ch (the
+ * caller acks *ev); 0, -ETIMEDOUT or -errno. rcm_reject: rejects id with
+ * status in the private data.
  */
 int rcm_expect(struct vconn *v, enum rdma_cm_event_type want, int timeout_ms,
 	       const char *what, bool active);
 void rcm_conn_param(struct rdma_conn_param *p, const uint8_t *pd,
 		    uint8_t pdlen);
+int rcm_next_event(struct rdma_event_channel *ch, int timeout_ms,
+		   struct rdma_cm_event **ev);
+void rcm_reject(struct rdma_cm_id *id, uint16_t status);
 
 /* Drains CM events left on the channel so rdma_destroy_id cannot block. */
 static inline void drain_cm_events(struct rdma_event_channel *ch)
@@ -186,8 +193,8 @@ static inline void drain_cm_events(struct rdma_event_channel *ch)
  * failure the caller runs vconn_teardown() (and owns v).
  */
 int vconn_build(struct vconn *v) __attribute__((warn_unused_result));
-
 /*
+ * cm/verbs_res.c: what a connection and its lanes make and free alike.
  * v's RC queue pair on v->id with the CQs v->scq and v->rcq in pd:
  * sdepth send and rdepth receive WRs of one SGE each, the slot headers
  * inline when inline_hdr and the device takes them so, else by DMA (sets
@@ -217,11 +224,13 @@ void vasync_set(struct vconn *v, int status, const char *why);
 void vasync_lane(struct vconn *v, unsigned int idx, struct vconn *l);
 
 /*
- * Disconnects (if established) and frees everything v holds, v->id and
- * v->ech included, in the order of STYLE.md; accepts a partly built v,
- * keeps going past failures and returns the first error (-errno, logged
- * at debug level only). v itself stays the caller's to free.
+ * cm/verbs_res.c: disconnects (if established) and frees everything v
+ * holds, its lanes first, v->id and v->ech included, in the order of
+ * STYLE.md; accepts a partly built v, keeps going past failures and
+ * returns the first error (-errno, logged at debug level only). v itself
+ * stays the caller's to free; vlane_free frees a lane whole.
  */
 int vconn_teardown(struct vconn *v);
+void vlane_free(struct vconn *l);
 
 #endif

@@ -119,32 +119,6 @@ int vlane_build(struct vconn *parent, unsigned int idx, struct vconn *l)
 	return 0;
 }
 
-void vlane_free(struct vconn *l)
-{
-	if (!l)
-		return;
-	vconn_teardown(l);
-	free(l);
-}
-
-int vlane_poll(struct vconn *v, struct cm_event *ev, int max)
-{
-	int n = cm_wfifo_emit(&v->wf, ev, max);
-
-	for (unsigned int i = 0; i < v->nlanes && n < max; i++) {
-		struct vconn *l = i ? v->lane[i] : v;
-		int k;
-
-		if (!l)
-			continue;
-		k = vconn_poll_pair(v, l, ev + n, max - n);
-		if (k < 0)
-			return k;
-		n += k;
-	}
-	return n + cm_wfifo_emit(&v->wf, ev + n, max - n);
-}
-
 int vlane_arm(struct vconn *v)
 {
 	for (unsigned int i = 1; i < v->nlanes; i++) {

@@ -262,6 +262,24 @@ int vconn_poll_pair(struct vconn *v, struct vconn *l, struct cm_event *ev,
 	return n;
 }
 
+int vlane_poll(struct vconn *v, struct cm_event *ev, int max)
+{
+	int n = cm_wfifo_emit(&v->wf, ev, max);
+
+	for (unsigned int i = 0; i < v->nlanes && n < max; i++) {
+		struct vconn *l = i ? v->lane[i] : v;
+		int k;
+
+		if (!l)
+			continue;
+		k = vconn_poll_pair(v, l, ev + n, max - n);
+		if (k < 0)
+			return k;
+		n += k;
+	}
+	return n + cm_wfifo_emit(&v->wf, ev + n, max - n);
+}
+
 int vconn_poll(struct cm_conn *c, struct cm_event *ev, int max)
 {
 	struct vconn *v = to_v(c);

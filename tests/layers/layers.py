@@ -11,7 +11,9 @@ defines. Then, as TAP:
     module calls one of a higher module;
   - inside transfer/, wings call only their own wing or the wings below
     (wire < session < fs, walk < source, sink < client, server);
-  - no circle of calls among transfer/'s files (each wing is a DAG).
+  - no circle of calls among transfer/'s files (each wing is a DAG);
+  - no circle of calls among cm/'s files (each transport's files a DAG:
+    setup -> ops -> lanes -> resources -> the bottom; doc/ARCHITECTURE.md).
 A failure names the files and the symbols that tie them.
 """
 import os
@@ -95,45 +97,49 @@ for a in calls:
 check(not wing_up, "transfer/'s wings call only the wings below them",
       wing_up)
 
-# Circles: Tarjan's strongly connected components over transfer/'s files.
-nodes = sorted({a for a in calls if a.startswith("transfer/")})
-index, low, stack, on, sccs = {}, {}, [], set(), []
+# Circles: Tarjan's strongly connected components over one module's files.
+def circles_in(mod):
+    nodes = sorted({a for a in calls if a.startswith(mod)})
+    index, low, stack, on, sccs = {}, {}, [], set(), []
 
+    def strong(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in calls.get(v, {}):
+            if not w.startswith(mod):
+                continue
+            if w not in index:
+                strong(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                sccs.append(sorted(comp))
 
-def strong(v):
-    index[v] = low[v] = len(index)
-    stack.append(v)
-    on.add(v)
-    for w in calls.get(v, {}):
-        if not w.startswith("transfer/"):
-            continue
-        if w not in index:
-            strong(w)
-            low[v] = min(low[v], low[w])
-        elif w in on:
-            low[v] = min(low[v], index[w])
-    if low[v] == index[v]:
-        comp = []
-        while True:
-            w = stack.pop()
-            on.discard(w)
-            comp.append(w)
-            if w == v:
-                break
-        if len(comp) > 1:
-            sccs.append(sorted(comp))
+    for v in nodes:
+        if v not in index:
+            strong(v)
+    out = []
+    for comp in sccs:
+        out.append("circle: " + ", ".join(comp))
+        out += ["  " + tie(a, b) for a in comp for b in calls.get(a, {})
+                if b in comp]
+    return out
 
 
 sys.setrecursionlimit(10000)
-for v in nodes:
-    if v not in index:
-        strong(v)
-circles = []
-for comp in sccs:
-    circles.append("circle: " + ", ".join(comp))
-    circles += ["  " + tie(a, b) for a in comp for b in calls.get(a, {})
-                if b in comp]
-check(not circles, "no circle of calls among transfer/'s files", circles)
+for mod in ("transfer/", "cm/"):
+    found = circles_in(mod)
+    check(not found, "no circle of calls among %s's files" % mod, found)
 
 print("1..%d" % n)
 sys.exit(1 if failed else 0)
