@@ -233,6 +233,9 @@ wait_until() {
 }
 
 logged() { grep -q "$2" "$1" 2>/dev/null; } # LOG PATTERN
+# rx_sessions LOG N: a receiver's LOG has N session lines or more (one is
+# logged as each session ends, whatever its result: rdcpd(8) LOG).
+rx_sessions() { [ "$(grep -c 'session peer=' "$1" 2>/dev/null)" -ge "$2" ]; }
 
 # ---------------------------------------------------------------- rdcp
 

@@ -676,9 +676,8 @@ s_auto() {
 	mkdir -p src rx/auto
 	mkrand src/auto 100000
 	nextport
-	"$auto" --listen -v --root "$W/rx/auto" --once --port "$P" >"$W/rx-auto.log" 2>&1 &
-	RX=$!
-	usleep 500000
+	rx_spawn "$W/rx-auto.log" "$auto" --listen -v --root "$W/rx/auto" --once --port "$P" ||
+		t_fail "receiver did not start listening"
 	timeout -s KILL 60 "$auto" -v --port "$P" src/auto "$ADDR::auto" >"$W/tx-auto.log" 2>&1
 	rc=$?
 	wait_pid "$RX" 20
@@ -705,9 +704,8 @@ s_check() {
 	t_begin "rdcp --check $ADDR"
 	mkdir -p rx/check
 	nextport
-	"$auto" --listen --root "$W/rx/check" --once --port "$P" >"$W/rx-check.log" 2>&1 &
-	RX=$!
-	usleep 500000
+	rx_spawn "$W/rx-check.log" "$auto" --listen -v --root "$W/rx/check" --once --port "$P" ||
+		t_fail "receiver did not start listening"
 	timeout -s KILL 60 "$auto" --check --daemon --port "$P" "$ADDR" >"$W/check.log" 2>&1
 	rc=$?
 	kill "$RX" 2>/dev/null
@@ -737,9 +735,8 @@ s_device() {
 	mkrand src/dev 70000
 	if [ "${RDCP_E2E_AUTO_WANT:-rdma}" = rdma ]; then
 		nextport
-		"$auto" --listen -v --device rxe0 --root "$W/rx/dev" --once --port "$P" >"$W/rx-dev.log" 2>&1 &
-		RX=$!
-		usleep 500000
+		rx_spawn "$W/rx-dev.log" "$auto" --listen -v --device rxe0 --root "$W/rx/dev" --once --port "$P" ||
+			t_fail "receiver did not start listening"
 		timeout -s KILL 60 "$auto" -v --device rxe0 --port "$P" src/dev "$ADDR::dev" >"$W/tx-dev.log" 2>&1
 		rc=$?
 		wait_pid "$RX" 20
@@ -763,9 +760,8 @@ s_device() {
 			t_fail "no GID of rxe0 holds $ADDR"
 		else
 			nextport
-			"$auto" --listen --root "$W/rx/dev" --once --port "$P" >"$W/rx-gid.log" 2>&1 &
-			RX=$!
-			usleep 500000
+			rx_spawn "$W/rx-gid.log" "$auto" --listen -v --root "$W/rx/dev" --once --port "$P" ||
+				t_fail "receiver did not start listening"
 			timeout -s KILL 60 "$auto" -v --device rxe0 --gid-index "$gi" --port "$P" src/dev "$ADDR::gid" >"$W/tx-gid.log" 2>&1
 			rc=$?
 			wait_pid "$RX" 20
@@ -2408,7 +2404,8 @@ s_dirmodes() {
 			kill -INT "$TX"
 			wait_pid "$TX" 20
 			[ "$WRC" = 130 ] || t_fail "cut copy: exit $WRC, want 130"
-			usleep 1000000 # the receiver ends the cut session
+			wait_until 10 "$RX" rx_sessions "$W/rx-dm.log" 1 ||
+				t_fail "the receiver never ended the cut session"
 			dm_cut rx/dm/push/dm
 			send "$W/tx-dm1b.log" --port "$P" -r --resume src/dm "$ADDR::push/"
 			[ "$SRC" = 0 ] || t_fail "second copy: exit $SRC, want 0"
