@@ -2850,8 +2850,8 @@ s_rails() {
 #     on one rail, rxe1 idle; then rxe1's address made unreachable for
 #     the client (an ip rule ahead of the local table, busybox syntax): the receiver
 #     offers 2 rails, the client drops rail 1 with one warning, its lanes
-#     join rail 0, and the copies (--streams 2 and 4) land identical with
-#     rxe1 idle. Before, the second failed the session at the join.
+#     join rail 0, and the copies (--streams 2 and 4, pushed and pulled)
+#     land identical with rxe1 idle. Before, the second failed the session at the join.
 s_railsafe() {
 	t_begin "rails: a faster rxe1 is left out, an unreachable one dropped"
 	if [ -n "$HOST_MODE" ]; then
@@ -2904,12 +2904,23 @@ s_railsafe() {
 		[ $((b1 - a1)) -lt 64 ] || t_fail "--streams $n: the unreachable rail carried data"
 		logged "$W/rx-rs$n.log" "$n streams from .* on 2 rails" ||
 			t_fail "--streams $n: the receiver did not offer 2 rails"
+		grep 'rail 1 (10.77.3.1)' "$W/tx-rsu$n.log" | sed 's/^/# /'
 		[ "$(grep -c 'warning: rail 1 (10.77.3.1) of .* dropped' "$W/tx-rsu$n.log")" = 1 ] ||
 			t_fail "--streams $n: not one warning that rail 1 was dropped"
 		logged "$W/tx-rsu$n.log" "$n streams to .* on 1 of 2 rails (1 dropped)" ||
 			t_fail "--streams $n: the sender did not say it ran on 1 rail"
+		# A pull: the client's ring, with no lane on rail 1.
+		a1=$(rail_pkts rxe1)
+		send "$W/tx-rsp$n.log" -v --streams "$n" --chunk-size 256K \
+			--port "$P" "$ADDR::rs16-u$n" "$W/rx/rs/pulled-u$n"
+		b1=$(rail_pkts rxe1)
+		[ "$SRC" = 0 ] || t_fail "pull --streams $n, rail 1 unreachable: exit $SRC"
+		same src/rs16 "rx/rs/pulled-u$n"
+		[ $((b1 - a1)) -lt 64 ] || t_fail "pull --streams $n: the unreachable rail carried data"
+		logged "$W/tx-rsp$n.log" "$n streams to .* on 1 of 2 rails (1 dropped)" ||
+			t_fail "pull --streams $n: the client did not say it ran on 1 rail"
 		term_rx
-		t_log "$W/tx-rsu$n.log" "$W/rx-rs$n.log"
+		t_log "$W/tx-rsu$n.log" "$W/rx-rs$n.log" "$W/tx-rsp$n.log"
 	done
 	ip rule del pref 10
 	ip rule add pref 0 lookup local
