@@ -182,14 +182,26 @@ struct cm_timeouts;
  * A lane's join, carried in its connect private data (cm_int.h): the
  * session's token (chosen by the receiver), the lane index (1..n-1) and
  * the proof that the joiner holds the session key (transfer/session/auth.c).
+ * fallback: the lane joins rail 0 because the rail it belongs to (k % R)
+ * could not be joined (doc/PROTOCOL.md "Rails"); its proof is then the
+ * fallback proof, so the first attempt's proof is never presented twice.
  */
 #define CM_TOKEN_LEN 8u
 #define CM_PROOF_LEN 16u
 struct cm_join {
 	uint8_t token[CM_TOKEN_LEN];
 	uint16_t lane;
+	bool fallback;
 	uint8_t proof[CM_PROOF_LEN];
 };
+
+/*
+ * A rail's first join (address and route resolution, connect) gives up
+ * after at most this many milliseconds: the client then drops that rail
+ * and its lanes join rail 0; the receiver's wait for the lanes is longer
+ * by this much for each rail beyond rail 0.
+ */
+#define CM_RAIL_JOIN_MS 5000
 
 struct cm_ops {
 	/* SEND len bytes of tx[txbuf]; always signalled (id = wr_id). */
@@ -235,9 +247,13 @@ struct cm_ops {
 	 * session has n lanes (1..CM_LANES_MAX), said once on both sides
 	 * before any join and before ring_create/stage_create. join (client):
 	 * connect lane j->lane to the peer of lane 0, with j's token and
-	 * proof, bounded by to. accept_lane (receiver): accept req, a join
-	 * for lane `lane` whose proof the caller checked; consumes req. Each
-	 * returns 0 or -errno, logged.
+	 * proof, bounded by to; with rails, to its rail's address, or with
+	 * j->fallback to lane 0's peer. -ENETUNREACH (one warning, or an
+	 * info line when its link is slower): the lane's rail is dropped,
+	 * nothing was joined; join the lane again with fallback set.
+	 * accept_lane (receiver): accept req, a join for lane `lane` whose
+	 * proof the caller checked; consumes req. Each returns 0 or -errno,
+	 * logged.
 	 */
 	int (*set_lanes)(struct cm_conn *c, unsigned int n);
 	int (*join)(struct cm_conn *c, const struct cm_join *j,
@@ -248,8 +264,10 @@ struct cm_ops {
 	 * Rails (NULL: one). local_rails (receiver, before set_lanes): the
 	 * devices with an active port and an address of lane 0's family
 	 * (all of them, or those named in devices, "a,b"), lane 0's first,
-	 * at most max; their addresses into out[0..R-1]; the session's lane
-	 * k must then arrive on rail k % R's device. Returns R >= 1.
+	 * at most max, whose link rate is lane 0's (others are left out with
+	 * an info line); their addresses into out[0..R-1]; the session's lane
+	 * k must then arrive on rail k % R's device, or with a fallback join
+	 * on rail 0's. Returns R >= 1.
 	 * set_rails (client): the receiver's R rails, addr[1..R-1] where
 	 * lanes k % R == r join (rail 0: lane 0's peer), each lane then on
 	 * one of devices ("a,b"; NULL: any). 0 or -errno.

@@ -23,7 +23,8 @@
  * Private data of connect, accept and reject; 56 bytes at most on RC. A
  * lane's join (cm.h struct cm_join) is PD_JOIN_LEN bytes: the 24 of a
  * connect with status PD_ST_JOIN and the session's geometry, then token
- * (8 bytes), lane (u16 BE), two zero bytes and proof (16 bytes).
+ * (8 bytes), lane (u16 BE), flags (u8: 1, a fallback join, else 0), a
+ * zero byte and proof (16 bytes).
  */
 enum {
 	PD_LEN = 24,

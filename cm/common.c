@@ -74,7 +74,8 @@ void cm_pd_encode_join(uint8_t *p, const struct cm_geom *g,
 	cm_pd_encode(p, PD_ST_JOIN, g);
 	be_put_bytes(&w, j->token, CM_TOKEN_LEN);
 	be_put_u16(&w, j->lane);
-	be_put_zeros(&w, 2);
+	be_put_u8(&w, j->fallback ? 1 : 0);
+	be_put_zeros(&w, 1);
 	be_put_bytes(&w, j->proof, CM_PROOF_LEN);
 	be_put_zeros(&w, PD_JOIN_LEN - PD_LEN - w.off);
 }
@@ -82,6 +83,7 @@ void cm_pd_encode_join(uint8_t *p, const struct cm_geom *g,
 bool cm_pd_decode_join(const void *data, size_t len, struct cm_join *j)
 {
 	struct be_get r;
+	uint8_t flags;
 	bool pad_ok;
 
 	if (!data || len < PD_JOIN_LEN)
@@ -89,7 +91,9 @@ bool cm_pd_decode_join(const void *data, size_t len, struct cm_join *j)
 	r = be_get_init((const uint8_t *)data + PD_LEN, PD_JOIN_LEN - PD_LEN);
 	be_get_bytes(&r, j->token, CM_TOKEN_LEN);
 	j->lane = be_get_u16(&r);
-	pad_ok = be_get_zeros(&r, 2);
+	flags = be_get_u8(&r);
+	j->fallback = flags == 1;
+	pad_ok = flags <= 1 && be_get_zeros(&r, 1);
 	be_get_bytes(&r, j->proof, CM_PROOF_LEN);
 	return pad_ok && !r.err && j->lane >= 1 && j->lane < CM_LANES_MAX;
 }

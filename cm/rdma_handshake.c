@@ -65,16 +65,18 @@ void rcm_conn_param(struct rdma_conn_param *p, const uint8_t *pd, uint8_t pdlen)
 int rcm_expect(struct vconn *v, enum rdma_cm_event_type want, int timeout_ms,
 	       const char *what, bool active)
 {
+	/* A rail's first join: its caller warns once, with the cause. */
+	enum log_level lvl = v->probe ? LOG_DEBUG : LOG_ERR;
 	struct rdma_cm_event *ev;
 	int rc = rcm_next_event(v->ech, timeout_ms, &ev);
 
 	if (rc == -ETIMEDOUT) {
-		log_err("%s %s: timed out after %d ms", what, v->base.peer,
+		log_msg(lvl, "%s %s: timed out after %d ms", what, v->base.peer,
 			timeout_ms);
 		return rc;
 	}
 	if (rc) {
-		log_err("%s %s: %s", what, v->base.peer, strerror(-rc));
+		log_msg(lvl, "%s %s: %s", what, v->base.peer, strerror(-rc));
 		return rc;
 	}
 	if (ev->event == want) {
@@ -90,7 +92,8 @@ int rcm_expect(struct vconn *v, enum rdma_cm_event_type want, int timeout_ms,
 			    g.slot_size > v->base.geom.slot_size ||
 			    g.ctrl_size != v->base.geom.ctrl_size ||
 			    g.ctrl_credits != v->base.geom.ctrl_credits) {
-				log_err("%s %s: the receiver answered with "
+				log_msg(lvl,
+					"%s %s: the receiver answered with "
 					"unusable parameters (not an rdcp "
 					"receiver of this version?)",
 					what, v->base.peer);
@@ -111,19 +114,21 @@ int rcm_expect(struct vconn *v, enum rdma_cm_event_type want, int timeout_ms,
 				       &st, &g);
 
 		if (prc == -EPROTONOSUPPORT) {
-			log_err("%s %s: the receiver speaks rdcp protocol "
+			log_msg(lvl,
+				"%s %s: the receiver speaks rdcp protocol "
 				"version %u, this rdcp speaks %u: install the "
 				"same rdcp version on both hosts",
 				what, v->base.peer, ver, cm_version());
 			rc = -EPROTO;
 		} else if (prc == 0) {
-			log_err("%s %s: rejected: %s", what, v->base.peer,
+			log_msg(lvl, "%s %s: rejected: %s", what, v->base.peer,
 				cm_pd_status_str(st));
 			rc = st == PD_ST_BUSY	   ? -EBUSY
 			     : st == PD_ST_REFUSED ? -EACCES
 						   : -EPROTO;
 		} else {
-			log_err("%s %s: connection refused (is 'rdcp --listen' "
+			log_msg(lvl,
+				"%s %s: connection refused (is 'rdcp --listen' "
 				"running there on this port?)",
 				what, v->base.peer);
 			rc = -ECONNREFUSED;
@@ -131,7 +136,8 @@ int rcm_expect(struct vconn *v, enum rdma_cm_event_type want, int timeout_ms,
 		break;
 	}
 	case RDMA_CM_EVENT_ADDR_ERROR:
-		log_err("%s %s: no RDMA device can reach this address (set up "
+		log_msg(lvl,
+			"%s %s: no RDMA device can reach this address (set up "
 			"a device, or Soft-RoCE: rdma link add rxe0 type rxe "
 			"netdev eth0)",
 			what, v->base.peer);
@@ -139,13 +145,13 @@ int rcm_expect(struct vconn *v, enum rdma_cm_event_type want, int timeout_ms,
 		break;
 	case RDMA_CM_EVENT_ROUTE_ERROR:
 	case RDMA_CM_EVENT_UNREACHABLE:
-		log_err("%s %s: peer unreachable (%s)", what, v->base.peer,
+		log_msg(lvl, "%s %s: peer unreachable (%s)", what, v->base.peer,
 			rdma_event_str(ev->event));
 		rc = -EHOSTUNREACH;
 		break;
 	default:
-		log_err("%s %s: unexpected %s (status %d)", what, v->base.peer,
-			rdma_event_str(ev->event), ev->status);
+		log_msg(lvl, "%s %s: unexpected %s (status %d)", what,
+			v->base.peer, rdma_event_str(ev->event), ev->status);
 		rc = -ECONNREFUSED;
 		break;
 	}

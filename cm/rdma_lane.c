@@ -4,12 +4,16 @@
  * verbs transport's struct cm_ops. The client connects lane k to the same
  * receiver from the same local address as lane 0 (so through the same
  * device), or with rails (rails.c) to rail k % R's address from whichever
- * device routes there, with a join's private data (cm_int.h PD_JOIN_LEN: token, lane,
- * proof); the receiver's listener hands such a request to the session
- * that waits for it (transfer/), which checks the proof and accepts it
- * here. Each lane's cm_id then moves to lane 0's event channel, where a
- * DISCONNECTED of any lane ends the connection.
+ * device routes there (a rail whose first join fails, bounded by
+ * CM_RAIL_JOIN_MS, or whose device is slower than lane 0's is dropped
+ * with one line and -ENETUNREACH, and the caller joins the lane again as a
+ * fallback, to lane 0's peer), with a join's private data (cm_int.h
+ * PD_JOIN_LEN: token, lane, proof); the receiver's listener hands such a
+ * request to the session that waits for it (transfer/), which checks the proof
+ * and accepts it here. Each lane's cm_id then moves to lane 0's event channel,
+ * where a DISCONNECTED of any lane ends the connection.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,21 +87,77 @@ static bool geom_same(const struct cm_geom *a, const struct cm_geom *b)
 	       a->slot_size == b->slot_size;
 }
 
+/* "rail 1 (10.0.0.2) of [10.0.0.1]:4791" into buf, for the log. */
+static const char *rail_name(const struct vconn *v, unsigned int r, char *buf,
+			     size_t len)
+{
+	const struct cm_rail *a = &v->rail_addr[r];
+	char ip[INET6_ADDRSTRLEN] = "?";
+
+	inet_ntop(a->family == 4 ? AF_INET : AF_INET6, a->addr, ip, sizeof(ip));
+	snprintf(buf, len, "rail %u (%s) of %s", r, ip, v->base.peer);
+	return buf;
+}
+
+/*
+ * The first join on rail r failed with rc, or found the rail's link slower
+ * (rc 0): the rail is dropped for the rest of the session, once said.
+ */
+static int rail_drop(struct vconn *v, unsigned int r, unsigned int lane,
+		     struct vconn *l, int rc)
+{
+	char name[128];
+
+	v->rail_dead[r] = true;
+	rail_name(v, r, name, sizeof(name));
+	if (rc)
+		log_warn("%s dropped: lane %u cannot join it (%s); its lanes "
+			 "go to rail 0",
+			 name, lane, strerror(-rc));
+	else
+		log_info("%s left out: reached through %s at %u Gb/s, lane "
+			 "0's %s is %u Gb/s (rails are the devices of lane 0's "
+			 "rate); its lanes go to rail 0",
+			 name, l->base.dev,
+			 vrail_gbps(l->id->verbs, l->id->port_num), v->base.dev,
+			 vrail_gbps(v->id->verbs, v->id->port_num));
+	return -ENETUNREACH;
+}
+
 int vconn_join(struct cm_conn *c, const struct cm_join *j,
 	       const struct cm_timeouts *to)
 {
 	struct vconn *v = to_v(c), *l = NULL;
 	struct sockaddr_storage src, dst;
 	struct rdma_conn_param param;
+	struct cm_timeouts pto = *to;
 	uint8_t pd[PD_JOIN_LEN];
-	bool rail = false;
+	unsigned int r = 0;
+	bool probe = false;
 	int rc;
 
-	if (j->lane < 1 || j->lane >= v->nlanes || v->lane[j->lane])
+	if (j->lane < 1 || j->lane >= v->nlanes || v->lane[j->lane] ||
+	    (j->fallback && v->nrails <= 1))
 		return -EINVAL;
+	if (v->nrails > 1 && !j->fallback)
+		r = j->lane % v->nrails;
+	if (r && v->rail_dead[r])
+		return -ENETUNREACH; /* said when it was dropped */
+	/* A rail's first join is its probe, bounded by CM_RAIL_JOIN_MS. */
+	if (r && !v->rail_ctx[r]) {
+		probe = true;
+		if (pto.resolve_ms > CM_RAIL_JOIN_MS / 10)
+			pto.resolve_ms = CM_RAIL_JOIN_MS / 10;
+		if (pto.connect_ms >
+		    CM_RAIL_JOIN_MS - 2 * (pto.resolve_ms + 1000))
+			pto.connect_ms =
+				CM_RAIL_JOIN_MS - 2 * (pto.resolve_ms + 1000);
+	}
+	v->lane_rail[j->lane] = (uint8_t)r;
 	rc = lane_alloc(v, &l);
 	if (rc)
 		goto out;
+	l->probe = probe;
 	/* From lane 0's address (so its device), any port. */
 	memcpy(&src, rdma_get_local_addr(v->id), sizeof(src));
 	memcpy(&dst, rdma_get_peer_addr(v->id), sizeof(dst));
@@ -106,19 +166,16 @@ int vconn_join(struct cm_conn *c, const struct cm_join *j,
 	else
 		((struct sockaddr_in6 *)&src)->sin6_port = 0;
 	/* Another rail: its address, from whichever device routes there. */
-	if (v->nrails > 1 && j->lane % v->nrails) {
-		const struct cm_rail *r = &v->rail_addr[j->lane % v->nrails];
+	if (r) {
+		const struct cm_rail *ra = &v->rail_addr[r];
 
-		rail = true;
-		if (r->family == 4 && dst.ss_family == AF_INET)
-			memcpy(&((struct sockaddr_in *)&dst)->sin_addr, r->addr,
-			       4);
-		else if (r->family == 6 && dst.ss_family == AF_INET6)
+		if (ra->family == 4 && dst.ss_family == AF_INET) {
+			memcpy(&((struct sockaddr_in *)&dst)->sin_addr,
+			       ra->addr, 4);
+		} else if (ra->family == 6 && dst.ss_family == AF_INET6) {
 			memcpy(&((struct sockaddr_in6 *)&dst)->sin6_addr,
-			       r->addr, 16);
-		else
-			rail = false;
-		if (!rail) {
+			       ra->addr, 16);
+		} else {
 			log_err("lane %u to %s: its rail is of another address "
 				"family",
 				j->lane, c->peer);
@@ -134,24 +191,36 @@ int vconn_join(struct cm_conn *c, const struct cm_join *j,
 			c->peer, strerror(errno));
 		goto out;
 	}
-	if (rdma_resolve_addr(l->id, rail ? NULL : (struct sockaddr *)&src,
-			      (struct sockaddr *)&dst, to->resolve_ms)) {
+	if (rdma_resolve_addr(l->id, r ? NULL : (struct sockaddr *)&src,
+			      (struct sockaddr *)&dst, pto.resolve_ms)) {
 		rc = -errno;
-		log_err("lane %u to %s: cannot resolve: %s", j->lane, c->peer,
+		log_msg(probe ? LOG_DEBUG : LOG_ERR,
+			"lane %u to %s: cannot resolve: %s", j->lane, c->peer,
 			strerror(errno));
 		goto out;
 	}
-	rc = rcm_expect(l, RDMA_CM_EVENT_ADDR_RESOLVED, to->resolve_ms + 1000,
+	rc = rcm_expect(l, RDMA_CM_EVENT_ADDR_RESOLVED, pto.resolve_ms + 1000,
 			"cannot resolve lane to", true);
-	if (!rc && rdma_resolve_route(l->id, to->resolve_ms)) {
+	if (!rc && rdma_resolve_route(l->id, pto.resolve_ms)) {
 		rc = -errno;
-		log_err("lane %u to %s: cannot resolve route: %s", j->lane,
+		log_msg(probe ? LOG_DEBUG : LOG_ERR,
+			"lane %u to %s: cannot resolve route: %s", j->lane,
 			c->peer, strerror(errno));
 	}
 	if (!rc)
 		rc = rcm_expect(l, RDMA_CM_EVENT_ROUTE_RESOLVED,
-				to->resolve_ms + 1000,
+				pto.resolve_ms + 1000,
 				"cannot resolve route of lane to", true);
+	/* A rail reached through a device slower than lane 0's: left out. */
+	if (!rc && probe &&
+	    vrail_gbps(l->id->verbs, l->id->port_num) !=
+		    vrail_gbps(v->id->verbs, v->id->port_num)) {
+		snprintf(l->base.dev, sizeof(l->base.dev), "%s",
+			 ibv_get_device_name(l->id->verbs->device));
+		rc = rail_drop(v, r, j->lane, l, 0);
+		probe = false; /* said */
+		goto out;
+	}
 	if (!rc)
 		rc = vlane_build(v, j->lane, l);
 	if (rc)
@@ -160,15 +229,17 @@ int vconn_join(struct cm_conn *c, const struct cm_join *j,
 	rcm_conn_param(&param, pd, PD_JOIN_LEN);
 	if (rdma_connect(l->id, &param)) {
 		rc = -errno;
-		log_err("lane %u to %s: cannot connect: %s", j->lane, c->peer,
+		log_msg(probe ? LOG_DEBUG : LOG_ERR,
+			"lane %u to %s: cannot connect: %s", j->lane, c->peer,
 			strerror(errno));
 		goto out;
 	}
-	rc = rcm_expect(l, RDMA_CM_EVENT_ESTABLISHED, to->connect_ms,
+	rc = rcm_expect(l, RDMA_CM_EVENT_ESTABLISHED, pto.connect_ms,
 			"cannot join a lane to", true);
 	if (rc)
 		goto out;
 	l->established = true;
+	l->probe = false;
 	if (!geom_same(&l->base.geom, &c->geom)) {
 		log_err("lane %u to %s: the receiver answered with another "
 			"geometry",
@@ -180,6 +251,17 @@ int vconn_join(struct cm_conn *c, const struct cm_join *j,
 	if (!rc)
 		return 0;
 out:
+	/*
+	 * A probe that failed before the receiver took the lane: the rail
+	 * is dropped and the lane may join rail 0 (with its fallback proof:
+	 * whatever reached the receiver, this proof is never shown again).
+	 */
+	if (probe && rc && !(l && l->established)) {
+		if (r && v->rail_ctx[r] && l && l->id &&
+		    v->rail_ctx[r] == l->id->verbs)
+			v->rail_ctx[r] = NULL;
+		rc = rail_drop(v, r, j->lane, l, rc);
+	}
 	vlane_free(l);
 	return rc;
 }
@@ -213,6 +295,10 @@ int vconn_accept_lane(struct cm_conn *c, struct cm_request *req,
 		cm_reject_join(req);
 		return rc;
 	}
+	/* Its rail's device (vrail_pick): k % R, or rail 0 for a fallback. */
+	v->lane_rail[lane] =
+		(uint8_t)(v->nrails > 1 && !req->j.fallback ? lane % v->nrails
+							    : 0);
 	l->ech = req->ech;
 	l->id = req->id;
 	l->id->context = l;

@@ -197,13 +197,17 @@ static int v_ring_create(struct cm_conn *c, struct cm_ring_desc *desc)
 				return rc;
 		}
 	}
-	for (unsigned int r = 0; r < desc->rails; r++) {
-		struct vconn *l = r ? v->lane[r] : v;
+	/* A rail no lane is on (the client dropped it) gets rkey 0. */
+	for (unsigned int i = 1; i < v->nlanes; i++) {
+		struct vconn *l = v->lane[i];
+		unsigned int r = v->nrails > 1 ? v->lane_rail[i] : 0;
 
-		if (!l || !l->rail || !l->rail->ring_mr)
+		if (!l || !l->rail || !l->rail->ring_mr || r >= desc->rails)
 			return -EINVAL;
-		desc->rkeys[r] = l->rail->ring_mr->rkey;
+		if (r)
+			desc->rkeys[r] = l->rail->ring_mr->rkey;
 	}
+	desc->rkeys[0] = desc->rkey;
 	return 0;
 }
 
@@ -229,9 +233,14 @@ static int v_stage_create(struct cm_conn *c, const struct cm_ring_desc *peer)
 	for (unsigned int r = 0; r < CM_LANES_MAX; r++)
 		v->remote_rkeys[r] =
 			r && r < peer->rails ? peer->rkeys[r] : peer->rkey;
+	v->wr_rkey = peer->rkey;
 	for (unsigned int i = 1; i < v->nlanes; i++) {
 		struct vconn *l = v->lane[i];
 
+		if (l)
+			l->wr_rkey =
+				v->remote_rkeys[v->nrails > 1 ? v->lane_rail[i]
+							      : 0];
 		if (l && l->rail == l) {
 			rc = reg_only(l, "staging buffers", c->stage,
 				      cm_area_len(&c->geom),
@@ -325,7 +334,7 @@ static int v_post_write(struct cm_conn *c, unsigned int stage, uint32_t len,
 	}
 	/* Its rail's registration of staging and of the peer's ring. */
 	lkey = l->rail && l->rail != v ? l->rail->stage_lkey : v->stage_lkey;
-	rkey = v->nrails > 1 ? v->remote_rkeys[ln % v->nrails] : v->remote_rkey;
+	rkey = l->wr_rkey; /* its rail's, set once: no lookup per slot */
 	sge[0] = (struct ibv_sge){
 		.addr = (uintptr_t)cm_stage(c, stage),
 		.length = len,

@@ -86,6 +86,19 @@ struct vconn {
 	uint32_t remote_rkeys[CM_LANES_MAX];
 	const char *rail_devices; /* client: --device a,b, NULL: any */
 	struct vconn *rail;
+	/*
+	 * On lane 0: lane_rail[k], the rail lane k is on (k % nrails, or 0
+	 * for a fallback join), set before the lane is built; rail_dead[r]:
+	 * the client dropped rail r (its first join failed, or its link is
+	 * not lane 0's rate). On any lane (and lane 0): wr_rkey, the peer's
+	 * rkey its writes use (its rail's), set by stage_create so the
+	 * per-slot post needs no lookup. probe: a rail's first join, whose
+	 * failures rcm_expect logs at debug (the caller warns once).
+	 */
+	uint8_t lane_rail[CM_LANES_MAX];
+	bool rail_dead[CM_LANES_MAX];
+	uint32_t wr_rkey;
+	bool probe;
 };
 
 /*
@@ -145,6 +158,38 @@ int vconn_set_rails(struct cm_conn *c, unsigned int n,
  * allocated here).
  */
 int vrail_pick(struct vconn *parent, unsigned int idx, struct vconn *l);
+
+/*
+ * The rule that picks rails (cm/rails.c vrail_select; doc/rdcp.1
+ * --device): candidates in getifaddrs order, c[0] lane 0's device (always
+ * rail 0). A device is a rail when it is named by --device (or none was),
+ * was not seen before (one rail per device, whatever its addresses), its
+ * link rate is lane 0's (active speed x width in Gb/s, equal; 0, unknown,
+ * only matches 0) and fewer than max rails were taken. why[i] says what
+ * became of c[i]; returns the rails taken (>= 1), their indexes in
+ * out[0..R-1].
+ */
+struct vrail_cand {
+	const char *name;  /* device name, for the log */
+	const void *dev;   /* its identity (struct ibv_context *) */
+	unsigned int gbps; /* link rate, 0 unknown */
+	bool listed;	   /* named by --device, or no --device list */
+};
+enum vrail_why {
+	VRAIL_TAKEN,
+	VRAIL_UNLISTED, /* not one of --device's */
+	VRAIL_SEEN,	/* a device already considered */
+	VRAIL_RATE,	/* its link rate is not lane 0's */
+	VRAIL_FULL,	/* max rails taken already */
+};
+unsigned int vrail_select(const struct vrail_cand *c, unsigned int n,
+			  unsigned int max, enum vrail_why *why,
+			  unsigned int *out);
+/*
+ * The link rate rails are compared by: vconn_link_gbps, or in a test-hooks
+ * build RDCP_TEST_RAIL_GBPS ("rxe1=40,rxe2=0") for the devices it names.
+ */
+unsigned int vrail_gbps(struct ibv_context *ctx, uint8_t port);
 
 /*
  * cm/rdma_lane.c: the lane calls of verbs' struct cm_ops (cm.h):

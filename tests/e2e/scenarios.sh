@@ -53,7 +53,7 @@ ALL="$ALL tree pull resume skip sync crypt zeros bwlimit full small script entri
 ALL="$ALL ssh retry dirmodes direct streams"
 # Over RDMA these run last, after the RNR check (they re-create rxe0,
 # which resets its counters); over TCP only when named.
-EXTRA="devremove rails"
+EXTRA="devremove rails railsafe"
 check_scenarios "$ALL $EXTRA" "$@"
 
 rm -rf "$W"
@@ -2839,6 +2839,93 @@ s_rails() {
 	t_log "$W/tx-rl1.log" "$W/rx-rl1.log"
 	t_end
 	rm -rf rx/rl src/rl16
+}
+
+# 37. Rails that cannot make things worse (rxe1 on dummy1 as in 36):
+#     a receiver whose rxe1 reads 40 Gb/s (test hook RDCP_TEST_RAIL_GBPS)
+#     beside rxe0 leaves it out with one info line, and --streams 2 runs
+#     on one rail, rxe1 idle; then rxe1's address made unreachable for
+#     the client (an ip rule ahead of the local table, busybox syntax): the receiver
+#     offers 2 rails, the client drops rail 1 with one warning, its lanes
+#     join rail 0, and the copies (--streams 2 and 4, pushed and pulled)
+#     land identical with rxe1 idle. Before, the second failed the session at the join.
+s_railsafe() {
+	t_begin "rails: a faster rxe1 is left out, an unreachable one dropped"
+	if [ -n "$HOST_MODE" ]; then
+		echo "# skipped: RDMA only"
+		t_end
+		return
+	fi
+	mkdir -p src rx/rs
+	mkrand src/rs16 $((16 * M))
+	ip link add dummy1 type dummy 2>/dev/null
+	ip addr add 10.77.3.1/24 dev dummy1 2>/dev/null
+	ip link set dummy1 up
+	rdma link add rxe1 type rxe netdev dummy1 ||
+		t_fail "cannot add rxe1 on dummy1"
+	wait_until 10 "" sh -c 'rdma link show rxe1/1 | grep -q ACTIVE' ||
+		t_fail "rxe1 never became active"
+	nextport
+	if rx_spawn_or_fail "$W/rx-rs1.log" env RDCP_TEST_RAIL_GBPS=rxe1=40 \
+		rdcp-hooks --listen -v --root "$W/rx/rs" --port "$P"; then
+		a1=$(rail_pkts rxe1)
+		send "$W/tx-rs1.log" -v --streams 2 --chunk-size 256K \
+			--port "$P" src/rs16 "$ADDR::rs16-rate"
+		b1=$(rail_pkts rxe1)
+		[ "$SRC" = 0 ] || t_fail "rxe1 at another rate: sender exit $SRC"
+		same src/rs16 rx/rs/rs16-rate
+		echo "# rxe1 at another rate: rxe1 sent $((b1 - a1)) packets"
+		[ $((b1 - a1)) -lt 64 ] || t_fail "rxe1 at another rate carried data"
+		logged "$W/rx-rs1.log" "device rxe1 left out of the rails of .*: its link is 40 Gb/s" ||
+			t_fail "no line saying why rxe1 was left out"
+		! logged "$W/rx-rs1.log" "on 2 rails" ||
+			t_fail "rxe1 at another rate offered as a rail"
+		term_rx
+	fi
+	t_log "$W/tx-rs1.log" "$W/rx-rs1.log"
+	# rxe1's address unreachable: a rule ahead of the local table.
+	{ ip rule add pref 100 lookup local &&
+		ip rule del pref 0 &&
+		ip rule add pref 10 to 10.77.3.1/32 type unreachable; } >"$W/iprule.log" 2>&1 ||
+		t_fail "cannot block 10.77.3.1 with an ip rule: $(tr '\n' ' ' <"$W/iprule.log")"
+	for n in 2 4; do
+		nextport
+		start_rx_or_fail "$W/rx-rs$n.log" --root "$W/rx/rs" --port "$P" || continue
+		a1=$(rail_pkts rxe1)
+		send "$W/tx-rsu$n.log" -v --streams "$n" --chunk-size 256K \
+			--port "$P" src/rs16 "$ADDR::rs16-u$n"
+		b1=$(rail_pkts rxe1)
+		[ "$SRC" = 0 ] || t_fail "--streams $n, rail 1 unreachable: sender exit $SRC"
+		same src/rs16 "rx/rs/rs16-u$n"
+		echo "# --streams $n, rail 1 unreachable: rxe1 sent $((b1 - a1)) packets"
+		[ $((b1 - a1)) -lt 64 ] || t_fail "--streams $n: the unreachable rail carried data"
+		logged "$W/rx-rs$n.log" "$n streams from .* on 2 rails" ||
+			t_fail "--streams $n: the receiver did not offer 2 rails"
+		grep 'rail 1 (10.77.3.1)' "$W/tx-rsu$n.log" | sed 's/^/# /'
+		[ "$(grep -c 'warning: rail 1 (10.77.3.1) of .* dropped' "$W/tx-rsu$n.log")" = 1 ] ||
+			t_fail "--streams $n: not one warning that rail 1 was dropped"
+		logged "$W/tx-rsu$n.log" "$n streams to .* on 1 of 2 rails (1 dropped)" ||
+			t_fail "--streams $n: the sender did not say it ran on 1 rail"
+		# A pull: the client's ring, with no lane on rail 1.
+		a1=$(rail_pkts rxe1)
+		send "$W/tx-rsp$n.log" -v --streams "$n" --chunk-size 256K \
+			--port "$P" "$ADDR::rs16-u$n" "$W/rx/rs/pulled-u$n"
+		b1=$(rail_pkts rxe1)
+		[ "$SRC" = 0 ] || t_fail "pull --streams $n, rail 1 unreachable: exit $SRC"
+		same src/rs16 "rx/rs/pulled-u$n"
+		[ $((b1 - a1)) -lt 64 ] || t_fail "pull --streams $n: the unreachable rail carried data"
+		logged "$W/tx-rsp$n.log" "$n streams to .* on 1 of 2 rails (1 dropped)" ||
+			t_fail "pull --streams $n: the client did not say it ran on 1 rail"
+		term_rx
+		t_log "$W/tx-rsu$n.log" "$W/rx-rs$n.log" "$W/tx-rsp$n.log"
+	done
+	ip rule del pref 10
+	ip rule add pref 0 lookup local
+	ip rule del pref 100
+	rdma link delete rxe1
+	ip link del dummy1
+	t_end
+	rm -rf rx/rs src/rs16
 }
 
 # ---------------------------------------------------------------- main

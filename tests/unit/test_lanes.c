@@ -130,6 +130,16 @@ static void test_join_pd(void)
 	CHECK(!memcmp(out.token, j.token, CM_TOKEN_LEN));
 	CHECK_EQ(out.lane, 3);
 	CHECK(!memcmp(out.proof, j.proof, CM_PROOF_LEN));
+	CHECK(!out.fallback);
+	/* A fallback join (its rail dropped) says so in its flags byte. */
+	j.fallback = true;
+	cm_pd_encode_join(pd, &g, &j);
+	CHECK_EQ(pd[PD_LEN + 10], 1);
+	CHECK(cm_pd_decode_join(pd, sizeof(pd), &out));
+	CHECK(out.fallback);
+	pd[PD_LEN + 10] = 2; /* flags other than the one known: refused */
+	CHECK(!cm_pd_decode_join(pd, sizeof(pd), &out));
+	j.fallback = false;
 	/* Short, lane 0, lane out of range, padding not zero: refused. */
 	CHECK(!cm_pd_decode_join(pd, PD_JOIN_LEN - 1, &out));
 	j.lane = 0;
@@ -140,7 +150,7 @@ static void test_join_pd(void)
 	CHECK(!cm_pd_decode_join(pd, sizeof(pd), &out));
 	j.lane = 1;
 	cm_pd_encode_join(pd, &g, &j);
-	pd[PD_LEN + 10] = 1;
+	pd[PD_LEN + 11] = 1;
 	CHECK(!cm_pd_decode_join(pd, sizeof(pd), &out));
 }
 
@@ -156,25 +166,28 @@ static void test_lane_proof(void)
 	memset(other, 2, sizeof(other));
 	memset(h.nonce, 3, sizeof(h.nonce));
 	memset(nonce_s, 4, sizeof(nonce_s));
-	CHECK_EQ(auth_lane_proof(key, &h, nonce_s, tok, 1, 4, p), 0);
-	CHECK_EQ(auth_lane_proof(key, &h, nonce_s, tok, 1, 4, q), 0);
+	CHECK_EQ(auth_lane_proof(key, &h, nonce_s, tok, 1, 4, false, p), 0);
+	CHECK_EQ(auth_lane_proof(key, &h, nonce_s, tok, 1, 4, false, q), 0);
 	CHECK(auth_proof_equal(p, q));
 	/* Another key, lane, lane count, token or nonce: another proof. */
-	CHECK_EQ(auth_lane_proof(other, &h, nonce_s, tok, 1, 4, q), 0);
+	CHECK_EQ(auth_lane_proof(other, &h, nonce_s, tok, 1, 4, false, q), 0);
 	CHECK(!auth_proof_equal(p, q));
-	CHECK_EQ(auth_lane_proof(key, &h, nonce_s, tok, 2, 4, q), 0);
+	CHECK_EQ(auth_lane_proof(key, &h, nonce_s, tok, 2, 4, false, q), 0);
 	CHECK(!auth_proof_equal(p, q));
-	CHECK_EQ(auth_lane_proof(key, &h, nonce_s, tok, 1, 3, q), 0);
+	CHECK_EQ(auth_lane_proof(key, &h, nonce_s, tok, 1, 3, false, q), 0);
+	CHECK(!auth_proof_equal(p, q));
+	/* A fallback join's proof is not the first attempt's. */
+	CHECK_EQ(auth_lane_proof(key, &h, nonce_s, tok, 1, 4, true, q), 0);
 	CHECK(!auth_proof_equal(p, q));
 	tok[0] ^= 1;
-	CHECK_EQ(auth_lane_proof(key, &h, nonce_s, tok, 1, 4, q), 0);
+	CHECK_EQ(auth_lane_proof(key, &h, nonce_s, tok, 1, 4, false, q), 0);
 	CHECK(!auth_proof_equal(p, q));
 	tok[0] ^= 1;
 	nonce_s[5] ^= 1;
-	CHECK_EQ(auth_lane_proof(key, &h, nonce_s, tok, 1, 4, q), 0);
+	CHECK_EQ(auth_lane_proof(key, &h, nonce_s, tok, 1, 4, false, q), 0);
 	CHECK(!auth_proof_equal(p, q));
 	/* Without a key: zero, the token alone names the session. */
-	CHECK_EQ(auth_lane_proof(NULL, &h, nonce_s, tok, 1, 4, q), 0);
+	CHECK_EQ(auth_lane_proof(NULL, &h, nonce_s, tok, 1, 4, false, q), 0);
 	CHECK(auth_proof_equal(zero, q));
 }
 

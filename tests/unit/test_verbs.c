@@ -4,7 +4,7 @@
  * work completion becomes (cm/verbs_poll.c), fed through a CQ whose
  * poll_cq is ours (ibv_poll_cq is an inline that calls the context's op),
  * and a port's rate from its speed and width values (cm/verbs_lane.c),
- * XDR's included.
+ * XDR's included, and the rule that picks rails (cm/rails.c).
  */
 #include "tap.h"
 
@@ -125,5 +125,72 @@ static void test_rate(void)
 	CHECK_EQ(vconn_rate_gbps(xdr, 3), 0);
 }
 
+/*
+ * Which devices are rails (cm/rails.c vrail_select), over made-up device
+ * lists: lane 0's device first, then the host's addresses in order.
+ */
+static void test_rails_rate(void)
+{
+	int d[4];
+	/* A 400 Gb/s port beside a spare 25 Gb/s one and another 400. */
+	struct vrail_cand c[] = {
+		{ "mlx5_0", &d[0], 400, true },
+		{ "mlx5_1", &d[1], 25, true },
+		{ "mlx5_2", &d[2], 400, true },
+	};
+	enum vrail_why why[3];
+	unsigned int out[3];
+
+	CHECK_EQ(vrail_select(c, 3, 16, why, out), 2);
+	CHECK_EQ(out[0], 0);
+	CHECK_EQ(out[1], 2);
+	CHECK_EQ(why[1], VRAIL_RATE);
+	CHECK_EQ(why[2], VRAIL_TAKEN);
+	/* Lane 0 on the slow port: the fast ones are left out instead. */
+	c[0].dev = &d[1];
+	c[0].gbps = 25;
+	c[1].dev = &d[0];
+	c[1].gbps = 400;
+	CHECK_EQ(vrail_select(c, 3, 16, why, out), 1);
+	CHECK_EQ(why[1], VRAIL_RATE);
+	CHECK_EQ(why[2], VRAIL_RATE);
+	/* Unknown rates (0) match each other only. */
+	c[0].gbps = 0;
+	c[1].gbps = 0;
+	CHECK_EQ(vrail_select(c, 3, 16, why, out), 2);
+	CHECK_EQ(why[1], VRAIL_TAKEN);
+	CHECK_EQ(why[2], VRAIL_RATE);
+}
+
+static void test_rails_other_rules(void)
+{
+	int d[4];
+	struct vrail_cand c[] = {
+		{ "rxe0", &d[0], 2, true },
+		{ "rxe0", &d[0], 2, true },  /* lane 0's device again */
+		{ "rxe1", &d[1], 2, false }, /* not named by --device */
+		{ "rxe2", &d[2], 2, true },
+		{ "rxe2", &d[2], 2, true }, /* a second address */
+		{ "rxe3", &d[3], 2, true },
+	};
+	enum vrail_why why[6];
+	unsigned int out[6];
+
+	CHECK_EQ(vrail_select(c, 6, 16, why, out), 3);
+	CHECK_EQ(why[0], VRAIL_TAKEN);
+	CHECK_EQ(why[1], VRAIL_SEEN);
+	CHECK_EQ(why[2], VRAIL_UNLISTED);
+	CHECK_EQ(why[3], VRAIL_TAKEN);
+	CHECK_EQ(why[4], VRAIL_SEEN);
+	CHECK_EQ(out[1], 3);
+	CHECK_EQ(out[2], 5);
+	/* At most max (the lanes): the rest are left out. */
+	CHECK_EQ(vrail_select(c, 6, 2, why, out), 2);
+	CHECK_EQ(why[5], VRAIL_FULL);
+	/* One device: one rail. */
+	CHECK_EQ(vrail_select(c, 1, 16, why, out), 1);
+}
+
 TAP_RUN(TAP_TEST(test_wc_local_faults), TAP_TEST(test_wc_error_words),
-	TAP_TEST(test_rate))
+	TAP_TEST(test_rate), TAP_TEST(test_rails_rate),
+	TAP_TEST(test_rails_other_rules))

@@ -150,6 +150,7 @@ static int client_lanes(struct engine *e, const struct xfer_opts *o,
 	struct cm_timeouts to = session_timeouts(o);
 	unsigned int n = w->streams;
 	struct cm_join j = { 0 };
+	unsigned int dropped = 0; /* rails */
 	int rc;
 
 	if (n <= 1)
@@ -180,18 +181,32 @@ static int client_lanes(struct engine *e, const struct xfer_opts *o,
 			return engine_fail(e, XFER_FAIL_PROTOCOL, rc,
 					   "cannot use the %u rails of %s",
 					   w->rails, e->c->peer);
-		log_info("%u streams to %s on %u rails", n, e->c->peer,
-			 w->rails);
 	}
 	memcpy(j.token, w->token, CM_TOKEN_LEN);
 	for (unsigned int k = 1; k < n; k++) {
 		j.lane = (uint16_t)k;
-		rc = auth_lane_proof(o->key, h, w->nonce, j.token, k, n,
+		j.fallback = false;
+		rc = auth_lane_proof(o->key, h, w->nonce, j.token, k, n, false,
 				     j.proof);
 		if (rc)
 			return engine_fail(e, XFER_FAIL_INTERNAL, rc,
 					   "HMAC failed");
 		rc = cm_join(e->c, &j, &to);
+		/*
+		 * Its rail was dropped (cm/ said so, once): the lane joins
+		 * rail 0 instead, with its fallback proof (auth.h).
+		 */
+		if (rc == -ENETUNREACH && w->rails > 1) {
+			if (k < w->rails)
+				dropped++; /* lane k < R is rail k's first */
+			j.fallback = true;
+			rc = auth_lane_proof(o->key, h, w->nonce, j.token, k, n,
+					     true, j.proof);
+			if (rc)
+				return engine_fail(e, XFER_FAIL_INTERNAL, rc,
+						   "HMAC failed");
+			rc = cm_join(e->c, &j, &to);
+		}
 		if (rc) /* cm/ said why */
 			return engine_fail_logged(e, session_connect_fail(rc),
 						  rc);
@@ -199,6 +214,12 @@ static int client_lanes(struct engine *e, const struct xfer_opts *o,
 		e->last_rx_ms = clock_now_ms();
 	}
 	OPENSSL_cleanse(&j, sizeof(j));
+	if (w->rails > 1 && !dropped)
+		log_info("%u streams to %s on %u rails", n, e->c->peer,
+			 w->rails);
+	else if (w->rails > 1)
+		log_info("%u streams to %s on %u of %u rails (%u dropped)", n,
+			 e->c->peer, w->rails - dropped, w->rails, dropped);
 	log_info("%u streams to %s", n, e->c->peer);
 	return 0;
 }

@@ -68,6 +68,9 @@ struct join_wait {
 	unsigned int n;	      /* streams once server_join_arm made the proofs, or 0 */
 	uint8_t proof[CM_LANES_MAX][CM_PROOF_LEN];
 	bool presented[CM_LANES_MAX];
+	/* The same for lane k's fallback join (its rail dropped: cm.h). */
+	uint8_t proof_fb[CM_LANES_MAX][CM_PROOF_LEN];
+	bool presented_fb[CM_LANES_MAX];
 };
 
 struct server {

@@ -30,17 +30,22 @@ int server_join_arm(struct server *srv, struct join_wait *w,
 	     const struct wire_hello *h, const uint8_t *nonce_s)
 {
 	uint8_t proof[CM_LANES_MAX][CM_PROOF_LEN];
+	uint8_t proof_fb[CM_LANES_MAX][CM_PROOF_LEN];
 	unsigned int n = w->streams < CM_LANES_MAX ? w->streams : CM_LANES_MAX;
 
 	for (unsigned int k = 1; k < n; k++) {
 		int rc = auth_lane_proof(srv->key, h, nonce_s, w->token, k,
-					 w->streams, proof[k]);
+					 w->streams, false, proof[k]);
 
+		if (!rc)
+			rc = auth_lane_proof(srv->key, h, nonce_s, w->token, k,
+					     w->streams, true, proof_fb[k]);
 		if (rc)
 			return rc;
 	}
 	pthread_mutex_lock(&srv->lock);
 	memcpy(w->proof, proof, sizeof(proof));
+	memcpy(w->proof_fb, proof_fb, sizeof(proof_fb));
 	w->n = n;
 	pthread_mutex_unlock(&srv->lock);
 	return 0;
@@ -53,6 +58,7 @@ int server_join_open(struct server *srv, struct join_wait *w, unsigned int strea
 	w->streams = streams;
 	w->n = 0; /* no proof to hold joins to until server_join_arm */
 	memset(w->presented, 0, sizeof(w->presented));
+	memset(w->presented_fb, 0, sizeof(w->presented_fb));
 	w->nq = 0;
 	w->owed = streams - 1 < JOIN_QUEUE ? streams - 1 : JOIN_QUEUE;
 	pthread_mutex_lock(&srv->lock);
@@ -134,13 +140,18 @@ void server_join_route(struct server *srv, struct cm_request *req)
 	 * wrong proof goes on to the session, which says so.
 	 */
 	if (w && j.lane && j.lane < w->n &&
-	    auth_proof_equal(w->proof[j.lane], j.proof)) {
-		if (w->presented[j.lane]) {
+	    auth_proof_equal(j.fallback ? w->proof_fb[j.lane]
+					: w->proof[j.lane],
+			     j.proof)) {
+		bool *seen = j.fallback ? &w->presented_fb[j.lane]
+					: &w->presented[j.lane];
+
+		if (*seen) {
 			pthread_mutex_unlock(&srv->lock);
 			refuse_replay(srv, req, j.lane);
 			return;
 		}
-		w->presented[j.lane] = true;
+		*seen = true;
 	}
 	/*
 	 * No more wait than the session is owed: before its AUTH, joins
@@ -216,8 +227,15 @@ int server_join_lanes(struct server *srv, struct engine *e, struct join_wait *w,
 	bool have[CM_LANES_MAX] = { false };
 	uint8_t want[CM_PROOF_LEN];
 	unsigned int got = 0;
+	bool rail_first;
 	int rc;
 
+	/* Each rail's first join may take the client CM_RAIL_JOIN_MS. */
+	if (e->c->rails > 1) {
+		deadline_ms += (uint64_t)(e->c->rails - 1) * CM_RAIL_JOIN_MS;
+		if (to.connect_ms > CM_RAIL_JOIN_MS)
+			to.connect_ms = CM_RAIL_JOIN_MS;
+	}
 	rc = engine_flush(e); /* the WELCOME, without a key */
 	if (rc)
 		return rc;
@@ -238,6 +256,7 @@ int server_join_lanes(struct server *srv, struct engine *e, struct join_wait *w,
 					   e->c->peer, got + 1, n);
 		}
 		cm_request_join(req, &j);
+		rail_first = e->c->rails > 1 && j.lane < e->c->rails;
 		if (j.lane >= n || have[j.lane]) {
 			log_warn("refused lane %u from %s: %s", j.lane,
 				 cm_request_peer(req),
@@ -247,7 +266,7 @@ int server_join_lanes(struct server *srv, struct engine *e, struct join_wait *w,
 			continue;
 		}
 		rc = auth_lane_proof(srv->key, h, nonce_s, w->token, j.lane, n,
-				     want);
+				     j.fallback, want);
 		if (rc) {
 			cm_reject_join(req);
 			server_join_close(srv, w);
@@ -263,6 +282,17 @@ int server_join_lanes(struct server *srv, struct engine *e, struct join_wait *w,
 			continue;
 		}
 		rc = e->c->ops->accept_lane(e->c, req, j.lane, &to);
+		/*
+		 * A rail's first join the client gave up on (it bounds that
+		 * wait by CM_RAIL_JOIN_MS, drops the rail and sends the lane
+		 * to rail 0 as a fallback): not the end of the session.
+		 */
+		if (rc && rail_first && !j.fallback) {
+			log_info("lane %u of %s did not join its rail (%s): "
+				 "waiting for it on rail 0",
+				 j.lane, e->c->peer, strerror(-rc));
+			continue;
+		}
 		if (rc) {
 			server_join_close(srv, w);
 			return engine_fail_logged(e, XFER_FAIL_CONNECT, rc);

@@ -145,13 +145,14 @@ bool auth_tag_equal(const uint8_t want[WIRE_TAG_LEN],
 
 int auth_lane_proof(const uint8_t *key, const struct wire_hello *h,
 		    const uint8_t *nonce_s, const uint8_t *token,
-		    unsigned int lane, unsigned int n, uint8_t *proof)
+		    unsigned int lane, unsigned int n, bool fallback,
+		    uint8_t *proof)
 {
 	uint8_t salt[2 * WIRE_NONCE_LEN], kl[KEY_LEN], mac[KEY_MAC_LEN];
-	uint8_t ln[4] = { (uint8_t)(lane >> 8), (uint8_t)lane,
-			  (uint8_t)(n >> 8), (uint8_t)n };
+	uint8_t ln[5] = { (uint8_t)(lane >> 8), (uint8_t)lane,
+			  (uint8_t)(n >> 8), (uint8_t)n, 1 };
 	const void *parts[] = { token, ln };
-	size_t lens[] = { CM_TOKEN_LEN, sizeof(ln) };
+	size_t lens[] = { CM_TOKEN_LEN, fallback ? 5 : 4 };
 	int rc;
 
 	memset(proof, 0, CM_PROOF_LEN);

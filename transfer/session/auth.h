@@ -91,14 +91,16 @@ bool auth_tag_equal(const uint8_t want[WIRE_TAG_LEN],
  * WELCOME and a proof: the first CM_PROOF_LEN (16) bytes of
  * HMAC-SHA256(Kl, token || k u16 || n u16), big-endian, where Kl is
  * HKDF-SHA256 of the pre-shared key salted with both nonces under the
- * label "rdcp3 lane key". Without a key (--no-auth) the proof is zero and
- * the token alone names the session. Returns 0 with proof filled, or
- * -errno.
+ * label "rdcp3 lane key"; a fallback join (cm.h struct cm_join: the lane's
+ * rail was dropped, it joins rail 0) appends a byte 1 to the HMAC's input,
+ * so its proof differs from the first attempt's. Without a key (--no-auth)
+ * the proof is zero and the token alone names the session. Returns 0 with
+ * proof filled, or -errno.
  */
 int auth_lane_proof(const uint8_t *key, const struct wire_hello *h,
 		    const uint8_t *nonce_s, const uint8_t *token,
-		    unsigned int lane, unsigned int n, uint8_t *proof)
-	__attribute__((warn_unused_result));
+		    unsigned int lane, unsigned int n, bool fallback,
+		    uint8_t *proof) __attribute__((warn_unused_result));
 
 /* Whether two lane proofs are equal, in constant time. */
 bool auth_proof_equal(const uint8_t *want, const uint8_t *got);
