@@ -458,6 +458,9 @@ static enum xfer_fail copy(struct run *run, struct xfer_stats *st)
 					     : st->files_skipped;
 		if (st->transport[0])
 			last = *st;
+		/* The next attempt lands where this one did (cp -r's DEST). */
+		if (st->dest_named)
+			run->o.dest_named = true;
 		if (v == XFER_OK)
 			break;
 		rt->start_may_heal = st->start_may_heal;
