@@ -2173,6 +2173,12 @@ s_retry() {
 		esac
 		[ "$(jget "$W/tx-rt2.log" summary retries)" -ge 1 ] 2>/dev/null ||
 			t_fail "summary retries '$(jget "$W/tx-rt2.log" summary retries)'"
+		# Each failed attempt: one line, its error and what comes next.
+		_l=$(grep -c '^rdcp: warning: attempt [0-9]* of 5 failed: .*connect.* (connect, exit 3): trying again in' "$W/tx-rt2.log")
+		[ "$_l" = "$(grep -c '"event":"attempt"' "$W/tx-rt2.log")" ] ||
+			t_fail "$_l attempt lines for $(grep -c '"event":"attempt"' "$W/tx-rt2.log") attempts"
+		! grep -v '^rdcp: warning: attempt ' "$W/tx-rt2.log" | grep -q '^rdcp: ' ||
+			t_fail "a line besides the attempt lines: $(grep -v '^rdcp: warning: attempt ' "$W/tx-rt2.log" | grep '^rdcp: ' | head -1)"
 	fi
 	t_log "$W/tx-rt2.log" "$W/rx-rt2.log"
 	t_end
@@ -2189,7 +2195,9 @@ s_retry() {
 		[ "$(jattempts "$W/tx-rt3.log")" = "auth/4/false " ] ||
 			t_fail "attempts: '$(jattempts "$W/tx-rt3.log")', want one, auth/4/false"
 		[ "$(jget "$W/tx-rt3.log" summary retries)" = 0 ] || t_fail "summary retries not 0"
-		grep -q 'not retrying' "$W/tx-rt3.log" || t_fail "no 'not retrying' line"
+		[ "$(grep -c '^rdcp: ' "$W/tx-rt3.log")" = 1 ] &&
+			grep -q '^rdcp: .*key.*; attempt 1 of 4 failed: not retrying' "$W/tx-rt3.log" ||
+			t_fail "not one line with the error and 'not retrying'"
 	else
 		t_fail "the receiver of the previous test is gone"
 	fi
