@@ -451,9 +451,9 @@ static bool try_again(struct run *run, enum xfer_fail v,
 	 * A cut, or a last attempt with several errors: shown as they were;
 	 * with -v, those of every attempt.
 	 */
-	log_release((!again &&
-		     (v == XFER_FAIL_CANCELED || attempt_errors > 1)) ||
-		    log_enabled(LOG_INFO));
+	log_release(
+		(!again && (v == XFER_FAIL_CANCELED || attempt_errors > 1)) ||
+		log_enabled(LOG_INFO));
 	if (!attempt_why[0])
 		snprintf(attempt_why, sizeof(attempt_why), "%s",
 			 st->error[0] ? st->error : xfer_fail_name(v));

@@ -725,8 +725,8 @@ static void test_rails(void)
 		"abcdef01"
 		"0040"
 		"00100000"
-		"00007f0000000000" /* today's RING */
-		"01"		   /* target: DEST names the copy */
+		"00007f0000000000"
+		"01" /* today's RING: target named */
 		"03"
 		"11223344"
 		"55667788"; /* rails 1, 2 */
