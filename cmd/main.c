@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +48,7 @@ struct run {
 };
 
 static volatile sig_atomic_t cancel;
+static const struct retry *run_retry; /* the attempts, for attempt_line */
 /* A receiver's first SIGTERM: take no new sessions (xfer_opts.stop). */
 static volatile sig_atomic_t stop;
 
@@ -396,37 +398,84 @@ static enum xfer_fail copy_once(struct run *run, struct xfer_stats *st)
 }
 
 /*
- * After an attempt failed with v: whether to try again, and after how
- * long. The wait doubles with each attempt in a row that could not
- * connect; one that connected (the peer was back) starts it over.
+ * The line that ends a failed attempt: its errors (held back while it ran,
+ * log_hold) and what comes next, one line (issue #23: each attempt one
+ * line). A last attempt with several errors shows them as they were, then
+ * the verdict on its own line.
  */
-static bool try_again(struct run *run, enum xfer_fail v, bool connected,
-		      unsigned int *wait)
+static void attempt_line(bool again, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static char attempt_why[1024]; /* the attempt's first error, or its class */
+static unsigned int attempt_errors;
+
+static void attempt_line(bool again, const char *fmt, ...)
+{
+	char next[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(next, sizeof(next), fmt, ap);
+	va_end(ap);
+	if (again)
+		log_warn("attempt %u of %u failed: %s%s%.0u%s %s",
+			 run_retry->attempt, run_retry->max + 1, attempt_why,
+			 attempt_errors > 1 ? " (and " : "",
+			 attempt_errors > 1 ? attempt_errors - 1 : 0,
+			 attempt_errors > 1 ? " more errors)" : "", next);
+	else if (attempt_errors > 1)
+		log_warn("attempt %u of %u failed: %s", run_retry->attempt,
+			 run_retry->max + 1, next);
+	else
+		log_err("%s; attempt %u of %u failed: %s", attempt_why,
+			run_retry->attempt, run_retry->max + 1, next);
+}
+
+/*
+ * After an attempt failed with v: whether to try again, and after how
+ * long, said in one line with the attempt's error (attempt_line). The wait
+ * doubles with each attempt in a row that could not connect; one that
+ * connected (the peer was back) starts it over.
+ */
+static bool try_again(struct run *run, enum xfer_fail v,
+		      const struct xfer_stats *st, unsigned int *wait)
 {
 	struct retry *rt = &run->retry;
+	bool again = v != XFER_FAIL_CANCELED && retry_is_transient(rt, v) &&
+		     rt->attempt <= rt->max;
 	uint32_t rnd;
 
+	run_retry = rt;
+	attempt_errors = log_held(attempt_why, sizeof(attempt_why));
+	/*
+	 * A cut, or a last attempt with several errors: shown as they were;
+	 * with -v, those of every attempt.
+	 */
+	log_release(
+		(!again && (v == XFER_FAIL_CANCELED || attempt_errors > 1)) ||
+		log_enabled(LOG_INFO));
+	if (!attempt_why[0])
+		snprintf(attempt_why, sizeof(attempt_why), "%s",
+			 st->error[0] ? st->error : xfer_fail_name(v));
 	if (v == XFER_FAIL_CANCELED)
 		return false;
 	if (!retry_is_transient(rt, v)) {
-		log_warn("not retrying: %s (exit %d) is not a lost peer, "
-			 "host or link that another attempt could get past",
-			 xfer_fail_name(v), exit_code(v));
+		attempt_line(false,
+			     "not retrying: %s (exit %d) is not a lost peer, "
+			     "host or link that another attempt could get past",
+			     xfer_fail_name(v), exit_code(v));
 		return false;
 	}
-	if (rt->attempt > rt->max) {
-		log_warn("giving up after %u attempts (--retry %u)",
-			 rt->attempt, rt->max);
+	if (!again) {
+		attempt_line(false, "giving up (--retry %u)", rt->max);
 		return false;
 	}
 	if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
 		rnd = UINT32_MAX / 2;
-	rt->unconnected = connected ? 1 : rt->unconnected + 1;
+	rt->unconnected = st->transport[0] ? 1 : rt->unconnected + 1;
 	*wait = retry_wait_ms(rt, rt->unconnected, rnd);
-	log_warn("attempt %u of %u failed (%s, exit %d): trying again in "
-		 "%.1f s, resuming",
-		 rt->attempt, rt->max + 1, xfer_fail_name(v), exit_code(v),
-		 *wait / 1000.0);
+	attempt_line(true, "(%s, exit %d): trying again in %.1f s, resuming",
+		     xfer_fail_name(v), exit_code(v), *wait / 1000.0);
 	return true;
 }
 
@@ -448,6 +497,8 @@ static enum xfer_fail copy(struct run *run, struct xfer_stats *st)
 
 	for (;;) {
 		retry_attempt_begin(rt);
+		if (rt->max) /* said with the attempt's verdict: one line */
+			log_hold();
 		v = copy_once(run, st);
 		if (!rt->max)
 			return v;
@@ -458,14 +509,18 @@ static enum xfer_fail copy(struct run *run, struct xfer_stats *st)
 					     : st->files_skipped;
 		if (st->transport[0])
 			last = *st;
-		if (v == XFER_OK)
+		/* The next attempt lands where this one did (cp -r's DEST). */
+		if (st->dest_named)
+			run->o.dest_named = true;
+		if (v == XFER_OK) {
+			log_release(true);
 			break;
+		}
 		rt->start_may_heal = st->start_may_heal;
-		again = try_again(run, v, st->transport[0], &wait);
+		again = try_again(run, v, st, &wait);
 		if (run->a->json)
 			json_attempt(stdout, rt->attempt, v, exit_code(v),
-				     st->error[0] ? st->error
-						  : log_last_error(),
+				     st->error[0] ? st->error : attempt_why,
 				     again, wait);
 		if (!again)
 			break;

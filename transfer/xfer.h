@@ -207,6 +207,12 @@ struct xfer_opts {
 	const char *const *srcs; /* pull: relative to the receiver's root */
 	size_t nsrcs;
 	/*
+	 * DEST is the copy of the one SRC even when a directory is there
+	 * now: an earlier attempt made it so (xfer_stats.dest_named; --retry
+	 * sets it, so that every attempt lands where the first did).
+	 */
+	bool dest_named;
+	/*
 	 * --include/--exclude rules, or NULL: applied by the side that walks
 	 * (this one on a push, the receiver on a pull, sent in the HELLO).
 	 */
@@ -308,6 +314,12 @@ struct xfer_stats {
 	 * remote rdcp did not answer in time.
 	 */
 	bool start_may_heal;
+	/*
+	 * The sink took DEST as the new name of the one top entry (cp -r's
+	 * "DEST does not exist": DEST is the copy), not as a directory to
+	 * put it in (RING's target on a push).
+	 */
+	bool dest_named;
 };
 
 /* Defaults for every field (the CLI starts from these). */

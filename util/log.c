@@ -8,6 +8,7 @@
 #include "util/log.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -64,6 +65,74 @@ static void log_write(const char *buf, size_t len)
 		buf += n;
 		len -= (size_t)n;
 	}
+}
+
+/*
+ * log_hold: the error lines held_buf back (whole, as they would have been
+ * written), the first one's text, and how many there were.
+ */
+#define LOG_HELD_MAX (16 * LOG_LINE_MAX)
+static pthread_mutex_t held_lock = PTHREAD_MUTEX_INITIALIZER;
+static atomic_bool holding;
+static char held_buf[LOG_HELD_MAX];
+static size_t held_len;
+static char held_first[LOG_LINE_MAX];
+static unsigned int held_n;
+
+void log_hold(void)
+{
+	pthread_mutex_lock(&held_lock);
+	held_len = 0;
+	held_n = 0;
+	held_first[0] = '\0';
+	atomic_store(&holding, true);
+	pthread_mutex_unlock(&held_lock);
+}
+
+/*
+ * Keeps an error line of len bytes (its message from byte pre on, the
+ * newline last) if errors are held_buf.
+ */
+static bool hold_line(const char *line, size_t len, size_t pre)
+{
+	bool kept = false;
+
+	if (!atomic_load(&holding))
+		return false;
+	pthread_mutex_lock(&held_lock);
+	if (atomic_load(&holding)) {
+		if (!held_n++)
+			snprintf(held_first, sizeof(held_first), "%.*s",
+				 (int)(len - 1 - pre), line + pre);
+		if (held_len + len <= sizeof(held_buf))
+			memcpy(held_buf + held_len, line, len);
+		held_len += len <= sizeof(held_buf) - held_len ? len : 0;
+		kept = true;
+	}
+	pthread_mutex_unlock(&held_lock);
+	return kept;
+}
+
+unsigned int log_held(char *first, size_t size)
+{
+	unsigned int n;
+
+	pthread_mutex_lock(&held_lock);
+	n = held_n;
+	snprintf(first, size, "%s", held_first);
+	pthread_mutex_unlock(&held_lock);
+	return n;
+}
+
+void log_release(bool write_them)
+{
+	pthread_mutex_lock(&held_lock);
+	atomic_store(&holding, false);
+	if (write_them)
+		log_write(held_buf, held_len);
+	held_len = 0;
+	held_n = 0;
+	pthread_mutex_unlock(&held_lock);
 }
 
 /* The last error logged by this thread, for --json (log_last_error). */
@@ -169,7 +238,7 @@ static void vlog(enum log_level level, const char *tag, int saved,
 		 const char *fmt, va_list ap)
 {
 	char buf[LOG_LINE_MAX], text[LOG_LINE_MAX];
-	size_t len;
+	size_t len, pre;
 	int n;
 
 	if (!log_enabled(level))
@@ -179,6 +248,7 @@ static void vlog(enum log_level level, const char *tag, int saved,
 	if (n < 0)
 		goto out;
 	len = (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1;
+	pre = len;
 
 	/* errno back in place for a %m in fmt */
 	errno = saved;
@@ -197,7 +267,8 @@ static void vlog(enum log_level level, const char *tag, int saved,
 		memcpy(buf + len - 3, "...", 3);
 	}
 	buf[len++] = '\n';
-	log_write(buf, len);
+	if (level != LOG_ERR || !hold_line(buf, len, pre))
+		log_write(buf, len);
 out:
 	errno = saved;
 }

@@ -38,6 +38,16 @@ void log_msg(enum log_level level, const char *fmt, ...)
  */
 void log_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/*
+ * --retry: one line per failed attempt. log_hold() holds back the error
+ * lines logged from then on (any thread); log_held() says how many there
+ * are so far and puts the first one's message in first (size bytes, ""
+ * when none), for the caller's own line; log_release() ends the hold and
+ * writes them as they were when write_them, else drops them.
+ */
+void log_hold(void);
+unsigned int log_held(char *first, size_t size);
+void log_release(bool write_them);
 /* The text of the last error this thread logged ("" if none). */
 const char *log_last_error(void);
 

@@ -265,6 +265,8 @@ SPEC = {
               ("rails", "B"), ("rail_addrs", "tail")],
     RING: [("addr", "Q"), ("rkey", "I"), ("slots", "H"), ("slot_size", "I"),
            ("hdr_addr", "Q"),
+           # target: 0 DEST is a directory, 1 DEST names the one entry
+           ("target", "B"),
            # rails: 0, or R and an rkey u32 for rails 1..R-1 in rail_rkeys
            ("rails", "B"), ("rail_rkeys", "tail")],
     FILE: [("file_id", "I"), ("kind", "B"), ("flags", "I"), ("size", "Q"),

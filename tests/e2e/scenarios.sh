@@ -2169,6 +2169,12 @@ s_retry() {
 		esac
 		[ "$(jget "$W/tx-rt2.log" summary retries)" -ge 1 ] 2>/dev/null ||
 			t_fail "summary retries '$(jget "$W/tx-rt2.log" summary retries)'"
+		# Each failed attempt: one line, its error and what comes next.
+		_l=$(grep -c '^rdcp: warning: attempt [0-9]* of 5 failed: .*connect.* (connect, exit 3): trying again in' "$W/tx-rt2.log")
+		[ "$_l" = "$(grep -c '"event":"attempt"' "$W/tx-rt2.log")" ] ||
+			t_fail "$_l attempt lines for $(grep -c '"event":"attempt"' "$W/tx-rt2.log") attempts"
+		! grep -v '^rdcp: warning: attempt ' "$W/tx-rt2.log" | grep -q '^rdcp: ' ||
+			t_fail "a line besides the attempt lines: $(grep -v '^rdcp: warning: attempt ' "$W/tx-rt2.log" | grep '^rdcp: ' | head -1)"
 	fi
 	t_log "$W/tx-rt2.log" "$W/rx-rt2.log"
 	t_end
@@ -2185,7 +2191,9 @@ s_retry() {
 		[ "$(jattempts "$W/tx-rt3.log")" = "auth/4/false " ] ||
 			t_fail "attempts: '$(jattempts "$W/tx-rt3.log")', want one, auth/4/false"
 		[ "$(jget "$W/tx-rt3.log" summary retries)" = 0 ] || t_fail "summary retries not 0"
-		grep -q 'not retrying' "$W/tx-rt3.log" || t_fail "no 'not retrying' line"
+		[ "$(grep -c '^rdcp: ' "$W/tx-rt3.log")" = 1 ] &&
+			grep -q '^rdcp: .*key.*; attempt 1 of 4 failed: not retrying' "$W/tx-rt3.log" ||
+			t_fail "not one line with the error and 'not retrying'"
 	else
 		t_fail "the receiver of the previous test is gone"
 	fi
@@ -2469,6 +2477,93 @@ s_dirmodes() {
 		t_fail "receiver did not start listening"
 	fi
 	t_log "$W/tx-dm3.log" "$W/rx-dm3.log" "$W/rx-dm3b.log"
+	t_end
+
+	# One directory SRC, a DEST that does not exist, no trailing '/':
+	# DEST is the copy (cp -r). Each later attempt, and a --resume after
+	# a cut, must land there too, not in DEST/dm (issue #23).
+	rm -rf rx/dm/rn got/dm/rn
+	[ -d rx/dm/pl ] || cp -a src/dm rx/dm/pl
+	t_begin "dirmodes: push -r --retry to a new DEST (no '/'), the receiver killed and restarted: every attempt lands at DEST, not DEST/dm"
+	nextport
+	if start_rx "$W/rx-dm4.log" --root "$W/rx/dm" --port "$P"; then
+		bg_send "$W/tx-dm4.log" --port "$P" --chunk-size 64K --bwlimit 1M --retry 5 \
+			--retry-wait 0.5 -r src/dm "$ADDR::rn"
+		if wait_partfile rx/dm/rn/a/b big "$TX"; then
+			usleep 1000000
+			kill -9 "$RX"
+			wait "$RX" 2>/dev/null
+			restart_rx "$W/rx-dm4b.log" --root "$W/rx/dm" --port "$P"
+			wait_pid "$TX" 120
+			[ "$WRC" = 0 ] || t_fail "client exit $WRC, want 0"
+			grep -q 'trying again' "$W/tx-dm4.log" || t_fail "no retry"
+			[ ! -e rx/dm/rn/dm ] || t_fail "a retry made DEST/dm: $(cd rx/dm/rn && find dm | head -3 | tr '\n' ' ')"
+			same src/dm/a/b/big rx/dm/rn/a/b/big
+			same src/dm/c/f rx/dm/rn/c/f
+			dm_check src/dm rx/dm/rn
+		else
+			t_fail "transfer never started"
+		fi
+		kill -9 "$TX" 2>/dev/null
+		term_rx
+	else
+		t_fail "receiver did not start listening"
+	fi
+	t_log "$W/tx-dm4.log" "$W/rx-dm4.log" "$W/rx-dm4b.log"
+	t_end
+
+	t_begin "dirmodes: pull -r --retry to a new DEST (no '/'), the receiver killed and restarted: every attempt lands at DEST"
+	nextport
+	if start_rx "$W/rx-dm5.log" --root "$W/rx/dm" --port "$P"; then
+		bg_send "$W/tx-dm5.log" --port "$P" --chunk-size 64K --bwlimit 1M --retry 5 \
+			--retry-wait 0.5 -r "$ADDR::pl" got/dm/rn
+		if wait_partfile got/dm/rn/a/b big "$TX"; then
+			usleep 1000000
+			kill -9 "$RX"
+			wait "$RX" 2>/dev/null
+			restart_rx "$W/rx-dm5b.log" --root "$W/rx/dm" --port "$P"
+			wait_pid "$TX" 120
+			[ "$WRC" = 0 ] || t_fail "client exit $WRC, want 0"
+			grep -q 'trying again' "$W/tx-dm5.log" || t_fail "no retry"
+			[ ! -e got/dm/rn/pl ] || t_fail "a retry made DEST/pl"
+			same src/dm/a/b/big got/dm/rn/a/b/big
+			dm_check src/dm got/dm/rn
+		else
+			t_fail "transfer never started"
+		fi
+		kill -9 "$TX" 2>/dev/null
+		term_rx
+	else
+		t_fail "receiver did not start listening"
+	fi
+	t_log "$W/tx-dm5.log" "$W/rx-dm5.log" "$W/rx-dm5b.log"
+	t_end
+
+	rm -rf rx/dm/rn
+	t_begin "dirmodes: push -r to a new DEST (no '/') cut by kill -9, then -r --resume: lands at DEST, not DEST/dm"
+	nextport
+	if start_rx "$W/rx-dm6.log" --root "$W/rx/dm" --port "$P"; then
+		bg_send "$W/tx-dm6.log" --port "$P" --chunk-size 64K --bwlimit 1M -r src/dm "$ADDR::rn"
+		if wait_partfile rx/dm/rn/a/b big "$TX"; then
+			usleep 1000000
+			kill -9 "$TX"
+			wait "$TX" 2>/dev/null
+			usleep 1000000 # the receiver ends the cut session
+			dm_cut rx/dm/rn
+			send "$W/tx-dm6b.log" --port "$P" -r --resume src/dm "$ADDR::rn"
+			[ "$SRC" = 0 ] || t_fail "second copy: exit $SRC, want 0"
+			[ ! -e rx/dm/rn/dm ] || t_fail "the resumed copy made DEST/dm"
+			same src/dm/a/b/big rx/dm/rn/a/b/big
+			dm_check src/dm rx/dm/rn
+		else
+			t_fail "transfer never started"
+		fi
+		kill -9 "$TX" 2>/dev/null
+		term_rx
+	else
+		t_fail "receiver did not start listening"
+	fi
+	t_log "$W/tx-dm6.log" "$W/tx-dm6b.log" "$W/rx-dm6.log"
 	t_end
 	rm -rf src/dm rx/dm got/dm
 }

@@ -103,6 +103,7 @@ static size_t samples(struct wire_msg *m, size_t max)
 	m[n].u.ring.slots = 64;
 	m[n].u.ring.slot_size = 1u << 20;
 	m[n].u.ring.hdr_addr = 0x7f0000000000ull;
+	m[n].u.ring.target = WIRE_TARGET_NAMED;
 	m[n].u.ring.rails = 3;
 	m[n].u.ring.rkeys[1] = 0x11223344u;
 	m[n].u.ring.rkeys[2] = 0x55667788u;
@@ -717,18 +718,19 @@ static void test_rails(void)
 {
 	static const char want_hex[] =
 		"03000000"
-		"00000033"
+		"00000034"
 		"00000000"
 		"00000000" /* header */
 		"00007f0012345000"
 		"abcdef01"
 		"0040"
 		"00100000"
-		"00007f0000000000" /* today's RING */
+		"00007f0000000000"
+		"01" /* today's RING: target named */
 		"03"
 		"11223344"
 		"55667788"; /* rails 1, 2 */
-	uint8_t want[51];
+	uint8_t want[52];
 	struct wire_msg m, d;
 	int len;
 
@@ -740,6 +742,7 @@ static void test_rails(void)
 	m.u.ring.slots = 64;
 	m.u.ring.slot_size = 1u << 20;
 	m.u.ring.hdr_addr = 0x7f0000000000ull;
+	m.u.ring.target = WIRE_TARGET_NAMED;
 	m.u.ring.rails = 3;
 	m.u.ring.rkeys[1] = 0x11223344u;
 	m.u.ring.rkeys[2] = 0x55667788u;
@@ -751,7 +754,10 @@ static void test_rails(void)
 	}
 	CHECK_EQ(wire_decode(buf, (size_t)len, &d), 0);
 	CHECK(memcmp(&d, &m, sizeof(m)) == 0);
-	buf[42] = 17; /* rails over 16 */
+	buf[43] = 17; /* rails over 16 */
+	CHECK(wire_decode(buf, (size_t)len, &d) < 0);
+	buf[43] = 3;
+	buf[42] = 2; /* no such target */
 	CHECK(wire_decode(buf, (size_t)len, &d) < 0);
 
 	/* WELCOME: rails over streams, then a bad family, refused. */

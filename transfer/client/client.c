@@ -93,6 +93,9 @@ static uint32_t hello_flags(const struct xfer_opts *o)
 	       (o->dry_run ? WIRE_HELLO_DRY_RUN : 0) |
 	       (o->delete_extra ? WIRE_HELLO_DELETE : 0) |
 	       (o->pull && o->files_from ? WIRE_HELLO_LIST : 0) |
+	       (o->dest_named && o->nsrcs == 1 && !o->files_from
+			? WIRE_HELLO_DEST_NAMED
+			: 0) |
 	       direct_hello_flags(o->direct);
 }
 
@@ -312,6 +315,7 @@ enum xfer_fail session_client(const struct xfer_opts *o, struct cm_conn *c,
 				    rc, "%s", why);
 		else
 			sink_run(&e, &t, st);
+		st->dest_named = !rc && !t.is_dir;
 	} else if (!rc) {
 		struct source_cfg cfg = {
 			.srcs = o->srcs,
@@ -327,6 +331,7 @@ enum xfer_fail session_client(const struct xfer_opts *o, struct cm_conn *c,
 
 		cfg.p.pack = features & WIRE_FEAT_PACK;
 		src_run(&e, &cfg, st);
+		st->dest_named = e.target == WIRE_TARGET_NAMED;
 	}
 	OPENSSL_cleanse(key, sizeof(key));
 	st->seconds = clock_now_s() - t0;

@@ -268,6 +268,23 @@ static int open_parent_of(int rootfd, char *dest, struct sink_target *t)
 	return t->dirfd < 0 ? t->dirfd : 0;
 }
 
+/*
+ * Whether an existing directory DEST (fd) is the copy of the one SRC,
+ * not a directory to put it in: the client says an earlier attempt made
+ * it so (HELLO flag DEST_NAMED), or with --resume it is one a session
+ * made and did not finish (PLACE_DIR_FILLING): a copy cut off, whose
+ * resumed run must land where the first did, not inside it.
+ */
+static bool dest_is_copy(const struct sink_target *t, int fd)
+{
+	struct stat st;
+
+	if (t->p.flags & WIRE_HELLO_DEST_NAMED)
+		return true;
+	return (t->p.flags & WIRE_HELLO_RESUME) && !fstat(fd, &st) &&
+	       (st.st_mode & 07777 & ~(mode_t)S_ISGID) == PLACE_DIR_FILLING;
+}
+
 int place_target_beneath(int rootfd, const char *dest, bool dest_dir,
 			 struct sink_target *t, char *why, size_t whysz)
 {
@@ -305,6 +322,15 @@ int place_target_beneath(int rootfd, const char *dest, bool dest_dir,
 	t->is_dir = true;
 	t->dirfd = len ? path_open_beneath(rootfd, rel, O_PATH | O_DIRECTORY, 0)
 		       : openat(rootfd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (t->dirfd >= 0 && len && !dir && !dest_dir &&
+	    dest_is_copy(t, t->dirfd)) {
+		close(t->dirfd);
+		rc = open_parent_of(rootfd, rel, t);
+		if (rc)
+			snprintf(why, whysz, "cannot use '%s': %s", dest,
+				 strerror(-rc));
+		return rc;
+	}
 	if (t->dirfd >= 0)
 		return 0;
 	rc = len ? t->dirfd : -errno;
@@ -363,6 +389,17 @@ int place_target_local(const char *dest, size_t nsrcs, struct sink_target *t,
 	t->shown[len] = '\0';
 	t->dirfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	t->is_dir = t->dirfd >= 0;
+	slash = strrchr(path, '/');
+	slash = slash ? slash + 1 : path; /* the last component */
+	if (t->is_dir && nsrcs == 1 && len == strlen(dest) && *slash &&
+	    strcmp(slash, ".") && strcmp(slash, "..") &&
+	    dest_is_copy(t, t->dirfd)) {
+		/* the copy itself, named as the file-name case below does */
+		close(t->dirfd);
+		t->dirfd = -1;
+		t->is_dir = false;
+		errno = ENOENT;
+	}
 	if (t->is_dir)
 		return 0;
 	if (errno == ENOENT && len < strlen(dest) && dry_run(t)) {

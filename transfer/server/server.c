@@ -299,6 +299,8 @@ static int server_handshake(struct server *srv, struct engine *e,
 	     !(h->flags & WIRE_HELLO_RECURSIVE)) ||
 	    ((h->flags & WIRE_HELLO_DIRECT) &&
 	     (h->flags & WIRE_HELLO_NO_DIRECT)) ||
+	    ((h->flags & WIRE_HELLO_DEST_NAMED) &&
+	     (h->flags & WIRE_HELLO_DEST_DIR)) ||
 	    (h->role == WIRE_PUSH &&
 	     (h->npaths != 1 ||
 	      (h->nfilters && !(h->flags & WIRE_HELLO_DELETE)))) ||
@@ -446,7 +448,9 @@ static enum xfer_fail serve_conn(struct server *srv, struct cm_conn *c,
 					    ? XFER_FAIL_USAGE
 					    : XFER_FAIL_LOCAL_IO,
 				    rc, "%s: %s", c->peer, why);
-		else if (!rc && !session_rings(&e, true))
+		if (!rc && !t.is_dir) /* told in RING: a retry keeps it */
+			e.target = WIRE_TARGET_NAMED;
+		if (!rc && !session_rings(&e, true))
 			sink_run(&e, &t, &st);
 	} else {
 		struct source_cfg cfg = {

@@ -103,6 +103,8 @@ struct engine {
 	 */
 	bool serving;
 	bool flushed; /* a flush or CLOSED was seen: the connection failed */
+	/* RING's target (enum wire_ring_target): sent by the sink, or got */
+	uint8_t target;
 	bool closing; /* the role said its last word: no acks or keepalives,
 		       * which the peer, free to hang up now, would not read */
 };

@@ -127,6 +127,7 @@ int session_rings(struct engine *e, bool sink)
 		m.u.ring.rkey = ring.rkey;
 		m.u.ring.slots = e->c->geom.slots;
 		m.u.ring.slot_size = e->c->geom.slot_size;
+		m.u.ring.target = e->target;
 		m.u.ring.rails = ring.rails > 1 && ring.rails <= CM_LANES_MAX
 					 ? (uint8_t)ring.rails
 					 : 0;
@@ -150,6 +151,7 @@ int session_rings(struct engine *e, bool sink)
 				   e->c->peer,
 				   m.u.ring.rails > 1 ? m.u.ring.rails : 1u,
 				   e->c->rails > 1 ? e->c->rails : 1u);
+	e->target = m.u.ring.target;
 	ring.addr = m.u.ring.addr;
 	ring.hdr_addr = m.u.ring.hdr_addr;
 	ring.rkey = m.u.ring.rkey;

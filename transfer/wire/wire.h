@@ -146,6 +146,7 @@ enum wire_hello_flags {
 	WIRE_HELLO_LIST = 1 << 12,	/* pull: NAMES beneath the one path */
 	WIRE_HELLO_DIRECT = 1 << 13,	/* O_DIRECT for every file it fits */
 	WIRE_HELLO_NO_DIRECT = 1 << 14, /* never O_DIRECT (not with DIRECT) */
+	WIRE_HELLO_DEST_NAMED = 1 << 15, /* DEST is the one SRC's copy */
 };
 
 /* Whether the sink answers each FILE with HAVE before the data flows. */
@@ -271,6 +272,7 @@ struct wire_ring {
 	uint16_t slots;
 	uint32_t slot_size; /* payload bytes per slot: the chunk size */
 	uint64_t hdr_addr;  /* slot 0's header */
+	uint8_t target;	    /* enum wire_ring_target: where DEST put it */
 	/*
 	 * The rails of WELCOME (0 or 1: one) and the rkey of rail r for the
 	 * writes of lanes k with k % rails == r (rail 0's: rkey; rkeys[0]
@@ -278,6 +280,16 @@ struct wire_ring {
 	 */
 	uint8_t rails;
 	uint32_t rkeys[WIRE_STREAMS_MAX];
+};
+
+/*
+ * RING's target: what the sink made of DEST. The client of a push keeps
+ * NAMED for its next attempt (HELLO flag DEST_NAMED), so that a retry puts
+ * the copy where the first attempt did, not inside it.
+ */
+enum wire_ring_target {
+	WIRE_TARGET_INSIDE = 0, /* a directory: entries go inside */
+	WIRE_TARGET_NAMED = 1,	/* the new name of the one top entry */
 };
 
 struct wire_file {
