@@ -20,6 +20,7 @@
 #include "testfs.h"
 #include "transfer/session/engine.h"
 #include "transfer/session/session.h"
+#include "transfer/sink/sink_int.h"
 #include "transfer/wire/wire.h"
 #include "transfer/xfer.h"
 #include "util/checksum.h"
@@ -912,10 +913,98 @@ static void test_slot_len_bounded(void)
 	CHECK_EQ(tf_count_fds(), fds);
 }
 
+/* ---- -o/-g ---- */
+
+/*
+ * A hostile client sends an owner that HELLO's flags (hello_flags) did
+ * not ask for: refused as a protocol error before anything is placed.
+ */
+static void test_owner_unasked(void)
+{
+	char root[] = "/tmp/rdcp-test-root.XXXXXX";
+	char p[4200];
+	struct wire_msg m;
+	struct engine e;
+	struct rx r;
+	int rc;
+
+	mkdtemp_or_fail(root);
+	CHECK_EQ(rx_start(&r, root, 8), 0);
+	CHECK_EQ(engine_init(&e, r.a, &r.o), 0);
+	memset(&m, 0, sizeof(m));
+	m.type = WIRE_HELLO;
+	m.u.hello.role = WIRE_PUSH;
+	m.u.hello.csum = XFER_CSUM_CRC32;
+	m.u.hello.flags = WIRE_HELLO_DEST_DIR | WIRE_HELLO_PRESERVE;
+	m.u.hello.chunk_size = CHUNK;
+	CHECK_EQ(wire_hello_add_path(&m.u.hello, "out/"), 0);
+	rc = engine_send(&e, &m);
+	if (!rc)
+		rc = engine_expect(&e, WIRE_WELCOME, &m, 5000);
+	if (!rc)
+		rc = session_rings(&e, false);
+	CHECK_EQ(rc, 0);
+	memset(&m, 0, sizeof(m));
+	m.type = WIRE_FILE;
+	m.u.file.kind = WIRE_KIND_DIR;
+	m.u.file.flags = WIRE_FILE_OWNER;
+	m.u.file.mode = 04755;
+	m.u.file.owner.uid = 12345;
+	strcpy(m.u.file.path, "d");
+	if (!rc)
+		rc = engine_send(&e, &m);
+	if (!rc)
+		rc = engine_expect(&e, WIRE_BYE, &m, 10000);
+	CHECK(rc != 0);
+	CHECK(strstr(e.why, "owner that -o/-g did not ask for") != NULL);
+	engine_release(&e);
+	CHECK_EQ(rx_stop(&r), XFER_FAIL_PROTOCOL);
+	path_in(p, sizeof(p), root, "out/d");
+	CHECK(access(p, F_OK) != 0);
+	CHECK_EQ(tf_rm_tree(root), 0);
+}
+
+/*
+ * The ids an owner gets on this side: a name known here wins over the
+ * number, an unknown name falls back to the number, --numeric-ids never
+ * looks at names, and what -o/-g did not ask for is not set.
+ */
+static void test_owner_map(void)
+{
+	struct session_params p = { .flags = WIRE_HELLO_OWNER };
+	struct sink k = { .p = &p };
+	struct wire_owner o = { .uid = 777, .gid = 888 };
+	struct snk_owner ow;
+
+	strcpy(o.user, "root");
+	strcpy(o.group, "root");
+	sink_owner_map(&k, &o, &ow);
+	CHECK(ow.set_uid && !ow.set_gid);
+	CHECK_EQ(ow.uid, 0);
+	p.flags = WIRE_HELLO_OWNERS | WIRE_HELLO_NUMERIC_IDS;
+	sink_owner_map(&k, &o, &ow);
+	CHECK(ow.set_uid && ow.set_gid);
+	CHECK_EQ(ow.uid, 777);
+	CHECK_EQ(ow.gid, 888);
+	p.flags = WIRE_HELLO_OWNERS;
+	strcpy(o.user, "no-such-user-rdcp-test");
+	sink_owner_map(&k, &o, &ow);
+	CHECK_EQ(ow.uid, 777);
+	CHECK_EQ(ow.gid, 0);
+	o.user[0] = '\0'; /* no name: the number */
+	o.uid = 12345;
+	sink_owner_map(&k, &o, &ow);
+	CHECK_EQ(ow.uid, 12345);
+	p.flags = WIRE_HELLO_GROUP;
+	sink_owner_map(&k, &o, &ow);
+	CHECK(!ow.set_uid && ow.set_gid);
+}
+
 TAP_RUN(TAP_TEST(test_inflight_flood), TAP_TEST(test_inflight_honest),
 	TAP_TEST(test_fifo_at_final_name), TAP_TEST(test_fifo_at_temporary),
 	TAP_TEST(test_fifo_pull_dest), TAP_TEST(test_long_names_push),
 	TAP_TEST(test_long_names_pull), TAP_TEST(test_dir_flood_bounded),
 	TAP_TEST(test_dir_after_finished), TAP_TEST(test_dir_never_announced),
 	TAP_TEST(test_dir_tree_meta_push), TAP_TEST(test_dir_tree_meta_pull),
-	TAP_TEST(test_slot_len_bounded))
+	TAP_TEST(test_slot_len_bounded), TAP_TEST(test_owner_unasked),
+	TAP_TEST(test_owner_map))

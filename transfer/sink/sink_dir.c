@@ -48,6 +48,7 @@ struct snk_dir {
 			     * unfinished by an earlier one (place.h) */
 	uint32_t mode;
 	struct timespec times[2];
+	struct snk_owner owner; /* -o/-g */
 	size_t len;  /* of name */
 	char name[]; /* its last component, as sent */
 };
@@ -119,6 +120,7 @@ static void finish(struct sink *k, const struct snk_dir *d)
 {
 	char rel[PATH_PEER_MAX + PATH_NAME_MAX + 2];
 	bool preserve = sink_preserving(k);
+	mode_t keep;
 	int fd, rc;
 
 	if (!d->made || !(d->created || (preserve && !k->want_check)))
@@ -127,7 +129,10 @@ static void finish(struct sink *k, const struct snk_dir *d)
 	fd = rc ? rc
 		: path_open_beneath(k->t->dirfd, rel, O_RDONLY | O_DIRECTORY,
 				    0);
-	if (fd < 0 || fchmod(fd, sink_final_mode(k, d->mode)) < 0 ||
+	keep = fd < 0 ? 0 : sink_owner_apply(k, fd, "", &d->owner);
+	if (fd < 0 ||
+	    fchmod(fd, sink_final_mode(k, d->mode) |
+			       (preserve ? d->mode & keep : 0)) < 0 ||
 	    (preserve && futimens(fd, d->times) < 0))
 		log_warn("cannot set mode/times of directory '%s': %s",
 			 rc ? d->name : rel, strerror(fd < 0 ? -fd : errno));
@@ -240,6 +245,7 @@ int sink_make_dir(struct sink *k, struct snk_file *f, const char *path)
 	d->mode = f->mode;
 	d->times[0] = f->times[0];
 	d->times[1] = f->times[1];
+	d->owner = f->owner;
 	d->len = strlen(name);
 	memcpy(d->name, name, d->len + 1);
 	k->cwd = d;

@@ -35,6 +35,21 @@ struct snk_names {
 	char shown[4400];
 };
 
+/* -o/-g: the ids an entry is to get on this side (sink_owner.c). */
+struct snk_owner {
+	uid_t uid;
+	gid_t gid;
+	bool set_uid, set_gid;
+};
+
+/* What the sink says once a session (sink_owner.c): its kinds. */
+enum {
+	SINK_NOTE_SERVICE, /* a receiver without --allow-owners */
+	SINK_NOTE_OWNER,   /* owners could not be set */
+	SINK_NOTE_GROUP,   /* some groups could not be set */
+	SINK_NOTES
+};
+
 struct sink;
 struct snk_dir;
 struct snk_file;
@@ -82,6 +97,7 @@ struct snk_file {
 	uint64_t size, nslots, received, sent;
 	uint32_t mode;
 	struct timespec times[2]; /* atime, mtime */
+	struct snk_owner owner;	  /* -o/-g: what it gets */
 	/*
 	 * Chunks are taken in increasing offset order (posted in order, and
 	 * taken in seq order whatever order they arrive in): next_idx is the
@@ -203,6 +219,11 @@ struct sink {
 	uint64_t bytes_told;
 	bool done, bye_sent;
 	bool direct_told; /* --direct could not be had: said once */
+	/* -o/-g (sink_owner.c): a chown refused once is not tried again */
+	bool owner_denied;
+	/* what was said once (bits of SINK_NOTE_*), and sent to the client */
+	unsigned int notes_said, notes_sent;
+	char notes[SINK_NOTES][WIRE_MSG_MAX + 1];
 };
 
 /* f's first failure: errno and one line for the user. */
@@ -218,8 +239,31 @@ mode_t sink_final_mode(const struct sink *k, uint32_t mode);
  * Worker: the final mode (unless the file was made with it, have_mode)
  * and, with -p, the times onto fd. 0, or -errno and *what.
  */
-int sink_apply_meta(const struct sink *k, int fd, uint32_t mode, bool have_mode,
-		    const struct timespec times[2], const char **what);
+int sink_apply_meta(struct sink *k, int fd, uint32_t mode, bool have_mode,
+		    const struct timespec times[2], const struct snk_owner *ow,
+		    const char **what);
+
+/* ---- sink_owner.c: -o/-g ---- */
+
+/* Whether the session keeps owners or groups (HELLO OWNER, GROUP). */
+bool sink_owners_asked(const struct sink *k);
+/* The ids o (the source's) is given here: a known name's, else its own. */
+void sink_owner_map(const struct sink *k, const struct wire_owner *o,
+		    struct snk_owner *out);
+/*
+ * Worker or engine thread: gives (dirfd, name; "": dirfd itself, never
+ * through a symlink) ow's ids where this side may, saying once a session
+ * what it may not (never a failure). Returns the setuid/setgid bits its
+ * mode may keep: S_ISUID with the owner set, S_ISGID with the group. Call
+ * before the mode is set (a chown clears those bits).
+ */
+mode_t sink_owner_apply(struct sink *k, int dirfd, const char *name,
+			const struct snk_owner *ow);
+/*
+ * Engine thread, a receiver's sink (a push): the next notice not yet
+ * sent to the client, as NOTICE. 1 sent, 0 none due, -1 engine's error.
+ */
+int sink_notes_flush(struct sink *k);
 
 /* ---- sink_file.c: a file in flight, FILE to FILE_RESULT ---- */
 

@@ -24,6 +24,49 @@ _Static_assert(WIRE_CTRL_SIZE >= WIRE_CTRL_HDR + 14 +
 					 WIRE_TAG_LEN,
 	       "a control buffer holds the longest SUMS and a tag");
 
+/* ---- owners (FILE and packed records) ---- */
+
+size_t wire_owner_len(const struct wire_owner *o)
+{
+	return 8 + 2 + strnlen(o->user, WIRE_OWNER_NAME_MAX) +
+	       strnlen(o->group, WIRE_OWNER_NAME_MAX);
+}
+
+static void put_name(struct be_put *w, const char *name)
+{
+	size_t n = strnlen(name, WIRE_OWNER_NAME_MAX);
+
+	be_put_u8(w, (uint8_t)n);
+	be_put_bytes(w, name, n);
+}
+
+void wire_owner_put(struct be_put *w, const struct wire_owner *o)
+{
+	be_put_u32(w, o->uid);
+	be_put_u32(w, o->gid);
+	put_name(w, o->user);
+	put_name(w, o->group);
+}
+
+/* A name: its length u8, then its bytes, none of them NUL. */
+static void get_name(struct be_get *r, char *out)
+{
+	uint8_t n = be_get_u8(r);
+
+	be_get_bytes(r, out, n);
+	out[r->err ? 0 : n] = '\0';
+	if (memchr(out, '\0', n) != NULL && !r->err)
+		r->err = true;
+}
+
+void wire_owner_get(struct be_get *r, struct wire_owner *o)
+{
+	o->uid = be_get_u32(r);
+	o->gid = be_get_u32(r);
+	get_name(r, o->user);
+	get_name(r, o->group);
+}
+
 /* ---- control messages ---- */
 
 static void enc_body(struct be_put *w, const struct wire_msg *m)
@@ -89,13 +132,15 @@ static void enc_body(struct be_put *w, const struct wire_msg *m)
 		be_put_u32(w, m->u.file.atime_nsec);
 		be_put_str(w, m->u.file.path, sizeof(m->u.file.path) - 1);
 		be_put_str(w, m->u.file.link, sizeof(m->u.file.link) - 1);
-		if (!(m->u.file.flags & WIRE_FILE_RANGE))
-			break;
-		be_put_u64(w, m->u.file.range_off);
-		be_put_u64(w, m->u.file.range_len);
-		be_put_u32(w, m->u.file.range_idx);
-		be_put_u32(w, m->u.file.range_count);
-		be_put_bytes(w, m->u.file.token, WIRE_TOKEN_LEN);
+		if (m->u.file.flags & WIRE_FILE_RANGE) {
+			be_put_u64(w, m->u.file.range_off);
+			be_put_u64(w, m->u.file.range_len);
+			be_put_u32(w, m->u.file.range_idx);
+			be_put_u32(w, m->u.file.range_count);
+			be_put_bytes(w, m->u.file.token, WIRE_TOKEN_LEN);
+		}
+		if (m->u.file.flags & WIRE_FILE_OWNER)
+			wire_owner_put(w, &m->u.file.owner);
 		break;
 	case WIRE_HAVE:
 		be_put_u32(w, m->u.have.file_id);
@@ -185,6 +230,9 @@ static void enc_body(struct be_put *w, const struct wire_msg *m)
 		be_put_u32(w, (uint32_t)m->u.error.status);
 		be_put_u32(w, m->u.error.klass);
 		be_put_str(w, m->u.error.msg, WIRE_MSG_MAX);
+		break;
+	case WIRE_NOTICE:
+		be_put_str(w, m->u.notice.msg, WIRE_MSG_MAX);
 		break;
 	default: /* CREDIT: header only */
 		break;
@@ -483,7 +531,10 @@ static void dec_body(struct be_get *r, struct wire_msg *m)
 			    m->u.file.range_count > WIRE_RANGES_MAX)
 				r->err = true;
 		}
-		if (m->u.file.flags & ~(WIRE_FILE_SPARSE | WIRE_FILE_RANGE) ||
+		if (m->u.file.flags & WIRE_FILE_OWNER)
+			wire_owner_get(r, &m->u.file.owner);
+		if (m->u.file.flags & ~(WIRE_FILE_SPARSE | WIRE_FILE_RANGE |
+					WIRE_FILE_OWNER) ||
 		    m->u.file.kind > WIRE_KIND_SYMLINK ||
 		    m->u.file.mtime_nsec >= 1000000000u ||
 		    m->u.file.atime_nsec >= 1000000000u ||
@@ -607,6 +658,9 @@ static void dec_body(struct be_get *r, struct wire_msg *m)
 		m->u.error.klass = be_get_u32(r);
 		be_get_str(r, m->u.error.msg, WIRE_MSG_MAX);
 		break;
+	case WIRE_NOTICE:
+		be_get_str(r, m->u.notice.msg, WIRE_MSG_MAX);
+		break;
 	default:
 		break;
 	}
@@ -691,6 +745,7 @@ const char *wire_type_name(unsigned int type)
 		[WIRE_NAMES] = "NAMES",
 		[WIRE_NAMES_ACK] = "NAMES_ACK",
 		[WIRE_KEPT] = "KEPT",
+		[WIRE_NOTICE] = "NOTICE",
 	};
 
 	return type < WIRE_TYPE_MAX && names[type] ? names[type] : "?";
