@@ -32,7 +32,9 @@
 #include <malloc.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <grp.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #if defined(__SANITIZE_ADDRESS__)
@@ -75,6 +77,9 @@ static void client_opts(struct xfer_opts *o, uint16_t window)
 	o->timeout_ms = 5000;
 }
 
+/* The next receivers run with --allow-owners. */
+static bool rx_allow_owners;
+
 /* Starts a receiver rooted at root; the client's end is r->a. */
 static int rx_start(struct rx *r, const char *root, uint16_t window)
 {
@@ -88,6 +93,7 @@ static int rx_start(struct rx *r, const char *root, uint16_t window)
 	memset(r, 0, sizeof(*r));
 	client_opts(&r->o, window);
 	r->o.root = root;
+	r->o.allow_owners = rx_allow_owners;
 	r->rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (r->rootfd < 0 || memconn_pair(&g, NULL, &r->a, &r->b))
 		return -1;
@@ -1000,6 +1006,110 @@ static void test_owner_map(void)
 	CHECK(!ow.set_uid && ow.set_gid);
 }
 
+/* Lines of file path that hold what. */
+static int count_lines(const char *path, const char *what)
+{
+	char line[1024];
+	FILE *f = fopen(path, "r");
+	int n = 0;
+
+	while (f && fgets(line, sizeof(line), f))
+		n += strstr(line, what) != NULL;
+	if (f)
+		fclose(f);
+	return n;
+}
+
+/*
+ * The child of test_owner_not_root, as uid 12345 (gid 12346, no other
+ * group): pushes two setuid files owned by root with -p -o -g to a
+ * receiver with --allow-owners. 0 when all went as it should.
+ */
+static int owner_not_root_child(const char *root, const char *src,
+				 const char *log)
+{
+	char p[4200], q[4200];
+	const char *srcs[1] = { src };
+	struct xfer_opts co;
+	struct xfer_stats st;
+	enum xfer_fail vs, vc;
+	struct stat sb;
+	int bad = 0;
+
+	if (!freopen(log, "w", stderr) || setgroups(0, NULL) ||
+	    setresgid(12346, 12346, 12346) || setresuid(12345, 12345, 12345))
+		return 1;
+	client_opts(&co, 8);
+	co.recursive = co.preserve = co.owner = co.group = true;
+	co.srcs = srcs;
+	co.nsrcs = 1;
+	co.dest = "out";
+	rx_allow_owners = true;
+	vc = honest(root, &co, &vs, &st);
+	fflush(stderr);
+	bad |= (vc != XFER_OK) << 1 | (vs != XFER_OK) << 2;
+	for (int i = 0; i < 2; i++) {
+		path_in(p, sizeof(p), root, i ? "out/b" : "out/a");
+		bad |= (stat(p, &sb) || sb.st_uid != 12345 || sb.st_gid != 12346 ||
+			(sb.st_mode & 07777) != 0755) << (3 + i);
+	}
+	/* once a kind and session: the sink's log, the client's NOTICE */
+	snprintf(q, sizeof(q), "%s", log);
+	bad |= (count_lines(q, "cannot set owners: not root") != 2) << 5;
+	bad |= (count_lines(q, "memconn-b: cannot set owners") != 1) << 6;
+	bad |= (count_lines(q, "cannot set some groups") != 2) << 7;
+	return bad;
+}
+
+/*
+ * -o/-g on a sink that may not set owners (not root): every file placed,
+ * owned by its user, setuid bits cleared, each kind said once a session
+ * on each side, no failure. Run in a child that gives up root.
+ */
+static void test_owner_not_root(void)
+{
+	char root[] = "/tmp/rdcp-test-root.XXXXXX";
+	char src[] = "/tmp/rdcp-test-src.XXXXXX";
+	char log[] = "/tmp/rdcp-test-log.XXXXXX";
+	char p[4200];
+	int status = -1, fd;
+	pid_t pid;
+
+	if (geteuid() != 0) {
+		printf("# not root: test_owner_not_root has nothing to test\n");
+		return;
+	}
+	mkdtemp_or_fail(root);
+	mkdtemp_or_fail(src);
+	fd = mkstemp(log);
+	CHECK(fd >= 0);
+	close(fd);
+	for (int i = 0; i < 2; i++) {
+		path_in(p, sizeof(p), src, i ? "b" : "a");
+		CHECK_EQ(tf_make_file(p, 100 + i, (unsigned int)i), 0);
+		CHECK_EQ(chmod(p, 04755), 0);
+	}
+	CHECK_EQ(chown(root, 12345, 12346), 0);
+	CHECK_EQ(chmod(src, 0755), 0);
+	CHECK_EQ(chown(log, 12345, 12346), 0);
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0)
+		_exit(owner_not_root_child(root, src, log));
+	CHECK(pid > 0);
+	CHECK_EQ(waitpid(pid, &status, 0), pid);
+	if (!WIFEXITED(status) || WEXITSTATUS(status)) {
+		printf("#   the child: status %d; its log:\n", status);
+		fflush(stdout);
+		if (system("sed 's/^/#   /' /tmp/rdcp-test-log.*"))
+			printf("#   (no log)\n");
+	}
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	CHECK_EQ(tf_rm_tree(root), 0);
+	CHECK_EQ(tf_rm_tree(src), 0);
+	unlink(log);
+}
+
 TAP_RUN(TAP_TEST(test_inflight_flood), TAP_TEST(test_inflight_honest),
 	TAP_TEST(test_fifo_at_final_name), TAP_TEST(test_fifo_at_temporary),
 	TAP_TEST(test_fifo_pull_dest), TAP_TEST(test_long_names_push),
@@ -1007,4 +1117,4 @@ TAP_RUN(TAP_TEST(test_inflight_flood), TAP_TEST(test_inflight_honest),
 	TAP_TEST(test_dir_after_finished), TAP_TEST(test_dir_never_announced),
 	TAP_TEST(test_dir_tree_meta_push), TAP_TEST(test_dir_tree_meta_pull),
 	TAP_TEST(test_slot_len_bounded), TAP_TEST(test_owner_unasked),
-	TAP_TEST(test_owner_map))
+	TAP_TEST(test_owner_map), TAP_TEST(test_owner_not_root))
