@@ -16,6 +16,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "transfer/fs/direct.h"
@@ -259,6 +260,12 @@ void sink_owner_map(const struct sink *k, const struct wire_owner *o,
  */
 mode_t sink_owner_apply(struct sink *k, int dirfd, const char *name,
 			const struct snk_owner *ow);
+/*
+ * Whether st's owner and group are what ow would give it (or this side
+ * would set none of them): an old file may then stay as it is.
+ */
+bool sink_owner_matches(const struct sink *k, const struct snk_owner *ow,
+			const struct stat *st);
 /*
  * Engine thread, a receiver's sink (a push): the next notice not yet
  * sent to the client, as NOTICE. 1 sent, 0 none due, -1 engine's error.

@@ -15,6 +15,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "transfer/sink/sink_int.h"
@@ -141,6 +142,16 @@ mode_t sink_owner_apply(struct sink *k, int dirfd, const char *name,
 	if (gid != (gid_t)-1)
 		keep |= S_ISGID;
 	return keep;
+}
+
+bool sink_owner_matches(const struct sink *k, const struct snk_owner *ow,
+			const struct stat *st)
+{
+	if (!k->p->owners_ok)
+		return true; /* nothing would be set */
+	return (!ow->set_uid || st->st_uid == ow->uid ||
+		__atomic_load_n(&k->owner_denied, __ATOMIC_RELAXED)) &&
+	       (!ow->set_gid || st->st_gid == ow->gid);
 }
 
 int sink_notes_flush(struct sink *k)
