@@ -420,6 +420,12 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_NUMERIC_IDS:
 		o->numeric_ids = true;
 		break;
+	case 'X':
+		o->xattrs = true;
+		break;
+	case 'A':
+		o->acls = true;
+		break;
 	case OPT_ALLOW_OWNERS:
 		o->allow_owners = true;
 		break;

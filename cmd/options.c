@@ -90,6 +90,14 @@ const struct argp_option rdcp_options[] = {
 	  2 },
 	{ "numeric-ids", OPT_NUMERIC_IDS, NULL, 0,
 	  "With -o/-g: owners and groups by number, never by name", 2 },
+	{ "xattrs", 'X', NULL, 0,
+	  "Keep extended attributes: user.*, and trusted.*/security.* where "
+	  "both sides are root (at most 8 KiB a file)",
+	  2 },
+	{ "acls", 'A', NULL, 0,
+	  "Keep POSIX ACLs (access and directories' default), as the "
+	  "system.posix_acl_* attributes",
+	  2 },
 	{ "sync", OPT_SYNC, "LEVEL", OPTION_ARG_OPTIONAL,
 	  "Keep files already at DEST that pass a check: exists, size, mtime "
 	  "(size and modification time, the default) or checksum (every "

@@ -196,6 +196,8 @@ struct xfer_opts {
 	bool owner;	  /* -o: keep owners (by name, else the number) */
 	bool group;	  /* -g: keep groups */
 	bool numeric_ids; /* --numeric-ids: owners by number only */
+	bool xattrs;	  /* -X: extended attributes */
+	bool acls;	  /* -A: POSIX ACLs */
 	bool resume;	  /* reuse what a verified earlier attempt left */
 	bool no_clobber;  /* never replace an existing file */
 	bool update;	  /* replace only files older than the source */

@@ -50,7 +50,7 @@ ALL="sizes default sparse checksum corrupt escape destforms multifile partial"
 ALL="$ALL ctrlnames longnames fifo noconn"
 ALL="$ALL killsender killreceiver daemon auth auto check device"
 ALL="$ALL tree pull resume skip sync crypt zeros bwlimit full small script entries"
-ALL="$ALL ssh retry dirmodes owners direct streams"
+ALL="$ALL ssh retry dirmodes owners xattrs direct streams"
 # Over RDMA these run last, after the RNR check (they re-create rxe0,
 # which resets its counters); over TCP only when named.
 EXTRA="devremove rails"
@@ -2580,6 +2580,91 @@ s_owners() {
 		rx_not_started "no --allow-owners" "$W/rx-ow2.log"
 	fi
 	rm -rf src/ow rx/ow got/ow
+}
+
+# 26. -X/-A (attr and acl's tools on this host; a guest without them
+# skips): user.* attributes and ACLs (a file's, a directory's default)
+# pushed and pulled, files and directories; a re-run (-a) that makes a
+# kept file's attributes the source's again (changed, added, removed)
+# sending nothing; trusted.* kept by a client run as root (a pull's sink),
+# not by a --listen receiver without --allow-owners (one warning).
+xa_dump() { # DIR: every attribute of every entry, names and values
+	(cd "$1" && getfattr -R -d -m - --absolute-names . 2>/dev/null | grep -v '^security\.selinux')
+}
+xa_same() { # A B
+	xa_dump "$1" >"$W/xa-a.txt"
+	xa_dump "$2" >"$W/xa-b.txt"
+	[ -s "$W/xa-a.txt" ] || t_fail "no attributes read from $1"
+	cmp -s "$W/xa-a.txt" "$W/xa-b.txt" ||
+		t_fail "attributes differ: $(diff "$W/xa-a.txt" "$W/xa-b.txt" | grep '^[<>]' | head -5 | tr '\n' ' ')"
+}
+s_xattrs() {
+	if ! command -v setfattr >/dev/null 2>&1 || ! command -v setfacl >/dev/null 2>&1; then
+		t_skip "-X/-A" "setfattr/setfacl missing here (packages attr, acl)"
+		return
+	fi
+	rm -rf src/xa rx/xa got/xa
+	mkdir -p src/xa/d rx/xa got/xa
+	mkrand src/xa/a 100
+	mkrand src/xa/d/b 300000
+	mkrand src/xa/c 10
+	setfattr -n user.color -v blue src/xa/a
+	setfattr -n user.empty src/xa/a
+	setfattr -n user.dir -v 1 src/xa/d
+	setfattr -n user.bin -v 0sAAECAwQFBgcICQ== src/xa/d/b
+	setfacl -m u:12345:rx src/xa/a
+	setfacl -d -m g:12346:rwx src/xa/d
+	setfattr -n trusted.t -v secret src/xa/c
+	nextport
+	if start_rx "$W/rx-xa.log" --root "$W/rx/xa" --port "$P"; then
+		t_begin "-a -X -A (push): attributes and ACLs of files and directories"
+		send "$W/tx-xa1.log" --port "$P" -a -X -A src/xa "$ADDR::"
+		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
+		tree_same src/xa rx/xa/xa
+		getfattr -n trusted.t rx/xa/xa/c >/dev/null 2>&1 &&
+			t_fail "a receiver without --allow-owners set trusted.t"
+		setfattr -x trusted.t src/xa/c
+		xa_same src/xa rx/xa/xa
+		setfattr -n trusted.t -v secret src/xa/c
+		[ "$(grep -c 'trusted.\* and security.\* attributes not kept' "$W/tx-xa1.log")" = 1 ] ||
+			t_fail "the client was not told once that trusted.* was not kept"
+		t_log "$W/tx-xa1.log" "$W/rx-xa.log" "$W/xa-a.txt" "$W/xa-b.txt"
+		t_end
+
+		t_begin "-a -X -A re-run: a kept file's attributes made the source's, nothing sent"
+		setfattr -n trusted.t -v secret rx/xa/xa/c
+		setfattr -n user.color -v red rx/xa/xa/a
+		setfattr -n user.extra -v 1 rx/xa/xa/a
+		setfacl -b rx/xa/xa/a
+		setfattr -x user.bin rx/xa/xa/d/b
+		send "$W/tx-xa2.log" --port "$P" -a -X -A --json src/xa "$ADDR::"
+		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
+		[ "$(sent_sum "$W/tx-xa2.log")" = 0 ] ||
+			t_fail "sent $(sent_sum "$W/tx-xa2.log") bytes, want 0"
+		xa_same src/xa rx/xa/xa
+		t_log "$W/tx-xa2.log" "$W/rx-xa.log" "$W/xa-a.txt" "$W/xa-b.txt"
+		t_end
+
+		t_begin "-a -X -A (pull, as root): attributes, ACLs and trusted.* kept"
+		send "$W/tx-xa3.log" --port "$P" -a -X -A "$ADDR::xa" got/xa/
+		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
+		tree_same src/xa got/xa/xa
+		xa_same src/xa got/xa/xa
+		t_log "$W/tx-xa3.log" "$W/rx-xa.log" "$W/xa-a.txt" "$W/xa-b.txt"
+		t_end
+
+		t_begin "without -X/-A: no attribute copied"
+		rm -rf rx/xa/plain
+		send "$W/tx-xa4.log" --port "$P" -r -p src/xa "$ADDR::plain/"
+		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
+		[ -z "$(xa_dump rx/xa/plain)" ] || t_fail "attributes copied: $(xa_dump rx/xa/plain | head -3 | tr '\n' ' ')"
+		t_log "$W/tx-xa4.log" "$W/rx-xa.log"
+		t_end
+		term_rx
+	else
+		rx_not_started "-X/-A" "$W/rx-xa.log"
+	fi
+	rm -rf src/xa rx/xa got/xa
 }
 
 # 30. The sending side's memory does not grow with the session: it frees

@@ -971,6 +971,76 @@ static void test_owner_unasked(void)
 }
 
 /*
+ * A hostile client's session: HELLO with hello_flags, then the n messages
+ * of ms. Whether the receiver refused it as a protocol error, saying why.
+ */
+static bool refused_with(uint32_t hello_flags, struct wire_msg *ms,
+			 unsigned int n, const char *why)
+{
+	char root[] = "/tmp/rdcp-test-root.XXXXXX";
+	struct wire_msg m;
+	struct engine e;
+	struct rx r;
+	bool ok;
+	int rc;
+
+	mkdtemp_or_fail(root);
+	CHECK_EQ(rx_start(&r, root, 8), 0);
+	CHECK_EQ(engine_init(&e, r.a, &r.o), 0);
+	memset(&m, 0, sizeof(m));
+	m.type = WIRE_HELLO;
+	m.u.hello.role = WIRE_PUSH;
+	m.u.hello.csum = XFER_CSUM_CRC32;
+	m.u.hello.flags = WIRE_HELLO_DEST_DIR | hello_flags;
+	m.u.hello.chunk_size = CHUNK;
+	CHECK_EQ(wire_hello_add_path(&m.u.hello, "out/"), 0);
+	rc = engine_send(&e, &m);
+	if (!rc)
+		rc = engine_expect(&e, WIRE_WELCOME, &m, 5000);
+	if (!rc)
+		rc = session_rings(&e, false);
+	CHECK_EQ(rc, 0);
+	for (unsigned int i = 0; !rc && i < n; i++)
+		rc = engine_send(&e, &ms[i]);
+	if (!rc)
+		rc = engine_expect(&e, WIRE_BYE, &m, 10000);
+	ok = rc != 0 && strstr(e.why, why) != NULL;
+	if (!ok)
+		printf("#   heard: %s\n", e.why);
+	engine_release(&e);
+	ok &= rx_stop(&r) == XFER_FAIL_PROTOCOL;
+	CHECK_EQ(tf_rm_tree(root), 0);
+	return ok;
+}
+
+/*
+ * -X/-A: extended attributes a session did not ask for, ones for a file
+ * that is not the next, a FILE that says they came when none did, and
+ * ones that came for a FILE that does not say so: each refused (exit 5).
+ */
+static void test_xattrs_hostile(void)
+{
+	struct wire_msg ms[3];
+
+	memset(ms, 0, sizeof(ms));
+	ms[0].type = WIRE_XATTRS;
+	CHECK_EQ(wire_xattrs_add(&ms[0].u.xattrs, "user.a", "1", 1), 0);
+	ms[1].type = WIRE_FILE;
+	ms[1].u.file.kind = WIRE_KIND_DIR;
+	ms[1].u.file.mode = 0755;
+	strcpy(ms[1].u.file.path, "d");
+	CHECK(refused_with(0, ms, 2, "that -X/-A did not ask for"));
+	ms[0].u.xattrs.file_id = 1; /* the next is 0 */
+	CHECK(refused_with(WIRE_HELLO_XATTRS, ms, 2, "not the next one"));
+	ms[0].u.xattrs.file_id = 0;
+	/* came, and the FILE does not say so */
+	CHECK(refused_with(WIRE_HELLO_XATTRS, ms, 2, "which does not take them"));
+	/* the FILE says so, and none came */
+	ms[1].u.file.flags = WIRE_FILE_XATTRS;
+	CHECK(refused_with(WIRE_HELLO_ACLS, ms + 1, 1, "that never came"));
+}
+
+/*
  * The ids an owner gets on this side: a name known here wins over the
  * number, an unknown name falls back to the number, --numeric-ids never
  * looks at names, and what -o/-g did not ask for is not set.
@@ -1117,4 +1187,5 @@ TAP_RUN(TAP_TEST(test_inflight_flood), TAP_TEST(test_inflight_honest),
 	TAP_TEST(test_dir_after_finished), TAP_TEST(test_dir_never_announced),
 	TAP_TEST(test_dir_tree_meta_push), TAP_TEST(test_dir_tree_meta_pull),
 	TAP_TEST(test_slot_len_bounded), TAP_TEST(test_owner_unasked),
-	TAP_TEST(test_owner_map), TAP_TEST(test_owner_not_root))
+	TAP_TEST(test_owner_map), TAP_TEST(test_owner_not_root),
+	TAP_TEST(test_xattrs_hostile))

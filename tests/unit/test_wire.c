@@ -268,6 +268,21 @@ static size_t samples(struct wire_msg *m, size_t max)
 	m[n].type = WIRE_NOTICE;
 	memset(m[n].u.notice.msg, 'n', WIRE_MSG_MAX); /* the longest */
 	n++;
+
+	/* the longest: one attribute filling every byte */
+	m[n].type = WIRE_XATTRS;
+	m[n].u.xattrs.file_id = 77;
+	{
+		static uint8_t v[WIRE_XATTRS_BYTES];
+		size_t vl = WIRE_XATTRS_BYTES - 3 - 6;
+
+		memset(v, 0xab, sizeof(v));
+		CHECK_EQ(wire_xattrs_add(&m[n].u.xattrs, "user.a", v, vl), 0);
+		CHECK_EQ(m[n].u.xattrs.len, WIRE_XATTRS_BYTES);
+		CHECK_EQ(wire_xattrs_add(&m[n].u.xattrs, "user.b", v, 0),
+			 -ENOSPC);
+	}
+	n++;
 	CHECK(n <= max);
 	return n;
 }
@@ -1537,6 +1552,67 @@ static void test_golden_owner(void)
 	CHECK(pack_refused(rec, sizeof(rec), 0));
 }
 
+/*
+ * -X/-A: XATTRS's golden bytes, and what a hostile peer may put in one
+ * refused: an empty name, a NUL in a name, an entry past the end, a count
+ * that is not the entries', a length over the bound, no entry at all.
+ */
+static void test_golden_xattrs(void)
+{
+	static const char want_hex[] =
+		"16000000" "0000002c" "00000000" "00000000" /* XATTRS, 44 */
+		"00000005" "0002" "0014"	/* id 5, 2 entries, 20 bytes */
+		"06" "0002" "757365722e61" "6869" /* user.a = "hi" */
+		"06" "0000" "757365722e62";	  /* user.b = "" */
+	uint8_t want[44];
+	struct wire_msg m = { .type = WIRE_XATTRS }, d;
+	size_t pos = 0, nlen, vlen;
+	const uint8_t *value;
+	const char *name;
+	int len;
+
+	hex_to(want_hex, want, sizeof(want));
+	m.u.xattrs.file_id = 5;
+	CHECK_EQ(wire_xattrs_add(&m.u.xattrs, "user.a", "hi", 2), 0);
+	CHECK_EQ(wire_xattrs_add(&m.u.xattrs, "user.b", "", 0), 0);
+	CHECK_EQ(wire_xattrs_add(&m.u.xattrs, "", "", 0), -EINVAL);
+	len = wire_encode(&m, buf, sizeof(buf));
+	CHECK_EQ(len, (int)sizeof(want));
+	if (len == (int)sizeof(want) && memcmp(buf, want, sizeof(want))) {
+		show_diff(buf, want, sizeof(want));
+		CHECK(0);
+	}
+	CHECK_EQ(wire_decode(want, sizeof(want), &d), 0);
+	CHECK(wire_xattrs_next(&d.u.xattrs, &pos, &name, &nlen, &value,
+			       &vlen));
+	CHECK(nlen == 6 && !memcmp(name, "user.a", 6) && vlen == 2 &&
+	      !memcmp(value, "hi", 2));
+	CHECK(wire_xattrs_next(&d.u.xattrs, &pos, &name, &nlen, &value,
+			       &vlen));
+	CHECK(nlen == 6 && vlen == 0);
+	CHECK(!wire_xattrs_next(&d.u.xattrs, &pos, &name, &nlen, &value,
+				&vlen));
+	memcpy(buf, want, sizeof(want));
+	buf[24] = 0; /* name length 0 */
+	CHECK_EQ(wire_decode(buf, sizeof(want), &d), -EPROTO);
+	memcpy(buf, want, sizeof(want));
+	buf[29] = 0; /* a NUL in "user.a" */
+	CHECK_EQ(wire_decode(buf, sizeof(want), &d), -EPROTO);
+	memcpy(buf, want, sizeof(want));
+	buf[26] = 9; /* a value past the end */
+	CHECK_EQ(wire_decode(buf, sizeof(want), &d), -EPROTO);
+	memcpy(buf, want, sizeof(want));
+	buf[21] = 3; /* three entries said, two there */
+	CHECK_EQ(wire_decode(buf, sizeof(want), &d), -EPROTO);
+	memcpy(buf, want, sizeof(want));
+	buf[21] = 0; /* none */
+	CHECK_EQ(wire_decode(buf, sizeof(want), &d), -EPROTO);
+	memcpy(buf, want, sizeof(want));
+	buf[22] = 0xff; /* more bytes than a message holds */
+	buf[23] = 0xff;
+	CHECK_EQ(wire_decode(buf, sizeof(want), &d), -EPROTO);
+}
+
 static void test_pack_digest(void)
 {
 	static const uint8_t data[] = "the quick brown fox";
@@ -1697,4 +1773,4 @@ TAP_RUN(TAP_TEST(test_roundtrip_every_type), TAP_TEST(test_encode_limits),
 	TAP_TEST(test_pack_refusals), TAP_TEST(test_pack_golden),
 	TAP_TEST(test_pack_digest), TAP_TEST(test_set_acks),
 	TAP_TEST(test_tag_roundtrip), TAP_TEST(test_tag_golden), TAP_TEST(test_rails),
-	TAP_TEST(test_golden_owner))
+	TAP_TEST(test_golden_owner), TAP_TEST(test_golden_xattrs))

@@ -87,6 +87,8 @@ static uint32_t hello_flags(const struct xfer_opts *o)
 	       (o->owner ? WIRE_HELLO_OWNER : 0) |
 	       (o->group ? WIRE_HELLO_GROUP : 0) |
 	       (o->numeric_ids ? WIRE_HELLO_NUMERIC_IDS : 0) |
+	       (o->xattrs ? WIRE_HELLO_XATTRS : 0) |
+	       (o->acls ? WIRE_HELLO_ACLS : 0) |
 	       (o->resume ? WIRE_HELLO_RESUME : 0) |
 	       (o->no_clobber ? WIRE_HELLO_NO_CLOBBER : 0) |
 	       (o->update ? WIRE_HELLO_UPDATE : 0) |

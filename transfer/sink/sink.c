@@ -163,6 +163,7 @@ static int open_file(struct sink *k, struct snk_file *f,
 
 static int on_file(struct sink *k, const struct wire_file *wf)
 {
+	struct wire_xattrs *x;
 	struct snk_file *f;
 	bool compare;
 	int rc;
@@ -190,10 +191,15 @@ static int on_file(struct sink *k, const struct wire_file *wf)
 				   "unfinished (%u at most): refused",
 				   k->e->c->peer, wf->file_id, k->nlive,
 				   WIRE_INFLIGHT_MAX);
+	if (sink_xattrs_take(k, wf, &x))
+		return -1;
 	f = calloc(1, sizeof(*f));
-	if (!f)
+	if (!f) {
+		free(x);
 		return engine_fail(k->e, XFER_FAIL_RESOURCE, -ENOMEM,
 				   "out of memory");
+	}
+	f->xattrs = x;
 	/* Directories and symlinks too, while on_file makes them. */
 	sink_live_add(k, f);
 	k->nfiles++;
@@ -306,6 +312,8 @@ static int snk_on_msg(struct engine *e, const struct wire_msg *m)
 	switch (m->type) {
 	case WIRE_CREDIT:
 		return 0;
+	case WIRE_XATTRS:
+		return sink_on_xattrs(k, &m->u.xattrs);
 	case WIRE_FILE:
 		if (k->done)
 			break;
@@ -520,6 +528,7 @@ out:
 		payload_release(&k.jobs[i].pl);
 	}
 	free(k.jobs);
+	free(k.xpending);
 	hset_release(&k.asked);
 	sink_delete_release(&k);
 	sink_want_free(&k);

@@ -49,6 +49,7 @@ struct snk_dir {
 	uint32_t mode;
 	struct timespec times[2];
 	struct snk_owner owner; /* -o/-g */
+	struct wire_xattrs *xattrs; /* -X/-A, or NULL */
 	size_t len;  /* of name */
 	char name[]; /* its last component, as sent */
 };
@@ -130,6 +131,8 @@ static void finish(struct sink *k, const struct snk_dir *d)
 		: path_open_beneath(k->t->dirfd, rel, O_RDONLY | O_DIRECTORY,
 				    0);
 	keep = fd < 0 ? 0 : sink_owner_apply(k, fd, "", &d->owner);
+	if (fd >= 0)
+		sink_xattrs_apply(k, fd, d->xattrs, true);
 	if (fd < 0 ||
 	    fchmod(fd, sink_final_mode(k, d->mode) |
 			       (preserve ? d->mode & keep : 0)) < 0 ||
@@ -152,6 +155,7 @@ static void settle(struct sink *k, struct snk_dir *d)
 
 		if (!k->dirs_dropped)
 			finish(k, d);
+		free(d->xattrs);
 		free(d);
 		k->ndirs--;
 		if (parent)
@@ -246,6 +250,8 @@ int sink_make_dir(struct sink *k, struct snk_file *f, const char *path)
 	d->times[0] = f->times[0];
 	d->times[1] = f->times[1];
 	d->owner = f->owner;
+	d->xattrs = f->xattrs; /* d's now */
+	f->xattrs = NULL;
 	d->len = strlen(name);
 	memcpy(d->name, name, d->len + 1);
 	k->cwd = d;

@@ -48,6 +48,8 @@ enum {
 	SINK_NOTE_SERVICE, /* a receiver without --allow-owners */
 	SINK_NOTE_OWNER,   /* owners could not be set */
 	SINK_NOTE_GROUP,   /* some groups could not be set */
+	SINK_NOTE_XATTR,   /* extended attributes could not be set */
+	SINK_NOTE_XATTR_PRIV, /* trusted.*, security.*: not here */
 	SINK_NOTES
 };
 
@@ -99,6 +101,7 @@ struct snk_file {
 	uint32_t mode;
 	struct timespec times[2]; /* atime, mtime */
 	struct snk_owner owner;	  /* -o/-g: what it gets */
+	struct wire_xattrs *xattrs; /* -X/-A: its own, or NULL */
 	/*
 	 * Chunks are taken in increasing offset order (posted in order, and
 	 * taken in seq order whatever order they arrive in): next_idx is the
@@ -220,6 +223,8 @@ struct sink {
 	uint64_t bytes_told;
 	bool done, bye_sent;
 	bool direct_told; /* --direct could not be had: said once */
+	/* -X/-A: the XATTRS of the next FILE, until it comes (or NULL) */
+	struct wire_xattrs *xpending;
 	/* -o/-g (sink_owner.c): a chown refused once is not tried again */
 	bool owner_denied;
 	/* what was said once (bits of SINK_NOTE_*), and sent to the client */
@@ -242,7 +247,7 @@ mode_t sink_final_mode(const struct sink *k, uint32_t mode);
  */
 int sink_apply_meta(struct sink *k, int fd, uint32_t mode, bool have_mode,
 		    const struct timespec times[2], const struct snk_owner *ow,
-		    const char **what);
+		    const struct wire_xattrs *x, const char **what);
 
 /* ---- sink_owner.c: -o/-g ---- */
 
@@ -260,6 +265,34 @@ void sink_owner_map(const struct sink *k, const struct wire_owner *o,
  */
 mode_t sink_owner_apply(struct sink *k, int dirfd, const char *name,
 			const struct snk_owner *ow);
+/*
+ * Says fmt once a session for kind (SINK_NOTE_*): logged, and on a push
+ * told to the client (sink_notes_flush). Worker or engine thread.
+ */
+void sink_note(struct sink *k, unsigned int kind, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* ---- sink_xattr.c: -X/-A ---- */
+
+/* Whether the session keeps xattrs or ACLs (HELLO XATTRS, ACLS). */
+bool sink_xattrs_asked(const struct sink *k);
+/* An XATTRS came: held for the next FILE. 0 or the engine's error. */
+int sink_on_xattrs(struct sink *k, const struct wire_xattrs *x);
+/*
+ * FILE wf came: the attributes held for it (NULL: none), the caller's to
+ * free. 0, or the engine's error (a flag without them, or them without
+ * the flag).
+ */
+int sink_xattrs_take(struct sink *k, const struct wire_file *wf,
+		     struct wire_xattrs **out);
+/*
+ * Worker or engine thread: x (NULL: none) onto fd, an entry not yet
+ * under its final name (or a kept one): set where they differ, the
+ * session's namespaces' others removed. Never a failure: said once.
+ */
+void sink_xattrs_apply(struct sink *k, int fd, const struct wire_xattrs *x,
+		       bool dir);
+
 /*
  * Whether st's owner and group are what ow would give it (or this side
  * would set none of them): an old file may then stay as it is.

@@ -53,11 +53,7 @@ void sink_owner_map(const struct sink *k, const struct wire_owner *o,
 	}
 }
 
-/* Says (once per kind and session) that kind could not be kept. */
-static void note(struct sink *k, unsigned int kind, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void note(struct sink *k, unsigned int kind, const char *fmt, ...)
+void sink_note(struct sink *k, unsigned int kind, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -104,7 +100,7 @@ mode_t sink_owner_apply(struct sink *k, int dirfd, const char *name,
 		return 0;
 	if (!k->p->owners_ok) {
 		whoami(me);
-		note(k, SINK_NOTE_SERVICE,
+		sink_note(k, SINK_NOTE_SERVICE,
 		     "owners and groups not kept: this receiver gives no file "
 		     "another owner (it runs without --allow-owners); kept as "
 		     "%s, setuid/setgid bits cleared",
@@ -118,19 +114,19 @@ mode_t sink_owner_apply(struct sink *k, int dirfd, const char *name,
 		/* not root: the owner is out of reach, the group may not be */
 		__atomic_store_n(&k->owner_denied, true, __ATOMIC_RELAXED);
 		whoami(me);
-		note(k, SINK_NOTE_OWNER,
+		sink_note(k, SINK_NOTE_OWNER,
 		     "cannot set owners: not root; kept as %s, setuid bits "
 		     "cleared",
 		     me);
 		uid = (uid_t)-1;
 		rc = gid == (gid_t)-1 ? 0 : chown_at(dirfd, name, uid, gid);
 	} else if (rc && uid != (uid_t)-1) {
-		note(k, SINK_NOTE_OWNER, "cannot set owners: %s",
+		sink_note(k, SINK_NOTE_OWNER, "cannot set owners: %s",
 		     strerror(-rc));
 		return 0;
 	}
 	if (rc && gid != (gid_t)-1) {
-		note(k, SINK_NOTE_GROUP,
+		sink_note(k, SINK_NOTE_GROUP,
 		     "cannot set some groups: %s (a user may give files only "
 		     "the groups it is in); kept as its own, setgid bits "
 		     "cleared",

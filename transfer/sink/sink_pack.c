@@ -144,7 +144,7 @@ static int fill(struct sink *k, int fd, const struct wire_pack_rec *r,
 	rc = io_pwrite_full(fd, r->data, r->size, 0);
 	if (!rc)
 		rc = sink_apply_meta(k, fd, r->mode, have_mode, times, &ow,
-				     what);
+				     NULL, what);
 	if (rc) {
 		if (!strcmp(*what, "mode") || !strcmp(*what, "times"))
 			*what = !strcmp(*what, "mode") ? "set mode of"

@@ -655,7 +655,7 @@ int sink_range_done(struct snk_work *fin)
 		goto out;
 	/* The last range: this session places the file. */
 	rc = sink_apply_meta(k, f->fd, f->mode, false, f->times, &f->owner,
-			     &what);
+			     f->xattrs, &what);
 	if (rc) {
 		file_fail(f, rc, "cannot set %s of '%s': %s", what, f->n.shown,
 			  strerror(-rc));

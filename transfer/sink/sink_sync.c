@@ -53,6 +53,15 @@ static void fix_meta(struct sink *k, struct snk_file *f, const struct stat *st)
 	if (ow.set_gid && ow.gid == st->st_gid)
 		ow.set_gid = false;
 	keep = sink_owner_apply(k, f->dirfd, f->n.name, &ow);
+	if (sink_xattrs_asked(k)) { /* -X/-A: through its own descriptor */
+		int fd = openat(f->dirfd, f->n.name,
+				O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+
+		if (fd >= 0) {
+			sink_xattrs_apply(k, fd, f->xattrs, false);
+			close(fd);
+		}
+	}
 	if (f->owner.set_uid && !ow.set_uid)
 		keep |= S_ISUID;
 	if (f->owner.set_gid && !ow.set_gid)

@@ -275,6 +275,16 @@ bool src_packable(const struct source *s, const struct src_file *f);
  */
 bool src_owner(const struct source *s, const struct stat *st,
 	       struct wire_owner *o);
+
+/* ---- source_xattr.c: -X/-A ---- */
+
+/* Whether the session keeps xattrs or ACLs. */
+bool src_xattrs_asked(const struct source *s);
+/*
+ * f's attributes of the namespaces asked for, in x (count 0: none, or
+ * not asked, or a symlink). Warns for what does not fit; 0.
+ */
+int src_xattrs(struct source *s, struct src_file *f, struct wire_xattrs *x);
 /* Plans one pack of small files. 1, 0 (no job free), -1 on a failure. */
 int src_plan_pack(struct source *s);
 

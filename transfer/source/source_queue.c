@@ -250,8 +250,21 @@ void src_started(struct source *s, struct src_file *f)
 int src_send_file(struct source *s, struct src_file *f)
 {
 	struct wire_msg m = { .type = WIRE_FILE };
+	bool xattrs = false;
 
+	/* -X/-A: its attributes first, in a message of their own */
+	if (src_xattrs_asked(s)) {
+		m.type = WIRE_XATTRS;
+		src_xattrs(s, f, &m.u.xattrs);
+		xattrs = m.u.xattrs.count > 0;
+		if (xattrs && engine_send(s->e, &m))
+			return -1;
+		memset(&m, 0, sizeof(m));
+		m.type = WIRE_FILE;
+	}
 	fill_file_msg(s, f, &m.u.file);
+	if (xattrs)
+		m.u.file.flags |= WIRE_FILE_XATTRS;
 	return engine_send(s->e, &m);
 }
 

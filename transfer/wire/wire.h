@@ -112,6 +112,7 @@ enum wire_type {
 	WIRE_NAMES_ACK,	  /* server -> client: names it is through with */
 	WIRE_KEPT,	  /* sink -> source: --sync etc.: files kept as is */
 	WIRE_NOTICE,	  /* sink -> source: a warning for the user */
+	WIRE_XATTRS,	  /* source -> sink: -X/-A: the next FILE's xattrs */
 	WIRE_TYPE_MAX,
 };
 
@@ -150,6 +151,8 @@ enum wire_hello_flags {
 	WIRE_HELLO_OWNER = 1 << 15,	/* -o: keep owners (FILE's OWNER) */
 	WIRE_HELLO_GROUP = 1 << 16,	/* -g: keep groups */
 	WIRE_HELLO_NUMERIC_IDS = 1 << 17, /* --numeric-ids: no names */
+	WIRE_HELLO_XATTRS = 1 << 18,	  /* -X: extended attributes */
+	WIRE_HELLO_ACLS = 1 << 19,	  /* -A: POSIX ACLs (as xattrs) */
 };
 
 #define WIRE_HELLO_OWNERS (WIRE_HELLO_OWNER | WIRE_HELLO_GROUP)
@@ -170,6 +173,7 @@ enum wire_file_flags {
 	WIRE_FILE_SPARSE = 1 << 0, /* has holes: size says little of space */
 	WIRE_FILE_RANGE = 1 << 1,  /* a byte range of it (rdcp-mpi): below */
 	WIRE_FILE_OWNER = 1 << 2,  /* owner and group follow (HELLO OWNERS) */
+	WIRE_FILE_XATTRS = 1 << 3, /* an XATTRS for it came right before */
 };
 
 #define WIRE_OWNER_NAME_MAX 255u /* bytes of a user or group name */
@@ -533,6 +537,36 @@ struct wire_notice {
 	char msg[WIRE_MSG_MAX + 1];
 };
 
+/*
+ * -X/-A, source -> sink, right before the FILE (flag XATTRS) of file_id:
+ * its extended attributes, count entries back to back in data (len
+ * bytes): name length u8 (1..255), value length u16, the name (no NUL),
+ * the value. The whole fits one control message: a file's attributes
+ * are at most WIRE_XATTRS_BYTES, so a peer can make the sink hold no
+ * more than that per file in flight.
+ */
+#define WIRE_XATTRS_BYTES (WIRE_CTRL_SIZE - WIRE_CTRL_HDR - 8u - WIRE_TAG_LEN)
+#define WIRE_XATTR_NAME_MAX 255u
+
+struct wire_xattrs {
+	uint32_t file_id;
+	uint16_t count;
+	uint16_t len; /* bytes of data */
+	uint8_t data[WIRE_XATTRS_BYTES];
+};
+
+/* Appends an attribute. 0, -EINVAL (a bad name) or -ENOSPC (no room). */
+int wire_xattrs_add(struct wire_xattrs *x, const char *name,
+		    const void *value, size_t vlen)
+	__attribute__((warn_unused_result));
+/*
+ * The attribute at *pos of a checked (decoded or built) x, and *pos moved
+ * past it: true, or false at the end. name is nlen bytes, not NUL-ended.
+ */
+bool wire_xattrs_next(const struct wire_xattrs *x, size_t *pos,
+		      const char **name, size_t *nlen, const uint8_t **value,
+		      size_t *vlen);
+
 struct wire_bye {
 	uint64_t files_ok;
 	uint64_t files_failed;
@@ -578,6 +612,7 @@ struct wire_msg {
 		struct wire_names names;
 		struct wire_names_ack names_ack;
 		struct wire_notice notice;
+		struct wire_xattrs xattrs;
 	} u;
 };
 
