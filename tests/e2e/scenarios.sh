@@ -2588,8 +2588,10 @@ s_owners() {
 # kept file's attributes the source's again (changed, added, removed)
 # sending nothing; trusted.* kept by a client run as root (a pull's sink),
 # not by a --listen receiver without --allow-owners (one warning).
-xa_dump() { # DIR: every attribute of every entry, names and values
-	(cd "$1" && getfattr -R -d -m - --absolute-names . 2>/dev/null | grep -v '^security\.selinux')
+xa_dump() { # DIR: every attribute of every entry, names and values, by name
+	(cd "$1" && find . | sort | while read -r _xa_f; do
+		getfattr -h -d -m - --absolute-names "$_xa_f" 2>/dev/null
+	done | grep -v '^security\.selinux')
 }
 xa_same() { # A B
 	xa_dump "$1" >"$W/xa-a.txt"
@@ -2608,10 +2610,13 @@ s_xattrs() {
 	mkrand src/xa/a 100
 	mkrand src/xa/d/b 300000
 	mkrand src/xa/c 10
-	setfattr -n user.color -v blue src/xa/a
-	setfattr -n user.empty src/xa/a
-	setfattr -n user.dir -v 1 src/xa/d
-	setfattr -n user.bin -v 0sAAECAwQFBgcICQ== src/xa/d/b
+	# user.* needs a file system that has them (tmpfs before Linux 6.6
+	# does not): without, the ACLs and trusted.* are what is tested
+	setfattr -n user.color -v blue src/xa/a 2>/dev/null ||
+		echo "# no user.* attributes on this file system: ACLs and trusted.* only"
+	setfattr -n user.empty src/xa/a 2>/dev/null
+	setfattr -n user.dir -v 1 src/xa/d 2>/dev/null
+	setfattr -n user.bin -v 0sAAECAwQFBgcICQ== src/xa/d/b 2>/dev/null
 	setfacl -m u:12345:rx src/xa/a
 	setfacl -d -m g:12346:rwx src/xa/d
 	setfattr -n trusted.t -v secret src/xa/c
@@ -2633,10 +2638,13 @@ s_xattrs() {
 
 		t_begin "-a -X -A re-run: a kept file's attributes made the source's, nothing sent"
 		setfattr -n trusted.t -v secret rx/xa/xa/c
-		setfattr -n user.color -v red rx/xa/xa/a
-		setfattr -n user.extra -v 1 rx/xa/xa/a
+		setfattr -n user.color -v red rx/xa/xa/a 2>/dev/null
+		setfattr -n user.extra -v 1 rx/xa/xa/a 2>/dev/null
 		setfacl -b rx/xa/xa/a
-		setfattr -x user.bin rx/xa/xa/d/b
+		setfacl -k rx/xa/xa/d
+		setfattr -x user.bin rx/xa/xa/d/b 2>/dev/null
+		xa_dump rx/xa/xa >"$W/xa-changed.txt"
+		xa_dump src/xa | cmp -s - "$W/xa-changed.txt" && t_fail "the changes made no difference"
 		send "$W/tx-xa2.log" --port "$P" -a -X -A --json src/xa "$ADDR::"
 		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
 		[ "$(sent_sum "$W/tx-xa2.log")" = 0 ] ||

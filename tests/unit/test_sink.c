@@ -1041,6 +1041,28 @@ static void test_xattrs_hostile(void)
 }
 
 /*
+ * -X on a file system without extended attributes (/proc): one warning a
+ * session, however many entries, and nothing fails.
+ */
+static void test_xattrs_unsupported(void)
+{
+	struct session_params p = { .flags = WIRE_HELLO_XATTRS };
+	struct sink k = { .p = &p };
+	static struct wire_xattrs x;
+	int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+
+	CHECK(fd >= 0);
+	CHECK_EQ(wire_xattrs_add(&x, "user.a", "1", 1), 0);
+	sink_xattrs_apply(&k, fd, &x, false);
+	CHECK(k.notes_said & (1u << SINK_NOTE_XATTR));
+	CHECK(strstr(k.notes[SINK_NOTE_XATTR], "does not support") != NULL);
+	strcpy(k.notes[SINK_NOTE_XATTR], "said");
+	sink_xattrs_apply(&k, fd, &x, false);
+	CHECK(!strcmp(k.notes[SINK_NOTE_XATTR], "said")); /* not again */
+	close(fd);
+}
+
+/*
  * The ids an owner gets on this side: a name known here wins over the
  * number, an unknown name falls back to the number, --numeric-ids never
  * looks at names, and what -o/-g did not ask for is not set.
@@ -1188,4 +1210,4 @@ TAP_RUN(TAP_TEST(test_inflight_flood), TAP_TEST(test_inflight_honest),
 	TAP_TEST(test_dir_tree_meta_push), TAP_TEST(test_dir_tree_meta_pull),
 	TAP_TEST(test_slot_len_bounded), TAP_TEST(test_owner_unasked),
 	TAP_TEST(test_owner_map), TAP_TEST(test_owner_not_root),
-	TAP_TEST(test_xattrs_hostile))
+	TAP_TEST(test_xattrs_hostile), TAP_TEST(test_xattrs_unsupported))
