@@ -2575,6 +2575,13 @@ s_owners() {
 			t_fail "the receiver logged $(grep -c 'owners and groups not kept' "$W/rx-ow2.log") warnings, want 1"
 		t_log "$W/tx-ow5.log" "$W/rx-ow2.log"
 		t_end
+
+		t_begin "-a of files already the receiver's user's, without --allow-owners: no warning"
+		send "$W/tx-ow6.log" --port "$P" -a src/ow/mine "$ADDR::mine"
+		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
+		grep -q 'not kept' "$W/tx-ow6.log" && t_fail "a warning when nothing was lost"
+		t_log "$W/tx-ow6.log" "$W/rx-ow2.log"
+		t_end
 		term_rx
 	else
 		rx_not_started "no --allow-owners" "$W/rx-ow2.log"
