@@ -404,10 +404,30 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_RESUME:
 		o->resume = true;
 		break;
-	case 'a': /* rsync's -a as far as rdcp goes: owners not yet */
+	case 'a': /* rsync's -a as far as rdcp goes (-rptgo) */
 		o->recursive = true;
 		o->preserve = true;
+		o->owner = true;
+		o->group = true;
 		a->archive = true;
+		break;
+	case 'o':
+		o->owner = true;
+		break;
+	case 'g':
+		o->group = true;
+		break;
+	case OPT_NUMERIC_IDS:
+		o->numeric_ids = true;
+		break;
+	case 'X':
+		o->xattrs = true;
+		break;
+	case 'A':
+		o->acls = true;
+		break;
+	case OPT_ALLOW_OWNERS:
+		o->allow_owners = true;
 		break;
 	case OPT_SYNC:
 		/* "--sync LEVEL" as well as "--sync=LEVEL"; bare: mtime */

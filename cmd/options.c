@@ -55,6 +55,10 @@ const struct argp_option rdcp_options[] = {
 	  1 },
 	{ "max-sessions", OPT_MAX_SESSIONS, "N", 0,
 	  "Concurrent sessions (default 16)", 1 },
+	{ "allow-owners", OPT_ALLOW_OWNERS, NULL, 0,
+	  "Let clients' -o/-g give files other owners and keep setuid/setgid "
+	  "bits (else: files stay the receiver's, those bits cleared)",
+	  1 },
 	{ NULL, 0, NULL, 0, "Copying:", 2 },
 	{ "recursive", 'r', NULL, 0,
 	  "Copy directories: their trees, with empty directories and "
@@ -72,8 +76,27 @@ const struct argp_option rdcp_options[] = {
 	  "try",
 	  2 },
 	{ "archive", 'a', NULL, 0,
-	  "-r -p --sync mtime: mirror a tree; a re-run sends only files whose "
-	  "size or modification time differ (owners are not kept yet)",
+	  "-r -p -o -g --sync mtime: mirror a tree with its owners; a re-run "
+	  "sends only files whose size or modification time differ (and sets "
+	  "the mode, times and owners of the others)",
+	  2 },
+	{ "owner", 'o', NULL, 0,
+	  "Keep owners (by name, else the number; a receiver that may not set "
+	  "them warns once); setuid bits only with the owner",
+	  2 },
+	{ "group", 'g', NULL, 0,
+	  "Keep groups (by name, else the number); setgid bits only with the "
+	  "group",
+	  2 },
+	{ "numeric-ids", OPT_NUMERIC_IDS, NULL, 0,
+	  "With -o/-g: owners and groups by number, never by name", 2 },
+	{ "xattrs", 'X', NULL, 0,
+	  "Keep extended attributes: user.*, and trusted.*/security.* where "
+	  "both sides are root (at most 8 KiB a file)",
+	  2 },
+	{ "acls", 'A', NULL, 0,
+	  "Keep POSIX ACLs (access and directories' default), as the "
+	  "system.posix_acl_* attributes",
 	  2 },
 	{ "sync", OPT_SYNC, "LEVEL", OPTION_ARG_OPTIONAL,
 	  "Keep files already at DEST that pass a check: exists, size, mtime "

@@ -64,6 +64,8 @@ enum {
 	OPT_NUMA,
 	OPT_HUGEPAGES,
 	OPT_SYNC,
+	OPT_NUMERIC_IDS,
+	OPT_ALLOW_OWNERS,
 };
 
 extern const struct argp_option rdcp_options[];

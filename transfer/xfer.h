@@ -193,6 +193,11 @@ struct xfer_opts {
 	bool fsync;
 	bool recursive;	  /* -r: directory trees */
 	bool preserve;	  /* -p: exact mode, atime and mtime */
+	bool owner;	  /* -o: keep owners (by name, else the number) */
+	bool group;	  /* -g: keep groups */
+	bool numeric_ids; /* --numeric-ids: owners by number only */
+	bool xattrs;	  /* -X: extended attributes */
+	bool acls;	  /* -A: POSIX ACLs */
 	bool resume;	  /* reuse what a verified earlier attempt left */
 	bool no_clobber;  /* never replace an existing file */
 	bool update;	  /* replace only files older than the source */
@@ -270,6 +275,12 @@ struct xfer_opts {
 	const char *boot_line;
 	/* receiver (server) */
 	const char *root;
+	/*
+	 * --allow-owners: a --listen receiver lets -o/-g give files other
+	 * owners (and keep setuid/setgid bits); without it they stay its
+	 * own. rdcp --server (over ssh) has the ssh user's rights: always.
+	 */
+	bool allow_owners;
 	bool once;
 	unsigned int max_sessions;
 	/*

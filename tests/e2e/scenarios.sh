@@ -50,7 +50,7 @@ ALL="sizes default sparse checksum corrupt escape destforms multifile partial"
 ALL="$ALL ctrlnames longnames fifo noconn"
 ALL="$ALL killsender killreceiver daemon auth auto check device"
 ALL="$ALL tree pull resume skip sync crypt zeros bwlimit full small script entries"
-ALL="$ALL ssh retry dirmodes direct streams"
+ALL="$ALL ssh retry dirmodes owners xattrs direct streams"
 # Over RDMA these run last, after the RNR check (they re-create rxe0,
 # which resets its counters); over TCP only when named.
 EXTRA="devremove rails railsafe"
@@ -2566,6 +2566,212 @@ s_dirmodes() {
 	t_log "$W/tx-dm6.log" "$W/tx-dm6b.log" "$W/rx-dm6.log"
 	t_end
 	rm -rf src/dm rx/dm got/dm
+}
+
+# 25. -o/-g (and -a) as root: owners and groups kept by number (ids with
+# no name here) and by name, setuid/setgid bits only with them, packed
+# small files, a large file, a directory and a symlink; a --listen
+# receiver without --allow-owners keeps files its own (one warning, on
+# the client too); a pull; a re-run (-a, --sync mtime) that fixes owners
+# and modes of files whose data did not change, sending nothing.
+ow_mktree() {
+	mkdir -p "$1/d"
+	mkrand "$1/small" 100
+	mkrand "$1/d/small2" 2000
+	mkrand "$1/big" 3000000
+	mkrand "$1/suid" 50
+	mkrand "$1/sgid" 50
+	mkrand "$1/mine" 10
+	ln -s small "$1/link"
+	chown 12345:12346 "$1/small" "$1/big" "$1/suid" "$1/sgid" "$1/d"
+	chown 23456:0 "$1/d/small2"
+	chown -h 12345:12346 "$1/link"
+	chmod 4755 "$1/suid"
+	chmod 2755 "$1/sgid"
+	chmod 750 "$1/d"
+}
+# ow_stat DIR: "name uid gid mode" of every entry, sorted
+ow_stat() {
+	(cd "$1" && find . -mindepth 1 -exec stat -c '%n %u %g %a' {} + | sort)
+}
+ow_same() { # A B
+	ow_stat "$1" >"$W/ow-a.txt"
+	ow_stat "$2" >"$W/ow-b.txt"
+	cmp -s "$W/ow-a.txt" "$W/ow-b.txt" ||
+		t_fail "owners/modes differ: $(diff "$W/ow-a.txt" "$W/ow-b.txt" | grep '^[<>]' | tr '\n' ' ')"
+}
+s_owners() {
+	rm -rf src/ow rx/ow got/ow
+	mkdir -p src rx/ow/allow rx/ow/deny got/ow
+	ow_mktree src/ow
+	nextport
+	if start_rx "$W/rx-ow.log" --root "$W/rx/ow/allow" --port "$P" --allow-owners; then
+		t_begin "-a as root to a receiver with --allow-owners (push): owners, groups, setuid/setgid kept"
+		send "$W/tx-ow1.log" --port "$P" -a src/ow "$ADDR::"
+		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
+		tree_same src/ow rx/ow/allow/ow
+		ow_same src/ow rx/ow/allow/ow
+		grep -q 'not kept\|cannot set' "$W/tx-ow1.log" && t_fail "a warning with owners allowed"
+		t_log "$W/tx-ow1.log" "$W/rx-ow.log" "$W/ow-a.txt" "$W/ow-b.txt"
+		t_end
+
+		t_begin "-a re-run: owners and modes of unchanged files fixed, nothing sent"
+		chown 0:0 rx/ow/allow/ow/big rx/ow/allow/ow/suid
+		chmod 600 rx/ow/allow/ow/small
+		chown 1:1 rx/ow/allow/ow/d
+		send "$W/tx-ow2.log" --port "$P" -a --json src/ow "$ADDR::"
+		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
+		[ "$(sent_sum "$W/tx-ow2.log")" = 0 ] ||
+			t_fail "sent $(sent_sum "$W/tx-ow2.log") bytes, want 0"
+		ow_same src/ow rx/ow/allow/ow
+		t_log "$W/tx-ow2.log" "$W/rx-ow.log" "$W/ow-a.txt" "$W/ow-b.txt"
+		t_end
+
+		t_begin "-a as root (pull): owners, groups, setuid/setgid kept"
+		send "$W/tx-ow3.log" --port "$P" -a "$ADDR::ow" got/ow/
+		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
+		ow_same src/ow got/ow/ow
+		tree_same src/ow got/ow/ow
+		t_log "$W/tx-ow3.log" "$W/rx-ow.log" "$W/ow-a.txt" "$W/ow-b.txt"
+		t_end
+
+		t_begin "-g without -o (push): groups kept, owners not, setuid cleared"
+		rm -rf rx/ow/allow/g
+		send "$W/tx-ow4.log" --port "$P" -r -p -g src/ow "$ADDR::g/"
+		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
+		[ "$(stat -c '%u %g %a' rx/ow/allow/g/ow/big 2>&1)" = "0 12346 $(stat -c %a src/ow/big)" ] ||
+			t_fail "big: $(stat -c '%u %g %a' rx/ow/allow/g/ow/big 2>&1), want 0 12346"
+		[ "$(stat -c '%u %g %a' rx/ow/allow/g/ow/suid 2>&1)" = "0 12346 755" ] ||
+			t_fail "suid: $(stat -c '%u %g %a' rx/ow/allow/g/ow/suid 2>&1), want 0 12346 755"
+		[ "$(stat -c '%u %g %a' rx/ow/allow/g/ow/sgid 2>&1)" = "0 12346 2755" ] ||
+			t_fail "sgid: $(stat -c '%u %g %a' rx/ow/allow/g/ow/sgid 2>&1), want 0 12346 2755"
+		t_log "$W/tx-ow4.log" "$W/rx-ow.log"
+		t_end
+		term_rx
+	else
+		rx_not_started "-o/-g" "$W/rx-ow.log"
+	fi
+	nextport
+	if start_rx "$W/rx-ow2.log" --root "$W/rx/ow/deny" --port "$P"; then
+		t_begin "-a to a receiver without --allow-owners: files its own, no setuid/setgid, one warning"
+		send "$W/tx-ow5.log" --port "$P" -a src/ow "$ADDR::"
+		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
+		tree_same src/ow rx/ow/deny/ow
+		_ow_other=$(find rx/ow/deny/ow \( ! -user 0 -o ! -group 0 \) | tr '\n' ' ')
+		[ -z "$_ow_other" ] || t_fail "owned by another user or group: $_ow_other"
+		_ow_set=$(find rx/ow/deny/ow \( -perm -4000 -o -perm -2000 \) | tr '\n' ' ')
+		[ -z "$_ow_set" ] || t_fail "setuid/setgid: $_ow_set"
+		[ "$(grep -c 'owners and groups not kept' "$W/tx-ow5.log")" = 1 ] ||
+			t_fail "the client saw $(grep -c 'owners and groups not kept' "$W/tx-ow5.log") warnings, want 1"
+		[ "$(grep -c 'owners and groups not kept' "$W/rx-ow2.log")" = 1 ] ||
+			t_fail "the receiver logged $(grep -c 'owners and groups not kept' "$W/rx-ow2.log") warnings, want 1"
+		t_log "$W/tx-ow5.log" "$W/rx-ow2.log"
+		t_end
+
+		t_begin "-a of files already the receiver's user's, without --allow-owners: no warning"
+		send "$W/tx-ow6.log" --port "$P" -a src/ow/mine "$ADDR::mine"
+		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
+		grep -q 'not kept' "$W/tx-ow6.log" && t_fail "a warning when nothing was lost"
+		t_log "$W/tx-ow6.log" "$W/rx-ow2.log"
+		t_end
+		term_rx
+	else
+		rx_not_started "no --allow-owners" "$W/rx-ow2.log"
+	fi
+	rm -rf src/ow rx/ow got/ow
+}
+
+# 26. -X/-A (attr and acl's tools on this host; a guest without them
+# skips): user.* attributes and ACLs (a file's, a directory's default)
+# pushed and pulled, files and directories; a re-run (-a) that makes a
+# kept file's attributes the source's again (changed, added, removed)
+# sending nothing; trusted.* kept by a client run as root (a pull's sink),
+# not by a --listen receiver without --allow-owners (one warning).
+xa_dump() { # DIR: every attribute of every entry, names and values, by name
+	(cd "$1" && find . | sort | while read -r _xa_f; do
+		getfattr -h -d -m - --absolute-names "$_xa_f" 2>/dev/null
+	done | grep -v '^security\.selinux')
+}
+xa_same() { # A B
+	xa_dump "$1" >"$W/xa-a.txt"
+	xa_dump "$2" >"$W/xa-b.txt"
+	[ -s "$W/xa-a.txt" ] || t_fail "no attributes read from $1"
+	cmp -s "$W/xa-a.txt" "$W/xa-b.txt" ||
+		t_fail "attributes differ: $(diff "$W/xa-a.txt" "$W/xa-b.txt" | grep '^[<>]' | head -5 | tr '\n' ' ')"
+}
+s_xattrs() {
+	if ! command -v setfattr >/dev/null 2>&1 || ! command -v setfacl >/dev/null 2>&1; then
+		t_skip "-X/-A" "setfattr/setfacl missing here (packages attr, acl)"
+		return
+	fi
+	rm -rf src/xa rx/xa got/xa
+	mkdir -p src/xa/d rx/xa got/xa
+	mkrand src/xa/a 100
+	mkrand src/xa/d/b 300000
+	mkrand src/xa/c 10
+	# user.* needs a file system that has them (tmpfs before Linux 6.6
+	# does not): without, the ACLs and trusted.* are what is tested
+	setfattr -n user.color -v blue src/xa/a 2>/dev/null ||
+		echo "# no user.* attributes on this file system: ACLs and trusted.* only"
+	setfattr -n user.empty src/xa/a 2>/dev/null
+	setfattr -n user.dir -v 1 src/xa/d 2>/dev/null
+	setfattr -n user.bin -v 0sAAECAwQFBgcICQ== src/xa/d/b 2>/dev/null
+	setfacl -m u:12345:rx src/xa/a
+	setfacl -d -m g:12346:rwx src/xa/d
+	setfattr -n trusted.t -v secret src/xa/c
+	nextport
+	if start_rx "$W/rx-xa.log" --root "$W/rx/xa" --port "$P"; then
+		t_begin "-a -X -A (push): attributes and ACLs of files and directories"
+		send "$W/tx-xa1.log" --port "$P" -a -X -A src/xa "$ADDR::"
+		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
+		tree_same src/xa rx/xa/xa
+		getfattr -n trusted.t rx/xa/xa/c >/dev/null 2>&1 &&
+			t_fail "a receiver without --allow-owners set trusted.t"
+		setfattr -x trusted.t src/xa/c
+		xa_same src/xa rx/xa/xa
+		setfattr -n trusted.t -v secret src/xa/c
+		[ "$(grep -c 'trusted.\* and security.\* attributes not kept' "$W/tx-xa1.log")" = 1 ] ||
+			t_fail "the client was not told once that trusted.* was not kept"
+		t_log "$W/tx-xa1.log" "$W/rx-xa.log" "$W/xa-a.txt" "$W/xa-b.txt"
+		t_end
+
+		t_begin "-a -X -A re-run: a kept file's attributes made the source's, nothing sent"
+		setfattr -n trusted.t -v secret rx/xa/xa/c
+		setfattr -n user.color -v red rx/xa/xa/a 2>/dev/null
+		setfattr -n user.extra -v 1 rx/xa/xa/a 2>/dev/null
+		setfacl -b rx/xa/xa/a
+		setfacl -k rx/xa/xa/d
+		setfattr -x user.bin rx/xa/xa/d/b 2>/dev/null
+		xa_dump rx/xa/xa >"$W/xa-changed.txt"
+		xa_dump src/xa | cmp -s - "$W/xa-changed.txt" && t_fail "the changes made no difference"
+		send "$W/tx-xa2.log" --port "$P" -a -X -A --json src/xa "$ADDR::"
+		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
+		[ "$(sent_sum "$W/tx-xa2.log")" = 0 ] ||
+			t_fail "sent $(sent_sum "$W/tx-xa2.log") bytes, want 0"
+		xa_same src/xa rx/xa/xa
+		t_log "$W/tx-xa2.log" "$W/rx-xa.log" "$W/xa-a.txt" "$W/xa-b.txt"
+		t_end
+
+		t_begin "-a -X -A (pull, as root): attributes, ACLs and trusted.* kept"
+		send "$W/tx-xa3.log" --port "$P" -a -X -A "$ADDR::xa" got/xa/
+		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
+		tree_same src/xa got/xa/xa
+		xa_same src/xa got/xa/xa
+		t_log "$W/tx-xa3.log" "$W/rx-xa.log" "$W/xa-a.txt" "$W/xa-b.txt"
+		t_end
+
+		t_begin "without -X/-A: no attribute copied"
+		rm -rf rx/xa/plain
+		send "$W/tx-xa4.log" --port "$P" -r -p src/xa "$ADDR::plain/"
+		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
+		[ -z "$(xa_dump rx/xa/plain)" ] || t_fail "attributes copied: $(xa_dump rx/xa/plain | head -3 | tr '\n' ' ')"
+		t_log "$W/tx-xa4.log" "$W/rx-xa.log"
+		t_end
+		term_rx
+	else
+		rx_not_started "-X/-A" "$W/rx-xa.log"
+	fi
+	rm -rf src/xa rx/xa got/xa
 }
 
 # 30. The sending side's memory does not grow with the session: it frees

@@ -113,6 +113,7 @@ static bool pack_eq(const struct wire_pack_rec *a,
 	       a->status == b->status &&
 	       !memcmp(a->digest, b->digest, sizeof(a->digest)) &&
 	       !memcmp(a->path, b->path, a->path_len) &&
+	       !memcmp(&a->owner, &b->owner, sizeof(a->owner)) &&
 	       !memcmp(a->data, b->data, a->size);
 }
 
@@ -121,7 +122,8 @@ static void check_rec_ranges(const struct wire_pack_rec *r)
 {
 	bool abort_rec = r->flags & WIRE_PACK_ABORT;
 
-	if (r->flags & ~WIRE_PACK_ABORT || r->digest_len > WIRE_DIGEST_MAX ||
+	if (r->flags & ~(WIRE_PACK_ABORT | WIRE_PACK_OWNER) ||
+	    r->digest_len > WIRE_DIGEST_MAX ||
 	    !r->path_len || r->path_len > 4095 ||
 	    r->mtime_nsec >= 1000000000u || r->atime_nsec >= 1000000000u)
 		fail("pack: a field out of range was taken");
@@ -147,11 +149,12 @@ static void check_pack(const uint8_t *data, size_t size)
 				fail("pack: a refused record moved pos");
 			return;
 		}
-		n = wire_pack_rec_len(r.path_len, r.digest_len, r.size);
+		n = wire_pack_rec_len(r.path_len, r.digest_len, r.size) +
+		    wire_pack_owner_len(&r);
 		if (pos <= start || pos > size || pos - start != n)
 			fail("pack: pos did not move by the record's length");
 		if (r.path != (const char *)data + start + WIRE_PACK_REC_HDR +
-				      r.digest_len ||
+				      wire_pack_owner_len(&r) + r.digest_len ||
 		    r.data != (const uint8_t *)r.path + r.path_len)
 			fail("pack: path or data not where the record has "
 			     "them");
@@ -164,7 +167,7 @@ static void check_pack(const uint8_t *data, size_t size)
 		off = wire_pack_put(enc, &r);
 		if (off != n - r.size)
 			fail("pack: wire_pack_put wrote other than the header, "
-			     "digest and path");
+			     "owner, digest and path");
 		memcpy(enc + off, r.data, r.size);
 		if (memcmp(enc, data + start, n))
 			fail("pack: encoding differs from the decoded input");

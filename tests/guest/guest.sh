@@ -50,7 +50,8 @@ WANT_MODULES=(crc32_generic udp_tunnel ip6_udp_tunnel ib_core ib_uverbs
 
 # Host tools copied into every guest (path in the guest = path here).
 GUEST_TOOLS=(/usr/sbin/rdma /usr/sbin/ip /usr/bin/ib_write_bw /usr/bin/rping
-	/usr/bin/rcopy /usr/bin/ibv_devinfo /usr/sbin/mkfs.ext4 /usr/bin/fincore)
+	/usr/bin/rcopy /usr/bin/ibv_devinfo /usr/sbin/mkfs.ext4 /usr/bin/fincore
+	/usr/bin/setfattr /usr/bin/getfattr /usr/bin/setfacl)
 # OpenSSH's server and client (packages openssh-server, openssh-client):
 # /init starts sshd on port 22 when a run ships a host key (see init.sh).
 SSH_TOOLS=(/usr/sbin/sshd /usr/bin/ssh)
@@ -84,7 +85,7 @@ check_host() {
 	local t
 	for t in "${GUEST_TOOLS[@]}"; do
 		host_tool_path "$t" >/dev/null ||
-			die "$(basename "$t") not found (packages iproute2 perftest rdmacm-utils ibverbs-utils e2fsprogs util-linux); $FIX"
+			die "$(basename "$t") not found (packages iproute2 perftest rdmacm-utils ibverbs-utils e2fsprogs util-linux attr acl); $FIX"
 	done
 	if ! compgen -G '/usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav*.so' >/dev/null ||
 		[ ! -f /etc/libibverbs.d/rxe.driver ]; then

@@ -449,7 +449,7 @@ static void test_wire_file_range(void)
 			f->range_off = 0;
 		}
 		if (bad == 5)
-			f->flags |= 4;
+			f->flags |= 1u << 30; /* no such flag */
 		len = wire_encode(&m, buf, sizeof(buf));
 		CHECK(len > 0);
 		CHECK_EQ(wire_decode(buf, (size_t)len, &d), -EPROTO);

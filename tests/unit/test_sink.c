@@ -20,6 +20,7 @@
 #include "testfs.h"
 #include "transfer/session/engine.h"
 #include "transfer/session/session.h"
+#include "transfer/sink/sink_int.h"
 #include "transfer/wire/wire.h"
 #include "transfer/xfer.h"
 #include "util/checksum.h"
@@ -31,7 +32,9 @@
 #include <malloc.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <grp.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #if defined(__SANITIZE_ADDRESS__)
@@ -74,6 +77,9 @@ static void client_opts(struct xfer_opts *o, uint16_t window)
 	o->timeout_ms = 5000;
 }
 
+/* The next receivers run with --allow-owners. */
+static bool rx_allow_owners;
+
 /* Starts a receiver rooted at root; the client's end is r->a. */
 static int rx_start(struct rx *r, const char *root, uint16_t window)
 {
@@ -87,6 +93,7 @@ static int rx_start(struct rx *r, const char *root, uint16_t window)
 	memset(r, 0, sizeof(*r));
 	client_opts(&r->o, window);
 	r->o.root = root;
+	r->o.allow_owners = rx_allow_owners;
 	r->rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (r->rootfd < 0 || memconn_pair(&g, NULL, &r->a, &r->b))
 		return -1;
@@ -912,10 +919,295 @@ static void test_slot_len_bounded(void)
 	CHECK_EQ(tf_count_fds(), fds);
 }
 
+/* ---- -o/-g ---- */
+
+/*
+ * A hostile client sends an owner that HELLO's flags (hello_flags) did
+ * not ask for: refused as a protocol error before anything is placed.
+ */
+static void test_owner_unasked(void)
+{
+	char root[] = "/tmp/rdcp-test-root.XXXXXX";
+	char p[4200];
+	struct wire_msg m;
+	struct engine e;
+	struct rx r;
+	int rc;
+
+	mkdtemp_or_fail(root);
+	CHECK_EQ(rx_start(&r, root, 8), 0);
+	CHECK_EQ(engine_init(&e, r.a, &r.o), 0);
+	memset(&m, 0, sizeof(m));
+	m.type = WIRE_HELLO;
+	m.u.hello.role = WIRE_PUSH;
+	m.u.hello.csum = XFER_CSUM_CRC32;
+	m.u.hello.flags = WIRE_HELLO_DEST_DIR | WIRE_HELLO_PRESERVE;
+	m.u.hello.chunk_size = CHUNK;
+	CHECK_EQ(wire_hello_add_path(&m.u.hello, "out/"), 0);
+	rc = engine_send(&e, &m);
+	if (!rc)
+		rc = engine_expect(&e, WIRE_WELCOME, &m, 5000);
+	if (!rc)
+		rc = session_rings(&e, false);
+	CHECK_EQ(rc, 0);
+	memset(&m, 0, sizeof(m));
+	m.type = WIRE_FILE;
+	m.u.file.kind = WIRE_KIND_DIR;
+	m.u.file.flags = WIRE_FILE_OWNER;
+	m.u.file.mode = 04755;
+	m.u.file.owner.uid = 12345;
+	strcpy(m.u.file.path, "d");
+	if (!rc)
+		rc = engine_send(&e, &m);
+	if (!rc)
+		rc = engine_expect(&e, WIRE_BYE, &m, 10000);
+	CHECK(rc != 0);
+	CHECK(strstr(e.why, "owner that -o/-g did not ask for") != NULL);
+	engine_release(&e);
+	CHECK_EQ(rx_stop(&r), XFER_FAIL_PROTOCOL);
+	path_in(p, sizeof(p), root, "out/d");
+	CHECK(access(p, F_OK) != 0);
+	CHECK_EQ(tf_rm_tree(root), 0);
+}
+
+/*
+ * A hostile client's session: HELLO with hello_flags, then the n messages
+ * of ms. Whether the receiver refused it as a protocol error, saying why.
+ */
+static bool refused_with(uint32_t hello_flags, struct wire_msg *ms,
+			 unsigned int n, const char *why)
+{
+	char root[] = "/tmp/rdcp-test-root.XXXXXX";
+	struct wire_msg m;
+	struct engine e;
+	struct rx r;
+	bool ok;
+	int rc;
+
+	mkdtemp_or_fail(root);
+	CHECK_EQ(rx_start(&r, root, 8), 0);
+	CHECK_EQ(engine_init(&e, r.a, &r.o), 0);
+	memset(&m, 0, sizeof(m));
+	m.type = WIRE_HELLO;
+	m.u.hello.role = WIRE_PUSH;
+	m.u.hello.csum = XFER_CSUM_CRC32;
+	m.u.hello.flags = WIRE_HELLO_DEST_DIR | hello_flags;
+	m.u.hello.chunk_size = CHUNK;
+	CHECK_EQ(wire_hello_add_path(&m.u.hello, "out/"), 0);
+	rc = engine_send(&e, &m);
+	if (!rc)
+		rc = engine_expect(&e, WIRE_WELCOME, &m, 5000);
+	if (!rc)
+		rc = session_rings(&e, false);
+	CHECK_EQ(rc, 0);
+	for (unsigned int i = 0; !rc && i < n; i++)
+		rc = engine_send(&e, &ms[i]);
+	if (!rc)
+		rc = engine_expect(&e, WIRE_BYE, &m, 10000);
+	ok = rc != 0 && strstr(e.why, why) != NULL;
+	if (!ok)
+		printf("#   heard: %s\n", e.why);
+	engine_release(&e);
+	ok &= rx_stop(&r) == XFER_FAIL_PROTOCOL;
+	CHECK_EQ(tf_rm_tree(root), 0);
+	return ok;
+}
+
+/*
+ * -X/-A: extended attributes a session did not ask for, ones for a file
+ * that is not the next, a FILE that says they came when none did, and
+ * ones that came for a FILE that does not say so: each refused (exit 5).
+ */
+static void test_xattrs_hostile(void)
+{
+	struct wire_msg ms[3];
+
+	memset(ms, 0, sizeof(ms));
+	ms[0].type = WIRE_XATTRS;
+	CHECK_EQ(wire_xattrs_add(&ms[0].u.xattrs, "user.a", "1", 1), 0);
+	ms[1].type = WIRE_FILE;
+	ms[1].u.file.kind = WIRE_KIND_DIR;
+	ms[1].u.file.mode = 0755;
+	strcpy(ms[1].u.file.path, "d");
+	CHECK(refused_with(0, ms, 2, "that -X/-A did not ask for"));
+	ms[0].u.xattrs.file_id = 1; /* the next is 0 */
+	CHECK(refused_with(WIRE_HELLO_XATTRS, ms, 2, "not the next one"));
+	ms[0].u.xattrs.file_id = 0;
+	/* came, and the FILE does not say so */
+	CHECK(refused_with(WIRE_HELLO_XATTRS, ms, 2, "which does not take them"));
+	/* the FILE says so, and none came */
+	ms[1].u.file.flags = WIRE_FILE_XATTRS;
+	CHECK(refused_with(WIRE_HELLO_ACLS, ms + 1, 1, "that never came"));
+}
+
+/*
+ * -X on a file system without extended attributes (/proc): one warning a
+ * session, however many entries, and nothing fails.
+ */
+static void test_xattrs_unsupported(void)
+{
+	struct session_params p = { .flags = WIRE_HELLO_XATTRS };
+	struct sink k = { .p = &p };
+	static struct wire_xattrs x;
+	int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+
+	CHECK(fd >= 0);
+	CHECK_EQ(wire_xattrs_add(&x, "user.a", "1", 1), 0);
+	sink_xattrs_apply(&k, fd, &x, false);
+	CHECK(k.notes_said & (1u << SINK_NOTE_XATTR));
+	CHECK(strstr(k.notes[SINK_NOTE_XATTR], "does not support") != NULL);
+	strcpy(k.notes[SINK_NOTE_XATTR], "said");
+	sink_xattrs_apply(&k, fd, &x, false);
+	CHECK(!strcmp(k.notes[SINK_NOTE_XATTR], "said")); /* not again */
+	close(fd);
+}
+
+/*
+ * The ids an owner gets on this side: a name known here wins over the
+ * number, an unknown name falls back to the number, --numeric-ids never
+ * looks at names, and what -o/-g did not ask for is not set.
+ */
+static void test_owner_map(void)
+{
+	struct session_params p = { .flags = WIRE_HELLO_OWNER };
+	struct sink k = { .p = &p };
+	struct wire_owner o = { .uid = 777, .gid = 888 };
+	struct snk_owner ow;
+
+	strcpy(o.user, "root");
+	strcpy(o.group, "root");
+	sink_owner_map(&k, &o, &ow);
+	CHECK(ow.set_uid && !ow.set_gid);
+	CHECK_EQ(ow.uid, 0);
+	p.flags = WIRE_HELLO_OWNERS | WIRE_HELLO_NUMERIC_IDS;
+	sink_owner_map(&k, &o, &ow);
+	CHECK(ow.set_uid && ow.set_gid);
+	CHECK_EQ(ow.uid, 777);
+	CHECK_EQ(ow.gid, 888);
+	p.flags = WIRE_HELLO_OWNERS;
+	strcpy(o.user, "no-such-user-rdcp-test");
+	sink_owner_map(&k, &o, &ow);
+	CHECK_EQ(ow.uid, 777);
+	CHECK_EQ(ow.gid, 0);
+	o.user[0] = '\0'; /* no name: the number */
+	o.uid = 12345;
+	sink_owner_map(&k, &o, &ow);
+	CHECK_EQ(ow.uid, 12345);
+	p.flags = WIRE_HELLO_GROUP;
+	sink_owner_map(&k, &o, &ow);
+	CHECK(!ow.set_uid && ow.set_gid);
+}
+
+/* Lines of file path that hold what. */
+static int count_lines(const char *path, const char *what)
+{
+	char line[1024];
+	FILE *f = fopen(path, "r");
+	int n = 0;
+
+	while (f && fgets(line, sizeof(line), f))
+		n += strstr(line, what) != NULL;
+	if (f)
+		fclose(f);
+	return n;
+}
+
+/*
+ * The child of test_owner_not_root, as uid 12345 (gid 12346, no other
+ * group): pushes two setuid files owned by root with -p -o -g to a
+ * receiver with --allow-owners. 0 when all went as it should.
+ */
+static int owner_not_root_child(const char *root, const char *src,
+				 const char *log)
+{
+	char p[4200], q[4200];
+	const char *srcs[1] = { src };
+	struct xfer_opts co;
+	struct xfer_stats st;
+	enum xfer_fail vs, vc;
+	struct stat sb;
+	int bad = 0;
+
+	if (!freopen(log, "w", stderr) || setgroups(0, NULL) ||
+	    setresgid(12346, 12346, 12346) || setresuid(12345, 12345, 12345))
+		return 1;
+	client_opts(&co, 8);
+	co.recursive = co.preserve = co.owner = co.group = true;
+	co.srcs = srcs;
+	co.nsrcs = 1;
+	co.dest = "out";
+	rx_allow_owners = true;
+	vc = honest(root, &co, &vs, &st);
+	fflush(stderr);
+	bad |= (vc != XFER_OK) << 1 | (vs != XFER_OK) << 2;
+	for (int i = 0; i < 2; i++) {
+		path_in(p, sizeof(p), root, i ? "out/b" : "out/a");
+		bad |= (stat(p, &sb) || sb.st_uid != 12345 || sb.st_gid != 12346 ||
+			(sb.st_mode & 07777) != 0755) << (3 + i);
+	}
+	/* once a kind and session: the sink's log, the client's NOTICE */
+	snprintf(q, sizeof(q), "%s", log);
+	bad |= (count_lines(q, "cannot set owners: not root") != 2) << 5;
+	bad |= (count_lines(q, "memconn-b: cannot set owners") != 1) << 6;
+	bad |= (count_lines(q, "cannot set some groups") != 2) << 7;
+	return bad;
+}
+
+/*
+ * -o/-g on a sink that may not set owners (not root): every file placed,
+ * owned by its user, setuid bits cleared, each kind said once a session
+ * on each side, no failure. Run in a child that gives up root.
+ */
+static void test_owner_not_root(void)
+{
+	char root[] = "/tmp/rdcp-test-root.XXXXXX";
+	char src[] = "/tmp/rdcp-test-src.XXXXXX";
+	char log[] = "/tmp/rdcp-test-log.XXXXXX";
+	char p[4200];
+	int status = -1, fd;
+	pid_t pid;
+
+	if (geteuid() != 0) {
+		printf("# not root: test_owner_not_root has nothing to test\n");
+		return;
+	}
+	mkdtemp_or_fail(root);
+	mkdtemp_or_fail(src);
+	fd = mkstemp(log);
+	CHECK(fd >= 0);
+	close(fd);
+	for (int i = 0; i < 2; i++) {
+		path_in(p, sizeof(p), src, i ? "b" : "a");
+		CHECK_EQ(tf_make_file(p, 100 + i, (unsigned int)i), 0);
+		CHECK_EQ(chmod(p, 04755), 0);
+	}
+	CHECK_EQ(chown(root, 12345, 12346), 0);
+	CHECK_EQ(chmod(src, 0755), 0);
+	CHECK_EQ(chown(log, 12345, 12346), 0);
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0)
+		_exit(owner_not_root_child(root, src, log));
+	CHECK(pid > 0);
+	CHECK_EQ(waitpid(pid, &status, 0), pid);
+	if (!WIFEXITED(status) || WEXITSTATUS(status)) {
+		printf("#   the child: status %d; its log:\n", status);
+		fflush(stdout);
+		if (system("sed 's/^/#   /' /tmp/rdcp-test-log.*"))
+			printf("#   (no log)\n");
+	}
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	CHECK_EQ(tf_rm_tree(root), 0);
+	CHECK_EQ(tf_rm_tree(src), 0);
+	unlink(log);
+}
+
 TAP_RUN(TAP_TEST(test_inflight_flood), TAP_TEST(test_inflight_honest),
 	TAP_TEST(test_fifo_at_final_name), TAP_TEST(test_fifo_at_temporary),
 	TAP_TEST(test_fifo_pull_dest), TAP_TEST(test_long_names_push),
 	TAP_TEST(test_long_names_pull), TAP_TEST(test_dir_flood_bounded),
 	TAP_TEST(test_dir_after_finished), TAP_TEST(test_dir_never_announced),
 	TAP_TEST(test_dir_tree_meta_push), TAP_TEST(test_dir_tree_meta_pull),
-	TAP_TEST(test_slot_len_bounded))
+	TAP_TEST(test_slot_len_bounded), TAP_TEST(test_owner_unasked),
+	TAP_TEST(test_owner_map), TAP_TEST(test_owner_not_root),
+	TAP_TEST(test_xattrs_hostile), TAP_TEST(test_xattrs_unsupported))

@@ -56,6 +56,7 @@ static void show_diff(const uint8_t *got, const uint8_t *want, size_t n)
 }
 
 /* One sample of every message type, with distinct non-zero fields. */
+#define SAMPLES_MAX (WIRE_TYPE_MAX + 4)
 static size_t samples(struct wire_msg *m, size_t max)
 {
 	size_t n = 0;
@@ -134,6 +135,7 @@ static size_t samples(struct wire_msg *m, size_t max)
 	m[n].u.have.file_id = 10;
 	m[n].u.have.flags = WIRE_HAVE_SUMS;
 	n++;
+
 
 	m[n].type = WIRE_HAVE;
 	m[n].u.have.file_id = 11;
@@ -246,14 +248,50 @@ static size_t samples(struct wire_msg *m, size_t max)
 	m[n].type = WIRE_NAMES_ACK;
 	m[n].u.names_ack.done = 1ull << 40;
 	n++;
+
+	/* -o/-g: a range then the owner, the longest names */
+	m[n].type = WIRE_FILE;
+	m[n].u.file.file_id = 11;
+	m[n].u.file.flags = WIRE_FILE_RANGE | WIRE_FILE_OWNER;
+	m[n].u.file.size = 1u << 20;
+	m[n].u.file.mode = 04755;
+	strcpy(m[n].u.file.path, "ranged");
+	m[n].u.file.range_off = 1u << 19;
+	m[n].u.file.range_len = 1u << 19;
+	m[n].u.file.range_idx = 1;
+	m[n].u.file.range_count = 2;
+	m[n].u.file.owner.uid = 0xfffffffeu;
+	m[n].u.file.owner.gid = 12346;
+	memset(m[n].u.file.owner.user, 'u', WIRE_OWNER_NAME_MAX);
+	memset(m[n].u.file.owner.group, 'g', WIRE_OWNER_NAME_MAX);
+	n++;
+
+	m[n].type = WIRE_NOTICE;
+	memset(m[n].u.notice.msg, 'n', WIRE_MSG_MAX); /* the longest */
+	n++;
+
+	/* the longest: one attribute filling every byte */
+	m[n].type = WIRE_XATTRS;
+	m[n].u.xattrs.file_id = 77;
+	{
+		static uint8_t v[WIRE_XATTRS_BYTES];
+		size_t vl = WIRE_XATTRS_BYTES - 3 - 6;
+
+		memset(v, 0xab, sizeof(v));
+		CHECK_EQ(wire_xattrs_add(&m[n].u.xattrs, "user.a", v, vl), 0);
+		CHECK_EQ(m[n].u.xattrs.len, WIRE_XATTRS_BYTES);
+		CHECK_EQ(wire_xattrs_add(&m[n].u.xattrs, "user.b", v, 0),
+			 -ENOSPC);
+	}
+	n++;
 	CHECK(n <= max);
 	return n;
 }
 
 static void test_roundtrip_every_type(void)
 {
-	static struct wire_msg m[WIRE_TYPE_MAX], d;
-	size_t n = samples(m, WIRE_TYPE_MAX);
+	static struct wire_msg m[SAMPLES_MAX], d;
+	size_t n = samples(m, SAMPLES_MAX);
 	bool seen[WIRE_TYPE_MAX] = { false };
 
 	for (size_t i = 0; i < n; i++) {
@@ -277,8 +315,8 @@ static void test_roundtrip_every_type(void)
 
 static void test_encode_limits(void)
 {
-	static struct wire_msg m[WIRE_TYPE_MAX];
-	size_t n = samples(m, WIRE_TYPE_MAX);
+	static struct wire_msg m[SAMPLES_MAX];
+	size_t n = samples(m, SAMPLES_MAX);
 
 	for (size_t i = 0; i < n; i++) {
 		int len = wire_encode(&m[i], buf, WIRE_CTRL_SIZE);
@@ -310,9 +348,9 @@ static void test_encode_limits(void)
 /* Every proper prefix is refused, with or without a matching length. */
 static void test_decode_truncated(void)
 {
-	static struct wire_msg m[WIRE_TYPE_MAX], d;
+	static struct wire_msg m[SAMPLES_MAX], d;
 	static uint8_t cut[WIRE_CTRL_SIZE];
-	size_t n = samples(m, WIRE_TYPE_MAX);
+	size_t n = samples(m, SAMPLES_MAX);
 
 	for (size_t i = 0; i < n; i++) {
 		int len = wire_encode(&m[i], buf, WIRE_CTRL_SIZE);
@@ -336,8 +374,8 @@ static void test_decode_truncated(void)
 
 static void test_decode_trailing_and_length(void)
 {
-	static struct wire_msg m[WIRE_TYPE_MAX], d;
-	size_t n = samples(m, WIRE_TYPE_MAX);
+	static struct wire_msg m[SAMPLES_MAX], d;
+	size_t n = samples(m, SAMPLES_MAX);
 
 	for (size_t i = 0; i < n; i++) {
 		int len = wire_encode(&m[i], buf, WIRE_CTRL_SIZE);
@@ -1116,9 +1154,10 @@ static size_t pack_enc(uint8_t *p, const struct wire_pack_rec *r)
 {
 	size_t off = wire_pack_put(p, r);
 
-	CHECK_EQ(off, wire_pack_rec_len(r->path_len, r->digest_len, 0));
+	CHECK_EQ(off, wire_pack_rec_len(r->path_len, r->digest_len, 0) +
+			      wire_pack_owner_len(r));
 	memcpy(p + off, r->data, r->size);
-	return wire_pack_rec_len(r->path_len, r->digest_len, r->size);
+	return off + r->size;
 }
 
 static bool pack_eq(const struct wire_pack_rec *a,
@@ -1130,6 +1169,7 @@ static bool pack_eq(const struct wire_pack_rec *a,
 	       a->mtime_nsec == b->mtime_nsec && a->atime_sec == b->atime_sec &&
 	       a->atime_nsec == b->atime_nsec && a->size == b->size &&
 	       a->status == b->status &&
+	       !memcmp(&a->owner, &b->owner, sizeof(a->owner)) &&
 	       !memcmp(a->digest, b->digest, a->digest_len) &&
 	       !memcmp(a->path, b->path, a->path_len) &&
 	       !memcmp(a->data, b->data, a->size);
@@ -1232,8 +1272,8 @@ static void test_pack_refusals(void)
 	pack_sample(&base, 0);
 	CHECK_EQ(pack_try(&base), 0);
 
-	/* flags: only ABORT is known */
-	for (unsigned int bit = 1; bit < 8; bit++) {
+	/* flags: only ABORT and OWNER (test_golden_owner) are known */
+	for (unsigned int bit = 2; bit < 8; bit++) {
 		r = base;
 		r.flags = (uint8_t)(1u << bit);
 		CHECK_EQ(pack_try(&r), -EPROTO);
@@ -1419,6 +1459,166 @@ static void test_pack_golden(void)
 	CHECK_EQ(pos, sizeof(want));
 }
 
+/*
+ * -o/-g: a FILE's owner after its link (golden bytes), a packed record's
+ * after its header; and what a hostile peer may put there refused: a
+ * name with a NUL in it, a name's length past the end, the flag with
+ * nothing after it, an unknown record flag.
+ */
+static void test_golden_owner(void)
+{
+	static const char want_hex[] =
+		"04000000" "00000050" "00000000" "00000000" /* FILE, 80 bytes */
+		"00000007" "00" "00000004" /* id 7, kind FILE, flags OWNER */
+		"0000000000000000" "00000000" /* size, mode */
+		"0000000000000000" "00000000" /* mtime */
+		"0000000000000000" "00000000" /* atime */
+		"0001" "66" "0000"	     /* path "f", link "" */
+		"00003039" "0000303a"	     /* uid 12345, gid 12346 */
+		"04" "726f6f74"		     /* "root" */
+		"00";			     /* no group name */
+	uint8_t want[80];
+	struct wire_msg m = { .type = WIRE_FILE }, d;
+	int len;
+
+	hex_to(want_hex, want, sizeof(want));
+	m.u.file.file_id = 7;
+	m.u.file.flags = WIRE_FILE_OWNER;
+	strcpy(m.u.file.path, "f");
+	m.u.file.owner.uid = 12345;
+	m.u.file.owner.gid = 12346;
+	strcpy(m.u.file.owner.user, "root");
+	len = wire_encode(&m, buf, sizeof(buf));
+	CHECK_EQ(len, (int)sizeof(want));
+	if (len == (int)sizeof(want) && memcmp(buf, want, sizeof(want))) {
+		show_diff(buf, want, sizeof(want));
+		CHECK(0);
+	}
+	CHECK_EQ(wire_decode(want, sizeof(want), &d), 0);
+	CHECK_EQ(d.u.file.owner.uid, 12345);
+	CHECK(!strcmp(d.u.file.owner.user, "root"));
+	CHECK(!d.u.file.owner.group[0]);
+	/* a NUL inside the user name */
+	memcpy(buf, want, sizeof(want));
+	buf[76] = 0;
+	CHECK_EQ(wire_decode(buf, sizeof(want), &d), -EPROTO);
+	/* a name longer than what is left */
+	memcpy(buf, want, sizeof(want));
+	buf[74] = 5;
+	CHECK_EQ(wire_decode(buf, sizeof(want), &d), -EPROTO);
+	buf[74] = 255;
+	CHECK_EQ(wire_decode(buf, sizeof(want), &d), -EPROTO);
+	/* the flag with no owner after it */
+	memcpy(buf, want, sizeof(want));
+	put_be32(buf + 4, 66);
+	CHECK_EQ(wire_decode(buf, 66, &d), -EPROTO);
+	/* an owner without the flag: trailing bytes */
+	memcpy(buf, want, sizeof(want));
+	buf[24] = 0;
+	CHECK_EQ(wire_decode(buf, sizeof(want), &d), -EPROTO);
+
+	/* a packed record with its owner after the 44-byte header */
+	static const char rec_hex[] =
+		"00000001" "02" "00" "0001" "000081a4" /* id, OWNER, path 1 */
+		"0000000000000000" "00000000" "0000000000000000" "00000000"
+		"00000001" "00000000"	/* size 1, status */
+		"00000000" "00000001"	/* uid 0, gid 1 */
+		"00" "03" "626966"	/* no user name, group "bif" */
+		"78" "5a";		/* path "x", data "Z" */
+	uint8_t rec[59], got[59];
+	struct wire_pack_rec r = { 0 }, rd;
+	size_t pos = 0;
+
+	hex_to(rec_hex, rec, sizeof(rec));
+	r.file_id = 1;
+	r.flags = WIRE_PACK_OWNER;
+	r.path = "x";
+	r.path_len = 1;
+	r.mode = 0100644;
+	r.size = 1;
+	r.data = (const uint8_t *)"Z";
+	r.owner.gid = 1;
+	strcpy(r.owner.group, "bif");
+	CHECK_EQ(wire_pack_owner_len(&r), 13);
+	CHECK_EQ(pack_enc(got, &r), sizeof(rec));
+	if (memcmp(got, rec, sizeof(rec))) {
+		show_diff(got, rec, sizeof(rec));
+		CHECK(0);
+	}
+	CHECK_EQ(wire_pack_next(rec, sizeof(rec), &pos, &rd), 0);
+	CHECK(pack_eq(&rd, &r));
+	CHECK_EQ(pos, sizeof(rec));
+	rec[55] = 0; /* a NUL in the group name */
+	CHECK(pack_refused(rec, sizeof(rec), 0));
+	rec[55] = 'i';
+	rec[53] = 200; /* a name past the record */
+	CHECK(pack_refused(rec, sizeof(rec), 0));
+	rec[53] = 3;
+	rec[4] = 4; /* an unknown flag */
+	CHECK(pack_refused(rec, sizeof(rec), 0));
+}
+
+/*
+ * -X/-A: XATTRS's golden bytes, and what a hostile peer may put in one
+ * refused: an empty name, a NUL in a name, an entry past the end, a count
+ * that is not the entries', a length over the bound, no entry at all.
+ */
+static void test_golden_xattrs(void)
+{
+	static const char want_hex[] =
+		"16000000" "0000002c" "00000000" "00000000" /* XATTRS, 44 */
+		"00000005" "0002" "0014"	/* id 5, 2 entries, 20 bytes */
+		"06" "0002" "757365722e61" "6869" /* user.a = "hi" */
+		"06" "0000" "757365722e62";	  /* user.b = "" */
+	uint8_t want[44];
+	struct wire_msg m = { .type = WIRE_XATTRS }, d;
+	size_t pos = 0, nlen, vlen;
+	const uint8_t *value;
+	const char *name;
+	int len;
+
+	hex_to(want_hex, want, sizeof(want));
+	m.u.xattrs.file_id = 5;
+	CHECK_EQ(wire_xattrs_add(&m.u.xattrs, "user.a", "hi", 2), 0);
+	CHECK_EQ(wire_xattrs_add(&m.u.xattrs, "user.b", "", 0), 0);
+	CHECK_EQ(wire_xattrs_add(&m.u.xattrs, "", "", 0), -EINVAL);
+	len = wire_encode(&m, buf, sizeof(buf));
+	CHECK_EQ(len, (int)sizeof(want));
+	if (len == (int)sizeof(want) && memcmp(buf, want, sizeof(want))) {
+		show_diff(buf, want, sizeof(want));
+		CHECK(0);
+	}
+	CHECK_EQ(wire_decode(want, sizeof(want), &d), 0);
+	CHECK(wire_xattrs_next(&d.u.xattrs, &pos, &name, &nlen, &value,
+			       &vlen));
+	CHECK(nlen == 6 && !memcmp(name, "user.a", 6) && vlen == 2 &&
+	      !memcmp(value, "hi", 2));
+	CHECK(wire_xattrs_next(&d.u.xattrs, &pos, &name, &nlen, &value,
+			       &vlen));
+	CHECK(nlen == 6 && vlen == 0);
+	CHECK(!wire_xattrs_next(&d.u.xattrs, &pos, &name, &nlen, &value,
+				&vlen));
+	memcpy(buf, want, sizeof(want));
+	buf[24] = 0; /* name length 0 */
+	CHECK_EQ(wire_decode(buf, sizeof(want), &d), -EPROTO);
+	memcpy(buf, want, sizeof(want));
+	buf[29] = 0; /* a NUL in "user.a" */
+	CHECK_EQ(wire_decode(buf, sizeof(want), &d), -EPROTO);
+	memcpy(buf, want, sizeof(want));
+	buf[26] = 9; /* a value past the end */
+	CHECK_EQ(wire_decode(buf, sizeof(want), &d), -EPROTO);
+	memcpy(buf, want, sizeof(want));
+	buf[21] = 3; /* three entries said, two there */
+	CHECK_EQ(wire_decode(buf, sizeof(want), &d), -EPROTO);
+	memcpy(buf, want, sizeof(want));
+	buf[21] = 0; /* none */
+	CHECK_EQ(wire_decode(buf, sizeof(want), &d), -EPROTO);
+	memcpy(buf, want, sizeof(want));
+	buf[22] = 0xff; /* more bytes than a message holds */
+	buf[23] = 0xff;
+	CHECK_EQ(wire_decode(buf, sizeof(want), &d), -EPROTO);
+}
+
 static void test_pack_digest(void)
 {
 	static const uint8_t data[] = "the quick brown fox";
@@ -1487,8 +1687,8 @@ static void test_set_acks(void)
 /* A tag appended to every message type: flag, length, body unchanged. */
 static void test_tag_roundtrip(void)
 {
-	struct wire_msg m[WIRE_TYPE_MAX], d;
-	size_t n = samples(m, WIRE_TYPE_MAX), covered = 0;
+	static struct wire_msg m[SAMPLES_MAX], d;
+	size_t n = samples(m, SAMPLES_MAX), covered = 0;
 
 	for (size_t i = 0; i < n; i++) {
 		int len = wire_encode(&m[i], buf, WIRE_CTRL_SIZE - WIRE_TAG_LEN);
@@ -1578,4 +1778,5 @@ TAP_RUN(TAP_TEST(test_roundtrip_every_type), TAP_TEST(test_encode_limits),
 	TAP_TEST(test_pack_roundtrip), TAP_TEST(test_pack_truncated),
 	TAP_TEST(test_pack_refusals), TAP_TEST(test_pack_golden),
 	TAP_TEST(test_pack_digest), TAP_TEST(test_set_acks),
-	TAP_TEST(test_tag_roundtrip), TAP_TEST(test_tag_golden), TAP_TEST(test_rails))
+	TAP_TEST(test_tag_roundtrip), TAP_TEST(test_tag_golden), TAP_TEST(test_rails),
+	TAP_TEST(test_golden_owner), TAP_TEST(test_golden_xattrs))

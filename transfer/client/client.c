@@ -84,6 +84,11 @@ static uint32_t hello_flags(const struct xfer_opts *o)
 			: 0) |
 	       (o->recursive ? WIRE_HELLO_RECURSIVE : 0) |
 	       (o->preserve ? WIRE_HELLO_PRESERVE : 0) |
+	       (o->owner ? WIRE_HELLO_OWNER : 0) |
+	       (o->group ? WIRE_HELLO_GROUP : 0) |
+	       (o->numeric_ids ? WIRE_HELLO_NUMERIC_IDS : 0) |
+	       (o->xattrs ? WIRE_HELLO_XATTRS : 0) |
+	       (o->acls ? WIRE_HELLO_ACLS : 0) |
 	       (o->resume ? WIRE_HELLO_RESUME : 0) |
 	       (o->no_clobber ? WIRE_HELLO_NO_CLOBBER : 0) |
 	       (o->update ? WIRE_HELLO_UPDATE : 0) |
@@ -272,6 +277,7 @@ static struct session_params client_params(const struct xfer_opts *o,
 		.level = o->compress,
 		.data_key = o->encrypt ? key : NULL,
 		.sync = (uint8_t)o->sync,
+		.owners_ok = true, /* a pull's sink: this user's own rights */
 	};
 
 	return p;

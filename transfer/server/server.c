@@ -341,6 +341,8 @@ static int server_handshake(struct server *srv, struct engine *e,
 	p->server = true;
 	p->pack = h->features & WIRE_FEAT_PACK;
 	p->sync = h->sync; /* wire_decode checked its range */
+	/* the service rule (SECURITY.md): other owners only if allowed */
+	p->owners_ok = srv->o->ssh_server || srv->o->allow_owners;
 	if (h->flags & WIRE_HELLO_ENCRYPT) {
 		rc = auth_data_key(srv->key, h, nonce, key);
 		if (rc)

@@ -22,6 +22,12 @@ struct session_params {
 	bool server;		 /* this side is the receiver daemon */
 	bool pack; /* the sink takes packed slots (WIRE_FEAT_PACK) */
 	uint8_t sync; /* enum wire_sync: HELLO's */
+	/*
+	 * The sink may give entries other owners (-o/-g) and keep
+	 * setuid/setgid bits: a client (a pull), rdcp --server (the ssh
+	 * user's rights), a --listen receiver only with --allow-owners.
+	 */
+	bool owners_ok;
 };
 
 /* Whether the sink answers each FILE with HAVE before its data. */

@@ -78,6 +78,8 @@ static void make_symlink(struct sink *k, struct snk_file *f, const char *to)
 	if (rc)
 		file_fail(f, rc, "cannot %s '%s': %s", what, f->n.shown,
 			  strerror(-rc));
+	else /* the link itself (lchown): a link has no setuid bit */
+		(void)sink_owner_apply(k, f->dirfd, f->n.name, &f->owner);
 }
 
 /* ---- FILE: regular files ---- */
@@ -161,6 +163,7 @@ static int open_file(struct sink *k, struct snk_file *f,
 
 static int on_file(struct sink *k, const struct wire_file *wf)
 {
+	struct wire_xattrs *x;
 	struct snk_file *f;
 	bool compare;
 	int rc;
@@ -169,6 +172,11 @@ static int on_file(struct sink *k, const struct wire_file *wf)
 		return engine_fail(k->e, XFER_FAIL_PROTOCOL, -EPROTO,
 				   "%s announced file %u out of order",
 				   k->e->c->peer, wf->file_id);
+	if ((wf->flags & WIRE_FILE_OWNER) && !sink_owners_asked(k))
+		return engine_fail(k->e, XFER_FAIL_PROTOCOL, -EPROTO,
+				   "%s sent an owner that -o/-g did not ask "
+				   "for: refused",
+				   k->e->c->peer);
 	/* Ranges are rdcp-mpi's pushes: never on a pull (-n, -u, --dry-run
 	 * would answer them before open_range looks). */
 	if ((wf->flags & WIRE_FILE_RANGE) && !k->p->server)
@@ -183,10 +191,15 @@ static int on_file(struct sink *k, const struct wire_file *wf)
 				   "unfinished (%u at most): refused",
 				   k->e->c->peer, wf->file_id, k->nlive,
 				   WIRE_INFLIGHT_MAX);
+	if (sink_xattrs_take(k, wf, &x))
+		return -1;
 	f = calloc(1, sizeof(*f));
-	if (!f)
+	if (!f) {
+		free(x);
 		return engine_fail(k->e, XFER_FAIL_RESOURCE, -ENOMEM,
 				   "out of memory");
+	}
+	f->xattrs = x;
 	/* Directories and symlinks too, while on_file makes them. */
 	sink_live_add(k, f);
 	k->nfiles++;
@@ -206,6 +219,8 @@ static int on_file(struct sink *k, const struct wire_file *wf)
 	f->times[0].tv_nsec = wf->atime_nsec;
 	f->times[1].tv_sec = wf->mtime_sec;
 	f->times[1].tv_nsec = wf->mtime_nsec;
+	if (wf->flags & WIRE_FILE_OWNER)
+		sink_owner_map(k, &wf->owner, &f->owner);
 	f->t0 = clock_now_s();
 	f->nslots = (f->size + k->chunk - 1) / k->chunk;
 	if (!session_compares(k->p) && k->p->csum == XFER_CSUM_SHA256 &&
@@ -297,6 +312,8 @@ static int snk_on_msg(struct engine *e, const struct wire_msg *m)
 	switch (m->type) {
 	case WIRE_CREDIT:
 		return 0;
+	case WIRE_XATTRS:
+		return sink_on_xattrs(k, &m->u.xattrs);
 	case WIRE_FILE:
 		if (k->done)
 			break;
@@ -400,6 +417,7 @@ static int snk_pump_role(struct engine *e)
 {
 	struct sink *k = e->role_data;
 	struct wire_msg m = { .type = WIRE_CREDIT };
+	int rc;
 
 	/*
 	 * What was kept while the messages that came were taken goes in
@@ -407,6 +425,10 @@ static int snk_pump_role(struct engine *e)
 	 */
 	if (k->kept_count)
 		return sink_kept_flush(k) ? 0 : 1;
+	/* what this side could not keep, told to the client of a push */
+	rc = sink_notes_flush(k);
+	if (rc)
+		return rc > 0;
 	if (k->done && !k->active && !k->bye_sent) {
 		sink_finish_dirs(k);
 		/* --delete: the whole copy is verified, so now, then BYE */
@@ -506,6 +528,7 @@ out:
 		payload_release(&k.jobs[i].pl);
 	}
 	free(k.jobs);
+	free(k.xpending);
 	hset_release(&k.asked);
 	sink_delete_release(&k);
 	sink_want_free(&k);

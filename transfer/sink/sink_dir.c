@@ -48,6 +48,8 @@ struct snk_dir {
 			     * unfinished by an earlier one (place.h) */
 	uint32_t mode;
 	struct timespec times[2];
+	struct snk_owner owner; /* -o/-g */
+	struct wire_xattrs *xattrs; /* -X/-A, or NULL */
 	size_t len;  /* of name */
 	char name[]; /* its last component, as sent */
 };
@@ -119,6 +121,7 @@ static void finish(struct sink *k, const struct snk_dir *d)
 {
 	char rel[PATH_PEER_MAX + PATH_NAME_MAX + 2];
 	bool preserve = sink_preserving(k);
+	mode_t keep;
 	int fd, rc;
 
 	if (!d->made || !(d->created || (preserve && !k->want_check)))
@@ -127,7 +130,12 @@ static void finish(struct sink *k, const struct snk_dir *d)
 	fd = rc ? rc
 		: path_open_beneath(k->t->dirfd, rel, O_RDONLY | O_DIRECTORY,
 				    0);
-	if (fd < 0 || fchmod(fd, sink_final_mode(k, d->mode)) < 0 ||
+	keep = fd < 0 ? 0 : sink_owner_apply(k, fd, "", &d->owner);
+	if (fd >= 0)
+		sink_xattrs_apply(k, fd, d->xattrs, true);
+	if (fd < 0 ||
+	    fchmod(fd, sink_final_mode(k, d->mode) |
+			       (preserve ? d->mode & keep : 0)) < 0 ||
 	    (preserve && futimens(fd, d->times) < 0))
 		log_warn("cannot set mode/times of directory '%s': %s",
 			 rc ? d->name : rel, strerror(fd < 0 ? -fd : errno));
@@ -147,6 +155,7 @@ static void settle(struct sink *k, struct snk_dir *d)
 
 		if (!k->dirs_dropped)
 			finish(k, d);
+		free(d->xattrs);
 		free(d);
 		k->ndirs--;
 		if (parent)
@@ -240,6 +249,9 @@ int sink_make_dir(struct sink *k, struct snk_file *f, const char *path)
 	d->mode = f->mode;
 	d->times[0] = f->times[0];
 	d->times[1] = f->times[1];
+	d->owner = f->owner;
+	d->xattrs = f->xattrs; /* d's now */
+	f->xattrs = NULL;
 	d->len = strlen(name);
 	memcpy(d->name, name, d->len + 1);
 	k->cwd = d;

@@ -50,6 +50,7 @@ void sink_file_free(struct sink *k, struct snk_file *f)
 		close(f->dirfd);
 	free(f->sums);
 	free(f->bits);
+	free(f->xattrs);
 	ck_sha256_destroy(f->tree);
 	sink_dir_release(k, f->dir); /* after the temporary is gone */
 	free(f);

@@ -79,7 +79,8 @@ static int verify_digest(struct snk_work *fin, int fd, bool kept)
 static int set_meta(struct sink *k, struct snk_file *f, int fd)
 {
 	const char *what;
-	int rc = sink_apply_meta(k, fd, f->mode, false, f->times, &what);
+	int rc = sink_apply_meta(k, fd, f->mode, false, f->times, &f->owner,
+				 f->xattrs, &what);
 
 	if (rc)
 		file_fail(f, rc, "cannot set %s of '%s': %s", what, f->n.shown,
@@ -116,8 +117,10 @@ static void finalize(struct workq_item *item)
 		f->fd = -1;
 		unlinkat(f->dirfd, f->n.tmp, 0);
 		f->skipped = true;
-		/* --sync checksum -p: the same content, the source's meta */
-		if (k->p->sync == WIRE_SYNC_CHECKSUM && sink_preserving(k) &&
+		/* --sync checksum -p/-o/-g: the same content, the source's meta */
+		if (((k->p->sync == WIRE_SYNC_CHECKSUM &&
+		      (sink_preserving(k) || sink_owners_asked(k))) ||
+		     sink_xattrs_asked(k)) &&
 		    set_meta(k, f, f->cand))
 			f->skipped = false; /* failed: f->err says why */
 		return;

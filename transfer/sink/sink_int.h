@@ -16,6 +16,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "transfer/fs/direct.h"
@@ -33,6 +34,23 @@ struct snk_names {
 	char tmp[PATH_NAME_MAX + 1];  /* its temporary, beside it */
 	char rel[PATH_PEER_MAX + PATH_NAME_MAX + 2]; /* beneath t->dirfd */
 	char shown[4400];
+};
+
+/* -o/-g: the ids an entry is to get on this side (sink_owner.c). */
+struct snk_owner {
+	uid_t uid;
+	gid_t gid;
+	bool set_uid, set_gid;
+};
+
+/* What the sink says once a session (sink_owner.c): its kinds. */
+enum {
+	SINK_NOTE_SERVICE, /* a receiver without --allow-owners */
+	SINK_NOTE_OWNER,   /* owners could not be set */
+	SINK_NOTE_GROUP,   /* some groups could not be set */
+	SINK_NOTE_XATTR,   /* extended attributes could not be set */
+	SINK_NOTE_XATTR_PRIV, /* trusted.*, security.*: not here */
+	SINK_NOTES
 };
 
 struct sink;
@@ -82,6 +100,8 @@ struct snk_file {
 	uint64_t size, nslots, received, sent;
 	uint32_t mode;
 	struct timespec times[2]; /* atime, mtime */
+	struct snk_owner owner;	  /* -o/-g: what it gets */
+	struct wire_xattrs *xattrs; /* -X/-A: its own, or NULL */
 	/*
 	 * Chunks are taken in increasing offset order (posted in order, and
 	 * taken in seq order whatever order they arrive in): next_idx is the
@@ -203,6 +223,13 @@ struct sink {
 	uint64_t bytes_told;
 	bool done, bye_sent;
 	bool direct_told; /* --direct could not be had: said once */
+	/* -X/-A: the XATTRS of the next FILE, until it comes (or NULL) */
+	struct wire_xattrs *xpending;
+	/* -o/-g (sink_owner.c): a chown refused once is not tried again */
+	bool owner_denied;
+	/* what was said once (bits of SINK_NOTE_*), and sent to the client */
+	unsigned int notes_said, notes_sent;
+	char notes[SINK_NOTES][WIRE_MSG_MAX + 1];
 };
 
 /* f's first failure: errno and one line for the user. */
@@ -218,8 +245,65 @@ mode_t sink_final_mode(const struct sink *k, uint32_t mode);
  * Worker: the final mode (unless the file was made with it, have_mode)
  * and, with -p, the times onto fd. 0, or -errno and *what.
  */
-int sink_apply_meta(const struct sink *k, int fd, uint32_t mode, bool have_mode,
-		    const struct timespec times[2], const char **what);
+int sink_apply_meta(struct sink *k, int fd, uint32_t mode, bool have_mode,
+		    const struct timespec times[2], const struct snk_owner *ow,
+		    const struct wire_xattrs *x, const char **what);
+
+/* ---- sink_owner.c: -o/-g ---- */
+
+/* Whether the session keeps owners or groups (HELLO OWNER, GROUP). */
+bool sink_owners_asked(const struct sink *k);
+/* The ids o (the source's) is given here: a known name's, else its own. */
+void sink_owner_map(const struct sink *k, const struct wire_owner *o,
+		    struct snk_owner *out);
+/*
+ * Worker or engine thread: gives (dirfd, name; "": dirfd itself, never
+ * through a symlink) ow's ids where this side may, saying once a session
+ * what it may not (never a failure). Returns the setuid/setgid bits its
+ * mode may keep: S_ISUID with the owner set, S_ISGID with the group. Call
+ * before the mode is set (a chown clears those bits).
+ */
+mode_t sink_owner_apply(struct sink *k, int dirfd, const char *name,
+			const struct snk_owner *ow);
+/*
+ * Says fmt once a session for kind (SINK_NOTE_*): logged, and on a push
+ * told to the client (sink_notes_flush). Worker or engine thread.
+ */
+void sink_note(struct sink *k, unsigned int kind, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* ---- sink_xattr.c: -X/-A ---- */
+
+/* Whether the session keeps xattrs or ACLs (HELLO XATTRS, ACLS). */
+bool sink_xattrs_asked(const struct sink *k);
+/* An XATTRS came: held for the next FILE. 0 or the engine's error. */
+int sink_on_xattrs(struct sink *k, const struct wire_xattrs *x);
+/*
+ * FILE wf came: the attributes held for it (NULL: none), the caller's to
+ * free. 0, or the engine's error (a flag without them, or them without
+ * the flag).
+ */
+int sink_xattrs_take(struct sink *k, const struct wire_file *wf,
+		     struct wire_xattrs **out);
+/*
+ * Worker or engine thread: x (NULL: none) onto fd, an entry not yet
+ * under its final name (or a kept one): set where they differ, the
+ * session's namespaces' others removed. Never a failure: said once.
+ */
+void sink_xattrs_apply(struct sink *k, int fd, const struct wire_xattrs *x,
+		       bool dir);
+
+/*
+ * Whether st's owner and group are what ow would give it (or this side
+ * would set none of them): an old file may then stay as it is.
+ */
+bool sink_owner_matches(const struct sink *k, const struct snk_owner *ow,
+			const struct stat *st);
+/*
+ * Engine thread, a receiver's sink (a push): the next notice not yet
+ * sent to the client, as NOTICE. 1 sent, 0 none due, -1 engine's error.
+ */
+int sink_notes_flush(struct sink *k);
 
 /* ---- sink_file.c: a file in flight, FILE to FILE_RESULT ---- */
 

@@ -131,16 +131,20 @@ static void packed_fail(struct snk_packed *res, int err, const char *fmt, ...)
 }
 
 /* Worker: a packed file's data, mode, times (and fsync) into fd. */
-static int fill(const struct sink *k, int fd, const struct wire_pack_rec *r,
+static int fill(struct sink *k, int fd, const struct wire_pack_rec *r,
 		bool have_mode, const struct timespec times[2],
 		const char **what)
 {
+	struct snk_owner ow = { 0 };
 	int rc;
 
+	if (r->flags & WIRE_PACK_OWNER)
+		sink_owner_map(k, &r->owner, &ow);
 	*what = "write";
 	rc = io_pwrite_full(fd, r->data, r->size, 0);
 	if (!rc)
-		rc = sink_apply_meta(k, fd, r->mode, have_mode, times, what);
+		rc = sink_apply_meta(k, fd, r->mode, have_mode, times, &ow,
+				     NULL, what);
 	if (rc) {
 		if (!strcmp(*what, "mode") || !strcmp(*what, "times"))
 			*what = !strcmp(*what, "mode") ? "set mode of"
@@ -163,7 +167,7 @@ static int fill(const struct sink *k, int fd, const struct wire_pack_rec *r,
  * exists, or the file system has no O_TMPFILE: use a named temporary),
  * or -errno with *what.
  */
-static int place_unnamed(const struct sink *k, int dirfd,
+static int place_unnamed(struct sink *k, int dirfd,
 			 const struct wire_pack_rec *r,
 			 const struct snk_names *n, mode_t mode,
 			 const struct timespec times[2], const char **what)
@@ -323,7 +327,9 @@ static int check_pack(struct sink *k, struct snk_job *j, const uint8_t *raw)
 	for (uint32_t i = 0; !rc && i < j->npacked; i++) {
 		start = pos;
 		if (wire_pack_next(raw, j->h.raw_len, &pos, &r) ||
-		    r.file_id != j->h.file_id + i) {
+		    r.file_id != j->h.file_id + i ||
+		    /* an owner only when -o/-g asked for it */
+		    ((r.flags & WIRE_PACK_OWNER) && !sink_owners_asked(k))) {
 			rc = -EPROTO;
 			break;
 		}

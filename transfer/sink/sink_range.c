@@ -654,7 +654,8 @@ int sink_range_done(struct snk_work *fin)
 	if (rc || !all)
 		goto out;
 	/* The last range: this session places the file. */
-	rc = sink_apply_meta(k, f->fd, f->mode, false, f->times, &what);
+	rc = sink_apply_meta(k, f->fd, f->mode, false, f->times, &f->owner,
+			     f->xattrs, &what);
 	if (rc) {
 		file_fail(f, rc, "cannot set %s of '%s': %s", what, f->n.shown,
 			  strerror(-rc));

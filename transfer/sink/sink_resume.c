@@ -77,6 +77,7 @@ static bool can_keep(const struct sink *k, const struct snk_file *f,
 		return (uint64_t)st->st_size == f->size;
 	return (uint64_t)st->st_size == f->size &&
 	       (st->st_mode & 07777) == (sink_final_mode(k, f->mode) & 07777) &&
+	       sink_owner_matches(k, &f->owner, st) &&
 	       (!sink_preserving(k) ||
 		(st->st_mtim.tv_sec == f->times[1].tv_sec &&
 		 st->st_mtim.tv_nsec == f->times[1].tv_nsec));

@@ -39,16 +39,39 @@ static bool same_mtime(const struct stat *st, const struct timespec *t)
 }
 
 /*
- * With -p, the kept file's mode and times made the source's where they
- * differ (a size check keeps files whose mtime is not the source's).
+ * A kept file's owner (-o/-g), mode and times (-p) made the source's where
+ * they differ: a re-run fixes what changed of a file whose data did not
+ * (a size check keeps files whose mtime is not the source's).
  */
 static void fix_meta(struct sink *k, struct snk_file *f, const struct stat *st)
 {
-	mode_t mode = sink_final_mode(k, f->mode);
+	mode_t mode = sink_final_mode(k, f->mode), keep = 0;
+	struct snk_owner ow = f->owner;
 
+	if (ow.set_uid && ow.uid == st->st_uid)
+		ow.set_uid = false; /* as it is: no chown, its bits stay */
+	if (ow.set_gid && ow.gid == st->st_gid)
+		ow.set_gid = false;
+	keep = sink_owner_apply(k, f->dirfd, f->n.name, &ow);
+	if (sink_xattrs_asked(k)) { /* -X/-A: through its own descriptor */
+		int fd = openat(f->dirfd, f->n.name,
+				O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+
+		if (fd >= 0) {
+			sink_xattrs_apply(k, fd, f->xattrs, false);
+			close(fd);
+		}
+	}
+	if (f->owner.set_uid && !ow.set_uid)
+		keep |= S_ISUID;
+	if (f->owner.set_gid && !ow.set_gid)
+		keep |= S_ISGID;
 	if (!sink_preserving(k))
 		return;
-	if ((st->st_mode & 07777) != (mode & 07777) &&
+	mode |= f->mode & keep;
+	/* a chown cleared the setuid/setgid bits: the mode again */
+	if (((st->st_mode & 07777) != (mode & 07777) || ow.set_uid ||
+	     ow.set_gid) &&
 	    fchmodat(f->dirfd, f->n.name, mode & 07777, 0) < 0)
 		file_fail(f, -errno, "cannot set mode of '%s': %s", f->n.shown,
 			  strerror(errno));

@@ -401,6 +401,10 @@ static int src_on_msg(struct engine *e, const struct wire_msg *m)
 	case WIRE_KEPT:
 		rc = on_kept(s, &m->u.kept);
 		break;
+	case WIRE_NOTICE: /* what the receiver could not keep (-o/-g) */
+		if (s->notices++ < WIRE_NOTICES_MAX)
+			log_warn("%s: %s", e->c->peer, m->u.notice.msg);
+		return 0;
 	case WIRE_NAMES:
 		rc = src_names_on_msg(s, &m->u.names);
 		break;

@@ -202,6 +202,7 @@ struct source {
 	bool ask, resume; /* HAVE before data; --resume */
 	bool compare;	  /* chunks may match: --resume, --sync checksum */
 	bool direct_told; /* --direct could not be had: said once */
+	unsigned int notices; /* NOTICEs taken (WIRE_NOTICES_MAX logged) */
 	uint8_t resume_key[32];
 	struct ratelimit rl;
 	uint64_t bytes_posted, bytes_total; /* for on_progress */
@@ -268,6 +269,22 @@ int src_plan(struct source *s);
 
 /* Whether f goes into a pack (small, regular, no holes, not id 0). */
 bool src_packable(const struct source *s, const struct src_file *f);
+/*
+ * Whether the session keeps owners or groups (-o/-g); then *o is st's,
+ * with names unless --numeric-ids. Engine thread or worker.
+ */
+bool src_owner(const struct source *s, const struct stat *st,
+	       struct wire_owner *o);
+
+/* ---- source_xattr.c: -X/-A ---- */
+
+/* Whether the session keeps xattrs or ACLs. */
+bool src_xattrs_asked(const struct source *s);
+/*
+ * f's attributes of the namespaces asked for, in x (count 0: none, or
+ * not asked, or a symlink). Warns for what does not fit; 0.
+ */
+int src_xattrs(struct source *s, struct src_file *f, struct wire_xattrs *x);
 /* Plans one pack of small files. 1, 0 (no job free), -1 on a failure. */
 int src_plan_pack(struct source *s);
 

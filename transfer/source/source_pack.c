@@ -27,9 +27,13 @@ static size_t pack_data_room(const struct source *s, const struct src_file *f)
 	return data > PACK_ABORT_ROOM ? data : PACK_ABORT_ROOM;
 }
 
+/* The most an owner adds to a record: two names of the longest. */
+#define PACK_OWNER_ROOM (10 + 2 * WIRE_OWNER_NAME_MAX)
+
 static size_t pack_rec_len(const struct source *s, const struct src_file *f)
 {
-	return wire_pack_rec_len(strlen(f->w->wire), 0, pack_data_room(s, f));
+	return wire_pack_rec_len(strlen(f->w->wire), 0, pack_data_room(s, f)) +
+	       (s->cfg->p.flags & WIRE_HELLO_OWNERS ? PACK_OWNER_ROOM : 0);
 }
 
 /*
@@ -41,7 +45,9 @@ bool src_packable(const struct source *s, const struct src_file *f)
 {
 	const struct walk_entry *w = f->w;
 
+	/* -X/-A: a file's attributes go in a message before its FILE */
 	return s->pack_max && !w->err && w->kind == WIRE_KIND_FILE &&
+	       !src_xattrs_asked(s) &&
 	       !w->range &&
 	       s->nwire > 0 && (uint64_t)w->st.st_size <= s->pack_max &&
 	       (uint64_t)w->st.st_blocks * 512 >= (uint64_t)w->st.st_size &&
@@ -68,10 +74,14 @@ static int pack_file(struct source *s, struct src_file *f, uint8_t *out,
 		.size = (uint32_t)f->st.st_size,
 		.digest_len = s->dlen,
 	};
-	uint8_t *data = out + *pos + wire_pack_rec_len(r.path_len, s->dlen, 0);
+	uint8_t *data;
 	struct stat now;
 	int fd, rc;
 
+	if (src_owner(s, &f->st, &r.owner))
+		r.flags |= WIRE_PACK_OWNER;
+	data = out + *pos + wire_pack_rec_len(r.path_len, s->dlen, 0) +
+	       wire_pack_owner_len(&r);
 	fd = walk_open(&s->walk, f->w);
 	rc = fd < 0 ? fd : io_pread_full(fd, data, r.size, 0);
 	if (fd < 0)

@@ -18,6 +18,7 @@
 #include "transfer/source/source_int.h"
 #include "util/checksum.h"
 #include "util/clock.h"
+#include "util/idname.h"
 #include "util/io.h"
 #include "util/log.h"
 
@@ -177,6 +178,25 @@ void src_fifo_pop(struct source *s)
 	}
 }
 
+bool src_owner(const struct source *s, const struct stat *st,
+	       struct wire_owner *o)
+{
+	uint32_t fl = s->cfg->p.flags;
+
+	if (!(fl & WIRE_HELLO_OWNERS))
+		return false;
+	o->uid = (uint32_t)st->st_uid;
+	o->gid = (uint32_t)st->st_gid;
+	o->user[0] = o->group[0] = '\0';
+	if (fl & WIRE_HELLO_NUMERIC_IDS)
+		return true;
+	if (fl & WIRE_HELLO_OWNER)
+		idname_of_uid(st->st_uid, o->user);
+	if (fl & WIRE_HELLO_GROUP)
+		idname_of_gid(st->st_gid, o->group);
+	return true;
+}
+
 static void fill_file_msg(struct source *s, struct src_file *f,
 			  struct wire_file *m)
 {
@@ -188,6 +208,8 @@ static void fill_file_msg(struct source *s, struct src_file *f,
 	m->atime_sec = f->st.st_atim.tv_sec;
 	m->atime_nsec = (uint32_t)f->st.st_atim.tv_nsec;
 	snprintf(m->path, sizeof(m->path), "%s", f->w->wire);
+	if (src_owner(s, &f->st, &m->owner))
+		m->flags |= WIRE_FILE_OWNER;
 	if (f->w->kind == WIRE_KIND_SYMLINK)
 		snprintf(m->link, sizeof(m->link), "%s", f->w->link);
 	if (f->w->kind != WIRE_KIND_FILE)
@@ -228,8 +250,21 @@ void src_started(struct source *s, struct src_file *f)
 int src_send_file(struct source *s, struct src_file *f)
 {
 	struct wire_msg m = { .type = WIRE_FILE };
+	bool xattrs = false;
 
+	/* -X/-A: its attributes first, in a message of their own */
+	if (src_xattrs_asked(s)) {
+		m.type = WIRE_XATTRS;
+		src_xattrs(s, f, &m.u.xattrs);
+		xattrs = m.u.xattrs.count > 0;
+		if (xattrs && engine_send(s->e, &m))
+			return -1;
+		memset(&m, 0, sizeof(m));
+		m.type = WIRE_FILE;
+	}
 	fill_file_msg(s, f, &m.u.file);
+	if (xattrs)
+		m.u.file.flags |= WIRE_FILE_XATTRS;
 	return engine_send(s->e, &m);
 }
 

@@ -24,6 +24,115 @@ _Static_assert(WIRE_CTRL_SIZE >= WIRE_CTRL_HDR + 14 +
 					 WIRE_TAG_LEN,
 	       "a control buffer holds the longest SUMS and a tag");
 
+/* ---- owners (FILE and packed records) ---- */
+
+size_t wire_owner_len(const struct wire_owner *o)
+{
+	return 8 + 2 + strnlen(o->user, WIRE_OWNER_NAME_MAX) +
+	       strnlen(o->group, WIRE_OWNER_NAME_MAX);
+}
+
+static void put_name(struct be_put *w, const char *name)
+{
+	size_t n = strnlen(name, WIRE_OWNER_NAME_MAX);
+
+	be_put_u8(w, (uint8_t)n);
+	be_put_bytes(w, name, n);
+}
+
+void wire_owner_put(struct be_put *w, const struct wire_owner *o)
+{
+	be_put_u32(w, o->uid);
+	be_put_u32(w, o->gid);
+	put_name(w, o->user);
+	put_name(w, o->group);
+}
+
+/* A name: its length u8, then its bytes, none of them NUL. */
+static void get_name(struct be_get *r, char *out)
+{
+	uint8_t n = be_get_u8(r);
+
+	be_get_bytes(r, out, n);
+	out[r->err ? 0 : n] = '\0';
+	if (memchr(out, '\0', n) != NULL && !r->err)
+		r->err = true;
+}
+
+void wire_owner_get(struct be_get *r, struct wire_owner *o)
+{
+	o->uid = be_get_u32(r);
+	o->gid = be_get_u32(r);
+	get_name(r, o->user);
+	get_name(r, o->group);
+}
+
+/* ---- extended attributes (XATTRS) ---- */
+
+int wire_xattrs_add(struct wire_xattrs *x, const char *name,
+		    const void *value, size_t vlen)
+{
+	size_t nlen = strlen(name), need = 3 + nlen + vlen;
+
+	if (!nlen || nlen > WIRE_XATTR_NAME_MAX)
+		return -EINVAL;
+	if (need > WIRE_XATTRS_BYTES - x->len || x->count == UINT16_MAX)
+		return -ENOSPC;
+	x->data[x->len] = (uint8_t)nlen;
+	x->data[x->len + 1] = (uint8_t)(vlen >> 8);
+	x->data[x->len + 2] = (uint8_t)vlen;
+	memcpy(x->data + x->len + 3, name, nlen);
+	if (vlen)
+		memcpy(x->data + x->len + 3 + nlen, value, vlen);
+	x->len += (uint16_t)need;
+	x->count++;
+	return 0;
+}
+
+bool wire_xattrs_next(const struct wire_xattrs *x, size_t *pos,
+		      const char **name, size_t *nlen, const uint8_t **value,
+		      size_t *vlen)
+{
+	const uint8_t *p = x->data + *pos;
+
+	if (*pos + 3 > x->len)
+		return false;
+	*nlen = p[0];
+	*vlen = (size_t)p[1] << 8 | p[2];
+	if (*pos + 3 + *nlen + *vlen > x->len)
+		return false; /* never for a checked x */
+	*name = (const char *)p + 3;
+	*value = p + 3 + *nlen;
+	*pos += 3 + *nlen + *vlen;
+	return true;
+}
+
+/* count entries filling len bytes exactly, each name 1.. bytes, no NUL */
+static void dec_xattrs(struct be_get *r, struct wire_xattrs *x)
+{
+	size_t pos = 0, nlen, vlen;
+	unsigned int count = 0;
+	const uint8_t *value;
+	const char *name;
+
+	x->file_id = be_get_u32(r);
+	x->count = be_get_u16(r);
+	x->len = be_get_u16(r);
+	if (r->err || x->len > WIRE_XATTRS_BYTES || !x->count) {
+		r->err = true;
+		return;
+	}
+	be_get_bytes(r, x->data, x->len);
+	while (!r->err && pos < x->len) {
+		if (!wire_xattrs_next(x, &pos, &name, &nlen, &value, &vlen) ||
+		    !nlen || memchr(name, '\0', nlen))
+			r->err = true;
+		count++;
+	}
+	if (count != x->count)
+		r->err = true;
+}
+
 /* ---- control messages ---- */
 
 static void enc_body(struct be_put *w, const struct wire_msg *m)
@@ -90,13 +199,15 @@ static void enc_body(struct be_put *w, const struct wire_msg *m)
 		be_put_u32(w, m->u.file.atime_nsec);
 		be_put_str(w, m->u.file.path, sizeof(m->u.file.path) - 1);
 		be_put_str(w, m->u.file.link, sizeof(m->u.file.link) - 1);
-		if (!(m->u.file.flags & WIRE_FILE_RANGE))
-			break;
-		be_put_u64(w, m->u.file.range_off);
-		be_put_u64(w, m->u.file.range_len);
-		be_put_u32(w, m->u.file.range_idx);
-		be_put_u32(w, m->u.file.range_count);
-		be_put_bytes(w, m->u.file.token, WIRE_TOKEN_LEN);
+		if (m->u.file.flags & WIRE_FILE_RANGE) {
+			be_put_u64(w, m->u.file.range_off);
+			be_put_u64(w, m->u.file.range_len);
+			be_put_u32(w, m->u.file.range_idx);
+			be_put_u32(w, m->u.file.range_count);
+			be_put_bytes(w, m->u.file.token, WIRE_TOKEN_LEN);
+		}
+		if (m->u.file.flags & WIRE_FILE_OWNER)
+			wire_owner_put(w, &m->u.file.owner);
 		break;
 	case WIRE_HAVE:
 		be_put_u32(w, m->u.have.file_id);
@@ -186,6 +297,18 @@ static void enc_body(struct be_put *w, const struct wire_msg *m)
 		be_put_u32(w, (uint32_t)m->u.error.status);
 		be_put_u32(w, m->u.error.klass);
 		be_put_str(w, m->u.error.msg, WIRE_MSG_MAX);
+		break;
+	case WIRE_NOTICE:
+		be_put_str(w, m->u.notice.msg, WIRE_MSG_MAX);
+		break;
+	case WIRE_XATTRS:
+		be_put_u32(w, m->u.xattrs.file_id);
+		be_put_u16(w, m->u.xattrs.count);
+		if (m->u.xattrs.len > WIRE_XATTRS_BYTES)
+			w->err = true;
+		else
+			be_put_u16(w, m->u.xattrs.len);
+		be_put_bytes(w, m->u.xattrs.data, m->u.xattrs.len);
 		break;
 	default: /* CREDIT: header only */
 		break;
@@ -486,7 +609,10 @@ static void dec_body(struct be_get *r, struct wire_msg *m)
 			    m->u.file.range_count > WIRE_RANGES_MAX)
 				r->err = true;
 		}
-		if (m->u.file.flags & ~(WIRE_FILE_SPARSE | WIRE_FILE_RANGE) ||
+		if (m->u.file.flags & WIRE_FILE_OWNER)
+			wire_owner_get(r, &m->u.file.owner);
+		if (m->u.file.flags & ~(WIRE_FILE_SPARSE | WIRE_FILE_RANGE |
+					WIRE_FILE_OWNER | WIRE_FILE_XATTRS) ||
 		    m->u.file.kind > WIRE_KIND_SYMLINK ||
 		    m->u.file.mtime_nsec >= 1000000000u ||
 		    m->u.file.atime_nsec >= 1000000000u ||
@@ -610,6 +736,12 @@ static void dec_body(struct be_get *r, struct wire_msg *m)
 		m->u.error.klass = be_get_u32(r);
 		be_get_str(r, m->u.error.msg, WIRE_MSG_MAX);
 		break;
+	case WIRE_NOTICE:
+		be_get_str(r, m->u.notice.msg, WIRE_MSG_MAX);
+		break;
+	case WIRE_XATTRS:
+		dec_xattrs(r, &m->u.xattrs);
+		break;
 	default:
 		break;
 	}
@@ -694,6 +826,8 @@ const char *wire_type_name(unsigned int type)
 		[WIRE_NAMES] = "NAMES",
 		[WIRE_NAMES_ACK] = "NAMES_ACK",
 		[WIRE_KEPT] = "KEPT",
+		[WIRE_NOTICE] = "NOTICE",
+		[WIRE_XATTRS] = "XATTRS",
 	};
 
 	return type < WIRE_TYPE_MAX && names[type] ? names[type] : "?";

@@ -111,6 +111,8 @@ enum wire_type {
 	WIRE_NAMES,	  /* client -> server: --files-from on a pull */
 	WIRE_NAMES_ACK,	  /* server -> client: names it is through with */
 	WIRE_KEPT,	  /* sink -> source: --sync etc.: files kept as is */
+	WIRE_NOTICE,	  /* sink -> source: a warning for the user */
+	WIRE_XATTRS,	  /* source -> sink: -X/-A: the next FILE's xattrs */
 	WIRE_TYPE_MAX,
 };
 
@@ -146,8 +148,15 @@ enum wire_hello_flags {
 	WIRE_HELLO_LIST = 1 << 12,	/* pull: NAMES beneath the one path */
 	WIRE_HELLO_DIRECT = 1 << 13,	/* O_DIRECT for every file it fits */
 	WIRE_HELLO_NO_DIRECT = 1 << 14, /* never O_DIRECT (not with DIRECT) */
-	WIRE_HELLO_DEST_NAMED = 1 << 15, /* DEST is the one SRC's copy */
+	WIRE_HELLO_OWNER = 1 << 15,	/* -o: keep owners (FILE's OWNER) */
+	WIRE_HELLO_GROUP = 1 << 16,	/* -g: keep groups */
+	WIRE_HELLO_NUMERIC_IDS = 1 << 17, /* --numeric-ids: no names */
+	WIRE_HELLO_XATTRS = 1 << 18,	  /* -X: extended attributes */
+	WIRE_HELLO_ACLS = 1 << 19,	  /* -A: POSIX ACLs (as xattrs) */
+	WIRE_HELLO_DEST_NAMED = 1 << 20, /* DEST is the one SRC's copy */
 };
+
+#define WIRE_HELLO_OWNERS (WIRE_HELLO_OWNER | WIRE_HELLO_GROUP)
 
 /* Whether the sink answers each FILE with HAVE before the data flows. */
 #define WIRE_HELLO_ASK                                                         \
@@ -164,7 +173,32 @@ enum wire_file_kind {
 enum wire_file_flags {
 	WIRE_FILE_SPARSE = 1 << 0, /* has holes: size says little of space */
 	WIRE_FILE_RANGE = 1 << 1,  /* a byte range of it (rdcp-mpi): below */
+	WIRE_FILE_OWNER = 1 << 2,  /* owner and group follow (HELLO OWNERS) */
+	WIRE_FILE_XATTRS = 1 << 3, /* an XATTRS for it came right before */
 };
+
+#define WIRE_OWNER_NAME_MAX 255u /* bytes of a user or group name */
+
+/*
+ * An entry's owner and group (-o/-g), with their names on the source's
+ * side ("" when it has none, or with --numeric-ids): the sink maps a name
+ * to its own id and falls back to the number. On the wire: uid u32, gid
+ * u32, then each name as a length u8 and its bytes (no NUL inside).
+ */
+struct wire_owner {
+	uint32_t uid, gid;
+	char user[WIRE_OWNER_NAME_MAX + 1];
+	char group[WIRE_OWNER_NAME_MAX + 1];
+};
+
+/* Bytes o takes on the wire. */
+size_t wire_owner_len(const struct wire_owner *o);
+
+struct be_put; /* util/be_codec.h */
+struct be_get;
+/* Encodes o; decodes one (a NUL inside a name sets r's error). */
+void wire_owner_put(struct be_put *w, const struct wire_owner *o);
+void wire_owner_get(struct be_get *r, struct wire_owner *o);
 
 /*
  * HELLO's sync: which existing files the sink keeps as they are (--sync,
@@ -313,6 +347,8 @@ struct wire_file {
 	uint64_t range_off, range_len; /* bytes */
 	uint32_t range_idx, range_count;
 	uint8_t token[WIRE_TOKEN_LEN];
+	/* With WIRE_FILE_OWNER (after the range's fields, if any). */
+	struct wire_owner owner;
 };
 
 /* The sink's one answer to a FILE when asked first (WIRE_HELLO_ASK). */
@@ -501,6 +537,48 @@ struct wire_names_ack {
 int wire_names_add(struct wire_names *n, const char *name, size_t len)
 	__attribute__((warn_unused_result));
 
+/*
+ * sink -> source on a push: a warning for the user on the client's side
+ * (what the receiver could not keep, once per kind and session: -o's
+ * owners, -g's groups). A source takes at most WIRE_NOTICES_MAX a
+ * session and ignores the rest.
+ */
+#define WIRE_NOTICES_MAX 16u
+
+struct wire_notice {
+	char msg[WIRE_MSG_MAX + 1];
+};
+
+/*
+ * -X/-A, source -> sink, right before the FILE (flag XATTRS) of file_id:
+ * its extended attributes, count entries back to back in data (len
+ * bytes): name length u8 (1..255), value length u16, the name (no NUL),
+ * the value. The whole fits one control message: a file's attributes
+ * are at most WIRE_XATTRS_BYTES, so a peer can make the sink hold no
+ * more than that per file in flight.
+ */
+#define WIRE_XATTRS_BYTES (WIRE_CTRL_SIZE - WIRE_CTRL_HDR - 8u - WIRE_TAG_LEN)
+#define WIRE_XATTR_NAME_MAX 255u
+
+struct wire_xattrs {
+	uint32_t file_id;
+	uint16_t count;
+	uint16_t len; /* bytes of data */
+	uint8_t data[WIRE_XATTRS_BYTES];
+};
+
+/* Appends an attribute. 0, -EINVAL (a bad name) or -ENOSPC (no room). */
+int wire_xattrs_add(struct wire_xattrs *x, const char *name,
+		    const void *value, size_t vlen)
+	__attribute__((warn_unused_result));
+/*
+ * The attribute at *pos of a checked (decoded or built) x, and *pos moved
+ * past it: true, or false at the end. name is nlen bytes, not NUL-ended.
+ */
+bool wire_xattrs_next(const struct wire_xattrs *x, size_t *pos,
+		      const char **name, size_t *nlen, const uint8_t **value,
+		      size_t *vlen);
+
 struct wire_bye {
 	uint64_t files_ok;
 	uint64_t files_failed;
@@ -545,6 +623,8 @@ struct wire_msg {
 		struct wire_delete_end delete_end;
 		struct wire_names names;
 		struct wire_names_ack names_ack;
+		struct wire_notice notice;
+		struct wire_xattrs xattrs;
 	} u;
 };
 
@@ -612,7 +692,8 @@ bool wire_tag_split(const uint8_t *buf, size_t len, size_t *covered);
  * back with consecutive ids. The slot CRC covers every record's header,
  * digest and path (whatever the checksum), each file's data its digest;
  * a sealed slot's GCM tag covers everything. A record is a 44-byte header
- * then digest, path and data:
+ * then, with WIRE_PACK_OWNER, the owner (struct wire_owner's bytes), then
+ * digest, path and data:
  *
  *   u32 file_id, u8 flags, u8 digest_len, u16 path_len, u32 mode,
  *   i64 mtime_sec, u32 mtime_nsec, i64 atime_sec, u32 atime_nsec,
@@ -626,6 +707,7 @@ bool wire_tag_split(const uint8_t *buf, size_t len, size_t *covered);
 
 enum wire_pack_flags {
 	WIRE_PACK_ABORT = 1 << 0,
+	WIRE_PACK_OWNER = 1 << 1, /* the owner (wire_owner) follows the header */
 };
 
 struct wire_pack_rec {
@@ -641,20 +723,25 @@ struct wire_pack_rec {
 	uint32_t size;	/* data bytes; with ABORT the message's */
 	int32_t status; /* 0, or with ABORT a negative errno */
 	uint8_t digest[WIRE_DIGEST_MAX]; /* the file's, as in FILE_END */
+	struct wire_owner owner;	 /* with WIRE_PACK_OWNER */
 	const char *path;		 /* path_len bytes into the slot */
 	const uint8_t *data;		 /* size bytes into the slot */
 };
 
-/* Bytes the record takes in a slot. */
+/* Bytes the record takes in a slot, without its owner (below). */
 static inline size_t wire_pack_rec_len(size_t path_len, size_t digest_len,
 				       size_t size)
 {
 	return WIRE_PACK_REC_HDR + digest_len + path_len + size;
 }
 
+/* Bytes r's owner adds to its record: 0 without WIRE_PACK_OWNER. */
+size_t wire_pack_owner_len(const struct wire_pack_rec *r);
+
 /*
- * Writes r's header, digest and path at p; the caller puts r->size bytes
- * of data right after them, at the returned offset.
+ * Writes r's header, owner (with WIRE_PACK_OWNER), digest and path at p;
+ * the caller puts r->size bytes of data right after them, at the returned
+ * offset.
  */
 size_t wire_pack_put(uint8_t *p, const struct wire_pack_rec *r);
 

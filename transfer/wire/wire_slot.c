@@ -72,11 +72,16 @@ void wire_chunk_aad(uint8_t aad[WIRE_AAD_LEN], uint32_t file_id,
 
 /* ---- packed slots ---- */
 
+size_t wire_pack_owner_len(const struct wire_pack_rec *r)
+{
+	return r->flags & WIRE_PACK_OWNER ? wire_owner_len(&r->owner) : 0;
+}
+
 size_t wire_pack_put(uint8_t *p, const struct wire_pack_rec *r)
 {
-	struct be_put w = {
-		.p = p, .cap = WIRE_PACK_REC_HDR + WIRE_DIGEST_MAX + r->path_len
-	};
+	struct be_put w = { .p = p,
+			    .cap = WIRE_PACK_REC_HDR + wire_pack_owner_len(r) +
+				   WIRE_DIGEST_MAX + r->path_len };
 
 	be_put_u32(&w, r->file_id);
 	be_put_u8(&w, r->flags);
@@ -89,6 +94,8 @@ size_t wire_pack_put(uint8_t *p, const struct wire_pack_rec *r)
 	be_put_u32(&w, r->atime_nsec);
 	be_put_u32(&w, r->size);
 	be_put_u32(&w, (uint32_t)r->status);
+	if (r->flags & WIRE_PACK_OWNER)
+		wire_owner_put(&w, &r->owner);
 	be_put_bytes(&w, r->digest, r->digest_len);
 	be_put_bytes(&w, r->path, r->path_len);
 	return w.off;
@@ -139,7 +146,9 @@ int wire_pack_next(const uint8_t *p, size_t len, size_t *pos,
 	r->size = be_get_u32(&g);
 	r->status = (int32_t)be_get_u32(&g);
 	abort = r->flags & WIRE_PACK_ABORT;
-	if (g.err || r->flags & ~WIRE_PACK_ABORT ||
+	if (r->flags & WIRE_PACK_OWNER)
+		wire_owner_get(&g, &r->owner);
+	if (g.err || r->flags & ~(WIRE_PACK_ABORT | WIRE_PACK_OWNER) ||
 	    r->digest_len > WIRE_DIGEST_MAX || !r->path_len ||
 	    r->path_len > 4095 || r->mtime_nsec >= 1000000000u ||
 	    r->atime_nsec >= 1000000000u ||
