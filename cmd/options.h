@@ -64,6 +64,9 @@ enum {
 	OPT_NUMA,
 	OPT_HUGEPAGES,
 	OPT_SYNC,
+	OPT_NAME,
+	OPT_CLIENTS,
+	OPT_MODULES,
 };
 
 extern const struct argp_option rdcp_options[];

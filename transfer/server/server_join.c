@@ -33,7 +33,7 @@ int server_join_arm(struct server *srv, struct join_wait *w,
 	unsigned int n = w->streams < CM_LANES_MAX ? w->streams : CM_LANES_MAX;
 
 	for (unsigned int k = 1; k < n; k++) {
-		int rc = auth_lane_proof(srv->key, h, nonce_s, w->token, k,
+		int rc = auth_lane_proof(w->key, h, nonce_s, w->token, k,
 					 w->streams, proof[k]);
 
 		if (rc)
@@ -246,7 +246,7 @@ int server_join_lanes(struct server *srv, struct engine *e, struct join_wait *w,
 			cm_reject_join(req);
 			continue;
 		}
-		rc = auth_lane_proof(srv->key, h, nonce_s, w->token, j.lane, n,
+		rc = auth_lane_proof(w->key, h, nonce_s, w->token, j.lane, n,
 				     want);
 		if (rc) {
 			cm_reject_join(req);
