@@ -3019,10 +3019,28 @@ s_modules() {
 	t_log "$W/tx-mod7.log"
 	t_end
 
+	t_begin "modules: a modules file that does not parse keeps the old one"
+	cp "$M/modules.conf" "$M/modules.good"
+	printf '[scratch]\nquota = 1T\n' >"$M/modules.conf"
+	kill -HUP "$MRX"
+	wait_until 10 "" logged "$W/rx-mod.log" "keeping the configuration in use" ||
+		t_fail "no refusal of the bad file logged"
+	logged "$W/rx-mod.log" "modules.conf:2: unknown setting 'quota'" || t_fail "the problem's line not logged"
+	send "$W/tx-mod10.log" --key-file "$M/keys/bob.key" --port "$P" "$ADDR::archive/a1" src/mo/a1b
+	[ "$SRC" = 0 ] || t_fail "bob's pull under the old modules: exit $SRC, want 0"
+	t_log "$W/tx-mod10.log" "$W/rx-mod.log"
+	t_end
+	cp "$M/modules.good" "$M/modules.conf"
+	kill -HUP "$MRX"
+	wait_until 10 "" logged "$W/rx-mod.log" "reload: 2 named clients" ||
+		t_fail "the good modules file not read again"
+
 	t_begin "modules: SIGHUP revokes a key: its running session finishes, the next is refused"
-		bg_send "$W/tx-mod8.log" --key-file "$M/keys/alice.key" --port "$P" --bwlimit 2M src/mo/big "$ADDR::scratch/slow/"
+	bg_send "$W/tx-mod8.log" --key-file "$M/keys/alice.key" --port "$P" --bwlimit 2M src/mo/big "$ADDR::scratch/slow/"
 	SLOW=$TX
-	msleep 1000
+	# authenticated, data flowing: its temporary is there
+	wait_partfile "$M/scratch/slow" big "$SLOW" 30 ||
+		t_fail "the slow session did not start"
 	rm -f "$M/clients/alice.key"
 	kill -HUP "$MRX"
 	wait_until 10 "" logged "$W/rx-mod.log" "reload: 1 named client" ||
@@ -3036,17 +3054,6 @@ s_modules() {
 	[ ! -e "$M/scratch/after" ] || t_fail "written with a revoked key"
 	alive "$MRX" || t_fail "receiver gone"
 	t_log "$W/tx-mod8.log" "$W/tx-mod9.log" "$W/rx-mod.log"
-	t_end
-
-	t_begin "modules: a modules file that does not parse keeps the old one"
-	printf '[scratch]\nquota = 1T\n' >"$M/modules.conf"
-	kill -HUP "$MRX"
-	wait_until 10 "" logged "$W/rx-mod.log" "keeping the configuration in use" ||
-		t_fail "no refusal of the bad file logged"
-	logged "$W/rx-mod.log" "modules.conf:2: unknown setting 'quota'" || t_fail "the problem's line not logged"
-	send "$W/tx-mod10.log" --key-file "$M/keys/bob.key" --port "$P" "$ADDR::archive/a1" src/mo/a1b
-	[ "$SRC" = 0 ] || t_fail "bob's pull under the old modules: exit $SRC, want 0"
-	t_log "$W/tx-mod10.log" "$W/rx-mod.log"
 	t_end
 	term_rx "$MRX"
 	rm -rf "$M" src/mo
