@@ -288,6 +288,8 @@ install: all
 	install -m 0644 doc/rdcp.1 $(DESTDIR)$(MANDIR)/man1/rdcp.1
 	install -m 0644 doc/rdcp.conf.5 $(DESTDIR)$(MANDIR)/man5/rdcp.conf.5
 	install -m 0644 doc/rdcpd.8 $(DESTDIR)$(MANDIR)/man8/rdcpd.8
+	install -m 0644 doc/rdcp-modules.conf.5 \
+		$(DESTDIR)$(MANDIR)/man5/rdcp-modules.conf.5
 	install -m 0644 cmd/rdcp.bash-completion $(DESTDIR)$(BASHCOMPDIR)/rdcp
 	sed -e 's|/usr/bin/rdcp|$(BINDIR)/rdcp|g' \
 		-e 's|/etc/rdcp/|$(SYSCONFDIR)/rdcp/|g' \
@@ -296,6 +298,9 @@ install: all
 	test -e $(DESTDIR)$(SYSCONFDIR)/rdcp/rdcpd.conf || \
 		install -m 0644 packaging/systemd/rdcpd.conf \
 			$(DESTDIR)$(SYSCONFDIR)/rdcp/rdcpd.conf
+	test -e $(DESTDIR)$(SYSCONFDIR)/rdcp/modules.conf || \
+		install -m 0644 packaging/systemd/modules.conf \
+			$(DESTDIR)$(SYSCONFDIR)/rdcp/modules.conf
 	@if [ "$(INSTALL_MPI)" != 0 ] && [ -x $(BUILD)/rdcp-mpi ]; then \
 		$(MAKE) --no-print-directory install-mpi; fi
 
@@ -311,8 +316,9 @@ uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/rdcp $(DESTDIR)$(MANDIR)/man1/rdcp.1 \
 		$(DESTDIR)$(MANDIR)/man5/rdcp.conf.5 $(DESTDIR)$(MANDIR)/man8/rdcpd.8 \
 		$(DESTDIR)$(BINDIR)/rdcp-mpi $(DESTDIR)$(MANDIR)/man1/rdcp-mpi.1 \
-		$(DESTDIR)$(BASHCOMPDIR)/rdcp $(DESTDIR)$(UNITDIR)/rdcpd.service
-	@echo "kept $(DESTDIR)$(SYSCONFDIR)/rdcp/rdcpd.conf (remove it by hand)"
+		$(DESTDIR)$(BASHCOMPDIR)/rdcp $(DESTDIR)$(UNITDIR)/rdcpd.service \
+		$(DESTDIR)$(MANDIR)/man5/rdcp-modules.conf.5
+	@echo "kept $(DESTDIR)$(SYSCONFDIR)/rdcp/rdcpd.conf and modules.conf (remove them by hand)"
 
 # Packages, built from a copy of the tree (build/deb, build/rpm) and left
 # in build/. NOCHECK=1 skips the unit tests the package builds run.

@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cmd/args.h"
 #include "cmd/exit_codes.h"
@@ -75,6 +77,13 @@ static void opt_error(const struct argp_state *state, const char *fmt, ...)
 #define argp_error opt_error
 
 /* Options that add up instead of the last one winning. */
+static bool dir_exists(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
 static bool adds_up(int key)
 {
 	return key == OPT_EXCLUDE || key == OPT_INCLUDE ||
@@ -227,6 +236,12 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_ONCE:
 		o->once = true;
+		break;
+	case OPT_CLIENTS:
+		o->clients_dir = arg;
+		break;
+	case OPT_MODULES:
+		o->modules_file = arg;
 		break;
 	case OPT_MAX_SESSIONS:
 		if (parse_uint(arg, 1, 1024, &v))
@@ -569,6 +584,14 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_KEYGEN:
 		a->keygen = arg;
 		break;
+	case OPT_NAME:
+		if (!key_name_valid(arg))
+			argp_error(state,
+				   "--name: '%s' is no client name (1 to %d "
+				   "of A-Z a-z 0-9 . _ -, not \"site-key\")",
+				   arg, KEY_NAME_MAX);
+		a->keygen_name = arg;
+		break;
 	case OPT_KEY_FILE:
 		a->key_file = arg;
 		break;
@@ -604,11 +627,45 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			}
 			break;
 		}
+		/* --keygen --name NAME FILE: argp gave --keygen "--name" */
+		if (a->keygen && !strncmp(a->keygen, "--name", 6) &&
+		    (!a->keygen[6] || a->keygen[6] == '=')) {
+			const char *name = a->keygen[6] ? a->keygen + 7 : NULL;
+
+			if (!name && ps->nsrcs)
+				name = ps->srcs[0], ps->srcs++, ps->nsrcs--;
+			if (!name || ps->nsrcs != 1 || a->keygen_name)
+				argp_error(state, "--keygen --name NAME FILE");
+			if (!key_name_valid(name))
+				argp_error(state,
+					   "--name: '%s' is no client name (1 "
+					   "to %d of A-Z a-z 0-9 . _ -, not "
+					   "\"site-key\")",
+					   name, KEY_NAME_MAX);
+			a->keygen_name = name;
+			a->keygen = ps->srcs[0];
+			ps->nsrcs = 0;
+		}
 		if (a->keygen) {
 			if (ps->nsrcs || a->listen)
 				argp_error(state, "--keygen takes no other "
 						  "arguments");
 			break;
+		}
+		if (a->keygen_name)
+			argp_error(state, "--name names the client of a new "
+					  "key: it goes with --keygen");
+		if ((a->o.clients_dir || a->o.modules_file) && !a->listen)
+			argp_error(state, "--%s is a receiver's: it goes with "
+					  "--listen (or --check)",
+				   a->o.clients_dir ? "clients" : "modules");
+		if (a->listen) {
+			/* The service's, when the package's paths exist. */
+			if (!a->o.clients_dir && dir_exists(CLIENTS_DEFAULT))
+				a->o.clients_dir = CLIENTS_DEFAULT;
+			if (!a->o.modules_file &&
+			    access(MODULES_DEFAULT, F_OK) == 0)
+				a->o.modules_file = MODULES_DEFAULT;
 		}
 		if (a->o.addr.gid_index >= 0 && !a->o.addr.device)
 			argp_error(state, "--gid-index needs --device: a GID "
@@ -718,7 +775,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 static const char *const not_defaults[] = {
 	"listen",     "keygen",	    "check",	"print-config",
 	"no-config",  "files-from", "manifest", "server",
-	"boot-stdin", "delete",	    NULL,
+	"boot-stdin", "delete",	    "name", "clients", "modules", NULL,
 };
 
 void args_parse(struct args *a, int argc, char **argv)
@@ -768,13 +825,16 @@ void args_release(struct args *a)
 	a->far = NULL;
 }
 
-int args_load_key(const struct args *a, uint8_t key[KEY_LEN], const char *peers)
+int args_load_key(const struct args *a, uint8_t key[KEY_LEN], char *name,
+		  const char *peers, bool optional)
 {
 	char path[4096];
 
 	if (a->key_file) {
 		snprintf(path, sizeof(path), "%s", a->key_file);
 	} else if (key_default_path(path, sizeof(path))) {
+		if (optional)
+			return -ENOENT;
 		log_err("no key file (looked for '%s' and '/etc/rdcp/key'): "
 			"create one with 'rdcp --keygen %s' and copy it to "
 			"%s, or run both sides with --no-auth on an isolated "
@@ -782,7 +842,7 @@ int args_load_key(const struct args *a, uint8_t key[KEY_LEN], const char *peers)
 			path, path, peers);
 		return RDCP_EXIT_AUTH;
 	}
-	if (key_load(path, key))
+	if (key_load(path, key, name))
 		return RDCP_EXIT_AUTH;
 	log_debug("key from '%s'", path);
 	return 0;

@@ -16,6 +16,10 @@
 #include "util/filter.h"
 #include "util/key.h"
 
+/* A receiver's client keys and modules when not named (the package's). */
+#define CLIENTS_DEFAULT "/etc/rdcp/clients"
+#define MODULES_DEFAULT "/etc/rdcp/modules.conf"
+
 struct args {
 	/*
 	 * What the engine needs from the command line: for a copy also
@@ -27,6 +31,7 @@ struct args {
 	bool check;	      /* --check [HOST]: HOST in o.addr.host */
 	const char *keygen;   /* --keygen FILE, else NULL */
 	const char *key_file; /* --key-file FILE, else NULL */
+	const char *keygen_name; /* --name NAME with --keygen, else NULL */
 	bool no_auth;
 	bool archive;  /* -a: -r -p and, without --sync, --sync mtime */
 	bool sync_set; /* --sync was given */
@@ -65,10 +70,14 @@ void args_release(struct args *a);
 
 /*
  * Loads the key of --key-file, else the default key file (key.h), into
- * key. peers names whom the key must be copied to, for the message when
- * there is none. Returns 0 or RDCP_EXIT_AUTH (logged).
+ * key, and the client's name a named key has into name (KEY_NAME_MAX + 1
+ * bytes, "" for none; NULL: not wanted). peers names whom the key must be
+ * copied to, for the message when there is none. Returns 0,
+ * RDCP_EXIT_AUTH (logged), or with optional -ENOENT when there is no key
+ * file at all (nothing said: the caller goes on without one).
  */
-int args_load_key(const struct args *a, uint8_t key[KEY_LEN], const char *peers)
+int args_load_key(const struct args *a, uint8_t key[KEY_LEN], char *name,
+		  const char *peers, bool optional)
 	__attribute__((warn_unused_result));
 
 #endif

@@ -27,7 +27,9 @@
 #include "util/clock.h"
 #include "util/hugemem.h"
 #include "util/key.h"
+#include "util/key_dir.h"
 #include "util/log.h"
+#include "util/modconf.h"
 #include "util/path.h"
 #include "util/units.h"
 
@@ -41,6 +43,7 @@ struct run {
 	double progress_t0;
 	double progress_next; /* not a terminal: the next plain line's time */
 	uint8_t key[KEY_LEN];
+	char key_name[KEY_NAME_MAX + 1]; /* a named key's client, or "" */
 	struct manifest man; /* --manifest, when man.spool */
 	struct retry retry;  /* --retry: the attempts so far */
 	FILE *list_file;     /* --files-from's stream */
@@ -51,6 +54,14 @@ static volatile sig_atomic_t cancel;
 static const struct retry *run_retry; /* the attempts, for attempt_line */
 /* A receiver's first SIGTERM: take no new sessions (xfer_opts.stop). */
 static volatile sig_atomic_t stop;
+/* A receiver's SIGHUP: read the client keys and modules again. */
+static volatile sig_atomic_t reload;
+
+static void on_reload(int sig)
+{
+	(void)sig;
+	reload = 1;
+}
 
 static void on_signal(int sig)
 {
@@ -72,7 +83,7 @@ static void on_receiver_signal(int sig)
 	cancel = sig == SIGALRM ? SIGTERM : sig;
 }
 
-static void set_signals(bool receiver)
+static void set_signals(bool receiver, bool listener)
 {
 	struct sigaction sa = { .sa_handler = receiver ? on_receiver_signal
 						       : on_signal };
@@ -82,6 +93,12 @@ static void set_signals(bool receiver)
 	sigaction(SIGTERM, &sa, NULL);
 	if (receiver)
 		sigaction(SIGALRM, &sa, NULL);
+	if (listener) {
+		struct sigaction hup = { .sa_handler = on_reload };
+
+		sigemptyset(&hup.sa_mask);
+		sigaction(SIGHUP, &hup, NULL);
+	}
 	signal(SIGPIPE, SIG_IGN);
 }
 
@@ -253,8 +270,11 @@ static void summary_line(const struct xfer_stats *st, bool dry_run,
 		(unsigned long long)st->files_failed, del, retries);
 }
 
-/* Creates FILE's directories if missing (0700), then the key. */
-static int keygen(const char *path)
+/*
+ * Creates FILE's directories if missing (0700), then the key (client
+ * name's, when not NULL).
+ */
+static int keygen(const char *path, const char *name)
 {
 	char dir[4096];
 	char *slash;
@@ -271,12 +291,19 @@ static int keygen(const char *path)
 			return RDCP_EXIT_LOCAL_IO;
 		}
 	}
-	if (key_generate(path))
+	if (key_generate(path, name))
 		return RDCP_EXIT_LOCAL_IO;
-	fprintf(stderr,
-		"rdcp: wrote a new key to '%s'; copy it (mode 0600) to the "
-		"peer, e.g. as /etc/rdcp/key\n",
-		path);
+	if (name)
+		fprintf(stderr,
+			"rdcp: wrote a new key for client '%s' to '%s'; copy "
+			"it (mode 0600) to the client as its key file, and to "
+			"the receiver as /etc/rdcp/clients/%s.key\n",
+			name, path, name);
+	else
+		fprintf(stderr,
+			"rdcp: wrote a new key to '%s'; copy it (mode 0600) to "
+			"the peer, e.g. as /etc/rdcp/key\n",
+			path);
 	return RDCP_EXIT_OK;
 }
 
@@ -296,9 +323,20 @@ static int load_key(struct run *run)
 				 run->o.root ? run->o.root : ".");
 		return 0;
 	}
-	rc = args_load_key(run->a, run->key, "the peer");
+	/* With named clients a receiver may go without a site key. */
+	rc = args_load_key(run->a, run->key, run->key_name, "the peer",
+			   run->a->listen && run->o.clients_dir);
+	if (rc == -ENOENT) {
+		log_note("no site key: only the named clients of '%s' may "
+			 "connect",
+			 run->o.clients_dir);
+		return 0;
+	}
 	if (!rc)
 		run->o.key = run->key;
+	/* A receiver's own key names no client: that is the site key. */
+	if (!rc && run->key_name[0] && !run->a->listen)
+		run->o.client_name = run->key_name;
 	return rc;
 }
 
@@ -352,6 +390,69 @@ static void check_line(void *arg, enum cm_check_kind kind, const char *text)
 	printf("%s%s\n", tag[kind], text);
 }
 
+/* A problem of the modules file, "FILE:LINE: what", counted. */
+static void check_conf_err(void *arg, const char *line)
+{
+	(*(int *)arg)++;
+	check_line(NULL, CM_CHECK_PROBLEM, line);
+}
+
+/*
+ * rdcp --check: a receiver's modules file and client keys (--modules,
+ * --clients, else the package's paths when they exist). Problems found.
+ */
+static int check_access(const struct run *run)
+{
+	const char *mf = run->o.modules_file, *cd = run->o.clients_dir;
+	char line[4200];
+	int problems = 0;
+
+	if (!mf && access(MODULES_DEFAULT, F_OK) == 0)
+		mf = MODULES_DEFAULT;
+	if (!cd && access(CLIENTS_DEFAULT, F_OK) == 0)
+		cd = CLIENTS_DEFAULT;
+	if (mf) {
+		struct modconf mc;
+		int rc = modconf_load(mf, &mc, check_conf_err, &problems);
+
+		if (rc == -ENOMEM)
+			problems++;
+		for (size_t i = 0; !rc && i < mc.n; i++) {
+			const struct modconf_module *m = &mc.v[i];
+
+			if (access(m->path, F_OK) == 0)
+				continue;
+			snprintf(line, sizeof(line),
+				 "%s:%u: module %s: path '%s': %s", mf,
+				 m->line, m->name, m->path, strerror(errno));
+			check_line(NULL, CM_CHECK_WARN, line);
+		}
+		if (!rc) {
+			snprintf(line, sizeof(line), "modules file %s: %zu "
+				 "module%s", mf, mc.n, mc.n == 1 ? "" : "s");
+			check_line(NULL, CM_CHECK_OK, line);
+		}
+		modconf_release(&mc);
+	}
+	if (cd) {
+		struct key_dir kd;
+
+		/* key_dir_load said what is wrong, file by file */
+		if (key_dir_load(cd, &kd)) {
+			snprintf(line, sizeof(line),
+				 "client keys in %s: not usable (above)", cd);
+			check_line(NULL, CM_CHECK_PROBLEM, line);
+			problems++;
+		} else {
+			snprintf(line, sizeof(line), "client keys in %s: %zu",
+				 cd, kd.n);
+			check_line(NULL, CM_CHECK_OK, line);
+		}
+		key_dir_release(&kd);
+	}
+	return problems;
+}
+
 /* rdcp --check [HOST]: exit 0 when nothing is wrong. */
 static int check(struct run *run)
 {
@@ -360,6 +461,8 @@ static int check(struct run *run)
 	hugemem_set_mode(run->o.hugepages);
 	problems = cm_check(&run->o.addr, xfer_pinned_bytes(&run->o),
 			    check_line, NULL);
+	if (!run->o.rsh)
+		problems += check_access(run);
 
 	if (run->o.rsh)
 		problems += xfer_check_remote(&run->o, check_line, NULL);
@@ -683,7 +786,7 @@ static int run_cmd(struct run *run)
 	int rc;
 
 	if (a->keygen)
-		return keygen(a->keygen);
+		return keygen(a->keygen, a->keygen_name);
 	run->o.batch = !have_tty();
 	if (a->check)
 		return check(run);
@@ -694,9 +797,10 @@ static int run_cmd(struct run *run)
 		rc = read_boot(run);
 	if (rc)
 		return rc;
-	set_signals(a->server || a->listen);
+	set_signals(a->server || a->listen, a->listen);
 	run->o.cancel = &cancel;
 	run->o.stop = &stop;
+	run->o.reload = &reload;
 	if (a->server) {
 		v = serve_ssh(run);
 	} else if (a->listen) {

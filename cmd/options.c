@@ -59,6 +59,15 @@ const struct argp_option rdcp_options[] = {
 	  "Let clients' -o/-g give files other owners and keep setuid/setgid "
 	  "bits (else: files stay the receiver's, those bits cleared)",
 	  1 },
+	{ "clients", OPT_CLIENTS, "DIR", 0,
+	  "Named clients' keys, DIR/NAME.key each (default: /etc/rdcp/clients "
+	  "if it exists); the site key is then optional",
+	  1 },
+	{ "modules", OPT_MODULES, "FILE", 0,
+	  "Serve the modules FILE declares, each with who may read and write "
+	  "it (rdcp-modules.conf(5); default: /etc/rdcp/modules.conf if it "
+	  "exists); SIGHUP reads keys and modules again",
+	  1 },
 	{ NULL, 0, NULL, 0, "Copying:", 2 },
 	{ "recursive", 'r', NULL, 0,
 	  "Copy directories: their trees, with empty directories and "
@@ -241,6 +250,10 @@ const struct argp_option rdcp_options[] = {
 	{ NULL, 0, NULL, 0, "Authentication:", 5 },
 	{ "keygen", OPT_KEYGEN, "FILE", 0,
 	  "Write a new random key to FILE (mode 0600) and exit", 5 },
+	{ "name", OPT_NAME, "NAME", 0,
+	  "With --keygen: the key is client NAME's (A-Z a-z 0-9 . _ -, up to "
+	  "64), for a receiver's --clients directory as NAME.key",
+	  5 },
 	{ "key-file", OPT_KEY_FILE, "FILE", 0,
 	  "Pre-shared key (default: $XDG_CONFIG_HOME/rdcp/key, then "
 	  "/etc/rdcp/key); both sides need the same",

@@ -66,6 +66,9 @@ enum {
 	OPT_SYNC,
 	OPT_NUMERIC_IDS,
 	OPT_ALLOW_OWNERS,
+	OPT_NAME,
+	OPT_CLIENTS,
+	OPT_MODULES,
 };
 
 extern const struct argp_option rdcp_options[];

@@ -76,6 +76,7 @@ if [ -f "$DEB" ]; then
 		usr/share/man/man5/rdcp.conf.5.gz usr/share/man/man8/rdcpd.8.gz \
 		usr/share/bash-completion/completions/rdcp \
 		lib/systemd/system/rdcpd.service etc/rdcp/rdcpd.conf \
+		usr/share/man/man5/rdcp-modules.conf.5.gz etc/rdcp/modules.conf \
 		usr/share/doc/$PKG/copyright; do
 		[ -e "$TMP/deb/$f" ] || missing="$missing /$f"
 	done
@@ -161,7 +162,8 @@ if [ -f "$RPM" ]; then
 	for f in /usr/bin/rdcp /usr/share/man/man1/rdcp.1.gz \
 		/usr/share/man/man5/rdcp.conf.5.gz /usr/share/man/man8/rdcpd.8.gz \
 		/usr/share/bash-completion/completions/rdcp \
-		/usr/lib/systemd/system/rdcpd.service /etc/rdcp/rdcpd.conf; do
+		/usr/lib/systemd/system/rdcpd.service /etc/rdcp/rdcpd.conf \
+		/usr/share/man/man5/rdcp-modules.conf.5.gz /etc/rdcp/modules.conf; do
 		grep -qx "$f" <<<"$files" || missing="$missing $f"
 	done
 	if [ -z "$missing" ]; then ok "rpm ships binary, man page, completion, unit, config"

@@ -273,6 +273,12 @@ struct xfer_opts {
 	bool batch;
 	const char *rdma_addr;
 	const char *boot_line;
+	/*
+	 * The name of key's client (util/key.h: a named key's second line),
+	 * sent in HELLO for the receiver to pick that client's key; NULL or
+	 * "" for the site's one key.
+	 */
+	const char *client_name;
 	/* receiver (server) */
 	const char *root;
 	/*
@@ -296,6 +302,16 @@ struct xfer_opts {
 	const char *via;
 	void (*on_boot)(void *arg, const char *line);
 	void *on_boot_arg;
+	/*
+	 * --clients DIR: one key file per named client (NAME.key, util/
+	 * key_dir.h); --modules FILE: the modules (util/modconf.h), each
+	 * path with who may read, write, from where. NULL: none (the site's
+	 * key, every path beneath root). Both read at the start and again
+	 * whenever *reload is set (SIGHUP), which the receiver clears.
+	 */
+	const char *clients_dir;
+	const char *modules_file;
+	volatile sig_atomic_t *reload;
 };
 
 /* How long a stopping receiver lets its running sessions go on (s). */

@@ -19,11 +19,29 @@
 #include "util/key.h"
 #include "util/log.h"
 
-int key_generate(const char *path)
+bool key_name_valid(const char *name)
+{
+	size_t n = strlen(name);
+
+	if (!n || n > KEY_NAME_MAX || !strcmp(name, ".") ||
+	    !strcmp(name, "..") || !strcmp(name, "site-key"))
+		return false;
+	return strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+			    "abcdefghijklmnopqrstuvwxyz0123456789._-") == n;
+}
+
+int key_generate(const char *path, const char *name)
 {
 	uint8_t key[KEY_LEN];
-	char hex[2 * KEY_LEN + 2];
+	char hex[2 * KEY_LEN + 2 + KEY_NAME_MAX + 8];
 	int fd, rc;
+
+	if (name && !key_name_valid(name)) {
+		log_err("'%s' is no client name (1 to %d of A-Z a-z 0-9 . _ -, "
+			"not \"site-key\")",
+			name, KEY_NAME_MAX);
+		return -EINVAL;
+	}
 
 	if (getrandom(key, sizeof(key), 0) != (ssize_t)sizeof(key)) {
 		rc = -errno;
@@ -32,6 +50,11 @@ int key_generate(const char *path)
 	}
 	checksum_hex(key, sizeof(key), hex);
 	strcat(hex, "\n");
+	if (name) {
+		strcat(hex, "name ");
+		strcat(hex, name);
+		strcat(hex, "\n");
+	}
 	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		rc = -errno;
@@ -68,9 +91,49 @@ static int unhex(char c)
 	return -1;
 }
 
-int key_load(const char *path, uint8_t key[KEY_LEN])
+/*
+ * What follows a key file's 64 hex digits: nothing, a newline, or a
+ * newline and "name NAME" (and a newline). 0 with name filled ("" for
+ * none; name may be NULL), or -EINVAL (logged).
+ */
+static int key_tail(const char *path, const char *t, char *name)
 {
-	char buf[2 * KEY_LEN + 8];
+	size_t n;
+
+	if (name)
+		name[0] = '\0';
+	if (*t == '\r')
+		t++;
+	if (!*t || (*t == '\n' && !t[1]))
+		return 0;
+	if (*t == '\n' && !strncmp(t + 1, "name ", 5)) {
+		t += 6;
+		n = strcspn(t, "\r\n");
+		if (n <= KEY_NAME_MAX && !t[n + strspn(t + n, "\r\n")]) {
+			char nm[KEY_NAME_MAX + 1];
+
+			memcpy(nm, t, n);
+			nm[n] = '\0';
+			if (key_name_valid(nm)) {
+				if (name)
+					memcpy(name, nm, n + 1);
+				return 0;
+			}
+		}
+		log_err("key file '%s': line 2 names no valid client (1 to %d "
+			"of A-Z a-z 0-9 . _ -, not \"site-key\")",
+			path, KEY_NAME_MAX);
+		return -EINVAL;
+	}
+	log_err("key file '%s': after the key, only a line \"name NAME\" may "
+		"follow",
+		path);
+	return -EINVAL;
+}
+
+int key_load(const char *path, uint8_t key[KEY_LEN], char *name)
+{
+	char buf[2 * KEY_LEN + KEY_NAME_MAX + 16];
 	struct stat st;
 	ssize_t n;
 	int fd, rc = 0;
@@ -103,6 +166,8 @@ int key_load(const char *path, uint8_t key[KEY_LEN])
 	}
 	n = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
+	if (n >= 0)
+		buf[n] = '\0';
 	if (n < 2 * KEY_LEN) {
 		log_err("key file '%s' holds no key (expected %d hex digits; "
 			"make one with rdcp --keygen)",
@@ -120,6 +185,8 @@ int key_load(const char *path, uint8_t key[KEY_LEN])
 		}
 		key[i] = (uint8_t)(hi << 4 | lo);
 	}
+	if (!rc)
+		rc = key_tail(path, buf + 2 * KEY_LEN, name);
 	OPENSSL_cleanse(buf, sizeof(buf));
 	return rc;
 }

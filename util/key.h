@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Pre-shared key files: 32 random bytes written as 64 hex digits and a
- * newline, mode 0600. A key file that group or others can read is refused,
+ * newline, mode 0600; a client's named key (rdcp --keygen --name) has a
+ * second line "name NAME", which its copies on both sides share. A key file that group or others can read is refused,
  * as ssh refuses a private key. Also the HMAC-SHA256 and constant-time
  * comparison the authentication needs (OpenSSL).
  */
@@ -14,19 +15,32 @@
 
 #define KEY_LEN 32
 #define KEY_MAC_LEN 32
+#define KEY_NAME_MAX 64 /* bytes of a client's name, [A-Za-z0-9._-] */
 
 /*
- * Writes a new random key to path with mode 0600; never overwrites
+ * Whether name is a client's name: 1..KEY_NAME_MAX bytes of A-Z a-z 0-9
+ * '.' '_' '-', not "." or "..", and not "site-key" (the name the
+ * receiver gives the holders of its one key). Pure.
+ */
+bool key_name_valid(const char *name);
+
+/*
+ * Writes a new random key to path with mode 0600, and name (a client's,
+ * key_name_valid, or NULL) on its second line; never overwrites
  * (-EEXIST). Returns 0 or -errno (logged).
  */
-int key_generate(const char *path) __attribute__((warn_unused_result));
+int key_generate(const char *path, const char *name)
+	__attribute__((warn_unused_result));
 
 /*
- * Reads the key at path. Returns 0, -ENOENT, -EACCES (readable by group or
- * others: the message names the chmod that fixes it) or -EINVAL (not a
- * key file); every error is logged.
+ * Reads the key at path and, when name is not NULL, the client's name its
+ * second line gives into name (KEY_NAME_MAX + 1 bytes; "" for a key
+ * without one). Returns 0, -ENOENT, -EACCES (readable by group or others:
+ * the message names the chmod that fixes it) or -EINVAL (not a key file,
+ * or a second line that is not "name NAME" with a valid name); every
+ * error is logged.
  */
-int key_load(const char *path, uint8_t key[KEY_LEN])
+int key_load(const char *path, uint8_t key[KEY_LEN], char *name)
 	__attribute__((warn_unused_result));
 
 /*

@@ -36,6 +36,7 @@ struct rank {
 	struct args a;
 	struct xfer_opts o;
 	uint8_t key[KEY_LEN];
+	char key_name[KEY_NAME_MAX + 1]; /* a named key's client, or "" */
 	char base[PATH_MAX]; /* the names are beneath it */
 	char farm[PATH_MAX]; /* a directory of links made for base, or "" */
 	const char *srcv[1]; /* base, as the session's one SRC */

@@ -262,9 +262,12 @@ int mpi_load_key(struct rank *r)
 	/* Over ssh each rank's remote rdcp makes a one-time key. */
 	if (r->a.no_auth || r->a.o.rsh)
 		return 0;
-	rc = args_load_key(&r->a, r->key, "the receivers");
-	if (!rc)
+	rc = args_load_key(&r->a, r->key, r->key_name, "the receivers",
+			   false);
+	if (!rc) {
 		r->o.key = r->key;
+		r->o.client_name = r->key_name;
+	}
 	return rc;
 }
 

@@ -141,6 +141,15 @@ cp "$T/k1" "$T/k2" && chmod 644 "$T/k2"
 expect_fail "a key readable by others is refused" 4 --key-file "$T/k2" a h::
 expect_fail "no key and no --no-auth" 4 a h::
 cp "$T/k1" "$T/cfg/rdcp/key"
+# Named keys and the modules file (rdcp-modules.conf(5)).
+check "--keygen --name writes the client's name on line 2" bash -c "'$RDCP' --keygen --name alice.1 '$T/ka' 2>/dev/null && [ \"\$(sed -n 2p '$T/ka')\" = 'name alice.1' ]"
+expect_fail "--name refuses a name that is no client's" 2 --keygen "$T/kb" --name 'a/b'
+expect_fail "--name refuses site-key" 2 --keygen "$T/kb" --name site-key
+expect_fail "--name without --keygen" 2 --name alice a h::
+expect_fail "--modules without --listen" 2 --modules "$T/m.conf" a h::
+printf '[a]\npath = /tmp\nquota = 1T\n[a]\npath = /tmp\n' >"$T/m.conf"
+check "--check lists each problem of a modules file with its line" bash -c "'$RDCP' --check --modules '$T/m.conf' >'$T/chk' 2>&1; [ \$? = 10 ] && grep -q '^PROBLEM $T/m.conf:3: unknown setting .quota.' '$T/chk' && grep -q '^PROBLEM $T/m.conf:4: module a again (first on line 1)' '$T/chk'"
+expect_fail "a receiver with a bad modules file does not start" 2 --listen --no-auth --modules "$T/m.conf" --port 7599
 
 # --json against a receiver over TCP.
 mkdir -p "$T/root" "$T/src"

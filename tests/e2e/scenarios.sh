@@ -50,7 +50,7 @@ ALL="sizes default sparse checksum corrupt escape destforms multifile partial"
 ALL="$ALL ctrlnames longnames fifo noconn"
 ALL="$ALL killsender killreceiver daemon auth auto check device"
 ALL="$ALL tree pull resume skip sync crypt zeros bwlimit full small script entries"
-ALL="$ALL ssh retry dirmodes owners xattrs direct streams"
+ALL="$ALL ssh retry dirmodes owners xattrs direct streams modules"
 # Over RDMA these run last, after the RNR check (they re-create rxe0,
 # which resets its counters); over TCP only when named.
 EXTRA="devremove rails railsafe"
@@ -3323,6 +3323,125 @@ s_streams() {
 	t_log "$W/tx-std.log" "$W/rx-std.log"
 	t_end
 	rm -rf rx/st src/st48 src/sttree
+}
+
+# Named clients and modules (--clients, --modules, rdcp-modules.conf(5)):
+# push and pull in a module, a read-only module pushed to, a client reading
+# a module it has no right to, unknown and forbidden modules alike to the
+# client, a name claimed with another client's key, and a key removed
+# while its session runs: that session finishes, the next is refused.
+s_modules() {
+	if [ -z "$AUTH" ]; then
+		t_skip "modules" "this rdcp has no --keygen"
+		return
+	fi
+	M=$W/mod
+	rm -rf "$M"
+	mkdir -p "$M/clients" "$M/keys" "$M/scratch" "$M/archive" "$M/secret" src/mo
+	for c in alice bob; do
+		rdcp --keygen --name "$c" "$M/keys/$c.key" >/dev/null 2>&1
+		cp "$M/keys/$c.key" "$M/clients/$c.key"
+		chmod 600 "$M/clients/$c.key"
+	done
+	mkrand src/mo/f1 300000
+	mkrand src/mo/big 8388608
+	mkrand "$M/archive/a1" 5000
+	mkrand "$M/secret/s1" 5000
+	printf '# the e2e scenario modules\n[scratch]\npath = %s\nread = alice, bob\nwrite = alice\n[archive]\npath = %s\nread = bob\n[secret]\npath = %s\nread = alice\n' \
+		"$M/scratch" "$M/archive" "$M/secret" >"$M/modules.conf"
+	nextport
+	if ! start_rx "$W/rx-mod.log" --port "$P" --clients "$M/clients" --modules "$M/modules.conf"; then
+		rx_not_started "modules" "$W/rx-mod.log"
+		return
+	fi
+	MRX=$RX
+
+	t_begin "modules: alice pushes into scratch, bob pulls it back"
+	send "$W/tx-mod1.log" --key-file "$M/keys/alice.key" --port "$P" src/mo/f1 "$ADDR::scratch/run1/"
+	[ "$SRC" = 0 ] || t_fail "push exit $SRC, want 0"
+	same src/mo/f1 "$M/scratch/run1/f1"
+	send "$W/tx-mod2.log" --key-file "$M/keys/bob.key" --port "$P" "$ADDR::scratch/run1/f1" src/mo/back
+	[ "$SRC" = 0 ] || t_fail "pull exit $SRC, want 0"
+	same src/mo/f1 src/mo/back
+	logged "$W/rx-mod.log" "client=alice module=scratch op=push files=1 failed=0 .* result=ok" ||
+		t_fail "no session line for alice's push"
+	logged "$W/rx-mod.log" "client=bob module=scratch op=pull files=1 failed=0 .* result=ok" ||
+		t_fail "no session line for bob's pull"
+	t_log "$W/tx-mod1.log" "$W/tx-mod2.log" "$W/rx-mod.log"
+	t_end
+
+	t_begin "modules: a push into a module the client may only read is refused"
+	send "$W/tx-mod3.log" --key-file "$M/keys/bob.key" --port "$P" src/mo/f1 "$ADDR::archive/"
+	[ "$SRC" = 4 ] || t_fail "exit $SRC, want 4"
+	logged "$W/tx-mod3.log" "module archive: client bob may not write" || t_fail "the client was not told the rule"
+	logged "$W/rx-mod.log" "module archive: client bob may not write" || t_fail "the log does not say the rule"
+	[ ! -e "$M/archive/f1" ] || t_fail "written into archive"
+	t_log "$W/tx-mod3.log"
+	t_end
+
+	t_begin "modules: another's module and an unknown one look the same"
+	send "$W/tx-mod4.log" --key-file "$M/keys/alice.key" --port "$P" "$ADDR::archive/a1" src/mo/a1
+	R1=$SRC
+	send "$W/tx-mod5.log" --key-file "$M/keys/alice.key" --port "$P" "$ADDR::nosuch/a1" src/mo/a1
+	[ "$R1" = 4 ] && [ "$SRC" = 4 ] || t_fail "exits $R1 and $SRC, want 4 and 4"
+	[ ! -e src/mo/a1 ] || t_fail "alice read archive"
+	E1=$(grep -o "unknown module.*" "$W/tx-mod4.log" | head -1 | sed 's/archive/X/')
+	E2=$(grep -o "unknown module.*" "$W/tx-mod5.log" | head -1 | sed 's/nosuch/X/')
+	[ -n "$E1" ] && [ "$E1" = "$E2" ] || t_fail "told apart: '$E1' vs '$E2'"
+	! grep -q "$M" "$W/tx-mod4.log" "$W/tx-mod5.log" || t_fail "a module's path reached the client"
+	send "$W/tx-mod6.log" --key-file "$M/keys/bob.key" --port "$P" "$ADDR::secret/s1" src/mo/s1
+	[ "$SRC" = 4 ] || t_fail "bob reading alice's module: exit $SRC, want 4"
+	[ ! -e src/mo/s1 ] || t_fail "bob read secret"
+	t_log "$W/tx-mod4.log" "$W/tx-mod5.log" "$W/tx-mod6.log"
+	t_end
+
+	t_begin "modules: bob's name with alice's key fails authentication"
+	sed 's/^name alice$/name bob/' "$M/keys/alice.key" >"$M/keys/forged.key"
+	chmod 600 "$M/keys/forged.key"
+	send "$W/tx-mod7.log" --key-file "$M/keys/forged.key" --port "$P" src/mo/f1 "$ADDR::scratch/forged/"
+	[ "$SRC" = 4 ] || t_fail "exit $SRC, want 4"
+	[ ! -e "$M/scratch/forged" ] || t_fail "written as bob"
+	t_log "$W/tx-mod7.log"
+	t_end
+
+	t_begin "modules: a modules file that does not parse keeps the old one"
+	cp "$M/modules.conf" "$M/modules.good"
+	printf '[scratch]\nquota = 1T\n' >"$M/modules.conf"
+	kill -HUP "$MRX"
+	wait_until 10 "" logged "$W/rx-mod.log" "keeping the configuration in use" ||
+		t_fail "no refusal of the bad file logged"
+	logged "$W/rx-mod.log" "modules.conf:2: unknown setting 'quota'" || t_fail "the problem's line not logged"
+	send "$W/tx-mod10.log" --key-file "$M/keys/bob.key" --port "$P" "$ADDR::archive/a1" src/mo/a1b
+	[ "$SRC" = 0 ] || t_fail "bob's pull under the old modules: exit $SRC, want 0"
+	t_log "$W/tx-mod10.log" "$W/rx-mod.log"
+	t_end
+	cp "$M/modules.good" "$M/modules.conf"
+	kill -HUP "$MRX"
+	wait_until 10 "" logged "$W/rx-mod.log" "reload: 2 named clients" ||
+		t_fail "the good modules file not read again"
+
+	t_begin "modules: SIGHUP revokes a key: its running session finishes, the next is refused"
+	bg_send "$W/tx-mod8.log" --key-file "$M/keys/alice.key" --port "$P" --bwlimit 2M src/mo/big "$ADDR::scratch/slow/"
+	SLOW=$TX
+	# authenticated, data flowing: its temporary is there
+	wait_partfile "$M/scratch/slow" big "$SLOW" 30 ||
+		t_fail "the slow session did not start"
+	rm -f "$M/clients/alice.key"
+	kill -HUP "$MRX"
+	wait_until 10 "" logged "$W/rx-mod.log" "reload: 1 named client" ||
+		t_fail "no reload logged"
+	alive "$SLOW" || t_fail "the running session had ended before the reload (make it slower)"
+	wait_pid "$SLOW" 120
+	[ "$WRC" = 0 ] || t_fail "running session exit $WRC, want 0"
+	same src/mo/big "$M/scratch/slow/big"
+	send "$W/tx-mod9.log" --key-file "$M/keys/alice.key" --port "$P" src/mo/f1 "$ADDR::scratch/after/"
+	[ "$SRC" = 4 ] || t_fail "revoked key: exit $SRC, want 4"
+	[ ! -e "$M/scratch/after" ] || t_fail "written with a revoked key"
+	alive "$MRX" || t_fail "receiver gone"
+	t_log "$W/tx-mod8.log" "$W/tx-mod9.log" "$W/rx-mod.log"
+	t_end
+	term_rx "$MRX"
+	rm -rf "$M" src/mo
 }
 
 AUTH=

@@ -47,6 +47,13 @@ static int client_auth(struct engine *e, const struct xfer_opts *o,
 	rc = auth_mac(o->key, AUTH_SERVER, h, w, want);
 	if (rc)
 		return engine_fail(e, XFER_FAIL_INTERNAL, rc, "HMAC failed");
+	if (!auth_mac_equal(want, w->mac) && h->client[0])
+		return engine_fail(e, XFER_FAIL_AUTH, -EACCES,
+				   "%s failed to authenticate: it has no key "
+				   "for client '%s', or another one (its "
+				   "--clients directory needs this key file "
+				   "as %s.key)",
+				   e->c->peer, h->client, h->client);
 	if (!auth_mac_equal(want, w->mac))
 		return engine_fail(e, XFER_FAIL_AUTH, -EACCES,
 				   "%s failed to authenticate: its key is not "
@@ -118,6 +125,9 @@ static int build_hello(struct engine *e, const struct xfer_opts *o,
 	h->bwlimit = o->bwlimit;
 	h->streams = (uint8_t)session_streams(o, e->c);
 	h->sync = (uint8_t)o->sync;
+	/* A named key's name (key_load checked it): only with that key. */
+	if (o->key && o->client_name)
+		snprintf(h->client, sizeof(h->client), "%s", o->client_name);
 	if (getrandom(h->nonce, WIRE_NONCE_LEN, 0) != WIRE_NONCE_LEN)
 		return engine_fail(e, XFER_FAIL_RESOURCE, -errno,
 				   "cannot get random bytes");

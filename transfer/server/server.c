@@ -71,15 +71,18 @@ static int left_ms(uint64_t deadline_ms)
 }
 
 static int server_auth(struct server *srv, struct engine *e,
-		       const struct wire_hello *h,
+		       struct server_session *s, const struct wire_hello *h,
 		       uint8_t nonce[WIRE_NONCE_LEN], uint64_t deadline_ms,
 		       unsigned int streams, struct join_wait *jw)
 {
-	const uint8_t *key = srv->key;
+	const uint8_t *key;
 	struct wire_msg m = { .type = WIRE_WELCOME };
 	uint8_t want[WIRE_MAC_LEN], ck[AUTH_CTRL_KEY_LEN];
 	int rc;
 
+	server_session_key(srv, s, h);
+	key = s->key;
+	jw->key = key;
 	if (key && !(h->features & WIRE_FEAT_AUTH)) {
 		server_penalty_add(srv, e->c->peer);
 		return engine_fail(e, XFER_FAIL_AUTH, -EACCES,
@@ -153,15 +156,22 @@ static int server_auth(struct server *srv, struct engine *e,
 		 * A client with another key finds out first (our MAC does not
 		 * verify) and says so instead of answering: count that too.
 		 */
-		if (e->fail == XFER_FAIL_AUTH)
+		if (e->fail == XFER_FAIL_AUTH) {
 			server_penalty_add(srv, e->c->peer);
+			if (s->key_miss)
+				log_warn("authentication failed for %s as "
+					 "client %s: %s",
+					 e->c->peer, s->client, s->key_miss);
+		}
 		return rc;
 	}
 	if (!auth_mac_equal(want, m.u.auth.mac)) {
 		server_penalty_add(srv, e->c->peer);
 		return engine_fail(e, XFER_FAIL_AUTH, -EACCES,
-				   "authentication failed for %s: wrong key",
-				   e->c->peer);
+				   "authentication failed for %s as client "
+				   "%s: %s",
+				   e->c->peer, s->client,
+				   s->key_miss ? s->key_miss : "wrong key");
 	}
 	engine_mac_rx_start(e);
 	return 0;
@@ -278,7 +288,8 @@ static unsigned int agree_streams(const struct server *srv,
 }
 
 static int server_handshake(struct server *srv, struct engine *e,
-			    struct wire_hello *h, struct session_params *p,
+			    struct server_session *s, struct wire_hello *h,
+			    struct session_params *p,
 			    uint8_t key[AEAD_KEY_LEN], uint64_t deadline_ms,
 			    struct join_wait *jw)
 {
@@ -310,7 +321,7 @@ static int server_handshake(struct server *srv, struct engine *e,
 	      (h->flags & WIRE_HELLO_DELETE))))
 		return engine_fail(e, XFER_FAIL_PROTOCOL, -EPROTO,
 				   "%s sent a bad HELLO", e->c->peer);
-	if ((h->flags & WIRE_HELLO_ENCRYPT) && !srv->key)
+	if ((h->flags & WIRE_HELLO_ENCRYPT) && !srv->auth)
 		return engine_fail(e, XFER_FAIL_AUTH, -EACCES,
 				   "refused %s: it asked for --encrypt, which "
 				   "needs a key, and this receiver runs with "
@@ -327,7 +338,7 @@ static int server_handshake(struct server *srv, struct engine *e,
 		return engine_fail(e, XFER_FAIL_RESOURCE, -EIO,
 				   "cannot get random bytes");
 	/* Nothing about the root is touched before the peer proved itself. */
-	rc = server_auth(srv, e, h, nonce, deadline_ms, streams, jw);
+	rc = server_auth(srv, e, s, h, nonce, deadline_ms, streams, jw);
 	if (!rc && streams > 1)
 		rc = server_join_lanes(
 			srv, e, jw, streams, h, nonce,
@@ -344,7 +355,7 @@ static int server_handshake(struct server *srv, struct engine *e,
 	/* the service rule (SECURITY.md): other owners only if allowed */
 	p->owners_ok = srv->o->ssh_server || srv->o->allow_owners;
 	if (h->flags & WIRE_HELLO_ENCRYPT) {
-		rc = auth_data_key(srv->key, h, nonce, key);
+		rc = auth_data_key(s->key, h, nonce, key);
 		if (rc)
 			return engine_fail(e, XFER_FAIL_INTERNAL, rc,
 					   "cannot derive the session key");
@@ -356,23 +367,22 @@ static int server_handshake(struct server *srv, struct engine *e,
 /*
  * The receiver's trail: one line per authenticated session at the default
  * level (rdcp.1, "RECEIVER LOG"), key=value words for a log shipper. Who
- * authenticated is the key it proved: the site's (pre-shared) key, or none
- * under --no-auth; module is "-" until modules exist (issue #24). An rdcp
- * --server's user is its client, who has its own summary: info there.
+ * authenticated is the key it proved (server_session: a named client, the
+ * site's key, or none under --no-auth), module the one its paths named
+ * ("-" without modules). An rdcp --server's user is its client, who has
+ * its own summary: info there.
  */
 static void audit(const struct server *srv, const struct cm_conn *c,
-		  uint8_t role, const struct xfer_stats *st, enum xfer_fail v,
-		  double seconds)
+		  const struct server_session *s, uint8_t role,
+		  const struct xfer_stats *st, enum xfer_fail v, double seconds)
 {
-	const char *client = srv->o->ssh_server ? "one-time-key"
-			     : srv->key		? "site-key"
-						: "-";
 	char line[512];
 
 	snprintf(line, sizeof(line),
-		 "session peer=%s client=%s module=- op=%s files=%llu "
+		 "session peer=%s client=%s module=%s op=%s files=%llu "
 		 "failed=%llu bytes=%llu result=%s seconds=%.2f",
-		 c->peer, client, role == WIRE_PUSH ? "push" : "pull",
+		 c->peer, s->client, s->module,
+		 role == WIRE_PUSH ? "push" : "pull",
 		 (unsigned long long)st->files_ok,
 		 (unsigned long long)st->files_failed,
 		 (unsigned long long)st->bytes, xfer_fail_name(v), seconds);
@@ -399,18 +409,21 @@ static enum xfer_fail serve_conn(struct server *srv, struct cm_conn *c,
 	struct filter filter = { 0 };
 	uint8_t key[AEAD_KEY_LEN];
 	struct join_wait jw = { 0 };
+	struct server_session ss;
 	struct engine e;
 	enum xfer_fail v;
 	char sz[32], why[600];
 	double t0 = clock_now_s();
+	int rootfd = srv->rootfd;
 	int rc;
 
 	rc = engine_init(&e, c, srv->o);
 	if (rc)
 		return XFER_FAIL_RESOURCE;
 	e.serving = true;
+	server_session_begin(srv, &ss);
 	h = malloc(sizeof(*h));
-	rc = h ? server_handshake(srv, &e, h, &p, key, deadline_ms, &jw)
+	rc = h ? server_handshake(srv, &e, &ss, h, &p, key, deadline_ms, &jw)
 	       : engine_fail(&e, XFER_FAIL_RESOURCE, -ENOMEM, "out of memory");
 	if (!rc) {
 		*promoted = server_promote(srv, pa);
@@ -420,6 +433,16 @@ static enum xfer_fail serve_conn(struct server *srv, struct cm_conn *c,
 					 "session limit (%u sessions), try "
 					 "again later",
 					 c->peer, srv->max_sessions);
+	}
+	if (!rc) {
+		enum xfer_fail f;
+
+		rc = server_session_module(srv, &ss, h, c->peer, &f, why,
+					   sizeof(why));
+		if (rc)
+			engine_fail(&e, f, rc, "refused %s: %s", c->peer, why);
+		else if (ss.modfd >= 0)
+			rootfd = ss.modfd;
 	}
 	if (rc) {
 		/* said in engine_fail */
@@ -441,7 +464,7 @@ static enum xfer_fail serve_conn(struct server *srv, struct cm_conn *c,
 				sizeof(why));
 		else
 			rc = place_target_beneath(
-				srv->rootfd, wire_hello_path(h, 0),
+				rootfd, wire_hello_path(h, 0),
 				h->flags & WIRE_HELLO_DEST_DIR, &t, why,
 				sizeof(why));
 		if (rc && !e.fail) /* a DEST refused or not made */
@@ -457,7 +480,7 @@ static enum xfer_fail serve_conn(struct server *srv, struct cm_conn *c,
 	} else {
 		struct source_cfg cfg = {
 			.nsrcs = h->npaths,
-			.rootfd = srv->user_paths ? -1 : srv->rootfd,
+			.rootfd = srv->user_paths ? -1 : rootfd,
 			.bwlimit = slower(srv->o->bwlimit, h->bwlimit),
 			.filter = &filter,
 			.p = p,
@@ -493,7 +516,8 @@ static enum xfer_fail serve_conn(struct server *srv, struct cm_conn *c,
 			 units_format_size(st.bytes, sz, sizeof(sz)),
 			 clock_now_s() - t0);
 	if (*promoted)
-		audit(srv, c, h->role, &st, v, clock_now_s() - t0);
+		audit(srv, c, &ss, h->role, &st, v, clock_now_s() - t0);
+	server_session_end(srv, &ss);
 	engine_release(&e);
 	free(srcs);
 	free(srcbuf);
@@ -518,7 +542,8 @@ enum xfer_fail session_serve(const struct xfer_opts *o, int rootfd,
 			      .max_sessions = o->max_sessions,
 			      .max_streams = 1, /* no listener for joins */
 			      .rootfd = rootfd,
-			      .key = o->key };
+			      .key = o->key,
+			      .auth = o->key != NULL };
 	bool promoted = false;
 
 	srv.umask = umask(022);
@@ -789,11 +814,16 @@ enum xfer_fail xfer_serve(const struct xfer_opts *o)
 		srv.key = onetime;
 		srv.user_paths = true;
 	}
+	srv.auth = srv.key || (o->clients_dir && !o->ssh_server);
 	srv.rootfd =
 		open(o->root ? o->root : ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (srv.rootfd < 0) {
 		log_err("cannot use root directory '%s': %s", o->root,
 			strerror(errno));
+		return XFER_FAIL_USAGE;
+	}
+	if (!o->ssh_server && server_access_init(&srv)) {
+		close(srv.rootfd);
 		return XFER_FAIL_USAGE;
 	}
 	srv.max_streams = o->streams ? o->streams : CM_LANES_MAX;
@@ -825,6 +855,7 @@ enum xfer_fail xfer_serve(const struct xfer_opts *o)
 	}
 	if (rc) {
 		close(srv.rootfd);
+		server_access_release(&srv);
 		OPENSSL_cleanse(onetime, sizeof(onetime));
 		return rc == -ENOMEM ? XFER_FAIL_RESOURCE : XFER_FAIL_CONNECT;
 	}
@@ -836,6 +867,10 @@ enum xfer_fail xfer_serve(const struct xfer_opts *o)
 			break;
 		if (o->ssh_server && boot_done(&srv, until, &v))
 			break;
+		if (o->reload && *o->reload) {
+			*o->reload = 0;
+			server_reload(&srv);
+		}
 		/* Out of descriptors or memory is -EAGAIN too: cm/ said so. */
 		rc = cm_listener_get(l, o->ssh_server ? 100 : 500, &req);
 		if (rc == -EAGAIN || rc == -EINTR)
@@ -883,6 +918,7 @@ enum xfer_fail xfer_serve(const struct xfer_opts *o)
 	pthread_mutex_unlock(&srv.lock);
 	cm_listener_destroy(l);
 	close(srv.rootfd);
+	server_access_release(&srv);
 	OPENSSL_cleanse(onetime, sizeof(onetime));
 	pthread_cond_destroy(&srv.idle);
 	pthread_cond_destroy(&srv.joined);

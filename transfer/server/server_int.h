@@ -15,7 +15,9 @@
 
 #include "transfer/wire/wire.h"
 #include "transfer/xfer.h"
+#include "util/key_dir.h"
 #include "util/log.h"
+#include "util/modconf.h"
 
 /* Peers that failed authentication lately, to slow down key guessing. */
 #define PENALTY_SLOTS 64
@@ -71,6 +73,47 @@ struct join_wait {
 	/* The same for lane k's fallback join (its rail dropped: cm.h). */
 	uint8_t proof_fb[CM_LANES_MAX][CM_PROOF_LEN];
 	bool presented_fb[CM_LANES_MAX];
+	const uint8_t *key; /* the session's key (server_session.key), or NULL */
+};
+
+/*
+ * What the receiver serves with (modules.c): the named clients' keys
+ * (--clients) and the modules (--modules), read together at the start and
+ * on each reload (SIGHUP). A session holds a reference to the one it
+ * started under from its HELLO to its end, so a reload never changes a
+ * running session's rules; refs under server.lock.
+ */
+struct access_cfg {
+	unsigned int refs;
+	struct key_dir clients; /* empty without --clients */
+	struct modconf mods;	/* empty without --modules: paths beneath root */
+};
+
+/* Sessions running in a module, for its max-sessions (across reloads). */
+struct module_count {
+	char name[MODCONF_NAME_MAX + 1];
+	unsigned int sessions;
+};
+
+/*
+ * One session as the receiver serves it: who it is and where it works,
+ * for every line the receiver writes about it. client: the named key it
+ * proved, "site-key" (the receiver's one key), "one-time-key" (rdcp
+ * --server) or "-" (--no-auth); module: the module's name, "-" without
+ * modules (or before one was chosen).
+ */
+struct server_session {
+	const char *client;
+	const char *module;
+	char client_buf[KEY_NAME_MAX + 1];
+	char module_buf[MODCONF_NAME_MAX + 1];
+	const uint8_t *key; /* what it proves: the site's, its own, or dummy */
+	uint8_t dummy[KEY_LEN]; /* an unknown name's: random, matches none */
+	const char *key_miss;	/* why dummy: said in the log if the MAC fails */
+	struct access_cfg *cfg; /* a reference (server_access_get), or NULL */
+	const struct modconf_module *mod; /* in cfg, or NULL */
+	int modfd;	/* mod's path (O_PATH), else -1 */
+	bool counted;	/* holds one of mod's max-sessions */
 };
 
 struct server {
@@ -83,6 +126,10 @@ struct server {
 	unsigned int max_sessions; /* --max-sessions, or what fds allow */
 	int rootfd;
 	const uint8_t *key; /* o->key, or --server's one-time key */
+	bool auth; /* sessions authenticate: a key, or named clients */
+	struct access_cfg *cfg;	      /* the current one, under lock */
+	struct module_count *counts; /* under lock */
+	size_t ncounts;
 	bool user_paths;    /* --server: paths as the user typed them */
 	mode_t umask;
 	pthread_mutex_t lock;
@@ -96,6 +143,50 @@ struct server {
 	bool started, served; /* one took its slot; it ended */
 	enum xfer_fail verdict; /* its verdict */
 };
+/*
+ * ---- clients and modules (modules.c) ----
+ *
+ * server_access_init reads o->clients_dir and o->modules_file into
+ * srv->cfg (0, or -errno: said); server_reload reads them again and, only
+ * if both are good, makes them the current ones (running sessions keep
+ * theirs); a failure keeps the old and says so in one line.
+ * server_access_release drops srv's reference (sessions' are theirs).
+ */
+int server_access_init(struct server *srv) __attribute__((warn_unused_result));
+void server_reload(struct server *srv);
+void server_access_release(struct server *srv);
+
+/*
+ * s starts: a reference to the current configuration, and its client
+ * named ("site-key", "-", ...) with nothing chosen yet.
+ */
+void server_session_begin(struct server *srv, struct server_session *s);
+
+/*
+ * The key s proves for h's client (HELLO's name, else the site's key):
+ * sets s->key (NULL: none, the receiver does not authenticate) and
+ * s->client; a name without a key here gets a random key that no client
+ * has (the handshake then fails as a wrong key would, telling the client
+ * nothing more) and s->key_miss says why for the log.
+ */
+void server_session_key(struct server *srv, struct server_session *s,
+			const struct wire_hello *h);
+
+/*
+ * After authentication: with modules, the one h's paths name (their first
+ * component), checked against its rules for s's client from peer, its
+ * path opened (s->modfd) and h's paths rewritten beneath it; a slot of its
+ * max-sessions taken. 0 (also without modules: nothing done), or a
+ * negative errno with *fail the verdict and why the line for the client
+ * (which never names a module it may not see; the log gets the rule).
+ */
+int server_session_module(struct server *srv, struct server_session *s,
+			  struct wire_hello *h, const char *peer,
+			  enum xfer_fail *fail, char *why, size_t whysz);
+
+/* s ends: its module slot, its module's fd, its configuration let go. */
+void server_session_end(struct server *srv, struct server_session *s);
+
 /* Counts one failed authentication from peer ("addr:port"). */
 void server_penalty_add(struct server *srv, const char *peer);
 

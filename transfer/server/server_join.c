@@ -34,11 +34,11 @@ int server_join_arm(struct server *srv, struct join_wait *w,
 	unsigned int n = w->streams < CM_LANES_MAX ? w->streams : CM_LANES_MAX;
 
 	for (unsigned int k = 1; k < n; k++) {
-		int rc = auth_lane_proof(srv->key, h, nonce_s, w->token, k,
+		int rc = auth_lane_proof(w->key, h, nonce_s, w->token, k,
 					 w->streams, false, proof[k]);
 
 		if (!rc)
-			rc = auth_lane_proof(srv->key, h, nonce_s, w->token, k,
+			rc = auth_lane_proof(w->key, h, nonce_s, w->token, k,
 					     w->streams, true, proof_fb[k]);
 		if (rc)
 			return rc;
@@ -265,7 +265,7 @@ int server_join_lanes(struct server *srv, struct engine *e, struct join_wait *w,
 			cm_reject_join(req);
 			continue;
 		}
-		rc = auth_lane_proof(srv->key, h, nonce_s, w->token, j.lane, n,
+		rc = auth_lane_proof(w->key, h, nonce_s, w->token, j.lane, n,
 				     j.fallback, want);
 		if (rc) {
 			cm_reject_join(req);

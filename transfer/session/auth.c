@@ -31,12 +31,18 @@ _Static_assert(WIRE_TAG_LEN <= KEY_MAC_LEN, "a tag is a truncated HMAC");
  * a rewritten one, which would send lanes elsewhere, fails the MAC), then
  * HELLO's sync level when it is not 0 (a man in the middle who sets one
  * would have stale files kept): a HELLO without --sync has the MAC it had
- * before the level existed. Returns the length used of out.
+ * before the level existed. Then the client's name, a u8 length and its
+ * bytes, only when it has one (as sync: a session of the site's key has
+ * the MAC it had before names existed); the receiver proves it with the
+ * key of that name, so a name changed in flight, or claimed with another
+ * client's key, fails both MACs. Returns the length used of out.
  */
+#define LANE_PARAMS_MAX                                                        \
+	(9 + WIRE_LANE_TOKEN_LEN + WIRE_STREAMS_MAX * 17 + 1 + WIRE_CLIENT_MAX)
+
 static size_t lane_params(const struct wire_hello *h,
 			  const struct wire_welcome *w,
-			  uint8_t out[9 + WIRE_LANE_TOKEN_LEN +
-				      WIRE_STREAMS_MAX * 17])
+			  uint8_t out[LANE_PARAMS_MAX])
 {
 	uint32_t features = htobe32(w->features);
 	size_t n = 0;
@@ -55,6 +61,13 @@ static size_t lane_params(const struct wire_hello *h,
 	}
 	if (h->sync)
 		out[n++] = h->sync;
+	if (h->client[0]) {
+		size_t len = strnlen(h->client, WIRE_CLIENT_MAX);
+
+		out[n++] = (uint8_t)len;
+		memcpy(out + n, h->client, len);
+		n += len;
+	}
 	return n;
 }
 
@@ -65,7 +78,7 @@ int auth_mac(const uint8_t *key, enum auth_side side,
 	const char *label =
 		side == AUTH_SERVER ? "rdcp1 server" : "rdcp1 client";
 	uint8_t params[24];
-	uint8_t lanes[9 + WIRE_LANE_TOKEN_LEN + WIRE_STREAMS_MAX * 17];
+	uint8_t lanes[LANE_PARAMS_MAX];
 	uint16_t role = htobe16(h->role), npaths = htobe16(h->npaths);
 	uint16_t nfilters = htobe16(h->nfilters);
 	uint32_t chunk = htobe32(h->chunk_size), flags = htobe32(h->flags);

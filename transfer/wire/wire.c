@@ -12,10 +12,14 @@
 #include "transfer/wire/wire.h"
 #include "util/be_codec.h"
 #include "util/checksum.h"
+#include "util/key.h"
+
+_Static_assert(WIRE_CLIENT_MAX == KEY_NAME_MAX, "a client's name fits");
 
 _Static_assert(WIRE_CTRL_HDR == 16, "control header is 16 bytes");
 _Static_assert(WIRE_CTRL_SIZE >= WIRE_CTRL_HDR + 64 + WIRE_PATHS_MAX + 4 +
-				   WIRE_FILTERS_MAX + 4 + WIRE_TAG_LEN,
+				   WIRE_FILTERS_MAX + 4 + 1 + WIRE_CLIENT_MAX +
+				   WIRE_TAG_LEN,
 	       "a control buffer holds the longest HELLO and a tag");
 _Static_assert(WIRE_NAMES_BYTES > 4096 && WIRE_NAMES_BYTES < UINT16_MAX,
 	       "a NAMES holds the longest name");
@@ -161,6 +165,16 @@ static void enc_body(struct be_put *w, const struct wire_msg *m)
 		be_put_bytes(w, m->u.hello.filters, m->u.hello.filters_len);
 		be_put_u8(w, m->u.hello.streams);
 		be_put_u8(w, m->u.hello.sync);
+		if (m->u.hello.client[0]) {
+			size_t n = strnlen(m->u.hello.client,
+					   sizeof(m->u.hello.client));
+
+			if (n > WIRE_CLIENT_MAX)
+				w->err = true;
+			else
+				be_put_u8(w, (uint8_t)n);
+			be_put_bytes(w, m->u.hello.client, n);
+		}
 		break;
 	case WIRE_WELCOME:
 		be_put_u32(w, (uint32_t)m->u.welcome.status);
@@ -542,6 +556,17 @@ static void dec_body(struct be_get *r, struct wire_msg *m)
 		if (m->u.hello.streams > WIRE_STREAMS_MAX ||
 		    m->u.hello.sync > WIRE_SYNC_MAX)
 			r->err = true;
+		/* A client's name, when it has one: 1..64 bytes, a valid one. */
+		if (!r->err && r->off < r->len) {
+			uint8_t n = be_get_u8(r);
+
+			if (!n || n > WIRE_CLIENT_MAX)
+				r->err = true;
+			else
+				be_get_bytes(r, m->u.hello.client, n);
+			if (!r->err && !key_name_valid(m->u.hello.client))
+				r->err = true;
+		}
 		break;
 	case WIRE_WELCOME:
 		m->u.welcome.status = (int32_t)be_get_u32(r);

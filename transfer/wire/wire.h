@@ -231,6 +231,7 @@ enum wire_file_end_flags {
 };
 
 #define WIRE_PATHS_MAX 4096u   /* bytes of HELLO paths, NULs included */
+#define WIRE_CLIENT_MAX 64u    /* bytes of HELLO's client name (KEY_NAME_MAX) */
 #define WIRE_FILTERS_MAX 2048u /* bytes of HELLO filter rules, NULs too */
 
 struct wire_hello {
@@ -266,6 +267,12 @@ struct wire_hello {
 	 * makes the sink answer each FILE with HAVE, as WIRE_HELLO_ASK does.
 	 */
 	uint8_t sync;
+	/*
+	 * The client's name (a named key, rdcp --keygen --name): after sync,
+	 * a u8 length (1..WIRE_CLIENT_MAX) and the bytes, only when the name
+	 * is not empty; "" sends neither (the site's key, or none).
+	 */
+	char client[WIRE_CLIENT_MAX + 1];
 };
 
 #define WIRE_STREAMS_MAX 16u
