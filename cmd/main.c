@@ -49,6 +49,8 @@ struct run {
 static volatile sig_atomic_t cancel;
 /* A receiver's first SIGTERM: take no new sessions (xfer_opts.stop). */
 static volatile sig_atomic_t stop;
+/* A receiver's SIGHUPs, counted: reopen --audit-log (xfer_opts.hup). */
+static volatile sig_atomic_t hup;
 
 static void on_signal(int sig)
 {
@@ -62,6 +64,10 @@ static void on_signal(int sig)
  */
 static void on_receiver_signal(int sig)
 {
+	if (sig == SIGHUP) {
+		hup++;
+		return;
+	}
 	if (sig == SIGTERM && !stop) {
 		stop = 1;
 		alarm(XFER_STOP_GRACE_S);
@@ -70,7 +76,7 @@ static void on_receiver_signal(int sig)
 	cancel = sig == SIGALRM ? SIGTERM : sig;
 }
 
-static void set_signals(bool receiver)
+static void set_signals(bool receiver, bool listener)
 {
 	struct sigaction sa = { .sa_handler = receiver ? on_receiver_signal
 						       : on_signal };
@@ -80,6 +86,9 @@ static void set_signals(bool receiver)
 	sigaction(SIGTERM, &sa, NULL);
 	if (receiver)
 		sigaction(SIGALRM, &sa, NULL);
+	/* --listen only: rdcp --server ends when its ssh hangs up */
+	if (listener)
+		sigaction(SIGHUP, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 }
 
@@ -639,9 +648,10 @@ static int run_cmd(struct run *run)
 		rc = read_boot(run);
 	if (rc)
 		return rc;
-	set_signals(a->server || a->listen);
+	set_signals(a->server || a->listen, a->listen);
 	run->o.cancel = &cancel;
 	run->o.stop = &stop;
+	run->o.hup = &hup;
 	if (a->server) {
 		v = serve_ssh(run);
 	} else if (a->listen) {

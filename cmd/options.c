@@ -55,6 +55,14 @@ const struct argp_option rdcp_options[] = {
 	  1 },
 	{ "max-sessions", OPT_MAX_SESSIONS, "N", 0,
 	  "Concurrent sessions (default 16)", 1 },
+	{ "audit-log", OPT_AUDIT_LOG, "FILE", 0,
+	  "Also append the session lines (and with -v the file lines) as "
+	  "JSON lines to FILE, reopened on SIGHUP",
+	  1 },
+	{ "metrics", OPT_METRICS, "[HOST:]PORT", 0,
+	  "Serve Prometheus metrics at http://HOST:PORT/metrics (HOST "
+	  "default 127.0.0.1; off unless given)",
+	  1 },
 	{ NULL, 0, NULL, 0, "Copying:", 2 },
 	{ "recursive", 'r', NULL, 0,
 	  "Copy directories: their trees, with empty directories and "

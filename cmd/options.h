@@ -64,6 +64,8 @@ enum {
 	OPT_NUMA,
 	OPT_HUGEPAGES,
 	OPT_SYNC,
+	OPT_AUDIT_LOG,
+	OPT_METRICS,
 };
 
 extern const struct argp_option rdcp_options[];

@@ -350,32 +350,26 @@ static int server_handshake(struct server *srv, struct engine *e,
 }
 
 /*
- * The receiver's trail: one line per authenticated session at the default
- * level (rdcp.1, "RECEIVER LOG"), key=value words for a log shipper. Who
- * authenticated is the key it proved: the site's (pre-shared) key, or none
- * under --no-auth; module is "-" until modules exist (issue #24). An rdcp
- * --server's user is its client, who has its own summary: info there.
+ * Who authenticated, as the trail and the metrics name it: the key it
+ * proved, the site's (pre-shared) key, or none under --no-auth, until
+ * named client keys (issue #24); module "-" until modules exist.
  */
-static void audit(const struct server *srv, const struct cm_conn *c,
-		  uint8_t role, const struct xfer_stats *st, enum xfer_fail v,
-		  double seconds)
+static void session_names(const struct server *srv, struct srv_session *s)
 {
-	const char *client = srv->o->ssh_server ? "one-time-key"
-			     : srv->key		? "site-key"
-						: "-";
-	char line[512];
+	snprintf(s->client, sizeof(s->client), "%s",
+		 srv->o->ssh_server ? "one-time-key"
+		 : srv->key	    ? "site-key"
+				    : "-");
+	snprintf(s->module, sizeof(s->module), "-");
+}
 
-	snprintf(line, sizeof(line),
-		 "session peer=%s client=%s module=- op=%s files=%llu "
-		 "failed=%llu bytes=%llu result=%s seconds=%.2f",
-		 c->peer, client, role == WIRE_PUSH ? "push" : "pull",
-		 (unsigned long long)st->files_ok,
-		 (unsigned long long)st->files_failed,
-		 (unsigned long long)st->bytes, xfer_fail_name(v), seconds);
-	if (srv->o->ssh_server)
-		log_info("%s", line);
-	else
-		log_note("%s", line);
+/* s began (+1) or ended (-1) on c: the running sessions' gauges. */
+static void count_running(struct server *srv, const struct cm_conn *c, int n)
+{
+	metrics_gauge(&srv->metrics.active, n);
+	metrics_gauge(&srv->metrics.ring_slots, n * (int64_t)c->geom.slots);
+	metrics_gauge(&srv->metrics.ring_bytes,
+		      n * (int64_t)c->geom.slots * c->geom.slot_size);
 }
 
 /*
@@ -395,13 +389,18 @@ static enum xfer_fail serve_conn(struct server *srv, struct cm_conn *c,
 	struct filter filter = { 0 };
 	uint8_t key[AEAD_KEY_LEN];
 	struct join_wait jw = { 0 };
+	struct srv_session ss = { .srv = srv, .peer = c->peer };
+	struct xfer_opts so = *srv->o; /* with the trail's per-file hook */
 	struct engine e;
 	enum xfer_fail v;
 	char sz[32], why[600];
 	double t0 = clock_now_s();
 	int rc;
 
-	rc = engine_init(&e, c, srv->o);
+	so.on_file = audit_file;
+	so.on_file_arg = &ss;
+	so.on_progress = NULL;
+	rc = engine_init(&e, c, &so);
 	if (rc)
 		return XFER_FAIL_RESOURCE;
 	e.serving = true;
@@ -411,11 +410,24 @@ static enum xfer_fail serve_conn(struct server *srv, struct cm_conn *c,
 	if (!rc) {
 		*promoted = server_promote(srv, pa);
 		if (!*promoted)
+			metrics_add(&srv->metrics.refused[REFUSED_BUSY], 1);
+		if (!*promoted)
 			rc = engine_fail(&e, XFER_FAIL_CONNECT, -EBUSY,
 					 "refused %s: the receiver is at its "
 					 "session limit (%u sessions), try "
 					 "again later",
 					 c->peer, srv->max_sessions);
+	}
+	if (*promoted) {
+		ss.role = h->role;
+		session_names(srv, &ss);
+		ss.mp = metrics_pair(&srv->metrics, ss.client, ss.module);
+		ss.md = metrics_dev(&srv->metrics, c->dev,
+				    c->transport ? c->transport : "?");
+		metrics_add(&ss.mp->sessions, 1);
+		metrics_add(&srv->metrics.resumed,
+			    !!(h->flags & WIRE_HELLO_RESUME));
+		count_running(srv, c, 1);
 	}
 	if (rc) {
 		/* said in engine_fail */
@@ -486,8 +498,11 @@ static enum xfer_fail serve_conn(struct server *srv, struct cm_conn *c,
 			 (unsigned long long)st.files_ok,
 			 units_format_size(st.bytes, sz, sizeof(sz)),
 			 clock_now_s() - t0);
-	if (*promoted)
-		audit(srv, c, h->role, &st, v, clock_now_s() - t0);
+	if (*promoted) {
+		count_running(srv, c, -1);
+		metrics_add(&srv->metrics.verdicts[v], 1);
+		audit_session(&ss, &st, v, clock_now_s() - t0);
+	}
 	engine_release(&e);
 	free(srcs);
 	free(srcbuf);
@@ -514,11 +529,18 @@ enum xfer_fail session_serve(const struct xfer_opts *o, int rootfd,
 			      .rootfd = rootfd,
 			      .key = o->key };
 	bool promoted = false;
+	enum xfer_fail v;
 
 	srv.umask = umask(022);
 	umask(srv.umask);
-	return serve_conn(&srv, c, clock_now_ms() + (uint64_t)preauth_ms(o), -1,
-			  &promoted);
+	metrics_init(&srv.metrics);
+	if (audit_log_open(&srv.alog, NULL))
+		return XFER_FAIL_INTERNAL; /* none to open: cannot fail */
+	v = serve_conn(&srv, c, clock_now_ms() + (uint64_t)preauth_ms(o), -1,
+		       &promoted);
+	audit_log_close(&srv.alog);
+	metrics_release(&srv.metrics);
+	return v;
 }
 
 /*
@@ -765,10 +787,54 @@ static bool stopped(struct server *srv, bool *told)
 	return !n;
 }
 
+/* SIGHUP came since the audit log was (re)opened: reopen it. */
+static void check_hup(struct server *srv)
+{
+	unsigned int n = srv->o->hup ? (unsigned int)*srv->o->hup : 0;
+
+	if (n == srv->hups)
+		return;
+	srv->hups = n;
+	audit_log_reopen(&srv->alog);
+}
+
+/*
+ * The trail's file and the metrics endpoint, before listening: 0, or the
+ * verdict (said) when one cannot be had.
+ */
+static enum xfer_fail observe_start(struct server *srv,
+				    struct metrics_http **mh)
+{
+	const struct xfer_opts *o = srv->o;
+
+	metrics_init(&srv->metrics);
+	srv->hups = o->hup ? (unsigned int)*o->hup : 0;
+	if (audit_log_open(&srv->alog, o->ssh_server ? NULL : o->audit_log)) {
+		metrics_release(&srv->metrics);
+		return XFER_FAIL_LOCAL_IO;
+	}
+	*mh = NULL;
+	if (o->metrics_addr && !o->ssh_server &&
+	    metrics_http_start(&srv->metrics, o->metrics_addr, mh)) {
+		audit_log_close(&srv->alog);
+		metrics_release(&srv->metrics);
+		return XFER_FAIL_CONNECT;
+	}
+	return XFER_OK;
+}
+
+static void observe_stop(struct server *srv, struct metrics_http *mh)
+{
+	metrics_http_stop(mh);
+	audit_log_close(&srv->alog);
+	metrics_release(&srv->metrics);
+}
+
 enum xfer_fail xfer_serve(const struct xfer_opts *o)
 {
 	struct server srv = { .o = o, .key = o->key };
 	uint8_t onetime[KEY_LEN];
+	struct metrics_http *mh = NULL;
 	struct cm_listener *l;
 	enum xfer_fail v = XFER_OK;
 	uint64_t until = 0;
@@ -789,6 +855,12 @@ enum xfer_fail xfer_serve(const struct xfer_opts *o)
 		log_err("cannot use root directory '%s': %s", o->root,
 			strerror(errno));
 		return XFER_FAIL_USAGE;
+	}
+	v = observe_start(&srv, &mh);
+	if (v) {
+		close(srv.rootfd);
+		OPENSSL_cleanse(onetime, sizeof(onetime));
+		return v;
 	}
 	srv.max_streams = o->streams ? o->streams : CM_LANES_MAX;
 	srv.max_sessions = o->once || o->ssh_server
@@ -818,6 +890,7 @@ enum xfer_fail xfer_serve(const struct xfer_opts *o)
 				   : cm_listen(&o->addr, &l);
 	}
 	if (rc) {
+		observe_stop(&srv, mh);
 		close(srv.rootfd);
 		OPENSSL_cleanse(onetime, sizeof(onetime));
 		return rc == -ENOMEM ? XFER_FAIL_RESOURCE : XFER_FAIL_CONNECT;
@@ -828,6 +901,7 @@ enum xfer_fail xfer_serve(const struct xfer_opts *o)
 
 		if (o->stop && *o->stop && stopped(&srv, &told))
 			break;
+		check_hup(&srv);
 		if (o->ssh_server && boot_done(&srv, until, &v))
 			break;
 		/* Out of descriptors or memory is -EAGAIN too: cm/ said so. */
@@ -876,6 +950,7 @@ enum xfer_fail xfer_serve(const struct xfer_opts *o)
 		v = srv.verdict;
 	pthread_mutex_unlock(&srv.lock);
 	cm_listener_destroy(l);
+	observe_stop(&srv, mh);
 	close(srv.rootfd);
 	OPENSSL_cleanse(onetime, sizeof(onetime));
 	pthread_cond_destroy(&srv.idle);
