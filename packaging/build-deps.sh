@@ -4,8 +4,9 @@
 # Installs, with apt-get, what building and testing rdcp needs on
 # Debian/Ubuntu: Build-Depends of packaging/debian/control, plus valgrind,
 # busybox-static, python3, OpenSSH (the ssh tests start a real sshd) and
-# Open MPI's mpirun (rdcp-mpi's tests) and shellcheck (tests/shellcheck.sh)
-# for make test. Idempotent and
+# Open MPI's mpirun (rdcp-mpi's tests), shellcheck (tests/shellcheck.sh),
+# curl and prometheus (its promtool checks the receiver's --metrics in
+# tests/e2e/observe.sh; Debian has no smaller package with it) for make test. Idempotent and
 # quick when everything is present (apt-get update runs only when a package
 # is missing). `make setup` runs this and tests/guest/setup.sh.
 set -euo pipefail
@@ -13,7 +14,7 @@ set -euo pipefail
 PACKAGES=(gcc make pkg-config libc6-dev libibverbs-dev librdmacm-dev
 	zlib1g-dev libssl-dev libisal-dev mpi-default-dev libopenmpi-dev valgrind
 	busybox-static python3 openssh-server openssh-client openmpi-bin
-	mpi-default-bin shellcheck)
+	mpi-default-bin shellcheck curl prometheus)
 
 APT_WHO=build-deps.sh
 # shellcheck source=packaging/apt-install.sh
