@@ -154,6 +154,17 @@ sleep 1
 check "SIGHUP: the receiver goes on and writes a new audit log" \
 	sh -c "kill -0 $RX && grep -q '\"path\":\"again/f2\"' '$T/audit.jsonl' && ! grep -q again '$T/audit.jsonl.1'"
 
+# SIGHUPs in a storm while a push and a pull run: neither is disturbed.
+(for _ in $(seq 60); do kill -HUP $RX 2>/dev/null; sleep 0.05; done) &
+HUPS=$!
+"$RDCP" -q --transport tcp --key-file "$T/key" --port "$PORT" --bwlimit 8M "$T/src/f4" 127.0.0.1::hup/ 2>>"$T/tx.log"
+p1=$?
+"$RDCP" -q --transport tcp --key-file "$T/key" --port "$PORT" --bwlimit 8M 127.0.0.1::hup/f4 "$T/hup-back" 2>>"$T/tx.log"
+p2=$?
+wait $HUPS
+check "copies under a storm of SIGHUPs: both go (push $p1, pull $p2)" \
+	sh -c "test $p1 = 0 && test $p2 = 0 && cmp '$T/src/f4' '$T/hup-back' && kill -0 $RX"
+
 # The adversary. A request line longer than the limit: refused, closed.
 code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 "$URL?$(head -c 5000 /dev/zero | tr '\0' a)")
 check "a long request line: 431 ($code)" test "$code" = 431

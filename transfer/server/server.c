@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -628,6 +629,15 @@ static void spawn(struct server *srv, struct cm_request *req)
 		a->srv = srv;
 		a->req = req;
 		a->pa = pa;
+		sigset_t hup, old;
+
+		/*
+		 * SIGHUP (reopen the audit log) is the listener's: a session
+		 * and the threads it starts never see a call cut by it.
+		 */
+		sigemptyset(&hup);
+		sigaddset(&hup, SIGHUP);
+		pthread_sigmask(SIG_BLOCK, &hup, &old);
 		pthread_attr_init(&attr);
 		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 		if (pthread_create(&tid, &attr, session_thread, a)) {
@@ -635,6 +645,7 @@ static void spawn(struct server *srv, struct cm_request *req)
 			a = NULL;
 		}
 		pthread_attr_destroy(&attr);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
 	}
 	if (!a) {
 		log_err("cannot start a session thread for %s",
