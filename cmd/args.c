@@ -249,6 +249,20 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 				   arg);
 		o->max_sessions = (unsigned int)v;
 		break;
+	case OPT_AUDIT_LOG:
+		o->audit_log = arg;
+		break;
+	case OPT_METRICS: {
+		const char *port = strrchr(arg, ':');
+
+		if (parse_uint(port ? port + 1 : arg, 1, 65535, &v))
+			argp_error(state,
+				   "--metrics: '%s' is not [HOST:]PORT with "
+				   "PORT 1..65535",
+				   arg);
+		o->metrics_addr = arg;
+		break;
+	}
 	case 'P':
 		if (parse_uint(arg, 1, 65535, &v))
 			argp_error(state, "--port: '%s' is not 1..65535", arg);
@@ -677,6 +691,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			argp_error(state, "--require-encrypt needs the "
 					  "pre-shared key: it cannot go with "
 					  "--no-auth");
+		if ((a->o.audit_log || a->o.metrics_addr) && !a->listen)
+			argp_error(state, "--%s is for a receiver (--listen)",
+				   a->o.audit_log ? "audit-log" : "metrics");
 		if (a->listen || a->server) {
 			if (ps->nsrcs)
 				argp_error(state, "--%s takes no SRC or DEST",

@@ -17,7 +17,7 @@ static const char *const local_only[] = {
 	"key-file", "no-auth",	   "keygen",	   "port",	  "bind",
 	"root",	    "once",	   "max-sessions", "listen",	  "check",
 	"server",   "boot-stdin",  "exclude",	   "include",	  "exclude-from",
-	"include-from", NULL,
+	"include-from", "audit-log", "metrics", NULL,
 };
 
 static bool stays(const char *name)

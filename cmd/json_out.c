@@ -8,20 +8,18 @@
 #include <string.h>
 
 #include "cmd/json_out.h"
+#include "util/json_esc.h"
 
 void json_str(FILE *out, const char *s)
 {
+	char buf[256];
+	size_t len;
+
 	fputc('"', out);
-	for (const unsigned char *p = (const unsigned char *)s; p && *p; p++) {
-		if (*p == '"' || *p == '\\')
-			fprintf(out, "\\%c", *p);
-		else if (*p == '\n')
-			fputs("\\n", out);
-		else if (*p < 0x20)
-			fprintf(out, "\\u%04x", *p);
-		else
-			fputc(*p, out);
-	}
+	do {
+		s = json_escape(buf, sizeof(buf), s, &len);
+		fwrite(buf, 1, len, out);
+	} while (*s);
 	fputc('"', out);
 }
 

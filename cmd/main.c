@@ -54,14 +54,11 @@ static volatile sig_atomic_t cancel;
 static const struct retry *run_retry; /* the attempts, for attempt_line */
 /* A receiver's first SIGTERM: take no new sessions (xfer_opts.stop). */
 static volatile sig_atomic_t stop;
-/* A receiver's SIGHUP: read the client keys and modules again. */
-static volatile sig_atomic_t reload;
-
-static void on_reload(int sig)
-{
-	(void)sig;
-	reload = 1;
-}
+/*
+ * A receiver's SIGHUPs: read the client keys and modules again (reload,
+ * which the receiver clears) and reopen --audit-log (hup, counted).
+ */
+static volatile sig_atomic_t reload, hup;
 
 static void on_signal(int sig)
 {
@@ -75,6 +72,11 @@ static void on_signal(int sig)
  */
 static void on_receiver_signal(int sig)
 {
+	if (sig == SIGHUP) {
+		reload = 1;
+		hup++;
+		return;
+	}
 	if (sig == SIGTERM && !stop) {
 		stop = 1;
 		alarm(XFER_STOP_GRACE_S);
@@ -93,12 +95,9 @@ static void set_signals(bool receiver, bool listener)
 	sigaction(SIGTERM, &sa, NULL);
 	if (receiver)
 		sigaction(SIGALRM, &sa, NULL);
-	if (listener) {
-		struct sigaction hup = { .sa_handler = on_reload };
-
-		sigemptyset(&hup.sa_mask);
-		sigaction(SIGHUP, &hup, NULL);
-	}
+	/* --listen only: rdcp --server ends when its ssh hangs up */
+	if (listener)
+		sigaction(SIGHUP, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 }
 
@@ -801,6 +800,7 @@ static int run_cmd(struct run *run)
 	run->o.cancel = &cancel;
 	run->o.stop = &stop;
 	run->o.reload = &reload;
+	run->o.hup = &hup;
 	if (a->server) {
 		v = serve_ssh(run);
 	} else if (a->listen) {

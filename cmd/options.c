@@ -68,6 +68,14 @@ const struct argp_option rdcp_options[] = {
 	  "it (rdcp-modules.conf(5); default: /etc/rdcp/modules.conf if it "
 	  "exists); SIGHUP reads keys and modules again",
 	  1 },
+	{ "audit-log", OPT_AUDIT_LOG, "FILE", 0,
+	  "Also append the session lines (and with -v the file lines) as "
+	  "JSON lines to FILE, reopened on SIGHUP",
+	  1 },
+	{ "metrics", OPT_METRICS, "[HOST:]PORT", 0,
+	  "Serve Prometheus metrics at http://HOST:PORT/metrics (HOST "
+	  "default 127.0.0.1; off unless given)",
+	  1 },
 	{ NULL, 0, NULL, 0, "Copying:", 2 },
 	{ "recursive", 'r', NULL, 0,
 	  "Copy directories: their trees, with empty directories and "

@@ -69,6 +69,8 @@ enum {
 	OPT_NAME,
 	OPT_CLIENTS,
 	OPT_MODULES,
+	OPT_AUDIT_LOG,
+	OPT_METRICS,
 };
 
 extern const struct argp_option rdcp_options[];

@@ -4,9 +4,11 @@
 # Installs, with apt-get, what building and testing rdcp needs on
 # Debian/Ubuntu: Build-Depends of packaging/debian/control, plus valgrind,
 # busybox-static, python3, OpenSSH (the ssh tests start a real sshd) and
-# Open MPI's mpirun (rdcp-mpi's tests), shellcheck (tests/shellcheck.sh)
-# groff (tests/e2e/cli.sh renders the man pages) and attr and acl (setfattr,
-# setfacl: the xattrs scenario) for make test. Idempotent and
+# Open MPI's mpirun (rdcp-mpi's tests), shellcheck (tests/shellcheck.sh),
+# groff (tests/e2e/cli.sh renders the man pages), attr and acl (setfattr,
+# setfacl: the xattrs scenario), curl and prometheus (its promtool checks
+# the receiver's --metrics in tests/e2e/observe.sh; Debian has no smaller
+# package with it) for make test. Idempotent and
 # quick when everything is present (apt-get update runs only when a package
 # is missing). `make setup` runs this and tests/guest/setup.sh.
 set -euo pipefail
@@ -14,7 +16,7 @@ set -euo pipefail
 PACKAGES=(gcc make pkg-config libc6-dev libibverbs-dev librdmacm-dev
 	zlib1g-dev libssl-dev libisal-dev mpi-default-dev libopenmpi-dev valgrind
 	busybox-static python3 openssh-server openssh-client openmpi-bin
-	mpi-default-bin shellcheck groff-base attr acl)
+	mpi-default-bin shellcheck groff-base attr acl curl prometheus)
 
 APT_WHO=build-deps.sh
 # shellcheck source=packaging/apt-install.sh

@@ -153,6 +153,7 @@ unit_group() {
 tcp_group() {
 	run_suite tcp-e2e "$HERE/e2e/run_tcp.sh" --build "$BUILD"
 	run_suite cli "$HERE/e2e/cli.sh" --build "$BUILD"
+	run_suite observe-e2e "$HERE/e2e/observe.sh" --build "$BUILD"
 	run_suite faults-e2e "$HERE/e2e/run_faults.sh" --build "$BUILD"
 	run_suite mitm-e2e "$HERE/e2e/mitm.sh" --build "$BUILD"
 	run_suite peer-e2e "$HERE/e2e/peer_selftest.sh" --build "$BUILD"

@@ -290,6 +290,15 @@ struct xfer_opts {
 	bool once;
 	unsigned int max_sessions;
 	/*
+	 * --audit-log: JSON lines appended here (NULL: none), reopened when
+	 * *hup (counted by cmd/'s SIGHUP handler; NULL: never) changes.
+	 * --metrics: "PORT", "HOST:PORT" or "[V6]:PORT" to serve GET
+	 * /metrics on (NULL: off).
+	 */
+	const char *audit_log;
+	const volatile sig_atomic_t *hup;
+	const char *metrics_addr;
+	/*
 	 * rdcp --server, started over ssh: a one-time key made here, a port
 	 * of port_lo..port_hi (0: 49152..65535), the bootstrap line handed
 	 * to on_boot once listening (via: the address ssh reached this host

@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -364,32 +365,13 @@ static int server_handshake(struct server *srv, struct engine *e,
 	return 0;
 }
 
-/*
- * The receiver's trail: one line per authenticated session at the default
- * level (rdcp.1, "RECEIVER LOG"), key=value words for a log shipper. Who
- * authenticated is the key it proved (server_session: a named client, the
- * site's key, or none under --no-auth), module the one its paths named
- * ("-" without modules). An rdcp --server's user is its client, who has
- * its own summary: info there.
- */
-static void audit(const struct server *srv, const struct cm_conn *c,
-		  const struct server_session *s, uint8_t role,
-		  const struct xfer_stats *st, enum xfer_fail v, double seconds)
+/* s began (+1) or ended (-1) on c: the running sessions' gauges. */
+static void count_running(struct server *srv, const struct cm_conn *c, int n)
 {
-	char line[512];
-
-	snprintf(line, sizeof(line),
-		 "session peer=%s client=%s module=%s op=%s files=%llu "
-		 "failed=%llu bytes=%llu result=%s seconds=%.2f",
-		 c->peer, s->client, s->module,
-		 role == WIRE_PUSH ? "push" : "pull",
-		 (unsigned long long)st->files_ok,
-		 (unsigned long long)st->files_failed,
-		 (unsigned long long)st->bytes, xfer_fail_name(v), seconds);
-	if (srv->o->ssh_server)
-		log_info("%s", line);
-	else
-		log_note("%s", line);
+	metrics_gauge(&srv->metrics.active, n);
+	metrics_gauge(&srv->metrics.ring_slots, n * (int64_t)c->geom.slots);
+	metrics_gauge(&srv->metrics.ring_bytes,
+		      n * (int64_t)c->geom.slots * c->geom.slot_size);
 }
 
 /*
@@ -410,6 +392,8 @@ static enum xfer_fail serve_conn(struct server *srv, struct cm_conn *c,
 	uint8_t key[AEAD_KEY_LEN];
 	struct join_wait jw = { 0 };
 	struct server_session ss;
+	struct srv_session os = { .srv = srv, .peer = c->peer };
+	struct xfer_opts so = *srv->o; /* with the trail's per-file hook */
 	struct engine e;
 	enum xfer_fail v;
 	char sz[32], why[600];
@@ -417,7 +401,10 @@ static enum xfer_fail serve_conn(struct server *srv, struct cm_conn *c,
 	int rootfd = srv->rootfd;
 	int rc;
 
-	rc = engine_init(&e, c, srv->o);
+	so.on_file = audit_file;
+	so.on_file_arg = &os;
+	so.on_progress = NULL;
+	rc = engine_init(&e, c, &so);
 	if (rc)
 		return XFER_FAIL_RESOURCE;
 	e.serving = true;
@@ -427,6 +414,8 @@ static enum xfer_fail serve_conn(struct server *srv, struct cm_conn *c,
 	       : engine_fail(&e, XFER_FAIL_RESOURCE, -ENOMEM, "out of memory");
 	if (!rc) {
 		*promoted = server_promote(srv, pa);
+		if (!*promoted)
+			metrics_add(&srv->metrics.refused[REFUSED_BUSY], 1);
 		if (!*promoted)
 			rc = engine_fail(&e, XFER_FAIL_CONNECT, -EBUSY,
 					 "refused %s: the receiver is at its "
@@ -443,6 +432,18 @@ static enum xfer_fail serve_conn(struct server *srv, struct cm_conn *c,
 			engine_fail(&e, f, rc, "refused %s: %s", c->peer, why);
 		else if (ss.modfd >= 0)
 			rootfd = ss.modfd;
+	}
+	if (*promoted) {
+		os.role = h->role;
+		snprintf(os.client, sizeof(os.client), "%s", ss.client);
+		snprintf(os.module, sizeof(os.module), "%s", ss.module);
+		os.mp = metrics_pair(&srv->metrics, os.client, os.module);
+		os.md = metrics_dev(&srv->metrics, c->dev,
+				    c->transport ? c->transport : "?");
+		metrics_add(&os.mp->sessions, 1);
+		metrics_add(&srv->metrics.resumed,
+			    !!(h->flags & WIRE_HELLO_RESUME));
+		count_running(srv, c, 1);
 	}
 	if (rc) {
 		/* said in engine_fail */
@@ -515,8 +516,11 @@ static enum xfer_fail serve_conn(struct server *srv, struct cm_conn *c,
 			 (unsigned long long)st.files_ok,
 			 units_format_size(st.bytes, sz, sizeof(sz)),
 			 clock_now_s() - t0);
-	if (*promoted)
-		audit(srv, c, &ss, h->role, &st, v, clock_now_s() - t0);
+	if (*promoted) {
+		count_running(srv, c, -1);
+		metrics_add(&srv->metrics.verdicts[v], 1);
+		audit_session(&os, &st, v, clock_now_s() - t0);
+	}
 	server_session_end(srv, &ss);
 	engine_release(&e);
 	free(srcs);
@@ -545,11 +549,18 @@ enum xfer_fail session_serve(const struct xfer_opts *o, int rootfd,
 			      .key = o->key,
 			      .auth = o->key != NULL };
 	bool promoted = false;
+	enum xfer_fail v;
 
 	srv.umask = umask(022);
 	umask(srv.umask);
-	return serve_conn(&srv, c, clock_now_ms() + (uint64_t)preauth_ms(o), -1,
-			  &promoted);
+	metrics_init(&srv.metrics);
+	if (audit_log_open(&srv.alog, NULL))
+		return XFER_FAIL_INTERNAL; /* none to open: cannot fail */
+	v = serve_conn(&srv, c, clock_now_ms() + (uint64_t)preauth_ms(o), -1,
+		       &promoted);
+	audit_log_close(&srv.alog);
+	metrics_release(&srv.metrics);
+	return v;
 }
 
 /*
@@ -637,6 +648,15 @@ static void spawn(struct server *srv, struct cm_request *req)
 		a->srv = srv;
 		a->req = req;
 		a->pa = pa;
+		sigset_t hup, old;
+
+		/*
+		 * SIGHUP (reopen the audit log) is the listener's: a session
+		 * and the threads it starts never see a call cut by it.
+		 */
+		sigemptyset(&hup);
+		sigaddset(&hup, SIGHUP);
+		pthread_sigmask(SIG_BLOCK, &hup, &old);
 		pthread_attr_init(&attr);
 		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 		if (pthread_create(&tid, &attr, session_thread, a)) {
@@ -644,6 +664,7 @@ static void spawn(struct server *srv, struct cm_request *req)
 			a = NULL;
 		}
 		pthread_attr_destroy(&attr);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
 	}
 	if (!a) {
 		log_err("cannot start a session thread for %s",
@@ -796,10 +817,54 @@ static bool stopped(struct server *srv, bool *told)
 	return !n;
 }
 
+/* SIGHUP came since the audit log was (re)opened: reopen it. */
+static void check_hup(struct server *srv)
+{
+	unsigned int n = srv->o->hup ? (unsigned int)*srv->o->hup : 0;
+
+	if (n == srv->hups)
+		return;
+	srv->hups = n;
+	audit_log_reopen(&srv->alog);
+}
+
+/*
+ * The trail's file and the metrics endpoint, before listening: 0, or the
+ * verdict (said) when one cannot be had.
+ */
+static enum xfer_fail observe_start(struct server *srv,
+				    struct metrics_http **mh)
+{
+	const struct xfer_opts *o = srv->o;
+
+	metrics_init(&srv->metrics);
+	srv->hups = o->hup ? (unsigned int)*o->hup : 0;
+	if (audit_log_open(&srv->alog, o->ssh_server ? NULL : o->audit_log)) {
+		metrics_release(&srv->metrics);
+		return XFER_FAIL_LOCAL_IO;
+	}
+	*mh = NULL;
+	if (o->metrics_addr && !o->ssh_server &&
+	    metrics_http_start(&srv->metrics, o->metrics_addr, mh)) {
+		audit_log_close(&srv->alog);
+		metrics_release(&srv->metrics);
+		return XFER_FAIL_CONNECT;
+	}
+	return XFER_OK;
+}
+
+static void observe_stop(struct server *srv, struct metrics_http *mh)
+{
+	metrics_http_stop(mh);
+	audit_log_close(&srv->alog);
+	metrics_release(&srv->metrics);
+}
+
 enum xfer_fail xfer_serve(const struct xfer_opts *o)
 {
 	struct server srv = { .o = o, .key = o->key };
 	uint8_t onetime[KEY_LEN];
+	struct metrics_http *mh = NULL;
 	struct cm_listener *l;
 	enum xfer_fail v = XFER_OK;
 	uint64_t until = 0;
@@ -825,6 +890,13 @@ enum xfer_fail xfer_serve(const struct xfer_opts *o)
 	if (!o->ssh_server && server_access_init(&srv)) {
 		close(srv.rootfd);
 		return XFER_FAIL_USAGE;
+	}
+	v = observe_start(&srv, &mh);
+	if (v) {
+		server_access_release(&srv);
+		close(srv.rootfd);
+		OPENSSL_cleanse(onetime, sizeof(onetime));
+		return v;
 	}
 	srv.max_streams = o->streams ? o->streams : CM_LANES_MAX;
 	srv.max_sessions = o->once || o->ssh_server
@@ -854,6 +926,7 @@ enum xfer_fail xfer_serve(const struct xfer_opts *o)
 				   : cm_listen(&o->addr, &l);
 	}
 	if (rc) {
+		observe_stop(&srv, mh);
 		close(srv.rootfd);
 		server_access_release(&srv);
 		OPENSSL_cleanse(onetime, sizeof(onetime));
@@ -865,6 +938,7 @@ enum xfer_fail xfer_serve(const struct xfer_opts *o)
 
 		if (o->stop && *o->stop && stopped(&srv, &told))
 			break;
+		check_hup(&srv);
 		if (o->ssh_server && boot_done(&srv, until, &v))
 			break;
 		if (o->reload && *o->reload) {
@@ -917,6 +991,7 @@ enum xfer_fail xfer_serve(const struct xfer_opts *o)
 		v = srv.verdict;
 	pthread_mutex_unlock(&srv.lock);
 	cm_listener_destroy(l);
+	observe_stop(&srv, mh);
 	close(srv.rootfd);
 	server_access_release(&srv);
 	OPENSSL_cleanse(onetime, sizeof(onetime));

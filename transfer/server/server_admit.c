@@ -45,6 +45,7 @@ void server_penalty_add(struct server *srv, const char *peer)
 	char host[64];
 	struct penalty *p;
 
+	metrics_add(&srv->metrics.refused[REFUSED_AUTH], 1);
 	peer_host(peer, host, sizeof(host));
 	pthread_mutex_lock(&srv->lock);
 	p = penalty_find(srv, host, true);
@@ -165,5 +166,6 @@ void server_refuse(struct server *srv, struct cm_request *req, enum refusal why)
 			break;
 		}
 	}
+	metrics_add(&srv->metrics.refused[why], 1);
 	cm_reject(req);
 }

@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "transfer/server/metrics.h"
 #include "transfer/wire/wire.h"
 #include "transfer/xfer.h"
 #include "util/key_dir.h"
@@ -45,6 +46,7 @@ enum refusal {
 	REFUSED_JOIN, /* a lane join no session waits for (server_join.c) */
 	REFUSED_REPLAY, /* a lane's proof presented a second time (same) */
 	REFUSED_STOPPING, /* SIGTERM: running sessions finish, no new one */
+	REFUSED_AUTH, /* a failed authentication (counted, not refused here) */
 	REFUSED_MAX
 };
 
@@ -116,6 +118,32 @@ struct server_session {
 	bool counted;	/* holds one of mod's max-sessions */
 };
 
+/*
+ * --audit-log: JSON lines appended to path, one write() each under lock
+ * (so neither threads nor a reopen cut one); fd -1 when off.
+ */
+struct audit_log {
+	pthread_mutex_t lock;
+	int fd;
+	const char *path;
+};
+
+/*
+ * One authenticated session as the audit trail and the metrics see it
+ * (audit.c): who, from where, into which module, which way.
+ */
+struct server;
+struct srv_session {
+	struct server *srv;
+	const char *peer; /* "addr:port" */
+	/* the client's name: "site-key" for the site-wide key (or none) */
+	char client[64];
+	char module[64];       /* the module's name, "-" without modules */
+	enum wire_role role;
+	struct metrics_pair *mp; /* its label set */
+	struct metrics_dev *md;	 /* its device's */
+};
+
 struct server {
 	const struct xfer_opts *o;
 	unsigned int max_streams; /* lanes a session may have (1..16) */
@@ -142,6 +170,9 @@ struct server {
 	/* --server: one authenticated session, then the end */
 	bool started, served; /* one took its slot; it ended */
 	enum xfer_fail verdict; /* its verdict */
+	struct metrics metrics; /* counted always, served with --metrics */
+	struct audit_log alog;	/* --audit-log */
+	unsigned int hups;	/* *o->hup when alog was last (re)opened */
 };
 /*
  * ---- clients and modules (modules.c) ----
@@ -209,6 +240,31 @@ void server_refuse(struct server *srv, struct cm_request *req, enum refusal why)
  * every slot is taken (it keeps pa then, for session_thread to free).
  */
 bool server_promote(struct server *srv, int pa);
+
+/*
+ * ---- the audit trail (audit.c) ----
+ *
+ * audit_log_open opens o->audit_log (none: fd -1) for appending: 0, or
+ * -errno said. audit_log_reopen opens it anew (logrotate moved it; SIGHUP)
+ * and keeps the old one when that fails (said). audit_log_close: once.
+ */
+int audit_log_open(struct audit_log *a, const char *path)
+	__attribute__((warn_unused_result));
+void audit_log_reopen(struct audit_log *a);
+void audit_log_close(struct audit_log *a);
+
+/*
+ * The session line (always) and its JSON line (--audit-log), with s's
+ * statistics st and verdict v after seconds.
+ */
+void audit_session(const struct srv_session *s, const struct xfer_stats *st,
+		   enum xfer_fail v, double seconds);
+
+/*
+ * An xfer_opts on_file hook (arg: the struct srv_session): each file done
+ * counted in the metrics, and at -v its line and JSON line.
+ */
+void audit_file(void *arg, const struct xfer_file_report *r);
 
 /*
  * ---- lanes (server_join.c) ----

@@ -92,12 +92,14 @@ static void live_remove(struct sink *k, const struct snk_file *f)
 	}
 }
 
-/* Fills in the digest and algorithm; the client's user sees r. */
+/*
+ * Fills in the digest and algorithm; the client's user sees r, and a
+ * receiver's audit trail (transfer/server/audit.c).
+ */
 void sink_user_report(struct sink *k, struct xfer_file_report *r,
 		      const uint8_t *digest, unsigned int dlen)
 {
-	if (!k->p->server)
-		report_file(k->e->o, r, k->p->csum, digest, dlen);
+	report_file(k->e->o, r, k->p->csum, digest, dlen);
 }
 
 void sink_file_report(struct sink *k, struct snk_file *f, bool done,
