@@ -11,7 +11,7 @@
  *   tx[ntx]       control send buffers, geom.ctrl_size bytes each
  *   rx[nrx]       control receive buffers, geom.ctrl_size bytes each; every
  *                 incoming SEND or data write consumes one posted rx
- *   ring[slots]   the data sink's ring: payloads of geom.slot_size bytes
+ *   ring[slots]   the data sink's ring: payloads of geom.chunk_size bytes
  *                 each (a power of two, at least 4 KiB), so every slot is
  *                 page aligned; and beside it
  *   ring_hdr[slots] CM_SLOT_HDR bytes each, the slots' headers. Both are
@@ -51,7 +51,7 @@ struct cm_geom {
 	uint32_t ctrl_size;    /* bytes per control buffer */
 	uint16_t ctrl_credits; /* control messages one side may have unread */
 	uint16_t slots;	       /* ring slots (the data window) */
-	uint32_t slot_size;    /* payload bytes per slot: the chunk size */
+	uint32_t chunk_size;   /* payload bytes per slot: the chunk size */
 };
 
 /* Bytes of a slot's header (its own area, beside the payloads). */
@@ -210,7 +210,7 @@ struct cm_ops {
 	/* Post rx[rxbuf] for the next incoming message or immediate. */
 	int (*post_recv)(struct cm_conn *c, unsigned int rxbuf);
 	/*
-	 * Write len bytes (at most slot_size) of stage[stage] into the
+	 * Write len bytes (at most chunk_size) of stage[stage] into the
 	 * peer's ring slot, then stage_hdr[stage] into ring_hdr[slot] with
 	 * the immediate imm: the peer's CM_EV_DATA for it means both are in
 	 * place. One completion (id = wr_id) if signaled.
@@ -323,12 +323,12 @@ static inline uint8_t *cm_rx(struct cm_conn *c, unsigned int i)
 
 static inline uint8_t *cm_slot(struct cm_conn *c, unsigned int i)
 {
-	return c->ring + (size_t)i * c->geom.slot_size;
+	return c->ring + (size_t)i * c->geom.chunk_size;
 }
 
 static inline uint8_t *cm_stage(struct cm_conn *c, unsigned int i)
 {
-	return c->stage + (size_t)i * c->geom.slot_size;
+	return c->stage + (size_t)i * c->geom.chunk_size;
 }
 
 static inline uint8_t *cm_slot_hdr(struct cm_conn *c, unsigned int i)
@@ -415,7 +415,7 @@ struct cm_addr {
 
 /* What a receiver accepts; a client asking for more is clamped down. */
 struct cm_limits {
-	uint32_t max_slot_size;
+	uint32_t max_chunk_size;
 	uint16_t max_slots;
 };
 
@@ -509,7 +509,7 @@ void cm_reject(struct cm_request *req);
 
 /*
  * Resolve, build resources, connect with the wanted geometry over
- * addr->transport (the server may lower slots/slot_size: read
+ * addr->transport (the server may lower slots/chunk_size: read
  * (*out)->geom). Returns 0 or -errno, logged: -ETIMEDOUT, -ECONNREFUSED
  * (nobody listening, or rejected), -EPROTO (version mismatch),
  * -EHOSTUNREACH, -ENODEV (RDMA asked for, no device routes there).

@@ -75,7 +75,7 @@ bool cm_geom_check(const struct cm_geom *g, char *why, size_t n);
  * The ring's or the staging buffers' memory for c's geometry, one mapping
  * of cm_area_len(&c->geom) bytes (util/hugemem.c): the slots' payloads
  * (*data, page aligned, and with nic (RDMA registers it) aligned to 2 MiB
- * when the area is that large; slot i at i x slot_size), then their
+ * when the area is that large; slot i at i x chunk_size), then their
  * CM_SLOT_HDR-byte headers (*hdr), not touched; in the pages --hugepages
  * allows and from c->numa_node's memory when that is >= 0. Sets
  * c->pages to what it got and says so at -v. Returns 0 or -errno, logged

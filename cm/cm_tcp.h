@@ -20,7 +20,7 @@ struct cm_tcp_listener;
 /*
  * Resolve addr (host name or literal, addr->family respected), connect
  * within to->connect_ms and agree the geometry as cm_connect() does: the
- * receiver may lower slots/slot_size (read (*out)->geom). Returns 0 with
+ * receiver may lower slots/chunk_size (read (*out)->geom). Returns 0 with
  * *out (freed with cm_conn_destroy), or -errno, logged: -ECONNREFUSED
  * (nobody listening, or not an rdcp receiver), -ETIMEDOUT, -EPROTO
  * (version mismatch or bad geometry), -EBUSY (receiver at its session

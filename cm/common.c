@@ -42,7 +42,7 @@ void cm_pd_encode(uint8_t *p, uint16_t status, const struct cm_geom *g)
 	be_put_u32(&w, g->ctrl_size);
 	be_put_u16(&w, g->ctrl_credits);
 	be_put_u16(&w, g->slots);
-	be_put_u32(&w, g->slot_size);
+	be_put_u32(&w, g->chunk_size);
 	be_put_zeros(&w, PD_LEN - w.off);
 }
 
@@ -60,7 +60,7 @@ int cm_pd_decode(const void *data, size_t len, uint16_t *version,
 	g->ctrl_size = be_get_u32(&r);
 	g->ctrl_credits = be_get_u16(&r);
 	g->slots = be_get_u16(&r);
-	g->slot_size = be_get_u32(&r);
+	g->chunk_size = be_get_u32(&r);
 	if (*version != cm_version())
 		return -EPROTONOSUPPORT;
 	return 0;
@@ -125,13 +125,13 @@ bool cm_geom_check(const struct cm_geom *g, char *why, size_t n)
 	else if (g->ctrl_credits != CM_CTRL_CREDITS)
 		snprintf(why, n, "%u control credits (the protocol has %u)",
 			 g->ctrl_credits, CM_CTRL_CREDITS);
-	else if (!g->slots || g->slot_size < SLOT_SIZE_MIN ||
-		 g->slot_size > SLOT_SIZE_MAX ||
-		 (g->slot_size & (g->slot_size - 1)))
+	else if (!g->slots || g->chunk_size < SLOT_SIZE_MIN ||
+		 g->chunk_size > SLOT_SIZE_MAX ||
+		 (g->chunk_size & (g->chunk_size - 1)))
 		snprintf(why, n,
 			 "%u ring slots of %u bytes (at least 1, of a power "
 			 "of two from %u to %u)",
-			 g->slots, g->slot_size, SLOT_SIZE_MIN, SLOT_SIZE_MAX);
+			 g->slots, g->chunk_size, SLOT_SIZE_MIN, SLOT_SIZE_MAX);
 	else
 		return true;
 	return false;

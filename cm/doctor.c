@@ -261,7 +261,7 @@ int cm_check(const struct cm_addr *peer, uint64_t session_bytes,
 			.ctrl_size = CM_CTRL_SIZE,
 			.ctrl_credits = CM_CTRL_CREDITS,
 			.slots = 1,
-			.slot_size = 4096,
+			.chunk_size = 4096,
 		};
 		struct cm_timeouts to = { .resolve_ms = 2000,
 					  .connect_ms = 4000 };

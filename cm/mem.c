@@ -20,7 +20,7 @@ int cm_numa_of_device(const char *dev)
 
 static size_t area_hdr_off(const struct cm_geom *g)
 {
-	return (size_t)g->slots * g->slot_size;
+	return (size_t)g->slots * g->chunk_size;
 }
 
 size_t cm_area_len(const struct cm_geom *g)

@@ -492,8 +492,8 @@ int cm_rdma_accept(struct cm_request *req, const struct cm_limits *lim,
 	v->base.geom = req->want;
 	if (v->base.geom.slots > lim->max_slots)
 		v->base.geom.slots = lim->max_slots;
-	if (v->base.geom.slot_size > lim->max_slot_size)
-		v->base.geom.slot_size = lim->max_slot_size;
+	if (v->base.geom.chunk_size > lim->max_chunk_size)
+		v->base.geom.chunk_size = lim->max_chunk_size;
 	snprintf(v->base.peer, sizeof(v->base.peer), "%s", req->peer);
 	free(req);
 	rc = vconn_build(v);

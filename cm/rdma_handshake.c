@@ -89,7 +89,7 @@ int rcm_expect(struct vconn *v, enum rdma_cm_event_type want, int timeout_ms,
 					  &st, &g);
 			if (rc || !cm_geom_valid(&g) ||
 			    g.slots > v->base.geom.slots ||
-			    g.slot_size > v->base.geom.slot_size ||
+			    g.chunk_size > v->base.geom.chunk_size ||
 			    g.ctrl_size != v->base.geom.ctrl_size ||
 			    g.ctrl_credits != v->base.geom.ctrl_credits) {
 				log_msg(lvl,

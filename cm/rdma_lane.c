@@ -84,7 +84,7 @@ static bool geom_same(const struct cm_geom *a, const struct cm_geom *b)
 {
 	return a->ctrl_size == b->ctrl_size &&
 	       a->ctrl_credits == b->ctrl_credits && a->slots == b->slots &&
-	       a->slot_size == b->slot_size;
+	       a->chunk_size == b->chunk_size;
 }
 
 /* "rail 1 (10.0.0.2) of [10.0.0.1]:4791" into buf, for the log. */

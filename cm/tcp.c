@@ -60,7 +60,7 @@ static int t_post_write(struct cm_conn *c, unsigned int stage, uint32_t len,
 	struct tconn *t = to_t(c), *l = tlane_pick(t, slot);
 
 	if (!c->stage || stage >= c->geom.slots || slot >= c->geom.slots ||
-	    len > c->geom.slot_size || !l) {
+	    len > c->geom.chunk_size || !l) {
 		log_err("cannot post data write to %s: %s", c->peer,
 			strerror(EINVAL));
 		return -EINVAL;

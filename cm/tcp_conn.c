@@ -561,8 +561,8 @@ int cm_tcp_accept_geom(int fd, const char *peer, const struct cm_geom *want,
 
 	if (g.slots > lim->max_slots)
 		g.slots = lim->max_slots;
-	if (g.slot_size > lim->max_slot_size)
-		g.slot_size = lim->max_slot_size;
+	if (g.chunk_size > lim->max_chunk_size)
+		g.chunk_size = lim->max_chunk_size;
 	rc = tconn_create(fd, &g, peer, 0, 1, &tconn_ops, &t);
 	if (rc) {
 		if (t && t->fd >= 0) {

@@ -108,7 +108,7 @@ int tcp_client_answer(int fd, const char *peer, const struct cm_geom *want,
 					     : -EPROTO;
 	}
 	if (!cm_geom_valid(&g) || g.slots > want->slots ||
-	    g.slot_size > want->slot_size || g.ctrl_size != want->ctrl_size ||
+	    g.chunk_size > want->chunk_size || g.ctrl_size != want->ctrl_size ||
 	    g.ctrl_credits != want->ctrl_credits) {
 		log_err("cannot connect to %s: the receiver answered with "
 			"unusable parameters (not an rdcp receiver of this "

@@ -15,7 +15,7 @@
  *   op 1 = SEND            payload lands in the oldest posted rx buffer
  *                          (len <= ctrl_size), imm and slot zero
  *   op 2 = WRITE           a 64-byte slot header, then len bytes of
- *                          payload (len <= slot_size): the header lands in
+ *                          payload (len <= chunk_size): the header lands in
  *                          ring_hdr[slot], the payload in ring slot
  *                          `slot`, and the frame consumes the oldest
  *                          posted rx buffer, as the RDMA transport's two
@@ -364,7 +364,7 @@ static int rx_frame(struct tconn *t)
 				    c->geom.ctrl_size);
 	pthread_mutex_lock(&t->lock);
 	if (op == FR_WRITE &&
-	    (!c->ring || slot >= c->geom.slots || len > c->geom.slot_size)) {
+	    (!c->ring || slot >= c->geom.slots || len > c->geom.chunk_size)) {
 		bool ring = c->ring;
 
 		pthread_mutex_unlock(&t->lock);

@@ -232,7 +232,7 @@ int tlane_join(struct cm_conn *c, const struct cm_join *j,
 	rc = tcp_client_answer(fd, c->peer, &c->geom, deadline, to->connect_ms,
 			       &g);
 	if (!rc &&
-	    (g.slots != c->geom.slots || g.slot_size != c->geom.slot_size)) {
+	    (g.slots != c->geom.slots || g.chunk_size != c->geom.chunk_size)) {
 		log_err("lane %u to %s: the receiver answered with another "
 			"geometry",
 			j->lane, c->peer);
@@ -256,7 +256,7 @@ int tlane_accept(struct cm_conn *c, struct cm_request *req, unsigned int lane,
 
 	if (!req->tcp || !req->join || lane < 1 || lane >= t->nlanes ||
 	    t->lane[lane] || req->want.slots != c->geom.slots ||
-	    req->want.slot_size != c->geom.slot_size) {
+	    req->want.chunk_size != c->geom.chunk_size) {
 		log_err("refused lane %u from %s: not a lane this session "
 			"waits for",
 			lane, req->peer);

@@ -326,7 +326,7 @@ static int v_post_write(struct cm_conn *c, unsigned int stage, uint32_t len,
 	int rc;
 
 	/* Before anything reads l (a lane not joined) or the slot. */
-	if (len > c->geom.slot_size || stage >= c->geom.slots ||
+	if (len > c->geom.chunk_size || stage >= c->geom.slots ||
 	    slot >= c->geom.slots || !l || !c->stage) {
 		log_err("cannot post RDMA write to %s: %s", c->peer,
 			strerror(EINVAL));
@@ -352,7 +352,7 @@ static int v_post_write(struct cm_conn *c, unsigned int stage, uint32_t len,
 		.num_sge = 1,
 		.opcode = IBV_WR_RDMA_WRITE,
 		.wr.rdma.remote_addr =
-			v->remote_addr + (uint64_t)slot * c->geom.slot_size,
+			v->remote_addr + (uint64_t)slot * c->geom.chunk_size,
 		.wr.rdma.rkey = rkey,
 	};
 	wr[1] = (struct ibv_send_wr){

@@ -134,7 +134,7 @@ static void compile_rules(struct parse *ps, struct argp_state *state)
 	}
 	free(ps->rules);
 	ps->rules = NULL;
-	ps->a->o.filter = ps->a->filter.n ? &ps->a->filter : NULL;
+	ps->a->o.copy.filter = ps->a->filter.n ? &ps->a->filter : NULL;
 }
 
 static int parse_uint(const char *s, unsigned long min, unsigned long max,
@@ -169,16 +169,16 @@ static void split_args(struct parse *ps, struct argp_state *state)
 	if (rc)
 		argp_error(state, "%s", why);
 	ps->nsrcs = sp->nsrcs;
-	a->o.pull = sp->pull;
-	a->o.dest = sp->dest;
+	a->o.copy.pull = sp->pull;
+	a->o.copy.dest = sp->dest;
 	if (sp->daemon) {
-		a->o.addr.host = sp->host;
+		a->o.link.addr.host = sp->host;
 		if (sp->port)
-			a->o.addr.port = sp->port;
+			a->o.link.addr.port = sp->port;
 		return;
 	}
-	a->o.rsh = a->rsh;
-	a->o.rsh_host = sp->host;
+	a->o.ssh.rsh = a->rsh;
+	a->o.ssh.rsh_host = sp->host;
 	if (sp->dest_host && (a->manifest || a->files_from))
 		argp_error(state, "--%s names a local file: not for a copy "
 				  "between two remote hosts",
@@ -229,28 +229,28 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		a->listen = true;
 		break;
 	case OPT_ROOT:
-		o->root = arg;
+		o->serve.root = arg;
 		break;
 	case OPT_BIND:
-		o->addr.host = arg;
+		o->link.addr.host = arg;
 		break;
 	case OPT_ONCE:
-		o->once = true;
+		o->serve.once = true;
 		break;
 	case OPT_CLIENTS:
-		o->clients_dir = arg;
+		o->serve.clients_dir = arg;
 		break;
 	case OPT_MODULES:
-		o->modules_file = arg;
+		o->serve.modules_file = arg;
 		break;
 	case OPT_MAX_SESSIONS:
 		if (parse_uint(arg, 1, 1024, &v))
 			argp_error(state, "--max-sessions: '%s' is not 1..1024",
 				   arg);
-		o->max_sessions = (unsigned int)v;
+		o->serve.max_sessions = (unsigned int)v;
 		break;
 	case OPT_AUDIT_LOG:
-		o->audit_log = arg;
+		o->serve.audit_log = arg;
 		break;
 	case OPT_METRICS: {
 		const char *port = strrchr(arg, ':');
@@ -260,33 +260,33 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 				   "--metrics: '%s' is not [HOST:]PORT with "
 				   "PORT 1..65535",
 				   arg);
-		o->metrics_addr = arg;
+		o->serve.metrics_addr = arg;
 		break;
 	}
 	case 'P':
 		if (parse_uint(arg, 1, 65535, &v))
 			argp_error(state, "--port: '%s' is not 1..65535", arg);
-		o->addr.port = (uint16_t)v;
+		o->link.addr.port = (uint16_t)v;
 		if (!ps->from)
 			ps->port_arg = arg;
 		break;
 	case OPT_TRANSPORT:
 		if (!strcmp(arg, "auto"))
-			o->addr.transport = CM_TRANSPORT_AUTO;
+			o->link.addr.transport = CM_TRANSPORT_AUTO;
 		else if (!strcmp(arg, "rdma"))
-			o->addr.transport = CM_TRANSPORT_RDMA;
+			o->link.addr.transport = CM_TRANSPORT_RDMA;
 		else if (!strcmp(arg, "tcp"))
-			o->addr.transport = CM_TRANSPORT_TCP;
+			o->link.addr.transport = CM_TRANSPORT_TCP;
 		else
 			argp_error(state,
 				   "--transport: '%s' is not rdma, tcp or auto",
 				   arg);
 		break;
 	case '4':
-		o->addr.family = CM_AF_INET;
+		o->link.addr.family = CM_AF_INET;
 		break;
 	case '6':
-		o->addr.family = CM_AF_INET6;
+		o->link.addr.family = CM_AF_INET6;
 		break;
 	case OPT_CHUNK:
 		if (units_parse_size(arg, &size) || size < 4096 ||
@@ -295,20 +295,20 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 				   "--chunk-size: '%s' is not a power of two "
 				   "from 4K to 64M",
 				   arg);
-		o->chunk_size = (uint32_t)size;
+		o->link.chunk_size = (uint32_t)size;
 		break;
 	case OPT_WINDOW:
 		if (parse_uint(arg, 1, 4096, &v))
 			argp_error(state, "--window: '%s' is not 1..4096", arg);
-		o->window = (uint16_t)v;
+		o->link.window = (uint16_t)v;
 		break;
 	case OPT_CHECKSUM:
 		if (!strcmp(arg, "crc32"))
-			o->csum = XFER_CSUM_CRC32;
+			o->copy.csum = XFER_CSUM_CRC32;
 		else if (!strcmp(arg, "sha256"))
-			o->csum = XFER_CSUM_SHA256;
+			o->copy.csum = XFER_CSUM_SHA256;
 		else if (!strcmp(arg, "none"))
-			o->csum = XFER_CSUM_NONE;
+			o->copy.csum = XFER_CSUM_NONE;
 		else
 			argp_error(state,
 				   "--checksum: '%s' is not crc32, sha256 or "
@@ -316,21 +316,21 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 				   arg);
 		break;
 	case OPT_FSYNC:
-		o->fsync = true;
+		o->copy.fsync = true;
 		break;
 	case OPT_DIRECT: /* the last of the two wins: over rdcp.conf */
-		o->direct = XFER_DIRECT_ON;
+		o->link.direct = XFER_DIRECT_ON;
 		break;
 	case OPT_NO_DIRECT:
-		o->direct = XFER_DIRECT_OFF;
+		o->link.direct = XFER_DIRECT_OFF;
 		break;
 	case OPT_POLL:
 		if (!strcmp(arg, "adaptive"))
-			o->poll = XFER_POLL_ADAPTIVE;
+			o->link.poll = XFER_POLL_ADAPTIVE;
 		else if (!strcmp(arg, "busy"))
-			o->poll = XFER_POLL_BUSY;
+			o->link.poll = XFER_POLL_BUSY;
 		else if (!strcmp(arg, "event"))
-			o->poll = XFER_POLL_EVENT;
+			o->link.poll = XFER_POLL_EVENT;
 		else
 			argp_error(state,
 				   "--poll: '%s' is not adaptive, busy or "
@@ -341,14 +341,14 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		if (parse_uint(arg, 1, 86400, &v))
 			argp_error(state, "--timeout: '%s' is not 1..86400",
 				   arg);
-		o->timeout_ms = (int)v * 1000;
+		o->link.timeout_ms = (int)v * 1000;
 		break;
 	case OPT_CONNECT_TIMEOUT:
 		if (parse_uint(arg, 1, 3600, &v))
 			argp_error(state,
 				   "--connect-timeout: '%s' is not 1..3600",
 				   arg);
-		o->connect_timeout_ms = (int)v * 1000;
+		o->link.connect_timeout_ms = (int)v * 1000;
 		break;
 	case OPT_RETRY:
 		if (parse_uint(arg, 0, RETRY_MAX, &v))
@@ -365,16 +365,16 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_WORKERS:
 		if (parse_uint(arg, 1, 256, &v))
 			argp_error(state, "--workers: '%s' is not 1..256", arg);
-		o->workers = (unsigned int)v;
+		o->link.workers = (unsigned int)v;
 		break;
 	case OPT_NUMA:
 		if (!strcmp(arg, "auto")) {
-			o->numa = XFER_NUMA_AUTO;
+			o->link.numa = XFER_NUMA_AUTO;
 		} else if (!strcmp(arg, "off")) {
-			o->numa = XFER_NUMA_OFF;
+			o->link.numa = XFER_NUMA_OFF;
 		} else if (!parse_uint(arg, 0, 4095, &v)) {
-			o->numa = XFER_NUMA_NODE;
-			o->numa_node = (int)v;
+			o->link.numa = XFER_NUMA_NODE;
+			o->link.numa_node = (int)v;
 		} else {
 			argp_error(state,
 				   "--numa: '%s' is not auto, off or a node "
@@ -384,11 +384,11 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_HUGEPAGES:
 		if (!strcmp(arg, "auto"))
-			o->hugepages = HUGEMEM_AUTO;
+			o->link.hugepages = HUGEMEM_AUTO;
 		else if (!strcmp(arg, "on"))
-			o->hugepages = HUGEMEM_ON;
+			o->link.hugepages = HUGEMEM_ON;
 		else if (!strcmp(arg, "off"))
-			o->hugepages = HUGEMEM_OFF;
+			o->link.hugepages = HUGEMEM_OFF;
 		else
 			argp_error(state,
 				   "--hugepages: '%s' is not auto, on or off",
@@ -404,8 +404,8 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		a->check = true;
 		break;
 	case OPT_DEVICE:
-		o->addr.device = arg;
-		o->rail_devices = NULL;
+		o->link.addr.device = arg;
+		o->link.rail_devices = NULL;
 		if (strchr(arg, ',')) { /* rails: lane 0's device first */
 			size_t n = strcspn(arg, ",");
 			unsigned int k = 1;
@@ -418,45 +418,45 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 					   "--device: '%s' is not a list of 1 "
 					   "to 16 device names",
 					   arg);
-			o->addr.device = strndup(arg, n);
-			if (!o->addr.device)
+			o->link.addr.device = strndup(arg, n);
+			if (!o->link.addr.device)
 				argp_failure(state, 10, ENOMEM, "--device");
-			o->rail_devices = arg;
+			o->link.rail_devices = arg;
 		}
 		break;
 	case 'r':
-		o->recursive = true;
+		o->copy.recursive = true;
 		break;
 	case 'p':
-		o->preserve = true;
+		o->copy.preserve = true;
 		break;
 	case OPT_RESUME:
-		o->resume = true;
+		o->copy.resume = true;
 		break;
 	case 'a': /* rsync's -a as far as rdcp goes (-rptgo) */
-		o->recursive = true;
-		o->preserve = true;
-		o->owner = true;
-		o->group = true;
+		o->copy.recursive = true;
+		o->copy.preserve = true;
+		o->copy.owner = true;
+		o->copy.group = true;
 		a->archive = true;
 		break;
 	case 'o':
-		o->owner = true;
+		o->copy.owner = true;
 		break;
 	case 'g':
-		o->group = true;
+		o->copy.group = true;
 		break;
 	case OPT_NUMERIC_IDS:
-		o->numeric_ids = true;
+		o->copy.numeric_ids = true;
 		break;
 	case 'X':
-		o->xattrs = true;
+		o->copy.xattrs = true;
 		break;
 	case 'A':
-		o->acls = true;
+		o->copy.acls = true;
 		break;
 	case OPT_ALLOW_OWNERS:
-		o->allow_owners = true;
+		o->serve.allow_owners = true;
 		break;
 	case OPT_SYNC:
 		/* "--sync LEVEL" as well as "--sync=LEVEL"; bare: mtime */
@@ -466,9 +466,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			ps->seen[ps->nseen - 1].arg = arg;
 		}
 		if (!arg) {
-			o->sync = XFER_SYNC_MTIME;
+			o->copy.sync = XFER_SYNC_MTIME;
 		} else if (sync_level(arg) >= 0) {
-			o->sync = (enum xfer_sync)sync_level(arg);
+			o->copy.sync = (enum xfer_sync)sync_level(arg);
 		} else {
 			argp_error(state,
 				   "--sync: '%s' is not a level (exists, "
@@ -478,35 +478,35 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		a->sync_set = true;
 		break;
 	case 'n':
-		o->no_clobber = true;
+		o->copy.no_clobber = true;
 		break;
 	case 'u':
-		o->update = true;
+		o->copy.update = true;
 		break;
 	case OPT_SPARSE:
-		o->sparse = true;
+		o->copy.sparse = true;
 		break;
 	case OPT_DRY_RUN:
-		o->dry_run = true;
+		o->copy.dry_run = true;
 		break;
 	case OPT_DELETE:
-		o->delete_extra = true;
+		o->copy.delete_extra = true;
 		break;
 	case OPT_MAX_DELETE:
 		if (parse_uint(arg, 0, ULONG_MAX - 1, &v))
 			argp_error(state, "--max-delete: '%s' is not a count",
 				   arg);
-		o->max_delete = v;
+		o->copy.max_delete = v;
 		break;
 	case OPT_ENCRYPT:
-		o->encrypt = true;
+		o->copy.encrypt = true;
 		break;
 	case OPT_COMPRESS:
-		o->compress = 1;
+		o->copy.compress = 1;
 		if (arg && parse_uint(arg, 1, 9, &v))
 			argp_error(state, "--compress: '%s' is not 1..9", arg);
 		if (arg)
-			o->compress = (int)v;
+			o->copy.compress = (int)v;
 		break;
 	case OPT_BWLIMIT:
 		if (units_parse_size(arg, &size) || !size)
@@ -514,19 +514,19 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 				   "--bwlimit: '%s' is not a rate in bytes "
 				   "per second (500M, 2G, 1GB)",
 				   arg);
-		o->bwlimit = size;
+		o->copy.bwlimit = size;
 		break;
 	case OPT_GID_INDEX:
 		if (parse_uint(arg, 0, 65535, &v))
 			argp_error(state, "--gid-index: '%s' is not 0..65535",
 				   arg);
-		o->addr.gid_index = (int)v;
+		o->link.addr.gid_index = (int)v;
 		break;
 	case OPT_STREAMS:
 		if (parse_uint(arg, 1, CM_LANES_MAX, &v))
 			argp_error(state, "--streams: '%s' is not 1..%u", arg,
 				   CM_LANES_MAX);
-		o->streams = (unsigned int)v;
+		o->link.streams = (unsigned int)v;
 		break;
 	case OPT_EXCLUDE:
 	case OPT_INCLUDE:
@@ -550,7 +550,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		break; /* seen by args_parse before parsing */
 	case '0':
 		ps->from0 = true;
-		a->o.from0 = true;
+		a->o.copy.from0 = true;
 		break;
 	case 'e':
 		if (!*arg)
@@ -560,7 +560,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_RDCP_PATH:
 		if (!*arg)
 			argp_error(state, "--rdcp-path: an empty name");
-		o->rdcp_path = arg;
+		o->ssh.rdcp_path = arg;
 		break;
 	case OPT_DAEMON:
 		a->mode = REMOTE_DAEMON;
@@ -582,12 +582,12 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 				   "--port-range: '%s' is not LO-HI, 1 <= LO "
 				   "<= HI <= 65535",
 				   arg);
-		o->port_lo = (uint16_t)lo;
-		o->port_hi = (uint16_t)hi;
+		o->ssh.port_lo = (uint16_t)lo;
+		o->ssh.port_hi = (uint16_t)hi;
 		break;
 	}
 	case OPT_RDMA_ADDR:
-		o->rdma_addr = arg;
+		o->ssh.rdma_addr = arg;
 		break;
 	case OPT_SERVER:
 		a->server = true;
@@ -613,7 +613,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		a->no_auth = true;
 		break;
 	case OPT_REQUIRE_ENCRYPT:
-		a->o.require_encrypt = true;
+		a->o.serve.require_encrypt = true;
 		break;
 	case 'q':
 		a->quiet = true;
@@ -634,10 +634,10 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 						  "HOST");
 			/* Over ssh unless --daemon: as a copy's HOST:PATH. */
 			if (ps->nsrcs && a->mode == REMOTE_DAEMON) {
-				a->o.addr.host = ps->srcs[0];
+				a->o.link.addr.host = ps->srcs[0];
 			} else if (ps->nsrcs) {
-				a->o.rsh = a->rsh;
-				a->o.rsh_host = ps->srcs[0];
+				a->o.ssh.rsh = a->rsh;
+				a->o.ssh.rsh_host = ps->srcs[0];
 			}
 			break;
 		}
@@ -669,31 +669,37 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		if (a->keygen_name)
 			argp_error(state, "--name names the client of a new "
 					  "key: it goes with --keygen");
-		if ((a->o.clients_dir || a->o.modules_file) && !a->listen)
-			argp_error(state, "--%s is a receiver's: it goes with "
-					  "--listen (or --check)",
-				   a->o.clients_dir ? "clients" : "modules");
+		if ((a->o.serve.clients_dir || a->o.serve.modules_file) &&
+		    !a->listen)
+			argp_error(state,
+				   "--%s is a receiver's: it goes with "
+				   "--listen (or --check)",
+				   a->o.serve.clients_dir ? "clients"
+							  : "modules");
 		if (a->listen) {
 			/* The service's, when the package's paths exist. */
-			if (!a->o.clients_dir && dir_exists(CLIENTS_DEFAULT))
-				a->o.clients_dir = CLIENTS_DEFAULT;
-			if (!a->o.modules_file &&
+			if (!a->o.serve.clients_dir &&
+			    dir_exists(CLIENTS_DEFAULT))
+				a->o.serve.clients_dir = CLIENTS_DEFAULT;
+			if (!a->o.serve.modules_file &&
 			    access(MODULES_DEFAULT, F_OK) == 0)
-				a->o.modules_file = MODULES_DEFAULT;
+				a->o.serve.modules_file = MODULES_DEFAULT;
 		}
-		if (a->o.addr.gid_index >= 0 && !a->o.addr.device)
+		if (a->o.link.addr.gid_index >= 0 && !a->o.link.addr.device)
 			argp_error(state, "--gid-index needs --device: a GID "
 					  "index is per device");
 		if (a->no_auth && a->key_file)
 			argp_error(state, "--no-auth and --key-file exclude "
 					  "each other");
-		if (a->o.require_encrypt && a->no_auth)
+		if (a->o.serve.require_encrypt && a->no_auth)
 			argp_error(state, "--require-encrypt needs the "
 					  "pre-shared key: it cannot go with "
 					  "--no-auth");
-		if ((a->o.audit_log || a->o.metrics_addr) && !a->listen)
+		if ((a->o.serve.audit_log || a->o.serve.metrics_addr) &&
+		    !a->listen)
 			argp_error(state, "--%s is for a receiver (--listen)",
-				   a->o.audit_log ? "audit-log" : "metrics");
+				   a->o.serve.audit_log ? "audit-log"
+							: "metrics");
 		if (a->listen || a->server) {
 			if (ps->nsrcs)
 				argp_error(state, "--%s takes no SRC or DEST",
@@ -702,7 +708,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 				argp_error(state, "--server is started by a "
 						  "client over ssh: not with "
 						  "--listen");
-			a->o.ssh_server = a->server;
+			a->o.ssh.ssh_server = a->server;
 			break;
 		}
 		if (ps->nsrcs < 2)
@@ -710,32 +716,32 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 					  "one side of them HOST:path");
 		if (a->boot_host) { /* the far end: SRC... DEST, DEST there */
 			ps->nsrcs--;
-			a->o.dest = ps->srcs[ps->nsrcs];
-			a->o.rsh_host = a->boot_host;
+			a->o.copy.dest = ps->srcs[ps->nsrcs];
+			a->o.ssh.rsh_host = a->boot_host;
 		} else {
 			split_args(ps, state);
 		}
 		/* ssh's port is ssh's: never silently not used */
-		if (a->o.rsh && ps->port_arg)
+		if (a->o.ssh.rsh && ps->port_arg)
 			argp_error(state,
 				   "--port %s is a receiver's port "
 				   "(HOST::PATH); over ssh give ssh's "
 				   "own: -e 'ssh -p %s'",
 				   ps->port_arg, ps->port_arg);
-		if (a->o.rsh && a->no_auth)
+		if (a->o.ssh.rsh && a->no_auth)
 			argp_error(state, "--no-auth: a copy over ssh always "
 					  "authenticates, with a one-time key");
-		if (a->o.rdma_addr && !a->o.rsh && !a->boot_host)
+		if (a->o.ssh.rdma_addr && !a->o.ssh.rsh && !a->boot_host)
 			argp_error(state, "--rdma-addr is for HOST:PATH over "
 					  "ssh; a receiver's address is its "
 					  "HOST");
-		if (a->o.encrypt && a->no_auth)
+		if (a->o.copy.encrypt && a->no_auth)
 			argp_error(state, "--encrypt needs the pre-shared key: "
 					  "it cannot go with --no-auth");
-		if (a->o.require_encrypt && !a->o.encrypt)
+		if (a->o.serve.require_encrypt && !a->o.copy.encrypt)
 			argp_error(state, "--require-encrypt: this copy would "
 					  "run unencrypted (add --encrypt)");
-		if (a->o.no_clobber && a->o.update)
+		if (a->o.copy.no_clobber && a->o.copy.update)
 			argp_error(state, "--no-clobber and --update exclude "
 					  "each other");
 		if (a->retry && a->split.dest_host)
@@ -746,32 +752,35 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			a->retry = 0;
 		/* -a: rsync's quick check, unless --sync said otherwise. */
 		if (a->archive && !a->sync_set)
-			a->o.sync = XFER_SYNC_MTIME;
+			a->o.copy.sync = XFER_SYNC_MTIME;
 		/* Each attempt keeps what it verified for the next. */
-		a->o.resume |= a->retry > 0;
-		a->o.srcs = ps->srcs;
-		a->o.nsrcs = ps->nsrcs;
-		if (a->manifest && a->o.csum == XFER_CSUM_NONE)
+		a->o.copy.resume |= a->retry > 0;
+		a->o.copy.srcs = ps->srcs;
+		a->o.copy.nsrcs = ps->nsrcs;
+		if (a->manifest && a->o.copy.csum == XFER_CSUM_NONE)
 			argp_error(state, "--manifest needs a digest: not with "
 					  "--checksum none");
-		if (a->manifest && a->o.dry_run)
+		if (a->manifest && a->o.copy.dry_run)
 			argp_error(state, "--manifest lists what was copied: "
 					  "not with --dry-run, which copies "
 					  "nothing");
-		if (a->o.delete_extra && (!a->o.recursive || a->files_from))
+		if (a->o.copy.delete_extra &&
+		    (!a->o.copy.recursive || a->files_from))
 			argp_error(state, "--delete mirrors whole directories: "
 					  "it needs -r, and not --files-from");
-		if (a->o.max_delete != UINT64_MAX && !a->o.delete_extra)
+		if (a->o.copy.max_delete != UINT64_MAX &&
+		    !a->o.copy.delete_extra)
 			argp_error(state, "--max-delete needs --delete");
 		if (a->files_from && ps->nsrcs != 1)
 			argp_error(state, "--files-from takes one SRC: the "
 					  "directory the listed paths are in");
 		/* The names land beneath DEST, made if missing, as rsync. */
 		if (a->files_from &&
-		    (!*a->o.dest || a->o.dest[strlen(a->o.dest) - 1] != '/')) {
-			if (asprintf(&a->dest_dir, "%s/", a->o.dest) < 0)
+		    (!*a->o.copy.dest ||
+		     a->o.copy.dest[strlen(a->o.copy.dest) - 1] != '/')) {
+			if (asprintf(&a->dest_dir, "%s/", a->o.copy.dest) < 0)
 				exit(RDCP_EXIT_RESOURCE);
-			a->o.dest = a->dest_dir;
+			a->o.copy.dest = a->dest_dir;
 		}
 		compile_rules(ps, state);
 		break;
@@ -810,7 +819,7 @@ void args_parse(struct args *a, int argc, char **argv)
 	xfer_opts_init(&a->o);
 	a->rsh = getenv("RDCP_RSH") && *getenv("RDCP_RSH") ? getenv("RDCP_RSH")
 							   : "ssh";
-	a->o.rdcp_path = "rdcp";
+	a->o.ssh.rdcp_path = "rdcp";
 	if (config_wanted(argc, argv))
 		rc = config_load(&a->cfg, CONFIG_SYSTEM, rdcp_options, not_defaults);
 	if (!rc)
@@ -824,8 +833,8 @@ void args_parse(struct args *a, int argc, char **argv)
 	}
 	if (a->split.dest_host &&
 	    far_argv(ps.seen, ps.nseen, rdcp_options, &a->filter,
-		     a->split.dest_host, a->o.srcs, a->o.nsrcs, a->o.dest,
-		     &a->far))
+		     a->split.dest_host, a->o.copy.srcs, a->o.copy.nsrcs,
+		     a->o.copy.dest, &a->far))
 		exit(RDCP_EXIT_RESOURCE);
 	free(ps.seen);
 }
@@ -836,7 +845,7 @@ void args_release(struct args *a)
 	config_release(&a->cfg);
 	free(a->dest_dir);
 	a->dest_dir = NULL;
-	a->o.filter = NULL;
+	a->o.copy.filter = NULL;
 	operands_split_release(&a->split);
 	far_release(a->far);
 	a->far = NULL;

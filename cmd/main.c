@@ -204,7 +204,7 @@ static void on_file(void *arg, const struct xfer_file_report *r)
 	} else if (run->man.spool) {
 		manifest_note(&run->man, r);
 	}
-	if (run->o.dry_run && r->done && !run->a->json) {
+	if (run->o.copy.dry_run && r->done && !run->a->json) {
 		dry_line(r);
 		return;
 	}
@@ -231,9 +231,9 @@ static void on_file(void *arg, const struct xfer_file_report *r)
 		return;
 	}
 	log_info("%s '%s': %s in %.2f s (%s), digest %s",
-		 r->skipped    ? "kept"
-		 : run->o.pull ? "received"
-			       : "sent",
+		 r->skipped	    ? "kept"
+		 : run->o.copy.pull ? "received"
+				    : "sent",
 		 r->path, units_format_size(r->bytes, sz, sizeof(sz)),
 		 r->seconds,
 		 units_format_rate(r->seconds > 0 ? r->bytes / r->seconds : 0,
@@ -311,31 +311,31 @@ static int load_key(struct run *run)
 {
 	int rc;
 
-	if (run->a->server || run->o.rsh || run->a->boot_host)
+	if (run->a->server || run->o.ssh.rsh || run->a->boot_host)
 		return 0; /* a one-time key, made by rdcp --server */
 	if (run->a->no_auth) {
 		if (run->a->listen)
 			log_warn("authentication is OFF (--no-auth): any host "
 				 "that reaches port %u may write into '%s'; "
 				 "use this on isolated fabrics only",
-				 run->o.addr.port,
-				 run->o.root ? run->o.root : ".");
+				 run->o.link.addr.port,
+				 run->o.serve.root ? run->o.serve.root : ".");
 		return 0;
 	}
 	/* With named clients a receiver may go without a site key. */
 	rc = args_load_key(run->a, run->key, run->key_name, "the peer",
-			   run->a->listen && run->o.clients_dir);
+			   run->a->listen && run->o.serve.clients_dir);
 	if (rc == -ENOENT) {
 		log_note("no site key: only the named clients of '%s' may "
 			 "connect",
-			 run->o.clients_dir);
+			 run->o.serve.clients_dir);
 		return 0;
 	}
 	if (!rc)
-		run->o.key = run->key;
+		run->o.link.key = run->key;
 	/* A receiver's own key names no client: that is the site key. */
 	if (!rc && run->key_name[0] && !run->a->listen)
-		run->o.client_name = run->key_name;
+		run->o.link.client_name = run->key_name;
 	return rc;
 }
 
@@ -355,7 +355,7 @@ static int open_list(struct run *run)
 		return RDCP_EXIT_LOCAL_IO;
 	}
 	if (!run->a->retry) {
-		run->o.files_from = run->list_file;
+		run->o.copy.files_from = run->list_file;
 		return 0;
 	}
 	return retry_list_init(&run->list, run->list_file) ? RDCP_EXIT_LOCAL_IO
@@ -402,7 +402,8 @@ static void check_conf_err(void *arg, const char *line)
  */
 static int check_access(const struct run *run)
 {
-	const char *mf = run->o.modules_file, *cd = run->o.clients_dir;
+	const char *mf = run->o.serve.modules_file,
+		   *cd = run->o.serve.clients_dir;
 	char line[4200];
 	int problems = 0;
 
@@ -457,13 +458,13 @@ static int check(struct run *run)
 {
 	int problems;
 
-	hugemem_set_mode(run->o.hugepages);
-	problems = cm_check(&run->o.addr, xfer_pinned_bytes(&run->o),
+	hugemem_set_mode(run->o.link.hugepages);
+	problems = cm_check(&run->o.link.addr, xfer_pinned_bytes(&run->o),
 			    check_line, NULL);
-	if (!run->o.rsh)
+	if (!run->o.ssh.rsh)
 		problems += check_access(run);
 
-	if (run->o.rsh)
+	if (run->o.ssh.rsh)
 		problems += xfer_check_remote(&run->o, check_line, NULL);
 
 	printf("%d problem%s found\n", problems, problems == 1 ? "" : "s");
@@ -486,8 +487,8 @@ static enum xfer_fail copy_once(struct run *run, struct xfer_stats *st)
 	enum xfer_fail v;
 
 	if (run->list_file && run->retry.max) {
-		run->o.files_from = retry_list_stream(&run->list);
-		if (!run->o.files_from) {
+		run->o.copy.files_from = retry_list_stream(&run->list);
+		if (!run->o.copy.files_from) {
 			memset(st, 0, sizeof(*st));
 			return XFER_FAIL_LOCAL_IO;
 		}
@@ -613,7 +614,7 @@ static enum xfer_fail copy(struct run *run, struct xfer_stats *st)
 			last = *st;
 		/* The next attempt lands where this one did (cp -r's DEST). */
 		if (st->dest_named)
-			run->o.dest_named = true;
+			run->o.copy.dest_named = true;
 		if (v == XFER_OK) {
 			log_release(true);
 			break;
@@ -679,8 +680,8 @@ static enum xfer_fail serve_ssh(struct run *run)
 
 	/* "client_ip client_port server_ip server_port" */
 	if (conn && sscanf(conn, "%*s %*s %63s", via) == 1)
-		run->o.via = via;
-	run->o.on_boot = on_boot;
+		run->o.ssh.via = via;
+	run->o.ssh.on_boot = on_boot;
 	if (pthread_create(&tid, NULL, watch_stdin, NULL) == 0)
 		pthread_detach(tid);
 	return xfer_serve(&run->o);
@@ -708,7 +709,7 @@ static int read_boot(struct run *run)
 		log_err("--boot-stdin: no bootstrap line on stdin");
 		return RDCP_EXIT_REMOTE_START;
 	}
-	run->o.boot_line = boot_line;
+	run->o.ssh.boot_line = boot_line;
 	if (pthread_create(&tid, NULL, watch_stdin, NULL) == 0)
 		pthread_detach(tid);
 	return 0;
@@ -786,7 +787,7 @@ static int run_cmd(struct run *run)
 
 	if (a->keygen)
 		return keygen(a->keygen, a->keygen_name);
-	run->o.batch = !have_tty();
+	run->o.ssh.batch = !have_tty();
 	if (a->check)
 		return check(run);
 	rc = load_key(run);
@@ -797,10 +798,10 @@ static int run_cmd(struct run *run)
 	if (rc)
 		return rc;
 	set_signals(a->server || a->listen, a->listen);
-	run->o.cancel = &cancel;
-	run->o.stop = &stop;
-	run->o.reload = &reload;
-	run->o.hup = &hup;
+	run->o.link.cancel = &cancel;
+	run->o.serve.stop = &stop;
+	run->o.serve.reload = &reload;
+	run->o.serve.hup = &hup;
 	if (a->server) {
 		v = serve_ssh(run);
 	} else if (a->listen) {
@@ -808,20 +809,21 @@ static int run_cmd(struct run *run)
 	} else {
 		struct xfer_stats st;
 
-		run->o.on_file = on_file;
-		run->o.on_file_arg = run;
+		run->o.copy.on_file = on_file;
+		run->o.copy.on_file_arg = run;
 		run->progress = a->progress;
 		run->progress_tty = isatty(STDERR_FILENO);
 		if (!run->progress)
 			run->progress = isatty(STDERR_FILENO) && !a->json &&
 					log_get_level() < LOG_INFO;
-		if (a->quiet || a->o.dry_run)
+		if (a->quiet || a->o.copy.dry_run)
 			run->progress = false;
-		run->o.on_progress = on_progress;
+		run->o.copy.on_progress = on_progress;
 		if (a->far)
 			return copy_between(run);
-		if (a->manifest && manifest_open(&run->man, a->manifest,
-						 a->o.csum == XFER_CSUM_SHA256))
+		if (a->manifest &&
+		    manifest_open(&run->man, a->manifest,
+				  a->o.copy.csum == XFER_CSUM_SHA256))
 			return RDCP_EXIT_LOCAL_IO;
 		v = copy(run, &st);
 		/* Written for a partial run too: it lists what arrived. */
@@ -834,13 +836,13 @@ static int run_cmd(struct run *run)
 				json_error(stdout, v, exit_code(v),
 					   st.error[0] ? st.error
 						       : log_last_error());
-			json_summary(stdout, &st, v, exit_code(v), a->o.dry_run,
-				     retries(run));
+			json_summary(stdout, &st, v, exit_code(v),
+				     a->o.copy.dry_run, retries(run));
 		}
 		fflush(stdout); /* --dry-run's lines before the summary */
 		if (!a->quiet && st.transport[0])
-			summary_line(&st, a->o.dry_run, a->o.delete_extra,
-				     retries(run));
+			summary_line(&st, a->o.copy.dry_run,
+				     a->o.copy.delete_extra, retries(run));
 	}
 	report_usage();
 	return exit_code(v);

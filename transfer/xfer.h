@@ -133,8 +133,8 @@ struct xfer_range {
 int xfer_list_range(char *out, size_t cap, const struct xfer_range *r,
 		    const char *name) __attribute__((warn_unused_result));
 
-struct xfer_opts {
-	/* both sides */
+/* The link, both sides: the address, the ring's geometry, the resources. */
+struct xfer_link_opts {
 	struct cm_addr addr;  /* connect to / listen on */
 	/*
 	 * --device a,b (rails, doc/PROTOCOL.md "Rails"): the whole list (addr.device
@@ -168,14 +168,6 @@ struct xfer_opts {
 	int connect_timeout_ms;		     /* resolve + connect */
 	const volatile sig_atomic_t *cancel; /* set by a signal handler */
 	/*
-	 * Receiver: set by a signal handler (SIGTERM) to take no new
-	 * sessions and let the running ones finish; cmd/ sets *cancel when
-	 * they may run no longer (XFER_STOP_GRACE_S later). A session a
-	 * receiver's cancel ends tells its client the receiver is going
-	 * away (-ESHUTDOWN): the client's --retry tries again.
-	 */
-	const volatile sig_atomic_t *stop;
-	/*
 	 * Pre-shared key (32 bytes) for mutual HMAC-SHA256 authentication,
 	 * or NULL: a receiver without one lets anybody in (cmd/ allows that
 	 * only with --no-auth); a sender without one talks only to such a
@@ -183,11 +175,15 @@ struct xfer_opts {
 	 */
 	const uint8_t *key;
 	/*
-	 * Receiver: refuse sessions without encrypt (XFER_FAIL_AUTH). The
-	 * client's is checked by cmd/: it must set encrypt too.
+	 * The name of key's client (util/key.h: a named key's second line),
+	 * sent in HELLO for the receiver to pick that client's key; NULL or
+	 * "" for the site's one key.
 	 */
-	bool require_encrypt;
-	/* client */
+	const char *client_name;
+};
+
+/* The copy a client asks for: what, where, how files are checked and kept. */
+struct xfer_copy_opts {
 	bool pull; /* srcs are on the receiver, dest is local */
 	enum xfer_csum csum;
 	bool fsync;
@@ -257,29 +253,23 @@ struct xfer_opts {
 	 */
 	void (*on_progress)(void *arg, uint64_t done, uint64_t total,
 			    const char *path);
+};
+
+/* A receiver: its root, its limits, how it stops. */
+struct xfer_serve_opts {
 	/*
-	 * Client over ssh (transfer/client/remote.c): the remote shell command
-	 * ("ssh -p 2222"; NULL: addr names a receiver already running), run
-	 * with rsh_host ("user@host") and the remote program rdcp_path
-	 * ("rdcp"); it starts rdcp --server there, whose bootstrap line says
-	 * where to connect and the one-time key. batch: BatchMode (no
-	 * prompt). rdma_addr: connect there, not where the line says.
-	 * boot_line: such a line got another way (the local end of a remote
-	 * to remote copy passes it on): no remote shell then.
+	 * Receiver: set by a signal handler (SIGTERM) to take no new
+	 * sessions and let the running ones finish; cmd/ sets *cancel when
+	 * they may run no longer (XFER_STOP_GRACE_S later). A session a
+	 * receiver's cancel ends tells its client the receiver is going
+	 * away (-ESHUTDOWN): the client's --retry tries again.
 	 */
-	const char *rsh;
-	const char *rsh_host;
-	const char *rdcp_path;
-	bool batch;
-	const char *rdma_addr;
-	const char *boot_line;
+	const volatile sig_atomic_t *stop;
 	/*
-	 * The name of key's client (util/key.h: a named key's second line),
-	 * sent in HELLO for the receiver to pick that client's key; NULL or
-	 * "" for the site's one key.
+	 * Receiver: refuse sessions without encrypt (XFER_FAIL_AUTH). The
+	 * client's is checked by cmd/: it must set encrypt too.
 	 */
-	const char *client_name;
-	/* receiver (server) */
+	bool require_encrypt;
 	const char *root;
 	/*
 	 * --allow-owners: a --listen receiver lets -o/-g give files other
@@ -299,6 +289,36 @@ struct xfer_opts {
 	const volatile sig_atomic_t *hup;
 	const char *metrics_addr;
 	/*
+	 * --clients DIR: one key file per named client (NAME.key, util/
+	 * key_dir.h); --modules FILE: the modules (util/modconf.h), each
+	 * path with who may read, write, from where. NULL: none (the site's
+	 * key, every path beneath root). Both read at the start and again
+	 * whenever *reload is set (SIGHUP), which the receiver clears.
+	 */
+	const char *clients_dir;
+	const char *modules_file;
+	volatile sig_atomic_t *reload;
+};
+
+/* ssh mode: the remote shell that starts rdcp --server, and its bootstrap. */
+struct xfer_ssh_opts {
+	/*
+	 * Client over ssh (transfer/client/remote.c): the remote shell command
+	 * ("ssh -p 2222"; NULL: addr names a receiver already running), run
+	 * with rsh_host ("user@host") and the remote program rdcp_path
+	 * ("rdcp"); it starts rdcp --server there, whose bootstrap line says
+	 * where to connect and the one-time key. batch: BatchMode (no
+	 * prompt). rdma_addr: connect there, not where the line says.
+	 * boot_line: such a line got another way (the local end of a remote
+	 * to remote copy passes it on): no remote shell then.
+	 */
+	const char *rsh;
+	const char *rsh_host;
+	const char *rdcp_path;
+	bool batch;
+	const char *rdma_addr;
+	const char *boot_line;
+	/*
 	 * rdcp --server, started over ssh: a one-time key made here, a port
 	 * of port_lo..port_hi (0: 49152..65535), the bootstrap line handed
 	 * to on_boot once listening (via: the address ssh reached this host
@@ -311,17 +331,20 @@ struct xfer_opts {
 	const char *via;
 	void (*on_boot)(void *arg, const char *line);
 	void *on_boot_arg;
-	/*
-	 * --clients DIR: one key file per named client (NAME.key, util/
-	 * key_dir.h); --modules FILE: the modules (util/modconf.h), each
-	 * path with who may read, write, from where. NULL: none (the site's
-	 * key, every path beneath root). Both read at the start and again
-	 * whenever *reload is set (SIGHUP), which the receiver clears.
-	 */
-	const char *clients_dir;
-	const char *modules_file;
-	volatile sig_atomic_t *reload;
 };
+
+/*
+ * What a copy or a receiver is told, in the parts that travel together: each
+ * part goes to the code that needs it (the link to cm/ and the session, the
+ * copy to the source and the sink, serve to the listener, ssh to remote.c).
+ */
+struct xfer_opts {
+	struct xfer_link_opts link;
+	struct xfer_copy_opts copy;
+	struct xfer_serve_opts serve;
+	struct xfer_ssh_opts ssh;
+};
+;
 
 /* How long a stopping receiver lets its running sessions go on (s). */
 #define XFER_STOP_GRACE_S 20

@@ -388,14 +388,14 @@ static int seed(struct rank *r)
 		if (stat(path, &st))
 			st.st_mode = 0;
 		/* as rdcp's walk: a SRC the rules exclude is left out */
-		if (filter_excludes(r->o.filter, r->tops[i],
+		if (filter_excludes(r->o.copy.filter, r->tops[i],
 				    S_ISDIR(st.st_mode)))
 			continue;
 		if (S_ISDIR(st.st_mode)) {
-			if (!r->o.recursive) {
+			if (!r->o.copy.recursive) {
 				log_err("cannot send '%s': it is a directory "
 					"(use -r)",
-					r->o.srcs[i]);
+					r->o.copy.srcs[i]);
 				mbuf_release(&items);
 				mbuf_release(&names);
 				return RDCP_EXIT_USAGE;
@@ -448,21 +448,23 @@ static int prepare(struct rank *r)
 		rc = mpi_make_base(r);
 	if (rc)
 		return rc;
-	if (r->o.rsh) {
+	if (r->o.ssh.rsh) {
 		/* Over ssh: this rank starts its own rdcp --server there. */
-		r->o.rsh_host = r->receivers[r->id % r->nrecv];
+		r->o.ssh.rsh_host = r->receivers[r->id % r->nrecv];
 	} else if (mpi_receiver_addr(r, r->id % r->nrecv, &r->o)) {
 		log_err("'%s': not HOST[:PORT]",
 			r->receivers[r->id % r->nrecv]);
 		return RDCP_EXIT_USAGE;
 	}
-	if (asprintf(&r->dest, "%s%s", r->a.o.dest,
-		     *r->a.o.dest && r->a.o.dest[strlen(r->a.o.dest) - 1] == '/'
+	if (asprintf(&r->dest, "%s%s", r->a.o.copy.dest,
+		     *r->a.o.copy.dest &&
+				     r->a.o.copy.dest[strlen(r->a.o.copy.dest) -
+						      1] == '/'
 			     ? ""
 			     : "/") < 0)
 		return RDCP_EXIT_RESOURCE;
-	r->o.dest = r->dest;
-	if (mj_walk_create(r->base, r->o.filter, &r->walk))
+	r->o.copy.dest = r->dest;
+	if (mj_walk_create(r->base, r->o.copy.filter, &r->walk))
 		return RDCP_EXIT_RESOURCE;
 	mj_walk_split(r->walk, r->split);
 	if (r->id)
@@ -472,10 +474,10 @@ static int prepare(struct rank *r)
 	cfg.nrecv = r->nrecv;
 	cfg.json = r->a.json;
 	cfg.quiet = r->a.quiet;
-	cfg.dry_run = r->o.dry_run;
-	cfg.progress = !r->a.quiet && !r->o.dry_run && !r->a.json &&
+	cfg.dry_run = r->o.copy.dry_run;
+	cfg.progress = !r->a.quiet && !r->o.copy.dry_run && !r->a.json &&
 		       (r->a.progress || isatty(STDERR_FILENO));
-	cfg.lost_ms = r->o.timeout_ms;
+	cfg.lost_ms = r->o.link.timeout_ms;
 	cfg.split = r->split;
 	if (mj_coord_create(&cfg, &r->coord))
 		return RDCP_EXIT_RESOURCE;
@@ -512,11 +514,12 @@ static int run(struct rank *r)
 			break;
 		if (r->exit_code >= 0 && r->done_sent)
 			code = r->exit_code;
-		if (!r->coord && clock_now_ms() - r->heard_ms >
-					 (uint64_t)r->o.timeout_ms + 2000) {
+		if (!r->coord &&
+		    clock_now_ms() - r->heard_ms >
+			    (uint64_t)r->o.link.timeout_ms + 2000) {
 			log_err("no word from rank 0 (the coordinator) for %d "
 				"s: ending",
-				r->o.timeout_ms / 1000 + 2);
+				r->o.link.timeout_ms / 1000 + 2);
 			cancel = SIGTERM;
 			if (r->done_sent || atomic_load(&r->session_over)) {
 				code = RDCP_EXIT_PEER_LOST;
@@ -607,15 +610,15 @@ int main(int argc, char **argv)
 	}
 	r.o = r.a.o;
 	if (!r.nrecv) {
-		const char *h = r.o.addr.host;
+		const char *h = r.o.link.addr.host;
 		char one[300];
 
-		if (r.o.rsh)
-			snprintf(one, sizeof(one), "%s", r.o.rsh_host);
+		if (r.o.ssh.rsh)
+			snprintf(one, sizeof(one), "%s", r.o.ssh.rsh_host);
 		else
 			snprintf(one, sizeof(one),
 				 strchr(h, ':') ? "[%s]:%u" : "%s:%u", h,
-				 r.o.addr.port);
+				 r.o.link.addr.port);
 		r.receivers = calloc(1, sizeof(*r.receivers));
 		if (!r.receivers || !(r.receivers[0] = strdup(one)))
 			return RDCP_EXIT_RESOURCE;
@@ -626,7 +629,7 @@ int main(int argc, char **argv)
 		      : r.a.verbose	 ? LOG_INFO
 					 : LOG_WARN);
 	r.sh.json = r.a.json;
-	r.sh.dry_run = r.o.dry_run;
+	r.sh.dry_run = r.o.copy.dry_run;
 	pthread_mutex_init(&r.sh.mu, NULL);
 
 	mpi_started = true;

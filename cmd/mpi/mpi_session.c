@@ -126,18 +126,18 @@ int mpi_start_session(struct rank *r, volatile sig_atomic_t *cancel)
 		return RDCP_EXIT_RESOURCE;
 	}
 	r->pipe_w = fds[1];
-	r->o.files_from = list;
-	r->o.files_from_tree = true;
+	r->o.copy.files_from = list;
+	r->o.copy.files_from_tree = true;
 	/* The walk is ours: a directory listed is sent as itself only. */
-	r->o.recursive = false;
-	r->o.from0 = true;
+	r->o.copy.recursive = false;
+	r->o.copy.from0 = true;
 	r->srcv[0] = r->base;
-	r->o.srcs = r->srcv;
-	r->o.nsrcs = 1;
-	r->o.cancel = cancel;
-	r->o.on_file = on_file;
-	r->o.on_progress = on_progress;
-	r->o.on_file_arg = &r->sh;
+	r->o.copy.srcs = r->srcv;
+	r->o.copy.nsrcs = 1;
+	r->o.link.cancel = cancel;
+	r->o.copy.on_file = on_file;
+	r->o.copy.on_progress = on_progress;
+	r->o.copy.on_file_arg = &r->sh;
 	rc = pthread_create(&r->th, NULL, session_main, r);
 	if (rc) {
 		log_err("cannot start a thread: %s", strerror(rc));

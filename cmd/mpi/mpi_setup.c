@@ -160,10 +160,10 @@ int mpi_receiver_addr(struct rank *r, int i, struct xfer_opts *o)
 		if (!close)
 			return -EINVAL;
 		*close = '\0';
-		o->addr.host = s + 1;
+		o->link.addr.host = s + 1;
 		colon = close[1] == ':' ? close + 1 : NULL;
 	} else {
-		o->addr.host = s;
+		o->link.addr.host = s;
 		colon = strchr(s, ':');
 		if (colon)
 			*colon = '\0';
@@ -174,7 +174,7 @@ int mpi_receiver_addr(struct rank *r, int i, struct xfer_opts *o)
 
 		if (!p || p > 65535 || *e)
 			return -EINVAL;
-		o->addr.port = (uint16_t)p;
+		o->link.addr.port = (uint16_t)p;
 	}
 	return 0;
 }
@@ -214,9 +214,9 @@ int mpi_take_split_size(struct rank *r, int *argc, char **argv)
 
 int mpi_fix_split_size(struct rank *r)
 {
-	uint64_t c = r->a.o.chunk_size;
+	uint64_t c = r->a.o.link.chunk_size;
 
-	if (r->split && r->a.o.csum != XFER_CSUM_CRC32) {
+	if (r->split && r->a.o.copy.csum != XFER_CSUM_CRC32) {
 		if (r->split_given) {
 			log_err("--split-size: byte ranges need --checksum "
 				"crc32 (range CRCs combine into the file's; "
@@ -236,7 +236,7 @@ const char *mpi_unsupported(const struct args *a)
 	if (a->listen || a->server || a->check || a->keygen)
 		return "rdcp-mpi copies: start receivers with rdcp --listen "
 		       "or rdcpd";
-	if (a->o.pull)
+	if (a->o.copy.pull)
 		return "rdcp-mpi pushes: the SRCs are local, DEST names the "
 		       "receivers";
 	if (a->far)
@@ -246,7 +246,7 @@ const char *mpi_unsupported(const struct args *a)
 		return "--files-from: rdcp-mpi walks the SRCs itself";
 	if (a->manifest)
 		return "--manifest: not with rdcp-mpi (yet)";
-	if (a->o.delete_extra)
+	if (a->o.copy.delete_extra)
 		return "--delete: not with rdcp-mpi (yet): each rank sees only "
 		       "part of a directory";
 	if (a->retry)
@@ -260,13 +260,13 @@ int mpi_load_key(struct rank *r)
 	int rc;
 
 	/* Over ssh each rank's remote rdcp makes a one-time key. */
-	if (r->a.no_auth || r->a.o.rsh)
+	if (r->a.no_auth || r->a.o.ssh.rsh)
 		return 0;
 	rc = args_load_key(&r->a, r->key, r->key_name, "the receivers",
 			   false);
 	if (!rc) {
-		r->o.key = r->key;
-		r->o.client_name = r->key_name;
+		r->o.link.key = r->key;
+		r->o.link.client_name = r->key_name;
 	}
 	return rc;
 }
@@ -277,7 +277,7 @@ int mpi_load_key(struct rank *r)
  */
 int mpi_make_base(struct rank *r)
 {
-	size_t n = r->o.nsrcs;
+	size_t n = r->o.copy.nsrcs;
 	char(*par)[PATH_MAX] = calloc(n, sizeof(*par));
 	bool same = true;
 	int rc = 0;
@@ -289,7 +289,7 @@ int mpi_make_base(struct rank *r)
 	}
 	for (size_t i = 0; i < n && !rc; i++) {
 		char abs[PATH_MAX], cwd[PATH_MAX];
-		const char *src = r->o.srcs[i];
+		const char *src = r->o.copy.srcs[i];
 		char *slash;
 		size_t len;
 

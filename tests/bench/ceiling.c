@@ -191,10 +191,10 @@ static int copy_once(struct xfer_opts *co, const char *root)
 	int rc;
 
 	so = *co;
-	so.srcs = NULL;
-	so.nsrcs = 0;
-	so.dest = NULL;
-	so.root = root;
+	so.copy.srcs = NULL;
+	so.copy.nsrcs = 0;
+	so.copy.dest = NULL;
+	so.serve.root = root;
 	sa.rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (sa.rootfd < 0) {
 		fprintf(stderr, "bench_ceiling: cannot open '%s': %s\n", root,
@@ -368,31 +368,31 @@ int main(int argc, char **argv)
 			ceil_lanes = (unsigned int)atoi(optarg);
 			break;
 		case 'w':
-			co.workers = (unsigned int)atoi(optarg);
+			co.link.workers = (unsigned int)atoi(optarg);
 			break;
 		case 'c':
-			co.chunk_size = (uint32_t)strtoul(optarg, NULL, 0);
+			co.link.chunk_size = (uint32_t)strtoul(optarg, NULL, 0);
 			break;
 		case 'n':
-			co.window = (uint16_t)atoi(optarg);
+			co.link.window = (uint16_t)atoi(optarg);
 			break;
 		case 'k':
-			if (parse_csum(optarg, &co.csum))
+			if (parse_csum(optarg, &co.copy.csum))
 				usage();
 			break;
 		case 'd':
 			if (!strcmp(optarg, "on"))
-				co.direct = XFER_DIRECT_ON;
+				co.link.direct = XFER_DIRECT_ON;
 			else if (!strcmp(optarg, "off"))
-				co.direct = XFER_DIRECT_OFF;
+				co.link.direct = XFER_DIRECT_OFF;
 			else if (strcmp(optarg, "auto"))
 				usage();
 			break;
 		case 'H':
 			if (!strcmp(optarg, "on"))
-				co.hugepages = HUGEMEM_ON;
+				co.link.hugepages = HUGEMEM_ON;
 			else if (!strcmp(optarg, "off"))
-				co.hugepages = HUGEMEM_OFF;
+				co.link.hugepages = HUGEMEM_OFF;
 			else if (strcmp(optarg, "auto"))
 				usage();
 			break;
@@ -404,12 +404,13 @@ int main(int argc, char **argv)
 			usage();
 		}
 	}
-	if (argc - optind != 3 || !co.window ||
-	    co.chunk_size < 4096 || (co.chunk_size & (co.chunk_size - 1)))
+	if (argc - optind != 3 || !co.link.window ||
+	    co.link.chunk_size < 4096 ||
+	    (co.link.chunk_size & (co.link.chunk_size - 1)))
 		usage();
 	srcs[0] = argv[optind];
-	co.srcs = srcs;
-	co.nsrcs = 1;
-	co.dest = argv[optind + 2];
+	co.copy.srcs = srcs;
+	co.copy.nsrcs = 1;
+	co.copy.dest = argv[optind + 2];
 	return copy_once(&co, argv[optind + 1]);
 }

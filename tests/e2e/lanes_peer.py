@@ -41,7 +41,7 @@ def join(port, token, lane, proof, geom):
     """The receiver's answer status to a join, and the socket."""
     s = socket.create_connection(("127.0.0.1", port), timeout=10)
     s.sendall(join_encode(token, lane, proof, slots=geom["slots"],
-                          slot_size=geom["slot_size"]))
+                          chunk_size=geom["chunk_size"]))
     try:
         st = pd_decode(_recv_exact(s, 24, 10))["status"]
     except Exception as e:  # a close without an answer is no acceptance
@@ -64,7 +64,7 @@ def preauth_flood(rx, port, key, geom):
         s = socket.create_connection(("127.0.0.1", port), timeout=10)
         s.sendall(join_encode(w.token, 1 + i % 3, bytes(16),
                               slots=geom["slots"],
-                              slot_size=geom["slot_size"]))
+                              chunk_size=geom["chunk_size"]))
         try:
             if pd_decode(_recv_exact(s, 24, 0.5))["status"] == ST_REFUSED:
                 at_once += 1
@@ -96,7 +96,7 @@ def replay(port, key):
     def send_join(proof):
         s = socket.create_connection(("127.0.0.1", port), timeout=10)
         s.sendall(join_encode(w.token, 1, proof, slots=geom["slots"],
-                              slot_size=geom["slot_size"]))
+                              chunk_size=geom["chunk_size"]))
         socks.append(s)
         try:
             return pd_decode(_recv_exact(s, 24, 0.5))["status"]
@@ -110,7 +110,7 @@ def replay(port, key):
     time.sleep(0.5)  # the session refuses the wrong proof it held
     s = socket.create_connection(("127.0.0.1", port), timeout=10)
     s.sendall(join_encode(w.token, 1, proof1, slots=geom["slots"],
-                          slot_size=geom["slot_size"]))
+                          chunk_size=geom["chunk_size"]))
     socks.append(s)
     try:
         st = pd_decode(_recv_exact(s, 24, 5))["status"]

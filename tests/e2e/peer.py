@@ -118,7 +118,7 @@ class Session:
 
     @property
     def chunk(self):
-        return self.conn.slot_size
+        return self.conn.chunk_size
 
     def close(self):
         if self.conn:
@@ -126,7 +126,7 @@ class Session:
 
     def send_ring(self, **override):
         self.conn.send(Msg(RING, **dict(dict(slots=self.conn.slots,
-                                             slot_size=self.conn.slot_size),
+                                             chunk_size=self.conn.chunk_size),
                                         **override)))
 
     def expect_ring(self):
@@ -391,7 +391,7 @@ class Client(Session):
 
     def connect(self, slots=8, chunk=65536, **pd):
         self.conn = Conn.connect(self.host, self.port, self.timeout,
-                                 slots=slots, slot_size=chunk, **pd)
+                                 slots=slots, chunk_size=chunk, **pd)
         return self
 
     def handshake(self, role, paths, csum=CSUM_CRC32, flags=0, level=0,

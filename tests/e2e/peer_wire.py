@@ -213,10 +213,10 @@ def lane_proof(key, nonce_c, nonce_s, token, lane, n):
                     hashlib.sha256).digest()[:16]
 
 
-def join_encode(token, lane, proof, slots=4, slot_size=65536, **pd):
+def join_encode(token, lane, proof, slots=4, chunk_size=65536, **pd):
     """A lane's 52-byte join (cm/cm_int.h PD_JOIN_LEN): the connect data
     with status 4 (join), then token, lane u16, 2 zero bytes, proof."""
-    return (pd_encode(status=4, slots=slots, slot_size=slot_size, **pd) +
+    return (pd_encode(status=4, slots=slots, chunk_size=chunk_size, **pd) +
             token + struct.pack(">H2x", lane) + proof)
 
 
@@ -263,7 +263,7 @@ SPEC = {
               # rails (doc/PROTOCOL.md: Rails): 0, or R and for
               # rails 1..R-1 family u8 + addr[16] each in rail_addrs
               ("rails", "B"), ("rail_addrs", "tail")],
-    RING: [("addr", "Q"), ("rkey", "I"), ("slots", "H"), ("slot_size", "I"),
+    RING: [("addr", "Q"), ("rkey", "I"), ("slots", "H"), ("chunk_size", "I"),
            ("hdr_addr", "Q"),
            # target: 0 DEST is a directory, 1 DEST names the one entry
            ("target", "B"),
@@ -485,18 +485,18 @@ def parse_pack(payload, count):
 
 # ---------------------------------------------------------------- transport
 
-def pd_encode(status=0, slots=4, slot_size=65536,
+def pd_encode(status=0, slots=4, chunk_size=65536,
               ctrl_size=CTRL_SIZE, credits=CTRL_CREDITS, magic=MAGIC,
               version=VERSION):
     """The 24-byte connect private data (cm/common.c)."""
     return struct.pack(">IHHIHHI4x", magic, version, status, ctrl_size,
-                       credits, slots, slot_size)
+                       credits, slots, chunk_size)
 
 
 def pd_decode(b):
-    """dict(magic, version, status, ctrl_size, credits, slots, slot_size)."""
+    """dict(magic, version, status, ctrl_size, credits, slots, chunk_size)."""
     keys = ("magic", "version", "status", "ctrl_size", "credits", "slots",
-            "slot_size")
+            "chunk_size")
     return dict(zip(keys, struct.unpack(">IHHIHHI4x", b[:24])))
 
 
@@ -522,7 +522,7 @@ class Conn:
 
     def __init__(self, sock, geom, timeout=10.0):
         self.sock, self.geom, self.timeout = sock, geom, timeout
-        self.slots, self.slot_size = geom["slots"], geom["slot_size"]
+        self.slots, self.chunk_size = geom["slots"], geom["chunk_size"]
         self.credits = geom["credits"]
         self.rbuf, self.backlog = bytearray(), []
         self.sent = self.acked = self.consumed = self.reported = 0
@@ -560,7 +560,7 @@ class Conn:
             raise PeerTimeout("no client within %.1f s" % timeout) from None
         s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         g = pd_decode(_recv_exact(s, 24, timeout))
-        keys = ("slots", "slot_size", "ctrl_size", "credits")
+        keys = ("slots", "chunk_size", "ctrl_size", "credits")
         ans = dict({k: g[k] for k in keys}, status=status)
         ans.update(override)
         s.sendall(pd_encode(**ans))

@@ -132,7 +132,7 @@ def main():
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         if mode == "claim":
-            srv.accept(slot_size=4096)
+            srv.accept(chunk_size=4096)
         else:
             srv.accept()
         srv.handshake()

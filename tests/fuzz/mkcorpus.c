@@ -299,7 +299,7 @@ static void wire_seeds(void)
 	m.u.ring.addr = 0x7f1234560000ull;
 	m.u.ring.rkey = 0xdeadbeef;
 	m.u.ring.slots = 64;
-	m.u.ring.slot_size = 1 << 20;
+	m.u.ring.chunk_size = 1 << 20;
 	m.u.ring.hdr_addr = 0x7f1234460000ull;
 	msg("ring", &m, buf);
 	m.u.ring.rails = 2; /* doc/PROTOCOL.md: Rails */

@@ -575,7 +575,7 @@ static int mc_post_write(struct cm_conn *c, unsigned int stage, uint32_t len,
 		s->p->st.no_ring++;
 		rc = -EINVAL;
 	} else if (stage >= c->geom.slots || slot >= c->geom.slots ||
-		   len > c->geom.slot_size) {
+		   len > c->geom.chunk_size) {
 		s->p->st.bad_post++;
 		rc = -EINVAL;
 	} else {
@@ -693,7 +693,7 @@ static int mc_wait(struct cm_conn *c, int extra_fd, int timeout_ms)
 /* Bytes of a ring or staging area: payloads, then their headers. */
 static size_t area_len(const struct cm_geom *g)
 {
-	return (size_t)g->slots * g->slot_size +
+	return (size_t)g->slots * g->chunk_size +
 	       (((size_t)g->slots * CM_SLOT_HDR + 4095) & ~4095ul);
 }
 
@@ -716,7 +716,7 @@ static int area_alloc(struct cm_conn *c, const char *what, uint8_t **p,
 	memset(m, 0, area_len(&c->geom));
 	c->pages = hugemem_kind_name(kind);
 	*p = m;
-	*hdr = *p + (size_t)c->geom.slots * c->geom.slot_size;
+	*hdr = *p + (size_t)c->geom.slots * c->geom.chunk_size;
 	return 0;
 }
 
@@ -858,7 +858,7 @@ int memconn_pair(const struct cm_geom *g, const struct memconn_faults *faults,
 	struct mc_pair *p;
 
 	if (!g->slots || !g->ctrl_credits || g->ctrl_size < WIRE_CTRL_HDR ||
-	    g->slot_size < 4096 || (g->slot_size & (g->slot_size - 1)))
+	    g->chunk_size < 4096 || (g->chunk_size & (g->chunk_size - 1)))
 		return -EINVAL;
 	p = calloc(1, sizeof(*p));
 	if (!p)

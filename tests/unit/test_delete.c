@@ -472,20 +472,20 @@ static void sess_init(struct sess *s)
 {
 	memset(s, 0, sizeof(*s));
 	xfer_opts_init(&s->co);
-	s->co.chunk_size = CHUNK;
-	s->co.window = 4;
-	s->co.workers = 2;
-	s->co.timeout_ms = 5000;
-	s->co.recursive = true;
-	s->co.delete_extra = true;
-	s->co.on_file = on_file;
-	s->co.on_file_arg = s;
+	s->co.link.chunk_size = CHUNK;
+	s->co.link.window = 4;
+	s->co.link.workers = 2;
+	s->co.link.timeout_ms = 5000;
+	s->co.copy.recursive = true;
+	s->co.copy.delete_extra = true;
+	s->co.copy.on_file = on_file;
+	s->co.copy.on_file_arg = s;
 }
 
 static void exclude(struct sess *s, const char *pattern)
 {
 	CHECK_EQ(filter_add(&s->filter, false, pattern), 0);
-	s->co.filter = &s->filter;
+	s->co.copy.filter = &s->filter;
 }
 
 static void sess_run(struct sess *s, const char *root)
@@ -493,19 +493,19 @@ static void sess_run(struct sess *s, const char *root)
 	struct cm_geom g = {
 		.ctrl_size = WIRE_CTRL_SIZE,
 		.ctrl_credits = WIRE_CTRL_CREDITS,
-		.slots = s->co.window,
-		.slot_size = s->co.chunk_size,
+		.slots = s->co.link.window,
+		.chunk_size = s->co.link.chunk_size,
 	};
 	struct srv sv = { .o = s->co };
 	struct cm_conn *a = NULL;
 	pthread_t tid;
 
-	sv.o.srcs = NULL;
-	sv.o.nsrcs = 0;
-	sv.o.dest = NULL;
-	sv.o.filter = NULL;
-	sv.o.on_file = NULL;
-	sv.o.root = root;
+	sv.o.copy.srcs = NULL;
+	sv.o.copy.nsrcs = 0;
+	sv.o.copy.dest = NULL;
+	sv.o.copy.filter = NULL;
+	sv.o.copy.on_file = NULL;
+	sv.o.serve.root = root;
 	sv.rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	CHECK_EQ(memconn_pair(&g, &s->faults, &a, &sv.c), 0);
 	alarm(WATCHDOG_S);
@@ -571,9 +571,9 @@ static void push(struct sess *s, const struct rig *r, const char **src)
 
 	path_in(path, sizeof(path), r->src, "data");
 	*src = path;
-	s->co.srcs = src;
-	s->co.nsrcs = 1;
-	s->co.dest = "out/";
+	s->co.copy.srcs = src;
+	s->co.copy.nsrcs = 1;
+	s->co.copy.dest = "out/";
 }
 
 /* A push mirror: the six go, data/a is the new one, the rest stays. */
@@ -668,10 +668,10 @@ static void test_push_source_skip(void)
 		snprintf(fifo, sizeof(fifo), "%s/data/fifo", out);
 		CHECK_EQ(mkfifo(fifo, 0600), 0);
 		sess_init(&s);
-		s.co.pull = true;
-		s.co.srcs = pull_src;
-		s.co.nsrcs = 1;
-		s.co.dest = home;
+		s.co.copy.pull = true;
+		s.co.copy.srcs = pull_src;
+		s.co.copy.nsrcs = 1;
+		s.co.copy.dest = home;
 		sess_run(&s, r.root);
 		CHECK_EQ(s.vc, XFER_FAIL_PARTIAL);
 		CHECK_EQ(s.st.files_failed, 1);
@@ -717,10 +717,10 @@ static void test_excluded_kept(void)
 	snprintf(home, sizeof(home), "%s/home", r.src);
 	mkdest(&r, home);
 	sess_init(&s);
-	s.co.pull = true;
-	s.co.srcs = pull_src;
-	s.co.nsrcs = 1;
-	s.co.dest = home;
+	s.co.copy.pull = true;
+	s.co.copy.srcs = pull_src;
+	s.co.copy.nsrcs = 1;
+	s.co.copy.dest = home;
 	put(home, "data/mine.keep", "excluded here\n");
 	exclude(&s, "*.keep");
 	sess_run(&s, r.root);
@@ -748,7 +748,7 @@ static void test_push_max_delete(void)
 	mkdest(&r, out);
 	sess_init(&s);
 	push(&s, &r, &src);
-	s.co.max_delete = 5;
+	s.co.copy.max_delete = 5;
 	sess_run(&s, r.root);
 	CHECK_EQ(s.vc, XFER_FAIL_MAX_DELETE);
 	CHECK_EQ(s.vs, XFER_FAIL_MAX_DELETE);
@@ -758,7 +758,7 @@ static void test_push_max_delete(void)
 	CHECK_EQ(s.reported, 0);
 	sess_init(&s);
 	push(&s, &r, &src);
-	s.co.max_delete = 6;
+	s.co.copy.max_delete = 6;
 	sess_run(&s, r.root);
 	CHECK_EQ(s.vc, XFER_OK);
 	extras(out, true);
@@ -782,7 +782,7 @@ static void test_push_dry_run(void)
 	before = count(r.root);
 	sess_init(&s);
 	push(&s, &r, &src);
-	s.co.dry_run = true;
+	s.co.copy.dry_run = true;
 	sess_run(&s, r.root);
 	CHECK_EQ(s.vc, XFER_OK);
 	extras(out, false);
@@ -807,7 +807,7 @@ static void test_push_no_clobber(void)
 	mkdest(&r, out);
 	sess_init(&s);
 	push(&s, &r, &src);
-	s.co.no_clobber = true;
+	s.co.copy.no_clobber = true;
 	sess_run(&s, r.root);
 	CHECK_EQ(s.vc, XFER_OK);
 	CHECK(s.st.files_skipped >= 1);

@@ -234,7 +234,7 @@ static void run_push(struct run *r)
 		.ctrl_size = WIRE_CTRL_SIZE,
 		.ctrl_credits = WIRE_CTRL_CREDITS,
 		.slots = 8,
-		.slot_size = CHUNK,
+		.chunk_size = CHUNK,
 	};
 	struct xfer_opts co, so;
 	struct server_arg sa = { .o = &so };
@@ -245,26 +245,26 @@ static void run_push(struct run *r)
 	ssize_t n;
 
 	xfer_opts_init(&co);
-	co.chunk_size = CHUNK;
-	co.window = 8;
-	co.workers = 2;
-	co.timeout_ms = 5000;
-	co.direct = r->direct;
-	co.compress = r->compress;
-	co.key = r->encrypt ? KEY : NULL;
-	co.encrypt = r->encrypt;
-	co.dest = "dir/";
-	co.on_file = on_file;
-	co.on_file_arg = r;
-	co.srcs = r->srcs;
-	co.nsrcs = r->nsrcs;
+	co.link.chunk_size = CHUNK;
+	co.link.window = 8;
+	co.link.workers = 2;
+	co.link.timeout_ms = 5000;
+	co.link.direct = r->direct;
+	co.copy.compress = r->compress;
+	co.link.key = r->encrypt ? KEY : NULL;
+	co.copy.encrypt = r->encrypt;
+	co.copy.dest = "dir/";
+	co.copy.on_file = on_file;
+	co.copy.on_file_arg = r;
+	co.copy.srcs = r->srcs;
+	co.copy.nsrcs = r->nsrcs;
 	so = co;
-	so.direct = XFER_DIRECT_AUTO; /* the client's choice travels */
-	so.srcs = NULL;
-	so.nsrcs = 0;
-	so.dest = NULL;
-	so.root = r->root;
-	so.on_file = NULL;
+	so.link.direct = XFER_DIRECT_AUTO; /* the client's choice travels */
+	so.copy.srcs = NULL;
+	so.copy.nsrcs = 0;
+	so.copy.dest = NULL;
+	so.serve.root = r->root;
+	so.copy.on_file = NULL;
 	sa.rootfd = open(r->root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	CHECK(sa.rootfd >= 0 && logfd >= 0 && saved >= 0);
 	CHECK_EQ(memconn_pair(&g, NULL, &a, &b), 0);
@@ -670,7 +670,7 @@ static void test_hello_both_refused(void)
 		.ctrl_size = WIRE_CTRL_SIZE,
 		.ctrl_credits = WIRE_CTRL_CREDITS,
 		.slots = 8,
-		.slot_size = CHUNK,
+		.chunk_size = CHUNK,
 	};
 	char root[] = "/tmp/rdcp-droot.XXXXXX";
 	struct server_arg sa = { 0 };
@@ -683,10 +683,10 @@ static void test_hello_both_refused(void)
 
 	CHECK(mkdtemp(root) != NULL);
 	xfer_opts_init(&so);
-	so.chunk_size = CHUNK;
-	so.window = 8;
-	so.timeout_ms = 5000;
-	so.root = root;
+	so.link.chunk_size = CHUNK;
+	so.link.window = 8;
+	so.link.timeout_ms = 5000;
+	so.serve.root = root;
 	sa.o = &so;
 	sa.rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	CHECK_EQ(memconn_pair(&g, NULL, &a, &b), 0);

@@ -234,7 +234,7 @@ static void sess_run(struct sess *s)
 		.ctrl_size = WIRE_CTRL_SIZE,
 		.ctrl_credits = WIRE_CTRL_CREDITS,
 		.slots = s->window,
-		.slot_size = s->chunk,
+		.chunk_size = s->chunk,
 	};
 	struct xfer_opts co, so;
 	struct server_arg sa = { .o = &so };
@@ -243,39 +243,39 @@ static void sess_run(struct sess *s)
 	double t0;
 
 	xfer_opts_init(&co);
-	co.chunk_size = s->chunk;
-	co.window = s->window;
-	co.workers = 2;
-	co.poll = s->poll;
-	co.timeout_ms = s->timeout_ms;
-	co.csum = s->csum;
-	co.recursive = s->recursive;
-	co.resume = s->resume;
-	co.preserve = s->preserve;
-	co.sync = s->sync;
-	co.dry_run = s->dry_run;
-	co.key = s->keyed ? TEST_KEY : NULL;
-	co.encrypt = s->encrypt;
-	co.compress = s->compress;
-	co.pull = s->pull;
-	co.dest = s->dest;
-	co.srcs = s->srcs;
-	co.nsrcs = s->nsrcs;
+	co.link.chunk_size = s->chunk;
+	co.link.window = s->window;
+	co.link.workers = 2;
+	co.link.poll = s->poll;
+	co.link.timeout_ms = s->timeout_ms;
+	co.copy.csum = s->csum;
+	co.copy.recursive = s->recursive;
+	co.copy.resume = s->resume;
+	co.copy.preserve = s->preserve;
+	co.copy.sync = s->sync;
+	co.copy.dry_run = s->dry_run;
+	co.link.key = s->keyed ? TEST_KEY : NULL;
+	co.copy.encrypt = s->encrypt;
+	co.copy.compress = s->compress;
+	co.copy.pull = s->pull;
+	co.copy.dest = s->dest;
+	co.copy.srcs = s->srcs;
+	co.copy.nsrcs = s->nsrcs;
 	if (s->sample_heap) {
-		co.on_file = sample_heap;
-		co.on_file_arg = s;
+		co.copy.on_file = sample_heap;
+		co.copy.on_file_arg = s;
 	}
-	co.files_from = s->list;
-	co.from0 = true;
-	co.files_from_tree = s->list_tree;
+	co.copy.files_from = s->list;
+	co.copy.from0 = true;
+	co.copy.files_from_tree = s->list_tree;
 	so = co;
-	so.on_file = NULL;
-	so.files_from = NULL;
-	so.srcs = NULL;
-	so.nsrcs = 0;
-	so.dest = NULL;
-	so.pull = false;
-	so.root = s->root;
+	so.copy.on_file = NULL;
+	so.copy.files_from = NULL;
+	so.copy.srcs = NULL;
+	so.copy.nsrcs = 0;
+	so.copy.dest = NULL;
+	so.copy.pull = false;
+	so.serve.root = s->root;
 
 	sa.rootfd = open(s->root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	CHECK(sa.rootfd >= 0);
@@ -1554,7 +1554,7 @@ static void test_memconn_rules(void)
 	const struct cm_geom g = { .ctrl_size = 1024,
 				   .ctrl_credits = 2,
 				   .slots = 2,
-				   .slot_size = 4096 };
+				   .chunk_size = 4096 };
 	struct cm_conn *a, *b;
 	struct cm_ring_desc ring;
 	struct memconn_stats ms;
@@ -1675,7 +1675,7 @@ static void test_send_queue_worst_case(void)
 	const struct cm_geom g = { .ctrl_size = 1024,
 				   .ctrl_credits = 2,
 				   .slots = 2,
-				   .slot_size = 4096 };
+				   .chunk_size = 4096 };
 	struct cm_conn *a, *b;
 	struct cm_ring_desc ring;
 	struct memconn_stats ms;
@@ -1758,7 +1758,7 @@ static void error_reaches_peer(const struct memconn_faults *faults, bool hangup)
 	const struct cm_geom g = { .ctrl_size = WIRE_CTRL_SIZE,
 				   .ctrl_credits = WIRE_CTRL_CREDITS,
 				   .slots = 2,
-				   .slot_size = CHUNK };
+				   .chunk_size = CHUNK };
 	struct cm_conn *a, *b;
 	struct engine ea, eb;
 	struct errpeer x = { .e = &eb, .hangup = hangup };
@@ -1769,7 +1769,7 @@ static void error_reaches_peer(const struct memconn_faults *faults, bool hangup)
 	int fds = tf_count_fds();
 
 	xfer_opts_init(&o);
-	o.timeout_ms = 5000;
+	o.link.timeout_ms = 5000;
 	CHECK_EQ(memconn_pair(&g, faults, &a, &b), 0);
 	CHECK_EQ(engine_init(&ea, a, &o), 0);
 	CHECK_EQ(engine_init(&eb, b, &o), 0);

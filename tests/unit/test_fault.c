@@ -790,13 +790,13 @@ static void ctx_init(struct ctx *x, enum scenario sc)
 	CHECK_EQ(make_tree(x->src), 0);
 
 	xfer_opts_init(co);
-	co->chunk_size = CHUNK;
-	co->window = WINDOW;
-	co->workers = 2;
-	co->timeout_ms = TIMEOUT_MS;
-	co->recursive = true;
-	co->on_file = on_file;
-	co->on_file_arg = x;
+	co->link.chunk_size = CHUNK;
+	co->link.window = WINDOW;
+	co->link.workers = 2;
+	co->link.timeout_ms = TIMEOUT_MS;
+	co->copy.recursive = true;
+	co->copy.on_file = on_file;
+	co->copy.on_file_arg = x;
 	if (pulled(sc)) {
 		/* The receiver's root holds the tree; it lands here. */
 		snprintf(x->root, sizeof(x->root), "%s", x->src);
@@ -804,42 +804,43 @@ static void ctx_init(struct ctx *x, enum scenario sc)
 		snprintf(x->dest_arg, sizeof(x->dest_arg), "%s/", x->dst);
 		snprintf(x->src_args[0], PATH_MAX, "t");
 		snprintf(x->src_args[1], PATH_MAX, "top");
-		co->pull = true;
-		co->csum = XFER_CSUM_SHA256;
-		co->preserve = true;
-		co->poll = XFER_POLL_EVENT;
+		co->copy.pull = true;
+		co->copy.csum = XFER_CSUM_SHA256;
+		co->copy.preserve = true;
+		co->link.poll = XFER_POLL_EVENT;
 	} else {
 		snprintf(x->root, sizeof(x->root), "%s/root", x->work);
 		snprintf(x->dst, sizeof(x->dst), "%s/out", x->root);
 		snprintf(x->dest_arg, sizeof(x->dest_arg), "out/");
 		snprintf(x->src_args[0], PATH_MAX, "%s/t", x->src);
 		snprintf(x->src_args[1], PATH_MAX, "%s/top", x->src);
-		co->fsync = sc == SC_PUSH;
-		co->resume = sc == SC_RESUME;
-		co->delete_extra = sc == SC_DELETE;
-		co->poll = sc == SC_PUSH ? XFER_POLL_ADAPTIVE : XFER_POLL_EVENT;
+		co->copy.fsync = sc == SC_PUSH;
+		co->copy.resume = sc == SC_RESUME;
+		co->copy.delete_extra = sc == SC_DELETE;
+		co->link.poll =
+			sc == SC_PUSH ? XFER_POLL_ADAPTIVE : XFER_POLL_EVENT;
 	}
 	x->srcs[0] = x->src_args[0];
 	x->srcs[1] = x->src_args[1];
-	co->srcs = x->srcs;
-	co->nsrcs = 2;
+	co->copy.srcs = x->srcs;
+	co->copy.nsrcs = 2;
 	if (sc == SC_LIST) {
 		static const char names[] = "t\ntop\n";
 
 		/* Beneath the root itself: the same names land. */
 		x->src_args[0][0] = '\0';
-		co->nsrcs = 1;
+		co->copy.nsrcs = 1;
 		x->list = fmemopen((void *)names, sizeof(names) - 1, "r");
 		CHECK(x->list != NULL);
-		co->files_from = x->list;
+		co->copy.files_from = x->list;
 	}
-	co->dest = x->dest_arg;
+	co->copy.dest = x->dest_arg;
 	*so = *co;
-	so->srcs = NULL;
-	so->nsrcs = 0;
-	so->dest = NULL;
-	so->on_file = NULL;
-	so->root = x->root;
+	so->copy.srcs = NULL;
+	so->copy.nsrcs = 0;
+	so->copy.dest = NULL;
+	so->copy.on_file = NULL;
+	so->serve.root = x->root;
 	if (sc == SC_RESUME) {
 		/*
 		 * What an earlier attempt left: two chunks of a in its
@@ -1114,7 +1115,7 @@ static void run_one(struct ctx *x, enum fault_kind kind, uint64_t nth,
 		.ctrl_size = WIRE_CTRL_SIZE,
 		.ctrl_credits = WIRE_CTRL_CREDITS,
 		.slots = WINDOW,
-		.slot_size = CHUNK,
+		.chunk_size = CHUNK,
 	};
 	struct side cl = { .x = x, .rootfd = -1 }, sv = { .x = x };
 	struct cm_conn *a = NULL, *b = NULL;

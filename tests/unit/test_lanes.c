@@ -31,7 +31,7 @@ static void test_lane_depths(void)
 		struct cm_geom g = { .ctrl_size = CM_CTRL_SIZE,
 				     .ctrl_credits = CM_CTRL_CREDITS,
 				     .slots = (uint16_t)slots,
-				     .slot_size = 65536 };
+				     .chunk_size = 65536 };
 
 		/* One lane is exactly the single-QP geometry. */
 		CHECK_EQ(cm_lane_rq_depth(&g, 1, 0), cm_rq_depth(&g));
@@ -114,7 +114,7 @@ static void test_join_pd(void)
 	struct cm_geom g = { .ctrl_size = CM_CTRL_SIZE,
 			     .ctrl_credits = CM_CTRL_CREDITS,
 			     .slots = 64,
-			     .slot_size = 1u << 20 };
+			     .chunk_size = 1u << 20 };
 	struct cm_join j = { .token = { 1, 2, 3, 4, 5, 6, 7, 8 }, .lane = 3 };
 	struct cm_join out;
 	struct cm_geom g2;
@@ -245,7 +245,7 @@ static void test_tcp_lanes(void)
 {
 	struct cm_addr la = { .host = "127.0.0.1",
 			      .transport = CM_TRANSPORT_TCP };
-	struct cm_limits lim = { .max_slot_size = 65536, .max_slots = 8 };
+	struct cm_limits lim = { .max_chunk_size = 65536, .max_slots = 8 };
 	struct cm_listener *l = NULL;
 	struct cm_request *req;
 	struct cm_conn *s = NULL;
@@ -259,7 +259,7 @@ static void test_tcp_lanes(void)
 	k.want = (struct cm_geom){ .ctrl_size = CM_CTRL_SIZE,
 				   .ctrl_credits = CM_CTRL_CREDITS,
 				   .slots = 8,
-				   .slot_size = 65536 };
+				   .chunk_size = 65536 };
 	CHECK_EQ(cm_listen_range(&la, 20000, 60000, &l, &k.port), 0);
 	if (!l)
 		return;

@@ -89,7 +89,7 @@ static struct cm_geom geom(void)
 		.ctrl_size = WIRE_CTRL_SIZE,
 		.ctrl_credits = WIRE_CTRL_CREDITS,
 		.slots = WINDOW,
-		.slot_size = CHUNK,
+		.chunk_size = CHUNK,
 	};
 
 	return g;
@@ -98,10 +98,10 @@ static struct cm_geom geom(void)
 static void xopts(struct xfer_opts *o)
 {
 	xfer_opts_init(o);
-	o->chunk_size = CHUNK;
-	o->window = WINDOW;
-	o->workers = 2;
-	o->timeout_ms = 5000;
+	o->link.chunk_size = CHUNK;
+	o->link.window = WINDOW;
+	o->link.workers = 2;
+	o->link.timeout_ms = 5000;
 }
 
 /* ---- a session: root (the receiver's) and home (the client's) ---- */
@@ -171,24 +171,24 @@ static void ls_run(struct lsess *s)
 	FILE *list;
 
 	xopts(&co);
-	co.pull = true;
-	co.srcs = srcs;
-	co.nsrcs = 1;
+	co.copy.pull = true;
+	co.copy.srcs = srcs;
+	co.copy.nsrcs = 1;
 	snprintf(dest, sizeof(dest), "%s/", s->dest); /* as args.c makes it */
-	co.dest = dest;
-	co.recursive = s->recursive;
-	co.dry_run = s->dry_run;
-	co.from0 = s->from0;
-	co.key = s->keyed ? KEY : NULL;
+	co.copy.dest = dest;
+	co.copy.recursive = s->recursive;
+	co.copy.dry_run = s->dry_run;
+	co.copy.from0 = s->from0;
+	co.link.key = s->keyed ? KEY : NULL;
 	if (s->exclude) {
 		CHECK_EQ(filter_add(&f, false, s->exclude), 0);
-		co.filter = &f;
+		co.copy.filter = &f;
 	}
 	list = fmemopen((void *)s->list, s->list_len, "r");
 	CHECK(list != NULL);
-	co.files_from = list;
+	co.copy.files_from = list;
 	xopts(&s->so);
-	s->so.key = co.key;
+	s->so.link.key = co.link.key;
 	s->rootfd = open(s->root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	CHECK(s->rootfd >= 0);
 	if (list && s->rootfd >= 0)
@@ -550,7 +550,7 @@ static void run_evil_client(struct evil_client *c)
 	ls_init(&s);
 	mkfile(s.root, "base/big", 64 * CHUNK);
 	xopts(&s.so);
-	s.so.key = KEY;
+	s.so.link.key = KEY;
 	o = s.so;
 	s.rootfd = open(s.root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	CHECK_EQ(memconn_pair(&g, NULL, &a, &s.b), 0);
@@ -666,7 +666,7 @@ static void test_list_dotdot_server_side(void)
 	mkdir_in(s.root, "outside");
 	mkfile(s.root, "outside/secret", 100);
 	xopts(&s.so);
-	s.so.key = KEY;
+	s.so.link.key = KEY;
 	o = s.so;
 	s.rootfd = open(s.root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	CHECK_EQ(memconn_pair(&g, NULL, &a, &s.b), 0);

@@ -346,25 +346,25 @@ static void test_affinity(void)
 	CHECK_EQ(pc.workers, 2);
 	CHECK_EQ(pc.c.numa_node, 1);
 	/* --workers wins over the rule. */
-	pc.o.workers = 5;
+	pc.o.link.workers = 5;
 	run_pin(&pc);
 	CHECK_EQ(pc.workers, 5);
 	/* --numa off: not pinned, the memory anywhere. */
-	pc.o.numa = XFER_NUMA_OFF;
+	pc.o.link.numa = XFER_NUMA_OFF;
 	run_pin(&pc);
 	CHECK(CPU_EQUAL(&pc.after, &allowed));
 	CHECK_EQ(pc.c.numa_node, -1);
 	/* --numa 0 whose CPUs this process may not use: not pinned. */
 	if (!CPU_ISSET(1023, &allowed)) {
-		pc.o.numa = XFER_NUMA_NODE;
-		pc.o.numa_node = 0;
+		pc.o.link.numa = XFER_NUMA_NODE;
+		pc.o.link.numa_node = 0;
 		run_pin(&pc);
 		CHECK(CPU_EQUAL(&pc.after, &allowed));
 		CHECK_EQ(pc.c.numa_node, 0);
 	}
 	/* No such node (sysfs says nothing): not pinned, no failure. */
-	pc.o.numa = XFER_NUMA_AUTO;
-	pc.o.workers = 0;
+	pc.o.link.numa = XFER_NUMA_AUTO;
+	pc.o.link.workers = 0;
 	pc.c.numa_node = 7;
 	log_set_level(LOG_QUIET);
 	run_pin(&pc);

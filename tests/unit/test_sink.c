@@ -71,10 +71,10 @@ static void *rx_main(void *p)
 static void client_opts(struct xfer_opts *o, uint16_t window)
 {
 	xfer_opts_init(o);
-	o->chunk_size = CHUNK;
-	o->window = window;
-	o->workers = 2;
-	o->timeout_ms = 5000;
+	o->link.chunk_size = CHUNK;
+	o->link.window = window;
+	o->link.workers = 2;
+	o->link.timeout_ms = 5000;
 }
 
 /* The next receivers run with --allow-owners. */
@@ -87,13 +87,13 @@ static int rx_start(struct rx *r, const char *root, uint16_t window)
 		.ctrl_size = WIRE_CTRL_SIZE,
 		.ctrl_credits = WIRE_CTRL_CREDITS,
 		.slots = window,
-		.slot_size = CHUNK,
+		.chunk_size = CHUNK,
 	};
 
 	memset(r, 0, sizeof(*r));
 	client_opts(&r->o, window);
-	r->o.root = root;
-	r->o.allow_owners = rx_allow_owners;
+	r->o.serve.root = root;
+	r->o.serve.allow_owners = rx_allow_owners;
 	r->rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (r->rootfd < 0 || memconn_pair(&g, NULL, &r->a, &r->b))
 		return -1;
@@ -119,7 +119,7 @@ static enum xfer_fail honest(const char *root, struct xfer_opts *co,
 	enum xfer_fail vc;
 
 	memset(st, 0, sizeof(*st));
-	CHECK_EQ(rx_start(&r, root, co->window), 0);
+	CHECK_EQ(rx_start(&r, root, co->link.window), 0);
 	vc = session_client(co, r.a, st);
 	*vs = rx_stop(&r);
 	return vc;
@@ -220,9 +220,9 @@ static void test_inflight_flood(void)
 	CHECK_EQ(tf_make_file(p, 3 * CHUNK + 5, 1), 0);
 	srcs[0] = p;
 	client_opts(&co, 8);
-	co.srcs = srcs;
-	co.nsrcs = 1;
-	co.dest = "out/";
+	co.copy.srcs = srcs;
+	co.copy.nsrcs = 1;
+	co.copy.dest = "out/";
 	vc = honest(root, &co, &vs, &st);
 	CHECK_EQ(vc, XFER_OK);
 	CHECK_EQ(vs, XFER_OK);
@@ -260,11 +260,11 @@ static void test_inflight_honest(void)
 		CHECK_EQ(tf_make_file(p, 1 + i % 7, i), 0);
 	}
 	client_opts(&co, 512);
-	co.recursive = true;
-	co.resume = true;
-	co.srcs = srcs;
-	co.nsrcs = 1;
-	co.dest = "out";
+	co.copy.recursive = true;
+	co.copy.resume = true;
+	co.copy.srcs = srcs;
+	co.copy.nsrcs = 1;
+	co.copy.dest = "out";
 	vc = honest(root, &co, &vs, &st);
 	CHECK_EQ(vc, XFER_OK);
 	CHECK_EQ(vs, XFER_OK);
@@ -307,10 +307,10 @@ static void resume_onto_fifo(const char *at, bool placed)
 	CHECK_EQ(mkfifo(q, 0644), 0);
 	srcs[0] = p;
 	client_opts(&co, 4);
-	co.resume = true;
-	co.srcs = srcs;
-	co.nsrcs = 1;
-	co.dest = "out/";
+	co.copy.resume = true;
+	co.copy.srcs = srcs;
+	co.copy.nsrcs = 1;
+	co.copy.dest = "out/";
 	t0 = clock_now_s();
 	vc = honest(root, &co, &vs, &st);
 	CHECK(clock_now_s() - t0 < 10);
@@ -363,11 +363,11 @@ static void test_fifo_pull_dest(void)
 	path_in(q, sizeof(q), here, "fifo");
 	CHECK_EQ(mkfifo(q, 0644), 0);
 	client_opts(&co, 4);
-	co.pull = true;
-	co.resume = true;
-	co.srcs = srcs;
-	co.nsrcs = 1;
-	co.dest = q;
+	co.copy.pull = true;
+	co.copy.resume = true;
+	co.copy.srcs = srcs;
+	co.copy.nsrcs = 1;
+	co.copy.dest = q;
 	t0 = clock_now_s();
 	vc = honest(root, &co, &vs, &st);
 	CHECK(clock_now_s() - t0 < 10);
@@ -411,10 +411,10 @@ static void test_long_names_push(void)
 	CHECK_EQ(tf_make_file(p[1], 5 * CHUNK + 2, 6), 0);
 	for (int resume = 0; resume < 2; resume++) {
 		client_opts(&co, 2);
-		co.resume = resume;
-		co.srcs = srcs;
-		co.nsrcs = 2;
-		co.dest = "out/";
+		co.copy.resume = resume;
+		co.copy.srcs = srcs;
+		co.copy.nsrcs = 2;
+		co.copy.dest = "out/";
 		vc = honest(root, &co, &vs, &st);
 		CHECK_EQ(vc, XFER_OK);
 		CHECK_EQ(vs, XFER_OK);
@@ -450,10 +450,10 @@ static void test_long_names_pull(void)
 	CHECK_EQ(tf_make_file(p[0], 5 * CHUNK + 1, 7), 0);
 	CHECK_EQ(tf_make_file(p[1], 5 * CHUNK + 2, 8), 0);
 	client_opts(&co, 2);
-	co.pull = true;
-	co.srcs = srcs;
-	co.nsrcs = 2;
-	co.dest = here;
+	co.copy.pull = true;
+	co.copy.srcs = srcs;
+	co.copy.nsrcs = 2;
+	co.copy.dest = here;
 	vc = honest(root, &co, &vs, &st);
 	CHECK_EQ(vc, XFER_OK);
 	CHECK_EQ(vs, XFER_OK);
@@ -731,19 +731,19 @@ static void dir_tree_meta(bool pull)
 		CHECK_EQ(chmod(p, i ? 0555 : 0750), 0);
 	}
 	client_opts(&co, 4);
-	co.recursive = true;
-	co.preserve = true;
-	co.nsrcs = 1;
-	co.srcs = srcs;
+	co.copy.recursive = true;
+	co.copy.preserve = true;
+	co.copy.nsrcs = 1;
+	co.copy.srcs = srcs;
 	if (pull) {
 		srcs[0] = "t";
-		co.pull = true;
-		co.dest = dst;
+		co.copy.pull = true;
+		co.copy.dest = dst;
 		vc = honest(src, &co, &vs, &st);
 	} else {
 		path_in(p, sizeof(p), src, "t");
 		srcs[0] = p;
-		co.dest = "";
+		co.copy.dest = "";
 		vc = honest(dst, &co, &vs, &st);
 	}
 	CHECK_EQ(vc, XFER_OK);
@@ -1132,10 +1132,11 @@ static int owner_not_root_child(const char *root, const char *src,
 	    setresgid(12346, 12346, 12346) || setresuid(12345, 12345, 12345))
 		return 1;
 	client_opts(&co, 8);
-	co.recursive = co.preserve = co.owner = co.group = true;
-	co.srcs = srcs;
-	co.nsrcs = 1;
-	co.dest = "out";
+	co.copy.recursive = co.copy.preserve = co.copy.owner = co.copy.group =
+		true;
+	co.copy.srcs = srcs;
+	co.copy.nsrcs = 1;
+	co.copy.dest = "out";
 	rx_allow_owners = true;
 	vc = honest(root, &co, &vs, &st);
 	fflush(stderr);

@@ -129,7 +129,7 @@ static void pd_build(uint8_t *p, uint32_t magic, uint16_t version,
 	memcpy(p + 12, &v16, 2);
 	v16 = htobe16(g->slots);
 	memcpy(p + 14, &v16, 2);
-	v32 = htobe32(g->slot_size);
+	v32 = htobe32(g->chunk_size);
 	memcpy(p + 16, &v32, 4);
 }
 
@@ -150,7 +150,7 @@ static struct cm_geom geom_of(uint16_t slots, uint32_t chunk)
 		.ctrl_size = WIRE_CTRL_SIZE,
 		.ctrl_credits = WIRE_CTRL_CREDITS,
 		.slots = slots,
-		.slot_size = chunk,
+		.chunk_size = chunk,
 	};
 
 	return g;
@@ -195,7 +195,7 @@ static void connector_join(struct connector *k)
 
 static void test_handshake_and_ops(void)
 {
-	struct cm_limits lim = { .max_slot_size = 65536, .max_slots = 8 };
+	struct cm_limits lim = { .max_chunk_size = 65536, .max_slots = 8 };
 	struct cm_geom want = geom_of(64, 1u << 20);
 	struct cm_tcp_listener *l;
 	struct cm_conn *s = NULL, *c;
@@ -220,7 +220,7 @@ static void test_handshake_and_ops(void)
 		goto out;
 	/* Both sides agree on the clamped geometry. */
 	CHECK_EQ(s->geom.slots, 8);
-	CHECK_EQ(s->geom.slot_size, 65536);
+	CHECK_EQ(s->geom.chunk_size, 65536);
 	CHECK_EQ(s->geom.ctrl_size, WIRE_CTRL_SIZE);
 	CHECK_EQ(s->geom.ctrl_credits, WIRE_CTRL_CREDITS);
 	CHECK(!memcmp(&s->geom, &c->geom, sizeof(c->geom)));
@@ -266,7 +266,7 @@ static void test_handshake_and_ops(void)
 	}
 	CHECK_EQ(c->ops->post_write(c, 0, 1000, 5, 0xdeadbeef, false, 10), 0);
 	CHECK_EQ(c->ops->post_write(c, 1, 0, 6, 42, false, 11), 0);
-	CHECK_EQ(c->ops->post_write(c, 2, s->geom.slot_size, 7, 43, true, 12),
+	CHECK_EQ(c->ops->post_write(c, 2, s->geom.chunk_size, 7, 43, true, 12),
 		 0);
 	CHECK_EQ(c->ops->post_write(c, 0, 1, 8, 0, true, 1), -EINVAL);
 	n = tc_poll_n(s, ev, 3);
@@ -283,7 +283,7 @@ static void test_handshake_and_ops(void)
 	      cm_slot_hdr(s, 5)[CM_SLOT_HDR - 1] == 'A');
 	CHECK(cm_slot_hdr(s, 6)[0] == 'B'); /* a header without payload */
 	CHECK(cm_slot(s, 7)[0] == 'c' &&
-	      cm_slot(s, 7)[s->geom.slot_size - 1] == 0);
+	      cm_slot(s, 7)[s->geom.chunk_size - 1] == 0);
 	CHECK(cm_slot_hdr(s, 7)[0] == 'C');
 	CHECK((uintptr_t)cm_slot(s, 7) % 4096 == 0);
 	for (i = 0; i < n; i++)
@@ -350,7 +350,7 @@ out:
 /* A client of another version (or bad geometry) is told why. */
 static void test_refusals(void)
 {
-	struct cm_limits lim = { .max_slot_size = 1u << 20, .max_slots = 64 };
+	struct cm_limits lim = { .max_chunk_size = 1u << 20, .max_slots = 64 };
 	struct cm_geom want = geom_of(4, CHUNK), bad = want;
 	struct cm_tcp_listener *l;
 	struct cm_conn *s = NULL;
@@ -585,7 +585,7 @@ static void test_client_side(void)
 		CHECK(cm_tcp_connect(&a, &want, &TO, &c) < 0);
 		a.host = LOOPBACK;
 		g = want;
-		g.slot_size = 100;
+		g.chunk_size = 100;
 		CHECK_EQ(cm_tcp_connect(&a, &g, &TO, &c), -EINVAL);
 	}
 	CHECK_EQ(listen(lfd, 8), 0);
@@ -615,7 +615,7 @@ static void test_client_side(void)
 			g.slots *= 2;
 			pd_build(pd, CM_MAGIC, CM_VERSION, 0, &g);
 		} else if (i == 5) {
-			g.slot_size = 3 * CHUNK;
+			g.chunk_size = 3 * CHUNK;
 			pd_build(pd, CM_MAGIC, CM_VERSION, 0, &g);
 		}
 		if (i == 0 || i == 1 || i == 3 || i == 5)
@@ -638,7 +638,7 @@ static void test_client_side(void)
 /* Names and families: "localhost" as IPv4, "::1" as IPv6. */
 static void test_names_and_families(void)
 {
-	struct cm_limits lim = { .max_slot_size = 1u << 20, .max_slots = 64 };
+	struct cm_limits lim = { .max_chunk_size = 1u << 20, .max_slots = 64 };
 	struct cm_geom want = geom_of(4, CHUNK);
 	struct cm_addr a6 = { .host = "::1", .family = CM_AF_INET6 };
 	struct cm_tcp_listener *l;
@@ -831,8 +831,8 @@ static void *server_main(void *p)
 {
 	struct server_arg *a = p;
 	struct cm_limits lim = {
-		.max_slot_size = a->o->chunk_size,
-		.max_slots = a->o->window,
+		.max_chunk_size = a->o->link.chunk_size,
+		.max_slots = a->o->link.window,
 	};
 	struct cm_conn *c = NULL;
 
@@ -895,20 +895,20 @@ static void sess_run(struct sess *s)
 	int rc;
 
 	xfer_opts_init(&co);
-	co.chunk_size = s->chunk;
-	co.window = s->window;
-	co.workers = 2;
-	co.poll = s->poll;
-	co.timeout_ms = s->timeout_ms;
-	co.connect_timeout_ms = TO.connect_ms;
-	co.dest = s->dest;
-	co.srcs = s->srcs;
-	co.nsrcs = s->nsrcs;
+	co.link.chunk_size = s->chunk;
+	co.link.window = s->window;
+	co.link.workers = 2;
+	co.link.poll = s->poll;
+	co.link.timeout_ms = s->timeout_ms;
+	co.link.connect_timeout_ms = TO.connect_ms;
+	co.copy.dest = s->dest;
+	co.copy.srcs = s->srcs;
+	co.copy.nsrcs = s->nsrcs;
 	so = co;
-	so.srcs = NULL;
-	so.nsrcs = 0;
-	so.dest = NULL;
-	so.root = s->root;
+	so.copy.srcs = NULL;
+	so.copy.nsrcs = 0;
+	so.copy.dest = NULL;
+	so.serve.root = s->root;
 
 	s->vc = s->vs = XFER_FAIL_INTERNAL;
 	sa.l = listen_lo(&port);

@@ -85,10 +85,10 @@ static mode_t mode_in(const char *dir, const char *rel)
 static void xopts(struct xfer_opts *o, uint16_t window)
 {
 	xfer_opts_init(o);
-	o->chunk_size = CHUNK;
-	o->window = window;
-	o->workers = 2;
-	o->timeout_ms = 5000;
+	o->link.chunk_size = CHUNK;
+	o->link.window = window;
+	o->link.workers = 2;
+	o->link.timeout_ms = 5000;
 }
 
 static struct cm_geom geom(uint16_t window)
@@ -97,7 +97,7 @@ static struct cm_geom geom(uint16_t window)
 		.ctrl_size = WIRE_CTRL_SIZE,
 		.ctrl_credits = WIRE_CTRL_CREDITS,
 		.slots = window,
-		.slot_size = CHUNK,
+		.chunk_size = CHUNK,
 	};
 
 	return g;
@@ -232,18 +232,18 @@ static void pull_run(struct pull *t)
 	char dest[256];
 
 	xopts(&co, 8);
-	co.pull = true;
-	co.srcs = t->srcs;
-	co.nsrcs = t->nsrcs;
-	co.recursive = t->recursive;
-	co.preserve = t->preserve;
-	co.resume = t->resume;
-	co.no_clobber = t->no_clobber;
-	co.delete_extra = t->delete_extra;
-	co.encrypt = t->encrypt;
-	co.key = t->encrypt ? KEY : NULL;
+	co.copy.pull = true;
+	co.copy.srcs = t->srcs;
+	co.copy.nsrcs = t->nsrcs;
+	co.copy.recursive = t->recursive;
+	co.copy.preserve = t->preserve;
+	co.copy.resume = t->resume;
+	co.copy.no_clobber = t->no_clobber;
+	co.copy.delete_extra = t->delete_extra;
+	co.copy.encrypt = t->encrypt;
+	co.link.key = t->encrypt ? KEY : NULL;
 	snprintf(dest, sizeof(dest), "%s/%s", t->home, t->dest ? t->dest : "");
-	co.dest = dest;
+	co.copy.dest = dest;
 	xopts(&t->so, 8);
 	t->vc = pp_run_client(&co, &g, NULL, &t->b, evil_server, t, WATCHDOG_S,
 			      &t->st);
@@ -952,16 +952,16 @@ static void push_run(struct push *t)
 		srcs[i] = paths[i];
 	}
 	xopts(&co, 2);
-	co.csum = t->csum;
-	co.resume = t->resume;
-	co.dry_run = t->dry;
-	co.delete_extra = co.recursive = t->del;
-	co.recursive |= t->tree > 0;
-	co.srcs = srcs;
-	co.nsrcs = t->tree ? 1 : t->nfiles;
-	co.dest = "in/";
-	co.on_file = on_file;
-	co.on_file_arg = t;
+	co.copy.csum = t->csum;
+	co.copy.resume = t->resume;
+	co.copy.dry_run = t->dry;
+	co.copy.delete_extra = co.copy.recursive = t->del;
+	co.copy.recursive |= t->tree > 0;
+	co.copy.srcs = srcs;
+	co.copy.nsrcs = t->tree ? 1 : t->nfiles;
+	co.copy.dest = "in/";
+	co.copy.on_file = on_file;
+	co.copy.on_file_arg = t;
 	xopts(&t->so, 2);
 	t->vc = pp_run_client(&co, &g, NULL, &t->b, forging_receiver, t,
 			      WATCHDOG_S, &t->st);

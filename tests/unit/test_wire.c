@@ -102,7 +102,7 @@ static size_t samples(struct wire_msg *m, size_t max)
 	m[n].u.ring.addr = 0x00007f0012345000ull;
 	m[n].u.ring.rkey = 0xabcdef01u;
 	m[n].u.ring.slots = 64;
-	m[n].u.ring.slot_size = 1u << 20;
+	m[n].u.ring.chunk_size = 1u << 20;
 	m[n].u.ring.hdr_addr = 0x7f0000000000ull;
 	m[n].u.ring.target = WIRE_TARGET_NAMED;
 	m[n].u.ring.rails = 3;
@@ -747,7 +747,7 @@ static void golden_slot(struct wire_slot_hdr *h)
 
 /*
  * Rails (doc/PROTOCOL.md: Rails): RING as documented, today's body
- * (addr u64, rkey u32, slots u16, slot_size u32, hdr_addr u64) then
+ * (addr u64, rkey u32, slots u16, chunk_size u32, hdr_addr u64) then
  * rails u8 and an rkey u32 for each of rails 1..rails-1; WELCOME's rails
  * past its token are refused over 16, over its streams, or with an
  * address family other than 4 and 6.
@@ -778,7 +778,7 @@ static void test_rails(void)
 	m.u.ring.addr = 0x00007f0012345000ull;
 	m.u.ring.rkey = 0xabcdef01u;
 	m.u.ring.slots = 64;
-	m.u.ring.slot_size = 1u << 20;
+	m.u.ring.chunk_size = 1u << 20;
 	m.u.ring.hdr_addr = 0x7f0000000000ull;
 	m.u.ring.target = WIRE_TARGET_NAMED;
 	m.u.ring.rails = 3;

@@ -35,7 +35,7 @@ static int client_auth(struct engine *e, const struct xfer_opts *o,
 	uint8_t want[WIRE_MAC_LEN], ck[AUTH_CTRL_KEY_LEN];
 	int rc;
 
-	if (!o->key)
+	if (!o->link.key)
 		return 0; /* the receiver has no key either, or it said so */
 	if (!(w->features & WIRE_FEAT_AUTH))
 		return engine_fail(e, XFER_FAIL_AUTH, -EACCES,
@@ -44,7 +44,7 @@ static int client_auth(struct engine *e, const struct xfer_opts *o,
 				   "unauthenticated receiver (use --no-auth "
 				   "here too, on isolated fabrics only)",
 				   e->c->peer);
-	rc = auth_mac(o->key, AUTH_SERVER, h, w, want);
+	rc = auth_mac(o->link.key, AUTH_SERVER, h, w, want);
 	if (rc)
 		return engine_fail(e, XFER_FAIL_INTERNAL, rc, "HMAC failed");
 	if (!auth_mac_equal(want, w->mac) && h->client[0])
@@ -60,9 +60,9 @@ static int client_auth(struct engine *e, const struct xfer_opts *o,
 				   "ours (copy the same key file to both "
 				   "hosts)",
 				   e->c->peer);
-	rc = auth_mac(o->key, AUTH_CLIENT, h, w, m.u.auth.mac);
+	rc = auth_mac(o->link.key, AUTH_CLIENT, h, w, m.u.auth.mac);
 	if (!rc)
-		rc = auth_ctrl_key(o->key, h, w->nonce, ck);
+		rc = auth_ctrl_key(o->link.key, h, w->nonce, ck);
 	if (rc) {
 		OPENSSL_cleanse(ck, sizeof(ck));
 		return engine_fail(e, XFER_FAIL_INTERNAL, rc, "HMAC failed");
@@ -85,30 +85,30 @@ _Static_assert((int)XFER_SYNC_EXISTS == (int)WIRE_SYNC_EXISTS &&
 
 static uint32_t hello_flags(const struct xfer_opts *o)
 {
-	return (o->fsync ? WIRE_HELLO_FSYNC : 0) |
-	       (!o->pull && (o->nsrcs > 1 || o->files_from)
+	return (o->copy.fsync ? WIRE_HELLO_FSYNC : 0) |
+	       (!o->copy.pull && (o->copy.nsrcs > 1 || o->copy.files_from)
 			? WIRE_HELLO_DEST_DIR
 			: 0) |
-	       (o->recursive ? WIRE_HELLO_RECURSIVE : 0) |
-	       (o->preserve ? WIRE_HELLO_PRESERVE : 0) |
-	       (o->owner ? WIRE_HELLO_OWNER : 0) |
-	       (o->group ? WIRE_HELLO_GROUP : 0) |
-	       (o->numeric_ids ? WIRE_HELLO_NUMERIC_IDS : 0) |
-	       (o->xattrs ? WIRE_HELLO_XATTRS : 0) |
-	       (o->acls ? WIRE_HELLO_ACLS : 0) |
-	       (o->resume ? WIRE_HELLO_RESUME : 0) |
-	       (o->no_clobber ? WIRE_HELLO_NO_CLOBBER : 0) |
-	       (o->update ? WIRE_HELLO_UPDATE : 0) |
-	       (o->encrypt ? WIRE_HELLO_ENCRYPT : 0) |
-	       (o->compress ? WIRE_HELLO_COMPRESS : 0) |
-	       (o->sparse ? WIRE_HELLO_SPARSE : 0) |
-	       (o->dry_run ? WIRE_HELLO_DRY_RUN : 0) |
-	       (o->delete_extra ? WIRE_HELLO_DELETE : 0) |
-	       (o->pull && o->files_from ? WIRE_HELLO_LIST : 0) |
-	       (o->dest_named && o->nsrcs == 1 && !o->files_from
+	       (o->copy.recursive ? WIRE_HELLO_RECURSIVE : 0) |
+	       (o->copy.preserve ? WIRE_HELLO_PRESERVE : 0) |
+	       (o->copy.owner ? WIRE_HELLO_OWNER : 0) |
+	       (o->copy.group ? WIRE_HELLO_GROUP : 0) |
+	       (o->copy.numeric_ids ? WIRE_HELLO_NUMERIC_IDS : 0) |
+	       (o->copy.xattrs ? WIRE_HELLO_XATTRS : 0) |
+	       (o->copy.acls ? WIRE_HELLO_ACLS : 0) |
+	       (o->copy.resume ? WIRE_HELLO_RESUME : 0) |
+	       (o->copy.no_clobber ? WIRE_HELLO_NO_CLOBBER : 0) |
+	       (o->copy.update ? WIRE_HELLO_UPDATE : 0) |
+	       (o->copy.encrypt ? WIRE_HELLO_ENCRYPT : 0) |
+	       (o->copy.compress ? WIRE_HELLO_COMPRESS : 0) |
+	       (o->copy.sparse ? WIRE_HELLO_SPARSE : 0) |
+	       (o->copy.dry_run ? WIRE_HELLO_DRY_RUN : 0) |
+	       (o->copy.delete_extra ? WIRE_HELLO_DELETE : 0) |
+	       (o->copy.pull && o->copy.files_from ? WIRE_HELLO_LIST : 0) |
+	       (o->copy.dest_named && o->copy.nsrcs == 1 && !o->copy.files_from
 			? WIRE_HELLO_DEST_NAMED
 			: 0) |
-	       direct_hello_flags(o->direct);
+	       direct_hello_flags(o->link.direct);
 }
 
 static int build_hello(struct engine *e, const struct xfer_opts *o,
@@ -116,25 +116,26 @@ static int build_hello(struct engine *e, const struct xfer_opts *o,
 {
 	int rc = 0;
 
-	h->role = o->pull ? WIRE_PULL : WIRE_PUSH;
-	h->csum = (uint8_t)o->csum;
-	h->level = (uint8_t)o->compress;
+	h->role = o->copy.pull ? WIRE_PULL : WIRE_PUSH;
+	h->csum = (uint8_t)o->copy.csum;
+	h->level = (uint8_t)o->copy.compress;
 	h->flags = hello_flags(o);
-	h->features = (o->key ? WIRE_FEAT_AUTH : 0) | WIRE_FEAT_PACK;
-	h->chunk_size = e->c->geom.slot_size;
-	h->bwlimit = o->bwlimit;
+	h->features = (o->link.key ? WIRE_FEAT_AUTH : 0) | WIRE_FEAT_PACK;
+	h->chunk_size = e->c->geom.chunk_size;
+	h->bwlimit = o->copy.bwlimit;
 	h->streams = (uint8_t)session_streams(o, e->c);
-	h->sync = (uint8_t)o->sync;
+	h->sync = (uint8_t)o->copy.sync;
 	/* A named key's name (key_load checked it): only with that key. */
-	if (o->key && o->client_name)
-		snprintf(h->client, sizeof(h->client), "%s", o->client_name);
+	if (o->link.key && o->link.client_name)
+		snprintf(h->client, sizeof(h->client), "%s",
+			 o->link.client_name);
 	if (getrandom(h->nonce, WIRE_NONCE_LEN, 0) != WIRE_NONCE_LEN)
 		return engine_fail(e, XFER_FAIL_RESOURCE, -errno,
 				   "cannot get random bytes");
-	if (!o->pull)
-		rc = wire_hello_add_path(h, o->dest ? o->dest : "");
-	for (size_t i = 0; o->pull && !rc && i < o->nsrcs; i++)
-		rc = wire_hello_add_path(h, o->srcs[i]);
+	if (!o->copy.pull)
+		rc = wire_hello_add_path(h, o->copy.dest ? o->copy.dest : "");
+	for (size_t i = 0; o->copy.pull && !rc && i < o->copy.nsrcs; i++)
+		rc = wire_hello_add_path(h, o->copy.srcs[i]);
 	if (rc)
 		return engine_fail(e, XFER_FAIL_USAGE, rc,
 				   "the remote paths are too long for one "
@@ -144,11 +145,11 @@ static int build_hello(struct engine *e, const struct xfer_opts *o,
 	 * A pull's receiver walks, so it gets the filters; a push's with
 	 * --delete keeps what they exclude.
 	 */
-	for (size_t i = 0; (o->pull || o->delete_extra) && o->filter && !rc &&
-			   i < o->filter->n;
+	for (size_t i = 0; (o->copy.pull || o->copy.delete_extra) &&
+			   o->copy.filter && !rc && i < o->copy.filter->n;
 	     i++)
-		rc = wire_hello_add_filter(h, o->filter->rules[i].include,
-					   o->filter->rules[i].text);
+		rc = wire_hello_add_filter(h, o->copy.filter->rules[i].include,
+					   o->copy.filter->rules[i].text);
 	if (rc)
 		return engine_fail(e, XFER_FAIL_USAGE, rc,
 				   "the --include/--exclude rules are too "
@@ -194,7 +195,7 @@ static int client_lanes(struct engine *e, const struct xfer_opts *o,
 			rails[r].family = w->rail[r].family;
 			memcpy(rails[r].addr, w->rail[r].addr, 16);
 		}
-		rc = cm_set_rails(e->c, w->rails, rails, o->rail_devices);
+		rc = cm_set_rails(e->c, w->rails, rails, o->link.rail_devices);
 		if (rc)
 			return engine_fail(e, XFER_FAIL_PROTOCOL, rc,
 					   "cannot use the %u rails of %s",
@@ -204,8 +205,8 @@ static int client_lanes(struct engine *e, const struct xfer_opts *o,
 	for (unsigned int k = 1; k < n; k++) {
 		j.lane = (uint16_t)k;
 		j.fallback = false;
-		rc = auth_lane_proof(o->key, h, w->nonce, j.token, k, n, false,
-				     j.proof);
+		rc = auth_lane_proof(o->link.key, h, w->nonce, j.token, k, n,
+				     false, j.proof);
 		if (rc)
 			return engine_fail(e, XFER_FAIL_INTERNAL, rc,
 					   "HMAC failed");
@@ -218,8 +219,8 @@ static int client_lanes(struct engine *e, const struct xfer_opts *o,
 			if (k < w->rails)
 				dropped++; /* lane k < R is rail k's first */
 			j.fallback = true;
-			rc = auth_lane_proof(o->key, h, w->nonce, j.token, k, n,
-					     true, j.proof);
+			rc = auth_lane_proof(o->link.key, h, w->nonce, j.token,
+					     k, n, true, j.proof);
 			if (rc)
 				return engine_fail(e, XFER_FAIL_INTERNAL, rc,
 						   "HMAC failed");
@@ -265,8 +266,9 @@ static int client_handshake(struct engine *e, const struct xfer_opts *o,
 			e->c->peer, w.u.welcome.msg);
 	*features = w.u.welcome.features;
 	rc = client_auth(e, o, &m.u.hello, &w.u.welcome);
-	if (!rc && o->encrypt) {
-		rc = auth_data_key(o->key, &m.u.hello, w.u.welcome.nonce, key);
+	if (!rc && o->copy.encrypt) {
+		rc = auth_data_key(o->link.key, &m.u.hello, w.u.welcome.nonce,
+				   key);
 		if (rc)
 			return engine_fail(e, XFER_FAIL_INTERNAL, rc,
 					   "cannot derive the session key");
@@ -274,7 +276,7 @@ static int client_handshake(struct engine *e, const struct xfer_opts *o,
 	if (!rc)
 		rc = client_lanes(e, o, &m.u.hello, &w.u.welcome);
 	if (!rc)
-		rc = session_rings(e, o->pull);
+		rc = session_rings(e, o->copy.pull);
 	return rc;
 }
 
@@ -283,10 +285,10 @@ static struct session_params client_params(const struct xfer_opts *o,
 {
 	struct session_params p = {
 		.flags = hello_flags(o),
-		.csum = o->csum,
-		.level = o->compress,
-		.data_key = o->encrypt ? key : NULL,
-		.sync = (uint8_t)o->sync,
+		.csum = o->copy.csum,
+		.level = o->copy.compress,
+		.data_key = o->copy.encrypt ? key : NULL,
+		.sync = (uint8_t)o->copy.sync,
 		.owners_ok = true, /* a pull's sink: this user's own rights */
 	};
 
@@ -310,19 +312,20 @@ enum xfer_fail session_client(const struct xfer_opts *o, struct cm_conn *c,
 	if (rc)
 		return XFER_FAIL_RESOURCE;
 	rc = client_handshake(&e, o, key, &features);
-	if (!rc && o->pull) {
+	if (!rc && o->copy.pull) {
 		um = umask(022);
 		umask(um);
 		t.umask = um;
 		t.p = client_params(o, key);
-		t.want = o->files_from ? NULL : o->srcs;
-		t.nwant = o->files_from ? 0 : o->nsrcs;
-		t.list = o->files_from;
-		t.list_sep = o->from0 ? '\0' : '\n';
-		t.list_base = o->srcs[0];
-		t.filter = o->filter;
+		t.want = o->copy.files_from ? NULL : o->copy.srcs;
+		t.nwant = o->copy.files_from ? 0 : o->copy.nsrcs;
+		t.list = o->copy.files_from;
+		t.list_sep = o->copy.from0 ? '\0' : '\n';
+		t.list_base = o->copy.srcs[0];
+		t.filter = o->copy.filter;
 		/* a list's names land beneath DEST: a directory */
-		rc = place_target_local(o->dest, o->files_from ? 2 : o->nsrcs,
+		rc = place_target_local(o->copy.dest,
+					o->copy.files_from ? 2 : o->copy.nsrcs,
 					&t, why, sizeof(why));
 		if (rc)
 			engine_fail(&e,
@@ -334,14 +337,14 @@ enum xfer_fail session_client(const struct xfer_opts *o, struct cm_conn *c,
 		st->dest_named = !rc && !t.is_dir;
 	} else if (!rc) {
 		struct source_cfg cfg = {
-			.srcs = o->srcs,
-			.nsrcs = o->nsrcs,
+			.srcs = o->copy.srcs,
+			.nsrcs = o->copy.nsrcs,
 			.rootfd = -1,
-			.bwlimit = o->bwlimit,
-			.filter = o->filter,
-			.list = o->files_from,
-			.list_sep = o->from0 ? '\0' : '\n',
-			.list_tree = o->files_from_tree,
+			.bwlimit = o->copy.bwlimit,
+			.filter = o->copy.filter,
+			.list = o->copy.files_from,
+			.list_sep = o->copy.from0 ? '\0' : '\n',
+			.list_tree = o->copy.files_from_tree,
 			.p = client_params(o, key),
 		};
 
@@ -371,8 +374,8 @@ struct cm_geom client_geom(const struct xfer_opts *o)
 	struct cm_geom geom = {
 		.ctrl_size = WIRE_CTRL_SIZE,
 		.ctrl_credits = WIRE_CTRL_CREDITS,
-		.slots = o->window,
-		.slot_size = o->chunk_size,
+		.slots = o->link.window,
+		.chunk_size = o->link.chunk_size,
 	};
 
 	return geom;
@@ -395,7 +398,7 @@ enum xfer_fail client_run(const struct xfer_opts *o, struct cm_conn *c,
 		 c->transport ? c->transport : "?");
 	snprintf(st->device, sizeof(st->device), "%s", c->dev);
 	log_info("ring: %u slots of %s on %s", c->geom.slots,
-		 units_format_size(c->geom.slot_size, sz, sizeof(sz)), c->dev);
+		 units_format_size(c->geom.chunk_size, sz, sizeof(sz)), c->dev);
 	v = session_client(o, c, st);
 	cm_conn_destroy(c);
 	return v;

@@ -19,9 +19,9 @@ enum xfer_fail xfer_copy(const struct xfer_opts *o, struct xfer_stats *st)
 	int rc;
 
 	memset(st, 0, sizeof(*st));
-	if (o->rsh || o->boot_line)
+	if (o->ssh.rsh || o->ssh.boot_line)
 		return remote_copy(o, st);
-	rc = cm_connect(&o->addr, &geom, &to, &c);
+	rc = cm_connect(&o->link.addr, &geom, &to, &c);
 	if (rc)
 		return session_connect_fail(rc);
 	return client_run(o, c, st);

@@ -54,37 +54,38 @@ static void server_argv(const struct xfer_opts *o, const char **argv,
 
 	argv[n++] = "--server";
 	argv[n++] = "--transport";
-	argv[n++] = o->addr.transport == CM_TRANSPORT_RDMA  ? "rdma"
-		    : o->addr.transport == CM_TRANSPORT_TCP ? "tcp"
-							    : "auto";
+	argv[n++] = o->link.addr.transport == CM_TRANSPORT_RDMA	 ? "rdma"
+		    : o->link.addr.transport == CM_TRANSPORT_TCP ? "tcp"
+								 : "auto";
 	argv[n++] = "--chunk-size";
-	snprintf(num[k], sizeof(num[k]), "%u", o->chunk_size);
+	snprintf(num[k], sizeof(num[k]), "%u", o->link.chunk_size);
 	argv[n++] = num[k++];
 	argv[n++] = "--window";
-	snprintf(num[k], sizeof(num[k]), "%u", o->window);
+	snprintf(num[k], sizeof(num[k]), "%u", o->link.window);
 	argv[n++] = num[k++];
-	if (o->workers) { /* else the far side counts its own CPUs */
+	if (o->link.workers) { /* else the far side counts its own CPUs */
 		argv[n++] = "--workers";
-		snprintf(num[k], sizeof(num[k]), "%u", o->workers);
+		snprintf(num[k], sizeof(num[k]), "%u", o->link.workers);
 		argv[n++] = num[k++];
 	}
 	argv[n++] = "--timeout";
-	snprintf(num[k], sizeof(num[k]), "%d", o->timeout_ms / 1000);
+	snprintf(num[k], sizeof(num[k]), "%d", o->link.timeout_ms / 1000);
 	argv[n++] = num[k++];
 	argv[n++] = "--connect-timeout";
-	snprintf(num[k], sizeof(num[k]), "%d", o->connect_timeout_ms / 1000);
+	snprintf(num[k], sizeof(num[k]), "%d",
+		 o->link.connect_timeout_ms / 1000);
 	argv[n++] = num[k++];
 	argv[n++] = "--poll";
-	argv[n++] = polls[o->poll];
-	if (o->port_lo) {
+	argv[n++] = polls[o->link.poll];
+	if (o->ssh.port_lo) {
 		argv[n++] = "--port-range";
-		snprintf(num[k], sizeof(num[k]), "%u-%u", o->port_lo,
-			 o->port_hi);
+		snprintf(num[k], sizeof(num[k]), "%u-%u", o->ssh.port_lo,
+			 o->ssh.port_hi);
 		argv[n++] = num[k++];
 	}
-	if (o->addr.family == CM_AF_INET)
+	if (o->link.addr.family == CM_AF_INET)
 		argv[n++] = "-4";
-	else if (o->addr.family == CM_AF_INET6)
+	else if (o->link.addr.family == CM_AF_INET6)
 		argv[n++] = "-6";
 	if (log_enabled(LOG_INFO))
 		argv[n++] = log_enabled(LOG_DEBUG) ? "-vv" : "-v";
@@ -101,23 +102,24 @@ static enum xfer_fail start_remote(const struct xfer_opts *o, struct rsh *r,
 	const char *argv[32];
 	char num[8][24];
 	/* A prompt (password, host key) may take a person a while. */
-	uint64_t wait_ms = o->batch ? 3 * (uint64_t)o->connect_timeout_ms +
-					      10000
-				    : 300000;
+	uint64_t wait_ms =
+		o->ssh.batch ? 3 * (uint64_t)o->link.connect_timeout_ms + 10000
+			     : 300000;
 	int rc, status;
 
 	server_argv(o, argv, num);
-	rc = rsh_start(r, o->rsh, o->rsh_host, o->rdcp_path, argv, o->batch,
-		       o->connect_timeout_ms / 1000, false);
+	rc = rsh_start(r, o->ssh.rsh, o->ssh.rsh_host, o->ssh.rdcp_path, argv,
+		       o->ssh.batch, o->link.connect_timeout_ms / 1000, false);
 	if (rc)
 		return fail(st, XFER_FAIL_REMOTE_START,
-			    "cannot start the remote shell '%s'", o->rsh);
+			    "cannot start the remote shell '%s'", o->ssh.rsh);
 	rc = rsh_read_line(r, clock_now_ms() + wait_ms, boot_is_line, line,
 			   BOOT_LINE_MAX);
 	if (!rc)
 		return XFER_OK;
 	status = rsh_finish(r, rc == -EPIPE ? REMOTE_END_MS : 0);
-	if (o->cancel && *o->cancel) /* ssh got the terminal's SIGINT too */
+	if (o->link.cancel &&
+	    *o->link.cancel) /* ssh got the terminal's SIGINT too */
 		return fail(st, XFER_FAIL_CANCELED, "interrupted");
 	st->start_may_heal =
 		rc == -ETIMEDOUT || (rc == -EPIPE && rsh_may_heal(r, status));
@@ -126,18 +128,19 @@ static enum xfer_fail start_remote(const struct xfer_opts *o, struct rsh *r,
 			st, XFER_FAIL_REMOTE_START,
 			"rdcp on '%s' answered with a bootstrap line longer "
 			"than %d bytes",
-			o->rsh_host, BOOT_LINE_MAX);
+			o->ssh.rsh_host, BOOT_LINE_MAX);
 	if (rc == -ETIMEDOUT)
 		return fail(st, XFER_FAIL_REMOTE_START,
 			    "rdcp on '%s' did not answer within %llu s (is "
 			    "ssh waiting for a password? try 'ssh %s true')",
-			    o->rsh_host, (unsigned long long)(wait_ms / 1000),
-			    o->rsh_host);
+			    o->ssh.rsh_host,
+			    (unsigned long long)(wait_ms / 1000),
+			    o->ssh.rsh_host);
 	if (rc != -EPIPE)
 		return fail(st, XFER_FAIL_REMOTE_START,
 			    "cannot read from the remote shell: %s",
 			    strerror(-rc));
-	rsh_explain(r, status, o->rdcp_path, st->error, sizeof(st->error));
+	rsh_explain(r, status, o->ssh.rdcp_path, st->error, sizeof(st->error));
 	log_err("%s", st->error);
 	return XFER_FAIL_REMOTE_START;
 }
@@ -167,23 +170,24 @@ static int connect_boot(const struct xfer_opts *o, struct boot *b,
 {
 	struct cm_geom geom = client_geom(o);
 	struct cm_timeouts to = session_timeouts(o);
-	struct cm_addr a = o->addr;
-	const char *host = o->rsh_host ? o->rsh_host : "the remote host";
+	struct cm_addr a = o->link.addr;
+	const char *host =
+		o->ssh.rsh_host ? o->ssh.rsh_host : "the remote host";
 	char tried[256] = "", r[200] = "";
 	int rc = -EHOSTUNREACH;
 
 	a.port = b->port;
-	if (o->rdma_addr) {
-		a.host = o->rdma_addr;
+	if (o->ssh.rdma_addr) {
+		a.host = o->ssh.rdma_addr;
 		if (a.transport == CM_TRANSPORT_AUTO)
 			a.transport = CM_TRANSPORT_RDMA;
 		rc = cm_connect(&a, &geom, &to, c);
 		if (rc)
 			snprintf(why, whysz, "cannot connect to --rdma-addr %s",
-				 o->rdma_addr);
+				 o->ssh.rdma_addr);
 		return rc;
 	}
-	if (o->addr.transport != CM_TRANSPORT_TCP && b->rdma) {
+	if (o->link.addr.transport != CM_TRANSPORT_TCP && b->rdma) {
 		via_first(b->rdma_addrs, b->nrdma, b->via);
 		for (int i = 0; i < b->nrdma; i++) {
 			a.host = b->rdma_addrs[i];
@@ -197,7 +201,7 @@ static int connect_boot(const struct xfer_opts *o, struct boot *b,
 			return cm_connect(&a, &geom, &to, c);
 		}
 	}
-	if (o->addr.transport == CM_TRANSPORT_RDMA) {
+	if (o->link.addr.transport == CM_TRANSPORT_RDMA) {
 		for (int i = 0; i < b->nrdma; i++)
 			snprintf(tried + strlen(tried),
 				 sizeof(tried) - strlen(tried), "%s%s",
@@ -217,7 +221,7 @@ static int connect_boot(const struct xfer_opts *o, struct boot *b,
 			 host);
 		return -EHOSTUNREACH;
 	}
-	if (o->addr.transport == CM_TRANSPORT_AUTO)
+	if (o->link.addr.transport == CM_TRANSPORT_AUTO)
 		log_warn("using TCP to %s: %s", host,
 			 b->rdma ? "rdma_cm routes to none of its RDMA "
 				   "addresses"
@@ -253,12 +257,12 @@ enum xfer_fail remote_copy(const struct xfer_opts *o, struct xfer_stats *st)
 	struct boot b;
 	int rc, status;
 
-	if (o->boot_line && strlen(o->boot_line) >= sizeof(line))
+	if (o->ssh.boot_line && strlen(o->ssh.boot_line) >= sizeof(line))
 		v = fail(st, XFER_FAIL_REMOTE_START,
 			 "the bootstrap line for '%s' is longer than %d bytes",
-			 o->rsh_host, BOOT_LINE_MAX);
-	else if (o->boot_line)
-		snprintf(line, sizeof(line), "%s", o->boot_line);
+			 o->ssh.rsh_host, BOOT_LINE_MAX);
+	else if (o->ssh.boot_line)
+		snprintf(line, sizeof(line), "%s", o->ssh.boot_line);
 	else
 		v = start_remote(o, &r, line, st);
 	if (v != XFER_OK)
@@ -266,7 +270,7 @@ enum xfer_fail remote_copy(const struct xfer_opts *o, struct xfer_stats *st)
 	if (boot_parse(line, &b, why, sizeof(why))) {
 		v = fail(st, XFER_FAIL_REMOTE_START,
 			 "rdcp on '%s' answered with a bad bootstrap line (%s)",
-			 o->rsh_host, why);
+			 o->ssh.rsh_host, why);
 		goto out;
 	}
 	if (b.proto != CM_VERSION) {
@@ -274,14 +278,14 @@ enum xfer_fail remote_copy(const struct xfer_opts *o, struct xfer_stats *st)
 			 "rdcp on '%s' is release %s (protocol %u), this one "
 			 "is %s (protocol %u): install the same version on "
 			 "both hosts",
-			 o->rsh_host, b.version, b.proto, RDCP_VERSION,
+			 o->ssh.rsh_host, b.version, b.proto, RDCP_VERSION,
 			 CM_VERSION);
 		goto out;
 	}
 	if (strcmp(b.version, RDCP_VERSION))
 		log_info("rdcp on '%s' is release %s, this one %s (same "
 			 "protocol %u)",
-			 o->rsh_host, b.version, RDCP_VERSION, CM_VERSION);
+			 o->ssh.rsh_host, b.version, RDCP_VERSION, CM_VERSION);
 	rc = connect_boot(o, &b, &c, why, sizeof(why));
 	if (rc) {
 		v = session_connect_fail(rc);
@@ -289,15 +293,15 @@ enum xfer_fail remote_copy(const struct xfer_opts *o, struct xfer_stats *st)
 		log_err("%s", why);
 		goto out;
 	}
-	ko.key = b.key;
+	ko.link.key = b.key;
 	v = client_run(&ko, c, st);
 	/* The remote stops when ssh goes: say so, not what it told us. */
-	if (v != XFER_OK && !(o->cancel && *o->cancel) && r.pid > 0 &&
+	if (v != XFER_OK && !(o->link.cancel && *o->link.cancel) && r.pid > 0 &&
 	    rsh_ended(&r, &status)) {
 		snprintf(st->error, sizeof(st->error),
 			 "the ssh connection to '%s' ended mid-copy (status "
 			 "%d): the rdcp there stopped",
-			 o->rsh_host, status);
+			 o->ssh.rsh_host, status);
 		log_err("%s", st->error);
 		v = XFER_FAIL_PEER_LOST;
 	}
@@ -308,8 +312,8 @@ out:
 		status = rsh_finish(&r, REMOTE_END_MS);
 		if (status && v == XFER_OK)
 			log_warn("%s: the remote rdcp ended with status %d",
-				 o->rsh_host, status);
-	} else if (!o->boot_line) {
+				 o->ssh.rsh_host, status);
+	} else if (!o->ssh.boot_line) {
 		rsh_finish(&r, 0);
 	}
 	return v;
@@ -325,7 +329,7 @@ static void relay_out(const struct xfer_opts *o, struct rsh *s)
 		struct pollfd pfd = { .fd = s->out, .events = POLLIN };
 		ssize_t n;
 
-		if (o->cancel && *o->cancel && s->in >= 0) {
+		if (o->link.cancel && *o->link.cancel && s->in >= 0) {
 			close(s->in);
 			s->in = -1;
 		}
@@ -348,27 +352,28 @@ int xfer_copy_between(const struct xfer_opts *o, const char *dest_host,
 	struct rsh d, s;
 	int status;
 
-	od.rsh_host = dest_host;
+	od.ssh.rsh_host = dest_host;
 	if (start_remote(&od, &d, line, &st) != XFER_OK)
-		return o->cancel && *o->cancel ? -2 : -1;
-	if (rsh_start(&s, o->rsh, o->rsh_host, o->rdcp_path, far_argv,
-		      o->batch, o->connect_timeout_ms / 1000, true)) {
+		return o->link.cancel && *o->link.cancel ? -2 : -1;
+	if (rsh_start(&s, o->ssh.rsh, o->ssh.rsh_host, o->ssh.rdcp_path,
+		      far_argv, o->ssh.batch, o->link.connect_timeout_ms / 1000,
+		      true)) {
 		rsh_finish(&d, 0);
 		return -1;
 	}
 	strcat(line, "\n");
 	if (write(s.in, line, strlen(line)) != (ssize_t)strlen(line))
-		log_debug("%s: its stdin closed early", o->rsh_host);
+		log_debug("%s: its stdin closed early", o->ssh.rsh_host);
 	OPENSSL_cleanse(line, sizeof(line));
 	relay_out(o, &s);
 	status = rsh_finish(&s, REMOTE_END_MS);
 	rsh_finish(&d, REMOTE_END_MS);
-	if (o->cancel && *o->cancel) {
+	if (o->link.cancel && *o->link.cancel) {
 		log_err("interrupted");
 		return -2;
 	}
 	if (status == 255 || status == 127 || status == 126 || status < 0) {
-		rsh_explain(&s, status, o->rdcp_path, why, sizeof(why));
+		rsh_explain(&s, status, o->ssh.rdcp_path, why, sizeof(why));
 		log_err("%s", why);
 		return -1;
 	}
@@ -384,7 +389,7 @@ int xfer_check_remote(const struct xfer_opts *o,
 	struct xfer_stats st = { 0 };
 	char line[BOOT_LINE_MAX], why[400], text[700];
 	const char *chosen = NULL;
-	struct cm_addr a = o->addr;
+	struct cm_addr a = o->link.addr;
 	struct rsh r;
 	struct boot b;
 	int problems = 0;
@@ -397,7 +402,7 @@ int xfer_check_remote(const struct xfer_opts *o,
 		snprintf(text, sizeof(text),
 			 "rdcp on '%s' is not this version (%s %u): install "
 			 "the same version on both hosts",
-			 o->rsh_host, b.version, b.proto);
+			 o->ssh.rsh_host, b.version, b.proto);
 		out(arg, CM_CHECK_PROBLEM, text);
 		rsh_finish(&r, REMOTE_END_MS);
 		return 1;
@@ -405,14 +410,14 @@ int xfer_check_remote(const struct xfer_opts *o,
 	snprintf(text, sizeof(text),
 		 "rdcp %s started on '%s' over ssh, listening for %s%s%s on "
 		 "port %u",
-		 b.version, o->rsh_host, b.rdma ? "RDMA" : "",
+		 b.version, o->ssh.rsh_host, b.rdma ? "RDMA" : "",
 		 b.rdma && b.tcp ? " and " : "", b.tcp ? "TCP" : "", b.port);
 	out(arg, CM_CHECK_OK, text);
 	snprintf(text, sizeof(text), "ssh reached it at %s",
 		 b.via[0] ? b.via : "an address it did not say");
 	out(arg, CM_CHECK_INFO, text);
 	via_first(b.rdma_addrs, b.nrdma, b.via);
-	for (int i = 0; b.rdma && i < b.nrdma && !o->rdma_addr; i++) {
+	for (int i = 0; b.rdma && i < b.nrdma && !o->ssh.rdma_addr; i++) {
 		a.host = b.rdma_addrs[i];
 		a.port = b.port;
 		a.transport = CM_TRANSPORT_RDMA;
@@ -431,21 +436,21 @@ int xfer_check_remote(const struct xfer_opts *o,
 		chosen = a.host;
 		break;
 	}
-	if (o->rdma_addr) {
+	if (o->ssh.rdma_addr) {
 		snprintf(text, sizeof(text),
 			 "--rdma-addr %s: the data goes there, as named",
-			 o->rdma_addr);
+			 o->ssh.rdma_addr);
 		out(arg, CM_CHECK_INFO, text);
 	} else if (!chosen) {
 		snprintf(text, sizeof(text),
 			 "no RDMA route to '%s' (%s): the data would go over "
 			 "TCP%s; set up RDMA there, or name an address with "
 			 "--rdma-addr",
-			 o->rsh_host,
-			 !b.rdma	 ? "it has no RDMA device"
+			 o->ssh.rsh_host,
+			 !b.rdma    ? "it has no RDMA device"
 			 : !b.nrdma ? "it names no RDMA address"
 				    : "rdma_cm routes to none of its addresses",
-			 o->addr.transport == CM_TRANSPORT_RDMA
+			 o->link.addr.transport == CM_TRANSPORT_RDMA
 				 ? " if --transport allowed it"
 				 : "");
 		out(arg, CM_CHECK_PROBLEM, text);

@@ -161,7 +161,7 @@ void audit_session(const struct srv_session *s, const struct xfer_stats *st,
 		 (unsigned long long)st->files_failed,
 		 (unsigned long long)st->bytes, xfer_fail_name(v), seconds);
 	/* An rdcp --server's user is its client, with its own summary. */
-	if (s->srv->o->ssh_server)
+	if (s->srv->o->ssh.ssh_server)
 		log_info("%s", line);
 	else
 		log_note("%s", line);

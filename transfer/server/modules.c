@@ -40,10 +40,11 @@ static int access_load(const struct xfer_opts *o, struct access_cfg **out)
 	if (!c)
 		return -ENOMEM;
 	c->refs = 1;
-	if (o->clients_dir)
-		rc = key_dir_load(o->clients_dir, &c->clients);
-	if (!rc && o->modules_file)
-		rc = modconf_load(o->modules_file, &c->mods, conf_err, NULL);
+	if (o->serve.clients_dir)
+		rc = key_dir_load(o->serve.clients_dir, &c->clients);
+	if (!rc && o->serve.modules_file)
+		rc = modconf_load(o->serve.modules_file, &c->mods, conf_err,
+				  NULL);
 	if (rc) {
 		key_dir_release(&c->clients);
 		free(c);
@@ -73,16 +74,16 @@ int server_access_init(struct server *srv)
 
 	if (rc)
 		return rc;
-	if (o->clients_dir || o->modules_file)
+	if (o->serve.clients_dir || o->serve.modules_file)
 		log_note("serving %zu named client%s%s%s%s, %zu module%s%s%s",
 			 srv->cfg->clients.n,
 			 srv->cfg->clients.n == 1 ? "" : "s",
-			 o->clients_dir ? " from '" : "",
-			 o->clients_dir ? o->clients_dir : "",
-			 o->clients_dir ? "'" : "", srv->cfg->mods.n,
+			 o->serve.clients_dir ? " from '" : "",
+			 o->serve.clients_dir ? o->serve.clients_dir : "",
+			 o->serve.clients_dir ? "'" : "", srv->cfg->mods.n,
 			 srv->cfg->mods.n == 1 ? "" : "s",
-			 o->modules_file ? " from " : "",
-			 o->modules_file ? o->modules_file : "");
+			 o->serve.modules_file ? " from " : "",
+			 o->serve.modules_file ? o->serve.modules_file : "");
 	return 0;
 }
 
@@ -127,9 +128,9 @@ void server_access_release(struct server *srv)
 void server_session_begin(struct server *srv, struct server_session *s)
 {
 	*s = (struct server_session){ .module = "-", .modfd = -1 };
-	s->client = srv->o->ssh_server ? "one-time-key"
-		    : srv->key	       ? "site-key"
-				       : "-";
+	s->client = srv->o->ssh.ssh_server ? "one-time-key"
+		    : srv->key		   ? "site-key"
+					   : "-";
 	s->key = srv->key;
 	pthread_mutex_lock(&srv->lock);
 	s->cfg = srv->cfg;
@@ -148,7 +149,7 @@ void server_session_key(struct server *srv, struct server_session *s,
 	if (h->client[0]) {
 		snprintf(s->client_buf, sizeof(s->client_buf), "%s", h->client);
 		s->client = s->client_buf;
-		k = s->cfg && !srv->o->ssh_server
+		k = s->cfg && !srv->o->ssh.ssh_server
 			    ? key_dir_find(&s->cfg->clients, h->client)
 			    : NULL;
 		if (!k)
@@ -267,7 +268,7 @@ int server_session_module(struct server *srv, struct server_session *s,
 	bool push = h->role == WIRE_PUSH, readable, writable;
 	int fd;
 
-	if (!s->cfg || !s->cfg->mods.n || srv->o->ssh_server)
+	if (!s->cfg || !s->cfg->mods.n || srv->o->ssh.ssh_server)
 		return 0;
 	*fail = XFER_FAIL_AUTH;
 	if (!h->npaths || !split_module(wire_hello_path(h, 0), name, &rest)) {

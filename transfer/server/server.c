@@ -99,10 +99,10 @@ static int server_auth(struct server *srv, struct engine *e,
 	 * Rails: with lanes, on a receiver listening on every address, each
 	 * other device with an address there takes lanes k % R == r.
 	 */
-	if (streams > 1 && !srv->o->addr.host &&
-	    (!srv->o->addr.device || srv->o->rail_devices)) {
+	if (streams > 1 && !srv->o->link.addr.host &&
+	    (!srv->o->link.addr.device || srv->o->link.rail_devices)) {
 		struct cm_rail rails[WIRE_STREAMS_MAX];
-		int n = cm_local_rails(e->c, srv->o->rail_devices, rails,
+		int n = cm_local_rails(e->c, srv->o->link.rail_devices, rails,
 				       streams);
 
 		m.u.welcome.rails = n > 1 ? (uint8_t)n : 0;
@@ -306,7 +306,7 @@ static int server_handshake(struct server *srv, struct engine *e,
 	if ((h->role != WIRE_PUSH && h->role != WIRE_PULL) ||
 	    h->csum > WIRE_CSUM_SHA256 || h->level > 9 ||
 	    !(h->flags & WIRE_HELLO_COMPRESS) != !h->level ||
-	    h->chunk_size != e->c->geom.slot_size ||
+	    h->chunk_size != e->c->geom.chunk_size ||
 	    ((h->flags & WIRE_HELLO_DELETE) &&
 	     !(h->flags & WIRE_HELLO_RECURSIVE)) ||
 	    ((h->flags & WIRE_HELLO_DIRECT) &&
@@ -328,7 +328,7 @@ static int server_handshake(struct server *srv, struct engine *e,
 				   "needs a key, and this receiver runs with "
 				   "--no-auth",
 				   e->c->peer);
-	if (srv->o->require_encrypt && !(h->flags & WIRE_HELLO_ENCRYPT))
+	if (srv->o->serve.require_encrypt && !(h->flags & WIRE_HELLO_ENCRYPT))
 		return engine_fail(e, XFER_FAIL_AUTH, -EACCES,
 				   "refused %s: this receiver requires "
 				   "--encrypt (run the copy with --encrypt)",
@@ -343,18 +343,19 @@ static int server_handshake(struct server *srv, struct engine *e,
 	if (!rc && streams > 1)
 		rc = server_join_lanes(
 			srv, e, jw, streams, h, nonce,
-			clock_now_ms() + (uint64_t)srv->o->connect_timeout_ms);
+			clock_now_ms() +
+				(uint64_t)srv->o->link.connect_timeout_ms);
 	if (rc)
 		return rc;
 	/* The client's O_DIRECT choice, else this receiver's own. */
-	p->flags = direct_session_flags(h->flags, srv->o->direct);
+	p->flags = direct_session_flags(h->flags, srv->o->link.direct);
 	p->csum = (enum xfer_csum)h->csum;
 	p->level = h->level;
 	p->server = true;
 	p->pack = h->features & WIRE_FEAT_PACK;
 	p->sync = h->sync; /* wire_decode checked its range */
 	/* the service rule (SECURITY.md): other owners only if allowed */
-	p->owners_ok = srv->o->ssh_server || srv->o->allow_owners;
+	p->owners_ok = srv->o->ssh.ssh_server || srv->o->serve.allow_owners;
 	if (h->flags & WIRE_HELLO_ENCRYPT) {
 		rc = auth_data_key(s->key, h, nonce, key);
 		if (rc)
@@ -371,7 +372,7 @@ static void count_running(struct server *srv, const struct cm_conn *c, int n)
 	metrics_gauge(&srv->metrics.active, n);
 	metrics_gauge(&srv->metrics.ring_slots, n * (int64_t)c->geom.slots);
 	metrics_gauge(&srv->metrics.ring_bytes,
-		      n * (int64_t)c->geom.slots * c->geom.slot_size);
+		      n * (int64_t)c->geom.slots * c->geom.chunk_size);
 }
 
 /*
@@ -401,9 +402,9 @@ static enum xfer_fail serve_conn(struct server *srv, struct cm_conn *c,
 	int rootfd = srv->rootfd;
 	int rc;
 
-	so.on_file = audit_file;
-	so.on_file_arg = &os;
-	so.on_progress = NULL;
+	so.copy.on_file = audit_file;
+	so.copy.on_file_arg = &os;
+	so.copy.on_progress = NULL;
 	rc = engine_init(&e, c, &so);
 	if (rc)
 		return XFER_FAIL_RESOURCE;
@@ -482,7 +483,7 @@ static enum xfer_fail serve_conn(struct server *srv, struct cm_conn *c,
 		struct source_cfg cfg = {
 			.nsrcs = h->npaths,
 			.rootfd = srv->user_paths ? -1 : rootfd,
-			.bwlimit = slower(srv->o->bwlimit, h->bwlimit),
+			.bwlimit = slower(srv->o->copy.bwlimit, h->bwlimit),
 			.filter = &filter,
 			.p = p,
 		};
@@ -535,19 +536,20 @@ static enum xfer_fail serve_conn(struct server *srv, struct cm_conn *c,
 /* How long a client has from its connect to the proof of the key. */
 static int preauth_ms(const struct xfer_opts *o)
 {
-	return o->connect_timeout_ms < PREAUTH_MS ? o->connect_timeout_ms
-						  : PREAUTH_MS;
+	return o->link.connect_timeout_ms < PREAUTH_MS
+		       ? o->link.connect_timeout_ms
+		       : PREAUTH_MS;
 }
 
 enum xfer_fail session_serve(const struct xfer_opts *o, int rootfd,
 			     struct cm_conn *c)
 {
 	struct server srv = { .o = o,
-			      .max_sessions = o->max_sessions,
+			      .max_sessions = o->serve.max_sessions,
 			      .max_streams = 1, /* no listener for joins */
 			      .rootfd = rootfd,
-			      .key = o->key,
-			      .auth = o->key != NULL };
+			      .key = o->link.key,
+			      .auth = o->link.key != NULL };
 	bool promoted = false;
 	enum xfer_fail v;
 
@@ -572,8 +574,8 @@ static enum xfer_fail serve_one(struct server *srv, struct cm_request *req,
 {
 	const struct xfer_opts *o = srv->o;
 	struct cm_limits lim = {
-		.max_slot_size = o->chunk_size,
-		.max_slots = o->window,
+		.max_chunk_size = o->link.chunk_size,
+		.max_slots = o->link.window,
 	};
 	struct cm_timeouts to = session_timeouts(o);
 	uint64_t deadline;
@@ -687,7 +689,8 @@ static rlim_t conn_fds(unsigned int max_streams)
 static rlim_t session_fds(const struct xfer_opts *o, unsigned int max_streams)
 {
 	return 3 * WIRE_INFLIGHT_MAX +
-	       2 * (rlim_t)(o->workers ? o->workers : NUMA_WORKERS_MAX) +
+	       2 * (rlim_t)(o->link.workers ? o->link.workers
+					    : NUMA_WORKERS_MAX) +
 	       conn_fds(max_streams);
 }
 
@@ -703,7 +706,7 @@ static unsigned int fit_sessions(const struct xfer_opts *o,
 	struct rlimit rl;
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
-		return o->max_sessions;
+		return o->serve.max_sessions;
 	want = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > NOFILE_MAX
 		       ? NOFILE_MAX
 		       : rl.rlim_max;
@@ -725,15 +728,15 @@ static unsigned int fit_sessions(const struct xfer_opts *o,
 		 (unsigned long long)rl.rlim_cur,
 		 (unsigned long long)rl.rlim_max, (unsigned long long)fit,
 		 (unsigned long long)need1);
-	if (fit >= o->max_sessions)
-		return o->max_sessions;
+	if (fit >= o->serve.max_sessions)
+		return o->serve.max_sessions;
 	fit = fit ? fit : 1;
 	log_warn("open files: --max-sessions %u needs %llu but the limit is "
 		 "%llu: serving at most %llu sessions at once; raise it "
 		 "(ulimit -n, LimitNOFILE= in the service) or lower "
 		 "--max-sessions",
-		 o->max_sessions,
-		 (unsigned long long)(o->max_sessions * need1 + reserve),
+		 o->serve.max_sessions,
+		 (unsigned long long)(o->serve.max_sessions * need1 + reserve),
 		 (unsigned long long)rl.rlim_cur, (unsigned long long)fit);
 	return (unsigned int)fit;
 }
@@ -749,24 +752,25 @@ static int listen_boot(struct server *srv, struct cm_listener **l)
 	char line[BOOT_LINE_MAX];
 	int rc;
 
-	rc = cm_listen_range(&o->addr, o->port_lo ? o->port_lo : 49152,
-			     o->port_hi ? o->port_hi : 65535, l, &b.port);
+	rc = cm_listen_range(
+		&o->link.addr, o->ssh.port_lo ? o->ssh.port_lo : 49152,
+		o->ssh.port_hi ? o->ssh.port_hi : 65535, l, &b.port);
 	if (rc)
 		return rc;
 	snprintf(b.version, sizeof(b.version), "%s", RDCP_VERSION);
 	b.rdma = cm_listener_rdma(*l);
-	b.tcp = o->addr.transport != CM_TRANSPORT_RDMA;
+	b.tcp = o->link.addr.transport != CM_TRANSPORT_RDMA;
 	if (b.rdma)
 		b.nrdma = cm_local_addrs(true, b.rdma_addrs, BOOT_ADDRS);
 	if (b.tcp)
 		b.ntcp = cm_local_addrs(false, b.tcp_addrs, BOOT_ADDRS);
 	b.nrdma = b.nrdma < 0 ? 0 : b.nrdma;
 	b.ntcp = b.ntcp < 0 ? 0 : b.ntcp;
-	snprintf(b.via, sizeof(b.via), "%s", o->via ? o->via : "");
+	snprintf(b.via, sizeof(b.via), "%s", o->ssh.via ? o->ssh.via : "");
 	memcpy(b.key, srv->key, KEY_LEN);
 	boot_format(&b, line);
-	if (o->on_boot)
-		o->on_boot(o->on_boot_arg, line);
+	if (o->ssh.on_boot)
+		o->ssh.on_boot(o->ssh.on_boot_arg, line);
 	OPENSSL_cleanse(&b, sizeof(b));
 	OPENSSL_cleanse(line, sizeof(line));
 	return 0;
@@ -804,7 +808,7 @@ static bool stopped(struct server *srv, bool *told)
 {
 	unsigned int n;
 
-	if (srv->o->once || srv->o->ssh_server)
+	if (srv->o->serve.once || srv->o->ssh.ssh_server)
 		return true;
 	pthread_mutex_lock(&srv->lock);
 	n = srv->sessions + srv->preauth;
@@ -820,7 +824,8 @@ static bool stopped(struct server *srv, bool *told)
 /* SIGHUP came since the audit log was (re)opened: reopen it. */
 static void check_hup(struct server *srv)
 {
-	unsigned int n = srv->o->hup ? (unsigned int)*srv->o->hup : 0;
+	unsigned int n =
+		srv->o->serve.hup ? (unsigned int)*srv->o->serve.hup : 0;
 
 	if (n == srv->hups)
 		return;
@@ -838,14 +843,15 @@ static enum xfer_fail observe_start(struct server *srv,
 	const struct xfer_opts *o = srv->o;
 
 	metrics_init(&srv->metrics);
-	srv->hups = o->hup ? (unsigned int)*o->hup : 0;
-	if (audit_log_open(&srv->alog, o->ssh_server ? NULL : o->audit_log)) {
+	srv->hups = o->serve.hup ? (unsigned int)*o->serve.hup : 0;
+	if (audit_log_open(&srv->alog,
+			   o->ssh.ssh_server ? NULL : o->serve.audit_log)) {
 		metrics_release(&srv->metrics);
 		return XFER_FAIL_LOCAL_IO;
 	}
 	*mh = NULL;
-	if (o->metrics_addr && !o->ssh_server &&
-	    metrics_http_start(&srv->metrics, o->metrics_addr, mh)) {
+	if (o->serve.metrics_addr && !o->ssh.ssh_server &&
+	    metrics_http_start(&srv->metrics, o->serve.metrics_addr, mh)) {
 		audit_log_close(&srv->alog);
 		metrics_release(&srv->metrics);
 		return XFER_FAIL_CONNECT;
@@ -862,7 +868,7 @@ static void observe_stop(struct server *srv, struct metrics_http *mh)
 
 enum xfer_fail xfer_serve(const struct xfer_opts *o)
 {
-	struct server srv = { .o = o, .key = o->key };
+	struct server srv = { .o = o, .key = o->link.key };
 	uint8_t onetime[KEY_LEN];
 	struct metrics_http *mh = NULL;
 	struct cm_listener *l;
@@ -871,7 +877,7 @@ enum xfer_fail xfer_serve(const struct xfer_opts *o)
 	bool told = false; /* stopping: the sessions' grace said */
 	int rc;
 
-	if (o->ssh_server) {
+	if (o->ssh.ssh_server) {
 		if (getrandom(onetime, sizeof(onetime), 0) != sizeof(onetime)) {
 			log_err("cannot get random bytes: %s", strerror(errno));
 			return XFER_FAIL_RESOURCE;
@@ -879,15 +885,15 @@ enum xfer_fail xfer_serve(const struct xfer_opts *o)
 		srv.key = onetime;
 		srv.user_paths = true;
 	}
-	srv.auth = srv.key || (o->clients_dir && !o->ssh_server);
-	srv.rootfd =
-		open(o->root ? o->root : ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	srv.auth = srv.key || (o->serve.clients_dir && !o->ssh.ssh_server);
+	srv.rootfd = open(o->serve.root ? o->serve.root : ".",
+			  O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (srv.rootfd < 0) {
-		log_err("cannot use root directory '%s': %s", o->root,
+		log_err("cannot use root directory '%s': %s", o->serve.root,
 			strerror(errno));
 		return XFER_FAIL_USAGE;
 	}
-	if (!o->ssh_server && server_access_init(&srv)) {
+	if (!o->ssh.ssh_server && server_access_init(&srv)) {
 		close(srv.rootfd);
 		return XFER_FAIL_USAGE;
 	}
@@ -898,8 +904,8 @@ enum xfer_fail xfer_serve(const struct xfer_opts *o)
 		OPENSSL_cleanse(onetime, sizeof(onetime));
 		return v;
 	}
-	srv.max_streams = o->streams ? o->streams : CM_LANES_MAX;
-	srv.max_sessions = o->once || o->ssh_server
+	srv.max_streams = o->link.streams ? o->link.streams : CM_LANES_MAX;
+	srv.max_sessions = o->serve.once || o->ssh.ssh_server
 				   ? 1
 				   : fit_sessions(o, srv.max_streams);
 	srv.umask = umask(022);
@@ -914,16 +920,16 @@ enum xfer_fail xfer_serve(const struct xfer_opts *o)
 		pthread_cond_init(&srv.joined, &ca);
 		pthread_condattr_destroy(&ca);
 	}
-	if (o->rail_devices && !o->ssh_server) {
+	if (o->link.rail_devices && !o->ssh.ssh_server) {
 		/* --device a,b: every address, over RDMA; rails filtered. */
-		struct cm_addr any = o->addr;
+		struct cm_addr any = o->link.addr;
 
 		any.device = NULL;
 		any.transport = CM_TRANSPORT_RDMA;
 		rc = cm_listen(&any, &l);
 	} else {
-		rc = o->ssh_server ? listen_boot(&srv, &l)
-				   : cm_listen(&o->addr, &l);
+		rc = o->ssh.ssh_server ? listen_boot(&srv, &l)
+				       : cm_listen(&o->link.addr, &l);
 	}
 	if (rc) {
 		observe_stop(&srv, mh);
@@ -932,21 +938,22 @@ enum xfer_fail xfer_serve(const struct xfer_opts *o)
 		OPENSSL_cleanse(onetime, sizeof(onetime));
 		return rc == -ENOMEM ? XFER_FAIL_RESOURCE : XFER_FAIL_CONNECT;
 	}
-	until = clock_now_ms() + 2 * (uint64_t)o->connect_timeout_ms + 5000;
-	while (!(o->cancel && *o->cancel)) {
+	until = clock_now_ms() + 2 * (uint64_t)o->link.connect_timeout_ms +
+		5000;
+	while (!(o->link.cancel && *o->link.cancel)) {
 		struct cm_request *req;
 
-		if (o->stop && *o->stop && stopped(&srv, &told))
+		if (o->serve.stop && *o->serve.stop && stopped(&srv, &told))
 			break;
 		check_hup(&srv);
-		if (o->ssh_server && boot_done(&srv, until, &v))
+		if (o->ssh.ssh_server && boot_done(&srv, until, &v))
 			break;
-		if (o->reload && *o->reload) {
-			*o->reload = 0;
+		if (o->serve.reload && *o->serve.reload) {
+			*o->serve.reload = 0;
 			server_reload(&srv);
 		}
 		/* Out of descriptors or memory is -EAGAIN too: cm/ said so. */
-		rc = cm_listener_get(l, o->ssh_server ? 100 : 500, &req);
+		rc = cm_listener_get(l, o->ssh.ssh_server ? 100 : 500, &req);
 		if (rc == -EAGAIN || rc == -EINTR)
 			continue;
 		if (rc) {
@@ -955,12 +962,12 @@ enum xfer_fail xfer_serve(const struct xfer_opts *o)
 			break;
 		}
 		log_info("connection from %s", cm_request_peer(req));
-		if (o->stop && *o->stop) {
+		if (o->serve.stop && *o->serve.stop) {
 			/* rejected, not left waiting: the client retries */
 			server_refuse(&srv, req, REFUSED_STOPPING);
 			continue;
 		}
-		if (o->once) {
+		if (o->serve.once) {
 			bool promoted;
 
 			/* The session takes its own joins (server_join.c). */
@@ -981,13 +988,14 @@ enum xfer_fail xfer_serve(const struct xfer_opts *o)
 		}
 		spawn(&srv, req);
 	}
-	if (!o->once && ((o->cancel && *o->cancel) || (o->stop && *o->stop)))
+	if (!o->serve.once && ((o->link.cancel && *o->link.cancel) ||
+			       (o->serve.stop && *o->serve.stop)))
 		v = XFER_FAIL_CANCELED;
 	pthread_mutex_lock(&srv.lock);
 	while (srv.sessions || srv.preauth)
 		pthread_cond_wait(&srv.idle, &srv.lock);
 	/* The client closing ssh after its session is no cancel. */
-	if (o->ssh_server && srv.served)
+	if (o->ssh.ssh_server && srv.served)
 		v = srv.verdict;
 	pthread_mutex_unlock(&srv.lock);
 	cm_listener_destroy(l);

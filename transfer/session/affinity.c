@@ -18,11 +18,11 @@ unsigned int affinity_apply(struct cm_conn *c, const struct xfer_opts *o)
 	int n = -1, rc;
 	unsigned int workers;
 
-	hugemem_set_mode(o->hugepages);
-	if (o->numa == XFER_NUMA_OFF)
+	hugemem_set_mode(o->link.hugepages);
+	if (o->link.numa == XFER_NUMA_OFF)
 		c->numa_node = -1;
-	else if (o->numa == XFER_NUMA_NODE)
-		c->numa_node = o->numa_node;
+	else if (o->link.numa == XFER_NUMA_NODE)
+		c->numa_node = o->link.numa_node;
 	if (c->numa_node >= 0) {
 		n = numa_node_cpus(numa_sysfs_root(), c->numa_node, &set);
 		if (n < 0)
@@ -43,7 +43,7 @@ unsigned int affinity_apply(struct cm_conn *c, const struct xfer_opts *o)
 	}
 	if (n <= 0 && !sched_getaffinity(0, sizeof(set), &set))
 		n = CPU_COUNT(&set);
-	workers = o->workers ? o->workers : numa_workers_for(n);
+	workers = o->link.workers ? o->link.workers : numa_workers_for(n);
 	if (log_enabled(LOG_INFO)) {
 		numa_cpulist_format(&set, list, sizeof(list));
 		if (c->numa_node >= 0)

@@ -98,7 +98,7 @@ static int fail_set(struct engine *e, enum xfer_fail klass, int err,
 
 bool engine_user_is_peer(const struct engine *e)
 {
-	return e->serving && e->o->ssh_server;
+	return e->serving && e->o->ssh.ssh_server;
 }
 
 int engine_fail(struct engine *e, enum xfer_fail klass, int err,
@@ -619,9 +619,9 @@ static void idle_wait(struct engine *e, int timeout_ms)
 {
 	int rc;
 
-	if (e->o->poll == XFER_POLL_BUSY)
+	if (e->o->link.poll == XFER_POLL_BUSY)
 		return;
-	if (e->o->poll == XFER_POLL_ADAPTIVE) {
+	if (e->o->link.poll == XFER_POLL_ADAPTIVE) {
 		uint64_t now = clock_now_ns();
 
 		if (!e->spins++)
@@ -724,7 +724,7 @@ static int run(struct engine *e, uint64_t deadline_ms)
 			progress++;
 		if (e->fail)
 			break;
-		if (e->o->cancel && *e->o->cancel) {
+		if (e->o->link.cancel && *e->o->link.cancel) {
 			if (e->serving)
 				engine_fail(e, XFER_FAIL_CANCELED, -ESHUTDOWN,
 					    "receiver shutting down");
@@ -733,11 +733,11 @@ static int run(struct engine *e, uint64_t deadline_ms)
 					    "interrupted");
 			break;
 		}
-		if (now - e->last_rx_ms >= (uint64_t)e->o->timeout_ms) {
+		if (now - e->last_rx_ms >= (uint64_t)e->o->link.timeout_ms) {
 			engine_fail(e, XFER_FAIL_PEER_LOST, -ETIMEDOUT,
 				    "no word from %s for %d s: its host is "
 				    "down, the link is cut or it hung",
-				    e->c->peer, e->o->timeout_ms / 1000);
+				    e->c->peer, e->o->link.timeout_ms / 1000);
 			break;
 		}
 		if (deadline_ms && now >= deadline_ms) {

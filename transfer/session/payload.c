@@ -38,7 +38,7 @@ int payload_init(struct payload *pl, uint32_t chunk, bool compress,
 {
 	pl->scratch = NULL;
 	pl->plain = NULL;
-	pl->chunk = chunk;
+	pl->chunk_size = chunk;
 	pl->aead = NULL;
 	/* Page aligned: the sink writes, the source reads, it with O_DIRECT. */
 	if (compress && posix_memalign((void **)&pl->scratch, 4096, chunk))
@@ -93,9 +93,9 @@ int payload_open(struct payload *pl, const struct wire_slot_hdr *h,
 	if (h->flags & WIRE_SLOT_ENCRYPTED) {
 		/* Page aligned: written to the file with O_DIRECT. */
 		if (!pl->plain &&
-		    posix_memalign((void **)&pl->plain, 4096, pl->chunk))
+		    posix_memalign((void **)&pl->plain, 4096, pl->chunk_size))
 			return -ENOMEM;
-		if (h->len > pl->chunk)
+		if (h->len > pl->chunk_size)
 			return -EPROTO;
 		wire_chunk_aad(aad, h->file_id, h->offset, h->raw_len,
 			       h->flags);

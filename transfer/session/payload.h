@@ -18,7 +18,7 @@
 struct payload {
 	uint8_t *scratch;  /* chunk bytes, page aligned, with compression */
 	uint8_t *plain;	   /* sink, --encrypt: a chunk decrypted (made lazily) */
-	uint32_t chunk;
+	uint32_t chunk_size; /* payload bytes per slot */
 	struct aead *aead; /* with a data key, else NULL */
 };
 

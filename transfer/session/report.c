@@ -50,13 +50,13 @@ void report_file(const struct xfer_opts *o, struct xfer_file_report *r,
 {
 	char hex[2 * WIRE_DIGEST_MAX + 1] = "";
 
-	if (!o->on_file)
+	if (!o->copy.on_file)
 		return;
 	if (dlen)
 		checksum_hex(digest, dlen, hex);
 	r->digest = hex;
 	r->algorithm = report_csum_name(csum);
-	o->on_file(o->on_file_arg, r);
+	o->copy.on_file(o->copy.on_file_arg, r);
 }
 
 void report_progress(const struct xfer_opts *o, uint64_t *next_ms,
@@ -64,11 +64,11 @@ void report_progress(const struct xfer_opts *o, uint64_t *next_ms,
 {
 	uint64_t now;
 
-	if (!o->on_progress)
+	if (!o->copy.on_progress)
 		return;
 	now = clock_now_ms();
 	if (now < *next_ms)
 		return;
 	*next_ms = now + REPORT_PROGRESS_MS;
-	o->on_progress(o->on_file_arg, done, total, path);
+	o->copy.on_progress(o->copy.on_file_arg, done, total, path);
 }

@@ -38,17 +38,17 @@ _Static_assert(WIRE_LANE_TOKEN_LEN == CM_TOKEN_LEN &&
 void xfer_opts_init(struct xfer_opts *o)
 {
 	memset(o, 0, sizeof(*o));
-	o->addr.port = 7471;
-	o->addr.gid_index = -1;
-	o->chunk_size = 1u << 20;
-	o->window = 64;
-	o->workers = 0; /* from the CPUs of the device's node */
-	o->poll = XFER_POLL_ADAPTIVE;
-	o->timeout_ms = 10000;
-	o->connect_timeout_ms = 10000;
-	o->csum = XFER_CSUM_CRC32;
-	o->max_sessions = 16;
-	o->max_delete = UINT64_MAX;
+	o->link.addr.port = 7471;
+	o->link.addr.gid_index = -1;
+	o->link.chunk_size = 1u << 20;
+	o->link.window = 64;
+	o->link.workers = 0; /* from the CPUs of the device's node */
+	o->link.poll = XFER_POLL_ADAPTIVE;
+	o->link.timeout_ms = 10000;
+	o->link.connect_timeout_ms = 10000;
+	o->copy.csum = XFER_CSUM_CRC32;
+	o->serve.max_sessions = 16;
+	o->copy.max_delete = UINT64_MAX;
 }
 
 const char *xfer_fail_name(enum xfer_fail f)
@@ -79,8 +79,8 @@ const char *xfer_fail_name(enum xfer_fail f)
 struct cm_timeouts session_timeouts(const struct xfer_opts *o)
 {
 	struct cm_timeouts to = {
-		.resolve_ms = o->connect_timeout_ms / 2,
-		.connect_ms = o->connect_timeout_ms,
+		.resolve_ms = o->link.connect_timeout_ms / 2,
+		.connect_ms = o->link.connect_timeout_ms,
 	};
 
 	return to;
@@ -126,7 +126,7 @@ int session_rings(struct engine *e, bool sink)
 		m.u.ring.hdr_addr = ring.hdr_addr;
 		m.u.ring.rkey = ring.rkey;
 		m.u.ring.slots = e->c->geom.slots;
-		m.u.ring.slot_size = e->c->geom.slot_size;
+		m.u.ring.chunk_size = e->c->geom.chunk_size;
 		m.u.ring.target = e->target;
 		m.u.ring.rails = ring.rails > 1 && ring.rails <= CM_LANES_MAX
 					 ? (uint8_t)ring.rails
@@ -139,7 +139,7 @@ int session_rings(struct engine *e, bool sink)
 	if (rc)
 		return rc;
 	if (m.u.ring.slots != e->c->geom.slots ||
-	    m.u.ring.slot_size != e->c->geom.slot_size)
+	    m.u.ring.chunk_size != e->c->geom.chunk_size)
 		return engine_fail(e, XFER_FAIL_PROTOCOL, -EPROTO,
 				   "%s announced a ring of another geometry",
 				   e->c->peer);
@@ -169,8 +169,8 @@ int session_rings(struct engine *e, bool sink)
 unsigned int session_streams(const struct xfer_opts *o,
 			     const struct cm_conn *c)
 {
-	if (o->streams)
-		return o->streams;
+	if (o->link.streams)
+		return o->link.streams;
 	if (!SESSION_STREAMS_AUTO || !c->transport ||
 	    strcmp(c->transport, "rdma"))
 		return 1;

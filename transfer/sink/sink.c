@@ -222,7 +222,7 @@ static int on_file(struct sink *k, const struct wire_file *wf)
 	if (wf->flags & WIRE_FILE_OWNER)
 		sink_owner_map(k, &wf->owner, &f->owner);
 	f->t0 = clock_now_s();
-	f->nslots = (f->size + k->chunk - 1) / k->chunk;
+	f->nslots = (f->size + k->chunk_size - 1) / k->chunk_size;
 	if (!session_compares(k->p) && k->p->csum == XFER_CSUM_SHA256 &&
 	    f->kind == WIRE_KIND_FILE) {
 		rc = ck_sha256_create(&f->tree);
@@ -496,7 +496,7 @@ int sink_run(struct engine *e, const struct sink_target *t,
 	k.t = t;
 	k.p = &t->p;
 	k.st = st;
-	k.chunk = e->c->geom.slot_size;
+	k.chunk_size = e->c->geom.chunk_size;
 	rc = payload_resume_key(t->p.data_key, k.resume_key);
 	if (!rc)
 		rc = credit_rx_init(&k.rx, e->c->geom.slots);

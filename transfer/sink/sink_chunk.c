@@ -133,7 +133,7 @@ static int take_slot(struct sink *k, unsigned int slot, uint64_t seq)
 		return sink_pack_arrived(k, &h, slot);
 	f = rc ? NULL : sink_live_find(k, h.file_id);
 	if (rc == 0 &&
-	    (h.seq != seq || !f || h.len > k->chunk ||
+	    (h.seq != seq || !f || h.len > k->chunk_size ||
 	     !sink_flags_ok(k, h.flags) ||
 	     (!(h.flags & WIRE_SLOT_COMPRESSED) && h.raw_len != h.len)))
 		rc = -EPROTO;
@@ -141,11 +141,11 @@ static int take_slot(struct sink *k, unsigned int slot, uint64_t seq)
 		return engine_fail(e, XFER_FAIL_PROTOCOL, rc,
 				   "%s wrote a bad slot header (seq %llu)",
 				   e->c->peer, (unsigned long long)seq);
-	idx = h.offset / k->chunk;
+	idx = h.offset / k->chunk_size;
 	want = idx < f->nslots ? f->size - h.offset : 0;
-	if (want > k->chunk)
-		want = k->chunk;
-	if (f->kind != WIRE_KIND_FILE || f->ended || h.offset % k->chunk ||
+	if (want > k->chunk_size)
+		want = k->chunk_size;
+	if (f->kind != WIRE_KIND_FILE || f->ended || h.offset % k->chunk_size ||
 	    idx >= f->nslots || h.raw_len != want || idx < f->next_idx ||
 	    f->finalizing || (f->cmp && idx >= f->match_next))
 		return engine_fail(e, XFER_FAIL_PROTOCOL, -EPROTO,
@@ -287,7 +287,7 @@ int sink_jobs_init(struct sink *k, unsigned int n)
 		j->item.after = chunk_done;
 		j->k = k;
 		j->slot = i;
-		rc = payload_init(&j->pl, k->chunk,
+		rc = payload_init(&j->pl, k->chunk_size,
 				  k->p->flags & WIRE_HELLO_COMPRESS,
 				  k->p->data_key);
 		if (rc)

@@ -72,7 +72,7 @@ void sink_delete_done(struct sink *k, const struct wire_done *d)
 {
 	k->del.whole = d->flags & WIRE_DONE_WHOLE;
 	/* A pull's brake is the client's own, not what its server says. */
-	k->del.max = k->p->server ? d->max_delete : k->e->o->max_delete;
+	k->del.max = k->p->server ? d->max_delete : k->e->o->copy.max_delete;
 }
 
 void sink_delete_release(struct sink *k)

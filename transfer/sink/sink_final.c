@@ -190,7 +190,7 @@ int sink_resume_digest(struct snk_work *fin, int fd)
 	struct snk_file *f = fin->f;
 	const struct sink *k = fin->k;
 	struct ck_sha256 *tree = NULL;
-	uint8_t *buf = malloc(k->chunk);
+	uint8_t *buf = malloc(k->chunk_size);
 	uint8_t sha[CK_SHA256_LEN];
 	uint32_t crc = 0, be;
 	int rc = buf ? 0 : -ENOMEM;
@@ -198,10 +198,10 @@ int sink_resume_digest(struct snk_work *fin, int fd)
 	if (!rc && k->p->csum == XFER_CSUM_SHA256)
 		rc = ck_sha256_create(&tree);
 	for (uint64_t i = 0; !rc && i < f->nslots; i++) {
-		uint64_t off = i * k->chunk, len = f->size - off;
+		uint64_t off = i * k->chunk_size, len = f->size - off;
 
-		if (len > k->chunk)
-			len = k->chunk;
+		if (len > k->chunk_size)
+			len = k->chunk_size;
 		rc = io_pread_full(fd, buf, len, off);
 		if (!rc && k->p->csum == XFER_CSUM_CRC32)
 			crc = ck_crc32_combine(crc, ck_crc32(0, buf, len), len);

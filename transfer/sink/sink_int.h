@@ -191,7 +191,7 @@ struct sink {
 	const struct sink_target *t;
 	const struct session_params *p;
 	struct xfer_stats *st;
-	uint32_t chunk;
+	uint32_t chunk_size; /* payload bytes per slot */
 	struct credit_rx rx;
 	struct snk_job *jobs; /* one per slot */
 	uint32_t nfiles;      /* ids announced so far (= next id) */

@@ -49,7 +49,7 @@ int sink_pack_arrived(struct sink *k, const struct wire_slot_hdr *h,
 
 	if (h->file_id != k->nfiles || h->file_id == 0 || !count ||
 	    count > WIRE_PACK_MAX_FILES || count > WIRE_FILES_MAX - k->nfiles ||
-	    h->len > k->chunk || h->raw_len > k->chunk ||
+	    h->len > k->chunk_size || h->raw_len > k->chunk_size ||
 	    !sink_flags_ok(k, h->flags & ~WIRE_SLOT_PACKED) ||
 	    (!(h->flags & WIRE_SLOT_COMPRESSED) && h->raw_len != h->len) ||
 	    session_asks(k->p))

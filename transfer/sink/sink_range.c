@@ -510,8 +510,8 @@ int sink_range_open(struct sink *k, struct snk_file *f,
 
 	*verified = false;
 	/* Where its chunks may fall: a protocol matter (exit 5). */
-	if (wf->range_off % k->chunk ||
-	    (wf->range_len % k->chunk &&
+	if (wf->range_off % k->chunk_size ||
+	    (wf->range_len % k->chunk_size &&
 	     wf->range_off + wf->range_len != wf->size) ||
 	    wf->range_count > f->nslots)
 		return engine_fail(k->e, XFER_FAIL_PROTOCOL, -EPROTO,
@@ -521,10 +521,11 @@ int sink_range_open(struct sink *k, struct snk_file *f,
 				   (unsigned long long)wf->range_off,
 				   (unsigned long long)wf->range_len,
 				   wf->range_idx + 1, wf->range_count);
-	f->next_idx = wf->range_off / k->chunk;
+	f->next_idx = wf->range_off / k->chunk_size;
 	f->first_idx = f->next_idx;
 	f->crc_at = wf->range_off;
-	f->nslots = (wf->range_off + wf->range_len + k->chunk - 1) / k->chunk;
+	f->nslots = (wf->range_off + wf->range_len + k->chunk_size - 1) /
+		    k->chunk_size;
 	g = calloc(1, sizeof(*g));
 	if (!g)
 		return engine_fail(k->e, XFER_FAIL_RESOURCE, -ENOMEM,

@@ -143,7 +143,7 @@ static bool whole_here(const struct sink *k, const struct snk_file *f,
 {
 	if (!f->found)
 		return false;
-	if (len == k->chunk)
+	if (len == k->chunk_size)
 		return off + len <= f->cand_size;
 	return f->cand_size == f->size;
 }
@@ -161,14 +161,14 @@ static int read_here(const struct snk_file *f, uint64_t off, uint8_t *buf,
 static int copy_prefix(const struct sink *k, const struct snk_file *f,
 		       uint64_t n)
 {
-	uint8_t *buf = malloc(k->chunk);
+	uint8_t *buf = malloc(k->chunk_size);
 	int rc = buf ? 0 : -ENOMEM;
 
 	for (uint64_t i = 0; !rc && i < n; i++) {
-		uint64_t off = i * k->chunk, len = f->size - off;
+		uint64_t off = i * k->chunk_size, len = f->size - off;
 
-		if (len > k->chunk)
-			len = k->chunk;
+		if (len > k->chunk_size)
+			len = k->chunk_size;
 		rc = read_here(f, off, buf, len);
 		if (!rc)
 			rc = io_pwrite_full(f->fd, buf, len, off);
@@ -184,17 +184,17 @@ static void compare(struct workq_item *item)
 	struct snk_file *f = w->f;
 	const struct sink *k = w->k;
 	uint64_t a = f->match_next;
-	uint8_t *buf = malloc(k->chunk);
+	uint8_t *buf = malloc(k->chunk_size);
 	uint8_t sha[CK_SHA256_LEN], sum[WIRE_SUM_LEN];
 	int rc = buf ? 0 : -ENOMEM;
 
 	memset(f->bits, 0, (f->sums_cap + 7) / 8);
 	for (uint64_t i = a; !rc && i < f->cmp_to; i++) {
-		uint64_t off = i * k->chunk, len = f->size - off;
+		uint64_t off = i * k->chunk_size, len = f->size - off;
 		bool match = false;
 
-		if (len > k->chunk)
-			len = k->chunk;
+		if (len > k->chunk_size)
+			len = k->chunk_size;
 		if (whole_here(k, f, off, len)) {
 			rc = read_here(f, off, buf, len);
 			if (!rc)

@@ -362,7 +362,7 @@ static int on_match(struct source *s, const struct wire_match *m)
 
 		if (it->kind != IT_CHUNK || it->f != f)
 			continue;
-		idx = it->job->offset / s->chunk;
+		idx = it->job->offset / s->chunk_size;
 		if (idx < m->first || idx - m->first >= m->count)
 			continue;
 		it->job->answered = true;
@@ -492,7 +492,7 @@ static int jobs_init(struct source *s)
 		j->item.after = job_ready;
 		j->s = s;
 		j->idx = i;
-		rc = payload_init(&j->pl, s->chunk, p->level, p->data_key);
+		rc = payload_init(&j->pl, s->chunk_size, p->level, p->data_key);
 		if (rc)
 			return rc;
 	}
@@ -518,7 +518,7 @@ int src_run(struct engine *e, const struct source_cfg *cfg,
 	s.o = o;
 	s.cfg = cfg;
 	s.st = st;
-	s.chunk = e->c->geom.slot_size;
+	s.chunk_size = e->c->geom.chunk_size;
 	s.njobs = s.free_jobs = e->c->geom.slots;
 	s.sig_every = s.njobs / 4 ? s.njobs / 4 : 1;
 	s.fifo_cap = 2 * s.njobs + 64;
@@ -533,8 +533,8 @@ int src_run(struct engine *e, const struct source_cfg *cfg,
 	s.pack_ahead = 2 * e->workers + 4;
 	/* Small files are packed unless each must wait for a HAVE. */
 	if (cfg->p.pack && !s.ask)
-		s.pack_max = s.chunk / 4 < PACK_FILE_MAX ? s.chunk / 4
-							 : PACK_FILE_MAX;
+		s.pack_max = s.chunk_size / 4 < PACK_FILE_MAX ? s.chunk_size / 4
+							      : PACK_FILE_MAX;
 	s.dlen = cfg->p.csum == XFER_CSUM_SHA256  ? CK_SHA256_LEN
 		 : cfg->p.csum == XFER_CSUM_CRC32 ? 4
 						  : 0;
@@ -546,8 +546,8 @@ int src_run(struct engine *e, const struct source_cfg *cfg,
 	s.walk.list_sep = cfg->list_sep;
 	s.walk.list_tree = cfg->list_tree;
 	ratelimit_init(&s.rl, cfg->bwlimit,
-		       cfg->bwlimit / 10 > s.chunk ? cfg->bwlimit / 10
-						   : s.chunk,
+		       cfg->bwlimit / 10 > s.chunk_size ? cfg->bwlimit / 10
+							: s.chunk_size,
 		       clock_now_ns());
 #ifdef RDCP_TEST_HOOKS
 	if (getenv("RDCP_TEST_CORRUPT_CHUNK"))

@@ -31,7 +31,8 @@ void src_fill_done(struct source *s, struct wire_done *d)
 	bool whole = !s->st->files_failed && !s->walk.skipped;
 
 	d->flags = whole ? WIRE_DONE_WHOLE : 0;
-	d->max_delete = s->cfg->p.server ? WIRE_DELETE_ANY : s->o->max_delete;
+	d->max_delete =
+		s->cfg->p.server ? WIRE_DELETE_ANY : s->o->copy.max_delete;
 	/* Failures are counted already; a skip is one for a mirror. */
 	if (deleting(s) && !whole && !s->st->files_failed &&
 	    !s->cfg->p.server) {
@@ -96,7 +97,7 @@ int src_on_delete_end(struct source *s, const struct wire_delete_end *d)
 			"--max-delete %llu",
 			s->e->c->peer, (unsigned long long)d->count,
 			d->count == 1 ? "entry" : "entries",
-			(unsigned long long)s->o->max_delete);
+			(unsigned long long)s->o->copy.max_delete);
 	} else if (d->status && s->st->files_failed) {
 		log_warn("nothing deleted: %llu %s failed",
 			 (unsigned long long)s->st->files_failed,

@@ -52,7 +52,7 @@ int src_seal(struct source *s, struct src_job *j, const uint8_t *raw,
 		.raw_len = j->len,
 		.flags = j->flags,
 	};
-	int rc = payload_seal(&j->pl, s->cfg->p.level, raw, data, s->chunk,
+	int rc = payload_seal(&j->pl, s->cfg->p.level, raw, data, s->chunk_size,
 			      index, &h);
 
 	j->wire_len = h.len;
@@ -121,13 +121,13 @@ void src_read_chunk(struct workq_item *item)
 	}
 	if (s->compare) {
 		j->status = payload_resume_sum(s->resume_key, j->f->wire_id,
-					       j->offset / s->chunk, j->sha,
-					       j->sum);
+					       j->offset / s->chunk_size,
+					       j->sha, j->sum);
 		if (j->status)
 			return;
 	}
 	j->status = src_seal(s, j, raw, data, j->f->wire_id, j->offset,
-			     j->offset / s->chunk);
+			     j->offset / s->chunk_size);
 }
 
 void src_report(struct source *s, struct src_file *f, int status,

@@ -165,7 +165,7 @@ struct source {
 	 */
 	char *failed_dir;
 	uint64_t failed_beneath;
-	uint32_t chunk;
+	uint32_t chunk_size; /* payload bytes per slot */
 	struct credit_tx tx;
 	struct walk walk;
 	/*

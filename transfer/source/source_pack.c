@@ -47,11 +47,10 @@ bool src_packable(const struct source *s, const struct src_file *f)
 
 	/* -X/-A: a file's attributes go in a message before its FILE */
 	return s->pack_max && !w->err && w->kind == WIRE_KIND_FILE &&
-	       !src_xattrs_asked(s) &&
-	       !w->range &&
-	       s->nwire > 0 && (uint64_t)w->st.st_size <= s->pack_max &&
+	       !src_xattrs_asked(s) && !w->range && s->nwire > 0 &&
+	       (uint64_t)w->st.st_size <= s->pack_max &&
 	       (uint64_t)w->st.st_blocks * 512 >= (uint64_t)w->st.st_size &&
-	       pack_rec_len(s, f) <= s->chunk;
+	       pack_rec_len(s, f) <= s->chunk_size;
 }
 
 /*
@@ -153,7 +152,7 @@ static void read_pack(struct workq_item *item)
 int src_plan_pack(struct source *s)
 {
 	struct src_job *j = src_take_job(s);
-	size_t room = s->chunk;
+	size_t room = s->chunk_size;
 
 	if (!j)
 		return 0;

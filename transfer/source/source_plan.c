@@ -80,13 +80,13 @@ static void range_check(struct source *s, struct src_file *f)
 			  "CRCs combine into the file's; SHA-256 digests do "
 			  "not)",
 			  f->path);
-	else if (r->off % s->chunk ||
-		 (r->len % s->chunk &&
+	else if (r->off % s->chunk_size ||
+		 (r->len % s->chunk_size &&
 		  r->off + r->len != (uint64_t)f->st.st_size))
 		file_fail(f, -EINVAL,
 			  "'%s': range %u of %u is not aligned to the chunk "
 			  "size (%u)",
-			  f->path, r->idx + 1, r->count, s->chunk);
+			  f->path, r->idx + 1, r->count, s->chunk_size);
 	else if (r->off + r->len > (uint64_t)f->st.st_size)
 		file_fail(f, -ESTALE,
 			  "'%s' changed while the copy ran: its range %u of "
@@ -177,7 +177,7 @@ static bool skip_hole(struct source *s, struct src_file *f)
 	}
 	if (d < 0)
 		return false; /* no SEEK_DATA here: read everything */
-	aligned = (uint64_t)d - (uint64_t)d % s->chunk;
+	aligned = (uint64_t)d - (uint64_t)d % s->chunk_size;
 	if (aligned <= f->next_off)
 		return false;
 	f->next_off = aligned;
@@ -252,9 +252,10 @@ int src_plan(struct source *s)
 		j->item.fn = src_read_chunk;
 		j->f = f;
 		j->offset = f->next_off;
-		j->len = (uint32_t)(src_file_end(f) - f->next_off < s->chunk
-					    ? src_file_end(f) - f->next_off
-					    : s->chunk);
+		j->len =
+			(uint32_t)(src_file_end(f) - f->next_off < s->chunk_size
+					   ? src_file_end(f) - f->next_off
+					   : s->chunk_size);
 		j->status = 0;
 		j->crc = 0;
 		j->summed = j->answered = j->matched = false;

@@ -252,7 +252,7 @@ static int send_sums(struct source *s, struct src_file *f)
 		if (it->job->summed)
 			continue;
 		if (it->job->state != JOB_READY || it->job->status ||
-		    it->job->offset / s->chunk != f->sums_next ||
+		    it->job->offset / s->chunk_size != f->sums_next ||
 		    w->count == WIRE_SUMS_MAX)
 			break;
 		memcpy(w->sums[w->count++], it->job->sum, WIRE_SUM_LEN);

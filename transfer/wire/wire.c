@@ -194,7 +194,7 @@ static void enc_body(struct be_put *w, const struct wire_msg *m)
 		be_put_u64(w, m->u.ring.addr);
 		be_put_u32(w, m->u.ring.rkey);
 		be_put_u16(w, m->u.ring.slots);
-		be_put_u32(w, m->u.ring.slot_size);
+		be_put_u32(w, m->u.ring.chunk_size);
 		be_put_u64(w, m->u.ring.hdr_addr);
 		be_put_u8(w, m->u.ring.target);
 		be_put_u8(w, m->u.ring.rails);
@@ -596,7 +596,7 @@ static void dec_body(struct be_get *r, struct wire_msg *m)
 		m->u.ring.addr = be_get_u64(r);
 		m->u.ring.rkey = be_get_u32(r);
 		m->u.ring.slots = be_get_u16(r);
-		m->u.ring.slot_size = be_get_u32(r);
+		m->u.ring.chunk_size = be_get_u32(r);
 		m->u.ring.hdr_addr = be_get_u64(r);
 		m->u.ring.target = be_get_u8(r);
 		m->u.ring.rails = be_get_u8(r); /* 0 as 1 */

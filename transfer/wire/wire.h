@@ -311,7 +311,7 @@ struct wire_ring {
 	uint64_t addr; /* slot 0's payload */
 	uint32_t rkey;
 	uint16_t slots;
-	uint32_t slot_size; /* payload bytes per slot: the chunk size */
+	uint32_t chunk_size; /* payload bytes per slot: the chunk size */
 	uint64_t hdr_addr;  /* slot 0's header */
 	uint8_t target;	    /* enum wire_ring_target: where DEST put it */
 	/*
