@@ -7,6 +7,7 @@
  * and under the MACs (transfer/wire/wire.c, transfer/session/auth.c).
  */
 #include "tap.h"
+#include "testfs.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -169,17 +170,6 @@ static void test_key_names(void)
 	CHECK(!key_name_valid("al\xc3\xa9"));
 }
 
-static void write_file(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "w");
-
-	CHECK(f != NULL);
-	if (!f)
-		return;
-	fputs(text, f);
-	fclose(f);
-	chmod(path, 0600);
-}
 
 static void test_key_dir(void)
 {
@@ -196,7 +186,7 @@ static void test_key_dir(void)
 	CHECK_EQ(key_generate(p, "bob"), 0);
 	CHECK(key_generate(p, "site-key") != 0);
 	snprintf(p, sizeof(p), "%s/README", dir); /* not NAME.key: left */
-	write_file(p, "the keys\n");
+	CHECK(!tf_write_text(p, "the keys\n", 0600));
 	CHECK_EQ(key_dir_load(dir, &d), 0);
 	CHECK_EQ(d.n, 2);
 	CHECK(key_dir_find(&d, "alice") &&
@@ -206,25 +196,25 @@ static void test_key_dir(void)
 	key_dir_release(&d);
 	/* a file whose name line is another client's: the whole dir refused */
 	snprintf(p, sizeof(p), "%s/carol.key", dir);
-	write_file(p, "000102030405060708090a0b0c0d0e0f"
-		      "101112131415161718191a1b1c1d1e1f\nname alice\n");
+	CHECK(!tf_write_text(p, "000102030405060708090a0b0c0d0e0f"
+		      "101112131415161718191a1b1c1d1e1f\nname alice\n", 0600));
 	CHECK_EQ(key_dir_load(dir, &d), -EINVAL);
 	CHECK_EQ(d.n, 0);
 	/* a site key (no name line) among the clients: refused too */
-	write_file(p, "000102030405060708090a0b0c0d0e0f"
-		      "101112131415161718191a1b1c1d1e1f\n");
+	CHECK(!tf_write_text(p, "000102030405060708090a0b0c0d0e0f"
+		      "101112131415161718191a1b1c1d1e1f\n", 0600));
 	CHECK_EQ(key_load(p, k, name), 0);
 	CHECK(!name[0]);
 	CHECK_EQ(key_dir_load(dir, &d), -EINVAL);
 	/* what may follow a key: nothing else */
-	write_file(p, "000102030405060708090a0b0c0d0e0f"
-		      "101112131415161718191a1b1c1d1e1f\ngarbage\n");
+	CHECK(!tf_write_text(p, "000102030405060708090a0b0c0d0e0f"
+		      "101112131415161718191a1b1c1d1e1f\ngarbage\n", 0600));
 	CHECK_EQ(key_load(p, k, name), -EINVAL);
-	write_file(p, "000102030405060708090a0b0c0d0e0f"
-		      "101112131415161718191a1b1c1d1e1f\nname a b\n");
+	CHECK(!tf_write_text(p, "000102030405060708090a0b0c0d0e0f"
+		      "101112131415161718191a1b1c1d1e1f\nname a b\n", 0600));
 	CHECK_EQ(key_load(p, k, name), -EINVAL);
-	write_file(p, "000102030405060708090a0b0c0d0e0f"
-		      "101112131415161718191a1b1c1d1e1f\nname carol\n");
+	CHECK(!tf_write_text(p, "000102030405060708090a0b0c0d0e0f"
+		      "101112131415161718191a1b1c1d1e1f\nname carol\n", 0600));
 	CHECK_EQ(key_dir_load(dir, &d), 0);
 	CHECK_EQ(d.n, 3);
 	key_dir_release(&d);

@@ -5,6 +5,7 @@
  * its file and line.
  */
 #include "tap.h"
+#include "testfs.h"
 
 #include "cmd/config.h"
 
@@ -25,16 +26,6 @@ static const char *const refused[] = { "listen", NULL };
 
 static char dir[64], sys_conf[128], user_dir[128];
 
-static void write_file(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "w");
-
-	CHECK(f != NULL);
-	if (!f)
-		return;
-	fputs(text, f);
-	fclose(f);
-}
 
 /* A fresh pair of files: the system's and the user's (NULL: absent). */
 static int load(struct config *c, const char *sys, const char *user)
@@ -48,9 +39,9 @@ static int load(struct config *c, const char *sys, const char *user)
 	CHECK_EQ(mkdir(user_dir, 0700), 0);
 	snprintf(path, sizeof(path), "%s/rdcp.conf", user_dir);
 	if (sys)
-		write_file(sys_conf, sys);
+		CHECK(!tf_write_text(sys_conf, sys, 0644));
 	if (user)
-		write_file(path, user);
+		CHECK(!tf_write_text(path, user, 0644));
 	setenv("XDG_CONFIG_HOME", dir, 1);
 	*c = (struct config){ 0 };
 	return config_load(c, sys_conf, opts, refused);

@@ -146,3 +146,18 @@ int tf_count_named(const char *dir, const char *what)
 	pclose(p);
 	return n;
 }
+
+int tf_write_text(const char *path, const char *text, unsigned int mode)
+{
+	FILE *f = fopen(path, "w");
+	int rc;
+
+	if (!f)
+		return -1;
+	rc = fputs(text, f) < 0 ? -1 : 0;
+	if (fclose(f))
+		rc = -1;
+	if (!rc && chmod(path, (mode_t)mode))
+		rc = -1;
+	return rc;
+}

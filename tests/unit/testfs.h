@@ -3,7 +3,8 @@
  * File helpers the session tests share (test_engine over the in-memory
  * transport, test_tcp over loopback, test_list and test_trust):
  * reproducible random files, byte comparison, tree removal, open-fd
- * counting for leak checks, what lies beneath a directory.
+ * counting for leak checks, what lies beneath a directory, small text
+ * files (test_access, test_config).
  */
 #ifndef RDCP_TESTFS_H
 #define RDCP_TESTFS_H
@@ -26,6 +27,8 @@ int tf_same_file(const char *a, const char *b);
 bool tf_exists_in(const char *dir, const char *rel);
 /* Whether a/ra and b/rb hold the same bytes. */
 bool tf_same_in(const char *a, const char *ra, const char *b, const char *rb);
+/* Writes text to path (created or emptied) with mode (chmod'ed); 0 or -1. */
+int tf_write_text(const char *path, const char *text, unsigned int mode);
 /* Entries beneath dir whose name contains what ("": all, hidden too). */
 int tf_count_named(const char *dir, const char *what);
 
