@@ -3045,6 +3045,21 @@ s_devremove() {
 #     with --device rxe0,rxe1 on both sides, one rail with a receiver's
 #     --device rxe0; then,
 #     with rxe1 gone again, --streams 2 stays on one rail.
+# rxe1_up: a second Soft-RoCE device, rxe1 on dummy1 (10.77.3.1/24), the
+# stand-in for a second rail; rxe1_down removes it again.
+rxe1_up() {
+	ip link add dummy1 type dummy 2>/dev/null
+	ip addr add 10.77.3.1/24 dev dummy1 2>/dev/null
+	ip link set dummy1 up
+	rdma link add rxe1 type rxe netdev dummy1 ||
+		t_fail "cannot add rxe1 on dummy1"
+	wait_until 10 "" sh -c 'rdma link show rxe1/1 | grep -q ACTIVE' ||
+		t_fail "rxe1 never became active"
+}
+rxe1_down() {
+	rdma link delete rxe1
+	ip link del dummy1
+}
 rail_pkts() { cat "/sys/class/infiniband/$1/ports/1/hw_counters/sent_pkts"; }
 s_rails() {
 	t_begin "--streams 2, 4 over two rails (rxe0, rxe1): both devices carry data"
@@ -3055,13 +3070,7 @@ s_rails() {
 	fi
 	mkdir -p src rx/rl
 	mkrand src/rl16 $((16 * M))
-	ip link add dummy1 type dummy 2>/dev/null
-	ip addr add 10.77.3.1/24 dev dummy1 2>/dev/null
-	ip link set dummy1 up
-	rdma link add rxe1 type rxe netdev dummy1 ||
-		t_fail "cannot add rxe1 on dummy1"
-	wait_until 10 "" sh -c 'rdma link show rxe1/1 | grep -q ACTIVE' ||
-		t_fail "rxe1 never became active"
+	rxe1_up
 	for n in 2 4; do
 		nextport
 		if ! start_rx_or_fail "$W/rx-rl$n.log" --root "$W/rx/rl" --port "$P"; then
@@ -3126,8 +3135,7 @@ s_rails() {
 		t_fail "receiver --device rxe0 did not start listening"
 	fi
 	t_log "$W/tx-rld.log" "$W/rx-rld.log" "$W/tx-rl0.log" "$W/rx-rl0.log"
-	rdma link delete rxe1
-	ip link del dummy1
+	rxe1_down
 	nextport
 	if start_rx_or_fail "$W/rx-rl1.log" --root "$W/rx/rl" --port "$P"; then
 		send "$W/tx-rl1.log" -v --streams 2 --port "$P" src/rl16 "$ADDR::rl16-1"
@@ -3159,13 +3167,7 @@ s_railsafe() {
 	fi
 	mkdir -p src rx/rs
 	mkrand src/rs16 $((16 * M))
-	ip link add dummy1 type dummy 2>/dev/null
-	ip addr add 10.77.3.1/24 dev dummy1 2>/dev/null
-	ip link set dummy1 up
-	rdma link add rxe1 type rxe netdev dummy1 ||
-		t_fail "cannot add rxe1 on dummy1"
-	wait_until 10 "" sh -c 'rdma link show rxe1/1 | grep -q ACTIVE' ||
-		t_fail "rxe1 never became active"
+	rxe1_up
 	nextport
 	if rx_spawn_or_fail "$W/rx-rs1.log" env RDCP_TEST_RAIL_GBPS=rxe1=40 \
 		rdcp-hooks --listen -v --root "$W/rx/rs" --port "$P"; then
@@ -3223,8 +3225,7 @@ s_railsafe() {
 	ip rule del pref 10
 	ip rule add pref 0 lookup local
 	ip rule del pref 100
-	rdma link delete rxe1
-	ip link del dummy1
+	rxe1_down
 	t_end
 	rm -rf rx/rs src/rs16
 }
@@ -3335,32 +3336,32 @@ s_modules() {
 		t_skip "modules" "this rdcp has no --keygen"
 		return
 	fi
-	M=$W/mod
-	rm -rf "$M"
-	mkdir -p "$M/clients" "$M/keys" "$M/scratch" "$M/archive" "$M/secret" src/mo
+	MD=$W/mod # not M: lib.sh's M is a MiB
+	rm -rf "$MD"
+	mkdir -p "$MD/clients" "$MD/keys" "$MD/scratch" "$MD/archive" "$MD/secret" src/mo
 	for c in alice bob; do
-		rdcp --keygen --name "$c" "$M/keys/$c.key" >/dev/null 2>&1
-		cp "$M/keys/$c.key" "$M/clients/$c.key"
-		chmod 600 "$M/clients/$c.key"
+		rdcp --keygen --name "$c" "$MD/keys/$c.key" >/dev/null 2>&1
+		cp "$MD/keys/$c.key" "$MD/clients/$c.key"
+		chmod 600 "$MD/clients/$c.key"
 	done
 	mkrand src/mo/f1 300000
 	mkrand src/mo/big 8388608
-	mkrand "$M/archive/a1" 5000
-	mkrand "$M/secret/s1" 5000
+	mkrand "$MD/archive/a1" 5000
+	mkrand "$MD/secret/s1" 5000
 	printf '# the e2e scenario modules\n[scratch]\npath = %s\nread = alice, bob\nwrite = alice\n[archive]\npath = %s\nread = bob\n[secret]\npath = %s\nread = alice\n' \
-		"$M/scratch" "$M/archive" "$M/secret" >"$M/modules.conf"
+		"$MD/scratch" "$MD/archive" "$MD/secret" >"$MD/modules.conf"
 	nextport
-	if ! start_rx "$W/rx-mod.log" --port "$P" --clients "$M/clients" --modules "$M/modules.conf"; then
+	if ! start_rx "$W/rx-mod.log" --port "$P" --clients "$MD/clients" --modules "$MD/modules.conf"; then
 		rx_not_started "modules" "$W/rx-mod.log"
 		return
 	fi
 	MRX=$RX
 
 	t_begin "modules: alice pushes into scratch, bob pulls it back"
-	send "$W/tx-mod1.log" --key-file "$M/keys/alice.key" --port "$P" src/mo/f1 "$ADDR::scratch/run1/"
+	send "$W/tx-mod1.log" --key-file "$MD/keys/alice.key" --port "$P" src/mo/f1 "$ADDR::scratch/run1/"
 	[ "$SRC" = 0 ] || t_fail "push exit $SRC, want 0"
-	same src/mo/f1 "$M/scratch/run1/f1"
-	send "$W/tx-mod2.log" --key-file "$M/keys/bob.key" --port "$P" "$ADDR::scratch/run1/f1" src/mo/back
+	same src/mo/f1 "$MD/scratch/run1/f1"
+	send "$W/tx-mod2.log" --key-file "$MD/keys/bob.key" --port "$P" "$ADDR::scratch/run1/f1" src/mo/back
 	[ "$SRC" = 0 ] || t_fail "pull exit $SRC, want 0"
 	same src/mo/f1 src/mo/back
 	logged "$W/rx-mod.log" "client=alice module=scratch op=push files=1 failed=0 .* result=ok" ||
@@ -3371,77 +3372,77 @@ s_modules() {
 	t_end
 
 	t_begin "modules: a push into a module the client may only read is refused"
-	send "$W/tx-mod3.log" --key-file "$M/keys/bob.key" --port "$P" src/mo/f1 "$ADDR::archive/"
+	send "$W/tx-mod3.log" --key-file "$MD/keys/bob.key" --port "$P" src/mo/f1 "$ADDR::archive/"
 	[ "$SRC" = 4 ] || t_fail "exit $SRC, want 4"
 	logged "$W/tx-mod3.log" "module archive: client bob may not write" || t_fail "the client was not told the rule"
 	logged "$W/rx-mod.log" "module archive: client bob may not write" || t_fail "the log does not say the rule"
-	[ ! -e "$M/archive/f1" ] || t_fail "written into archive"
+	[ ! -e "$MD/archive/f1" ] || t_fail "written into archive"
 	t_log "$W/tx-mod3.log"
 	t_end
 
 	t_begin "modules: another's module and an unknown one look the same"
-	send "$W/tx-mod4.log" --key-file "$M/keys/alice.key" --port "$P" "$ADDR::archive/a1" src/mo/a1
+	send "$W/tx-mod4.log" --key-file "$MD/keys/alice.key" --port "$P" "$ADDR::archive/a1" src/mo/a1
 	R1=$SRC
-	send "$W/tx-mod5.log" --key-file "$M/keys/alice.key" --port "$P" "$ADDR::nosuch/a1" src/mo/a1
+	send "$W/tx-mod5.log" --key-file "$MD/keys/alice.key" --port "$P" "$ADDR::nosuch/a1" src/mo/a1
 	[ "$R1" = 4 ] && [ "$SRC" = 4 ] || t_fail "exits $R1 and $SRC, want 4 and 4"
 	[ ! -e src/mo/a1 ] || t_fail "alice read archive"
 	E1=$(grep -o "unknown module.*" "$W/tx-mod4.log" | head -1 | sed 's/archive/X/')
 	E2=$(grep -o "unknown module.*" "$W/tx-mod5.log" | head -1 | sed 's/nosuch/X/')
 	[ -n "$E1" ] && [ "$E1" = "$E2" ] || t_fail "told apart: '$E1' vs '$E2'"
-	! grep -q "$M" "$W/tx-mod4.log" "$W/tx-mod5.log" || t_fail "a module's path reached the client"
-	send "$W/tx-mod6.log" --key-file "$M/keys/bob.key" --port "$P" "$ADDR::secret/s1" src/mo/s1
+	! grep -q "$MD" "$W/tx-mod4.log" "$W/tx-mod5.log" || t_fail "a module's path reached the client"
+	send "$W/tx-mod6.log" --key-file "$MD/keys/bob.key" --port "$P" "$ADDR::secret/s1" src/mo/s1
 	[ "$SRC" = 4 ] || t_fail "bob reading alice's module: exit $SRC, want 4"
 	[ ! -e src/mo/s1 ] || t_fail "bob read secret"
 	t_log "$W/tx-mod4.log" "$W/tx-mod5.log" "$W/tx-mod6.log"
 	t_end
 
 	t_begin "modules: bob's name with alice's key fails authentication"
-	sed 's/^name alice$/name bob/' "$M/keys/alice.key" >"$M/keys/forged.key"
-	chmod 600 "$M/keys/forged.key"
-	send "$W/tx-mod7.log" --key-file "$M/keys/forged.key" --port "$P" src/mo/f1 "$ADDR::scratch/forged/"
+	sed 's/^name alice$/name bob/' "$MD/keys/alice.key" >"$MD/keys/forged.key"
+	chmod 600 "$MD/keys/forged.key"
+	send "$W/tx-mod7.log" --key-file "$MD/keys/forged.key" --port "$P" src/mo/f1 "$ADDR::scratch/forged/"
 	[ "$SRC" = 4 ] || t_fail "exit $SRC, want 4"
-	[ ! -e "$M/scratch/forged" ] || t_fail "written as bob"
+	[ ! -e "$MD/scratch/forged" ] || t_fail "written as bob"
 	t_log "$W/tx-mod7.log"
 	t_end
 
 	t_begin "modules: a modules file that does not parse keeps the old one"
-	cp "$M/modules.conf" "$M/modules.good"
-	printf '[scratch]\nquota = 1T\n' >"$M/modules.conf"
+	cp "$MD/modules.conf" "$MD/modules.good"
+	printf '[scratch]\nquota = 1T\n' >"$MD/modules.conf"
 	kill -HUP "$MRX"
 	wait_until 10 "" logged "$W/rx-mod.log" "keeping the configuration in use" ||
 		t_fail "no refusal of the bad file logged"
 	logged "$W/rx-mod.log" "modules.conf:2: unknown setting 'quota'" || t_fail "the problem's line not logged"
-	send "$W/tx-mod10.log" --key-file "$M/keys/bob.key" --port "$P" "$ADDR::archive/a1" src/mo/a1b
+	send "$W/tx-mod10.log" --key-file "$MD/keys/bob.key" --port "$P" "$ADDR::archive/a1" src/mo/a1b
 	[ "$SRC" = 0 ] || t_fail "bob's pull under the old modules: exit $SRC, want 0"
 	t_log "$W/tx-mod10.log" "$W/rx-mod.log"
 	t_end
-	cp "$M/modules.good" "$M/modules.conf"
+	cp "$MD/modules.good" "$MD/modules.conf"
 	kill -HUP "$MRX"
 	wait_until 10 "" logged "$W/rx-mod.log" "reload: 2 named clients" ||
 		t_fail "the good modules file not read again"
 
 	t_begin "modules: SIGHUP revokes a key: its running session finishes, the next is refused"
-	bg_send "$W/tx-mod8.log" --key-file "$M/keys/alice.key" --port "$P" --bwlimit 2M src/mo/big "$ADDR::scratch/slow/"
+	bg_send "$W/tx-mod8.log" --key-file "$MD/keys/alice.key" --port "$P" --bwlimit 2M src/mo/big "$ADDR::scratch/slow/"
 	SLOW=$TX
 	# authenticated, data flowing: its temporary is there
-	wait_partfile "$M/scratch/slow" big "$SLOW" 30 ||
+	wait_partfile "$MD/scratch/slow" big "$SLOW" 30 ||
 		t_fail "the slow session did not start"
-	rm -f "$M/clients/alice.key"
+	rm -f "$MD/clients/alice.key"
 	kill -HUP "$MRX"
 	wait_until 10 "" logged "$W/rx-mod.log" "reload: 1 named client" ||
 		t_fail "no reload logged"
 	alive "$SLOW" || t_fail "the running session had ended before the reload (make it slower)"
 	wait_pid "$SLOW" 120
 	[ "$WRC" = 0 ] || t_fail "running session exit $WRC, want 0"
-	same src/mo/big "$M/scratch/slow/big"
-	send "$W/tx-mod9.log" --key-file "$M/keys/alice.key" --port "$P" src/mo/f1 "$ADDR::scratch/after/"
+	same src/mo/big "$MD/scratch/slow/big"
+	send "$W/tx-mod9.log" --key-file "$MD/keys/alice.key" --port "$P" src/mo/f1 "$ADDR::scratch/after/"
 	[ "$SRC" = 4 ] || t_fail "revoked key: exit $SRC, want 4"
-	[ ! -e "$M/scratch/after" ] || t_fail "written with a revoked key"
+	[ ! -e "$MD/scratch/after" ] || t_fail "written with a revoked key"
 	alive "$MRX" || t_fail "receiver gone"
 	t_log "$W/tx-mod8.log" "$W/tx-mod9.log" "$W/rx-mod.log"
 	t_end
 	term_rx "$MRX"
-	rm -rf "$M" src/mo
+	rm -rf "$MD" src/mo
 }
 
 AUTH=
