@@ -210,7 +210,7 @@ check "man page: mandoc -T lint clean" \
 	sh -c "out=\$(mandoc -T lint -W warning '$MAN' 2>&1); echo \"\$out\"; [ -z \"\$out\" ]"
 check "man page: groff -man -ww clean" \
 	sh -c "out=\$(groff -man -ww -z '$MAN' 2>&1); echo \"\$out\"; [ -z \"\$out\" ]"
-for page in rdcp.conf.5 rdcpd.8; do
+for page in rdcp.conf.5 rdcpd.8 rdcp-modules.conf.5; do
 	check "$page: mandoc -T lint and groff -ww clean" \
 		sh -c "out=\$(mandoc -T lint -W warning '$TOP/doc/$page' 2>&1; groff -man -ww -z '$TOP/doc/$page' 2>&1)
 			echo \"\$out\"; [ -z \"\$out\" ]"

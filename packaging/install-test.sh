@@ -489,7 +489,7 @@ check "purge: package, /etc/rdcp (conffile, key) gone" sh -c "
 		[ \"\$(chroot '$ROOT' dpkg-query -W -f='\${db:Status-Status}' '$PKG' 2>/dev/null)\" = not-installed ] &&
 	for f in /etc/rdcp /usr/bin/rdcp /lib/systemd/system/rdcpd.service \
 		/usr/share/man/man1/rdcp.1.gz /usr/share/man/man5/rdcp.conf.5.gz \
-		/usr/share/man/man8/rdcpd.8.gz; do
+		/usr/share/man/man8/rdcpd.8.gz /usr/share/man/man5/rdcp-modules.conf.5.gz; do
 		[ ! -e '$ROOT'\$f ] || { echo \"still there: \$f\"; exit 1; }
 	done" _ "$out"
 check "purge: received files kept in a non-empty /srv/rdcp, with a note; user rdcp kept" sh -c "
