@@ -183,6 +183,13 @@ struct server {
  * theirs); a failure keeps the old and says so in one line.
  * server_access_release drops srv's reference (sessions' are theirs).
  */
+/*
+ * Raises the soft limit on open files to the hard one and returns how many
+ * sessions of max_streams lanes fit in it: --max-sessions, or fewer (at
+ * least 1) when it is too low, said once (server_budget.c).
+ */
+unsigned int server_fit_sessions(const struct xfer_opts *o,
+				 unsigned int max_streams);
 int server_access_init(struct server *srv) __attribute__((warn_unused_result));
 void server_reload(struct server *srv);
 void server_access_release(struct server *srv);

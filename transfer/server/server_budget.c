@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * The listener's descriptor budget: how many open files one session may
+ * hold at most, the soft limit raised to the hard one, and how many
+ * sessions fit in it (server_fit_sessions), so that a key holder cannot
+ * take the descriptors other sessions need.
+ */
+#include <sys/resource.h>
+
+#include "transfer/server/server_int.h"
+#include "transfer/walk/walk.h"
+#include "transfer/wire/wire.h"
+#include "util/log.h"
+#include "util/numa.h"
+
+/*
+ * Open files: what one session may hold at most, so that --max-sessions of
+ * them always fit (a key holder cannot take the descriptors other sessions
+ * need). A push holds per file in flight its temporary, its parent
+ * directory and with --resume the old file (3); a pack being unpacked two
+ * per worker. A pull holds a directory per level being listed and a file
+ * per file in flight, within the same. CONN_FDS: the connection's own
+ * (socket or RDMA channels, eventfds, the target directory); 3 measured
+ * over TCP. LANE_FDS: each lane past the first (--streams; a TCP lane
+ * measured 2: its socket and its eventfd). The listener keeps FDS_RESERVE,
+ * and CONN_FDS per connection still authenticating with one for each lane
+ * join it may be owed waiting for it (server_join.c queues no more).
+ */
+#define CONN_FDS 8
+#define LANE_FDS 2
+#define FDS_RESERVE 64
+#define NOFILE_MAX (1u << 20) /* raise the soft limit at most to this */
+_Static_assert(WALK_MAX_DEPTH + WIRE_INFLIGHT_MAX <= 3 * WIRE_INFLIGHT_MAX,
+	       "a pull's walk must fit in a push's budget");
+
+/* One connection's own, its lanes' too (see CONN_FDS). */
+static rlim_t conn_fds(unsigned int max_streams)
+{
+	return CONN_FDS + LANE_FDS * (rlim_t)(max_streams - 1);
+}
+
+/* Open files one session may hold at most (see CONN_FDS). */
+static rlim_t session_fds(const struct xfer_opts *o, unsigned int max_streams)
+{
+	return 3 * WIRE_INFLIGHT_MAX +
+	       2 * (rlim_t)(o->link.workers ? o->link.workers
+					    : NUMA_WORKERS_MAX) +
+	       conn_fds(max_streams);
+}
+
+/*
+ * Raises the soft limit on open files to the hard one (at most NOFILE_MAX)
+ * and returns how many sessions fit in it: --max-sessions, or fewer (at
+ * least 1) when it is too low, said once.
+ */
+unsigned int server_fit_sessions(const struct xfer_opts *o,
+				 unsigned int max_streams)
+{
+	rlim_t need1 = session_fds(o, max_streams), reserve, want, fit;
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return o->serve.max_sessions;
+	want = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > NOFILE_MAX
+		       ? NOFILE_MAX
+		       : rl.rlim_max;
+	if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > want)
+		want = rl.rlim_cur;
+	if (want > rl.rlim_cur) {
+		struct rlimit up = { .rlim_cur = want,
+				     .rlim_max = rl.rlim_max };
+
+		if (setrlimit(RLIMIT_NOFILE, &up) == 0)
+			rl.rlim_cur = want;
+	}
+	/* A join waiting for its session holds one: its socket or cm_id. */
+	reserve = FDS_RESERVE +
+		  PREAUTH_MAX * (CONN_FDS + (rlim_t)(max_streams - 1));
+	fit = rl.rlim_cur > reserve ? (rl.rlim_cur - reserve) / need1 : 0;
+	log_info("open files: limit %llu (hard %llu), room for %llu sessions "
+		 "of %llu",
+		 (unsigned long long)rl.rlim_cur,
+		 (unsigned long long)rl.rlim_max, (unsigned long long)fit,
+		 (unsigned long long)need1);
+	if (fit >= o->serve.max_sessions)
+		return o->serve.max_sessions;
+	fit = fit ? fit : 1;
+	log_warn("open files: --max-sessions %u needs %llu but the limit is "
+		 "%llu: serving at most %llu sessions at once; raise it "
+		 "(ulimit -n, LimitNOFILE= in the service) or lower "
+		 "--max-sessions",
+		 o->serve.max_sessions,
+		 (unsigned long long)(o->serve.max_sessions * need1 + reserve),
+		 (unsigned long long)rl.rlim_cur, (unsigned long long)fit);
+	return (unsigned int)fit;
+}
