@@ -54,14 +54,15 @@ check "bash completion completes rdcp" bash -c \
 check "rdcpd.service runs the installed binary, reads its rdcpd.conf" \
 	bash -c "grep -q 'exec /usr/local/bin/rdcp --listen' '$P/lib/systemd/system/rdcpd.service' &&
 		grep -qx 'EnvironmentFile=-/usr/local/etc/rdcp/rdcpd.conf' '$P/lib/systemd/system/rdcpd.service'"
-check "rdcpd.conf installed" test -s "$P/etc/rdcp/rdcpd.conf"
+check "rdcpd.conf and modules.conf installed" test -s "$P/etc/rdcp/rdcpd.conf" -a -s "$P/etc/rdcp/modules.conf"
 echo "# edited" >>"$P/etc/rdcp/rdcpd.conf"
 mk install PREFIX=/usr/local DESTDIR="$D"
 check "make install again keeps an edited rdcpd.conf" \
 	grep -qx "# edited" "$P/etc/rdcp/rdcpd.conf"
 mk uninstall PREFIX=/usr/local DESTDIR="$D"
-check "make uninstall removes all but rdcpd.conf" bash -c \
-	"[ \"\$(cd '$D' && find . -type f)\" = ./usr/local/etc/rdcp/rdcpd.conf ]"
+check "make uninstall removes all but the two configuration files" bash -c \
+	"[ \"\$(cd '$D' && find . -type f | LC_ALL=C sort | tr '\n' ' ')\" = \
+		'./usr/local/etc/rdcp/modules.conf ./usr/local/etc/rdcp/rdcpd.conf ' ]"
 
 # "DESTDIR, BINDIR, MANDIR, SYSCONFDIR, UNITDIR honoured".
 D=$T/dirs
