@@ -17,6 +17,7 @@
 #include "cmd/args.h"
 #include "cmd/mpi/mpi_job.h"
 #include "cmd/retry.h"
+#include "util/hset.h"
 #include "util/key.h"
 
 /* What the session thread shares with the main one. */
@@ -30,6 +31,12 @@ struct shared {
 	uint64_t range_failed; /* failed ranges: rank 0 counts their files */
 	struct mbuf attempts;  /* MSG_ATTEMPT bodies, for rank 0 */
 	struct retry *rt;      /* --retry: the session's attempts, or NULL */
+	/*
+	 * --retry: the list's regular files and ranges done (ok or kept),
+	 * by their record's key, left out when the list is replayed
+	 */
+	struct hset done;
+	const char *base; /* the names are beneath it */
 	bool json, dry_run;
 };
 

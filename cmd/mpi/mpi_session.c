@@ -22,6 +22,9 @@
 #include "cmd/json_out.h"
 #include "cmd/mpi/mpi_rank.h"
 #include "transfer/xfer.h"
+#include "util/checksum.h"
+#include "util/clock.h"
+#include "util/hset.h"
 #include "util/log.h"
 
 static void on_progress(void *arg, uint64_t done, uint64_t total,
@@ -34,6 +37,36 @@ static void on_progress(void *arg, uint64_t done, uint64_t total,
 	pthread_mutex_lock(&sh->mu);
 	sh->bytes = done;
 	pthread_mutex_unlock(&sh->mu);
+}
+
+/*
+ * A record of the list (walk.h, files_from_tree: "N" and the name, or
+ * "R" and a range's numbers, then the name) by its key: the name's, a
+ * range's index mixed in.
+ */
+static uint64_t rec_key(const char *name, size_t len, bool range, uint32_t idx)
+{
+	uint64_t h = ck_fnv1a64(name, len);
+
+	if (range)
+		h = (h ^ ((uint64_t)idx + 1)) * 0x100000001b3ull;
+	return hset_key(h);
+}
+
+/* A regular file or range done: its record is not replayed. Under mu. */
+static void note_done(struct shared *sh, const struct xfer_file_report *r)
+{
+	size_t blen = strlen(sh->base);
+	const char *name = r->path;
+
+	if (!strncmp(name, sh->base, blen) && name[blen] == '/')
+		name += blen + 1;
+	else if (r->name)
+		name = r->name;
+	/* Out of memory: the record is replayed, and kept by --resume. */
+	if (hset_add(&sh->done,
+		     rec_key(name, strlen(name), r->range_count, r->range_idx)))
+		return;
 }
 
 static void on_file(void *arg, const struct xfer_file_report *r)
@@ -73,6 +106,8 @@ static void on_file(void *arg, const struct xfer_file_report *r)
 	pthread_mutex_lock(&sh->mu);
 	if (sh->rt && !r->deleted)
 		retry_file(sh->rt, r); /* across attempts (retry.h) */
+	if (sh->rt && !r->status && !r->deleted && !strcmp(kind, "file"))
+		note_done(sh, r);
 	if (r->range_count && r->status) {
 		mbuf_str(&sh->split, r->path);
 		mbuf_u32(&sh->split, (uint32_t)r->klass);
@@ -152,6 +187,78 @@ static bool try_again(struct rank *r, unsigned int *wait)
 }
 
 /*
+ * Between two attempts: the list's spool (what the session read of the
+ * pipe) rewritten without the records of regular files and ranges an
+ * attempt finished, so the next one reads only what was cut off or
+ * failed, and directories (whose -p times its placements apply), before
+ * it reads on from the pipe. Left as it is when anything fails: the next
+ * attempt then reads it all, and --resume keeps what is done.
+ */
+static void drop_done(struct rank *r)
+{
+	struct retry_list *l = &r->list;
+	FILE *in, *out;
+	char *rec = NULL;
+	size_t cap = 0;
+	uint64_t at = 0;
+	ssize_t n;
+	int fd;
+
+	if (!l->spool || (fd = dup(fileno(l->spool))) < 0)
+		return;
+	in = fdopen(fd, "r");
+	out = tmpfile();
+	if (!in || !out || fseeko(in, 0, SEEK_SET)) {
+		if (in)
+			fclose(in);
+		else
+			close(fd);
+		if (out)
+			fclose(out);
+		return;
+	}
+	pthread_mutex_lock(&r->sh.mu);
+	while (at < l->len && (n = getdelim(&rec, &cap, '\0', in)) > 0) {
+		const char *name = rec + 1;
+		uint32_t idx = 0;
+		bool range = rec[0] == 'R';
+
+		at += (uint64_t)n;
+		/* "R" off len idx count token name */
+		for (int sp = 0; range && sp < 5 && name; sp++) {
+			if (sp == 2)
+				idx = (uint32_t)strtoul(name, NULL, 10);
+			name = strchr(name, ' ');
+			name = name ? name + 1 : NULL;
+		}
+		if (name && (rec[0] == 'N' || range) &&
+		    hset_has(&r->sh.done,
+			     rec_key(name, strlen(name), range, idx)))
+			continue;
+		fwrite(rec, 1, (size_t)n, out);
+	}
+	pthread_mutex_unlock(&r->sh.mu);
+	free(rec);
+	fclose(in);
+	if (fflush(out) || ferror(out)) {
+		fclose(out);
+		return;
+	}
+	fclose(l->spool);
+	l->spool = out;
+	l->len = (uint64_t)ftello(out);
+}
+
+/* A later attempt's numbers added to the earlier ones' (acc). */
+static void add_stats(struct xfer_stats *acc, const struct xfer_stats *st)
+{
+	acc->files_ok += st->files_ok;
+	acc->files_skipped += st->files_skipped;
+	acc->files_packed += st->files_packed;
+	acc->bytes += st->bytes;
+}
+
+/*
  * The rank's session: one attempt, or with --retry as many as may help,
  * each reading the list from its start (retry_list: what earlier attempts
  * read, then on from the pipe) with --resume's semantics, so that what
@@ -162,11 +269,15 @@ static bool try_again(struct rank *r, unsigned int *wait)
 static void *session_main(void *arg)
 {
 	struct rank *r = arg;
+	struct xfer_stats acc = { 0 };
+	double t0 = clock_now_s();
 	unsigned int wait = 0;
 
 	for (;;) {
 		bool again;
 
+		if (r->rt.attempt)
+			drop_done(r);
 		retry_attempt_begin(&r->rt);
 		memset(&r->st, 0, sizeof(r->st));
 		if (r->rt.max) {
@@ -192,6 +303,15 @@ static void *session_main(void *arg)
 		if (r->v != XFER_OK && !r->st.error[0] && !r->st.transport[0])
 			snprintf(r->st.error, sizeof(r->st.error), "%s",
 				 log_last_error());
+		if (r->rt.max) {
+			/* Each attempt did its own files: the sum. */
+			add_stats(&acc, &r->st);
+			r->st.files_ok = acc.files_ok;
+			r->st.files_skipped = acc.files_skipped;
+			r->st.files_packed = acc.files_packed;
+			r->st.bytes = acc.bytes;
+			r->st.seconds = clock_now_s() - t0;
+		}
 		if (!r->rt.max || r->v == XFER_OK) {
 			if (r->rt.max && r->id)
 				log_release(true);
@@ -199,10 +319,6 @@ static void *session_main(void *arg)
 		}
 		if (r->v != XFER_OK && *r->cancel)
 			r->v = XFER_FAIL_CANCELED;
-		/* Files an earlier attempt copied, kept now: copied. */
-		r->st.files_skipped -= r->rt.kept_ours < r->st.files_skipped
-					       ? r->rt.kept_ours
-					       : r->st.files_skipped;
 		if (r->st.dest_named)
 			r->o.copy.dest_named = true;
 		again = try_again(r, &wait);
@@ -255,6 +371,7 @@ int mpi_start_session(struct rank *r, volatile sig_atomic_t *cancel)
 	if (r->a.retry) {
 		retry_init(&r->rt, r->a.retry, r->a.retry_wait_ms);
 		r->sh.rt = &r->rt;
+		r->sh.base = r->base;
 		if (retry_list_init(&r->list, list))
 			return RDCP_EXIT_LOCAL_IO;
 	}

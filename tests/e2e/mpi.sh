@@ -759,6 +759,11 @@ s_retry() {
 	grep -q '"event":"attempt","rank":[0-9]*,"attempt":1,.*"retry":true' "$T/retry.log" ||
 		t_fail "no attempt event"
 	[ "$(jsum "$T/retry.log" result)" = ok ] || t_fail "summary not ok"
+	# a file an attempt finished is not looked at again by the next one
+	local twice
+	twice=$(grep '"event":"file_done"' "$T/retry.log" | grep '"type":"file"' |
+		grep -v '"status":"failed"' | sed 's/.*"path":"\([^"]*\)".*/\1/' | sort | uniq -d)
+	[ -z "$twice" ] || t_fail "done twice: $(echo "$twice" | head -3 | tr '\n' ' ')"
 	t_log "$T/retry.log.err" "$T/rx2b.log"
 	stop_receivers
 	t_end
