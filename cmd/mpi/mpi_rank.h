@@ -79,7 +79,6 @@ struct rank {
 	/* --retry: the attempts, the list replayed from its start */
 	struct retry rt;
 	struct retry_list list;
-	FILE *list_pipe;     /* the pipe's read end, as a stream */
 	atomic_bool waiting; /* between two attempts: ask for no names */
 	volatile sig_atomic_t *cancel;
 	/* --delete, rank 0: the session that mirrors, once the copy is done */

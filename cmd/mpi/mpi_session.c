@@ -58,15 +58,15 @@ static void note_done(struct shared *sh, const struct xfer_file_report *r)
 {
 	size_t blen = strlen(sh->base);
 	const char *name = r->path;
+	int rc;
 
 	if (!strncmp(name, sh->base, blen) && name[blen] == '/')
 		name += blen + 1;
 	else if (r->name)
 		name = r->name;
-	/* Out of memory: the record is replayed, and kept by --resume. */
-	if (hset_add(&sh->done,
-		     rec_key(name, strlen(name), r->range_count, r->range_idx)))
-		return;
+	rc = hset_add(&sh->done, rec_key(name, strlen(name), r->range_count,
+					 r->range_idx));
+	(void)rc; /* out of memory: replayed, and --resume keeps it */
 }
 
 static void on_file(void *arg, const struct xfer_file_report *r)
@@ -261,10 +261,11 @@ static void add_stats(struct xfer_stats *acc, const struct xfer_stats *st)
 /*
  * The rank's session: one attempt, or with --retry as many as may help,
  * each reading the list from its start (retry_list: what earlier attempts
- * read, then on from the pipe) with --resume's semantics, so that what
- * an earlier one verified is kept and only the rest is sent. The main
- * thread goes on meanwhile: rank 0 hears the rank, and it asks for no
- * names while it waits (r->waiting).
+ * read, less what they finished: drop_done, then on from the pipe) with
+ * --resume's semantics, so that what an attempt was cut off in is
+ * finished from its verified chunks. The main thread goes on meanwhile:
+ * rank 0 hears the rank, and it asks for no names while it waits
+ * (r->waiting).
  */
 static void *session_main(void *arg)
 {
@@ -363,7 +364,6 @@ int mpi_start_session(struct rank *r, volatile sig_atomic_t *cancel)
 		return RDCP_EXIT_RESOURCE;
 	}
 	r->pipe_w = fds[1];
-	r->list_pipe = list;
 	r->o.copy.files_from = list;
 	r->cancel = cancel;
 	/* Mirroring is one session's, rank 0's, after the copy. */
