@@ -737,7 +737,7 @@ s_mirror() {
 }
 
 s_retry() {
-	t_begin "retry: a receiver killed and restarted mid-job, the ranks resume, exit 0"
+	t_begin "retry: a receiver killed, back after more than --timeout, the ranks resume, exit 0"
 	[ -d "$W/slow" ] || make_slow
 	receivers 2 "$W/dst"
 	local victim=${RXS##* } port=$P t0
@@ -749,7 +749,9 @@ s_retry() {
 	kill -9 "$victim"
 	t0=$(now)
 	RXS=${RXS% *}
-	msleep 1500
+	# down longer than --timeout: the ranks waiting to try again are
+	# heard meanwhile, never taken for lost
+	msleep 6500
 	restart_rx "$T/rx2b.log" --transport tcp -P "$port" --root "$W/dst" \
 		--key-file "$T/key" || t_fail "the receiver did not start again"
 	RXS="$RXS $RX"
