@@ -67,6 +67,17 @@ struct mj_coord {
 	char **split_failed;
 	size_t nsplit_failed;
 	enum xfer_fail split_first; /* the first one's class */
+	/* --delete: the mirror's session, after every rank's copy */
+	enum {
+		MIRROR_NONE,
+		MIRROR_DUE,
+		MIRROR_RUNNING,
+		MIRROR_OVER,
+		MIRROR_SKIPPED
+	} mirror;
+	enum xfer_fail mirror_v;
+	struct xfer_stats mirror_st;
+	unsigned int attempts; /* --retry: failed attempts, every rank's */
 };
 
 int mj_coord_create(const struct mj_coord_cfg *cfg, struct mj_coord **out)
@@ -348,6 +359,58 @@ static void on_split(struct mj_coord *c, struct mbuf *b)
 	}
 }
 
+/*
+ * --retry: a rank's failed attempts, one line each (and an "attempt"
+ * event with --json): what failed, and whether it tries again.
+ */
+static void on_attempt(struct mj_coord *c, int rank, struct mbuf *b)
+{
+	const struct rank_state *r = &c->r[rank];
+	char msg[1024], who[256];
+
+	snprintf(who, sizeof(who), "rank %d%s%s (to %s)", rank,
+		 r->host[0] ? " on " : "", r->host, receiver_of(c, rank));
+	while (b->off < b->len && !b->bad) {
+		uint32_t attempt = mbuf_get_u32(b), of = mbuf_get_u32(b);
+		enum xfer_fail v = (enum xfer_fail)mbuf_get_u32(b);
+		bool again = mbuf_get_u8(b), heal = mbuf_get_u8(b);
+		uint32_t wait = mbuf_get_u32(b);
+		int code = rdcp_exit_code(v);
+
+		mbuf_get_str(b, msg, sizeof(msg));
+		if (b->bad)
+			break;
+		c->attempts++;
+		if (again)
+			log_warn("%s: attempt %u of %u failed: %s (%s, exit "
+				 "%d): trying again in %.1f s, resuming",
+				 who, attempt, of, msg, xfer_fail_name(v), code,
+				 wait / 1000.0);
+		else if (heal)
+			log_err("%s: attempt %u of %u failed: %s: giving up "
+				"(--retry %u)",
+				who, attempt, of, msg, c->cfg.retry);
+		else
+			log_err("%s: attempt %u of %u failed: %s: not "
+				"retrying: %s (exit %d) is not a lost peer, "
+				"host "
+				"or link that another attempt could get past",
+				who, attempt, of, msg, xfer_fail_name(v), code);
+		if (!c->cfg.json)
+			continue;
+		fprintf(stdout,
+			"{\"event\":\"attempt\",\"rank\":%d,"
+			"\"attempt\":%u,\"class\":",
+			rank, attempt);
+		json_str(stdout, xfer_fail_name(v));
+		fprintf(stdout, ",\"exit\":%d,\"message\":", code);
+		json_str(stdout, msg);
+		fprintf(stdout, ",\"retry\":%s,\"wait\":%.3f}\n",
+			again ? "true" : "false", again ? wait / 1000.0 : 0.0);
+		fflush(stdout);
+	}
+}
+
 void mj_coord_message(struct mj_coord *c, int rank, struct mbuf *b)
 {
 	struct rank_state *r;
@@ -390,6 +453,9 @@ void mj_coord_message(struct mj_coord *c, int rank, struct mbuf *b)
 		break;
 	case MSG_SPLIT:
 		on_split(c, b);
+		break;
+	case MSG_ATTEMPT:
+		on_attempt(c, rank, b);
 		break;
 	default:
 		break;
@@ -538,6 +604,12 @@ static enum xfer_fail verdict(const struct mj_coord *c, struct xfer_stats *st)
 	st->files_failed += c->nsplit_failed;
 	if (c->nsplit_failed && first == XFER_OK)
 		first = c->split_first ? c->split_first : XFER_FAIL_LOCAL_IO;
+	if (c->mirror == MIRROR_OVER) {
+		st->deleted = c->mirror_st.deleted;
+		st->files_failed += c->mirror_st.files_failed;
+		if (c->mirror_st.files_failed && first == XFER_OK)
+			first = c->mirror_st.first_fail;
+	}
 	st->seconds = clock_now_s() - c->t0;
 	snprintf(st->peer, sizeof(st->peer), "%d receiver%s", c->cfg.nrecv,
 		 c->cfg.nrecv == 1 ? "" : "s");
@@ -547,6 +619,12 @@ static enum xfer_fail verdict(const struct mj_coord *c, struct xfer_stats *st)
 		return c->cause;
 	if (canceled)
 		return XFER_FAIL_CANCELED;
+	if (c->mirror == MIRROR_OVER && c->mirror_v != XFER_OK) {
+		if (c->mirror_st.error[0])
+			snprintf(st->error, sizeof(st->error), "%s",
+				 c->mirror_st.error);
+		return c->mirror_v;
+	}
 	if (st->files_failed)
 		return st->files_ok ? XFER_FAIL_PARTIAL : first;
 	return XFER_OK;
@@ -596,6 +674,16 @@ bool mj_coord_step(struct mj_coord *c, bool cancel, int *exit_code, bool *abort)
 	progress(c, now);
 	if (!all_done(c))
 		return false;
+	if (c->cfg.mirror && c->mirror == MIRROR_NONE) {
+		v = verdict(c, &st);
+		c->mirror = v == XFER_OK ? MIRROR_DUE : MIRROR_SKIPPED;
+		if (v != XFER_OK && v != XFER_FAIL_CANCELED)
+			log_warn("--delete: nothing deleted: the copy did not "
+				 "succeed (%s)",
+				 xfer_fail_name(v));
+	}
+	if (c->mirror == MIRROR_DUE || c->mirror == MIRROR_RUNNING)
+		return false; /* the ranks wait, ticked, for the mirror */
 	if (c->progress_shown)
 		fputs("\r\033[K", stderr);
 	v = verdict(c, &st);
@@ -618,11 +706,29 @@ bool mj_coord_step(struct mj_coord *c, bool cancel, int *exit_code, bool *abort)
 	return true;
 }
 
+bool mj_coord_mirror_due(struct mj_coord *c)
+{
+	if (c->mirror != MIRROR_DUE)
+		return false;
+	c->mirror = MIRROR_RUNNING;
+	return true;
+}
+
+void mj_coord_mirror_over(struct mj_coord *c, enum xfer_fail v,
+			  const struct xfer_stats *st)
+{
+	c->mirror_v = v;
+	c->mirror_st = *st;
+	c->mirror = MIRROR_OVER;
+	if (v != XFER_OK && v != XFER_FAIL_MAX_DELETE && st->error[0])
+		log_err("--delete: %s", st->error);
+}
+
 /* The --json summary's "ranks" and "receivers", and the text lines. */
 void mj_coord_summary(struct mj_coord *c, enum xfer_fail v, int code)
 {
 	struct xfer_stats st;
-	char *extra = NULL, sz[32], rt[32];
+	char *extra = NULL, sz[32], rt[32], dl[32];
 	size_t len = 0;
 	FILE *f;
 
@@ -672,23 +778,25 @@ void mj_coord_summary(struct mj_coord *c, enum xfer_fail v, int code)
 		fclose(f);
 	}
 	if (c->cfg.json) {
-		json_summary_with(stdout, &st, v, code, c->cfg.dry_run, 0,
-				  extra);
+		json_summary_with(stdout, &st, v, code, c->cfg.dry_run,
+				  c->attempts, extra);
 		fflush(stdout);
 	}
 	free(extra);
 	if (c->cfg.quiet)
 		return;
+	snprintf(dl, sizeof(dl), "%" PRIu64, st.deleted);
 	fprintf(stderr,
 		"%s%" PRIu64 " files, %s in %.2f s (%s) over %s by %d ranks to "
-		"%d receiver%s; skipped %" PRIu64 ", failed %" PRIu64 "\n",
+		"%d receiver%s; skipped %" PRIu64 ", failed %" PRIu64 "%s%s\n",
 		c->cfg.dry_run ? "dry run, nothing copied: " : "", st.files_ok,
 		units_format_size(st.bytes, sz, sizeof(sz)), st.seconds,
 		units_format_rate(st.seconds > 0 ? st.bytes / st.seconds : 0,
 				  rt, sizeof(rt)),
 		st.transport[0] ? st.transport : "-", c->cfg.nranks,
 		c->cfg.nrecv, c->cfg.nrecv == 1 ? "" : "s", st.files_skipped,
-		st.files_failed);
+		st.files_failed, c->mirror == MIRROR_OVER ? ", deleted " : "",
+		c->mirror == MIRROR_OVER ? dl : "");
 	for (int k = 0; k < c->cfg.nrecv; k++) {
 		uint64_t bytes = 0;
 		int n = 0;

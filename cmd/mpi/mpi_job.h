@@ -38,6 +38,9 @@ enum mj_msg {
 	MSG_DONE,      /* the session's end: struct mj_result */
 	MSG_SPLIT,     /* a split file's range failed: str path, u32 class,
 			* str message (rank 0 counts the file once) */
+	MSG_ATTEMPT,   /* --retry: an attempt failed: u32 attempt, u32 of,
+			* u32 class, u8 again, u8 may heal, u32 wait ms,
+			* str message; one after the other */
 	/* down */
 	MSG_GIVE, /* items */
 	MSG_END,  /* nothing more to do: close the session's list */
@@ -170,6 +173,8 @@ struct mj_coord_cfg {
 	bool json, quiet, progress, dry_run;
 	int lost_ms; /* a rank silent this long is lost */
 	uint64_t split; /* bytes a range holds (a multiple of the chunk) */
+	bool mirror;	/* --delete: rank 0 mirrors once the copy is done */
+	unsigned int retry; /* --retry N */
 };
 
 int mj_coord_create(const struct mj_coord_cfg *cfg, struct mj_coord **out);
@@ -186,5 +191,14 @@ void mj_coord_message(struct mj_coord *c, int rank, struct mbuf *b);
  */
 bool mj_coord_step(struct mj_coord *c, bool cancel, int *exit_code,
 		   bool *abort);
+/*
+ * --delete: true once, when every rank's copy is verified and the job
+ * succeeded: the caller then runs the mirror's session and tells its
+ * verdict with mj_coord_mirror_over(); the job is not over until then
+ * (every rank waits, hearing rank 0). Never when a rank failed.
+ */
+bool mj_coord_mirror_due(struct mj_coord *c);
+void mj_coord_mirror_over(struct mj_coord *c, enum xfer_fail v,
+			  const struct xfer_stats *st);
 
 #endif

@@ -240,6 +240,9 @@ static uint8_t wants(struct rank *r)
 
 	if (r->end_seen || atomic_load(&r->session_over))
 		return 0;
+	/* Between two attempts (--retry): names go to the ranks that copy. */
+	if (atomic_load(&r->waiting))
+		return mj_walk_busy(r->walk) ? 0 : WANT_DIR;
 	pthread_mutex_lock(&r->sh.mu);
 	bytes = moved(&r->sh);
 	files = r->sh.files;
@@ -283,6 +286,14 @@ static void send_stat(struct rank *r, uint64_t now)
 		mbuf_u8(&t, MSG_EVENTS);
 		mbuf_bytes(&t, r->sh.text.p, r->sh.text.len);
 		r->sh.text.len = 0;
+		post_up(r, &t);
+	}
+	if (r->sh.attempts.len) {
+		struct mbuf t = { 0 };
+
+		mbuf_u8(&t, MSG_ATTEMPT);
+		mbuf_bytes(&t, r->sh.attempts.p, r->sh.attempts.len);
+		r->sh.attempts.len = 0;
 		post_up(r, &t);
 	}
 	if (r->sh.split.len) {
@@ -479,9 +490,31 @@ static int prepare(struct rank *r)
 		       (r->a.progress || isatty(STDERR_FILENO));
 	cfg.lost_ms = r->o.link.timeout_ms;
 	cfg.split = r->split;
+	cfg.mirror = r->o.copy.delete_extra;
+	cfg.retry = r->a.retry;
 	if (mj_coord_create(&cfg, &r->coord))
 		return RDCP_EXIT_RESOURCE;
 	return seed(r);
+}
+
+/*
+ * Rank 0 with --delete: the mirror's session starts once the coordinator
+ * says every rank's copy is verified, and its verdict goes back to it.
+ */
+static void mirror_step(struct rank *r)
+{
+	if (mj_coord_mirror_due(r->coord) && mpi_start_delete(r)) {
+		struct xfer_stats st = { 0 };
+
+		snprintf(st.error, sizeof(st.error), "cannot start deleting");
+		mj_coord_mirror_over(r->coord, XFER_FAIL_RESOURCE, &st);
+		return;
+	}
+	if (r->del_started && atomic_load(&r->del_over)) {
+		pthread_join(r->del_th, NULL);
+		r->del_started = false;
+		mj_coord_mirror_over(r->coord, r->del_v, &r->del_st);
+	}
 }
 
 /* Until the coordinator says the exit code (or is lost). */
@@ -510,6 +543,8 @@ static int run(struct rank *r)
 			cancel = SIGTERM;
 		busy |= rank_step(r);
 		mj_sends_progress();
+		if (r->coord)
+			mirror_step(r);
 		if (r->coord && mj_coord_step(r->coord, cancel, &code, &abort))
 			break;
 		if (r->exit_code >= 0 && r->done_sent)

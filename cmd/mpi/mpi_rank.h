@@ -16,6 +16,8 @@
 
 #include "cmd/args.h"
 #include "cmd/mpi/mpi_job.h"
+#include "cmd/retry.h"
+#include "util/hset.h"
 #include "util/key.h"
 
 /* What the session thread shares with the main one. */
@@ -27,6 +29,14 @@ struct shared {
 	struct mbuf text; /* for rank 0's stdout */
 	struct mbuf split; /* MSG_SPLIT bodies, for rank 0 */
 	uint64_t range_failed; /* failed ranges: rank 0 counts their files */
+	struct mbuf attempts;  /* MSG_ATTEMPT bodies, for rank 0 */
+	struct retry *rt;      /* --retry: the session's attempts, or NULL */
+	/*
+	 * --retry: the list's regular files and ranges done (ok or kept),
+	 * by their record's key, left out when the list is replayed
+	 */
+	struct hset done;
+	const char *base; /* the names are beneath it */
 	bool json, dry_run;
 };
 
@@ -66,6 +76,19 @@ struct rank {
 	uint32_t gives;			 /* GIVE messages seen */
 	uint64_t heard_ms;		 /* the coordinator was last heard */
 	uint64_t stat_ms;		 /* the last MSG_STAT */
+	/* --retry: the attempts, the list replayed from its start */
+	struct retry rt;
+	struct retry_list list;
+	atomic_bool waiting; /* between two attempts: ask for no names */
+	volatile sig_atomic_t *cancel;
+	/* --delete, rank 0: the session that mirrors, once the copy is done */
+	pthread_t del_th;
+	atomic_bool del_over;
+	bool del_started;
+	struct xfer_opts del_o;
+	char **abs_srcs; /* each SRC as base/top resolved: the mirror's SRCs */
+	enum xfer_fail del_v;
+	struct xfer_stats del_st;
 	struct mbuf up;			 /* items found, to send up */
 	uint32_t nup;
 	uint64_t split;		/* --split-size in bytes, 0: never */
@@ -79,6 +102,13 @@ struct rank {
  * the list's write end), stopped early by *cancel. 0 or an exit code.
  */
 int mpi_start_session(struct rank *r, volatile sig_atomic_t *cancel);
+
+/*
+ * mpi_session.c, rank 0 with --delete: starts the one session that
+ * mirrors DEST (sink_delete.c) once every rank's copy is verified, in a
+ * thread of its own (r->del_over when it ends). 0 or an exit code.
+ */
+int mpi_start_delete(struct rank *r);
 
 /*
  * --split-size SIZE (or =SIZE) taken out of argv (*argc shrinks) into

@@ -51,9 +51,10 @@ void mpi_usage_help(void)
 	       "into ranges copied by\n"
 	       "                         several ranks at once (default "
 	       "1G; 0: never)\n\n"
-	       "rdcp's copy options apply (rdcp --help); not --files-from, "
-	       "--manifest, --retry,\n--delete, a pull or a remote SRC. "
-	       "See rdcp-mpi(1).\n");
+	       "rdcp's copy options apply (rdcp --help), --delete and --retry "
+	       "too: each rank\nretries its own session; rank 0 mirrors DEST "
+	       "once every rank's copy is verified.\nNot --files-from, "
+	       "--manifest, a pull or a remote SRC. See rdcp-mpi(1).\n");
 }
 
 /* The rank as the launcher tells it, before MPI_Init (for messages). */
@@ -246,12 +247,6 @@ const char *mpi_unsupported(const struct args *a)
 		return "--files-from: rdcp-mpi walks the SRCs itself";
 	if (a->manifest)
 		return "--manifest: not with rdcp-mpi (yet)";
-	if (a->o.copy.delete_extra)
-		return "--delete: not with rdcp-mpi (yet): each rank sees only "
-		       "part of a directory";
-	if (a->retry)
-		return "--retry: not with rdcp-mpi (yet); run it again with "
-		       "--resume";
 	return NULL;
 }
 
@@ -283,7 +278,8 @@ int mpi_make_base(struct rank *r)
 	int rc = 0;
 
 	r->tops = calloc(n + 1, sizeof(*r->tops));
-	if (!par || !r->tops) {
+	r->abs_srcs = calloc(n + 1, sizeof(*r->abs_srcs));
+	if (!par || !r->tops || !r->abs_srcs) {
 		free(par);
 		return RDCP_EXIT_RESOURCE;
 	}
@@ -322,6 +318,9 @@ int mpi_make_base(struct rank *r)
 			break;
 		}
 		r->tops[i] = strdup(slash + 1);
+		r->abs_srcs[i] = strdup(abs);
+		if (!r->abs_srcs[i])
+			rc = RDCP_EXIT_RESOURCE;
 		*slash = '\0';
 		snprintf(par[i], PATH_MAX, "%s", abs[0] ? abs : "/");
 		for (size_t k = 0; k < i && r->tops[i]; k++)

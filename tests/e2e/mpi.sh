@@ -26,7 +26,12 @@
 # missing), badrange (a range corrupted in flight by the hooks build:
 # that file fails alone, once), hang (a rank stopped: the coordinator finds it silent and
 # ends the job, exit 11), hang0 (rank 0 stopped: the others find it
-# silent and end the job, exit 11).
+# silent and end the job, exit 11), mirror (--delete, 4 ranks, 2
+# receivers: --dry-run lists, nothing deleted when a rank failed,
+# --max-delete exit 13, then one listing removes the extras, excluded
+# names and what a symlink points to kept), retry (--retry: a receiver
+# killed and restarted mid-job, the ranks resume, exit 0, all verified),
+# retryfail (--retry and a receiver with another key: ends at once).
 # shellcheck disable=SC2317 # functions run by name (scenario lists, traps, wait_until callbacks)
 # shellcheck disable=SC2015 # [ A ] && [ B ] || t_fail: both are conditions, either failing is the failure
 # shellcheck disable=SC2016 # single quotes: expanded by the inner sh -c / remote shell
@@ -36,7 +41,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$HERE/lib.sh"
 e2e_build "$@"
 shift "$BUILD_ARGS"
-ALL="tree balance big mix partial usage noconnect rxkill rankkill rangekill skipfinal badrange hang hang0"
+ALL="tree balance big mix partial usage noconnect rxkill rankkill rangekill skipfinal badrange hang hang0 mirror retry retryfail"
 check_scenarios "$ALL" "$@"
 
 own_netns RDCP_MPI_NETNS "$@"
@@ -658,6 +663,138 @@ s_hang0() {
 	stop_receivers
 	t_end
 	rm -rf "$W/dst"
+}
+
+# extras DIR: entries the source does not have, beneath DIR (a copy of it)
+extras() {
+	echo x >"$1/extra1"
+	echo y >"$1/a/extra2"
+	mkdir -p "$1/newdir/deeper"
+	echo z >"$1/newdir/deeper/x"
+	echo keep >"$1/a/keep.log" # excluded: kept
+	mkdir -p "$W/outside"
+	echo out >"$W/outside/o"
+	ln -sfn "$W/outside" "$1/lnk" # a symlink: removed, not followed
+}
+
+s_mirror() {
+	t_begin "mirror: --delete after every rank's copy, one listing, 4 ranks, 2 receivers"
+	local i d
+	mkdir -p "$W/mi/a" "$W/mi/b/c"
+	for i in $(seq 1 200); do head -c $((i * 53)) /dev/urandom >"$W/mi/a/f$i"; done
+	for i in $(seq 1 100); do head -c $((i * 31)) /dev/urandom >"$W/mi/b/c/g$i"; done
+	head -c 9000000 /dev/urandom >"$W/mi/b/big"
+	ln -s a/f1 "$W/mi/ln"
+	receivers 2 "$W/dst"
+	mpi "$T/mi0.log" 4 --split-size 4M -r "$W/mi" "$RECV/m/"
+	[ "$SRC" = 0 ] || t_fail "the first copy: exit $SRC"
+	d=$W/dst/m/mi
+	extras "$d"
+	echo other >"$W/dst/m/other" # DEST's own entries: kept
+	# --dry-run lists what would go, removes nothing
+	mpi "$T/mi1.log" 4 --dry-run --delete --exclude '*.log' -a "$W/mi" "$RECV/m/"
+	[ "$SRC" = 0 ] || t_fail "--dry-run --delete: exit $SRC (2: refused)"
+	for i in mi/extra1 mi/a/extra2 mi/newdir/ mi/lnk; do
+		grep -qx "delete *$i" "$T/mi1.log" || t_fail "--dry-run: no 'delete $i'"
+	done
+	! grep -q 'keep.log\|other' "$T/mi1.log" || t_fail "--dry-run lists an excluded or DEST's own entry"
+	[ -e "$d/extra1" ] && [ -L "$d/lnk" ] || t_fail "--dry-run deleted something"
+	# a rank fails (a SRC missing): nothing deleted
+	mpi "$T/mi2.log" 4 --delete -a "$W/nothere" "$W/mi" "$RECV/m/"
+	[ "$SRC" = 9 ] || t_fail "a missing SRC with --delete: exit $SRC, want 9"
+	[ -e "$d/extra1" ] && [ -e "$d/newdir/deeper/x" ] || t_fail "deleted although a rank failed"
+	# more than --max-delete would go: none goes, exit 13
+	mpi "$T/mi3.log" 4 --delete --max-delete 2 --exclude '*.log' -a "$W/mi" "$RECV/m/"
+	[ "$SRC" = 13 ] || t_fail "--max-delete 2: exit $SRC, want 13"
+	[ -e "$d/extra1" ] && [ -e "$d/a/extra2" ] && [ -L "$d/lnk" ] ||
+		t_fail "--max-delete: something was deleted"
+	# the mirror: a changed file copied, the extras gone, the rest kept
+	head -c 777 /dev/urandom >"$W/mi/a/f7"
+	touch -d '2030-01-01' "$W/mi/a/f7"
+	mpi "$T/mi4.log" 4 --json --delete --exclude '*.log' -a "$W/mi" "$RECV/m/"
+	[ "$SRC" = 0 ] || t_fail "--delete: exit $SRC, want 0"
+	[ ! -e "$d/extra1" ] && [ ! -e "$d/a/extra2" ] && [ ! -e "$d/newdir" ] &&
+		[ ! -L "$d/lnk" ] || t_fail "an extra entry is left"
+	[ -f "$d/a/keep.log" ] || t_fail "the excluded keep.log was deleted"
+	[ -f "$W/outside/o" ] || t_fail "the symlink was followed"
+	[ -f "$W/dst/m/other" ] || t_fail "DEST's own entry was deleted"
+	rm -f "$d/a/keep.log"
+	complete "$W/mi" "$d"
+	[ "$(jsum "$T/mi4.log" deleted)" -ge 4 ] ||
+		t_fail "summary deleted: $(jsum "$T/mi4.log" deleted), want at least 4"
+	[ "$(grep -c '"event":"file_deleted"' "$T/mi4.log")" = "$(jsum "$T/mi4.log" deleted)" ] ||
+		t_fail "not one file_deleted event per entry deleted"
+	# one listing: one session (rank 0's) deleted, on one receiver
+	local f n=0
+	for f in "$T/rx1.log" "$T/rx2.log"; do
+		! grep -q "deleted '" "$f" || n=$((n + 1))
+	done
+	[ "$n" = 1 ] || t_fail "deletions in $n receivers' logs, want 1 (one listing)"
+	t_log "$T/mi0.log.err" "$T/mi1.log.err" "$T/mi2.log.err" "$T/mi3.log.err" "$T/mi4.log.err"
+	stop_receivers
+	t_end
+	rm -rf "$W/dst" "$W/mi" "$W/outside"
+}
+
+s_retry() {
+	t_begin "retry: a receiver killed, back after more than --timeout, the ranks resume, exit 0"
+	[ -d "$W/slow" ] || make_slow
+	receivers 2 "$W/dst"
+	local victim=${RXS##* } port=$P t0
+	bg_mpi "$T/retry.log" --oversubscribe -np 4 "$BUILD/rdcp-mpi" \
+		--transport tcp --key-file "$T/key" --timeout 5 --bwlimit 10M \
+		--split-size 4M --retry 6 --retry-wait 0.5 --json -r "$W/slow" "$RECV/r"
+	local mp=$TX
+	wait_until 30 "$mp" has_temps "$W/dst" || t_fail "no copy under way"
+	kill -9 "$victim"
+	t0=$(now)
+	RXS=${RXS% *}
+	# down longer than --timeout: the ranks waiting to try again are
+	# heard meanwhile, never taken for lost
+	msleep 6500
+	restart_rx "$T/rx2b.log" --transport tcp -P "$port" --root "$W/dst" \
+		--key-file "$T/key" || t_fail "the receiver did not start again"
+	RXS="$RXS $RX"
+	wait_pid "$mp" 120
+	echo "# mpirun ended $(since "$t0") s after the receiver was killed, exit $WRC"
+	[ "$WRC" = 0 ] || t_fail "exit $WRC, want 0 (2: --retry refused)"
+	complete "$W/slow" "$W/dst/r/slow"
+	grep -q 'attempt 1 of 7 failed: .*trying again in' "$T/retry.log.err" ||
+		t_fail "no line for the failed attempt"
+	grep -q '"event":"attempt","rank":[0-9]*,"attempt":1,.*"retry":true' "$T/retry.log" ||
+		t_fail "no attempt event"
+	[ "$(jsum "$T/retry.log" result)" = ok ] || t_fail "summary not ok"
+	# a file an attempt finished is not looked at again by the next one
+	local twice
+	twice=$(grep '"event":"file_done"' "$T/retry.log" | grep '"type":"file"' |
+		grep -v '"status":"failed"' | sed 's/.*"path":"\([^"]*\)".*/\1/' | sort | uniq -d)
+	[ -z "$twice" ] || t_fail "done twice: $(echo "$twice" | head -3 | tr '\n' ' ')"
+	t_log "$T/retry.log.err" "$T/rx2b.log"
+	stop_receivers
+	t_end
+	rm -rf "$W/dst"
+}
+
+s_retryfail() {
+	t_begin "retryfail: --retry and an error no attempt heals: ends at once"
+	mkdir -p "$W/rf" "$W/dst"
+	echo one >"$W/rf/one"
+	"$RDCP" --keygen "$T/key2" >/dev/null 2>&1
+	nextport
+	start_rx "$T/rxf.log" --transport tcp -P "$P" --root "$W/dst" \
+		--key-file "$T/key2" || t_fail "receiver did not start"
+	RXS=$RX
+	mpi "$T/rf.log" 2 --retry 5 --retry-wait 5 -r "$W/rf" "rdcp://127.0.0.1:$P/rf"
+	echo "# exit $SRC in $ST s"
+	[ "$SRC" = 4 ] || t_fail "another key: exit $SRC, want 4 (2: --retry refused)"
+	[ "${ST%.*}" -lt 5 ] || t_fail "took $ST s: it waited to try again"
+	grep -q 'attempt 1 of 6 failed: .*not retrying' "$T/rf.log.err" ||
+		t_fail "no 'not retrying' line"
+	! grep -q 'trying again' "$T/rf.log.err" || t_fail "it tried again"
+	t_log "$T/rf.log.err"
+	stop_receivers
+	t_end
+	rm -rf "$W/dst" "$W/rf"
 }
 
 run_scenarios "$ALL" "$@"

@@ -6,7 +6,7 @@
 # it, so every rank's session goes over rdma_cm and RDMA WRITEs; the tree
 # arrives whole (its 24 MB file split into three ranges of 8 MiB, sent by
 # the ranks at once), the summary says rdma and the rxe counters saw the
-# bytes.
+# bytes; then --delete mirrors it, the extras put there removed.
 #
 # The guest is a busybox initramfs made of host binaries and what ldd
 # lists for them. Open MPI also dlopens its components and reads its help
@@ -84,6 +84,20 @@ n=$(grep -c "sent range [0-9] of 3 of '/tmp/src/t/big'" /tmp/mpi.log)
 over_rdma "rdcp-mpi" "$s0" "$s1" 24000000
 grep 'rank [0-9] on' /tmp/mpi.log | sed 's/^/# /'
 t_log /tmp/mpi.log /tmp/rx.log
+t_end
+t_begin "rdcp-mpi --delete over rdma_cm: after the job, one session removes the extras"
+echo x >/tmp/dst/out/t/extra
+mkdir -p /tmp/dst/out/t/d/xdir
+echo y >/tmp/dst/out/t/d/xdir/y
+timeout -s KILL 240 mpirun --oversubscribe -np 3 --mca btl self,tcp \
+	--mca pml ob1 rdcp-mpi --transport rdma --delete --split-size 8M \
+	-r /tmp/src/t 10.77.0.1::out/ >/tmp/mpidel.log 2>&1
+rc=$?
+[ "$rc" = 0 ] || t_fail "mpirun --delete exit $rc"
+grep -q 'deleted 3$' /tmp/mpidel.log || t_fail "the summary does not say deleted 3"
+diff -r /tmp/src/t /tmp/dst/out/t >/tmp/diff 2>&1 ||
+	t_fail "not a mirror: $(head -c 300 /tmp/diff)"
+t_log /tmp/mpidel.log /tmp/rx.log
 kill "$RX"
 t_end
 t_finish

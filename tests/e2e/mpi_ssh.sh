@@ -87,12 +87,41 @@ grep '"summary"' "$T/again.json" | grep -q '"receiver":"'"$SSH_USER"'@rx3"' ||
 t_log "$T/again.json" "$T/again.json.err"
 t_end
 
+t_begin "rx[1-2]:DIR with --delete: rank 0's one more session over ssh removes the extras"
+echo x >"$T/dst/tree/extra"
+mkdir -p "$T/dst/tree/xdir"
+echo y >"$T/dst/tree/xdir/y"
+before=$(sessions)
+mpi "$T/del.json" 4 --json --delete -r "$T/src/tree" "rx[1-2]:$T/dst/"
+[ "$SRC" = 0 ] || t_fail "exit $SRC (2: --delete refused): $(tail -3 "$T/del.json.err")"
+[ ! -e "$T/dst/tree/extra" ] && [ ! -e "$T/dst/tree/xdir" ] || t_fail "an extra entry is left"
+diff -r --no-dereference "$T/src/tree" "$T/dst/tree" >"$T/diff" 2>&1 ||
+	t_fail "the mirror differs: $(head -3 "$T/diff")"
+[ $(($(sessions) - before)) = 5 ] ||
+	t_fail "$(($(sessions) - before)) ssh sessions, want 5 (4 ranks, rank 0's mirror)"
+[ "$(grep -c '"event":"file_deleted"' "$T/del.json")" = 3 ] ||
+	t_fail "want 3 file_deleted events (extra, xdir/y, xdir)"
+wait_until 10 "" no_servers || t_fail "an rdcp --server still runs after the job"
+t_log "$T/del.json" "$T/del.json.err"
+t_end
+
 t_begin "a receiver ssh cannot reach: exit 12, the rank's host named"
 mpi "$T/bad.json" 2 -r "$T/src/tree" "rx[1],rx9:$T/dst2/"
 [ "$SRC" = 12 ] || t_fail "exit $SRC, want 12"
 grep -q "rx9" "$T/bad.json.err" || t_fail "rx9 not named: $(tail -3 "$T/bad.json.err")"
 wait_until 10 "" no_servers || t_fail "an rdcp --server still runs after the job"
 t_log "$T/bad.json.err"
+t_end
+
+t_begin "--retry 1 and a receiver ssh cannot reach: tried twice, then exit 12"
+mpi "$T/badr.json" 2 --retry 1 --retry-wait 0.2 -r "$T/src/tree" "rx[1],rx9:$T/dst2/"
+[ "$SRC" = 12 ] || t_fail "exit $SRC, want 12 (2: --retry refused)"
+grep -q "rank 1 .*rx9.*attempt 1 of 2 failed: .*trying again in" "$T/badr.json.err" ||
+	t_fail "no line for the first attempt: $(tail -3 "$T/badr.json.err")"
+grep -q "rank 1 .*rx9.*attempt 2 of 2 failed: .*giving up" "$T/badr.json.err" ||
+	t_fail "no line giving up"
+wait_until 10 "" no_servers || t_fail "an rdcp --server still runs after the job"
+t_log "$T/badr.json.err"
 t_end
 
 t_begin "a malformed host list: exit 2, one line"
