@@ -1897,6 +1897,7 @@ struct list_writer {
 	const char *const *names;
 	unsigned int pause_after; /* names, then the pause */
 	unsigned int pause_ms;
+	unsigned int gap_ms; /* before every name */
 };
 
 static void *list_writer_main(void *p)
@@ -1906,6 +1907,8 @@ static void *list_writer_main(void *p)
 	for (unsigned int i = 0; lw->names[i]; i++) {
 		if (i == lw->pause_after)
 			usleep(lw->pause_ms * 1000u);
+		if (lw->gap_ms)
+			usleep(lw->gap_ms * 1000u);
 		CHECK_EQ(write(lw->fd, lw->names[i], strlen(lw->names[i]) + 1),
 			 (ssize_t)strlen(lw->names[i]) + 1);
 	}
@@ -1972,6 +1975,47 @@ static void test_list_nonblocking_tree(void)
 	CHECK(readlink(dest, link, sizeof(link) - 1) == 1 && link[0] == 'a');
 	snprintf(dest, sizeof(dest), "%s/out/t/d/not-listed", s.root);
 	CHECK(lstat(dest, &st) < 0);
+	sess_finish(&s);
+}
+
+/*
+ * A blocking list (--files-from=-) whose names come slowly and all fail
+ * (gone since they were listed): none adds a job, and the source must
+ * still read its connection and send keepalives while it walks them, or
+ * the receiver and then the client say the other went away (exit 11 on a
+ * loaded host, once the walk outlasted --timeout: seen in CI).
+ */
+static void test_list_slow_failing(void)
+{
+	enum { N = 700 }; /* 5 ms apart: 3.5 s, longer than the timeout */
+	static char buf[N][16];
+	static const char *names[N + 1];
+	struct list_writer lw = { .names = names,
+				  .pause_after = N + 1,
+				  .gap_ms = 5 };
+	int fds[2];
+	pthread_t tid;
+	struct sess s;
+
+	for (unsigned int i = 0; i < N; i++) {
+		snprintf(buf[i], sizeof(buf[i]), "gone/n%u", i);
+		names[i] = buf[i];
+	}
+	names[N] = NULL;
+	sess_init(&s, 4);
+	s.timeout_ms = 2500; /* the walk is longer (keepalives: 1 s) */
+	s.srcs[s.nsrcs++] = strdup(s.srcdir);
+	CHECK_EQ(pipe2(fds, O_CLOEXEC), 0);
+	s.list = fdopen(fds[0], "r");
+	s.dest = "out/";
+	lw.fd = fds[1];
+	CHECK_EQ(pthread_create(&tid, NULL, list_writer_main, &lw), 0);
+	sess_run(&s);
+	pthread_join(tid, NULL);
+	fclose(s.list);
+	CHECK(s.vc != XFER_FAIL_PEER_LOST);
+	CHECK(s.vs != XFER_FAIL_PEER_LOST);
+	CHECK_EQ(s.st.files_failed, N);
 	sess_finish(&s);
 }
 
@@ -2142,7 +2186,8 @@ TAP_RUN(TAP_TEST(test_memconn_rules), TAP_TEST(test_send_queue_worst_case),
 	TAP_TEST(test_pack_tree), TAP_TEST(test_pack_big_tree),
 	TAP_TEST(test_pack_corrupted), TAP_TEST(test_dest_inside_source),
 	TAP_TEST(test_retire_heap), TAP_TEST(test_retire_resume),
-	TAP_TEST(test_list_nonblocking_tree), TAP_TEST(test_lanes_one_file),
+	TAP_TEST(test_list_nonblocking_tree),
+	TAP_TEST(test_list_slow_failing), TAP_TEST(test_lanes_one_file),
 	TAP_TEST(test_lanes_many_files), TAP_TEST(test_lanes_packs),
 	TAP_TEST(test_lanes_resume), TAP_TEST(test_lanes_encrypt),
 	TAP_TEST(test_lanes_compress), TAP_TEST(test_lanes_pull))

@@ -184,8 +184,18 @@ static bool skip_hole(struct source *s, struct src_file *f)
 	return true;
 }
 
+/*
+ * How long one call may walk and open before it hands the thread back to
+ * the engine: a list of names that all fail, or a tree whose entries are
+ * all filtered out, adds no job, and walking it whole in one call would
+ * leave the connection unread and unanswered (no keepalive) for as long
+ * as it takes, until one side says the other is gone.
+ */
+#define SRC_PLAN_SLICE_MS 50
+
 int src_plan(struct source *s)
 {
+	uint64_t t0 = clock_now_ms();
 	bool idle;
 	int n = 0;
 
@@ -194,6 +204,8 @@ int src_plan(struct source *s)
 		struct src_job *j;
 
 		if (!f) {
+			if (clock_now_ms() - t0 >= SRC_PLAN_SLICE_MS)
+				return n + 1; /* more at once: not idle */
 			if (s->next_file == s->nfiles && !s->walk.done) {
 				if (src_more_files(s))
 					return -1;

@@ -20,6 +20,7 @@
 #include "transfer/walk/walk_int.h"
 #include "transfer/wire/wire.h"
 #include "util/checksum.h"
+#include "util/clock.h"
 #include "util/filter.h"
 #include "util/log.h"
 #include "util/path.h"
@@ -517,6 +518,7 @@ void walk_start(struct walk *w, const char *const *srcs, size_t n)
 int walk_more(struct walk *w, size_t want)
 {
 	size_t goal = want > SIZE_MAX - w->n ? SIZE_MAX : w->n + want;
+	uint64_t t0 = clock_now_ms();
 	int rc = 0;
 
 	w->starved = false;
@@ -524,6 +526,9 @@ int walk_more(struct walk *w, size_t want)
 		struct walk_frame *f;
 		char *name;
 
+		/* A slow list's writer, a slow file system: the rest later. */
+		if (clock_now_ms() - t0 >= WALK_SLICE_MS)
+			break;
 		if (!w->depth && w->next_listed) {
 			rc = w->next_listed(w);
 			if (rc == 1)

@@ -129,10 +129,13 @@ void walk_list_start(struct walk *w, const char *const *srcs, size_t n);
  * or as many as it can before the feed runs dry or a non-blocking list
  * has no more names yet (then w->starved; the caller asks again later: a
  * name is never read in part, so the list's writer must write whole
- * names, at most PIPE_BUF bytes a write).
+ * names, at most PIPE_BUF bytes a write), or as many as it listed in
+ * WALK_SLICE_MS (neither done nor starved: the caller, an engine that
+ * must also read its connection, asks again at once).
  * Returns 0, -ENOMEM, or -EIO when the list cannot be read (w->list_err
  * says why); per-entry failures are recorded in the entries.
  */
+#define WALK_SLICE_MS 50
 int walk_more(struct walk *w, size_t want) __attribute__((warn_unused_result));
 
 /*
