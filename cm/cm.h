@@ -606,7 +606,7 @@ struct cm_hw_port {
 
 /*
  * The counters of every port of every RDMA device under sysroot (NULL:
- * "/sys"), sorted by device and port, into ports[0 .. cap), their number
+ * $RDCP_SYSFS_ROOT, else "/sys"), sorted by device and port, into ports[0 .. cap), their number
  * in *n. A port with none of the files is still listed (have 0); no
  * device at all is 0 with *n = 0. Reads sysfs: for a scrape, never on the
  * data path. 0, or -ENOMEM.

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "cm/cm.h"
+#include "util/numa.h"
 
 /* Each counter's files, the first that exists wins (rxe, mlx5, IB PMA). */
 static const struct {
@@ -141,7 +142,7 @@ int cm_hw_counters(const char *sysroot, struct cm_hw_port *ports, size_t cap,
 
 	*n = 0;
 	snprintf(path, sizeof(path), "%s/class/infiniband",
-		 sysroot ? sysroot : "/sys");
+		 sysroot ? sysroot : numa_sysfs_root());
 	dir = opendir(path);
 	if (!dir)
 		return errno == ENOMEM ? -ENOMEM : 0; /* no RDMA device */

@@ -3463,10 +3463,11 @@ metric() { awk -v s="$2 " 'index($0, s) == 1 { print $NF; exit }' "$1"; }
 
 # The receiver's --metrics over the link this suite runs on: a push and a
 # pull of 16 MiB each, counted per device (rxe0 over RDMA, tcp over TCP),
-# no ring slot left held, and (RDMA) the rxe port's own counters exported
-# as the kernel has them (rdcp_rdma_*: RNR NAKs both ways, retries run
-# out, duplicates, out of sequence, packets), the packets having moved by
-# at least what 16 MiB take at the largest MTU.
+# no ring slot left held, and the rxe port's own counters exported as
+# sysfs has them (rdcp_rdma_*: RNR NAKs both ways, retries run out,
+# duplicates, out of sequence, packets): in the guest the kernel's, the
+# packets having moved by at least what 16 MiB take at the largest MTU;
+# over TCP a made-up sysfs (RDCP_SYSFS_ROOT).
 s_metrics() {
 	t_begin "metrics: per-device bytes, ring slots held, the device's RNR and retry counters"
 	mkdir -p src/me rx/me
@@ -3474,7 +3475,25 @@ s_metrics() {
 	nextport
 	MP=$((P + 1000))
 	URL=http://$ADDR:$MP/metrics
-	if ! start_rx_or_fail "$W/rx-me.log" --root "$W/rx/me" --port "$P" --metrics "$ADDR:$MP"; then
+	HWD=$HW
+	if [ -n "$HOST_MODE" ]; then
+		# no rxe here: the receiver reads a made-up one
+		# (RDCP_SYSFS_ROOT), as the guest's kernel would show it
+		HWD=$W/sys/class/infiniband/rxe0/ports/1/hw_counters
+		mkdir -p "$HWD"
+		n=1
+		for f in rcvd_rnr_err send_rnr_err retry_exceeded_err \
+			retry_rnr_exceeded_err duplicate_request out_of_seq_request \
+			sent_pkts rcvd_pkts; do
+			echo "$n" >"$HWD/$f"
+			n=$((n * 7))
+		done
+		export RDCP_SYSFS_ROOT="$W/sys"
+	fi
+	start_rx_or_fail "$W/rx-me.log" --root "$W/rx/me" --port "$P" --metrics "$ADDR:$MP"
+	ST_RX=$?
+	unset RDCP_SYSFS_ROOT
+	if [ "$ST_RX" != 0 ]; then
 		t_end
 		return
 	fi
@@ -3499,23 +3518,23 @@ s_metrics() {
 	[ "$v" = 0 ] || t_fail "rdcp_ring_slots_held: '$v' after the sessions, want 0"
 	grep -q '^# TYPE rdcp_rdma_rnr_naks_total counter' "$W/me1.txt" ||
 		t_fail "no rdcp_rdma_rnr_naks_total"
+	l='device="rxe0",port="1"'
+	for pair in "rcvd_rnr_err rdcp_rdma_rnr_naks_total{$l,direction=\"in\"}" \
+		"send_rnr_err rdcp_rdma_rnr_naks_total{$l,direction=\"out\"}" \
+		"retry_exceeded_err rdcp_rdma_retries_exhausted_total{$l,kind=\"transport\"}" \
+		"retry_rnr_exceeded_err rdcp_rdma_retries_exhausted_total{$l,kind=\"rnr\"}" \
+		"duplicate_request rdcp_rdma_duplicate_requests_total{$l}" \
+		"out_of_seq_request rdcp_rdma_out_of_sequence_total{$l}" \
+		"sent_pkts rdcp_rdma_packets_total{$l,direction=\"out\"}" \
+		"rcvd_pkts rdcp_rdma_packets_total{$l,direction=\"in\"}"; do
+		f=${pair%% *} name=${pair#* }
+		[ -r "$HWD/$f" ] || { echo "# $HWD/$f: not on this kernel"; continue; }
+		v=$(metric "$W/me1.txt" "$name")
+		want=$(cat "$HWD/$f")
+		echo "# $name $v (sysfs $f: $want)"
+		[ "$v" = "$want" ] || t_fail "$name: '$v', sysfs $f says $want"
+	done
 	if [ -z "$HOST_MODE" ]; then
-		l='device="rxe0",port="1"'
-		for pair in "rcvd_rnr_err rdcp_rdma_rnr_naks_total{$l,direction=\"in\"}" \
-			"send_rnr_err rdcp_rdma_rnr_naks_total{$l,direction=\"out\"}" \
-			"retry_exceeded_err rdcp_rdma_retries_exhausted_total{$l,kind=\"transport\"}" \
-			"retry_rnr_exceeded_err rdcp_rdma_retries_exhausted_total{$l,kind=\"rnr\"}" \
-			"duplicate_request rdcp_rdma_duplicate_requests_total{$l}" \
-			"out_of_seq_request rdcp_rdma_out_of_sequence_total{$l}" \
-			"sent_pkts rdcp_rdma_packets_total{$l,direction=\"out\"}" \
-			"rcvd_pkts rdcp_rdma_packets_total{$l,direction=\"in\"}"; do
-			f=${pair%% *} name=${pair#* }
-			[ -r "$HW/$f" ] || { echo "# $HW/$f: not on this kernel"; continue; }
-			v=$(metric "$W/me1.txt" "$name")
-			want=$(cat "$HW/$f")
-			echo "# $name $v (sysfs $f: $want)"
-			[ "$v" = "$want" ] || t_fail "$name: '$v', sysfs $f says $want"
-		done
 		a=$(metric "$W/me0.txt" "rdcp_rdma_packets_total{$l,direction=\"out\"}")
 		b=$(metric "$W/me1.txt" "rdcp_rdma_packets_total{$l,direction=\"out\"}")
 		# 4096: the largest RoCE MTU, so the fewest packets 16 MiB take
@@ -3525,7 +3544,7 @@ s_metrics() {
 	term_rx
 	t_log "$W/rx-me.log" "$W/me1.txt"
 	t_end
-	rm -rf src/me rx/me
+	rm -rf src/me rx/me "$W/sys"
 }
 
 AUTH=

@@ -58,7 +58,7 @@ struct metrics {
 	 * handed back), each sink adding what changed as it turns.
 	 */
 	atomic_int_fast64_t ring_held;
-	/* Where the devices' counters are read at a scrape: NULL, "/sys" */
+	/* The sysfs of the devices' counters; NULL: cm_hw_counters' default */
 	const char *sysfs;
 };
 
