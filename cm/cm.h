@@ -606,10 +606,10 @@ struct cm_hw_port {
 
 /*
  * The counters of every port of every RDMA device under sysroot (NULL:
- * $RDCP_SYSFS_ROOT, else "/sys"), sorted by device and port, into ports[0 .. cap), their number
- * in *n. A port with none of the files is still listed (have 0); no
- * device at all is 0 with *n = 0. Reads sysfs: for a scrape, never on the
- * data path. 0, or -ENOMEM.
+ * $RDCP_SYSFS_ROOT, else "/sys"), sorted by device and port, into
+ * ports[0 .. cap), their number in *n. A port with none of the files is
+ * still listed (have 0); no device at all is 0 with *n = 0. Reads sysfs:
+ * for a scrape, never on the data path. 0, or -ENOMEM.
  */
 int cm_hw_counters(const char *sysroot, struct cm_hw_port *ports, size_t cap,
 		   size_t *n) __attribute__((warn_unused_result));
