@@ -573,4 +573,45 @@ int cm_check(const struct cm_addr *peer, uint64_t session_bytes,
 #define CM_CTRL_SIZE 8192u
 #define CM_CTRL_CREDITS 64u
 
+/* ---- the RDMA devices' own counters (cm/hw_counters.c) ---- */
+
+/*
+ * What the kernel counts per port of an RDMA device, under
+ * SYSROOT/class/infiniband/DEV/ports/N/{hw_counters,counters}/: the
+ * counters that show retries and RNR (receiver not ready) waits, which the
+ * verbs API does not report. Drivers name them differently (rxe:
+ * rcvd_rnr_err; mlx5: rnr_nak_retry_err, ...); each is the first of its
+ * files that exists.
+ */
+enum cm_hw_counter {
+	CM_HW_RNR_NAK_RCVD,   /* RNR NAKs received: the peer was not ready */
+	CM_HW_RNR_NAK_SENT,   /* RNR NAKs sent: this side was not */
+	CM_HW_RETRY_EXCEEDED, /* transport retries ran out (QP in error) */
+	CM_HW_RNR_RETRY_EXCEEDED, /* RNR retries ran out (QP in error) */
+	CM_HW_ACK_TIMEOUT,	  /* local ACK timeouts: a retransmission */
+	CM_HW_DUPLICATE,	  /* duplicate requests received */
+	CM_HW_OUT_OF_SEQ,	  /* out-of-sequence requests received */
+	CM_HW_LINK_DOWNED,	  /* the link went down */
+	CM_HW_PKTS_SENT,	  /* packets sent */
+	CM_HW_PKTS_RCVD,	  /* packets received */
+	CM_HW_MAX
+};
+
+struct cm_hw_port {
+	char device[64];
+	unsigned int port;
+	uint32_t have;	       /* 1 << enum cm_hw_counter: was read */
+	uint64_t v[CM_HW_MAX]; /* as the kernel counts (packets, events) */
+};
+
+/*
+ * The counters of every port of every RDMA device under sysroot (NULL:
+ * $RDCP_SYSFS_ROOT, else "/sys"), sorted by device and port, into
+ * ports[0 .. cap), their number in *n. A port with none of the files is
+ * still listed (have 0); no device at all is 0 with *n = 0. Reads sysfs:
+ * for a scrape, never on the data path. 0, or -ENOMEM.
+ */
+int cm_hw_counters(const char *sysroot, struct cm_hw_port *ports, size_t cap,
+		   size_t *n) __attribute__((warn_unused_result));
+
 #endif

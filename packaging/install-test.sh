@@ -23,6 +23,18 @@
 #   - an empty, a small and a 64 MiB random file sent with the installed
 #     /usr/bin/rdcp and its default key to 127.0.0.1 (TCP, no RDMA here),
 #     compared byte for byte in RDCP_ROOT; SIGTERM stops the receiver;
+#   - a site set up as rdcpd(8) tells the admin: client keys made with
+#     rdcp --keygen --name and copied to /etc/rdcp/clients, modules in
+#     /etc/rdcp/modules.conf (a writable one, a read-only one, one with
+#     hosts=, one with require-encrypt; rdcp --check --modules), the audit
+#     log and the metrics in RDCP_OPTS; the receiver started again from
+#     the unit (LogsDirectory= made as systemd makes it); real clients
+#     with their own keys push and pull where allowed and are refused
+#     (exit 4, the rule named) where not; a key removed and the unit's
+#     ExecReload= run (as its user, $MAINPID the receiver): the key is
+#     refused, the others go on, the receiver is the same process; the
+#     audit lines; /metrics scraped with curl, its counters checked and
+#     promtool check metrics run (from the root, else the host, else SKIP);
 #   - dpkg --purge: what packaging/README.md promises goes, goes; what
 #     stays, stays.
 #
@@ -383,32 +395,76 @@ if ! prlimit --memlock="$MEMLOCK_B:$MEMLOCK_B" true 2>/dev/null; then
 	MEMLOCK_EFF=$hard
 	MEMLOCK_SKIP=" # SKIP this host cannot raise RLIMIT_MEMLOCK to $MEMLOCK_B (no CAP_SYS_RESOURCE): the receiver runs with the hard limit, $hard"
 fi
-ENVARGS=()
-for k in "${!ENVV[@]}"; do ENVARGS+=("$k=${ENVV[$k]}"); done
 RLOG=$(mktemp); KEEP_LOG=$RLOG
-(
+# as_unit CMD...: CMD in the root as the unit runs its commands: its
+# User=, Group=, UMask=, LimitMEMLOCK= and environment (ENVV).
+as_unit() {
+	local k envargs=()
+	for k in "${!ENVV[@]}"; do envargs+=("$k=${ENVV[$k]}"); done
 	umask "$UMASK"
 	exec chroot "$ROOT" /usr/bin/prlimit --memlock="$MEMLOCK_EFF:$MEMLOCK_EFF" \
 		/usr/bin/setpriv --reuid="$USER_" --regid="$GROUP_" --init-groups \
-		-- /usr/bin/env -i "${ENVARGS[@]}" "${ARGV[@]}"
-) </dev/null >"$RLOG" 2>&1 &
-RECEIVER=$!
+		-- /usr/bin/env -i "${envargs[@]}" "$@"
+}
 listening() {
 	awk -v p="$(printf ':%04X' "$PORT")" '$4 == "0A" && substr($2,
 		length($2) - 4) == p { f = 1 } END { exit !f }' \
 		/proc/net/tcp /proc/net/tcp6 2>/dev/null
 }
-for _ in $(seq 100); do
-	listening && break
-	kill -0 "$RECEIVER" 2>/dev/null || break
-	sleep 0.1
-done
-if listening && kill -0 "$RECEIVER" 2>/dev/null; then
-	ok "receiver started from ExecStart= listens on 127.0.0.1:$PORT"
-else
-	not_ok "receiver started from ExecStart= listens on 127.0.0.1:$PORT" \
-		"$(cat "$RLOG")"
-fi
+# start_receiver: ExecStart= in the background (RECEIVER), its output in
+# RLOG (emptied); LogsDirectory= made as systemd makes it, owned by User=.
+start_receiver() {
+	local d
+	for d in $(unit_get LogsDirectory); do
+		install -d -o "$(chroot "$ROOT" id -u "$USER_")" \
+			-g "$(chroot "$ROOT" getent group "$GROUP_" | cut -d: -f3)" \
+			-m 0755 "$ROOT/var/log/$d"
+	done
+	: >"$RLOG"
+	(as_unit "${ARGV[@]}") </dev/null >"$RLOG" 2>&1 &
+	RECEIVER=$!
+	for _ in $(seq 100); do
+		listening && break
+		kill -0 "$RECEIVER" 2>/dev/null || break
+		sleep 0.1
+	done
+	if listening && kill -0 "$RECEIVER" 2>/dev/null; then
+		ok "receiver started from ExecStart= listens on 127.0.0.1:$PORT${1:+ ($1)}"
+	else
+		not_ok "receiver started from ExecStart= listens on 127.0.0.1:$PORT${1:+ ($1)}" \
+			"$(cat "$RLOG")"
+	fi
+}
+# stop_receiver: SIGTERM (KillSignal=), the exit within 10 s with a
+# SuccessExitStatus=.
+stop_receiver() {
+	local t0 ms rc
+	kill -TERM "$RECEIVER" 2>/dev/null
+	t0=$(date +%s%N)
+	for _ in $(seq 100); do
+		kill -0 "$RECEIVER" 2>/dev/null || break
+		# a zombie counts as gone: wait reaps it below
+		[ "$(awk '{ print $3 }' "/proc/$RECEIVER/stat" 2>/dev/null)" = Z ] && break
+		sleep 0.1
+	done
+	if kill -0 "$RECEIVER" 2>/dev/null &&
+		[ "$(awk '{ print $3 }' "/proc/$RECEIVER/stat" 2>/dev/null)" != Z ]; then
+		not_ok "receiver exits within 10 s of SIGTERM${1:+ ($1)}" "$(cat "$RLOG")"
+	else
+		wait "$RECEIVER"; rc=$?
+		ms=$((($(date +%s%N) - t0) / 1000000))
+		if [[ $SUCCESS == *" $rc "* ]]; then
+			ok "SIGTERM: receiver exited in $ms ms with status $rc (a SuccessExitStatus)${1:+ ($1)}"
+		else
+			not_ok "SIGTERM: receiver exited with status $rc, not one of:$SUCCESS${1:+ ($1)}" \
+				"$(cat "$RLOG")"
+		fi
+		RECEIVER=
+	fi
+	sed 's/^/# receiver: /' "$RLOG"
+}
+
+start_receiver
 # After the execs (chroot, prlimit, setpriv, env, sh -c 'exec ...') the
 # background job is rdcp itself.
 check "receiver is /usr/bin/rdcp as $USER_ (User=), umask $UMASK (UMask=)" sh -c "
@@ -456,29 +512,191 @@ check "no partial files left in $RROOT" sh -c "
 	! ls -A '$ROOT$RROOT' | grep -F .rdcp-part"
 
 # ------------------------------------------------- SIGTERM
-kill -TERM "$RECEIVER" 2>/dev/null
-t0=$(date +%s%N)
+stop_receiver
+
+# ------------------------------------------------- a site: clients, modules
+# The admin's setup of doc/rdcpd.8, CLIENTS AND MODULES, with the
+# installed rdcp: a key for each client (rdcp --keygen --name) and its
+# copy in /etc/rdcp/clients/NAME.key (rdcp, 0600), modules in the shipped
+# /etc/rdcp/modules.conf (checked with rdcp --check --modules), the audit
+# log and the metrics in RDCP_OPTS; then the restart the conffile asks for,
+# copies by real clients, a revoked key after the unit's ExecReload=.
+MD=/srv/rdcp/site # module paths: beneath the unit's ReadWritePaths=
+MPORT=$((PORT + 1))
+while port_used "$MPORT"; do MPORT=$((MPORT + 1)); done
+check "admin: client keys for alice, bob, carol in /etc/rdcp/clients (rdcp:rdcp 0600)" \
+	in_root sh -c '
+	mkdir -p /root/keys && install -d -o rdcp -g rdcp -m 0700 /etc/rdcp/clients &&
+	for c in alice bob carol; do
+		rdcp --keygen --name "$c" "/root/keys/$c.key" &&
+		install -o rdcp -g rdcp -m 0600 "/root/keys/$c.key" \
+			"/etc/rdcp/clients/$c.key" || exit 1
+	done
+	ls -l /etc/rdcp/clients'
+check "admin: modules scratch (rw), archive (read-only), instrument (hosts=), secure (require-encrypt)" \
+	in_root sh -c "
+	install -d -o rdcp -g rdcp -m 0750 $MD $MD/scratch $MD/archive \
+		$MD/instrument $MD/secure &&
+	head -c 300000 /dev/urandom >$MD/archive/a1 && chown rdcp:rdcp $MD/archive/a1 &&
+	cat >>/etc/rdcp/modules.conf <<MODS
+[scratch]
+    path = $MD/scratch
+    read = alice, bob, carol
+    write = alice, carol
+[archive]
+    # read-only: nobody may push
+    path = $MD/archive
+    read = alice, bob
+[instrument]
+    path = $MD/instrument
+    write = alice
+    hosts = 10.1.2.0/24
+[secure]
+    path = $MD/secure
+    read = alice
+    write = alice
+    require-encrypt
+MODS
+	# --check also reports the host (no RDMA here): its modules line
+	setpriv --reuid=rdcp --regid=rdcp --init-groups env HOME=/nonexistent \
+		rdcp --check --modules /etc/rdcp/modules.conf >/tmp/check.out 2>&1
+	cat /tmp/check.out
+	grep -Eq '^ok +modules file /etc/rdcp/modules.conf: 4 modules' /tmp/check.out"
+check "admin: RDCP_OPTS=--audit-log /var/log/rdcp/audit.jsonl --metrics 127.0.0.1:$MPORT" sh -c "
+	sed -i 's|^RDCP_OPTS=.*|RDCP_OPTS=--audit-log /var/log/rdcp/audit.jsonl --metrics 127.0.0.1:$MPORT|' '$CONF' &&
+	grep -x 'RDCP_OPTS=--audit-log /var/log/rdcp/audit.jsonl --metrics 127.0.0.1:$MPORT' '$CONF'"
+# systemctl restart: the unit read again, with the new EnvironmentFile=.
+if parse_unit >"$ERR" 2>&1; then
+	sed 's/^/#   /' "$ERR"
+else
+	not_ok "parse the installed unit again" "$(cat "$ERR")"
+fi
+start_receiver "clients and modules"
+check "receiver read 3 named clients and 4 modules" \
+	grep -Eq 'serving 3 named clients from .*, 4 modules' "$RLOG"
+
+# client NAME ARGS...: the installed rdcp in the root with NAME's key;
+# its exit status in CRC, its output in COUT.
+client() {
+	local name=$1
+	shift
+	COUT=$(in_root timeout 60 /usr/bin/rdcp --key-file "/root/keys/$name.key" \
+		--port "$PORT" "$@" 2>&1)
+	CRC=$?
+	printf '%s\n' "$COUT" | sed "s/^/# $name: /"
+}
+SITE=$ROOT/tmp/rdcp-site
+mkdir -p "$SITE"
+head -c 2000003 /dev/urandom >"$SITE/f1"
+client alice /tmp/rdcp-site/f1 127.0.0.1::scratch/run1/
+check "alice pushes into the writable module scratch" sh -c "
+	[ $CRC = 0 ] || { echo 'exit $CRC'; exit 1; }
+	cmp '$SITE/f1' '$ROOT$MD/scratch/run1/f1' &&
+	[ \"\$(stat -c %U '$ROOT$MD/scratch/run1/f1')\" = \"\$(stat -c %U '$ROOT$MD')\" ]"
+client bob 127.0.0.1::archive/a1 /tmp/rdcp-site/a1
+check "bob pulls from the read-only module archive" sh -c "
+	[ $CRC = 0 ] || { echo 'exit $CRC'; exit 1; }
+	cmp '$ROOT$MD/archive/a1' '$SITE/a1'"
+client bob /tmp/rdcp-site/f1 127.0.0.1::archive/
+check "bob's push into archive is refused: exit 4, 'module archive: client bob may not write'" sh -c "
+	[ $CRC = 4 ] || { echo 'exit $CRC, want 4'; exit 1; }
+	printf '%s\\n' \"\$1\" | grep -q 'module archive: client bob may not write' &&
+	grep -q 'module archive: client bob may not write' '$RLOG' &&
+	[ ! -e '$ROOT$MD/archive/f1' ]" _ "$COUT"
+client alice /tmp/rdcp-site/f1 127.0.0.1::instrument/
+check "alice's push into instrument from 127.0.0.1 is refused: exit 4, hosts=" sh -c "
+	[ $CRC = 4 ] || { echo 'exit $CRC, want 4'; exit 1; }
+	printf '%s\\n' \"\$1\" |
+		grep -qF 'module instrument: client alice may not use it from 127.0.0.1 (hosts=)' &&
+	[ -z \"\$(ls -A '$ROOT$MD/instrument')\" ]" _ "$COUT"
+client alice /tmp/rdcp-site/f1 127.0.0.1::secure/
+check "alice's push into secure without --encrypt is refused: exit 4, require-encrypt" sh -c "
+	[ $CRC = 4 ] || { echo 'exit $CRC, want 4'; exit 1; }
+	printf '%s\\n' \"\$1\" | grep -q 'module secure requires --encrypt' &&
+	[ -z \"\$(ls -A '$ROOT$MD/secure')\" ]" _ "$COUT"
+client alice --encrypt /tmp/rdcp-site/f1 127.0.0.1::secure/
+check "alice's push into secure with --encrypt is placed" sh -c "
+	[ $CRC = 0 ] || { echo 'exit $CRC'; exit 1; }
+	cmp '$SITE/f1' '$ROOT$MD/secure/f1'"
+client carol /tmp/rdcp-site/f1 127.0.0.1::scratch/carol1/
+check "carol pushes into scratch before her key is revoked" sh -c "
+	[ $CRC = 0 ] || { echo 'exit $CRC'; exit 1; }
+	cmp '$SITE/f1' '$ROOT$MD/scratch/carol1/f1'"
+
+# systemctl reload: every ExecReload= of the unit, in order, as its user,
+# with $MAINPID the receiver's.
+PID0=$RECEIVER
+rm -f "$ROOT/etc/rdcp/clients/carol.key"
+out=
+while IFS= read -r line; do
+	if ! split_words "$line"; then
+		out+="bad quoting: ExecReload=$line"$'\n'; continue
+	fi
+	ENVV[MAINPID]=$RECEIVER
+	argv=()
+	for w in "${WORDS[@]}"; do
+		w=${w//'$MAINPID'/$RECEIVER}
+		argv+=("$(expand "$w")")
+	done
+	unset 'ENVV[MAINPID]'
+	out+="ExecReload: ${argv[*]}"$'\n'
+	case ${argv[0]} in
+	/*) [ -x "$ROOT${argv[0]}" ] ||
+		not_ok "ExecReload=${argv[0]} exists in the root (the package's Depends)" ;;
+	*) not_ok "ExecReload= with a prefix or relative path: ${argv[0]}" ;;
+	esac
+	out+=$( (as_unit "${argv[@]}") 2>&1) || out+="(status $?)"$'\n'
+done < <(unit_get ExecReload)
+printf '%s' "$out" | sed 's/^/#   /'
 for _ in $(seq 100); do
-	kill -0 "$RECEIVER" 2>/dev/null || break
-	# a zombie counts as gone: wait reaps it below
-	[ "$(awk '{ print $3 }' "/proc/$RECEIVER/stat" 2>/dev/null)" = Z ] && break
+	grep -q 'reload: 2 named clients' "$RLOG" && break
 	sleep 0.1
 done
-if kill -0 "$RECEIVER" 2>/dev/null &&
-	[ "$(awk '{ print $3 }' "/proc/$RECEIVER/stat" 2>/dev/null)" != Z ]; then
-	not_ok "receiver exits within 10 s of SIGTERM" "$(cat "$RLOG")"
-else
-	wait "$RECEIVER"; rc=$?
-	ms=$((($(date +%s%N) - t0) / 1000000))
-	if [[ $SUCCESS == *" $rc "* ]]; then
-		ok "SIGTERM: receiver exited in $ms ms with status $rc (a SuccessExitStatus)"
-	else
-		not_ok "SIGTERM: receiver exited with status $rc, not one of:$SUCCESS" \
-			"$(cat "$RLOG")"
-	fi
-	RECEIVER=
+check "ExecReload= (SIGHUP): the receiver read 2 named clients, same process" sh -c "
+	grep 'reload:' '$RLOG'
+	grep -q 'reload: 2 named clients' '$RLOG' &&
+	[ '$RECEIVER' = '$PID0' ] && kill -0 '$RECEIVER'"
+client carol /tmp/rdcp-site/f1 127.0.0.1::scratch/carol2/
+check "carol's revoked key is refused after the reload: exit 4" sh -c "
+	[ $CRC = 4 ] || { echo 'exit $CRC, want 4'; exit 1; }
+	[ ! -e '$ROOT$MD/scratch/carol2' ]"
+client alice /tmp/rdcp-site/f1 127.0.0.1::scratch/run2/
+check "alice still pushes after the reload (nothing restarted)" sh -c "
+	[ $CRC = 0 ] || { echo 'exit $CRC'; exit 1; }
+	cmp '$SITE/f1' '$ROOT$MD/scratch/run2/f1' && [ '$RECEIVER' = '$PID0' ]"
+
+AUDIT=$ROOT/var/log/rdcp/audit.jsonl
+check "audit log /var/log/rdcp/audit.jsonl: alice's push, bob's pull, the refusal, owned by $USER_" sh -c "
+	sed 's/^/#   /' '$AUDIT'
+	[ \"\$(chroot '$ROOT' stat -c %U /var/log/rdcp/audit.jsonl)\" = '$USER_' ] &&
+	grep -q '\"event\":\"session\".*\"client\":\"alice\",\"module\":\"scratch\",\"op\":\"push\",\"files\":1,\"failed\":0,\"bytes\":2000003,\"result\":\"ok\"' '$AUDIT' &&
+	grep -q '\"client\":\"bob\",\"module\":\"archive\",\"op\":\"pull\",\"files\":1,.*\"result\":\"ok\"' '$AUDIT' &&
+	grep -q '\"client\":\"bob\",\"module\":\"archive\",\"op\":\"push\",.*\"result\":\"auth\"' '$AUDIT'"
+
+MET=$(mktemp)
+check "metrics: curl http://127.0.0.1:$MPORT/metrics answers" \
+	curl -fsS --max-time 5 -o "$MET" "http://127.0.0.1:$MPORT/metrics"
+check "metrics: alice's and bob's sessions and bytes by module, device tcp, ring slots held 0" sh -c "
+	grep -E '^rdcp_(sessions|bytes)_total\\{client=\"(alice|bob)\"|^rdcp_ring|^rdcp_device' '$MET'
+	grep -qx 'rdcp_sessions_total{client=\"alice\",module=\"scratch\"} 2' '$MET' &&
+	grep -qx 'rdcp_bytes_total{client=\"alice\",module=\"scratch\",direction=\"in\"} 4000006' '$MET' &&
+	grep -qx 'rdcp_bytes_total{client=\"bob\",module=\"archive\",direction=\"out\"} 300000' '$MET' &&
+	grep -qx 'rdcp_device_bytes_total{device=\"tcp\",transport=\"tcp\",direction=\"in\"} 8000012' '$MET' &&
+	grep -qx 'rdcp_ring_slots_held 0' '$MET'"
+PROMTOOL=
+if [ -x "$ROOT/usr/bin/promtool" ]; then PROMTOOL="chroot $ROOT promtool"
+elif command -v promtool >/dev/null; then PROMTOOL=promtool
 fi
-sed 's/^/# receiver: /' "$RLOG"
+if [ -n "$PROMTOOL" ]; then
+	check "metrics: promtool check metrics" sh -c "$PROMTOOL check metrics <'$MET'"
+else
+	ok "metrics: promtool check metrics # SKIP no promtool in the root or on the host"
+fi
+rm -f "$MET"
+stop_receiver "clients and modules"
+# What the admin made goes with the module data: the purge below
+# checks that the package removes its own.
+rm -rf --one-file-system "$ROOT$MD" "$SITE" "$ROOT/var/log/rdcp" "$ROOT/root/keys"
 
 # ------------------------------------------------- purge
 out=$(in_root dpkg --purge "$PKG" 2>&1)

@@ -50,7 +50,7 @@ ALL="sizes default sparse checksum corrupt escape destforms multifile partial"
 ALL="$ALL ctrlnames longnames fifo noconn"
 ALL="$ALL killsender killreceiver daemon auth auto check device"
 ALL="$ALL tree pull resume skip sync crypt zeros bwlimit full small script entries"
-ALL="$ALL ssh retry dirmodes owners xattrs direct streams modules"
+ALL="$ALL ssh retry dirmodes owners xattrs direct streams modules metrics"
 # Over RDMA these run last, after the RNR check (they re-create rxe0,
 # which resets its counters); over TCP only when named.
 EXTRA="devremove rails railsafe"
@@ -3443,6 +3443,108 @@ s_modules() {
 	t_end
 	term_rx "$MRX"
 	rm -rf "$MD" src/mo
+}
+
+# scrape URL FILE: GET URL into FILE with what this host has: curl, else
+# busybox wget (the guest), else a plain HTTP/1.0 request over the
+# shell's /dev/tcp (bash).
+scrape() {
+	if command -v curl >/dev/null 2>&1; then
+		curl -sf --max-time 5 -o "$2" "$1"
+	elif command -v wget >/dev/null 2>&1; then
+		rm -f "$2"
+		timeout 5 wget -q -O "$2" "$1"
+	else
+		return 1
+	fi
+}
+# metric FILE SAMPLE: the value of the sample that starts with SAMPLE.
+metric() { awk -v s="$2 " 'index($0, s) == 1 { print $NF; exit }' "$1"; }
+
+# The receiver's --metrics over the link this suite runs on: a push and a
+# pull of 16 MiB each, counted per device (rxe0 over RDMA, tcp over TCP),
+# no ring slot left held, and the rxe port's own counters exported as
+# sysfs has them (rdcp_rdma_*: RNR NAKs both ways, retries run out,
+# duplicates, out of sequence, packets): in the guest the kernel's, the
+# packets having moved by at least what 16 MiB take at the largest MTU;
+# over TCP a made-up sysfs (RDCP_SYSFS_ROOT).
+s_metrics() {
+	t_begin "metrics: per-device bytes, ring slots held, the device's RNR and retry counters"
+	mkdir -p src/me rx/me
+	mkrand src/me/f $((16 * M))
+	nextport
+	MP=$((P + 1000))
+	URL=http://$ADDR:$MP/metrics
+	HWD=$HW
+	if [ -n "$HOST_MODE" ]; then
+		# no rxe here: the receiver reads a made-up one
+		# (RDCP_SYSFS_ROOT), as the guest's kernel would show it
+		HWD=$W/sys/class/infiniband/rxe0/ports/1/hw_counters
+		mkdir -p "$HWD"
+		n=1
+		for f in rcvd_rnr_err send_rnr_err retry_exceeded_err \
+			retry_rnr_exceeded_err duplicate_request out_of_seq_request \
+			sent_pkts rcvd_pkts; do
+			echo "$n" >"$HWD/$f"
+			n=$((n * 7))
+		done
+		export RDCP_SYSFS_ROOT="$W/sys"
+	fi
+	start_rx_or_fail "$W/rx-me.log" --root "$W/rx/me" --port "$P" --metrics "$ADDR:$MP"
+	ST_RX=$?
+	unset RDCP_SYSFS_ROOT
+	if [ "$ST_RX" != 0 ]; then
+		t_end
+		return
+	fi
+	wait_until 10 "$RX" scrape "$URL" "$W/me0.txt" || t_fail "no answer from $URL"
+	send "$W/tx-me1.log" --port "$P" src/me/f "$ADDR::f"
+	[ "$SRC" = 0 ] || t_fail "push exit $SRC"
+	same src/me/f rx/me/f
+	send "$W/tx-me2.log" --port "$P" "$ADDR::f" src/me/back
+	[ "$SRC" = 0 ] || t_fail "pull exit $SRC"
+	same src/me/f src/me/back
+	scrape "$URL" "$W/me1.txt" || t_fail "no second scrape"
+	if [ -n "$HOST_MODE" ]; then
+		dev=tcp tr=tcp
+	else
+		dev=rxe0 tr=rdma
+	fi
+	for d in in out; do
+		v=$(metric "$W/me1.txt" "rdcp_device_bytes_total{device=\"$dev\",transport=\"$tr\",direction=\"$d\"}")
+		[ "$v" = $((16 * M)) ] || t_fail "rdcp_device_bytes_total $dev $d: '$v', want $((16 * M))"
+	done
+	v=$(metric "$W/me1.txt" rdcp_ring_slots_held)
+	[ "$v" = 0 ] || t_fail "rdcp_ring_slots_held: '$v' after the sessions, want 0"
+	grep -q '^# TYPE rdcp_rdma_rnr_naks_total counter' "$W/me1.txt" ||
+		t_fail "no rdcp_rdma_rnr_naks_total"
+	l='device="rxe0",port="1"'
+	for pair in "rcvd_rnr_err rdcp_rdma_rnr_naks_total{$l,direction=\"in\"}" \
+		"send_rnr_err rdcp_rdma_rnr_naks_total{$l,direction=\"out\"}" \
+		"retry_exceeded_err rdcp_rdma_retries_exhausted_total{$l,kind=\"transport\"}" \
+		"retry_rnr_exceeded_err rdcp_rdma_retries_exhausted_total{$l,kind=\"rnr\"}" \
+		"duplicate_request rdcp_rdma_duplicate_requests_total{$l}" \
+		"out_of_seq_request rdcp_rdma_out_of_sequence_total{$l}" \
+		"sent_pkts rdcp_rdma_packets_total{$l,direction=\"out\"}" \
+		"rcvd_pkts rdcp_rdma_packets_total{$l,direction=\"in\"}"; do
+		f=${pair%% *} name=${pair#* }
+		[ -r "$HWD/$f" ] || { echo "# $HWD/$f: not on this kernel"; continue; }
+		v=$(metric "$W/me1.txt" "$name")
+		want=$(cat "$HWD/$f")
+		echo "# $name $v (sysfs $f: $want)"
+		[ "$v" = "$want" ] || t_fail "$name: '$v', sysfs $f says $want"
+	done
+	if [ -z "$HOST_MODE" ]; then
+		a=$(metric "$W/me0.txt" "rdcp_rdma_packets_total{$l,direction=\"out\"}")
+		b=$(metric "$W/me1.txt" "rdcp_rdma_packets_total{$l,direction=\"out\"}")
+		# 4096: the largest RoCE MTU, so the fewest packets 16 MiB take
+		[ -n "$a" ] && [ -n "$b" ] && [ $((b - a)) -ge $((16 * M / 4096)) ] ||
+			t_fail "rxe0 sent $a then $b packets: fewer than 16 MiB take"
+	fi
+	term_rx
+	t_log "$W/rx-me.log" "$W/me1.txt"
+	t_end
+	rm -rf src/me rx/me "$W/sys"
 }
 
 AUTH=

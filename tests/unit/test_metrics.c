@@ -4,10 +4,19 @@
  * metrics.c) and the shared JSON escaper (util/json_esc.c): label values
  * escaped as the text format requires (backslash, quote, line feed), every
  * sample preceded by its metric's HELP and TYPE lines, each metric named
- * once, counters and label sets as counted, "(other)" past the table.
+ * once, counters and label sets as counted, "(other)" past the table;
+ * the devices' own counters read from a made-up sysfs (an rxe port, two
+ * mlx5 ports, a port with no counters) at render time, only those whose
+ * file exists, and the ring slots held.
  */
 #include "tap.h"
 
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cm/cm.h"
+#include "testfs.h"
 #include "transfer/server/metrics.h"
 #include "util/json_esc.h"
 
@@ -164,5 +173,157 @@ static void test_overflow(void)
 	metrics_release(&m);
 }
 
+/* Writes text to root/rel, making its directories. */
+static void put_file(const char *root, const char *rel, const char *text)
+{
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/%s", root, rel);
+	for (char *p = path + strlen(root) + 1; (p = strchr(p, '/')); p++) {
+		*p = '\0';
+		mkdir(path, 0755);
+		*p = '/';
+	}
+	CHECK_EQ(tf_write_text(path, text, 0644), 0);
+}
+
+/*
+ * The made-up sysfs: rxe0 as the kernel has it (a link to the device's
+ * directory; hw_counters only), mlx5_0 with hw_counters and the IB port
+ * counters on port 1 and nothing on port 2, a bad value.
+ */
+static void fake_sysfs(const char *root)
+{
+	static const char *const rxe[][2] = {
+		{ "rcvd_rnr_err", "3\n" },
+		{ "send_rnr_err", "4\n" },
+		{ "retry_exceeded_err", "0\n" },
+		{ "retry_rnr_exceeded_err", "1\n" },
+		{ "duplicate_request", "5\n" },
+		{ "out_of_seq_request", "6\n" },
+		{ "sent_pkts", "100\n" },
+		{ "rcvd_pkts", "200\n" },
+		{ "ack_deferred", "9\n" },
+	};
+	char rel[256], link[512];
+
+	for (size_t i = 0; i < sizeof(rxe) / sizeof(rxe[0]); i++) {
+		snprintf(rel, sizeof(rel),
+			 "devices/virtual/infiniband/rxe0/ports/1/hw_counters/"
+			 "%s",
+			 rxe[i][0]);
+		put_file(root, rel, rxe[i][1]);
+	}
+	put_file(root, "devices/virtual/infiniband/rxe0/ports/bogus/x", "1\n");
+	put_file(root,
+		 "class/infiniband/mlx5_0/ports/1/hw_counters/"
+		 "rnr_nak_retry_err",
+		 "7\n");
+	put_file(root,
+		 "class/infiniband/mlx5_0/ports/1/hw_counters/"
+		 "local_ack_timeout_err",
+		 "8\n");
+	put_file(root,
+		 "class/infiniband/mlx5_0/ports/1/hw_counters/"
+		 "out_of_sequence",
+		 "9\n");
+	put_file(root,
+		 "class/infiniband/mlx5_0/ports/1/hw_counters/"
+		 "duplicate_request",
+		 "not a number\n");
+	put_file(root, "class/infiniband/mlx5_0/ports/1/counters/link_downed",
+		 "2\n");
+	put_file(root,
+		 "class/infiniband/mlx5_0/ports/1/counters/"
+		 "port_xmit_packets",
+		 "11\n");
+	put_file(root,
+		 "class/infiniband/mlx5_0/ports/1/counters/"
+		 "port_rcv_packets",
+		 "18446744073709551615\n");
+	/* a file rdcp does not know: port 2 has none of its counters */
+	put_file(root,
+		 "class/infiniband/mlx5_0/ports/2/counters/"
+		 "port_rcv_remote_physical_errors",
+		 "1\n");
+	snprintf(link, sizeof(link), "%s/class/infiniband/rxe0", root);
+	CHECK_EQ(symlink("../../devices/virtual/infiniband/rxe0", link), 0);
+}
+
+static void test_hw_counters(void)
+{
+	char root[] = "/tmp/rdcp-test-sysfs.XXXXXX";
+	struct cm_hw_port port[4];
+	struct metrics m;
+	char *text;
+	size_t n, len;
+
+	CHECK(mkdtemp(root) != NULL);
+	fake_sysfs(root);
+	CHECK_EQ(cm_hw_counters(root, port, 4, &n), 0);
+	CHECK_EQ(n, 3);
+	CHECK(!strcmp(port[0].device, "mlx5_0") && port[0].port == 1);
+	CHECK(!strcmp(port[1].device, "mlx5_0") && port[1].port == 2);
+	CHECK(!strcmp(port[2].device, "rxe0") && port[2].port == 1);
+	CHECK_EQ(port[1].have, 0);
+	CHECK(!(port[0].have & (1u << CM_HW_DUPLICATE))); /* not a number */
+	CHECK_EQ(port[0].v[CM_HW_RNR_RETRY_EXCEEDED], 7);
+	CHECK_EQ(port[2].v[CM_HW_RNR_NAK_SENT], 4);
+	/* at most cap ports; no device at all is none */
+	CHECK_EQ(cm_hw_counters(root, port, 1, &n), 0);
+	CHECK_EQ(n, 1);
+	CHECK_EQ(cm_hw_counters("/nonexistent", port, 4, &n), 0);
+	CHECK_EQ(n, 0);
+
+	metrics_init(&m);
+	m.sysfs = root;
+	metrics_gauge(&m.ring_held, 12);
+	metrics_gauge(&m.ring_held, -5);
+	CHECK_EQ(metrics_render(&m, &text, &len), 0);
+	check_format(text);
+	CHECK(sample(text, "rdcp_ring_slots_held 7\n"));
+	CHECK(sample(text,
+		     "rdcp_rdma_rnr_naks_total{device=\"rxe0\",port=\"1\","
+		     "direction=\"in\"} 3\n"));
+	CHECK(sample(text,
+		     "rdcp_rdma_rnr_naks_total{device=\"rxe0\",port=\"1\","
+		     "direction=\"out\"} 4\n"));
+	CHECK(sample(text, "rdcp_rdma_retries_exhausted_total{device=\"rxe0\","
+			   "port=\"1\",kind=\"transport\"} 0\n"));
+	CHECK(sample(text, "rdcp_rdma_retries_exhausted_total{device=\"rxe0\","
+			   "port=\"1\",kind=\"rnr\"} 1\n"));
+	CHECK(sample(text,
+		     "rdcp_rdma_retries_exhausted_total{device=\"mlx5_0\","
+		     "port=\"1\",kind=\"rnr\"} 7\n"));
+	CHECK(!sample(text,
+		      "rdcp_rdma_retries_exhausted_total{device=\"mlx5_0\","
+		      "port=\"1\",kind=\"transport\"}"));
+	CHECK(sample(text, "rdcp_rdma_ack_timeouts_total{device=\"mlx5_0\","
+			   "port=\"1\"} 8\n"));
+	CHECK(!sample(text, "rdcp_rdma_ack_timeouts_total{device=\"rxe0\""));
+	CHECK(sample(text, "rdcp_rdma_duplicate_requests_total{device=\"rxe0\","
+			   "port=\"1\"} 5\n"));
+	CHECK(!sample(text,
+		      "rdcp_rdma_duplicate_requests_total{device=\"mlx5_0\""));
+	CHECK(sample(text, "rdcp_rdma_out_of_sequence_total{device=\"rxe0\","
+			   "port=\"1\"} 6\n"));
+	CHECK(sample(text, "rdcp_rdma_out_of_sequence_total{device=\"mlx5_0\","
+			   "port=\"1\"} 9\n"));
+	CHECK(sample(text, "rdcp_rdma_link_downed_total{device=\"mlx5_0\","
+			   "port=\"1\"} 2\n"));
+	CHECK(sample(text, "rdcp_rdma_packets_total{device=\"rxe0\",port=\"1\","
+			   "direction=\"out\"} 100\n"));
+	CHECK(sample(text,
+		     "rdcp_rdma_packets_total{device=\"mlx5_0\",port=\"1\","
+		     "direction=\"in\"} 18446744073709551615\n"));
+	CHECK(!sample(text, "rdcp_rdma_packets_total{device=\"mlx5_0\","
+			    "port=\"2\""));
+	CHECK(!strstr(text, "bogus"));
+	free(text);
+	metrics_release(&m);
+	CHECK_EQ(tf_rm_tree(root), 0);
+}
+
 TAP_RUN(TAP_TEST(test_label_escape), TAP_TEST(test_json_escape),
-	TAP_TEST(test_render), TAP_TEST(test_overflow))
+	TAP_TEST(test_render), TAP_TEST(test_overflow),
+	TAP_TEST(test_hw_counters))

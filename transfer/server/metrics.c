@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cm/cm.h"
 #include "transfer/server/metrics.h"
 #include "transfer/server/server_int.h"
 #include "transfer/xfer.h"
@@ -211,6 +212,89 @@ static void pairs(struct text *t, struct metrics *m, unsigned int np,
 	}
 }
 
+/* ---- ring occupancy and the devices' own counters (cm_hw_counters) ---- */
+
+/* A metric from one or two device counters, their label value each. */
+static const struct {
+	const char *name, *help, *label;
+	enum cm_hw_counter c[2];
+	const char *value[2]; /* label values; NULL: one counter, no label */
+} hw_metrics[] = {
+	{ "rdcp_rdma_rnr_naks_total",
+	  "RNR NAKs (receiver not ready) by device port: received (in, the "
+	  "peer had no receive posted) or sent (out).",
+	  "direction",
+	  { CM_HW_RNR_NAK_RCVD, CM_HW_RNR_NAK_SENT },
+	  { "in", "out" } },
+	{ "rdcp_rdma_retries_exhausted_total",
+	  "Retries that ran out (a queue pair in error): transport (no ACK) "
+	  "or rnr (RNR NAKs), by device port.",
+	  "kind",
+	  { CM_HW_RETRY_EXCEEDED, CM_HW_RNR_RETRY_EXCEEDED },
+	  { "transport", "rnr" } },
+	{ "rdcp_rdma_ack_timeouts_total",
+	  "Local ACK timeouts (each a retransmission), by device port.",
+	  NULL,
+	  { CM_HW_ACK_TIMEOUT },
+	  { NULL } },
+	{ "rdcp_rdma_duplicate_requests_total",
+	  "Duplicate requests received (the peer retransmitted), by device "
+	  "port.",
+	  NULL,
+	  { CM_HW_DUPLICATE },
+	  { NULL } },
+	{ "rdcp_rdma_out_of_sequence_total",
+	  "Out-of-sequence requests received (lost packets), by device port.",
+	  NULL,
+	  { CM_HW_OUT_OF_SEQ },
+	  { NULL } },
+	{ "rdcp_rdma_link_downed_total",
+	  "Times the port's link went down.",
+	  NULL,
+	  { CM_HW_LINK_DOWNED },
+	  { NULL } },
+	{ "rdcp_rdma_packets_total",
+	  "Packets by device port, received (in) or sent (out), all users'.",
+	  "direction",
+	  { CM_HW_PKTS_RCVD, CM_HW_PKTS_SENT },
+	  { "in", "out" } },
+};
+
+static void ring_and_devices(struct text *t, struct metrics *m)
+{
+	struct cm_hw_port port[METRICS_DEVICES];
+	size_t np = 0;
+
+	head(t, "rdcp_ring_slots_held", "gauge",
+	     "Ring slots the running pushes' receivers hold now (data "
+	     "arrived, not yet handed back to the sender).");
+	put(t, "rdcp_ring_slots_held %lld\n", (long long)gget(&m->ring_held));
+	if (cm_hw_counters(m->sysfs, port, METRICS_DEVICES, &np))
+		np = 0; /* out of memory: the samples are left out */
+	for (size_t k = 0; k < sizeof(hw_metrics) / sizeof(hw_metrics[0]);
+	     k++) {
+		head(t, hw_metrics[k].name, "counter", hw_metrics[k].help);
+		for (size_t i = 0; i < np; i++) {
+			for (int j = 0; j < (hw_metrics[k].label ? 2 : 1);
+			     j++) {
+				enum cm_hw_counter c = hw_metrics[k].c[j];
+
+				if (!(port[i].have & (1u << c)))
+					continue;
+				put(t, "%s{device=\"%s\",port=\"%u\"",
+				    hw_metrics[k].name, esc(port[i].device),
+				    port[i].port);
+				if (hw_metrics[k].label)
+					put(t, ",%s=\"%s\"",
+					    hw_metrics[k].label,
+					    hw_metrics[k].value[j]);
+				put(t, "} %llu\n",
+				    (unsigned long long)port[i].v[c]);
+			}
+		}
+	}
+}
+
 int metrics_render(struct metrics *m, char **out, size_t *len)
 {
 	struct text t = { .cap = 4096 };
@@ -277,6 +361,7 @@ int metrics_render(struct metrics *m, char **out, size_t *len)
 			    esc(d->device), esc(d->transport), dir_name[k],
 			    (unsigned long long)get(&d->bytes[k]));
 	}
+	ring_and_devices(&t, m);
 	head(&t, "rdcp_metrics_scrapes_total", "counter",
 	     "Requests for /metrics answered.");
 	put(&t, "rdcp_metrics_scrapes_total %llu\n",

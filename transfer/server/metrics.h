@@ -53,6 +53,13 @@ struct metrics {
 	atomic_int_fast64_t ring_slots, ring_bytes; /* running sessions' rings */
 	atomic_uint_fast64_t scrapes;		    /* GET /metrics answered */
 	atomic_uint_fast64_t http_refused; /* connections over the limit */
+	/*
+	 * Ring slots the running sessions' sinks hold (data arrived, not yet
+	 * handed back), each sink adding what changed as it turns.
+	 */
+	atomic_int_fast64_t ring_held;
+	/* The sysfs of the devices' counters; NULL: cm_hw_counters' default */
+	const char *sysfs;
 };
 
 void metrics_init(struct metrics *m);

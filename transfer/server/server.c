@@ -390,6 +390,7 @@ static enum xfer_fail serve_conn(struct server *srv, struct cm_conn *c,
 	if (rc)
 		return XFER_FAIL_RESOURCE;
 	e.serving = true;
+	e.ring_held = &srv->metrics.ring_held;
 	server_session_begin(srv, &ss);
 	h = malloc(sizeof(*h));
 	rc = h ? server_handshake(srv, &e, &ss, h, &p, key, deadline_ms, &jw)

@@ -8,6 +8,7 @@
 #ifndef RDCP_ENGINE_H
 #define RDCP_ENGINE_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -107,6 +108,11 @@ struct engine {
 	uint8_t target;
 	bool closing; /* the role said its last word: no acks or keepalives,
 		       * which the peer, free to hang up now, would not read */
+	/*
+	 * A receiver's session: the gauge of ring slots its sink holds
+	 * (metrics.h ring_held), added to as it changes; NULL: none.
+	 */
+	atomic_int_fast64_t *ring_held;
 };
 
 int engine_init(struct engine *e, struct cm_conn *c, const struct xfer_opts *o)

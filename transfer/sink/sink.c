@@ -403,12 +403,29 @@ static int snk_ready(struct engine *e, const struct wire_msg *m)
 	return 1;
 }
 
+/*
+ * The ring slots held now (arrived, taken or not, not yet released) into
+ * the receiver's gauge: one relaxed add when the count changed, once an
+ * engine turn, none on a client's sink.
+ */
+static void show_held(struct sink *k, int64_t held)
+{
+	if (!k->e->ring_held || held == k->held_shown)
+		return;
+	atomic_fetch_add_explicit(k->e->ring_held, held - k->held_shown,
+				  memory_order_relaxed);
+	k->held_shown = held;
+}
+
 static int snk_pump_role(struct engine *e);
 
 /* A pull's list goes out as the receiver takes it, then the role's own. */
 static int snk_pump(struct engine *e)
 {
-	int n = sink_list_send(e->role_data);
+	struct sink *k = e->role_data;
+	int n = sink_list_send(k);
+
+	show_held(k, (int64_t)credit_rx_busy(&k->rx) + k->rx.waiting);
 
 	return n + snk_pump_role(e);
 }
@@ -512,6 +529,7 @@ int sink_run(struct engine *e, const struct sink_target *t,
 		goto out;
 	}
 	rc = engine_run(e, &sink_role, &k);
+	show_held(&k, 0);
 out:
 	/* Let the workers finish before their files and jobs go away. */
 	workq_wait_idle(e->wq);

@@ -193,6 +193,7 @@ struct sink {
 	struct xfer_stats *st;
 	uint32_t chunk_size; /* payload bytes per slot */
 	struct credit_rx rx;
+	int64_t held_shown;   /* slots held as last added to e->ring_held */
 	struct snk_job *jobs; /* one per slot */
 	uint32_t nfiles;      /* ids announced so far (= next id) */
 	/* Regular files in flight (WIRE_INFLIGHT_MAX), in id order. */
