@@ -67,6 +67,29 @@ static bool access_put_locked(struct access_cfg *c)
 	return c && !--c->refs;
 }
 
+struct access_cfg *server_cfg_get(struct server *srv)
+{
+	struct access_cfg *c;
+
+	pthread_mutex_lock(&srv->lock);
+	c = srv->cfg;
+	if (c)
+		c->refs++;
+	pthread_mutex_unlock(&srv->lock);
+	return c;
+}
+
+void server_cfg_put(struct server *srv, struct access_cfg *c)
+{
+	bool drop;
+
+	pthread_mutex_lock(&srv->lock);
+	drop = access_put_locked(c);
+	pthread_mutex_unlock(&srv->lock);
+	if (drop)
+		access_free(c);
+}
+
 int server_access_init(struct server *srv)
 {
 	const struct xfer_opts *o = srv->o;
@@ -108,6 +131,7 @@ void server_reload(struct server *srv)
 		 "keep what they started with",
 		 c->clients.n, c->clients.n == 1 ? "" : "s", c->mods.n,
 		 c->mods.n == 1 ? "" : "s");
+	server_quota_rewalk(srv); /* a module's path or quota may be new */
 }
 
 void server_access_release(struct server *srv)
