@@ -50,7 +50,7 @@ ALL="sizes default sparse checksum corrupt escape destforms multifile partial"
 ALL="$ALL ctrlnames longnames fifo noconn"
 ALL="$ALL killsender killreceiver daemon auth auto check device"
 ALL="$ALL tree pull resume skip sync crypt zeros bwlimit full small script entries"
-ALL="$ALL ssh retry dirmodes owners xattrs direct streams modules"
+ALL="$ALL ssh retry dirmodes owners xattrs direct streams modules quota"
 # Over RDMA these run last, after the RNR check (they re-create rxe0,
 # which resets its counters); over TCP only when named.
 EXTRA="devremove rails railsafe"
@@ -3407,11 +3407,11 @@ s_modules() {
 
 	t_begin "modules: a modules file that does not parse keeps the old one"
 	cp "$MD/modules.conf" "$MD/modules.good"
-	printf '[scratch]\nquota = 1T\n' >"$MD/modules.conf"
+	printf '[scratch]\nsize-limit = 1T\n' >"$MD/modules.conf"
 	kill -HUP "$MRX"
 	wait_until 10 "" logged "$W/rx-mod.log" "keeping the configuration in use" ||
 		t_fail "no refusal of the bad file logged"
-	logged "$W/rx-mod.log" "modules.conf:2: unknown setting 'quota'" || t_fail "the problem's line not logged"
+	logged "$W/rx-mod.log" "modules.conf:2: unknown setting 'size-limit'" || t_fail "the problem's line not logged"
 	send "$W/tx-mod10.log" --key-file "$MD/keys/bob.key" --port "$P" "$ADDR::archive/a1" src/mo/a1b
 	[ "$SRC" = 0 ] || t_fail "bob's pull under the old modules: exit $SRC, want 0"
 	t_log "$W/tx-mod10.log" "$W/rx-mod.log"
@@ -3443,6 +3443,159 @@ s_modules() {
 	t_end
 	term_rx "$MRX"
 	rm -rf "$MD" src/mo
+}
+
+# http_get URL FILE: GET URL into FILE (curl, else busybox wget).
+http_get() {
+	if command -v curl >/dev/null 2>&1; then
+		curl -sf --max-time 5 "$1" >"$2"
+	else
+		wget -q -T 5 -O "$2" "$1"
+	fi
+}
+
+# qmetric FILE SAMPLE: the value of the metrics sample that starts with
+# SAMPLE (its name and labels) in FILE.
+qmetric() { awk -v s="$2 " 'index($0, s) == 1 { print $NF; exit }' "$1"; }
+
+# Byte limits of modules (quota=, max-bytes=; rdcp-modules.conf(5)) and
+# the receiver's --json events: a push that fits; one over the quota,
+# refused per file (exit 7, nothing left under its name or as a
+# temporary, the client told the rule and no path); one session over
+# max-bytes (exit 9: its first file placed, the next refused); the
+# module's usage in the metrics after a push and after a --delete; the
+# receiver's JSON events, one per session (and per file at -v), parsed.
+s_quota() {
+	if [ -z "$AUTH" ]; then
+		t_skip "quota" "this rdcp has no --keygen"
+		return
+	fi
+	QD=$W/quota
+	rm -rf "$QD" src/qt
+	mkdir -p "$QD/clients" "$QD/keys" "$QD/q" "$QD/m" src/qt/tree src/qt/mb
+	rdcp --keygen --name alice "$QD/keys/alice.key" >/dev/null 2>&1
+	cp "$QD/keys/alice.key" "$QD/clients/alice.key"
+	chmod 600 "$QD/clients/alice.key"
+	mkrand src/qt/tree/a 300000
+	mkrand src/qt/tree/b 200000
+	mkrand src/qt/big 900000
+	mkrand src/qt/mb/m1 500000
+	mkrand src/qt/mb/m2 500000
+	printf '[q]\npath = %s\nread = alice\nwrite = alice\nquota = 1M\n[m]\npath = %s\nwrite = alice\nmax-bytes = 800K\n' \
+		"$QD/q" "$QD/m" >"$QD/modules.conf"
+	nextport
+	QP=$P
+	nextport
+	QURL=http://127.0.0.1:$P/metrics
+	if ! start_rx "$W/rx-quota.log" --port "$QP" --json --clients "$QD/clients" \
+		--modules "$QD/modules.conf" --metrics "127.0.0.1:$P"; then
+		rx_not_started "quota" "$W/rx-quota.log"
+		return
+	fi
+	QRX=$RX
+	QK="--key-file $QD/keys/alice.key --port $QP"
+
+	t_begin "quota: a push that fits; the usage in the metrics"
+	wait_until 20 "$QRX" logged "$W/rx-quota.log" "module q: .* used of its quota" ||
+		t_fail "the module's tree was not walked"
+	# shellcheck disable=SC2086 # QK: options
+	send "$W/tx-q1.log" $QK -r src/qt/tree "$ADDR::q/t/"
+	[ "$SRC" = 0 ] || t_fail "push exit $SRC, want 0"
+	same src/qt/tree/a "$QD/q/t/tree/a"
+	same src/qt/tree/b "$QD/q/t/tree/b"
+	http_get "$QURL" "$W/quota-m1.txt" || t_fail "no metrics"
+	U=$(qmetric "$W/quota-m1.txt" 'rdcp_module_bytes_used{module="q"}')
+	[ "$U" = 500000 ] || t_fail "usage $U after the push, want 500000"
+	[ "$(qmetric "$W/quota-m1.txt" 'rdcp_module_quota_bytes{module="q"}')" = 1048576 ] ||
+		t_fail "no quota in the metrics"
+	t_log "$W/tx-q1.log" "$W/quota-m1.txt"
+	t_end
+
+	t_begin "quota: a file over the quota is refused, nothing left (exit 7)"
+	# shellcheck disable=SC2086
+	send "$W/tx-q2.log" $QK src/qt/big "$ADDR::q/t/"
+	[ "$SRC" = 7 ] || t_fail "exit $SRC, want 7"
+	[ ! -e "$QD/q/t/big" ] || t_fail "the refused file is there"
+	no_temp "$QD/q" 5
+	logged "$W/tx-q2.log" "'t/big' refused: module q would go over its quota of 1.00 MiB (quota)" ||
+		t_fail "the client was not told the rule"
+	! grep -q "$QD" "$W/tx-q2.log" || t_fail "a module's path reached the client"
+	logged "$W/rx-quota.log" 'path=.t/big. bytes=900000 result=refused rule=quota' ||
+		t_fail "no file line with the rule"
+	http_get "$QURL" "$W/quota-m2.txt" || t_fail "no metrics"
+	[ "$(qmetric "$W/quota-m2.txt" 'rdcp_files_refused_total{module="q",reason="quota"}')" = 1 ] ||
+		t_fail "the refusal not counted"
+	[ "$(qmetric "$W/quota-m2.txt" 'rdcp_module_bytes_used{module="q"}')" = 500000 ] ||
+		t_fail "the refused file changed the usage"
+	t_log "$W/tx-q2.log" "$W/quota-m2.txt"
+	t_end
+
+	t_begin "quota: max-bytes: one session's second file refused (exit 9)"
+	# shellcheck disable=SC2086
+	send "$W/tx-q3.log" $QK -r src/qt/mb "$ADDR::m/"
+	[ "$SRC" = 9 ] || t_fail "exit $SRC, want 9"
+	NM=$(find "$QD/m/mb" -type f 2>/dev/null | wc -l)
+	[ "$NM" = 1 ] || t_fail "$NM files placed, want 1"
+	no_temp "$QD/m" 5
+	logged "$W/tx-q3.log" "module m takes at most 800.00 KiB from one session (max-bytes)" ||
+		t_fail "the client was not told the rule"
+	# a new session has its own max-bytes: the other file goes now
+	# shellcheck disable=SC2086
+	send "$W/tx-q4.log" $QK -r -n src/qt/mb "$ADDR::m/"
+	[ "$SRC" = 0 ] || t_fail "the next session: exit $SRC, want 0"
+	same src/qt/mb/m1 "$QD/m/mb/m1"
+	same src/qt/mb/m2 "$QD/m/mb/m2"
+	t_log "$W/tx-q3.log" "$W/tx-q4.log"
+	t_end
+
+	t_begin "quota: --delete gives the deleted file's bytes back"
+	B=$(stat -c '%b %B' "$QD/q/t/tree/b" | awk '{ print $1 * $2 }')
+	rm src/qt/tree/b # -n: a stays as it is, b goes
+	# shellcheck disable=SC2086
+	send "$W/tx-q5.log" $QK -r -n --delete src/qt/tree "$ADDR::q/t/"
+	[ "$SRC" = 0 ] || t_fail "push --delete exit $SRC, want 0"
+	[ ! -e "$QD/q/t/tree/b" ] || t_fail "not deleted"
+	http_get "$QURL" "$W/quota-m3.txt" || t_fail "no metrics"
+	U=$(qmetric "$W/quota-m3.txt" 'rdcp_module_bytes_used{module="q"}')
+	[ "$U" = $((500000 - B)) ] || t_fail "usage $U after the delete, want $((500000 - B))"
+	# a file that fits now that b is gone
+	mkrand src/qt/more 400000
+	# shellcheck disable=SC2086
+	send "$W/tx-q6.log" $QK src/qt/more "$ADDR::q/t/"
+	[ "$SRC" = 0 ] || t_fail "push after the delete: exit $SRC, want 0"
+	t_log "$W/tx-q5.log" "$W/tx-q6.log" "$W/quota-m3.txt"
+	t_end
+
+	t_begin "quota: the receiver's --json events"
+	grep '^{' "$W/rx-quota.log" >"$W/rx-quota.json"
+	NS=$(grep -c '"event":"session"' "$W/rx-quota.json")
+	[ "$NS" = 6 ] || t_fail "$NS session events, want 6"
+	if command -v python3 >/dev/null 2>&1; then
+		python3 -c '
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+ss = [e for e in ev if e["event"] == "session"]
+for e in ss:
+    for k in ("time", "peer", "client", "module", "op", "files", "failed",
+              "refused", "bytes", "result", "seconds"):
+        assert k in e, (k, e)
+assert [e["result"] for e in ss][:3] == ["ok", "local-io", "partial"], ss
+assert ss[0]["client"] == "alice" and ss[0]["module"] == "q", ss[0]
+assert ss[0]["op"] == "push" and ss[0]["files"] == 3, ss[0]  # and t/tree
+assert ss[0]["bytes"] == 500000, ss[0]
+assert ss[1]["refused"] == 1 and ss[2]["refused"] == 1, ss
+fs = [e for e in ev if e["event"] == "file" and e.get("rule")]
+assert [(e["rule"], e["result"]) for e in fs] == [("quota", "refused"),
+    ("max-bytes", "refused")], fs
+' "$W/rx-quota.json" 2>"$W/quota-py.log" || t_fail "events: $(tail -n 1 "$W/quota-py.log")"
+	else
+		logged "$W/rx-quota.json" '"event":"file",.*"result":"refused","rule":"quota"' ||
+			t_fail "no file event with the rule"
+	fi
+	t_log "$W/rx-quota.json"
+	t_end
+	term_rx "$QRX"
+	rm -rf "$QD" src/qt
 }
 
 AUTH=
