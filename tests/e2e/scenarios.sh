@@ -3566,10 +3566,33 @@ s_quota() {
 	t_log "$W/tx-q5.log" "$W/tx-q6.log" "$W/quota-m3.txt"
 	t_end
 
+	t_begin "quota: small files (packed) up to the quota, the rest refused (exit 9)"
+	http_get "$QURL" "$W/quota-m4.txt" || t_fail "no metrics"
+	U0=$(qmetric "$W/quota-m4.txt" 'rdcp_module_bytes_used{module="q"}')
+	mkdir -p src/qt/small
+	i=0
+	while [ $i -lt 120 ]; do
+		mkrand "src/qt/small/s$i" 5000
+		i=$((i + 1))
+	done
+	# shellcheck disable=SC2086
+	send "$W/tx-q7.log" $QK -r src/qt/small "$ADDR::q/"
+	[ "$SRC" = 9 ] || t_fail "exit $SRC, want 9"
+	NP=$(find "$QD/q/small" -type f 2>/dev/null | wc -l)
+	[ "$NP" -gt 0 ] && [ "$NP" -lt 120 ] || t_fail "$NP of 120 placed, want some"
+	no_temp "$QD/q" 5
+	http_get "$QURL" "$W/quota-m5.txt" || t_fail "no metrics"
+	U=$(qmetric "$W/quota-m5.txt" 'rdcp_module_bytes_used{module="q"}')
+	[ "$U" = $((U0 + NP * 5000)) ] || t_fail "usage $U, want $U0 + $NP x 5000"
+	[ "$U" -le 1048576 ] || t_fail "usage $U over the quota"
+	[ $((U + 5000)) -gt 1048576 ] || t_fail "usage $U: a refused file would have fitted"
+	t_log "$W/tx-q7.log" "$W/quota-m5.txt"
+	t_end
+
 	t_begin "quota: the receiver's --json events"
 	grep '^{' "$W/rx-quota.log" >"$W/rx-quota.json"
 	NS=$(grep -c '"event":"session"' "$W/rx-quota.json")
-	[ "$NS" = 6 ] || t_fail "$NS session events, want 6"
+	[ "$NS" = 7 ] || t_fail "$NS session events, want 7"
 	if command -v python3 >/dev/null 2>&1; then
 		python3 -c '
 import json, sys
@@ -3585,8 +3608,11 @@ assert ss[0]["op"] == "push" and ss[0]["files"] == 3, ss[0]  # and t/tree
 assert ss[0]["bytes"] == 500000, ss[0]
 assert ss[1]["refused"] == 1 and ss[2]["refused"] == 1, ss
 fs = [e for e in ev if e["event"] == "file" and e.get("rule")]
-assert [(e["rule"], e["result"]) for e in fs] == [("quota", "refused"),
+assert [(e["rule"], e["result"]) for e in fs][:2] == [("quota", "refused"),
     ("max-bytes", "refused")], fs
+assert all(e["rule"] == "quota" and e["result"] == "refused"
+           and e["path"].startswith("small/s") for e in fs[2:]), fs
+assert ss[6]["refused"] == len(fs) - 2 > 0, (ss[6], len(fs))
 ' "$W/rx-quota.json" 2>"$W/quota-py.log" || t_fail "events: $(tail -n 1 "$W/quota-py.log")"
 	else
 		logged "$W/rx-quota.json" '"event":"file",.*"result":"refused","rule":"quota"' ||
