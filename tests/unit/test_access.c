@@ -10,6 +10,7 @@
 #include "testfs.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -386,7 +387,8 @@ static void test_quota_take(void)
  */
 static void test_quota_walk(void)
 {
-	char dir[] = "/tmp/rdcp-quota-XXXXXX", path[128], conf[256];
+	char dir[] = "/tmp/rdcp-quota-XXXXXX", path[128], conf[512];
+	char deep[64];
 	struct server srv = { 0 };
 	struct access_cfg *cfg = calloc(1, sizeof(*cfg));
 	struct module_usage *u = NULL;
@@ -409,8 +411,28 @@ static void test_quota_walk(void)
 	CHECK_EQ(tf_make_file(path, 300000, 2), 0);
 	CHECK_EQ(stat(path, &st), 0);
 	want += (uint64_t)st.st_blocks * 512;
-	snprintf(conf, sizeof(conf), "[w]\npath=%s\nquota=1G\n[n]\npath=/\n",
-		 dir);
+	/* a tree deeper than a walk goes: not measured, never undercounted */
+	snprintf(deep, sizeof(deep), "%s-deep", dir); /* beside it */
+	CHECK_EQ(mkdir(deep, 0755), 0);
+	{
+		int fd = open(deep, O_RDONLY | O_DIRECTORY);
+
+		for (int i = 0; fd >= 0 && i < 260; i++) {
+			int c;
+
+			CHECK_EQ(mkdirat(fd, "d", 0755), 0);
+			c = openat(fd, "d", O_RDONLY | O_DIRECTORY);
+			close(fd);
+			fd = c;
+		}
+		CHECK(fd >= 0);
+		if (fd >= 0)
+			close(fd);
+	}
+	snprintf(conf, sizeof(conf),
+		 "[deep]\npath=%s\nquota=1G\n[w]\npath=%s\nquota=1G\n"
+		 "[n]\npath=/\n",
+		 deep, dir);
 	CHECK_EQ(parse(conf, &cfg->mods, &e), 0);
 	cfg->refs = 1;
 	srv.cfg = cfg;
@@ -421,17 +443,21 @@ static void test_quota_walk(void)
 		bool known;
 
 		pthread_mutex_lock(&srv.lock);
-		u = srv.usage;
-		known = u && u->known;
+		u = srv.usage; /* the last made first: w after deep */
+		known = u && !strcmp(u->name, "w") && u->known;
 		pthread_mutex_unlock(&srv.lock);
 		if (known)
 			break;
 		usleep(10000);
 	}
-	CHECK(u && u->known && !u->next); /* only the quota= module */
+	CHECK(u && u->known && u->next && !u->next->next); /* quota= only */
 	if (u) {
 		CHECK(!strcmp(u->name, "w"));
-		CHECK_EQ(u->used, want);
+		CHECK_EQ(u->used, want); /* deep's directories hold no file */
+	}
+	if (u && u->next) {
+		CHECK(!strcmp(u->next->name, "deep"));
+		CHECK(!u->next->known); /* too deep: its files refused */
 	}
 	CHECK_EQ(metrics_render(&srv.metrics, &text, &len), 0);
 	snprintf(path, sizeof(path),
@@ -444,6 +470,7 @@ static void test_quota_walk(void)
 				   "reason=\"quota\"} 0\n"));
 	CHECK(text && strstr(text, "# TYPE rdcp_module_bytes_used gauge\n"));
 	CHECK(text && !strstr(text, "module=\"n\""));
+	CHECK(text && !strstr(text, "rdcp_module_bytes_used{module=\"deep\""));
 	free(text);
 	server_quota_rewalk(&srv);
 	server_quota_stop(&srv);
@@ -453,6 +480,7 @@ static void test_quota_walk(void)
 	pthread_mutex_destroy(&srv.lock);
 	metrics_release(&srv.metrics);
 	CHECK_EQ(tf_rm_tree(dir), 0);
+	CHECK_EQ(tf_rm_tree(deep), 0);
 }
 
 TAP_RUN(TAP_TEST(test_modconf_good), TAP_TEST(test_modconf_refused),

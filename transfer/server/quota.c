@@ -34,8 +34,12 @@
 #include "util/log.h"
 #include "util/units.h"
 
-/* Directory levels a walk descends; deeper ones are not counted. */
-#define QUOTA_DEPTH_MAX 128
+/*
+ * Directory levels a walk descends (an fd each). A deeper tree fails the
+ * walk: what is beneath would go uncounted, so the usage kept is not
+ * replaced (a module never walked refuses its files).
+ */
+#define QUOTA_DEPTH_MAX 256
 
 /* The usage of module name, made if missing; srv->lock held. */
 static struct module_usage *usage_of(struct server *srv, const char *name)
@@ -70,8 +74,9 @@ static void usage_add(struct module_usage *u, int64_t d)
 
 /*
  * The allocated bytes of the regular files beneath fd (taken: closed
- * here), on file system dev, into *sum. 0, or -ECANCELED when the
- * receiver stops. Entries that cannot be looked at are left out.
+ * here), on file system dev, into *sum. 0, -ECANCELED when the
+ * receiver stops, or -ELOOP: deeper than QUOTA_DEPTH_MAX. Entries that
+ * cannot be looked at are left out.
  */
 static int walk_dir(struct server *srv, int fd, dev_t dev, unsigned int depth,
 		    uint64_t *sum)
@@ -101,9 +106,12 @@ static int walk_dir(struct server *srv, int fd, dev_t dev, unsigned int depth,
 			*sum += (uint64_t)st.st_blocks * 512;
 			continue;
 		}
-		if (!S_ISDIR(st.st_mode) || st.st_dev != dev ||
-		    depth >= QUOTA_DEPTH_MAX)
+		if (!S_ISDIR(st.st_mode) || st.st_dev != dev)
 			continue;
+		if (depth + 1 >= QUOTA_DEPTH_MAX) {
+			rc = -ELOOP;
+			break;
+		}
 		c = openat(dirfd(d), de->d_name,
 			   O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (c >= 0)
@@ -120,12 +128,14 @@ static void walk_module(struct server *srv, const struct modconf_module *m)
 	char sz[32];
 	uint64_t sum = 0;
 	double t0 = clock_now_s();
+	bool known = false;
 	struct stat st;
 	int fd, rc;
 
 	pthread_mutex_lock(&srv->lock);
 	u = usage_of(srv, m->name);
 	if (u) {
+		known = u->known;
 		u->walking = true;
 		u->delta = 0;
 		atomic_store_explicit(&u->mm->quota, m->quota,
@@ -146,6 +156,13 @@ static void walk_module(struct server *srv, const struct modconf_module *m)
 			m->name, m->path, strerror(-rc));
 	} else {
 		rc = walk_dir(srv, fd, st.st_dev, 0, &sum);
+		if (rc == -ELOOP)
+			log_err("module %s: its tree is more than %d "
+				"directories "
+				"deep: not measured for its quota (%s)",
+				m->name, QUOTA_DEPTH_MAX,
+				known ? "the usage kept as it was"
+				      : "its files refused");
 	}
 	pthread_mutex_lock(&srv->lock);
 	u->walking = false;
