@@ -3445,12 +3445,13 @@ s_modules() {
 	rm -rf "$MD" src/mo
 }
 
-# http_get URL FILE: GET URL into FILE (curl, else busybox wget).
+# http_get URL FILE: GET URL into FILE (curl, else busybox wget, bounded
+# by timeout: busybox's wget -T crashes with -q).
 http_get() {
 	if command -v curl >/dev/null 2>&1; then
 		curl -sf --max-time 5 "$1" >"$2"
 	else
-		wget -q -T 5 -O "$2" "$1"
+		timeout 10 wget -q -O "$2" "$1"
 	fi
 }
 
