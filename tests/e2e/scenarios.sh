@@ -3572,7 +3572,7 @@ s_quota() {
 	U0=$(qmetric "$W/quota-m4.txt" 'rdcp_module_bytes_used{module="q"}')
 	mkdir -p src/qt/small
 	i=0
-	while [ $i -lt 120 ]; do
+	while [ "$i" -lt 120 ]; do
 		mkrand "src/qt/small/s$i" 5000
 		i=$((i + 1))
 	done

@@ -67,18 +67,6 @@ static bool access_put_locked(struct access_cfg *c)
 	return c && !--c->refs;
 }
 
-struct access_cfg *server_cfg_get(struct server *srv)
-{
-	struct access_cfg *c;
-
-	pthread_mutex_lock(&srv->lock);
-	c = srv->cfg;
-	if (c)
-		c->refs++;
-	pthread_mutex_unlock(&srv->lock);
-	return c;
-}
-
 void server_cfg_put(struct server *srv, struct access_cfg *c)
 {
 	bool drop;
@@ -110,15 +98,16 @@ int server_access_init(struct server *srv)
 	return 0;
 }
 
-void server_reload(struct server *srv)
+int server_reload(struct server *srv)
 {
 	struct access_cfg *c, *old;
 	bool drop;
+	int rc = access_load(srv->o, &c);
 
-	if (access_load(srv->o, &c)) {
+	if (rc) {
 		log_err("reload: the client keys or modules above are not "
 			"usable: keeping the configuration in use");
-		return;
+		return rc;
 	}
 	pthread_mutex_lock(&srv->lock);
 	old = srv->cfg;
@@ -131,7 +120,7 @@ void server_reload(struct server *srv)
 		 "keep what they started with",
 		 c->clients.n, c->clients.n == 1 ? "" : "s", c->mods.n,
 		 c->mods.n == 1 ? "" : "s");
-	server_quota_rewalk(srv); /* a module's path or quota may be new */
+	return 0;
 }
 
 void server_access_release(struct server *srv)

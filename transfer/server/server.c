@@ -881,7 +881,9 @@ enum xfer_fail xfer_serve(const struct xfer_opts *o)
 			break;
 		if (o->serve.reload && *o->serve.reload) {
 			*o->serve.reload = 0;
-			server_reload(&srv);
+			/* a module's path or quota may be new: walked again */
+			if (!server_reload(&srv))
+				server_quota_rewalk(&srv);
 		}
 		/* Out of descriptors or memory is -EAGAIN too: cm/ said so. */
 		rc = cm_listener_get(l, o->ssh.ssh_server ? 100 : 500, &req);

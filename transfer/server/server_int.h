@@ -228,7 +228,7 @@ struct server {
  * server_access_init reads o->clients_dir and o->modules_file into
  * srv->cfg (0, or -errno: said); server_reload reads them again and, only
  * if both are good, makes them the current ones (running sessions keep
- * theirs); a failure keeps the old and says so in one line.
+ * theirs): 0; a failure keeps the old and says so in one line: -errno.
  * server_access_release drops srv's reference (sessions' are theirs).
  */
 /*
@@ -239,7 +239,7 @@ struct server {
 unsigned int server_fit_sessions(const struct xfer_opts *o,
 				 unsigned int max_streams);
 int server_access_init(struct server *srv) __attribute__((warn_unused_result));
-void server_reload(struct server *srv);
+int server_reload(struct server *srv);
 void server_access_release(struct server *srv);
 
 /*
@@ -273,22 +273,18 @@ int server_session_module(struct server *srv, struct server_session *s,
 /* s ends: its module slot, its module's fd, its configuration let go. */
 void server_session_end(struct server *srv, struct server_session *s);
 
-/*
- * The configuration in use, with a reference (NULL: none);
- * server_cfg_put lets one go. For what runs beside the sessions.
- */
-struct access_cfg *server_cfg_get(struct server *srv);
+/* Lets go of a reference to c (taken under srv->lock: refs++). */
 void server_cfg_put(struct server *srv, struct access_cfg *c);
 
 /*
  * ---- byte limits (quota.c) ----
  *
  * server_quota_start starts the walker of the quota= modules' trees (a
- * thread of its own: a walk now, after each server_quota_rewalk (a
- * reload) and every QUOTA_WALK_S); 0 or -errno, said. server_quota_stop
- * ends it (a walk under way stops between entries) and frees the usage;
- * safe when it never started. server_quota_session: the budget of a push
- * into m for the sink, or NULL when m has no byte limit.
+ * thread of its own: a walk now, after each server_quota_rewalk (the
+ * listener's, after a reload) and every QUOTA_WALK_S); 0 or -errno, said.
+ * server_quota_stop ends it (a walk under way stops between entries) and frees
+ * the usage; safe when it never started. server_quota_session: the budget of a
+ * push into m for the sink, or NULL when m has no byte limit.
  */
 #define QUOTA_WALK_S (15 * 60)
 int server_quota_start(struct server *srv) __attribute__((warn_unused_result));
