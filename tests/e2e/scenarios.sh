@@ -3621,6 +3621,17 @@ assert ss[6]["refused"] == len(fs) - 2 > 0, (ss[6], len(fs))
 	fi
 	t_log "$W/rx-quota.json"
 	t_end
+
+	t_begin "quota: a reload walks the tree again: the usage is its files' blocks"
+	WANT=$(find "$QD/q" -type f -exec stat -c '%b %B' {} \; | awk '{ s += $1 * $2 } END { print s + 0 }')
+	kill -HUP "$QRX"
+	wait_until 20 "$QRX" sh -c '[ "$(grep -c "module q: .* used of its quota" "$1")" -ge 2 ]' _ "$W/rx-quota.log" ||
+		t_fail "no second walk after SIGHUP"
+	http_get "$QURL" "$W/quota-m6.txt" || t_fail "no metrics"
+	U=$(qmetric "$W/quota-m6.txt" 'rdcp_module_bytes_used{module="q"}')
+	[ "$U" = "$WANT" ] || t_fail "usage $U after the walk, want $WANT"
+	t_log "$W/quota-m6.txt"
+	t_end
 	term_rx "$QRX"
 	rm -rf "$QD" src/qt
 }
