@@ -709,6 +709,8 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 						  "client over ssh: not with "
 						  "--listen");
 			a->o.ssh.ssh_server = a->server;
+			/* --server's stdout is its client's ssh channel */
+			a->o.serve.json_events = a->json && a->listen;
 			break;
 		}
 		if (ps->nsrcs < 2)

@@ -277,7 +277,8 @@ const struct argp_option rdcp_options[] = {
 	{ NULL, 0, NULL, 0, "Output:", 6 },
 	{ "json", OPT_JSON, NULL, 0,
 	  "Sender: newline-delimited JSON events on stdout (file_start, "
-	  "file_done, file_deleted, attempt, error, summary)",
+	  "file_done, file_deleted, attempt, error, summary). Receiver: "
+	  "its audit log's lines (session; file at -v)",
 	  6 },
 	{ "progress", OPT_PROGRESS, NULL, 0,
 	  "Sender: show progress even when stderr is not a terminal (it is "

@@ -86,6 +86,8 @@ struct xfer_file_report {
 	int status;	       /* 0 or negative errno */
 	enum xfer_fail klass;  /* the verdict on this file */
 	const char *message;   /* why it failed, or NULL */
+	/* a receiver's rule that refused it ("quota", "max-bytes"), or NULL */
+	const char *rule;
 	bool skipped;	       /* not copied: --no-clobber, --update, resume */
 	/*
 	 * With skipped: the check that keeps files, of those the run asked
@@ -286,6 +288,8 @@ struct xfer_serve_opts {
 	 * /metrics on (NULL: off).
 	 */
 	const char *audit_log;
+	/* --json with --listen: the audit log's JSON lines on stdout too */
+	bool json_events;
 	const volatile sig_atomic_t *hup;
 	const char *metrics_addr;
 	/*

@@ -12,6 +12,7 @@
 
 #include "util/io.h"
 #include "util/modconf.h"
+#include "util/units.h"
 
 #define MODCONF_ERRS_MAX 50
 #define MODCONF_FILE_MAX (1u << 20)
@@ -163,6 +164,8 @@ enum key {
 	K_HOSTS = 1 << 3,
 	K_MAX_SESSIONS = 1 << 4,
 	K_REQUIRE_ENCRYPT = 1 << 5,
+	K_QUOTA = 1 << 6,
+	K_MAX_BYTES = 1 << 7,
 };
 
 static const struct {
@@ -175,6 +178,8 @@ static const struct {
 	{ "hosts", K_HOSTS },
 	{ "max-sessions", K_MAX_SESSIONS },
 	{ "require-encrypt", K_REQUIRE_ENCRYPT },
+	{ "quota", K_QUOTA },
+	{ "max-bytes", K_MAX_BYTES },
 };
 
 /* A module's end: what it must have. */
@@ -244,6 +249,12 @@ static bool yes_no(const char *v, bool *out)
 	return true;
 }
 
+/* A byte limit: a size (util/units.h) of at least 1 byte, no sign. */
+static bool size_ok(const char *v, uint64_t *out)
+{
+	return v[0] >= '0' && v[0] <= '9' && !units_parse_size(v, out) && *out;
+}
+
 static void setting(struct parser *p, char *s)
 {
 	char *eq = strchr(s, '=');
@@ -261,7 +272,7 @@ static void setting(struct parser *p, char *s)
 	if (!k) {
 		problem(p,
 			"unknown setting '%.80s' (path, read, write, hosts, "
-			"max-sessions, require-encrypt)",
+			"max-sessions, require-encrypt, quota, max-bytes)",
 			key);
 		return;
 	}
@@ -315,6 +326,15 @@ static void setting(struct parser *p, char *s)
 			p->m->max_sessions = (unsigned int)n;
 		break;
 	}
+	case K_QUOTA:
+	case K_MAX_BYTES:
+		if (!size_ok(val,
+			     k == K_QUOTA ? &p->m->quota : &p->m->max_bytes))
+			problem(p,
+				"%s '%.80s' is not a size of at least 1 byte "
+				"(such as 500G, 20T or 1048576)",
+				key, val);
+		break;
 	case K_REQUIRE_ENCRYPT:
 		if (!yes_no(val, &p->m->require_encrypt))
 			problem(p, "require-encrypt '%.80s' is not yes or no",

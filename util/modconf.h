@@ -40,6 +40,8 @@ struct modconf_module {
 	struct modconf_cidr *hosts; /* from where; none: anywhere */
 	size_t nhosts;
 	unsigned int max_sessions; /* at once, 0: the receiver's limit */
+	uint64_t quota;		   /* bytes the tree may hold, 0: no limit */
+	uint64_t max_bytes; /* bytes one session may write, 0: no limit */
 	bool require_encrypt;
 	unsigned int line; /* of its [NAME] */
 };

@@ -147,8 +147,8 @@ expect_fail "--name refuses a name that is no client's" 2 --keygen "$T/kb" --nam
 expect_fail "--name refuses site-key" 2 --keygen "$T/kb" --name site-key
 expect_fail "--name without --keygen" 2 --name alice a h::
 expect_fail "--modules without --listen" 2 --modules "$T/m.conf" a h::
-printf '[a]\npath = /tmp\nquota = 1T\n[a]\npath = /tmp\n' >"$T/m.conf"
-check "--check lists each problem of a modules file with its line" bash -c "'$RDCP' --check --modules '$T/m.conf' >'$T/chk' 2>&1; [ \$? = 10 ] && grep -q '^PROBLEM $T/m.conf:3: unknown setting .quota.' '$T/chk' && grep -q '^PROBLEM $T/m.conf:4: module a again (first on line 1)' '$T/chk'"
+printf '[a]\npath = /tmp\nsize = 1T\nquota = 20X\nmax-bytes = 0\n[a]\npath = /tmp\n' >"$T/m.conf"
+check "--check lists each problem of a modules file with its line" bash -c "'$RDCP' --check --modules '$T/m.conf' >'$T/chk' 2>&1; [ \$? = 10 ] && grep -q '^PROBLEM $T/m.conf:3: unknown setting .size.' '$T/chk' && grep -q '^PROBLEM $T/m.conf:6: module a again (first on line 1)' '$T/chk' && grep -q '^PROBLEM $T/m.conf:4: quota .20X. is not a size' '$T/chk' && grep -q '^PROBLEM $T/m.conf:5: max-bytes .0. is not a size' '$T/chk'"
 expect_fail "a receiver with a bad modules file does not start" 2 --listen --no-auth --modules "$T/m.conf" --port 7599
 
 # --json against a receiver over TCP.
@@ -358,9 +358,9 @@ kill "$RX" 2>/dev/null
 wait "$RX" 2>/dev/null
 check "receiver log: one line per session at the default level (peer, key, module, op, files, bytes, result, time)" bash -c "
 	[ \$(grep -c '^rdcp: session ' '$T/rx-audit.log') = 3 ] &&
-	grep -Eq '^rdcp: session peer=127\.0\.0\.1:[0-9]+ client=site-key module=- op=push files=1 failed=0 bytes=3000000 result=ok seconds=[0-9.]+\$' '$T/rx-audit.log' &&
-	grep -Eq '^rdcp: session peer=127\.0\.0\.1:[0-9]+ client=site-key module=- op=pull files=1 failed=0 bytes=3000000 result=ok seconds=[0-9.]+\$' '$T/rx-audit.log' &&
-	grep -Eq '^rdcp: session peer=127\.0\.0\.1:[0-9]+ client=site-key module=- op=pull files=0 failed=1 bytes=0 result=[a-z-]+ seconds=[0-9.]+\$' '$T/rx-audit.log'"
+	grep -Eq '^rdcp: session peer=127\.0\.0\.1:[0-9]+ client=site-key module=- op=push files=1 failed=0 refused=0 bytes=3000000 result=ok seconds=[0-9.]+\$' '$T/rx-audit.log' &&
+	grep -Eq '^rdcp: session peer=127\.0\.0\.1:[0-9]+ client=site-key module=- op=pull files=1 failed=0 refused=0 bytes=3000000 result=ok seconds=[0-9.]+\$' '$T/rx-audit.log' &&
+	grep -Eq '^rdcp: session peer=127\.0\.0\.1:[0-9]+ client=site-key module=- op=pull files=0 failed=1 refused=0 bytes=0 result=[a-z-]+ seconds=[0-9.]+\$' '$T/rx-audit.log'"
 echo "1..$N"
 echo "$((N - F)) passed, $F failed"
 [ "$F" = 0 ]

@@ -50,7 +50,7 @@ ALL="sizes default sparse checksum corrupt escape destforms multifile partial"
 ALL="$ALL ctrlnames longnames fifo noconn"
 ALL="$ALL killsender killreceiver daemon auth auto check device"
 ALL="$ALL tree pull resume skip sync crypt zeros bwlimit full small script entries"
-ALL="$ALL ssh retry dirmodes owners xattrs direct streams modules metrics"
+ALL="$ALL ssh retry dirmodes owners xattrs direct streams modules metrics quota"
 # Over RDMA these run last, after the RNR check (they re-create rxe0,
 # which resets its counters); over TCP only when named.
 EXTRA="devremove rails railsafe"
@@ -3407,11 +3407,11 @@ s_modules() {
 
 	t_begin "modules: a modules file that does not parse keeps the old one"
 	cp "$MD/modules.conf" "$MD/modules.good"
-	printf '[scratch]\nquota = 1T\n' >"$MD/modules.conf"
+	printf '[scratch]\nsize-limit = 1T\n' >"$MD/modules.conf"
 	kill -HUP "$MRX"
 	wait_until 10 "" logged "$W/rx-mod.log" "keeping the configuration in use" ||
 		t_fail "no refusal of the bad file logged"
-	logged "$W/rx-mod.log" "modules.conf:2: unknown setting 'quota'" || t_fail "the problem's line not logged"
+	logged "$W/rx-mod.log" "modules.conf:2: unknown setting 'size-limit'" || t_fail "the problem's line not logged"
 	send "$W/tx-mod10.log" --key-file "$MD/keys/bob.key" --port "$P" "$ADDR::archive/a1" src/mo/a1b
 	[ "$SRC" = 0 ] || t_fail "bob's pull under the old modules: exit $SRC, want 0"
 	t_log "$W/tx-mod10.log" "$W/rx-mod.log"
@@ -3545,6 +3545,184 @@ s_metrics() {
 	t_log "$W/rx-me.log" "$W/me1.txt"
 	t_end
 	rm -rf src/me rx/me "$W/sys"
+}
+
+
+# Byte limits of modules (quota=, max-bytes=; rdcp-modules.conf(5)) and
+# the receiver's --json events: a push that fits; one over the quota,
+# refused per file (exit 7, nothing left under its name or as a
+# temporary, the client told the rule and no path); one session over
+# max-bytes (exit 9: its first file placed, the next refused); the
+# module's usage in the metrics after a push and after a --delete; the
+# receiver's JSON events, one per session (and per file at -v), parsed.
+s_quota() {
+	if [ -z "$AUTH" ]; then
+		t_skip "quota" "this rdcp has no --keygen"
+		return
+	fi
+	QD=$W/quota
+	rm -rf "$QD" src/qt
+	mkdir -p "$QD/clients" "$QD/keys" "$QD/q" "$QD/m" src/qt/tree src/qt/mb
+	rdcp --keygen --name alice "$QD/keys/alice.key" >/dev/null 2>&1
+	cp "$QD/keys/alice.key" "$QD/clients/alice.key"
+	chmod 600 "$QD/clients/alice.key"
+	mkrand src/qt/tree/a 300000
+	mkrand src/qt/tree/b 200000
+	mkrand src/qt/big 900000
+	mkrand src/qt/mb/m1 500000
+	mkrand src/qt/mb/m2 500000
+	printf '[q]\npath = %s\nread = alice\nwrite = alice\nquota = 1M\n[m]\npath = %s\nwrite = alice\nmax-bytes = 800K\n' \
+		"$QD/q" "$QD/m" >"$QD/modules.conf"
+	nextport
+	QP=$P
+	nextport
+	QURL=http://127.0.0.1:$P/metrics
+	if ! start_rx "$W/rx-quota.log" --port "$QP" --json --clients "$QD/clients" \
+		--modules "$QD/modules.conf" --metrics "127.0.0.1:$P"; then
+		rx_not_started "quota" "$W/rx-quota.log"
+		return
+	fi
+	QRX=$RX
+	QK="--key-file $QD/keys/alice.key --port $QP"
+
+	t_begin "quota: a push that fits; the usage in the metrics"
+	wait_until 20 "$QRX" logged "$W/rx-quota.log" "module q: .* used of its quota" ||
+		t_fail "the module's tree was not walked"
+	# shellcheck disable=SC2086 # QK: options
+	send "$W/tx-q1.log" $QK -r src/qt/tree "$ADDR::q/t/"
+	[ "$SRC" = 0 ] || t_fail "push exit $SRC, want 0"
+	same src/qt/tree/a "$QD/q/t/tree/a"
+	same src/qt/tree/b "$QD/q/t/tree/b"
+	scrape "$QURL" "$W/quota-m1.txt" || t_fail "no metrics"
+	U=$(metric "$W/quota-m1.txt" 'rdcp_module_bytes_used{module="q"}')
+	[ "$U" = 500000 ] || t_fail "usage $U after the push, want 500000"
+	[ "$(metric "$W/quota-m1.txt" 'rdcp_module_quota_bytes{module="q"}')" = 1048576 ] ||
+		t_fail "no quota in the metrics"
+	t_log "$W/tx-q1.log" "$W/quota-m1.txt"
+	t_end
+
+	t_begin "quota: a file over the quota is refused, nothing left (exit 7)"
+	# shellcheck disable=SC2086
+	send "$W/tx-q2.log" $QK src/qt/big "$ADDR::q/t/"
+	[ "$SRC" = 7 ] || t_fail "exit $SRC, want 7"
+	[ ! -e "$QD/q/t/big" ] || t_fail "the refused file is there"
+	no_temp "$QD/q" 5
+	logged "$W/tx-q2.log" "'t/big' refused: module q would go over its quota of 1.00 MiB (quota)" ||
+		t_fail "the client was not told the rule"
+	! grep -q "$QD" "$W/tx-q2.log" || t_fail "a module's path reached the client"
+	logged "$W/rx-quota.log" 'path=.t/big. bytes=900000 result=refused rule=quota' ||
+		t_fail "no file line with the rule"
+	scrape "$QURL" "$W/quota-m2.txt" || t_fail "no metrics"
+	[ "$(metric "$W/quota-m2.txt" 'rdcp_files_refused_total{module="q",reason="quota"}')" = 1 ] ||
+		t_fail "the refusal not counted"
+	[ "$(metric "$W/quota-m2.txt" 'rdcp_module_bytes_used{module="q"}')" = 500000 ] ||
+		t_fail "the refused file changed the usage"
+	t_log "$W/tx-q2.log" "$W/quota-m2.txt"
+	t_end
+
+	t_begin "quota: max-bytes: one session's second file refused (exit 9)"
+	# shellcheck disable=SC2086
+	send "$W/tx-q3.log" $QK -r src/qt/mb "$ADDR::m/"
+	[ "$SRC" = 9 ] || t_fail "exit $SRC, want 9"
+	NM=$(find "$QD/m/mb" -type f 2>/dev/null | wc -l)
+	[ "$NM" = 1 ] || t_fail "$NM files placed, want 1"
+	no_temp "$QD/m" 5
+	logged "$W/tx-q3.log" "module m takes at most 800.00 KiB from one session (max-bytes)" ||
+		t_fail "the client was not told the rule"
+	# a new session has its own max-bytes: the other file goes now
+	# shellcheck disable=SC2086
+	send "$W/tx-q4.log" $QK -r -n src/qt/mb "$ADDR::m/"
+	[ "$SRC" = 0 ] || t_fail "the next session: exit $SRC, want 0"
+	same src/qt/mb/m1 "$QD/m/mb/m1"
+	same src/qt/mb/m2 "$QD/m/mb/m2"
+	t_log "$W/tx-q3.log" "$W/tx-q4.log"
+	t_end
+
+	t_begin "quota: --delete gives the deleted file's bytes back"
+	B=$(stat -c '%b %B' "$QD/q/t/tree/b" | awk '{ print $1 * $2 }')
+	rm src/qt/tree/b # -n: a stays as it is, b goes
+	# shellcheck disable=SC2086
+	send "$W/tx-q5.log" $QK -r -n --delete src/qt/tree "$ADDR::q/t/"
+	[ "$SRC" = 0 ] || t_fail "push --delete exit $SRC, want 0"
+	[ ! -e "$QD/q/t/tree/b" ] || t_fail "not deleted"
+	scrape "$QURL" "$W/quota-m3.txt" || t_fail "no metrics"
+	U=$(metric "$W/quota-m3.txt" 'rdcp_module_bytes_used{module="q"}')
+	[ "$U" = $((500000 - B)) ] || t_fail "usage $U after the delete, want $((500000 - B))"
+	# a file that fits now that b is gone
+	mkrand src/qt/more 400000
+	# shellcheck disable=SC2086
+	send "$W/tx-q6.log" $QK src/qt/more "$ADDR::q/t/"
+	[ "$SRC" = 0 ] || t_fail "push after the delete: exit $SRC, want 0"
+	t_log "$W/tx-q5.log" "$W/tx-q6.log" "$W/quota-m3.txt"
+	t_end
+
+	t_begin "quota: small files (packed) up to the quota, the rest refused (exit 9)"
+	scrape "$QURL" "$W/quota-m4.txt" || t_fail "no metrics"
+	U0=$(metric "$W/quota-m4.txt" 'rdcp_module_bytes_used{module="q"}')
+	mkdir -p src/qt/small
+	i=0
+	while [ "$i" -lt 120 ]; do
+		mkrand "src/qt/small/s$i" 5000
+		i=$((i + 1))
+	done
+	# shellcheck disable=SC2086
+	send "$W/tx-q7.log" $QK -r src/qt/small "$ADDR::q/"
+	[ "$SRC" = 9 ] || t_fail "exit $SRC, want 9"
+	NP=$(find "$QD/q/small" -type f 2>/dev/null | wc -l)
+	[ "$NP" -gt 0 ] && [ "$NP" -lt 120 ] || t_fail "$NP of 120 placed, want some"
+	no_temp "$QD/q" 5
+	scrape "$QURL" "$W/quota-m5.txt" || t_fail "no metrics"
+	U=$(metric "$W/quota-m5.txt" 'rdcp_module_bytes_used{module="q"}')
+	[ "$U" = $((U0 + NP * 5000)) ] || t_fail "usage $U, want $U0 + $NP x 5000"
+	[ "$U" -le 1048576 ] || t_fail "usage $U over the quota"
+	[ $((U + 5000)) -gt 1048576 ] || t_fail "usage $U: a refused file would have fitted"
+	t_log "$W/tx-q7.log" "$W/quota-m5.txt"
+	t_end
+
+	t_begin "quota: the receiver's --json events"
+	grep '^{' "$W/rx-quota.log" >"$W/rx-quota.json"
+	NS=$(grep -c '"event":"session"' "$W/rx-quota.json")
+	[ "$NS" = 7 ] || t_fail "$NS session events, want 7"
+	if command -v python3 >/dev/null 2>&1; then
+		python3 -c '
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+ss = [e for e in ev if e["event"] == "session"]
+for e in ss:
+    for k in ("time", "peer", "client", "module", "op", "files", "failed",
+              "refused", "bytes", "result", "seconds"):
+        assert k in e, (k, e)
+assert [e["result"] for e in ss][:3] == ["ok", "local-io", "partial"], ss
+assert ss[0]["client"] == "alice" and ss[0]["module"] == "q", ss[0]
+assert ss[0]["op"] == "push" and ss[0]["files"] == 3, ss[0]  # and t/tree
+assert ss[0]["bytes"] == 500000, ss[0]
+assert ss[1]["refused"] == 1 and ss[2]["refused"] == 1, ss
+fs = [e for e in ev if e["event"] == "file" and e.get("rule")]
+assert [(e["rule"], e["result"]) for e in fs][:2] == [("quota", "refused"),
+    ("max-bytes", "refused")], fs
+assert all(e["rule"] == "quota" and e["result"] == "refused"
+           and e["path"].startswith("small/s") for e in fs[2:]), fs
+assert ss[6]["refused"] == len(fs) - 2 > 0, (ss[6], len(fs))
+' "$W/rx-quota.json" 2>"$W/quota-py.log" || t_fail "events: $(tail -n 1 "$W/quota-py.log")"
+	else
+		logged "$W/rx-quota.json" '"event":"file",.*"result":"refused","rule":"quota"' ||
+			t_fail "no file event with the rule"
+	fi
+	t_log "$W/rx-quota.json"
+	t_end
+
+	t_begin "quota: a reload walks the tree again: the usage is its files' blocks"
+	WANT=$(find "$QD/q" -type f -exec stat -c '%b %B' {} \; | awk '{ s += $1 * $2 } END { print s + 0 }')
+	kill -HUP "$QRX"
+	wait_until 20 "$QRX" sh -c '[ "$(grep -c "module q: .* used of its quota" "$1")" -ge 2 ]' _ "$W/rx-quota.log" ||
+		t_fail "no second walk after SIGHUP"
+	scrape "$QURL" "$W/quota-m6.txt" || t_fail "no metrics"
+	U=$(metric "$W/quota-m6.txt" 'rdcp_module_bytes_used{module="q"}')
+	[ "$U" = "$WANT" ] || t_fail "usage $U after the walk, want $WANT"
+	t_log "$W/quota-m6.txt"
+	t_end
+	term_rx "$QRX"
+	rm -rf "$QD" src/qt
 }
 
 AUTH=

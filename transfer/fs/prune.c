@@ -81,6 +81,7 @@ static int event(struct prune *p, struct prune_event *ev, uint8_t kind,
 	ev->kind = kind;
 	ev->status = status;
 	ev->why = status ? why : NULL;
+	ev->bytes = 0;
 	return 1;
 }
 
@@ -224,10 +225,16 @@ out_kept:
 	return event(p, ev, WIRE_KIND_DIR, rc, why);
 }
 
-/* Removes name of level l (p->path names it): an event. */
+/*
+ * Removes name of level l (p->path names it; bytes: what it holds, for
+ * the event): an event.
+ */
 static int remove_name(struct prune *p, struct prune_level *l, const char *name,
-		       uint8_t kind, int flags, struct prune_event *ev)
+		       uint8_t kind, int flags, uint64_t bytes,
+		       struct prune_event *ev)
 {
+	int rc;
+
 	if (!p->cfg.remove)
 		return event(p, ev, kind, 0, NULL);
 	if (p->removed >= p->cfg.limit) {
@@ -242,7 +249,9 @@ static int remove_name(struct prune *p, struct prune_level *l, const char *name,
 	}
 	p->removed++;
 	l->changed = true;
-	return event(p, ev, kind, 0, NULL);
+	rc = event(p, ev, kind, 0, NULL);
+	ev->bytes = bytes;
+	return rc;
 }
 
 /* Name in the deepest level: 0 (kept, entered) or an event. */
@@ -285,7 +294,10 @@ static int look_at(struct prune *p, const char *name, struct prune_event *ev)
 	default:
 		if (dir)
 			return enter(p, l, name, &st, true, ev);
-		return remove_name(p, l, name, kind_of(st.st_mode), 0, ev);
+		return remove_name(
+			p, l, name, kind_of(st.st_mode), 0,
+			S_ISREG(st.st_mode) ? (uint64_t)st.st_blocks * 512 : 0,
+			ev);
 	}
 }
 
@@ -314,7 +326,7 @@ static int pop(struct prune *p, struct prune_event *ev)
 	}
 	name = strrchr(p->path, '/');
 	name = name ? name + 1 : p->path;
-	return remove_name(p, up, name, WIRE_KIND_DIR, AT_REMOVEDIR, ev);
+	return remove_name(p, up, name, WIRE_KIND_DIR, AT_REMOVEDIR, 0, ev);
 }
 
 /* The start directory becomes level 0: 0, or an event. */

@@ -56,6 +56,7 @@ struct prune_event {
 	const char *path; /* as in verdicts; valid until the next call */
 	uint8_t kind;	  /* enum wire_file_kind; WIRE_KIND_OTHER */
 	int status;	  /* 0, or -errno: it, and what holds it, stay */
+	uint64_t bytes;	  /* a regular file's allocated bytes (st_blocks) */
 	const char *why;  /* with status: what failed, for a message */
 };
 

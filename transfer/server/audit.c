@@ -5,7 +5,8 @@
  * who (the client's name), from where, which module, which way, what,
  * the result; with --audit-log the same as JSON lines appended to a file
  * for a log shipper, each with one write() so that lines of concurrent
- * sessions never interleave, the file reopened on SIGHUP (logrotate).
+ * sessions never interleave, the file reopened on SIGHUP (logrotate);
+ * with --json the same JSON lines on stdout too: one home for the fields.
  * Each file done is also counted in the metrics here (metrics.h).
  */
 #include <errno.h>
@@ -25,11 +26,12 @@
 /* Longest JSON line: a path of PATH_MAX bytes each escaped to 6, and more. */
 #define AUDIT_LINE_MAX (6 * 4400 + 2048)
 
-int audit_log_open(struct audit_log *a, const char *path)
+int audit_log_open(struct audit_log *a, const char *path, bool events)
 {
 	pthread_mutex_init(&a->lock, NULL);
 	a->path = path;
 	a->fd = -1;
+	a->events = events;
 	if (!path)
 		return 0;
 	a->fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
@@ -140,10 +142,19 @@ static void jsend(struct audit_log *a, struct jline *j)
 		return;
 	}
 	pthread_mutex_lock(&a->lock);
-	if (write(a->fd, j->buf, j->len) != (ssize_t)j->len)
+	if (a->fd >= 0 && write(a->fd, j->buf, j->len) != (ssize_t)j->len)
 		log_warn("cannot write audit log '%s': %s", a->path,
 			 strerror(errno));
+	/* --json: a reader that went away costs no more than the line */
+	if (a->events && io_write_full(STDOUT_FILENO, j->buf, j->len))
+		a->events = false;
 	pthread_mutex_unlock(&a->lock);
+}
+
+/* Whether JSON lines go anywhere: the audit log, or stdout (--json). */
+static bool jwanted(const struct audit_log *a)
+{
+	return a->fd >= 0 || a->events;
 }
 
 void audit_session(const struct srv_session *s, const struct xfer_stats *st,
@@ -152,29 +163,32 @@ void audit_session(const struct srv_session *s, const struct xfer_stats *st,
 	struct audit_log *a = &s->srv->alog;
 	char line[512];
 
+	unsigned int refused = atomic_load(&s->q.refused);
+
 	snprintf(line, sizeof(line),
 		 "session peer=%s client=%s module=%s op=%s files=%llu "
-		 "failed=%llu bytes=%llu result=%s seconds=%.2f",
+		 "failed=%llu refused=%u bytes=%llu result=%s seconds=%.2f",
 		 s->peer, s->client, s->module,
 		 s->role == WIRE_PUSH ? "push" : "pull",
 		 (unsigned long long)st->files_ok,
-		 (unsigned long long)st->files_failed,
+		 (unsigned long long)st->files_failed, refused,
 		 (unsigned long long)st->bytes, xfer_fail_name(v), seconds);
 	/* An rdcp --server's user is its client, with its own summary. */
 	if (s->srv->o->ssh.ssh_server)
 		log_info("%s", line);
 	else
 		log_note("%s", line);
-	if (a->fd >= 0) {
+	if (jwanted(a)) {
 		struct jline j = { .buf = malloc(AUDIT_LINE_MAX) };
 
 		if (!j.buf)
 			return;
 		jhead(&j, "session", s);
 		jraw(&j,
-		     ",\"files\":%llu,\"failed\":%llu,\"bytes\":%llu",
+		     ",\"files\":%llu,\"failed\":%llu,\"refused\":%u,"
+		     "\"bytes\":%llu",
 		     (unsigned long long)st->files_ok,
-		     (unsigned long long)st->files_failed,
+		     (unsigned long long)st->files_failed, refused,
 		     (unsigned long long)st->bytes);
 		jstr(&j, "result", xfer_fail_name(v));
 		jraw(&j, ",\"seconds\":%.3f", seconds);
@@ -183,9 +197,14 @@ void audit_session(const struct srv_session *s, const struct xfer_stats *st,
 	}
 }
 
-/* The file's result word: ok, kept (left as it was), or its class. */
+/*
+ * The file's result word: ok, kept (left as it was), refused (a module's
+ * byte limit, its rule beside it), or its class.
+ */
 static const char *file_result(const struct xfer_file_report *r)
 {
+	if (r->status && r->rule)
+		return "refused";
 	if (r->status)
 		return xfer_fail_name(r->klass);
 	return r->skipped ? "kept" : "ok";
@@ -221,13 +240,14 @@ void audit_file(void *arg, const struct xfer_file_report *r)
 
 		log_escape(path, sizeof(path), r->path ? r->path : "");
 		log_info("file peer=%s client=%s module=%s op=%s path='%s' "
-			 "bytes=%llu result=%s",
+			 "bytes=%llu result=%s%s%s",
 			 s->peer, s->client, s->module,
 			 s->role == WIRE_PUSH ? "push" : "pull", path,
 			 (unsigned long long)(regular ? bytes : 0),
-			 file_result(r));
+			 file_result(r), r->rule ? " rule=" : "",
+			 r->rule ? r->rule : "");
 	}
-	if (a->fd >= 0) {
+	if (jwanted(a)) {
 		struct jline j = { .buf = malloc(AUDIT_LINE_MAX) };
 
 		if (!j.buf)
@@ -238,6 +258,8 @@ void audit_file(void *arg, const struct xfer_file_report *r)
 		jraw(&j, ",\"bytes\":%llu",
 		     (unsigned long long)(regular ? bytes : 0));
 		jstr(&j, "result", file_result(r));
+		if (r->rule)
+			jstr(&j, "rule", r->rule);
 		jsend(a, &j);
 		free(j.buf);
 	}

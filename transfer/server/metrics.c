@@ -36,6 +36,7 @@ void metrics_init(struct metrics *m)
 	snprintf(m->pair[METRICS_PAIRS].client, 64, "(other)");
 	snprintf(m->pair[METRICS_PAIRS].module, 64, "(other)");
 	snprintf(m->dev[METRICS_DEVICES].device, 64, "(other)");
+	snprintf(m->mod[METRICS_MODULES].module, 64, "(other)");
 	snprintf(m->dev[METRICS_DEVICES].transport, 8, "?");
 }
 
@@ -69,6 +70,29 @@ struct metrics_pair *metrics_pair(struct metrics *m, const char *client,
 out:
 	pthread_mutex_unlock(&m->lock);
 	return p;
+}
+
+struct metrics_module *metrics_module(struct metrics *m, const char *module)
+{
+	struct metrics_module *d = &m->mod[METRICS_MODULES];
+	unsigned int n;
+
+	pthread_mutex_lock(&m->lock);
+	n = atomic_load_explicit(&m->nmods, memory_order_relaxed);
+	for (unsigned int i = 0; i < n; i++) {
+		if (!strcmp(m->mod[i].module, module)) {
+			d = &m->mod[i];
+			goto out;
+		}
+	}
+	if (n < METRICS_MODULES) {
+		d = &m->mod[n];
+		snprintf(d->module, sizeof(d->module), "%s", module);
+		atomic_store_explicit(&m->nmods, n + 1, memory_order_release);
+	}
+out:
+	pthread_mutex_unlock(&m->lock);
+	return d;
 }
 
 struct metrics_dev *metrics_dev(struct metrics *m, const char *device,
@@ -295,6 +319,50 @@ static void ring_and_devices(struct text *t, struct metrics *m)
 	}
 }
 
+static const char *const rule_name[METRICS_RULES] = {
+	[METRICS_RULE_QUOTA] = "quota",
+	[METRICS_RULE_MAX_BYTES] = "max-bytes",
+};
+
+/* The modules with byte limits: usage, quota, files refused. */
+static void modules(struct text *t, struct metrics *m)
+{
+	unsigned int n = atomic_load_explicit(&m->nmods, memory_order_acquire);
+
+	head(t, "rdcp_module_bytes_used", "gauge",
+	     "Bytes a module's tree holds (its regular files' allocated "
+	     "blocks): walked, and kept current with what sessions place "
+	     "and delete; modules with quota= once measured.");
+	for (unsigned int i = 0; i < n; i++)
+		if (atomic_load_explicit(&m->mod[i].known,
+					 memory_order_acquire))
+			put(t, "rdcp_module_bytes_used{module=\"%s\"} %lld\n",
+			    esc(m->mod[i].module),
+			    (long long)gget(&m->mod[i].used));
+	head(t, "rdcp_module_quota_bytes", "gauge",
+	     "A module's quota= (bytes its tree may hold).");
+	for (unsigned int i = 0; i < n; i++)
+		if (get(&m->mod[i].quota))
+			put(t, "rdcp_module_quota_bytes{module=\"%s\"} %llu\n",
+			    esc(m->mod[i].module),
+			    (unsigned long long)get(&m->mod[i].quota));
+	head(t, "rdcp_files_refused_total", "counter",
+	     "Files a module's byte limit refused, by module and rule "
+	     "(quota, max-bytes).");
+	for (unsigned int i = 0; i <= n; i++) {
+		struct metrics_module *d = &m->mod[i < n ? i : METRICS_MODULES];
+
+		if (i == n && !get(&d->refused[0]) && !get(&d->refused[1]))
+			break;
+		for (int r = 0; r < METRICS_RULES; r++)
+			put(t,
+			    "rdcp_files_refused_total{module=\"%s\",reason="
+			    "\"%s\"} %llu\n",
+			    esc(d->module), rule_name[r],
+			    (unsigned long long)get(&d->refused[r]));
+	}
+}
+
 int metrics_render(struct metrics *m, char **out, size_t *len)
 {
 	struct text t = { .cap = 4096 };
@@ -331,6 +399,7 @@ int metrics_render(struct metrics *m, char **out, size_t *len)
 	pairs(&t, m, np, "rdcp_files_failed_total",
 	      "Files that failed, by direction.",
 	      offsetof(struct metrics_pair, failed), true);
+	modules(&t, m);
 	head(&t, "rdcp_files_kept_total", "counter",
 	     "Files kept as they were (--sync, --no-clobber, --update, "
 	     "--resume).");

@@ -22,6 +22,7 @@
 #define METRICS_DEVICES 16 /* device label sets; then "(other)" */
 #define METRICS_REASONS 16 /* refusal reasons (server_int.h enum refusal) */
 #define METRICS_CLASSES 16 /* enum xfer_fail verdicts */
+#define METRICS_MODULES 64 /* modules with byte limits; then "(other)" */
 
 /* Index of the per-direction counters: in is a push, out a pull. */
 enum metrics_dir { METRICS_IN, METRICS_OUT };
@@ -40,9 +41,25 @@ struct metrics_dev {
 	atomic_uint_fast64_t bytes[2];
 };
 
+/* What a module's byte limits see (transfer/server/quota.c). */
+enum metrics_rule {
+	METRICS_RULE_QUOTA,
+	METRICS_RULE_MAX_BYTES,
+	METRICS_RULES
+};
+
+struct metrics_module {
+	char module[64];
+	atomic_bool known;	    /* used measured once (quota=) */
+	atomic_int_fast64_t used;   /* bytes its tree holds */
+	atomic_uint_fast64_t quota; /* its quota=, 0: none */
+	atomic_uint_fast64_t refused[METRICS_RULES]; /* files refused */
+};
+
 struct metrics {
 	pthread_mutex_t lock; /* adding label sets */
-	atomic_uint npairs, ndevs;
+	atomic_uint npairs, ndevs, nmods;
+	struct metrics_module mod[METRICS_MODULES + 1];
 	struct metrics_pair pair[METRICS_PAIRS + 1];
 	struct metrics_dev dev[METRICS_DEVICES + 1];
 	atomic_int_fast64_t active;	/* sessions running */
@@ -71,6 +88,8 @@ void metrics_release(struct metrics *m);
  */
 struct metrics_pair *metrics_pair(struct metrics *m, const char *client,
 				  const char *module);
+/* The same for a module with byte limits. */
+struct metrics_module *metrics_module(struct metrics *m, const char *module);
 /* The same for a device and its transport. */
 struct metrics_dev *metrics_dev(struct metrics *m, const char *device,
 				const char *transport);

@@ -67,6 +67,17 @@ static bool access_put_locked(struct access_cfg *c)
 	return c && !--c->refs;
 }
 
+void server_cfg_put(struct server *srv, struct access_cfg *c)
+{
+	bool drop;
+
+	pthread_mutex_lock(&srv->lock);
+	drop = access_put_locked(c);
+	pthread_mutex_unlock(&srv->lock);
+	if (drop)
+		access_free(c);
+}
+
 int server_access_init(struct server *srv)
 {
 	const struct xfer_opts *o = srv->o;
@@ -87,15 +98,16 @@ int server_access_init(struct server *srv)
 	return 0;
 }
 
-void server_reload(struct server *srv)
+int server_reload(struct server *srv)
 {
 	struct access_cfg *c, *old;
 	bool drop;
+	int rc = access_load(srv->o, &c);
 
-	if (access_load(srv->o, &c)) {
+	if (rc) {
 		log_err("reload: the client keys or modules above are not "
 			"usable: keeping the configuration in use");
-		return;
+		return rc;
 	}
 	pthread_mutex_lock(&srv->lock);
 	old = srv->cfg;
@@ -108,6 +120,7 @@ void server_reload(struct server *srv)
 		 "keep what they started with",
 		 c->clients.n, c->clients.n == 1 ? "" : "s", c->mods.n,
 		 c->mods.n == 1 ? "" : "s");
+	return 0;
 }
 
 void server_access_release(struct server *srv)

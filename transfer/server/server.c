@@ -434,6 +434,7 @@ static enum xfer_fail serve_conn(struct server *srv, struct cm_conn *c,
 		t.p = p;
 		t.umask = srv->umask;
 		t.filter = &filter; /* --delete: what they exclude stays */
+		t.budget = server_quota_session(srv, &os.q, ss.mod);
 		rc = hello_filter(h, &filter, why, sizeof(why));
 		if (rc)
 			engine_fail(&e,
@@ -538,7 +539,7 @@ enum xfer_fail session_serve(const struct xfer_opts *o, int rootfd,
 	srv.umask = umask(022);
 	umask(srv.umask);
 	metrics_init(&srv.metrics);
-	if (audit_log_open(&srv.alog, NULL))
+	if (audit_log_open(&srv.alog, NULL, false))
 		return XFER_FAIL_INTERNAL; /* none to open: cannot fail */
 	v = serve_conn(&srv, c, clock_now_ms() + (uint64_t)preauth_ms(o), -1,
 		       &promoted);
@@ -765,7 +766,8 @@ static enum xfer_fail observe_start(struct server *srv,
 	metrics_init(&srv->metrics);
 	srv->hups = o->serve.hup ? (unsigned int)*o->serve.hup : 0;
 	if (audit_log_open(&srv->alog,
-			   o->ssh.ssh_server ? NULL : o->serve.audit_log)) {
+			   o->ssh.ssh_server ? NULL : o->serve.audit_log,
+			   o->serve.json_events && !o->ssh.ssh_server)) {
 		metrics_release(&srv->metrics);
 		return XFER_FAIL_LOCAL_IO;
 	}
@@ -824,13 +826,22 @@ enum xfer_fail xfer_serve(const struct xfer_opts *o)
 		OPENSSL_cleanse(onetime, sizeof(onetime));
 		return v;
 	}
+	pthread_mutex_init(&srv.lock, NULL);
+	/* the quota= modules' walker, which the lock and metrics serve */
+	if (o->serve.modules_file && !o->ssh.ssh_server &&
+	    server_quota_start(&srv)) {
+		observe_stop(&srv, mh);
+		server_access_release(&srv);
+		close(srv.rootfd);
+		pthread_mutex_destroy(&srv.lock);
+		return XFER_FAIL_RESOURCE;
+	}
 	srv.max_streams = o->link.streams ? o->link.streams : CM_LANES_MAX;
 	srv.max_sessions = o->serve.once || o->ssh.ssh_server
 				   ? 1
 				   : server_fit_sessions(o, srv.max_streams);
 	srv.umask = umask(022);
 	umask(srv.umask);
-	pthread_mutex_init(&srv.lock, NULL);
 	pthread_cond_init(&srv.idle, NULL);
 	{
 		pthread_condattr_t ca;
@@ -852,6 +863,7 @@ enum xfer_fail xfer_serve(const struct xfer_opts *o)
 				       : cm_listen(&o->link.addr, &l);
 	}
 	if (rc) {
+		server_quota_stop(&srv);
 		observe_stop(&srv, mh);
 		close(srv.rootfd);
 		server_access_release(&srv);
@@ -870,7 +882,9 @@ enum xfer_fail xfer_serve(const struct xfer_opts *o)
 			break;
 		if (o->serve.reload && *o->serve.reload) {
 			*o->serve.reload = 0;
-			server_reload(&srv);
+			/* a module's path or quota may be new: walked again */
+			if (!server_reload(&srv))
+				server_quota_rewalk(&srv);
 		}
 		/* Out of descriptors or memory is -EAGAIN too: cm/ said so. */
 		rc = cm_listener_get(l, o->ssh.ssh_server ? 100 : 500, &req);
@@ -919,6 +933,7 @@ enum xfer_fail xfer_serve(const struct xfer_opts *o)
 		v = srv.verdict;
 	pthread_mutex_unlock(&srv.lock);
 	cm_listener_destroy(l);
+	server_quota_stop(&srv);
 	observe_stop(&srv, mh);
 	close(srv.rootfd);
 	server_access_release(&srv);

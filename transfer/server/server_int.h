@@ -14,6 +14,7 @@
 #include <sys/types.h>
 
 #include "transfer/server/metrics.h"
+#include "transfer/session/role.h"
 #include "transfer/wire/wire.h"
 #include "transfer/xfer.h"
 #include "util/key_dir.h"
@@ -98,6 +99,49 @@ struct module_count {
 };
 
 /*
+ * A module's usage for its quota= (quota.c), by name across reloads, made
+ * the first time a walk or a session needs it and freed at the end. Its
+ * fields are under server.lock. used: the bytes its tree holds, walked
+ * and kept current since with what sessions place, replace and delete;
+ * while a walk runs, delta collects those changes too, and the walk's sum
+ * plus delta becomes used when it ends.
+ */
+struct module_usage {
+	struct module_usage *next;
+	char name[MODCONF_NAME_MAX + 1];
+	uint64_t used;
+	int64_t delta;
+	bool known; /* a walk finished once: until then, nothing is taken */
+	bool walking;
+	struct metrics_module *mm; /* its gauges */
+};
+
+/* The walker of quota= modules' trees (quota.c). Under server.lock. */
+struct quota_walk {
+	pthread_t tid;
+	bool started;
+	bool again;	     /* a walk asked for (start, reload) */
+	atomic_bool stop;    /* the receiver ends: the walk too */
+	pthread_cond_t wake; /* again or stop (CLOCK_MONOTONIC) */
+};
+
+/*
+ * A push's byte limits in its module (quota.c): the sink's budget. mod in
+ * the session's configuration; written: bytes of the files taken for
+ * max-bytes (under server.lock); refused: files a rule refused.
+ */
+struct server;
+struct quota_session {
+	struct server *srv;
+	const struct modconf_module *mod;
+	struct module_usage *u; /* quota=: its usage, else NULL */
+	struct metrics_module *mm;
+	uint64_t written;
+	atomic_uint refused;
+	struct sink_budget budget;
+};
+
+/*
  * One session as the receiver serves it: who it is and where it works,
  * for every line the receiver writes about it. client: the named key it
  * proved, "site-key" (the receiver's one key), "one-time-key" (rdcp
@@ -126,6 +170,7 @@ struct audit_log {
 	pthread_mutex_t lock;
 	int fd;
 	const char *path;
+	bool events; /* --json: the same lines on stdout too */
 };
 
 /*
@@ -142,6 +187,7 @@ struct srv_session {
 	enum wire_role role;
 	struct metrics_pair *mp; /* its label set */
 	struct metrics_dev *md;	 /* its device's */
+	struct quota_session q;	 /* a push's byte limits */
 };
 
 struct server {
@@ -158,6 +204,8 @@ struct server {
 	struct access_cfg *cfg;	      /* the current one, under lock */
 	struct module_count *counts; /* under lock */
 	size_t ncounts;
+	struct module_usage *usage; /* under lock (quota.c) */
+	struct quota_walk walk;
 	bool user_paths;    /* --server: paths as the user typed them */
 	mode_t umask;
 	pthread_mutex_t lock;
@@ -180,7 +228,7 @@ struct server {
  * server_access_init reads o->clients_dir and o->modules_file into
  * srv->cfg (0, or -errno: said); server_reload reads them again and, only
  * if both are good, makes them the current ones (running sessions keep
- * theirs); a failure keeps the old and says so in one line.
+ * theirs): 0; a failure keeps the old and says so in one line: -errno.
  * server_access_release drops srv's reference (sessions' are theirs).
  */
 /*
@@ -191,7 +239,7 @@ struct server {
 unsigned int server_fit_sessions(const struct xfer_opts *o,
 				 unsigned int max_streams);
 int server_access_init(struct server *srv) __attribute__((warn_unused_result));
-void server_reload(struct server *srv);
+int server_reload(struct server *srv);
 void server_access_release(struct server *srv);
 
 /*
@@ -225,6 +273,27 @@ int server_session_module(struct server *srv, struct server_session *s,
 /* s ends: its module slot, its module's fd, its configuration let go. */
 void server_session_end(struct server *srv, struct server_session *s);
 
+/* Lets go of a reference to c (taken under srv->lock: refs++). */
+void server_cfg_put(struct server *srv, struct access_cfg *c);
+
+/*
+ * ---- byte limits (quota.c) ----
+ *
+ * server_quota_start starts the walker of the quota= modules' trees (a
+ * thread of its own: a walk now, after each server_quota_rewalk (the
+ * listener's, after a reload) and every QUOTA_WALK_S); 0 or -errno, said.
+ * server_quota_stop ends it (a walk under way stops between entries) and frees
+ * the usage; safe when it never started. server_quota_session: the budget of a
+ * push into m for the sink, or NULL when m has no byte limit.
+ */
+#define QUOTA_WALK_S (15 * 60)
+int server_quota_start(struct server *srv) __attribute__((warn_unused_result));
+void server_quota_rewalk(struct server *srv);
+void server_quota_stop(struct server *srv);
+const struct sink_budget *server_quota_session(struct server *srv,
+					       struct quota_session *q,
+					       const struct modconf_module *m);
+
 /* Counts one failed authentication from peer ("addr:port"). */
 void server_penalty_add(struct server *srv, const char *peer);
 
@@ -251,11 +320,12 @@ bool server_promote(struct server *srv, int pa);
 /*
  * ---- the audit trail (audit.c) ----
  *
- * audit_log_open opens o->audit_log (none: fd -1) for appending: 0, or
- * -errno said. audit_log_reopen opens it anew (logrotate moved it; SIGHUP)
+ * audit_log_open opens o->audit_log (none: fd -1) for appending, and
+ * with events writes each JSON line to stdout too (--json): 0, or -errno
+ * said. audit_log_reopen opens it anew (logrotate moved it; SIGHUP)
  * and keeps the old one when that fails (said). audit_log_close: once.
  */
-int audit_log_open(struct audit_log *a, const char *path)
+int audit_log_open(struct audit_log *a, const char *path, bool events)
 	__attribute__((warn_unused_result));
 void audit_log_reopen(struct audit_log *a);
 void audit_log_close(struct audit_log *a);

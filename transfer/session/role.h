@@ -45,6 +45,25 @@ static inline bool session_compares(const struct session_params *p)
 	return (p->flags & WIRE_HELLO_RESUME) || p->sync == WIRE_SYNC_CHECKSUM;
 }
 
+/*
+ * A receiver's byte limits on what the sink places (the module's quota=
+ * and max-bytes=, transfer/server/quota.c); the sink calls them from
+ * its engine thread and its workers alike, so they are thread-safe.
+ * take: a regular file of size bytes is to be written where old bytes
+ * are allocated now (0: a new name). 0, or -EDQUOT with *rule ("quota",
+ * "max-bytes") and msg (one line for the client: never a path, never
+ * another module's figures). give_back: a file take allowed was not
+ * placed (its size and old as given to take). freed: an entry that held
+ * bytes was removed (--delete).
+ */
+struct sink_budget {
+	int (*take)(void *arg, uint64_t size, uint64_t old, const char **rule,
+		    char *msg, size_t msgsz);
+	void (*give_back)(void *arg, uint64_t size, uint64_t old);
+	void (*freed)(void *arg, uint64_t bytes);
+	void *arg;
+};
+
 /* Where the sink puts files: decided from DEST during the handshake. */
 struct sink_target {
 	int dirfd;	  /* O_PATH directory: DEST, or DEST's parent */
@@ -70,6 +89,8 @@ struct sink_target {
 	const char *list_base;
 	/* --delete: entries these rules exclude are kept; NULL: none */
 	const struct filter *filter;
+	/* a receiver's byte limits, or NULL: none */
+	const struct sink_budget *budget;
 	struct session_params p;
 };
 

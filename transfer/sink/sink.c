@@ -135,8 +135,13 @@ static int open_file(struct sink *k, struct snk_file *f,
 			return sink_send_kept(k, f); /* HAVE and result in one */
 		return sink_skip_file(k, f);
 	}
-	if (wf->flags & WIRE_FILE_RANGE)
+	if (wf->flags & WIRE_FILE_RANGE) {
+		/* each range its bytes, kept: the split places the file */
+		sink_charge(k, f, wf->range_len, false, true);
 		return open_range(k, f, wf);
+	}
+	/* the receiver's byte limits, before anything is opened */
+	sink_charge(k, f, f->size, true, false);
 	if (f->err)
 		return ask ? sink_skip_file(k, f) : 0;
 	/* --sync checksum: only the chunks that differ come */

@@ -178,8 +178,12 @@ static int del_report(struct sink *k, const struct prune_event *ev)
 		else
 			log_err("%s", w->msg);
 	} else {
+		const struct sink_budget *b = k->t->budget;
+
 		k->st->deleted++;
 		k->del.gone++;
+		if (b && ev->bytes && !dry)
+			b->freed(b->arg, ev->bytes);
 		if (k->p->server)
 			log_info("%s '%s'", dry ? "would delete" : "deleted",
 				 shown);

@@ -9,9 +9,11 @@
  * sink_range.c below it.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "transfer/fs/place.h"
@@ -41,8 +43,13 @@ void sink_discard(struct sink *k, struct snk_file *f)
 
 void sink_file_free(struct sink *k, struct snk_file *f)
 {
+	const struct sink_budget *b;
+
 	if (!f)
 		return;
+	b = k->t->budget;
+	if (b && f->charged && !f->placed)
+		b->give_back(b->arg, f->charged_size, f->charged_old);
 	sink_discard(k, f);
 	if (f->cand >= 0)
 		close(f->cand);
@@ -115,6 +122,7 @@ void sink_file_report(struct sink *k, struct snk_file *f, bool done,
 		.status = f->err,
 		.klass = engine_klass_of(f->err, f->err_remote),
 		.message = f->err ? f->errmsg : NULL,
+		.rule = f->err == -EDQUOT ? f->rule : NULL,
 		.skipped = f->skipped,
 		.reason = report_skip_reason(k->p->flags, k->p->sync),
 		.dry = f->dry,
@@ -159,6 +167,36 @@ void sink_check_space(struct snk_file *f, uint64_t need)
 
 	if (place_check_space(f->fd, need, &avail))
 		sink_no_space(f, need, avail);
+}
+
+uint64_t sink_old_bytes(int dirfd, const char *name)
+{
+	struct stat st;
+
+	if (dirfd < 0 || fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+	    !S_ISREG(st.st_mode))
+		return 0;
+	return (uint64_t)st.st_blocks * 512;
+}
+
+void sink_charge(struct sink *k, struct snk_file *f, uint64_t size,
+		 bool replaces, bool keep)
+{
+	const struct sink_budget *b = k->t->budget;
+	char msg[WIRE_MSG_MAX + 1];
+	uint64_t old;
+
+	if (!b || f->err)
+		return;
+	old = replaces ? sink_old_bytes(f->dirfd, f->n.name) : 0;
+	if (b->take(b->arg, size, old, &f->rule, msg, sizeof(msg))) {
+		file_fail(f, -EDQUOT, "'%s' refused: %s", f->n.shown, msg);
+		return;
+	}
+	f->charged = true;
+	f->placed = keep;
+	f->charged_size = size;
+	f->charged_old = old;
 }
 
 /*

@@ -144,7 +144,9 @@ static void finalize(struct workq_item *item)
 		file_fail(f, -errno, "cannot rename into '%s': %s", f->n.shown,
 			  strerror(errno));
 		unlinkat(f->dirfd, f->n.tmp, 0);
+		return;
 	}
+	f->placed = true; /* what it took of the byte limits stays taken */
 	return;
 
 out_discard:

@@ -128,6 +128,13 @@ struct snk_file {
 	bool dry, exists;
 	bool holes_ok; /* chunks may be left out: sparse, --sparse, resume */
 	struct wire_file_end end;
+	/*
+	 * The receiver's byte limits (sink_charge): what was taken for it
+	 * (given back unless placed), and the rule that refused it.
+	 */
+	bool charged, placed;
+	uint64_t charged_size, charged_old;
+	const char *rule;
 	int err;
 	bool err_remote; /* the source's failure, not ours */
 	char errmsg[WIRE_MSG_MAX + 1];
@@ -142,6 +149,7 @@ struct snk_packed {
 	int status;
 	bool remote; /* the source's own failure (an aborting record) */
 	char *msg;   /* with status; NULL if it could not be kept */
+	const char *rule; /* a receiver's rule that refused it, or NULL */
 	uint8_t dlen;
 	uint8_t digest[WIRE_DIGEST_MAX];
 	uint64_t key; /* --delete: its name (sink_delete_key), 0: unread */
@@ -322,6 +330,19 @@ void sink_discard(struct sink *k, struct snk_file *f);
 int sink_open_tmp(struct sink *k, struct snk_file *f, bool keep);
 /* Fails f when need more bytes cannot fit where it goes. */
 void sink_check_space(struct snk_file *f, uint64_t need);
+/*
+ * The bytes allocated to the regular file name in dirfd (st_blocks), 0
+ * for none or another kind: what placing a file there replaces.
+ */
+uint64_t sink_old_bytes(int dirfd, const char *name);
+/*
+ * Takes size bytes of the receiver's byte limits for f (k->t->budget;
+ * replaces: f's name may hold a file it replaces): f fails with the
+ * rule's message when they refuse it. Given back by sink_file_free
+ * unless f->placed (or keep: a split file's range, never given back).
+ */
+void sink_charge(struct sink *k, struct snk_file *f, uint64_t size,
+		 bool replaces, bool keep);
 /* Fails f: need bytes do not fit, avail are free. */
 void sink_no_space(struct snk_file *f, uint64_t need, uint64_t avail);
 /* Hands f to a worker for fn; after runs in the engine thread. */

@@ -197,20 +197,19 @@ static int place_unnamed(struct sink *k, int dirfd,
 	return rc;
 }
 
+static void write_packed(struct sink *k, const struct wire_pack_rec *r,
+			 struct snk_names *n, struct parent_cache *pc,
+			 struct snk_packed *res, int dirfd);
+
 /* Worker: verifies one record's file and gives it its final name. */
 static void place_packed(struct sink *k, const struct wire_pack_rec *r,
 			 struct snk_names *n, struct parent_cache *pc,
 			 struct snk_packed *res)
 {
-	struct timespec times[2] = {
-		{ .tv_sec = r->atime_sec, .tv_nsec = r->atime_nsec },
-		{ .tv_sec = r->mtime_sec, .tv_nsec = r->mtime_nsec },
-	};
-	mode_t mode = sink_final_mode(k, r->mode);
+	const struct sink_budget *b = k->t->budget;
 	char msg[WIRE_MSG_MAX + 1];
-	const char *what;
-	int dirfd, fd, rc;
-	bool fresh;
+	uint64_t old = 0;
+	int dirfd, rc;
 
 	res->shown = strdup(n->shown);
 	res->key = sink_delete_key(r->path, r->path_len, false);
@@ -239,6 +238,33 @@ static void place_packed(struct sink *k, const struct wire_pack_rec *r,
 		return packed_fail(res, dirfd,
 				   "cannot open the directory of '%s': %s",
 				   n->shown, strerror(-dirfd));
+	/* the receiver's byte limits, before anything is written */
+	if (b) {
+		old = sink_old_bytes(dirfd, n->name);
+		if (b->take(b->arg, r->size, old, &res->rule, msg, sizeof(msg)))
+			return packed_fail(res, -EDQUOT, "'%s' refused: %s",
+					   n->shown, msg);
+	}
+	write_packed(k, r, n, pc, res, dirfd);
+	if (b && res->status)
+		b->give_back(b->arg, r->size, old);
+}
+
+/* Worker: a verified packed file into dirfd under its final name. */
+static void write_packed(struct sink *k, const struct wire_pack_rec *r,
+			 struct snk_names *n, struct parent_cache *pc,
+			 struct snk_packed *res, int dirfd)
+{
+	struct timespec times[2] = {
+		{ .tv_sec = r->atime_sec, .tv_nsec = r->atime_nsec },
+		{ .tv_sec = r->mtime_sec, .tv_nsec = r->mtime_nsec },
+	};
+	mode_t mode = sink_final_mode(k, r->mode);
+	char msg[WIRE_MSG_MAX + 1];
+	const char *what;
+	int fd, rc;
+	bool fresh;
+
 	if (!pc->named) {
 		rc = place_unnamed(k, dirfd, r, n, mode, times, &what);
 		if (rc == 1)
@@ -462,6 +488,7 @@ static void pack_done(struct sink *k, struct snk_job *j)
 		r.status = status;
 		r.klass = engine_klass_of(status, res->remote);
 		r.message = status ? msg : NULL;
+		r.rule = status == -EDQUOT ? res->rule : NULL;
 		sink_user_report(k, &r, res->digest, status ? 0 : res->dlen);
 		sink_tally(k, r.path, res->size, status, res->remote,
 			   j->status ? NULL : msg, false);
