@@ -51,6 +51,7 @@ void sink_file_free(struct sink *k, struct snk_file *f)
 	free(f->sums);
 	free(f->bits);
 	free(f->xattrs);
+	free(f->target);
 	ck_sha256_destroy(f->tree);
 	sink_dir_release(k, f->dir); /* after the temporary is gone */
 	free(f);
@@ -248,6 +249,8 @@ int sink_send_result(struct sink *k, struct snk_file *f, const uint8_t *digest,
 		sink_tally(k, f->n.shown, f->rg ? sink_range_len(f) : f->size,
 			   f->err, f->err_remote, f->errmsg, f->skipped);
 	sink_file_report(k, f, true, digest, dlen);
+	if (f->linked)
+		sink_link_settled(k, f); /* -H: its links may be made now */
 	rc = engine_send(k->e, &m);
 	live_remove(k, f);
 	k->active--;
@@ -273,6 +276,8 @@ int sink_send_kept(struct sink *k, struct snk_file *f)
 	sink_tally(k, f->n.shown, f->kind == WIRE_KIND_FILE ? f->size : 0, 0,
 		   false, NULL, true);
 	sink_file_report(k, f, true, NULL, 0);
+	if (f->linked)
+		sink_link_settled(k, f);
 	if (k->kept_count && (f->id != k->kept_first + k->kept_count ||
 			      k->kept_count == WIRE_KEPT_MAX))
 		rc = sink_kept_flush(k);
