@@ -144,8 +144,13 @@ int sink_link_check(struct sink *k, struct snk_file *f, const char *target)
 	struct snk_names tn;
 	struct snk_tgt *t;
 
-	if (!sink_links_asked(k) || !f->id ||
-	    sink_map_names(k, f->id, target, &tn))
+	if (!sink_links_asked(k) || !f->id)
+		return engine_fail(k->e, XFER_FAIL_PROTOCOL, -EPROTO,
+				   "%s sent a hard link%s: refused",
+				   k->e->c->peer,
+				   f->id ? ", which -H did not ask for"
+					 : " as its first entry");
+	if (sink_map_names(k, f->id, target, &tn))
 		return engine_fail(k->e, XFER_FAIL_PROTOCOL, -EPERM,
 				   "%s sent a hard link to a name that is not "
 				   "a path beneath DEST: refused",
