@@ -123,7 +123,7 @@ const struct argp_option rdcp_options[] = {
 	  "Keep hard links: names of one file within the copy become links "
 	  "to its first name sent",
 	  2 },
-	{ NULL, 'D', NULL, 0, "--devices --specials", 2 },
+	{ NULL, 'D', NULL, 0, "Same as --devices --specials", 2 },
 	{ "devices", OPT_DEVICES, NULL, 0,
 	  "Make device nodes (where the receiving side is root; else it "
 	  "warns once)",
