@@ -77,8 +77,8 @@ static void client_opts(struct xfer_opts *o, uint16_t window)
 	o->link.timeout_ms = 5000;
 }
 
-/* The next receivers run with --allow-owners. */
-static bool rx_allow_owners;
+/* The next receivers run with --allow-owners, --allow-devices. */
+static bool rx_allow_owners, rx_allow_devices;
 
 /* Starts a receiver rooted at root; the client's end is r->a. */
 static int rx_start(struct rx *r, const char *root, uint16_t window)
@@ -94,6 +94,7 @@ static int rx_start(struct rx *r, const char *root, uint16_t window)
 	client_opts(&r->o, window);
 	r->o.serve.root = root;
 	r->o.serve.allow_owners = rx_allow_owners;
+	r->o.serve.allow_devices = rx_allow_devices;
 	r->rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (r->rootfd < 0 || memconn_pair(&g, NULL, &r->a, &r->b))
 		return -1;
@@ -1503,10 +1504,11 @@ static void test_links_through_symlink(void)
 }
 
 /*
- * -D to a receiver run as a service without --allow-devices: a device
- * node is not made (reported skipped, said once), a FIFO is.
+ * -D to a receiver that may not make device nodes (a service without
+ * --allow-devices, or not root): a device node is not made (reported
+ * skipped, said once: why), a FIFO is.
  */
-static int devices_service(const char *root)
+static int devices_service(const char *root, const char *why)
 {
 	struct wire_msg m;
 	struct hl_run h;
@@ -1524,7 +1526,7 @@ static int devices_service(const char *root)
 		/* said once a session, after the first one's result */
 		if (!i)
 			bad |= (engine_expect(&h.e, WIRE_NOTICE, &m, 10000) ||
-				!strstr(m.u.notice.msg, "--allow-devices"))
+				!strstr(m.u.notice.msg, why))
 			       << 4;
 	}
 	hl_file(&m, 2, WIRE_KIND_SPECIAL, "fifo", "");
@@ -1536,18 +1538,56 @@ static int devices_service(const char *root)
 	return bad;
 }
 
-static void test_devices_refused(void)
+static void devices_check(const char *root)
 {
-	char root[] = "/tmp/rdcp-test-root.XXXXXX";
 	char p[4200];
 	struct stat st;
 
-	mkdtemp_or_fail(root);
-	CHECK_EQ(devices_service(root), 0);
 	path_in(p, sizeof(p), root, "out/n");
 	CHECK(lstat(p, &st) != 0);
 	path_in(p, sizeof(p), root, "out/fifo");
 	CHECK(lstat(p, &st) == 0 && S_ISFIFO(st.st_mode));
+}
+
+static void test_devices_refused(void)
+{
+	char root[] = "/tmp/rdcp-test-root.XXXXXX";
+
+	mkdtemp_or_fail(root);
+	CHECK_EQ(devices_service(root, "without --allow-devices"), 0);
+	devices_check(root);
+	CHECK_EQ(tf_rm_tree(root), 0);
+}
+
+/*
+ * ... and a receiver with --allow-devices that is not root (a child that
+ * gives root up): no device node either, said once why.
+ */
+static void test_devices_not_root(void)
+{
+	char root[] = "/tmp/rdcp-test-root.XXXXXX";
+	int status = -1;
+	pid_t pid;
+
+	if (geteuid() != 0) {
+		printf("# not root: the receiver is not root anyway\n");
+		return;
+	}
+	mkdtemp_or_fail(root);
+	CHECK_EQ(chown(root, 12345, 12346), 0);
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		if (setgroups(0, NULL) || setresgid(12346, 12346, 12346) ||
+		    setresuid(12345, 12345, 12345))
+			_exit(1);
+		rx_allow_devices = true;
+		_exit(devices_service(root, "only root may make them"));
+	}
+	CHECK(pid > 0);
+	CHECK_EQ(waitpid(pid, &status, 0), pid);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	devices_check(root);
 	CHECK_EQ(tf_rm_tree(root), 0);
 }
 
@@ -1562,4 +1602,5 @@ TAP_RUN(TAP_TEST(test_inflight_flood), TAP_TEST(test_inflight_honest),
 	TAP_TEST(test_xattrs_hostile), TAP_TEST(test_xattrs_unsupported),
 	TAP_TEST(test_links_honest), TAP_TEST(test_links_hostile),
 	TAP_TEST(test_links_target_unusable),
-	TAP_TEST(test_links_through_symlink), TAP_TEST(test_devices_refused))
+	TAP_TEST(test_links_through_symlink), TAP_TEST(test_devices_refused),
+	TAP_TEST(test_devices_not_root))
