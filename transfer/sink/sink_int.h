@@ -332,6 +332,11 @@ void sink_link_settled(struct sink *k, const struct snk_file *f);
  * before, else the session ends. 0 or the engine's error.
  */
 int sink_link_check(struct sink *k, struct snk_file *f, const char *target);
+/*
+ * Whether HARDLINK f's name is already its file (--dry-run: kept where a
+ * skip is asked for).
+ */
+bool sink_link_same(struct sink *k, const struct snk_file *f);
 /* f is made now, or waits for its file. 0 or the engine's error. */
 int sink_link_start(struct sink *k, struct snk_file *f);
 /* The links whose files were settled, made. How many, -1 on an error. */
@@ -342,6 +347,8 @@ void sink_links_free(struct sink *k);
 
 /* A SPECIAL came: one the session asked for? 0 or the engine's error. */
 int sink_special_check(struct sink *k, const struct wire_file *wf);
+/* Whether SPECIAL f's name holds one of its type (and numbers) already. */
+bool sink_special_same(const struct snk_file *f);
 /* SPECIAL f made (or kept, or left out) and answered. 0 or the error. */
 int sink_make_special(struct sink *k, struct snk_file *f);
 

@@ -169,41 +169,79 @@ int sink_link_check(struct sink *k, struct snk_file *f, const char *target)
 }
 
 /*
- * f's name made another name of the regular file at rel (beneath DEST,
- * no symlink crossed, the file itself never a symlink). *same: the name
- * was that file already. 0 or -errno, *what the step.
+ * The regular file at rel (beneath DEST, no symlink crossed, never a
+ * symlink itself): its directory in *pfd (the target's dirfd or one to
+ * close), its name in *leaf (in buf), its stat in *st. 0 or -errno, *what
+ * the step that failed.
+ */
+static int find_file(const struct sink *k, const char *rel, char *buf,
+		     size_t bufsz, int *pfd, const char **leaf, struct stat *st,
+		     const char **what)
+{
+	const char *slash = strrchr(rel, '/');
+
+	*what = "find the file to link to";
+	*pfd = k->t->dirfd;
+	*leaf = rel;
+	if (slash) {
+		snprintf(buf, bufsz, "%.*s", (int)(slash - rel), rel);
+		*leaf = slash + 1;
+		*pfd = path_open_beneath(k->t->dirfd, buf, O_PATH | O_DIRECTORY,
+					 0);
+		if (*pfd < 0)
+			return *pfd;
+	}
+	if (fstatat(*pfd, *leaf, st, AT_SYMLINK_NOFOLLOW) < 0)
+		return -errno;
+	if (!S_ISREG(st->st_mode)) {
+		*what = "link to something that is not a regular file at";
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static void put_dir(const struct sink *k, int pfd)
+{
+	if (pfd >= 0 && pfd != k->t->dirfd)
+		close(pfd);
+}
+
+bool sink_link_same(struct sink *k, const struct snk_file *f)
+{
+	char buf[sizeof(((struct snk_names *)0)->rel)];
+	const char *leaf, *what;
+	struct stat tst, st;
+	int pfd = -1;
+	bool same;
+
+	if (!f->target || f->dirfd < 0 || k->t->dirfd < 0 ||
+	    find_file(k, f->target, buf, sizeof(buf), &pfd, &leaf, &tst,
+		      &what)) {
+		put_dir(k, pfd);
+		return false;
+	}
+	same = fstatat(f->dirfd, f->n.name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	       st.st_dev == tst.st_dev && st.st_ino == tst.st_ino;
+	put_dir(k, pfd);
+	return same;
+}
+
+/*
+ * f's name made another name of the regular file at rel (find_file).
+ * *same: the name was that file already. 0 or -errno, *what the step.
  */
 static int link_to(struct sink *k, struct snk_file *f, const char *rel,
 		   bool *same, const char **what)
 {
-	char parent[sizeof(((struct snk_names *)0)->rel)];
-	const char *leaf = strrchr(rel, '/');
+	char buf[sizeof(((struct snk_names *)0)->rel)];
+	const char *leaf;
 	struct stat tst, st;
-	int pfd, rc = 0;
+	int pfd = -1, rc;
 
 	*same = false;
-	*what = "find the file to link to";
-	if (leaf) {
-		snprintf(parent, sizeof(parent), "%.*s", (int)(leaf - rel),
-			 rel);
-		leaf++;
-		pfd = path_open_beneath(k->t->dirfd, parent,
-					O_PATH | O_DIRECTORY, 0);
-		if (pfd < 0)
-			return pfd;
-	} else {
-		leaf = rel;
-		pfd = k->t->dirfd;
-	}
-	if (fstatat(pfd, leaf, &tst, AT_SYMLINK_NOFOLLOW) < 0) {
-		rc = -errno;
+	rc = find_file(k, rel, buf, sizeof(buf), &pfd, &leaf, &tst, what);
+	if (rc)
 		goto out;
-	}
-	if (!S_ISREG(tst.st_mode)) {
-		rc = -EINVAL;
-		*what = "link to something that is not a regular file at";
-		goto out;
-	}
 	if (fstatat(f->dirfd, f->n.name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
 		if (st.st_dev == tst.st_dev && st.st_ino == tst.st_ino) {
 			*same = true;
@@ -231,8 +269,7 @@ static int link_to(struct sink *k, struct snk_file *f, const char *rel,
 	if (linkat(pfd, leaf, f->dirfd, f->n.name, 0) < 0)
 		rc = -errno;
 out:
-	if (pfd != k->t->dirfd)
-		close(pfd);
+	put_dir(k, pfd);
 	return rc;
 }
 

@@ -106,6 +106,15 @@ static int make(struct sink *k, struct snk_file *f, const char **what)
 	return rc;
 }
 
+bool sink_special_same(const struct snk_file *f)
+{
+	struct stat st;
+
+	return f->dirfd >= 0 &&
+	       fstatat(f->dirfd, f->n.name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	       same_special(f, &st);
+}
+
 int sink_make_special(struct sink *k, struct snk_file *f)
 {
 	uint32_t flags = k->p->flags;
