@@ -252,6 +252,12 @@ const char *mpi_unsupported(const struct args *a)
 	if (a->retry)
 		return "--retry: not with rdcp-mpi (yet); run it again with "
 		       "--resume";
+	if (a->o.copy.hard_links)
+		return "-H: not with rdcp-mpi: each rank sends part of the "
+		       "tree, so names of one file could not be linked";
+	if (a->o.copy.devices || a->o.copy.specials)
+		return "-D, --devices, --specials: not with rdcp-mpi (yet): "
+		       "its walk sends regular files, directories and symlinks";
 	return NULL;
 }
 
