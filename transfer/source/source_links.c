@@ -111,6 +111,10 @@ int src_links_find(struct source *s, struct src_file *f)
 	if (!f->w->link)
 		return -ENOMEM;
 	f->w->kind = WIRE_KIND_HARDLINK;
+	/* its bytes cross once, with its first name: progress's total */
+	s->walk.bytes -= (uint64_t)f->w->st.st_size;
+	if (s->walk.done)
+		s->bytes_total = s->walk.bytes;
 	if (--e->left == 0)
 		drop(&s->links, e);
 	return 1;
