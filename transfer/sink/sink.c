@@ -11,15 +11,18 @@
  * are made as they are announced. Placement itself is place.c's.
  *
  * Asked first (--resume, --no-clobber, --update, --sync), the sink answers
- * a FILE with HAVE (sink_resume.c, sink_sync.c). Temporaries of failed files are removed,
- * except with --resume, which keeps them for the next attempt unless their
- * content failed to verify. Packed slots of small files: sink_pack.c.
+ * a FILE with HAVE (sink_resume.c, sink_sync.c). Temporaries of failed files
+ * are removed, except with --resume, which keeps them for the next attempt
+ * unless their content failed to verify. Packed slots of small files:
+ * sink_pack.c.
  *
  * This file: FILE and FILE_END, the engine role, setup and teardown; the
  * top of the sink, which no other sink file calls. Below it, each file
  * calls only files further down: sink_chunk, sink_pack > sink_resume,
  * sink_dry > sink_final > sink_file > sink_range, sink_dir > sink_meta;
- * sink_names > sink_want > sink_list.
+ * sink_dry > sink_link, sink_special > sink_file; sink_link > sink_names
+ * > sink_want > sink_list. Hard links (-H) are sink_link's, device nodes,
+ * FIFOs and sockets (-D) sink_special's.
  */
 #include <endian.h>
 #include <errno.h>

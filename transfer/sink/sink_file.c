@@ -219,6 +219,19 @@ void sink_tally(struct sink *k, const char *shown, uint64_t size, int err,
 	k->st->bytes += size;
 }
 
+/*
+ * -H: LINKED f is answered, placed (or kept) or failed: its links may be
+ * made (sink_links_pump). A dry run places nothing: its links are
+ * answered as they come.
+ */
+static void settle(struct sink *k, const struct snk_file *f)
+{
+	if (!f->settle || f->dry || f->exists)
+		return;
+	*f->settle = f->err ? SINK_TGT_FAILED : SINK_TGT_PLACED;
+	k->links_due = true;
+}
+
 int sink_send_result(struct sink *k, struct snk_file *f, const uint8_t *digest,
 		     unsigned int dlen)
 {
@@ -249,8 +262,7 @@ int sink_send_result(struct sink *k, struct snk_file *f, const uint8_t *digest,
 		sink_tally(k, f->n.shown, f->rg ? sink_range_len(f) : f->size,
 			   f->err, f->err_remote, f->errmsg, f->skipped);
 	sink_file_report(k, f, true, digest, dlen);
-	if (f->linked)
-		sink_link_settled(k, f); /* -H: its links may be made now */
+	settle(k, f);
 	rc = engine_send(k->e, &m);
 	live_remove(k, f);
 	k->active--;
@@ -276,8 +288,7 @@ int sink_send_kept(struct sink *k, struct snk_file *f)
 	sink_tally(k, f->n.shown, f->kind == WIRE_KIND_FILE ? f->size : 0, 0,
 		   false, NULL, true);
 	sink_file_report(k, f, true, NULL, 0);
-	if (f->linked)
-		sink_link_settled(k, f);
+	settle(k, f);
 	if (k->kept_count && (f->id != k->kept_first + k->kept_count ||
 			      k->kept_count == WIRE_KEPT_MAX))
 		rc = sink_kept_flush(k);

@@ -7,8 +7,9 @@
  * whole file), sink_resume.c (what this side already has: the resume scan
  * and HAVE), sink_pack.c (packed slots of small files), sink_range.c (byte
  * ranges of a split file), sink_want.c (what a pull asked for),
- * sink_dry.c (--dry-run's answers), sink_list.c (a pull's --files-from)
- * and sink_delete.c (--delete).
+ * sink_dry.c (--dry-run's answers), sink_list.c (a pull's --files-from),
+ * sink_delete.c (--delete), sink_link.c (-H's hard links) and
+ * sink_special.c (-D's device nodes, FIFOs and sockets).
  * Everything here runs in the engine thread unless it says "worker".
  */
 #ifndef RDCP_SINK_INT_H
@@ -135,10 +136,12 @@ struct snk_file {
 	double t0;
 	struct snk_work work; /* at most one at a time: scan, then finalize */
 	/*
-	 * -H: a LINKED file's place is remembered (sink_link.c); a
+	 * -H: a LINKED file's state in sink_link.c's table of places (set as
+	 * it is answered, enum sink_tgt_state; NULL: not LINKED); a
 	 * HARDLINK's file's place (malloc'd), and whether it waits for it.
 	 */
-	bool linked, waiting;
+	uint8_t *settle;
+	bool waiting;
 	char *target;
 	uint64_t rdev; /* -D: a device's number (WIRE_RDEV) */
 };
@@ -318,15 +321,21 @@ int sink_notes_flush(struct sink *k);
 
 /* ---- sink_link.c: -H ---- */
 
+/* What became of a LINKED file: its links wait, are made, or fail. */
+enum sink_tgt_state {
+	SINK_TGT_PENDING,
+	SINK_TGT_PLACED,
+	SINK_TGT_FAILED,
+};
+
 /* Whether the session keeps hard links (HELLO HARD_LINKS). */
 bool sink_links_asked(const struct sink *k);
 /*
  * f (mapped) came with the LINKED flag: its place is remembered, its
- * links wait for its result. 0 or the engine's error.
+ * links wait for its result (sink_file.c sets *f->settle as it answers
+ * f, and links_due: the pump makes them). 0 or the engine's error.
  */
 int sink_link_noted(struct sink *k, struct snk_file *f);
-/* f, LINKED, is answered (placed, kept or failed): its links may go. */
-void sink_link_settled(struct sink *k, const struct snk_file *f);
 /*
  * HARDLINK f (mapped) names target: beneath DEST and a file sent LINKED
  * before, else the session ends. 0 or the engine's error.

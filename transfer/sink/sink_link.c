@@ -24,16 +24,10 @@
 #include "util/log.h"
 #include "util/path.h"
 
-enum {
-	TGT_PENDING,
-	TGT_PLACED,
-	TGT_FAILED
-};
-
 /* A LINKED file's place beneath the target's dirfd (snk_names.rel). */
 struct snk_tgt {
 	struct snk_tgt *next;
-	uint8_t state;
+	uint8_t state; /* enum sink_tgt_state */
 	char rel[];
 };
 
@@ -101,7 +95,6 @@ int sink_link_noted(struct sink *k, struct snk_file *f)
 				   "%s sent a file with links, which -H did "
 				   "not ask for: refused",
 				   k->e->c->peer);
-	f->linked = true;
 	if (!m) {
 		m = k->links = calloc(1, sizeof(*m));
 		if (!m)
@@ -109,7 +102,8 @@ int sink_link_noted(struct sink *k, struct snk_file *f)
 	}
 	t = find(m, f->n.rel);
 	if (t) { /* sent again: its links wait for this one */
-		t->state = TGT_PENDING;
+		t->state = SINK_TGT_PENDING;
+		f->settle = &t->state;
 		return 0;
 	}
 	if (2 * (m->n + 1) > m->cap && grow(m))
@@ -119,24 +113,14 @@ int sink_link_noted(struct sink *k, struct snk_file *f)
 	if (!t)
 		goto nomem;
 	memcpy(t->rel, f->n.rel, len + 1);
-	t->state = TGT_PENDING;
+	t->state = SINK_TGT_PENDING;
+	f->settle = &t->state; /* a node never moves: the table's links do */
 	t->next = m->tab[hash(m, t->rel)];
 	m->tab[hash(m, t->rel)] = t;
 	m->n++;
 	return 0;
 nomem:
 	return engine_fail(k->e, XFER_FAIL_RESOURCE, -ENOMEM, "out of memory");
-}
-
-void sink_link_settled(struct sink *k, const struct snk_file *f)
-{
-	struct snk_tgt *t = find(k->links, f->n.rel);
-
-	/* a dry run places nothing: its links are answered at once */
-	if (!t || f->dry || f->exists)
-		return;
-	t->state = f->err ? TGT_FAILED : TGT_PLACED;
-	k->links_due = true;
 }
 
 int sink_link_check(struct sink *k, struct snk_file *f, const char *target)
@@ -283,7 +267,7 @@ static int make(struct sink *k, struct snk_file *f, uint8_t state)
 	f->waiting = false;
 	if (f->err)
 		return sink_send_result(k, f, NULL, 0);
-	if (state == TGT_FAILED) {
+	if (state == SINK_TGT_FAILED) {
 		file_fail(f, -ENOENT,
 			  "'%s' not linked: the file it is a name of was not "
 			  "copied",
@@ -309,8 +293,8 @@ int sink_link_start(struct sink *k, struct snk_file *f)
 	struct snk_tgt *t = find(k->links, f->target);
 
 	if (!t || f->err) /* t: sink_link_check found it */
-		return make(k, f, TGT_FAILED);
-	if (t->state == TGT_PENDING) {
+		return make(k, f, SINK_TGT_FAILED);
+	if (t->state == SINK_TGT_PENDING) {
 		f->waiting = true; /* until sink_links_pump */
 		return 0;
 	}
@@ -329,7 +313,7 @@ int sink_links_pump(struct sink *k)
 		struct snk_tgt *t;
 
 		if (!f->waiting || !(t = find(k->links, f->target)) ||
-		    t->state == TGT_PENDING) {
+		    t->state == SINK_TGT_PENDING) {
 			i++;
 			continue;
 		}
