@@ -455,8 +455,24 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case 'A':
 		o->copy.acls = true;
 		break;
+	case 'H':
+		o->copy.hard_links = true;
+		break;
+	case 'D': /* rsync's -D */
+		o->copy.devices = true;
+		o->copy.specials = true;
+		break;
+	case OPT_DEVICES:
+		o->copy.devices = true;
+		break;
+	case OPT_SPECIALS:
+		o->copy.specials = true;
+		break;
 	case OPT_ALLOW_OWNERS:
 		o->serve.allow_owners = true;
+		break;
+	case OPT_ALLOW_DEVICES:
+		o->serve.allow_devices = true;
 		break;
 	case OPT_SYNC:
 		/* "--sync LEVEL" as well as "--sync=LEVEL"; bare: mtime */

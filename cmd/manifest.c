@@ -32,8 +32,10 @@ void manifest_note(struct manifest *m, const struct xfer_file_report *r)
 {
 	const char *name = r->name ? r->name : r->path;
 
+	/* -H: another name of a file copied is listed too, its bytes */
 	if (!r->done || r->status || r->skipped || r->deleted || !r->kind ||
-	    strcmp(r->kind, "file") || m->err)
+	    (strcmp(r->kind, "file") && strcmp(r->kind, "hardlink")) ||
+	    m->err)
 		return;
 	if (fwrite(r->path, strlen(r->path) + 1, 1, m->spool) != 1 ||
 	    fwrite(name, strlen(name) + 1, 1, m->spool) != 1)

@@ -59,6 +59,10 @@ const struct argp_option rdcp_options[] = {
 	  "Let clients' -o/-g give files other owners and keep setuid/setgid "
 	  "bits (else: files stay the receiver's, those bits cleared)",
 	  1 },
+	{ "allow-devices", OPT_ALLOW_DEVICES, NULL, 0,
+	  "Let clients' --devices make device nodes (as root; else: none, "
+	  "said once a session)",
+	  1 },
 	{ "clients", OPT_CLIENTS, "DIR", 0,
 	  "Named clients' keys, DIR/NAME.key each (default: /etc/rdcp/clients "
 	  "if it exists); the site key is then optional",
@@ -80,7 +84,7 @@ const struct argp_option rdcp_options[] = {
 	{ "recursive", 'r', NULL, 0,
 	  "Copy directories: their trees, with empty directories and "
 	  "symlinks (copied as links, never followed); hard links become "
-	  "separate files",
+	  "separate files (unless -H)",
 	  2 },
 	{ "preserve", 'p', NULL, 0,
 	  "Keep mode, access and modification times (else: mode less the "
@@ -115,6 +119,16 @@ const struct argp_option rdcp_options[] = {
 	  "Keep POSIX ACLs (access and directories' default), as the "
 	  "system.posix_acl_* attributes",
 	  2 },
+	{ "hard-links", 'H', NULL, 0,
+	  "Keep hard links: names of one file within the copy become links "
+	  "to its first name sent",
+	  2 },
+	{ NULL, 'D', NULL, 0, "Same as --devices --specials", 2 },
+	{ "devices", OPT_DEVICES, NULL, 0,
+	  "Make device nodes (where the receiving side is root; else it "
+	  "warns once)",
+	  2 },
+	{ "specials", OPT_SPECIALS, NULL, 0, "Make FIFOs and sockets", 2 },
 	{ "sync", OPT_SYNC, "LEVEL", OPTION_ARG_OPTIONAL,
 	  "Keep files already at DEST that pass a check: exists, size, mtime "
 	  "(size and modification time, the default) or checksum (every "

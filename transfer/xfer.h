@@ -196,6 +196,9 @@ struct xfer_copy_opts {
 	bool numeric_ids; /* --numeric-ids: owners by number only */
 	bool xattrs;	  /* -X: extended attributes */
 	bool acls;	  /* -A: POSIX ACLs */
+	bool hard_links;  /* -H: hard links within the copy kept */
+	bool devices;	  /* --devices (-D): device nodes re-created */
+	bool specials;	  /* --specials (-D): FIFOs and sockets */
 	bool resume;	  /* reuse what a verified earlier attempt left */
 	bool no_clobber;  /* never replace an existing file */
 	bool update;	  /* replace only files older than the source */
@@ -279,6 +282,12 @@ struct xfer_serve_opts {
 	 * own. rdcp --server (over ssh) has the ssh user's rights: always.
 	 */
 	bool allow_owners;
+	/*
+	 * --allow-devices: a --listen receiver makes the device nodes a
+	 * client's --devices sends (where it runs as root); without it
+	 * none. rdcp --server has the ssh user's rights: always.
+	 */
+	bool allow_devices;
 	bool once;
 	unsigned int max_sessions;
 	/*

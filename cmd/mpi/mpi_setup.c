@@ -247,6 +247,12 @@ const char *mpi_unsupported(const struct args *a)
 		return "--files-from: rdcp-mpi walks the SRCs itself";
 	if (a->manifest)
 		return "--manifest: not with rdcp-mpi (yet)";
+	if (a->o.copy.hard_links)
+		return "-H: not with rdcp-mpi: each rank sends part of the "
+		       "tree, so names of one file could not be linked";
+	if (a->o.copy.devices || a->o.copy.specials)
+		return "-D, --devices, --specials: not with rdcp-mpi (yet): "
+		       "its walk sends regular files, directories and symlinks";
 	return NULL;
 }
 

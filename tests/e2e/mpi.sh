@@ -414,6 +414,13 @@ s_usage() {
 	[ "$SRC" = 2 ] || t_fail "sha256 with --split-size: exit $SRC, want 2"
 	[ "$(grep -c 'byte ranges need --checksum crc32' "$T/usage2.log.err")" = 1 ] ||
 		t_fail "want one message for sha256 with --split-size"
+	# -H and -D are refused: a rank sees part of the tree
+	mpi_late "$T/usage4.log" -aH -r "$W" "rdcp://127.0.0.1:1/x"
+	[ "$SRC" = 2 ] || t_fail "-H: exit $SRC, want 2"
+	[ "$(grep -c -- '-H: not with rdcp-mpi' "$T/usage4.log.err")" = 1 ] ||
+		t_fail "want one message for -H"
+	mpi_late "$T/usage5.log" -D -r "$W" "rdcp://127.0.0.1:1/x"
+	[ "$SRC" = 2 ] || t_fail "-D: exit $SRC, want 2"
 	# an option argp refuses exits from inside argp_parse
 	mpi_late "$T/usage3.log" --no-such-option -r "$W" "rdcp://127.0.0.1:1/x"
 	[ "$SRC" = 2 ] || [ "$SRC" = 64 ] || t_fail "a bad option: exit $SRC"
@@ -422,6 +429,7 @@ s_usage() {
 	t_log "$T/usage.log.err"
 	t_log "$T/usage2.log.err"
 	t_log "$T/usage3.log.err"
+	t_log "$T/usage4.log.err"
 	t_end
 }
 

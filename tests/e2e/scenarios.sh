@@ -50,7 +50,7 @@ ALL="sizes default sparse checksum corrupt escape destforms multifile partial"
 ALL="$ALL ctrlnames longnames fifo noconn"
 ALL="$ALL killsender killreceiver daemon auth auto check device"
 ALL="$ALL tree pull resume skip sync crypt zeros bwlimit full small script entries"
-ALL="$ALL ssh retry dirmodes owners xattrs direct streams modules metrics quota"
+ALL="$ALL ssh retry dirmodes owners xattrs links direct streams modules metrics quota"
 # Over RDMA these run last, after the RNR check (they re-create rxe0,
 # which resets its counters); over TCP only when named.
 EXTRA="devremove rails railsafe"
@@ -2772,6 +2772,153 @@ s_xattrs() {
 		rx_not_started "-X/-A" "$W/rx-xa.log"
 	fi
 	rm -rf src/xa rx/xa got/xa
+}
+
+# 27. -H and -D: a file of three names (one chunk and more), a small one
+# of two (not packed), one whose other name is outside the tree (sent as
+# a file), pushed and pulled with -aH: the names are links of one inode
+# at DEST, and a re-run sends nothing and keeps them; a FIFO and (as
+# root) a character device pushed with -aD: the FIFO made, the device
+# only by a receiver with --allow-devices (without: one warning, on the
+# client too), kept by a re-run; a pull -aD as root makes the device.
+ln_ino() { stat -c %i "$1" 2>/dev/null; }
+ln_same() { # DIR: the link groups of the -H tree share their inodes
+	[ -n "$(ln_ino "$1/a")" ] && [ "$(ln_ino "$1/a")" = "$(ln_ino "$1/d/a2")" ] &&
+		[ "$(ln_ino "$1/a")" = "$(ln_ino "$1/d/e/a3")" ] ||
+		t_fail "$1: a, d/a2, d/e/a3 are not one file ($(ln_ino "$1/a") $(ln_ino "$1/d/a2") $(ln_ino "$1/d/e/a3"))"
+	[ -n "$(ln_ino "$1/s")" ] && [ "$(ln_ino "$1/s")" = "$(ln_ino "$1/s2")" ] ||
+		t_fail "$1: s and s2 are not one file"
+	[ "$(stat -c %h "$1/x" 2>/dev/null)" = 1 ] ||
+		t_fail "$1: x has $(stat -c %h "$1/x" 2>/dev/null) names, want 1"
+}
+s_links() {
+	rm -rf src/hl rx/hl got/hl "$W/hl-out"
+	mkdir -p src/hl/d/e rx/hl/deny rx/hl/allow got/hl
+	mkrand src/hl/a 3000000
+	ln src/hl/a src/hl/d/a2
+	ln src/hl/a src/hl/d/e/a3
+	mkrand src/hl/s 100
+	ln src/hl/s src/hl/s2
+	mkrand src/hl/p 200
+	mkrand src/hl/x 300
+	ln src/hl/x "$W/hl-out"
+	nextport
+	if start_rx "$W/rx-hl.log" --root "$W/rx/hl/deny" --port "$P"; then
+		t_begin "-aH (push): names of one file are links of one file at DEST"
+		send "$W/tx-hl1.log" --port "$P" -aH src/hl "$ADDR::"
+		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
+		tree_same src/hl rx/hl/deny/hl p
+		ln_same rx/hl/deny/hl
+		t_log "$W/tx-hl1.log" "$W/rx-hl.log"
+		t_end
+
+		t_begin "-aH re-run: nothing sent, links kept"
+		_hl_ino=$(ln_ino rx/hl/deny/hl/a)
+		send "$W/tx-hl2.log" --port "$P" -aH --json src/hl "$ADDR::"
+		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
+		[ "$(sent_sum "$W/tx-hl2.log")" = 0 ] ||
+			t_fail "sent $(sent_sum "$W/tx-hl2.log") bytes, want 0"
+		[ "$(ln_ino rx/hl/deny/hl/a)" = "$_hl_ino" ] || t_fail "a was replaced"
+		ln_same rx/hl/deny/hl
+		t_log "$W/tx-hl2.log" "$W/rx-hl.log"
+		t_end
+
+		t_begin "-aH re-run after a link was broken: made a link again"
+		rm rx/hl/deny/hl/d/a2
+		cp rx/hl/deny/hl/a rx/hl/deny/hl/d/a2
+		send "$W/tx-hl3.log" --port "$P" -aH src/hl "$ADDR::"
+		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
+		ln_same rx/hl/deny/hl
+		t_log "$W/tx-hl3.log" "$W/rx-hl.log"
+		t_end
+
+		t_begin "-aH (pull): links kept"
+		send "$W/tx-hl4.log" --port "$P" -aH "$ADDR::hl" got/hl/
+		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
+		tree_same src/hl got/hl/hl p
+		ln_same got/hl/hl
+		t_log "$W/tx-hl4.log" "$W/rx-hl.log"
+		t_end
+
+		t_begin "-aH re-run (pull): nothing sent"
+		send "$W/tx-hl5.log" --port "$P" -aH --json "$ADDR::hl" got/hl/
+		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
+		[ "$(sent_sum "$W/tx-hl5.log")" = 0 ] ||
+			t_fail "sent $(sent_sum "$W/tx-hl5.log") bytes, want 0"
+		ln_same got/hl/hl
+		t_log "$W/tx-hl5.log" "$W/rx-hl.log"
+		t_end
+
+		rm -rf src/dv
+		mkdir -p src/dv
+		mkfifo src/dv/fifo
+		mkrand src/dv/f 10
+		_dv_root=
+		[ "$(id -u)" = 0 ] && mknod src/dv/null c 1 3 && _dv_root=1
+		t_begin "-aD (push) to a receiver without --allow-devices: the FIFO made, no device, one warning"
+		send "$W/tx-dv1.log" --port "$P" -aD src/dv "$ADDR::"
+		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
+		[ -p rx/hl/deny/dv/fifo ] || t_fail "no FIFO at DEST"
+		if [ -n "$_dv_root" ]; then
+			[ -e rx/hl/deny/dv/null ] && t_fail "a device node made without --allow-devices"
+			[ "$(grep -c 'device nodes were not made' "$W/tx-dv1.log")" = 1 ] ||
+				t_fail "the client saw $(grep -c 'device nodes were not made' "$W/tx-dv1.log") warnings, want 1"
+		fi
+		t_log "$W/tx-dv1.log" "$W/rx-hl.log"
+		t_end
+
+		t_begin "-a without -D: FIFO and device left out, as before"
+		send "$W/tx-dv2.log" --port "$P" -a src/dv "$ADDR::nod/"
+		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
+		[ -e rx/hl/deny/nod/dv/fifo ] && t_fail "a FIFO made without -D"
+		[ -f rx/hl/deny/nod/dv/f ] || t_fail "the file is missing"
+		t_log "$W/tx-dv2.log" "$W/rx-hl.log"
+		t_end
+		term_rx
+	else
+		rx_not_started "-H/-D" "$W/rx-hl.log"
+	fi
+	if [ -z "$_dv_root" ]; then
+		t_skip "-aD as root with --allow-devices: device nodes made (push, re-run, pull)" "not root"
+		rm -rf src/hl src/dv rx/hl got/hl "$W/hl-out"
+		return
+	fi
+	nextport
+	if start_rx "$W/rx-dv.log" --root "$W/rx/hl/allow" --port "$P" --allow-devices; then
+		t_begin "-aD (push) as root with --allow-devices: FIFO and device made"
+		send "$W/tx-dv3.log" --port "$P" -aD src/dv "$ADDR::"
+		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
+		[ -p rx/hl/allow/dv/fifo ] || t_fail "no FIFO at DEST"
+		[ -c rx/hl/allow/dv/null ] && [ "$(stat -c '%t %T' rx/hl/allow/dv/null)" = "1 3" ] ||
+			t_fail "no device 1,3 at DEST: $(stat -c '%F %t %T' rx/hl/allow/dv/null 2>&1)"
+		tree_same src/dv rx/hl/allow/dv p
+		grep -q 'not made' "$W/tx-dv3.log" && t_fail "a warning with devices allowed"
+		t_log "$W/tx-dv3.log" "$W/rx-dv.log"
+		t_end
+
+		t_begin "-aD re-run: FIFO and device kept, nothing sent"
+		_dv_ino=$(ln_ino rx/hl/allow/dv/null)
+		send "$W/tx-dv4.log" --port "$P" -aD --json src/dv "$ADDR::"
+		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
+		[ "$(sent_sum "$W/tx-dv4.log")" = 0 ] ||
+			t_fail "sent $(sent_sum "$W/tx-dv4.log") bytes, want 0"
+		[ "$(ln_ino rx/hl/allow/dv/null)" = "$_dv_ino" ] || t_fail "the device was made again"
+		t_log "$W/tx-dv4.log" "$W/rx-dv.log"
+		t_end
+
+		t_begin "-aD (pull) as root: FIFO and device made"
+		send "$W/tx-dv5.log" --port "$P" -aD "$ADDR::dv" got/hl/
+		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
+		[ -p got/hl/dv/fifo ] || t_fail "no FIFO"
+		[ -c got/hl/dv/null ] && [ "$(stat -c '%t %T' got/hl/dv/null)" = "1 3" ] ||
+			t_fail "no device 1,3: $(stat -c '%F %t %T' got/hl/dv/null 2>&1)"
+		t_log "$W/tx-dv5.log" "$W/rx-dv.log"
+		t_end
+		term_rx
+	else
+		rx_not_started "-D --allow-devices" "$W/rx-dv.log"
+	fi
+	rm -rf src/hl src/dv rx/hl got/hl "$W/hl-out"
 }
 
 # 30. The sending side's memory does not grow with the session: it frees

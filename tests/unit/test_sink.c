@@ -77,8 +77,8 @@ static void client_opts(struct xfer_opts *o, uint16_t window)
 	o->link.timeout_ms = 5000;
 }
 
-/* The next receivers run with --allow-owners. */
-static bool rx_allow_owners;
+/* The next receivers run with --allow-owners, --allow-devices. */
+static bool rx_allow_owners, rx_allow_devices;
 
 /* Starts a receiver rooted at root; the client's end is r->a. */
 static int rx_start(struct rx *r, const char *root, uint16_t window)
@@ -94,6 +94,7 @@ static int rx_start(struct rx *r, const char *root, uint16_t window)
 	client_opts(&r->o, window);
 	r->o.serve.root = root;
 	r->o.serve.allow_owners = rx_allow_owners;
+	r->o.serve.allow_devices = rx_allow_devices;
 	r->rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (r->rootfd < 0 || memconn_pair(&g, NULL, &r->a, &r->b))
 		return -1;
@@ -1203,6 +1204,393 @@ static void test_owner_not_root(void)
 	unlink(log);
 }
 
+/* ---- -H and -D ---- */
+
+/* st's inode of root/name, or 0. */
+static ino_t ino_of(const char *root, const char *name)
+{
+	char p[4200];
+	struct stat st;
+
+	path_in(p, sizeof(p), root, name);
+	return lstat(p, &st) ? 0 : st.st_ino;
+}
+
+/*
+ * -H, an honest push: a file of three names (many chunks), a small one of
+ * two (not packed: it goes alone, LINKED), one whose other name is outside
+ * the tree (a file of its own). At DEST the names are links of one inode;
+ * a re-run (--sync mtime) sends no byte and keeps them.
+ */
+static void test_links_honest(void)
+{
+	char src[] = "/tmp/rdcp-test-src.XXXXXX";
+	char dst[] = "/tmp/rdcp-test-dest.XXXXXX";
+	char p[4200], q[4200], out[4200];
+	const char *srcs[1];
+	struct xfer_opts co;
+	struct xfer_stats st;
+	enum xfer_fail vs, vc;
+	ino_t a;
+	int fds = tf_count_fds();
+
+	mkdtemp_or_fail(src);
+	mkdtemp_or_fail(dst);
+	path_in(p, sizeof(p), src, "t");
+	CHECK_EQ(mkdir(p, 0755), 0);
+	path_in(p, sizeof(p), src, "t/d");
+	CHECK_EQ(mkdir(p, 0755), 0);
+	path_in(p, sizeof(p), src, "t/a");
+	CHECK_EQ(tf_make_file(p, 40 * CHUNK + 3, 1), 0);
+	path_in(q, sizeof(q), src, "t/d/a2");
+	CHECK_EQ(link(p, q), 0);
+	path_in(q, sizeof(q), src, "t/z3");
+	CHECK_EQ(link(p, q), 0);
+	path_in(p, sizeof(p), src, "t/s");
+	CHECK_EQ(tf_make_file(p, 99, 2), 0);
+	path_in(q, sizeof(q), src, "t/s2");
+	CHECK_EQ(link(p, q), 0);
+	path_in(p, sizeof(p), src, "t/x");
+	CHECK_EQ(tf_make_file(p, 10, 3), 0);
+	path_in(out, sizeof(out), src, "x-outside");
+	CHECK_EQ(link(p, out), 0);
+	path_in(p, sizeof(p), src, "t");
+	srcs[0] = p;
+	for (int run = 0; run < 2; run++) {
+		client_opts(&co, 4);
+		co.copy.recursive = co.copy.preserve = co.copy.hard_links =
+			true;
+		co.copy.sync = run ? XFER_SYNC_MTIME : XFER_SYNC_NONE;
+		co.copy.nsrcs = 1;
+		co.copy.srcs = srcs;
+		co.copy.dest = "";
+		vc = honest(dst, &co, &vs, &st);
+		CHECK_EQ(vc, XFER_OK);
+		CHECK_EQ(vs, XFER_OK);
+		CHECK_EQ(st.files_failed, 0);
+		a = ino_of(dst, "t/a");
+		CHECK(a != 0);
+		CHECK_EQ(ino_of(dst, "t/d/a2"), a);
+		CHECK_EQ(ino_of(dst, "t/z3"), a);
+		CHECK(ino_of(dst, "t/s") != 0);
+		CHECK_EQ(ino_of(dst, "t/s2"), ino_of(dst, "t/s"));
+		CHECK(ino_of(dst, "t/x") != 0);
+		path_in(q, sizeof(q), dst, "t/z3");
+		path_in(out, sizeof(out), src, "t/z3");
+		CHECK_EQ(tf_same_file(out, q), 1);
+		if (run) /* nothing crossed: every name kept */
+			CHECK_EQ(st.files_skipped, st.files_ok - 2);
+	}
+	CHECK_EQ(tf_rm_tree(src), 0);
+	CHECK_EQ(tf_rm_tree(dst), 0);
+	CHECK_EQ(tf_count_fds(), fds);
+}
+
+static void hl_file(struct wire_msg *m, uint32_t id, uint8_t kind,
+		    const char *path, const char *link)
+{
+	memset(m, 0, sizeof(*m));
+	m->type = WIRE_FILE;
+	m->u.file.file_id = id;
+	m->u.file.kind = kind;
+	m->u.file.mode = 0644;
+	snprintf(m->u.file.path, sizeof(m->u.file.path), "%s", path);
+	snprintf(m->u.file.link, sizeof(m->u.file.link), "%s", link);
+}
+
+/*
+ * -H, a hostile source: a link to a name outside DEST, to an absolute
+ * one, through a symlink it made, to a name it never sent as a file with
+ * links, as the first entry, or without -H; a LINKED file without -H.
+ * Each ends the session (exit 5) before anything is linked.
+ */
+static void test_links_hostile(void)
+{
+	struct wire_msg ms[2];
+
+	/* a file with links, its data never sent: nothing answers it */
+	hl_file(&ms[0], 0, WIRE_KIND_FILE, "f", "");
+	ms[0].u.file.flags = WIRE_FILE_LINKED;
+	ms[0].u.file.size = 5;
+	hl_file(&ms[1], 1, WIRE_KIND_HARDLINK, "l", "../x");
+	CHECK(refused_with(WIRE_HELLO_HARD_LINKS, ms, 2,
+			   "not a path beneath DEST"));
+	hl_file(&ms[1], 1, WIRE_KIND_HARDLINK, "l", "/etc/passwd");
+	CHECK(refused_with(WIRE_HELLO_HARD_LINKS, ms, 2,
+			   "not a path beneath DEST"));
+	hl_file(&ms[1], 1, WIRE_KIND_HARDLINK, "l", "never");
+	CHECK(refused_with(WIRE_HELLO_HARD_LINKS, ms, 2,
+			   "did not send before as a file with links"));
+	hl_file(&ms[0], 0, WIRE_KIND_FILE, "f", "");
+	ms[0].u.file.size = 5;
+	hl_file(&ms[1], 1, WIRE_KIND_HARDLINK, "l", "f");
+	CHECK(refused_with(0, ms, 2, "which -H did not ask for"));
+	hl_file(&ms[0], 0, WIRE_KIND_HARDLINK, "l", "passwd");
+	CHECK(refused_with(WIRE_HELLO_HARD_LINKS, ms, 1, "as its first entry"));
+	hl_file(&ms[0], 0, WIRE_KIND_FILE, "f", "");
+	ms[0].u.file.flags = WIRE_FILE_LINKED;
+	CHECK(refused_with(0, ms, 1, "which -H did not ask for"));
+	/* a device node or a FIFO the session did not ask for */
+	hl_file(&ms[0], 0, WIRE_KIND_SPECIAL, "n", "");
+	ms[0].u.file.mode = S_IFCHR | 0600;
+	ms[0].u.file.size = WIRE_RDEV(1, 3);
+	CHECK(refused_with(WIRE_HELLO_SPECIALS, ms, 1,
+			   "which --devices did not ask for"));
+	ms[0].u.file.mode = S_IFIFO | 0600;
+	ms[0].u.file.size = 0;
+	CHECK(refused_with(WIRE_HELLO_DEVICES, ms, 1,
+			   "which --specials did not ask for"));
+}
+
+/* A hostile -H -D push into "out/" of root; its verdicts in res. */
+struct hl_run {
+	struct rx r;
+	struct engine e;
+};
+
+static void hl_start(struct hl_run *h, const char *root, uint32_t flags)
+{
+	struct wire_msg m;
+	char out[4200];
+	int rc;
+
+	path_in(out, sizeof(out), root, "out");
+	CHECK_EQ(mkdir(out, 0755), 0);
+	CHECK_EQ(rx_start(&h->r, root, 8), 0);
+	CHECK_EQ(engine_init(&h->e, h->r.a, &h->r.o), 0);
+	memset(&m, 0, sizeof(m));
+	m.type = WIRE_HELLO;
+	m.u.hello.role = WIRE_PUSH;
+	m.u.hello.csum = XFER_CSUM_CRC32;
+	m.u.hello.flags = WIRE_HELLO_DEST_DIR | flags;
+	m.u.hello.chunk_size = CHUNK;
+	CHECK_EQ(wire_hello_add_path(&m.u.hello, "out/"), 0);
+	rc = engine_send(&h->e, &m);
+	if (!rc)
+		rc = engine_expect(&h->e, WIRE_WELCOME, &m, 5000);
+	if (!rc)
+		rc = session_rings(&h->e, false);
+	CHECK_EQ(rc, 0);
+}
+
+/* Sends m and waits for the FILE_RESULT of its id (status in *status). */
+static int hl_answered(struct hl_run *h, struct wire_msg *m, int32_t *status,
+		       uint32_t *flags)
+{
+	uint32_t id = m->u.file.file_id;
+	int rc = engine_send(&h->e, m);
+
+	while (!rc) {
+		rc = engine_expect(&h->e, WIRE_FILE_RESULT, m, 10000);
+		if (!rc && m->u.result.file_id == id) {
+			*status = m->u.result.status;
+			if (flags)
+				*flags = m->u.result.flags;
+			return 0;
+		}
+	}
+	return rc;
+}
+
+static enum xfer_fail hl_end(struct hl_run *h)
+{
+	struct wire_msg m = { .type = WIRE_DONE };
+	int rc = engine_send(&h->e, &m);
+
+	if (!rc)
+		rc = engine_expect(&h->e, WIRE_BYE, &m, 10000);
+	CHECK_EQ(rc, 0);
+	engine_release(&h->e);
+	return rx_stop(&h->r);
+}
+
+/*
+ * -H: a file with links that is sent and placed, then replaced by a
+ * symlink to /etc/passwd, then linked to: the link fails on its own (a
+ * regular file only, never through a symlink), /etc/passwd gains no name;
+ * a link to a file the source gave up on fails too, with a reason, and
+ * the session ends well.
+ */
+static void test_links_target_unusable(void)
+{
+	char root[] = "/tmp/rdcp-test-root.XXXXXX";
+	char p[4200];
+	struct wire_msg m;
+	struct hl_run h;
+	struct stat before, after;
+	int32_t status = 1;
+	int fds = tf_count_fds();
+
+	CHECK_EQ(stat("/etc/passwd", &before), 0);
+	mkdtemp_or_fail(root);
+	hl_start(&h, root, WIRE_HELLO_HARD_LINKS);
+	/* an empty file: no chunk, its CRC32 0 */
+	hl_file(&m, 0, WIRE_KIND_FILE, "t", "");
+	m.u.file.flags = WIRE_FILE_LINKED;
+	CHECK_EQ(engine_send(&h.e, &m), 0);
+	memset(&m, 0, sizeof(m));
+	m.type = WIRE_FILE_END;
+	m.u.end.csum = WIRE_CSUM_CRC32;
+	m.u.end.digest_len = 4;
+	CHECK_EQ(engine_send(&h.e, &m), 0);
+	CHECK_EQ(engine_expect(&h.e, WIRE_FILE_RESULT, &m, 10000), 0);
+	CHECK_EQ(m.u.result.status, 0);
+	hl_file(&m, 1, WIRE_KIND_SYMLINK, "t", "/etc/passwd");
+	CHECK_EQ(hl_answered(&h, &m, &status, NULL), 0);
+	CHECK_EQ(status, 0);
+	hl_file(&m, 2, WIRE_KIND_HARDLINK, "l", "t");
+	CHECK_EQ(hl_answered(&h, &m, &status, NULL), 0);
+	CHECK(status < 0);
+	CHECK(strstr(m.u.result.msg, "not a regular file") != NULL);
+	/* a file the source could not read: its link is not made */
+	hl_file(&m, 3, WIRE_KIND_FILE, "u", "");
+	m.u.file.flags = WIRE_FILE_LINKED;
+	m.u.file.size = 5;
+	CHECK_EQ(engine_send(&h.e, &m), 0);
+	hl_file(&m, 4, WIRE_KIND_HARDLINK, "v", "u");
+	CHECK_EQ(engine_send(&h.e, &m), 0);
+	memset(&m, 0, sizeof(m));
+	m.type = WIRE_FILE_END;
+	m.u.end.file_id = 3;
+	m.u.end.flags = WIRE_END_ABORT;
+	m.u.end.csum = WIRE_CSUM_CRC32;
+	m.u.end.status = -EIO;
+	CHECK_EQ(engine_send(&h.e, &m), 0);
+	for (int i = 0; i < 2; i++) {
+		CHECK_EQ(engine_expect(&h.e, WIRE_FILE_RESULT, &m, 10000), 0);
+		CHECK(m.u.result.status < 0);
+		if (m.u.result.file_id == 4)
+			CHECK(strstr(m.u.result.msg, "not linked") != NULL);
+	}
+	/* the links failed, each on its own: not the session */
+	CHECK_EQ(hl_end(&h), XFER_FAIL_PARTIAL);
+	CHECK_EQ(stat("/etc/passwd", &after), 0);
+	CHECK_EQ(after.st_nlink, before.st_nlink);
+	path_in(p, sizeof(p), root, "out/l");
+	CHECK(access(p, F_OK) != 0);
+	path_in(p, sizeof(p), root, "out/v");
+	CHECK(access(p, F_OK) != 0);
+	CHECK_EQ(tf_rm_tree(root), 0);
+	CHECK_EQ(tf_count_fds(), fds);
+}
+
+/*
+ * -H: a symlink the source made (to /etc), then a link through it to a
+ * file there: refused (exit 5), nothing linked.
+ */
+static void test_links_through_symlink(void)
+{
+	char root[] = "/tmp/rdcp-test-root.XXXXXX";
+	char p[4200];
+	struct wire_msg m;
+	struct hl_run h;
+	int32_t status = 1;
+
+	mkdtemp_or_fail(root);
+	hl_start(&h, root, WIRE_HELLO_HARD_LINKS);
+	hl_file(&m, 0, WIRE_KIND_SYMLINK, "s", "/etc");
+	CHECK_EQ(hl_answered(&h, &m, &status, NULL), 0);
+	CHECK_EQ(status, 0);
+	hl_file(&m, 1, WIRE_KIND_HARDLINK, "l", "s/passwd");
+	CHECK(engine_send(&h.e, &m) == 0 &&
+	      engine_expect(&h.e, WIRE_BYE, &m, 10000) != 0);
+	CHECK(strstr(h.e.why, "did not send before as a file with links") !=
+	      NULL);
+	engine_release(&h.e);
+	CHECK_EQ(rx_stop(&h.r), XFER_FAIL_PROTOCOL);
+	path_in(p, sizeof(p), root, "out/l");
+	CHECK(access(p, F_OK) != 0);
+	CHECK_EQ(tf_rm_tree(root), 0);
+}
+
+/*
+ * -D to a receiver that may not make device nodes (a service without
+ * --allow-devices, or not root): a device node is not made (reported
+ * skipped, said once: why), a FIFO is.
+ */
+static int devices_service(const char *root, const char *why)
+{
+	struct wire_msg m;
+	struct hl_run h;
+	int32_t status = 1;
+	uint32_t flags = 0;
+	int bad = 0;
+
+	hl_start(&h, root, WIRE_HELLO_DEVICES | WIRE_HELLO_SPECIALS);
+	for (int i = 0; i < 2; i++) {
+		hl_file(&m, (uint32_t)i, WIRE_KIND_SPECIAL, i ? "n2" : "n", "");
+		m.u.file.mode = S_IFCHR | 0600;
+		m.u.file.size = WIRE_RDEV(1, 3);
+		bad |= hl_answered(&h, &m, &status, &flags) != 0;
+		bad |= (status != 0 || !(flags & WIRE_RESULT_SKIPPED)) << 1;
+		/* said once a session, after the first one's result */
+		if (!i)
+			bad |= (engine_expect(&h.e, WIRE_NOTICE, &m, 10000) ||
+				!strstr(m.u.notice.msg, why))
+			       << 4;
+	}
+	hl_file(&m, 2, WIRE_KIND_SPECIAL, "fifo", "");
+	m.u.file.mode = S_IFIFO | 0640;
+	bad |= (hl_answered(&h, &m, &status, &flags) || status ||
+		(flags & WIRE_RESULT_SKIPPED))
+	       << 2;
+	bad |= (hl_end(&h) != XFER_OK) << 3;
+	return bad;
+}
+
+static void devices_check(const char *root)
+{
+	char p[4200];
+	struct stat st;
+
+	path_in(p, sizeof(p), root, "out/n");
+	CHECK(lstat(p, &st) != 0);
+	path_in(p, sizeof(p), root, "out/fifo");
+	CHECK(lstat(p, &st) == 0 && S_ISFIFO(st.st_mode));
+}
+
+static void test_devices_refused(void)
+{
+	char root[] = "/tmp/rdcp-test-root.XXXXXX";
+
+	mkdtemp_or_fail(root);
+	CHECK_EQ(devices_service(root, "without --allow-devices"), 0);
+	devices_check(root);
+	CHECK_EQ(tf_rm_tree(root), 0);
+}
+
+/*
+ * ... and a receiver with --allow-devices that is not root (a child that
+ * gives root up): no device node either, said once why.
+ */
+static void test_devices_not_root(void)
+{
+	char root[] = "/tmp/rdcp-test-root.XXXXXX";
+	int status = -1;
+	pid_t pid;
+
+	if (geteuid() != 0) {
+		printf("# not root: the receiver is not root anyway\n");
+		return;
+	}
+	mkdtemp_or_fail(root);
+	CHECK_EQ(chown(root, 12345, 12346), 0);
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		if (setgroups(0, NULL) || setresgid(12346, 12346, 12346) ||
+		    setresuid(12345, 12345, 12345))
+			_exit(1);
+		rx_allow_devices = true;
+		_exit(devices_service(root, "only root may make them"));
+	}
+	CHECK(pid > 0);
+	CHECK_EQ(waitpid(pid, &status, 0), pid);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	devices_check(root);
+	CHECK_EQ(tf_rm_tree(root), 0);
+}
+
 TAP_RUN(TAP_TEST(test_inflight_flood), TAP_TEST(test_inflight_honest),
 	TAP_TEST(test_fifo_at_final_name), TAP_TEST(test_fifo_at_temporary),
 	TAP_TEST(test_fifo_pull_dest), TAP_TEST(test_long_names_push),
@@ -1211,4 +1599,8 @@ TAP_RUN(TAP_TEST(test_inflight_flood), TAP_TEST(test_inflight_honest),
 	TAP_TEST(test_dir_tree_meta_push), TAP_TEST(test_dir_tree_meta_pull),
 	TAP_TEST(test_slot_len_bounded), TAP_TEST(test_owner_unasked),
 	TAP_TEST(test_owner_map), TAP_TEST(test_owner_not_root),
-	TAP_TEST(test_xattrs_hostile), TAP_TEST(test_xattrs_unsupported))
+	TAP_TEST(test_xattrs_hostile), TAP_TEST(test_xattrs_unsupported),
+	TAP_TEST(test_links_honest), TAP_TEST(test_links_hostile),
+	TAP_TEST(test_links_target_unusable),
+	TAP_TEST(test_links_through_symlink), TAP_TEST(test_devices_refused),
+	TAP_TEST(test_devices_not_root))

@@ -1766,17 +1766,76 @@ static void test_tag_golden(void)
 	CHECK(!auth_tag_equal(tag, want_tag));
 }
 
+/*
+ * -H and -D: FILE kinds 4 (hard link: a link, no size) and 5 (special:
+ * mode with a device's, FIFO's or socket's type bits, a device's number
+ * in size), flag LINKED on a whole regular file only; kind 3 (DELETED's)
+ * and anything else refused.
+ */
+static void file_kind_is(uint8_t kind, uint32_t flags, uint64_t size,
+			 uint32_t mode, const char *link, int want)
+{
+	struct wire_msg m = { .type = WIRE_FILE }, d;
+	int len;
+
+	m.u.file.file_id = 1;
+	m.u.file.kind = kind;
+	m.u.file.flags = flags;
+	m.u.file.size = size;
+	m.u.file.mode = mode;
+	strcpy(m.u.file.path, "a");
+	strcpy(m.u.file.link, link);
+	if (flags & WIRE_FILE_RANGE) {
+		m.u.file.range_len = 1;
+		m.u.file.range_count = 1;
+	}
+	len = wire_encode(&m, buf, sizeof(buf));
+	CHECK(len > 0);
+	CHECK_EQ(wire_decode(buf, (size_t)len, &d), want);
+	if (!want) {
+		CHECK_EQ(d.u.file.kind, kind);
+		CHECK_EQ(d.u.file.size, size);
+		CHECK_EQ(d.u.file.mode, mode);
+		CHECK(!strcmp(d.u.file.link, link));
+	}
+}
+
+static void test_decode_file_kinds(void)
+{
+	file_kind_is(WIRE_KIND_HARDLINK, 0, 0, 0644, "d/first", 0);
+	file_kind_is(WIRE_KIND_HARDLINK, 0, 0, 0644, "", -EPROTO);
+	file_kind_is(WIRE_KIND_HARDLINK, 0, 5, 0644, "x", -EPROTO);
+	file_kind_is(WIRE_KIND_FILE, WIRE_FILE_LINKED, 5, 0644, "", 0);
+	file_kind_is(WIRE_KIND_DIR, WIRE_FILE_LINKED, 0, 0755, "", -EPROTO);
+	file_kind_is(WIRE_KIND_FILE, WIRE_FILE_LINKED | WIRE_FILE_RANGE, 5,
+		     0644, "", -EPROTO);
+	file_kind_is(WIRE_KIND_SPECIAL, 0, WIRE_RDEV(8, 1), 0060660, "", 0);
+	file_kind_is(WIRE_KIND_SPECIAL, 0, WIRE_RDEV(1, 3), 0020666, "", 0);
+	file_kind_is(WIRE_KIND_SPECIAL, 0, 0, 0010644, "", 0);
+	file_kind_is(WIRE_KIND_SPECIAL, 0, 0, 0140755, "", 0);
+	file_kind_is(WIRE_KIND_SPECIAL, 0, 1, 0010644, "", -EPROTO);
+	file_kind_is(WIRE_KIND_SPECIAL, 0, 0, 0100644, "", -EPROTO);
+	file_kind_is(WIRE_KIND_SPECIAL, 0, 0, 0644, "", -EPROTO);
+	file_kind_is(WIRE_KIND_SPECIAL, 0, 0, 0010644, "x", -EPROTO);
+	file_kind_is(WIRE_KIND_OTHER, 0, 0, 0644, "", -EPROTO);
+	file_kind_is(WIRE_KIND_MAX + 1, 0, 0, 0644, "", -EPROTO);
+	CHECK(!strcmp(wire_kind_name(WIRE_KIND_HARDLINK), "hardlink"));
+	CHECK(!strcmp(wire_kind_name(WIRE_KIND_SPECIAL), "special"));
+}
+
 TAP_RUN(TAP_TEST(test_roundtrip_every_type), TAP_TEST(test_encode_limits),
-	TAP_TEST(test_decode_truncated),
+	TAP_TEST(test_decode_file_kinds), TAP_TEST(test_decode_truncated),
 	TAP_TEST(test_decode_trailing_and_length),
 	TAP_TEST(test_decode_unknown_type), TAP_TEST(test_decode_strings),
-	TAP_TEST(test_decode_digest_len), TAP_TEST(test_golden_hello), TAP_TEST(test_hello_filters), TAP_TEST(test_hello_mac_filters),
+	TAP_TEST(test_decode_digest_len), TAP_TEST(test_golden_hello),
+	TAP_TEST(test_hello_filters), TAP_TEST(test_hello_mac_filters),
 	TAP_TEST(test_golden_slot_header), TAP_TEST(test_slot_roundtrip),
 	TAP_TEST(test_slot_bitflip), TAP_TEST(test_imm),
-	TAP_TEST(test_chunk_aad), TAP_TEST(test_decode_kept), TAP_TEST(test_decode_pack_done),
-	TAP_TEST(test_decode_delete), TAP_TEST(test_decode_names),
-	TAP_TEST(test_pack_roundtrip), TAP_TEST(test_pack_truncated),
-	TAP_TEST(test_pack_refusals), TAP_TEST(test_pack_golden),
-	TAP_TEST(test_pack_digest), TAP_TEST(test_set_acks),
-	TAP_TEST(test_tag_roundtrip), TAP_TEST(test_tag_golden), TAP_TEST(test_rails),
+	TAP_TEST(test_chunk_aad), TAP_TEST(test_decode_kept),
+	TAP_TEST(test_decode_pack_done), TAP_TEST(test_decode_delete),
+	TAP_TEST(test_decode_names), TAP_TEST(test_pack_roundtrip),
+	TAP_TEST(test_pack_truncated), TAP_TEST(test_pack_refusals),
+	TAP_TEST(test_pack_golden), TAP_TEST(test_pack_digest),
+	TAP_TEST(test_set_acks), TAP_TEST(test_tag_roundtrip),
+	TAP_TEST(test_tag_golden), TAP_TEST(test_rails),
 	TAP_TEST(test_golden_owner), TAP_TEST(test_golden_xattrs))

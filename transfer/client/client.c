@@ -96,6 +96,9 @@ static uint32_t hello_flags(const struct xfer_opts *o)
 	       (o->copy.numeric_ids ? WIRE_HELLO_NUMERIC_IDS : 0) |
 	       (o->copy.xattrs ? WIRE_HELLO_XATTRS : 0) |
 	       (o->copy.acls ? WIRE_HELLO_ACLS : 0) |
+	       (o->copy.hard_links ? WIRE_HELLO_HARD_LINKS : 0) |
+	       (o->copy.devices ? WIRE_HELLO_DEVICES : 0) |
+	       (o->copy.specials ? WIRE_HELLO_SPECIALS : 0) |
 	       (o->copy.resume ? WIRE_HELLO_RESUME : 0) |
 	       (o->copy.no_clobber ? WIRE_HELLO_NO_CLOBBER : 0) |
 	       (o->copy.update ? WIRE_HELLO_UPDATE : 0) |
@@ -290,6 +293,7 @@ static struct session_params client_params(const struct xfer_opts *o,
 		.data_key = o->copy.encrypt ? key : NULL,
 		.sync = (uint8_t)o->copy.sync,
 		.owners_ok = true, /* a pull's sink: this user's own rights */
+		.devices_ok = true,
 	};
 
 	return p;

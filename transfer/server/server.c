@@ -337,6 +337,8 @@ static int server_handshake(struct server *srv, struct engine *e,
 	p->sync = h->sync; /* wire_decode checked its range */
 	/* the service rule (SECURITY.md): other owners only if allowed */
 	p->owners_ok = srv->o->ssh.ssh_server || srv->o->serve.allow_owners;
+	/* ... and device nodes only if allowed (--allow-devices) */
+	p->devices_ok = srv->o->ssh.ssh_server || srv->o->serve.allow_devices;
 	if (h->flags & WIRE_HELLO_ENCRYPT) {
 		rc = auth_data_key(s->key, h, nonce, key);
 		if (rc)

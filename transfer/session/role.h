@@ -28,6 +28,12 @@ struct session_params {
 	 * user's rights), a --listen receiver only with --allow-owners.
 	 */
 	bool owners_ok;
+	/*
+	 * The sink may make device nodes (--devices), where its user can: a
+	 * client (a pull), rdcp --server, a --listen receiver only with
+	 * --allow-devices.
+	 */
+	bool devices_ok;
 };
 
 /* Whether the sink answers each FILE with HAVE before its data. */

@@ -11,15 +11,18 @@
  * are made as they are announced. Placement itself is place.c's.
  *
  * Asked first (--resume, --no-clobber, --update, --sync), the sink answers
- * a FILE with HAVE (sink_resume.c, sink_sync.c). Temporaries of failed files are removed,
- * except with --resume, which keeps them for the next attempt unless their
- * content failed to verify. Packed slots of small files: sink_pack.c.
+ * a FILE with HAVE (sink_resume.c, sink_sync.c). Temporaries of failed files
+ * are removed, except with --resume, which keeps them for the next attempt
+ * unless their content failed to verify. Packed slots of small files:
+ * sink_pack.c.
  *
  * This file: FILE and FILE_END, the engine role, setup and teardown; the
  * top of the sink, which no other sink file calls. Below it, each file
  * calls only files further down: sink_chunk, sink_pack > sink_resume,
  * sink_dry > sink_final > sink_file > sink_range, sink_dir > sink_meta;
- * sink_names > sink_want > sink_list.
+ * sink_dry > sink_link, sink_special > sink_file; sink_link > sink_names
+ * > sink_want > sink_list. Hard links (-H) are sink_link's, device nodes,
+ * FIFOs and sockets (-D) sink_special's.
  */
 #include <endian.h>
 #include <errno.h>
@@ -189,8 +192,11 @@ static int on_file(struct sink *k, const struct wire_file *wf)
 				   "%s sent a byte range of a file on a pull: "
 				   "refused",
 				   k->e->c->peer);
+	if (wf->kind == WIRE_KIND_SPECIAL && sink_special_check(k, wf))
+		return -1;
 	/* The source keeps to the bound: only a broken one goes past it. */
-	if (wf->kind == WIRE_KIND_FILE && k->nlive >= WIRE_INFLIGHT_MAX)
+	if ((wf->kind == WIRE_KIND_FILE || wf->kind == WIRE_KIND_HARDLINK) &&
+	    k->nlive >= WIRE_INFLIGHT_MAX)
 		return engine_fail(k->e, XFER_FAIL_PROTOCOL, -EPROTO,
 				   "%s announced file %u with %u files still "
 				   "unfinished (%u at most): refused",
@@ -213,7 +219,8 @@ static int on_file(struct sink *k, const struct wire_file *wf)
 	f->kind = wf->kind;
 	f->fd = f->dirfd = f->cand = f->dio.fd = -1;
 	f->head = f->tail = -1;
-	f->size = wf->size;
+	f->size = wf->kind == WIRE_KIND_SPECIAL ? 0 : wf->size;
+	f->rdev = wf->kind == WIRE_KIND_SPECIAL ? wf->size : 0;
 	if (wf->kind == WIRE_KIND_FILE)
 		k->bytes_told += wf->size;
 	f->holes_ok = (wf->flags & WIRE_FILE_SPARSE) ||
@@ -240,10 +247,17 @@ static int on_file(struct sink *k, const struct wire_file *wf)
 		rc = sink_delete_note(
 			k, sink_delete_key(wf->path, strlen(wf->path),
 					   f->kind == WIRE_KIND_DIR));
+	if (!rc && (wf->flags & WIRE_FILE_LINKED))
+		rc = sink_link_noted(k, f);
+	if (!rc && f->kind == WIRE_KIND_HARDLINK)
+		rc = sink_link_check(k, f, wf->link);
 	if (rc)
 		return rc;
-	/* Its directory stays unfinished until it is placed or dropped. */
-	if (f->kind == WIRE_KIND_FILE)
+	/*
+	 * Its directory stays unfinished until it is placed or dropped (a
+	 * hard link: made, once its file is).
+	 */
+	if (f->kind == WIRE_KIND_FILE || f->kind == WIRE_KIND_HARDLINK)
 		f->dir = sink_dir_hold(k);
 	sink_file_report(k, f, false, NULL, 0);
 	/* What is here is told at most once a name (-n, -u, --resume). */
@@ -276,6 +290,10 @@ static int on_file(struct sink *k, const struct wire_file *wf)
 		if (f->skipped)
 			return sink_send_kept(k, f);
 		return sink_send_result(k, f, NULL, 0);
+	case WIRE_KIND_HARDLINK:
+		return sink_link_start(k, f);
+	case WIRE_KIND_SPECIAL:
+		return sink_make_special(k, f);
 	default:
 		return open_file(k, f, wf);
 	}
@@ -447,6 +465,10 @@ static int snk_pump_role(struct engine *e)
 	 */
 	if (k->kept_count)
 		return sink_kept_flush(k) ? 0 : 1;
+	/* -H: links whose files were placed (or failed) */
+	rc = sink_links_pump(k);
+	if (rc)
+		return rc > 0 ? rc : 0;
 	/* what this side could not keep, told to the client of a push */
 	rc = sink_notes_flush(k);
 	if (rc)
@@ -553,6 +575,7 @@ out:
 	free(k.jobs);
 	free(k.xpending);
 	hset_release(&k.asked);
+	sink_links_free(&k);
 	sink_delete_release(&k);
 	sink_want_free(&k);
 	sink_list_free(&k);

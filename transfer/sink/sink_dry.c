@@ -35,6 +35,12 @@ int sink_dry_answer(struct sink *k, struct snk_file *f, const char *path,
 	} else if (!f->err && exists &&
 		   sink_sync_check(k, f, link, true) == SINK_SYNC_KEEP) {
 		f->skipped = true;
+	} else if (!f->err && exists && f->kind == WIRE_KIND_HARDLINK &&
+		   k->p->sync != WIRE_SYNC_NONE && sink_link_same(k, f)) {
+		f->skipped = true; /* -H: a name of its file already */
+	} else if (!f->err && exists && f->kind == WIRE_KIND_SPECIAL &&
+		   k->p->sync != WIRE_SYNC_NONE && sink_special_same(f)) {
+		f->skipped = true; /* -D: a node, FIFO or socket like it */
 	} else if (!f->err) {
 		f->dry = true;
 		f->exists = exists;

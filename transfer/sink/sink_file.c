@@ -58,6 +58,7 @@ void sink_file_free(struct sink *k, struct snk_file *f)
 	free(f->sums);
 	free(f->bits);
 	free(f->xattrs);
+	free(f->target);
 	ck_sha256_destroy(f->tree);
 	sink_dir_release(k, f->dir); /* after the temporary is gone */
 	free(f);
@@ -256,6 +257,19 @@ void sink_tally(struct sink *k, const char *shown, uint64_t size, int err,
 	k->st->bytes += size;
 }
 
+/*
+ * -H: LINKED f is answered, placed (or kept) or failed: its links may be
+ * made (sink_links_pump). A dry run places nothing: its links are
+ * answered as they come.
+ */
+static void settle(struct sink *k, const struct snk_file *f)
+{
+	if (!f->settle || f->dry || f->exists)
+		return;
+	*f->settle = f->err ? SINK_TGT_FAILED : SINK_TGT_PLACED;
+	k->links_due = true;
+}
+
 int sink_send_result(struct sink *k, struct snk_file *f, const uint8_t *digest,
 		     unsigned int dlen)
 {
@@ -286,6 +300,7 @@ int sink_send_result(struct sink *k, struct snk_file *f, const uint8_t *digest,
 		sink_tally(k, f->n.shown, f->rg ? sink_range_len(f) : f->size,
 			   f->err, f->err_remote, f->errmsg, f->skipped);
 	sink_file_report(k, f, true, digest, dlen);
+	settle(k, f);
 	rc = engine_send(k->e, &m);
 	live_remove(k, f);
 	k->active--;
@@ -311,6 +326,7 @@ int sink_send_kept(struct sink *k, struct snk_file *f)
 	sink_tally(k, f->n.shown, f->kind == WIRE_KIND_FILE ? f->size : 0, 0,
 		   false, NULL, true);
 	sink_file_report(k, f, true, NULL, 0);
+	settle(k, f);
 	if (k->kept_count && (f->id != k->kept_first + k->kept_count ||
 			      k->kept_count == WIRE_KEPT_MAX))
 		rc = sink_kept_flush(k);

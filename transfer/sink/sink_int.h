@@ -7,8 +7,9 @@
  * whole file), sink_resume.c (what this side already has: the resume scan
  * and HAVE), sink_pack.c (packed slots of small files), sink_range.c (byte
  * ranges of a split file), sink_want.c (what a pull asked for),
- * sink_dry.c (--dry-run's answers), sink_list.c (a pull's --files-from)
- * and sink_delete.c (--delete).
+ * sink_dry.c (--dry-run's answers), sink_list.c (a pull's --files-from),
+ * sink_delete.c (--delete), sink_link.c (-H's hard links) and
+ * sink_special.c (-D's device nodes, FIFOs and sockets).
  * Everything here runs in the engine thread unless it says "worker".
  */
 #ifndef RDCP_SINK_INT_H
@@ -50,6 +51,7 @@ enum {
 	SINK_NOTE_GROUP,   /* some groups could not be set */
 	SINK_NOTE_XATTR,   /* extended attributes could not be set */
 	SINK_NOTE_XATTR_PRIV, /* trusted.*, security.*: not here */
+	SINK_NOTE_DEVICES,    /* device nodes (-D) could not be made */
 	SINK_NOTES
 };
 
@@ -140,6 +142,15 @@ struct snk_file {
 	char errmsg[WIRE_MSG_MAX + 1];
 	double t0;
 	struct snk_work work; /* at most one at a time: scan, then finalize */
+	/*
+	 * -H: a LINKED file's state in sink_link.c's table of places (set as
+	 * it is answered, enum sink_tgt_state; NULL: not LINKED); a
+	 * HARDLINK's file's place (malloc'd), and whether it waits for it.
+	 */
+	uint8_t *settle;
+	bool waiting;
+	char *target;
+	uint64_t rdev; /* -D: a device's number (WIRE_RDEV) */
 };
 
 /* What became of one file of a pack, for the engine thread to report. */
@@ -239,6 +250,9 @@ struct sink {
 	/* what was said once (bits of SINK_NOTE_*), and sent to the client */
 	unsigned int notes_said, notes_sent;
 	char notes[SINK_NOTES][WIRE_MSG_MAX + 1];
+	/* -H (sink_link.c): the LINKED files' places; a link may be made */
+	struct snk_links *links;
+	bool links_due;
 };
 
 /* f's first failure: errno and one line for the user. */
@@ -313,6 +327,48 @@ bool sink_owner_matches(const struct sink *k, const struct snk_owner *ow,
  * sent to the client, as NOTICE. 1 sent, 0 none due, -1 engine's error.
  */
 int sink_notes_flush(struct sink *k);
+
+/* ---- sink_link.c: -H ---- */
+
+/* What became of a LINKED file: its links wait, are made, or fail. */
+enum sink_tgt_state {
+	SINK_TGT_PENDING,
+	SINK_TGT_PLACED,
+	SINK_TGT_FAILED,
+};
+
+/* Whether the session keeps hard links (HELLO HARD_LINKS). */
+bool sink_links_asked(const struct sink *k);
+/*
+ * f (mapped) came with the LINKED flag: its place is remembered, its
+ * links wait for its result (sink_file.c sets *f->settle as it answers
+ * f, and links_due: the pump makes them). 0 or the engine's error.
+ */
+int sink_link_noted(struct sink *k, struct snk_file *f);
+/*
+ * HARDLINK f (mapped) names target: beneath DEST and a file sent LINKED
+ * before, else the session ends. 0 or the engine's error.
+ */
+int sink_link_check(struct sink *k, struct snk_file *f, const char *target);
+/*
+ * Whether HARDLINK f's name is already its file (--dry-run: kept where a
+ * skip is asked for).
+ */
+bool sink_link_same(struct sink *k, const struct snk_file *f);
+/* f is made now, or waits for its file. 0 or the engine's error. */
+int sink_link_start(struct sink *k, struct snk_file *f);
+/* The links whose files were settled, made. How many, -1 on an error. */
+int sink_links_pump(struct sink *k);
+void sink_links_free(struct sink *k);
+
+/* ---- sink_special.c: -D ---- */
+
+/* A SPECIAL came: one the session asked for? 0 or the engine's error. */
+int sink_special_check(struct sink *k, const struct wire_file *wf);
+/* Whether SPECIAL f's name holds one of its type (and numbers) already. */
+bool sink_special_same(const struct snk_file *f);
+/* SPECIAL f made (or kept, or left out) and answered. 0 or the error. */
+int sink_make_special(struct sink *k, struct snk_file *f);
 
 /* ---- sink_file.c: a file in flight, FILE to FILE_RESULT ---- */
 

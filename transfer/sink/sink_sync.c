@@ -88,8 +88,10 @@ enum sink_sync_verdict sink_sync_check(struct sink *k, struct snk_file *f,
 	uint8_t level = k->p->sync;
 	struct stat st;
 
+	/* hard links and special files: sink_link.c, sink_special.c */
 	if (level == WIRE_SYNC_NONE || f->err || f->dirfd < 0 ||
-	    f->kind == WIRE_KIND_DIR ||
+	    f->kind == WIRE_KIND_DIR || f->kind == WIRE_KIND_HARDLINK ||
+	    f->kind == WIRE_KIND_SPECIAL ||
 	    fstatat(f->dirfd, f->n.name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return SINK_SYNC_SEND;
 	if (f->kind == WIRE_KIND_SYMLINK)

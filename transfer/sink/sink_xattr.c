@@ -57,8 +57,9 @@ int sink_xattrs_take(struct sink *k, const struct wire_file *wf,
 				   "%s announced file %u with extended "
 				   "attributes that never came: refused",
 				   k->e->c->peer, wf->file_id);
-	if (k->xpending && (!(wf->flags & WIRE_FILE_XATTRS) ||
-			    wf->kind == WIRE_KIND_SYMLINK))
+	if (k->xpending &&
+	    (!(wf->flags & WIRE_FILE_XATTRS) || wf->kind == WIRE_KIND_SYMLINK ||
+	     wf->kind == WIRE_KIND_HARDLINK || wf->kind == WIRE_KIND_SPECIAL))
 		return engine_fail(k->e, XFER_FAIL_PROTOCOL, -EPROTO,
 				   "%s sent extended attributes for file %u, "
 				   "which does not take them: refused",

@@ -156,7 +156,14 @@ static const char *result_misplaced(const struct source *s,
 		return skipped || !res->status ? "outside its pack's PACK_DONE"
 					       : NULL;
 	if (f->w->kind != WIRE_KIND_FILE && !f->err) {
-		if (skipped && (f->w->kind != WIRE_KIND_SYMLINK || !asked_skip))
+		/*
+		 * A symlink or hard link kept where -n, -u or --sync asked;
+		 * a special file also where the receiver may not make it.
+		 */
+		if (skipped && f->w->kind != WIRE_KIND_SPECIAL &&
+		    ((f->w->kind != WIRE_KIND_SYMLINK &&
+		      f->w->kind != WIRE_KIND_HARDLINK) ||
+		     !asked_skip))
 			return "as skipped, which was not asked for";
 		return res->status || !res->digest_len ? NULL : "with a digest";
 	}
@@ -323,9 +330,7 @@ static int on_kept(struct source *s, const struct wire_kept *k)
 						       : NULL;
 		int rc;
 
-		if (!f || f->w->range ||
-		    (f->w->kind != WIRE_KIND_FILE &&
-		     f->w->kind != WIRE_KIND_SYMLINK))
+		if (!f || f->w->range || f->w->kind == WIRE_KIND_DIR)
 			return engine_fail(s->e, XFER_FAIL_PROTOCOL, -EPROTO,
 					   "%s kept file %u, which it may not "
 					   "keep: refused",
@@ -541,6 +546,8 @@ int src_run(struct engine *e, const struct source_cfg *cfg,
 	s.corrupt_seq = UINT64_MAX;
 	s.walk.rootfd = cfg->rootfd;
 	s.walk.recursive = cfg->p.flags & WIRE_HELLO_RECURSIVE;
+	s.walk.devices = cfg->p.flags & WIRE_HELLO_DEVICES;
+	s.walk.specials = cfg->p.flags & WIRE_HELLO_SPECIALS;
 	s.walk.filter = cfg->filter;
 	s.walk.list = cfg->list;
 	s.walk.list_sep = cfg->list_sep;
@@ -606,5 +613,6 @@ out:
 	free(s.failed_dir);
 	walk_free(&s.walk);
 	src_names_free(&s);
+	src_links_free(&s);
 	return e->fail ? e->err : 0;
 }

@@ -97,6 +97,7 @@ struct src_file {
 	 */
 	bool cmp;
 	uint64_t sums_next, match_next;
+	bool linked; /* -H: announced LINKED, later names link to it */
 };
 
 /* Where f's bytes end: its range's end, or its size (walk_range). */
@@ -146,6 +147,13 @@ struct src_job {
 };
 
 struct src_names; /* source_names.c */
+struct src_link;  /* source_links.c */
+
+/* -H: (st_dev, st_ino) -> first name, files with st_nlink > 1 only. */
+struct src_links {
+	struct src_link *v; /* open addressing, at most half full */
+	size_t n, cap;	    /* cap a power of two, or 0 */
+};
 
 struct item {
 	enum item_kind kind;
@@ -214,6 +222,7 @@ struct source {
 	bool delete_ended;
 	/* --files-from on a pull: the client's names, NULL without */
 	struct src_names *names;
+	struct src_links links; /* -H */
 };
 
 #define WALK_STEP 512 /* entries listed at a time, in the engine thread */
@@ -305,6 +314,21 @@ int src_on_deleted(struct source *s, const struct wire_deleted *d);
 int src_on_delete_end(struct source *s, const struct wire_delete_end *d);
 /* Whether BYE may come now: DONE sent, every result (and deletion) in. */
 bool src_bye_due(const struct source *s);
+
+/* ---- source_links.c: -H ---- */
+
+/* Whether the session keeps hard links (HELLO HARD_LINKS). */
+bool src_links_asked(const struct source *s);
+/* Whether f may be one name of several: -H, a whole regular file, nlink > 1. */
+bool src_links_may(const struct source *s, const struct src_file *f);
+/*
+ * Before f is opened: 1 when an earlier name of its file was sent (f is
+ * now a HARDLINK to it, f->w->link), 0 when not, -ENOMEM.
+ */
+int src_links_find(struct source *s, struct src_file *f);
+/* f (opened, to be announced) is a first name: LINKED. 0 or -ENOMEM. */
+int src_links_add(struct source *s, struct src_file *f);
+void src_links_free(struct source *s);
 
 /* ---- source_names.c ---- */
 

@@ -46,9 +46,10 @@ bool src_packable(const struct source *s, const struct src_file *f)
 	const struct walk_entry *w = f->w;
 
 	/* -X/-A: a file's attributes go in a message before its FILE */
+	/* -H: a file of several names goes alone, LINKED (source_links.c) */
 	return s->pack_max && !w->err && w->kind == WIRE_KIND_FILE &&
 	       !src_xattrs_asked(s) && !w->range && s->nwire > 0 &&
-	       (uint64_t)w->st.st_size <= s->pack_max &&
+	       !src_links_may(s, f) && (uint64_t)w->st.st_size <= s->pack_max &&
 	       (uint64_t)w->st.st_blocks * 512 >= (uint64_t)w->st.st_size &&
 	       pack_rec_len(s, f) <= s->chunk_size;
 }

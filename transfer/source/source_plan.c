@@ -27,7 +27,8 @@
  */
 static bool may_fly(const struct walk_entry *w)
 {
-	return w->kind == WIRE_KIND_FILE || w->err;
+	return w->kind == WIRE_KIND_FILE || w->kind == WIRE_KIND_HARDLINK ||
+	       w->err;
 }
 
 /*
@@ -49,8 +50,11 @@ static int tell(struct source *s, struct src_file *f)
 		}
 	}
 	src_announce(s, f);
-	/* A failure goes as a regular FILE (src_send_failure). */
-	if (f->err || f->w->kind == WIRE_KIND_FILE) {
+	/*
+	 * A failure goes as a regular FILE (src_send_failure); a hard link
+	 * waits on the sink for its file, in flight as well.
+	 */
+	if (f->err || may_fly(f->w)) {
 		f->in_flight = true;
 		s->inflight++;
 	}
@@ -107,6 +111,11 @@ static int open_next(struct source *s)
 			  f->w->errmsg ? f->w->errmsg : strerror(-f->w->err));
 		return tell(s, f);
 	}
+	/* -H: another name of a file sent already goes as a link to it */
+	rc = src_links_find(s, f);
+	if (rc < 0)
+		return engine_fail(s->e, XFER_FAIL_RESOURCE, rc,
+				   "out of memory");
 	if (f->w->kind != WIRE_KIND_FILE)
 		return tell(s, f);
 	/*
@@ -138,6 +147,9 @@ static int open_next(struct source *s)
 	posix_fadvise(f->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
 	src_open_direct(s, f);
 announce:
+	if (src_links_add(s, f))
+		return engine_fail(s->e, XFER_FAIL_RESOURCE, -ENOMEM,
+				   "out of memory");
 	if (s->cfg->p.csum == XFER_CSUM_SHA256) {
 		rc = ck_sha256_create(&f->tree);
 		if (rc)

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "transfer/source/source_int.h"
@@ -210,10 +211,18 @@ static void fill_file_msg(struct source *s, struct src_file *f,
 	snprintf(m->path, sizeof(m->path), "%s", f->w->wire);
 	if (src_owner(s, &f->st, &m->owner))
 		m->flags |= WIRE_FILE_OWNER;
-	if (f->w->kind == WIRE_KIND_SYMLINK)
+	if (f->w->kind == WIRE_KIND_SYMLINK || f->w->kind == WIRE_KIND_HARDLINK)
 		snprintf(m->link, sizeof(m->link), "%s", f->w->link);
+	if (f->w->kind == WIRE_KIND_SPECIAL) {
+		m->mode = f->st.st_mode & (S_IFMT | 07777);
+		if (S_ISCHR(f->st.st_mode) || S_ISBLK(f->st.st_mode))
+			m->size = WIRE_RDEV(major(f->st.st_rdev),
+					    minor(f->st.st_rdev));
+	}
 	if (f->w->kind != WIRE_KIND_FILE)
 		return;
+	if (f->linked)
+		m->flags |= WIRE_FILE_LINKED;
 	m->size = (uint64_t)f->st.st_size;
 	if (src_file_sparse(f))
 		m->flags |= WIRE_FILE_SPARSE;

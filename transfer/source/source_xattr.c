@@ -48,7 +48,9 @@ int src_xattrs(struct source *s, struct src_file *f, struct wire_xattrs *x)
 
 	x->file_id = f->wire_id;
 	x->count = x->len = 0;
-	if (!src_xattrs_asked(s) || f->w->kind == WIRE_KIND_SYMLINK)
+	/* a hard link's are its file's; a special file's are not kept */
+	if (!src_xattrs_asked(s) || f->w->kind == WIRE_KIND_SYMLINK ||
+	    f->w->kind == WIRE_KIND_HARDLINK || f->w->kind == WIRE_KIND_SPECIAL)
 		return 0;
 	fd = walk_open(&s->walk, f->w);
 	if (fd < 0)

@@ -153,11 +153,19 @@ static bool born_after_start(const struct walk *w, int dirfd, const char *name)
 		stx.stx_btime.tv_nsec > (uint32_t)w->t0.tv_nsec);
 }
 
+bool walk_takes_special(const struct walk *w, mode_t mode)
+{
+	if (S_ISCHR(mode) || S_ISBLK(mode))
+		return w->devices;
+	return (S_ISFIFO(mode) || S_ISSOCK(mode)) && w->specials;
+}
+
 /*
  * Fills kind (and link) from st; 0, or 1 for an entry that cannot be sent
- * (a FIFO, socket or device), which walk_child leaves out.
+ * (a FIFO, socket or device w does not take), which walk_child leaves out.
  */
-int walk_classify(struct walk_entry *e, int dirfd, const char *name)
+int walk_classify(const struct walk *w, struct walk_entry *e, int dirfd,
+		  const char *name)
 {
 	char buf[PATH_MAX];
 	ssize_t n;
@@ -176,6 +184,8 @@ int walk_classify(struct walk_entry *e, int dirfd, const char *name)
 		e->link = strdup(buf);
 		if (!e->link)
 			return -ENOMEM;
+	} else if (walk_takes_special(w, e->st.st_mode)) {
+		e->kind = WIRE_KIND_SPECIAL;
 	} else {
 		return 1;
 	}
@@ -270,12 +280,12 @@ static int walk_child(struct walk *w, const char *dir_local,
 		return walk_fail(e, rc, "cannot stat '%s': %s", local,
 				 strerror(-rc));
 	}
-	rc = walk_classify(e, dirfd, name);
+	rc = walk_classify(w, e, dirfd, name);
 	if ((rc == 0 || rc == 1) && walk_excluded(w, e)) {
 		rc = 1;
 	} else if (rc == 1) {
 		log_warn("skipping '%s': not a regular file, directory or "
-			 "symlink",
+			 "symlink (-D copies devices, FIFOs and sockets)",
 			 local);
 		w->skipped++;
 	} else if (rc == 0 && e->kind == WIRE_KIND_DIR &&
@@ -452,7 +462,9 @@ int walk_named(struct walk *w, const char *src, const char *wire, bool listed)
 				 w->rootfd < 0 ? "stat" : "open", src,
 				 walk_open_why(w, rc));
 	}
-	e->kind = S_ISDIR(e->st.st_mode) ? WIRE_KIND_DIR : WIRE_KIND_FILE;
+	e->kind = S_ISDIR(e->st.st_mode)		 ? WIRE_KIND_DIR
+		  : walk_takes_special(w, e->st.st_mode) ? WIRE_KIND_SPECIAL
+							 : WIRE_KIND_FILE;
 	if (walk_excluded(w, e)) {
 		walk_drop_last(w);
 		return 0;
@@ -461,6 +473,8 @@ int walk_named(struct walk *w, const char *src, const char *wire, bool listed)
 		w->bytes += (uint64_t)e->st.st_size;
 		return 0;
 	}
+	if (e->kind == WIRE_KIND_SPECIAL)
+		return 0;
 	if (!S_ISDIR(e->st.st_mode))
 		return walk_fail(e, -EINVAL,
 				 "cannot send '%s': not a regular "

@@ -4,9 +4,11 @@
  * one entry, and with recursion a directory becomes itself followed by its
  * contents, depth first, names sorted, so a parent is always announced
  * before its children. Symlinks inside a tree are entries of their own
- * (copied as links, never followed); hard links are not detected (each
- * name is copied as a file of its own). Entries that cannot be read carry
- * their error and are reported as failed files.
+ * (copied as links, never followed); hard links are not detected here
+ * (the source does that with -H, source_links.c). Device nodes, FIFOs and
+ * sockets are left out with a warning unless the walk is told to take
+ * them (-D). Entries that cannot be read carry their error and are
+ * reported as failed files.
  *
  * The walk is incremental: walk_more() lists the next entries on demand,
  * so a copy starts moving data at once instead of after stat-ing a whole
@@ -69,6 +71,8 @@ typedef int walk_feed_fn(void *arg, const char **name, size_t *len);
 struct walk {
 	int rootfd; /* -1: SRCs are local paths; else confined beneath */
 	bool recursive;
+	bool devices;  /* device nodes are entries (WIRE_KIND_SPECIAL) */
+	bool specials; /* ... and FIFOs and sockets */
 	const struct filter *filter; /* NULL: every entry */
 	FILE *list;		     /* names beneath srcs[0], or NULL */
 	char list_sep;		     /* '\n', or '\0' (--from0) */

@@ -24,9 +24,12 @@ int walk_open_path(const struct walk *w, const char *path, int flags);
 const char *walk_open_why(const struct walk *w, int rc);
 /*
  * Fills kind (and link) from e->st: 0, 1 for an entry that cannot be sent
- * (a FIFO, socket or device), or -ENOMEM.
+ * (a FIFO, socket or device w does not take), or -ENOMEM.
  */
-int walk_classify(struct walk_entry *e, int dirfd, const char *name);
+int walk_classify(const struct walk *w, struct walk_entry *e, int dirfd,
+		  const char *name);
+/* Whether w takes st's kind of special file (-D). */
+bool walk_takes_special(const struct walk *w, mode_t mode);
 /* Stats a SRC as named: followed if local, confined beneath a root. */
 int walk_stat_named(const struct walk *w, const char *src, struct stat *st);
 /*

@@ -159,7 +159,7 @@ static int walk_listed_child(struct walk *w, const char *local,
 		return walk_fail(e, rc, "cannot stat '%s': %s", local,
 				 strerror(-rc));
 	}
-	rc = walk_classify(e, dfd, name);
+	rc = walk_classify(w, e, dfd, name);
 	close(dfd);
 	if (rc == 0 && walk_excluded(w, e))
 		rc = 1;

@@ -8,11 +8,16 @@
 #include <endian.h>
 #include <errno.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "transfer/wire/wire.h"
 #include "util/be_codec.h"
 #include "util/checksum.h"
 #include "util/key.h"
+
+_Static_assert(S_IFCHR == 0020000 && S_IFBLK == 0060000 && S_IFIFO == 0010000 &&
+		       S_IFSOCK == 0140000 && S_IFMT == 0170000,
+	       "a SPECIAL's type bits travel as Linux has them");
 
 _Static_assert(WIRE_CLIENT_MAX == KEY_NAME_MAX, "a client's name fits");
 
@@ -637,13 +642,22 @@ static void dec_body(struct be_get *r, struct wire_msg *m)
 		if (m->u.file.flags & WIRE_FILE_OWNER)
 			wire_owner_get(r, &m->u.file.owner);
 		if (m->u.file.flags & ~(WIRE_FILE_SPARSE | WIRE_FILE_RANGE |
-					WIRE_FILE_OWNER | WIRE_FILE_XATTRS) ||
-		    m->u.file.kind > WIRE_KIND_SYMLINK ||
+					WIRE_FILE_OWNER | WIRE_FILE_XATTRS |
+					WIRE_FILE_LINKED) ||
+		    m->u.file.kind > WIRE_KIND_MAX ||
+		    m->u.file.kind == WIRE_KIND_OTHER ||
 		    m->u.file.mtime_nsec >= 1000000000u ||
 		    m->u.file.atime_nsec >= 1000000000u ||
-		    (m->u.file.kind != WIRE_KIND_FILE && m->u.file.size) ||
-		    (m->u.file.kind == WIRE_KIND_SYMLINK) !=
-			    (m->u.file.link[0] != '\0'))
+		    (m->u.file.kind != WIRE_KIND_FILE &&
+		     m->u.file.kind != WIRE_KIND_SPECIAL && m->u.file.size) ||
+		    (m->u.file.kind == WIRE_KIND_SYMLINK ||
+		     m->u.file.kind == WIRE_KIND_HARDLINK) !=
+			    (m->u.file.link[0] != '\0') ||
+		    ((m->u.file.flags & WIRE_FILE_LINKED) &&
+		     (m->u.file.kind != WIRE_KIND_FILE ||
+		      (m->u.file.flags & WIRE_FILE_RANGE))) ||
+		    (m->u.file.kind == WIRE_KIND_SPECIAL &&
+		     !wire_special_ok(m->u.file.mode, m->u.file.size)))
 			r->err = true;
 		break;
 	case WIRE_HAVE:
@@ -822,10 +836,26 @@ bool wire_tag_split(const uint8_t *buf, size_t len, size_t *covered)
 
 const char *wire_kind_name(unsigned int kind)
 {
-	return kind == WIRE_KIND_DIR	   ? "dir"
-	       : kind == WIRE_KIND_SYMLINK ? "symlink"
-	       : kind == WIRE_KIND_OTHER   ? "other"
-					   : "file";
+	return kind == WIRE_KIND_DIR	    ? "dir"
+	       : kind == WIRE_KIND_SYMLINK  ? "symlink"
+	       : kind == WIRE_KIND_OTHER    ? "other"
+	       : kind == WIRE_KIND_HARDLINK ? "hardlink"
+	       : kind == WIRE_KIND_SPECIAL  ? "special"
+					    : "file";
+}
+
+bool wire_special_ok(uint32_t mode, uint64_t size)
+{
+	switch (mode & S_IFMT) {
+	case S_IFCHR:
+	case S_IFBLK:
+		return !(mode & ~(uint32_t)(S_IFMT | 07777));
+	case S_IFIFO:
+	case S_IFSOCK:
+		return !(mode & ~(uint32_t)(S_IFMT | 07777)) && !size;
+	default:
+		return false;
+	}
 }
 
 const char *wire_type_name(unsigned int type)

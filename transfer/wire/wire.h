@@ -154,6 +154,9 @@ enum wire_hello_flags {
 	WIRE_HELLO_XATTRS = 1 << 18,	  /* -X: extended attributes */
 	WIRE_HELLO_ACLS = 1 << 19,	  /* -A: POSIX ACLs (as xattrs) */
 	WIRE_HELLO_DEST_NAMED = 1 << 20, /* DEST is the one SRC's copy */
+	WIRE_HELLO_HARD_LINKS = 1 << 21, /* -H: hard links kept (HARDLINK) */
+	WIRE_HELLO_DEVICES = 1 << 22,	 /* --devices: device nodes (SPECIAL) */
+	WIRE_HELLO_SPECIALS = 1 << 23,	 /* --specials: FIFOs, sockets */
 };
 
 #define WIRE_HELLO_OWNERS (WIRE_HELLO_OWNER | WIRE_HELLO_GROUP)
@@ -168,13 +171,30 @@ enum wire_file_kind {
 	WIRE_KIND_DIR = 1,
 	WIRE_KIND_SYMLINK = 2,
 	WIRE_KIND_OTHER = 3, /* DELETED only: a FIFO, socket or device */
+	/*
+	 * -H: another name of a regular file sent before with the LINKED
+	 * flag; link holds that file's path (as FILE names entries).
+	 */
+	WIRE_KIND_HARDLINK = 4,
+	/*
+	 * -D: a device node (--devices), FIFO or socket (--specials); mode
+	 * carries the type bits (S_IFMT) too, size a device's number.
+	 */
+	WIRE_KIND_SPECIAL = 5,
+	WIRE_KIND_MAX = WIRE_KIND_SPECIAL,
 };
+
+/* A SPECIAL's device number in FILE's size field: major << 32 | minor. */
+#define WIRE_RDEV(major, minor) ((uint64_t)(major) << 32 | (uint32_t)(minor))
+#define WIRE_RDEV_MAJOR(v) ((uint32_t)((v) >> 32))
+#define WIRE_RDEV_MINOR(v) ((uint32_t)(v))
 
 enum wire_file_flags {
 	WIRE_FILE_SPARSE = 1 << 0, /* has holes: size says little of space */
 	WIRE_FILE_RANGE = 1 << 1,  /* a byte range of it (rdcp-mpi): below */
 	WIRE_FILE_OWNER = 1 << 2,  /* owner and group follow (HELLO OWNERS) */
 	WIRE_FILE_XATTRS = 1 << 3, /* an XATTRS for it came right before */
+	WIRE_FILE_LINKED = 1 << 4, /* -H: HARDLINKs may name it later */
 };
 
 #define WIRE_OWNER_NAME_MAX 255u /* bytes of a user or group name */
@@ -337,14 +357,15 @@ struct wire_file {
 	uint32_t file_id;
 	uint8_t kind;	/* enum wire_file_kind */
 	uint32_t flags; /* enum wire_file_flags */
-	uint64_t size;	/* 0 unless a regular file */
-	uint32_t mode;
+	uint64_t size;	/* 0 unless a regular file (a device: WIRE_RDEV) */
+	uint32_t mode;	/* permissions; a SPECIAL's with its type bits */
 	int64_t mtime_sec;
 	uint32_t mtime_nsec;
 	int64_t atime_sec;
 	uint32_t atime_nsec;
 	char path[4096]; /* relative name: basename, or beneath one */
-	char link[4096]; /* symlink target, copied as is; else "" */
+	char link[4096]; /* symlink target, copied as is; a HARDLINK's
+			  * file's path; else "" */
 	/*
 	 * With WIRE_FILE_RANGE only (a regular file, after link): this FILE
 	 * sends bytes [range_off, range_off + range_len) of the file, range
@@ -768,8 +789,18 @@ int wire_pack_digest(uint8_t csum, const uint8_t *data, uint32_t len,
 int wire_pack_next(const uint8_t *p, size_t len, size_t *pos,
 		   struct wire_pack_rec *r) __attribute__((warn_unused_result));
 
-/* "file", "dir", "symlink" or "other": an enum wire_file_kind (JSON, logs). */
+/*
+ * "file", "dir", "symlink", "other", "hardlink" or "special": an enum
+ * wire_file_kind (JSON, logs).
+ */
 const char *wire_kind_name(unsigned int kind);
+/*
+ * Whether a SPECIAL's mode (type bits and permissions) and size (a
+ * device's number, else 0) are one: a character or block device, a FIFO
+ * or a socket, with S_IFMT's Linux values (0020000, 0060000, 0010000,
+ * 0140000).
+ */
+bool wire_special_ok(uint32_t mode, uint64_t size);
 
 /* Appends a path to h->paths. 0 or -ENAMETOOLONG when they are full. */
 int wire_hello_add_path(struct wire_hello *h, const char *path)
