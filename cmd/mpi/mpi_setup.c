@@ -53,7 +53,7 @@ void mpi_usage_help(void)
 	       "1G; 0: never)\n\n"
 	       "rdcp's copy options apply (rdcp --help), --delete and --retry "
 	       "too: each rank\nretries its own session; rank 0 mirrors DEST "
-	       "once every rank's copy is verified.\nNot --files-from, "
+	       "once every rank's copy is verified.\nNot --files-from, -H, -D, "
 	       "--manifest, a pull or a remote SRC. See rdcp-mpi(1).\n");
 }
 
