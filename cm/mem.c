@@ -4,6 +4,8 @@
  * (cm_area_alloc, in util/hugemem.c's pages) on the NUMA node of the
  * device that moves them (cm_numa_of_device, from sysfs through
  * util/numa.c). Every transport's ring_create and stage_create come here.
+ * And how big they are when the client leaves it to the link
+ * (cm_window_slots, the rule in cm.h).
  */
 #include <stdio.h>
 
