@@ -138,14 +138,16 @@ $(BUILD)/tests/%: tests/unit/%.c $(TEST_HELPERS) $(BUILD)/librdcp.a tests/tap.h
 
 # The network-free ceiling of `make bench` (tests/bench/ceiling.c): both
 # engines in one process over memconn; every thread's CPU is counted for
-# the side that started it through a --wrap of pthread_create.
+# the side that started it through a --wrap of pthread_create; -D slows
+# some of the sink's chunk writes through a --wrap of direct_pwrite.
 BENCH_BINS := $(BUILD)/tests/bench_ceiling
 $(BUILD)/tests/bench_ceiling: tests/bench/ceiling.c $(TEST_HELPERS) \
 		$(BUILD)/librdcp.a
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  BENCH   $@")
 	$(Q)$(CC) $(ALL_CFLAGS) -Itests -Itests/unit $(ALL_LDFLAGS) \
-		-Wl,--wrap=pthread_create -o $@ $< $(TEST_HELPERS) \
+		-Wl,--wrap=pthread_create -Wl,--wrap=direct_pwrite -o $@ $< \
+		$(TEST_HELPERS) \
 		$(BUILD)/librdcp.a $(LIBS)
 
 # test_fault fails the Nth allocation, open or file call of librdcp.a:

@@ -54,6 +54,31 @@ struct cm_geom {
 	uint32_t chunk_size;   /* payload bytes per slot: the chunk size */
 };
 
+/*
+ * The data window when the client leaves it to the link (cm_geom slots 0
+ * in cm_connect): enough slots to keep the link busy for CM_WINDOW_COVER_MS
+ * while the sink holds one slot back (slots are released in order, so one
+ * slow write holds every later one: credit.h), at least
+ * CM_WINDOW_FALLBACK, at most CM_WINDOW_MAX_BYTES of ring (pinned on both
+ * sides) and CM_WINDOW_MAX_SLOTS. A link whose rate is unknown (TCP, or a
+ * device reporting none or an implausible one: over CM_WINDOW_MAX_GBPS)
+ * gets CM_WINDOW_FALLBACK. The figures are justified in
+ * doc/PERFORMANCE.md ("Window").
+ */
+#define CM_WINDOW_COVER_MS 20u
+#define CM_WINDOW_FALLBACK 64u
+#define CM_WINDOW_MAX_BYTES (256ull << 20)
+#define CM_WINDOW_MAX_SLOTS 4096u
+#define CM_WINDOW_MAX_GBPS 1600u
+
+/*
+ * Slots of chunk_size bytes for a link of gbps Gb/s (0: unknown) under
+ * the rule above, capped by budget bytes of ring (0: CM_WINDOW_MAX_BYTES;
+ * the cap wins over the floor, but the result is at least 1).
+ */
+unsigned int cm_window_slots(unsigned int gbps, uint32_t chunk_size,
+			     uint64_t budget);
+
 /* Bytes of a slot's header (its own area, beside the payloads). */
 #define CM_SLOT_HDR 64u
 

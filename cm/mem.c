@@ -4,6 +4,8 @@
  * (cm_area_alloc, in util/hugemem.c's pages) on the NUMA node of the
  * device that moves them (cm_numa_of_device, from sysfs through
  * util/numa.c). Every transport's ring_create and stage_create come here.
+ * And how big they are when the client leaves it to the link
+ * (cm_window_slots, the rule in cm.h).
  */
 #include <stdio.h>
 
@@ -21,6 +23,32 @@ int cm_numa_of_device(const char *dev)
 static size_t area_hdr_off(const struct cm_geom *g)
 {
 	return (size_t)g->slots * g->chunk_size;
+}
+
+unsigned int cm_window_slots(unsigned int gbps, uint32_t chunk_size,
+			     uint64_t budget)
+{
+	uint64_t slots = CM_WINDOW_FALLBACK, cap;
+
+	if (!chunk_size)
+		return 1;
+	if (!budget || budget > CM_WINDOW_MAX_BYTES)
+		budget = CM_WINDOW_MAX_BYTES;
+	if (gbps && gbps <= CM_WINDOW_MAX_GBPS) {
+		/* bytes the link moves in CM_WINDOW_COVER_MS, rounded up */
+		uint64_t bytes = (uint64_t)gbps * 1000000000ull / 8 *
+				 CM_WINDOW_COVER_MS / 1000;
+
+		slots = (bytes + chunk_size - 1) / chunk_size;
+		if (slots < CM_WINDOW_FALLBACK)
+			slots = CM_WINDOW_FALLBACK;
+	}
+	cap = budget / chunk_size;
+	if (cap > CM_WINDOW_MAX_SLOTS)
+		cap = CM_WINDOW_MAX_SLOTS;
+	if (slots > cap)
+		slots = cap;
+	return slots ? (unsigned int)slots : 1;
 }
 
 size_t cm_area_len(const struct cm_geom *g)

@@ -88,10 +88,12 @@ int cm_rdma_connect(const struct cm_addr *addr, const struct cm_geom *want,
 	struct rdma_conn_param param;
 	uint8_t pd[PD_LEN];
 	struct addrinfo *ai = NULL;
+	struct cm_geom g = *want;
 	struct vconn *v;
 	int rc;
 
-	if (!cm_geom_valid(want))
+	g.slots = want->slots ? want->slots : 1; /* 0: sized below */
+	if (!cm_geom_valid(&g))
 		return -EINVAL;
 	rc = vconn_alloc(&v);
 	if (rc)
@@ -173,10 +175,20 @@ int cm_rdma_connect(const struct cm_addr *addr, const struct cm_geom *want,
 		rc = -ENODEV;
 		goto out_free;
 	}
+	/* Left to the link: its rate is known now that the route is. */
+	if (!want->slots) {
+		unsigned int gbps =
+			vrail_gbps(v->id->verbs, v->id->port_num);
+
+		v->base.geom.slots =
+			(uint16_t)cm_window_slots(gbps, want->chunk_size, 0);
+		log_debug("window: %u slots of %u bytes for a %u Gb/s link",
+			  v->base.geom.slots, want->chunk_size, gbps);
+	}
 	rc = vconn_build(v);
 	if (rc)
 		goto out_free;
-	cm_pd_encode(pd, PD_ST_OK, want);
+	cm_pd_encode(pd, PD_ST_OK, &v->base.geom);
 	rcm_conn_param(&param, pd, PD_LEN);
 	if (rdma_connect(v->id, &param)) {
 		rc = -errno;

@@ -127,11 +127,15 @@ int cm_tcp_connect(const struct cm_addr *addr, const struct cm_geom *want,
 	uint64_t deadline = clock_now_ms() + (uint64_t)to->connect_ms;
 	struct addrinfo *ai = NULL, *p;
 	struct tconn *t = NULL;
-	struct cm_geom g;
+	struct cm_geom g, ask = *want;
 	uint8_t pd[PD_LEN];
 	char peer[64];
 	int fd = -1, rc;
 
+	/* Left to the link: a socket does not say its rate. */
+	if (!ask.slots)
+		ask.slots = (uint16_t)cm_window_slots(0, ask.chunk_size, 0);
+	want = &ask;
 	if (!cm_geom_valid(want))
 		return -EINVAL;
 	snprintf(peer, sizeof(peer), "%s:%u", addr->host, addr->port);

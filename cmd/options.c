@@ -223,8 +223,8 @@ const struct argp_option rdcp_options[] = {
 	  "receiver's value is the maximum",
 	  4 },
 	{ "window", OPT_WINDOW, "N", 0,
-	  "Ring slots = writes in flight, 1..4096 (default 64); the "
-	  "receiver's value is the maximum",
+	  "Ring slots = writes in flight, 1..4096 (default: sized to the "
+	  "link, 64 over TCP); the receiver's value is the maximum",
 	  4 },
 	{ "checksum", OPT_CHECKSUM, "ALG", 0,
 	  "File digest: crc32 (default), sha256, or none (no chunk CRC "

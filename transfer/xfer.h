@@ -144,7 +144,7 @@ struct xfer_link_opts {
 	 */
 	const char *rail_devices;
 	uint32_t chunk_size;  /* payload bytes per slot (power of two) */
-	uint16_t window;      /* ring slots */
+	uint16_t window;      /* ring slots, 0: sized to the link */
 	/*
 	 * --streams: lanes (RC QPs or TCP connections) per session, 0 the
 	 * default (session_streams()); a receiver's is its limit (0: 16).
@@ -371,6 +371,11 @@ struct xfer_stats {
 	uint64_t deleted;    /* --delete: entries removed (dry run: would be) */
 	bool max_delete_hit; /* --max-delete stopped every deletion */
 	double seconds;
+	/*
+	 * The source's time with a chunk ready and no ring slot to put it
+	 * in: the sink's window held it back (s; 0 on the sink's side).
+	 */
+	double window_wait_s;
 	enum xfer_fail first_fail; /* verdict on the first failed file */
 	char transport[16];	   /* "rdma" or "tcp" */
 	unsigned int streams;	   /* lanes the session ran on */

@@ -20,6 +20,10 @@
  *                 [-d on|off|auto]  (O_DIRECT: --direct, --no-direct, auto)
  *                 [-H auto|on|off]  (ring and staging pages: --hugepages;
  *                                   -w 0: the default worker count)
+ *                 [-D EVERY:MIN-MAX] (a slow sink: every EVERY-th chunk
+ *                                   write sleeps MIN..MAX ms first)
+ *                 [-G GBPS]         (no -n: the window cm_connect sizes
+ *                                   for a link of GBPS Gb/s; 0 unknown)
  *                 SRC ROOT NAME     copy SRC to ROOT/NAME, print one line
  *   bench_ceiling -m [MIB]          per-core costs: CRC32 (ISA-L/zlib as
  *                                   built, and zlib), SHA-256, memcpy
@@ -133,6 +137,61 @@ int __wrap_pthread_create(pthread_t *th, const pthread_attr_t *attr,
 	return rc;
 }
 
+/* ---- -D: a sink whose writes are sometimes slow ---- */
+
+/*
+ * Linked with -Wl,--wrap=direct_pwrite (Makefile): the sink's chunk
+ * writes (sink_chunk.c) come here. Every slow_every-th call sleeps first,
+ * for slow_min..slow_max ms spread evenly by a fixed sequence, so that A
+ * and B runs see the same delays at the same chunks: a disk or a file
+ * system that stalls now and then (a journal commit, a flush, writeback
+ * throttling) while the others go at full speed.
+ */
+static unsigned int slow_every, slow_min_ms, slow_max_ms;
+static unsigned long slow_calls, slow_delays;
+
+struct direct_fd;
+int __real_direct_pwrite(const struct direct_fd *d, int fd, const void *buf,
+			 size_t len, uint64_t off);
+int __wrap_direct_pwrite(const struct direct_fd *d, int fd, const void *buf,
+			 size_t len, uint64_t off);
+
+int __wrap_direct_pwrite(const struct direct_fd *d, int fd, const void *buf,
+			 size_t len, uint64_t off)
+{
+	unsigned long n;
+
+	if (slow_every) {
+		n = __atomic_add_fetch(&slow_calls, 1, __ATOMIC_RELAXED);
+		if (n % slow_every == 0) {
+			unsigned long k = n / slow_every;
+			unsigned int span = slow_max_ms - slow_min_ms + 1;
+			unsigned int ms = slow_min_ms + (k * 7) % span;
+
+			__atomic_add_fetch(&slow_delays, 1, __ATOMIC_RELAXED);
+			usleep(ms * 1000u);
+		}
+	}
+	return __real_direct_pwrite(d, fd, buf, len, off);
+}
+
+static int parse_slow(const char *s)
+{
+	char *end;
+
+	slow_every = (unsigned int)strtoul(s, &end, 10);
+	if (*end != ':')
+		return -EINVAL;
+	slow_min_ms = (unsigned int)strtoul(end + 1, &end, 10);
+	if (*end != '-')
+		return -EINVAL;
+	slow_max_ms = (unsigned int)strtoul(end + 1, &end, 10);
+	if (*end || !slow_every || slow_max_ms < slow_min_ms ||
+	    slow_max_ms > 10000)
+		return -EINVAL;
+	return 0;
+}
+
 /* ---- one session ---- */
 
 struct sink_arg {
@@ -175,6 +234,8 @@ static const char *pages_token(const char *pages)
 
 /* -L: memconn delivers as this many queue pairs would (0, 1: one). */
 static unsigned int ceil_lanes;
+/* -G: the link rate the window is sized for when -n does not set it. */
+static unsigned int ceil_gbps;
 
 static int copy_once(struct xfer_opts *co, const char *root)
 {
@@ -190,6 +251,9 @@ static int copy_once(struct xfer_opts *co, const char *root)
 	double t0, secs;
 	int rc;
 
+	/* memconn is no link: size the window as cm_connect would. */
+	if (!g.slots)
+		g.slots = (uint16_t)cm_window_slots(ceil_gbps, g.chunk_size, 0);
 	so = *co;
 	so.copy.srcs = NULL;
 	so.copy.nsrcs = 0;
@@ -229,13 +293,14 @@ static int copy_once(struct xfer_opts *co, const char *root)
 	printf("CEIL secs=%.4f bytes=%llu src_user=%.3f src_sys=%.3f "
 	       "sink_user=%.3f sink_sys=%.3f src_threads=%u sink_threads=%u "
 	       "maxrss_kib=%ld chunks=%llu breaches=%llu client=%s server=%s "
-	       "workers=%u pages=%s\n",
+	       "workers=%u pages=%s window=%u slow=%lu wait=%.4f\n",
 	       secs, (unsigned long long)st.bytes, cpu_user[SIDE_SRC],
 	       cpu_sys[SIDE_SRC], cpu_user[SIDE_SINK], cpu_sys[SIDE_SINK],
 	       nthreads[SIDE_SRC], nthreads[SIDE_SINK], ru.ru_maxrss,
 	       (unsigned long long)ms.writes,
 	       (unsigned long long)memconn_violations(&ms), xfer_fail_name(vc),
-	       xfer_fail_name(sa.v), st.workers, pages_token(st.pages));
+	       xfer_fail_name(sa.v), st.workers, pages_token(st.pages),
+	       (unsigned int)g.slots, slow_delays, st.window_wait_s);
 	if (st.error[0])
 		fprintf(stderr, "bench_ceiling: %s\n", st.error);
 	return vc == XFER_OK && sa.v == XFER_OK && !memconn_violations(&ms) ? 0
@@ -347,7 +412,7 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: bench_ceiling [-w WORKERS] [-c CHUNK] [-n WINDOW] "
 		"[-k crc32|sha256|none] [-d on|off|auto] [-H auto|on|off] "
-		"[-L LANES] SRC ROOT NAME\n"
+		"[-L LANES] [-D EVERY:MIN-MAX] [-G GBPS] SRC ROOT NAME\n"
 		"       bench_ceiling -m [MIB]\n");
 	exit(2);
 }
@@ -362,10 +427,17 @@ int main(int argc, char **argv)
 		return 2;
 	log_set_level(getenv("CEIL_DEBUG") ? LOG_DEBUG : LOG_WARN);
 	xfer_opts_init(&co);
-	while ((opt = getopt(argc, argv, "w:c:n:k:d:H:L:m")) != -1) {
+	while ((opt = getopt(argc, argv, "w:c:n:k:d:H:L:D:G:m")) != -1) {
 		switch (opt) {
 		case 'L':
 			ceil_lanes = (unsigned int)atoi(optarg);
+			break;
+		case 'G':
+			ceil_gbps = (unsigned int)atoi(optarg);
+			break;
+		case 'D':
+			if (parse_slow(optarg))
+				usage();
 			break;
 		case 'w':
 			co.link.workers = (unsigned int)atoi(optarg);
@@ -404,8 +476,7 @@ int main(int argc, char **argv)
 			usage();
 		}
 	}
-	if (argc - optind != 3 || !co.link.window ||
-	    co.link.chunk_size < 4096 ||
+	if (argc - optind != 3 || co.link.chunk_size < 4096 ||
 	    (co.link.chunk_size & (co.link.chunk_size - 1)))
 		usage();
 	srcs[0] = argv[optind];

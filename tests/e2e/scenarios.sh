@@ -50,7 +50,7 @@ ALL="sizes default sparse checksum corrupt escape destforms multifile partial"
 ALL="$ALL ctrlnames longnames fifo noconn"
 ALL="$ALL killsender killreceiver daemon auth auto check device"
 ALL="$ALL tree pull resume skip sync crypt zeros bwlimit full small script entries"
-ALL="$ALL ssh retry dirmodes owners xattrs links direct streams modules metrics quota"
+ALL="$ALL ssh retry dirmodes owners xattrs links direct streams modules metrics quota window"
 # Over RDMA these run last, after the RNR check (they re-create rxe0,
 # which resets its counters); over TCP only when named.
 EXTRA="devremove rails railsafe"
@@ -3478,6 +3478,59 @@ s_streams() {
 # a module it has no right to, unknown and forbidden modules alike to the
 # client, a name claimed with another client's key, and a key removed
 # while its session runs: that session finishes, the next is refused.
+# The window (issue #25): a receiver without --window grants a client's
+# larger one as far as its memory budget goes (it used to clamp it to its
+# own default, 64); one with --window still clamps to it; a client without
+# --window gets 64 slots over TCP (no link rate). The receiver's -v names
+# the ring it allocated: slots x 64 KiB (+ a page of headers).
+s_window() {
+	mkdir -p src rx/win
+	mkrand src/win3 $((3 * M))
+	nextport
+	t_begin "window: a default receiver grants --window 100 (6.26 MiB ring)"
+	if start_rx_or_fail "$W/rx-win.log" --root "$W/rx/win" --port "$P" \
+		--chunk-size 64K; then
+		send "$W/tx-win100.log" --chunk-size 64K --window 100 --port "$P" \
+			src/win3 "$ADDR::w100"
+		[ "$SRC" = 0 ] || t_fail "sender exit $SRC, want 0"
+		same src/win3 rx/win/w100
+		logged "$W/rx-win.log" "ring: 6.26 MiB" ||
+			t_fail "the receiver did not grant 100 slots of 64 KiB"
+		t_log "$W/tx-win100.log" "$W/rx-win.log"
+		t_end
+		t_begin "window: a client leaving it to the link"
+		send "$W/tx-windef.log" --chunk-size 64K --port "$P" src/win3 \
+			"$ADDR::wdef"
+		[ "$SRC" = 0 ] || t_fail "sender exit $SRC, want 0"
+		same src/win3 rx/win/wdef
+		# over TCP no link rate: 64 slots; over RDMA at least that
+		if [ -n "$HOST_MODE" ]; then
+			[ "$(grep -c 'ring: 4.00 MiB' "$W/rx-win.log")" = 1 ] ||
+				t_fail "over TCP the default window is not 64 slots"
+		else
+			grep 'ring: ' "$W/rx-win.log" | tail -1 | sed 's/^/# /'
+		fi
+		t_log "$W/tx-windef.log" "$W/rx-win.log"
+		t_end
+		term_rx
+	fi
+	nextport
+	t_begin "window: a receiver's --window 32 is the most a client gets"
+	if start_rx_or_fail "$W/rx-win32.log" --root "$W/rx/win" --port "$P" \
+		--chunk-size 64K --window 32; then
+		send "$W/tx-win32.log" --chunk-size 64K --window 100 --port "$P" \
+			src/win3 "$ADDR::w32"
+		[ "$SRC" = 0 ] || t_fail "sender exit $SRC, want 0"
+		same src/win3 rx/win/w32
+		logged "$W/rx-win32.log" "ring: 2.00 MiB" ||
+			t_fail "the receiver did not clamp to 32 slots"
+		term_rx
+	fi
+	t_log "$W/tx-win32.log" "$W/rx-win32.log"
+	t_end
+	rm -rf src/win3 rx/win
+}
+
 s_modules() {
 	if [ -z "$AUTH" ]; then
 		t_skip "modules" "this rdcp has no --keygen"

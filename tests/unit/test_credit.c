@@ -1,16 +1,20 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * Unit tests for transfer/session/credit.c, the credit arithmetic that keeps both
- * sides within the peer's receive queue and ring: widening of wrapped
+ * Unit tests for transfer/session/credit.c, the credit arithmetic that keeps
+ * both sides within the peer's receive queue and ring: widening of wrapped
  * 32-bit acks, the data source's take/ack cycle, the sink's window
  * (writes arriving in any order, taken in seq order, duplicates and
  * writes outside it refused), out-of-order drain and batched reporting, the
  * control channel's reserve for ack-only messages, and a randomized two-sided
  * simulation of the control channel that must never deadlock nor leave
- * more than C messages unconsumed.
+ * more than C messages unconsumed. Also the window's size: the one
+ * cm_connect gives a link (cm_window_slots) and the most a receiver
+ * grants (server_max_window).
  */
 #include "tap.h"
 
+#include "cm/cm.h"
+#include "transfer/server/server_int.h"
 #include "transfer/session/credit.h"
 #include "transfer/wire/wire.h"
 
@@ -268,6 +272,112 @@ static void test_rx_should_report(void)
 	CHECK_EQ(credit_rx_drain(&r, 0), 0);
 	CHECK(credit_rx_should_report(&r));
 	credit_rx_release(&r);
+}
+
+/*
+ * A window sized to a fast link (256 slots) gives credits back every
+ * CREDIT_BATCH_MAX slots while the sink is busy, not every quarter of the
+ * ring (64 slots, 64 MiB: what the source could not use meanwhile).
+ */
+static void test_rx_report_large_window(void)
+{
+	struct credit_rx r;
+	uint64_t seq;
+
+	CHECK_EQ(credit_rx_init(&r, 256), 0);
+	for (unsigned int i = 0; i < 64; i++)
+		CHECK_EQ(rx_in(&r, wire_imm(i, i), &seq), (int)i);
+	for (unsigned int i = 0; i < 15; i++)
+		CHECK_EQ(credit_rx_drain(&r, i), 0);
+	CHECK(!credit_rx_should_report(&r)); /* 15 released, more in hand */
+	CHECK_EQ(credit_rx_drain(&r, 15), 0);
+	CHECK(credit_rx_should_report(&r)); /* 16: a batch, not 256 / 4 */
+	r.reported = r.released;
+	credit_rx_release(&r);
+}
+
+/*
+ * One slow write: its slot drains last. Slots are released in order, so
+ * nothing goes back while it is out (the window must cover its latency,
+ * cm_window_slots), and everything behind it goes back in one report the
+ * moment it is done.
+ */
+static void test_rx_slow_slot(void)
+{
+	struct credit_rx r;
+	uint64_t seq;
+
+	CHECK_EQ(credit_rx_init(&r, 64), 0);
+	for (unsigned int i = 0; i < 64; i++)
+		CHECK_EQ(rx_in(&r, wire_imm(i, i), &seq), (int)i);
+	for (unsigned int i = 1; i < 64; i++)
+		CHECK_EQ(credit_rx_drain(&r, i), 0);
+	CHECK_EQ(r.released, 0);
+	CHECK(!credit_rx_should_report(&r));
+	CHECK(!credit_rx_could_post(&r, 65)); /* the source is stopped */
+	CHECK_EQ(credit_rx_drain(&r, 0), 0);
+	CHECK_EQ(r.released, 64);
+	CHECK(credit_rx_should_report(&r));
+	CHECK(credit_rx_could_post(&r, 128));
+	credit_rx_release(&r);
+}
+
+/* The window cm_connect gives a link when the client leaves it (0). */
+static void test_window_slots(void)
+{
+	const uint32_t mib = 1u << 20, k64 = 1u << 16;
+
+	/* unknown rate (TCP, a device that says none): the fallback */
+	CHECK_EQ(cm_window_slots(0, mib, 0), CM_WINDOW_FALLBACK);
+	CHECK_EQ(cm_window_slots(CM_WINDOW_MAX_GBPS + 1, mib, 0),
+		 CM_WINDOW_FALLBACK);
+	/* 25 Gb/s x 20 ms = 62.5 MB: 60 slots, under the floor */
+	CHECK_EQ(cm_window_slots(25, mib, 0), CM_WINDOW_FALLBACK);
+	CHECK_EQ(cm_window_slots(2, mib, 0), CM_WINDOW_FALLBACK);
+	/* 100 Gb/s x 20 ms = 250 MB = 238.4 MiB: 239 slots */
+	CHECK_EQ(cm_window_slots(100, mib, 0), 239);
+	/* 200 and 400 Gb/s: the 256 MiB budget */
+	CHECK_EQ(cm_window_slots(200, mib, 0), 256);
+	CHECK_EQ(cm_window_slots(400, mib, 0), 256);
+	/* small chunks: more slots for the same bytes, at most 4096 */
+	CHECK_EQ(cm_window_slots(100, k64, 0), 3815);
+	CHECK_EQ(cm_window_slots(400, k64, 0), CM_WINDOW_MAX_SLOTS);
+	CHECK_EQ(cm_window_slots(0, k64, 0), CM_WINDOW_FALLBACK);
+	/* big chunks: the budget in bytes wins over the floor */
+	CHECK_EQ(cm_window_slots(0, 64 * mib, 0), 4);
+	/* a smaller budget caps it, and never to nothing */
+	CHECK_EQ(cm_window_slots(100, mib, 32ull * mib), 32);
+	CHECK_EQ(cm_window_slots(100, mib, mib / 2), 1);
+	/* a larger one does not lift the cap */
+	CHECK_EQ(cm_window_slots(400, mib, 1ull << 40), 256);
+}
+
+/*
+ * The most a receiver grants: its --window when set; else its memory
+ * budget (256 MiB of ring, or its share of the memlock limit), never
+ * less than the fallback every client got before.
+ */
+static void test_server_max_window(void)
+{
+	struct xfer_opts o;
+
+	xfer_opts_init(&o);
+	CHECK_EQ(o.link.window, 0); /* left to the link */
+	CHECK_EQ(server_window_for(&o, 16, UINT64_MAX), 256);
+	/* 4 sessions in 512 MiB: 128 MiB each */
+	CHECK_EQ(server_window_for(&o, 4, 512ull << 20), 128);
+	/* 16 MiB each: below the floor */
+	CHECK_EQ(server_window_for(&o, 4, 64ull << 20), CM_WINDOW_FALLBACK);
+	/* 64 KiB slots: more of them in the same bytes */
+	o.link.chunk_size = 1u << 16;
+	CHECK_EQ(server_window_for(&o, 4, 64ull << 20), 256);
+	CHECK_EQ(server_window_for(&o, 1, UINT64_MAX), CM_WINDOW_MAX_SLOTS);
+	/* its own --window is its own */
+	o.link.window = 10;
+	CHECK_EQ(server_window_for(&o, 4, 64ull << 20), 10);
+	CHECK_EQ(server_max_window(&o, 4), 10);
+	o.link.window = 0;
+	CHECK(server_max_window(&o, 4) >= CM_WINDOW_FALLBACK);
 }
 
 /*
@@ -666,7 +776,9 @@ static void test_ctrl_idle_quiesces(void)
 TAP_RUN(TAP_TEST(test_widen), TAP_TEST(test_tx_cycle),
 	TAP_TEST(test_tx_long_run), TAP_TEST(test_rx_arrive),
 	TAP_TEST(test_rx_drain_order), TAP_TEST(test_rx_long_run),
-	TAP_TEST(test_rx_should_report), TAP_TEST(test_rx_shuffled),
+	TAP_TEST(test_rx_should_report), TAP_TEST(test_rx_report_large_window),
+	TAP_TEST(test_rx_slow_slot), TAP_TEST(test_window_slots),
+	TAP_TEST(test_server_max_window), TAP_TEST(test_rx_shuffled),
 	TAP_TEST(test_rx_every_permutation), TAP_TEST(test_rx_model),
 	TAP_TEST(test_ctrl_reserve), TAP_TEST(test_ctrl_should_ack),
 	TAP_TEST(test_ctrl_simulation), TAP_TEST(test_ctrl_idle_quiesces))

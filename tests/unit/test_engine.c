@@ -385,6 +385,37 @@ static void one_file(uint16_t window, size_t size, enum xfer_csum csum,
 		       size, (int)csum, (int)poll);
 }
 
+/*
+ * window_wait_s: a 2-slot window over a transport that delivers each
+ * operation up to 2 ms late keeps the source waiting for credits, and it
+ * says so (the sink's side waits on nothing of the kind); a window far
+ * larger than the file never waits.
+ */
+static void test_window_wait(void)
+{
+	struct sess s;
+
+	sess_init(&s, 2);
+	s.faults.delay_max_us = 2000;
+	s.faults.seed = 7;
+	sess_add(&s, "f", 32 * CHUNK, 1);
+	sess_run(&s);
+	CHECK_EQ(s.vc, XFER_OK);
+	CHECK_EQ(s.vs, XFER_OK);
+	CHECK(s.st.window_wait_s > 0);
+	CHECK(s.st.window_wait_s < 60);
+	check_placed(&s, 0);
+	sess_finish(&s);
+
+	sess_init(&s, 64);
+	sess_add(&s, "f", 8 * CHUNK, 2);
+	sess_run(&s);
+	CHECK_EQ(s.vc, XFER_OK);
+	CHECK(s.st.window_wait_s == 0);
+	check_placed(&s, 0);
+	sess_finish(&s);
+}
+
 /* The edges around a chunk and around a full window. */
 static void sizes(uint16_t w)
 {
@@ -2190,4 +2221,5 @@ TAP_RUN(TAP_TEST(test_memconn_rules), TAP_TEST(test_send_queue_worst_case),
 	TAP_TEST(test_list_slow_failing), TAP_TEST(test_lanes_one_file),
 	TAP_TEST(test_lanes_many_files), TAP_TEST(test_lanes_packs),
 	TAP_TEST(test_lanes_resume), TAP_TEST(test_lanes_encrypt),
-	TAP_TEST(test_lanes_compress), TAP_TEST(test_lanes_pull))
+	TAP_TEST(test_lanes_compress), TAP_TEST(test_lanes_pull),
+	TAP_TEST(test_window_wait))

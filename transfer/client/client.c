@@ -389,6 +389,11 @@ uint64_t xfer_pinned_bytes(const struct xfer_opts *o)
 {
 	struct cm_geom g = client_geom(o);
 
+	/* Left to the link: the most it can be. */
+	if (!g.slots)
+		g.slots = (uint16_t)cm_window_slots(CM_WINDOW_MAX_GBPS,
+						    g.chunk_size, 0);
+
 	return cm_pinned_bytes(&g);
 }
 

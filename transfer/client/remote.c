@@ -60,9 +60,11 @@ static void server_argv(const struct xfer_opts *o, const char **argv,
 	argv[n++] = "--chunk-size";
 	snprintf(num[k], sizeof(num[k]), "%u", o->link.chunk_size);
 	argv[n++] = num[k++];
-	argv[n++] = "--window";
-	snprintf(num[k], sizeof(num[k]), "%u", o->link.window);
-	argv[n++] = num[k++];
+	if (o->link.window) { /* else the far side's memory budget */
+		argv[n++] = "--window";
+		snprintf(num[k], sizeof(num[k]), "%u", o->link.window);
+		argv[n++] = num[k++];
+	}
 	if (o->link.workers) { /* else the far side counts its own CPUs */
 		argv[n++] = "--workers";
 		snprintf(num[k], sizeof(num[k]), "%u", o->link.workers);

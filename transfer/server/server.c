@@ -560,7 +560,7 @@ static enum xfer_fail serve_one(struct server *srv, struct cm_request *req,
 	const struct xfer_opts *o = srv->o;
 	struct cm_limits lim = {
 		.max_chunk_size = o->link.chunk_size,
-		.max_slots = o->link.window,
+		.max_slots = server_max_window(o, srv->max_sessions),
 	};
 	struct cm_timeouts to = session_timeouts(o);
 	uint64_t deadline;

@@ -1,11 +1,18 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * The listener's descriptor budget: how many open files one session may
- * hold at most, the soft limit raised to the hard one, and how many
+ * The listener's budgets. Descriptors: how many open files one session
+ * may hold at most, the soft limit raised to the hard one, and how many
  * sessions fit in it (server_fit_sessions), so that a key holder cannot
- * take the descriptors other sessions need.
+ * take the descriptors other sessions need. Memory: the largest window a
+ * session is granted (server_max_window).
  */
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include "transfer/server/server_int.h"
 #include "transfer/walk/walk.h"
@@ -30,8 +37,70 @@
 #define LANE_FDS 2
 #define FDS_RESERVE 64
 #define NOFILE_MAX (1u << 20) /* raise the soft limit at most to this */
+/* The sessions' rings together pin at most 1/SERVER_PIN_SHARE of RAM. */
+#define SERVER_PIN_SHARE 8u
 _Static_assert(WALK_MAX_DEPTH + WIRE_INFLIGHT_MAX <= 3 * WIRE_INFLIGHT_MAX,
 	       "a pull's walk must fit in a push's budget");
+
+uint16_t server_window_for(const struct xfer_opts *o, unsigned int sessions,
+			   uint64_t lock_limit)
+{
+	uint64_t budget = CM_WINDOW_MAX_BYTES, share;
+	unsigned int slots;
+
+	if (o->link.window)
+		return o->link.window;
+	/*
+	 * Each session pins its ring: sessions of them must fit in the
+	 * memlock limit when there is one. Never below the window every
+	 * client got before (CM_WINDOW_FALLBACK): a limit too low for that
+	 * fails at registration as before, with its hint (cm/verbs.c).
+	 */
+	share = lock_limit / (sessions ? sessions : 1);
+	if (share < budget)
+		budget = share;
+	slots = cm_window_slots(CM_WINDOW_MAX_GBPS, o->link.chunk_size, budget);
+	if (slots < CM_WINDOW_FALLBACK)
+		slots = CM_WINDOW_FALLBACK;
+	return (uint16_t)slots;
+}
+
+/* Whether this process may pin memory past RLIMIT_MEMLOCK: CAP_IPC_LOCK. */
+static bool can_lock_past_limit(void)
+{
+	char line[128];
+	bool cap = false;
+	FILE *f = fopen("/proc/self/status", "re");
+
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, "CapEff:", 7)) {
+			cap = strtoull(line + 7, NULL, 16) & (1ull << 14);
+			break;
+		}
+	}
+	fclose(f);
+	return cap;
+}
+
+uint16_t server_max_window(const struct xfer_opts *o, unsigned int sessions)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+	uint64_t limit = UINT64_MAX;
+	struct rlimit rl;
+
+	if (o->link.window)
+		return o->link.window;
+	if (!can_lock_past_limit() && !getrlimit(RLIMIT_MEMLOCK, &rl) &&
+	    rl.rlim_cur != RLIM_INFINITY)
+		limit = rl.rlim_cur;
+	/* Pinned memory cannot be swapped: rings take at most an eighth. */
+	if (pages > 0 && psize > 0 &&
+	    (uint64_t)pages * (uint64_t)psize / SERVER_PIN_SHARE < limit)
+		limit = (uint64_t)pages * (uint64_t)psize / SERVER_PIN_SHARE;
+	return server_window_for(o, sessions, limit);
+}
 
 /* One connection's own, its lanes' too (see CONN_FDS). */
 static rlim_t conn_fds(unsigned int max_streams)

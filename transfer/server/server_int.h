@@ -238,6 +238,18 @@ struct server {
  */
 unsigned int server_fit_sessions(const struct xfer_opts *o,
 				 unsigned int max_streams);
+/*
+ * The most ring slots this receiver grants a session: its --window, or
+ * when that is left to the link what its memory budget allows: 256 MiB
+ * of ring (CM_WINDOW_MAX_BYTES), or a sessions'th of an eighth of the
+ * RAM or of the memlock limit (when that binds this process: no
+ * CAP_IPC_LOCK) when lower, never below CM_WINDOW_FALLBACK
+ * (server_budget.c). server_window_for is the
+ * arithmetic, for lock_limit bytes (UINT64_MAX: none).
+ */
+uint16_t server_max_window(const struct xfer_opts *o, unsigned int sessions);
+uint16_t server_window_for(const struct xfer_opts *o, unsigned int sessions,
+			   uint64_t lock_limit);
 int server_access_init(struct server *srv) __attribute__((warn_unused_result));
 int server_reload(struct server *srv);
 void server_access_release(struct server *srv);

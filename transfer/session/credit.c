@@ -107,7 +107,12 @@ int credit_rx_drain(struct credit_rx *r, unsigned int slot)
 bool credit_rx_should_report(const struct credit_rx *r)
 {
 	uint64_t unreported = r->released - r->reported;
-	unsigned int batch = r->slots / 4 ? r->slots / 4 : 1;
+	unsigned int batch = r->slots / 4;
+
+	if (batch > CREDIT_BATCH_MAX)
+		batch = CREDIT_BATCH_MAX;
+	if (!batch)
+		batch = 1;
 
 	return unreported >= batch ||
 	       (unreported && r->received == r->released);

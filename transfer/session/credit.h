@@ -110,9 +110,16 @@ static inline unsigned int credit_rx_busy(const struct credit_rx *r)
 	return (unsigned int)(r->received - r->released);
 }
 /*
- * Whether to send the released count now: a quarter of the ring is
- * unreported, or anything is and the sink has nothing else in hand.
+ * Whether to send the released count now: a quarter of the ring (at most
+ * CREDIT_BATCH_MAX slots) is unreported, or anything is and the sink has
+ * nothing else in hand. Slots released and not yet reported are slots
+ * the source cannot use: a batch of a quarter costs a quarter of the
+ * window, and the cap keeps a large window (one sized to a fast link,
+ * credit_window_auto) from giving back credits only every 64 MiB or more.
+ * A CREDIT per 16 slots is one control message per 16 MiB at the default
+ * chunk size: nothing beside the data.
  */
+#define CREDIT_BATCH_MAX 16u
 bool credit_rx_should_report(const struct credit_rx *r);
 
 /* ---- control messages, both directions ---- */

@@ -41,7 +41,7 @@ void xfer_opts_init(struct xfer_opts *o)
 	o->link.addr.port = 7471;
 	o->link.addr.gid_index = -1;
 	o->link.chunk_size = 1u << 20;
-	o->link.window = 64;
+	o->link.window = 0;  /* sized to the link (cm_window_slots) */
 	o->link.workers = 0; /* from the CPUs of the device's node */
 	o->link.poll = XFER_POLL_ADAPTIVE;
 	o->link.timeout_ms = 10000;

@@ -388,6 +388,10 @@ static int src_on_msg(struct engine *e, const struct wire_msg *m)
 		return engine_fail(e, XFER_FAIL_PROTOCOL, -EPROTO,
 				   "%s released ring slots never written",
 				   e->c->peer);
+	if (s->wait_since_ns && credit_tx_avail(&s->tx)) {
+		s->wait_ns += clock_now_ns() - s->wait_since_ns;
+		s->wait_since_ns = 0;
+	}
 	switch (m->type) {
 	case WIRE_CREDIT:
 		return 0;
@@ -587,6 +591,7 @@ int src_run(struct engine *e, const struct source_cfg *cfg,
 		goto out;
 	}
 	rc = engine_run(e, &source_role, &s);
+	st->window_wait_s = (double)s.wait_ns / 1e9;
 out:
 	/* Workers may still hold jobs: stop them before freeing. */
 	workq_destroy(e->wq);

@@ -175,6 +175,11 @@ struct source {
 	uint64_t failed_beneath;
 	uint32_t chunk_size; /* payload bytes per slot */
 	struct credit_tx tx;
+	/*
+	 * Data ready and no credit: since when (ns, 0: not waiting) and for
+	 * how long in all (ns), xfer_stats window_wait_s.
+	 */
+	uint64_t wait_since_ns, wait_ns;
 	struct walk walk;
 	/*
 	 * One block per WALK_BLOCK entries of the walk, NULL before it is

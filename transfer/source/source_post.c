@@ -303,6 +303,8 @@ int src_post(struct source *s)
 				return send_sums(s, it->f) ? -1 : n;
 			if (settle_chunk(s, it->job))
 				break;
+			if (!credit_tx_avail(&s->tx) && !s->wait_since_ns)
+				s->wait_since_ns = clock_now_ns();
 			/* Data must not overtake a queued announcement. */
 			if (!credit_tx_avail(&s->tx) || !engine_out_empty(s->e))
 				return n;
