@@ -50,7 +50,8 @@ ALL="sizes default sparse checksum corrupt escape destforms multifile partial"
 ALL="$ALL ctrlnames longnames fifo noconn"
 ALL="$ALL killsender killreceiver daemon auth auto check device"
 ALL="$ALL tree pull resume skip sync crypt zeros bwlimit full small script entries"
-ALL="$ALL ssh retry dirmodes owners xattrs links direct streams modules metrics quota window"
+ALL="$ALL ssh retry dirmodes owners xattrs links direct streams"
+ALL="$ALL modules metrics quota window"
 # Over RDMA these run last, after the RNR check (they re-create rxe0,
 # which resets its counters); over TCP only when named.
 EXTRA="devremove rails railsafe"
