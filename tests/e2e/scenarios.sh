@@ -3084,6 +3084,7 @@ s_autofall() {
 		t_skip "--transport auto --retry: rxe0 removed mid-copy, goes on over TCP" "RDMA only"
 		t_skip "rxe0 back: a later run goes over RDMA again" "RDMA only"
 		t_skip "--transport rdma --retry: rxe0 removed mid-copy, never over TCP" "RDMA only"
+		t_skip "over ssh, --transport auto --retry: rxe0 removed mid-copy, over TCP" "RDMA only"
 		return
 	fi
 	mkdir -p src rx/af
@@ -3176,7 +3177,41 @@ s_autofall() {
 	[ -z "$DEL" ] || af_relink "$_af_dev"
 	t_log "$W/tx-af3.log" "$W/rx-af3.log" "$W/af-del.log"
 	t_end
-	rm -rf rx/af src/af src/af2
+
+	# Over ssh: each attempt starts the remote rdcp anew, whose bootstrap
+	# line then offers no RDMA address.
+	t_begin "over ssh, --transport auto --retry: rxe0 removed mid-copy, the next remote rdcp is reached over TCP"
+	rm -rf rx/afs
+	mkdir -p rx/afs
+	DEL=
+	# shellcheck disable=SC2086 # SSH: words
+	rdcp -e "$SSH" --port-range 7900-7999 --chunk-size 64K --bwlimit 1M --retry 3 --retry-wait 0.5 \
+		--json src/af "$ADDR:$W/rx/afs/" >"$W/tx-afs.log" 2>&1 &
+	TX=$!
+	track "$TX"
+	if wait_partfile rx/afs af "$TX" 60; then
+		msleep 1500
+		alive "$TX" || t_fail "the copy ended before rxe0 was removed"
+		af_delete
+		wait_pid "$TX" 180
+		[ "$WRC" = 0 ] || t_fail "exit $WRC, want 0"
+		same src/af rx/afs/af
+		no_temp rx/afs
+		grep -q "rdma path to $ADDR gone (.*): going on over tcp" "$W/tx-afs.log" ||
+			t_fail "no line 'rdma path to $ADDR gone (...): going on over tcp'"
+		[ "$(af_attempt "$W/tx-afs.log" 1 transport)" = rdma ] ||
+			t_fail "the first attempt event does not say rdma"
+		[ "$(jget "$W/tx-afs.log" summary transport)" = tcp ] ||
+			t_fail "summary transport '$(jget "$W/tx-afs.log" summary transport)', want tcp"
+		echo "# attempts: $(jattempts "$W/tx-afs.log")"
+	else
+		t_fail "transfer never started"
+	fi
+	kill -9 "$TX" 2>/dev/null
+	[ -z "$DEL" ] || af_relink "$_af_dev"
+	t_log "$W/tx-afs.log" "$W/af-del.log"
+	t_end
+	rm -rf rx/af rx/afs src/af src/af2
 }
 
 # 36. Two rails: rxe1 on a second netdev (dummy1, 10.77.3.1) beside rxe0;
