@@ -436,6 +436,13 @@ struct cm_addr {
 	enum cm_transport transport;
 	const char *device; /* RDMA device to use ("mlx5_0"), NULL: any */
 	int gid_index;	    /* with device: take its address from this GID */
+	/*
+	 * A client's AUTO after an attempt of the same copy that ran over
+	 * RDMA and failed (--retry): going over TCP is said as that RDMA
+	 * path gone, and an RDMA connect that finds no path (cm_connect)
+	 * goes over TCP too.
+	 */
+	bool rdma_lost;
 };
 
 /* What a receiver accepts; a client asking for more is clamped down. */
@@ -535,13 +542,23 @@ void cm_reject(struct cm_request *req);
 /*
  * Resolve, build resources, connect with the wanted geometry over
  * addr->transport (the server may lower slots/chunk_size: read
- * (*out)->geom). Returns 0 or -errno, logged: -ETIMEDOUT, -ECONNREFUSED
- * (nobody listening, or rejected), -EPROTO (version mismatch),
- * -EHOSTUNREACH, -ENODEV (RDMA asked for, no device routes there).
+ * (*out)->geom). AUTO with addr->rdma_lost: an RDMA connect that fails
+ * for want of a path (cm_rdma_no_path) goes over TCP as well. Returns 0
+ * or -errno, logged: -ETIMEDOUT, -ECONNREFUSED (nobody listening, or
+ * rejected), -EPROTO (version mismatch), -EHOSTUNREACH, -ENODEV (RDMA
+ * asked for, no device routes there).
  */
 int cm_connect(const struct cm_addr *addr, const struct cm_geom *want,
 	       const struct cm_timeouts *to, struct cm_conn **out)
 	__attribute__((warn_unused_result));
+
+/*
+ * Whether an RDMA connect's -errno means there is no path to the peer (no
+ * device routes there, the port or the route is gone, no answer), rather
+ * than a peer that answered (refused, busy, another version) or a local
+ * shortage.
+ */
+bool cm_rdma_no_path(int err);
 
 /*
  * Whether rdma_cm resolves addr (host, family, device) to an RDMA device

@@ -3,12 +3,16 @@
  * The connection calls of cm.h, dispatched to the RDMA transport
  * (rdma_cm.c) or the TCP one (tcp_conn.c) by addr->transport. AUTO on a
  * client: RDMA when rdma_cm resolves the peer to an RDMA device, otherwise
- * TCP, with one notice saying why. AUTO on a receiver: both listeners on
+ * TCP, with one notice saying why (after a lost RDMA session of the same
+ * copy, cm_addr.rdma_lost: also when the RDMA connect finds no path, and
+ * said as that path gone). AUTO on a receiver: both listeners on
  * the same port number, TCP alone (after a notice) when the host has no
- * RDMA.
+ * RDMA; one whose RDMA device is removed goes on over TCP and listens for
+ * RDMA again once a device is back.
  */
 #include <errno.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -16,12 +20,22 @@
 
 #include "cm/cm_int.h"
 #include "cm/cm_tcp.h"
+#include "util/clock.h"
 #include "util/log.h"
 
 struct cm_listener {
 	struct cm_rdma_listener *rdma;
 	struct cm_tcp_listener *tcp;
+	/*
+	 * AUTO whose RDMA device went: rdma_cm is tried again at relisten_ms
+	 * and every RELISTEN_MS after, so that RDMA serves again once a
+	 * device is back (addr's strings are the caller's options').
+	 */
+	struct cm_addr addr;
+	uint64_t relisten_ms; /* 0: not waiting for RDMA to come back */
 };
+
+#define RELISTEN_MS 5000
 
 #define RDMA_HINT                                                              \
 	"set up a device, or Soft-RoCE: rdma link add rxe0 type rxe netdev "   \
@@ -47,11 +61,36 @@ int cm_connect(const struct cm_addr *addr, const struct cm_geom *want,
 		break;
 	}
 	rc = cm_rdma_probe(addr, to->resolve_ms, why, sizeof(why), NULL, 0);
-	if (rc == 0)
-		return cm_rdma_connect(addr, want, to, out);
-	log_warn("using TCP to %s: %s (for RDMA: %s)", addr->host, why,
-		 RDMA_HINT);
+	if (rc == 0) {
+		rc = cm_rdma_connect(addr, want, to, out);
+		/* After a lost RDMA session: the path it had may be gone. */
+		if (!rc || !addr->rdma_lost || !cm_rdma_no_path(rc))
+			return rc;
+		snprintf(why, sizeof(why), "the RDMA connect failed: %s",
+			 strerror(-rc));
+	}
+	if (addr->rdma_lost)
+		log_warn("rdma path to %s gone (%s): going on over tcp",
+			 addr->host, why);
+	else
+		log_warn("using TCP to %s: %s (for RDMA: %s)", addr->host, why,
+			 RDMA_HINT);
 	return cm_tcp_connect(addr, want, to, out);
+}
+
+bool cm_rdma_no_path(int err)
+{
+	switch (err) {
+	case -ENODEV:	     /* no device routes there (any more) */
+	case -ENETDOWN:	     /* the port went down */
+	case -ENETUNREACH:   /* no route */
+	case -EHOSTUNREACH:  /* route or connect: unreachable */
+	case -EADDRNOTAVAIL: /* the local address is gone */
+	case -ETIMEDOUT:     /* no answer at all */
+		return true;
+	default:
+		return false;
+	}
 }
 
 /*
@@ -87,6 +126,7 @@ static int listen_on(const struct cm_addr *addr, bool quiet, bool *no_rdma,
 		if (rc)
 			goto out_free;
 	}
+	l->addr = *addr;
 	*out = l;
 	return 0;
 
@@ -156,6 +196,15 @@ int cm_listener_get(struct cm_listener *l, int timeout_ms,
 	struct pollfd pfd[2];
 	int n = 0, rdma = -1, tcp = -1, fd, rc;
 
+	if (l->relisten_ms && clock_now_ms() >= l->relisten_ms) {
+		/* Quiet: a try a while, until a device is back. */
+		if (!cm_rdma_listen(&l->addr, true, &l->rdma)) {
+			log_warn("listening for RDMA connections again");
+			l->relisten_ms = 0;
+		} else {
+			l->relisten_ms = clock_now_ms() + RELISTEN_MS;
+		}
+	}
 	if (l->rdma) {
 		rdma = n;
 		pfd[n++] = (struct pollfd){ .fd = cm_rdma_listener_fd(l->rdma),
@@ -174,9 +223,11 @@ int cm_listener_get(struct cm_listener *l, int timeout_ms,
 		rc = cm_rdma_get(l->rdma, 0, out);
 		/* Its device is gone (logged): TCP goes on, if served. */
 		if (rc == -ENODEV && l->tcp) {
-			log_warn("serving TCP only from now on");
+			log_warn("serving TCP only until an RDMA device is "
+				 "back");
 			cm_rdma_listener_destroy(l->rdma);
 			l->rdma = NULL;
+			l->relisten_ms = clock_now_ms() + RELISTEN_MS;
 			return -EAGAIN;
 		}
 		return rc;

@@ -15,12 +15,13 @@ void json_file(FILE *out, const struct xfer_file_report *r);
 void json_error(FILE *out, enum xfer_fail f, int exit_code,
 		const char *message);
 /*
- * --retry: an attempt that failed (attempt from 1), and whether another
- * follows after wait_ms.
+ * --retry: an attempt that failed (attempt from 1), the transport it ran
+ * over ("" or NULL: it had no session), and whether another follows after
+ * wait_ms.
  */
 void json_attempt(FILE *out, unsigned int attempt, enum xfer_fail f,
-		  int exit_code, const char *message, bool again,
-		  unsigned int wait_ms);
+		  int exit_code, const char *message, const char *transport,
+		  bool again, unsigned int wait_ms);
 /* The last event; retries: the attempts after the first. */
 void json_summary(FILE *out, const struct xfer_stats *st, enum xfer_fail f,
 		  int exit_code, bool dry_run, unsigned int retries);

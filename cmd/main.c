@@ -620,11 +620,14 @@ static enum xfer_fail copy(struct run *run, struct xfer_stats *st)
 			break;
 		}
 		rt->start_may_heal = st->start_may_heal;
+		retry_attempt_end(rt, st->transport, v, st->cause);
+		/* --transport auto: the next may go over TCP, saying why. */
+		run->o.link.addr.rdma_lost = rt->rdma_lost;
 		again = try_again(run, v, st, &wait);
 		if (run->a->json)
 			json_attempt(stdout, rt->attempt, v, exit_code(v),
 				     st->error[0] ? st->error : attempt_why,
-				     again, wait);
+				     st->transport, again, wait);
 		if (!again)
 			break;
 		if (retry_sleep(wait, &cancel)) {

@@ -71,6 +71,31 @@ void retry_attempt_begin(struct retry *r)
 	r->failed_other = 0;
 	r->kept_ours = 0;
 	r->start_may_heal = false;
+	r->rdma_gone = false;
+}
+
+bool retry_rdma_gone(const char *transport, enum xfer_fail v, int cause)
+{
+	if (v == XFER_OK || !transport || strcmp(transport, "rdma"))
+		return false;
+	switch (cause) {
+	case -ENODEV:
+	case -ENETDOWN:
+	case -ENETUNREACH:
+	case -EHOSTUNREACH:
+	case -EADDRNOTAVAIL:
+		return true;
+	default:
+		return false;
+	}
+}
+
+void retry_attempt_end(struct retry *r, const char *transport, enum xfer_fail v,
+		       int cause)
+{
+	r->rdma_gone = retry_rdma_gone(transport, v, cause);
+	if (v != XFER_OK && transport && !strcmp(transport, "rdma"))
+		r->rdma_lost = true;
 }
 
 static uint64_t name_key(const char *name)
@@ -185,6 +210,8 @@ bool retry_is_transient(const struct retry *r, enum xfer_fail v)
 		return true;
 	case XFER_FAIL_REMOTE_START:
 		return r->start_may_heal;
+	case XFER_FAIL_RESOURCE:
+		return r->rdma_gone;
 	case XFER_FAIL_VERIFY:
 	case XFER_FAIL_PARTIAL:
 	case XFER_FAIL_REMOTE_IO:

@@ -56,6 +56,12 @@ struct retry {
 	uint64_t kept_ours;
 	/* this attempt's remote-start failure may pass (xfer_stats) */
 	bool start_may_heal;
+	/* this attempt lost its RDMA path (retry_rdma_gone) */
+	bool rdma_gone;
+	/* an attempt of this copy ran over RDMA and failed: with --transport
+	 * auto, the next goes over TCP where RDMA no longer reaches the peer,
+	 * saying so (cm_addr.rdma_lost) */
+	bool rdma_lost;
 	struct retry_names names;
 	int err; /* -ENOMEM: names could not grow (said once; a file not
 		  * found in names is then taken as new) */
@@ -99,16 +105,34 @@ void retry_attempt_begin(struct retry *r);
 bool retry_file(struct retry *r, const struct xfer_file_report *rep);
 
 /*
+ * Whether an attempt that ran over transport ("rdma", "tcp", or "" when it
+ * had no session) and ended with verdict v, its session's cause being
+ * the -errno cause (xfer_stats.cause), lost its RDMA path: the device was
+ * removed or failed (ENODEV), its port went down (ENETDOWN), the route or
+ * the local address went (ENETUNREACH, EHOSTUNREACH, EADDRNOTAVAIL).
+ */
+bool retry_rdma_gone(const char *transport, enum xfer_fail v, int cause);
+
+/*
+ * Takes in how the attempt ended, before retry_is_transient: sets
+ * r->rdma_gone, and r->rdma_lost after a failed attempt over RDMA (it
+ * stays set).
+ */
+void retry_attempt_end(struct retry *r, const char *transport, enum xfer_fail v,
+		       int cause);
+
+/*
  * Whether an attempt that ended with verdict v is worth another: connect
  * and peer-lost always (a peer that was interrupted or stopped, a
  * receiver shutting down, is peer-lost: only this process's own signal
  * is canceled); remote-start when r->start_may_heal (ssh could not reach
- * the host, not a refused login or a missing rdcp); verify, partial and
- * remote-io when every file that failed in it failed in a way another
- * attempt may cure (a session that failed as a whole with remote-io is
- * the receiver refusing: not retried). Never usage, auth, protocol,
- * local-io, resource, internal or canceled. Attempts left are not counted
- * here.
+ * the host, not a refused login or a missing rdcp); resource when
+ * r->rdma_gone (the next may go over TCP, or find RDMA back); verify,
+ * partial and remote-io when every file that failed in it failed in a way
+ * another attempt may cure (a session that failed as a whole with
+ * remote-io is the receiver refusing: not retried). Never usage, auth,
+ * protocol, local-io, another resource, internal or canceled. Attempts
+ * left are not counted here.
  */
 bool retry_is_transient(const struct retry *r, enum xfer_fail v);
 

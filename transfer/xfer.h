@@ -385,6 +385,7 @@ struct xfer_stats {
 	char pages[32];		/* its ring's or staging's pages, or "" */
 	char peer[64];
 	char error[600]; /* the session's failure in one line, or "" */
+	int cause;	 /* its -errno (ENODEV: the RDMA device went), or 0 */
 	/*
 	 * XFER_FAIL_REMOTE_START that another attempt may get past: ssh
 	 * could not reach the host (rebooting, sshd restarting), or the

@@ -280,6 +280,7 @@ assert [e["event"] for e in ev] == ["attempt"] * 3 + ["error", "summary"], ev
 for n, a in enumerate(ev[:3], 1):
     assert a["attempt"] == n and a["class"] == "connect" and a["exit"] == 3, a
     assert a["retry"] == (n < 3) and "cannot connect" in a["message"], a
+    assert a["transport"] is None, a  # it never connected
     assert (0.08 <= a["wait"] <= 0.12) if n == 1 else True, a
 assert 0.16 <= ev[1]["wait"] <= 0.24, ev[1]
 assert ev[2]["wait"] == 0, ev[2]

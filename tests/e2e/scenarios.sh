@@ -54,7 +54,7 @@ ALL="$ALL ssh retry dirmodes owners xattrs links direct streams"
 ALL="$ALL modules metrics quota window"
 # Over RDMA these run last, after the RNR check (they re-create rxe0,
 # which resets its counters); over TCP only when named.
-EXTRA="devremove rails railsafe"
+EXTRA="devremove autofall rails railsafe"
 check_scenarios "$ALL $EXTRA" "$@"
 
 rm -rf "$W"
@@ -2103,6 +2103,10 @@ s_retry() {
 			peer-lost/11/true*) ;;
 			*) t_fail "attempts: '$_a', want peer-lost/11/true first" ;;
 			esac
+			_t=rdma
+			[ -z "$HOST_MODE" ] || _t=tcp
+			[ "$(af_attempt "$W/tx-rt1.log" 1 transport)" = "$_t" ] ||
+				t_fail "the attempt event does not name $_t"
 			_sent=$(jlastdone "$W/tx-rt1.log" src/rt sent)
 			echo "# attempts: $_a; the last sent $_sent of $RT_SIZE bytes"
 			[ -n "$_sent" ] && [ "$_sent" -lt "$RT_SIZE" ] ||
@@ -3182,6 +3186,180 @@ s_devremove() {
 	t_log "$W/tx-dr2.log" "$W/rx-dr2.log"
 	t_end
 	rm -rf rx/dr src/dr src/k64
+}
+
+# --retry with --transport auto when the RDMA path goes: rxe0 is removed
+# (`rdma link delete`) while a push with --bwlimit is under way to a
+# receiver listening for both (the default): the next attempt finds no
+# RDMA route, says "rdma path to ADDR gone (...): going on over tcp" and
+# resumes over TCP, the file lands byte identical, the first attempt's
+# --json event names rdma and the summary tcp; once rxe0 is back a later
+# run goes over RDMA again. With --transport rdma the same loss never
+# goes over TCP: its attempts fail over RDMA until --retry runs out.
+# rxe cannot take its device from a process (no disassociate): the removal
+# ends only once every process that used rxe0 (librdmacm keeps its verbs
+# context) has exited, so it runs in the background and the receiver is
+# stopped before it is waited for. RDMA only; the suite runs it last (it
+# re-creates rxe0).
+AF_SIZE=$((6 * M))
+# af_delete: `rdma link delete rxe0` in the background, DEL its pid.
+af_delete() {
+	rdma link delete rxe0 >"$W/af-del.log" 2>&1 &
+	DEL=$!
+	track "$DEL"
+}
+# af_relink DEV: once the removal DEL has ended (60 s; never waited on
+# with wait: it may hang in the kernel), rxe0 back on netdev DEV, active.
+af_relink() {
+	if ! wait_until 60 "" sh -c "! kill -0 $DEL 2>/dev/null"; then
+		t_fail "rdma link delete rxe0 still waiting after the processes ended"
+		return 1
+	fi
+	if ! rdma link show | grep -q '^link rxe0/'; then
+		rdma link add rxe0 type rxe netdev "$1" || t_fail "cannot re-create rxe0 on $1"
+	fi
+	wait_until 20 "" sh -c 'rdma link show rxe0/1 | grep -q ACTIVE' ||
+		t_fail "rxe0 not active again"
+	DEV_RECREATED=1
+}
+# af_attempt LOG N FIELD: FIELD of the Nth attempt event in LOG ("" for null).
+af_attempt() {
+	grep '"event":"attempt"' "$1" | sed -n "$2p" |
+		sed -n "s/.*\"$3\":\"\([^\"]*\)\".*/\1/p"
+}
+s_autofall() {
+	if [ -n "$HOST_MODE" ]; then
+		t_skip "--transport auto --retry: rxe0 removed mid-copy, goes on over TCP" "RDMA only"
+		t_skip "rxe0 back: a later run goes over RDMA again" "RDMA only"
+		t_skip "--transport rdma --retry: rxe0 removed mid-copy, never over TCP" "RDMA only"
+		t_skip "over ssh, --transport auto --retry: rxe0 removed mid-copy, over TCP" "RDMA only"
+		return
+	fi
+	mkdir -p src rx/af
+	mkrand src/af "$AF_SIZE"
+	_af_dev=$(rdma link show | sed -n 's|^link rxe0/[0-9]* .* netdev \([^ ]*\).*|\1|p' | head -n1)
+
+	t_begin "--transport auto --retry: rxe0 removed mid-copy, goes on over TCP from where it stopped"
+	DEL=
+	nextport
+	if start_rx_or_fail "$W/rx-af.log" --root "$W/rx/af" --port "$P"; then
+		rdcp --transport auto --port "$P" --chunk-size 64K --bwlimit 1M --retry 3 --retry-wait 0.5 \
+			--json src/af "$ADDR::af" >"$W/tx-af.log" 2>&1 &
+		TX=$!
+		track "$TX"
+		if wait_partfile rx/af af "$TX"; then
+			msleep 1500
+			alive "$TX" || t_fail "the copy ended before rxe0 was removed"
+			af_delete
+			wait_pid "$TX" 120
+			[ "$WRC" = 0 ] || t_fail "sender exit $WRC, want 0"
+			same src/af rx/af/af
+			no_temp rx/af
+			grep -q "rdma path to $ADDR gone (.*): going on over tcp" "$W/tx-af.log" ||
+				t_fail "no line 'rdma path to $ADDR gone (...): going on over tcp'"
+			[ "$(af_attempt "$W/tx-af.log" 1 transport)" = rdma ] ||
+				t_fail "the first attempt event does not say rdma"
+			[ "$(jget "$W/tx-af.log" summary transport)" = tcp ] ||
+				t_fail "summary transport '$(jget "$W/tx-af.log" summary transport)', want tcp"
+			grep -Eq '^1 files, .* over tcp.* retries [1-9]' "$W/tx-af.log" ||
+				t_fail "no summary line '1 files ... over tcp ... retries N'"
+			_sent=$(jlastdone "$W/tx-af.log" src/af sent)
+			echo "# attempts: $(jattempts "$W/tx-af.log"); the last sent $_sent of $AF_SIZE bytes"
+			[ -n "$_sent" ] && [ "$_sent" -lt "$AF_SIZE" ] ||
+				t_fail "the TCP attempt sent '$_sent' bytes, want fewer than $AF_SIZE (resumed)"
+		else
+			t_fail "transfer never started"
+		fi
+		kill -9 "$TX" 2>/dev/null
+		term_rx
+	fi
+	[ -z "$DEL" ] || af_relink "$_af_dev"
+	t_log "$W/tx-af.log" "$W/rx-af.log" "$W/af-del.log"
+	t_end
+
+	t_begin "rxe0 back: a later run with --transport auto goes over RDMA again"
+	mkrand src/af2 300000
+	nextport
+	if start_rx_or_fail "$W/rx-af2.log" --root "$W/rx/af" --port "$P"; then
+		run_bounded 120 "$W/tx-af2.log" rdcp --port "$P" src/af2 "$ADDR::af2"
+		[ "$SRC" = 0 ] || t_fail "sender exit $SRC"
+		same src/af2 rx/af/af2
+		grep -q " over rdma" "$W/tx-af2.log" || t_fail "not over rdma"
+		! grep -qi "tcp" "$W/tx-af2.log" || t_fail "said TCP"
+		term_rx
+	fi
+	t_log "$W/tx-af2.log" "$W/rx-af2.log"
+	t_end
+
+	t_begin "--transport rdma --retry: rxe0 removed mid-copy, never over TCP"
+	rm -rf rx/af
+	mkdir -p rx/af
+	DEL=
+	nextport
+	if start_rx_or_fail "$W/rx-af3.log" --root "$W/rx/af" --port "$P"; then
+		rdcp --transport rdma --port "$P" --chunk-size 64K --bwlimit 1M --retry 2 --retry-wait 0.5 \
+			--json src/af "$ADDR::af" >"$W/tx-af3.log" 2>&1 &
+		TX=$!
+		track "$TX"
+		if wait_partfile rx/af af "$TX"; then
+			msleep 1500
+			alive "$TX" || t_fail "the copy ended before rxe0 was removed"
+			af_delete
+			wait_pid "$TX" 120
+			[ "$WRC" != 0 ] || t_fail "sender exit 0: it went on without RDMA"
+			[ ! -e rx/af/af ] || t_fail "the file was placed"
+			! grep -qi "over tcp\|using tcp" "$W/tx-af3.log" || t_fail "it went over TCP"
+			[ "$(af_attempt "$W/tx-af3.log" 1 transport)" = rdma ] ||
+				t_fail "the first attempt event does not say rdma"
+			! grep '"event":"attempt"' "$W/tx-af3.log" | grep -q '"transport":"tcp"' ||
+				t_fail "an attempt ran over tcp"
+			echo "# exit $WRC; attempts: $(jattempts "$W/tx-af3.log")"
+			[ "$(grep -c '"event":"attempt"' "$W/tx-af3.log")" = 3 ] ||
+				t_fail "not 3 attempts (the lost RDMA path retried over RDMA)"
+		else
+			t_fail "transfer never started"
+		fi
+		kill -9 "$TX" 2>/dev/null
+		term_rx
+	fi
+	[ -z "$DEL" ] || af_relink "$_af_dev"
+	t_log "$W/tx-af3.log" "$W/rx-af3.log" "$W/af-del.log"
+	t_end
+
+	# Over ssh: each attempt starts the remote rdcp anew, whose bootstrap
+	# line then offers no RDMA address.
+	t_begin "over ssh, --transport auto --retry: rxe0 removed mid-copy, the next remote rdcp is reached over TCP"
+	rm -rf rx/afs
+	mkdir -p rx/afs
+	DEL=
+	# shellcheck disable=SC2086 # SSH: words
+	rdcp -e "$SSH" --port-range 7900-7999 --chunk-size 64K --bwlimit 1M --retry 3 --retry-wait 0.5 \
+		--json src/af "$ADDR:$W/rx/afs/" >"$W/tx-afs.log" 2>&1 &
+	TX=$!
+	track "$TX"
+	if wait_partfile rx/afs af "$TX" 60; then
+		msleep 1500
+		alive "$TX" || t_fail "the copy ended before rxe0 was removed"
+		af_delete
+		wait_pid "$TX" 180
+		[ "$WRC" = 0 ] || t_fail "exit $WRC, want 0"
+		same src/af rx/afs/af
+		no_temp rx/afs
+		grep -q "rdma path to $ADDR gone (.*): going on over tcp" "$W/tx-afs.log" ||
+			t_fail "no line 'rdma path to $ADDR gone (...): going on over tcp'"
+		[ "$(af_attempt "$W/tx-afs.log" 1 transport)" = rdma ] ||
+			t_fail "the first attempt event does not say rdma"
+		[ "$(jget "$W/tx-afs.log" summary transport)" = tcp ] ||
+			t_fail "summary transport '$(jget "$W/tx-afs.log" summary transport)', want tcp"
+		echo "# attempts: $(jattempts "$W/tx-afs.log")"
+	else
+		t_fail "transfer never started"
+	fi
+	kill -9 "$TX" 2>/dev/null
+	[ -z "$DEL" ] || af_relink "$_af_dev"
+	t_log "$W/tx-afs.log" "$W/af-del.log"
+	t_end
+	rm -rf rx/af rx/afs src/af src/af2
 }
 
 # 36. Two rails: rxe1 on a second netdev (dummy1, 10.77.3.1) beside rxe0;

@@ -2,6 +2,8 @@
 /*
  * Unit tests for cmd/retry.c, --retry's policy: --retry-wait's values,
  * the waits (doubling, cap, jitter bounds), which verdicts are retried,
+ * which attempts lost their RDMA path (retried; --transport auto then
+ * may go over TCP),
  * the files' reports across attempts (each copied file noted once, kept
  * files an earlier attempt placed counted as copied), a wait that a
  * signal ends at once, and --files-from's list read again from a pipe.
@@ -132,6 +134,71 @@ static void test_transient(void)
 	f = done("b", -EIO, XFER_FAIL_REMOTE_IO, false);
 	retry_file(&r, &f);
 	CHECK(!retry_is_transient(&r, XFER_FAIL_REMOTE_IO));
+	retry_release(&r);
+}
+
+/* Which attempts lost their RDMA path, and what that makes of them. */
+static void test_rdma_gone(void)
+{
+	static const int gone[] = { -ENODEV, -ENETDOWN, -ENETUNREACH,
+				    -EHOSTUNREACH, -EADDRNOTAVAIL };
+	static const int not_gone[] = { 0,    -ECONNRESET, -ETIMEDOUT,
+					-EIO, -ENOMEM,	   -EPROTO };
+	struct retry r;
+
+	for (size_t i = 0; i < sizeof(gone) / sizeof(gone[0]); i++) {
+		CHECK(retry_rdma_gone("rdma", XFER_FAIL_RESOURCE, gone[i]));
+		CHECK(retry_rdma_gone("rdma", XFER_FAIL_PEER_LOST, gone[i]));
+		/* only an RDMA session has an RDMA path to lose */
+		CHECK(!retry_rdma_gone("tcp", XFER_FAIL_RESOURCE, gone[i]));
+		CHECK(!retry_rdma_gone("", XFER_FAIL_CONNECT, gone[i]));
+		CHECK(!retry_rdma_gone(NULL, XFER_FAIL_CONNECT, gone[i]));
+		CHECK(!retry_rdma_gone("rdma", XFER_OK, gone[i]));
+	}
+	for (size_t i = 0; i < sizeof(not_gone) / sizeof(not_gone[0]); i++)
+		CHECK(!retry_rdma_gone("rdma", XFER_FAIL_RESOURCE,
+				       not_gone[i]));
+
+	retry_init(&r, 3, 0);
+	/* A session over TCP failed: no RDMA path was lost. */
+	retry_attempt_begin(&r);
+	retry_attempt_end(&r, "tcp", XFER_FAIL_PEER_LOST, -ECONNRESET);
+	CHECK(!r.rdma_gone);
+	CHECK(!r.rdma_lost);
+	/* Out of memory over RDMA: still not retried. */
+	retry_attempt_begin(&r);
+	retry_attempt_end(&r, "rdma", XFER_FAIL_RESOURCE, -ENOMEM);
+	CHECK(!r.rdma_gone);
+	CHECK(!retry_is_transient(&r, XFER_FAIL_RESOURCE));
+	CHECK(r.rdma_lost); /* a failed RDMA session all the same */
+	/* The device removed mid-copy (verbs: ENODEV, class resource). */
+	retry_init(&r, 3, 0);
+	retry_attempt_begin(&r);
+	retry_attempt_end(&r, "rdma", XFER_FAIL_RESOURCE, -ENODEV);
+	CHECK(r.rdma_gone);
+	CHECK(r.rdma_lost);
+	CHECK(retry_is_transient(&r, XFER_FAIL_RESOURCE));
+	/* The next attempt starts clean, but the lost path is remembered. */
+	retry_attempt_begin(&r);
+	CHECK(!r.rdma_gone);
+	CHECK(!retry_is_transient(&r, XFER_FAIL_RESOURCE));
+	retry_attempt_end(&r, "", XFER_FAIL_CONNECT, 0);
+	CHECK(r.rdma_lost);
+	retry_attempt_begin(&r);
+	retry_attempt_end(&r, "tcp", XFER_FAIL_PEER_LOST, -ECONNRESET);
+	CHECK(r.rdma_lost);
+	/* Port down: the link is cut, retried as ever; the path is gone. */
+	retry_init(&r, 3, 0);
+	retry_attempt_begin(&r);
+	retry_attempt_end(&r, "rdma", XFER_FAIL_PEER_LOST, -ENETDOWN);
+	CHECK(r.rdma_gone);
+	CHECK(retry_is_transient(&r, XFER_FAIL_PEER_LOST));
+	/* A whole attempt over RDMA that worked: nothing lost. */
+	retry_init(&r, 3, 0);
+	retry_attempt_begin(&r);
+	retry_attempt_end(&r, "rdma", XFER_OK, 0);
+	CHECK(!r.rdma_gone);
+	CHECK(!r.rdma_lost);
 	retry_release(&r);
 }
 
@@ -343,10 +410,15 @@ static void test_list_file(void)
 int main(int argc, char **argv)
 {
 	static const struct tap_test tests[] = {
-		TAP_TEST(test_parse_wait), TAP_TEST(test_wait_backoff),
-		TAP_TEST(test_transient),  TAP_TEST(test_files_across_attempts),
-		TAP_TEST(test_many_names), TAP_TEST(test_sleep),
-		TAP_TEST(test_list_pipe),  TAP_TEST(test_list_file),
+		TAP_TEST(test_parse_wait),
+		TAP_TEST(test_wait_backoff),
+		TAP_TEST(test_transient),
+		TAP_TEST(test_rdma_gone),
+		TAP_TEST(test_files_across_attempts),
+		TAP_TEST(test_many_names),
+		TAP_TEST(test_sleep),
+		TAP_TEST(test_list_pipe),
+		TAP_TEST(test_list_file),
 	};
 
 	return tap_main(tests, sizeof(tests) / sizeof(tests[0]), argc, argv);

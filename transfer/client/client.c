@@ -363,8 +363,10 @@ enum xfer_fail session_client(const struct xfer_opts *o, struct cm_conn *c,
 	st->numa_node = c->numa_node;
 	st->workers = e.workers;
 	snprintf(st->pages, sizeof(st->pages), "%s", c->pages ? c->pages : "");
-	if (e.fail)
+	if (e.fail) {
 		snprintf(st->error, sizeof(st->error), "%s", e.why);
+		st->cause = e.err;
+	}
 	engine_tell_peer(&e);
 	v = session_verdict(&e, st);
 	engine_release(&e);

@@ -165,7 +165,8 @@ static void via_first(char (*list)[CM_ADDRSTR_LEN], int n, const char *via)
  * Connects to the remote rdcp: to o->rdma_addr when given; else to the
  * first of its RDMA addresses rdma_cm routes to (the one ssh used first),
  * else, when the transport allows, over TCP to the address ssh used, then
- * the others. 0 with *c, or -errno with why.
+ * the others (AUTO after a lost RDMA session, cm_addr.rdma_lost: also when
+ * the RDMA connect finds no path). 0 with *c, or -errno with why.
  */
 static int connect_boot(const struct xfer_opts *o, struct boot *b,
 			struct cm_conn **c, char *why, size_t whysz)
@@ -176,6 +177,7 @@ static int connect_boot(const struct xfer_opts *o, struct boot *b,
 	const char *host =
 		o->ssh.rsh_host ? o->ssh.rsh_host : "the remote host";
 	char tried[256] = "", r[200] = "";
+	bool connect_failed = false;
 	int rc = -EHOSTUNREACH;
 
 	a.port = b->port;
@@ -200,7 +202,17 @@ static int connect_boot(const struct xfer_opts *o, struct boot *b,
 				continue;
 			}
 			log_info("%s: data over RDMA to %s", host, a.host);
-			return cm_connect(&a, &geom, &to, c);
+			rc = cm_connect(&a, &geom, &to, c);
+			/* After a lost RDMA session: its path may be gone. */
+			if (!rc || !o->link.addr.rdma_lost ||
+			    o->link.addr.transport != CM_TRANSPORT_AUTO ||
+			    !cm_rdma_no_path(rc))
+				return rc;
+			snprintf(r, sizeof(r),
+				 "the RDMA connect to %s failed: %s", a.host,
+				 strerror(-rc));
+			connect_failed = true;
+			break;
 		}
 	}
 	if (o->link.addr.transport == CM_TRANSPORT_RDMA) {
@@ -223,7 +235,14 @@ static int connect_boot(const struct xfer_opts *o, struct boot *b,
 			 host);
 		return -EHOSTUNREACH;
 	}
-	if (o->link.addr.transport == CM_TRANSPORT_AUTO)
+	if (o->link.addr.transport == CM_TRANSPORT_AUTO &&
+	    o->link.addr.rdma_lost)
+		log_warn("rdma path to %s gone (%s): going on over tcp", host,
+			 connect_failed ? r
+			 : b->rdma	? "rdma_cm routes to none of its RDMA "
+					  "addresses"
+					: "it has no RDMA device now");
+	else if (o->link.addr.transport == CM_TRANSPORT_AUTO)
 		log_warn("using TCP to %s: %s", host,
 			 b->rdma ? "rdma_cm routes to none of its RDMA "
 				   "addresses"
