@@ -3227,6 +3227,18 @@ af_attempt() {
 	grep '"event":"attempt"' "$1" | sed -n "$2p" |
 		sed -n "s/.*\"$3\":\"\([^\"]*\)\".*/\1/p"
 }
+# af_went_tcp LOG DIR: the copy src/af arrived whole in DIR after its
+# first attempt went over RDMA and the last over TCP, saying so.
+af_went_tcp() {
+	same src/af "$2/af"
+	no_temp "$2"
+	grep -q "rdma path to $ADDR gone (.*): going on over tcp" "$1" ||
+		t_fail "no line 'rdma path to $ADDR gone (...): going on over tcp'"
+	[ "$(af_attempt "$1" 1 transport)" = rdma ] ||
+		t_fail "the first attempt event does not say rdma"
+	[ "$(jget "$1" summary transport)" = tcp ] ||
+		t_fail "summary transport '$(jget "$1" summary transport)', want tcp"
+}
 s_autofall() {
 	if [ -n "$HOST_MODE" ]; then
 		t_skip "--transport auto --retry: rxe0 removed mid-copy, goes on over TCP" "RDMA only"
@@ -3253,14 +3265,7 @@ s_autofall() {
 			af_delete
 			wait_pid "$TX" 120
 			[ "$WRC" = 0 ] || t_fail "sender exit $WRC, want 0"
-			same src/af rx/af/af
-			no_temp rx/af
-			grep -q "rdma path to $ADDR gone (.*): going on over tcp" "$W/tx-af.log" ||
-				t_fail "no line 'rdma path to $ADDR gone (...): going on over tcp'"
-			[ "$(af_attempt "$W/tx-af.log" 1 transport)" = rdma ] ||
-				t_fail "the first attempt event does not say rdma"
-			[ "$(jget "$W/tx-af.log" summary transport)" = tcp ] ||
-				t_fail "summary transport '$(jget "$W/tx-af.log" summary transport)', want tcp"
+			af_went_tcp "$W/tx-af.log" rx/af
 			grep -Eq '^1 files, .* over tcp.* retries [1-9]' "$W/tx-af.log" ||
 				t_fail "no summary line '1 files ... over tcp ... retries N'"
 			_sent=$(jlastdone "$W/tx-af.log" src/af sent)
@@ -3343,14 +3348,7 @@ s_autofall() {
 		af_delete
 		wait_pid "$TX" 180
 		[ "$WRC" = 0 ] || t_fail "exit $WRC, want 0"
-		same src/af rx/afs/af
-		no_temp rx/afs
-		grep -q "rdma path to $ADDR gone (.*): going on over tcp" "$W/tx-afs.log" ||
-			t_fail "no line 'rdma path to $ADDR gone (...): going on over tcp'"
-		[ "$(af_attempt "$W/tx-afs.log" 1 transport)" = rdma ] ||
-			t_fail "the first attempt event does not say rdma"
-		[ "$(jget "$W/tx-afs.log" summary transport)" = tcp ] ||
-			t_fail "summary transport '$(jget "$W/tx-afs.log" summary transport)', want tcp"
+		af_went_tcp "$W/tx-afs.log" rx/afs
 		echo "# attempts: $(jattempts "$W/tx-afs.log")"
 	else
 		t_fail "transfer never started"
