@@ -669,7 +669,7 @@ AUDIT=$ROOT/var/log/rdcp/audit.jsonl
 check "audit log /var/log/rdcp/audit.jsonl: alice's push, bob's pull, the refusal, owned by $USER_" sh -c "
 	sed 's/^/#   /' '$AUDIT'
 	[ \"\$(chroot '$ROOT' stat -c %U /var/log/rdcp/audit.jsonl)\" = '$USER_' ] &&
-	grep -q '\"event\":\"session\".*\"client\":\"alice\",\"module\":\"scratch\",\"op\":\"push\",\"files\":1,\"failed\":0,\"bytes\":2000003,\"result\":\"ok\"' '$AUDIT' &&
+	grep -q '\"event\":\"session\".*\"client\":\"alice\",\"module\":\"scratch\",\"op\":\"push\",\"files\":1,\"failed\":0,\"refused\":0,\"bytes\":2000003,\"result\":\"ok\"' '$AUDIT' &&
 	grep -q '\"client\":\"bob\",\"module\":\"archive\",\"op\":\"pull\",\"files\":1,.*\"result\":\"ok\"' '$AUDIT' &&
 	grep -q '\"client\":\"bob\",\"module\":\"archive\",\"op\":\"push\",.*\"result\":\"auth\"' '$AUDIT'"
 
