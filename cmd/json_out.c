@@ -110,21 +110,25 @@ void json_error(FILE *out, enum xfer_fail f, int exit_code, const char *message)
 	end(out);
 }
 
-void json_attempt(FILE *out, unsigned int attempt, enum xfer_fail f,
+void json_attempt(FILE *out, int rank, unsigned int attempt, enum xfer_fail f,
 		  int exit_code, const char *message, const char *transport,
 		  bool again, unsigned int wait_ms)
 {
-	fprintf(out,
-		"{\"event\":\"attempt\",\"attempt\":%u,\"class\":", attempt);
+	fputs("{\"event\":\"attempt\",", out);
+	if (rank >= 0)
+		fprintf(out, "\"rank\":%d,", rank);
+	fprintf(out, "\"attempt\":%u,\"class\":", attempt);
 	json_str(out, xfer_fail_name(f));
 	fprintf(out, ",\"exit\":%d,\"message\":", exit_code);
 	json_str(out, message);
 	/* Where it ran: null when it never had a session. */
-	fputs(",\"transport\":", out);
-	if (transport && transport[0])
-		json_str(out, transport);
-	else
-		fputs("null", out);
+	if (transport) {
+		fputs(",\"transport\":", out);
+		if (transport[0])
+			json_str(out, transport);
+		else
+			fputs("null", out);
+	}
 	fprintf(out, ",\"retry\":%s,\"wait\":%.3f", again ? "true" : "false",
 		again ? wait_ms / 1000.0 : 0.0);
 	end(out);

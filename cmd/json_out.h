@@ -15,11 +15,12 @@ void json_file(FILE *out, const struct xfer_file_report *r);
 void json_error(FILE *out, enum xfer_fail f, int exit_code,
 		const char *message);
 /*
- * --retry: an attempt that failed (attempt from 1), the transport it ran
- * over ("" or NULL: it had no session), and whether another follows after
- * wait_ms.
+ * --retry: an attempt that failed (attempt from 1), the rank it was
+ * rdcp-mpi's (-1: a plain rdcp), the transport it ran over ("": it had no
+ * session; NULL: not told, the field left out), and whether another
+ * follows after wait_ms.
  */
-void json_attempt(FILE *out, unsigned int attempt, enum xfer_fail f,
+void json_attempt(FILE *out, int rank, unsigned int attempt, enum xfer_fail f,
 		  int exit_code, const char *message, const char *transport,
 		  bool again, unsigned int wait_ms);
 /* The last event; retries: the attempts after the first. */

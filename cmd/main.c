@@ -625,7 +625,7 @@ static enum xfer_fail copy(struct run *run, struct xfer_stats *st)
 		run->o.link.addr.rdma_lost = rt->rdma_lost;
 		again = try_again(run, v, st, &wait);
 		if (run->a->json)
-			json_attempt(stdout, rt->attempt, v, exit_code(v),
+			json_attempt(stdout, -1, rt->attempt, v, exit_code(v),
 				     st->error[0] ? st->error : attempt_why,
 				     st->transport, again, wait);
 		if (!again)

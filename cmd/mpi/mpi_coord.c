@@ -398,16 +398,9 @@ static void on_attempt(struct mj_coord *c, int rank, struct mbuf *b)
 				who, attempt, of, msg, xfer_fail_name(v), code);
 		if (!c->cfg.json)
 			continue;
-		fprintf(stdout,
-			"{\"event\":\"attempt\",\"rank\":%d,"
-			"\"attempt\":%u,\"class\":",
-			rank, attempt);
-		json_str(stdout, xfer_fail_name(v));
-		fprintf(stdout, ",\"exit\":%d,\"message\":", code);
-		json_str(stdout, msg);
-		fprintf(stdout, ",\"retry\":%s,\"wait\":%.3f}\n",
-			again ? "true" : "false", again ? wait / 1000.0 : 0.0);
-		fflush(stdout);
+		/* The rank's transport is not told: the field left out. */
+		json_attempt(stdout, rank, attempt, v, code, msg, NULL, again,
+			     wait);
 	}
 }
 
