@@ -66,9 +66,9 @@ if [ -n "$missing" ]; then
 fi
 
 start=$SECONDS
-if ! "$GUEST" prepare >"$OUT/prepare.log" 2>&1; then
+if ! "$GUEST" prepare >"$T/prepare.log" 2>&1; then
 	notok "tests/guest/guest.sh prepare"
-	tail -n 20 "$OUT/prepare.log" | sed 's/^/# /'
+	tail -n 20 "$T/prepare.log" | sed 's/^/# /'
 	finish
 fi
 

@@ -102,7 +102,20 @@ module_depends() { # print the depends= list of a (decompressed) module
 	tr '\0' '\n' <"$1" | sed -n 's/^depends=//p' | tr ',' ' '
 }
 
-cmd_prepare() {
+# locked FN: FN in a subshell that holds $GDIR/.lock: make test's two
+# guest lanes may prepare (or build the base image) at once; the second
+# waits, then finds it ready. A failure inside exits this script too.
+locked() {
+	mkdir -p "$GDIR" || die "cannot create $GDIR"
+	(
+		flock -w 900 9 || die "another guest.sh held $GDIR/.lock for 900 s"
+		"$@"
+	) 9>"$GDIR/.lock" || exit 1
+}
+
+cmd_prepare() { locked prepare_kernel; }
+
+prepare_kernel() {
 	check_host
 	# Ready, and for the modules wanted now (a list that grew re-prepares).
 	[ -f "$KDIR/ready" ] && [ -f "$KDIR/vmlinux" ] &&
@@ -370,7 +383,7 @@ cmd_run() {
 	[ "$pair$numa" != 11 ] || die "--numa is for the single guest, not --pair"
 
 	cmd_prepare
-	build_base
+	locked build_base
 	local f
 	while IFS= read -r f; do IN_BASE[$f]=1; done <"$GDIR/base.cpio.list"
 
