@@ -97,7 +97,15 @@ FUZZ_REPLAY_BINS := $(BUILD)/fuzz-replay/replay_wire \
 
 .PHONY: mpi hooks-mpi test-mpi install-mpi test-quick setup tests san-tests test-san hooks all test test-unit test-e2e test-guest demo bench install uninstall \
 	clean help deb rpm test-packages fuzz version
-all: $(BUILD)/rdcp
+all: $(BUILD)/rdcp $(BUILD)/rdcp.bash-completion
+
+# The completion offers the options of --help: cmd/options.c is the one
+# list of them (cmd/completion.awk reads the words off the built binary).
+$(BUILD)/rdcp.bash-completion: cmd/rdcp.bash-completion.in \
+		cmd/completion.awk $(BUILD)/rdcp
+	$(Q)opts=$$($(BUILD)/rdcp --help | awk -f cmd/completion.awk) && \
+		[ -n "$$opts" ] && sed "s|@OPTIONS@|$$opts|" $< >$@.tmp && \
+		mv $@.tmp $@
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -292,7 +300,7 @@ install: all
 	install -m 0644 doc/rdcpd.8 $(DESTDIR)$(MANDIR)/man8/rdcpd.8
 	install -m 0644 doc/rdcp-modules.conf.5 \
 		$(DESTDIR)$(MANDIR)/man5/rdcp-modules.conf.5
-	install -m 0644 cmd/rdcp.bash-completion $(DESTDIR)$(BASHCOMPDIR)/rdcp
+	install -m 0644 $(BUILD)/rdcp.bash-completion $(DESTDIR)$(BASHCOMPDIR)/rdcp
 	sed -e 's|/usr/bin/rdcp|$(BINDIR)/rdcp|g' \
 		-e 's|/etc/rdcp/|$(SYSCONFDIR)/rdcp/|g' \
 		packaging/systemd/rdcpd.service >$(BUILD)/rdcpd.service

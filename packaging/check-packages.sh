@@ -222,6 +222,8 @@ check "rdcp-mpi man page: mandoc -T lint and groff -ww clean" \
 
 BIN=$TMP/deb/usr/bin/rdcp
 [ -x "$BIN" ] || BIN=$OUT/rdcp
+COMP=$TMP/deb/usr/share/bash-completion/completions/rdcp
+[ -f "$COMP" ] || COMP=$OUT/rdcp.bash-completion
 if [ -x "$BIN" ]; then
 	opts=$("$BIN" --help | grep -oE -- '--[a-z][a-z0-9-]+' | sort -u)
 	mantext=$(sed 's/\\-/-/g' "$MAN")
@@ -233,7 +235,7 @@ if [ -x "$BIN" ]; then
 	else not_ok "man page documents every option of --help" "missing:$missing"; fi
 	missing=
 	for o in $opts; do
-		grep -qF -- "$o" "$TOP/cmd/rdcp.bash-completion" || missing="$missing $o"
+		grep -qF -- "$o" "$COMP" || missing="$missing $o"
 	done
 	if [ -z "$missing" ]; then ok "completion offers every option of --help"
 	else not_ok "completion offers every option of --help" "missing:$missing"; fi
@@ -261,7 +263,7 @@ check "bash completion: --checksum, --poll values and options" bash -c '
 		echo "${COMPREPLY[*]}"; }
 	[ "$(t rdcp --checksum "")" = "crc32 sha256 none" ] &&
 	[ "$(t rdcp --poll=b)" = "busy" ] &&
-	[ "$(t rdcp --lis)" = "--listen" ]' _ "$TOP/cmd/rdcp.bash-completion"
+	[ "$(t rdcp --lis)" = "--listen" ]' _ "$COMP"
 
 UNIT=$TMP/deb/lib/systemd/system/rdcpd.service
 [ -f "$UNIT" ] || UNIT=$HERE/systemd/rdcpd.service

@@ -22,7 +22,7 @@ fi
 shell_of() {
 	case $1 in
 	tests/e2e/lib.sh | tests/guest/demo_inside.sh) echo sh ;;
-	tests/e2e/faults_listen.sh | tests/e2e/sshd.sh | *.bash-completion) echo bash ;;
+	tests/e2e/faults_listen.sh | tests/e2e/sshd.sh | *.bash-completion.in) echo bash ;;
 	esac
 }
 
@@ -41,7 +41,7 @@ else
 	fi
 	mapfile -t files < <(
 		{
-			list | grep -E '\.sh$|\.bash-completion$|^\.ci/run$'
+			list | grep -E '\.sh$|\.bash-completion\.in$|^\.ci/run$'
 			list | tr '\n' '\0' |
 				xargs -0 grep -lE '^#!(/usr/bin/env )?/?(usr/)?(bin/)?(ba)?sh\b' 2>/dev/null
 		} | grep -v '^packaging/debian/rules$' | LC_ALL=C sort -u)

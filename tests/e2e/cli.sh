@@ -43,18 +43,19 @@ expect_fail() {
 
 check "--help matches tests/e2e/help.golden" diff -u "$HERE/help.golden" <("$RDCP" --help)
 
-# An option is written in four places (cmd/options.c, which prints
-# --help; the man page; the completion; the golden copy): every long
-# option of --help must have an entry of its own in doc/rdcp.1 (the tag
-# line after a .TP, so a mention in passing does not count) and be
-# offered by cmd/rdcp.bash-completion, and neither may offer one that
-# --help lacks.
+# An option is listed in cmd/options.c, which prints --help, and described
+# in the man page; the golden copy above holds --help still, and the
+# completion takes its words from --help when make builds it
+# (cmd/completion.awk). Every long option of --help must have an entry
+# of its own in doc/rdcp.1 (the tag line after a .TP, so a mention in
+# passing does not count) and be offered by the built completion, and
+# neither may offer one that --help lacks.
 TOP=$(cd "$HERE/../.." && pwd)
 longopts() { grep -oE -- '--[a-z][a-z0-9-]+' | sort -u; }
 "$RDCP" --help | longopts >"$T/opts.help"
 awk 'prev == ".TP" { print } { prev = $0 }' "$TOP/doc/rdcp.1" |
 	sed 's/\\-/-/g' | longopts >"$T/opts.man"
-longopts <"$TOP/cmd/rdcp.bash-completion" >"$T/opts.comp"
+longopts <"$BUILD/rdcp.bash-completion" >"$T/opts.comp"
 # same_opts NAME FILE: FILE's options are exactly those of --help.
 same_opts() {
 	local missing extra
@@ -68,7 +69,7 @@ same_opts() {
 	fi
 }
 same_opts "doc/rdcp.1 (an entry each)" "$T/opts.man"
-same_opts "cmd/rdcp.bash-completion" "$T/opts.comp"
+same_opts "$BUILD/rdcp.bash-completion (made from --help)" "$T/opts.comp"
 
 # Every man page renders without a warning (groff -ww: also bad macros,
 # escapes and lines the formatter cannot fill).
