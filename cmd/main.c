@@ -358,7 +358,9 @@ static int open_list(struct run *run)
 		run->o.copy.files_from = run->list_file;
 		return 0;
 	}
-	return retry_list_init(&run->list, run->list_file) ? RDCP_EXIT_LOCAL_IO
+	return retry_list_init(&run->list, run->list_file,
+			       run->o.copy.from0 ? '\0' : '\n')
+		       ? RDCP_EXIT_LOCAL_IO
 							   : 0;
 }
 

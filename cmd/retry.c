@@ -16,6 +16,7 @@
 #include "cmd/retry.h"
 #include "util/checksum.h"
 #include "util/io.h"
+#include "util/lineq.h"
 #include "util/log.h"
 
 /*
@@ -284,6 +285,40 @@ int retry_sleep(unsigned int ms, const volatile sig_atomic_t *cancel)
 
 /* ---- --files-from, replayed ---- */
 
+/*
+ * From a list read by a thread: its next whole name, with its separator,
+ * spooled, and as much of it as fits in buf (the rest comes from the
+ * spool on the next read); -1 with EAGAIN while none has come.
+ */
+static ssize_t list_take(struct retry_list *l, char *buf, size_t size)
+{
+	const char *rec;
+	size_t len;
+	int rc = lineq_next(l->lq, &rec, &len);
+
+	if (rc <= 0) {
+		if (rc == -1)
+			return 0; /* the end */
+		errno = rc ? -rc : EAGAIN;
+		return -1;
+	}
+	rc = io_pwrite_full(fileno(l->spool), rec, len, l->len);
+	if (!rc)
+		rc = io_pwrite_full(fileno(l->spool), &l->sep, 1, l->len + len);
+	if (rc) {
+		errno = -rc;
+		return -1;
+	}
+	l->len += len + 1;
+	if (size > len + 1)
+		size = len + 1;
+	memcpy(buf, rec, size < len ? size : len);
+	if (size == len + 1)
+		buf[len] = l->sep;
+	l->pos += size;
+	return (ssize_t)size;
+}
+
 /* The spool's stream: what was spooled, then on from the list. */
 static ssize_t list_read(void *cookie, char *buf, size_t size)
 {
@@ -302,6 +337,8 @@ static ssize_t list_read(void *cookie, char *buf, size_t size)
 		l->pos += size;
 		return (ssize_t)size;
 	}
+	if (l->lq)
+		return list_take(l, buf, size);
 	n = read(fileno(l->src), buf, size);
 	if (n <= 0)
 		return n;
@@ -315,12 +352,12 @@ static ssize_t list_read(void *cookie, char *buf, size_t size)
 	return n;
 }
 
-int retry_list_init(struct retry_list *l, FILE *src)
+int retry_list_init(struct retry_list *l, FILE *src, char sep)
 {
 	struct stat st;
 	off_t off;
 
-	*l = (struct retry_list){ .src = src, .start = -1 };
+	*l = (struct retry_list){ .src = src, .sep = sep, .start = -1 };
 	if (!fstat(fileno(src), &st) && S_ISREG(st.st_mode) &&
 	    (off = ftello(src)) >= 0) {
 		l->start = off;
@@ -334,6 +371,15 @@ int retry_list_init(struct retry_list *l, FILE *src)
 			"(--retry reads it again): %s",
 			strerror(-rc));
 		return rc;
+	}
+	if (lineq_wanted(fileno(src))) {
+		int rc = lineq_start(&l->lq, fileno(src), sep);
+
+		if (rc) {
+			log_err("cannot start reading the --files-from list: %s",
+				strerror(-rc));
+			return rc;
+		}
 	}
 	return 0;
 }
@@ -363,6 +409,7 @@ FILE *retry_list_stream(struct retry_list *l)
 
 void retry_list_release(struct retry_list *l)
 {
+	lineq_stop(l->lq);
 	if (l->stream)
 		fclose(l->stream);
 	if (l->spool)

@@ -70,6 +70,9 @@ struct retry {
 /* --files-from's list, from its start for every attempt. */
 struct retry_list {
 	FILE *src;     /* the user's stream (not owned) */
+	char sep;      /* between its names */
+	/* a pipe, terminal or socket: read by a thread (util/lineq.h) */
+	struct lineq *lq;
 	int64_t start; /* its offset at the start when it can seek, else -1 */
 	FILE *spool;   /* else: what was read of it (unlinked temp file) */
 	uint64_t len;  /* bytes in the spool */
@@ -156,15 +159,19 @@ int retry_sleep(unsigned int ms, const volatile sig_atomic_t *cancel);
  * Starts l for the list src, from which nothing was read yet. 0, or
  * -errno (-ENOMEM, or the spool file could not be made: said).
  */
-int retry_list_init(struct retry_list *l, FILE *src)
+int retry_list_init(struct retry_list *l, FILE *src, char sep)
 	__attribute__((warn_unused_result));
 
 /*
  * The stream an attempt reads the list from: from the list's start, and
  * past what earlier attempts read, on from src. A list that can seek is
- * rewound; any other (a pipe, stdin) is spooled as it is read. The stream
- * stays l's (valid until the next call or retry_list_release). NULL with
- * errno set on failure (said).
+ * rewound; any other (a pipe, stdin) is spooled as it is read. One that
+ * can stay silent (a pipe, a terminal, a socket) is read by a thread of
+ * its own, and the stream fails with EAGAIN, only ever between two names,
+ * while none has come yet: the walk reads it as the non-blocking list it
+ * knows (transfer/walk/walk.h), so a silent writer never blocks a session.
+ * The stream stays l's (valid until the next call or retry_list_release).
+ * NULL with errno set on failure (said).
  */
 FILE *retry_list_stream(struct retry_list *l);
 

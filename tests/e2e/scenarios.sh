@@ -1880,7 +1880,59 @@ s_script() {
 	else
 		rx_not_started "script" "$W/rx-scr.log"
 	fi
+	script_list_pause
 	rm -rf src/scr rx/scr got src/mir "$W/outside"
+}
+
+# --files-from=- from a writer that stays silent for longer than both
+# sides' --timeout (`find -newer` crossing a tree with nothing to print),
+# a push and a pull: the list is read by a thread of its own, so the
+# client keeps answering meanwhile. Read in the engine's thread, the pause
+# blocked it and the receiver gave up on it (exit 11).
+script_list_pause() {
+	t_begin "--files-from=-: the list's writer silent longer than --timeout, a push, a pull and a push with --retry wait for it"
+	nextport
+	if start_rx_or_fail "$W/rx-lp.log" --timeout 2 --root "$W/rx/scr" --port "$P"; then
+		{
+			echo a.c
+			sleep 4
+			echo sub/b.c
+		} | {
+			send "$W/tx-lp1.log" --port "$P" --timeout 2 --files-from=- src/scr "$ADDR::lp/"
+			echo "$SRC" >"$W/scr-rc"
+		}
+		SRC=$(cat "$W/scr-rc")
+		[ "$SRC" = 0 ] || t_fail "push: exit $SRC, want 0"
+		same src/scr/sub/b.c rx/scr/lp/sub/b.c
+		{
+			echo a.c
+			sleep 4
+			echo sub/b.c
+		} | {
+			send "$W/tx-lp2.log" --port "$P" --timeout 2 --files-from=- "$ADDR::lp" got/lp/
+			echo "$SRC" >"$W/scr-rc"
+		}
+		SRC=$(cat "$W/scr-rc")
+		[ "$SRC" = 0 ] || t_fail "pull: exit $SRC, want 0"
+		same src/scr/sub/b.c got/lp/sub/b.c
+		# with --retry the list is spooled for the next attempt as it
+		# is read (cmd/retry.c): the same, through the spool
+		{
+			echo a.c
+			sleep 4
+			echo sub/b.c
+		} | {
+			send "$W/tx-lp3.log" --port "$P" --timeout 2 --retry 2 --files-from=- src/scr "$ADDR::lp3/"
+			echo "$SRC" >"$W/scr-rc"
+		}
+		SRC=$(cat "$W/scr-rc")
+		[ "$SRC" = 0 ] || t_fail "push --retry: exit $SRC, want 0"
+		same src/scr/sub/b.c rx/scr/lp3/sub/b.c
+		! grep -q 'attempt [0-9]* of' "$W/tx-lp3.log" || t_fail "push --retry: it needed another attempt"
+		term_rx
+	fi
+	t_log "$W/tx-lp1.log" "$W/tx-lp2.log" "$W/tx-lp3.log" "$W/rx-lp.log"
+	t_end
 }
 
 # The pulls of s_script with --files-from (the names go to the receiver,

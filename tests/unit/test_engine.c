@@ -2050,6 +2050,79 @@ static void test_list_slow_failing(void)
 	sess_finish(&s);
 }
 
+/*
+ * --files-from=- from a writer that goes silent for longer than the
+ * peer's timeout (`find -newer` crossing a large tree with nothing to
+ * print), on a blocking pipe as a shell makes it: the list is read by a
+ * thread of its own (util/lineq.h), so the engine keeps answering its
+ * connection meanwhile. Read in the engine thread, the pause blocked it
+ * in getdelim(3) and both sides declared the other gone. A push (the
+ * source's walk reads it) and a pull (the client, the sink, reads it and
+ * sends the names).
+ */
+static void list_silent_writer(bool pull)
+{
+	static const char *const names[] = { "a", "d/b", NULL };
+	struct list_writer lw = { .names = names,
+				  .pause_after = 1,
+				  .pause_ms = 3500 };
+	char base[300], path[300], dest[300];
+	int fds[2];
+	pthread_t tid;
+	struct sess s;
+
+	sess_init(&s, 4);
+	s.timeout_ms = 2500; /* the pause is longer (keepalives: 1 s) */
+	s.pull = pull;
+	snprintf(base, sizeof(base), "%s/%s", pull ? s.root : s.srcdir, "t");
+	CHECK_EQ(mkdir(base, 0755), 0);
+	snprintf(path, sizeof(path), "%s/d", base);
+	CHECK_EQ(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/a", base);
+	CHECK_EQ(tf_make_file(path, 3 * CHUNK + 5, 17), 0);
+	snprintf(path, sizeof(path), "%s/d/b", base);
+	CHECK_EQ(tf_make_file(path, 100, 18), 0);
+	s.srcs[s.nsrcs++] = strdup(pull ? "t" : base);
+	if (pull) {
+		snprintf(dest, sizeof(dest), "%s/got/", s.srcdir);
+		s.dest = strdup(dest);
+	} else {
+		s.dest = "out/";
+	}
+	CHECK_EQ(pipe2(fds, O_CLOEXEC), 0); /* blocking, as a shell's */
+	s.list = fdopen(fds[0], "r");
+	lw.fd = fds[1];
+	CHECK_EQ(pthread_create(&tid, NULL, list_writer_main, &lw), 0);
+	sess_run(&s);
+	pthread_join(tid, NULL);
+	fclose(s.list);
+	CHECK_EQ(s.vc, XFER_OK);
+	CHECK_EQ(s.vs, XFER_OK);
+	CHECK_EQ(s.st.files_failed, 0);
+	if (s.vc != XFER_OK || s.vs != XFER_OK)
+		printf("#   %s: client %s, server %s\n", pull ? "pull" : "push",
+		       xfer_fail_name(s.vc), xfer_fail_name(s.vs));
+	snprintf(path, sizeof(path), "%s/d/b", base);
+	if (pull)
+		snprintf(dest, sizeof(dest), "%s/got/d/b", s.srcdir);
+	else
+		snprintf(dest, sizeof(dest), "%s/out/d/b", s.root);
+	CHECK_EQ(tf_same_file(path, dest), 1);
+	if (pull)
+		free((char *)s.dest);
+	sess_finish(&s);
+}
+
+static void test_list_silent_writer_push(void)
+{
+	list_silent_writer(false);
+}
+
+static void test_list_silent_writer_pull(void)
+{
+	list_silent_writer(true);
+}
+
 /* ---- arrivals in any order (memconn's lanes) ---- */
 
 /* fn with the lanes fault on: 2, 3 and 4 lanes, each its own seed. */
@@ -2218,7 +2291,8 @@ TAP_RUN(TAP_TEST(test_memconn_rules), TAP_TEST(test_send_queue_worst_case),
 	TAP_TEST(test_pack_corrupted), TAP_TEST(test_dest_inside_source),
 	TAP_TEST(test_retire_heap), TAP_TEST(test_retire_resume),
 	TAP_TEST(test_list_nonblocking_tree),
-	TAP_TEST(test_list_slow_failing), TAP_TEST(test_lanes_one_file),
+	TAP_TEST(test_list_slow_failing), TAP_TEST(test_list_silent_writer_push),
+	TAP_TEST(test_list_silent_writer_pull), TAP_TEST(test_lanes_one_file),
 	TAP_TEST(test_lanes_many_files), TAP_TEST(test_lanes_packs),
 	TAP_TEST(test_lanes_resume), TAP_TEST(test_lanes_encrypt),
 	TAP_TEST(test_lanes_compress), TAP_TEST(test_lanes_pull),

@@ -12,6 +12,7 @@
 #include "util/hostlist.h"
 #include "util/hset.h"
 #include "util/io.h"
+#include "util/lineq.h"
 #include "util/log.h"
 #include "util/path.h"
 #include "util/units.h"
@@ -841,6 +842,102 @@ static void test_hostlist(void)
 	hl("a[1-300]b[1-300]", "E2BIG");
 }
 
+/* lineq_next until it says something other than "none yet", 2 s at most. */
+static int lineq_wait(struct lineq *q, const char **rec, size_t *len)
+{
+	int rc = 0;
+
+	for (int i = 0; i < 2000 && !rc; i++) {
+		rc = lineq_next(q, rec, len);
+		if (!rc)
+			usleep(1000);
+	}
+	return rc;
+}
+
+/*
+ * util/lineq.h: records split across writes come whole, in order, the
+ * separator dropped, the last one without a separator too; nothing yet is
+ * 0, never a block; a record longer than LINEQ_MAX is refused, not cut;
+ * lineq_stop returns while the writer stays silent; only a stream that
+ * blocks and can stay silent is worth a reader.
+ */
+static void test_lineq(void)
+{
+	struct lineq *q;
+	const char *rec = NULL;
+	size_t len = 0;
+	int fds[2], fd;
+	char tmp[] = "/tmp/rdcp-lineq.XXXXXX";
+	uint64_t t0;
+
+	CHECK_EQ(pipe2(fds, O_CLOEXEC), 0);
+	CHECK(lineq_wanted(fds[0]));
+	CHECK_EQ(lineq_start(&q, fds[0], '\n'), 0);
+	CHECK_EQ(lineq_next(q, &rec, &len), 0); /* nothing yet */
+	CHECK_EQ(write(fds[1], "one\ntw", 6), 6);
+	CHECK_EQ(lineq_wait(q, &rec, &len), 1);
+	CHECK(len == 3 && !strcmp(rec, "one"));
+	CHECK_EQ(lineq_next(q, &rec, &len), 0); /* "tw" is not a record */
+	CHECK_EQ(write(fds[1], "o\n\nlast", 7), 7);
+	CHECK_EQ(lineq_wait(q, &rec, &len), 1);
+	CHECK(len == 3 && !strcmp(rec, "two"));
+	CHECK_EQ(lineq_wait(q, &rec, &len), 1);
+	CHECK_EQ(len, 0); /* an empty line is a record */
+	close(fds[1]);
+	CHECK_EQ(lineq_wait(q, &rec, &len), 1);
+	CHECK(len == 4 && !strcmp(rec, "last"));
+	CHECK_EQ(lineq_wait(q, &rec, &len), -1);
+	lineq_stop(q);
+	close(fds[0]);
+
+	/* NUL-separated; stopped while the writer is silent */
+	CHECK_EQ(pipe2(fds, O_CLOEXEC), 0);
+	CHECK_EQ(lineq_start(&q, fds[0], '\0'), 0);
+	CHECK_EQ(write(fds[1], "a b\nc\0", 6), 6);
+	CHECK_EQ(lineq_wait(q, &rec, &len), 1);
+	CHECK(len == 5 && !memcmp(rec, "a b\nc", 5));
+	t0 = clock_now_ms();
+	lineq_stop(q);
+	CHECK(clock_now_ms() - t0 < 1000);
+	close(fds[0]);
+	close(fds[1]);
+
+	/* a record longer than LINEQ_MAX */
+	CHECK_EQ(pipe2(fds, O_CLOEXEC | O_NONBLOCK), 0);
+	CHECK(!lineq_wanted(fds[0])); /* O_NONBLOCK: read as it is */
+	CHECK_EQ(fcntl(fds[0], F_SETFL, 0), 0);
+	CHECK_EQ(lineq_start(&q, fds[0], '\n'), 0);
+	{
+		static char big[64 << 10];
+		size_t sent = 0;
+
+		memset(big, 'x', sizeof(big));
+		while (sent <= LINEQ_MAX) {
+			ssize_t n = write(fds[1], big, sizeof(big));
+
+			if (n > 0)
+				sent += (size_t)n;
+			else if (errno == EAGAIN)
+				usleep(1000);
+			else
+				break;
+		}
+		CHECK(sent > LINEQ_MAX);
+	}
+	CHECK_EQ(lineq_wait(q, &rec, &len), -ENAMETOOLONG);
+	lineq_stop(q);
+	close(fds[0]);
+	close(fds[1]);
+
+	/* a regular file always has its bytes: no reader */
+	fd = mkstemp(tmp);
+	CHECK(fd >= 0);
+	CHECK(!lineq_wanted(fd));
+	close(fd);
+	unlink(tmp);
+}
+
 TAP_RUN(TAP_TEST(test_crc32_vector), TAP_TEST(test_crc32_combine),
 	TAP_TEST(test_sha256_vectors), TAP_TEST(test_sha256_incremental),
 	TAP_TEST(test_hex), TAP_TEST(test_pread_short),
@@ -851,4 +948,5 @@ TAP_RUN(TAP_TEST(test_crc32_vector), TAP_TEST(test_crc32_combine),
 	TAP_TEST(test_units_format), TAP_TEST(test_clock), TAP_TEST(test_log),
 	TAP_TEST(test_workq_after),
 	TAP_TEST(test_workq_prepare_wait), TAP_TEST(test_normalize_peer),
-	TAP_TEST(test_log_escape), TAP_TEST(test_hset), TAP_TEST(test_hostlist))
+	TAP_TEST(test_log_escape), TAP_TEST(test_hset), TAP_TEST(test_hostlist),
+	TAP_TEST(test_lineq))

@@ -34,6 +34,7 @@
 #include "transfer/sink/sink_int.h"
 #include "transfer/walk/walk.h"
 #include "util/clock.h"
+#include "util/lineq.h"
 
 /* Names kept here at most: sent, and maybe still to be matched. */
 #define KEEP_MAX (2 * (uint64_t)WIRE_NAMES_WINDOW)
@@ -41,6 +42,9 @@
 struct snk_list {
 	FILE *in;
 	char sep;
+	/* a list from a pipe, terminal or socket: read by a thread of its
+	 * own (util/lineq.h), so a silent writer never blocks the engine */
+	struct lineq *lq;
 	char *line; /* the name read last */
 	size_t line_cap, len;
 	bool pending; /* line holds a name not yet sent */
@@ -70,6 +74,12 @@ int sink_list_init(struct sink *k)
 	pthread_mutex_init(&l->lock, NULL);
 	l->in = k->t->list;
 	l->sep = k->t->list_sep;
+	if (fileno(l->in) >= 0 && lineq_wanted(fileno(l->in))) {
+		int rc = lineq_start(&l->lq, fileno(l->in), l->sep);
+
+		if (rc)
+			return rc;
+	}
 	l->cap = KEEP_MAX / wire_name_cost(1) + 1;
 	l->names = calloc(l->cap, sizeof(*l->names));
 	l->m = calloc(1, sizeof(*l->m));
@@ -86,6 +96,7 @@ void sink_list_free(struct sink *k)
 		free(l->names[i % l->cap]);
 	free(l->names);
 	free(l->m);
+	lineq_stop(l->lq);
 	free(l->line);
 	pthread_mutex_destroy(&l->lock);
 	free(l);
@@ -113,8 +124,42 @@ static void refuse(struct sink *k, const char *name)
 }
 
 /*
- * Reads the list's next name to send into l->line: 1, 0 at its end, or
- * -1 with the engine failed.
+ * The next record of a list read by a thread (util/lineq.h) into l->line
+ * as getdelim(3) would leave it: its length, -1 at the end with errno 0,
+ * -2 when none has come yet, or -1 with errno set.
+ */
+static ssize_t take_record(struct snk_list *l)
+{
+	const char *rec;
+	size_t len;
+	int rc = lineq_next(l->lq, &rec, &len);
+
+	errno = 0;
+	if (!rc)
+		return -2;
+	if (rc < 0) {
+		if (rc < -1)
+			errno = -rc;
+		return -1;
+	}
+	if (len + 1 > l->line_cap) {
+		char *p = realloc(l->line, len + 1);
+
+		if (!p) {
+			errno = ENOMEM;
+			return -1;
+		}
+		l->line = p;
+		l->line_cap = len + 1;
+	}
+	memcpy(l->line, rec, len + 1);
+	return (ssize_t)len;
+}
+
+/*
+ * Reads the list's next name to send into l->line: 1, 0 at its end, 2
+ * when a list read by a thread has none yet, or -1 with the engine
+ * failed.
  */
 static int read_name(struct sink *k)
 {
@@ -124,13 +169,20 @@ static int read_name(struct sink *k)
 
 	for (;;) {
 		errno = 0;
-		n = getdelim(&l->line, &l->line_cap, l->sep, l->in);
+		n = l->lq ? take_record(l)
+			  : getdelim(&l->line, &l->line_cap, l->sep, l->in);
+		if (n == -2)
+			return 2;
+		if (n < 0 && !l->lq && errno == EAGAIN && ferror(l->in)) {
+			clearerr(l->in); /* none yet: --retry's spool (cmd) */
+			return 2;
+		}
 		if (n < 0 && errno == ENOMEM) {
 			engine_fail(k->e, XFER_FAIL_RESOURCE, -ENOMEM,
 				    "out of memory");
 			return -1;
 		}
-		if (n < 0 && ferror(l->in)) {
+		if (n < 0 && (l->lq ? errno != 0 : ferror(l->in))) {
 			rc = errno ? -errno : -EIO;
 			engine_fail(k->e, XFER_FAIL_LOCAL_IO, rc,
 				    "cannot read the file list: %s",
@@ -205,6 +257,7 @@ int sink_list_send(struct sink *k)
 
 	if (!l || l->end_sent || k->e->fail)
 		return 0;
+	k->e->nap_ms = 0;
 	prune(k);
 	n = &l->m->u.names;
 	memset(l->m, 0, sizeof(*l->m));
@@ -214,6 +267,11 @@ int sink_list_send(struct sink *k)
 			rc = read_name(k);
 			if (rc < 0)
 				return 0;
+			if (rc == 2) {
+				/* nothing the engine waits on: look again soon */
+				k->e->nap_ms = 1;
+				break;
+			}
 			if (!rc) {
 				end = true;
 				break;

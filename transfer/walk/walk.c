@@ -22,6 +22,7 @@
 #include "util/checksum.h"
 #include "util/clock.h"
 #include "util/filter.h"
+#include "util/lineq.h"
 #include "util/log.h"
 #include "util/path.h"
 
@@ -623,6 +624,8 @@ void walk_free(struct walk *w)
 		free_block(w, k);
 	free(w->blk);
 	hset_release(&w->listed);
+	lineq_stop(w->lq);
+	w->lq = NULL;
 	free(w->line);
 	free(w->prev);
 	w->line = w->prev = NULL;

@@ -60,6 +60,7 @@ struct walk_entry {
 
 struct walk_frame; /* a directory being listed */
 struct filter;
+struct lineq;
 
 /*
  * A list handed over by the caller: 1 with the next name in *name (len
@@ -104,6 +105,10 @@ struct walk {
 	size_t line_cap;
 	struct hset listed; /* the listed names of the entries held */
 	int list_err; /* a list that could not be read: -errno */
+	/* a list from a pipe, terminal or socket, read by a thread of its
+	 * own (util/lineq.h), so a silent writer never blocks the engine */
+	struct lineq *lq;
+	bool lq_tried;
 	/* with a list or feed: its next name (walk_list_next), set by
 	 * walk_list_start, so the tree walk never calls the list input */
 	int (*next_listed)(struct walk *w);

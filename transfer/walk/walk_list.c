@@ -17,6 +17,7 @@
 #include "transfer/walk/walk_int.h"
 #include "transfer/wire/wire.h"
 #include "util/checksum.h"
+#include "util/lineq.h"
 #include "util/log.h"
 #include "util/path.h"
 
@@ -81,10 +82,25 @@ int walk_list_name(char *name, size_t len)
 	return path_check_relative(name, strlen(name), false) ? -EPERM : 0;
 }
 
+/* name, len bytes, into w->line: 1 or -ENOMEM. */
+static int take_name(struct walk *w, const char *name, size_t len)
+{
+	if (len + 1 > w->line_cap) {
+		char *l = realloc(w->line, len + 1);
+
+		if (!l)
+			return -ENOMEM;
+		w->line = l;
+		w->line_cap = len + 1;
+	}
+	memcpy(w->line, name, len + 1);
+	return 1;
+}
+
 /*
  * Reads the list's next name into w->line, *len bytes (the separator
- * dropped): 1, 0 at the end, 2 when a feed or a non-blocking list has
- * none yet, or -errno.
+ * dropped): 1, 0 at the end, 2 when a feed, a non-blocking list or a
+ * list read by a thread has none yet, or -errno.
  */
 static int list_read(struct walk *w, size_t *len)
 {
@@ -92,20 +108,30 @@ static int list_read(struct walk *w, size_t *len)
 	ssize_t n;
 	int rc;
 
+	if (!w->feed && !w->lq_tried) {
+		w->lq_tried = true;
+		rc = fileno(w->list) >= 0 && lineq_wanted(fileno(w->list))
+			     ? lineq_start(&w->lq, fileno(w->list),
+					   w->list_sep)
+			     : 0;
+		if (rc) {
+			w->list_err = rc;
+			return -EIO;
+		}
+	}
+	if (w->lq) {
+		rc = lineq_next(w->lq, &name, len);
+		if (rc < -1) {
+			w->list_err = rc;
+			return rc == -ENOMEM ? rc : -EIO;
+		}
+		return rc == 1 ? take_name(w, name, *len) : rc < 0 ? 0 : 2;
+	}
 	if (w->feed) {
 		rc = w->feed(w->feed_arg, &name, len);
 		if (rc <= 0)
 			return rc < 0 ? 0 : 2;
-		if (*len + 1 > w->line_cap) {
-			char *l = realloc(w->line, *len + 1);
-
-			if (!l)
-				return -ENOMEM;
-			w->line = l;
-			w->line_cap = *len + 1;
-		}
-		memcpy(w->line, name, *len + 1);
-		return 1;
+		return take_name(w, name, *len);
 	}
 	errno = 0;
 	n = getdelim(&w->line, &w->line_cap, w->list_sep, w->list);
