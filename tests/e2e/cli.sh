@@ -204,13 +204,15 @@ check "--progress: a line per file and a total, on stderr only" bash -c "
 	tr '\r' '\n' <'$T/progress' | grep -Eq '/small +3 B +ok' &&
 	tr '\r' '\n' <'$T/progress' | grep -Eq '/big +2.86 MiB +ok' &&
 	grep -Eq '^2 files, 2.86 MiB in .* over tcp' '$T/progress'"
-"$RDCP" --progress --bwlimit 2M --transport tcp --port "$PORT" "$T/src/big" \
+# 2.86 MiB at 1 MiB/s: about 3 s, so progress lines come even on a loaded
+# host (at 2 MiB/s a CI run under load saw none).
+"$RDCP" --progress --bwlimit 1M --transport tcp --port "$PORT" "$T/src/big" \
 	"127.0.0.1::pp/" 2>"$T/progress2" >/dev/null
 RC=$?
 check "--progress to a file: plain lines (no carriage return, no escape), with the total and an ETA" bash -c "
 	[ $RC = 0 ] && ! grep -q \$'[\r\033]' '$T/progress2' &&
 	grep -Eq '^big +[0-9.]+ [kMG]?i?B / 2.86 MiB .* ETA [0-9]+:[0-9]{2}\$' '$T/progress2'"
-"$RDCP" --progress --bwlimit 2M --transport tcp --port "$PORT" "127.0.0.1::pp/big" \
+"$RDCP" --progress --bwlimit 1M --transport tcp --port "$PORT" "127.0.0.1::pp/big" \
 	"$T/pulled-progress" 2>"$T/progress3" >/dev/null
 RC=$?
 check "--progress of a pull: the total and an ETA" bash -c "
