@@ -2578,7 +2578,8 @@ s_dirmodes() {
 # small files, a large file, a directory and a symlink; a --listen
 # receiver without --allow-owners keeps files its own (one warning, on
 # the client too); a pull; a re-run (-a, --sync mtime) that fixes owners
-# and modes of files whose data did not change, sending nothing.
+# and modes of files whose data did not change, and the owner of a kept
+# symlink, sending nothing.
 ow_mktree() {
 	mkdir -p "$1/d"
 	mkrand "$1/small" 100
@@ -2620,8 +2621,9 @@ s_owners() {
 		t_log "$W/tx-ow1.log" "$W/rx-ow.log" "$W/ow-a.txt" "$W/ow-b.txt"
 		t_end
 
-		t_begin "-a re-run: owners and modes of unchanged files fixed, nothing sent"
+		t_begin "-a re-run: owners and modes of unchanged files (and a kept symlink's owner) fixed, nothing sent"
 		chown 0:0 rx/ow/allow/ow/big rx/ow/allow/ow/suid
+		chown -h 0:0 rx/ow/allow/ow/link
 		chmod 600 rx/ow/allow/ow/small
 		chown 1:1 rx/ow/allow/ow/d
 		send "$W/tx-ow2.log" --port "$P" -a --json src/ow "$ADDR::"

@@ -1204,6 +1204,87 @@ static void test_owner_not_root(void)
 	unlink(log);
 }
 
+/* "uid gid mtime" of root/name itself (lstat), or "" when it is none. */
+static void lstat_of(const char *root, const char *name, char *out, size_t n)
+{
+	char p[4200];
+	struct stat st;
+
+	path_in(p, sizeof(p), root, name);
+	if (lstat(p, &st))
+		out[0] = '\0';
+	else
+		snprintf(out, n, "%u %u %lld", (unsigned int)st.st_uid,
+			 (unsigned int)st.st_gid, (long long)st.st_mtim.tv_sec);
+}
+
+/*
+ * -a's re-run (--sync mtime) as root to a receiver with --allow-owners: a
+ * symlink kept (its target the same) whose owner, group and times were
+ * changed at DEST gets the source's again (lchown, utimensat on the link),
+ * as a kept file does, and nothing is sent.
+ */
+static void test_owner_symlink_kept(void)
+{
+	char src[] = "/tmp/rdcp-test-src.XXXXXX";
+	char dst[] = "/tmp/rdcp-test-dest.XXXXXX";
+	char p[4200], want[64], got[64];
+	const struct timespec old[2] = { { 1000000000, 0 }, { 1000000000, 0 } };
+	const char *srcs[1];
+	struct xfer_opts co;
+	struct xfer_stats st;
+	enum xfer_fail vs, vc;
+
+	if (geteuid() != 0) {
+		printf("# not root: test_owner_symlink_kept has nothing to "
+		       "test\n");
+		return;
+	}
+	mkdtemp_or_fail(src);
+	mkdtemp_or_fail(dst);
+	path_in(p, sizeof(p), src, "t");
+	CHECK_EQ(mkdir(p, 0755), 0);
+	path_in(p, sizeof(p), src, "t/f");
+	CHECK_EQ(tf_make_file(p, 10, 1), 0);
+	path_in(p, sizeof(p), src, "t/l");
+	CHECK_EQ(symlink("f", p), 0);
+	CHECK_EQ(lchown(p, 12345, 12346), 0);
+	CHECK_EQ(utimensat(AT_FDCWD, p, old, AT_SYMLINK_NOFOLLOW), 0);
+	lstat_of(src, "t/l", want, sizeof(want));
+	path_in(p, sizeof(p), src, "t");
+	srcs[0] = p;
+	rx_allow_owners = true;
+	for (int run = 0; run < 2; run++) {
+		client_opts(&co, 4);
+		co.copy.recursive = co.copy.preserve = co.copy.owner =
+			co.copy.group = true;
+		co.copy.sync = run ? XFER_SYNC_MTIME : XFER_SYNC_NONE;
+		co.copy.nsrcs = 1;
+		co.copy.srcs = srcs;
+		co.copy.dest = "";
+		vc = honest(dst, &co, &vs, &st);
+		CHECK_EQ(vc, XFER_OK);
+		CHECK_EQ(vs, XFER_OK);
+		CHECK_EQ(st.files_failed, 0);
+		lstat_of(dst, "t/l", got, sizeof(got));
+		CHECK(!strcmp(got, want));
+		if (!run) {
+			path_in(got, sizeof(got), dst, "t/l");
+			CHECK_EQ(lchown(got, 0, 0), 0);
+			CHECK_EQ(utimensat(AT_FDCWD, got, NULL,
+					   AT_SYMLINK_NOFOLLOW),
+				 0);
+		} else { /* the link and the file kept: nothing crossed */
+			CHECK_EQ(st.files_skipped, 2);
+		}
+	}
+	if (strcmp(got, want))
+		printf("#   the link: %s, want %s\n", got, want);
+	rx_allow_owners = false;
+	CHECK_EQ(tf_rm_tree(src), 0);
+	CHECK_EQ(tf_rm_tree(dst), 0);
+}
+
 /* ---- -H and -D ---- */
 
 /* st's inode of root/name, or 0. */
@@ -1599,8 +1680,8 @@ TAP_RUN(TAP_TEST(test_inflight_flood), TAP_TEST(test_inflight_honest),
 	TAP_TEST(test_dir_tree_meta_push), TAP_TEST(test_dir_tree_meta_pull),
 	TAP_TEST(test_slot_len_bounded), TAP_TEST(test_owner_unasked),
 	TAP_TEST(test_owner_map), TAP_TEST(test_owner_not_root),
-	TAP_TEST(test_xattrs_hostile), TAP_TEST(test_xattrs_unsupported),
-	TAP_TEST(test_links_honest), TAP_TEST(test_links_hostile),
-	TAP_TEST(test_links_target_unusable),
+	TAP_TEST(test_owner_symlink_kept), TAP_TEST(test_xattrs_hostile),
+	TAP_TEST(test_xattrs_unsupported), TAP_TEST(test_links_honest),
+	TAP_TEST(test_links_hostile), TAP_TEST(test_links_target_unusable),
 	TAP_TEST(test_links_through_symlink), TAP_TEST(test_devices_refused),
 	TAP_TEST(test_devices_not_root))
