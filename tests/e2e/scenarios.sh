@@ -2778,7 +2778,54 @@ s_xattrs() {
 	else
 		rx_not_started "-X/-A" "$W/rx-xa.log"
 	fi
+	xa_names
 	rm -rf src/xa rx/xa got/xa
+}
+# -A's named users and groups mapped by name: a receiver in a mount
+# namespace of its own whose /etc/passwd and /etc/group give the user and
+# group of id 1 (daemon on most systems) the ids 23456 and 23457; an id
+# without a name (12345) keeps its number, and so does every id with
+# --numeric-ids.
+xa_names() {
+	_xn_u=$(getent passwd 1 | cut -d: -f1)
+	_xn_g=$(getent group 1 | cut -d: -f1)
+	if [ "$(id -u)" != 0 ] || [ -z "$_xn_u" ] || [ -z "$_xn_g" ] ||
+		! unshare --propagation private -m true 2>/dev/null; then
+		t_skip "-A: ACL users and groups by name" "needs root, unshare -m and a user and group of id 1"
+		return
+	fi
+	sed "s/^$_xn_u:\([^:]*\):1:/$_xn_u:\1:23456:/" /etc/passwd >"$W/xa-passwd"
+	sed "s/^$_xn_g:\([^:]*\):1:/$_xn_g:\1:23457:/" /etc/group >"$W/xa-group"
+	mkdir -p src/xn rx/xn
+	mkrand src/xn/f 100
+	setfacl -m u:1:rx,g:1:rwx,u:12345:r src/xn/f
+	nextport
+	# shellcheck disable=SC2016 # expanded by the inner sh
+	if rx_spawn "$W/rx-xn.log" unshare --propagation private -m sh -c \
+		'mount --bind "$0" /etc/passwd && mount --bind "$1" /etc/group && shift && exec "$@"' \
+		"$W/xa-passwd" "$W/xa-group" "$RDCP" --listen -v --root "$W/rx/xn" --port "$P"; then
+		t_begin "-A: ACL users and groups by name ($_xn_u, $_xn_g: 23456, 23457 there), an id without a name by number"
+		send "$W/tx-xn1.log" --port "$P" -a -A src/xn/f "$ADDR::byname"
+		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
+		_xn_acl=$(getfacl -n -c rx/xn/byname 2>&1 | grep -E '^(user|group):[0-9]' | tr '\n' ' ')
+		[ "$_xn_acl" = "user:12345:r-- user:23456:r-x group:23457:rwx " ] ||
+			t_fail "ACL there: $_xn_acl"
+		t_log "$W/tx-xn1.log" "$W/rx-xn.log"
+		t_end
+
+		t_begin "-A --numeric-ids: ACL users and groups by number"
+		send "$W/tx-xn2.log" --port "$P" -a -A --numeric-ids src/xn/f "$ADDR::bynum"
+		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
+		_xn_acl=$(getfacl -n -c rx/xn/bynum 2>&1 | grep -E '^(user|group):[0-9]' | tr '\n' ' ')
+		[ "$_xn_acl" = "user:1:r-x user:12345:r-- group:1:rwx " ] ||
+			t_fail "ACL there: $_xn_acl"
+		t_log "$W/tx-xn2.log" "$W/rx-xn.log"
+		t_end
+		term_rx
+	else
+		rx_not_started "-A by name" "$W/rx-xn.log"
+	fi
+	rm -rf src/xn rx/xn
 }
 
 # 27. -H and -D: a file of three names (one chunk and more), a small one
