@@ -2774,12 +2774,34 @@ s_xattrs() {
 		[ -z "$(xa_dump rx/xa/plain)" ] || t_fail "attributes copied: $(xa_dump rx/xa/plain | head -3 | tr '\n' ' ')"
 		t_log "$W/tx-xa4.log" "$W/rx-xa.log"
 		t_end
+
+		t_begin "-r -p -X -A (no --sync): small files without attributes packed, with them alone, all kept"
+		mkdir -p src/xp rx/xa/xp
+		for _xa_i in 1 2 3 4 5 6 7 8 9 10 11 12; do
+			mkrand "src/xp/p$_xa_i" 50
+		done
+		mkrand src/xp/acl 50
+		setfacl -m u:12345:r src/xp/acl
+		mkrand src/xp/attr 50
+		setfattr -n user.k -v v src/xp/attr 2>/dev/null
+		setfattr -n trusted.k -v v src/xp/attr
+		# files made beneath it inherit an ACL that the source's lack
+		setfacl -d -m u:12346:rw rx/xa/xp
+		send "$W/tx-xa5.log" --port "$P" -r -p -X -A --json src/xp "$ADDR::"
+		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
+		tree_same src/xp rx/xa/xp
+		setfattr -x trusted.k src/xp/attr
+		xa_same src/xp rx/xa/xp
+		_p=$(jget "$W/tx-xa5.log" summary files_packed)
+		[ "${_p:-0}" = 12 ] || t_fail "summary files_packed ${_p:-none}, want 12"
+		t_log "$W/tx-xa5.log" "$W/rx-xa.log" "$W/xa-a.txt" "$W/xa-b.txt"
+		t_end
 		term_rx
 	else
 		rx_not_started "-X/-A" "$W/rx-xa.log"
 	fi
 	xa_names
-	rm -rf src/xa rx/xa got/xa
+	rm -rf src/xa src/xp rx/xa got/xa
 }
 # -A's named users and groups mapped by name: a receiver in a mount
 # namespace of its own whose /etc/passwd and /etc/group give the user and

@@ -7,6 +7,8 @@
  * is left out with a warning, never a failed file. With -A and without
  * --numeric-ids the names of the users and groups its ACLs name go with
  * them (WIRE_XATTR_ACL_NAMES), for the sink to map as it maps owners.
+ * A small file without such attributes is packed as without -X/-A
+ * (src_has_xattrs); one with them goes alone, after its XATTRS.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -155,4 +157,31 @@ int src_xattrs(struct source *s, struct src_file *f, struct wire_xattrs *x)
 	free(val);
 	close(fd);
 	return 0;
+}
+
+bool src_has_xattrs(struct source *s, struct src_file *f)
+{
+	char *list;
+	ssize_t n;
+	int fd;
+
+	if (f->has_xattrs)
+		return f->has_xattrs > 0;
+	f->has_xattrs = -1;
+	fd = walk_open(&s->walk, f->w);
+	if (fd < 0)
+		return false;
+	n = flistxattr(fd, NULL, 0);
+	list = n > 0 ? malloc(LIST_MAX) : NULL;
+	n = list ? flistxattr(fd, list, LIST_MAX) : -1;
+	for (ssize_t i = 0; n > 0 && i < n; i += (ssize_t)strlen(list + i) + 1)
+		if (wanted(s->cfg->p.flags, list + i)) {
+			f->has_xattrs = 1;
+			break;
+		}
+	if (n < 0 && list)
+		f->has_xattrs = 1; /* not read: let its own FILE try again */
+	free(list);
+	close(fd);
+	return f->has_xattrs > 0;
 }
