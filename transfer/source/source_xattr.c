@@ -173,14 +173,14 @@ bool src_has_xattrs(struct source *s, struct src_file *f)
 		return false;
 	n = flistxattr(fd, NULL, 0);
 	list = n > 0 ? malloc(LIST_MAX) : NULL;
-	n = list ? flistxattr(fd, list, LIST_MAX) : -1;
-	for (ssize_t i = 0; n > 0 && i < n; i += (ssize_t)strlen(list + i) + 1)
+	if (n > 0 && (!list || (n = flistxattr(fd, list, LIST_MAX)) < 0))
+		f->has_xattrs = 1; /* not read: its own FILE tries again */
+	for (ssize_t i = 0; list && n > 0 && i < n;
+	     i += (ssize_t)strlen(list + i) + 1)
 		if (wanted(s->cfg->p.flags, list + i)) {
 			f->has_xattrs = 1;
 			break;
 		}
-	if (n < 0 && list)
-		f->has_xattrs = 1; /* not read: let its own FILE try again */
 	free(list);
 	close(fd);
 	return f->has_xattrs > 0;
