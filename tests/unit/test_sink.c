@@ -1101,8 +1101,8 @@ static void acl_name(uint8_t *names, size_t *len, uint8_t tag, uint32_t id,
 /*
  * -A without --numeric-ids: an ACL's named users and groups get the ids
  * their names have here (root: 0), in id order; a name unknown here and an
- * id sent without a name keep the number; --numeric-ids and a source that
- * sent no names keep every number.
+ * id sent without a name keep the number; --numeric-ids, a source that
+ * sent no names and a malformed record keep every number.
  */
 static void test_acl_names(void)
 {
@@ -1149,6 +1149,17 @@ static void test_acl_names(void)
 	p.flags &= ~WIRE_HELLO_NUMERIC_IDS;
 	sink_xattrs_apply(&k, fd, &x, false);
 	sink_xattrs_apply(&k, fd, &plain, false); /* no names sent */
+	acl_ids(fd, ids, sizeof(ids));
+	CHECK(!strcmp(ids, "777,4242,4243,888"));
+	/* a record that runs past the names (a peer's): numbers, no read */
+	memset(&x, 0, sizeof(x));
+	len = 0;
+	acl_name(names, &len, ACLID_USER, 777, "root");
+	CHECK_EQ(wire_xattrs_add(&x, "system.posix_acl_access", acl,
+				 sizeof(acl)),
+		 0);
+	CHECK_EQ(wire_xattrs_add(&x, WIRE_XATTR_ACL_NAMES, names, len - 1), 0);
+	sink_xattrs_apply(&k, fd, &x, false);
 	acl_ids(fd, ids, sizeof(ids));
 	CHECK(!strcmp(ids, "777,4242,4243,888"));
 	close(fd);
