@@ -110,14 +110,16 @@ const struct argp_option rdcp_options[] = {
 	  "group",
 	  2 },
 	{ "numeric-ids", OPT_NUMERIC_IDS, NULL, 0,
-	  "With -o/-g: owners and groups by number, never by name", 2 },
+	  "With -o/-g/-A: owners, groups and ACLs' users and groups by "
+	  "number, never by name",
+	  2 },
 	{ "xattrs", 'X', NULL, 0,
 	  "Keep extended attributes: user.*, and trusted.*/security.* where "
 	  "both sides are root (at most 8 KiB a file)",
 	  2 },
 	{ "acls", 'A', NULL, 0,
-	  "Keep POSIX ACLs (access and directories' default), as the "
-	  "system.posix_acl_* attributes",
+	  "Keep POSIX ACLs (access and directories' default), their users "
+	  "and groups by name, else the number",
 	  2 },
 	{ "hard-links", 'H', NULL, 0,
 	  "Keep hard links: names of one file within the copy become links "

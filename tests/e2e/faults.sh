@@ -41,7 +41,7 @@ POLL_MS=20
 # The scenarios, s_NAME below, in the order they run.
 ALL="keys enospc silent garbage flood changed kill9 sigint retry soak concurrent"
 ALL="$ALL resumepeer paths geom emfile fdcap heldoff preauth lateslot keys_after"
-ALL="$ALL lanes"
+ALL="$ALL lanes linkspeer"
 check_scenarios "$ALL" "$@"
 
 cd "$W" || exit 1
@@ -246,6 +246,30 @@ s_lanes() {
 	t_log "$W/lanes.log"
 	t_end
 	rm -rf lanes
+}
+
+# -H and -D from a malicious peer over TCP (links_peer.py, which starts
+# the receiver and the pulling clients itself): hard links outside DEST,
+# absolute, through a symlink it made, a device node a receiver without
+# --allow-devices may not make (a NOTICE says so), one the session did not
+# ask for, a special entry of a regular file's mode; and as a server, a
+# hard link outside a -H pull's DEST and a device node a pull without -D
+# did not ask for. Each refused as a protocol error (exit 5), nothing made
+# outside DEST; an honest -H push through the same peer links.
+s_linkspeer() {
+	t_begin "-H/-D: a malicious peer's hard links and device nodes refused, push and pull"
+	rm -rf linkspeer
+	mkdir -p linkspeer
+	nextport
+	timeout -s KILL 120 python3 "$HERE/links_peer.py" "$RDCP" "$P" "$KEY" \
+		"$W/linkspeer" >"$W/linkspeer.log" 2>&1
+	_rc=$?
+	nextport # links_peer.py took P + 1 and P + 2 for its servers
+	nextport
+	[ "$_rc" = 0 ] || t_fail "links_peer.py: exit $_rc: $(grep FAILED "$W/linkspeer.log" | head -3 | tr '\n' ' ')"
+	t_log "$W/linkspeer.log"
+	t_end
+	rm -rf linkspeer
 }
 
 s_keys_after() {

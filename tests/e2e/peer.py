@@ -80,7 +80,10 @@ from peer_wire import _b
 
 class Entry:
     """One entry to send: FILE fields (path, kind, mode, times, link; size
-    is len(data)), its data, and overrides:
+    is len(data)), its data, and overrides. kind KIND_HARDLINK (-H): link
+    is the path of the file sent before with linked=True (flag LINKED);
+    kind KIND_SPECIAL (-D): mode with its type bits (stat.S_IFCHR | 0o600),
+    dev the device's number (rdev(major, minor)), sent as FILE's size.
       file={...}   any FILE field (e.g. file_id, size, path)
       end={...}    any FILE_END field (nchunks, digest, csum, flags...)
       chunks=[(offset, payload) or bytes(whole slot)...]  instead of data's
@@ -89,8 +92,10 @@ class Entry:
 
     def __init__(self, path, data=b"", kind=KIND_FILE, mode=0o644, mtime=0,
                  atime=0, link=b"", file=None, end=None, chunks=None,
-                 send_end=True, holes=(), packed=False):
+                 send_end=True, holes=(), packed=False, linked=False,
+                 dev=0):
         self.path, self.data, self.kind = _b(path), _b(data), kind
+        self.linked, self.dev = linked, dev
         self.mode, self.mtime, self.atime, self.link = mode, mtime, atime, _b(link)
         self.file, self.end = dict(file or {}), dict(end or {})
         self.chunks, self.send_end = chunks, send_end
@@ -105,7 +110,10 @@ class Session:
     list of HAVE; matches: file id -> list of MATCH; received: path ->
     bytes the sink verified; bye: BYE; listed: the names a client's NAMES
     brought (a pull with --files-from), listed_end: its END came;
-    names_done: the last NAMES_ACK's count."""
+    names_done: the last NAMES_ACK's count; notices: the NOTICEs' texts
+    (a receiver's warnings to a pushing client); links: path -> the path
+    a hard link (kind 4) names, specials: path -> (mode, size) of a kind
+    5 entry, linked: paths of the files that came LINKED (the sink's)."""
 
     def __init__(self, key=None, timeout=10.0):
         self.key, self.timeout, self.conn = key, timeout, None
@@ -113,6 +121,7 @@ class Session:
         self.results, self.haves, self.received = {}, {}, {}
         self.matches = {}
         self.listed, self.listed_end, self.names_done = [], False, 0
+        self.notices, self.links, self.specials, self.linked = [], {}, {}, []
         self.rkey = resume_key()  # --resume digests (a key with --encrypt)
         self.next_id = 0
 
@@ -148,6 +157,8 @@ class Session:
         elif m.type == NAMES:
             self.listed += [n for n in m.names.split(b"\0") if n]
             self.listed_end = bool(m.flags & NAMES_END)
+        elif m.type == NOTICE:
+            self.notices.append(m.message)
         else:
             return False
         return True
@@ -182,9 +193,11 @@ class Session:
         takes the answers (MATCH) into e.have, the chunks the sink has."""
         e.file_id = e.file.get("file_id", self.next_id)
         self.next_id = max(self.next_id, e.file_id + 1)
-        f = dict(file_id=e.file_id, kind=e.kind, size=len(e.data)
-                 if e.kind == KIND_FILE else 0, mode=e.mode, mtime=e.mtime,
-                 atime=e.atime, path=e.path, link=e.link)
+        size = len(e.data) if e.kind == KIND_FILE else \
+            e.dev if e.kind == KIND_SPECIAL else 0
+        f = dict(file_id=e.file_id, kind=e.kind, size=size, mode=e.mode,
+                 mtime=e.mtime, atime=e.atime, path=e.path, link=e.link,
+                 flags=FILE_LINKED if e.linked else 0)
         f.update(e.file)
         self.conn.send(Msg(FILE, **f))
         if e.kind == KIND_FILE and self.hello.flags & F_ASK:
@@ -338,8 +351,14 @@ class Session:
             elif m.type == NAMES_ACK:
                 self.names_done = m.done
             elif m.type == FILE and m.kind != KIND_FILE:
+                if m.kind == KIND_HARDLINK:
+                    self.links[m.path] = m.link
+                elif m.kind == KIND_SPECIAL:
+                    self.specials[m.path] = (m.mode, m.size)
                 self._answer(m, b"", True, answer, outdir, b"")
             elif m.type == FILE:
+                if m.flags & FILE_LINKED:
+                    self.linked.append(m.path)
                 files[m.file_id] = dict(file=m, chunks={}, bad=False)
                 if self.hello.flags & F_ASK:
                     self.conn.send(Msg(HAVE, file_id=m.file_id))

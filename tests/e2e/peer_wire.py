@@ -26,11 +26,11 @@ FR_SEND, FR_WRITE = 1, 2
 KEEPALIVE_S = 1.0
 (HELLO, WELCOME, RING, FILE, FILE_END, FILE_RESULT, DONE, BYE, ERROR, CREDIT,
  AUTH, HAVE, PACK_DONE, SUMS, MATCH, DELETED, DELETE_END, NAMES,
- NAMES_ACK, KEPT) = range(1, 21)
+ NAMES_ACK, KEPT, NOTICE, XATTRS) = range(1, 23)
 TYPE_NAMES = dict(enumerate(
     "HELLO WELCOME RING FILE FILE_END FILE_RESULT DONE BYE ERROR CREDIT AUTH "
     "HAVE PACK_DONE SUMS MATCH DELETED DELETE_END NAMES NAMES_ACK "
-    "KEPT".split(), 1))
+    "KEPT NOTICE XATTRS".split(), 1))
 PUSH, PULL = 1, 2
 CSUM_NONE, CSUM_CRC32, CSUM_SHA256 = 0, 1, 2
 FEAT_AUTH, FEAT_PACK = 1, 2
@@ -38,11 +38,18 @@ FEAT_AUTH, FEAT_PACK = 1, 2
  F_UPDATE, F_ENCRYPT, F_COMPRESS, F_SPARSE) = (1 << i for i in range(10))
 F_DRY_RUN, F_DELETE, F_LIST = 1 << 10, 1 << 11, 1 << 12
 F_DIRECT, F_NO_DIRECT = 1 << 13, 1 << 14  # O_DIRECT forced, forbidden
+# -o, -g, --numeric-ids, -X, -A, DEST named; -H, --devices, --specials
+(F_OWNER, F_GROUP, F_NUMERIC_IDS, F_XATTRS, F_ACLS,
+ F_DEST_NAMED) = (1 << i for i in range(15, 21))
+F_HARD_LINKS, F_DEVICES, F_SPECIALS = 1 << 21, 1 << 22, 1 << 23
 NAMES_END = 1  # NAMES: the list ends with these
 NAMES_WINDOW, NAME_OVERHEAD = 256 << 10, 32  # a name costs len + 1 + 32
 NAMES_BYTES = CTRL_SIZE - 16 - 6 - TAG_LEN  # names (NULs too) in one NAMES
 F_ASK = F_RESUME | F_NO_CLOBBER | F_UPDATE  # the sink answers FILE with HAVE
 KIND_FILE, KIND_DIR, KIND_SYMLINK, KIND_OTHER = 0, 1, 2, 3  # OTHER: DELETED
+# HARDLINK (-H): a later name of the LINKED file its link names;
+# SPECIAL (-D): mode with its type bits, size the device's number (rdev())
+KIND_HARDLINK, KIND_SPECIAL = 4, 5
 DONE_WHOLE, DELETE_ANY = 1, (1 << 64) - 1  # DONE's flags, max_delete
 DELETED_DRY = 1
 FILE_SPARSE = 1
@@ -297,10 +304,21 @@ SPEC = {
     NAMES: [("flags", "H"), ("count", "H"), ("names", "paths")],
     # seq_end (FILE_END, DONE, NAMES_ACK): slots written before it
     NAMES_ACK: [("done", "Q"), ("seq_end", "Q")],
+    # what the receiver could not keep (a push's client is told)
+    NOTICE: [("message", "str")],
+    # -X/-A: count entries in data (u8 name length, u16 value length, name,
+    # value), before the FILE of file_id (flag FILE_XATTRS)
+    XATTRS: [("file_id", "I"), ("count", "H"), ("data", "str")],
 }
 _VAR = {"str": b"", "dig": b"", "paths": b"", "sums": (), "bits": (),
         "tail": b""}
-FILE_SPARSE, FILE_RANGE = 1, 2  # FILE flags
+# FILE flags; OWNER: the owner tail follows (not written by Entry)
+FILE_SPARSE, FILE_RANGE, FILE_OWNER, FILE_XATTRS, FILE_LINKED = 1, 2, 4, 8, 16
+
+
+def rdev(major, minor):
+    """A device's number as FILE kind 5 carries it in size."""
+    return major << 32 | minor
 RESULT_FINAL = 8  # FILE_RESULT flag: a range's, the file placed
 
 

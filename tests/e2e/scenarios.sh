@@ -2630,7 +2630,8 @@ s_dirmodes() {
 # small files, a large file, a directory and a symlink; a --listen
 # receiver without --allow-owners keeps files its own (one warning, on
 # the client too); a pull; a re-run (-a, --sync mtime) that fixes owners
-# and modes of files whose data did not change, sending nothing.
+# and modes of files whose data did not change, and the owner of a kept
+# symlink, sending nothing.
 ow_mktree() {
 	mkdir -p "$1/d"
 	mkrand "$1/small" 100
@@ -2672,8 +2673,9 @@ s_owners() {
 		t_log "$W/tx-ow1.log" "$W/rx-ow.log" "$W/ow-a.txt" "$W/ow-b.txt"
 		t_end
 
-		t_begin "-a re-run: owners and modes of unchanged files fixed, nothing sent"
+		t_begin "-a re-run: owners and modes of unchanged files (and a kept symlink's owner) fixed, nothing sent"
 		chown 0:0 rx/ow/allow/ow/big rx/ow/allow/ow/suid
+		chown -h 0:0 rx/ow/allow/ow/link
 		chmod 600 rx/ow/allow/ow/small
 		chown 1:1 rx/ow/allow/ow/d
 		send "$W/tx-ow2.log" --port "$P" -a --json src/ow "$ADDR::"
@@ -2824,11 +2826,98 @@ s_xattrs() {
 		[ -z "$(xa_dump rx/xa/plain)" ] || t_fail "attributes copied: $(xa_dump rx/xa/plain | head -3 | tr '\n' ' ')"
 		t_log "$W/tx-xa4.log" "$W/rx-xa.log"
 		t_end
+
+		t_begin "-r -p -X -A (no --sync): small files without attributes packed, with them alone, all kept"
+		mkdir -p src/xp rx/xa/xp
+		for _xa_i in 1 2 3 4 5 6 7 8 9 10 11 12; do
+			mkrand "src/xp/p$_xa_i" 50
+		done
+		mkrand src/xp/acl 50
+		setfacl -m u:12345:r src/xp/acl
+		mkrand src/xp/attr 50
+		setfattr -n user.k -v v src/xp/attr 2>/dev/null
+		setfattr -n trusted.k -v v src/xp/attr
+		# files made beneath it inherit an ACL that the source's lack
+		setfacl -d -m u:12346:rw rx/xa/xp
+		send "$W/tx-xa5.log" --port "$P" -r -p -X -A --json src/xp "$ADDR::"
+		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
+		tree_same src/xp rx/xa/xp
+		setfattr -x trusted.k src/xp/attr
+		xa_same src/xp rx/xa/xp
+		_p=$(jget "$W/tx-xa5.log" summary files_packed)
+		[ "${_p:-0}" = 12 ] || t_fail "summary files_packed ${_p:-none}, want 12"
+		t_log "$W/tx-xa5.log" "$W/rx-xa.log" "$W/xa-a.txt" "$W/xa-b.txt"
+		t_end
 		term_rx
 	else
 		rx_not_started "-X/-A" "$W/rx-xa.log"
 	fi
-	rm -rf src/xa rx/xa got/xa
+	xa_names
+	rm -rf src/xa src/xp rx/xa got/xa
+}
+# -A's named users and groups mapped by name: a receiver in a mount
+# namespace of its own whose /etc/passwd and /etc/group give the first
+# user and group other than root (daemon on most systems; sshd and nogroup
+# in the guest) the ids 23456 and 23457; an id without a name (12345)
+# keeps its number, and so does every id with --numeric-ids.
+xn_ids() { # FILE: "user:ID ... group:ID ..." of its access ACL's named entries
+	_xi_h=$(getfattr -n system.posix_acl_access -e hex --absolute-names "$1" 2>/dev/null |
+		sed -n 's/^system.posix_acl_access=0x//p' | cut -c9-)
+	_xi_out=
+	while [ "${#_xi_h}" -ge 16 ]; do
+		_xi_e=$(printf %s "$_xi_h" | cut -c1-16)
+		_xi_h=$(printf %s "$_xi_h" | cut -c17-)
+		_xi_tag=$(printf %s "$_xi_e" | cut -c1-2)
+		_xi_id=$(printf %s "$_xi_e" | sed 's/^........\(..\)\(..\)\(..\)\(..\)$/\4\3\2\1/')
+		case $_xi_tag in
+		02) _xi_out="$_xi_out user:$((0x$_xi_id))" ;;
+		08) _xi_out="$_xi_out group:$((0x$_xi_id))" ;;
+		esac
+	done
+	echo "${_xi_out# }"
+}
+xa_names() {
+	_xn_u=$(awk -F: '$3 != 0 { print $1; exit }' /etc/passwd)
+	_xn_uid=$(awk -F: '$3 != 0 { print $3; exit }' /etc/passwd)
+	_xn_g=$(awk -F: '$3 != 0 { print $1; exit }' /etc/group)
+	_xn_gid=$(awk -F: '$3 != 0 { print $3; exit }' /etc/group)
+	if [ "$(id -u)" != 0 ] || [ -z "$_xn_u" ] || [ -z "$_xn_g" ] ||
+		! unshare --propagation private -m true 2>/dev/null; then
+		t_skip "-A: ACL users and groups by name" "needs root, unshare -m and a user and group other than root"
+		return
+	fi
+	sed "s/^$_xn_u:\([^:]*\):$_xn_uid:/$_xn_u:\1:23456:/" /etc/passwd >"$W/xa-passwd"
+	sed "s/^$_xn_g:\([^:]*\):$_xn_gid:/$_xn_g:\1:23457:/" /etc/group >"$W/xa-group"
+	mkdir -p src/xn rx/xn
+	mkrand src/xn/f 100
+	setfacl -m "u:$_xn_uid:rx,g:$_xn_gid:rwx,u:12345:r" src/xn/f
+	nextport
+	# shellcheck disable=SC2016 # expanded by the inner sh
+	if rx_spawn "$W/rx-xn.log" unshare --propagation private -m sh -c \
+		'mount -o bind "$0" /etc/passwd && mount -o bind "$1" /etc/group && shift && exec "$@"' \
+		"$W/xa-passwd" "$W/xa-group" "$RDCP" --listen -v --root "$W/rx/xn" --port "$P"; then
+		t_begin "-A: ACL users and groups by name ($_xn_u, $_xn_g: 23456, 23457 there), an id without a name by number"
+		send "$W/tx-xn1.log" --port "$P" -a -A src/xn/f "$ADDR::byname"
+		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
+		_xn_acl=$(xn_ids rx/xn/byname)
+		[ "$_xn_acl" = "user:12345 user:23456 group:23457" ] ||
+			t_fail "ACL there: $_xn_acl ($(xn_ids src/xn/f) here)"
+		t_log "$W/tx-xn1.log" "$W/rx-xn.log"
+		t_end
+
+		t_begin "-A --numeric-ids: ACL users and groups by number"
+		send "$W/tx-xn2.log" --port "$P" -a -A --numeric-ids src/xn/f "$ADDR::bynum"
+		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
+		_xn_acl=$(xn_ids rx/xn/bynum)
+		[ -n "$_xn_acl" ] && [ "$_xn_acl" = "$(xn_ids src/xn/f)" ] ||
+			t_fail "ACL there: $_xn_acl, want $(xn_ids src/xn/f)"
+		t_log "$W/tx-xn2.log" "$W/rx-xn.log"
+		t_end
+		term_rx
+	else
+		rx_not_started "-A by name" "$W/rx-xn.log"
+	fi
+	rm -rf src/xn rx/xn
 }
 
 # 27. -H and -D: a file of three names (one chunk and more), a small one

@@ -23,6 +23,7 @@
 #include "transfer/sink/sink_int.h"
 #include "transfer/wire/wire.h"
 #include "transfer/xfer.h"
+#include "util/aclid.h"
 #include "util/checksum.h"
 #include "util/clock.h"
 
@@ -35,6 +36,7 @@
 #include <grp.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #if defined(__SANITIZE_ADDRESS__)
@@ -1063,6 +1065,107 @@ static void test_xattrs_unsupported(void)
 	close(fd);
 }
 
+/* The ids of the named users then groups of fd's access ACL, "u,u,g". */
+static void acl_ids(int fd, char *out, size_t n)
+{
+	uint8_t v[512];
+	ssize_t len = fgetxattr(fd, "system.posix_acl_access", v, sizeof(v));
+	int cnt = len < 0 ? -1 : aclid_count(v, (size_t)len);
+	size_t at = 0;
+	uint16_t tag;
+	uint32_t id;
+
+	out[0] = '\0';
+	for (int i = 0; i < cnt && at < n; i++) {
+		aclid_get(v, (size_t)i, &tag, &id);
+		if (tag == ACLID_USER || tag == ACLID_GROUP)
+			at += (size_t)snprintf(out + at, n - at, "%s%u",
+					       at ? "," : "", id);
+	}
+}
+
+/* A names record of WIRE_XATTR_ACL_NAMES at names + *len. */
+static void acl_name(uint8_t *names, size_t *len, uint8_t tag, uint32_t id,
+		     const char *name)
+{
+	names[*len] = tag;
+	names[*len + 1] = (uint8_t)(id >> 24);
+	names[*len + 2] = (uint8_t)(id >> 16);
+	names[*len + 3] = (uint8_t)(id >> 8);
+	names[*len + 4] = (uint8_t)id;
+	names[*len + 5] = (uint8_t)strlen(name);
+	memcpy(names + *len + 6, name, strlen(name));
+	*len += 6 + strlen(name);
+}
+
+/*
+ * -A without --numeric-ids: an ACL's named users and groups get the ids
+ * their names have here (root: 0), in id order; a name unknown here and an
+ * id sent without a name keep the number; --numeric-ids, a source that
+ * sent no names and a malformed record keep every number.
+ */
+static void test_acl_names(void)
+{
+	static const uint8_t acl[] = {
+		2,    0,    0,	  0,	1,    0,    6,	  0,
+		0xff, 0xff, 0xff, 0xff,				/* USER_OBJ */
+		2,    0,    5,	  0,	0x09, 0x03, 0,	  0,	/* USER 777 */
+		2,    0,    4,	  0,	0x92, 0x10, 0,	  0,	/* USER 4242 */
+		2,    0,    4,	  0,	0x93, 0x10, 0,	  0,	/* USER 4243 */
+		4,    0,    4,	  0,	0xff, 0xff, 0xff, 0xff, /* GROUP_OBJ */
+		8,    0,    7,	  0,	0x78, 0x03, 0,	  0,	/* GROUP 888 */
+		0x10, 0,    7,	  0,	0xff, 0xff, 0xff, 0xff,
+		0x20, 0,    4,	  0,	0xff, 0xff, 0xff, 0xff,
+	};
+	struct session_params p = { .flags = WIRE_HELLO_ACLS };
+	struct sink k = { .p = &p };
+	static struct wire_xattrs x, plain;
+	char path[] = "/tmp/rdcp-test-acl.XXXXXX", ids[128];
+	uint8_t names[256];
+	size_t len = 0;
+	int fd = mkstemp(path);
+
+	CHECK(fd >= 0);
+	acl_name(names, &len, ACLID_USER, 777, "root");
+	acl_name(names, &len, ACLID_USER, 4242, "no-such-user-rdcp-test");
+	acl_name(names, &len, ACLID_GROUP, 888, "root");
+	CHECK_EQ(wire_xattrs_add(&x, "system.posix_acl_access", acl,
+				 sizeof(acl)),
+		 0);
+	CHECK_EQ(wire_xattrs_add(&x, WIRE_XATTR_ACL_NAMES, names, len), 0);
+	CHECK_EQ(wire_xattrs_add(&plain, "system.posix_acl_access", acl,
+				 sizeof(acl)),
+		 0);
+	sink_xattrs_apply(&k, fd, &x, false);
+	acl_ids(fd, ids, sizeof(ids));
+	CHECK(!strcmp(ids, "0,4242,4243,0"));
+	if (strcmp(ids, "0,4242,4243,0"))
+		printf("#   by name: %s\n", ids);
+	CHECK_EQ(k.notes_said, 0);
+	p.flags |= WIRE_HELLO_NUMERIC_IDS;
+	sink_xattrs_apply(&k, fd, &x, false);
+	acl_ids(fd, ids, sizeof(ids));
+	CHECK(!strcmp(ids, "777,4242,4243,888"));
+	p.flags &= ~WIRE_HELLO_NUMERIC_IDS;
+	sink_xattrs_apply(&k, fd, &x, false);
+	sink_xattrs_apply(&k, fd, &plain, false); /* no names sent */
+	acl_ids(fd, ids, sizeof(ids));
+	CHECK(!strcmp(ids, "777,4242,4243,888"));
+	/* a record that runs past the names (a peer's): numbers, no read */
+	memset(&x, 0, sizeof(x));
+	len = 0;
+	acl_name(names, &len, ACLID_USER, 777, "root");
+	CHECK_EQ(wire_xattrs_add(&x, "system.posix_acl_access", acl,
+				 sizeof(acl)),
+		 0);
+	CHECK_EQ(wire_xattrs_add(&x, WIRE_XATTR_ACL_NAMES, names, len - 1), 0);
+	sink_xattrs_apply(&k, fd, &x, false);
+	acl_ids(fd, ids, sizeof(ids));
+	CHECK(!strcmp(ids, "777,4242,4243,888"));
+	close(fd);
+	unlink(path);
+}
+
 /*
  * The ids an owner gets on this side: a name known here wins over the
  * number, an unknown name falls back to the number, --numeric-ids never
@@ -1202,6 +1305,87 @@ static void test_owner_not_root(void)
 	CHECK_EQ(tf_rm_tree(root), 0);
 	CHECK_EQ(tf_rm_tree(src), 0);
 	unlink(log);
+}
+
+/* "uid gid mtime" of root/name itself (lstat), or "" when it is none. */
+static void lstat_of(const char *root, const char *name, char *out, size_t n)
+{
+	char p[4200];
+	struct stat st;
+
+	path_in(p, sizeof(p), root, name);
+	if (lstat(p, &st))
+		out[0] = '\0';
+	else
+		snprintf(out, n, "%u %u %lld", (unsigned int)st.st_uid,
+			 (unsigned int)st.st_gid, (long long)st.st_mtim.tv_sec);
+}
+
+/*
+ * -a's re-run (--sync mtime) as root to a receiver with --allow-owners: a
+ * symlink kept (its target the same) whose owner, group and times were
+ * changed at DEST gets the source's again (lchown, utimensat on the link),
+ * as a kept file does, and nothing is sent.
+ */
+static void test_owner_symlink_kept(void)
+{
+	char src[] = "/tmp/rdcp-test-src.XXXXXX";
+	char dst[] = "/tmp/rdcp-test-dest.XXXXXX";
+	char p[4200], want[64], got[64];
+	const struct timespec old[2] = { { 1000000000, 0 }, { 1000000000, 0 } };
+	const char *srcs[1];
+	struct xfer_opts co;
+	struct xfer_stats st;
+	enum xfer_fail vs, vc;
+
+	if (geteuid() != 0) {
+		printf("# not root: test_owner_symlink_kept has nothing to "
+		       "test\n");
+		return;
+	}
+	mkdtemp_or_fail(src);
+	mkdtemp_or_fail(dst);
+	path_in(p, sizeof(p), src, "t");
+	CHECK_EQ(mkdir(p, 0755), 0);
+	path_in(p, sizeof(p), src, "t/f");
+	CHECK_EQ(tf_make_file(p, 10, 1), 0);
+	path_in(p, sizeof(p), src, "t/l");
+	CHECK_EQ(symlink("f", p), 0);
+	CHECK_EQ(lchown(p, 12345, 12346), 0);
+	CHECK_EQ(utimensat(AT_FDCWD, p, old, AT_SYMLINK_NOFOLLOW), 0);
+	lstat_of(src, "t/l", want, sizeof(want));
+	path_in(p, sizeof(p), src, "t");
+	srcs[0] = p;
+	rx_allow_owners = true;
+	for (int run = 0; run < 2; run++) {
+		client_opts(&co, 4);
+		co.copy.recursive = co.copy.preserve = co.copy.owner =
+			co.copy.group = true;
+		co.copy.sync = run ? XFER_SYNC_MTIME : XFER_SYNC_NONE;
+		co.copy.nsrcs = 1;
+		co.copy.srcs = srcs;
+		co.copy.dest = "";
+		vc = honest(dst, &co, &vs, &st);
+		CHECK_EQ(vc, XFER_OK);
+		CHECK_EQ(vs, XFER_OK);
+		CHECK_EQ(st.files_failed, 0);
+		lstat_of(dst, "t/l", got, sizeof(got));
+		CHECK(!strcmp(got, want));
+		if (!run) {
+			path_in(got, sizeof(got), dst, "t/l");
+			CHECK_EQ(lchown(got, 0, 0), 0);
+			CHECK_EQ(utimensat(AT_FDCWD, got, NULL,
+					   AT_SYMLINK_NOFOLLOW),
+				 0);
+		} else { /* the link and the file kept: nothing crossed */
+			CHECK_EQ(st.files_skipped, 2);
+		}
+	}
+	if (strcmp(got, want))
+		printf("#   the link: %s, want %s\n", got, want);
+	rx_allow_owners = false;
+	CHECK_EQ(tf_rm_tree(src), 0);
+	CHECK_EQ(tf_rm_tree(dst), 0);
 }
 
 /* ---- -H and -D ---- */
@@ -1599,7 +1783,8 @@ TAP_RUN(TAP_TEST(test_inflight_flood), TAP_TEST(test_inflight_honest),
 	TAP_TEST(test_dir_tree_meta_push), TAP_TEST(test_dir_tree_meta_pull),
 	TAP_TEST(test_slot_len_bounded), TAP_TEST(test_owner_unasked),
 	TAP_TEST(test_owner_map), TAP_TEST(test_owner_not_root),
-	TAP_TEST(test_xattrs_hostile), TAP_TEST(test_xattrs_unsupported),
+	TAP_TEST(test_owner_symlink_kept), TAP_TEST(test_xattrs_hostile),
+	TAP_TEST(test_xattrs_unsupported), TAP_TEST(test_acl_names),
 	TAP_TEST(test_links_honest), TAP_TEST(test_links_hostile),
 	TAP_TEST(test_links_target_unusable),
 	TAP_TEST(test_links_through_symlink), TAP_TEST(test_devices_refused),

@@ -7,6 +7,7 @@
  */
 #include "tap.h"
 
+#include "util/aclid.h"
 #include "util/checksum.h"
 #include "util/clock.h"
 #include "util/hostlist.h"
@@ -936,6 +937,48 @@ static void test_lineq(void)
 	CHECK(!lineq_wanted(fd));
 	close(fd);
 	unlink(tmp);
+
+/*
+ * A POSIX ACL as setfacl -m u:12345:rx,g:12346:rwx,u:7:r makes it (the
+ * kernel's bytes): its entries read, an id rewritten in place, runs of
+ * named users put back in id order; a bad version or length refused.
+ */
+static void test_aclid(void)
+{
+	static const uint8_t acl[] = {
+		2,    0, 0, 0,			       /* version 2 */
+		1,    0, 6, 0, 0xff, 0xff, 0xff, 0xff, /* USER_OBJ */
+		2,    0, 4, 0, 7,    0,	   0,	 0,    /* USER 7 */
+		2,    0, 5, 0, 0x39, 0x30, 0,	 0,    /* USER 12345 */
+		4,    0, 4, 0, 0xff, 0xff, 0xff, 0xff, /* GROUP_OBJ */
+		8,    0, 7, 0, 0x3a, 0x30, 0,	 0,    /* GROUP 12346 */
+		0x10, 0, 7, 0, 0xff, 0xff, 0xff, 0xff, /* MASK */
+		0x20, 0, 4, 0, 0xff, 0xff, 0xff, 0xff, /* OTHER */
+	};
+	uint8_t v[sizeof(acl)];
+	uint16_t tag;
+	uint32_t id;
+
+	memcpy(v, acl, sizeof(v));
+	CHECK_EQ(aclid_count(v, sizeof(v)), 7);
+	aclid_get(v, 2, &tag, &id);
+	CHECK(tag == ACLID_USER && id == 12345);
+	aclid_get(v, 4, &tag, &id);
+	CHECK(tag == ACLID_GROUP && id == 12346);
+	aclid_set(v, 1, 70000); /* now after 12345 */
+	aclid_sort(v, 7);
+	aclid_get(v, 1, &tag, &id);
+	CHECK(tag == ACLID_USER && id == 12345);
+	aclid_get(v, 2, &tag, &id);
+	CHECK(tag == ACLID_USER && id == 70000);
+	CHECK(v[2 * 8 + 4 + 2] == 4); /* its perm went with it */
+	aclid_get(v, 3, &tag, &id);
+	CHECK(tag == 4); /* no entry crossed its tag */
+	CHECK_EQ(aclid_count(v, sizeof(v) - 1), -EINVAL);
+	CHECK_EQ(aclid_count(v, 3), -EINVAL);
+	CHECK_EQ(aclid_count(v, 4), 0);
+	v[0] = 1;
+	CHECK_EQ(aclid_count(v, sizeof(v)), -EINVAL);
 }
 
 TAP_RUN(TAP_TEST(test_crc32_vector), TAP_TEST(test_crc32_combine),
@@ -946,7 +989,7 @@ TAP_RUN(TAP_TEST(test_crc32_vector), TAP_TEST(test_crc32_combine),
 	TAP_TEST(test_mkdirs_beneath), TAP_TEST(test_basename),
 	TAP_TEST(test_join), TAP_TEST(test_units_parse),
 	TAP_TEST(test_units_format), TAP_TEST(test_clock), TAP_TEST(test_log),
-	TAP_TEST(test_workq_after),
-	TAP_TEST(test_workq_prepare_wait), TAP_TEST(test_normalize_peer),
-	TAP_TEST(test_log_escape), TAP_TEST(test_hset), TAP_TEST(test_hostlist),
-	TAP_TEST(test_lineq))
+	TAP_TEST(test_workq_after), TAP_TEST(test_workq_prepare_wait),
+	TAP_TEST(test_normalize_peer), TAP_TEST(test_log_escape),
+	TAP_TEST(test_hset), TAP_TEST(test_hostlist), TAP_TEST(test_lineq),
+	TAP_TEST(test_aclid))

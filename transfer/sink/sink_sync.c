@@ -7,7 +7,8 @@
  * level checksum is not decided here: an existing regular file is
  * compared chunk by chunk through SUMS/MATCH (sink_resume.c), so the sink
  * learns only what --resume lets it learn. A file kept with -p gets the
- * source's mode and times where they differ, as rsync's quick check does.
+ * source's mode and times where they differ, as rsync's quick check does;
+ * a kept symlink its owner and group (-o/-g) and, with -p, its times.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -82,6 +83,26 @@ static void fix_meta(struct sink *k, struct snk_file *f, const struct stat *st)
 			  f->n.shown, strerror(errno));
 }
 
+/*
+ * A kept symlink's owner and group (lchown) and, with -p, times made the
+ * source's where they differ; a link has no mode of its own to fix.
+ */
+static void fix_link_meta(struct sink *k, struct snk_file *f,
+			  const struct stat *st)
+{
+	struct snk_owner ow = f->owner;
+
+	if (ow.set_uid && ow.uid == st->st_uid)
+		ow.set_uid = false;
+	if (ow.set_gid && ow.gid == st->st_gid)
+		ow.set_gid = false;
+	(void)sink_owner_apply(k, f->dirfd, f->n.name, &ow);
+	if (sink_preserving(k) && !same_mtime(st, &f->times[1]) &&
+	    utimensat(f->dirfd, f->n.name, f->times, AT_SYMLINK_NOFOLLOW) < 0)
+		file_fail(f, -errno, "cannot set times of '%s': %s", f->n.shown,
+			  strerror(errno));
+}
+
 enum sink_sync_verdict sink_sync_check(struct sink *k, struct snk_file *f,
 				       const char *link, bool dry)
 {
@@ -94,12 +115,14 @@ enum sink_sync_verdict sink_sync_check(struct sink *k, struct snk_file *f,
 	    f->kind == WIRE_KIND_SPECIAL ||
 	    fstatat(f->dirfd, f->n.name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return SINK_SYNC_SEND;
-	if (f->kind == WIRE_KIND_SYMLINK)
-		return S_ISLNK(st.st_mode) &&
-			       (level == WIRE_SYNC_EXISTS ||
-				same_target(f, link))
-		       ? SINK_SYNC_KEEP
-		       : SINK_SYNC_SEND;
+	if (f->kind == WIRE_KIND_SYMLINK) {
+		if (!S_ISLNK(st.st_mode) ||
+		    (level != WIRE_SYNC_EXISTS && !same_target(f, link)))
+			return SINK_SYNC_SEND;
+		if (!dry && level != WIRE_SYNC_EXISTS)
+			fix_link_meta(k, f, &st);
+		return SINK_SYNC_KEEP;
+	}
 	if (!S_ISREG(st.st_mode))
 		return SINK_SYNC_SEND;
 	if (level == WIRE_SYNC_EXISTS)

@@ -8,7 +8,10 @@
  * -X, the two ACLs with -A), as rsync does. trusted.* and security.* are
  * set only by root and, on a --listen receiver, only with --allow-owners
  * (security.capability is as strong as a setuid bit). What cannot be set
- * is said once a kind and session, never a failed file.
+ * is said once a kind and session, never a failed file. Without
+ * --numeric-ids the named users and groups of an ACL get this host's ids
+ * of the names the source sent with them (WIRE_XATTR_ACL_NAMES), an id
+ * without a name or with one unknown here its number, as owners do.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -17,6 +20,8 @@
 #include <unistd.h>
 
 #include "transfer/sink/sink_int.h"
+#include "util/aclid.h"
+#include "util/idname.h"
 
 #define LIST_MAX (64u << 10)
 
@@ -124,6 +129,87 @@ static bool in_x(const struct wire_xattrs *x, const char *name)
 	return false;
 }
 
+/* The value of x's entry name, or NULL (*vlen its length). */
+static const uint8_t *value_of(const struct wire_xattrs *x, const char *name,
+			       size_t *vlen)
+{
+	size_t pos = 0, nlen, len = strlen(name);
+	const uint8_t *value;
+	const char *n;
+
+	while (wire_xattrs_next(x, &pos, &n, &nlen, &value, vlen))
+		if (nlen == len && !memcmp(n, name, len))
+			return value;
+	return NULL;
+}
+
+/*
+ * The local id of the name the source sent for tag's id (names: len bytes
+ * of records, a peer's: each checked to lie within them): true, or false
+ * when it sent none or this host does not know it.
+ */
+static bool local_id(const uint8_t *names, size_t len, uint16_t tag,
+		     uint32_t id, uint32_t *out)
+{
+	char name[IDNAME_MAX + 1];
+	size_t nlen;
+	uid_t uid;
+	gid_t gid;
+
+	for (size_t p = 0; p + 6 <= len; p += 6 + nlen) {
+		nlen = names[p + 5];
+		if (!nlen || p + 6 + nlen > len)
+			return false; /* malformed: the rest by number */
+		if (names[p] != tag ||
+		    ((uint32_t)names[p + 1] << 24 |
+		     (uint32_t)names[p + 2] << 16 |
+		     (uint32_t)names[p + 3] << 8 | names[p + 4]) != id)
+			continue;
+		memcpy(name, names + p + 6, nlen);
+		name[nlen] = '\0';
+		if (strlen(name) != nlen)
+			return false;
+		if (tag == ACLID_USER && idname_uid(name, &uid))
+			*out = (uint32_t)uid;
+		else if (tag == ACLID_GROUP && idname_gid(name, &gid))
+			*out = (uint32_t)gid;
+		else
+			return false;
+		return true;
+	}
+	return false;
+}
+
+/*
+ * An ACL value (vlen bytes) with its named users' and groups' ids mapped
+ * by name into out (WIRE_XATTRS_BYTES), as sink_owner_map maps owners:
+ * out, or value itself when nothing is mapped.
+ */
+static const uint8_t *acl_mapped(const struct sink *k,
+				 const struct wire_xattrs *x,
+				 const uint8_t *value, size_t vlen,
+				 uint8_t *out)
+{
+	const uint8_t *names;
+	size_t len;
+	int n = aclid_count(value, vlen);
+	uint16_t tag;
+	uint32_t id, local;
+
+	if (!out || n <= 0 || k->p->flags & WIRE_HELLO_NUMERIC_IDS ||
+	    !(names = value_of(x, WIRE_XATTR_ACL_NAMES, &len)))
+		return value;
+	memcpy(out, value, vlen);
+	for (int i = 0; i < n; i++) {
+		aclid_get(out, (size_t)i, &tag, &id);
+		if ((tag == ACLID_USER || tag == ACLID_GROUP) &&
+		    local_id(names, len, tag, id, &local))
+			aclid_set(out, (size_t)i, local);
+	}
+	aclid_sort(out, (size_t)n);
+	return out;
+}
+
 static void set_failed(struct sink *k, const char *name, int err)
 {
 	if (err == ENOTSUP)
@@ -143,19 +229,23 @@ void sink_xattrs_apply(struct sink *k, int fd, const struct wire_xattrs *x,
 	char name[WIRE_XATTR_NAME_MAX + 1], *list = NULL;
 	size_t pos = 0, nlen, vlen;
 	const uint8_t *value;
-	uint8_t *have = NULL;
+	uint8_t *have = NULL, *mapped = NULL;
 	const char *n;
 	ssize_t got;
 
 	if (!sink_xattrs_asked(k))
 		return;
-	if (x)
+	if (x) {
 		have = malloc(WIRE_XATTRS_BYTES + 1);
+		mapped = malloc(WIRE_XATTRS_BYTES);
+	}
 	while (x && have && wire_xattrs_next(x, &pos, &n, &nlen, &value, &vlen)) {
 		memcpy(name, n, nlen);
 		name[nlen] = '\0';
 		if (settable(k, name, dir) <= 0)
 			continue;
+		if (!strcmp(name, acl_access) || !strcmp(name, acl_default))
+			value = acl_mapped(k, x, value, vlen, mapped);
 		got = fgetxattr(fd, name, have, WIRE_XATTRS_BYTES + 1);
 		if (got == (ssize_t)vlen && !memcmp(have, value, vlen))
 			continue; /* as it is */
@@ -163,6 +253,7 @@ void sink_xattrs_apply(struct sink *k, int fd, const struct wire_xattrs *x,
 			set_failed(k, name, errno);
 	}
 	free(have);
+	free(mapped);
 	/* what the source does not have, in the namespaces copied */
 	got = flistxattr(fd, NULL, 0);
 	if (got > 0)

@@ -98,6 +98,8 @@ struct src_file {
 	bool cmp;
 	uint64_t sums_next, match_next;
 	bool linked; /* -H: announced LINKED, later names link to it */
+	/* -X/-A: 1 it has attributes to send, -1 none, 0 not looked yet */
+	int8_t has_xattrs;
 };
 
 /* Where f's bytes end: its range's end, or its size (walk_range). */
@@ -282,7 +284,7 @@ int src_plan(struct source *s);
 /* ---- source_pack.c ---- */
 
 /* Whether f goes into a pack (small, regular, no holes, not id 0). */
-bool src_packable(const struct source *s, const struct src_file *f);
+bool src_packable(struct source *s, struct src_file *f);
 /*
  * Whether the session keeps owners or groups (-o/-g); then *o is st's,
  * with names unless --numeric-ids. Engine thread or worker.
@@ -299,6 +301,12 @@ bool src_xattrs_asked(const struct source *s);
  * not asked, or a symlink). Warns for what does not fit; 0.
  */
 int src_xattrs(struct source *s, struct src_file *f, struct wire_xattrs *x);
+/*
+ * Whether f has an attribute of the namespaces asked for (a small file
+ * without one may be packed), looked at once through its descriptor; one
+ * that cannot be opened counts as having none (its open fails it).
+ */
+bool src_has_xattrs(struct source *s, struct src_file *f);
 /* Plans one pack of small files. 1, 0 (no job free), -1 on a failure. */
 int src_plan_pack(struct source *s);
 

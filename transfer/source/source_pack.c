@@ -41,17 +41,18 @@ static size_t pack_rec_len(const struct source *s, const struct src_file *f)
  * the session's first id (the sink names DEST after that one as it is
  * announced, in its engine thread).
  */
-bool src_packable(const struct source *s, const struct src_file *f)
+bool src_packable(struct source *s, struct src_file *f)
 {
 	const struct walk_entry *w = f->w;
 
-	/* -X/-A: a file's attributes go in a message before its FILE */
 	/* -H: a file of several names goes alone, LINKED (source_links.c) */
+	/* -X/-A: one with attributes too, after its XATTRS (looked at last) */
 	return s->pack_max && !w->err && w->kind == WIRE_KIND_FILE &&
-	       !src_xattrs_asked(s) && !w->range && s->nwire > 0 &&
-	       !src_links_may(s, f) && (uint64_t)w->st.st_size <= s->pack_max &&
+	       !w->range && s->nwire > 0 && !src_links_may(s, f) &&
+	       (uint64_t)w->st.st_size <= s->pack_max &&
 	       (uint64_t)w->st.st_blocks * 512 >= (uint64_t)w->st.st_size &&
-	       pack_rec_len(s, f) <= s->chunk_size;
+	       pack_rec_len(s, f) <= s->chunk_size &&
+	       (!src_xattrs_asked(s) || !src_has_xattrs(s, f));
 }
 
 /*

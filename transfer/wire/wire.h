@@ -587,6 +587,13 @@ struct wire_notice {
  */
 #define WIRE_XATTRS_BYTES (WIRE_CTRL_SIZE - WIRE_CTRL_HDR - 8u - WIRE_TAG_LEN)
 #define WIRE_XATTR_NAME_MAX 255u
+/*
+ * -A without --numeric-ids: an entry of this name (never a real attribute:
+ * Linux has no such namespace, and a sink sets none of it) carries the
+ * names of the users and groups the ACLs name, records of u8 tag (2 user,
+ * 8 group: the ACL's own), u32 id, u8 name length (1..255), the name.
+ */
+#define WIRE_XATTR_ACL_NAMES "rdcp.acl_names"
 
 struct wire_xattrs {
 	uint32_t file_id;
