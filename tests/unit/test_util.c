@@ -937,6 +937,7 @@ static void test_lineq(void)
 	CHECK(!lineq_wanted(fd));
 	close(fd);
 	unlink(tmp);
+}
 
 /*
  * A POSIX ACL as setfacl -m u:12345:rx,g:12346:rwx,u:7:r makes it (the
