@@ -27,10 +27,12 @@ KEEPALIVE_S = 1.0
 (HELLO, WELCOME, RING, FILE, FILE_END, FILE_RESULT, DONE, BYE, ERROR, CREDIT,
  AUTH, HAVE, PACK_DONE, SUMS, MATCH, DELETED, DELETE_END, NAMES,
  NAMES_ACK, KEPT) = range(1, 21)
+LANES = 23  # after NOTICE (21) and XATTRS (22), which no peer here sends
 TYPE_NAMES = dict(enumerate(
     "HELLO WELCOME RING FILE FILE_END FILE_RESULT DONE BYE ERROR CREDIT AUTH "
     "HAVE PACK_DONE SUMS MATCH DELETED DELETE_END NAMES NAMES_ACK "
     "KEPT".split(), 1))
+TYPE_NAMES[LANES] = "LANES"
 PUSH, PULL = 1, 2
 CSUM_NONE, CSUM_CRC32, CSUM_SHA256 = 0, 1, 2
 FEAT_AUTH, FEAT_PACK = 1, 2
@@ -297,6 +299,8 @@ SPEC = {
     NAMES: [("flags", "H"), ("count", "H"), ("names", "paths")],
     # seq_end (FILE_END, DONE, NAMES_ACK): slots written before it
     NAMES_ACK: [("done", "Q"), ("seq_end", "Q")],
+    # the lanes that carry data once the receiver stopped taking joins
+    LANES: [("up", "B")],
 }
 _VAR = {"str": b"", "dig": b"", "paths": b"", "sums": (), "bits": (),
         "tail": b""}
