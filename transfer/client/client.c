@@ -321,7 +321,7 @@ static int client_lanes(struct engine *e, const struct xfer_opts *o,
 			 up, n, e->c->peer,
 			 up < mine	     ? "the receiver did not take it"
 			 : why == -ETIMEDOUT ? "timed out"
-			 : why == -EACCES    ? "refused: it came too late"
+			 : why == -EACCES    ? "the receiver refused it"
 					     : strerror(-why),
 			 up, up == 1 ? "" : "s");
 	if (w->rails > 1 && !dropped)
