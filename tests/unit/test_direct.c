@@ -98,27 +98,6 @@ int __wrap___open_2(const char *path, int flags)
 	return __real___open_2(path, flags);
 }
 
-/* syscall(2): cachestat fails with ENOSYS on request (an older kernel). */
-static atomic_int no_cachestat;
-long __real_syscall(long n, ...);
-long __wrap_syscall(long n, ...);
-
-long __wrap_syscall(long n, ...)
-{
-	long a[6];
-	va_list ap;
-
-	va_start(ap, n);
-	for (int i = 0; i < 6; i++)
-		a[i] = va_arg(ap, long);
-	va_end(ap);
-	if (n == 451 && atomic_load(&no_cachestat)) {
-		errno = ENOSYS;
-		return -1;
-	}
-	return __real_syscall(n, a[0], a[1], a[2], a[3], a[4], a[5]);
-}
-
 int __wrap_fallocate(int fd, int mode, off_t off, off_t len)
 {
 	atomic_fetch_add(&falloc_calls, 1);
@@ -737,54 +716,15 @@ static void test_hello_both_refused(void)
 	CHECK_EQ(tf_count_fds(), fds);
 }
 
-/* A file of size bytes at path, written (so cached whole) and on the disk. */
-static int make_written(const char *path, size_t size)
-{
-	char buf[4096];
-	int fd =
-		__real_open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-
-	CHECK(fd >= 0);
-	if (fd < 0)
-		return -1;
-	for (size_t off = 0; off < size; off += sizeof(buf)) {
-		memset(buf, (int)(off / sizeof(buf)), sizeof(buf));
-		CHECK_EQ(pwrite(fd, buf, sizeof(buf), (off_t)off),
-			 (ssize_t)sizeof(buf));
-	}
-	CHECK_EQ(fdatasync(fd), 0);
-	return fd;
-}
-
-/* direct_range_cached's answers over a file cached in part. */
-static void range_answers(int fd)
-{
-	const uint64_t M = 1u << 20;
-
-	/* [0, 8 MiB) cached, [8, 16) not */
-	CHECK(direct_range_cached(fd, 0, 8 * M));
-	CHECK(direct_range_cached(fd, 0, 64 << 10));
-	CHECK(direct_range_cached(fd, 7 * M + 1, M - 1));
-	CHECK(!direct_range_cached(fd, 8 * M, 8 * M));
-	CHECK(!direct_range_cached(fd, 15 * M, M));
-	/* more than half cached: from memory; half: direct */
-	CHECK(direct_range_cached(fd, 4 * M, 6 * M));
-	CHECK(!direct_range_cached(fd, 6 * M, 4 * M));
-	CHECK(!direct_range_cached(fd, 0, 0));
-	/* one page, unaligned ends */
-	CHECK(direct_range_cached(fd, 8 * M - 1, 1));
-	CHECK(!direct_range_cached(fd, 8 * M, 1));
-}
-
 /*
- * The source's cache decision is per chunk (direct_range_cached): by
- * cachestat, and by mincore on a kernel without it (syscall wrapped to
- * fail with ENOSYS, as before Linux 6.5), the same answers.
+ * The source's cache decision samples pages over the whole file: a large
+ * file whose first page alone is cached (file(1) looked at it) goes
+ * direct; one cached whole goes buffered.
  */
-static void test_direct_range_cached(void)
+static void test_direct_cached_sample(void)
 {
 	const char *base = disk_dir();
-	char path[4200];
+	char path[4200], buf[4096];
 	const size_t size = 16u << 20;
 	int fd;
 
@@ -793,76 +733,30 @@ static void test_direct_range_cached(void)
 		return;
 	}
 	snprintf(path, sizeof(path), "%s/rdcp-dcache.%d", base, (int)getpid());
-	fd = make_written(path, size);
+	fd = __real_open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	CHECK(fd >= 0);
 	if (fd < 0)
 		return;
-	CHECK(direct_range_cached(fd, 0, size));
-	CHECK_EQ(posix_fadvise(fd, 8 << 20, 0, POSIX_FADV_DONTNEED), 0);
-	CHECK_EQ(cached_pages(path), (8 << 20) / PAGE);
-	range_answers(fd);
-	atomic_store(&no_cachestat, 1);
-	range_answers(fd);
-	CHECK_EQ(cached_pages(path), (8 << 20) / PAGE); /* none read */
-	atomic_store(&no_cachestat, 0);
-	posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-	CHECK(!direct_range_cached(fd, 0, size));
+	memset(buf, 0x5a, sizeof(buf));
+	for (size_t off = 0; off < size; off += sizeof(buf))
+		CHECK_EQ(pwrite(fd, buf, sizeof(buf), (off_t)off),
+			 (ssize_t)sizeof(buf));
+	make_cold(path);
+	CHECK(!direct_cached(fd));
+	/* its first page read: the rest is still on the disk only */
+	CHECK_EQ(pread(fd, buf, sizeof(buf), 0), (ssize_t)sizeof(buf));
+	CHECK(cached_pages(path) >= 1);
+	CHECK(!direct_cached(fd));
+	/* read whole: cached */
+	for (size_t off = 0; off < size; off += sizeof(buf))
+		CHECK_EQ(pread(fd, buf, sizeof(buf), (off_t)off),
+			 (ssize_t)sizeof(buf));
+	CHECK(direct_cached(fd));
 	close(fd);
 	unlink(path);
 }
 
-/*
- * Auto mode, a file of DIRECT_AUTO_MIN bytes cached in part (written,
- * then a range evicted with POSIX_FADV_DONTNEED): its cached chunks are
- * read from the page cache and the rest direct, so the evicted part is
- * still not cached after the copy. First only its first page cached
- * (file(1) looked at it), then its first three quarters (a copy cut
- * short), which a whole-file decision read buffered to the end.
- */
-static void test_direct_cached_by_chunk(void)
-{
-	const char *base = disk_dir();
-	const size_t size = DIRECT_AUTO_MIN;
-	const size_t keep[] = { PAGE, size / 4 * 3 };
-
-	if (!base) {
-		printf("# skip: no disk file system with O_DIRECT here\n");
-		return;
-	}
-	for (size_t k = 0; k < sizeof(keep) / sizeof(keep[0]); k++) {
-		struct run r;
-		const char *src;
-		long got;
-		int fd;
-
-		run_init(&r, base, XFER_DIRECT_AUTO);
-		src = run_add(&r, "part", 0, 1);
-		fd = make_written(src, size);
-		if (fd < 0) {
-			run_finish(&r);
-			return;
-		}
-		CHECK_EQ(posix_fadvise(fd, (off_t)keep[k], 0,
-				       POSIX_FADV_DONTNEED),
-			 0);
-		close(fd);
-		CHECK_EQ(cached_pages(src), (long)(keep[k] / PAGE));
-		run_push(&r);
-		CHECK_EQ(r.vc, XFER_OK);
-		CHECK_EQ(r.vs, XFER_OK);
-		got = cached_pages(src);
-		/* the evicted part read direct: still not cached */
-		if (got != (long)(keep[k] / PAGE))
-			printf("#   %zu bytes of %zu cached before: %ld pages "
-			       "after, want %zu\n",
-			       keep[k], size, got, keep[k] / PAGE);
-		CHECK_EQ(got, (long)(keep[k] / PAGE));
-		check_same(&r, 0);
-		run_finish(&r);
-	}
-}
-
-TAP_RUN(TAP_TEST(test_direct_range_cached),
-	TAP_TEST(test_direct_cached_by_chunk), TAP_TEST(test_direct_sizes),
+TAP_RUN(TAP_TEST(test_direct_cached_sample), TAP_TEST(test_direct_sizes),
 	TAP_TEST(test_direct_compress_encrypt),
 	TAP_TEST(test_direct_tmpfs_fallback),
 	TAP_TEST(test_direct_refused_drops), TAP_TEST(test_fallocate),

@@ -3,11 +3,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/magic.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
@@ -80,7 +78,6 @@ int direct_open(int fd, bool write, struct direct_fd *d)
 	d->fd = -1;
 	d->align = 0;
 	d->drop = false;
-	d->by_chunk = false;
 	if (in_memory(fd))
 		return -EOPNOTSUPP;
 	d->drop = true; /* unless it works, below */
@@ -166,12 +163,7 @@ int direct_pread(const struct direct_fd *d, int fd, void *buf, size_t len,
 		 uint64_t off)
 {
 	size_t head = direct_part(d, buf, len, off);
-	int rc;
-
-	/* From memory what is there: a direct read would go to the disk. */
-	if (head && d->by_chunk && direct_range_cached(fd, off, len))
-		head = 0;
-	rc = head ? io_pread_full(d->fd, buf, head, off) : 0;
+	int rc = head ? io_pread_full(d->fd, buf, head, off) : 0;
 
 	if (!rc && len > head)
 		rc = io_pread_full(fd, (char *)buf + head, len - head,
@@ -181,82 +173,40 @@ int direct_pread(const struct direct_fd *d, int fd, void *buf, size_t len,
 	return rc;
 }
 
-/* cachestat(2) (Linux 6.5; the same number on every architecture). */
-#ifndef SYS_cachestat
-#define SYS_cachestat 451
-#endif
-
-struct cs_range {
-	uint64_t off, len;
-};
-
-struct cs_stat {
-	uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted,
-		nr_recently_evicted;
-};
-
-static atomic_bool no_cachestat; /* ENOSYS once: mincore from then on */
-
-/* Cached pages of [off, off + len) by mincore, one 1 MiB window at a time. */
-static int mincore_pages(int fd, uint64_t off, uint64_t len, uint64_t page,
-			 uint64_t *cached)
+bool direct_cached(int fd)
 {
-	unsigned char vec[256];
-	uint64_t first = off - off % page;
-	uint64_t end = off + len;
+	long page = sysconf(_SC_PAGESIZE);
+	unsigned int have = 0, n = 0;
+	uint64_t last = UINT64_MAX, size;
+	struct stat st;
 
-	*cached = 0;
-	for (uint64_t at = first; at < end;) {
-		uint64_t n = (end - at + page - 1) / page;
+	if (page <= 0 || fstat(fd, &st) < 0 || st.st_size <= 0)
+		return false;
+	size = (uint64_t)st.st_size;
+	for (unsigned int i = 0; i < DIRECT_CACHE_SAMPLES; i++) {
+		/* The first and the last page, and evenly between. */
+		uint64_t off = (size - 1) * i / (DIRECT_CACHE_SAMPLES - 1);
+		unsigned char vec = 0;
 		void *p;
 
-		if (n > sizeof(vec))
-			n = sizeof(vec);
+		off -= off % (uint64_t)page;
+		if (off == last) /* a small file: fewer pages than samples */
+			continue;
+		last = off;
 		/*
-		 * Mapped, not read: mincore touches no page, and no I/O
-		 * starts; a window at a time, so a huge chunk's mapping stays
-		 * small.
+		 * One page mapped at a time (a huge file's whole mapping
+		 * would count in the address space), not read: mincore
+		 * touches no page, and no I/O starts.
 		 */
-		p = mmap(NULL, (size_t)(n * page), PROT_READ, MAP_SHARED, fd,
-			 (off_t)at);
+		p = mmap(NULL, (size_t)page, PROT_READ, MAP_SHARED, fd,
+			 (off_t)off);
 		if (p == MAP_FAILED)
-			return -errno;
-		if (mincore(p, (size_t)(n * page), vec) < 0) {
-			int rc = -errno;
-
-			munmap(p, (size_t)(n * page));
-			return rc;
-		}
-		munmap(p, (size_t)(n * page));
-		for (uint64_t i = 0; i < n; i++)
-			*cached += vec[i] & 1;
-		at += n * page;
+			break;
+		if (mincore(p, (size_t)page, &vec) < 0)
+			vec = 0;
+		munmap(p, (size_t)page);
+		have += vec & 1;
+		n++;
 	}
-	return 0;
-}
-
-bool direct_range_cached(int fd, uint64_t off, uint64_t len)
-{
-	long psz = sysconf(_SC_PAGESIZE);
-	uint64_t page = psz > 0 ? (uint64_t)psz : 4096;
-	uint64_t first = off - off % page;
-	uint64_t pages = (off + len - first + page - 1) / page;
-	uint64_t cached = 0;
-
-	if (!len)
-		return false;
-	if (!atomic_load_explicit(&no_cachestat, memory_order_relaxed)) {
-		struct cs_range r = { .off = first, .len = pages * page };
-		struct cs_stat cs;
-
-		if (syscall(SYS_cachestat, fd, &r, &cs, 0) == 0)
-			return 2 * cs.nr_cache > pages;
-		if (errno != ENOSYS)
-			return false; /* direct: what it would do anyway */
-		atomic_store_explicit(&no_cachestat, true,
-				      memory_order_relaxed);
-	}
-	if (mincore_pages(fd, off, len, page, &cached))
-		return false;
-	return 2 * cached > pages;
+	return n && 2 * have > n;
 }

@@ -40,11 +40,6 @@ struct direct_fd {
 	int fd;
 	uint32_t align; /* bytes: offsets, lengths and buffers, a power of 2 */
 	bool drop;
-	/*
-	 * Reads, auto mode: each chunk that is mostly in the page cache
-	 * (direct_range_cached) is read from it, buffered, the rest direct.
-	 */
-	bool by_chunk;
 };
 
 /* HELLO's flags for the user's choice (WIRE_HELLO_DIRECT, _NO_DIRECT). */
@@ -94,22 +89,19 @@ int direct_pwrite(const struct direct_fd *d, int fd, const void *buf,
 
 /*
  * The same for reading exactly len bytes (d->drop: the range is dropped
- * from the page cache after; d->by_chunk: all of it buffered when the
- * page cache holds most of it): -ENODATA if the file ends first.
+ * from the page cache after): -ENODATA if the file ends first.
  */
 int direct_pread(const struct direct_fd *d, int fd, void *buf, size_t len,
 		 uint64_t off) __attribute__((warn_unused_result));
 
 /*
- * Whether the page cache holds more than half of the pages of fd's bytes
- * [off, off + len) now (read or written lately): cachestat(2) (Linux 6.5),
- * else mincore(2) on a mapping of the range. No page is read and no I/O
- * starts (preadv2's RWF_NOWAIT, the other way to ask, starts readahead of
- * a range it finds uncached: doc/PERFORMANCE.md "Direct I/O"). The
- * source asks it of each chunk of a file that goes direct in auto mode,
- * so a file cached in part (its start read by file(1), a copy cut short)
- * is read from memory where it is cached and direct where it is not.
+ * Whether fd's file is in the page cache now (read or written lately):
+ * most of DIRECT_CACHE_SAMPLES pages spread over it, the first and the
+ * last included, are (mincore). The source then reads it buffered, from
+ * memory; a file of which only some part is cached (its start, read by
+ * file(1) or a previous copy cut short) goes direct. No page is read.
  */
-bool direct_range_cached(int fd, uint64_t off, uint64_t len);
+#define DIRECT_CACHE_SAMPLES 32u
+bool direct_cached(int fd);
 
 #endif

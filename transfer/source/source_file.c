@@ -66,15 +66,14 @@ void src_open_direct(struct source *s, struct src_file *f)
 	bool forced;
 	int rc;
 
-	if (!direct_wanted(s->cfg->p.flags, (uint64_t)f->st.st_size, &forced))
+	if (!direct_wanted(s->cfg->p.flags, (uint64_t)f->st.st_size,
+			   &forced) ||
+	    (!forced && direct_cached(f->fd)))
 		return;
 	rc = direct_open(f->fd, false, &f->dio);
-	/* Auto: what of it the page cache holds is read from there. */
-	f->dio.by_chunk = !forced;
 	if (!rc)
-		log_debug("reading '%s' with O_DIRECT (alignment %u%s)",
-			  f->path, f->dio.align,
-			  forced ? "" : "; its cached chunks buffered");
+		log_debug("reading '%s' with O_DIRECT (alignment %u)", f->path,
+			  f->dio.align);
 	/* Auto falls back quietly; --direct says so, once a session. */
 	if (rc && forced && !s->direct_told) {
 		s->direct_told = true;
