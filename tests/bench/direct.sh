@@ -98,7 +98,7 @@ copy() { # WHO REP
 	local who=$1 dst=$MNT/rx/out.bin t0 t1 t2 c0 c1 scpu=0
 	sync
 	echo 3 >/proc/sys/vm/drop_caches
-	[ -n "$HOT" ] && head -c $((BYTES / 100 * HOT_PCT)) "$SRC" >/dev/null
+	[ -n "$HOT" ] && head -c $((BYTES * HOT_PCT / 100)) "$SRC" >/dev/null
 	c0=$(rx_cpu)
 	t0=$(now)
 	case $who in
