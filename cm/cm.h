@@ -30,7 +30,8 @@
  * connected first, lanes 1..N-1 joined after authentication (cm_join,
  * cm_accept_lane), each an RC QP (or a TCP connection) of its own with its
  * own send and receive CQ. Control SENDs and their receives stay on lane
- * 0; the write of slot s goes on lane s % N (cm_lane_of). The ring and
+ * 0; the write of slot s goes on lane s % N (cm_lane_of), or on lane 0
+ * when that lane never joined (cm_keep_lanes, cm_lane_carrier). The ring and
  * staging stay one memory each, registered once per protection domain.
  * Per lane, the depths stay exact (cm_lane_rq_depth, cm_lane_sq_depth).
  * With N > 1 every data write is signalled on its lane and cm/ hands the
@@ -123,6 +124,19 @@ static inline unsigned int cm_lane_of(unsigned int slot, unsigned int n)
 }
 
 /*
+ * The lane that carries slot `slot`'s write when lanes 0..up-1 of n joined
+ * (cm_keep_lanes): its own, s % n, if that one joined, else lane 0, which
+ * takes the slots of every lane that did not.
+ */
+static inline unsigned int cm_lane_carrier(unsigned int slot, unsigned int n,
+					   unsigned int up)
+{
+	unsigned int k = cm_lane_of(slot, n);
+
+	return k < up ? k : 0u;
+}
+
+/*
  * Receives a lane keeps posted among n: the WRITE_WITH_IMMs of its slots
  * (those with slot % n == lane: at most ceil(slots / n), each unconsumed
  * at most once, as the credits allow), and on lane 0 a SEND per control
@@ -136,6 +150,22 @@ static inline unsigned int cm_lane_rq_depth(const struct cm_geom *g,
 	unsigned int share = n > 1 ? (g->slots + n - 1) / n : g->slots;
 
 	return share + (lane ? 0u : g->ctrl_credits);
+}
+
+/*
+ * Receives lane 0 keeps posted when lanes 0..up-1 of n joined: its own
+ * share and the credits (cm_lane_rq_depth), and every slot of lanes
+ * up..n-1 (cm_lane_carrier). At most cm_rq_depth(g), what it was built
+ * with.
+ */
+static inline unsigned int cm_lane0_rq_depth(const struct cm_geom *g,
+					     unsigned int n, unsigned int up)
+{
+	unsigned int d = cm_lane_rq_depth(g, n, 0);
+
+	for (unsigned int k = up; n > 1 && k < n; k++)
+		d += g->slots / n + (k < g->slots % n ? 1u : 0u);
+	return d;
 }
 
 /*
@@ -278,13 +308,21 @@ struct cm_ops {
 	 * nothing was joined; join the lane again with fallback set.
 	 * accept_lane (receiver): accept req, a join for lane `lane` whose
 	 * proof the caller checked; consumes req. Each returns 0 or -errno,
-	 * logged.
+	 * logged (join's connect and answer failures at debug level: the
+	 * caller goes on without the lane and says so once).
+	 * keep_lanes (both sides, the same up, after the joins and before
+	 * ring_create/stage_create): only lanes 0..up-1 (1 <= up <= n)
+	 * carry writes, the slots of lanes up..n-1 go on lane 0
+	 * (cm_lane_carrier), whose receives grow to cm_lane0_rq_depth; a
+	 * lane joined beyond up stays idle until destroy. 0, -EINVAL, or
+	 * -ENOTCONN when one of lanes 1..up-1 did not join.
 	 */
 	int (*set_lanes)(struct cm_conn *c, unsigned int n);
 	int (*join)(struct cm_conn *c, const struct cm_join *j,
 		    const struct cm_timeouts *to);
 	int (*accept_lane)(struct cm_conn *c, struct cm_request *req,
 			   unsigned int lane, const struct cm_timeouts *to);
+	int (*keep_lanes)(struct cm_conn *c, unsigned int up);
 	/*
 	 * Rails (NULL: one). local_rails (receiver, before set_lanes): the
 	 * devices with an active port and an address of lane 0's family
@@ -315,6 +353,7 @@ struct cm_conn {
 	uint8_t *stage;	       /* NULL until stage_create */
 	uint8_t *stage_hdr;    /* with stage */
 	unsigned int lanes;    /* set_lanes()'s n; 0 or 1: lane 0 only */
+	unsigned int lanes_up; /* keep_lanes()'s up, else n: lanes with data */
 	unsigned int rails;    /* local_rails/set_rails's; 0 or 1: one */
 	unsigned int link_gbps; /* RDMA: the port's rate; 0 unknown, TCP */
 	char peer[64];	       /* printable peer address, "[addr]:port" */
@@ -381,6 +420,13 @@ static inline int cm_set_lanes(struct cm_conn *c, unsigned int n)
 	if (n <= 1 && !c->ops->set_lanes)
 		return 0;
 	return c->ops->set_lanes ? c->ops->set_lanes(c, n) : -EOPNOTSUPP;
+}
+
+static inline int cm_keep_lanes(struct cm_conn *c, unsigned int up)
+{
+	if (c->lanes <= 1)
+		return up == 1 ? 0 : -EINVAL;
+	return c->ops->keep_lanes ? c->ops->keep_lanes(c, up) : -EOPNOTSUPP;
 }
 
 /* The ops' rails calls for any transport: one rail without them. */

@@ -65,8 +65,11 @@ void rcm_conn_param(struct rdma_conn_param *p, const uint8_t *pd, uint8_t pdlen)
 int rcm_expect(struct vconn *v, enum rdma_cm_event_type want, int timeout_ms,
 	       const char *what, bool active)
 {
-	/* A rail's first join: its caller warns once, with the cause. */
-	enum log_level lvl = v->probe ? LOG_DEBUG : LOG_ERR;
+	/*
+	 * A lane's join or accept (a rail's first join too): its caller
+	 * warns once, with the cause, and goes on without the lane.
+	 */
+	enum log_level lvl = v->probe || v->parent ? LOG_DEBUG : LOG_ERR;
 	struct rdma_cm_event *ev;
 	int rc = rcm_next_event(v->ech, timeout_ms, &ev);
 

@@ -47,6 +47,20 @@ int vconn_set_lanes(struct cm_conn *c, unsigned int n)
 	}
 	v->nlanes = n;
 	c->lanes = n;
+	c->lanes_up = n;
+	return 0;
+}
+
+int vconn_keep_lanes(struct cm_conn *c, unsigned int up)
+{
+	struct vconn *v = to_v(c);
+
+	if (v->nlanes <= 1 || up < 1 || up > v->nlanes || c->ring || c->stage)
+		return -EINVAL;
+	for (unsigned int i = 1; i < up; i++)
+		if (!v->lane[i])
+			return -ENOTCONN;
+	c->lanes_up = up;
 	return 0;
 }
 
@@ -194,18 +208,16 @@ int vconn_join(struct cm_conn *c, const struct cm_join *j,
 	if (rdma_resolve_addr(l->id, r ? NULL : (struct sockaddr *)&src,
 			      (struct sockaddr *)&dst, pto.resolve_ms)) {
 		rc = -errno;
-		log_msg(probe ? LOG_DEBUG : LOG_ERR,
-			"lane %u to %s: cannot resolve: %s", j->lane, c->peer,
-			strerror(errno));
+		log_debug("lane %u to %s: cannot resolve: %s", j->lane, c->peer,
+			  strerror(errno));
 		goto out;
 	}
 	rc = rcm_expect(l, RDMA_CM_EVENT_ADDR_RESOLVED, pto.resolve_ms + 1000,
 			"cannot resolve lane to", true);
 	if (!rc && rdma_resolve_route(l->id, pto.resolve_ms)) {
 		rc = -errno;
-		log_msg(probe ? LOG_DEBUG : LOG_ERR,
-			"lane %u to %s: cannot resolve route: %s", j->lane,
-			c->peer, strerror(errno));
+		log_debug("lane %u to %s: cannot resolve route: %s", j->lane,
+			  c->peer, strerror(errno));
 	}
 	if (!rc)
 		rc = rcm_expect(l, RDMA_CM_EVENT_ROUTE_RESOLVED,
@@ -229,9 +241,8 @@ int vconn_join(struct cm_conn *c, const struct cm_join *j,
 	rcm_conn_param(&param, pd, PD_JOIN_LEN);
 	if (rdma_connect(l->id, &param)) {
 		rc = -errno;
-		log_msg(probe ? LOG_DEBUG : LOG_ERR,
-			"lane %u to %s: cannot connect: %s", j->lane, c->peer,
-			strerror(errno));
+		log_debug("lane %u to %s: cannot connect: %s", j->lane, c->peer,
+			  strerror(errno));
 		goto out;
 	}
 	rc = rcm_expect(l, RDMA_CM_EVENT_ESTABLISHED, pto.connect_ms,
@@ -313,8 +324,8 @@ int vconn_accept_lane(struct cm_conn *c, struct cm_request *req,
 	rcm_conn_param(&param, pd, PD_LEN);
 	if (rdma_accept(l->id, &param)) {
 		rc = -errno;
-		log_err("cannot accept lane %u from %s: %s", lane, l->base.peer,
-			strerror(errno));
+		log_debug("cannot accept lane %u from %s: %s", lane,
+			  l->base.peer, strerror(errno));
 		goto out;
 	}
 	rc = rcm_expect(l, RDMA_CM_EVENT_ESTABLISHED, to->connect_ms,

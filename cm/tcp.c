@@ -191,6 +191,7 @@ const struct cm_ops tconn_ops = {
 	.stage_create = t_stage_create,
 	.destroy = t_destroy,
 	.set_lanes = tlane_set,
+	.keep_lanes = tlane_keep,
 	.join = tlane_join,
 	.accept_lane = tlane_accept,
 };

@@ -162,7 +162,8 @@ int cm_tcp_connect(const struct cm_addr *addr, const struct cm_geom *want,
 		close(fd);
 		return rc;
 	}
-	rc = tcp_client_answer(fd, peer, want, deadline, to->connect_ms, &g);
+	rc = tcp_client_answer(fd, peer, want, deadline, to->connect_ms,
+			       LOG_ERR, &g);
 	if (rc) {
 		close(fd);
 		return rc;

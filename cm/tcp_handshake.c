@@ -60,9 +60,13 @@ void tcp_close_gently(int fd)
 	close(fd);
 }
 
-/* Reads and judges the server's answer, as rdma_cm.c's expect() does. */
+/*
+ * Reads and judges the server's answer, as rdma_cm.c's expect() does; says
+ * why not at level lvl (a lane's join: debug, its caller says it once).
+ */
 int tcp_client_answer(int fd, const char *peer, const struct cm_geom *want,
-		      uint64_t deadline_ms, int connect_ms, struct cm_geom *out)
+		      uint64_t deadline_ms, int connect_ms, enum log_level lvl,
+		      struct cm_geom *out)
 {
 	uint8_t pd[PD_LEN];
 	uint16_t ver = 0, st = 0;
@@ -71,37 +75,40 @@ int tcp_client_answer(int fd, const char *peer, const struct cm_geom *want,
 
 	rc = tcp_io_deadline(fd, pd, sizeof(pd), false, deadline_ms);
 	if (rc == -ETIMEDOUT) {
-		log_err("cannot connect to %s: timed out after %d ms", peer,
-			connect_ms);
+		log_msg(lvl, "cannot connect to %s: timed out after %d ms",
+			peer, connect_ms);
 		return rc;
 	}
 	if (rc == -ECONNRESET) {
-		log_err("cannot connect to %s: the receiver closed the "
+		log_msg(lvl,
+			"cannot connect to %s: the receiver closed the "
 			"connection (is 'rdcp --listen' of this version "
 			"running there on this port?)",
 			peer);
 		return -ECONNREFUSED;
 	}
 	if (rc) {
-		log_err("cannot connect to %s: %s", peer, strerror(-rc));
+		log_msg(lvl, "cannot connect to %s: %s", peer, strerror(-rc));
 		return rc;
 	}
 	prc = cm_pd_decode(pd, sizeof(pd), &ver, &st, &g);
 	if (prc == -EPROTONOSUPPORT) {
-		log_err("cannot connect to %s: the receiver speaks rdcp "
+		log_msg(lvl,
+			"cannot connect to %s: the receiver speaks rdcp "
 			"protocol version %u, this rdcp speaks %u: install the "
 			"same rdcp version on both hosts",
 			peer, ver, cm_version());
 		return -EPROTO;
 	}
 	if (prc) {
-		log_err("cannot connect to %s: connection refused (is 'rdcp "
+		log_msg(lvl,
+			"cannot connect to %s: connection refused (is 'rdcp "
 			"--listen' running there on this port?)",
 			peer);
 		return -ECONNREFUSED;
 	}
 	if (st != PD_ST_OK) {
-		log_err("cannot connect to %s: rejected: %s", peer,
+		log_msg(lvl, "cannot connect to %s: rejected: %s", peer,
 			cm_pd_status_str(st));
 		return st == PD_ST_BUSY	     ? -EBUSY
 		       : st == PD_ST_REFUSED ? -EACCES
@@ -110,7 +117,8 @@ int tcp_client_answer(int fd, const char *peer, const struct cm_geom *want,
 	if (!cm_geom_valid(&g) || g.slots > want->slots ||
 	    g.chunk_size > want->chunk_size || g.ctrl_size != want->ctrl_size ||
 	    g.ctrl_credits != want->ctrl_credits) {
-		log_err("cannot connect to %s: the receiver answered with "
+		log_msg(lvl,
+			"cannot connect to %s: the receiver answered with "
 			"unusable parameters (not an rdcp receiver of this "
 			"version?)",
 			peer);

@@ -19,6 +19,7 @@
 
 #include "cm/cm.h"
 #include "cm/cm_int.h"
+#include "util/log.h"
 
 /* Frames (cm/tcp_hca.c): the header's size and the two ops. */
 enum {
@@ -121,10 +122,13 @@ void tconn_teardown(struct tconn *t);
  * cm/tcp_lane.c: the lane calls of tcp.c's struct cm_ops (cm.h), and the
  * lanes' share of poll, wait, post_write and the ring: tlane_pick the
  * tconn that carries slot's write (t itself for lane 0); tlane_poll and
- * tlane_wait as the ops; tlane_share gives every lane the ring or staging
- * (after checking all joined: -ENOTCONN, logged).
+ * tlane_wait as the ops; tlane_keep the keep_lanes op; tlane_share gives
+ * every lane that carries writes (0..lanes_up-1) the ring or staging
+ * (after checking they joined: -ENOTCONN, logged) and trims lane 0's
+ * receives to cm_lane0_rq_depth.
  */
 int tlane_set(struct cm_conn *c, unsigned int n);
+int tlane_keep(struct cm_conn *c, unsigned int up);
 int tlane_join(struct cm_conn *c, const struct cm_join *j,
 	       const struct cm_timeouts *to);
 int tlane_accept(struct cm_conn *c, struct cm_request *req, unsigned int lane,
@@ -142,7 +146,7 @@ int tcp_io_deadline(int fd, void *buf, size_t len, bool out,
 		    uint64_t deadline_ms);
 void tcp_close_gently(int fd);
 int tcp_client_answer(int fd, const char *peer, const struct cm_geom *want,
-		      uint64_t deadline_ms, int connect_ms,
+		      uint64_t deadline_ms, int connect_ms, enum log_level lvl,
 		      struct cm_geom *out);
 void tcp_refuse(int fd, uint16_t st, uint64_t deadline_ms);
 

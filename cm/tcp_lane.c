@@ -35,7 +35,6 @@ static struct tconn *to_t(struct cm_conn *c)
 int tlane_set(struct cm_conn *c, unsigned int n)
 {
 	struct tconn *t = to_t(c);
-	unsigned int keep;
 	int rc;
 
 	if (n < 1 || n > CM_LANES_MAX)
@@ -46,21 +45,29 @@ int tlane_set(struct cm_conn *c, unsigned int n)
 		rc = cm_wfifo_init(&t->wf, c->geom.slots);
 		if (rc)
 			return rc;
-		/* Lane 0 keeps receives for its share of the slots only. */
-		keep = cm_lane_rq_depth(&c->geom, n, 0);
-		pthread_mutex_lock(&t->lock);
-		if (t->rq_len > keep)
-			t->rq_len = keep;
-		pthread_mutex_unlock(&t->lock);
 	}
 	t->nlanes = n;
 	c->lanes = n;
+	c->lanes_up = n;
+	return 0;
+}
+
+int tlane_keep(struct cm_conn *c, unsigned int up)
+{
+	struct tconn *t = to_t(c);
+
+	if (t->nlanes <= 1 || up < 1 || up > t->nlanes || c->ring || c->stage)
+		return -EINVAL;
+	for (unsigned int i = 1; i < up; i++)
+		if (!t->lane[i])
+			return -ENOTCONN;
+	c->lanes_up = up;
 	return 0;
 }
 
 struct tconn *tlane_pick(struct tconn *t, unsigned int slot)
 {
-	unsigned int k = cm_lane_of(slot, t->nlanes);
+	unsigned int k = cm_lane_carrier(slot, t->nlanes, t->base.lanes_up);
 
 	return k ? t->lane[k] : t;
 }
@@ -68,8 +75,20 @@ struct tconn *tlane_pick(struct tconn *t, unsigned int slot)
 int tlane_share(struct tconn *t)
 {
 	struct cm_conn *c = &t->base;
+	unsigned int keep;
 
-	for (unsigned int i = 1; i < t->nlanes; i++) {
+	if (t->nlanes <= 1)
+		return 0;
+	/*
+	 * Lane 0 keeps receives for its share of the slots only, and those
+	 * of the lanes that did not join (cm_lane0_rq_depth).
+	 */
+	keep = cm_lane0_rq_depth(&c->geom, t->nlanes, c->lanes_up);
+	pthread_mutex_lock(&t->lock);
+	if (t->rq_len > keep)
+		t->rq_len = keep;
+	pthread_mutex_unlock(&t->lock);
+	for (unsigned int i = 1; i < c->lanes_up; i++) {
 		struct tconn *l = t->lane[i];
 
 		if (!l) {
@@ -224,13 +243,13 @@ int tlane_join(struct cm_conn *c, const struct cm_join *j,
 	if (!rc)
 		rc = tcp_io_deadline(fd, pd, sizeof(pd), true, deadline);
 	if (rc) {
-		log_err("cannot join lane %u to %s: %s", j->lane, c->peer,
-			strerror(-rc));
+		log_debug("cannot join lane %u to %s: %s", j->lane, c->peer,
+			  strerror(-rc));
 		close(fd);
 		return rc;
 	}
 	rc = tcp_client_answer(fd, c->peer, &c->geom, deadline, to->connect_ms,
-			       &g);
+			       LOG_DEBUG, &g);
 	if (!rc &&
 	    (g.slots != c->geom.slots || g.chunk_size != c->geom.chunk_size)) {
 		log_err("lane %u to %s: the receiver answered with another "
@@ -269,8 +288,8 @@ int tlane_accept(struct cm_conn *c, struct cm_request *req, unsigned int lane,
 	cm_pd_encode(pd, PD_ST_OK, &c->geom);
 	rc = tcp_io_deadline(fd, pd, sizeof(pd), true, deadline);
 	if (rc) {
-		log_err("cannot accept lane %u from %s: %s", lane, peer,
-			strerror(-rc));
+		log_debug("cannot accept lane %u from %s: %s", lane, peer,
+			  strerror(-rc));
 		close(fd);
 		return rc;
 	}

@@ -136,13 +136,16 @@ static int post_late_rx(struct vconn *v)
 	struct cm_conn *c = &v->base;
 	size_t off = (size_t)v->nrx_early * c->geom.ctrl_size;
 	unsigned int n = v->nlanes > 1 ? v->nlanes : 1;
-	/* With lanes, only lane 0's share of the slots writes here. */
-	unsigned int end = cm_lane_rq_depth(&c->geom, n, 0);
+	/*
+	 * With lanes, only lane 0's share of the slots writes here, and
+	 * the shares of lanes that did not join (cm_keep_lanes).
+	 */
+	unsigned int end = cm_lane0_rq_depth(&c->geom, n, c->lanes_up);
 	int rc;
 
 	if (v->rx_late_mr || v->nrx_early >= c->nrx)
 		return 0;
-	for (unsigned int i = 1; i < n; i++)
+	for (unsigned int i = 1; i < n && i < c->lanes_up; i++)
 		if (!v->lane[i]) {
 			log_err("cannot set up the ring for %s: lane %u of %u "
 				"never joined",
@@ -197,8 +200,11 @@ static int v_ring_create(struct cm_conn *c, struct cm_ring_desc *desc)
 				return rc;
 		}
 	}
-	/* A rail no lane is on (the client dropped it) gets rkey 0. */
-	for (unsigned int i = 1; i < v->nlanes; i++) {
+	/*
+	 * A rail no lane with data is on (the client dropped it, or its
+	 * lanes did not join) gets rkey 0.
+	 */
+	for (unsigned int i = 1; i < v->nlanes && i < c->lanes_up; i++) {
 		struct vconn *l = v->lane[i];
 		unsigned int r = v->nrails > 1 ? v->lane_rail[i] : 0;
 
@@ -317,8 +323,11 @@ static int v_post_write(struct cm_conn *c, unsigned int stage, uint32_t len,
 			uint64_t wr_id)
 {
 	struct vconn *v = to_v(c);
-	/* With lanes: slot s on lane s % n, signalled, ordered by wf. */
-	unsigned int ln = cm_lane_of(slot, v->nlanes);
+	/*
+	 * With lanes: slot s on lane s % n (on lane 0 if that one did not
+	 * join), signalled, ordered by wf.
+	 */
+	unsigned int ln = cm_lane_carrier(slot, v->nlanes, c->lanes_up);
 	struct vconn *l = ln && ln < v->nlanes ? v->lane[ln] : v;
 	struct ibv_sge sge[2];
 	struct ibv_send_wr wr[2], *bad;
@@ -473,6 +482,7 @@ static const struct cm_ops verbs_ops = {
 	.stage_create = v_stage_create,
 	.destroy = v_destroy,
 	.set_lanes = vconn_set_lanes,
+	.keep_lanes = vconn_keep_lanes,
 	.join = vconn_join,
 	.accept_lane = vconn_accept_lane,
 	.local_rails = vconn_local_rails,

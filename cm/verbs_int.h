@@ -197,6 +197,7 @@ unsigned int vrail_gbps(struct ibv_context *ctx, uint8_t port);
  * steps of rdma_cm.c below.
  */
 int vconn_set_lanes(struct cm_conn *c, unsigned int n);
+int vconn_keep_lanes(struct cm_conn *c, unsigned int up);
 int vconn_join(struct cm_conn *c, const struct cm_join *j,
 	       const struct cm_timeouts *to);
 int vconn_accept_lane(struct cm_conn *c, struct cm_request *req,

@@ -22,9 +22,12 @@
 # BENCH_PROBE_REPS rounds (3), medians; BENCH_PROBE_REPS=0 skips it.
 # Environment: BENCH_DIRECT_MIB (file size, 1024), BENCH_REPS (5),
 # BENCH_DIRECT_DIR (where the image file goes: a disk file system, default
-# BUILD_DIR/bench), BENCH_DIRECT_HOT, BENCH_DIRECT_ARGS (more rdcp
-# arguments for both sides: --workers 4, ...), BENCH_DIRECT_WHO (the
-# contenders, default "direct nodirect auto cp").
+# BUILD_DIR/bench), BENCH_DIRECT_HOT, BENCH_DIRECT_HOT_PCT (with HOT:
+# only the first PCT % of the source read into the cache, as a copy cut
+# short leaves it; default 100), BENCH_DIRECT_ARGS (more rdcp arguments for
+# both sides: --workers 4, ...), BENCH_DIRECT_WHO (the contenders, default
+# "direct nodirect auto cp"; "base" is auto with the rdcp at
+# BENCH_DIRECT_BASE, another build, as the sender: before/after rows).
 # Run it in a network namespace of its own:
 #   unshare -n sh -c 'ip link set lo up && tests/bench/direct.sh build'
 set -euo pipefail
@@ -36,6 +39,8 @@ OUT=$BUILD/bench
 mkdir -p "$OUT"
 DIR=${BENCH_DIRECT_DIR:-$OUT}
 HOT=${BENCH_DIRECT_HOT:-}
+HOT_PCT=${BENCH_DIRECT_HOT_PCT:-100}
+BASE=${BENCH_DIRECT_BASE:-}
 read -r -a EXTRA <<<"${BENCH_DIRECT_ARGS:-}"
 read -r -a WHO <<<"${BENCH_DIRECT_WHO:-direct nodirect auto cp}"
 if [ "$(id -u)" != 0 ]; then
@@ -93,7 +98,7 @@ copy() { # WHO REP
 	local who=$1 dst=$MNT/rx/out.bin t0 t1 t2 c0 c1 scpu=0
 	sync
 	echo 3 >/proc/sys/vm/drop_caches
-	[ -n "$HOT" ] && cat "$SRC" >/dev/null
+	[ -n "$HOT" ] && head -c $((BYTES * HOT_PCT / 100)) "$SRC" >/dev/null
 	c0=$(rx_cpu)
 	t0=$(now)
 	case $who in
@@ -102,10 +107,11 @@ copy() { # WHO REP
 		scpu=$(awk '{ printf "%.3f", $1 + $2 }' "$W/cp.time")
 		;;
 	*)
-		local mode=()
+		local mode=() bin=$RDCP
 		[ "$who" = direct ] && mode=(--direct)
 		[ "$who" = nodirect ] && mode=(--no-direct)
-		"$RDCP" -v --no-auth --transport tcp --port "$PORT" "${EXTRA[@]}" \
+		[ "$who" = base ] && bin=$BASE
+		"$bin" -v --no-auth --transport tcp --port "$PORT" "${EXTRA[@]}" \
 			"${mode[@]}" "$SRC" "127.0.0.1::out.bin" 2>"$W/tx.log" ||
 			{ cat "$W/tx.log" >&2; echo "direct.sh: $who failed" >&2; exit 1; }
 		scpu=$(awk '/resources:/ { printf "%.3f", $4 + $7 }' "$W/tx.log")
@@ -132,7 +138,7 @@ for rep in $(seq 1 "$REPS"); do
 	done
 done
 
-awk -v mib="$MIB" -v reps="$REPS" -v hot="${HOT:+hot}" -v args="${EXTRA[*]}" '
+awk -v mib="$MIB" -v reps="$REPS" -v hot="${HOT:+hot ($HOT_PCT %)}" -v args="${EXTRA[*]}" '
 function median(k, name,   n, i, j, t, a) {
 	n = cnt[name]
 	for (i = 1; i <= n; i++) a[i] = val[k, name, i]
@@ -146,7 +152,7 @@ function median(k, name,   n, i, j, t, a) {
 }
 END {
 	printf "\n%d MiB file, ext4 on a loop device, TCP loopback, %s source page cache%s, median of %d\n",
-		mib, hot ? "hot" : "cold", args ? ", rdcp " args : "", reps
+		mib, hot ? hot : "cold", args ? ", rdcp " args : "", reps
 	printf "  %-10s %12s %12s %10s %10s %10s\n", "", "MB/s ret", "MB/s synced", "tx cpu s", "rx cpu s", "cached MiB"
 	for (i = 1; i <= no; i++) {
 		w = order[i]

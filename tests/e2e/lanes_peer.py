@@ -10,8 +10,8 @@ DIR/root and --max-sessions 2, then plays a client (peer.py) that asks for
 refused: a wrong proof, an unknown token, a lane beyond the 4, a proof
 for another lane count, the same lane twice, a join replayed after its
 first was turned away; then joins lanes 1..3 for
-real, gets the RING, and tries once more after it (refused: the session
-started). Last, a session that never sends AUTH: only the joins it could
+real, gets LANES (all 4) and the RING, and tries once more after it
+(refused: the session started). Last, a session that never sends AUTH: only the joins it could
 be owed may wait for it. None of them may cost a session slot: while its session still
 holds one, a real `rdcp --streams 2` copy takes the other. The receiver's
 log must name the refusals. Prints what failed; exit 0 if nothing did.
@@ -177,6 +177,8 @@ def main(rdcp, port, keyfile, d):
             st, s = join(port, tok, lane, proof(lane), g)
             socks.append(s)
             check(st == ST_OK, "lane %d joins (got %r)" % (lane, st))
+        lanes = c.conn.expect(peer.LANES)
+        check(lanes.up == 4, "LANES says all 4 go on (got %r)" % (lanes.up,))
         ring = c.conn.expect(peer.RING)
         check(ring.slots == 8, "RING once all lanes joined")
         st, s = join(port, tok, 2, proof(2), g)

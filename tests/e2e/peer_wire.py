@@ -26,11 +26,11 @@ FR_SEND, FR_WRITE = 1, 2
 KEEPALIVE_S = 1.0
 (HELLO, WELCOME, RING, FILE, FILE_END, FILE_RESULT, DONE, BYE, ERROR, CREDIT,
  AUTH, HAVE, PACK_DONE, SUMS, MATCH, DELETED, DELETE_END, NAMES,
- NAMES_ACK, KEPT, NOTICE, XATTRS) = range(1, 23)
+ NAMES_ACK, KEPT, NOTICE, XATTRS, LANES) = range(1, 24)
 TYPE_NAMES = dict(enumerate(
     "HELLO WELCOME RING FILE FILE_END FILE_RESULT DONE BYE ERROR CREDIT AUTH "
     "HAVE PACK_DONE SUMS MATCH DELETED DELETE_END NAMES NAMES_ACK "
-    "KEPT NOTICE XATTRS".split(), 1))
+    "KEPT NOTICE XATTRS LANES".split(), 1))
 PUSH, PULL = 1, 2
 CSUM_NONE, CSUM_CRC32, CSUM_SHA256 = 0, 1, 2
 FEAT_AUTH, FEAT_PACK = 1, 2
@@ -309,6 +309,8 @@ SPEC = {
     # -X/-A: count entries in data (u8 name length, u16 value length, name,
     # value), before the FILE of file_id (flag FILE_XATTRS)
     XATTRS: [("file_id", "I"), ("count", "H"), ("data", "str")],
+    # the lanes that carry data once the receiver stopped taking joins
+    LANES: [("up", "B")],
 }
 _VAR = {"str": b"", "dig": b"", "paths": b"", "sums": (), "bits": (),
         "tail": b""}

@@ -50,7 +50,7 @@ ALL="sizes default sparse checksum corrupt escape destforms multifile partial"
 ALL="$ALL ctrlnames longnames fifo noconn"
 ALL="$ALL killsender killreceiver daemon auth auto check device"
 ALL="$ALL tree pull resume skip sync crypt zeros bwlimit full small script entries"
-ALL="$ALL ssh retry dirmodes owners xattrs links direct streams"
+ALL="$ALL ssh retry dirmodes owners xattrs links direct streams streamslate"
 ALL="$ALL modules metrics quota window"
 # Over RDMA these run last, after the RNR check (they re-create rxe0,
 # which resets its counters); over TCP only when named.
@@ -3787,6 +3787,45 @@ s_streams() {
 	t_log "$W/tx-std.log" "$W/rx-std.log"
 	t_end
 	rm -rf rx/st src/st48 src/sttree
+}
+
+# 34b. A lane that joins late (test hook RDCP_TEST_LANE_JOIN_DELAY=K:MS on
+#     the client: lane K waits 5 s, past the receiver's join deadline, its
+#     --connect-timeout of 3 s): the receiver goes on with lanes 0..K-1 at
+#     its deadline and refuses the late join, the client goes on with them
+#     too, one warning each side per session; a push (lane 2 late: 2 lanes)
+#     and a pull (lane 1 late: lane 0 alone) are byte identical, exit 0.
+s_streamslate() {
+	t_begin "--streams 4 with a lane that joins late: the copy goes on with the lanes that joined"
+	mkdir -p src rx/sl
+	mkrand src/sl8 $((8 * M + 7))
+	nextport
+	if start_rx_or_fail "$W/rx-sl.log" --root "$W/rx/sl" --port "$P" --connect-timeout 3; then
+		run_bounded 120 "$W/tx-sl.log" env RDCP_TEST_LANE_JOIN_DELAY=2:5000 \
+			rdcp-hooks -v --streams 4 --chunk-size 256K --port "$P" src/sl8 "$ADDR::sl8"
+		[ "$SRC" = 0 ] || t_fail "push, lane 2 late: sender exit $SRC"
+		same src/sl8 rx/sl/sl8
+		[ "$(grep -c 'did not join' "$W/tx-sl.log")" = 1 ] ||
+			t_fail "push: not one line from the sender about the late lane"
+		logged "$W/tx-sl.log" "warning: lane 2 of 4 to .* did not join (.*): going on with 2 streams" ||
+			t_fail "push: the sender did not warn that it goes on with 2 streams"
+		logged "$W/rx-sl.log" "warning: .*: lane 2 of 4 did not join (not in time): going on with 2 streams" ||
+			t_fail "push: the receiver did not warn that it goes on with 2 streams"
+		run_bounded 120 "$W/tx-slp.log" env RDCP_TEST_LANE_JOIN_DELAY=1:5000 \
+			rdcp-hooks -v --streams 4 --chunk-size 256K --port "$P" "$ADDR::sl8" "$W/rx/sl/pulled"
+		[ "$SRC" = 0 ] || t_fail "pull, lane 1 late: exit $SRC"
+		same src/sl8 rx/sl/pulled
+		[ "$(grep -c 'did not join' "$W/tx-slp.log")" = 1 ] ||
+			t_fail "pull: not one line from the client about the late lane"
+		logged "$W/tx-slp.log" "warning: lane 1 of 4 to .* did not join (.*): going on with 1 stream$" ||
+			t_fail "pull: the client did not warn that it goes on with lane 0"
+		[ "$(grep -c 'did not join' "$W/rx-sl.log")" = 2 ] ||
+			t_fail "not one line from the receiver per session about its late lane"
+		term_rx
+	fi
+	t_log "$W/tx-sl.log" "$W/tx-slp.log" "$W/rx-sl.log"
+	t_end
+	rm -rf rx/sl src/sl8
 }
 
 # Named clients and modules (--clients, --modules, rdcp-modules.conf(5)):

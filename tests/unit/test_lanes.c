@@ -58,6 +58,26 @@ static void test_lane_depths(void)
 				CHECK_EQ(cm_lane_sq_depth(&g, k),
 					 2 * slots + (k ? 0 : cm_ntx(&g)));
 			}
+			/*
+			 * Lanes 0..up-1 joined: lane 0 takes the slots of the
+			 * rest, and keeps exactly their receives posted.
+			 */
+			for (unsigned int up = 1; up <= n; up++) {
+				unsigned int on0 = 0;
+
+				for (unsigned int s = 0; s < slots; s++) {
+					unsigned int k =
+						cm_lane_carrier(s, n, up);
+
+					CHECK(k < up);
+					CHECK(k == cm_lane_of(s, n) || !k);
+					on0 += !k;
+				}
+				CHECK_EQ(cm_lane0_rq_depth(&g, n, up),
+					 (n > 1 ? on0 : slots) +
+						 CM_CTRL_CREDITS);
+			}
+			CHECK_EQ(cm_lane0_rq_depth(&g, n, 1), cm_rq_depth(&g));
 		}
 	}
 }
@@ -340,6 +360,112 @@ out:
 	cm_listener_destroy(l);
 }
 
+static void *client_one_main(void *p)
+{
+	struct client *k = p;
+	struct cm_addr a = { .host = "127.0.0.1",
+			     .port = k->port,
+			     .transport = CM_TRANSPORT_TCP };
+	struct cm_join j = { .lane = 1 };
+
+	memcpy(j.token, TOKEN, CM_TOKEN_LEN);
+	k->rc = cm_connect(&a, &k->want, &TO, &k->c);
+	if (!k->rc)
+		k->rc = cm_set_lanes(k->c, 4);
+	if (!k->rc)
+		k->rc = cm_join(k->c, &j, &TO);
+	return NULL;
+}
+
+/*
+ * Lanes 2 and 3 of 4 never joined: with keep_lanes(2) on both sides the
+ * writes of their slots go on lane 0, whose receives cover them, and every
+ * write lands; keep_lanes(3) is refused (lane 2 is missing).
+ */
+static void test_tcp_lanes_kept(void)
+{
+	struct cm_addr la = { .host = "127.0.0.1",
+			      .transport = CM_TRANSPORT_TCP };
+	struct cm_limits lim = { .max_chunk_size = 65536, .max_slots = 8 };
+	struct cm_listener *l = NULL;
+	struct cm_request *req;
+	struct cm_conn *s = NULL;
+	struct cm_ring_desc desc = { 0 };
+	struct cm_event ev[32];
+	struct client k = { 0 };
+	struct cm_join j;
+	unsigned int lanes_seen = 0;
+	int n;
+
+	k.want = (struct cm_geom){ .ctrl_size = CM_CTRL_SIZE,
+				   .ctrl_credits = CM_CTRL_CREDITS,
+				   .slots = 8,
+				   .chunk_size = 65536 };
+	CHECK_EQ(cm_listen_range(&la, 20000, 60000, &l, &k.port), 0);
+	if (!l)
+		return;
+	CHECK_EQ(pthread_create(&k.tid, NULL, client_one_main, &k), 0);
+	req = next_req(l);
+	CHECK(req && !cm_request_join(req, NULL));
+	if (!req || cm_accept(req, &lim, &TO, &s)) {
+		pthread_join(k.tid, NULL);
+		cm_listener_destroy(l);
+		return;
+	}
+	CHECK_EQ(cm_set_lanes(s, 4), 0);
+	req = next_req(l);
+	CHECK(req && cm_request_join(req, &j));
+	if (req)
+		CHECK_EQ(s->ops->accept_lane(s, req, j.lane, &TO), 0);
+	pthread_join(k.tid, NULL);
+	CHECK_EQ(k.rc, 0);
+	if (k.rc)
+		goto out;
+	CHECK_EQ(cm_keep_lanes(s, 3), -ENOTCONN);
+	CHECK_EQ(cm_keep_lanes(k.c, 0), -EINVAL);
+	CHECK_EQ(cm_keep_lanes(s, 2), 0);
+	CHECK_EQ(cm_keep_lanes(k.c, 2), 0);
+	CHECK_EQ(s->lanes_up, 2);
+	CHECK_EQ(s->ops->ring_create(s, &desc), 0);
+	CHECK_EQ(k.c->ops->stage_create(k.c, &desc), 0);
+	CHECK_EQ(cm_keep_lanes(s, 1), -EINVAL); /* after the ring: too late */
+	for (int round = 0; round < 3; round++) {
+		for (unsigned int slot = 0; slot < 8; slot++) {
+			memset(cm_stage(k.c, slot), (int)(round * 8 + slot),
+			       4096);
+			CHECK_EQ(k.c->ops->post_write(k.c, slot, 4096, slot,
+						      slot, slot == 7,
+						      100 + slot),
+				 0);
+		}
+		n = tc_poll_n(s, ev, 8);
+		CHECK_EQ(n, 8);
+		for (int i = 0; i < n; i++) {
+			unsigned int slot = ev[i].imm;
+			unsigned int lane = cm_lane_carrier(slot, 4, 2);
+
+			CHECK_EQ(ev[i].type, CM_EV_DATA);
+			CHECK_EQ(ev[i].status, 0);
+			if (lane)
+				CHECK_EQ(ev[i].id, s->nrx + lane - 1);
+			else
+				CHECK(ev[i].id < s->nrx);
+			lanes_seen |= 1u << lane;
+			CHECK_EQ(cm_slot(s, slot)[4095], round * 8 + slot);
+			CHECK_EQ(s->ops->post_recv(s, (unsigned int)ev[i].id),
+				 0);
+		}
+		n = tc_poll_n(k.c, ev, 1);
+		CHECK_EQ(n, 1);
+		CHECK_EQ(ev[0].id, 107);
+	}
+	CHECK_EQ(lanes_seen, 0x3);
+out:
+	cm_conn_destroy(k.c);
+	cm_conn_destroy(s);
+	cm_listener_destroy(l);
+}
+
 TAP_RUN(TAP_TEST(test_lane_depths), TAP_TEST(test_wfifo_order),
 	TAP_TEST(test_join_pd), TAP_TEST(test_lane_proof),
-	TAP_TEST(test_tcp_lanes))
+	TAP_TEST(test_tcp_lanes), TAP_TEST(test_tcp_lanes_kept))

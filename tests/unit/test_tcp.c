@@ -1072,6 +1072,154 @@ static void test_peer_vanishes(void)
 	sess_done(&s);
 }
 
+/* ---- lanes: a join that comes after the receiver's deadline ---- */
+
+/* The client's join of lane late_lane waits late_ms first (cm_ops.join). */
+static unsigned int late_lane;
+static int late_ms;
+static int (*real_join)(struct cm_conn *c, const struct cm_join *j,
+			const struct cm_timeouts *to);
+
+static int late_join(struct cm_conn *c, const struct cm_join *j,
+		     const struct cm_timeouts *to)
+{
+	if (j->lane == late_lane)
+		usleep((useconds_t)late_ms * 1000);
+	return real_join(c, j, to);
+}
+
+struct serve_arg {
+	struct xfer_opts o;
+	enum xfer_fail v;
+};
+
+static void *serve_main(void *p)
+{
+	struct serve_arg *a = p;
+
+	a->v = xfer_serve(&a->o);
+	return NULL;
+}
+
+/* A port on 127.0.0.1 nobody listens on (the kernel's pick, let go). */
+static uint16_t free_port(void)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	uint16_t port = 0;
+
+	inet_pton(AF_INET, LOOPBACK, &sa.sin_addr);
+	if (fd >= 0 && !bind(fd, (struct sockaddr *)&sa, sizeof(sa)))
+		port = port_of(fd);
+	if (fd >= 0)
+		close(fd);
+	return port;
+}
+
+/*
+ * A push (or pull) with --streams 4 against `rdcp --listen --once` (its
+ * connect timeout 1 s) whose lane `late` joins 1.5 s after the others:
+ * the receiver goes on with lanes 0..late-1 at its deadline, says so in
+ * LANES, and the client, whose late join is refused or times out, goes on
+ * with them too; the copy is whole on both sides.
+ */
+static void lanes_late(unsigned int late, bool pull)
+{
+	struct serve_arg sa;
+	struct xfer_opts co;
+	struct cm_addr addr = { .host = LOOPBACK,
+				.transport = CM_TRANSPORT_TCP };
+	struct cm_ops ops;
+	struct cm_conn *c = NULL;
+	struct sess s;
+	const char *dsts[1];
+	char got[200], want[200];
+	pthread_t tid;
+	int rc = -1;
+
+	sess_init(&s, 8, "/tmp");
+	sess_add(&s, "lf", 3u << 20, 41);
+	xfer_opts_init(&co);
+	co.link.chunk_size = CHUNK;
+	co.link.window = 8;
+	co.link.workers = 2;
+	co.link.timeout_ms = 10000;
+	co.link.connect_timeout_ms = 3000;
+	co.link.streams = 4;
+	sa.o = co;
+	sa.o.serve.root = s.root;
+	sa.o.serve.once = true;
+	sa.o.link.connect_timeout_ms = 1000;
+	sa.o.link.addr = addr;
+	sa.o.link.addr.port = free_port();
+	sa.v = XFER_FAIL_INTERNAL;
+	if (pull) {
+		/* The file is the receiver's; the client's DEST is srcdir. */
+		snprintf(want, sizeof(want), "%s/lf", s.root);
+		CHECK_EQ(rename(s.srcs[0], want), 0);
+		dsts[0] = "lf";
+		co.copy.pull = true;
+		co.copy.srcs = dsts;
+		co.copy.nsrcs = 1;
+		snprintf(got, sizeof(got), "%s/got", s.srcdir);
+		co.copy.dest = got;
+	} else {
+		co.copy.srcs = s.srcs;
+		co.copy.nsrcs = s.nsrcs;
+		co.copy.dest = "got";
+		snprintf(want, sizeof(want), "%s", s.srcs[0]);
+		snprintf(got, sizeof(got), "%s/got", s.root);
+	}
+	addr.port = sa.o.link.addr.port;
+	CHECK(addr.port != 0);
+	alarm(WATCHDOG_S);
+	CHECK_EQ(pthread_create(&tid, NULL, serve_main, &sa), 0);
+	/* Until it listens. */
+	for (int i = 0; i < 100 && rc; i++) {
+		struct cm_geom g = geom_of(8, CHUNK);
+
+		c = NULL;
+		rc = cm_tcp_connect(&addr, &g, &TO, &c);
+		if (rc)
+			usleep(50000);
+	}
+	CHECK_EQ(rc, 0);
+	if (!rc) {
+		ops = *c->ops;
+		real_join = ops.join;
+		ops.join = late_join;
+		c->ops = &ops;
+		late_lane = late;
+		late_ms = 1500;
+		memset(&s.st, 0, sizeof(s.st));
+		s.vc = session_client(&co, c, &s.st);
+		cm_conn_destroy(c);
+	}
+	pthread_join(tid, NULL);
+	alarm(0);
+	late_lane = 0;
+	CHECK_EQ(s.vc, XFER_OK);
+	CHECK_EQ(sa.v, XFER_OK);
+	CHECK_EQ(s.st.streams, late);
+	if (tf_same_file(want, got) != 1) {
+		printf("#   %s did not arrive as %s\n", want, got);
+		CHECK(0);
+	}
+	sess_done(&s);
+}
+
+/* Lane 2 of 4 late: lanes 0 and 1 carry the copy. */
+static void test_lanes_late_push(void)
+{
+	lanes_late(2, false);
+}
+
+/* Lane 1 of 4 late: lane 0 alone; the client is the sink. */
+static void test_lanes_late_pull(void)
+{
+	lanes_late(1, true);
+}
+
 /* ---- throughput (reported, not asserted) ---- */
 
 static void test_throughput(void)
@@ -1098,7 +1246,7 @@ static void test_throughput(void)
 TAP_RUN(TAP_TEST(test_handshake_and_ops), TAP_TEST(test_refusals),
 	TAP_TEST(test_refuse_never_waits), TAP_TEST(test_take_out_of_fds),
 	TAP_TEST(test_client_side), TAP_TEST(test_names_and_families),
-	TAP_TEST(test_session_window1),
-	TAP_TEST(test_session_window4), TAP_TEST(test_session_big_chunks),
-	TAP_TEST(test_peer_reset), TAP_TEST(test_peer_vanishes),
-	TAP_TEST(test_throughput))
+	TAP_TEST(test_session_window1), TAP_TEST(test_session_window4),
+	TAP_TEST(test_session_big_chunks), TAP_TEST(test_peer_reset),
+	TAP_TEST(test_peer_vanishes), TAP_TEST(test_lanes_late_push),
+	TAP_TEST(test_lanes_late_pull), TAP_TEST(test_throughput))

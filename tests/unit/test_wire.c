@@ -284,6 +284,10 @@ static size_t samples(struct wire_msg *m, size_t max)
 			 -ENOSPC);
 	}
 	n++;
+
+	m[n].type = WIRE_LANES;
+	m[n].u.lanes.up = 3;
+	n++;
 	CHECK(n <= max);
 	return n;
 }
@@ -392,6 +396,24 @@ static void test_decode_trailing_and_length(void)
 		CHECK_EQ(wire_decode(buf, (size_t)len, &d), -EPROTO);
 		put_be32(buf + 4, (uint32_t)len);
 		CHECK_EQ(wire_decode(buf, (size_t)len, &d), 0);
+	}
+}
+
+/* LANES: 1..16 lanes, nothing else. */
+static void test_lanes_range(void)
+{
+	struct wire_msg m = { .type = WIRE_LANES }, d;
+
+	for (unsigned int up = 0; up <= 256; up++) {
+		int len;
+
+		m.u.lanes.up = (uint8_t)up;
+		len = wire_encode(&m, buf, sizeof(buf));
+		CHECK_EQ(len, WIRE_CTRL_HDR + 1);
+		CHECK_EQ(wire_decode(buf, (size_t)len, &d),
+			 up >= 1 && up <= WIRE_STREAMS_MAX ? 0 : -EPROTO);
+		if (up == 5)
+			CHECK_EQ(d.u.lanes.up, 5);
 	}
 }
 
@@ -1825,7 +1847,7 @@ static void test_decode_file_kinds(void)
 
 TAP_RUN(TAP_TEST(test_roundtrip_every_type), TAP_TEST(test_encode_limits),
 	TAP_TEST(test_decode_file_kinds), TAP_TEST(test_decode_truncated),
-	TAP_TEST(test_decode_trailing_and_length),
+	TAP_TEST(test_decode_trailing_and_length), TAP_TEST(test_lanes_range),
 	TAP_TEST(test_decode_unknown_type), TAP_TEST(test_decode_strings),
 	TAP_TEST(test_decode_digest_len), TAP_TEST(test_golden_hello),
 	TAP_TEST(test_hello_filters), TAP_TEST(test_hello_mac_filters),

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -161,19 +162,105 @@ static int build_hello(struct engine *e, const struct xfer_opts *o,
 	return 0;
 }
 
+#ifdef RDCP_TEST_HOOKS
 /*
- * The lanes the receiver agreed to in WELCOME: lanes 1..n-1 join, each
- * with the token and its proof (auth.h), before the ring is announced.
+ * RDCP_TEST_LANE_JOIN_DELAY=K:MS (tests/e2e/scenarios.sh s_streams_late):
+ * lane K's join waits MS milliseconds first, as on a loaded host whose join
+ * comes after the receiver's deadline.
+ */
+static void join_delay_hook(unsigned int lane)
+{
+	const char *h = getenv("RDCP_TEST_LANE_JOIN_DELAY");
+	char *end;
+	unsigned long k, ms;
+
+	if (!h)
+		return;
+	k = strtoul(h, &end, 10);
+	if (*end != ':' || k != lane)
+		return;
+	ms = strtoul(end + 1, NULL, 10);
+	usleep((useconds_t)(ms > 60000 ? 60000 : ms) * 1000);
+}
+#else
+static void join_delay_hook(unsigned int lane)
+{
+	(void)lane;
+}
+#endif
+
+/*
+ * Lanes 1..n-1 join, each with the token and its proof (auth.h), one
+ * after the other until one does not (whatever the cause: refused after
+ * the receiver's deadline, timed out, resources); *up the lanes joined,
+ * *why the failed join's error (0: all joined). 0, or the error of
+ * engine_fail for what ends the session.
+ */
+static int join_lanes(struct engine *e, const struct xfer_opts *o,
+		      const struct wire_hello *h, const struct wire_welcome *w,
+		      unsigned int *up, unsigned int *dropped, int *why)
+{
+	struct cm_timeouts to = session_timeouts(o);
+	unsigned int n = w->streams;
+	struct cm_join j = { 0 };
+	int rc = 0;
+
+	*up = 1;
+	*why = 0;
+	memcpy(j.token, w->token, CM_TOKEN_LEN);
+	for (unsigned int k = 1; k < n; k++) {
+		j.lane = (uint16_t)k;
+		j.fallback = false;
+		rc = auth_lane_proof(o->link.key, h, w->nonce, j.token, k, n,
+				     false, j.proof);
+		if (rc)
+			break;
+		join_delay_hook(k);
+		rc = cm_join(e->c, &j, &to);
+		/*
+		 * Its rail was dropped (cm/ said so, once): the lane joins
+		 * rail 0 instead, with its fallback proof (auth.h).
+		 */
+		if (rc == -ENETUNREACH && w->rails > 1) {
+			if (k < w->rails)
+				(*dropped)++; /* lane k < R is rail k's first */
+			j.fallback = true;
+			rc = auth_lane_proof(o->link.key, h, w->nonce, j.token,
+					     k, n, true, j.proof);
+			if (rc)
+				break;
+			rc = cm_join(e->c, &j, &to);
+		}
+		/* Its engine does not run meanwhile: the peer is alive. */
+		e->last_rx_ms = clock_now_ms();
+		if (rc) { /* cm/ said why at debug level; LANES settles it */
+			*why = rc;
+			rc = 0;
+			break;
+		}
+		*up = k + 1;
+	}
+	OPENSSL_cleanse(&j, sizeof(j));
+	if (rc)
+		return engine_fail(e, XFER_FAIL_INTERNAL, rc, "HMAC failed");
+	return 0;
+}
+
+/*
+ * The lanes the receiver agreed to in WELCOME join (join_lanes) before the
+ * ring is announced; then the receiver's LANES says which of them carry
+ * data: lanes 0..up-1, every one of which must have joined here too. A
+ * lane that did not join is one warning, never the end of the session.
  */
 static int client_lanes(struct engine *e, const struct xfer_opts *o,
 			const struct wire_hello *h,
 			const struct wire_welcome *w)
 {
-	struct cm_timeouts to = session_timeouts(o);
 	unsigned int n = w->streams;
-	struct cm_join j = { 0 };
 	unsigned int dropped = 0; /* rails */
-	int rc;
+	unsigned int mine, up;
+	struct wire_msg m;
+	int why, rc;
 
 	if (n <= 1)
 		return 0;
@@ -204,45 +291,46 @@ static int client_lanes(struct engine *e, const struct xfer_opts *o,
 					   "cannot use the %u rails of %s",
 					   w->rails, e->c->peer);
 	}
-	memcpy(j.token, w->token, CM_TOKEN_LEN);
-	for (unsigned int k = 1; k < n; k++) {
-		j.lane = (uint16_t)k;
-		j.fallback = false;
-		rc = auth_lane_proof(o->link.key, h, w->nonce, j.token, k, n,
-				     false, j.proof);
-		if (rc)
-			return engine_fail(e, XFER_FAIL_INTERNAL, rc,
-					   "HMAC failed");
-		rc = cm_join(e->c, &j, &to);
-		/*
-		 * Its rail was dropped (cm/ said so, once): the lane joins
-		 * rail 0 instead, with its fallback proof (auth.h).
-		 */
-		if (rc == -ENETUNREACH && w->rails > 1) {
-			if (k < w->rails)
-				dropped++; /* lane k < R is rail k's first */
-			j.fallback = true;
-			rc = auth_lane_proof(o->link.key, h, w->nonce, j.token,
-					     k, n, true, j.proof);
-			if (rc)
-				return engine_fail(e, XFER_FAIL_INTERNAL, rc,
-						   "HMAC failed");
-			rc = cm_join(e->c, &j, &to);
-		}
-		if (rc) /* cm/ said why */
-			return engine_fail_logged(e, session_connect_fail(rc),
-						  rc);
-		/* Its engine does not run meanwhile: the peer is alive. */
-		e->last_rx_ms = clock_now_ms();
-	}
-	OPENSSL_cleanse(&j, sizeof(j));
+	rc = join_lanes(e, o, h, w, &mine, &dropped, &why);
+	/*
+	 * The receiver's word comes once it stopped taking joins: all
+	 * joined, or its deadline (the connect timeout from its AUTH, and
+	 * CM_RAIL_JOIN_MS per rail beyond the first), or a failed accept.
+	 */
+	if (!rc)
+		rc = engine_expect(e, WIRE_LANES, &m,
+				   SESSION_HANDSHAKE_MS +
+					   o->link.connect_timeout_ms +
+					   (int)w->rails * CM_RAIL_JOIN_MS);
+	if (rc)
+		return rc;
+	up = m.u.lanes.up;
+	if (up > n || up > mine)
+		return engine_fail(e, XFER_FAIL_CONNECT, -ENOTCONN,
+				   "%s goes on with %u of %u streams, %u "
+				   "joined here",
+				   e->c->peer, up, n, mine);
+	rc = cm_keep_lanes(e->c, up);
+	if (rc)
+		return engine_fail(e, XFER_FAIL_INTERNAL, rc,
+				   "cannot go on with %u of %u streams to %s",
+				   up, n, e->c->peer);
+	if (up < n)
+		log_warn("lane %u of %u to %s did not join (%s): going on "
+			 "with %u stream%s",
+			 up, n, e->c->peer,
+			 up < mine	     ? "the receiver did not take it"
+			 : why == -ETIMEDOUT ? "timed out"
+			 : why == -EACCES    ? "the receiver refused it"
+					     : strerror(-why),
+			 up, up == 1 ? "" : "s");
 	if (w->rails > 1 && !dropped)
-		log_info("%u streams to %s on %u rails", n, e->c->peer,
+		log_info("%u streams to %s on %u rails", up, e->c->peer,
 			 w->rails);
 	else if (w->rails > 1)
-		log_info("%u streams to %s on %u of %u rails (%u dropped)", n,
+		log_info("%u streams to %s on %u of %u rails (%u dropped)", up,
 			 e->c->peer, w->rails - dropped, w->rails, dropped);
-	log_info("%u streams to %s", n, e->c->peer);
+	log_info("%u streams to %s", up, e->c->peer);
 	return 0;
 }
 
@@ -359,7 +447,7 @@ enum xfer_fail session_client(const struct xfer_opts *o, struct cm_conn *c,
 	OPENSSL_cleanse(key, sizeof(key));
 	st->seconds = clock_now_s() - t0;
 	snprintf(st->peer, sizeof(st->peer), "%s", c->peer);
-	st->streams = c->lanes > 1 ? c->lanes : 1;
+	st->streams = c->lanes > 1 ? c->lanes_up : 1;
 	st->numa_node = c->numa_node;
 	st->workers = e.workers;
 	snprintf(st->pages, sizeof(st->pages), "%s", c->pages ? c->pages : "");

@@ -65,6 +65,12 @@ struct join_wait {
 	unsigned int owed; /* lanes 1..n-1: at most that many wait in q */
 	bool listed;
 	/*
+	 * The session went on with the lanes it has (server_join_stop):
+	 * still listed, so a join that comes late is refused with an info
+	 * line, not a warning (the session warned once).
+	 */
+	bool stopped;
+	/*
 	 * Lane k's proof (auth.h) and whether a join carrying it came
 	 * already: a proof is good for one join, whatever became of it, so
 	 * one read off the wire cannot be replayed within the session.
@@ -359,14 +365,18 @@ void audit_file(void *arg, const struct xfer_file_report *r);
  * ---- lanes (server_join.c) ----
  *
  * server_join_open lists w with a fresh token before the WELCOME that carries
- * it (0 or -errno); server_join_close unlists it and refuses what it still
- * queues (idempotent). server_join_route hands a read join request to the
- * session its token names, or refuses it (unknown token, queue full):
- * never a session slot, never a wait. server_join_lanes, on the session's
- * thread: lanes 1..n-1 of e's connection, each join's proof checked (a
- * wrong one refused and counted as a failed authentication), a lane
- * index out of range or taken refused, until all joined or deadline_ms
- * (then engine_fail). 0 or the error of engine_fail.
+ * it (0 or -errno); server_join_stop refuses what it still queues and every
+ * join after (idempotent); server_join_close unlists it as well
+ * (idempotent). server_join_route hands a read join request to the
+ * session its token names, or refuses it (unknown token, queue full, the
+ * session stopped taking joins): never a session slot, never a wait.
+ * server_join_lanes, on the session's thread: lanes 1..n-1 of e's
+ * connection, each join's proof checked (a wrong one refused and counted
+ * as a failed authentication), a lane index out of range or taken refused,
+ * until all joined, deadline_ms passed or a lane's accept failed; then the
+ * session goes on with lanes 0..up-1 (up: the first lane that did not
+ * join; one warning when up < n), said to the client in LANES
+ * (doc/PROTOCOL.md "Lanes"). 0 or the error of engine_fail.
  */
 struct engine;
 struct wire_hello;
@@ -378,6 +388,7 @@ int server_join_open(struct server *srv, struct join_wait *w, unsigned int strea
 int server_join_arm(struct server *srv, struct join_wait *w,
 	     const struct wire_hello *h, const uint8_t *nonce_s)
 	__attribute__((warn_unused_result));
+void server_join_stop(struct server *srv, struct join_wait *w);
 void server_join_close(struct server *srv, struct join_wait *w);
 void server_join_route(struct server *srv, struct cm_request *req);
 int server_join_lanes(struct server *srv, struct engine *e, struct join_wait *w,

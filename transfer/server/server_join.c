@@ -11,8 +11,12 @@
  * wire cannot be replayed within the session, even after the first was
  * turned away. The session itself checks each join's proof of
  * the session key (auth.h auth_lane_proof), its lane index (1..n-1, once
- * each) and accepts it; once all joined, or at its deadline, it unlists
- * itself, so a join after RING finds no session and is refused.
+ * each) and accepts it; once all joined, at its deadline, or when a lane's
+ * accept failed, it goes on with lanes 0..up-1, the lanes up to the first
+ * that did not join (one warning), tells the client so in LANES, and
+ * refuses every later join (server_join_stop) with an info line: a join
+ * after RING is refused, as is any join once the session ended and
+ * unlisted itself (server_join_close).
  */
 #include <errno.h>
 #include <string.h>
@@ -69,7 +73,8 @@ int server_join_open(struct server *srv, struct join_wait *w, unsigned int strea
 	return 0;
 }
 
-void server_join_close(struct server *srv, struct join_wait *w)
+/* Stops w taking joins, and unlists it too with unlist. */
+static void join_end(struct server *srv, struct join_wait *w, bool unlist)
 {
 	struct cm_request *q[JOIN_QUEUE];
 	unsigned int nq;
@@ -77,7 +82,8 @@ void server_join_close(struct server *srv, struct join_wait *w)
 	if (!w->listed) /* only a listed one is routed to */
 		return;
 	pthread_mutex_lock(&srv->lock);
-	if (w->listed) {
+	w->stopped = true;
+	if (w->listed && unlist) {
 		for (struct join_wait **p = &srv->joins; *p; p = &(*p)->next)
 			if (*p == w) {
 				*p = w->next;
@@ -91,6 +97,16 @@ void server_join_close(struct server *srv, struct join_wait *w)
 	pthread_mutex_unlock(&srv->lock);
 	for (unsigned int i = 0; i < nq; i++)
 		cm_reject_join(q[i]);
+}
+
+void server_join_stop(struct server *srv, struct join_wait *w)
+{
+	join_end(srv, w, false);
+}
+
+void server_join_close(struct server *srv, struct join_wait *w)
+{
+	join_end(srv, w, true);
 }
 
 static void refuse_join(struct server *srv, struct cm_request *req,
@@ -152,6 +168,15 @@ void server_join_route(struct server *srv, struct cm_request *req)
 			return;
 		}
 		*seen = true;
+	}
+	/* Late: the session went on without that lane, and warned. */
+	if (w && w->stopped) {
+		pthread_mutex_unlock(&srv->lock);
+		log_info("refused lane %u from %s: it came after its session "
+			 "went on without it",
+			 j.lane, cm_request_peer(req));
+		cm_reject_join(req);
+		return;
 	}
 	/*
 	 * No more wait than the session is owed: before its AUTH, joins
@@ -219,6 +244,38 @@ static struct cm_request *next_join(struct server *srv, struct join_wait *w,
 	}
 }
 
+/*
+ * Lanes 0..up-1 go on (up: the first lane that did not join), said once
+ * when that is not all n, and told to the client in LANES.
+ */
+static int join_settle(struct engine *e, const bool *have, unsigned int n,
+		       unsigned int got, int why)
+{
+	struct wire_msg m = { .type = WIRE_LANES };
+	unsigned int up = 1;
+	int rc;
+
+	while (up < n && have[up])
+		up++;
+	if (up < n)
+		log_warn("%s: lane %u of %u did not join (%s): going on with "
+			 "%u stream%s",
+			 e->c->peer, up, n,
+			 why == -ETIMEDOUT ? "not in time" : strerror(-why), up,
+			 up == 1 ? "" : "s");
+	rc = cm_keep_lanes(e->c, up);
+	if (rc)
+		return engine_fail(e, XFER_FAIL_INTERNAL, rc,
+				   "cannot go on with %u of %u streams (%u "
+				   "joined) for %s",
+				   up, n, got + 1, e->c->peer);
+	m.u.lanes.up = (uint8_t)up;
+	rc = engine_send(e, &m);
+	if (!rc && up == n)
+		log_info("%u streams from %s", n, e->c->peer);
+	return rc;
+}
+
 int server_join_lanes(struct server *srv, struct engine *e, struct join_wait *w,
 	       unsigned int n, const struct wire_hello *h,
 	       const uint8_t *nonce_s, uint64_t deadline_ms)
@@ -228,6 +285,7 @@ int server_join_lanes(struct server *srv, struct engine *e, struct join_wait *w,
 	uint8_t want[CM_PROOF_LEN];
 	unsigned int got = 0;
 	bool rail_first;
+	int why = 0;
 	int rc;
 
 	/* Each rail's first join may take the client CM_RAIL_JOIN_MS. */
@@ -248,12 +306,9 @@ int server_join_lanes(struct server *srv, struct engine *e, struct join_wait *w,
 		struct cm_request *req = next_join(srv, w, deadline_ms);
 		struct cm_join j;
 
-		if (!req) {
-			server_join_close(srv, w);
-			return engine_fail(e, XFER_FAIL_CONNECT, -ETIMEDOUT,
-					   "%s: %u of %u streams joined in "
-					   "time",
-					   e->c->peer, got + 1, n);
+		if (!req) { /* the rest did not come in time */
+			why = -ETIMEDOUT;
+			break;
 		}
 		cm_request_join(req, &j);
 		rail_first = e->c->rails > 1 && j.lane < e->c->rails;
@@ -293,16 +348,20 @@ int server_join_lanes(struct server *srv, struct engine *e, struct join_wait *w,
 				 j.lane, e->c->peer, strerror(-rc));
 			continue;
 		}
+		/*
+		 * Nor is any lane that fails to join: the client, which sees
+		 * its join fail too, joins no more, and both go on with the
+		 * lanes before it (LANES).
+		 */
 		if (rc) {
-			server_join_close(srv, w);
-			return engine_fail_logged(e, XFER_FAIL_CONNECT, rc);
+			why = rc;
+			break;
 		}
 		have[j.lane] = true;
 		got++;
 		/* Its engine does not run meanwhile: the peer is alive. */
 		e->last_rx_ms = clock_now_ms();
 	}
-	server_join_close(srv, w);
-	log_info("%u streams from %s", n, e->c->peer);
-	return 0;
+	server_join_stop(srv, w);
+	return join_settle(e, have, n, got, why);
 }

@@ -320,6 +320,9 @@ static void enc_body(struct be_put *w, const struct wire_msg *m)
 	case WIRE_NOTICE:
 		be_put_str(w, m->u.notice.msg, WIRE_MSG_MAX);
 		break;
+	case WIRE_LANES:
+		be_put_u8(w, m->u.lanes.up);
+		break;
 	case WIRE_XATTRS:
 		be_put_u32(w, m->u.xattrs.file_id);
 		be_put_u16(w, m->u.xattrs.count);
@@ -778,6 +781,11 @@ static void dec_body(struct be_get *r, struct wire_msg *m)
 	case WIRE_NOTICE:
 		be_get_str(r, m->u.notice.msg, WIRE_MSG_MAX);
 		break;
+	case WIRE_LANES:
+		m->u.lanes.up = be_get_u8(r);
+		if (!m->u.lanes.up || m->u.lanes.up > WIRE_STREAMS_MAX)
+			r->err = true;
+		break;
 	case WIRE_XATTRS:
 		dec_xattrs(r, &m->u.xattrs);
 		break;
@@ -883,6 +891,7 @@ const char *wire_type_name(unsigned int type)
 		[WIRE_KEPT] = "KEPT",
 		[WIRE_NOTICE] = "NOTICE",
 		[WIRE_XATTRS] = "XATTRS",
+		[WIRE_LANES] = "LANES",
 	};
 
 	return type < WIRE_TYPE_MAX && names[type] ? names[type] : "?";

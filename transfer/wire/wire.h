@@ -113,6 +113,7 @@ enum wire_type {
 	WIRE_KEPT,	  /* sink -> source: --sync etc.: files kept as is */
 	WIRE_NOTICE,	  /* sink -> source: a warning for the user */
 	WIRE_XATTRS,	  /* source -> sink: -X/-A: the next FILE's xattrs */
+	WIRE_LANES,	  /* server -> client: the lanes that joined */
 	WIRE_TYPE_MAX,
 };
 
@@ -578,6 +579,16 @@ struct wire_notice {
 };
 
 /*
+ * --streams, server -> client, once the receiver stopped taking joins
+ * (doc/PROTOCOL.md "Lanes"): lanes 0..up-1 carry the slots' writes, the
+ * slots of lanes up..streams-1 go on lane 0. 1..WIRE_STREAMS_MAX; the
+ * client checks it against WELCOME's streams.
+ */
+struct wire_lanes {
+	uint8_t up;
+};
+
+/*
  * -X/-A, source -> sink, right before the FILE (flag XATTRS) of file_id:
  * its extended attributes, count entries back to back in data (len
  * bytes): name length u8 (1..255), value length u16, the name (no NUL),
@@ -660,6 +671,7 @@ struct wire_msg {
 		struct wire_names_ack names_ack;
 		struct wire_notice notice;
 		struct wire_xattrs xattrs;
+		struct wire_lanes lanes;
 	} u;
 };
 
