@@ -28,9 +28,15 @@ if ! command -v gnuplot >/dev/null 2>&1; then
 fi
 nseries=$(head -n1 "$data" | awk -F'\t' '{ print NF - 1 }')
 rows=$(($(wc -l <"$data") - 1))
-# Wide enough for the labels under the bars, rotated.
-width=$((rows * 80 + 450))
+# Room for the labels under the bars, rotated by 35 degrees (in gnuplot's
+# character heights and widths, measured on its png terminal): about 0.3
+# of the longest label's length below the axis, 0.82 of it to the right.
+longest=$(tail -n +2 "$data" | awk -F'\t' '{ if (length($1) > m) m = length($1) } END { print m + 0 }')
+bmargin=$((longest * 30 / 100 + 3))
+rmargin=$((longest * 82 / 100 / 2 + 4))
+width=$((rows * 80 + 450 + longest * 4))
 [ "$width" -ge 800 ] || width=800
+height=$((450 + bmargin * 15))
 plot=
 for i in $(seq 2 $((nseries + 1))); do
 	if [ "$i" = 2 ]; then
@@ -40,7 +46,7 @@ for i in $(seq 2 $((nseries + 1))); do
 	fi
 done
 if ! gnuplot 2>"$png.err" <<EOF; then
-set terminal png size $width,600 noenhanced
+set terminal png size $width,$height noenhanced
 set output '$png'
 set datafile separator "\t"
 set datafile missing "-"
@@ -55,8 +61,8 @@ set boxwidth 0.9
 set xtics rotate by -35 left nomirror
 set key top right
 set arrow from graph 0, first 1 to graph 1, first 1 nohead dashtype 2
-set bmargin 14
-set rmargin 30
+set bmargin $bmargin
+set rmargin $rmargin
 plot $plot
 EOF
 	echo "chart: no chart ($png): gnuplot failed: $(head -n1 "$png.err")" >&2
