@@ -201,7 +201,7 @@ if [ -n "${TARGET_DIR:-}" ]; then
 		die "cannot make a directory in TARGET_DIR=$TARGET_DIR on $B"
 else
 	TB=$WB/target
-	rsc "$B" 'mkdir "$1"' "$TB"
+	rsc "$B" 'mkdir "$1"' "$TB" || die "cannot make $TB on $B"
 fi
 LPIDS=()
 cleanup() {
@@ -475,7 +475,7 @@ rdcp_row() {
 	# What arrived: the files and their bytes (rdcp names a file only
 	# once it is verified).
 	got=$(rsc "$B" 'find "$1" -type f | wc -l; find "$1" -type f -exec stat -c %s {} + | awk "{ s += \$1 } END { printf \"%.0f\n\", s }"
-		rm -rf "$1" && mkdir "$1"' "$TB" </dev/null | tr '\n' ' ')
+		rm -rf "$1" && mkdir "$1"' "$TB" </dev/null | tr '\n' ' ') || true
 	if [ "${rc:-x}" != 0 ]; then
 		fail "$name" "$rep" "rdcp exit ${rc:-?}: $(grep -v '^T ' <<<"$out" | tail -n 2)"
 		return

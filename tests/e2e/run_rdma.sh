@@ -195,7 +195,7 @@ for sc in "$@"; do
 		# (rdma_pair.sh benchhw): the kit, its chart helper and bash
 		# (the guests' sh is busybox's), and bench_ceiling when built
 		# (make build/tests/bench_ceiling; else the kit's note is checked).
-		hw=(--bin /usr/bin/bash --file "$REPO/tests/bench/hw.sh:/test/hw.sh"
+		hw=(--bin "$BASH" --file "$REPO/tests/bench/hw.sh:/test/hw.sh"
 			--file "$REPO/tests/bench/chart.sh:/test/chart.sh")
 		if [ -x "$BUILD/tests/bench_ceiling" ]; then
 			hw+=(--bin "$BUILD/tests/bench_ceiling")
