@@ -18,6 +18,7 @@
 #   make install DESTDIR=... PREFIX=/usr
 #   make deb / make rpm  packages in build/ (NOCHECK=1: skip unit tests)
 #   make test-packages   build both packages, lint and inspect them
+#   make bench-hw HOSTS=a,b  qualify two real RDMA hosts (over ssh)
 #   make V=1             show commands
 
 # The one place the version is kept; packaging reads it with `make -s version`.
@@ -286,6 +287,15 @@ bench: setup
 	$(Q)if command -v $(MPICC) >/dev/null 2>&1; then \
 		$(MAKE) --no-print-directory mpi && tests/bench/mpi.sh $(BUILD); \
 	else echo "bench: no MPI compiler: rdcp-mpi's scaling left out"; fi
+
+# The hardware qualification kit (tests/bench/hw.sh; doc/PERFORMANCE.md,
+# "Qualifying real hardware"): ib_write_bw, the network-free ceiling and
+# rdcp between two hosts over ssh, one Markdown table of ratios and the
+# hosts' facts, a chart beside it. HOSTS=a,b; RDCP, TARGET_DIR and the
+# BENCH_* knobs from the environment or the command line.
+.PHONY: bench-hw
+bench-hw: $(BUILD)/tests/bench_ceiling
+	$(Q)HOSTS="$(HOSTS)" tests/bench/hw.sh $(BUILD)
 
 # The unit names the binary and the config file: their paths follow
 # BINDIR and SYSCONFDIR. An existing rdcpd.conf is never overwritten.

@@ -197,7 +197,7 @@ guest_single_group() {
 
 guest_pair_group() {
 	run_suite rdma-pair-e2e "$HERE/e2e/run_rdma.sh" --build "$BUILD" \
-		ssh rxhost txhost linkcut retry
+		ssh rxhost txhost linkcut retry benchhw
 	# rdcp-mpi's ranks in a Soft-RoCE guest, when it was built.
 	if [ -x "$BUILD/rdcp-mpi" ]; then
 		run_suite mpi-rdma-e2e "$HERE/e2e/mpi_rdma.sh" --build "$BUILD"

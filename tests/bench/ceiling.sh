@@ -28,8 +28,10 @@
 # Environment: CEIL_REPS (5), CEIL_BIG_REPS (3), CEIL_MIB (1024),
 # CEIL_BIG_MIB (8192), CEIL_DISK (1; 0: tmpfs only), CEIL_WORKERS
 # ("1 2 4"). Raw lines go to BUILD/bench/ceiling-raw.txt, JSON to
-# BUILD/bench/ceiling.json; CEIL_REPORT=1 prints the tables again from
-# the raw lines of the last run, measuring nothing.
+# BUILD/bench/ceiling.json, a chart of the rdcp / cp column to
+# BUILD/bench/ceiling.png (tests/bench/chart.sh); CEIL_REPORT=1 prints
+# the tables (and draws the chart) again from the raw lines of the last
+# run, measuring nothing.
 set -euo pipefail
 BUILD=${1:-build}
 BIN=$(cd "$BUILD" && pwd)/tests/bench_ceiling
@@ -166,7 +168,7 @@ if command -v strace >/dev/null 2>&1; then
 fi
 fi # CEIL_REPORT
 
-awk -v json="$OUT/ceiling.json" -v mib="$MIB" -v bigmib="$BIG_MIB" \
+awk -v json="$OUT/ceiling.json" -v tsv="$OUT/ceiling.tsv" -v mib="$MIB" -v bigmib="$BIG_MIB" \
 	-v reps="$REPS" -v bigreps="$BIG_REPS" -v workers="$WORKERS" '
 function median(k,   n, i, j, t, a) {
 	n = cnt[k]
@@ -206,8 +208,11 @@ function row(fs, size, name, label,   k, t, c, mbs) {
 		printf "  %-34s %8.0f %6.2f %10.2f %10.2f %9.0f\n", label, mbs, c ? c / t : 0,
 			median(k SUBSEP "src"), median(k SUBSEP "sink"), median(k SUBSEP "rss") / 1024
 	js = js sprintf("%s\"%s/%s/%s\":{\"mbps\":%.1f,\"vs_cp\":%.3f}", js == "" ? "" : ",", fs, size, name, mbs, c ? c / t : 0)
+	if (name != "cp" && inchart) # the chart: rdcp / cp of the non-sparse rows
+		printf "%s: %s\t%.3f\n", fs, label, (c ? c / t : 0) > tsv
 }
 END {
+	printf "row\trdcp / cp\n" > tsv
 	printf "\nNetwork-free ceiling (engine file to file over memconn, one memcpy per chunk; %s UTC, load %s -> %s, %s cores)\n", run["date"], run["load0"], run["load1"], run["cores"]
 	printf "Per-core costs, 1 MiB buffers out of cache: CRC32 (%s) %.1f GB/s, zlib CRC32 %.1f GB/s, SHA-256 %.2f GB/s, memcpy %.1f GB/s (%.3f s/GiB)\n",
 		crcimpl, micro["crc32_rdcp"], micro["crc32_zlib"], micro["sha256"], micro["memcpy"], mspg["memcpy"]
@@ -219,6 +224,7 @@ END {
 			s = sprintf("%.0f", (z == 1 ? mib : bigmib) * 1048576) # mawk: no %d past 2^31
 			if (!cnt[fs SUBSEP s SUBSEP "cp"]) continue
 			r = z == 2 ? bigreps : reps
+			inchart = z == 1
 			note = "rdcp / cp goal >= 1.0"
 			if (z == 2) note = "both keep the holes: the time is the fixed cost of a session, the RSS must equal the row above"
 			printf "\n %s, %.0f MiB%s, page cache -> %s, median of %d (MB/s; %s)\n",
@@ -242,3 +248,6 @@ END {
 		js, micro["crc32_rdcp"], micro["crc32_zlib"], micro["sha256"], micro["memcpy"], raw > json
 }' "$RAW"
 echo "raw numbers: $OUT/ceiling.json"
+"$(dirname "${BASH_SOURCE[0]}")/chart.sh" "$OUT/ceiling.png" \
+	"Network-free ceiling, $MIB MiB, page cache to each file system: rdcp / cp (medians)" \
+	"rdcp / cp" "$OUT/ceiling.tsv"

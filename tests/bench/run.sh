@@ -8,7 +8,8 @@
 # then --streams 2 over one rail and two, BENCH_REPS times, median of
 # each);
 # prints a table of medians and ratios and writes the raw numbers as JSON
-# to build/bench/rdma.json.
+# to build/bench/rdma.json, a chart of the medians to build/bench/rdma.png
+# (tests/bench/chart.sh).
 #
 #   tests/bench/run.sh BUILD_DIR
 # Environment: BENCH_MIB (file size, default 256), BENCH_REPS (default 5),
@@ -36,7 +37,7 @@ if grep -Eq '^# .*(failed|differs)' "$log"; then
 	exit 1
 fi
 
-awk -v json="$OUT/rdma.json" -v mib="${BENCH_MIB:-256}" '
+awk -v json="$OUT/rdma.json" -v tsv="$OUT/rdma.tsv" -v mib="${BENCH_MIB:-256}" '
 function median(name,   n, i, j, t, a) {
 	n = cnt[name]
 	for (i = 1; i <= n; i++) a[i] = val[name, i]
@@ -79,7 +80,16 @@ END {
 	printf "  peak RSS KiB, 1 GiB file: sender %s receiver %s; 8 GiB: sender %s receiver %s\n",
 		rss["rss_1g", "s"], rss["rss_1g", "r"], rss["rss_8g", "s"], rss["rss_8g", "r"]
 	printf "  RNR errors during the bench: %s\n", rnr
+	printf "contender\tMB/s\n" > tsv
+	printf "ib_write_bw 64 KiB\t%.2f\nib_write_bw chunk size\t%.2f\nrcopy\t%.2f\nrdcp\t%.2f\n", w64, wch, c, r > tsv
+	for (k = 1; k <= 4; k *= 2)
+		if (cnt["rdcp_s" k]) printf "rdcp --streams %d\t%.2f\n", k, median("rdcp_s" k) > tsv
+	if (cnt["rdcp_s2_2rails"])
+		printf "rdcp --streams 2, 1 rail\t%.2f\nrdcp --streams 2, 2 rails\t%.2f\n", o, t2 > tsv
+	if (b) printf "rdcp_base\t%.2f\n", b > tsv
 	printf "{\"soft_roce\":{\"ib_write_bw_64k\":%s,\"ib_write_bw_chunk\":%s,\"rcopy\":%s,\"rdcp\":%s,\"raw\":[%s]}}\n",
 		w64, wch, c, r, raw > json
 }' "$log"
 echo "raw numbers: $OUT/rdma.json"
+"$HERE/chart.sh" "$OUT/rdma.png" "Soft-RoCE guest (emulated: ratios only), medians" \
+	"MB/s" "$OUT/rdma.tsv"

@@ -11,7 +11,8 @@
 #   - CPU seconds per GiB and peak RSS of each side for 1 GiB and 8 GiB
 #     (sparse) files, from the "resources:" line (getrusage) that -v ends
 #     with: those copies go to a receiver of their own (--once)
-# Prints a table; raw numbers go to BUILD/bench/tcp.json. With BENCH_BASE
+# Prints a table; raw numbers go to BUILD/bench/tcp.json, a chart to
+# BUILD/bench/tcp.png (tests/bench/chart.sh). With BENCH_BASE
 # set to another rdcp binary (say main's build), that one copies the 1 GiB
 # file too in every round, to a receiver of its own, after rdcp in odd
 # rounds and before it in even ones (ABBA: neither always follows
@@ -209,7 +210,7 @@ for g in 1 8; do
 done
 kill "$RXPID"; wait "$RXPID" 2>/dev/null || true
 
-awk -v json="$OUT/tcp.json" -v mib="$MIB" -v reps="$REPS" '
+awk -v json="$OUT/tcp.json" -v tsv="$OUT/tcp.tsv" -v mib="$MIB" -v reps="$REPS" '
 function median(name,   n, i, j, t, a) {
 	n = cnt[name]
 	for (i = 1; i <= n; i++) a[i] = val[name, i]
@@ -236,7 +237,11 @@ END {
 	printf "  %d x 4 KiB files: rdcp %.1f MB/s, tar | nc %.1f MB/s, ratio %.2f (target >= 1)\n", '"$NSMALL"', rs_, tn, tn ? rs_ / tn : 0
 	printf "  rdcp CPU s per GiB (median): sender %.2f, receiver %.2f\n", median("tx") * 1024 / mib, median("rx") * 1024 / mib
 	printf "  peak RSS KiB, 1 GiB file: sender %s receiver %s; 8 GiB sparse: sender %s receiver %s\n", rss["rss_1g"], rssr["rss_1g"], rss["rss_8g"], rssr["rss_8g"]
+	printf "contender\tMB/s\niperf3 single stream\t%.1f\nnc\t%.1f\nscp\t%.1f\nrsync (daemon)\t%.1f\nrdcp --transport tcp\t%.1f\n", i3, n, s, y, r > tsv
+	printf "%d x 4 KiB files: rdcp\t%.1f\n%d x 4 KiB files: tar | nc\t%.1f\n", '"$NSMALL"', rs_, '"$NSMALL"', tn > tsv
 	printf "{\"tcp\":{\"iperf3\":%s,\"rdcp\":%s,\"nc\":%s,\"scp\":%s,\"rsync\":%s,\"rdcp_small\":%s,\"tar_nc\":%s,\"raw\":[%s]}}\n",
 		i3, r, n, s, y, rs_, tn, raw > json
 }' "$RAW"
 echo "raw numbers: $OUT/tcp.json"
+"$(dirname "${BASH_SOURCE[0]}")/chart.sh" "$OUT/tcp.png" \
+	"TCP on loopback, $MIB MiB file, medians" "MB/s" "$OUT/tcp.tsv"

@@ -33,6 +33,16 @@
 #            the same push with --transport tcp is seen not to move them;
 #            rdcp's ssh mode pushes and pulls, also with --streams 4.
 #            b does nothing for it but run sshd (tests/guest/init.sh).
+#   benchhw  the hardware qualification kit (tests/bench/hw.sh, shipped as
+#            /test/hw.sh with /test/chart.sh, bash and bench_ceiling) run on
+#            a with HOSTS=10.77.1.1,10.77.1.2 (a reaches itself over ssh
+#            too), one round, small files: it must exit 0 and print its
+#            Markdown block with every row (ib_write_bw 1 and 4 QPs, the
+#            ceiling when bench_ceiling was shipped, rdcp --streams 1/2/4,
+#            --encrypt, sha256, the small files) carrying a rate above 0
+#            from 1 of 1 rounds, the rails row left out with its note (one
+#            device each), both hosts' facts; and a chart or the one line
+#            that says there is none. Rates are not judged.
 # The surviving guest(s) print TAP lines ("ok N - ...", "not ok N - ..."
 # with "# " diagnostics, the plan last) and exit 0 only if all passed.  A
 # pre-shared key, if the build needs one, is expected at /etc/rdcp/key;
@@ -244,6 +254,91 @@ b:ssh)
 	# clock may run at thrice another's under a loaded TCG host).
 	sleep 600
 	echo "not ok 1 - ssh: guest b should have been killed"
+	echo "1..1"
+	exit 1
+	;;
+# ---------------------------------------------------------------- benchhw
+a:benchhw)
+	HW=$W/hw/bench
+	t_begin "the kit runs a->b over ssh and prints its Markdown block"
+	wait_peer 60 || t_fail "peer never answered ping"
+	wait_until 60 "" ssh_up || t_fail "b's sshd did not let a in within 60 s"
+	# shellcheck disable=SC2086 # SSH: words
+	wait_until 60 "" eval '$SSH 10.77.1.1 true </dev/null >/dev/null 2>&1' ||
+		t_fail "a's own sshd did not let a in within 60 s"
+	_ceil=/usr/bin/bench_ceiling
+	[ -x "$_ceil" ] || _ceil=/nonexistent
+	if [ -z "$T_WHY" ]; then
+		run_bounded 900 "$W/hw.log" env HOSTS=10.77.1.1,10.77.1.2 \
+			BENCH_REPS=1 BENCH_HW_MIB=16 BENCH_HW_FILES=200 \
+			BENCH_HW_FILE_SIZE=4096 BENCH_HW_CEIL_MIB=16 \
+			BENCH_HW_BW_SECS=2 CEILING=$_ceil \
+			bash /test/hw.sh "$W/hw"
+		echo "# the kit took ${ST}s, exit $SRC"
+		[ "$SRC" = 0 ] || t_fail "kit exit $SRC"
+		grep -q '^### rdcp hardware qualification: 10.77.1.1 -> 10.77.1.2$' "$HW/bench-hw.md" ||
+			t_fail "no header line in $HW/bench-hw.md"
+		grep -qx '| row | Gb/s | min-max | / ib_write_bw | / ceiling | rounds |' "$HW/bench-hw.md" ||
+			t_fail "no table header"
+		sed 's/^/# /' "$HW/bench-hw.md" 2>/dev/null
+	fi
+	t_log "$W/hw.log"
+	t_end
+	# row LABEL: the table line of LABEL with a rate above 0, from 1/1 rounds.
+	row() {
+		awk -F'|' -v p=" $1 " '$2 == p && $3 + 0 > 0 && $7 == " 1/1 " { ok = 1 }
+			END { exit !ok }' "$HW/bench-hw.md" 2>/dev/null || t_fail "row '$1' missing, failed or 0"
+	}
+	t_begin "every row is in the table with a rate (not judged) from its one round"
+	row "ib_write_bw, 1 QP, 1 MiB writes (reference)"
+	row "ib_write_bw, 4 QPs, 1 MiB writes (reference)"
+	if [ "$_ceil" = /nonexistent ]; then
+		grep -q "no ceiling row: /nonexistent not built" "$HW/bench-hw.md" 2>/dev/null ||
+			t_fail "no ceiling row and no note why"
+		echo "# bench_ceiling was not shipped (make build/tests/bench_ceiling): the note checked instead"
+	else
+		row "network-free ceiling on b: 16 MiB, engine file to file"
+	fi
+	row "rdcp, 1 file of 16 MiB, --streams 1"
+	row "rdcp, 1 file of 16 MiB, --streams 2"
+	row "rdcp, 1 file of 16 MiB, --streams 4"
+	row "rdcp, 1 file of 16 MiB, --encrypt"
+	row "rdcp, 1 file of 16 MiB, --checksum sha256"
+	row "rdcp -r, 200 files of 4096 bytes"
+	grep -q '^| rdcp -r, 200 files of 4096 bytes | [0-9.]* ([0-9]* files/s)' "$HW/bench-hw.md" 2>/dev/null ||
+		t_fail "the small files' row has no files/s"
+	! grep -q 'every rail' "$HW/bench-hw.md" 2>/dev/null || t_fail "a rails row with one device each"
+	grep -q "^- no rails row: 10.77.1.2 has 1 active RDMA device" "$HW/bench-hw.md" 2>/dev/null ||
+		t_fail "no note on the rails row"
+	t_end
+	t_begin "both hosts' facts: kernel, CPUs, NUMA, rxe0 and its link, the target's file system"
+	for _f in "| kernel | Linux " "| CPUs | 1 | 1 |" "| NUMA nodes | 1 | 1 |" \
+		"| used | source /dev/shm/rdcp-hw." "| files (file system, source, free) | source: /dev/shm/"; do
+		grep -qF "$_f" "$HW/bench-hw.md" 2>/dev/null || t_fail "no '$_f'"
+	done
+	grep -q '^| RDMA devices .* | rxe0: ACTIVE, .*Gb/sec.*, NUMA node .*rdma_rxe.*10\.77\.1\.1 | rxe0: ACTIVE, .*10\.77\.1\.2 |$' \
+		"$HW/bench-hw.md" 2>/dev/null || t_fail "the RDMA devices line does not show rxe0 on both"
+	grep -q '| target: /dev/shm/rdcp-hw\.[^ ]*/target: tmpfs on tmpfs, [0-9.]* GiB free |' "$HW/bench-hw.md" 2>/dev/null ||
+		t_fail "the target's file system and free space missing"
+	grep -q '^| used | .* | rxe0 at 10.77.1.2 (NUMA node ' "$HW/bench-hw.md" 2>/dev/null ||
+		t_fail "b's device and address not named"
+	t_end
+	t_begin "a chart beside the table, or one line that says there is none"
+	if [ -s "$HW/bench-hw.png" ]; then
+		echo "# chart: $HW/bench-hw.png"
+	else
+		_n=$(grep -c '^chart: no chart' "$W/hw.log")
+		[ "$_n" = 1 ] || t_fail "no chart and $_n lines about it"
+		grep '^chart: no chart' "$W/hw.log" | sed 's/^/# /'
+	fi
+	t_end
+	echo RDCP-GUEST-KILL-OTHER
+	t_finish
+	;;
+b:benchhw)
+	# a's kit runs everything here over ssh, then has us killed.
+	sleep 900
+	echo "not ok 1 - benchhw: guest b should have been killed"
 	echo "1..1"
 	exit 1
 	;;
@@ -535,7 +630,7 @@ b:retry)
 	t_finish
 	;;
 *)
-	echo "not ok 1 - unknown role/scenario '$ROLE:$SCEN' (want a|b and [ssh] rxhost|txhost|linkcut|retry, or ssh)"
+	echo "not ok 1 - unknown role/scenario '$ROLE:$SCEN' (want a|b and [ssh] rxhost|txhost|linkcut|retry, or ssh, benchhw)"
 	echo "1..1"
 	exit 2
 	;;

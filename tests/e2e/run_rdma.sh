@@ -13,7 +13,7 @@
 # before its plan counts as a failed test.  Ends with "N passed, N failed"
 # and a non-zero status if anything failed.
 #
-#   tests/e2e/run_rdma.sh [--build DIR] [single[:NAME,...]|rxhost|txhost|linkcut|retry|ssh|numa]...
+#   tests/e2e/run_rdma.sh [--build DIR] [single[:NAME,...]|rxhost|txhost|linkcut|retry|ssh|numa|benchhw]...
 #       DIR (default build/) holds rdcp and hooks/rdcp; logs go to DIR/e2e/.
 #       Without scenario names, the first five run (a few minutes); ssh
 #       boots a pair for rdma_pair.sh's ssh checks alone.
@@ -23,6 +23,8 @@
 #       single guest (`tests/e2e/run_tcp.sh --list` names them), e.g.
 #       single:tree,pull. numa boots a guest with two NUMA nodes and its
 #       NIC on node 1 for tests/e2e/numa.sh (placement, huge pages).
+#       benchhw boots a pair for the hardware qualification kit
+#       (tests/bench/hw.sh, make bench-hw) run from a against a and b.
 set -uo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -33,7 +35,7 @@ while [ $# -gt 0 ]; do
 	case "$1" in
 	--build) [ $# -ge 2 ] || { echo "run_rdma.sh: --build wants a directory" >&2; exit 2; }
 		BUILD=$2; shift 2 ;;
-	-h|--help) sed -n '3,24p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n '3,26p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) break ;;
 	esac
 done
@@ -188,11 +190,25 @@ for sc in "$@"; do
 		run_guest pair-linkcut "a b" --pair --timeout 320 "${common[@]}" "$HERE/rdma_pair.sh" linkcut ;;
 	retry)
 		run_guest pair-retry "a b" --pair --timeout 320 "${common[@]}" "$HERE/rdma_pair.sh" retry ;;
+	benchhw)
+		# The hardware qualification kit run from a against the pair
+		# (rdma_pair.sh benchhw): the kit, its chart helper and bash
+		# (the guests' sh is busybox's), and bench_ceiling when built
+		# (make build/tests/bench_ceiling; else the kit's note is checked).
+		hw=(--bin "$BASH" --file "$REPO/tests/bench/hw.sh:/test/hw.sh"
+			--file "$REPO/tests/bench/chart.sh:/test/chart.sh")
+		if [ -x "$BUILD/tests/bench_ceiling" ]; then
+			hw+=(--bin "$BUILD/tests/bench_ceiling")
+		else
+			echo "# benchhw: no $BUILD/tests/bench_ceiling: the kit runs without its ceiling row"
+		fi
+		run_guest pair-benchhw a --pair --timeout 900 "${common[@]}" "${hw[@]}" \
+			"$HERE/rdma_pair.sh" benchhw ;;
 	numa)
 		# A boot of its own: two NUMA nodes, the NIC on node 1.
 		run_guest numa s --numa --timeout 400 --mem 1024 "${common[@]}" "$HERE/numa.sh" ;;
 	*)
-		notok "unknown scenario $sc (single[:NAME,...] rxhost txhost linkcut retry ssh numa)" ;;
+		notok "unknown scenario $sc (single[:NAME,...] rxhost txhost linkcut retry ssh numa benchhw)" ;;
 	esac
 done
 echo "# total: $((SECONDS - start))s"
