@@ -1948,6 +1948,25 @@ static void *list_writer_main(void *p)
 }
 
 /*
+ * sess_run with s->list a pipe (pipe2 flags besides O_CLOEXEC) that lw
+ * writes from a thread of its own, as rdcp-mpi or a shell feeds a list.
+ */
+static void sess_run_listed(struct sess *s, struct list_writer *lw,
+			    int flags)
+{
+	int fds[2];
+	pthread_t tid;
+
+	CHECK_EQ(pipe2(fds, O_CLOEXEC | flags), 0);
+	s->list = fdopen(fds[0], "r");
+	lw->fd = fds[1];
+	CHECK_EQ(pthread_create(&tid, NULL, list_writer_main, lw), 0);
+	sess_run(s);
+	pthread_join(tid, NULL);
+	fclose(s->list);
+}
+
+/*
  * The list rdcp-mpi feeds a session: a non-blocking pipe that has nothing
  * to read for longer than the peer's timeout (the session waits, its
  * keepalives going, instead of failing on EAGAIN or being dropped), and
@@ -1962,8 +1981,6 @@ static void test_list_nonblocking_tree(void)
 				  .pause_after = 2,
 				  .pause_ms = 3500 };
 	char path[300], dest[300], link[64] = "";
-	int fds[2];
-	pthread_t tid;
 	struct stat st;
 	struct sess s;
 
@@ -1982,15 +1999,9 @@ static void test_list_nonblocking_tree(void)
 	CHECK_EQ(tf_make_file(path, 10, 9), 0);
 	snprintf(path, sizeof(path), "%s/t/l", s.srcdir);
 	CHECK_EQ(symlink("a", path), 0);
-	CHECK_EQ(pipe2(fds, O_CLOEXEC | O_NONBLOCK), 0);
-	s.list = fdopen(fds[0], "r");
 	s.list_tree = true;
 	s.dest = "out/";
-	lw.fd = fds[1];
-	CHECK_EQ(pthread_create(&tid, NULL, list_writer_main, &lw), 0);
-	sess_run(&s);
-	pthread_join(tid, NULL);
-	fclose(s.list);
+	sess_run_listed(&s, &lw, O_NONBLOCK);
 	CHECK_EQ(s.vc, XFER_OK);
 	CHECK_EQ(s.vs, XFER_OK);
 	CHECK_EQ(s.st.files_failed, 0);
@@ -2024,8 +2035,6 @@ static void test_list_slow_failing(void)
 	struct list_writer lw = { .names = names,
 				  .pause_after = N + 1,
 				  .gap_ms = 5 };
-	int fds[2];
-	pthread_t tid;
 	struct sess s;
 
 	for (unsigned int i = 0; i < N; i++) {
@@ -2036,14 +2045,8 @@ static void test_list_slow_failing(void)
 	sess_init(&s, 4);
 	s.timeout_ms = 2500; /* the walk is longer (keepalives: 1 s) */
 	s.srcs[s.nsrcs++] = strdup(s.srcdir);
-	CHECK_EQ(pipe2(fds, O_CLOEXEC), 0);
-	s.list = fdopen(fds[0], "r");
 	s.dest = "out/";
-	lw.fd = fds[1];
-	CHECK_EQ(pthread_create(&tid, NULL, list_writer_main, &lw), 0);
-	sess_run(&s);
-	pthread_join(tid, NULL);
-	fclose(s.list);
+	sess_run_listed(&s, &lw, 0); /* blocking, as a shell's */
 	CHECK(s.vc != XFER_FAIL_PEER_LOST);
 	CHECK(s.vs != XFER_FAIL_PEER_LOST);
 	CHECK_EQ(s.st.files_failed, N);
@@ -2067,8 +2070,6 @@ static void list_silent_writer(bool pull)
 				  .pause_after = 1,
 				  .pause_ms = 3500 };
 	char base[300], path[300], dest[300];
-	int fds[2];
-	pthread_t tid;
 	struct sess s;
 
 	sess_init(&s, 4);
@@ -2089,13 +2090,7 @@ static void list_silent_writer(bool pull)
 	} else {
 		s.dest = "out/";
 	}
-	CHECK_EQ(pipe2(fds, O_CLOEXEC), 0); /* blocking, as a shell's */
-	s.list = fdopen(fds[0], "r");
-	lw.fd = fds[1];
-	CHECK_EQ(pthread_create(&tid, NULL, list_writer_main, &lw), 0);
-	sess_run(&s);
-	pthread_join(tid, NULL);
-	fclose(s.list);
+	sess_run_listed(&s, &lw, 0); /* blocking, as a shell's */
 	CHECK_EQ(s.vc, XFER_OK);
 	CHECK_EQ(s.vs, XFER_OK);
 	CHECK_EQ(s.st.files_failed, 0);

@@ -261,11 +261,39 @@ static struct cm_request *next_req(struct cm_listener *l)
 	return NULL;
 }
 
-static void test_tcp_lanes(void)
+/*
+ * A TCP listener on loopback, a client thread running fn(k) against it
+ * (8 slots of 64 KiB), and lane 0's connection accepted into *s: 0, or
+ * -1 with nothing left to clean up (the failure checked).
+ */
+static int lanes_pair(struct client *k, void *(*fn)(void *),
+		      struct cm_listener **l, struct cm_conn **s)
 {
 	struct cm_addr la = { .host = "127.0.0.1",
 			      .transport = CM_TRANSPORT_TCP };
 	struct cm_limits lim = { .max_chunk_size = 65536, .max_slots = 8 };
+	struct cm_request *req;
+
+	k->want = (struct cm_geom){ .ctrl_size = CM_CTRL_SIZE,
+				    .ctrl_credits = CM_CTRL_CREDITS,
+				    .slots = 8,
+				    .chunk_size = 65536 };
+	CHECK_EQ(cm_listen_range(&la, 20000, 60000, l, &k->port), 0);
+	if (!*l)
+		return -1;
+	CHECK_EQ(pthread_create(&k->tid, NULL, fn, k), 0);
+	req = next_req(*l);
+	CHECK(req && !cm_request_join(req, NULL));
+	if (!req || cm_accept(req, &lim, &TO, s)) {
+		pthread_join(k->tid, NULL);
+		cm_listener_destroy(*l);
+		return -1;
+	}
+	return 0;
+}
+
+static void test_tcp_lanes(void)
+{
 	struct cm_listener *l = NULL;
 	struct cm_request *req;
 	struct cm_conn *s = NULL;
@@ -276,21 +304,8 @@ static void test_tcp_lanes(void)
 	unsigned int lanes_seen = 0;
 	int n;
 
-	k.want = (struct cm_geom){ .ctrl_size = CM_CTRL_SIZE,
-				   .ctrl_credits = CM_CTRL_CREDITS,
-				   .slots = 8,
-				   .chunk_size = 65536 };
-	CHECK_EQ(cm_listen_range(&la, 20000, 60000, &l, &k.port), 0);
-	if (!l)
+	if (lanes_pair(&k, client_main, &l, &s))
 		return;
-	CHECK_EQ(pthread_create(&k.tid, NULL, client_main, &k), 0);
-	req = next_req(l);
-	CHECK(req && !cm_request_join(req, NULL));
-	if (!req || cm_accept(req, &lim, &TO, &s)) {
-		pthread_join(k.tid, NULL);
-		cm_listener_destroy(l);
-		return;
-	}
 	CHECK_EQ(cm_set_lanes(s, 4), 0);
 	CHECK_EQ(s->ops->set_lanes(s, 4), -EBUSY); /* said once */
 	/* Lane 1, then a join taken for lane 1 again, then lanes 2, 3. */
@@ -384,9 +399,6 @@ static void *client_one_main(void *p)
  */
 static void test_tcp_lanes_kept(void)
 {
-	struct cm_addr la = { .host = "127.0.0.1",
-			      .transport = CM_TRANSPORT_TCP };
-	struct cm_limits lim = { .max_chunk_size = 65536, .max_slots = 8 };
 	struct cm_listener *l = NULL;
 	struct cm_request *req;
 	struct cm_conn *s = NULL;
@@ -397,21 +409,8 @@ static void test_tcp_lanes_kept(void)
 	unsigned int lanes_seen = 0;
 	int n;
 
-	k.want = (struct cm_geom){ .ctrl_size = CM_CTRL_SIZE,
-				   .ctrl_credits = CM_CTRL_CREDITS,
-				   .slots = 8,
-				   .chunk_size = 65536 };
-	CHECK_EQ(cm_listen_range(&la, 20000, 60000, &l, &k.port), 0);
-	if (!l)
+	if (lanes_pair(&k, client_one_main, &l, &s))
 		return;
-	CHECK_EQ(pthread_create(&k.tid, NULL, client_one_main, &k), 0);
-	req = next_req(l);
-	CHECK(req && !cm_request_join(req, NULL));
-	if (!req || cm_accept(req, &lim, &TO, &s)) {
-		pthread_join(k.tid, NULL);
-		cm_listener_destroy(l);
-		return;
-	}
 	CHECK_EQ(cm_set_lanes(s, 4), 0);
 	req = next_req(l);
 	CHECK(req && cm_request_join(req, &j));
