@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * rdcp's main(): the command line parsed (cmd/args.c), then one of
- * --keygen, --check, a receiver or a copy run with the key, signals and
- * output callbacks added, and the engine's verdict mapped to an exit code.
+ * --keygen, --check (cmd/check.c), a receiver or a copy run with the key,
+ * signals and output callbacks (cmd/output.c) added, and the engine's
+ * verdict mapped to an exit code.
  * With cmd/args.c, the only code that touches argv, prints usage or calls
  * exit().
  */
@@ -15,7 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include "cmd/args.h"
@@ -23,32 +23,12 @@
 #include "cmd/json_out.h"
 #include "cmd/manifest.h"
 #include "cmd/retry.h"
+#include "cmd/run.h"
 #include "transfer/xfer.h"
 #include "util/clock.h"
-#include "util/hugemem.h"
 #include "util/key.h"
-#include "util/key_dir.h"
 #include "util/log.h"
-#include "util/modconf.h"
 #include "util/path.h"
-#include "util/units.h"
-
-/* One run: the parsed command line and what main() adds to it. */
-struct run {
-	const struct args *a;
-	struct xfer_opts o;  /* a->o plus the key, callbacks, cancel flag */
-	bool progress;	     /* show the progress line */
-	bool progress_shown; /* a progress line is on screen now */
-	bool progress_tty;   /* stderr is a terminal: one line redrawn */
-	double progress_t0;
-	double progress_next; /* not a terminal: the next plain line's time */
-	uint8_t key[KEY_LEN];
-	char key_name[KEY_NAME_MAX + 1]; /* a named key's client, or "" */
-	struct manifest man; /* --manifest, when man.spool */
-	struct retry retry;  /* --retry: the attempts so far */
-	FILE *list_file;     /* --files-from's stream */
-	struct retry_list list; /* with --retry: list_file for each attempt */
-};
 
 static volatile sig_atomic_t cancel;
 static const struct retry *run_retry; /* the attempts, for attempt_line */
@@ -104,169 +84,6 @@ static void set_signals(bool receiver, bool listener)
 static int exit_code(enum xfer_fail f)
 {
 	return rdcp_exit_code(f);
-}
-
-/* --progress to a pipe or a file: a plain line at most this often (s). */
-#define PROGRESS_PLAIN_S 5.0
-
-/* Wipes the progress line so that a normal line can be printed. */
-static void progress_clear(struct run *run)
-{
-	if (run->progress_shown)
-		fputs("\r\033[K", stderr);
-	run->progress_shown = false;
-}
-
-/* "name  12.00 MiB / 1.00 GiB  812.3 MB/s  ETA 0:01", redrawn in place. */
-static void on_progress(void *arg, uint64_t done, uint64_t total,
-			const char *path)
-{
-	struct run *run = arg;
-	char d[32], t[32], r[32], name[128];
-	double now = clock_now_s(), rate;
-	uint64_t eta;
-
-	if (!run->progress)
-		return;
-	/* Not a terminal (a pipe, a log file): a plain line now and then. */
-	if (!run->progress_t0)
-		run->progress_t0 = now;
-	if (!run->progress_tty) {
-		/* the first after a second: it has a rate */
-		if (!run->progress_next)
-			run->progress_next = now + 1.0;
-		if (now < run->progress_next)
-			return;
-		run->progress_next = now + PROGRESS_PLAIN_S;
-	}
-	/* A name from the peer reaches the terminal escaped (log_escape). */
-	log_escape(name, sizeof(name), path_basename(path));
-	rate = now > run->progress_t0 ? done / (now - run->progress_t0) : 0;
-	eta = rate > 0 && total > done ? (uint64_t)((total - done) / rate) : 0;
-	if (run->progress_tty)
-		fputs("\r\033[K", stderr);
-	if (!total) /* sources still being listed: no total yet */
-		fprintf(stderr, "%-30.30s %s  %s", name,
-			units_format_size(done, d, sizeof(d)),
-			units_format_rate(rate, r, sizeof(r)));
-	else if (rate <= 0) /* no rate yet: no time left either */
-		fprintf(stderr, "%-30.30s %s / %s  %s  ETA -:--", name,
-			units_format_size(done, d, sizeof(d)),
-			units_format_size(total, t, sizeof(t)),
-			units_format_rate(rate, r, sizeof(r)));
-	else
-		fprintf(stderr, "%-30.30s %s / %s  %s  ETA %llu:%02llu", name,
-			units_format_size(done, d, sizeof(d)),
-			units_format_size(total, t, sizeof(t)),
-			units_format_rate(rate, r, sizeof(r)),
-			(unsigned long long)(eta / 60),
-			(unsigned long long)(eta % 60));
-	if (!run->progress_tty)
-		fputc('\n', stderr);
-	fflush(stderr);
-	run->progress_shown = run->progress_tty;
-}
-
-/*
- * --dry-run: a line per entry on stdout, what a copy would do to it: new,
- * replace (a file or symlink there now), exists (a directory there now),
- * keep (-n/-u), failed; with --delete, delete (not in the source). Named
- * as on the receiving side: beneath DEST on a push, where it would land
- * (or is) on a pull.
- */
-static void dry_line(const struct xfer_file_report *r)
-{
-	char name[4 * 4096];
-	const char *verb = r->status		    ? "failed"
-			   : r->deleted		    ? "delete"
-			   : r->skipped		    ? "keep"
-			   : !r->exists		    ? "new"
-			   : strcmp(r->kind, "dir") ? "replace"
-						    : "exists";
-
-	log_escape(name, sizeof(name), r->name ? r->name : r->path);
-	printf("%-8s %s%s\n", verb, name, strcmp(r->kind, "dir") ? "" : "/");
-}
-
-static void on_file(void *arg, const struct xfer_file_report *r)
-{
-	struct run *run = arg;
-	char sz[32], rate[32], path[4 * 4096];
-
-	if (run->retry.max && !r->deleted) {
-		/* Across attempts: each file noted once (retry.h). */
-		if (retry_file(&run->retry, r) && run->man.spool) {
-			struct xfer_file_report copied = *r;
-
-			copied.skipped = false;
-			manifest_note(&run->man, &copied);
-		}
-	} else if (run->man.spool) {
-		manifest_note(&run->man, r);
-	}
-	if (run->o.copy.dry_run && r->done && !run->a->json) {
-		dry_line(r);
-		return;
-	}
-	if (run->a->json) {
-		json_file(stdout, r);
-		return;
-	}
-	if (run->progress && r->done) {
-		/* One line per file above the progress line. */
-		progress_clear(run);
-		log_escape(path, sizeof(path), r->path);
-		fprintf(stderr, "%-40s %12s  %s\n", path,
-			units_format_size(r->bytes, sz, sizeof(sz)),
-			r->status    ? "FAILED"
-			: r->deleted ? "deleted"
-			: r->skipped ? "skipped"
-				     : "ok");
-		return;
-	}
-	if (!r->done || r->status || !log_enabled(LOG_INFO))
-		return;
-	if (r->deleted) {
-		log_info("deleted '%s'", r->path);
-		return;
-	}
-	log_info("%s '%s': %s in %.2f s (%s), digest %s",
-		 r->skipped	    ? "kept"
-		 : run->o.copy.pull ? "received"
-				    : "sent",
-		 r->path, units_format_size(r->bytes, sz, sizeof(sz)),
-		 r->seconds,
-		 units_format_rate(r->seconds > 0 ? r->bytes / r->seconds : 0,
-				   rate, sizeof(rate)),
-		 r->digest[0] ? r->digest : "none");
-}
-
-/*
- * The copy's last line, unless -q, once a session was set up (a failure
- * to connect has its own line): what a log of cron jobs wants to read.
- * --json's summary event carries the same numbers.
- */
-static void summary_line(const struct xfer_stats *st, bool dry_run,
-			 bool deleting, unsigned int retries)
-{
-	char sz[32], rate[32], del[64] = "";
-	bool dev = strcmp(st->transport, st->device);
-
-	if (deleting)
-		snprintf(del, sizeof(del), ", %s %llu",
-			 dry_run ? "would delete" : "deleted",
-			 (unsigned long long)st->deleted);
-	fprintf(stderr,
-		"%s%llu files, %s in %.2f s (%s) over %s%s%s; skipped %llu, "
-		"failed %llu%s, retries %u\n",
-		dry_run ? "dry run, nothing copied: " : "",
-		(unsigned long long)st->files_ok,
-		units_format_size(st->bytes, sz, sizeof(sz)), st->seconds,
-		units_format_rate(st->seconds > 0 ? st->bytes / st->seconds : 0,
-				  rate, sizeof(rate)),
-		st->transport, dev ? " on " : "", dev ? st->device : "",
-		(unsigned long long)st->files_skipped,
-		(unsigned long long)st->files_failed, del, retries);
 }
 
 /*
@@ -364,115 +181,6 @@ static int open_list(struct run *run)
 							   : 0;
 }
 
-/* -v: what this process cost, from getrusage (also read by make bench). */
-static void report_usage(void)
-{
-	struct rusage ru;
-	char rss[32];
-
-	if (!log_enabled(LOG_INFO) || getrusage(RUSAGE_SELF, &ru))
-		return;
-	log_info("resources: user %.2f s, system %.2f s, peak RSS %s",
-		 ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6,
-		 ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6,
-		 units_format_size((uint64_t)ru.ru_maxrss * 1024, rss,
-				   sizeof(rss)));
-}
-
-static void check_line(void *arg, enum cm_check_kind kind, const char *text)
-{
-	static const char *const tag[] = {
-		[CM_CHECK_OK] = "ok      ",
-		[CM_CHECK_INFO] = "        ",
-		[CM_CHECK_PROBLEM] = "PROBLEM ",
-		[CM_CHECK_WARN] = "WARNING ",
-	};
-
-	printf("%s%s\n", tag[kind], text);
-}
-
-/* A problem of the modules file, "FILE:LINE: what", counted. */
-static void check_conf_err(void *arg, const char *line)
-{
-	(*(int *)arg)++;
-	check_line(NULL, CM_CHECK_PROBLEM, line);
-}
-
-/*
- * rdcp --check: a receiver's modules file and client keys (--modules,
- * --clients, else the package's paths when they exist). Problems found.
- */
-static int check_access(const struct run *run)
-{
-	const char *mf = run->o.serve.modules_file,
-		   *cd = run->o.serve.clients_dir;
-	char line[4200];
-	int problems = 0;
-
-	if (!mf && access(MODULES_DEFAULT, F_OK) == 0)
-		mf = MODULES_DEFAULT;
-	if (!cd && access(CLIENTS_DEFAULT, F_OK) == 0)
-		cd = CLIENTS_DEFAULT;
-	if (mf) {
-		struct modconf mc;
-		int rc = modconf_load(mf, &mc, check_conf_err, &problems);
-
-		if (rc == -ENOMEM)
-			problems++;
-		for (size_t i = 0; !rc && i < mc.n; i++) {
-			const struct modconf_module *m = &mc.v[i];
-
-			if (access(m->path, F_OK) == 0)
-				continue;
-			snprintf(line, sizeof(line),
-				 "%s:%u: module %s: path '%s': %s", mf,
-				 m->line, m->name, m->path, strerror(errno));
-			check_line(NULL, CM_CHECK_WARN, line);
-		}
-		if (!rc) {
-			snprintf(line, sizeof(line), "modules file %s: %zu "
-				 "module%s", mf, mc.n, mc.n == 1 ? "" : "s");
-			check_line(NULL, CM_CHECK_OK, line);
-		}
-		modconf_release(&mc);
-	}
-	if (cd) {
-		struct key_dir kd;
-
-		/* key_dir_load said what is wrong, file by file */
-		if (key_dir_load(cd, &kd)) {
-			snprintf(line, sizeof(line),
-				 "client keys in %s: not usable (above)", cd);
-			check_line(NULL, CM_CHECK_PROBLEM, line);
-			problems++;
-		} else {
-			snprintf(line, sizeof(line), "client keys in %s: %zu",
-				 cd, kd.n);
-			check_line(NULL, CM_CHECK_OK, line);
-		}
-		key_dir_release(&kd);
-	}
-	return problems;
-}
-
-/* rdcp --check [HOST]: exit 0 when nothing is wrong. */
-static int check(struct run *run)
-{
-	int problems;
-
-	hugemem_set_mode(run->o.link.hugepages);
-	problems = cm_check(&run->o.link.addr, xfer_pinned_bytes(&run->o),
-			    check_line, NULL);
-	if (!run->o.ssh.rsh)
-		problems += check_access(run);
-
-	if (run->o.ssh.rsh)
-		problems += xfer_check_remote(&run->o, check_line, NULL);
-
-	printf("%d problem%s found\n", problems, problems == 1 ? "" : "s");
-	return problems ? RDCP_EXIT_RESOURCE : RDCP_EXIT_OK;
-}
-
 /* The attempts after the first. */
 static unsigned int retries(const struct run *run)
 {
@@ -498,7 +206,7 @@ static enum xfer_fail copy_once(struct run *run, struct xfer_stats *st)
 	run->progress_t0 = 0;
 	run->progress_next = 0;
 	v = xfer_copy(&run->o, st);
-	progress_clear(run);
+	output_clear(run);
 	return v;
 }
 
@@ -794,7 +502,7 @@ static int run_cmd(struct run *run)
 		return keygen(a->keygen, a->keygen_name);
 	run->o.ssh.batch = !have_tty();
 	if (a->check)
-		return check(run);
+		return check_run(run);
 	rc = load_key(run);
 	if (!rc && !a->listen)
 		rc = open_list(run);
@@ -814,7 +522,7 @@ static int run_cmd(struct run *run)
 	} else {
 		struct xfer_stats st;
 
-		run->o.copy.on_file = on_file;
+		run->o.copy.on_file = output_file;
 		run->o.copy.on_file_arg = run;
 		run->progress = a->progress;
 		run->progress_tty = isatty(STDERR_FILENO);
@@ -823,7 +531,7 @@ static int run_cmd(struct run *run)
 					log_get_level() < LOG_INFO;
 		if (a->quiet || a->o.copy.dry_run)
 			run->progress = false;
-		run->o.copy.on_progress = on_progress;
+		run->o.copy.on_progress = output_progress;
 		if (a->far)
 			return copy_between(run);
 		if (a->manifest &&
@@ -846,10 +554,10 @@ static int run_cmd(struct run *run)
 		}
 		fflush(stdout); /* --dry-run's lines before the summary */
 		if (!a->quiet && st.transport[0])
-			summary_line(&st, a->o.copy.dry_run,
-				     a->o.copy.delete_extra, retries(run));
+			output_summary(&st, a->o.copy.dry_run,
+				       a->o.copy.delete_extra, retries(run));
 	}
-	report_usage();
+	output_usage();
 	return exit_code(v);
 }
 

@@ -7,7 +7,8 @@
  * queued gives half of them up when another is idle (STEAL). It merges
  * progress and events, hears every rank at least every second (a rank
  * silent for the --timeout is lost), cancels every session when one
- * fails, and turns the sessions' verdicts into the job's.
+ * fails, and when all are done has the sessions' verdicts turned into the
+ * job's (mpi_report.c).
  *
  * A rank's REQ counts as "not walking" only if it saw every GIVE sent to
  * it (the GIVE number it carries is the last one sent): a REQ crossing a
@@ -24,61 +25,12 @@
 
 #include "cmd/exit_codes.h"
 #include "cmd/json_out.h"
+#include "cmd/mpi/mpi_coord_int.h"
 #include "cmd/mpi/mpi_job.h"
 #include "transfer/wire/wire.h"
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/units.h"
-
-struct rank_state {
-	char host[64];
-	unsigned int pid;
-	uint8_t want;	  /* of its last current REQ, less what it got */
-	uint32_t gives;	  /* GIVE messages sent to it */
-	bool steal_sent;  /* a STEAL not yet answered */
-	bool heard;	  /* anything at all came from it */
-	uint64_t last_ms; /* when it was last heard */
-	uint64_t bytes;	  /* moved by its session, so far */
-	uint64_t files;	  /* done by its session, so far */
-	uint32_t dirs;	  /* queued in its walk */
-	bool done;	  /* its MSG_DONE came */
-	bool lost;	  /* silent for too long */
-	struct mj_result res;
-};
-
-struct mj_coord {
-	struct mj_coord_cfg cfg;
-	struct rank_state *r;
-	char **dirs; /* directories to list, the newest last */
-	size_t ndirs, capdirs;
-	struct mbuf *names; /* batches, the oldest first */
-	size_t nnames, capnames, headnames;
-	uint64_t total_bytes; /* every regular file found, so far */
-	uint64_t total_names;
-	bool end_sent, cancel_sent;
-	uint64_t cancel_ms;   /* when the cancel went out */
-	enum xfer_fail cause; /* what ended the job early, or XFER_OK */
-	char cause_msg[800];
-	double t0;
-	uint64_t tick_ms, progress_ms;
-	bool progress_shown;
-	int rr; /* where the next round of giving starts */
-	/* split files with a failed range (MSG_SPLIT): each counted once */
-	char **split_failed;
-	size_t nsplit_failed;
-	enum xfer_fail split_first; /* the first one's class */
-	/* --delete: the mirror's session, after every rank's copy */
-	enum {
-		MIRROR_NONE,
-		MIRROR_DUE,
-		MIRROR_RUNNING,
-		MIRROR_OVER,
-		MIRROR_SKIPPED
-	} mirror;
-	enum xfer_fail mirror_v;
-	struct xfer_stats mirror_st;
-	unsigned int attempts; /* --retry: failed attempts, every rank's */
-};
 
 int mj_coord_create(const struct mj_coord_cfg *cfg, struct mj_coord **out)
 {
@@ -266,11 +218,6 @@ static void send_all(struct mj_coord *c, uint8_t type)
 	}
 }
 
-static const char *receiver_of(const struct mj_coord *c, int rank)
-{
-	return c->cfg.receivers[rank % c->cfg.nrecv];
-}
-
 /* The job cannot finish: every session is told to stop. */
 static void fail_job(struct mj_coord *c, enum xfer_fail v, const char *msg)
 {
@@ -290,7 +237,7 @@ static void fail_job(struct mj_coord *c, enum xfer_fail v, const char *msg)
 
 static void on_done(struct mj_coord *c, int rank, struct mbuf *b)
 {
-	struct rank_state *r = &c->r[rank];
+	struct mj_rank_state *r = &c->r[rank];
 	char msg[1024];
 
 	mj_result_get(b, &r->res);
@@ -300,7 +247,7 @@ static void on_done(struct mj_coord *c, int rank, struct mbuf *b)
 	if (c->cancel_sent && r->res.v == XFER_FAIL_CANCELED)
 		return; /* stopped because we asked */
 	snprintf(msg, sizeof(msg), "rank %d on %s (to %s): %s", rank, r->host,
-		 receiver_of(c, rank),
+		 mj_coord_receiver(c, rank),
 		 r->res.st.error[0] ? r->res.st.error
 				    : "its session ended before its list did");
 	if (c->end_sent && c->cause == XFER_OK) {
@@ -365,11 +312,11 @@ static void on_split(struct mj_coord *c, struct mbuf *b)
  */
 static void on_attempt(struct mj_coord *c, int rank, struct mbuf *b)
 {
-	const struct rank_state *r = &c->r[rank];
+	const struct mj_rank_state *r = &c->r[rank];
 	char msg[1024], who[256];
 
 	snprintf(who, sizeof(who), "rank %d%s%s (to %s)", rank,
-		 r->host[0] ? " on " : "", r->host, receiver_of(c, rank));
+		 r->host[0] ? " on " : "", r->host, mj_coord_receiver(c, rank));
 	while (b->off < b->len && !b->bad) {
 		uint32_t attempt = mbuf_get_u32(b), of = mbuf_get_u32(b);
 		enum xfer_fail v = (enum xfer_fail)mbuf_get_u32(b);
@@ -406,7 +353,7 @@ static void on_attempt(struct mj_coord *c, int rank, struct mbuf *b)
 
 void mj_coord_message(struct mj_coord *c, int rank, struct mbuf *b)
 {
-	struct rank_state *r;
+	struct mj_rank_state *r;
 	uint8_t type;
 
 	if (rank < 0 || rank >= c->cfg.nranks)
@@ -458,7 +405,7 @@ void mj_coord_message(struct mj_coord *c, int rank, struct mbuf *b)
 /* One GIVE to rank i, if it wants what there is. */
 static void give(struct mj_coord *c, int i)
 {
-	struct rank_state *r = &c->r[i];
+	struct mj_rank_state *r = &c->r[i];
 	struct mbuf b = { 0 };
 	uint32_t n = 0;
 	size_t count_at;
@@ -505,7 +452,7 @@ static void steal(struct mj_coord *c)
 	int idle = 0, best = -1;
 
 	for (int i = 0; i < c->cfg.nranks; i++) {
-		struct rank_state *r = &c->r[i];
+		struct mj_rank_state *r = &c->r[i];
 
 		if (r->done || r->lost)
 			continue;
@@ -568,61 +515,6 @@ static bool all_done(const struct mj_coord *c)
 	return true;
 }
 
-void mj_coord_summary(struct mj_coord *c, enum xfer_fail v, int code);
-
-static enum xfer_fail verdict(const struct mj_coord *c, struct xfer_stats *st)
-{
-	enum xfer_fail first = XFER_OK;
-	bool canceled = false;
-
-	memset(st, 0, sizeof(*st));
-	for (int i = 0; i < c->cfg.nranks; i++) {
-		const struct xfer_stats *s = &c->r[i].res.st;
-
-		st->files_ok += s->files_ok;
-		st->files_failed += s->files_failed;
-		st->files_skipped += s->files_skipped;
-		st->files_packed += s->files_packed;
-		st->bytes += s->bytes;
-		if (!st->transport[0])
-			memcpy(st->transport, s->transport,
-			       sizeof(st->transport));
-		if (!st->device[0])
-			memcpy(st->device, s->device, sizeof(st->device));
-		if (s->files_failed && first == XFER_OK)
-			first = s->first_fail ? s->first_fail
-					      : XFER_FAIL_LOCAL_IO;
-		canceled |= c->r[i].res.v == XFER_FAIL_CANCELED;
-	}
-	st->files_failed += c->nsplit_failed;
-	if (c->nsplit_failed && first == XFER_OK)
-		first = c->split_first ? c->split_first : XFER_FAIL_LOCAL_IO;
-	if (c->mirror == MIRROR_OVER) {
-		st->deleted = c->mirror_st.deleted;
-		st->files_failed += c->mirror_st.files_failed;
-		if (c->mirror_st.files_failed && first == XFER_OK)
-			first = c->mirror_st.first_fail;
-	}
-	st->seconds = clock_now_s() - c->t0;
-	snprintf(st->peer, sizeof(st->peer), "%d receiver%s", c->cfg.nrecv,
-		 c->cfg.nrecv == 1 ? "" : "s");
-	snprintf(st->error, sizeof(st->error), "%s", c->cause_msg);
-	st->first_fail = first;
-	if (c->cause != XFER_OK)
-		return c->cause;
-	if (canceled)
-		return XFER_FAIL_CANCELED;
-	if (c->mirror == MIRROR_OVER && c->mirror_v != XFER_OK) {
-		if (c->mirror_st.error[0])
-			snprintf(st->error, sizeof(st->error), "%s",
-				 c->mirror_st.error);
-		return c->mirror_v;
-	}
-	if (st->files_failed)
-		return st->files_ok ? XFER_FAIL_PARTIAL : first;
-	return XFER_OK;
-}
-
 bool mj_coord_step(struct mj_coord *c, bool cancel, int *exit_code, bool *abort)
 {
 	uint64_t now = clock_now_ms();
@@ -635,7 +527,7 @@ bool mj_coord_step(struct mj_coord *c, bool cancel, int *exit_code, bool *abort)
 			 "Ctrl-C and when a rank exits or is killed; what "
 			 "was verified stays (run again with --resume)");
 	for (int i = 0; i < c->cfg.nranks; i++) {
-		struct rank_state *r = &c->r[i];
+		struct mj_rank_state *r = &c->r[i];
 		char msg[256];
 
 		if (r->lost || now - r->last_ms < (uint64_t)c->cfg.lost_ms)
@@ -668,7 +560,7 @@ bool mj_coord_step(struct mj_coord *c, bool cancel, int *exit_code, bool *abort)
 	if (!all_done(c))
 		return false;
 	if (c->cfg.mirror && c->mirror == MIRROR_NONE) {
-		v = verdict(c, &st);
+		v = mj_coord_verdict(c, &st);
 		c->mirror = v == XFER_OK ? MIRROR_DUE : MIRROR_SKIPPED;
 		if (v != XFER_OK && v != XFER_FAIL_CANCELED)
 			log_warn("--delete: nothing deleted: the copy did not "
@@ -679,7 +571,7 @@ bool mj_coord_step(struct mj_coord *c, bool cancel, int *exit_code, bool *abort)
 		return false; /* the ranks wait, ticked, for the mirror */
 	if (c->progress_shown)
 		fputs("\r\033[K", stderr);
-	v = verdict(c, &st);
+	v = mj_coord_verdict(c, &st);
 	*exit_code = rdcp_exit_code(v);
 	*abort = false;
 	for (int i = 0; i < c->cfg.nranks; i++)
@@ -715,109 +607,4 @@ void mj_coord_mirror_over(struct mj_coord *c, enum xfer_fail v,
 	c->mirror = MIRROR_OVER;
 	if (v != XFER_OK && v != XFER_FAIL_MAX_DELETE && st->error[0])
 		log_err("--delete: %s", st->error);
-}
-
-/* The --json summary's "ranks" and "receivers", and the text lines. */
-void mj_coord_summary(struct mj_coord *c, enum xfer_fail v, int code)
-{
-	struct xfer_stats st;
-	char *extra = NULL, sz[32], rt[32], dl[32];
-	size_t len = 0;
-	FILE *f;
-
-	verdict(c, &st);
-	f = open_memstream(&extra, &len);
-	if (f) {
-		fputs("\"ranks\":[", f);
-		for (int i = 0; i < c->cfg.nranks; i++) {
-			const struct rank_state *r = &c->r[i];
-			const struct xfer_stats *s = &r->res.st;
-
-			fprintf(f, "%s{\"rank\":%d,\"host\":", i ? "," : "", i);
-			json_str(f, r->host);
-			fputs(",\"receiver\":", f);
-			json_str(f, receiver_of(c, i));
-			fprintf(f,
-				",\"files_ok\":%" PRIu64
-				",\"files_failed\":%" PRIu64
-				",\"bytes\":%" PRIu64
-				",\"seconds\":%.6f,\"bytes_per_second\":%.0f,"
-				"\"result\":",
-				s->files_ok, s->files_failed, s->bytes,
-				s->seconds,
-				s->seconds > 0 ? s->bytes / s->seconds : 0.0);
-			json_str(f,
-				 r->lost ? "lost" : xfer_fail_name(r->res.v));
-			fputc('}', f);
-		}
-		fputs("],\"receivers\":[", f);
-		for (int k = 0; k < c->cfg.nrecv; k++) {
-			uint64_t bytes = 0;
-			int n = 0;
-
-			for (int i = k; i < c->cfg.nranks; i += c->cfg.nrecv) {
-				bytes += c->r[i].res.st.bytes;
-				n++;
-			}
-			fprintf(f, "%s{\"receiver\":", k ? "," : "");
-			json_str(f, c->cfg.receivers[k]);
-			fprintf(f,
-				",\"ranks\":%d,\"bytes\":%" PRIu64
-				",\"bytes_per_second\":%.0f}",
-				n, bytes,
-				st.seconds > 0 ? bytes / st.seconds : 0.0);
-		}
-		fprintf(f, "],\"nranks\":%d", c->cfg.nranks);
-		fclose(f);
-	}
-	if (c->cfg.json) {
-		json_summary_with(stdout, &st, v, code, c->cfg.dry_run,
-				  c->attempts, extra);
-		fflush(stdout);
-	}
-	free(extra);
-	if (c->cfg.quiet)
-		return;
-	snprintf(dl, sizeof(dl), "%" PRIu64, st.deleted);
-	fprintf(stderr,
-		"%s%" PRIu64 " files, %s in %.2f s (%s) over %s by %d ranks to "
-		"%d receiver%s; skipped %" PRIu64 ", failed %" PRIu64 "%s%s\n",
-		c->cfg.dry_run ? "dry run, nothing copied: " : "", st.files_ok,
-		units_format_size(st.bytes, sz, sizeof(sz)), st.seconds,
-		units_format_rate(st.seconds > 0 ? st.bytes / st.seconds : 0,
-				  rt, sizeof(rt)),
-		st.transport[0] ? st.transport : "-", c->cfg.nranks,
-		c->cfg.nrecv, c->cfg.nrecv == 1 ? "" : "s", st.files_skipped,
-		st.files_failed, c->mirror == MIRROR_OVER ? ", deleted " : "",
-		c->mirror == MIRROR_OVER ? dl : "");
-	for (int k = 0; k < c->cfg.nrecv; k++) {
-		uint64_t bytes = 0;
-		int n = 0;
-
-		for (int i = k; i < c->cfg.nranks; i += c->cfg.nrecv) {
-			bytes += c->r[i].res.st.bytes;
-			n++;
-		}
-		fprintf(stderr, "  receiver %s: %d rank%s, %s (%s)\n",
-			c->cfg.receivers[k], n, n == 1 ? "" : "s",
-			units_format_size(bytes, sz, sizeof(sz)),
-			units_format_rate(st.seconds > 0 ? bytes / st.seconds
-							 : 0,
-					  rt, sizeof(rt)));
-	}
-	for (int i = 0; i < c->cfg.nranks; i++) {
-		const struct rank_state *r = &c->r[i];
-		const struct xfer_stats *s = &r->res.st;
-
-		fprintf(stderr,
-			"  rank %d on %s: %" PRIu64
-			" files, %s in %.2f s (%s), "
-			"%s\n",
-			i, r->host[0] ? r->host : "?", s->files_ok,
-			units_format_size(s->bytes, sz, sizeof(sz)), s->seconds,
-			units_format_rate(s->seconds > 0 ? s->bytes / s->seconds
-							 : 0,
-					  rt, sizeof(rt)),
-			r->lost ? "lost" : xfer_fail_name(r->res.v));
-	}
 }

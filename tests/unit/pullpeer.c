@@ -35,7 +35,7 @@ int pp_welcome(struct engine *e, const uint8_t *key, struct wire_hello *h,
 				      m->u.welcome.mac);
 	}
 	if (!rc && key) {
-		/* protocol 3: tagged after WELCOME, as server.c does */
+		/* protocol 3: tagged after WELCOME, as server_hello.c does */
 		uint8_t ck[AUTH_CTRL_KEY_LEN];
 
 		rc = auth_ctrl_key(key, h, nonce, ck);

@@ -1401,6 +1401,52 @@ static ino_t ino_of(const char *root, const char *name)
 }
 
 /*
+ * An entry of a source tree beneath a root: a directory (size HL_DIR), a
+ * file of size bytes made from seed, or another name of the file at link.
+ */
+#define HL_DIR SIZE_MAX
+struct hl_entry {
+	const char *name;
+	const char *link;
+	size_t size;
+	uint64_t seed;
+};
+
+/* Makes the n entries of v beneath root, in order (a link after its file). */
+static void hl_tree(const char *root, const struct hl_entry *v, size_t n)
+{
+	char p[4200], q[4200];
+
+	for (size_t i = 0; i < n; i++) {
+		path_in(p, sizeof(p), root, v[i].name);
+		if (v[i].link) {
+			path_in(q, sizeof(q), root, v[i].link);
+			CHECK_EQ(link(q, p), 0);
+		} else if (v[i].size == HL_DIR) {
+			CHECK_EQ(mkdir(p, 0755), 0);
+		} else {
+			CHECK_EQ(tf_make_file(p, v[i].size, v[i].seed), 0);
+		}
+	}
+}
+
+/*
+ * test_links_honest's source: a file of three names (many chunks), a small
+ * one of two, one whose other name is outside the tree.
+ */
+static const struct hl_entry links_tree[] = {
+	{ "t", NULL, HL_DIR, 0 },
+	{ "t/d", NULL, HL_DIR, 0 },
+	{ "t/a", NULL, 40 * CHUNK + 3, 1 },
+	{ "t/d/a2", "t/a", 0, 0 },
+	{ "t/z3", "t/a", 0, 0 },
+	{ "t/s", NULL, 99, 2 },
+	{ "t/s2", "t/s", 0, 0 },
+	{ "t/x", NULL, 10, 3 },
+	{ "x-outside", "t/x", 0, 0 },
+};
+
+/*
  * -H, an honest push: a file of three names (many chunks), a small one of
  * two (not packed: it goes alone, LINKED), one whose other name is outside
  * the tree (a file of its own). At DEST the names are links of one inode;
@@ -1420,24 +1466,7 @@ static void test_links_honest(void)
 
 	mkdtemp_or_fail(src);
 	mkdtemp_or_fail(dst);
-	path_in(p, sizeof(p), src, "t");
-	CHECK_EQ(mkdir(p, 0755), 0);
-	path_in(p, sizeof(p), src, "t/d");
-	CHECK_EQ(mkdir(p, 0755), 0);
-	path_in(p, sizeof(p), src, "t/a");
-	CHECK_EQ(tf_make_file(p, 40 * CHUNK + 3, 1), 0);
-	path_in(q, sizeof(q), src, "t/d/a2");
-	CHECK_EQ(link(p, q), 0);
-	path_in(q, sizeof(q), src, "t/z3");
-	CHECK_EQ(link(p, q), 0);
-	path_in(p, sizeof(p), src, "t/s");
-	CHECK_EQ(tf_make_file(p, 99, 2), 0);
-	path_in(q, sizeof(q), src, "t/s2");
-	CHECK_EQ(link(p, q), 0);
-	path_in(p, sizeof(p), src, "t/x");
-	CHECK_EQ(tf_make_file(p, 10, 3), 0);
-	path_in(out, sizeof(out), src, "x-outside");
-	CHECK_EQ(link(p, out), 0);
+	hl_tree(src, links_tree, sizeof(links_tree) / sizeof(links_tree[0]));
 	path_in(p, sizeof(p), src, "t");
 	srcs[0] = p;
 	for (int run = 0; run < 2; run++) {
@@ -1589,6 +1618,33 @@ static enum xfer_fail hl_end(struct hl_run *h)
 }
 
 /*
+ * The FILE_END of file id with no chunk: an empty file's (its CRC32 0)
+ * when status is 0, else the source giving it up with status.
+ */
+static int hl_send_end(struct hl_run *h, uint32_t id, int32_t status)
+{
+	struct wire_msg m = { .type = WIRE_FILE_END };
+
+	m.u.end.file_id = id;
+	m.u.end.csum = WIRE_CSUM_CRC32;
+	m.u.end.status = status;
+	if (status)
+		m.u.end.flags = WIRE_END_ABORT;
+	else
+		m.u.end.digest_len = 4;
+	return engine_send(&h->e, &m);
+}
+
+/* Whether root/name is not there. */
+static bool hl_absent(const char *root, const char *name)
+{
+	char p[4200];
+
+	path_in(p, sizeof(p), root, name);
+	return access(p, F_OK) != 0;
+}
+
+/*
  * -H: a file with links that is sent and placed, then replaced by a
  * symlink to /etc/passwd, then linked to: the link fails on its own (a
  * regular file only, never through a symlink), /etc/passwd gains no name;
@@ -1598,7 +1654,6 @@ static enum xfer_fail hl_end(struct hl_run *h)
 static void test_links_target_unusable(void)
 {
 	char root[] = "/tmp/rdcp-test-root.XXXXXX";
-	char p[4200];
 	struct wire_msg m;
 	struct hl_run h;
 	struct stat before, after;
@@ -1612,11 +1667,7 @@ static void test_links_target_unusable(void)
 	hl_file(&m, 0, WIRE_KIND_FILE, "t", "");
 	m.u.file.flags = WIRE_FILE_LINKED;
 	CHECK_EQ(engine_send(&h.e, &m), 0);
-	memset(&m, 0, sizeof(m));
-	m.type = WIRE_FILE_END;
-	m.u.end.csum = WIRE_CSUM_CRC32;
-	m.u.end.digest_len = 4;
-	CHECK_EQ(engine_send(&h.e, &m), 0);
+	CHECK_EQ(hl_send_end(&h, 0, 0), 0);
 	CHECK_EQ(engine_expect(&h.e, WIRE_FILE_RESULT, &m, 10000), 0);
 	CHECK_EQ(m.u.result.status, 0);
 	hl_file(&m, 1, WIRE_KIND_SYMLINK, "t", "/etc/passwd");
@@ -1633,13 +1684,7 @@ static void test_links_target_unusable(void)
 	CHECK_EQ(engine_send(&h.e, &m), 0);
 	hl_file(&m, 4, WIRE_KIND_HARDLINK, "v", "u");
 	CHECK_EQ(engine_send(&h.e, &m), 0);
-	memset(&m, 0, sizeof(m));
-	m.type = WIRE_FILE_END;
-	m.u.end.file_id = 3;
-	m.u.end.flags = WIRE_END_ABORT;
-	m.u.end.csum = WIRE_CSUM_CRC32;
-	m.u.end.status = -EIO;
-	CHECK_EQ(engine_send(&h.e, &m), 0);
+	CHECK_EQ(hl_send_end(&h, 3, -EIO), 0);
 	for (int i = 0; i < 2; i++) {
 		CHECK_EQ(engine_expect(&h.e, WIRE_FILE_RESULT, &m, 10000), 0);
 		CHECK(m.u.result.status < 0);
@@ -1650,10 +1695,8 @@ static void test_links_target_unusable(void)
 	CHECK_EQ(hl_end(&h), XFER_FAIL_PARTIAL);
 	CHECK_EQ(stat("/etc/passwd", &after), 0);
 	CHECK_EQ(after.st_nlink, before.st_nlink);
-	path_in(p, sizeof(p), root, "out/l");
-	CHECK(access(p, F_OK) != 0);
-	path_in(p, sizeof(p), root, "out/v");
-	CHECK(access(p, F_OK) != 0);
+	CHECK(hl_absent(root, "out/l"));
+	CHECK(hl_absent(root, "out/v"));
 	CHECK_EQ(tf_rm_tree(root), 0);
 	CHECK_EQ(tf_count_fds(), fds);
 }
@@ -1665,7 +1708,6 @@ static void test_links_target_unusable(void)
 static void test_links_through_symlink(void)
 {
 	char root[] = "/tmp/rdcp-test-root.XXXXXX";
-	char p[4200];
 	struct wire_msg m;
 	struct hl_run h;
 	int32_t status = 1;
@@ -1682,8 +1724,7 @@ static void test_links_through_symlink(void)
 	      NULL);
 	engine_release(&h.e);
 	CHECK_EQ(rx_stop(&h.r), XFER_FAIL_PROTOCOL);
-	path_in(p, sizeof(p), root, "out/l");
-	CHECK(access(p, F_OK) != 0);
+	CHECK(hl_absent(root, "out/l"));
 	CHECK_EQ(tf_rm_tree(root), 0);
 }
 

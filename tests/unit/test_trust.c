@@ -268,7 +268,7 @@ static void test_pull_honest(void)
 	mkdir_in(t.sroot, "d/deeper", 0755);
 	mkfile(t.sroot, "d/deeper/big", 3 * CHUNK + 1, 0600);
 	mkfile(t.sroot, "top.txt", 20, 0644);
-	/* as typed; the server walks them normalized, as server.c does */
+	/* as typed; the server walks them normalized, as server_hello.c does */
 	t.srcs[0] = "./sub/want.txt";
 	t.srcs[1] = "d/";
 	t.srcs[2] = "/top.txt";

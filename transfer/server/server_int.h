@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Private to transfer/server*.c: the receiver's state shared by its
- * sessions, and the admission of connections (server_admit.c): the
- * hold-off of addresses that keep failing authentication, the budget of
- * connections still authenticating, and the --max-sessions slots.
+ * sessions, the handshake (server_hello.c), and the admission of
+ * connections (server_admit.c): the hold-off of addresses that keep
+ * failing authentication, the budget of connections still
+ * authenticating, and the --max-sessions slots.
  */
 #ifndef RDCP_SERVER_INT_H
 #define RDCP_SERVER_INT_H
@@ -17,6 +18,7 @@
 #include "transfer/session/role.h"
 #include "transfer/wire/wire.h"
 #include "transfer/xfer.h"
+#include "util/aead.h"
 #include "util/key_dir.h"
 #include "util/log.h"
 #include "util/modconf.h"
@@ -334,6 +336,41 @@ void server_refuse(struct server *srv, struct cm_request *req, enum refusal why)
  * every slot is taken (it keeps pa then, for session_thread to free).
  */
 bool server_promote(struct server *srv, int pa);
+
+/*
+ * ---- the handshake (server_hello.c) ----
+ *
+ * server_handshake: on e, by deadline_ms, the client's HELLO read into h
+ * and checked, the lanes agreed (jw listed, then joined), WELCOME and the
+ * proof of s's key both ways, then p filled from h (and key, p->data_key
+ * with --encrypt). Nothing beneath the root is touched before the proof.
+ * 0 or the error of engine_fail (the verdict in e).
+ */
+struct engine;
+struct filter;
+int server_handshake(struct server *srv, struct engine *e,
+		     struct server_session *s, struct wire_hello *h,
+		     struct session_params *p, uint8_t key[AEAD_KEY_LEN],
+		     uint64_t deadline_ms, struct join_wait *jw);
+
+/* A path of rdcp --server's client as the user typed it: "~/" stripped. */
+const char *server_user_path(const char *p);
+
+/*
+ * A pull's SRCs in h made paths inside the root, copied into buf
+ * (WIRE_PATHS_MAX bytes), srcs[i] pointing at each; with user, taken as
+ * the user typed them. 0, or -errno with why filled (-EPERM: outside the
+ * root).
+ */
+int server_check_sources(const struct wire_hello *h, bool user, char *buf,
+			 const char **srcs, char *why, size_t whysz);
+
+/*
+ * A pull's --include/--exclude rules in h added to f: 0, -ENOMEM, or
+ * -EPERM with why filled for a rule util/filter.c does not take.
+ */
+int server_hello_filter(const struct wire_hello *h, struct filter *f, char *why,
+			size_t whysz);
 
 /*
  * ---- the audit trail (audit.c) ----

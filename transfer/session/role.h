@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Private to transfer/: the two data roles that run on an engine once a
- * handshake (client.c, server.c) has agreed who sends and where to, and the
- * parameters they take. The roles know nothing of who started them.
+ * handshake (client.c, server_hello.c) has agreed who sends and where to,
+ * and the parameters they take. The roles know nothing of who started
+ * them.
  */
 #ifndef RDCP_ROLE_H
 #define RDCP_ROLE_H
