@@ -372,7 +372,8 @@ int mpi_start_session(struct rank *r, volatile sig_atomic_t *cancel)
 		retry_init(&r->rt, r->a.retry, r->a.retry_wait_ms);
 		r->sh.rt = &r->rt;
 		r->sh.base = r->base;
-		if (retry_list_init(&r->list, list))
+		/* O_NONBLOCK: read as it is (no thread), names NUL-ended */
+		if (retry_list_init(&r->list, list, '\0'))
 			return RDCP_EXIT_LOCAL_IO;
 	}
 	r->o.copy.files_from_tree = true;
