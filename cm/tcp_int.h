@@ -28,6 +28,9 @@ enum {
 	FR_WRITE = 2
 };
 
+/* The receive thread's buffer (cm/tcp_hca.c), bytes. */
+#define TCP_RX_BUF (64u * 1024)
+
 /* How long a refused client may take to speak before it is answered. */
 #define TCP_REFUSAL_MS 1000
 
@@ -52,6 +55,10 @@ struct tconn {
 	pthread_t tx_thr, rx_thr;
 	bool tx_started, rx_started;
 	unsigned int depth; /* send queue entries: slots + cm_ntx() */
+	/* The receive thread's alone: what it read ahead of the frame it is
+	 * at, rxb_len bytes from rxb_off; TCP_RX_BUF bytes. */
+	uint8_t *rxb;
+	size_t rxb_off, rxb_len;
 	/* Under lock from here on. */
 	struct twr *sq; /* posted, not yet written; depth entries */
 	unsigned int sq_head, sq_len;

@@ -170,6 +170,8 @@ void tconn_teardown(struct tconn *t)
 		cm_area_free(&c->ring, &c->geom);
 		cm_area_free(&c->stage, &c->geom);
 	}
+	free(t->rxb);
+	t->rxb = NULL;
 	free(t->sq);
 	free(t->rq);
 	free(t->cq);
@@ -234,7 +236,8 @@ int tconn_create(int fd, const struct cm_geom *g, const char *peer,
 	t->sq = calloc(t->depth, sizeof(*t->sq));
 	t->rq = calloc(c->nrx, sizeof(*t->rq));
 	t->cq = calloc(t->cq_cap, sizeof(*t->cq));
-	if (!t->sq || !t->rq || !t->cq) {
+	t->rxb = malloc(TCP_RX_BUF);
+	if (!t->sq || !t->rq || !t->cq || !t->rxb) {
 		log_err("cannot allocate queues of %u entries: %s", t->depth,
 			strerror(ENOMEM));
 		return -ENOMEM;

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * --json: newline-delimited JSON events on stdout, one object per line,
- * flushed as it happens, for scripts. The event types and their fields are
- * listed in rdcp(1), JSON OUTPUT (doc/rdcp.1).
+ * flushed as it happens, for scripts; to a regular file the file events
+ * go in stdio's blocks, flushed by the next event of another kind (out
+ * is stdout: which kind of file it is is looked at once). The event types and
+ * their fields are listed in rdcp(1), JSON OUTPUT (doc/rdcp.1).
  */
 #ifndef RDCP_JSON_OUT_H
 #define RDCP_JSON_OUT_H

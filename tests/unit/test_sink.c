@@ -1774,6 +1774,70 @@ static void devices_check(const char *root)
 	CHECK(lstat(p, &st) == 0 && S_ISFIFO(st.st_mode));
 }
 
+/* An empty regular file id at path, ended: its FILE_RESULT's status. */
+static int32_t empty_file(struct hl_run *h, uint32_t id, const char *path)
+{
+	struct wire_msg m;
+
+	hl_file(&m, id, WIRE_KIND_FILE, path, "");
+	CHECK_EQ(engine_send(&h->e, &m), 0);
+	memset(&m, 0, sizeof(m));
+	m.type = WIRE_FILE_END;
+	m.u.end.file_id = id;
+	m.u.end.csum = WIRE_CSUM_CRC32;
+	m.u.end.digest_len = 4; /* CRC32 of nothing: 0 */
+	CHECK_EQ(engine_send(&h->e, &m), 0);
+	for (;;) {
+		CHECK_EQ(engine_expect(&h->e, WIRE_FILE_RESULT, &m, 10000), 0);
+		if (m.u.result.file_id == id)
+			return m.u.result.status;
+	}
+}
+
+/*
+ * The sink keeps a directory open for the files that follow in it (one
+ * open per directory, not per file). Between two of them DEST's "d" is
+ * renamed aside and a symlink to a directory outside DEST put in its
+ * place: the second file still goes into the directory the checked open
+ * reached (now "d.old", beneath DEST), nothing lands outside, and the
+ * directory's fd is closed by the session's end. (Opening the parent per
+ * file failed the second one at the symlink; a cache by path would
+ * follow it.)
+ */
+static void test_parent_kept_not_path(void)
+{
+	char root[] = "/tmp/rdcp-test-root.XXXXXX";
+	char away[] = "/tmp/rdcp-test-away.XXXXXX";
+	char p[4200], q[4200];
+	struct wire_msg m;
+	struct hl_run h;
+	struct stat st;
+	int32_t status = 1;
+	int fds = tf_count_fds();
+
+	mkdtemp_or_fail(root);
+	mkdtemp_or_fail(away);
+	hl_start(&h, root, 0);
+	hl_file(&m, 0, WIRE_KIND_DIR, "d", "");
+	m.u.file.mode = 0755;
+	CHECK_EQ(hl_answered(&h, &m, &status, NULL), 0);
+	CHECK_EQ(status, 0);
+	CHECK_EQ(empty_file(&h, 1, "d/t1"), 0);
+	path_in(p, sizeof(p), root, "out/d");
+	path_in(q, sizeof(q), root, "out/d.old");
+	CHECK_EQ(rename(p, q), 0);
+	CHECK_EQ(symlink(away, p), 0);
+	CHECK_EQ(empty_file(&h, 2, "d/t2"), 0);
+	CHECK_EQ(hl_end(&h), XFER_OK);
+	CHECK_EQ(tf_count_named(away, ""), 0);
+	CHECK(stat(away, &st) == 0 && (st.st_mode & 07777) == 0700);
+	CHECK(tf_exists_in(q, "t1"));
+	CHECK(tf_exists_in(q, "t2"));
+	CHECK_EQ(tf_rm_tree(root), 0);
+	CHECK_EQ(tf_rm_tree(away), 0);
+	CHECK_EQ(tf_count_fds(), fds);
+}
+
 static void test_devices_refused(void)
 {
 	char root[] = "/tmp/rdcp-test-root.XXXXXX";
@@ -1828,5 +1892,6 @@ TAP_RUN(TAP_TEST(test_inflight_flood), TAP_TEST(test_inflight_honest),
 	TAP_TEST(test_xattrs_unsupported), TAP_TEST(test_acl_names),
 	TAP_TEST(test_links_honest), TAP_TEST(test_links_hostile),
 	TAP_TEST(test_links_target_unusable),
-	TAP_TEST(test_links_through_symlink), TAP_TEST(test_devices_refused),
+	TAP_TEST(test_links_through_symlink),
+	TAP_TEST(test_parent_kept_not_path), TAP_TEST(test_devices_refused),
 	TAP_TEST(test_devices_not_root))

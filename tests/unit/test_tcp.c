@@ -311,6 +311,53 @@ static void test_handshake_and_ops(void)
 		CHECK_EQ(c->ops->post_recv(c, (unsigned int)ev[i].id), 0);
 
 	/*
+	 * Frames queued together go out together and are read through the
+	 * receive buffer (cm/tcp_hca.c): SENDs between writes whose payload
+	 * (30 000 bytes: read through the buffer, across its refills) and
+	 * whose full chunk (read straight into the slot) each land whole
+	 * and in order.
+	 */
+	for (i = 0; i < 4; i++) {
+		memset(cm_stage(c, (unsigned int)i), 'k' + i,
+		       i == 3 ? s->geom.chunk_size : 30000);
+		memset(cm_stage_hdr(c, (unsigned int)i), 'K' + i, CM_SLOT_HDR);
+		snprintf((char *)cm_tx(c, (unsigned int)i), 8, "msg %d", i);
+		CHECK_EQ(c->ops->post_send(c, (unsigned int)i, 6, 200u + i), 0);
+		CHECK_EQ(c->ops->post_write(c, (unsigned int)i,
+					    i == 3 ? s->geom.chunk_size : 30000,
+					    (unsigned int)i, 300u + i, true,
+					    400u + i),
+			 0);
+	}
+	CHECK_EQ(tc_poll_n(s, ev, 8), 8);
+	for (i = 0; i < 8; i++) {
+		unsigned int q = (unsigned int)i / 2;
+		uint32_t len = q == 3 ? s->geom.chunk_size : 30000;
+
+		if (i % 2 == 0) {
+			char exp[8];
+
+			snprintf(exp, sizeof(exp), "msg %u", q);
+			CHECK_EQ(ev[i].type, CM_EV_RECV);
+			CHECK_EQ(ev[i].len, 6);
+			CHECK(!memcmp(cm_rx(s, (unsigned int)ev[i].id), exp,
+				      6));
+		} else {
+			CHECK_EQ(ev[i].type, CM_EV_DATA);
+			CHECK_EQ(ev[i].imm, 300u + q);
+			CHECK(cm_slot(s, q)[0] == 'k' + q &&
+			      cm_slot(s, q)[len - 1] == 'k' + q);
+			CHECK(cm_slot_hdr(s, q)[0] == 'K' + q &&
+			      cm_slot_hdr(s, q)[CM_SLOT_HDR - 1] == 'K' + q);
+		}
+	}
+	for (i = 0; i < 8; i++)
+		CHECK_EQ(s->ops->post_recv(s, (unsigned int)ev[i].id), 0);
+	CHECK_EQ(tc_poll_n(c, ev, 8), 8);
+	for (i = 0; i < 8; i++)
+		CHECK_EQ(ev[i].type, CM_EV_SEND_DONE);
+
+	/*
 	 * A vanished peer: CLOSED once; later sends are flushed with an
 	 * error, as on a verbs QP in the error state.
 	 */

@@ -566,6 +566,7 @@ out:
 	e->wq = NULL;
 	/* Nothing more is finished: the session did not end well. */
 	sink_dirs_drop(&k);
+	sink_parent_forget(&k);
 	while (k.nlive) /* removes unfinished temporaries */
 		sink_file_free(&k, k.live[--k.nlive]);
 	for (unsigned int i = 0; k.jobs && i < e->c->geom.slots; i++) {

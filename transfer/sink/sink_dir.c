@@ -169,6 +169,7 @@ static void close_cwd(struct sink *k)
 {
 	struct snk_dir *d = k->cwd;
 
+	sink_parent_forget(k); /* the walk is elsewhere now */
 	k->cwd = d->parent;
 	d->open = false;
 	settle(k, d);
@@ -254,6 +255,7 @@ int sink_make_dir(struct sink *k, struct snk_file *f, const char *path)
 	f->xattrs = NULL;
 	d->len = strlen(name);
 	memcpy(d->name, name, d->len + 1);
+	sink_parent_forget(k);
 	k->cwd = d;
 	k->ndirs++;
 	return 0;

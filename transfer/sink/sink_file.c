@@ -53,7 +53,9 @@ void sink_file_free(struct sink *k, struct snk_file *f)
 	sink_discard(k, f);
 	if (f->cand >= 0)
 		close(f->cand);
-	if (f->dirfd >= 0 && f->dirfd != k->t->dirfd)
+	if (f->parent)
+		sink_parent_put(f->parent);
+	else if (f->dirfd >= 0 && f->dirfd != k->t->dirfd)
 		close(f->dirfd);
 	free(f->sums);
 	free(f->bits);

@@ -78,7 +78,8 @@ struct snk_file {
 	uint8_t kind;
 	int fd;
 	struct direct_fd dio; /* its O_DIRECT twin: full chunks (direct.h) */
-	int dirfd; /* the parent: owned unless it is the target's */
+	int dirfd;	      /* the parent: the target's, or parent's fd */
+	struct snk_parent *parent; /* a reference, or NULL (the target's) */
 	/* A regular file's directory, kept unfinished while it flies. */
 	struct snk_dir *dir;
 	int cand;	 /* resume: what an earlier attempt left (or -1) */
@@ -223,6 +224,9 @@ struct sink {
 	/* Directories: the deepest the walk is in, and how many are kept. */
 	struct snk_dir *cwd;
 	size_t ndirs;
+	/* The O_PATH fd of the last parent a FILE opened, kept while the
+	 * walk stays in that directory (sink_names.c), or NULL. */
+	struct snk_parent *parent;
 	bool dirs_dropped; /* torn down: kept ones go unfinished */
 	/* Names already answered when asked first: each at most once. */
 	struct hset asked;
@@ -446,6 +450,14 @@ int sink_map_names(struct sink *k, uint32_t id, const char *path,
 		   struct snk_names *n);
 /* The directory n goes into: the target's own dirfd or a new fd. */
 int sink_open_parent(const struct sink *k, struct snk_names *n);
+/*
+ * The engine thread's parent cache (sink_names.c): sink_parent_put drops
+ * a reference (a file's, when it is freed), closing the fd with the
+ * last; sink_parent_forget drops the cache's own, as the walk leaves or
+ * enters a directory and when the session ends.
+ */
+void sink_parent_put(struct snk_parent *p);
+void sink_parent_forget(struct sink *k);
 /*
  * Where f lands, in f->n and f->dirfd, checked (beneath DEST; on a pull,
  * asked for) before anything is opened. 0 (f may have failed alone: its

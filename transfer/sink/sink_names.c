@@ -4,7 +4,16 @@
  * on a pull, one that was asked for), mapped to its place and its
  * temporary's name beside it, and its parent directory opened beneath
  * DEST. Nothing is created here; sink.c and sink_pack.c open what lands.
+ *
+ * A FILE's parent is opened once for the files that follow in the same
+ * directory (a re-run's FILEs come a directory at a time): the O_PATH fd
+ * is kept, with a reference per file that uses it, until the walk leaves
+ * or enters a directory (sink_dir.c forgets it then). It names the
+ * directory itself, not its path: a symlink or another directory put in
+ * its place later is never followed, and nothing lands anywhere the
+ * checked open did not reach (RESOLVE_BENEATH, no symlinks).
  */
+#include <stdlib.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -89,6 +98,68 @@ int sink_open_parent(const struct sink *k, struct snk_names *n)
 	return fd;
 }
 
+struct snk_parent {
+	int fd;		   /* O_PATH | O_DIRECTORY, beneath the target */
+	unsigned int refs; /* the cache's own and each file's */
+	size_t len;	   /* of rel */
+	char rel[];	   /* the directory's path beneath the target */
+};
+
+void sink_parent_put(struct snk_parent *p)
+{
+	if (p && !--p->refs) {
+		close(p->fd);
+		free(p);
+	}
+}
+
+void sink_parent_forget(struct sink *k)
+{
+	sink_parent_put(k->parent);
+	k->parent = NULL;
+}
+
+/*
+ * f's directory in f->dirfd: the target's, the cached one (a reference
+ * in f->parent) or a new one, cached. 0 or -errno.
+ */
+static int parent_get(struct sink *k, struct snk_file *f)
+{
+	const char *slash = strrchr(f->n.rel, '/');
+	size_t len = slash ? (size_t)(slash - f->n.rel) : 0;
+	struct snk_parent *p = k->parent;
+	int fd;
+
+	if (!slash || k->t->dirfd < 0) {
+		fd = sink_open_parent(k, &f->n);
+		if (fd < 0)
+			return fd;
+		f->dirfd = fd;
+		return 0;
+	}
+	if (!p || p->len != len || memcmp(p->rel, f->n.rel, len)) {
+		sink_parent_forget(k);
+		fd = sink_open_parent(k, &f->n);
+		if (fd < 0)
+			return fd;
+		p = malloc(sizeof(*p) + len + 1);
+		if (!p) {
+			close(fd);
+			return -ENOMEM;
+		}
+		p->fd = fd;
+		p->refs = 1;
+		p->len = len;
+		memcpy(p->rel, f->n.rel, len);
+		p->rel[len] = '\0';
+		k->parent = p;
+	}
+	p->refs++;
+	f->parent = p;
+	f->dirfd = p->fd;
+	return 0;
+}
+
 /*
  * Where f lands, checked (beneath DEST; on a pull, asked for) before
  * anything is opened. 0, or the engine's error: the session ends.
@@ -108,10 +179,8 @@ int sink_map_path(struct sink *k, struct snk_file *f, const char *path)
 		return sink_want_refuse(k, path, why);
 	if (sink_dir_enter(k, path))
 		return sink_want_refuse(k, path, SINK_DIR_NOT_NOW);
-	f->dirfd = sink_open_parent(k, &f->n);
-	if (f->dirfd < 0) {
-		rc = f->dirfd;
-		f->dirfd = -1;
+	rc = parent_get(k, f);
+	if (rc) {
 		/* --dry-run: beneath a directory the run would make */
 		if (rc != -ENOENT || !(k->p->flags & WIRE_HELLO_DRY_RUN))
 			file_fail(f, rc,
