@@ -53,7 +53,7 @@ void mpi_usage_help(void)
 	       "1G; 0: never)\n\n"
 	       "rdcp's copy options apply (rdcp --help), --delete and --retry "
 	       "too: each rank\nretries its own session; rank 0 mirrors DEST "
-	       "once every rank's copy is verified.\nNot --files-from, -H, -D, "
+	       "once every rank's copy is verified.\nNot --files-from, -H, "
 	       "--manifest, a pull or a remote SRC. See rdcp-mpi(1).\n");
 }
 
@@ -250,9 +250,6 @@ const char *mpi_unsupported(const struct args *a)
 	if (a->o.copy.hard_links)
 		return "-H: not with rdcp-mpi: each rank sends part of the "
 		       "tree, so names of one file could not be linked";
-	if (a->o.copy.devices || a->o.copy.specials)
-		return "-D, --devices, --specials: not with rdcp-mpi (yet): "
-		       "its walk sends regular files, directories and symlinks";
 	return NULL;
 }
 

@@ -29,7 +29,8 @@
 # silent and end the job, exit 11), mirror (--delete, 4 ranks, 2
 # receivers: --dry-run lists, nothing deleted when a rank failed,
 # --max-delete exit 13, then one listing removes the extras, excluded
-# names and what a symlink points to kept), retry (--retry: a receiver
+# names and what a symlink points to kept), devices (-D: FIFOs, and as
+# root a device node), retry (--retry: a receiver
 # killed and restarted mid-job, the ranks resume, exit 0, all verified),
 # retryfail (--retry and a receiver with another key: ends at once).
 # shellcheck disable=SC2317 # functions run by name (scenario lists, traps, wait_until callbacks)
@@ -41,7 +42,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$HERE/lib.sh"
 e2e_build "$@"
 shift "$BUILD_ARGS"
-ALL="tree balance big mix partial usage noconnect rxkill rankkill rangekill skipfinal badrange hang hang0 mirror retry retryfail"
+ALL="tree balance big mix partial usage noconnect rxkill rankkill rangekill skipfinal badrange hang hang0 mirror devices retry retryfail"
 check_scenarios "$ALL" "$@"
 
 own_netns RDCP_MPI_NETNS "$@"
@@ -81,16 +82,18 @@ export OMPI_MCA_btl_vader_single_copy_mechanism=none
 P=7810
 RXS=""
 
-# receivers N ROOT: N receivers on ports P+1.., one root; RECV = their list
-# for DEST (rdcp://127.0.0.1:P1,127.0.0.1:P2/...).
+# receivers N ROOT [ARGS...]: N receivers on ports P+1.., one root, each
+# with ARGS too; RECV = their list for DEST
+# (rdcp://127.0.0.1:P1,127.0.0.1:P2/...).
 receivers() {
-	local i list=""
+	local i n=$1 root=$2 list=""
+	shift 2
 	RXS=""
-	mkdir -p "$2"
-	for i in $(seq 1 "$1"); do
+	mkdir -p "$root"
+	for i in $(seq 1 "$n"); do
 		nextport
-		start_rx "$T/rx$i.log" --transport tcp -P "$P" --root "$2" \
-			--key-file "$T/key" ||
+		start_rx "$T/rx$i.log" --transport tcp -P "$P" --root "$root" \
+			--key-file "$T/key" "$@" ||
 			t_fail "receiver $i did not start"
 		RXS="$RXS $RX"
 		list="$list${list:+,}127.0.0.1:$P"
@@ -414,13 +417,11 @@ s_usage() {
 	[ "$SRC" = 2 ] || t_fail "sha256 with --split-size: exit $SRC, want 2"
 	[ "$(grep -c 'byte ranges need --checksum crc32' "$T/usage2.log.err")" = 1 ] ||
 		t_fail "want one message for sha256 with --split-size"
-	# -H and -D are refused: a rank sees part of the tree
+	# -H is refused: a rank sees part of the tree (-D is taken: devices)
 	mpi_late "$T/usage4.log" -aH -r "$W" "rdcp://127.0.0.1:1/x"
 	[ "$SRC" = 2 ] || t_fail "-H: exit $SRC, want 2"
 	[ "$(grep -c -- '-H: not with rdcp-mpi' "$T/usage4.log.err")" = 1 ] ||
 		t_fail "want one message for -H"
-	mpi_late "$T/usage5.log" -D -r "$W" "rdcp://127.0.0.1:1/x"
-	[ "$SRC" = 2 ] || t_fail "-D: exit $SRC, want 2"
 	# an option argp refuses exits from inside argp_parse
 	mpi_late "$T/usage3.log" --no-such-option -r "$W" "rdcp://127.0.0.1:1/x"
 	[ "$SRC" = 2 ] || [ "$SRC" = 64 ] || t_fail "a bad option: exit $SRC"
@@ -683,6 +684,31 @@ extras() {
 	mkdir -p "$W/outside"
 	echo out >"$W/outside/o"
 	ln -sfn "$W/outside" "$1/lnk" # a symlink: removed, not followed
+}
+
+# -D with 4 ranks: the FIFOs of the tree made beneath DEST, and as root,
+# receivers with --allow-devices, a device node with its numbers.
+s_devices() {
+	t_begin "devices: -r -D, 4 ranks, 2 receivers: FIFOs made, and as root with --allow-devices a device node"
+	local i d=$W/dst/dv/dv
+	mkdir -p "$W/dv/a" "$W/dv/b"
+	for i in $(seq 1 40); do echo "$i" >"$W/dv/a/f$i"; done
+	mkfifo "$W/dv/p" "$W/dv/b/q"
+	[ "$(id -u)" = 0 ] && mknod "$W/dv/a/null" c 1 3
+	receivers 2 "$W/dst" --allow-devices
+	mpi "$T/dv.log" 4 -r -D "$W/dv" "$RECV/dv/"
+	[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
+	[ -p "$d/p" ] && [ -p "$d/b/q" ] || t_fail "a FIFO was not made"
+	if [ "$(id -u)" = 0 ]; then
+		[ -c "$d/a/null" ] && [ "$(stat -c %t,%T "$d/a/null")" = 1,3 ] ||
+			t_fail "the device node was not made as 1,3"
+	fi
+	verified "$W/dv" "$d"
+	[ "$VERIFIED" = 40 ] || t_fail "$VERIFIED files verified, want 40"
+	t_log "$T/dv.log.err"
+	stop_receivers
+	t_end
+	rm -rf "$W/dst" "$W/dv"
 }
 
 s_mirror() {
