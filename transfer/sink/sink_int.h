@@ -451,11 +451,19 @@ int sink_map_names(struct sink *k, uint32_t id, const char *path,
 /* The directory n goes into: the target's own dirfd or a new fd. */
 int sink_open_parent(const struct sink *k, struct snk_names *n);
 /*
- * The engine thread's parent cache (sink_names.c): sink_parent_put drops
- * a reference (a file's, when it is freed), closing the fd with the
- * last; sink_parent_forget drops the cache's own, as the walk leaves or
- * enters a directory and when the session ends.
+ * The engine thread's parent cache (sink_parent.c): one directory's
+ * O_PATH fd kept for the files that follow in it. sink_parent_cached: 1
+ * when the cache holds rel (len bytes); sink_parent_cache puts fd there
+ * for rel (taken over, closed on failure): fd or -ENOMEM;
+ * sink_parent_get hands out a reference to the cached one in *ref and
+ * returns its fd; sink_parent_put drops a reference (a file's, when it
+ * is freed), closing the fd with the last; sink_parent_forget drops the
+ * cache's own, as the walk leaves or enters a directory and when the
+ * session ends.
  */
+bool sink_parent_cached(const struct sink *k, const char *rel, size_t len);
+int sink_parent_cache(struct sink *k, int fd, const char *rel, size_t len);
+int sink_parent_get(struct sink *k, struct snk_parent **ref);
 void sink_parent_put(struct snk_parent *p);
 void sink_parent_forget(struct sink *k);
 /*

@@ -6,12 +6,8 @@
  * DEST. Nothing is created here; sink.c and sink_pack.c open what lands.
  *
  * A FILE's parent is opened once for the files that follow in the same
- * directory (a re-run's FILEs come a directory at a time): the O_PATH fd
- * is kept, with a reference per file that uses it, until the walk leaves
- * or enters a directory (sink_dir.c forgets it then). It names the
- * directory itself, not its path: a symlink or another directory put in
- * its place later is never followed, and nothing lands anywhere the
- * checked open did not reach (RESOLVE_BENEATH, no symlinks).
+ * directory (a re-run's FILEs come a directory at a time) and kept in
+ * sink_parent.c's cache.
  */
 #include <stdlib.h>
 #include <errno.h>
@@ -98,36 +94,14 @@ int sink_open_parent(const struct sink *k, struct snk_names *n)
 	return fd;
 }
 
-struct snk_parent {
-	int fd;		   /* O_PATH | O_DIRECTORY, beneath the target */
-	unsigned int refs; /* the cache's own and each file's */
-	size_t len;	   /* of rel */
-	char rel[];	   /* the directory's path beneath the target */
-};
-
-void sink_parent_put(struct snk_parent *p)
-{
-	if (p && !--p->refs) {
-		close(p->fd);
-		free(p);
-	}
-}
-
-void sink_parent_forget(struct sink *k)
-{
-	sink_parent_put(k->parent);
-	k->parent = NULL;
-}
-
 /*
  * f's directory in f->dirfd: the target's, the cached one (a reference
- * in f->parent) or a new one, cached. 0 or -errno.
+ * in f->parent, sink_parent.c) or a new one, cached. 0 or -errno.
  */
 static int parent_get(struct sink *k, struct snk_file *f)
 {
 	const char *slash = strrchr(f->n.rel, '/');
 	size_t len = slash ? (size_t)(slash - f->n.rel) : 0;
-	struct snk_parent *p = k->parent;
 	int fd;
 
 	if (!slash || k->t->dirfd < 0) {
@@ -137,26 +111,15 @@ static int parent_get(struct sink *k, struct snk_file *f)
 		f->dirfd = fd;
 		return 0;
 	}
-	if (!p || p->len != len || memcmp(p->rel, f->n.rel, len)) {
-		sink_parent_forget(k);
+	if (!sink_parent_cached(k, f->n.rel, len)) {
 		fd = sink_open_parent(k, &f->n);
 		if (fd < 0)
 			return fd;
-		p = malloc(sizeof(*p) + len + 1);
-		if (!p) {
-			close(fd);
-			return -ENOMEM;
-		}
-		p->fd = fd;
-		p->refs = 1;
-		p->len = len;
-		memcpy(p->rel, f->n.rel, len);
-		p->rel[len] = '\0';
-		k->parent = p;
+		fd = sink_parent_cache(k, fd, f->n.rel, len);
+		if (fd < 0)
+			return fd;
 	}
-	p->refs++;
-	f->parent = p;
-	f->dirfd = p->fd;
+	f->dirfd = sink_parent_get(k, &f->parent);
 	return 0;
 }
 
