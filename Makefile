@@ -210,7 +210,7 @@ setup:
 # pkg-config is asked once the -dev packages exist.
 # The builds (plain, hooks, ASan, TSan, rdcp-mpi: separate directories)
 # run TEST_JOBS at a time, one per CPU unless told; then the suites run in
-# four lanes side by side (tests/run_tests.sh all; RDCP_TEST_LANES=1 runs
+# three lanes side by side (tests/run_tests.sh all; RDCP_TEST_LANES=1 runs
 # them one after the other).
 TEST_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 test: setup

@@ -185,7 +185,7 @@ for sc in "$@"; do
 		# A boot of its own: a slow sshd must not fail rxhost's checks.
 		run_guest pair-ssh a --pair --timeout 360 "${common[@]}" "$HERE/rdma_pair.sh" ssh ;;
 	txhost)
-		run_guest pair-txhost b --pair --timeout 240 "${common[@]}" "$HERE/rdma_pair.sh" txhost ;;
+		run_guest pair-txhost b --pair --timeout 420 "${common[@]}" "$HERE/rdma_pair.sh" txhost ;;
 	linkcut)
 		run_guest pair-linkcut "a b" --pair --timeout 320 "${common[@]}" "$HERE/rdma_pair.sh" linkcut ;;
 	retry)
