@@ -225,7 +225,8 @@ struct client {
 
 static const uint8_t TOKEN[CM_TOKEN_LEN] = { 'l', 'a', 'n', 'e', 's', 0, 1, 2 };
 
-static void *client_main(void *p)
+/* The client's lane 0 over TCP, then its lane 1 joined. */
+static void *client_one_main(void *p)
 {
 	struct client *k = p;
 	struct cm_addr a = { .host = "127.0.0.1",
@@ -239,8 +240,18 @@ static void *client_main(void *p)
 		k->rc = cm_set_lanes(k->c, 4);
 	if (!k->rc)
 		k->rc = cm_join(k->c, &j, &TO);
+	return NULL;
+}
+
+/* client_one_main, then lane 1 again (refused), then lanes 2 and 3. */
+static void *client_main(void *p)
+{
+	struct client *k = p;
+	struct cm_join j = { .lane = 2 };
+
+	client_one_main(k);
+	memcpy(j.token, TOKEN, CM_TOKEN_LEN);
 	/* The receiver takes this one for lane 1 again: refused. */
-	j.lane = 2;
 	if (!k->rc)
 		k->dup_rc = cm_join(k->c, &j, &TO);
 	for (unsigned int l = 2; !k->rc && l < 4; l++) {
@@ -373,23 +384,6 @@ out:
 	cm_conn_destroy(k.c);
 	cm_conn_destroy(s);
 	cm_listener_destroy(l);
-}
-
-static void *client_one_main(void *p)
-{
-	struct client *k = p;
-	struct cm_addr a = { .host = "127.0.0.1",
-			     .port = k->port,
-			     .transport = CM_TRANSPORT_TCP };
-	struct cm_join j = { .lane = 1 };
-
-	memcpy(j.token, TOKEN, CM_TOKEN_LEN);
-	k->rc = cm_connect(&a, &k->want, &TO, &k->c);
-	if (!k->rc)
-		k->rc = cm_set_lanes(k->c, 4);
-	if (!k->rc)
-		k->rc = cm_join(k->c, &j, &TO);
-	return NULL;
 }
 
 /*
