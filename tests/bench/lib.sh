@@ -18,3 +18,20 @@ function median(k,   n, i, j, t, a) {
 	return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
 }
 '
+
+# bench_rsyncd PORT DIR CONF: an rsync daemon on 127.0.0.1:PORT in the
+# background, its module b the directory DIR, writable, as root (its
+# configuration written to CONF); its pid added to the caller's PIDS.
+bench_rsyncd() {
+	cat >"$3" <<CONF
+[b]
+path = $2
+read only = false
+use chroot = false
+uid = root
+gid = root
+CONF
+	rsync --daemon --no-detach --address=127.0.0.1 --port="$1" \
+		--config="$3" &
+	PIDS+=($!)
+}

@@ -84,17 +84,7 @@ mkdir -p /run/sshd
 	-o "Subsystem=sftp internal-sftp" &
 PIDS+=($!)
 port; RSPORT=$PORT
-cat >"$W/rsyncd.conf" <<CONF
-[b]
-path = $SHM
-read only = false
-use chroot = false
-uid = root
-gid = root
-CONF
-rsync --daemon --no-detach --address=127.0.0.1 --port="$RSPORT" \
-	--config="$W/rsyncd.conf" &
-PIDS+=($!)
+bench_rsyncd "$RSPORT" "$SHM" "$W/rsyncd.conf"
 port; RDPORT=$PORT
 mkdir -p "$SHM/rdcp"
 "$RDCP" --listen --no-auth -q --transport tcp --root "$SHM/rdcp" \
