@@ -169,6 +169,17 @@ int cm_wfifo_done(struct cm_wfifo *f, uint64_t pos);
 /* Up to max SEND_DONEs due in posting order, into ev; the count. */
 int cm_wfifo_emit(struct cm_wfifo *f, struct cm_event *ev, int max);
 /*
+ * The lane count both transports keep (cm_ops set_lanes, keep_lanes, whose
+ * rules cm.h gives). cm_lanes_set: n lanes for c, into the transport's
+ * *nlanes, and with several its write order wf. cm_lanes_keep: only the
+ * first up of nlanes carry writes, lanes 0..joined-1 being joined (the
+ * caller counts them, lane 0 always one). 0 or -errno.
+ */
+int cm_lanes_set(struct cm_conn *c, unsigned int *nlanes, struct cm_wfifo *wf,
+		 unsigned int n);
+int cm_lanes_keep(struct cm_conn *c, unsigned int nlanes, unsigned int up,
+		  unsigned int joined);
+/*
  * A lane's wr_id made by cm_wfifo_push: bit 62 set, 63 clear (the
  * engine's wr_ids are staging indexes, or control sends with bit 63).
  */

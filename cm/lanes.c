@@ -4,13 +4,45 @@
  * a connection with several lanes is recorded here in posting order and
  * signalled on its lane; the caller gets the completions it asked for in
  * posting order, each once every earlier write completed, as one QP would
- * give them. Shared by the RDMA (verbs_lane.c) and TCP (tcp_lane.c) lanes.
+ * give them. Shared by the RDMA (verbs_lane.c) and TCP (tcp_lane.c) lanes,
+ * as is the lanes' count they set and keep (rdma_lane.c, tcp_lane.c).
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cm/cm_int.h"
+
+int cm_lanes_set(struct cm_conn *c, unsigned int *nlanes, struct cm_wfifo *wf,
+		 unsigned int n)
+{
+	int rc;
+
+	if (n < 1 || n > CM_LANES_MAX)
+		return -EINVAL;
+	if (*nlanes || c->ring || c->stage)
+		return -EBUSY;
+	if (n > 1) {
+		rc = cm_wfifo_init(wf, c->geom.slots);
+		if (rc)
+			return rc;
+	}
+	*nlanes = n;
+	c->lanes = n;
+	c->lanes_up = n;
+	return 0;
+}
+
+int cm_lanes_keep(struct cm_conn *c, unsigned int nlanes, unsigned int up,
+		  unsigned int joined)
+{
+	if (nlanes <= 1 || up < 1 || up > nlanes || c->ring || c->stage)
+		return -EINVAL;
+	if (joined < up)
+		return -ENOTCONN;
+	c->lanes_up = up;
+	return 0;
+}
 
 int cm_wfifo_init(struct cm_wfifo *f, unsigned int cap)
 {

@@ -34,34 +34,18 @@ static struct vconn *to_v(struct cm_conn *c)
 int vconn_set_lanes(struct cm_conn *c, unsigned int n)
 {
 	struct vconn *v = to_v(c);
-	int rc;
 
-	if (n < 1 || n > CM_LANES_MAX)
-		return -EINVAL;
-	if (v->nlanes || c->ring || c->stage)
-		return -EBUSY;
-	if (n > 1) {
-		rc = cm_wfifo_init(&v->wf, c->geom.slots);
-		if (rc)
-			return rc;
-	}
-	v->nlanes = n;
-	c->lanes = n;
-	c->lanes_up = n;
-	return 0;
+	return cm_lanes_set(c, &v->nlanes, &v->wf, n);
 }
 
 int vconn_keep_lanes(struct cm_conn *c, unsigned int up)
 {
 	struct vconn *v = to_v(c);
+	unsigned int joined = 1;
 
-	if (v->nlanes <= 1 || up < 1 || up > v->nlanes || c->ring || c->stage)
-		return -EINVAL;
-	for (unsigned int i = 1; i < up; i++)
-		if (!v->lane[i])
-			return -ENOTCONN;
-	c->lanes_up = up;
-	return 0;
+	while (joined < v->nlanes && v->lane[joined])
+		joined++;
+	return cm_lanes_keep(c, v->nlanes, up, joined);
 }
 
 /* Moves a connected lane onto lane 0's event channel and lists it. */

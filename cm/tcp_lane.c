@@ -35,34 +35,18 @@ static struct tconn *to_t(struct cm_conn *c)
 int tlane_set(struct cm_conn *c, unsigned int n)
 {
 	struct tconn *t = to_t(c);
-	int rc;
 
-	if (n < 1 || n > CM_LANES_MAX)
-		return -EINVAL;
-	if (t->nlanes || c->ring || c->stage)
-		return -EBUSY;
-	if (n > 1) {
-		rc = cm_wfifo_init(&t->wf, c->geom.slots);
-		if (rc)
-			return rc;
-	}
-	t->nlanes = n;
-	c->lanes = n;
-	c->lanes_up = n;
-	return 0;
+	return cm_lanes_set(c, &t->nlanes, &t->wf, n);
 }
 
 int tlane_keep(struct cm_conn *c, unsigned int up)
 {
 	struct tconn *t = to_t(c);
+	unsigned int joined = 1;
 
-	if (t->nlanes <= 1 || up < 1 || up > t->nlanes || c->ring || c->stage)
-		return -EINVAL;
-	for (unsigned int i = 1; i < up; i++)
-		if (!t->lane[i])
-			return -ENOTCONN;
-	c->lanes_up = up;
-	return 0;
+	while (joined < t->nlanes && t->lane[joined])
+		joined++;
+	return cm_lanes_keep(c, t->nlanes, up, joined);
 }
 
 struct tconn *tlane_pick(struct tconn *t, unsigned int slot)

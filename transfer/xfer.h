@@ -46,7 +46,7 @@ enum xfer_csum {
 };
 /*
  * --sync LEVEL: which files already at DEST are kept as they are (the
- * values of wire.h's enum wire_sync, which travels in HELLO).
+ * values of wire_hello.h's enum wire_sync, which travels in HELLO).
  */
 enum xfer_sync {
 	XFER_SYNC_NONE = 0,	/* copy everything */

@@ -68,6 +68,19 @@ enum xfer_fail mj_coord_verdict(const struct mj_coord *c, struct xfer_stats *st)
 	return XFER_OK;
 }
 
+/* The bytes the ranks of receiver k moved, and how many ranks it has. */
+static uint64_t receiver_bytes(const struct mj_coord *c, int k, int *nranks)
+{
+	uint64_t bytes = 0;
+
+	*nranks = 0;
+	for (int i = k; i < c->cfg.nranks; i += c->cfg.nrecv) {
+		bytes += c->r[i].res.st.bytes;
+		(*nranks)++;
+	}
+	return bytes;
+}
+
 /* The --json summary's "ranks" and "receivers", and the text lines. */
 void mj_coord_summary(struct mj_coord *c, enum xfer_fail v, int code)
 {
@@ -103,13 +116,9 @@ void mj_coord_summary(struct mj_coord *c, enum xfer_fail v, int code)
 		}
 		fputs("],\"receivers\":[", f);
 		for (int k = 0; k < c->cfg.nrecv; k++) {
-			uint64_t bytes = 0;
-			int n = 0;
+			int n;
+			uint64_t bytes = receiver_bytes(c, k, &n);
 
-			for (int i = k; i < c->cfg.nranks; i += c->cfg.nrecv) {
-				bytes += c->r[i].res.st.bytes;
-				n++;
-			}
 			fprintf(f, "%s{\"receiver\":", k ? "," : "");
 			json_str(f, c->cfg.receivers[k]);
 			fprintf(f,
@@ -142,13 +151,9 @@ void mj_coord_summary(struct mj_coord *c, enum xfer_fail v, int code)
 		st.files_failed, c->mirror == MIRROR_OVER ? ", deleted " : "",
 		c->mirror == MIRROR_OVER ? dl : "");
 	for (int k = 0; k < c->cfg.nrecv; k++) {
-		uint64_t bytes = 0;
-		int n = 0;
+		int n;
+		uint64_t bytes = receiver_bytes(c, k, &n);
 
-		for (int i = k; i < c->cfg.nranks; i += c->cfg.nrecv) {
-			bytes += c->r[i].res.st.bytes;
-			n++;
-		}
 		fprintf(stderr, "  receiver %s: %d rank%s, %s (%s)\n",
 			c->cfg.receivers[k], n, n == 1 ? "" : "s",
 			units_format_size(bytes, sz, sizeof(sz)),

@@ -34,6 +34,9 @@
 # run, measuring nothing.
 set -euo pipefail
 BUILD=${1:-build}
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=lib.sh source-path=SCRIPTDIR
+. "$HERE/lib.sh"
 BIN=$(cd "$BUILD" && pwd)/tests/bench_ceiling
 REPS=${CEIL_REPS:-5}
 BIG_REPS=${CEIL_BIG_REPS:-3}
@@ -169,15 +172,7 @@ fi
 fi # CEIL_REPORT
 
 awk -v json="$OUT/ceiling.json" -v tsv="$OUT/ceiling.tsv" -v mib="$MIB" -v bigmib="$BIG_MIB" \
-	-v reps="$REPS" -v bigreps="$BIG_REPS" -v workers="$WORKERS" '
-function median(k,   n, i, j, t, a) {
-	n = cnt[k]
-	for (i = 1; i <= n; i++) a[i] = val[k, i]
-	for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++)
-		if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
-	if (!n) return 0
-	return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-}
+	-v reps="$REPS" -v bigreps="$BIG_REPS" -v workers="$WORKERS" "$BENCH_MEDIAN_AWK"'
 function kv(s, key,   m) { return match(s, key "=[^ ]*") ? substr(s, RSTART + length(key) + 1, RLENGTH - length(key) - 1) : "" }
 function add(k, v) { val[k, ++cnt[k]] = v }
 $1 == "RUN" { for (i = 2; i < NF; i += 2) run[$i] = $(i + 1); next }
@@ -248,6 +243,6 @@ END {
 		js, micro["crc32_rdcp"], micro["crc32_zlib"], micro["sha256"], micro["memcpy"], raw > json
 }' "$RAW"
 echo "raw numbers: $OUT/ceiling.json"
-"$(dirname "${BASH_SOURCE[0]}")/chart.sh" "$OUT/ceiling.png" \
+"$HERE/chart.sh" "$OUT/ceiling.png" \
 	"Network-free ceiling, $MIB MiB, page cache to each file system: rdcp / cp (medians)" \
 	"rdcp / cp" "$OUT/ceiling.tsv"

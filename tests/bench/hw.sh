@@ -54,6 +54,8 @@
 set -euo pipefail
 BUILD=${1:-build}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=lib.sh source-path=SCRIPTDIR
+. "$HERE/lib.sh"
 OUT=${BENCH_HW_OUT:-$BUILD/bench}
 RAW=$OUT/bench-hw-raw.txt
 MD=$OUT/bench-hw.md
@@ -80,15 +82,7 @@ note() { echo "bench-hw: $*" >&2; }
 # report: the Markdown block from $RAW to stdout and $MD, the chart's
 # data to $OUT/bench-hw.tsv; then the chart.
 report() {
-	awk -v tsv="$OUT/bench-hw.tsv" '
-	function median(k,   n, i, j, t, a) {
-		n = cnt[k]
-		for (i = 1; i <= n; i++) a[i] = val[k, i]
-		for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++)
-			if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
-		if (!n) return 0
-		return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-	}
+	awk -v tsv="$OUT/bench-hw.tsv" "$BENCH_MEDIAN_AWK"'
 	function lo(k,   i, m) { m = val[k, 1]; for (i = 2; i <= cnt[k]; i++) if (val[k, i] < m) m = val[k, i]; return m }
 	function hi(k,   i, m) { m = val[k, 1]; for (i = 2; i <= cnt[k]; i++) if (val[k, i] > m) m = val[k, i]; return m }
 	function rest(n,   s, i) { s = $n; for (i = n + 1; i <= NF; i++) s = s " " $i; return s }

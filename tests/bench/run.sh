@@ -19,6 +19,8 @@
 set -euo pipefail
 BUILD=${1:-build}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=lib.sh source-path=SCRIPTDIR
+. "$HERE/lib.sh"
 OUT=$BUILD/bench
 mkdir -p "$OUT"
 log=$OUT/rdma-guest.log
@@ -37,15 +39,7 @@ if grep -Eq '^# .*(failed|differs)' "$log"; then
 	exit 1
 fi
 
-awk -v json="$OUT/rdma.json" -v tsv="$OUT/rdma.tsv" -v mib="${BENCH_MIB:-256}" '
-function median(name,   n, i, j, t, a) {
-	n = cnt[name]
-	for (i = 1; i <= n; i++) a[i] = val[name, i]
-	for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++)
-		if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
-	if (n == 0) return 0
-	return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-}
+awk -v json="$OUT/rdma.json" -v tsv="$OUT/rdma.tsv" -v mib="${BENCH_MIB:-256}" "$BENCH_MEDIAN_AWK"'
 $1 == "BENCH" {
 	n = ++cnt[$2]; val[$2, n] = $4
 	if ($2 == "rdcp") { scpu[++ns] = $5; rcpu[ns] = $6 }

@@ -16,6 +16,9 @@
 #   tests/bench/sync.sh BUILD_DIR
 set -euo pipefail
 BUILD=${1:-build}
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=lib.sh source-path=SCRIPTDIR
+. "$HERE/lib.sh"
 RDCP=$(cd "$BUILD" && pwd)/rdcp
 REPS=${BENCH_REPS:-5}
 NFILES=${BENCH_SYNC_FILES:-100000}
@@ -57,17 +60,7 @@ secs() { awk -v a="$1" -v z="$2" 'BEGIN { printf "%.3f", z - a }'; }
 
 PORT=$((PORT + 1)); RSPORT=$PORT
 mkdir -p "$SHM/rsync" "$SHM/rdcp"
-cat >"$SHM/rsyncd.conf" <<CONF
-[b]
-path = $SHM/rsync
-read only = false
-use chroot = false
-uid = root
-gid = root
-CONF
-rsync --daemon --no-detach --address=127.0.0.1 --port="$RSPORT" \
-	--config="$SHM/rsyncd.conf" &
-PIDS+=($!)
+bench_rsyncd "$RSPORT" "$SHM/rsync" "$SHM/rsyncd.conf"
 PORT=$((PORT + 1)); RDPORT=$PORT
 "$RDCP" --listen --no-auth -q --transport tcp --root "$SHM/rdcp" \
 	--port "$RDPORT" &

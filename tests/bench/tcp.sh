@@ -22,6 +22,9 @@
 #   tests/bench/tcp.sh BUILD_DIR
 set -euo pipefail
 BUILD=${1:-build}
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=lib.sh source-path=SCRIPTDIR
+. "$HERE/lib.sh"
 RDCP=$(cd "$BUILD" && pwd)/rdcp
 REPS=${BENCH_REPS:-5}
 MIB=${BENCH_TCP_MIB:-1024}
@@ -81,17 +84,7 @@ mkdir -p /run/sshd
 	-o "Subsystem=sftp internal-sftp" &
 PIDS+=($!)
 port; RSPORT=$PORT
-cat >"$W/rsyncd.conf" <<CONF
-[b]
-path = $SHM
-read only = false
-use chroot = false
-uid = root
-gid = root
-CONF
-rsync --daemon --no-detach --address=127.0.0.1 --port="$RSPORT" \
-	--config="$W/rsyncd.conf" &
-PIDS+=($!)
+bench_rsyncd "$RSPORT" "$SHM" "$W/rsyncd.conf"
 port; RDPORT=$PORT
 mkdir -p "$SHM/rdcp"
 "$RDCP" --listen --no-auth -q --transport tcp --root "$SHM/rdcp" \
@@ -210,15 +203,7 @@ for g in 1 8; do
 done
 kill "$RXPID"; wait "$RXPID" 2>/dev/null || true
 
-awk -v json="$OUT/tcp.json" -v tsv="$OUT/tcp.tsv" -v mib="$MIB" -v reps="$REPS" '
-function median(name,   n, i, j, t, a) {
-	n = cnt[name]
-	for (i = 1; i <= n; i++) a[i] = val[name, i]
-	for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++)
-		if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
-	if (!n) return 0
-	return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-}
+awk -v json="$OUT/tcp.json" -v tsv="$OUT/tcp.tsv" -v mib="$MIB" -v reps="$REPS" "$BENCH_MEDIAN_AWK"'
 {
 	n = ++cnt[$1]; val[$1, n] = $3
 	if ($1 == "rdcp") { val["tx", n] = $4; val["rx", n] = $5; cnt["tx"] = cnt["rx"] = n }
@@ -243,5 +228,5 @@ END {
 		i3, r, n, s, y, rs_, tn, raw > json
 }' "$RAW"
 echo "raw numbers: $OUT/tcp.json"
-"$(dirname "${BASH_SOURCE[0]}")/chart.sh" "$OUT/tcp.png" \
+"$HERE/chart.sh" "$OUT/tcp.png" \
 	"TCP on loopback, $MIB MiB file, medians" "MB/s" "$OUT/tcp.tsv"

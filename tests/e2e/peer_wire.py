@@ -262,7 +262,7 @@ SPEC = {
             ("features", "I"), ("chunk_size", "I"), ("bwlimit", "Q"),
             ("nonce", "32s"), ("npaths", "H"), ("paths", "paths"),
             ("nfilters", "H"), ("filters", "paths"), ("streams", "B"),
-            # --sync's level (transfer/wire/wire.h enum wire_sync), 0: none
+            # --sync's level (wire/wire_hello.h's enum wire_sync), 0: none
             ("sync", "B")],
     WELCOME: [("status", "i"), ("features", "I"), ("nonce", "32s"),
               ("mac", "32s"), ("message", "str"), ("streams", "B"),

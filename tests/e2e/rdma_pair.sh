@@ -34,9 +34,10 @@
 #            rdcp's ssh mode pushes and pulls, also with --streams 4.
 #            b does nothing for it but run sshd (tests/guest/init.sh).
 #   benchhw  the hardware qualification kit (tests/bench/hw.sh, shipped as
-#            /test/hw.sh with /test/chart.sh, bash and bench_ceiling) run on
-#            a with HOSTS=10.77.1.1,10.77.1.2 (a reaches itself over ssh
-#            too), one round, small files: it must exit 0 and print its
+#            /test/hw.sh with /test/chart.sh, /test/lib.sh, bash and
+#            bench_ceiling) run on a with HOSTS=10.77.1.1,10.77.1.2 (a
+#            reaches itself over ssh too), one round, small files: it
+#            must exit 0 and print its
 #            Markdown block with every row (ib_write_bw 1 and 4 QPs, the
 #            ceiling when bench_ceiling was shipped, rdcp --streams 1/2/4,
 #            --encrypt, sha256, the small files) carrying a rate above 0

@@ -192,11 +192,13 @@ for sc in "$@"; do
 		run_guest pair-retry "a b" --pair --timeout 320 "${common[@]}" "$HERE/rdma_pair.sh" retry ;;
 	benchhw)
 		# The hardware qualification kit run from a against the pair
-		# (rdma_pair.sh benchhw): the kit, its chart helper and bash
-		# (the guests' sh is busybox's), and bench_ceiling when built
-		# (make build/tests/bench_ceiling; else the kit's note is checked).
+		# (rdma_pair.sh benchhw): the kit, its chart helper, the bench
+		# scripts' shared lib.sh and bash (the guests' sh is busybox's),
+		# and bench_ceiling when built (make build/tests/bench_ceiling;
+		# else the kit's note is checked).
 		hw=(--bin "$BASH" --file "$REPO/tests/bench/hw.sh:/test/hw.sh"
-			--file "$REPO/tests/bench/chart.sh:/test/chart.sh")
+			--file "$REPO/tests/bench/chart.sh:/test/chart.sh"
+			--file "$REPO/tests/bench/lib.sh:/test/lib.sh")
 		if [ -x "$BUILD/tests/bench_ceiling" ]; then
 			hw+=(--bin "$BUILD/tests/bench_ceiling")
 		else

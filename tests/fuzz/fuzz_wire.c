@@ -117,7 +117,7 @@ static bool pack_eq(const struct wire_pack_rec *a,
 	       !memcmp(a->data, b->data, a->size);
 }
 
-/* What wire.h says of a record wire_pack_next() took. */
+/* What wire_slot.h says of a record wire_pack_next() took. */
 static void check_rec_ranges(const struct wire_pack_rec *r)
 {
 	bool abort_rec = r->flags & WIRE_PACK_ABORT;

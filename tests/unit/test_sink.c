@@ -133,6 +133,37 @@ static void mkdtemp_or_fail(char *tmpl)
 	CHECK(mkdtemp(tmpl) != NULL);
 }
 
+/*
+ * A hostile client's start, written against the engine (*e, over r): a
+ * receiver rooted at root with a window of 8, a push HELLO into "out/"
+ * with DEST_DIR, flags and features, its WELCOME and the rings. 0, or
+ * what failed (a failed check already).
+ */
+static int hostile_hello(struct rx *r, struct engine *e, const char *root,
+			 uint32_t flags, uint32_t features)
+{
+	struct wire_msg m;
+	int rc;
+
+	CHECK_EQ(rx_start(r, root, 8), 0);
+	CHECK_EQ(engine_init(e, r->a, &r->o), 0);
+	memset(&m, 0, sizeof(m));
+	m.type = WIRE_HELLO;
+	m.u.hello.role = WIRE_PUSH;
+	m.u.hello.csum = XFER_CSUM_CRC32;
+	m.u.hello.flags = WIRE_HELLO_DEST_DIR | flags;
+	m.u.hello.features = features;
+	m.u.hello.chunk_size = CHUNK;
+	CHECK_EQ(wire_hello_add_path(&m.u.hello, "out/"), 0);
+	rc = engine_send(e, &m);
+	if (!rc)
+		rc = engine_expect(e, WIRE_WELCOME, &m, 5000);
+	if (!rc)
+		rc = session_rings(e, false);
+	CHECK_EQ(rc, 0);
+	return rc;
+}
+
 static void path_in(char *out, size_t n, const char *dir, const char *name)
 {
 	snprintf(out, n, "%s/%s", dir, name);
@@ -152,22 +183,7 @@ static int flood(const char *root, uint32_t nfiles, enum xfer_fail *vs,
 	struct rx r;
 	int rc;
 
-	CHECK_EQ(rx_start(&r, root, 8), 0);
-	CHECK_EQ(engine_init(&e, r.a, &r.o), 0);
-	memset(&m, 0, sizeof(m));
-	m.type = WIRE_HELLO;
-	m.u.hello.role = WIRE_PUSH;
-	m.u.hello.csum = XFER_CSUM_CRC32;
-	m.u.hello.flags = WIRE_HELLO_DEST_DIR;
-	m.u.hello.features = WIRE_FEAT_PACK;
-	m.u.hello.chunk_size = CHUNK;
-	CHECK_EQ(wire_hello_add_path(&m.u.hello, "out/"), 0);
-	rc = engine_send(&e, &m);
-	if (!rc)
-		rc = engine_expect(&e, WIRE_WELCOME, &m, 5000);
-	if (!rc)
-		rc = session_rings(&e, false);
-	CHECK_EQ(rc, 0);
+	rc = hostile_hello(&r, &e, root, 0, WIRE_FEAT_PACK);
 	for (uint32_t i = 0; !rc && i < nfiles; i++) {
 		memset(&m, 0, sizeof(m));
 		m.type = WIRE_FILE;
@@ -493,30 +509,13 @@ struct hostile {
 
 static void hostile_start(struct hostile *h, const char *root)
 {
-	struct wire_msg m;
 	char out[4200];
-	int rc;
 
 	path_in(out, sizeof(out), root, "out");
 	CHECK_EQ(mkdir(out, 0755), 0);
-	CHECK_EQ(rx_start(&h->r, root, 8), 0);
-	CHECK_EQ(engine_init(&h->e, h->r.a, &h->r.o), 0);
 	h->next_id = 0;
-	memset(&m, 0, sizeof(m));
-	m.type = WIRE_HELLO;
-	m.u.hello.role = WIRE_PUSH;
-	m.u.hello.csum = XFER_CSUM_CRC32;
-	m.u.hello.flags = WIRE_HELLO_DEST_DIR | WIRE_HELLO_RECURSIVE |
-			  WIRE_HELLO_PRESERVE;
-	m.u.hello.features = WIRE_FEAT_PACK;
-	m.u.hello.chunk_size = CHUNK;
-	CHECK_EQ(wire_hello_add_path(&m.u.hello, "out/"), 0);
-	rc = engine_send(&h->e, &m);
-	if (!rc)
-		rc = engine_expect(&h->e, WIRE_WELCOME, &m, 5000);
-	if (!rc)
-		rc = session_rings(&h->e, false);
-	CHECK_EQ(rc, 0);
+	hostile_hello(&h->r, &h->e, root,
+		      WIRE_HELLO_RECURSIVE | WIRE_HELLO_PRESERVE, WIRE_FEAT_PACK);
 }
 
 /* Announces directory path (mode 0750, mtime secs) with the next id. */
@@ -938,21 +937,7 @@ static void test_owner_unasked(void)
 	int rc;
 
 	mkdtemp_or_fail(root);
-	CHECK_EQ(rx_start(&r, root, 8), 0);
-	CHECK_EQ(engine_init(&e, r.a, &r.o), 0);
-	memset(&m, 0, sizeof(m));
-	m.type = WIRE_HELLO;
-	m.u.hello.role = WIRE_PUSH;
-	m.u.hello.csum = XFER_CSUM_CRC32;
-	m.u.hello.flags = WIRE_HELLO_DEST_DIR | WIRE_HELLO_PRESERVE;
-	m.u.hello.chunk_size = CHUNK;
-	CHECK_EQ(wire_hello_add_path(&m.u.hello, "out/"), 0);
-	rc = engine_send(&e, &m);
-	if (!rc)
-		rc = engine_expect(&e, WIRE_WELCOME, &m, 5000);
-	if (!rc)
-		rc = session_rings(&e, false);
-	CHECK_EQ(rc, 0);
+	rc = hostile_hello(&r, &e, root, WIRE_HELLO_PRESERVE, 0);
 	memset(&m, 0, sizeof(m));
 	m.type = WIRE_FILE;
 	m.u.file.kind = WIRE_KIND_DIR;
@@ -988,21 +973,7 @@ static bool refused_with(uint32_t hello_flags, struct wire_msg *ms,
 	int rc;
 
 	mkdtemp_or_fail(root);
-	CHECK_EQ(rx_start(&r, root, 8), 0);
-	CHECK_EQ(engine_init(&e, r.a, &r.o), 0);
-	memset(&m, 0, sizeof(m));
-	m.type = WIRE_HELLO;
-	m.u.hello.role = WIRE_PUSH;
-	m.u.hello.csum = XFER_CSUM_CRC32;
-	m.u.hello.flags = WIRE_HELLO_DEST_DIR | hello_flags;
-	m.u.hello.chunk_size = CHUNK;
-	CHECK_EQ(wire_hello_add_path(&m.u.hello, "out/"), 0);
-	rc = engine_send(&e, &m);
-	if (!rc)
-		rc = engine_expect(&e, WIRE_WELCOME, &m, 5000);
-	if (!rc)
-		rc = session_rings(&e, false);
-	CHECK_EQ(rc, 0);
+	rc = hostile_hello(&r, &e, root, hello_flags, 0);
 	for (unsigned int i = 0; !rc && i < n; i++)
 		rc = engine_send(&e, &ms[i]);
 	if (!rc)
@@ -1563,27 +1534,11 @@ struct hl_run {
 
 static void hl_start(struct hl_run *h, const char *root, uint32_t flags)
 {
-	struct wire_msg m;
 	char out[4200];
-	int rc;
 
 	path_in(out, sizeof(out), root, "out");
 	CHECK_EQ(mkdir(out, 0755), 0);
-	CHECK_EQ(rx_start(&h->r, root, 8), 0);
-	CHECK_EQ(engine_init(&h->e, h->r.a, &h->r.o), 0);
-	memset(&m, 0, sizeof(m));
-	m.type = WIRE_HELLO;
-	m.u.hello.role = WIRE_PUSH;
-	m.u.hello.csum = XFER_CSUM_CRC32;
-	m.u.hello.flags = WIRE_HELLO_DEST_DIR | flags;
-	m.u.hello.chunk_size = CHUNK;
-	CHECK_EQ(wire_hello_add_path(&m.u.hello, "out/"), 0);
-	rc = engine_send(&h->e, &m);
-	if (!rc)
-		rc = engine_expect(&h->e, WIRE_WELCOME, &m, 5000);
-	if (!rc)
-		rc = session_rings(&h->e, false);
-	CHECK_EQ(rc, 0);
+	hostile_hello(&h->r, &h->e, root, flags, 0);
 }
 
 /* Sends m and waits for the FILE_RESULT of its id (status in *status). */

@@ -1403,7 +1403,7 @@ static void test_pack_refusals(void)
 }
 
 /*
- * Two records as documented (wire.h, "packed slots"), big-endian: u32
+ * Two records as documented (wire_slot.h, "packed slots"), big-endian: u32
  * file_id, u8 flags, u8 digest_len, u16 path_len, u32 mode, i64
  * mtime_sec, u32 mtime_nsec, i64 atime_sec, u32 atime_nsec, u32 size,
  * i32 status, then digest, path and data; the second one an ABORT.

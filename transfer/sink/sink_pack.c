@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * The sink's packed slots (wire.h): many small files whole in one slot.
+ * The sink's packed slots (wire_slot.h): many small files whole in one slot.
  * The engine thread reserves their ids as the slot arrives; one worker
  * checks every record, then places the files one after the other
  * (an unnamed file linked in under its final name, or a named temporary,

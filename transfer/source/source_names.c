@@ -4,7 +4,7 @@
  * list comes in NAMES messages (HELLO flag LIST) and feeds the walk
  * (walk.h) a name at a time, as a push's walk reads its list from a file.
  *
- * What bounds the names held here is the window (wire.h): the client may
+ * What bounds the names held here is the window (wire_list.h): the client may
  * have names costing at most WIRE_NAMES_WINDOW here that this side has not
  * said it is through with, and a NAMES beyond that ends the session as a
  * protocol error, before anything of it is kept. This side is through

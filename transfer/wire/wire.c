@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * Encoding and decoding of the control messages declared in wire.h (the
- * ring slots' contents are in wire_slot.c; the variable-length fields
- * inside messages, owners, xattrs, paths, filters and names, in
- * wire_fields.c). The cursors of util/be_codec.h do all byte work; every
- * message body is one function per direction so the layout reads top to
- * bottom, the same order as doc/PROTOCOL.md's tables.
+ * Encoding and decoding of the control messages of wire.h (their bodies
+ * declared in wire_hello.h, wire_entry.h and wire_list.h; the ring slots'
+ * contents are in wire_slot.c; the variable-length fields inside messages,
+ * owners, xattrs, paths, filters and names, in wire_fields.c). The cursors
+ * of util/be_codec.h do all byte work; every message body is one function
+ * per direction so the layout reads top to bottom, the same order as
+ * doc/PROTOCOL.md's tables.
  */
 #include <endian.h>
 #include <errno.h>

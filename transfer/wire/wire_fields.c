@@ -7,6 +7,7 @@
  * do all byte work.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "transfer/wire/wire.h"
@@ -122,14 +123,46 @@ void wire_dec_xattrs(struct be_get *r, struct wire_xattrs *x)
 		r->err = true;
 }
 
+/* ---- strings back to back, each NUL-terminated ---- */
+
+/*
+ * Whether the len bytes at p are count strings back to back, each
+ * NUL-terminated and of min..max bytes without its NUL; with rules, each
+ * starting with '+' or '-' (a filter rule).
+ */
+static bool strs_ok(const char *p, size_t len, unsigned int count, size_t min,
+		    size_t max, bool rules)
+{
+	const char *end = p + len;
+	unsigned int n = 0;
+
+	for (; p < end; n++) {
+		const char *nul = memchr(p, '\0', (size_t)(end - p));
+		size_t slen = nul ? (size_t)(nul - p) : 0;
+
+		if (!nul || slen < min || slen > max ||
+		    (rules && p[0] != '+' && p[0] != '-'))
+			return false;
+		p = nul + 1;
+	}
+	return n == count;
+}
+
+/* The i-th of count strings back to back at p; "" past the end. */
+static const char *strs_at(const char *p, unsigned int count, unsigned int i)
+{
+	if (i >= count)
+		return "";
+	while (i--)
+		p += strlen(p) + 1;
+	return p;
+}
+
 /* ---- HELLO's paths and filter rules ---- */
 
 /* HELLO paths: npaths NUL-terminated strings filling paths_len bytes. */
 void wire_dec_paths(struct be_get *r, struct wire_hello *h)
 {
-	const char *p = h->paths, *end;
-	unsigned int n = 0;
-
 	h->npaths = be_get_u16(r);
 	h->paths_len = be_get_u16(r);
 	if (h->paths_len > WIRE_PATHS_MAX) {
@@ -137,20 +170,8 @@ void wire_dec_paths(struct be_get *r, struct wire_hello *h)
 		return;
 	}
 	be_get_bytes(r, h->paths, h->paths_len);
-	if (r->err)
-		return;
-	end = h->paths + h->paths_len;
-	while (p < end) {
-		const char *nul = memchr(p, '\0', (size_t)(end - p));
-
-		if (!nul) {
-			r->err = true;
-			return;
-		}
-		p = nul + 1;
-		n++;
-	}
-	if (n != h->npaths)
+	if (!r->err &&
+	    !strs_ok(h->paths, h->paths_len, h->npaths, 0, SIZE_MAX, false))
 		r->err = true;
 }
 
@@ -160,9 +181,6 @@ void wire_dec_paths(struct be_get *r, struct wire_hello *h)
  */
 void wire_dec_filters(struct be_get *r, struct wire_hello *h)
 {
-	const char *p = h->filters, *end;
-	unsigned int n = 0;
-
 	h->nfilters = be_get_u16(r);
 	h->filters_len = be_get_u16(r);
 	if (h->filters_len > WIRE_FILTERS_MAX) {
@@ -170,20 +188,8 @@ void wire_dec_filters(struct be_get *r, struct wire_hello *h)
 		return;
 	}
 	be_get_bytes(r, h->filters, h->filters_len);
-	if (r->err)
-		return;
-	end = h->filters + h->filters_len;
-	while (p < end) {
-		const char *nul = memchr(p, '\0', (size_t)(end - p));
-
-		if (!nul || nul - p < 2 || (p[0] != '+' && p[0] != '-')) {
-			r->err = true;
-			return;
-		}
-		p = nul + 1;
-		n++;
-	}
-	if (n != h->nfilters)
+	if (!r->err && !strs_ok(h->filters, h->filters_len, h->nfilters, 2,
+				SIZE_MAX, true))
 		r->err = true;
 }
 
@@ -206,13 +212,7 @@ int wire_hello_add_filter(struct wire_hello *h, bool include,
 
 const char *wire_hello_filter(const struct wire_hello *h, unsigned int i)
 {
-	const char *p = h->filters;
-
-	if (i >= h->nfilters)
-		return "";
-	while (i--)
-		p += strlen(p) + 1;
-	return p;
+	return strs_at(h->filters, h->nfilters, i);
 }
 
 int wire_hello_add_path(struct wire_hello *h, const char *path)
@@ -229,13 +229,7 @@ int wire_hello_add_path(struct wire_hello *h, const char *path)
 
 const char *wire_hello_path(const struct wire_hello *h, unsigned int i)
 {
-	const char *p = h->paths;
-
-	if (i >= h->npaths)
-		return "";
-	while (i--)
-		p += strlen(p) + 1;
-	return p;
+	return strs_at(h->paths, h->npaths, i);
 }
 
 /* ---- names (NAMES) ---- */
@@ -246,9 +240,6 @@ const char *wire_hello_path(const struct wire_hello *h, unsigned int i)
  */
 void wire_dec_names(struct be_get *r, struct wire_names *n)
 {
-	const char *p = n->names, *end;
-	unsigned int count = 0;
-
 	n->flags = be_get_u16(r);
 	n->count = be_get_u16(r);
 	n->len = be_get_u16(r);
@@ -258,18 +249,8 @@ void wire_dec_names(struct be_get *r, struct wire_names *n)
 		return;
 	}
 	be_get_bytes(r, n->names, n->len);
-	if (r->err)
-		return;
-	for (end = p + n->len; p < end; count++) {
-		const char *nul = memchr(p, '\0', (size_t)(end - p));
-
-		if (!nul || nul == p || nul - p > WIRE_NAME_MAX) {
-			r->err = true;
-			return;
-		}
-		p = nul + 1;
-	}
-	if (count != n->count)
+	if (!r->err &&
+	    !strs_ok(n->names, n->len, n->count, 1, WIRE_NAME_MAX, false))
 		r->err = true;
 }
 

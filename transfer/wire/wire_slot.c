@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * What travels in ring slots (wire.h): the 64-byte slot header of a
+ * What travels in ring slots (wire_slot.h): the 64-byte slot header of a
  * chunk, the associated data an encrypted chunk is sealed with, and the
  * records of a packed slot. The control messages are in wire.c.
  */
