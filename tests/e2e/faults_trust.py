@@ -349,6 +349,49 @@ def s_pull_file_ahead(c):
     protocol_error(c, pull_raw(c, more), "out of order")
 
 
+def pull_batch(c, extra=None, ahead=False):
+    """rdcp HOST::a.txt HOST::b.txt home/ against a server that announces
+    both in one BATCH (with extra inside after them; b's id far ahead)."""
+    a, b = Entry("a.txt", b"a" * 5000), Entry("b.txt", b"b" * 7000)
+    if ahead:
+        b.file["file_id"] = 1 << 20
+
+    def serve(srv):
+        c.srv = srv
+        srv.handshake()
+        srv.expect_ring()
+        inner = [srv.file_msg(a), srv.file_msg(b)] + (extra or [])
+        srv.conn.send(peer.batch(inner))
+        for e in (a, b):
+            srv.send_end(e, srv.send_chunks(e))
+        srv.pump(lambda: all(e.file_id in srv.results for e in (a, b)))
+        srv.done()
+        srv.pump(lambda: srv.bye is not None)
+    return c.session(["%s::a.txt" % ADDR, "%s::b.txt" % ADDR, c.home + "/"],
+                     serve)
+
+
+def s_pull_batch(c):
+    """two FILEs in one BATCH, then their data: exit 0, both placed"""
+    code, err, _, note = pull_batch(c)
+    c.check(code == 0, "exit %s: %s %s" % (code, err.strip()[:300], note))
+    for name, size in (("a.txt", 5000), ("b.txt", 7000)):
+        p = os.path.join(c.home, name)
+        c.check(os.path.isfile(p) and os.path.getsize(p) == size,
+                "%s not placed whole" % name)
+
+
+def s_pull_batch_done_inside(c):
+    """a BATCH with a DONE among its FILEs: exit 5, nothing placed"""
+    done = Msg(peer.DONE, flags=peer.DONE_WHOLE, max_delete=peer.DELETE_ANY)
+    protocol_error(c, pull_batch(c, [done]), "malformed control message")
+
+
+def s_pull_batch_file_ahead(c):
+    """a BATCH whose second FILE is far ahead: exit 5 as if it came alone"""
+    protocol_error(c, pull_batch(c, ahead=True), "out of order")
+
+
 # ----------------------------------------------------------------- pushes
 
 def push(c, opts, serve, size=300000):

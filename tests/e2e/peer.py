@@ -186,11 +186,9 @@ class Session:
                 raise PeerError("unexpected %r" % m)
 
     # ---- the data source
-    def send_file(self, e):
-        """FILE for e (its id: the next, unless e.file overrides it); waits
-        for the HAVE answer when the session asks for it and, when that
-        asks for the chunks' digests (--resume), sends them (SUMS) and
-        takes the answers (MATCH) into e.have, the chunks the sink has."""
+    def file_msg(self, e):
+        """The FILE for e, not sent: its id the next, unless e.file
+        overrides it."""
         e.file_id = e.file.get("file_id", self.next_id)
         self.next_id = max(self.next_id, e.file_id + 1)
         size = len(e.data) if e.kind == KIND_FILE else \
@@ -199,7 +197,14 @@ class Session:
                  mtime=e.mtime, atime=e.atime, path=e.path, link=e.link,
                  flags=FILE_LINKED if e.linked else 0)
         f.update(e.file)
-        self.conn.send(Msg(FILE, **f))
+        return Msg(FILE, **f)
+
+    def send_file(self, e):
+        """FILE for e (its id: the next, unless e.file overrides it); waits
+        for the HAVE answer when the session asks for it and, when that
+        asks for the chunks' digests (--resume), sends them (SUMS) and
+        takes the answers (MATCH) into e.have, the chunks the sink has."""
+        self.conn.send(self.file_msg(e))
         if e.kind == KIND_FILE and self.hello.flags & F_ASK:
             self.pump(lambda: e.file_id in self.haves)
             if self.haves[e.file_id][0].flags & HAVE_SUMS:

@@ -26,11 +26,11 @@ FR_SEND, FR_WRITE = 1, 2
 KEEPALIVE_S = 1.0
 (HELLO, WELCOME, RING, FILE, FILE_END, FILE_RESULT, DONE, BYE, ERROR, CREDIT,
  AUTH, HAVE, PACK_DONE, SUMS, MATCH, DELETED, DELETE_END, NAMES,
- NAMES_ACK, KEPT, NOTICE, XATTRS, LANES) = range(1, 24)
+ NAMES_ACK, KEPT, NOTICE, XATTRS, LANES, BATCH) = range(1, 25)
 TYPE_NAMES = dict(enumerate(
     "HELLO WELCOME RING FILE FILE_END FILE_RESULT DONE BYE ERROR CREDIT AUTH "
     "HAVE PACK_DONE SUMS MATCH DELETED DELETE_END NAMES NAMES_ACK "
-    "KEPT NOTICE XATTRS LANES".split(), 1))
+    "KEPT NOTICE XATTRS LANES BATCH".split(), 1))
 PUSH, PULL = 1, 2
 CSUM_NONE, CSUM_CRC32, CSUM_SHA256 = 0, 1, 2
 FEAT_AUTH, FEAT_PACK = 1, 2
@@ -311,7 +311,37 @@ SPEC = {
     XATTRS: [("file_id", "I"), ("count", "H"), ("data", "str")],
     # the lanes that carry data once the receiver stopped taking joins
     LANES: [("up", "B")],
+    # count entry messages back to back, each untagged with zero acks;
+    # Conn hands them out one by one (batch_split())
+    BATCH: [("count", "H"), ("body", "tail")],
 }
+BATCH_MAY = (FILE, XATTRS, FILE_END, HAVE, FILE_RESULT, KEPT)
+
+
+def batch_split(m):
+    """The messages of BATCH m, each with the BATCH's acks."""
+    out, off, body = [], 0, m.body
+    while off < len(body):
+        if len(body) - off < 16:
+            raise PeerError("BATCH cut inside a header")
+        (total,) = struct.unpack_from(">I", body, off + 4)
+        inner = decode(body[off:off + total])
+        if (inner.type not in BATCH_MAY or total < 16 or
+                off + total > len(body) or body[off + 1] or
+                any(body[off + 8:off + 16])):
+            raise PeerError("BATCH holds %r" % inner)
+        inner.ctrl_ack, inner.slot_ack = m.ctrl_ack, m.slot_ack
+        out.append(inner)
+        off += total
+    if len(out) != m.count or len(out) < 2:
+        raise PeerError("BATCH of %d messages says %d" % (len(out), m.count))
+    return out
+
+
+def batch(msgs):
+    """A BATCH of msgs (Msgs, their acks zero), as a peer would send it."""
+    return Msg(BATCH, count=len(msgs),
+               body=b"".join(encode(x, 0, 0) for x in msgs))
 _VAR = {"str": b"", "dig": b"", "paths": b"", "sums": (), "bits": (),
         "tail": b""}
 # FILE flags; OWNER: the owner tail follows (not written by Entry)
@@ -731,6 +761,11 @@ class Conn:
         self.consumed += 1
         self.acked += (m.ctrl_ack - self.acked) & 0xffffffff
         self.slot_acked += (m.slot_ack - self.slot_acked) & 0xffffffff
+        if m.type == BATCH:  # its messages one by one, in order
+            inner = batch_split(m)
+            self.log.extend(("<", i) for i in inner)
+            self.backlog.extend(("msg", i) for i in inner[1:])
+            return ("msg", inner[0])
         self.log.append(("<", m))
         return ("msg", m)
 

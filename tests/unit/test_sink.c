@@ -175,15 +175,15 @@ static void path_in(char *out, size_t n, const char *dir, const char *name)
  * A hostile client: announces nfiles regular files into "out/" and never
  * ends one. Returns what ended its session; the peer's words in why.
  */
-static int flood(const char *root, uint32_t nfiles, enum xfer_fail *vs,
-		 char *why, size_t whysz)
+static int flood(const char *root, uint32_t nfiles, uint32_t flags,
+		 enum xfer_fail *vs, char *why, size_t whysz)
 {
 	struct wire_msg m;
 	struct engine e;
 	struct rx r;
 	int rc;
 
-	rc = hostile_hello(&r, &e, root, 0, WIRE_FEAT_PACK);
+	rc = hostile_hello(&r, &e, root, flags, WIRE_FEAT_PACK);
 	for (uint32_t i = 0; !rc && i < nfiles; i++) {
 		memset(&m, 0, sizeof(m));
 		m.type = WIRE_FILE;
@@ -194,6 +194,9 @@ static int flood(const char *root, uint32_t nfiles, enum xfer_fail *vs,
 		snprintf(m.u.file.path, sizeof(m.u.file.path), "f%u", i);
 		rc = engine_send(&e, &m);
 	}
+	/* Asked first (-n): each is answered, wanted; until refused. */
+	while (!rc && session_asks(&(struct session_params){ .flags = flags }))
+		rc = engine_expect(&e, WIRE_HAVE, &m, 10000);
 	/* Old receivers say nothing: they wait for FILE_END forever. */
 	if (!rc)
 		rc = engine_expect(&e, WIRE_BYE, &m, 10000);
@@ -228,7 +231,7 @@ static void test_inflight_flood(void)
 	tight.rlim_cur = (rlim_t)fds + 200; /* as with `ulimit -n 256` */
 	CHECK_EQ(setrlimit(RLIMIT_NOFILE, &tight), 0);
 
-	CHECK(flood(root, 5000, &vs, why, sizeof(why)) != 0);
+	CHECK(flood(root, 5000, 0, &vs, why, sizeof(why)) != 0);
 	CHECK_EQ(vs, XFER_FAIL_PROTOCOL);
 	if (!strstr(why, "unfinished"))
 		printf("#   the flooding client heard: %s\n", why);
@@ -250,6 +253,29 @@ static void test_inflight_flood(void)
 	CHECK_EQ(setrlimit(RLIMIT_NOFILE, &old), 0);
 	CHECK_EQ(tf_rm_tree(root), 0);
 	CHECK_EQ(tf_rm_tree(src), 0);
+	CHECK_EQ(tf_count_fds(), fds);
+}
+
+/*
+ * A session that asks first (-n) has a window of its own: 1024 files
+ * announced and wanted are held; the next one is refused as a protocol
+ * error, naming that bound, and nothing is left behind.
+ */
+static void test_inflight_flood_asked(void)
+{
+	char root[] = "/tmp/rdcp-test-root.XXXXXX";
+	char why[600];
+	enum xfer_fail vs;
+	int fds = tf_count_fds();
+
+	mkdtemp_or_fail(root);
+	CHECK(flood(root, WIRE_INFLIGHT_ASK_MAX + 50, WIRE_HELLO_NO_CLOBBER,
+		    &vs, why, sizeof(why)) != 0);
+	CHECK_EQ(vs, XFER_FAIL_PROTOCOL);
+	if (!strstr(why, "(1024 at most)"))
+		printf("#   the flooding client heard: %s\n", why);
+	CHECK(strstr(why, "(1024 at most)") != NULL);
+	CHECK_EQ(tf_rm_tree(root), 0);
 	CHECK_EQ(tf_count_fds(), fds);
 }
 
@@ -1835,7 +1861,7 @@ static void test_devices_not_root(void)
 	CHECK_EQ(tf_rm_tree(root), 0);
 }
 
-TAP_RUN(TAP_TEST(test_inflight_flood), TAP_TEST(test_inflight_honest),
+TAP_RUN(TAP_TEST(test_inflight_flood), TAP_TEST(test_inflight_flood_asked), TAP_TEST(test_inflight_honest),
 	TAP_TEST(test_fifo_at_final_name), TAP_TEST(test_fifo_at_temporary),
 	TAP_TEST(test_fifo_pull_dest), TAP_TEST(test_long_names_push),
 	TAP_TEST(test_long_names_pull), TAP_TEST(test_dir_flood_bounded),

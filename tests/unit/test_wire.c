@@ -311,9 +311,9 @@ static void test_roundtrip_every_type(void)
 		}
 		seen[m[i].type] = true;
 	}
-	/* every type but the reserved AUTH */
+	/* every type but the reserved AUTH and BATCH (test_batch_*) */
 	for (unsigned int t = 1; t < WIRE_TYPE_MAX; t++)
-		if (t != WIRE_AUTH)
+		if (t != WIRE_AUTH && t != WIRE_BATCH)
 			CHECK(seen[t]);
 }
 
@@ -1845,7 +1845,118 @@ static void test_decode_file_kinds(void)
 	CHECK(!strcmp(wire_kind_name(WIRE_KIND_SPECIAL), "special"));
 }
 
-TAP_RUN(TAP_TEST(test_roundtrip_every_type), TAP_TEST(test_encode_limits),
+/* A KEPT and a HAVE, encoded alone, in a BATCH at buf; its length. */
+static size_t two_in_batch(void)
+{
+	struct wire_msg a = { .type = WIRE_KEPT }, b = { .type = WIRE_HAVE };
+	uint8_t one[64];
+	size_t len = wire_batch_start(buf);
+	int n;
+
+	a.u.kept.first_id = 7;
+	a.u.kept.count = 3;
+	b.u.have.file_id = 10;
+	n = wire_encode(&a, one, sizeof(one));
+	CHECK(n > 0);
+	CHECK(wire_batch_add(buf, &len, WIRE_CTRL_SIZE - WIRE_TAG_LEN, one,
+			     (size_t)n));
+	n = wire_encode(&b, one, sizeof(one));
+	CHECK(n > 0);
+	CHECK(wire_batch_add(buf, &len, WIRE_CTRL_SIZE - WIRE_TAG_LEN, one,
+			     (size_t)n));
+	return len;
+}
+
+/*
+ * BATCH: messages that may travel together come out one by one, as they
+ * went in; wire_encode() never builds one itself.
+ */
+static void test_batch_roundtrip(void)
+{
+	struct wire_msg d, in;
+	struct wire_msg m = { .type = WIRE_BATCH };
+	size_t len = two_in_batch();
+	uint32_t pos = 0;
+
+	CHECK_EQ(len, WIRE_CTRL_HDR + 2 + (WIRE_CTRL_HDR + 8) +
+			      (WIRE_CTRL_HDR + 10));
+	CHECK_EQ(wire_decode(buf, len, &d), 0);
+	CHECK_EQ(d.type, WIRE_BATCH);
+	CHECK_EQ(d.u.batch.count, 2);
+	CHECK_EQ(wire_batch_next(buf, &d.u.batch, &pos, &in), 0);
+	CHECK_EQ(in.type, WIRE_KEPT);
+	CHECK_EQ(in.u.kept.first_id, 7);
+	CHECK_EQ(in.u.kept.count, 3);
+	CHECK_EQ(wire_batch_next(buf, &d.u.batch, &pos, &in), 0);
+	CHECK_EQ(in.type, WIRE_HAVE);
+	CHECK_EQ(in.u.have.file_id, 10);
+	CHECK_EQ(wire_batch_next(buf, &d.u.batch, &pos, &in), 1);
+	CHECK_EQ(wire_encode(&m, buf, sizeof(buf)), -EINVAL);
+	/* full: nothing added, nothing changed */
+	len = two_in_batch();
+	CHECK(!wire_batch_add(buf, &len, len + 10, buf + WIRE_CTRL_HDR + 2,
+			      WIRE_CTRL_HDR + 8 + 3));
+	CHECK_EQ(wire_decode(buf, len, &d), 0);
+	CHECK(wire_batch_may(WIRE_FILE) && wire_batch_may(WIRE_KEPT));
+	CHECK(!wire_batch_may(WIRE_BATCH) && !wire_batch_may(WIRE_ERROR) &&
+	      !wire_batch_may(WIRE_HELLO) && !wire_batch_may(WIRE_DONE) &&
+	      !wire_batch_may(WIRE_CREDIT));
+}
+
+/*
+ * A BATCH is refused whole for anything out of its rules: fewer than two
+ * messages, a count that is not theirs, one inside that may not be
+ * there (another BATCH, an ERROR), carries acks, flags or a tag, or runs
+ * past the end; bytes after the last.
+ */
+static void test_batch_malformed(void)
+{
+	const size_t first = WIRE_CTRL_HDR + 2; /* the KEPT's header */
+	struct wire_msg d;
+	size_t len;
+
+	/* count 1, and 3, for two messages */
+	len = two_in_batch();
+	buf[WIRE_CTRL_HDR + 1] = 1;
+	CHECK_EQ(wire_decode(buf, len, &d), -EPROTO);
+	buf[WIRE_CTRL_HDR + 1] = 3;
+	CHECK_EQ(wire_decode(buf, len, &d), -EPROTO);
+	/* one of them a BATCH, an ERROR, a DONE */
+	len = two_in_batch();
+	buf[first] = WIRE_BATCH;
+	CHECK_EQ(wire_decode(buf, len, &d), -EPROTO);
+	buf[first] = WIRE_ERROR;
+	CHECK_EQ(wire_decode(buf, len, &d), -EPROTO);
+	buf[first] = WIRE_DONE;
+	CHECK_EQ(wire_decode(buf, len, &d), -EPROTO);
+	/* acks, the tagged flag inside */
+	len = two_in_batch();
+	buf[first + 11] = 1;
+	CHECK_EQ(wire_decode(buf, len, &d), -EPROTO);
+	len = two_in_batch();
+	buf[first + 15] = 1;
+	CHECK_EQ(wire_decode(buf, len, &d), -EPROTO);
+	len = two_in_batch();
+	buf[first + 1] = WIRE_CTRL_TAGGED;
+	CHECK_EQ(wire_decode(buf, len, &d), -EPROTO);
+	/* an inner length past the end, or short of its header */
+	len = two_in_batch();
+	buf[first + 7] = 0xff;
+	CHECK_EQ(wire_decode(buf, len, &d), -EPROTO);
+	buf[first + 7] = WIRE_CTRL_HDR - 1;
+	CHECK_EQ(wire_decode(buf, len, &d), -EPROTO);
+	/* a stray byte after the last: the BATCH's length covers it */
+	len = two_in_batch();
+	buf[len] = 0;
+	buf[7] = (uint8_t)(len + 1);
+	CHECK_EQ(wire_decode(buf, len + 1, &d), -EPROTO);
+	/* and intact, it decodes */
+	len = two_in_batch();
+	CHECK_EQ(wire_decode(buf, len, &d), 0);
+}
+
+TAP_RUN(TAP_TEST(test_roundtrip_every_type), TAP_TEST(test_batch_roundtrip),
+	TAP_TEST(test_batch_malformed), TAP_TEST(test_encode_limits),
 	TAP_TEST(test_decode_file_kinds), TAP_TEST(test_decode_truncated),
 	TAP_TEST(test_decode_trailing_and_length), TAP_TEST(test_lanes_range),
 	TAP_TEST(test_decode_unknown_type), TAP_TEST(test_decode_strings),

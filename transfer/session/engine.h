@@ -48,6 +48,7 @@ struct engine_role {
 struct engine_held {
 	uint32_t id; /* its rx buffer */
 	uint32_t len;
+	uint32_t pos; /* a BATCH: where its first message not taken is */
 };
 
 struct engine_out {
@@ -97,6 +98,13 @@ struct engine {
 	int err;
 	char why[600];
 	struct engine_mac mac;
+	/*
+	 * Entry messages queued together leave in BATCHes (wire_batch_may):
+	 * set by the role where a session asks first (-n, -u, --sync). One
+	 * that comes is taken in any session, message by message, each
+	 * checked by the role as if it came alone.
+	 */
+	bool batch;
 	bool peer_said_error; /* the peer sent ERROR: do not answer it */
 	/*
 	 * A receiver's session (server.c): a cancel is the receiver going

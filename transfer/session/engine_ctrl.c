@@ -196,6 +196,38 @@ static int post_ctrl(struct engine *e, unsigned int i, uint32_t len)
 	return 0;
 }
 
+static void out_pop(struct engine *e)
+{
+	struct engine_out *o = e->out_head;
+
+	e->out_head = o->next;
+	if (!e->out_head)
+		e->out_tail = NULL;
+	free(o);
+}
+
+/* Whether queued message o may go inside a BATCH. */
+static bool batchable(const struct engine *e, const struct engine_out *o)
+{
+	return e->batch && o && !o->tag_after && wire_batch_may(o->buf[0]);
+}
+
+/*
+ * Moves the queued messages at the head that may travel together into
+ * one BATCH at p (a tx buffer; room left for its tag). Its length.
+ */
+static size_t fill_batch(struct engine *e, uint8_t *p)
+{
+	size_t len = wire_batch_start(p);
+	size_t cap = e->c->geom.ctrl_size - WIRE_TAG_LEN;
+
+	while (batchable(e, e->out_head) &&
+	       wire_batch_add(p, &len, cap, e->out_head->buf,
+			      e->out_head->len))
+		out_pop(e);
+	return len;
+}
+
 /* Sends queued messages while credits and tx buffers last. */
 int engine_ctrl_flush(struct engine *e)
 {
@@ -204,18 +236,25 @@ int engine_ctrl_flush(struct engine *e)
 	while (e->out_head && credit_ctrl_can_send(&e->cc, false)) {
 		struct engine_out *o = e->out_head;
 		int i = free_tx(e);
+		bool tag_after = false;
+		size_t len;
 
 		if (i < 0)
 			break;
-		memcpy(cm_tx(e->c, (unsigned int)i), o->buf, o->len);
-		if (post_ctrl(e, (unsigned int)i, o->len))
+		if (batchable(e, o) && batchable(e, o->next) &&
+		    WIRE_CTRL_HDR + 2 + o->len + o->next->len <=
+			    e->c->geom.ctrl_size - WIRE_TAG_LEN) {
+			len = fill_batch(e, cm_tx(e->c, (unsigned int)i));
+		} else {
+			memcpy(cm_tx(e->c, (unsigned int)i), o->buf, o->len);
+			len = o->len;
+			tag_after = o->tag_after;
+			out_pop(e);
+		}
+		if (post_ctrl(e, (unsigned int)i, (uint32_t)len))
 			return -1;
-		if (o->tag_after)
+		if (tag_after) /* it went untagged: those after it carry tags */
 			e->mac.tx = true;
-		e->out_head = o->next;
-		if (!e->out_head)
-			e->out_tail = NULL;
-		free(o);
 		done++;
 	}
 	return done;
@@ -399,6 +438,58 @@ static int take_msg(struct engine *e, unsigned int id, const struct wire_msg *m)
 	return e->role->on_msg(e, m);
 }
 
+/*
+ * Takes the messages of BATCH m (in rx buffer h->id) from h->pos on, each
+ * once the role is ready for it: 1 with h->pos at one it is not ready
+ * for, 0 once all are taken (the BATCH's credit back, its buffer
+ * reposted), or the engine's error.
+ */
+static int take_batch(struct engine *e, struct engine_held *h,
+		      const struct wire_msg *m)
+{
+	const uint8_t *p = cm_rx(e->c, h->id);
+	struct wire_msg in;
+	int rc;
+
+	for (;;) {
+		uint32_t pos = h->pos;
+
+		rc = wire_batch_next(p, &m->u.batch, &pos, &in);
+		if (rc < 0)
+			return engine_fail(e, XFER_FAIL_INTERNAL, rc,
+					   "held control message changed");
+		if (rc)
+			break;
+		in.ctrl_ack = m->ctrl_ack; /* the BATCH's own, cumulative */
+		in.slot_ack = m->slot_ack;
+		in.tagged = m->tagged;
+		if (e->role->ready && (rc = e->role->ready(e, &in)) != 0)
+			return rc < 0 ? rc : 1;
+		h->pos = pos;
+		rc = e->role->on_msg(e, &in);
+		if (rc || e->fail)
+			return rc ? rc : -1;
+		/* the rest for the role after this one, as with events */
+		if (e->role->finished(e) && pos < m->u.batch.len)
+			return 1;
+	}
+	credit_ctrl_consume(&e->cc);
+	rc = e->c->ops->post_recv(e->c, h->id);
+	return rc ? engine_fail_logged(e, XFER_FAIL_PEER_LOST, rc) : 0;
+}
+
+/* Holds what came in rx buffer id from pos on. 0 or the error. */
+static int hold(struct engine *e, uint32_t id, uint32_t len, uint32_t pos)
+{
+	/* The peer's credits bound them: one per rx buffer at most. */
+	if (e->held_len >= e->c->nrx)
+		return engine_fail(e, XFER_FAIL_INTERNAL, -EOVERFLOW,
+				   "held control messages overflow");
+	e->held[(e->held_head + e->held_len++) % e->c->nrx] =
+		(struct engine_held){ id, len, pos };
+	return 0;
+}
+
 int engine_ctrl_recv(struct engine *e, const struct cm_event *ev)
 {
 	const uint8_t *p = cm_rx(e->c, (unsigned int)ev->id);
@@ -419,18 +510,20 @@ int engine_ctrl_recv(struct engine *e, const struct cm_event *ev)
 			e, XFER_FAIL_PROTOCOL, rc,
 			"%s acknowledged control messages never sent",
 			e->c->peer);
+	if (m.type == WIRE_BATCH) {
+		struct engine_held h = { (uint32_t)ev->id, ev->len, 0 };
+
+		if (e->held_len)
+			return hold(e, h.id, h.len, 0);
+		rc = take_batch(e, &h, &m);
+		return rc == 1 ? hold(e, h.id, h.len, h.pos) : rc;
+	}
 	/* Behind a held message, or not ready itself: held (ERROR never). */
 	if (m.type != WIRE_ERROR && e->role->ready &&
 	    (e->held_len || (rc = e->role->ready(e, &m)) != 0)) {
 		if (rc < 0)
 			return rc;
-		/* The peer's credits bound them: one per rx buffer at most. */
-		if (e->held_len >= e->c->nrx)
-			return engine_fail(e, XFER_FAIL_INTERNAL, -EOVERFLOW,
-					   "held control messages overflow");
-		e->held[(e->held_head + e->held_len++) % e->c->nrx] =
-			(struct engine_held){ (uint32_t)ev->id, ev->len };
-		return 0;
+		return hold(e, (uint32_t)ev->id, ev->len, 0);
 	}
 	return take_msg(e, (unsigned int)ev->id, &m);
 }
@@ -442,13 +535,22 @@ int engine_ctrl_retry_held(struct engine *e)
 	int rc;
 
 	while (e->held_len && !e->fail) {
-		struct engine_held h = e->held[e->held_head];
+		struct engine_held *hp = &e->held[e->held_head];
+		struct engine_held h = *hp;
 
 		/* Its tag was checked when it came; the buffer is untouched. */
 		rc = wire_decode(cm_rx(e->c, h.id), h.len, &m);
 		if (rc)
 			return engine_fail(e, XFER_FAIL_INTERNAL, rc,
 					   "held control message changed");
+		if (m.type == WIRE_BATCH) {
+			rc = take_batch(e, hp, &m);
+			if (rc)
+				return rc < 0 ? rc : 0;
+			e->held_head = (e->held_head + 1) % e->c->nrx;
+			e->held_len--;
+			continue;
+		}
 		rc = e->role->ready(e, &m);
 		if (rc)
 			return rc < 0 ? rc : 0;

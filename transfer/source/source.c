@@ -293,6 +293,7 @@ static int on_have(struct source *s, const struct wire_have *h)
 	f->cmp = h->flags & WIRE_HAVE_SUMS;
 	if (f->lazy && !f->skip)
 		src_open_late(s, f);
+	src_ask_answered(s, f);
 	/* Its chunks planned so far: read now, or dropped unread. */
 	for (unsigned int i = 0; i < s->fifo_len; i++) {
 		struct item *it = src_fifo_at(s, i);
@@ -532,6 +533,8 @@ int src_run(struct engine *e, const struct source_cfg *cfg,
 	s.sig_every = s.njobs / 4 ? s.njobs / 4 : 1;
 	s.fifo_cap = 2 * s.njobs + 64;
 	s.ask = session_asks(&cfg->p);
+	s.inflight_max = session_inflight_max(&cfg->p);
+	e->batch = s.ask;
 	s.resume = cfg->p.flags & WIRE_HELLO_RESUME;
 	s.compare = session_compares(&cfg->p);
 	/*

@@ -92,6 +92,12 @@ struct src_file {
 	bool lazy;
 	int skip_status;
 	/*
+	 * Asked and lazy, it waits out of the plan for its HAVE (awaiting),
+	 * then, wanted, in the source's ready queue until planned.
+	 */
+	bool awaiting;
+	struct src_file *ready_next;
+	/*
 	 * --resume: the sink asked for the chunks' digests (SUMS); chunks
 	 * [0, sums_next) were described, [0, match_next) answered (MATCH).
 	 */
@@ -201,7 +207,16 @@ struct source {
 	size_t wire_head, wire_cap;
 	uint32_t wire_base, nwire;
 	unsigned int inflight; /* announced regular files without a result */
+	unsigned int inflight_max; /* session_inflight_max() */
 	struct src_file *cur;  /* being planned */
+	/*
+	 * Files asked first wait for their HAVE out of the plan, so that as
+	 * many as the window allows are asked at once, not as many as
+	 * there are staging buffers (src_plan); those the sink wants are
+	 * planned from here, in the order their answers came.
+	 */
+	unsigned int awaiting;
+	struct src_file *ready_head, *ready_tail;
 	struct src_job *jobs;
 	unsigned int njobs, free_jobs;
 	struct item *fifo; /* planned, not yet posted */
@@ -280,6 +295,8 @@ struct src_job *src_take_job(struct source *s);
 
 /* Plans what can be planned now. How many items, or -1 on a failure. */
 int src_plan(struct source *s);
+/* f's HAVE came (f->skip: kept): planned next if it waited and is wanted. */
+void src_ask_answered(struct source *s, struct src_file *f);
 
 /* ---- source_pack.c ---- */
 

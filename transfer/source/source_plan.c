@@ -159,6 +159,12 @@ announce:
 	rc = tell(s, f);
 	if (rc)
 		return rc;
+	/* Asked first: planned once the HAVE wants it (src_ask_answered). */
+	if (f->lazy && f->asking && !f->deferred && !f->err) {
+		f->awaiting = true;
+		s->awaiting++;
+		return 0;
+	}
 	if (f->w->range)
 		f->next_off = f->crc_at = f->w->range->off;
 	s->cur = f;
@@ -196,6 +202,21 @@ static bool skip_hole(struct source *s, struct src_file *f)
 	return true;
 }
 
+void src_ask_answered(struct source *s, struct src_file *f)
+{
+	if (!f->awaiting)
+		return;
+	f->awaiting = false;
+	s->awaiting--;
+	if (f->skip)
+		return; /* kept: nothing of it is planned */
+	if (s->ready_tail)
+		s->ready_tail->ready_next = f;
+	else
+		s->ready_head = f;
+	s->ready_tail = f;
+}
+
 /*
  * How long one call may walk and open before it hands the thread back to
  * the engine: a list of names that all fail, or a tree whose entries are
@@ -215,6 +236,18 @@ int src_plan(struct source *s)
 		struct src_file *f = s->cur;
 		struct src_job *j;
 
+		if (!f && s->ready_head) { /* asked first, and wanted */
+			f = s->cur = s->ready_head;
+			s->ready_head = f->ready_next;
+			if (!s->ready_head)
+				s->ready_tail = NULL;
+			f->ready_next = NULL;
+			if (f->err)
+				f->next_off = src_file_end(f); /* its abort */
+			src_fifo_push(s, IT_FILE, f, NULL);
+			n++;
+			continue;
+		}
 		if (!f) {
 			if (clock_now_ms() - t0 >= SRC_PLAN_SLICE_MS)
 				return n + 1; /* more at once: not idle */
@@ -235,6 +268,8 @@ int src_plan(struct source *s)
 				continue;
 			}
 			if (s->next_file == s->nfiles) {
+				if (s->awaiting)
+					break; /* their answers plan more */
 				if (!s->done_planned) {
 					src_fifo_push(s, IT_DONE, NULL, NULL);
 					s->done_planned = true;
@@ -251,7 +286,7 @@ int src_plan(struct source *s)
 					return -1;
 				if (!rc)
 					break;
-			} else if (s->inflight >= WIRE_INFLIGHT_MAX &&
+			} else if (s->inflight >= s->inflight_max &&
 				   may_fly(src_file_at(s, s->next_file)->w)) {
 				break; /* until a result comes (wire.h) */
 			} else if (open_next(s)) {

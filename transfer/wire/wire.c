@@ -245,6 +245,7 @@ int wire_encode(const struct wire_msg *m, uint8_t *buf, size_t cap)
 	struct be_put w = { .p = buf, .cap = cap };
 
 	if (m->type == 0 || m->type >= WIRE_TYPE_MAX ||
+	    m->type == WIRE_BATCH || /* built by wire_batch_add() */
 	    (m->type == WIRE_FILE_END &&
 	     m->u.end.digest_len > WIRE_DIGEST_MAX) ||
 	    (m->type == WIRE_FILE_RESULT &&
@@ -279,6 +280,49 @@ static void dec_digest(struct be_get *r, uint8_t *len, uint8_t *digest)
 		return;
 	}
 	be_get_bytes(r, digest, *len);
+}
+
+/*
+ * The header of the message at p (at least WIRE_CTRL_HDR bytes): whether
+ * it may be inside a BATCH (an allowed type, no flags, zero acks), and
+ * its total length.
+ */
+static bool batch_inner(const uint8_t *p, uint32_t *total)
+{
+	struct be_get h = be_get_init(p, WIRE_CTRL_HDR);
+	uint8_t type = be_get_u8(&h);
+	bool zero = be_get_zeros(&h, 3);
+
+	*total = be_get_u32(&h);
+	return wire_batch_may(type) && zero && be_get_zeros(&h, 8) &&
+	       *total >= WIRE_CTRL_HDR;
+}
+
+/*
+ * A BATCH: count (at least 2) inner messages (batch_inner) filling the
+ * body exactly.
+ */
+static void dec_batch(struct be_get *r, struct wire_batch *b)
+{
+	uint16_t n = 0;
+
+	b->count = be_get_u16(r);
+	b->off = (uint32_t)r->off;
+	while (!r->err && r->off < r->len) {
+		uint32_t total;
+
+		if (r->len - r->off < WIRE_CTRL_HDR ||
+		    !batch_inner(r->p + r->off, &total) ||
+		    total > r->len - r->off) {
+			r->err = true;
+			break;
+		}
+		r->off += total;
+		n++;
+	}
+	b->len = (uint32_t)(r->off - b->off);
+	if (b->count < 2 || n != b->count)
+		r->err = true;
 }
 
 static void dec_body(struct be_get *r, struct wire_msg *m)
@@ -525,6 +569,9 @@ static void dec_body(struct be_get *r, struct wire_msg *m)
 	case WIRE_XATTRS:
 		wire_dec_xattrs(r, &m->u.xattrs);
 		break;
+	case WIRE_BATCH:
+		dec_batch(r, &m->u.batch);
+		break;
 	default:
 		break;
 	}
@@ -628,7 +675,69 @@ const char *wire_type_name(unsigned int type)
 		[WIRE_NOTICE] = "NOTICE",
 		[WIRE_XATTRS] = "XATTRS",
 		[WIRE_LANES] = "LANES",
+		[WIRE_BATCH] = "BATCH",
 	};
 
 	return type < WIRE_TYPE_MAX && names[type] ? names[type] : "?";
+}
+
+bool wire_batch_may(unsigned int type)
+{
+	switch (type) {
+	case WIRE_FILE:
+	case WIRE_XATTRS:
+	case WIRE_FILE_END:
+	case WIRE_HAVE:
+	case WIRE_FILE_RESULT:
+	case WIRE_KEPT:
+		return true;
+	default:
+		return false;
+	}
+}
+
+size_t wire_batch_start(uint8_t *buf)
+{
+	struct be_put w = be_put_init(buf, WIRE_CTRL_HDR + 2);
+
+	be_put_u8(&w, WIRE_BATCH);
+	be_put_zeros(&w, 3);
+	be_put_u32(&w, WIRE_CTRL_HDR + 2); /* total length */
+	be_put_zeros(&w, 8 + 2);	   /* acks (the engine's), count */
+	return w.off;
+}
+
+bool wire_batch_add(uint8_t *buf, size_t *len, size_t cap, const uint8_t *msg,
+		    size_t mlen)
+{
+	struct be_get r = be_get_init(buf + WIRE_CTRL_HDR, 2);
+	uint16_t count = be_get_u16(&r);
+	struct be_put w;
+
+	if (mlen < WIRE_CTRL_HDR || mlen > cap || *len > cap - mlen ||
+	    count == UINT16_MAX)
+		return false;
+	memcpy(buf + *len, msg, mlen);
+	memset(buf + *len + 8, 0, 8); /* acks: the BATCH's own */
+	*len += mlen;
+	w = be_put_init(buf + 4, 4);
+	be_put_u32(&w, (uint32_t)*len);
+	w = be_put_init(buf + WIRE_CTRL_HDR, 2);
+	be_put_u16(&w, (uint16_t)(count + 1));
+	return true;
+}
+
+int wire_batch_next(const uint8_t *buf, const struct wire_batch *b,
+		    uint32_t *pos, struct wire_msg *m)
+{
+	const uint8_t *p = buf + b->off + *pos;
+	uint32_t total;
+
+	if (*pos >= b->len)
+		return 1;
+	if (b->len - *pos < WIRE_CTRL_HDR || !batch_inner(p, &total) ||
+	    total > b->len - *pos || wire_decode(p, total, m))
+		return -EPROTO;
+	*pos += total;
+	return 0;
 }

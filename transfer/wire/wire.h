@@ -42,6 +42,12 @@
  * directories and symlinks do not count.
  */
 #define WIRE_INFLIGHT_MAX 128u
+/*
+ * ... and in a session that asks first (-n, -u, --sync), where the sink
+ * answers each FILE as it comes and forgets a file it keeps: a re-run's
+ * window of questions (doc/PROTOCOL.md, "Entries").
+ */
+#define WIRE_INFLIGHT_ASK_MAX 1024u
 
 /* ---- control messages ---- */
 
@@ -69,6 +75,7 @@ enum wire_type {
 	WIRE_NOTICE,	  /* sink -> source: a warning for the user */
 	WIRE_XATTRS,	  /* source -> sink: -X/-A: the next FILE's xattrs */
 	WIRE_LANES,	  /* server -> client: the lanes that joined */
+	WIRE_BATCH,	  /* either: several entry messages in one */
 	WIRE_TYPE_MAX,
 };
 
@@ -95,6 +102,21 @@ enum wire_csum {
 
 struct wire_notice {
 	char msg[WIRE_MSG_MAX + 1];
+};
+
+/*
+ * Either way, in a session that asks first (-n, -u, --sync): count (at
+ * least 2) entry messages (wire_batch_may) back to back, each encoded as
+ * it would travel alone but untagged and with zero acks; the BATCH's own
+ * header carries the acks and its tag covers them all. One control
+ * credit for all of them: a re-run announces hundreds of files per
+ * message instead of one (doc/PROTOCOL.md, "Batches"). Decoded, the
+ * inner messages are at [off, off + len) of the received buffer;
+ * wire_batch_next() takes them one by one.
+ */
+struct wire_batch {
+	uint16_t count;
+	uint32_t off, len;
 };
 
 struct wire_error {
@@ -138,6 +160,7 @@ struct wire_msg {
 		struct wire_notice notice;
 		struct wire_xattrs xattrs;
 		struct wire_lanes lanes;
+		struct wire_batch batch;
 	} u;
 };
 
@@ -159,6 +182,24 @@ int wire_encode(const struct wire_msg *m, uint8_t *buf, size_t cap)
  */
 int wire_decode(const uint8_t *buf, size_t len, struct wire_msg *m)
 	__attribute__((warn_unused_result));
+
+/* Whether a message of type may travel inside a BATCH. */
+bool wire_batch_may(unsigned int type);
+/* Starts a BATCH at buf (at least WIRE_CTRL_HDR + 2 bytes); its length. */
+size_t wire_batch_start(uint8_t *buf);
+/*
+ * Appends the encoded message msg (mlen bytes, untagged) to the BATCH of
+ * *len bytes at buf if it fits in cap; false (nothing changed) if not.
+ */
+bool wire_batch_add(uint8_t *buf, size_t *len, size_t cap, const uint8_t *msg,
+		    size_t mlen);
+/*
+ * Decodes the inner message of batch b (decoded from buf) at *pos (0:
+ * the first) into m and moves *pos past it. 0, 1 past the last, or
+ * -EPROTO (wire_decode checked them all, so only a changed buffer).
+ */
+int wire_batch_next(const uint8_t *buf, const struct wire_batch *b,
+		    uint32_t *pos, struct wire_msg *m);
 
 /*
  * Rewrites the acks of a control message already encoded in buf (at least
