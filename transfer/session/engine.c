@@ -256,6 +256,9 @@ static void drain_failed(struct engine *e)
 
 static int run(struct engine *e, uint64_t deadline_ms)
 {
+	/* what the role before this one left: the rest of a BATCH */
+	if (e->held_len && !e->fail)
+		(void)engine_ctrl_retry_held(e);
 	while (!e->fail && !e->role->finished(e)) {
 		uint64_t now;
 		int progress = 0, n, rc;

@@ -551,7 +551,7 @@ int engine_ctrl_retry_held(struct engine *e)
 			e->held_len--;
 			continue;
 		}
-		rc = e->role->ready(e, &m);
+		rc = e->role->ready ? e->role->ready(e, &m) : 0;
 		if (rc)
 			return rc < 0 ? rc : 0;
 		e->held_head = (e->held_head + 1) % e->c->nrx;
