@@ -111,7 +111,7 @@ static rlim_t conn_fds(unsigned int max_streams)
 /* Open files one session may hold at most (see CONN_FDS). */
 static rlim_t session_fds(const struct xfer_opts *o, unsigned int max_streams)
 {
-	return 3 * WIRE_INFLIGHT_ASK_MAX +
+	return 3 * WIRE_INFLIGHT_MAX +
 	       2 * (rlim_t)(o->link.workers ? o->link.workers
 					    : NUMA_WORKERS_MAX) +
 	       conn_fds(max_streams);

@@ -43,12 +43,6 @@ static inline bool session_asks(const struct session_params *p)
 	return (p->flags & WIRE_HELLO_ASK) || p->sync != WIRE_SYNC_NONE;
 }
 
-/* Regular files announced and not yet answered, at most (wire.h). */
-static inline unsigned int session_inflight_max(const struct session_params *p)
-{
-	return session_asks(p) ? WIRE_INFLIGHT_ASK_MAX : WIRE_INFLIGHT_MAX;
-}
-
 /*
  * Whether chunks are compared through SUMS/MATCH (--resume, or --sync
  * checksum): the source describes every chunk the sink asks about.

@@ -42,12 +42,6 @@
  * directories and symlinks do not count.
  */
 #define WIRE_INFLIGHT_MAX 128u
-/*
- * ... and in a session that asks first (-n, -u, --sync), where the sink
- * answers each FILE as it comes and forgets a file it keeps: a re-run's
- * window of questions (doc/PROTOCOL.md, "Entries").
- */
-#define WIRE_INFLIGHT_ASK_MAX 1024u
 
 /* ---- control messages ---- */
 
