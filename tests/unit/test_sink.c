@@ -550,7 +550,8 @@ static void hostile_start(struct hostile *h, const char *root)
 	CHECK_EQ(mkdir(out, 0755), 0);
 	h->next_id = 0;
 	hostile_hello(&h->r, &h->e, root,
-		      WIRE_HELLO_RECURSIVE | WIRE_HELLO_PRESERVE, WIRE_FEAT_PACK);
+		      WIRE_HELLO_RECURSIVE | WIRE_HELLO_PRESERVE,
+		      WIRE_FEAT_PACK);
 }
 
 /* Announces directory path (mode 0750, mtime secs) with the next id. */
@@ -1870,18 +1871,18 @@ static void test_devices_not_root(void)
 	CHECK_EQ(tf_rm_tree(root), 0);
 }
 
-TAP_RUN(TAP_TEST(test_inflight_flood), TAP_TEST(test_inflight_flood_asked), TAP_TEST(test_inflight_honest),
-	TAP_TEST(test_fifo_at_final_name), TAP_TEST(test_fifo_at_temporary),
-	TAP_TEST(test_fifo_pull_dest), TAP_TEST(test_long_names_push),
-	TAP_TEST(test_long_names_pull), TAP_TEST(test_dir_flood_bounded),
-	TAP_TEST(test_dir_after_finished), TAP_TEST(test_dir_never_announced),
-	TAP_TEST(test_dir_tree_meta_push), TAP_TEST(test_dir_tree_meta_pull),
-	TAP_TEST(test_slot_len_bounded), TAP_TEST(test_owner_unasked),
-	TAP_TEST(test_owner_map), TAP_TEST(test_owner_not_root),
-	TAP_TEST(test_owner_symlink_kept), TAP_TEST(test_xattrs_hostile),
-	TAP_TEST(test_xattrs_unsupported), TAP_TEST(test_acl_names),
-	TAP_TEST(test_links_honest), TAP_TEST(test_links_hostile),
-	TAP_TEST(test_links_target_unusable),
+TAP_RUN(TAP_TEST(test_inflight_flood), TAP_TEST(test_inflight_flood_asked),
+	TAP_TEST(test_inflight_honest), TAP_TEST(test_fifo_at_final_name),
+	TAP_TEST(test_fifo_at_temporary), TAP_TEST(test_fifo_pull_dest),
+	TAP_TEST(test_long_names_push), TAP_TEST(test_long_names_pull),
+	TAP_TEST(test_dir_flood_bounded), TAP_TEST(test_dir_after_finished),
+	TAP_TEST(test_dir_never_announced), TAP_TEST(test_dir_tree_meta_push),
+	TAP_TEST(test_dir_tree_meta_pull), TAP_TEST(test_slot_len_bounded),
+	TAP_TEST(test_owner_unasked), TAP_TEST(test_owner_map),
+	TAP_TEST(test_owner_not_root), TAP_TEST(test_owner_symlink_kept),
+	TAP_TEST(test_xattrs_hostile), TAP_TEST(test_xattrs_unsupported),
+	TAP_TEST(test_acl_names), TAP_TEST(test_links_honest),
+	TAP_TEST(test_links_hostile), TAP_TEST(test_links_target_unusable),
 	TAP_TEST(test_links_through_symlink),
 	TAP_TEST(test_parent_kept_not_path), TAP_TEST(test_devices_refused),
 	TAP_TEST(test_devices_not_root))

@@ -222,8 +222,7 @@ static size_t fill_batch(struct engine *e, uint8_t *p)
 	size_t cap = e->c->geom.ctrl_size - WIRE_TAG_LEN;
 
 	while (batchable(e, e->out_head) &&
-	       wire_batch_add(p, &len, cap, e->out_head->buf,
-			      e->out_head->len))
+	       wire_batch_add(p, &len, cap, e->out_head->buf, e->out_head->len))
 		out_pop(e);
 	return len;
 }
