@@ -41,7 +41,7 @@ POLL_MS=20
 # The scenarios, s_NAME below, in the order they run.
 ALL="keys enospc silent garbage flood changed kill9 sigint retry soak concurrent"
 ALL="$ALL resumepeer paths geom emfile fdcap heldoff preauth lateslot keys_after"
-ALL="$ALL lanes linkspeer"
+ALL="$ALL lanes linkspeer floodasked"
 check_scenarios "$ALL" "$@"
 
 cd "$W" || exit 1
@@ -959,6 +959,42 @@ s_concurrent() {
 	t_log "$W/tx-conc-hooks.log" "$W/rx-conc.log"
 	t_end
 	rm -rf rx/conc src/c[1-4]
+}
+
+# A push that asks first (-n) to a receiver whose descriptors cover 1024
+# files in flight per session (--max-sessions 2 under ulimit -n 8192)
+# is offered that window (WELCOME's WIDE bit) and refused only past it;
+# under ulimit -n 1024 the receiver keeps the bound of 128 for every
+# session and serves --max-sessions 2 as before. Both stay up and serve.
+s_floodasked() {
+	local lim want wide
+	mkdir -p rx/fa
+	RXDIR=$W/rx/fa
+	for lim in 8192 1024; do
+		if [ "$lim" = 8192 ]; then want=1024 wide=1; else want=128 wide=0; fi
+		nextport
+		t_begin "-n push, 1200 files never ended, ulimit -n $lim: window $want, refused past it, served after"
+		if ! rx_spawn_or_fail "$W/rx-fa$lim.log" sh -c "ulimit -n $lim && exec \"\$@\"" sh \
+			"$RDCP" --listen -v --transport tcp --bind "$ADDR" --port "$P" \
+			--key-file "$KEY" --root "$RXDIR" --max-sessions 2; then
+			t_log "$W/rx-fa$lim.log"
+			t_end
+			continue
+		fi
+		PEER_OUT=$(timeout -s KILL 90 python3 "$HERE/peer_flood.py" push-ask "$P" "$KEY" 1200 2>&1)
+		echo "$PEER_OUT" | sed 's/^/# /'
+		echo "$PEER_OUT" | grep -q "^wide $wide\$" || t_fail "WELCOME's WIDE bit is not $wide"
+		echo "$PEER_OUT" | grep -q "($want at most)" ||
+			t_fail "not refused at the window of $want"
+		grep -q "open files: .*($want files in flight asked first)" "$W/rx-fa$lim.log" ||
+			t_fail "the receiver did not say its window at start"
+		alive "$RX" || t_fail "receiver gone"
+		served "$W/tx-fa$lim.log" "after$lim"
+		t_log "$W/rx-fa$lim.log"
+		t_end
+		term_rx
+	done
+	rm -rf rx/fa
 }
 
 # ---------------------------------------------------------------- main

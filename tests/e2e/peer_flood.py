@@ -4,6 +4,9 @@
 sends N file names and never waits for the receiver to take them.
 
   peer_flood.py push PORT KEYFILE N        a client pushing into "out/"
+  peer_flood.py push-ask PORT KEYFILE N    the same with -n (asks first:
+                                           each FILE waits for its HAVE);
+                                           prints WELCOME's WIDE bit first
   peer_flood.py serve-pull PORT KEYFILE N  a server answering one pull of
                                            "-r x": the directory x, then x/f0...
                                            ("listening on PORT" once it is)
@@ -79,9 +82,11 @@ def main(argv):
             return flood_names(s, n)
         finally:
             s.close()
-    if mode == "push":
+    if mode in ("push", "push-ask"):
         s = peer.Client(port, key=key).connect()
-        s.handshake(peer.PUSH, ["out/"])
+        w = s.handshake(peer.PUSH, ["out/"], flags=peer.F_NO_CLOBBER
+                        if mode == "push-ask" else 0)
+        print("wide %d" % bool(w.features & peer.FEAT_WIDE), flush=True)
         s.expect_ring()
     else:
         s = peer.Server(port, key=key)
@@ -90,7 +95,7 @@ def main(argv):
         s.handshake()
         s.expect_ring()
     try:
-        return flood(s, n, None if mode == "push" else "x")
+        return flood(s, n, None if mode.startswith("push") else "x")
     finally:
         s.close()
 

@@ -441,6 +441,7 @@ enum xfer_fail session_client(const struct xfer_opts *o, struct cm_conn *c,
 		};
 
 		cfg.p.pack = features & WIRE_FEAT_PACK;
+		cfg.p.wide = features & WIRE_FEAT_WIDE;
 		src_run(&e, &cfg, st);
 		st->dest_named = e.target == WIRE_TARGET_NAMED;
 	}

@@ -537,9 +537,10 @@ enum xfer_fail xfer_serve(const struct xfer_opts *o)
 		return XFER_FAIL_RESOURCE;
 	}
 	srv.max_streams = o->link.streams ? o->link.streams : CM_LANES_MAX;
-	srv.max_sessions = o->serve.once || o->ssh.ssh_server
-				   ? 1
-				   : server_fit_sessions(o, srv.max_streams);
+	/* --once and --server: one session, with its own room */
+	srv.max_sessions = server_fit_sessions(
+		o, o->serve.once || o->ssh.ssh_server ? 1 : o->serve.max_sessions,
+		srv.max_streams, &srv.wide);
 	srv.umask = umask(022);
 	umask(srv.umask);
 	pthread_cond_init(&srv.idle, NULL);

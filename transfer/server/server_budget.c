@@ -108,10 +108,14 @@ static rlim_t conn_fds(unsigned int max_streams)
 	return CONN_FDS + LANE_FDS * (rlim_t)(max_streams - 1);
 }
 
-/* Open files one session may hold at most (see CONN_FDS). */
-static rlim_t session_fds(const struct xfer_opts *o, unsigned int max_streams)
+/*
+ * Open files one session may hold at most (see CONN_FDS), with inflight
+ * regular files in flight.
+ */
+static rlim_t session_fds(const struct xfer_opts *o, unsigned int max_streams,
+			  unsigned int inflight)
 {
-	return 3 * WIRE_INFLIGHT_MAX +
+	return 3 * (rlim_t)inflight +
 	       2 * (rlim_t)(o->link.workers ? o->link.workers
 					    : NUMA_WORKERS_MAX) +
 	       conn_fds(max_streams);
@@ -123,13 +127,17 @@ static rlim_t session_fds(const struct xfer_opts *o, unsigned int max_streams)
  * least 1) when it is too low, said once.
  */
 unsigned int server_fit_sessions(const struct xfer_opts *o,
-				 unsigned int max_streams)
+				 unsigned int max_sessions,
+				 unsigned int max_streams, bool *wide)
 {
-	rlim_t need1 = session_fds(o, max_streams), reserve, want, fit;
+	rlim_t need1 = session_fds(o, max_streams, WIRE_INFLIGHT_MAX);
+	rlim_t wide1 = session_fds(o, max_streams, WIRE_INFLIGHT_ASK_MAX);
+	rlim_t reserve, want, fit;
 	struct rlimit rl;
 
+	*wide = false;
 	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
-		return o->serve.max_sessions;
+		return max_sessions;
 	want = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > NOFILE_MAX
 		       ? NOFILE_MAX
 		       : rl.rlim_max;
@@ -145,21 +153,27 @@ unsigned int server_fit_sessions(const struct xfer_opts *o,
 	/* A join waiting for its session holds one: its socket or cm_id. */
 	reserve = FDS_RESERVE +
 		  PREAUTH_MAX * (CONN_FDS + (rlim_t)(max_streams - 1));
+	/* Wide if every session fits it: else the bound of before for all. */
+	*wide = rl.rlim_cur > reserve &&
+		(rl.rlim_cur - reserve) / wide1 >= max_sessions;
+	if (*wide)
+		need1 = wide1;
 	fit = rl.rlim_cur > reserve ? (rl.rlim_cur - reserve) / need1 : 0;
 	log_info("open files: limit %llu (hard %llu), room for %llu sessions "
-		 "of %llu",
+		 "of %llu (%u files in flight asked first)",
 		 (unsigned long long)rl.rlim_cur,
 		 (unsigned long long)rl.rlim_max, (unsigned long long)fit,
-		 (unsigned long long)need1);
-	if (fit >= o->serve.max_sessions)
-		return o->serve.max_sessions;
+		 (unsigned long long)need1,
+		 *wide ? WIRE_INFLIGHT_ASK_MAX : WIRE_INFLIGHT_MAX);
+	if (fit >= max_sessions || max_sessions == 1)
+		return max_sessions; /* one session is served whatever */
 	fit = fit ? fit : 1;
 	log_warn("open files: --max-sessions %u needs %llu but the limit is "
 		 "%llu: serving at most %llu sessions at once; raise it "
 		 "(ulimit -n, LimitNOFILE= in the service) or lower "
 		 "--max-sessions",
-		 o->serve.max_sessions,
-		 (unsigned long long)(o->serve.max_sessions * need1 + reserve),
+		 max_sessions,
+		 (unsigned long long)(max_sessions * need1 + reserve),
 		 (unsigned long long)rl.rlim_cur, (unsigned long long)fit);
 	return (unsigned int)fit;
 }

@@ -54,6 +54,9 @@ static int server_auth(struct server *srv, struct engine *e,
 				   e->c->peer);
 	}
 	m.u.welcome.features = WIRE_FEAT_PACK;
+	/* a push's sink with room for it: the window of questions */
+	if (h->role == WIRE_PUSH && srv->wide)
+		m.u.welcome.features |= WIRE_FEAT_WIDE;
 	m.u.welcome.streams = (uint8_t)streams;
 	if (streams > 1)
 		memcpy(m.u.welcome.token, jw->token, WIRE_LANE_TOKEN_LEN);
@@ -308,6 +311,7 @@ int server_handshake(struct server *srv, struct engine *e,
 	p->level = h->level;
 	p->server = true;
 	p->pack = h->features & WIRE_FEAT_PACK;
+	p->wide = h->role == WIRE_PUSH && srv->wide; /* as WELCOME said */
 	p->sync = h->sync; /* wire_decode checked its range */
 	/* the service rule (SECURITY.md): other owners only if allowed */
 	p->owners_ok = srv->o->ssh.ssh_server || srv->o->serve.allow_owners;

@@ -206,6 +206,7 @@ struct server {
 	bool joined_init;
 	struct cm_listener *once_l; /* --once: the session takes its joins */
 	unsigned int max_sessions; /* --max-sessions, or what fds allow */
+	bool wide; /* each of them fits WIRE_INFLIGHT_ASK_MAX (WIRE_FEAT_WIDE) */
 	int rootfd;
 	const uint8_t *key; /* o->key, or --server's one-time key */
 	bool auth; /* sessions authenticate: a key, or named clients */
@@ -241,11 +242,14 @@ struct server {
  */
 /*
  * Raises the soft limit on open files to the hard one and returns how many
- * sessions of max_streams lanes fit in it: --max-sessions, or fewer (at
- * least 1) when it is too low, said once (server_budget.c).
+ * sessions of max_streams lanes fit in it: max_sessions, or fewer (at
+ * least 1) when it is too low, said once (server_budget.c). *wide: so
+ * many sessions fit with WIRE_INFLIGHT_ASK_MAX files in flight each,
+ * not only WIRE_INFLIGHT_MAX, and they are offered it.
  */
 unsigned int server_fit_sessions(const struct xfer_opts *o,
-				 unsigned int max_streams);
+				 unsigned int max_sessions,
+				 unsigned int max_streams, bool *wide);
 /*
  * The most ring slots this receiver grants a session: its --window, or
  * when that is left to the link what its memory budget allows: 256 MiB

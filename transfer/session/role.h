@@ -22,6 +22,7 @@ struct session_params {
 	const uint8_t *data_key; /* AES-256-GCM key with ENCRYPT, else NULL */
 	bool server;		 /* this side is the receiver daemon */
 	bool pack; /* the sink takes packed slots (WIRE_FEAT_PACK) */
+	bool wide; /* a push whose sink offered WIRE_FEAT_WIDE */
 	uint8_t sync; /* enum wire_sync: HELLO's */
 	/*
 	 * The sink may give entries other owners (-o/-g) and keep
@@ -41,6 +42,13 @@ struct session_params {
 static inline bool session_asks(const struct session_params *p)
 {
 	return (p->flags & WIRE_HELLO_ASK) || p->sync != WIRE_SYNC_NONE;
+}
+
+/* Regular files announced and not yet answered, at most (wire.h). */
+static inline unsigned int session_inflight_max(const struct session_params *p)
+{
+	return p->wide && session_asks(p) ? WIRE_INFLIGHT_ASK_MAX
+					  : WIRE_INFLIGHT_MAX;
 }
 
 /*

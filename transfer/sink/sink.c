@@ -196,12 +196,12 @@ static int on_file(struct sink *k, const struct wire_file *wf)
 		return -1;
 	/* The source keeps to the bound: only a broken one goes past it. */
 	if ((wf->kind == WIRE_KIND_FILE || wf->kind == WIRE_KIND_HARDLINK) &&
-	    k->nlive >= WIRE_INFLIGHT_MAX)
+	    k->nlive >= session_inflight_max(k->p))
 		return engine_fail(k->e, XFER_FAIL_PROTOCOL, -EPROTO,
 				   "%s announced file %u with %u files still "
 				   "unfinished (%u at most): refused",
 				   k->e->c->peer, wf->file_id, k->nlive,
-				   WIRE_INFLIGHT_MAX);
+				   session_inflight_max(k->p));
 	if (sink_xattrs_take(k, wf, &x))
 		return -1;
 	f = calloc(1, sizeof(*f));

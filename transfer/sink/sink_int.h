@@ -216,8 +216,8 @@ struct sink {
 	int64_t held_shown;   /* slots held as last added to e->ring_held */
 	struct snk_job *jobs; /* one per slot */
 	uint32_t nfiles;      /* ids announced so far (= next id) */
-	/* Regular files in flight (WIRE_INFLIGHT_MAX), in id order. */
-	struct snk_file *live[WIRE_INFLIGHT_MAX + 1]; /* + one dir or link */
+	/* Regular files in flight (session_inflight_max), in id order. */
+	struct snk_file *live[WIRE_INFLIGHT_ASK_MAX + 1]; /* + a dir or link */
 	unsigned int nlive;
 	unsigned int active;	     /* announced, result not yet sent */
 	char top[PATH_NAME_MAX + 1]; /* first component, DEST not a dir */

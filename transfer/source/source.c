@@ -533,6 +533,7 @@ int src_run(struct engine *e, const struct source_cfg *cfg,
 	s.sig_every = s.njobs / 4 ? s.njobs / 4 : 1;
 	s.fifo_cap = 2 * s.njobs + 64;
 	s.ask = session_asks(&cfg->p);
+	s.inflight_max = session_inflight_max(&cfg->p);
 	e->batch = s.ask;
 	s.resume = cfg->p.flags & WIRE_HELLO_RESUME;
 	s.compare = session_compares(&cfg->p);

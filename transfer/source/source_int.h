@@ -207,6 +207,7 @@ struct source {
 	size_t wire_head, wire_cap;
 	uint32_t wire_base, nwire;
 	unsigned int inflight; /* announced regular files without a result */
+	unsigned int inflight_max; /* session_inflight_max() */
 	struct src_file *cur;  /* being planned */
 	/*
 	 * Files asked first wait for their HAVE out of the plan, so that as

@@ -286,7 +286,7 @@ int src_plan(struct source *s)
 					return -1;
 				if (!rc)
 					break;
-			} else if (s->inflight >= WIRE_INFLIGHT_MAX &&
+			} else if (s->inflight >= s->inflight_max &&
 				   may_fly(src_file_at(s, s->next_file)->w)) {
 				break; /* until a result comes (wire.h) */
 			} else if (open_next(s)) {

@@ -42,6 +42,13 @@
  * directories and symlinks do not count.
  */
 #define WIRE_INFLIGHT_MAX 128u
+/*
+ * ... and in a push that asks first (-n, -u, --resume, --sync) to a
+ * receiver whose WELCOME has WIRE_FEAT_WIDE: the sink answers each FILE as
+ * it comes and forgets a file it keeps, so a re-run's questions are not
+ * bound by round trips (doc/PROTOCOL.md, "Entries").
+ */
+#define WIRE_INFLIGHT_ASK_MAX 1024u
 
 /* ---- control messages ---- */
 

@@ -21,6 +21,12 @@ enum wire_role {
 enum wire_features {
 	WIRE_FEAT_AUTH = 1 << 0, /* this side holds a key and will prove it */
 	WIRE_FEAT_PACK = 1 << 1, /* this side takes packed slots as a sink */
+	/*
+	 * WELCOME of a push: this receiver, the sink, takes
+	 * WIRE_INFLIGHT_ASK_MAX files in flight in a session that asks first
+	 * (its descriptor budget covers them).
+	 */
+	WIRE_FEAT_WIDE = 1 << 2,
 };
 
 enum wire_hello_flags {
