@@ -22,7 +22,7 @@ fi
 shell_of() {
 	case $1 in
 	tests/e2e/lib.sh | tests/guest/demo_inside.sh) echo sh ;;
-	tests/e2e/faults_listen.sh | tests/e2e/sshd.sh | tests/bench/lib.sh | *.bash-completion.in) echo bash ;;
+	tests/e2e/faults_listen.sh | tests/e2e/sshd.sh | tests/bench/bench_lib.sh | *.bash-completion.in) echo bash ;;
 	esac
 }
 

@@ -35,8 +35,8 @@
 set -euo pipefail
 BUILD=${1:-build}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-# shellcheck source=lib.sh source-path=SCRIPTDIR
-. "$HERE/lib.sh"
+# shellcheck source=bench_lib.sh source-path=SCRIPTDIR
+. "$HERE/bench_lib.sh"
 BIN=$(cd "$BUILD" && pwd)/tests/bench_ceiling
 REPS=${CEIL_REPS:-5}
 BIG_REPS=${CEIL_BIG_REPS:-3}

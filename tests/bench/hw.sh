@@ -54,8 +54,8 @@
 set -euo pipefail
 BUILD=${1:-build}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-# shellcheck source=lib.sh source-path=SCRIPTDIR
-. "$HERE/lib.sh"
+# shellcheck source=bench_lib.sh source-path=SCRIPTDIR
+. "$HERE/bench_lib.sh"
 OUT=${BENCH_HW_OUT:-$BUILD/bench}
 RAW=$OUT/bench-hw-raw.txt
 MD=$OUT/bench-hw.md

@@ -19,8 +19,8 @@
 set -euo pipefail
 BUILD=${1:-build}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-# shellcheck source=lib.sh source-path=SCRIPTDIR
-. "$HERE/lib.sh"
+# shellcheck source=bench_lib.sh source-path=SCRIPTDIR
+. "$HERE/bench_lib.sh"
 OUT=$BUILD/bench
 mkdir -p "$OUT"
 log=$OUT/rdma-guest.log

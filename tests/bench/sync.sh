@@ -17,8 +17,8 @@
 set -euo pipefail
 BUILD=${1:-build}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-# shellcheck source=lib.sh source-path=SCRIPTDIR
-. "$HERE/lib.sh"
+# shellcheck source=bench_lib.sh source-path=SCRIPTDIR
+. "$HERE/bench_lib.sh"
 RDCP=$(cd "$BUILD" && pwd)/rdcp
 REPS=${BENCH_REPS:-5}
 NFILES=${BENCH_SYNC_FILES:-100000}

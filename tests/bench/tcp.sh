@@ -23,8 +23,8 @@
 set -euo pipefail
 BUILD=${1:-build}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-# shellcheck source=lib.sh source-path=SCRIPTDIR
-. "$HERE/lib.sh"
+# shellcheck source=bench_lib.sh source-path=SCRIPTDIR
+. "$HERE/bench_lib.sh"
 RDCP=$(cd "$BUILD" && pwd)/rdcp
 REPS=${BENCH_REPS:-5}
 MIB=${BENCH_TCP_MIB:-1024}

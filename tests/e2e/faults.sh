@@ -982,7 +982,7 @@ s_floodasked() {
 			continue
 		fi
 		PEER_OUT=$(timeout -s KILL 90 python3 "$HERE/peer_flood.py" push-ask "$P" "$KEY" 1200 2>&1)
-		echo "$PEER_OUT" | sed 's/^/# /'
+		printf "# %s\n" "${PEER_OUT//$'\n'/$'\n# '}"
 		echo "$PEER_OUT" | grep -q "^wide $wide\$" || t_fail "WELCOME's WIDE bit is not $wide"
 		echo "$PEER_OUT" | grep -q "($want at most)" ||
 			t_fail "not refused at the window of $want"

@@ -34,7 +34,7 @@
 #            rdcp's ssh mode pushes and pulls, also with --streams 4.
 #            b does nothing for it but run sshd (tests/guest/init.sh).
 #   benchhw  the hardware qualification kit (tests/bench/hw.sh, shipped as
-#            /test/hw.sh with /test/chart.sh, /test/lib.sh, bash and
+#            /test/hw.sh with /test/chart.sh, /test/bench_lib.sh, bash and
 #            bench_ceiling) run on a with HOSTS=10.77.1.1,10.77.1.2 (a
 #            reaches itself over ssh too), one round, small files: it
 #            must exit 0 and print its

@@ -198,7 +198,7 @@ for sc in "$@"; do
 		# else the kit's note is checked).
 		hw=(--bin "$BASH" --file "$REPO/tests/bench/hw.sh:/test/hw.sh"
 			--file "$REPO/tests/bench/chart.sh:/test/chart.sh"
-			--file "$REPO/tests/bench/lib.sh:/test/lib.sh")
+			--file "$REPO/tests/bench/bench_lib.sh:/test/bench_lib.sh")
 		if [ -x "$BUILD/tests/bench_ceiling" ]; then
 			hw+=(--bin "$BUILD/tests/bench_ceiling")
 		else
