@@ -21,8 +21,9 @@
 #       per run, in /root/.ssh: any guest may `ssh 10.77.1.2 CMD`).
 #       single:NAME,... runs only those scenarios of scenarios.sh in the
 #       single guest (`tests/e2e/run_tcp.sh --list` names them), e.g.
-#       single:tree,pull. numa boots a guest with two NUMA nodes and its
-#       NIC on node 1 for tests/e2e/numa.sh (placement, huge pages).
+#       single:tree,pull. numa boots a guest with two NUMA nodes, its
+#       NIC on node 1 and a second on node 0, for tests/e2e/numa.sh
+#       (placement, huge pages, rails on two nodes).
 #       benchhw boots a pair for the hardware qualification kit
 #       (tests/bench/hw.sh, make bench-hw) run from a against a and b.
 set -uo pipefail
@@ -207,8 +208,12 @@ for sc in "$@"; do
 		run_guest pair-benchhw a --pair --timeout 900 "${common[@]}" "${hw[@]}" \
 			"$HERE/rdma_pair.sh" benchhw ;;
 	numa)
-		# A boot of its own: two NUMA nodes, the NIC on node 1.
-		run_guest numa s --numa --timeout 400 --mem 1024 "${common[@]}" "$HERE/numa.sh" ;;
+		# A boot of its own: two NUMA nodes, a NIC on each (eth0 on
+		# node 1), and test_numa when built (its per-rail placement
+		# case needs the two nodes; numa.sh runs it).
+		nb=()
+		[ -x "$BUILD/tests/test_numa" ] && nb=(--bin "$BUILD/tests/test_numa")
+		run_guest numa s --numa --timeout 500 --mem 1024 "${common[@]}" "${nb[@]}" "$HERE/numa.sh" ;;
 	*)
 		notok "unknown scenario $sc (single[:NAME,...] rxhost txhost linkcut retry ssh numa benchhw)" ;;
 	esac

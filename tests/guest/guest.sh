@@ -19,8 +19,10 @@
 #       With --numa, the single guest has two NUMA nodes (vCPU 0 and half
 #       the memory on node 0, vCPU 1 and the other half on node 1) and a
 #       virtio NIC, eth0, behind a PCI expander bridge on node 1 (its
-#       device/numa_node reads 1; nothing is connected to it): for
-#       tests/e2e/numa.sh, which puts an rxe device on it.
+#       device/numa_node reads 1; nothing is connected to it), and a
+#       second one, eth1 (MAC 52:54:00:77:03:02), behind one on node 0:
+#       for tests/e2e/numa.sh, which puts an rxe device on each (rails on
+#       two nodes).
 #       Exit 124 on timeout, 125 when a guest died without reporting a status.
 #       With a host key shipped as /etc/ssh/ssh_host_ed25519_key (--file),
 #       /init starts OpenSSH's sshd on port 22: root logs in by the keys
@@ -476,7 +478,10 @@ cmd_run() {
 				-numa node,nodeid=1,cpus=1,memdev=m1
 				-device pxb,id=pxb1,bus=pci.0,bus_nr=8,numa_node=1
 				-netdev user,id=n1,restrict=on
-				-device "virtio-net-pci,netdev=n1,bus=pxb1,addr=0x1,mac=52:54:00:77:03:01,romfile=")
+				-device "virtio-net-pci,netdev=n1,bus=pxb1,addr=0x1,mac=52:54:00:77:03:01,romfile="
+				-device pxb,id=pxb0,bus=pci.0,bus_nr=16,numa_node=0
+				-netdev user,id=n2,restrict=on
+				-device "virtio-net-pci,netdev=n2,bus=pxb0,addr=0x1,mac=52:54:00:77:03:02,romfile=")
 			fi
 		else
 			role=$g; log=$LOGP-$g.log; prefix="[$g] "
