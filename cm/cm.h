@@ -365,6 +365,12 @@ struct cm_conn {
 	 * (--numa) before ring_create or stage_create.
 	 */
 	int numa_node;
+	/*
+	 * Whether the ring or staging slots may follow their lanes' rails
+	 * (cm/mem.c cm_area_plan): set by an RDMA connection, cleared by
+	 * the engine when --numa names a node or is off.
+	 */
+	bool numa_rails;
 	const char *pages; /* what ring/staging are made of ("2 MiB huge
 			    * pages"), NULL before either exists */
 	/*

@@ -88,9 +88,41 @@ bool cm_geom_check(const struct cm_geom *g, char *why, size_t n);
  */
 int cm_numa_of_device(const char *dev);
 size_t cm_area_len(const struct cm_geom *g);
+/*
+ * lane_node (NULL: none): per-rail placement (doc/PERFORMANCE.md, "NUMA
+ * placement"): lane_node[k] is the node of lane k's device for the
+ * c->lanes lanes (-1 unknown); slot s goes to the node of the lane that
+ * carries it (cm_lane_carrier with c->lanes_up) as cm_area_plan says,
+ * the headers stay on c->numa_node's.
+ */
 int cm_area_alloc(struct cm_conn *c, const char *what, bool nic,
-		  uint8_t **data, uint8_t **hdr)
+		  const int *lane_node, uint8_t **data, uint8_t **hdr)
 	__attribute__((warn_unused_result));
+
+/* A stretch of an area on one NUMA node: bytes [off, off + len). */
+struct cm_run {
+	size_t off;
+	size_t len;
+	int node;
+};
+
+/*
+ * Per-rail placement of geometry g's slots, carried by lanes 0..up-1 of
+ * n (cm_lane_carrier), lane k's device on NUMA node lane_node[k], in an
+ * area whose pages are page bytes (4 KiB, or 2 MiB for huge pages). The
+ * unit placed is max(chunk size, page): a slot of a huge page or more
+ * goes to its lane's node; a huge page holding smaller slots of several
+ * nodes cannot be split and goes where most of its slots' lanes are
+ * (ties: its first slot's). Fills run[0..R-1] (consecutive units of one
+ * node merged, covering the slots' payloads from offset 0) and
+ * *misplaced (slots not on their lane's node, NULL: not wanted).
+ * Returns R >= 2, or 0 when there is nothing to place per rail (one
+ * lane, every lane's node the same, or one of them unknown: as without
+ * rails), or -E2BIG when more than max runs would be needed.
+ */
+int cm_area_plan(const struct cm_geom *g, unsigned int n, unsigned int up,
+		 const int *lane_node, size_t page, struct cm_run *run,
+		 unsigned int max, unsigned int *misplaced);
 void cm_area_free(uint8_t **data, const struct cm_geom *g);
 
 /* "a.b.c.d:port", "[v6]:port" (v4-mapped shown as v4). */

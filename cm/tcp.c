@@ -138,7 +138,7 @@ static int t_ring_create(struct cm_conn *c, struct cm_ring_desc *desc)
 	 * loopback and looked slower in some interleaved runs
 	 * (doc/PERFORMANCE.md, "Aligned slots"); no NIC maps this memory.
 	 */
-	rc = cm_area_alloc(c, "ring", false, &p, &hdr);
+	rc = cm_area_alloc(c, "ring", false, NULL, &p, &hdr);
 	if (rc)
 		return rc;
 	pthread_mutex_lock(&t->lock); /* the receive thread reads it */
@@ -162,7 +162,7 @@ static int t_stage_create(struct cm_conn *c, const struct cm_ring_desc *peer)
 
 	if (c->stage)
 		return -EEXIST;
-	rc = cm_area_alloc(c, "staging buffers", false, &p, &hdr);
+	rc = cm_area_alloc(c, "staging buffers", false, NULL, &p, &hdr);
 	if (rc)
 		return rc;
 	pthread_mutex_lock(&t->lock);

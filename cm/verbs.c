@@ -160,13 +160,23 @@ static int post_late_rx(struct vconn *v)
 	return rc;
 }
 
-/* The ring or staging area (cm_area_alloc), registered as one MR. */
+/*
+ * The ring or staging area (cm_area_alloc), registered as one MR: with
+ * rails, each lane's slots on its device's NUMA node (ibv_reg_mr faults
+ * the pages in, after cm_area_alloc set their policies).
+ */
 static int reg_area(struct vconn *v, const char *what, int access,
 		    uint8_t **data, uint8_t **hdr, struct ibv_mr **mr)
 {
-	/* 2 MiB aligned: a NIC maps it with fewer, larger pages. */
-	int rc = cm_area_alloc(&v->base, what, true, data, hdr);
+	int node[CM_LANES_MAX] = { v->base.numa_node }, rc;
+	bool rails = v->base.numa_rails && v->nrails > 1 && v->nlanes > 1;
 
+	for (unsigned int k = 1; rails && k < v->nlanes; k++)
+		node[k] = v->lane[k] ? cm_numa_of_device(v->lane[k]->base.dev)
+				     : -1;
+	/* 2 MiB aligned: a NIC maps it with fewer, larger pages. */
+	rc = cm_area_alloc(&v->base, what, true, rails ? node : NULL, data,
+			   hdr);
 	return rc ? rc
 		  : reg_only(v, what, *data, cm_area_len(&v->base.geom), access,
 			     mr);
@@ -511,6 +521,7 @@ int vconn_build(struct vconn *v)
 		 ibv_get_device_name(v->id->verbs->device));
 	c->link_gbps = vconn_link_gbps(v->id->verbs, v->id->port_num);
 	c->numa_node = cm_numa_of_device(c->dev);
+	c->numa_rails = true;
 	v->pd = ibv_alloc_pd(v->id->verbs);
 	if (!v->pd) {
 		log_err("cannot allocate protection domain on %s: %s", c->dev,

@@ -15,7 +15,10 @@
 
 #include "util/numa.h"
 
-#define MPOL_PREFERRED_ 1 /* <linux/mempolicy.h>, not always installed */
+/* <linux/mempolicy.h>, not always installed */
+#define MPOL_PREFERRED_ 1
+#define MPOL_F_NODE_ (1 << 0)
+#define MPOL_F_ADDR_ (1 << 1)
 
 const char *numa_sysfs_root(void)
 {
@@ -197,6 +200,16 @@ int numa_prefer(void *p, size_t len, int node)
 		    (unsigned long)(8 * sizeof(mask)) + 1, 0ul))
 		return -errno;
 	return 0;
+}
+
+int numa_node_of_page(const void *p)
+{
+	int node = -1;
+
+	if (syscall(SYS_get_mempolicy, &node, NULL, 0ul, p,
+		    MPOL_F_NODE_ | MPOL_F_ADDR_))
+		return -errno;
+	return node;
 }
 
 int numa_pin_self(const cpu_set_t *set)

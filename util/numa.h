@@ -59,6 +59,12 @@ int numa_node_cpus(const char *root, int node, cpu_set_t *set);
  */
 int numa_prefer(void *p, size_t len, int node);
 
+/*
+ * The node of the page at p (faulted in if it is not yet, as a read
+ * would), or -errno (-ENOSYS: a kernel without NUMA).
+ */
+int numa_node_of_page(const void *p);
+
 /* Runs the calling thread on set only (threads it starts inherit it). */
 int numa_pin_self(const cpu_set_t *set);
 

@@ -4,14 +4,19 @@
 # NUMA placement and huge pages over Soft-RoCE, in a guest of its own
 # (`tests/guest/guest.sh run --numa`, started by tests/e2e/run_rdma.sh
 # numa): two NUMA nodes, vCPU 1 and half the memory on node 1, and a
-# virtio NIC, eth0, behind a PCI expander bridge on node 1. rxe1 goes on
-# eth0 (10.77.3.1; rdma_cm picks it for that address), the hugetlb pool
+# virtio NIC, "eth0" (found by its MAC), behind a PCI expander bridge on
+# node 1. rxe1 goes on eth0 (10.77.3.1; rdma_cm picks it for that address), the hugetlb pool
 # gets pages on both nodes, and one receiver and one sender copy a file
 # over it while their /proc/PID/numa_maps, their threads' CPU lists and
 # HugePages_Free are sampled: the ring and the staging buffers must be in
 # 2 MiB pages on node 1, the engine threads and workers on CPU 1, the copy
 # byte-identical. Then --hugepages off and --numa off, and --hugepages on
-# with the pool emptied (a clear error, exit 10).
+# with the pool emptied (a clear error, exit 10). Last, rails on two
+# nodes: rxe2 on "eth1" (10.77.4.1, the guest's second NIC, on node 0), the
+# unit test's per-rail placement case (test_numa, shipped when built) and a
+# two-rail session (--device rxe1,rxe2 --streams 2, 2 MiB chunks) whose
+# ring and staging must have huge pages on both nodes, lane 0's slots on
+# node 1 and lane 1's on node 0.
 # Prints TAP; expects rdcp in PATH and lib.sh beside it.
 
 # shellcheck source=lib.sh source-path=SCRIPTDIR
@@ -45,15 +50,26 @@ sample() {
 
 # ---------------------------------------------------------------- setup
 
+# nic MAC: the interface of that address (guest.sh --numa's: :01 on node
+# 1, :02 on node 0; which of them the kernel calls eth0 is its choice).
+nic() {
+	for _d in /sys/class/net/*; do
+		[ "$(cat "$_d/address" 2>/dev/null)" = "$1" ] && echo "${_d##*/}"
+	done
+}
+
 t_begin "guest: two NUMA nodes, eth0 on node 1, rxe1 on eth0"
-ip link set eth0 up 2>/dev/null || t_fail "no eth0"
-ip addr add "$ADDR/24" dev eth0 2>/dev/null || t_fail "cannot address eth0"
-rdma link add rxe1 type rxe netdev eth0 2>/dev/null || t_fail "rdma link add rxe1 failed"
+eth0=$(nic 52:54:00:77:03:01)
+[ -n "$eth0" ] || t_fail "no NIC with MAC 52:54:00:77:03:01"
+eth0=${eth0:-eth0}
+ip link set "$eth0" up 2>/dev/null || t_fail "no $eth0"
+ip addr add "$ADDR/24" dev "$eth0" 2>/dev/null || t_fail "cannot address $eth0"
+rdma link add rxe1 type rxe netdev "$eth0" 2>/dev/null || t_fail "rdma link add rxe1 failed"
 [ -d "$NODE1" ] || t_fail "no NUMA node 1 (qemu -numa, kernel CONFIG_NUMA)"
-# eth0's device is virtio0, whose parent is the PCI function on the pxb.
-n=$(cat /sys/class/net/eth0/device/../numa_node 2>/dev/null)
-[ "$n" = 1 ] || t_fail "eth0's PCI function's numa_node is '$n', want 1 (qemu pxb numa_node=1)"
-echo "# node1 CPUs $(cat "$NODE1/cpulist" 2>/dev/null), eth0 node $n," \
+# eth0's device is a virtio one, whose parent is the PCI function on the pxb.
+n=$(cat "/sys/class/net/$eth0/device/../numa_node" 2>/dev/null)
+[ "$n" = 1 ] || t_fail "$eth0's PCI function's numa_node is '$n', want 1 (qemu pxb numa_node=1)"
+echo "# node1 CPUs $(cat "$NODE1/cpulist" 2>/dev/null), $eth0 node $n," \
 	"rxe1 parent $(cat /sys/class/infiniband/rxe1/parent 2>/dev/null || echo none)"
 # 2 MiB pages on both nodes: placement, not scarcity, puts them on 1.
 echo 24 >/sys/devices/system/node/node0/$HP
@@ -159,6 +175,56 @@ grep -q "cannot allocate staging buffers (16.00 MiB) in huge pages: 0 of 2 MiB f
 	t_fail "no clear message"
 [ -e "$W/rx/on" ] && t_fail "a file landed"
 t_log "$W/tx-on.log" "$W/rx-on.log"
+t_end
+
+# ---------------------------------------------------------------- rails
+
+ADDR2=10.77.4.1
+t_begin "rails on two nodes: eth1 on node 0, rxe2 on eth1"
+eth1=$(nic 52:54:00:77:03:02)
+[ -n "$eth1" ] || t_fail "no NIC with MAC 52:54:00:77:03:02 (guest.sh --numa's second)"
+n=$(cat "/sys/class/net/$eth1/device/../numa_node" 2>/dev/null)
+[ "$n" = 0 ] || t_fail "$eth1's PCI function's numa_node is '$n', want 0 (qemu pxb numa_node=0)"
+ip link set "$eth1" up 2>/dev/null || t_fail "cannot bring $eth1 up"
+ip addr add "$ADDR2/24" dev "$eth1" 2>/dev/null || t_fail "cannot address $eth1"
+rdma link add rxe2 type rxe netdev "$eth1" 2>/dev/null || t_fail "rdma link add rxe2 failed"
+echo 24 >/sys/devices/system/node/node0/$HP
+echo 24 >"$NODE1/$HP"
+echo "# $eth1 node $n, rxe2 rate $(cat /sys/class/infiniband/rxe2/ports/1/rate 2>/dev/null)," \
+	"rxe1 rate $(cat /sys/class/infiniband/rxe1/ports/1/rate 2>/dev/null)"
+t_end
+
+t_begin "unit test: each slot's pages on its rail's node (test_numa test_rail_place)"
+if ! command -v test_numa >/dev/null 2>&1; then
+	t_fail "test_numa not shipped (make build/tests/test_numa before run_rdma.sh numa)"
+else
+	test_numa test_rail_place >"$W/unit.log" 2>&1
+	rc=$?
+	sed 's/^/#   /' "$W/unit.log"
+	[ "$rc" = 0 ] || t_fail "test_numa exit $rc"
+	grep -q "^1 passed, 0 failed" "$W/unit.log" || t_fail "test_numa: no clean pass"
+	grep -q "skip" "$W/unit.log" && t_fail "test_numa skipped: it sees one node"
+fi
+t_end
+
+t_begin "two rails on two nodes: each lane's slots on its device's node"
+copy rails rails --device rxe1,rxe2 --streams 2 --chunk-size 2M
+[ "$RC" = 0 ] || t_fail "sender exit $RC"
+same "$W/src/big" "$W/rx/rails"
+grep -q "ring: .* in 2 MiB huge pages, by rail: NUMA node 1 (16.00 MiB), 0 (16.00 MiB)" "$W/rx-rails.log" ||
+	t_fail "receiver -v does not say the ring's slots are on nodes 1 and 0"
+grep -q "staging buffers: .* in 2 MiB huge pages, by rail: NUMA node 1 (16.00 MiB), 0 (16.00 MiB)" "$W/tx-rails.log" ||
+	t_fail "sender -v does not say the staging slots are on nodes 1 and 0"
+for side in rx tx; do
+	f=$W/$side-rails.samples
+	grep -q "^MAP .*prefer:0 .*huge.* N0=[0-9]" "$f" || t_fail "$side: no huge mapping on node 0"
+	grep -q "^MAP .*prefer:1 .*huge.* N1=[0-9]" "$f" || t_fail "$side: no huge mapping on node 1"
+	if grep "^MAP .*prefer:0 .*huge" "$f" | grep -q " N1="; then
+		t_fail "$side: node 0's slots have pages on node 1"
+	fi
+done
+echo "# receiver's huge mappings: $(grep "^MAP" "$W/rx-rails.samples" | sort -u | awk '{ printf "%s %s %s; ", $2, $NF, $(NF-1) }')"
+t_log "$W/rx-rails.log" "$W/tx-rails.log" "$W/rx-rails.samples"
 t_end
 
 t_finish

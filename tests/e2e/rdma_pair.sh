@@ -41,9 +41,11 @@
 #            Markdown block with every row (ib_write_bw 1 and 4 QPs, the
 #            ceiling when bench_ceiling was shipped, rdcp --streams 1/2/4,
 #            --encrypt, sha256, the small files) carrying a rate above 0
-#            from 1 of 1 rounds, the rails row left out with its note (one
-#            device each), both hosts' facts; and a chart or the one line
-#            that says there is none. Rates are not judged.
+#            from 1 of 1 rounds, the rails row too (run_rdma.sh boots
+#            this pair with --rails: each guest brings its second NIC up
+#            as 10.77.2.x with rxe1 on it, rail2_up, so b has two rails),
+#            both hosts' facts; and a chart or the one line that says
+#            there is none. Rates are not judged.
 # The surviving guest(s) print TAP lines ("ok N - ...", "not ok N - ..."
 # with "# " diagnostics, the plan last) and exit 0 only if all passed.  A
 # pre-shared key, if the build needs one, is expected at /etc/rdcp/key;
@@ -238,6 +240,19 @@ pair_ssh_a() {
 	T_PREFIX=$_ps_prefix
 }
 
+# rail2_up ADDR: the second NIC (guest.sh --pair --rails: MAC
+# 52:54:00:77:02:0x) up at ADDR/24 with rxe1 on it, active; 0 or 1.
+rail2_up() {
+	_nic=
+	for _d in /sys/class/net/*; do
+		case "$(cat "$_d/address" 2>/dev/null)" in 52:54:00:77:02:0?) _nic=${_d##*/} ;; esac
+	done
+	[ -n "$_nic" ] || { echo "# no second NIC (guest.sh --rails)"; return 1; }
+	ip link set "$_nic" mtu 1500 up && ip addr add "$1/24" dev "$_nic" &&
+		rdma link add rxe1 type rxe netdev "$_nic" || return 1
+	wait_until 10 "" sh -c 'rdma link show rxe1/1 | grep -q ACTIVE'
+}
+
 echo "# role $ROLE, scenario $SCEN, peer $PEER"
 if [ -n "$SSH_FIRST" ] && [ "$ROLE" = a ]; then
 	pair_ssh_a
@@ -261,6 +276,9 @@ b:ssh)
 # ---------------------------------------------------------------- benchhw
 a:benchhw)
 	HW=$W/hw/bench
+	t_begin "a second rail: rxe1 on the second NIC, 10.77.2.1"
+	rail2_up 10.77.2.1 || t_fail "rxe1 on a's second NIC did not come up"
+	t_end
 	t_begin "the kit runs a->b over ssh and prints its Markdown block"
 	wait_peer 60 || t_fail "peer never answered ping"
 	wait_until 60 "" ssh_up || t_fail "b's sshd did not let a in within 60 s"
@@ -269,6 +287,7 @@ a:benchhw)
 		t_fail "a's own sshd did not let a in within 60 s"
 	_ceil=/usr/bin/bench_ceiling
 	[ -x "$_ceil" ] || _ceil=/nonexistent
+	_r1=$(rxe_sent rxe1)
 	if [ -z "$T_WHY" ]; then
 		run_bounded 900 "$W/hw.log" env HOSTS=10.77.1.1,10.77.1.2 \
 			BENCH_REPS=1 BENCH_HW_MIB=16 BENCH_HW_FILES=200 \
@@ -308,17 +327,25 @@ a:benchhw)
 	row "rdcp -r, 200 files of 4096 bytes"
 	grep -q '^| rdcp -r, 200 files of 4096 bytes | [0-9.]* ([0-9]* files/s)' "$HW/bench-hw.md" 2>/dev/null ||
 		t_fail "the small files' row has no files/s"
-	! grep -q 'every rail' "$HW/bench-hw.md" 2>/dev/null || t_fail "a rails row with one device each"
-	grep -q "^- no rails row: 10.77.1.2 has 1 active RDMA device" "$HW/bench-hw.md" 2>/dev/null ||
-		t_fail "no note on the rails row"
+	row "rdcp, 1 file of 16 MiB, --streams 4 over every rail (2 devices on b)"
+	# Only the rails row reaches b's rxe1 (10.77.2.2): lanes 1 and 3 of
+	# its 16 MiB leave a through rxe1, half of 16 384 packets of 1 KiB
+	# (rxe's MTU; 9 698 in a run of 2026-12-02); 1024 at least.
+	_r1b=$(rxe_sent rxe1)
+	_r1=$((${_r1b:-0} - ${_r1:-0}))
+	echo "# a's rxe1 sent $_r1 packets during the kit (the rails row's lanes 1 and 3)"
+	[ "$_r1" -ge 1024 ] || t_fail "the rails row did not use the second rail: a's rxe1 sent $_r1 packets"
+	! grep -q "^- no rails row" "$HW/bench-hw.md" 2>/dev/null || t_fail "the rails row left out"
 	t_end
-	t_begin "both hosts' facts: kernel, CPUs, NUMA, rxe0 and its link, the target's file system"
+	t_begin "both hosts' facts: kernel, CPUs, NUMA, rxe0 and rxe1 with their links, the target's file system"
 	for _f in "| kernel | Linux " "| CPUs | 1 | 1 |" "| NUMA nodes | 1 | 1 |" \
 		"| used | source /dev/shm/rdcp-hw." "| files (file system, source, free) | source: /dev/shm/"; do
 		grep -qF "$_f" "$HW/bench-hw.md" 2>/dev/null || t_fail "no '$_f'"
 	done
-	grep -q '^| RDMA devices .* | rxe0: ACTIVE, .*Gb/sec.*, NUMA node .*rdma_rxe.*10\.77\.1\.1 | rxe0: ACTIVE, .*10\.77\.1\.2 |$' \
-		"$HW/bench-hw.md" 2>/dev/null || t_fail "the RDMA devices line does not show rxe0 on both"
+	# Each host's devices, "<br>" between them: rxe0 and the second
+	# rail's rxe1.
+	grep -q '^| RDMA devices .* | rxe0: ACTIVE, .*Gb/sec.*, NUMA node .*rdma_rxe.*10\.77\.1\.1<br>rxe1: ACTIVE, .*10\.77\.2\.1 | rxe0: ACTIVE, .*10\.77\.1\.2<br>rxe1: ACTIVE, .*10\.77\.2\.2 |$' \
+		"$HW/bench-hw.md" 2>/dev/null || t_fail "the RDMA devices line does not show rxe0 and rxe1 on both"
 	grep -q '| target: /dev/shm/rdcp-hw\.[^ ]*/target: tmpfs on tmpfs, [0-9.]* GiB free |' "$HW/bench-hw.md" 2>/dev/null ||
 		t_fail "the target's file system and free space missing"
 	grep -q '^| used | .* | rxe0 at 10.77.1.2 (NUMA node ' "$HW/bench-hw.md" 2>/dev/null ||
@@ -337,7 +364,9 @@ a:benchhw)
 	t_finish
 	;;
 b:benchhw)
-	# a's kit runs everything here over ssh, then has us killed.
+	# a's kit runs everything here over ssh, then has us killed; the
+	# second rail first (a waits for the kit's ssh, 60 s at most).
+	rail2_up 10.77.2.2 || echo "# b: rxe1 on the second NIC did not come up"
 	sleep 900
 	echo "not ok 1 - benchhw: guest b should have been killed"
 	echo "1..1"

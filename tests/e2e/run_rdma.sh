@@ -21,10 +21,12 @@
 #       per run, in /root/.ssh: any guest may `ssh 10.77.1.2 CMD`).
 #       single:NAME,... runs only those scenarios of scenarios.sh in the
 #       single guest (`tests/e2e/run_tcp.sh --list` names them), e.g.
-#       single:tree,pull. numa boots a guest with two NUMA nodes and its
-#       NIC on node 1 for tests/e2e/numa.sh (placement, huge pages).
+#       single:tree,pull. numa boots a guest with two NUMA nodes, its
+#       NIC on node 1 and a second on node 0, for tests/e2e/numa.sh
+#       (placement, huge pages, rails on two nodes).
 #       benchhw boots a pair for the hardware qualification kit
-#       (tests/bench/hw.sh, make bench-hw) run from a against a and b.
+#       (tests/bench/hw.sh, make bench-hw) run from a against a and b,
+#       each with a second NIC on a second link (rxe1: the rails row).
 set -uo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -35,7 +37,7 @@ while [ $# -gt 0 ]; do
 	case "$1" in
 	--build) [ $# -ge 2 ] || { echo "run_rdma.sh: --build wants a directory" >&2; exit 2; }
 		BUILD=$2; shift 2 ;;
-	-h|--help) sed -n '3,26p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n '3,29p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) break ;;
 	esac
 done
@@ -204,11 +206,17 @@ for sc in "$@"; do
 		else
 			echo "# benchhw: no $BUILD/tests/bench_ceiling: the kit runs without its ceiling row"
 		fi
-		run_guest pair-benchhw a --pair --timeout 900 "${common[@]}" "${hw[@]}" \
+		# --rails: a second link and NIC in each guest (rxe1 on it,
+		# rdma_pair.sh), so the kit's rails row runs.
+		run_guest pair-benchhw a --pair --rails --timeout 900 "${common[@]}" "${hw[@]}" \
 			"$HERE/rdma_pair.sh" benchhw ;;
 	numa)
-		# A boot of its own: two NUMA nodes, the NIC on node 1.
-		run_guest numa s --numa --timeout 400 --mem 1024 "${common[@]}" "$HERE/numa.sh" ;;
+		# A boot of its own: two NUMA nodes, a NIC on each (eth0 on
+		# node 1), and test_numa when built (its per-rail placement
+		# case needs the two nodes; numa.sh runs it).
+		nb=()
+		[ -x "$BUILD/tests/test_numa" ] && nb=(--bin "$BUILD/tests/test_numa")
+		run_guest numa s --numa --timeout 500 --mem 1024 "${common[@]}" "${nb[@]}" "$HERE/numa.sh" ;;
 	*)
 		notok "unknown scenario $sc (single[:NAME,...] rxhost txhost linkcut retry ssh numa benchhw)" ;;
 	esac

@@ -9,18 +9,24 @@
 #   guest.sh prepare
 #       Download/unpack the kernel into the cache ($RDCP_GUEST_DIR, default
 #       build/guest/), extract vmlinux, decompress the needed modules.
-#   guest.sh run [--pair | --numa] [--timeout S] [--mem MiB] [--bin PATH]...
+#   guest.sh run [--pair [--rails] | --numa] [--timeout S] [--mem MiB] [--bin PATH]...
 #                [--file SRC:DEST]... SCRIPT [ARGS...]
 #       Boot one guest (rxe0 on dummy0, 10.77.0.1, 2 vCPUs) or, with --pair,
 #       two guests joined by a private qemu dgram link on 127.0.0.1 (rxe0 on
 #       eth0, 10.77.1.1 = a, 10.77.1.2 = b, 1 vCPU each), run SCRIPT with
 #       ARGS as /test/script.sh and exit with its status.  A guest line
 #       RDCP-GUEST-KILL-OTHER makes the host kill the other guest's qemu.
+#       With --rails, the pair has a second link of its own (another
+#       dgram socket pair) and each guest a second virtio NIC on it (MAC
+#       52:54:00:77:02:01 on a, :02 on b; unconfigured: the script gives
+#       it 10.77.2.x and an rxe device, a second rail).
 #       With --numa, the single guest has two NUMA nodes (vCPU 0 and half
 #       the memory on node 0, vCPU 1 and the other half on node 1) and a
 #       virtio NIC, eth0, behind a PCI expander bridge on node 1 (its
-#       device/numa_node reads 1; nothing is connected to it): for
-#       tests/e2e/numa.sh, which puts an rxe device on it.
+#       device/numa_node reads 1; nothing is connected to it), and a
+#       second one, eth1 (MAC 52:54:00:77:03:02), behind one on node 0:
+#       for tests/e2e/numa.sh, which puts an rxe device on each (rails on
+#       two nodes).
 #       Exit 124 on timeout, 125 when a guest died without reporting a status.
 #       With a host key shipped as /etc/ssh/ssh_host_ed25519_key (--file),
 #       /init starts OpenSSH's sshd on port 22: root logs in by the keys
@@ -361,10 +367,11 @@ reader() {
 }
 
 cmd_run() {
-	local pair=0 numa=0 timeout=300 mem=1024 bins=() files=()
+	local pair=0 numa=0 rails=0 timeout=300 mem=1024 bins=() files=()
 	while [ $# -gt 0 ]; do
 		case "$1" in
 		--pair) pair=1; shift ;;
+		--rails) rails=1; shift ;;
 		--numa) numa=1; shift ;;
 		--timeout) [ $# -ge 2 ] || usage; timeout=$2; shift 2 ;;
 		--mem) [ $# -ge 2 ] || usage; mem=$2; shift 2 ;;
@@ -381,6 +388,7 @@ cmd_run() {
 	[[ "$timeout" =~ ^[0-9]+$ ]] || die "--timeout wants seconds, got $timeout"
 	[[ "$mem" =~ ^[0-9]+$ ]] || die "--mem wants MiB, got $mem"
 	[ "$pair$numa" != 11 ] || die "--numa is for the single guest, not --pair"
+	[ "$rails" = 0 ] || [ "$pair" = 1 ] || die "--rails is for --pair"
 
 	cmd_prepare
 	locked build_base
@@ -453,11 +461,13 @@ cmd_run() {
 
 	local port=0
 	if [ "$pair" = 1 ]; then
-		# Two adjacent free UDP ports on 127.0.0.1, derived from our pid.
+		# Two adjacent free UDP ports on 127.0.0.1 (four with --rails:
+		# the second link's are the next two), derived from our pid.
 		local try
 		for try in $(seq 0 200); do
-			port=$((20000 + (($$ + try * 7) % 20000) * 2))
-			if ! ss -Hunl 2>/dev/null | awk '{print $4}' | grep -qE ":($port|$((port + 1)))\$"; then
+			port=$((20000 + (($$ + try * 7) % 10000) * 4))
+			if ! ss -Hunl 2>/dev/null | awk '{print $4}' |
+				grep -qE ":($port|$((port + 1))|$((port + 2))|$((port + 3)))\$"; then
 				break
 			fi
 		done
@@ -476,7 +486,10 @@ cmd_run() {
 				-numa node,nodeid=1,cpus=1,memdev=m1
 				-device pxb,id=pxb1,bus=pci.0,bus_nr=8,numa_node=1
 				-netdev user,id=n1,restrict=on
-				-device "virtio-net-pci,netdev=n1,bus=pxb1,addr=0x1,mac=52:54:00:77:03:01,romfile=")
+				-device "virtio-net-pci,netdev=n1,bus=pxb1,addr=0x1,mac=52:54:00:77:03:01,romfile="
+				-device pxb,id=pxb0,bus=pci.0,bus_nr=16,numa_node=0
+				-netdev user,id=n2,restrict=on
+				-device "virtio-net-pci,netdev=n2,bus=pxb0,addr=0x1,mac=52:54:00:77:03:02,romfile=")
 			fi
 		else
 			role=$g; log=$LOGP-$g.log; prefix="[$g] "
@@ -485,6 +498,10 @@ cmd_run() {
 			qargs=(-smp 1 -append "$cmdline rdcp.role=$g"
 				-netdev "dgram,id=n0,local.type=inet,local.host=127.0.0.1,local.port=$lport,remote.type=inet,remote.host=127.0.0.1,remote.port=$rport"
 				-device "virtio-net-pci,netdev=n0,mac=$mac,romfile=")
+			# shellcheck disable=SC2054 # commas are qemu option syntax
+			[ "$rails" = 0 ] || qargs+=(
+				-netdev "dgram,id=n1,local.type=inet,local.host=127.0.0.1,local.port=$((lport + 2)),remote.type=inet,remote.host=127.0.0.1,remote.port=$((rport + 2))"
+				-device "virtio-net-pci,netdev=n1,mac=${mac/77:01:/77:02:},romfile=")
 		fi
 		mkfifo "$RUN/con-$g"
 		qemu-system-x86_64 "${common[@]}" "${qargs[@]}" -name "rdcp-guest-$role" \

@@ -23,6 +23,9 @@ unsigned int affinity_apply(struct cm_conn *c, const struct xfer_opts *o)
 		c->numa_node = -1;
 	else if (o->link.numa == XFER_NUMA_NODE)
 		c->numa_node = o->link.numa_node;
+	/* Slots follow their rails' nodes only where --numa leaves it to us. */
+	if (o->link.numa != XFER_NUMA_AUTO)
+		c->numa_rails = false;
 	if (c->numa_node >= 0) {
 		n = numa_node_cpus(numa_sysfs_root(), c->numa_node, &set);
 		if (n < 0)

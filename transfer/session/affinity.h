@@ -16,7 +16,9 @@
  * ring or staging exists. Sets the process's huge-page mode from
  * o->hugepages (hugemem_set_mode: every session of a process has the
  * same) and c->numa_node from o->numa (auto keeps the
- * device's, off clears it, a node replaces it); when that node is known
+ * device's, off clears it, a node replaces it; only auto keeps
+ * c->numa_rails, the slots of each rail on its own device's node: cm/mem.c
+ * cm_area_plan); when that node is known
  * and this process may run on some of its CPUs, pins the calling thread
  * to them (the workers it starts inherit that); returns the worker count:
  * o->workers, or when 0 numa_workers_for() those CPUs (every allowed CPU
