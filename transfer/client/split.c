@@ -78,6 +78,9 @@ struct split {
 	int whole;	   /* SPLIT_WHOLE: the session that sends it, or -1 */
 	uint32_t chunk;	   /* the ranges' alignment, bytes; 0: not made */
 	char why[600];	   /* why the split fell back to one session */
+	uint64_t t0_ms;	   /* when the first session began to connect */
+	uint64_t until_ms; /* the gate's wait ends; 0: no session came yet */
+	uint64_t wait_ms;  /* until_ms, from the first session ready */
 	bool started_told; /* the file's start told the user */
 	char *name;	   /* the name sent, from a report */
 	uint8_t token[16];
@@ -185,11 +188,24 @@ static int gate_ready(void *arg, const struct client_ready *info,
 	struct split_sess *s = arg;
 	struct split *sp = s->sp;
 	const volatile sig_atomic_t *cancel = sp->o->link.cancel;
-	int wait_ms = sp->o->link.timeout_ms / 2;
-	uint64_t end = clock_now_ms() + (uint64_t)wait_ms;
 	int rc = 0;
 
 	pthread_mutex_lock(&sp->mu);
+	if (!sp->until_ms) {
+		/*
+		 * The others' connect and handshake take about what the
+		 * first one's did (auto starts them only now): three times
+		 * that, at least 1 s, at most half --timeout (the peer of a
+		 * session waiting here hears nothing meanwhile).
+		 */
+		uint64_t took = clock_now_ms() - sp->t0_ms;
+		uint64_t wait = 3 * took < 1000 ? 1000 : 3 * took;
+
+		if (wait > (uint64_t)sp->o->link.timeout_ms / 2)
+			wait = (uint64_t)sp->o->link.timeout_ms / 2;
+		sp->wait_ms = wait;
+		sp->until_ms = clock_now_ms() + wait;
+	}
 	s->ready = true;
 	sp->nready++;
 	if (!sp->k)
@@ -210,11 +226,11 @@ static int gate_ready(void *arg, const struct client_ready *info,
 	while (sp->state == SPLIT_WAIT && !(cancel && *cancel)) {
 		struct timespec slice = deadline(50);
 
-		if (clock_now_ms() >= end) {
+		if (clock_now_ms() >= sp->until_ms) {
 			go_whole(sp,
-				 "its other sessions did not come within %d "
-				 "ms",
-				 wait_ms);
+				 "its other sessions were not ready %.1f s "
+				 "after the first",
+				 (double)sp->wait_ms / 1000);
 			break;
 		}
 		pthread_cond_timedwait(&sp->cv, &sp->mu, &slice);
@@ -315,6 +331,9 @@ static void *sess_main(void *arg)
 	struct cm_conn *c;
 	int rc;
 
+	/* The first session's errors are said as they come; the others' once.
+	 */
+	log_quiet_errors(s->idx > 0);
 	rc = cm_connect(&s->o.link.addr, &geom, &to, &c);
 	if (rc)
 		s->v = session_connect_fail(rc);
@@ -332,6 +351,7 @@ static void *sess_main(void *arg)
 	}
 	pthread_cond_broadcast(&sp->cv);
 	pthread_mutex_unlock(&sp->mu);
+	log_quiet_errors(false);
 	return NULL;
 }
 
@@ -512,6 +532,9 @@ static enum xfer_fail split_verdict(struct split *sp, struct xfer_stats *st,
 			}
 	if (fail) {
 		v = fail->v;
+		/* Not the first session's, whose errors were said already. */
+		if (fail->idx > 0 && v != XFER_FAIL_CANCELED)
+			log_err("%s", fail->st.error);
 	} else if (!placed) {
 		v = XFER_FAIL_REMOTE_IO;
 		st->first_fail = v;
@@ -552,6 +575,7 @@ int split_copy(const struct xfer_opts *o, struct xfer_stats *st,
 		return 0;
 	}
 	sp->o = o;
+	sp->t0_ms = clock_now_ms();
 	sp->size = size;
 	sp->whole = -1;
 	pthread_mutex_init(&sp->mu, NULL);
@@ -586,10 +610,11 @@ int split_copy(const struct xfer_opts *o, struct xfer_stats *st,
 		log_warn("'%s' went in one session, not split over %u: %s",
 			 o->copy.srcs[0], sp->k, sp->why);
 	if (sp->state == SPLIT_WHOLE && sp->whole >= 0) {
-		/* One session sent it all, as ever: its numbers are the copy's.
-		 */
+		/* One session sent it all, as ever: its numbers are ours. */
 		*st = sp->s[sp->whole].st;
 		*v = sp->s[sp->whole].v;
+		if (sp->whole > 0 && *v != XFER_OK) /* its errors were quiet */
+			log_err("%s", st->error);
 	} else if (sp->state == SPLIT_WAIT || sp->state == SPLIT_WHOLE) {
 		/* None came to the gate: the first one's failure. */
 		*st = sp->s[0].st;
