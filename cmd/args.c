@@ -409,6 +409,22 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 				   arg);
 		o->copy.bwlimit = size;
 		break;
+	case OPT_SPLIT:
+		o->copy.split_auto = !strcmp(arg, "auto");
+		if (!o->copy.split_auto &&
+		    parse_uint(arg, 0, XFER_SPLIT_MAX, &v))
+			argp_error(state, "--split: '%s' is not 0..%u or auto",
+				   arg, XFER_SPLIT_MAX);
+		o->copy.split = o->copy.split_auto ? 0 : (unsigned int)v;
+		break;
+	case OPT_SPLIT_SIZE:
+		if (units_parse_size(arg, &size) || !size)
+			argp_error(state,
+				   "--split-size: '%s' is not a size of 1 "
+				   "byte or more (256M, 1G)",
+				   arg);
+		o->copy.split_size = size;
+		break;
 	case OPT_GID_INDEX:
 		if (parse_uint(arg, 0, 65535, &v))
 			argp_error(state, "--gid-index: '%s' is not 0..65535",

@@ -252,6 +252,11 @@ void args_check(struct args_state *ps, struct argp_state *state)
 	a->o.copy.resume |= a->retry > 0;
 	a->o.copy.srcs = ps->srcs;
 	a->o.copy.nsrcs = ps->nsrcs;
+	if (!a->o.copy.split_auto && a->o.copy.split > 1 &&
+	    a->o.copy.csum != XFER_CSUM_CRC32)
+		argp_error(state, "--split: byte ranges need --checksum crc32 "
+				  "(range CRCs combine into the file's; "
+				  "SHA-256 digests do not)");
 	if (a->manifest && a->o.copy.csum == XFER_CSUM_NONE)
 		argp_error(state, "--manifest needs a digest: not with "
 				  "--checksum none");

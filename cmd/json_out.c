@@ -191,6 +191,7 @@ void json_summary_with(FILE *out, const struct xfer_stats *st, enum xfer_fail f,
 		fputs(",\"numa_node\":null", out);
 	fprintf(out, ",\"workers\":%u,\"pages\":", st->workers);
 	json_str(out, st->pages);
+	fprintf(out, ",\"sessions\":%u", st->sessions);
 	fputs(",\"peer\":", out);
 	json_str(out, st->peer);
 	fprintf(out, ",\"deleted\":%" PRIu64, st->deleted);

@@ -217,6 +217,13 @@ const struct argp_option rdcp_options[] = {
 	  "Queue pairs (TCP: connections) per session, 1..16 (default: "
 	  "RDMA 4 on a port of 100 Gb/s or more, else 2; TCP 1)",
 	  4 },
+	{ "split", OPT_SPLIT, "N", 0,
+	  "Push one file of at least --split-size in N byte ranges, one "
+	  "session each, 2..16; 0 or 1: one session; auto (default): one per "
+	  "rail over RDMA, to a receiver already running",
+	  4 },
+	{ "split-size", OPT_SPLIT_SIZE, "SIZE", 0,
+	  "The smallest file --split splits (default 1G)", 4 },
 	{ "port", 'P', "PORT", 0, "Port (default 7471)", 4 },
 	{ "ipv4", '4', NULL, 0, "Use IPv4 only", 4 },
 	{ "ipv6", '6', NULL, 0, "Use IPv6 only", 4 },

@@ -74,6 +74,8 @@ enum {
 	OPT_MODULES,
 	OPT_AUDIT_LOG,
 	OPT_METRICS,
+	OPT_SPLIT,
+	OPT_SPLIT_SIZE,
 };
 
 extern const struct argp_option rdcp_options[];

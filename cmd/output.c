@@ -159,22 +159,25 @@ void output_file(void *arg, const struct xfer_file_report *r)
 void output_summary(const struct xfer_stats *st, bool dry_run, bool deleting,
 		    unsigned int retries)
 {
-	char sz[32], rate[32], del[64] = "";
+	char sz[32], rate[32], del[64] = "", ses[32] = "";
 	bool dev = strcmp(st->transport, st->device);
 
+	/* --split: the sessions one file went over */
+	if (st->sessions > 1)
+		snprintf(ses, sizeof(ses), " in %u sessions", st->sessions);
 	if (deleting)
 		snprintf(del, sizeof(del), ", %s %llu",
 			 dry_run ? "would delete" : "deleted",
 			 (unsigned long long)st->deleted);
 	fprintf(stderr,
-		"%s%llu files, %s in %.2f s (%s) over %s%s%s; skipped %llu, "
+		"%s%llu files, %s in %.2f s (%s) over %s%s%s%s; skipped %llu, "
 		"failed %llu%s, retries %u\n",
 		dry_run ? "dry run, nothing copied: " : "",
 		(unsigned long long)st->files_ok,
 		units_format_size(st->bytes, sz, sizeof(sz)), st->seconds,
 		units_format_rate(st->seconds > 0 ? st->bytes / st->seconds : 0,
 				  rate, sizeof(rate)),
-		st->transport, dev ? " on " : "", dev ? st->device : "",
+		st->transport, dev ? " on " : "", dev ? st->device : "", ses,
 		(unsigned long long)st->files_skipped,
 		(unsigned long long)st->files_failed, del, retries);
 }

@@ -249,6 +249,17 @@ struct xfer_copy_opts {
 	 */
 	bool delete_extra;
 	uint64_t max_delete;
+	/*
+	 * --split: a push of one regular file of at least split_size bytes
+	 * to a running receiver goes as split byte ranges (doc/PROTOCOL.md,
+	 * Ranges), one session each, in threads of this process
+	 * (transfer/client/split.c); split: that many sessions (2 to
+	 * XFER_SPLIT_MAX; 0 or 1: one session, as ever), or with split_auto
+	 * as many as the first session's rails.
+	 */
+	bool split_auto;
+	unsigned int split;
+	uint64_t split_size; /* bytes */
 	void (*on_file)(void *arg, const struct xfer_file_report *r);
 	void *on_file_arg;
 	/*
@@ -259,6 +270,11 @@ struct xfer_copy_opts {
 	void (*on_progress)(void *arg, uint64_t done, uint64_t total,
 			    const char *path);
 };
+
+/* --split: the most sessions one file is split over. */
+#define XFER_SPLIT_MAX 16u
+/* --split-size's default: 1 GiB (rdcp(1), "--split"). */
+#define XFER_SPLIT_SIZE (1ull << 30)
 
 /* A receiver: its root, its limits, how it stops. */
 struct xfer_serve_opts {
@@ -379,6 +395,7 @@ struct xfer_stats {
 	enum xfer_fail first_fail; /* verdict on the first failed file */
 	char transport[16];	   /* "rdma" or "tcp" */
 	unsigned int streams;	   /* lanes the session ran on */
+	unsigned int sessions;	   /* --split: sessions the copy ran on */
 	char device[64];
 	int numa_node;		/* where the session ran, -1: anywhere */
 	unsigned int workers;	/* its worker threads */

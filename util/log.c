@@ -137,6 +137,13 @@ void log_release(bool write_them)
 
 /* The last error logged by this thread, for --json (log_last_error). */
 static _Thread_local char last_error[LOG_LINE_MAX];
+/* This thread's error lines are kept as last_error only (log_quiet_errors). */
+static _Thread_local bool quiet_errors;
+
+void log_quiet_errors(bool on)
+{
+	quiet_errors = on;
+}
 
 const char *log_last_error(void)
 {
@@ -241,7 +248,7 @@ static void vlog(enum log_level level, const char *tag, int saved,
 	size_t len, pre;
 	int n;
 
-	if (!log_enabled(level))
+	if (!log_enabled(level) || (level == LOG_ERR && quiet_errors))
 		return;
 
 	n = snprintf(buf, sizeof(buf), "%s: %s", atomic_load(&log_prefix), tag);

@@ -50,6 +50,12 @@ unsigned int log_held(char *first, size_t size);
 void log_release(bool write_them);
 /* The text of the last error this thread logged ("" if none). */
 const char *log_last_error(void);
+/*
+ * on: this thread's error lines are not written, only kept for
+ * log_last_error (--split's sessions beside the first: the copy says
+ * their failure once, from the thread that waits for them).
+ */
+void log_quiet_errors(bool on);
 
 /*
  * Copies in into out (outsz bytes, NUL-terminated, cut at a whole escape)

@@ -52,9 +52,11 @@ ALL="$ALL killsender killreceiver daemon auth auto check device"
 ALL="$ALL tree pull resume skip sync crypt zeros bwlimit full small script entries"
 ALL="$ALL ssh retry dirmodes owners xattrs links direct streams streamslate"
 ALL="$ALL modules metrics quota window"
+ALL="$ALL split"
 # Over RDMA these run last, after the RNR check (they re-create rxe0,
 # which resets its counters); over TCP only when named.
 EXTRA="devremove autofall rails railsafe"
+EXTRA="$EXTRA splitrails"
 check_scenarios "$ALL $EXTRA" "$@"
 
 rm -rf "$W"
@@ -3691,6 +3693,180 @@ s_railsafe() {
 	rxe1_down
 	t_end
 	rm -rf rx/rs src/rs16
+}
+
+# 38. --split (issue #25): one file of 24 MiB and an odd tail pushed as
+#     3 byte ranges by 3 sessions of one rdcp: byte identical, one
+#     file_start and one file_done (the whole file's size and CRC32, the
+#     same digest as a copy in one session), the summary's sessions 3, the
+#     receiver's 3 session lines; auto over one rail (TCP: none) stays one
+#     session; a receiver with --max-sessions 1 gets the file whole from one
+#     session, after one warning; a session cut mid-way (the receiver's test
+#     hook RDCP_TEST_DROP_AT_WRITE) fails the copy with exit 11 and leaves
+#     no file under its name, and a re-run with --resume sends only the
+#     ranges not verified; --retry gets past the same cut by itself; an
+#     explicit --split with --checksum sha256 is a usage error (exit 2).
+sp_sessions() { # LOG: the summary's sessions
+	jget "$1" summary sessions
+}
+sp_rx_data() { # LOG N: the receiver logged N sessions that pushed data
+	[ "$(grep -c 'session peer=.* op=push .* bytes=[1-9]' "$1")" = "$2" ]
+}
+s_split() {
+	SZ=$((24 * M + 12345))
+	mkdir -p src rx/sp
+	mkrand src/sp24 "$SZ"
+	nextport
+	t_begin "--split 3: one file in 3 ranges over 3 sessions, one result"
+	if start_rx_or_fail "$W/rx-sp.log" --root "$W/rx/sp" --port "$P"; then
+		send "$W/tx-sp3.log" --json --port "$P" --split 3 --split-size 1M \
+			--chunk-size 256K src/sp24 "$ADDR::sp24"
+		[ "$SRC" = 0 ] || t_fail "sender exit $SRC, want 0"
+		same src/sp24 rx/sp/sp24
+		no_temp rx/sp
+		[ "$(grep -c '"event":"file_start"' "$W/tx-sp3.log")" = 1 ] ||
+			t_fail "not one file_start event"
+		[ "$(grep -c '"event":"file_done"' "$W/tx-sp3.log")" = 1 ] ||
+			t_fail "not one file_done event"
+		! logged "$W/tx-sp3.log" range_done || t_fail "range events shown"
+		[ "$(jdone "$W/tx-sp3.log" src/sp24 status)" = ok ] ||
+			t_fail "file_done status '$(jdone "$W/tx-sp3.log" src/sp24 status)'"
+		[ "$(jdone "$W/tx-sp3.log" src/sp24 bytes)" = "$SZ" ] ||
+			t_fail "file_done bytes $(jdone "$W/tx-sp3.log" src/sp24 bytes), want $SZ"
+		[ "$(sp_sessions "$W/tx-sp3.log")" = 3 ] ||
+			t_fail "summary sessions '$(sp_sessions "$W/tx-sp3.log")', want 3"
+		[ "$(jget "$W/tx-sp3.log" summary files_ok)" = 1 ] ||
+			t_fail "summary files_ok $(jget "$W/tx-sp3.log" summary files_ok), want 1"
+		wait_until 10 "" sp_rx_data "$W/rx-sp.log" 3 ||
+			t_fail "the receiver did not log 3 sessions with data"
+		# The same file in one session: the same digest.
+		send "$W/tx-sp1.log" --json --port "$P" --split 0 --split-size 1M \
+			--chunk-size 256K src/sp24 "$ADDR::sp24-one"
+		[ "$SRC" = 0 ] || t_fail "--split 0: exit $SRC"
+		same src/sp24 rx/sp/sp24-one
+		[ "$(sp_sessions "$W/tx-sp1.log")" = 1 ] || t_fail "--split 0: not one session"
+		D3=$(jdone "$W/tx-sp3.log" src/sp24 digest)
+		D1=$(jdone "$W/tx-sp1.log" src/sp24 digest)
+		[ -n "$D3" ] && [ "$D3" = "$D1" ] ||
+			t_fail "split digest '$D3', one session's '$D1'"
+		t_log "$W/tx-sp3.log" "$W/tx-sp1.log" "$W/rx-sp.log"
+		t_end
+		t_begin "--split auto over one rail: one session, as without it"
+		send "$W/tx-spa.log" --json -v --port "$P" --split-size 1M \
+			src/sp24 "$ADDR::sp24-auto"
+		[ "$SRC" = 0 ] || t_fail "sender exit $SRC, want 0"
+		same src/sp24 rx/sp/sp24-auto
+		[ "$(sp_sessions "$W/tx-spa.log")" = 1 ] ||
+			t_fail "auto: sessions '$(sp_sessions "$W/tx-spa.log")', want 1"
+		! logged "$W/tx-spa.log" "splitting" || t_fail "auto split over one rail"
+		t_log "$W/tx-spa.log"
+		t_end
+		t_begin "--split 2 with --checksum sha256: a usage error"
+		send "$W/tx-sps.log" --port "$P" --split 2 --checksum sha256 \
+			src/sp24 "$ADDR::sp24-sha"
+		[ "$SRC" = 2 ] || t_fail "exit $SRC, want 2"
+		logged "$W/tx-sps.log" "need --checksum crc32" || t_fail "no reason given"
+		[ ! -e rx/sp/sp24-sha ] || t_fail "copied anyway"
+		t_log "$W/tx-sps.log"
+		t_end
+		term_rx
+	else
+		t_end
+	fi
+	nextport
+	t_begin "--split 3 to a receiver of one session: the file goes whole"
+	if start_rx_or_fail "$W/rx-sp1.log" --root "$W/rx/sp" --port "$P" --max-sessions 1; then
+		send "$W/tx-spm.log" --json --port "$P" --split 3 --split-size 1M \
+			--chunk-size 256K src/sp24 "$ADDR::sp24-max1"
+		[ "$SRC" = 0 ] || t_fail "sender exit $SRC, want 0"
+		same src/sp24 rx/sp/sp24-max1
+		no_temp rx/sp
+		[ "$(sp_sessions "$W/tx-spm.log")" = 1 ] ||
+			t_fail "sessions '$(sp_sessions "$W/tx-spm.log")', want 1"
+		[ "$(grep -c "warning: 'src/sp24' went in one session" "$W/tx-spm.log")" = 1 ] ||
+			t_fail "not one warning that the split fell back"
+		term_rx
+	fi
+	t_log "$W/tx-spm.log" "$W/rx-sp1.log"
+	t_end
+	# 24 MiB in chunks of 256 KiB: 97 writes; the 40th cuts its session.
+	nextport
+	t_begin "--split 3 with a session cut: exit 11, no file, --resume sends the rest"
+	if rx_spawn_or_fail "$W/rx-spd.log" env RDCP_TEST_DROP_AT_WRITE=40 \
+		rdcp-hooks --listen -v --root "$W/rx/sp" --port "$P"; then
+		send "$W/tx-spd1.log" --json --port "$P" --split 3 --split-size 1M \
+			--chunk-size 256K --resume src/sp24 "$ADDR::sp24-cut"
+		[ "$SRC" = 11 ] || t_fail "cut: exit $SRC, want 11"
+		[ ! -e rx/sp/sp24-cut ] || t_fail "a partial file under its final name"
+		[ -e rx/sp/.sp24-cut.rdcp-part ] && [ -e rx/sp/.sp24-cut.rdcp-ranges ] ||
+			t_fail "no temporary and state kept for --resume"
+		[ "$(grep -c '"event":"error"' "$W/tx-spd1.log")" = 1 ] ||
+			t_fail "not one error event"
+		send "$W/tx-spd2.log" --json --port "$P" --split 3 --split-size 1M \
+			--chunk-size 256K --resume src/sp24 "$ADDR::sp24-cut"
+		[ "$SRC" = 0 ] || t_fail "re-run: exit $SRC, want 0"
+		same src/sp24 rx/sp/sp24-cut
+		no_temp rx/sp
+		SENT=$(jdone "$W/tx-spd2.log" src/sp24 sent)
+		echo "# re-run sent $SENT of $SZ bytes"
+		[ -n "$SENT" ] && [ "$SENT" -lt $((SZ * 3 / 4)) ] ||
+			t_fail "the re-run sent '$SENT' bytes: verified ranges again"
+		term_rx
+	fi
+	t_log "$W/tx-spd1.log" "$W/tx-spd2.log" "$W/rx-spd.log"
+	t_end
+	nextport
+	t_begin "--split 3 --retry 2: a cut session, the copy completes by itself"
+	if rx_spawn_or_fail "$W/rx-spr.log" env RDCP_TEST_DROP_AT_WRITE=40 \
+		rdcp-hooks --listen -v --root "$W/rx/sp" --port "$P"; then
+		send "$W/tx-spr.log" --json --port "$P" --split 3 --split-size 1M \
+			--chunk-size 256K --retry 2 --retry-wait 0.2 src/sp24 "$ADDR::sp24-retry"
+		[ "$SRC" = 0 ] || t_fail "exit $SRC, want 0"
+		same src/sp24 rx/sp/sp24-retry
+		no_temp rx/sp
+		[ "$(jattempts "$W/tx-spr.log")" = "peer-lost/11/true " ] ||
+			t_fail "attempts '$(jattempts "$W/tx-spr.log")', want one lost peer"
+		[ "$(jget "$W/tx-spr.log" summary retries)" = 1 ] || t_fail "retries not 1"
+		term_rx
+	fi
+	t_log "$W/tx-spr.log" "$W/rx-spr.log"
+	t_end
+	rm -rf rx/sp src/sp24
+}
+
+# 39. --split auto over two rails (rxe1 on dummy1, as in 36): a file of at
+#     least --split-size goes in 2 ranges, one session per rail the first
+#     session reached, byte identical, the receiver logging 2 sessions;
+#     RDMA only.
+s_splitrails() {
+	t_begin "--split auto over two rails: 2 sessions"
+	if [ -n "$HOST_MODE" ]; then
+		echo "# skipped: RDMA only"
+		t_end
+		return
+	fi
+	mkdir -p src rx/spr
+	mkrand src/spr16 $((16 * M + 777))
+	rxe1_up
+	nextport
+	if start_rx_or_fail "$W/rx-spr2.log" --root "$W/rx/spr" --port "$P"; then
+		send "$W/tx-spr2.log" --json -v --streams 2 --split-size 4M \
+			--port "$P" src/spr16 "$ADDR::spr16"
+		[ "$SRC" = 0 ] || t_fail "sender exit $SRC, want 0"
+		same src/spr16 rx/spr/spr16
+		no_temp rx/spr
+		[ "$(sp_sessions "$W/tx-spr2.log")" = 2 ] ||
+			t_fail "sessions '$(sp_sessions "$W/tx-spr2.log")', want 2"
+		logged "$W/tx-spr2.log" "into 2 ranges, one session each (one per rail)" ||
+			t_fail "the sender did not say it split per rail"
+		wait_until 10 "" sp_rx_data "$W/rx-spr2.log" 2 ||
+			t_fail "the receiver did not log 2 sessions with data"
+		term_rx
+	fi
+	t_log "$W/tx-spr2.log" "$W/rx-spr2.log"
+	rxe1_down
+	t_end
+	rm -rf rx/spr src/spr16
 }
 
 # ---------------------------------------------------------------- main

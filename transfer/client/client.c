@@ -254,7 +254,7 @@ static int join_lanes(struct engine *e, const struct xfer_opts *o,
  */
 static int client_lanes(struct engine *e, const struct xfer_opts *o,
 			const struct wire_hello *h,
-			const struct wire_welcome *w)
+			const struct wire_welcome *w, unsigned int *reached)
 {
 	unsigned int n = w->streams;
 	unsigned int dropped = 0; /* rails */
@@ -262,6 +262,7 @@ static int client_lanes(struct engine *e, const struct xfer_opts *o,
 	struct wire_msg m;
 	int why, rc;
 
+	*reached = 1;
 	if (n <= 1)
 		return 0;
 	if (n > h->streams)
@@ -324,6 +325,9 @@ static int client_lanes(struct engine *e, const struct xfer_opts *o,
 			 : why == -EACCES    ? "the receiver refused it"
 					     : strerror(-why),
 			 up, up == 1 ? "" : "s");
+	/* The rails some lane of this session runs on. */
+	if (w->rails > 1 && (up < w->rails ? up : w->rails) > dropped)
+		*reached = (up < w->rails ? up : w->rails) - dropped;
 	if (w->rails > 1 && !dropped)
 		log_info("%u streams to %s on %u rails", up, e->c->peer,
 			 w->rails);
@@ -335,7 +339,8 @@ static int client_lanes(struct engine *e, const struct xfer_opts *o,
 }
 
 static int client_handshake(struct engine *e, const struct xfer_opts *o,
-			    uint8_t key[AEAD_KEY_LEN], uint32_t *features)
+			    uint8_t key[AEAD_KEY_LEN], uint32_t *features,
+			    unsigned int *rails)
 {
 	struct wire_msg m = { .type = WIRE_HELLO };
 	struct wire_msg w;
@@ -365,7 +370,7 @@ static int client_handshake(struct engine *e, const struct xfer_opts *o,
 					   "cannot derive the session key");
 	}
 	if (!rc)
-		rc = client_lanes(e, o, &m.u.hello, &w.u.welcome);
+		rc = client_lanes(e, o, &m.u.hello, &w.u.welcome, rails);
 	if (!rc)
 		rc = session_rings(e, o->copy.pull);
 	return rc;
@@ -387,13 +392,39 @@ static struct session_params client_params(const struct xfer_opts *o,
 	return p;
 }
 
-enum xfer_fail session_client(const struct xfer_opts *o, struct cm_conn *c,
-			      struct xfer_stats *st)
+/*
+ * --split's gate, once the handshake is done (client_gate): 0 with
+ * *range, or the error of engine_fail when the session is to end.
+ */
+static int client_gate_ready(struct engine *e, const struct client_gate *g,
+			     unsigned int rails,
+			     const struct xfer_range **range)
+{
+	struct client_ready info = {
+		.chunk_size = e->c->geom.chunk_size,
+		.rails = rails ? rails : 1,
+		.rdma = e->c->transport && !strcmp(e->c->transport, "rdma"),
+	};
+	int rc = g->ready(g->arg, &info, range);
+
+	/* Its engine did not run meanwhile: the peer is alive. */
+	e->last_rx_ms = clock_now_ms();
+	if (!rc)
+		return 0;
+	/* The split goes on without this session: nothing was sent. */
+	return engine_fail_logged(e, XFER_FAIL_CANCELED, -ECANCELED);
+}
+
+static enum xfer_fail client_session(const struct xfer_opts *o,
+				     struct cm_conn *c, struct xfer_stats *st,
+				     const struct client_gate *gate)
 {
 	struct sink_target t = { .dirfd = -1 };
+	const struct xfer_range *range = NULL;
 	char why[WIRE_MSG_MAX + 1];
 	uint8_t key[AEAD_KEY_LEN];
 	uint32_t features = 0;
+	unsigned int rails = 1;
 	struct engine e;
 	enum xfer_fail v;
 	double t0 = clock_now_s();
@@ -403,7 +434,9 @@ enum xfer_fail session_client(const struct xfer_opts *o, struct cm_conn *c,
 	rc = engine_init(&e, c, o);
 	if (rc)
 		return XFER_FAIL_RESOURCE;
-	rc = client_handshake(&e, o, key, &features);
+	rc = client_handshake(&e, o, key, &features, &rails);
+	if (!rc && gate && !o->copy.pull)
+		rc = client_gate_ready(&e, gate, rails, &range);
 	if (!rc && o->copy.pull) {
 		um = umask(022);
 		umask(um);
@@ -437,6 +470,7 @@ enum xfer_fail session_client(const struct xfer_opts *o, struct cm_conn *c,
 			.list = o->copy.files_from,
 			.list_sep = o->copy.from0 ? '\0' : '\n',
 			.list_tree = o->copy.files_from_tree,
+			.range = range,
 			.p = client_params(o, key),
 		};
 
@@ -449,6 +483,7 @@ enum xfer_fail session_client(const struct xfer_opts *o, struct cm_conn *c,
 	st->seconds = clock_now_s() - t0;
 	snprintf(st->peer, sizeof(st->peer), "%s", c->peer);
 	st->streams = c->lanes > 1 ? c->lanes_up : 1;
+	st->sessions = 1;
 	st->numa_node = c->numa_node;
 	st->workers = e.workers;
 	snprintf(st->pages, sizeof(st->pages), "%s", c->pages ? c->pages : "");
@@ -462,6 +497,12 @@ enum xfer_fail session_client(const struct xfer_opts *o, struct cm_conn *c,
 	if (t.dirfd >= 0)
 		close(t.dirfd);
 	return v;
+}
+
+enum xfer_fail session_client(const struct xfer_opts *o, struct cm_conn *c,
+			      struct xfer_stats *st)
+{
+	return client_session(o, c, st, NULL);
 }
 
 struct cm_geom client_geom(const struct xfer_opts *o)
@@ -489,7 +530,7 @@ uint64_t xfer_pinned_bytes(const struct xfer_opts *o)
 }
 
 enum xfer_fail client_run(const struct xfer_opts *o, struct cm_conn *c,
-			  struct xfer_stats *st)
+			  struct xfer_stats *st, const struct client_gate *gate)
 {
 	enum xfer_fail v;
 	char sz[32];
@@ -499,7 +540,7 @@ enum xfer_fail client_run(const struct xfer_opts *o, struct cm_conn *c,
 	snprintf(st->device, sizeof(st->device), "%s", c->dev);
 	log_info("ring: %u slots of %s on %s", c->geom.slots,
 		 units_format_size(c->geom.chunk_size, sz, sizeof(sz)), c->dev);
-	v = session_client(o, c, st);
+	v = client_session(o, c, st, gate);
 	cm_conn_destroy(c);
 	return v;
 }

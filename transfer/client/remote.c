@@ -315,7 +315,7 @@ enum xfer_fail remote_copy(const struct xfer_opts *o, struct xfer_stats *st)
 		goto out;
 	}
 	ko.link.key = b.key;
-	v = client_run(&ko, c, st);
+	v = client_run(&ko, c, st, NULL);
 	/* The remote stops when ssh goes: say so, not what it told us. */
 	if (v != XFER_OK && !(o->link.cancel && *o->link.cancel) && r.pid > 0 &&
 	    rsh_ended(&r, &status)) {

@@ -119,6 +119,8 @@ struct source_cfg {
 	FILE *list;		     /* names beneath srcs[0], or NULL */
 	char list_sep;		     /* '\n' or '\0' */
 	bool list_tree;		     /* xfer_opts.files_from_tree */
+	/* the one SRC (a regular file) sent as this range of it, or NULL */
+	const struct xfer_range *range;
 	struct session_params p;
 };
 

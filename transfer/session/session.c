@@ -49,6 +49,8 @@ void xfer_opts_init(struct xfer_opts *o)
 	o->copy.csum = XFER_CSUM_CRC32;
 	o->serve.max_sessions = 16;
 	o->copy.max_delete = UINT64_MAX;
+	o->copy.split_auto = true;
+	o->copy.split_size = XFER_SPLIT_SIZE;
 }
 
 const char *xfer_fail_name(enum xfer_fail f)

@@ -559,6 +559,7 @@ int src_run(struct engine *e, const struct source_cfg *cfg,
 	s.walk.list = cfg->list;
 	s.walk.list_sep = cfg->list_sep;
 	s.walk.list_tree = cfg->list_tree;
+	s.walk.top_range = cfg->range;
 	ratelimit_init(&s.rl, cfg->bwlimit,
 		       cfg->bwlimit / 10 > s.chunk_size ? cfg->bwlimit / 10
 							: s.chunk_size,

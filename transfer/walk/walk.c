@@ -491,6 +491,37 @@ int walk_named(struct walk *w, const char *src, const char *wire, bool listed)
 	return walk_dir(w, e, 0);
 }
 
+/*
+ * The one SRC sent as w->top_range of it (--split): a regular file that
+ * still holds the range, else failed as one that changed.
+ */
+static int top_range(struct walk *w, const char *src, const char *name)
+{
+	const struct xfer_range *r = w->top_range;
+	size_t before = w->n;
+	struct walk_entry *e;
+	int rc = walk_named(w, src, name, false);
+
+	if (rc || w->n == before)
+		return rc; /* failed as it is, or left out (the filter) */
+	e = walk_at(w, w->n - 1);
+	if (e->err)
+		return 0;
+	if (e->kind != WIRE_KIND_FILE ||
+	    r->off + r->len > (uint64_t)e->st.st_size)
+		return walk_fail(e, -ESTALE,
+				 "'%s' changed while the copy ran: its range "
+				 "%u of %u is no longer in it",
+				 src, r->idx + 1, r->count);
+	e->range = malloc(sizeof(*e->range));
+	if (!e->range)
+		return -ENOMEM;
+	*e->range = *r;
+	/* its bytes, not the whole file's, are this walk's */
+	w->bytes -= (uint64_t)e->st.st_size - r->len;
+	return 0;
+}
+
 static int walk_top(struct walk *w, const char *src)
 {
 	char name[PATH_NAME_MAX + 1];
@@ -498,6 +529,8 @@ static int walk_top(struct walk *w, const char *src)
 	int rc;
 
 	rc = top_name(src, name, sizeof(name));
+	if (!rc && w->top_range)
+		return top_range(w, src, name);
 	if (!rc)
 		return walk_named(w, src, name, false);
 	e = walk_add(w, src, "?");

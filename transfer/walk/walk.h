@@ -81,6 +81,11 @@ struct walk {
 			 * not followed, as walk_child() takes it; each
 			 * record starts with a kind: 'N' a name, 'R' a
 			 * range (xfer_list_range) */
+	/*
+	 * Without a list: the one SRC, a regular file, is sent as this byte
+	 * range of it (--split, transfer/client/split.c), or NULL.
+	 */
+	const struct xfer_range *top_range;
 	walk_feed_fn *feed;	     /* or these names (list NULL) */
 	void *feed_arg;
 	bool starved;		     /* walk_more stopped: no name yet */
