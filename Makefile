@@ -44,6 +44,14 @@ ISAL ?= $(shell pkg-config --exists libisal 2>/dev/null && echo 1 || echo 0)
 ifeq ($(ISAL),1)
 PKGS += libisal
 endif
+# liburing, when present (Debian: liburing-dev): the sink's O_DIRECT
+# writes go through an io_uring, as many in flight as the window has
+# slots, whatever --workers is (util/workq.h). Without it (URING=0, or not
+# installed) the workers write themselves, one write each in flight.
+URING ?= $(shell pkg-config --exists liburing 2>/dev/null && echo 1 || echo 0)
+ifeq ($(URING),1)
+PKGS += liburing
+endif
 # rdma-core's newer headers give an XDR port's speed (0x100, more than the
 # 8 bits of active_speed hold) in ibv_port_attr.active_speed_ex.
 SPEED_EX ?= $(shell printf '\043include <infiniband/verbs.h>\nint f(struct ibv_port_attr *a);\nint f(struct ibv_port_attr *a) { return (int)a->active_speed_ex; }\n' | \
@@ -64,6 +72,9 @@ ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -DRDCP_VERSION=\"$(VERSION)\" \
 	-I. $(WARN) $(PKG_CFLAGS) $(CFLAGS) -MMD -MP -pthread
 ifeq ($(ISAL),1)
 ALL_CFLAGS += -DRDCP_HAVE_ISAL
+endif
+ifeq ($(URING),1)
+ALL_CFLAGS += -DRDCP_HAVE_LIBURING
 endif
 ifeq ($(SPEED_EX),1)
 ALL_CFLAGS += -DRDCP_HAVE_SPEED_EX
@@ -148,14 +159,17 @@ $(BUILD)/tests/%: tests/unit/%.c $(TEST_HELPERS) $(BUILD)/librdcp.a tests/tap.h
 # The network-free ceiling of `make bench` (tests/bench/ceiling.c): both
 # engines in one process over memconn; every thread's CPU is counted for
 # the side that started it through a --wrap of pthread_create; -D slows
-# some of the sink's chunk writes through a --wrap of direct_pwrite.
+# some of the sink's chunk writes through a --wrap of direct_pwrite (and
+# of direct_pwrite_async, with an io_uring); a wrap of workq_destroy
+# reads the depth the sink's io_uring reached.
 BENCH_BINS := $(BUILD)/tests/bench_ceiling
 $(BUILD)/tests/bench_ceiling: tests/bench/ceiling.c $(TEST_HELPERS) \
 		$(BUILD)/librdcp.a
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  BENCH   $@")
 	$(Q)$(CC) $(ALL_CFLAGS) -Itests -Itests/unit $(ALL_LDFLAGS) \
-		-Wl,--wrap=pthread_create -Wl,--wrap=direct_pwrite -o $@ $< \
+		-Wl,--wrap=pthread_create -Wl,--wrap=direct_pwrite \
+		-Wl,--wrap=direct_pwrite_async -Wl,--wrap=workq_destroy -o $@ $< \
 		$(TEST_HELPERS) \
 		$(BUILD)/librdcp.a $(LIBS)
 

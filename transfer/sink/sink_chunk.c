@@ -53,9 +53,17 @@ static void write_chunk(struct workq_item *item)
 		if (j->status)
 			return;
 	}
-	/* Straight from the ring slot (or scratch) when the file goes direct. */
-	j->status = direct_pwrite(&j->f->dio, j->f->fd, raw, j->h.raw_len,
-				  j->h.offset);
+	/*
+	 * Straight from the ring slot (or scratch) when the file goes direct;
+	 * with an io_uring the pool writes it while this worker goes on.
+	 */
+	if (workq_io_async(k->e->wq))
+		j->status = direct_pwrite_async(&j->f->dio, j->f->fd, raw,
+						j->h.raw_len, j->h.offset,
+						&j->item);
+	else
+		j->status = direct_pwrite(&j->f->dio, j->f->fd, raw,
+					  j->h.raw_len, j->h.offset);
 }
 
 void sink_size_file(struct sink *k, struct snk_file *f, bool sparse)
@@ -244,6 +252,8 @@ static void chunk_done(struct workq_item *item)
 	struct sink *k = j->k;
 	struct snk_file *f = j->f;
 
+	if (!j->status)
+		j->status = j->item.io.res; /* the pool's write, if any */
 	if (j->status == -EBADMSG)
 		file_fail(f, -EBADMSG,
 			  "'%s': chunk at offset %llu failed its %s check "
@@ -273,6 +283,35 @@ static void chunk_done(struct workq_item *item)
 	sink_maybe_finalize(k, f);
 }
 
+/*
+ * The sink's writes in flight (util/workq.h): --io-depth, at most the
+ * slots (a write holds its slot), all of them by default: by Little's
+ * law a session at R chunks a second needs R x (CPU + device time) in
+ * flight, 51 at 400 Gb/s with 1 MiB chunks and 1 ms per write
+ * (doc/PERFORMANCE.md, "A model of line rate"), and the window, at
+ * least 64 slots, covers that where it covers the link. Quiet when the
+ * kernel refuses io_uring (a container's seccomp, io_uring_disabled):
+ * the workers write, as before.
+ */
+static void start_io(struct sink *k, unsigned int n)
+{
+	unsigned int depth = k->e->o->link.io_depth;
+	int rc;
+
+	if (depth == XFER_IO_DEPTH_OFF)
+		return;
+	if (!depth || depth > n)
+		depth = n;
+	rc = workq_io_start(k->e->wq, depth, cm_slot(k->e->c, 0),
+			    (size_t)n * k->chunk_size);
+	if (rc)
+		log_debug("no io_uring for the writes (%s): the %u workers "
+			  "write",
+			  strerror(-rc), k->e->workers);
+	else
+		log_debug("writes through an io_uring, %u in flight", depth);
+}
+
 int sink_jobs_init(struct sink *k, unsigned int n)
 {
 	int rc;
@@ -293,5 +332,6 @@ int sink_jobs_init(struct sink *k, unsigned int n)
 		if (rc)
 			return rc;
 	}
+	start_io(k, n);
 	return 0;
 }
