@@ -25,7 +25,10 @@
 #include <unistd.h>
 
 #ifdef RDCP_HAVE_LIBURING
+#include <linux/capability.h>
 #include <liburing.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #endif
 
 #include "util/io.h"
@@ -432,6 +435,29 @@ unsigned int workq_pending(const struct workq *q)
 	return q->pending;
 }
 
+#ifdef RDCP_HAVE_LIBURING
+/*
+ * Whether pinning more pages costs nothing: io_uring counts registered
+ * buffers in the process's pinned pages, the count rdma-core's memory
+ * registration checks against RLIMIT_MEMLOCK too, so that a receiver's
+ * next ring could fail to register (the budget of server_budget.c) where
+ * the limit binds: without CAP_IPC_LOCK and with a finite limit.
+ */
+static bool pin_is_free(void)
+{
+	struct __user_cap_header_struct h = {
+		.version = _LINUX_CAPABILITY_VERSION_3,
+	};
+	struct __user_cap_data_struct d[2] = { 0 };
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_MEMLOCK, &rl) == 0 && rl.rlim_cur == RLIM_INFINITY)
+		return true;
+	return syscall(SYS_capget, &h, d) == 0 &&
+	       (d[CAP_IPC_LOCK / 32].effective & (1u << (CAP_IPC_LOCK % 32)));
+}
+#endif
+
 int workq_io_start(struct workq *q, unsigned int depth, void *mem, size_t len)
 {
 #ifdef RDCP_HAVE_LIBURING
@@ -457,10 +483,11 @@ int workq_io_start(struct workq *q, unsigned int depth, void *mem, size_t len)
 			len - at < WORKQ_BUF_MAX ? len - at : WORKQ_BUF_MAX;
 	}
 	/*
-	 * Pinned once here rather than per write; refused (RLIMIT_MEMLOCK
-	 * counts these pages again), writes pin their pages as pwrite does.
+	 * Pinned once here rather than per write, where that takes nothing
+	 * from the memlock budget (pin_is_free); else, or refused, writes
+	 * pin their pages as pwrite does.
 	 */
-	if (n && n * WORKQ_BUF_MAX >= len &&
+	if (n && n * WORKQ_BUF_MAX >= len && pin_is_free() &&
 	    io_uring_register_buffers(&q->ring, iov, n) == 0) {
 		q->mem = mem;
 		q->mem_len = len;
