@@ -148,7 +148,7 @@ static bool write_async(struct workq *q, struct workq_item *it)
 {
 	bool ok;
 
-	if (!q->uring || it->io.len > UINT32_MAX)
+	if (!workq_io_async(q) || it->io.len > UINT32_MAX)
 		return false;
 	pthread_mutex_lock(&q->lock);
 	ok = q->inflight < q->depth;
@@ -495,8 +495,9 @@ int workq_io_start(struct workq *q, unsigned int depth, void *mem, size_t len)
 	pthread_mutex_init(&q->sq_lock, NULL);
 	pthread_mutex_lock(&q->lock);
 	q->depth = depth;
-	q->uring = true;
 	pthread_mutex_unlock(&q->lock);
+	/* Last: workers that see it see the ring (release, acquire). */
+	__atomic_store_n(&q->uring, true, __ATOMIC_RELEASE);
 	return 0;
 #else
 	return -ENOSYS;
@@ -505,7 +506,7 @@ int workq_io_start(struct workq *q, unsigned int depth, void *mem, size_t len)
 
 bool workq_io_async(const struct workq *q)
 {
-	return q->uring;
+	return __atomic_load_n(&q->uring, __ATOMIC_ACQUIRE);
 }
 
 unsigned int workq_io_peak(struct workq *q)

@@ -91,10 +91,11 @@ unsigned int workq_pending(const struct workq *q);
  * Asynchronous writes for q, at most depth (>= 1) in flight: an io_uring
  * whose completions make workq_fd() readable, with mem[0, len) (NULL:
  * none), the buffers most writes come from, registered with it where the
- * kernel lets (no page pinning per write). Call before any item is
- * pushed. 0, or -errno (-ENOSYS: built without liburing; the kernel's
- * refusal: -ENOSYS, -EPERM in a container or with io_uring disabled,
- * -ENOMEM): q then writes in its threads, as without the call.
+ * kernel lets (no page pinning per write). 0, or -errno (-ENOSYS: built without
+ * liburing; the kernel's refusal: -ENOSYS, -EPERM in a container or with
+ * io_uring disabled, -ENOMEM): q then writes in its threads, as without the
+ * call. The owner's thread, at any time: items pushed before it that leave a
+ * write may have it made by their worker.
  */
 int workq_io_start(struct workq *q, unsigned int depth, void *mem, size_t len)
 	__attribute__((warn_unused_result));

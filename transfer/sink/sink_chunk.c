@@ -66,6 +66,37 @@ static void write_chunk(struct workq_item *item)
 					  j->h.raw_len, j->h.offset);
 }
 
+/*
+ * The sink's writes in flight (util/workq.h): --io-depth, at most the
+ * slots (a write holds its slot), all of them by default: by Little's
+ * law a session at R chunks a second needs R x (CPU + device time) in
+ * flight, 51 at 400 Gb/s with 1 MiB chunks and 1 ms per write
+ * (doc/PERFORMANCE.md, "A model of line rate"), and the window, at
+ * least 64 slots, covers that where it covers the link. Quiet when the
+ * kernel refuses io_uring (a container's seccomp, io_uring_disabled):
+ * the workers write, as before. Started with the session's first file
+ * that goes direct, so that a session that has none (tmpfs, small
+ * files) pins no pages for it.
+ */
+static void start_io(struct sink *k)
+{
+	unsigned int depth = k->e->o->link.io_depth, n = k->e->c->geom.slots;
+	int rc;
+
+	if (depth == XFER_IO_DEPTH_OFF || workq_io_async(k->e->wq))
+		return;
+	if (!depth || depth > n)
+		depth = n;
+	rc = workq_io_start(k->e->wq, depth, cm_slot(k->e->c, 0),
+			    (size_t)n * k->chunk_size);
+	if (rc)
+		log_debug("no io_uring for the writes (%s): the %u workers "
+			  "write",
+			  strerror(-rc), k->e->workers);
+	else
+		log_debug("writes through an io_uring, %u in flight", depth);
+}
+
 void sink_size_file(struct sink *k, struct snk_file *f, bool sparse)
 {
 	uint64_t avail = 0;
@@ -87,9 +118,11 @@ void sink_size_file(struct sink *k, struct snk_file *f, bool sparse)
 	if (f->err || !direct_wanted(k->p->flags, f->size, &forced))
 		return;
 	rc = direct_open(f->fd, true, &f->dio);
-	if (!rc)
+	if (!rc) {
 		log_debug("writing '%s' with O_DIRECT (alignment %u)",
 			  f->n.shown, f->dio.align);
+		start_io(k);
+	}
 	/* Auto falls back quietly; --direct says so, once a session. */
 	if (rc && forced && !k->direct_told) {
 		k->direct_told = true;
@@ -283,35 +316,6 @@ static void chunk_done(struct workq_item *item)
 	sink_maybe_finalize(k, f);
 }
 
-/*
- * The sink's writes in flight (util/workq.h): --io-depth, at most the
- * slots (a write holds its slot), all of them by default: by Little's
- * law a session at R chunks a second needs R x (CPU + device time) in
- * flight, 51 at 400 Gb/s with 1 MiB chunks and 1 ms per write
- * (doc/PERFORMANCE.md, "A model of line rate"), and the window, at
- * least 64 slots, covers that where it covers the link. Quiet when the
- * kernel refuses io_uring (a container's seccomp, io_uring_disabled):
- * the workers write, as before.
- */
-static void start_io(struct sink *k, unsigned int n)
-{
-	unsigned int depth = k->e->o->link.io_depth;
-	int rc;
-
-	if (depth == XFER_IO_DEPTH_OFF)
-		return;
-	if (!depth || depth > n)
-		depth = n;
-	rc = workq_io_start(k->e->wq, depth, cm_slot(k->e->c, 0),
-			    (size_t)n * k->chunk_size);
-	if (rc)
-		log_debug("no io_uring for the writes (%s): the %u workers "
-			  "write",
-			  strerror(-rc), k->e->workers);
-	else
-		log_debug("writes through an io_uring, %u in flight", depth);
-}
-
 int sink_jobs_init(struct sink *k, unsigned int n)
 {
 	int rc;
@@ -332,6 +336,5 @@ int sink_jobs_init(struct sink *k, unsigned int n)
 		if (rc)
 			return rc;
 	}
-	start_io(k, n);
 	return 0;
 }
