@@ -296,7 +296,9 @@ test-quickstart: all
 # re-runs of a 100 000-file tree, unchanged and one file changed, rdcp -a
 # against rsync -a (tests/bench/sync.sh);
 # --direct against --no-direct and cp within ext4 on a loop device, and
-# threads against io_uring (as root); in the Soft-RoCE guest against
+# threads against io_uring (as root); the sink's writes by its threads
+# or through io_uring against per-write latency (tests/bench/iodepth.sh:
+# injected here, a null_blk device's in the guest); in the Soft-RoCE guest against
 # ib_write_bw and rcopy; rdcp-mpi with 1, 2 and 4 ranks
 # (tests/bench/mpi.sh). Minutes, not seconds.
 bench: setup
@@ -306,6 +308,7 @@ bench: setup
 	$(Q)tests/bench/tcp.sh $(BUILD)
 	$(Q)tests/bench/sync.sh $(BUILD)
 	$(Q)tests/bench/direct.sh $(BUILD)
+	$(Q)tests/bench/iodepth.sh $(BUILD)
 	$(Q)tests/bench/run.sh $(BUILD)
 	$(Q)if command -v $(MPICC) >/dev/null 2>&1; then \
 		$(MAKE) --no-print-directory mpi && tests/bench/mpi.sh $(BUILD); \
