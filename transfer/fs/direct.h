@@ -90,12 +90,12 @@ int direct_pwrite(const struct direct_fd *d, int fd, const void *buf,
 
 /*
  * direct_pwrite in a worker of a pool with asynchronous writes
- * (workq_io_start): the unaligned rest written now, through fd, and the
- * aligned part left in item->io for the pool to submit, so that the
- * worker takes its next item meanwhile; item->io.res then says how that
- * went, once the item is done. d without a descriptor, or with drop,
- * writes it all now, as direct_pwrite. 0 or -errno for what was written
- * now.
+ * (workq_io_start): a write that goes wholly direct is left in item->io
+ * for the pool to submit, so that the worker takes its next item
+ * meanwhile; item->io.res then says how it went, once the item is done.
+ * Any other (an unaligned tail: a file's last chunk; d without a
+ * descriptor, or with drop) is written now, as direct_pwrite. 0 or
+ * -errno for what was written now.
  */
 int direct_pwrite_async(const struct direct_fd *d, int fd, const void *buf,
 			size_t len, uint64_t off, struct workq_item *item)
