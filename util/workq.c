@@ -90,7 +90,7 @@ static void write_sync(struct workq_io *io)
 
 #ifdef RDCP_HAVE_LIBURING
 /*
- * Queues it's write (with its delay, a timeout linked ahead of it that
+ * Queues its write (with its delay, a timeout linked ahead of it that
  * does not cut the link when it expires) and submits it. Under sq_lock.
  * False when the ring took none: the SQEs it got are turned into NOPs
  * whose completions are ignored (user_data 0), and the caller writes.
@@ -141,7 +141,7 @@ static bool submit(struct workq *q, struct workq_item *it)
 }
 
 /*
- * A worker: hands it's write to the ring. False when the ring is full or
+ * A worker: hands its write to the ring. False when the ring is full or
  * refused it: the worker writes itself.
  */
 static bool write_async(struct workq *q, struct workq_item *it)
