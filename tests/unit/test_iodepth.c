@@ -57,7 +57,6 @@ static atomic_uint slow;	/* add DELAY_NS to every chunk write */
 static atomic_uint fail_at;	/* the Nth chunk write fails (EBADF), 0 none */
 static atomic_uint writes;	/* chunk writes so far */
 static atomic_uint peak;	/* most writes in flight, any workq */
-static atomic_int refuse_uring; /* io_uring_queue_init fails so */
 static int rdonly_fd = -1;	/* a descriptor a write fails on */
 
 int __real_direct_pwrite(const struct direct_fd *d, int fd, const void *buf,
@@ -116,6 +115,8 @@ void __wrap_workq_destroy(struct workq *q)
 }
 
 #ifdef RDCP_HAVE_LIBURING
+static atomic_int refuse_uring; /* io_uring_queue_init fails so */
+
 struct io_uring;
 int __real_io_uring_queue_init(unsigned int entries, struct io_uring *ring,
 			       unsigned int flags);
