@@ -44,6 +44,14 @@ ISAL ?= $(shell pkg-config --exists libisal 2>/dev/null && echo 1 || echo 0)
 ifeq ($(ISAL),1)
 PKGS += libisal
 endif
+# liburing, when present (Debian: liburing-dev): the sink's O_DIRECT
+# writes go through an io_uring, as many in flight as the window has
+# slots, whatever --workers is (util/workq.h). Without it (URING=0, or not
+# installed) the workers write themselves, one write each in flight.
+URING ?= $(shell pkg-config --exists liburing 2>/dev/null && echo 1 || echo 0)
+ifeq ($(URING),1)
+PKGS += liburing
+endif
 # rdma-core's newer headers give an XDR port's speed (0x100, more than the
 # 8 bits of active_speed hold) in ibv_port_attr.active_speed_ex.
 SPEED_EX ?= $(shell printf '\043include <infiniband/verbs.h>\nint f(struct ibv_port_attr *a);\nint f(struct ibv_port_attr *a) { return (int)a->active_speed_ex; }\n' | \
@@ -64,6 +72,9 @@ ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -DRDCP_VERSION=\"$(VERSION)\" \
 	-I. $(WARN) $(PKG_CFLAGS) $(CFLAGS) -MMD -MP -pthread
 ifeq ($(ISAL),1)
 ALL_CFLAGS += -DRDCP_HAVE_ISAL
+endif
+ifeq ($(URING),1)
+ALL_CFLAGS += -DRDCP_HAVE_LIBURING
 endif
 ifeq ($(SPEED_EX),1)
 ALL_CFLAGS += -DRDCP_HAVE_SPEED_EX
@@ -148,14 +159,17 @@ $(BUILD)/tests/%: tests/unit/%.c $(TEST_HELPERS) $(BUILD)/librdcp.a tests/tap.h
 # The network-free ceiling of `make bench` (tests/bench/ceiling.c): both
 # engines in one process over memconn; every thread's CPU is counted for
 # the side that started it through a --wrap of pthread_create; -D slows
-# some of the sink's chunk writes through a --wrap of direct_pwrite.
+# some of the sink's chunk writes through a --wrap of direct_pwrite (and
+# of direct_pwrite_async, with an io_uring); a wrap of workq_destroy
+# reads the depth the sink's io_uring reached.
 BENCH_BINS := $(BUILD)/tests/bench_ceiling
 $(BUILD)/tests/bench_ceiling: tests/bench/ceiling.c $(TEST_HELPERS) \
 		$(BUILD)/librdcp.a
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  BENCH   $@")
 	$(Q)$(CC) $(ALL_CFLAGS) -Itests -Itests/unit $(ALL_LDFLAGS) \
-		-Wl,--wrap=pthread_create -Wl,--wrap=direct_pwrite -o $@ $< \
+		-Wl,--wrap=pthread_create -Wl,--wrap=direct_pwrite \
+		-Wl,--wrap=direct_pwrite_async -Wl,--wrap=workq_destroy -o $@ $< \
 		$(TEST_HELPERS) \
 		$(BUILD)/librdcp.a $(LIBS)
 
@@ -178,6 +192,15 @@ $(BUILD)/tests/test_fault: private ALL_LDFLAGS += \
 # fallocate (ENOSPC) on request, and counts the latter.
 $(BUILD)/tests/test_direct: private ALL_LDFLAGS += \
 	-Wl,--wrap=open -Wl,--wrap=__open_2 -Wl,--wrap=fallocate
+
+# test_iodepth slows (and fails) the sink's chunk writes, reads the depth
+# its io_uring reached, and refuses io_uring as a container may.
+$(BUILD)/tests/test_iodepth: private ALL_LDFLAGS += \
+	-Wl,--wrap=direct_pwrite -Wl,--wrap=direct_pwrite_async \
+	-Wl,--wrap=workq_destroy $(IODEPTH_WRAP)
+ifeq ($(URING),1)
+IODEPTH_WRAP := -Wl,--wrap=io_uring_queue_init
+endif
 
 # The same binary with test-only fault hooks (RDCP_TEST_CORRUPT_CHUNK=N
 # flips a byte of chunk N after its CRC was taken): end-to-end tests use it
@@ -273,7 +296,9 @@ test-quickstart: all
 # re-runs of a 100 000-file tree, unchanged and one file changed, rdcp -a
 # against rsync -a (tests/bench/sync.sh);
 # --direct against --no-direct and cp within ext4 on a loop device, and
-# threads against io_uring (as root); in the Soft-RoCE guest against
+# threads against io_uring (as root); the sink's writes by its threads
+# or through io_uring against per-write latency (tests/bench/iodepth.sh:
+# injected here, a null_blk device's in the guest); in the Soft-RoCE guest against
 # ib_write_bw and rcopy; rdcp-mpi with 1, 2 and 4 ranks
 # (tests/bench/mpi.sh). Minutes, not seconds.
 bench: setup
@@ -283,6 +308,7 @@ bench: setup
 	$(Q)tests/bench/tcp.sh $(BUILD)
 	$(Q)tests/bench/sync.sh $(BUILD)
 	$(Q)tests/bench/direct.sh $(BUILD)
+	$(Q)tests/bench/iodepth.sh $(BUILD)
 	$(Q)tests/bench/run.sh $(BUILD)
 	$(Q)if command -v $(MPICC) >/dev/null 2>&1; then \
 		$(MAKE) --no-print-directory mpi && tests/bench/mpi.sh $(BUILD); \

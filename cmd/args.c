@@ -259,6 +259,16 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 				   arg);
 		}
 		break;
+	case OPT_IO_DEPTH:
+		if (!strcmp(arg, "off"))
+			o->link.io_depth = XFER_IO_DEPTH_OFF;
+		else if (parse_uint(arg, 1, 4096, &v))
+			argp_error(state,
+				   "--io-depth: '%s' is not 1..4096 or off",
+				   arg);
+		else
+			o->link.io_depth = (unsigned int)v;
+		break;
 	case OPT_HUGEPAGES:
 		if (!strcmp(arg, "auto"))
 			o->link.hugepages = HUGEMEM_AUTO;

@@ -265,6 +265,10 @@ const struct argp_option rdcp_options[] = {
 	  "Threads for disk I/O and checksums (default: half the CPUs of "
 	  "the device's NUMA node, 2..8)",
 	  4 },
+	{ "io-depth", OPT_IO_DEPTH, "N", 0,
+	  "O_DIRECT writes in flight per session through io_uring, 1..4096 "
+	  "(default: the window's slots), or off: each worker writes its own",
+	  4 },
 	{ "numa", OPT_NUMA, "NODE", 0,
 	  "Ring, staging buffers and threads on this NUMA node: auto (the "
 	  "RDMA device's, default), off, or a node number",

@@ -14,7 +14,7 @@
 set -euo pipefail
 
 PACKAGES=(gcc make pkg-config libc6-dev libibverbs-dev librdmacm-dev
-	zlib1g-dev libssl-dev libisal-dev mpi-default-dev libopenmpi-dev valgrind
+	zlib1g-dev libssl-dev libisal-dev liburing-dev mpi-default-dev libopenmpi-dev valgrind
 	busybox-static python3 openssh-server openssh-client openmpi-bin
 	mpi-default-bin shellcheck groff-base attr acl curl prometheus)
 

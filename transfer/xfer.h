@@ -136,6 +136,8 @@ int xfer_list_range(char *out, size_t cap, const struct xfer_range *r,
 		    const char *name) __attribute__((warn_unused_result));
 
 /* The link, both sides: the address, the ring's geometry, the resources. */
+#define XFER_IO_DEPTH_OFF 0xffffffffu
+
 struct xfer_link_opts {
 	struct cm_addr addr;  /* connect to / listen on */
 	/*
@@ -152,6 +154,13 @@ struct xfer_link_opts {
 	unsigned int streams;
 	unsigned int workers; /* checksum/disk threads, 0: from the node's
 			       * CPUs (numa_workers_for) */
+	/*
+	 * --io-depth: the sink's O_DIRECT writes in flight per session
+	 * through an io_uring (util/workq.h), at most the window's slots;
+	 * 0: as many as it has slots; XFER_IO_DEPTH_OFF: none, each worker
+	 * writes its own chunk (at most --workers in flight).
+	 */
+	unsigned int io_depth;
 	enum xfer_numa numa;  /* ring, staging and threads: on which node */
 	int numa_node;	      /* with XFER_NUMA_NODE */
 	/*

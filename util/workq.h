@@ -11,16 +11,41 @@
  * each finished item's item->after, as libuv's uv_queue_work(work,
  * after_work) does: the code that handed work out says what follows it.
  * Items are owned by the caller throughout.
+ *
+ * I/O depth beyond the threads (workq_io_start): fn may leave one write
+ * in item->io for the pool, which submits it through an io_uring and
+ * takes the next item; the item is done (after runs) once the write
+ * completed, so many writes are in flight while few threads do the CPU
+ * work. Without io_uring (not built, or refused by the kernel) the
+ * worker writes it itself, as before.
  */
 #ifndef RDCP_WORKQ_H
 #define RDCP_WORKQ_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* A write fn leaves for the pool (workq_io_start): len 0, none. */
+struct workq_io {
+	int fd;
+	const void *buf;
+	size_t len;   /* bytes; the pool clears len, delay_ns, res before fn */
+	uint64_t off; /* bytes into fd */
+	/*
+	 * Tests and benches: the write completes this much later, as on a
+	 * slower device (a linked io_uring timeout; a sleep in the worker
+	 * without one). 0 in rdcp.
+	 */
+	uint64_t delay_ns;
+	int res; /* once done: 0, or -errno (-EIO: it wrote nothing) */
+};
 
 struct workq_item {
 	struct workq_item *next;
 	void (*fn)(struct workq_item *item);	/* in a worker */
 	void (*after)(struct workq_item *item); /* in the owner, after fn */
+	struct workq_io io;
 };
 
 struct workq;
@@ -61,5 +86,22 @@ bool workq_prepare_wait(struct workq *q);
 void workq_wait_idle(struct workq *q);
 /* Items pushed and not yet taken back with workq_take_done. */
 unsigned int workq_pending(const struct workq *q);
+
+/*
+ * Asynchronous writes for q, at most depth (>= 1) in flight: an io_uring
+ * whose completions make workq_fd() readable, with mem[0, len) (NULL:
+ * none), the buffers most writes come from, registered with it where the
+ * kernel lets (no page pinning per write). 0, or -errno (-ENOSYS: built without
+ * liburing; the kernel's refusal: -ENOSYS, -EPERM in a container or with
+ * io_uring disabled, -ENOMEM): q then writes in its threads, as without the
+ * call. The owner's thread, at any time: items pushed before it that leave a
+ * write may have it made by their worker.
+ */
+int workq_io_start(struct workq *q, unsigned int depth, void *mem, size_t len)
+	__attribute__((warn_unused_result));
+/* Whether items' writes go through an io_uring (workq_io_start). */
+bool workq_io_async(const struct workq *q);
+/* The most writes that were in flight at once (workq_io_start). */
+unsigned int workq_io_peak(struct workq *q);
 
 #endif

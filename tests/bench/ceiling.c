@@ -21,7 +21,11 @@
  *                 [-H auto|on|off]  (ring and staging pages: --hugepages;
  *                                   -w 0: the default worker count)
  *                 [-D EVERY:MIN-MAX] (a slow sink: every EVERY-th chunk
- *                                   write sleeps MIN..MAX ms first)
+ *                                   write takes MIN..MAX ms longer: the
+ *                                   worker sleeps first, or the io_uring
+ *                                   holds the write that long)
+ *                 [-U DEPTH|off]    (the sink's writes in flight through
+ *                                   io_uring: --io-depth; 0 the default)
  *                 [-G GBPS]         (no -n: the window cm_connect sizes
  *                                   for a link of GBPS Gb/s; 0 unknown)
  *                 SRC ROOT NAME     copy SRC to ROOT/NAME, print one line
@@ -32,7 +36,9 @@
  * system CPU seconds of each side's threads (getrusage RUSAGE_THREAD of
  * every thread at its exit; a thread belongs to the side that started
  * it, through a --wrap of pthread_create), the process's peak RSS, the
- * chunks memconn delivered and its count of transport-rule breaches.
+ * chunks memconn delivered and its count of transport-rule breaches,
+ * and iodepth=: the most writes the sink had in flight through its
+ * io_uring (0: none, its workers wrote).
  * Exit 0 only when both verdicts are ok and memconn saw no breach.
  */
 #include <errno.h>
@@ -56,6 +62,7 @@
 #include "util/clock.h"
 #include "util/hugemem.h"
 #include "util/log.h"
+#include "util/workq.h"
 
 /* ---- CPU per side: every thread accounts for itself as it exits ---- */
 
@@ -150,6 +157,22 @@ int __wrap_pthread_create(pthread_t *th, const pthread_attr_t *attr,
 static unsigned int slow_every, slow_min_ms, slow_max_ms;
 static unsigned long slow_calls, slow_delays;
 
+/* The delay of call n (1, 2, ...): 0 or slow_min..slow_max ms. */
+static unsigned int slow_ms(void)
+{
+	unsigned long n, k;
+
+	if (!slow_every)
+		return 0;
+	n = __atomic_add_fetch(&slow_calls, 1, __ATOMIC_RELAXED);
+	if (n % slow_every)
+		return 0;
+	k = n / slow_every;
+	__atomic_add_fetch(&slow_delays, 1, __ATOMIC_RELAXED);
+	return slow_min_ms +
+	       (unsigned int)((k * 7) % (slow_max_ms - slow_min_ms + 1));
+}
+
 struct direct_fd;
 int __real_direct_pwrite(const struct direct_fd *d, int fd, const void *buf,
 			 size_t len, uint64_t off);
@@ -159,20 +182,51 @@ int __wrap_direct_pwrite(const struct direct_fd *d, int fd, const void *buf,
 int __wrap_direct_pwrite(const struct direct_fd *d, int fd, const void *buf,
 			 size_t len, uint64_t off)
 {
-	unsigned long n;
+	unsigned int ms = slow_ms();
 
-	if (slow_every) {
-		n = __atomic_add_fetch(&slow_calls, 1, __ATOMIC_RELAXED);
-		if (n % slow_every == 0) {
-			unsigned long k = n / slow_every;
-			unsigned int span = slow_max_ms - slow_min_ms + 1;
-			unsigned int ms = slow_min_ms + (k * 7) % span;
-
-			__atomic_add_fetch(&slow_delays, 1, __ATOMIC_RELAXED);
-			usleep(ms * 1000u);
-		}
-	}
+	if (ms)
+		usleep(ms * 1000u);
 	return __real_direct_pwrite(d, fd, buf, len, off);
+}
+
+/*
+ * -Wl,--wrap=direct_pwrite_async: the sink's writes with an io_uring
+ * (-U). The delay goes with the write the pool submits (a linked
+ * timeout: the device is slow, the worker goes on); what was written at
+ * once (a file that does not go direct) waits here, as above.
+ */
+int __real_direct_pwrite_async(const struct direct_fd *d, int fd,
+			       const void *buf, size_t len, uint64_t off,
+			       struct workq_item *item);
+int __wrap_direct_pwrite_async(const struct direct_fd *d, int fd,
+			       const void *buf, size_t len, uint64_t off,
+			       struct workq_item *item);
+
+int __wrap_direct_pwrite_async(const struct direct_fd *d, int fd,
+			       const void *buf, size_t len, uint64_t off,
+			       struct workq_item *item)
+{
+	unsigned int ms = slow_ms();
+	int rc = __real_direct_pwrite_async(d, fd, buf, len, off, item);
+
+	if (ms && item->io.len)
+		item->io.delay_ns = (uint64_t)ms * 1000000u;
+	else if (ms)
+		usleep(ms * 1000u);
+	return rc;
+}
+
+/* -Wl,--wrap=workq_destroy: the sink's io_uring depth reached. */
+static unsigned int io_peak;
+void __real_workq_destroy(struct workq *q);
+void __wrap_workq_destroy(struct workq *q);
+
+void __wrap_workq_destroy(struct workq *q)
+{
+	/* The sink's thread; read after it is joined. */
+	if (q && workq_io_peak(q) > io_peak)
+		io_peak = workq_io_peak(q);
+	__real_workq_destroy(q);
 }
 
 static int parse_slow(const char *s)
@@ -293,14 +347,14 @@ static int copy_once(struct xfer_opts *co, const char *root)
 	printf("CEIL secs=%.4f bytes=%llu src_user=%.3f src_sys=%.3f "
 	       "sink_user=%.3f sink_sys=%.3f src_threads=%u sink_threads=%u "
 	       "maxrss_kib=%ld chunks=%llu breaches=%llu client=%s server=%s "
-	       "workers=%u pages=%s window=%u slow=%lu wait=%.4f\n",
+	       "workers=%u pages=%s window=%u slow=%lu wait=%.4f iodepth=%u\n",
 	       secs, (unsigned long long)st.bytes, cpu_user[SIDE_SRC],
 	       cpu_sys[SIDE_SRC], cpu_user[SIDE_SINK], cpu_sys[SIDE_SINK],
 	       nthreads[SIDE_SRC], nthreads[SIDE_SINK], ru.ru_maxrss,
 	       (unsigned long long)ms.writes,
 	       (unsigned long long)memconn_violations(&ms), xfer_fail_name(vc),
 	       xfer_fail_name(sa.v), st.workers, pages_token(st.pages),
-	       (unsigned int)g.slots, slow_delays, st.window_wait_s);
+	       (unsigned int)g.slots, slow_delays, st.window_wait_s, io_peak);
 	if (st.error[0])
 		fprintf(stderr, "bench_ceiling: %s\n", st.error);
 	return vc == XFER_OK && sa.v == XFER_OK && !memconn_violations(&ms) ? 0
@@ -412,7 +466,8 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: bench_ceiling [-w WORKERS] [-c CHUNK] [-n WINDOW] "
 		"[-k crc32|sha256|none] [-d on|off|auto] [-H auto|on|off] "
-		"[-L LANES] [-D EVERY:MIN-MAX] [-G GBPS] SRC ROOT NAME\n"
+		"[-L LANES] [-D EVERY:MIN-MAX] [-G GBPS] [-U DEPTH|off] "
+		"SRC ROOT NAME\n"
 		"       bench_ceiling -m [MIB]\n");
 	exit(2);
 }
@@ -427,7 +482,7 @@ int main(int argc, char **argv)
 		return 2;
 	log_set_level(getenv("CEIL_DEBUG") ? LOG_DEBUG : LOG_WARN);
 	xfer_opts_init(&co);
-	while ((opt = getopt(argc, argv, "w:c:n:k:d:H:L:D:G:m")) != -1) {
+	while ((opt = getopt(argc, argv, "w:c:n:k:d:H:L:D:G:U:m")) != -1) {
 		switch (opt) {
 		case 'L':
 			ceil_lanes = (unsigned int)atoi(optarg);
@@ -438,6 +493,12 @@ int main(int argc, char **argv)
 		case 'D':
 			if (parse_slow(optarg))
 				usage();
+			break;
+		case 'U':
+			co.link.io_depth = !strcmp(optarg, "off")
+						   ? XFER_IO_DEPTH_OFF
+						   : (unsigned int)strtoul(
+							     optarg, NULL, 0);
 			break;
 		case 'w':
 			co.link.workers = (unsigned int)atoi(optarg);

@@ -53,6 +53,10 @@ FIX="run: sudo tests/guest/setup.sh"
 WANT_MODULES=(crc32_generic udp_tunnel ip6_udp_tunnel ib_core ib_uverbs
 	rdma_rxe ib_cm iw_cm configfs rdma_cm rdma_ucm dummy
 	virtio_pci virtio_net crc32c_generic loop ext4)
+# Modules shipped in /lib/modules but not loaded at boot: a script insmods
+# them with its own parameters. null_blk: a memory-backed block device
+# with a set completion time (tests/bench/iodepth_guest.sh).
+DEMAND_MODULES=(null_blk)
 
 # Host tools copied into every guest (path in the guest = path here).
 GUEST_TOOLS=(/usr/sbin/rdma /usr/sbin/ip /usr/bin/ib_write_bw /usr/bin/rping
@@ -125,7 +129,7 @@ prepare_kernel() {
 	check_host
 	# Ready, and for the modules wanted now (a list that grew re-prepares).
 	[ -f "$KDIR/ready" ] && [ -f "$KDIR/vmlinux" ] &&
-		[ "$(cat "$KDIR/want" 2>/dev/null)" = "${WANT_MODULES[*]}" ] &&
+		[ "$(cat "$KDIR/want" 2>/dev/null)" = "${WANT_MODULES[*]} / ${DEMAND_MODULES[*]}" ] &&
 		return 0
 
 	local pkg
@@ -197,7 +201,9 @@ prepare_kernel() {
 	}
 	for n in "${WANT_MODULES[@]}"; do add_module "$n"; done
 	printf '%s\n' "${order[@]}" >"$tmp/k/modules/order"
-	echo "${WANT_MODULES[*]}" >"$tmp/k/want"
+	# (their dependencies must be among the modules loaded at boot)
+	for n in "${DEMAND_MODULES[@]}"; do add_module "$n"; done
+	echo "${WANT_MODULES[*]} / ${DEMAND_MODULES[*]}" >"$tmp/k/want"
 	echo "$pkg $kver" >"$tmp/k/ready"
 
 	rm -rf "$KDIR"

@@ -159,6 +159,27 @@ int direct_pwrite(const struct direct_fd *d, int fd, const void *buf,
 	return rc;
 }
 
+int direct_pwrite_async(const struct direct_fd *d, int fd, const void *buf,
+			size_t len, uint64_t off, struct workq_item *item)
+{
+	size_t head = d->drop ? 0 : direct_part(d, buf, len, off);
+
+	/*
+	 * A tail (a file's last chunk) goes as before, head then tail, at
+	 * once: the direct write of the head would drop the page it shares
+	 * with a tail written first from the page cache again.
+	 */
+	if (!head || head < len)
+		return direct_pwrite(d, fd, buf, len, off);
+	item->io = (struct workq_io){
+		.fd = d->fd,
+		.buf = buf,
+		.len = head,
+		.off = off,
+	};
+	return 0;
+}
+
 int direct_pread(const struct direct_fd *d, int fd, void *buf, size_t len,
 		 uint64_t off)
 {

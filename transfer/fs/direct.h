@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "transfer/xfer.h"
+#include "util/workq.h"
 
 /*
  * Auto mode (neither --direct nor --no-direct): files of at least this
@@ -86,6 +87,19 @@ const char *direct_why(int rc);
  */
 int direct_pwrite(const struct direct_fd *d, int fd, const void *buf,
 		  size_t len, uint64_t off) __attribute__((warn_unused_result));
+
+/*
+ * direct_pwrite in a worker of a pool with asynchronous writes
+ * (workq_io_start): a write that goes wholly direct is left in item->io
+ * for the pool to submit, so that the worker takes its next item
+ * meanwhile; item->io.res then says how it went, once the item is done.
+ * Any other (an unaligned tail: a file's last chunk; d without a
+ * descriptor, or with drop) is written now, as direct_pwrite. 0 or
+ * -errno for what was written now.
+ */
+int direct_pwrite_async(const struct direct_fd *d, int fd, const void *buf,
+			size_t len, uint64_t off, struct workq_item *item)
+	__attribute__((warn_unused_result));
 
 /*
  * The same for reading exactly len bytes (d->drop: the range is dropped

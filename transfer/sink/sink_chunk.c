@@ -53,9 +53,48 @@ static void write_chunk(struct workq_item *item)
 		if (j->status)
 			return;
 	}
-	/* Straight from the ring slot (or scratch) when the file goes direct. */
-	j->status = direct_pwrite(&j->f->dio, j->f->fd, raw, j->h.raw_len,
-				  j->h.offset);
+	/*
+	 * Straight from the ring slot (or scratch) when the file goes direct;
+	 * with an io_uring the pool writes it while this worker goes on.
+	 */
+	if (workq_io_async(k->e->wq))
+		j->status = direct_pwrite_async(&j->f->dio, j->f->fd, raw,
+						j->h.raw_len, j->h.offset,
+						&j->item);
+	else
+		j->status = direct_pwrite(&j->f->dio, j->f->fd, raw,
+					  j->h.raw_len, j->h.offset);
+}
+
+/*
+ * The sink's writes in flight (util/workq.h): --io-depth, at most the
+ * slots (a write holds its slot), all of them by default: by Little's
+ * law a session at R chunks a second needs R x (CPU + device time) in
+ * flight, 51 at 400 Gb/s with 1 MiB chunks and 1 ms per write
+ * (doc/PERFORMANCE.md, "A model of line rate"), and the window, at
+ * least 64 slots, covers that where it covers the link. Quiet when the
+ * kernel refuses io_uring (a container's seccomp, io_uring_disabled):
+ * the workers write, as before. Started with the session's first file
+ * that goes direct, so that a session that has none (tmpfs, small
+ * files) pins no pages for it.
+ */
+static void start_io(struct sink *k)
+{
+	unsigned int depth = k->e->o->link.io_depth, n = k->e->c->geom.slots;
+	int rc;
+
+	if (depth == XFER_IO_DEPTH_OFF || workq_io_async(k->e->wq))
+		return;
+	if (!depth || depth > n)
+		depth = n;
+	rc = workq_io_start(k->e->wq, depth, cm_slot(k->e->c, 0),
+			    (size_t)n * k->chunk_size);
+	if (rc)
+		log_debug("no io_uring for the writes (%s): the %u workers "
+			  "write",
+			  strerror(-rc), k->e->workers);
+	else
+		log_debug("writes through an io_uring, %u in flight", depth);
 }
 
 void sink_size_file(struct sink *k, struct snk_file *f, bool sparse)
@@ -79,9 +118,11 @@ void sink_size_file(struct sink *k, struct snk_file *f, bool sparse)
 	if (f->err || !direct_wanted(k->p->flags, f->size, &forced))
 		return;
 	rc = direct_open(f->fd, true, &f->dio);
-	if (!rc)
+	if (!rc) {
 		log_debug("writing '%s' with O_DIRECT (alignment %u)",
 			  f->n.shown, f->dio.align);
+		start_io(k);
+	}
 	/* Auto falls back quietly; --direct says so, once a session. */
 	if (rc && forced && !k->direct_told) {
 		k->direct_told = true;
@@ -244,6 +285,8 @@ static void chunk_done(struct workq_item *item)
 	struct sink *k = j->k;
 	struct snk_file *f = j->f;
 
+	if (!j->status)
+		j->status = j->item.io.res; /* the pool's write, if any */
 	if (j->status == -EBADMSG)
 		file_fail(f, -EBADMSG,
 			  "'%s': chunk at offset %llu failed its %s check "
