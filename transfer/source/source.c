@@ -382,8 +382,9 @@ static int on_match(struct source *s, const struct wire_match *m)
 
 /*
  * FREED: the sink released these slots (any slot). Each must be one in
- * use, named once, and the total must count them: anything else is a
- * sink that would have chunks written over ones it still holds.
+ * use, named once (and the message's slot_ack count them all:
+ * credit_tx_ack): anything else is a sink that would have chunks written
+ * over ones it still holds.
  */
 static int on_freed(struct source *s, const struct wire_freed *m)
 {
