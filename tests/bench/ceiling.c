@@ -12,9 +12,9 @@
  * The transport moves each chunk with one memcpy (staging buffer to ring
  * slot, in the source's thread when it posts): the source's staging
  * cannot be the sink's ring, because the source reads ahead into any free
- * staging buffer (job index) while the chunk goes to slot seq % N, which
- * the sink may still be writing out. A NIC makes that copy by DMA; -m
- * measures its CPU cost per GiB so that it can be taken off.
+ * staging buffer (job index) while the chunk goes to the slot the credits
+ * give it, which the sink may still be writing out. A NIC makes that copy
+ * by DMA; -m measures its CPU cost per GiB so that it can be taken off.
  *
  *   bench_ceiling [-w WORKERS] [-c CHUNK] [-n WINDOW] [-k crc32|sha256|none]
  *                 [-d on|off|auto]  (O_DIRECT: --direct, --no-direct, auto)

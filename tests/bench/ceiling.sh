@@ -9,9 +9,10 @@
 # cache; the destination is tmpfs, then ext4 on a loop device (as root;
 # skipped with a note when that cannot be made). Rows:
 #   - 1 GiB of random data: cp; rdcp with 1, 2 (the default) and 4
-#     workers; on tmpfs also --checksum none, 64 KiB chunks and a slow
-#     sink (one chunk write in 100 sleeps 5-20 ms first: -D, the default
-#     window, which memconn sizes as for an unknown link: 64); on ext4
+#     workers; on tmpfs also --checksum none, 64 KiB chunks and, with a
+#     window of 8 slots (too small to cover the stall, so that the row
+#     shows whether the source waits behind one slow slot), plain and a
+#     slow sink (one chunk write in 100 sleeps 5-20 ms first: -D); on ext4
 #     also --no-direct (the default, auto, writes a file this large there
 #     with O_DIRECT)
 #   - 8 GiB sparse (1 MiB of data at the end): cp and rdcp both keep the
@@ -94,7 +95,8 @@ now() { date +%s.%N; }
 # RUN NAME FS DIR FILE REP: one timed copy; rdcp rows are "rdcp_w2" (2
 # workers), "rdcp_none" (--checksum none), "rdcp_c64k" (64 KiB chunks),
 # "rdcp_nodirect" (--no-direct), "rdcp_lN" (memconn delivering as N streams),
-# "rdcp_slow" (1 chunk write in 100 slowed 5-20 ms).
+# "rdcp_n8" (a window of 8 slots), "rdcp_slow" (the same, 1 chunk write
+# in 100 slowed 5-20 ms).
 run() {
 	local name=$1 fs=$2 dir=$3 file=$4 rep=$5 t0 t1 line args=()
 	local bytes size
@@ -113,7 +115,8 @@ run() {
 		rdcp_c64k) args=(-c 65536) ;;
 		rdcp_nodirect) args=(-d off) ;;
 		rdcp_l*) args=(-L "${name#rdcp_l}") ;;
-		rdcp_slow) args=(-D 100:5-20) ;;
+		rdcp_n8) args=(-n 8) ;;
+		rdcp_slow) args=(-n 8 -D 100:5-20) ;;
 		esac
 		t0=$(now)
 		line=$("$BIN" "${args[@]}" "$file" "$dir" out.bin) ||
@@ -145,7 +148,7 @@ for rep in $(seq 1 "$REPS"); do
 	for d in "${dests[@]}"; do
 		fs=${d%%:*}
 		names=("${small[@]}")
-		[ "$fs" = tmpfs ] && names+=(rdcp_none rdcp_c64k rdcp_l2 rdcp_l4 rdcp_slow)
+		[ "$fs" = tmpfs ] && names+=(rdcp_none rdcp_c64k rdcp_l2 rdcp_l4 rdcp_n8 rdcp_slow)
 		[ "$fs" = tmpfs ] || names+=(rdcp_nodirect)
 		n=${#names[@]}
 		for i in $(seq 0 $((n - 1))); do # rotated: each leads in turn
@@ -234,7 +237,8 @@ END {
 			row(fs, s, "rdcp_nodirect", "rdcp, --no-direct")
 			row(fs, s, "rdcp_l2", "rdcp, delivered as 2 streams")
 			row(fs, s, "rdcp_l4", "rdcp, delivered as 4 streams")
-			row(fs, s, "rdcp_slow", "rdcp, 1 write in 100 slowed 5-20 ms")
+			row(fs, s, "rdcp_n8", "rdcp, window 8")
+			row(fs, s, "rdcp_slow", "rdcp, window 8, 1 in 100 +5-20 ms")
 		}
 	}
 	printf "\n  streams: memconn moves every chunk with one memcpy whatever the lanes; \"delivered as N streams\" shuffles its deliveries as N queue pairs would (slot s on lane s mod N), so those rows are the cost of the sink'"'"'s reorder window, not a parallel transport\n"

@@ -23,6 +23,13 @@ rdcp client over TCP on 127.0.0.1:
   chunk of a file never announced waits, a FILE far ahead of the next id,
   a chunk after DONE: each exit 5 at once, nothing placed.
 
+  any slot: with FEAT_ANY_SLOT agreed, a receiver (the sink of a push)
+  whose FREED names a slot not in use, one twice, one out of the ring, or
+  whose slot_ack counts more than its FREEDs named; a server (the source
+  of a pull) that writes into a slot not free, past the credits, or one
+  seq twice. Each exit 5 with one line, nothing placed; an honest push
+  and pull with any slot first.
+
   words: a WELCOME refusal, an ERROR and an abort message carrying escape
   sequences and a newline: shown escaped on the client's terminal, never
   raw (item 14).
@@ -497,6 +504,134 @@ def s_push_pack_twice(c):
     res = push(c, [], forged_sink(tamper=twice))
     c.check(res[0] == EXIT_PROTOCOL, "exit %s: %s" %
             (res[0], res[1].strip()[:300]))
+
+
+# ------------------------------------------- any slot (FEAT_ANY_SLOT)
+#
+# Both sides agree to release ring slots in any order: the sink names the
+# slots it releases (FREED), the source writes into any free one. What a
+# lying peer could make of it: chunks written over ones still in the
+# sink's hands, or a source that believes slots free that are not.
+
+ANY_OPTS = ["--chunk-size", "64K", "--window", "8"]
+
+
+def any_sink(bad=None):
+    """A push's receiver that agrees to any slot. Honest (bad None), or
+    holding every slot and, once the first chunk came, bad(srv, slot)."""
+    def serve(srv):
+        srv.handshake(any_slot=True)
+        c_ok = srv.conn.any_slot
+        srv.send_ring()
+        if bad is None:
+            srv.run_sink()
+            if not c_ok:
+                raise peer.PeerError("the client did not offer any slot")
+            return
+        srv.conn.auto_release = False
+        ev = srv.conn.poll()
+        while ev is not None and ev[0] != "data":
+            ev = srv.conn.poll()
+        if ev is None:
+            raise peer.PeerTimeout("no chunk came")
+        bad(srv, ev[2])
+        for _ in range(20):  # until rdcp hangs up (Closed), bounded
+            srv.conn.poll(1.0)
+    return serve
+
+
+def s_any_push_honest(c):
+    """any slot: an honest receiver naming the slots it frees: exit 0"""
+    res = push(c, ANY_OPTS, any_sink())
+    c.check(res[0] == 0 and not res[3], "exit %s: %s %s" %
+            (res[0], res[1].strip()[:300], res[3]))
+
+
+def s_any_freed_unused(c):
+    """any slot: a FREED naming a slot never written: exit 5"""
+    res = push(c, ANY_OPTS, any_sink(lambda srv, s: srv.conn.free_slots([7])))
+    protocol_error(c, res, "released ring slot 7, which holds no chunk")
+
+
+def s_any_freed_twice(c):
+    """any slot: a FREED naming one slot twice: exit 5"""
+    res = push(c, ANY_OPTS,
+               any_sink(lambda srv, s: srv.conn.free_slots([s, s])))
+    protocol_error(c, res, "which holds no chunk")
+
+
+def s_any_freed_range(c):
+    """any slot: a FREED naming a slot past the ring: exit 5"""
+    res = push(c, ANY_OPTS,
+               any_sink(lambda srv, s: srv.conn.free_slots([4000])))
+    protocol_error(c, res, "released ring slot 4000, which holds no chunk")
+
+
+def s_any_slot_ack_ahead(c):
+    """any slot: a slot_ack counting slots no FREED named: exit 5"""
+    res = push(c, ANY_OPTS, any_sink(
+        lambda srv, s: srv.conn.send(Msg(peer.CREDIT, slot_ack=1))))
+    protocol_error(c, res, "not the ones it named")
+
+
+def any_pull(c, more):
+    """rdcp --chunk-size 64K --window 8 HOST::want.txt home/ against a
+    server that agrees to any slot and then plays more(srv)."""
+    def serve(srv):
+        c.srv = srv
+        srv.handshake(any_slot=True)
+        if not srv.conn.any_slot:
+            raise peer.PeerError("the client did not offer any slot")
+        srv.expect_ring()
+        more(srv)
+        if more is not any_honest:
+            srv.pump(lambda: False)
+    return c.session(ANY_OPTS + ["%s::want.txt" % ADDR, c.home + "/"], serve)
+
+
+def any_honest(srv):
+    srv.run_source([Entry("want.txt", b"w" * 700000)])
+
+
+def s_any_pull_honest(c):
+    """any slot: an honest pull, slots reused as freed: exit 0, placed"""
+    res = any_pull(c, any_honest)
+    c.check(res[0] == 0 and not res[3], "exit %s: %s %s" %
+            (res[0], res[1].strip()[:300], res[3]))
+    c.only(["want.txt"])
+
+
+def any_write(srv, seq, slot, offset=0):
+    """Chunk seq of want.txt (file 0, announced) into slot."""
+    data = b"w" * 65536
+    srv.conn.write(peer.slot_hdr(seq, 0, len(data), offset, peer.crc32(data))
+                   + data, seq, slot)
+
+
+def any_writes(writes):
+    def more(srv):
+        srv.send_file(Entry("want.txt", b"w" * 700000))
+        for seq, slot in writes:
+            any_write(srv, seq, slot, seq * 65536)
+    return more
+
+
+def s_any_write_busy(c):
+    """any slot: a write into a slot whose chunk waits: exit 5"""
+    protocol_error(c, any_pull(c, any_writes([(1, 0), (0, 0)])),
+                   "its slot is not free")
+
+
+def s_any_write_credits(c):
+    """any slot: a write past the window of 8 credits: exit 5"""
+    protocol_error(c, any_pull(c, any_writes([(8, 1)])),
+                   "more writes than credits")
+
+
+def s_any_write_twice(c):
+    """any slot: one seq written into two slots: exit 5"""
+    protocol_error(c, any_pull(c, any_writes([(1, 0), (1, 2)])),
+                   "seq written twice")
 
 
 # ---------------------------------------------- words from the server (14)

@@ -159,6 +159,8 @@ class Session:
             self.listed_end = bool(m.flags & NAMES_END)
         elif m.type == NOTICE:
             self.notices.append(m.message)
+        elif m.type == FREED:
+            pass  # Conn took its slots back
         else:
             return False
         return True
@@ -489,14 +491,18 @@ class Server(Session):
         super().close()
         self.lsock.close()
 
-    def handshake(self, welcome=None, check_auth=True):
+    def handshake(self, welcome=None, check_auth=True, any_slot=False):
         """HELLO, WELCOME with our nonce and MAC (fields overridable by
         welcome={...}), then the client's AUTH, checked unless told not
-        to. Returns the HELLO."""
+        to. With any_slot, and the client offering it, slots go back in
+        any order (FEAT_ANY_SLOT). Returns the HELLO."""
         self.hello = self.conn.expect(HELLO)
         self.nonce_s = os.urandom(32)
         w = dict(features=FEAT_PACK | (FEAT_AUTH if self.key else 0),
                  nonce=self.nonce_s)
+        if any_slot and self.hello.features & FEAT_ANY_SLOT:
+            w["features"] |= FEAT_ANY_SLOT
+            self.conn.use_any_slot()
         w.update(welcome or {})
         wm = Msg(WELCOME, **w)
         if self.key and "mac" not in w:

@@ -9,6 +9,7 @@ codec (Msg, encode, decode), ring slot headers and packed slots, digests
 as rdcp computes them, the key file, the handshake MACs and the control
 message tags, and Conn, one connection with its frames, credits and tags. peer.py re-exports all of it.
 """
+import collections
 import hashlib
 import hmac
 import os
@@ -26,14 +27,14 @@ FR_SEND, FR_WRITE = 1, 2
 KEEPALIVE_S = 1.0
 (HELLO, WELCOME, RING, FILE, FILE_END, FILE_RESULT, DONE, BYE, ERROR, CREDIT,
  AUTH, HAVE, PACK_DONE, SUMS, MATCH, DELETED, DELETE_END, NAMES,
- NAMES_ACK, KEPT, NOTICE, XATTRS, LANES, BATCH) = range(1, 25)
+ NAMES_ACK, KEPT, NOTICE, XATTRS, LANES, BATCH, FREED) = range(1, 26)
 TYPE_NAMES = dict(enumerate(
     "HELLO WELCOME RING FILE FILE_END FILE_RESULT DONE BYE ERROR CREDIT AUTH "
     "HAVE PACK_DONE SUMS MATCH DELETED DELETE_END NAMES NAMES_ACK "
-    "KEPT NOTICE XATTRS LANES BATCH".split(), 1))
+    "KEPT NOTICE XATTRS LANES BATCH FREED".split(), 1))
 PUSH, PULL = 1, 2
 CSUM_NONE, CSUM_CRC32, CSUM_SHA256 = 0, 1, 2
-FEAT_AUTH, FEAT_PACK, FEAT_WIDE = 1, 2, 4
+FEAT_AUTH, FEAT_PACK, FEAT_WIDE, FEAT_ANY_SLOT = 1, 2, 4, 8
 (F_FSYNC, F_DEST_DIR, F_RECURSIVE, F_PRESERVE, F_RESUME, F_NO_CLOBBER,
  F_UPDATE, F_ENCRYPT, F_COMPRESS, F_SPARSE) = (1 << i for i in range(10))
 F_DRY_RUN, F_DELETE, F_LIST = 1 << 10, 1 << 11, 1 << 12
@@ -314,6 +315,9 @@ SPEC = {
     # count entry messages back to back, each untagged with zero acks;
     # Conn hands them out one by one (batch_split())
     BATCH: [("count", "H"), ("body", "tail")],
+    # FEAT_ANY_SLOT: ring slots the sink released, by index, in any order
+    # ("slots": u16 count, then u16 each); slot_ack then counts them all
+    FREED: [("slots", "slots")],
 }
 BATCH_MAY = (FILE, XATTRS, FILE_END, HAVE, FILE_RESULT, KEPT)
 
@@ -343,6 +347,7 @@ def batch(msgs):
     return Msg(BATCH, count=len(msgs),
                body=b"".join(encode(x, 0, 0) for x in msgs))
 _VAR = {"str": b"", "dig": b"", "paths": b"", "sums": (), "bits": (),
+        "slots": (),
         "tail": b""}
 # FILE flags; OWNER: the owner tail follows (not written by Entry)
 FILE_SPARSE, FILE_RANGE, FILE_OWNER, FILE_XATTRS, FILE_LINKED = 1, 2, 4, 8, 16
@@ -409,6 +414,8 @@ def encode(m, ctrl_ack=0, slot_ack=0):
             out.append(struct.pack(">B", len(v)) + v)
         elif code == "sums":
             out.append(struct.pack(">H", len(v)) + b"".join(v))
+        elif code == "slots":
+            out.append(struct.pack(">H%dH" % len(v), len(v), *v))
         elif code == "bits":
             b = bytearray((len(v) + 7) // 8)
             for i, bit in enumerate(v):
@@ -441,7 +448,10 @@ def decode(buf):
                 f = ">B" if code == "dig" else ">H"
                 (n,) = struct.unpack_from(f, buf, off)
                 off += struct.calcsize(f)
-                if code in ("sums", "bits"):
+                if code == "slots":
+                    v = list(struct.unpack_from(">%dH" % n, buf, off))
+                    n *= 2
+                elif code in ("sums", "bits"):
                     count = n
                     n = n * SUM_LEN if code == "sums" else (n + 7) // 8
                     if off + n > len(buf):
@@ -586,6 +596,20 @@ class Conn:
         self.tx_tags = self.rx_tags = False
         self.tx_seq = self.rx_seq = 0
         self.log = []  # (direction, Msg or ("data", seq)) for diagnostics
+        # FEAT_ANY_SLOT (use_any_slot()): as a source, the slots free,
+        # oldest first; as a sink, the slots taken and not yet in a FREED
+        self.any_slot, self.free, self.unfreed = False, None, []
+
+    def use_any_slot(self):
+        """Slots released and reused in any order, as both sides agreed:
+        a source writes into the slot free longest, a sink names what it
+        releases in FREED (and released counts the slots named)."""
+        self.any_slot, self.free = True, collections.deque(range(self.slots))
+
+    def free_slots(self, slots):
+        """A FREED naming slots (whatever they are: a test may lie)."""
+        self.released += len(slots)
+        self.send(Msg(FREED, slots=list(slots)))
 
     @classmethod
     def connect(cls, host, port, timeout=10.0, **pd):
@@ -689,20 +713,23 @@ class Conn:
         """An ack-only CREDIT (also the keepalive)."""
         self.send(Msg(CREDIT), ack_only=True)
 
-    def write(self, buf, seq=None):
+    def write(self, buf, seq=None, slot=None):
         """Writes slot bytes (header + payload) for chunk seq (default the
-        next) into slot seq % N with its immediate, once a ring credit is
-        free. Returns the seq used."""
+        next) into slot seq % N (any slot: the one free longest; or slot)
+        with its immediate, once a ring credit is free. Returns the seq
+        used."""
         seq = self.posted if seq is None else seq
-        while self.slots - (self.posted - self.slot_acked) < 1:
+        while self.slots - (self.posted - self.slot_acked) < 1 or (
+                self.any_slot and slot is None and not self.free):
             self.backlog.append(self._poll_once(self.timeout))
+        if slot is None:
+            slot = self.free.popleft() if self.any_slot else seq % self.slots
         if self.tamper_write:
             buf = self.tamper_write(seq, buf)
         self.posted += 1
         self.log.append((">", ("data", seq)))
         if buf is not None:
-            self.send_frame(FR_WRITE, buf, imm(seq, seq % self.slots),
-                            seq % self.slots)
+            self.send_frame(FR_WRITE, buf, imm(seq, slot), slot)
         return seq
 
     def _poll_once(self, timeout):
@@ -729,6 +756,10 @@ class Conn:
     def _auto_acks(self):
         if not self.auto:
             return
+        if self.unfreed and self.credits - (self.sent - self.acked) >= 2:
+            slots, self.unfreed = self.unfreed, []
+            self.free_slots(slots)
+            return
         due = (self.consumed - self.reported >= max(self.credits // 2, 1) or
                self.released - self.slot_reported >= max(self.slots // 4, 1)
                or (self.released != self.slot_reported and
@@ -741,7 +772,9 @@ class Conn:
         op, im, sl, data = fr
         if op == FR_WRITE:
             self.received += 1
-            if self.auto_release:
+            if self.auto_release and self.any_slot:
+                self.unfreed.append(sl)
+            elif self.auto_release:
                 self.released += 1
             self.log.append(("<", ("data", im)))
             return ("data", im, sl, data)
@@ -761,6 +794,8 @@ class Conn:
         self.consumed += 1
         self.acked += (m.ctrl_ack - self.acked) & 0xffffffff
         self.slot_acked += (m.slot_ack - self.slot_acked) & 0xffffffff
+        if m.type == FREED and self.any_slot:
+            self.free.extend(m.slots)
         if m.type == BATCH:  # its messages one by one, in order
             inner = batch_split(m)
             self.log.extend(("<", i) for i in inner)

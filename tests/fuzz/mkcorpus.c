@@ -288,6 +288,14 @@ static void wire_seeds(void)
 	put("wire", "bad-welcome-msg-too-long", bad, (size_t)n + 1);
 
 	memset(&m, 0, sizeof(m));
+	m.type = WIRE_FREED; /* any slot: slots released, by index */
+	m.slot_ack = 3;
+	m.u.freed.count = 3;
+	m.u.freed.slot[0] = 5;
+	m.u.freed.slot[2] = 4095;
+	msg("freed", &m, buf);
+
+	memset(&m, 0, sizeof(m));
 	m.type = WIRE_AUTH;
 	m.ctrl_ack = 1;
 	fill(m.u.auth.mac, WIRE_MAC_LEN, 4);

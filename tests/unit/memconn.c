@@ -316,7 +316,8 @@ static void deliver(struct mc_side *s, struct mc_op *op)
 		return;
 	}
 	if (op->kind == OP_SEND && s->idx == 1 &&
-	    cm_tx(&s->base, op->buf)[0] == WIRE_CREDIT &&
+	    (cm_tx(&s->base, op->buf)[0] == WIRE_CREDIT ||
+	     cm_tx(&s->base, op->buf)[0] == WIRE_FREED) &&
 	    ++p->credits_seen == p->f.drop_credit) {
 		p->st.credits_dropped++;
 		send_done(s, op, 0);

@@ -22,7 +22,7 @@ struct memconn_faults {
 	/* Flip one payload byte of data write number N (1-based) once it
 	 * has landed in the ring, i.e. after the sender took its CRC. */
 	uint64_t corrupt_write;
-	/* Lose the Nth (1-based) CREDIT message from b to a. */
+	/* Lose the Nth (1-based) CREDIT or FREED message from b to a. */
 	uint64_t drop_credit;
 	/* XOR byte tamper_off of the first control message of type
 	 * tamper_type (enum wire_type; 0: none), either way, with

@@ -20,6 +20,7 @@
 
 #include <errno.h>
 #include <stdint.h>
+#include <string.h>
 
 /* The smallest ctrl_credits cm/verbs.c accepts from a peer (its
  * CTRL_CREDITS_MIN); every value from here up must behave. */
@@ -320,6 +321,286 @@ static void test_rx_slow_slot(void)
 	CHECK(credit_rx_should_report(&r));
 	CHECK(credit_rx_could_post(&r, 128));
 	credit_rx_release(&r);
+}
+
+/* ---- any slot (WIRE_FEAT_ANY_SLOT) ---- */
+
+/* The sink's side of a FREED: its slots, and the count for slot_ack. */
+static unsigned int rx_report(struct credit_rx *r, uint16_t *slot)
+{
+	return credit_rx_freed(r, slot, WIRE_FREED_MAX);
+}
+
+/*
+ * The same slow write with any slot: every other slot goes back as soon
+ * as it drains, the source writes the next seqs into them, and it runs
+ * on up to the span past the slow one (then stops, which keeps the
+ * immediate's 16 bits of seq unambiguous).
+ */
+static void test_any_slow_slot(void)
+{
+	unsigned int span = wire_seq_span(8), bad;
+	struct credit_rx r;
+	struct credit_tx t;
+	uint16_t fr[WIRE_FREED_MAX];
+	uint64_t seq;
+	unsigned int n, stuck;
+
+	CHECK_EQ(credit_rx_init_any(&r, 8, span), 0);
+	CHECK_EQ(credit_tx_init_any(&t, 8, span), 0);
+	stuck = credit_tx_take(&t); /* seq 0: the slow one */
+	CHECK_EQ(rx_in(&r, wire_imm(0, stuck), &seq), (int)stuck);
+	CHECK_EQ(seq, 0);
+	while (credit_tx_avail(&t)) {
+		uint64_t s = t.posted;
+		unsigned int slot = credit_tx_take(&t);
+
+		CHECK(slot != stuck);
+		CHECK_EQ(rx_in(&r, wire_imm(s, slot), &seq), (int)slot);
+		CHECK_EQ(seq, s);
+		CHECK_EQ(credit_rx_drain(&r, slot), 0); /* fast: done */
+		n = rx_report(&r, fr);
+		CHECK_EQ(n, 1);
+		CHECK_EQ(credit_tx_freed(&t, fr, n, &bad), 0);
+		CHECK_EQ(credit_tx_ack(&t, (uint32_t)r.reported), 0);
+		CHECK(t.posted - t.acked <= 8);
+		if (t.posted > 10000)
+			break;
+	}
+	/* it stopped at the span, with the slow one's slot still out */
+	CHECK_EQ(t.posted, span);
+	CHECK_EQ(t.low, 0);
+	CHECK_EQ(r.low, 0);
+	CHECK(!credit_rx_could_post(&r, span + 1));
+	CHECK(credit_rx_could_post(&r, span));
+	/* it drains: the window moves past everything drained behind it */
+	CHECK_EQ(credit_rx_drain(&r, stuck), 0);
+	CHECK_EQ(r.low, span);
+	CHECK(credit_rx_should_report(&r)); /* idle */
+	n = rx_report(&r, fr);
+	CHECK_EQ(credit_tx_freed(&t, fr, n, &bad), 0);
+	CHECK_EQ(t.low, span);
+	CHECK_EQ(credit_tx_avail(&t), 8);
+	credit_rx_release(&r);
+	credit_tx_release(&t);
+}
+
+/*
+ * What a FREED may name, at the source: slots in use, once. Out of range,
+ * never written, already released (twice, in one FREED or two) and a
+ * slot_ack that is not the count named are refused.
+ */
+static void test_any_tx_refusals(void)
+{
+	struct credit_tx t;
+	uint16_t fr[4];
+	unsigned int bad = 99;
+
+	CHECK_EQ(credit_tx_init_any(&t, 4, wire_seq_span(4)), 0);
+	CHECK_EQ(credit_tx_ack(&t, 0), 0);
+	CHECK_EQ(credit_tx_ack(&t, 1), -EPROTO); /* nothing named yet */
+	CHECK_EQ(credit_tx_take(&t), 0);
+	CHECK_EQ(credit_tx_take(&t), 1);
+	CHECK_EQ(credit_tx_take(&t), 2);
+	fr[0] = 4; /* out of range */
+	CHECK_EQ(credit_tx_freed(&t, fr, 1, &bad), -EPROTO);
+	CHECK_EQ(bad, 4);
+	fr[0] = 3; /* never written */
+	CHECK_EQ(credit_tx_freed(&t, fr, 1, &bad), -EPROTO);
+	CHECK_EQ(bad, 3);
+	fr[0] = 1; /* out of order is fine */
+	CHECK_EQ(credit_tx_freed(&t, fr, 1, &bad), 0);
+	CHECK_EQ(credit_tx_ack(&t, 0), -EPROTO);
+	CHECK_EQ(credit_tx_ack(&t, 1), 0);
+	CHECK_EQ(t.low, 0); /* seq 0 is still out */
+	CHECK_EQ(credit_tx_freed(&t, fr, 1, &bad), -EPROTO); /* twice */
+	CHECK_EQ(bad, 1);
+	fr[0] = 0;
+	fr[1] = 0; /* twice in one */
+	CHECK_EQ(credit_tx_freed(&t, fr, 2, &bad), -EPROTO);
+	CHECK_EQ(bad, 0);
+	credit_tx_release(&t);
+
+	/* the free list: the slot free longest goes first */
+	CHECK_EQ(credit_tx_init_any(&t, 3, wire_seq_span(3)), 0);
+	for (unsigned int i = 0; i < 3; i++)
+		CHECK_EQ(credit_tx_take(&t), i);
+	CHECK_EQ(credit_tx_avail(&t), 0);
+	fr[0] = 2;
+	fr[1] = 0;
+	CHECK_EQ(credit_tx_freed(&t, fr, 2, &bad), 0);
+	CHECK_EQ(credit_tx_avail(&t), 2);
+	CHECK_EQ(credit_tx_take(&t), 2);
+	CHECK_EQ(credit_tx_take(&t), 0);
+	CHECK_EQ(t.seq[2], 3);
+	CHECK_EQ(t.seq[0], 4);
+	credit_tx_release(&t);
+}
+
+/*
+ * What a write may be, at the sink: into a free slot, a seq within both
+ * windows (credits and span), each seq once. Taking stays in seq order
+ * whatever slots the seqs came in; a drain must name a taken slot, once.
+ */
+static void test_any_rx_refusals(void)
+{
+	struct credit_rx r;
+	uint16_t fr[8];
+	uint64_t seq;
+
+	CHECK_EQ(credit_rx_init_any(&r, 4, 8), 0);
+	CHECK_EQ(credit_rx_arrive(&r, wire_imm(0, 4), &seq), -EPROTO);
+	CHECK(strstr(credit_rx_refusal(&r, wire_imm(0, 4)), "no such"));
+	/* seq 1 in slot 3 first, then seq 0 in slot 2: taken 0, 1 */
+	CHECK_EQ(credit_rx_arrive(&r, wire_imm(1, 3), &seq), 3);
+	CHECK_EQ(credit_rx_next(&r, &seq), -EAGAIN);
+	/* slot 3 again (not free), seq 1 again in slot 0 (a duplicate) */
+	CHECK_EQ(credit_rx_arrive(&r, wire_imm(2, 3), &seq), -EPROTO);
+	CHECK(strstr(credit_rx_refusal(&r, wire_imm(2, 3)), "not free"));
+	CHECK_EQ(credit_rx_arrive(&r, wire_imm(1, 0), &seq), -EPROTO);
+	CHECK(strstr(credit_rx_refusal(&r, wire_imm(1, 0)), "twice"));
+	/* seq 4: more writes than the 4 credits */
+	CHECK_EQ(credit_rx_arrive(&r, wire_imm(4, 0), &seq), -EPROTO);
+	CHECK(strstr(credit_rx_refusal(&r, wire_imm(4, 0)), "credits"));
+	CHECK_EQ(credit_rx_arrive(&r, wire_imm(0, 2), &seq), 2);
+	CHECK_EQ(seq, 0);
+	CHECK_EQ(credit_rx_next(&r, &seq), 2);
+	credit_rx_take(&r);
+	CHECK_EQ(credit_rx_next(&r, &seq), 3);
+	CHECK_EQ(seq, 1);
+	credit_rx_take(&r);
+	CHECK_EQ(credit_rx_busy(&r), 2);
+	/* a taken seq again (seq 0, its low bits mean seq 65536) */
+	CHECK_EQ(credit_rx_arrive(&r, wire_imm(0, 0), &seq), -EPROTO);
+	/* drains: not taken, out of range, then twice */
+	CHECK_EQ(credit_rx_drain(&r, 0), -EPROTO);
+	CHECK_EQ(credit_rx_drain(&r, 9), -EPROTO);
+	CHECK_EQ(credit_rx_drain(&r, 3), 0); /* seq 1 before seq 0 */
+	CHECK_EQ(credit_rx_drain(&r, 3), -EPROTO);
+	CHECK_EQ(r.low, 0);
+	CHECK_EQ(r.released, 1);
+	CHECK(credit_rx_could_post(&r, 5));
+	CHECK(!credit_rx_could_post(&r, 6));
+	/* seqs 2..4 into slots 3, 0, 1 */
+	CHECK_EQ(credit_rx_arrive(&r, wire_imm(2, 3), &seq), 3);
+	CHECK_EQ(credit_rx_arrive(&r, wire_imm(4, 1), &seq), 1);
+	CHECK_EQ(credit_rx_arrive(&r, wire_imm(3, 0), &seq), 0);
+	for (int i = 0; i < 3; i++) {
+		CHECK(credit_rx_next(&r, &seq) >= 0);
+		credit_rx_take(&r);
+		CHECK_EQ(credit_rx_drain(&r, (unsigned int)(i == 0   ? 3
+							    : i == 1 ? 0
+								     : 1)),
+			 0);
+	}
+	CHECK_EQ(r.low, 0); /* seq 0 (slot 2) holds the span */
+	CHECK_EQ(rx_report(&r, fr), 4);
+	CHECK_EQ(fr[0], 3);
+	CHECK_EQ(fr[3], 1);
+	CHECK_EQ(r.reported, 4);
+	/* seqs 5..7 fit the span of 8 past seq 0; seq 8 does not */
+	for (unsigned int i = 5; i < 8; i++) {
+		unsigned int slot = (i + 2) % 4; /* 3, 0, 1: slot 2 is out */
+
+		CHECK_EQ(credit_rx_arrive(&r, wire_imm(i, slot), &seq),
+			 (int)slot);
+		CHECK(credit_rx_next(&r, &seq) >= 0);
+		credit_rx_take(&r);
+		CHECK_EQ(credit_rx_drain(&r, slot), 0);
+	}
+	CHECK_EQ(credit_rx_arrive(&r, wire_imm(8, 0), &seq), -EPROTO);
+	CHECK(strstr(credit_rx_refusal(&r, wire_imm(8, 0)), "oldest"));
+	CHECK_EQ(credit_rx_drain(&r, 2), 0);
+	CHECK_EQ(r.low, 8);
+	CHECK_EQ(credit_rx_arrive(&r, wire_imm(8, 0), &seq), 0);
+	credit_rx_release(&r);
+}
+
+/*
+ * A randomized model of both sides: writes arrive shuffled, workers drain
+ * taken slots in random order, FREEDs go back in random sizes; the source
+ * never has more than N slots out nor posts past the span, the sink takes
+ * every seq once and in order, and the 16-bit seqs stay unambiguous far
+ * past 2^16 and 2^32 of them.
+ */
+static void test_any_model(void)
+{
+	for (unsigned int slots = 1; slots <= 9; slots += 4) {
+		unsigned int span = wire_seq_span(slots), bad;
+		struct credit_rx r;
+		struct credit_tx t;
+		uint32_t inflight[16], taken[16];
+		unsigned int nin = 0, ntaken = 0, errors = 0;
+		uint16_t fr[WIRE_FREED_MAX];
+		uint64_t rnd = 0x9e3779b97f4a7c15ull * slots, next = 0, seq;
+
+		CHECK_EQ(credit_rx_init_any(&r, slots, span), 0);
+		CHECK_EQ(credit_tx_init_any(&t, slots, span), 0);
+		t.posted = t.low = t.acked = 0xfffff000ull;
+		r.received = r.low = r.released = r.reported = t.posted;
+		next = t.posted;
+		for (unsigned int i = 0; i < 200000; i++) {
+			rnd ^= rnd << 13;
+			rnd ^= rnd >> 7;
+			rnd ^= rnd << 17;
+			switch (rnd % 4) {
+			case 0: /* post */
+				if (credit_tx_avail(&t) && nin < 16) {
+					uint64_t s = t.posted;
+
+					inflight[nin++] =
+						wire_imm(s, credit_tx_take(&t));
+				}
+				break;
+			case 1: /* one write arrives, any of them */
+				if (nin) {
+					unsigned int k = (rnd >> 8) % nin;
+
+					errors += credit_rx_arrive(&r,
+								   inflight[k],
+								   &seq) < 0;
+					inflight[k] = inflight[--nin];
+					while (credit_rx_next(&r, &seq) >= 0) {
+						errors += seq != next++;
+						taken[ntaken++] = (uint32_t)
+							credit_rx_next(&r,
+								       &seq);
+						credit_rx_take(&r);
+					}
+				}
+				break;
+			case 2: /* a worker is done with any taken slot */
+				if (ntaken) {
+					unsigned int k = (rnd >> 8) % ntaken;
+
+					errors += credit_rx_drain(&r,
+								  taken[k]) < 0;
+					taken[k] = taken[--ntaken];
+				}
+				break;
+			default: /* a FREED of a few */
+				if (r.nfreed) {
+					unsigned int n = credit_rx_freed(
+						&r, fr, 1 + (rnd >> 8) % 4);
+
+					errors += credit_tx_freed(&t, fr, n,
+								  &bad) < 0;
+					errors +=
+						credit_tx_ack(
+							&t,
+							(uint32_t)r.reported) <
+						0;
+				}
+			}
+			errors += t.posted - t.acked > slots;
+			errors += t.posted > t.low + span;
+			errors += t.low > r.low;
+		}
+		CHECK_EQ(errors, 0);
+		CHECK(next > 0xfffff000ull + 10000);
+		credit_rx_release(&r);
+		credit_tx_release(&t);
+	}
 }
 
 /* The window cm_connect gives a link when the client leaves it (0). */
@@ -781,4 +1062,6 @@ TAP_RUN(TAP_TEST(test_widen), TAP_TEST(test_tx_cycle),
 	TAP_TEST(test_server_max_window), TAP_TEST(test_rx_shuffled),
 	TAP_TEST(test_rx_every_permutation), TAP_TEST(test_rx_model),
 	TAP_TEST(test_ctrl_reserve), TAP_TEST(test_ctrl_should_ack),
-	TAP_TEST(test_ctrl_simulation), TAP_TEST(test_ctrl_idle_quiesces))
+	TAP_TEST(test_ctrl_simulation), TAP_TEST(test_ctrl_idle_quiesces),
+	TAP_TEST(test_any_slow_slot), TAP_TEST(test_any_tx_refusals),
+	TAP_TEST(test_any_rx_refusals), TAP_TEST(test_any_model))

@@ -833,7 +833,7 @@ static bool forge_finished(const struct engine *e)
 	return fg->bye_sent && engine_out_empty(e) && e->tx_inflight == 0;
 }
 
-static uint32_t forge_slot_ack(const struct engine *e)
+static uint32_t forge_slot_ack(struct engine *e, const uint8_t *msg)
 {
 	struct forger *fg = e->role_data;
 

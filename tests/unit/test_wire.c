@@ -288,6 +288,13 @@ static size_t samples(struct wire_msg *m, size_t max)
 	m[n].type = WIRE_LANES;
 	m[n].u.lanes.up = 3;
 	n++;
+
+	m[n].type = WIRE_FREED;
+	m[n].u.freed.count = 3;
+	m[n].u.freed.slot[0] = 7;
+	m[n].u.freed.slot[1] = 0;
+	m[n].u.freed.slot[2] = 4095;
+	n++;
 	CHECK(n <= max);
 	return n;
 }
@@ -1955,6 +1962,60 @@ static void test_batch_malformed(void)
 	CHECK_EQ(wire_decode(buf, len, &d), 0);
 }
 
+/*
+ * FREED (any slot): count u16 (1..WIRE_FREED_MAX), then that many slot
+ * indices u16; bytes golden, and every count or length out of line
+ * refused. What the slots name is the source's to check (credit.h).
+ */
+static void test_decode_freed(void)
+{
+	static const uint8_t golden[] = {
+		25, 0, 0, 0, 0, 0, 0,	 24,
+		0,  0, 0, 5, 0, 0, 0,	 9, /* header */
+		0,  3, 0, 7, 0, 0, 0x0f, 0xff,
+	};
+	struct wire_msg m = { .type = WIRE_FREED }, d;
+	int len;
+
+	m.ctrl_ack = 5;
+	m.slot_ack = 9;
+	m.u.freed.count = 3;
+	m.u.freed.slot[0] = 7;
+	m.u.freed.slot[2] = 4095;
+	len = wire_encode(&m, buf, WIRE_CTRL_SIZE);
+	CHECK_EQ(len, (int)sizeof(golden));
+	CHECK(!memcmp(buf, golden, sizeof(golden)));
+	CHECK_EQ(wire_freed_count(buf), 3);
+	CHECK_EQ(wire_decode(buf, (size_t)len, &d), 0);
+	CHECK_EQ(d.u.freed.slot[2], 4095);
+	/* one slot short, one too many */
+	buf[7] = 22;
+	CHECK_EQ(wire_decode(buf, 22, &d), -EPROTO);
+	buf[7] = 26;
+	buf[24] = buf[25] = 0;
+	CHECK_EQ(wire_decode(buf, 26, &d), -EPROTO);
+	/* count 0, and one past the most */
+	buf[7] = 18;
+	buf[16] = buf[17] = 0;
+	CHECK_EQ(wire_decode(buf, 18, &d), -EPROTO);
+	m.u.freed.count = 0;
+	CHECK_EQ(wire_encode(&m, buf, WIRE_CTRL_SIZE), -EINVAL);
+	m.u.freed.count = WIRE_FREED_MAX + 1;
+	CHECK_EQ(wire_encode(&m, buf, WIRE_CTRL_SIZE), -EINVAL);
+	/* the most fits a control buffer with its tag */
+	m.u.freed.count = WIRE_FREED_MAX;
+	len = wire_encode(&m, buf, WIRE_CTRL_SIZE - WIRE_TAG_LEN);
+	CHECK_EQ(len, (int)(WIRE_CTRL_HDR + 2 + 2 * WIRE_FREED_MAX));
+	CHECK_EQ(wire_decode(buf, (size_t)len, &d), 0);
+	buf[WIRE_CTRL_HDR] = (WIRE_FREED_MAX + 1) >> 8;
+	buf[WIRE_CTRL_HDR + 1] = (WIRE_FREED_MAX + 1) & 0xff;
+	CHECK_EQ(wire_decode(buf, (size_t)len, &d), -EPROTO);
+	/* the span the immediate's 16 bits of seq allow */
+	CHECK_EQ(wire_seq_span(8), 512);
+	CHECK_EQ(wire_seq_span(4096), WIRE_SEQ_SPAN_MAX);
+	CHECK(WIRE_SEQ_SPAN_MAX <= 1u << 15);
+}
+
 TAP_RUN(TAP_TEST(test_roundtrip_every_type), TAP_TEST(test_batch_roundtrip),
 	TAP_TEST(test_batch_malformed), TAP_TEST(test_encode_limits),
 	TAP_TEST(test_decode_file_kinds), TAP_TEST(test_decode_truncated),
@@ -1971,4 +2032,5 @@ TAP_RUN(TAP_TEST(test_roundtrip_every_type), TAP_TEST(test_batch_roundtrip),
 	TAP_TEST(test_pack_golden), TAP_TEST(test_pack_digest),
 	TAP_TEST(test_set_acks), TAP_TEST(test_tag_roundtrip),
 	TAP_TEST(test_tag_golden), TAP_TEST(test_rails),
-	TAP_TEST(test_golden_owner), TAP_TEST(test_golden_xattrs))
+	TAP_TEST(test_golden_owner), TAP_TEST(test_golden_xattrs),
+	TAP_TEST(test_decode_freed))

@@ -124,7 +124,8 @@ static int build_hello(struct engine *e, const struct xfer_opts *o,
 	h->csum = (uint8_t)o->copy.csum;
 	h->level = (uint8_t)o->copy.compress;
 	h->flags = hello_flags(o);
-	h->features = (o->link.key ? WIRE_FEAT_AUTH : 0) | WIRE_FEAT_PACK;
+	h->features = (o->link.key ? WIRE_FEAT_AUTH : 0) | WIRE_FEAT_PACK |
+		      WIRE_FEAT_ANY_SLOT;
 	h->chunk_size = e->c->geom.chunk_size;
 	h->bwlimit = o->copy.bwlimit;
 	h->streams = (uint8_t)session_streams(o, e->c);
@@ -442,6 +443,7 @@ static enum xfer_fail client_session(const struct xfer_opts *o,
 		umask(um);
 		t.umask = um;
 		t.p = client_params(o, key);
+		t.p.any_slot = features & WIRE_FEAT_ANY_SLOT;
 		t.want = o->copy.files_from ? NULL : o->copy.srcs;
 		t.nwant = o->copy.files_from ? 0 : o->copy.nsrcs;
 		t.list = o->copy.files_from;
@@ -476,6 +478,7 @@ static enum xfer_fail client_session(const struct xfer_opts *o,
 
 		cfg.p.pack = features & WIRE_FEAT_PACK;
 		cfg.p.wide = features & WIRE_FEAT_WIDE;
+		cfg.p.any_slot = features & WIRE_FEAT_ANY_SLOT;
 		src_run(&e, &cfg, st);
 		st->dest_named = e.target == WIRE_TARGET_NAMED;
 	}

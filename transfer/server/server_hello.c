@@ -57,6 +57,8 @@ static int server_auth(struct server *srv, struct engine *e,
 	/* a push's sink with room for it: the window of questions */
 	if (h->role == WIRE_PUSH && srv->wide)
 		m.u.welcome.features |= WIRE_FEAT_WIDE;
+	/* slots released in any order: when the client offered it */
+	m.u.welcome.features |= h->features & WIRE_FEAT_ANY_SLOT;
 	m.u.welcome.streams = (uint8_t)streams;
 	if (streams > 1)
 		memcpy(m.u.welcome.token, jw->token, WIRE_LANE_TOKEN_LEN);
@@ -311,6 +313,7 @@ int server_handshake(struct server *srv, struct engine *e,
 	p->level = h->level;
 	p->server = true;
 	p->pack = h->features & WIRE_FEAT_PACK;
+	p->any_slot = h->features & WIRE_FEAT_ANY_SLOT; /* as WELCOME said */
 	p->wide = h->role == WIRE_PUSH && srv->wide; /* as WELCOME said */
 	p->sync = h->sync; /* wire_decode checked its range */
 	/* the service rule (SECURITY.md): other owners only if allowed */

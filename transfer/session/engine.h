@@ -32,8 +32,11 @@ struct engine_role {
 	/* Posts whatever can go now; returns how much was done (>= 0). */
 	int (*pump)(struct engine *e);
 	bool (*finished)(const struct engine *e);
-	/* The sink's released-slot count for slot_ack, NULL on the source. */
-	uint32_t (*slot_ack)(const struct engine *e);
+	/*
+	 * The sink's released-slot count for the slot_ack of msg (encoded,
+	 * being posted), NULL on the source.
+	 */
+	uint32_t (*slot_ack)(struct engine *e, const uint8_t *msg);
 	/*
 	 * Whether m may be taken now (NULL: every message as it comes): 0
 	 * yes, 1 not yet, or the engine's error. A message not yet taken is

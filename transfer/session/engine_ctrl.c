@@ -183,7 +183,8 @@ static int post_ctrl(struct engine *e, unsigned int i, uint32_t len)
 	int n, rc;
 
 	wire_set_acks(p, credit_ctrl_sent(&e->cc),
-		      e->role && e->role->slot_ack ? e->role->slot_ack(e) : 0);
+		      e->role && e->role->slot_ack ? e->role->slot_ack(e, p)
+						   : 0);
 	n = seal(e, p, len);
 	if (n < 0)
 		return n;

@@ -23,6 +23,8 @@ struct session_params {
 	bool server;		 /* this side is the receiver daemon */
 	bool pack; /* the sink takes packed slots (WIRE_FEAT_PACK) */
 	bool wide; /* a push whose sink offered WIRE_FEAT_WIDE */
+	/* slots released and reused in any order (WIRE_FEAT_ANY_SLOT) */
+	bool any_slot;
 	uint8_t sync; /* enum wire_sync: HELLO's */
 	/*
 	 * The sink may give entries other owners (-o/-g) and keep

@@ -390,7 +390,7 @@ static int snk_ready(struct engine *e, const struct wire_msg *m)
 		    m->u.file.file_id >= WIRE_FILES_MAX)
 			return 0;
 		/* Packs not taken yet could announce at most so many. */
-		room = (k->rx.released + k->rx.slots - k->rx.received) *
+		room = (credit_rx_post_limit(&k->rx) - k->rx.received) *
 		       (uint64_t)WIRE_PACK_MAX_FILES;
 		if (sink_parked(k) || m->u.file.file_id - k->nfiles > room)
 			return engine_fail(e, XFER_FAIL_PROTOCOL, -EPROTO,
@@ -488,8 +488,14 @@ static int snk_pump_role(struct engine *e)
 	}
 	/* Hand released slots back: batched, or at once when idle. */
 	if (!k->bye_sent && credit_rx_should_report(&k->rx) &&
-	    engine_out_empty(e) && credit_ctrl_can_send(&e->cc, false))
+	    engine_out_empty(e) && credit_ctrl_can_send(&e->cc, false)) {
+		if (k->rx.any) { /* by name, up to WIRE_FREED_MAX a message */
+			m.type = WIRE_FREED;
+			m.u.freed.count = (uint16_t)credit_rx_freed(
+				&k->rx, m.u.freed.slot, WIRE_FREED_MAX);
+		}
 		return engine_send(e, &m) ? 0 : 1;
+	}
 	return 0;
 }
 
@@ -506,10 +512,15 @@ static bool snk_finished(const struct engine *e)
 	       (e->tx_inflight == 0 || e->flushed);
 }
 
-static uint32_t snk_slot_ack(const struct engine *e)
+static uint32_t snk_slot_ack(struct engine *e, const uint8_t *msg)
 {
 	struct sink *k = e->role_data;
 
+	if (k->rx.any) { /* the slots FREEDs named, in posting order */
+		if (msg[0] == WIRE_FREED)
+			k->freed_posted += wire_freed_count(msg);
+		return (uint32_t)k->freed_posted;
+	}
 	k->rx.reported = k->rx.released;
 	return (uint32_t)k->rx.released;
 }
@@ -544,7 +555,10 @@ int sink_run(struct engine *e, const struct sink_target *t,
 	e->batch = session_asks(k.p);
 	rc = payload_resume_key(t->p.data_key, k.resume_key);
 	if (!rc)
-		rc = credit_rx_init(&k.rx, e->c->geom.slots);
+		rc = k.p->any_slot ? credit_rx_init_any(
+					     &k.rx, e->c->geom.slots,
+					     wire_seq_span(e->c->geom.slots))
+				   : credit_rx_init(&k.rx, e->c->geom.slots);
 	if (!rc)
 		rc = sink_jobs_init(&k, e->c->geom.slots);
 	if (!rc)
@@ -575,6 +589,7 @@ out:
 		payload_release(&k.jobs[i].pl);
 	}
 	free(k.jobs);
+	free(k.folds);
 	free(k.xpending);
 	hset_release(&k.asked);
 	sink_links_free(&k);

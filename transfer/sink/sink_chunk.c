@@ -10,8 +10,9 @@
  * once at their own offsets; its space was reserved up front (fallocate),
  * so on ext4 and XFS direct writes into it share the inode lock instead
  * of queueing on it as buffered writes do. Back in the engine thread the
- * chunk's digests are folded into its file's in offset order and its
- * slot is drained; slots are released to the source in order (credit.h).
+ * chunk's slot is drained and its digests are folded into its file's in
+ * offset order; slots go back to the source in order, or with any slot
+ * as soon as each is drained (credit.h).
  * Packed slots go to sink_pack.c.
  */
 #include <errno.h>
@@ -159,6 +160,7 @@ static int take_slot(struct sink *k, unsigned int slot, uint64_t seq)
 	struct wire_slot_hdr h;
 	struct snk_file *f;
 	struct snk_job *j;
+	struct snk_fold *r;
 	uint64_t idx, want;
 	int rc;
 
@@ -213,13 +215,17 @@ static int take_slot(struct sink *k, unsigned int slot, uint64_t seq)
 	j->f = f;
 	j->index = idx;
 	j->status = 0;
-	j->done = false;
-	j->next = -1;
+	j->fold = (unsigned int)(seq % k->nfolds);
+	r = &k->folds[j->fold];
+	r->offset = h.offset;
+	r->raw_len = h.raw_len;
+	r->done = false;
+	r->next = -1;
 	if (f->tail >= 0)
-		k->jobs[f->tail].next = (int)slot;
+		k->folds[f->tail].next = (int)j->fold;
 	else
-		f->head = (int)slot;
-	f->tail = (int)slot;
+		f->head = (int)j->fold;
+	f->tail = (int)j->fold;
 	f->inflight++;
 	workq_push(e->wq, &j->item);
 	return 0;
@@ -252,9 +258,10 @@ int sink_on_data(struct engine *e, const struct cm_event *ev)
 
 	if (credit_rx_arrive(&k->rx, ev->imm, &seq) < 0)
 		return engine_fail(e, XFER_FAIL_PROTOCOL, -EPROTO,
-				   "%s wrote out of turn (immediate 0x%08x): "
-				   "credit protocol violated",
-				   e->c->peer, ev->imm);
+				   "%s wrote out of turn (immediate 0x%08x: "
+				   "%s): credit protocol violated",
+				   e->c->peer, ev->imm,
+				   credit_rx_refusal(&k->rx, ev->imm));
 	if (ev->len != WIRE_SLOT_HDR)
 		return engine_fail(e, XFER_FAIL_PROTOCOL, -EPROTO,
 				   "%s wrote a bad slot header (seq %llu)",
@@ -263,27 +270,29 @@ int sink_on_data(struct engine *e, const struct cm_event *ev)
 }
 
 /* A chunk's digests into its file's, in offset order. */
-static void fold(struct sink *k, struct snk_file *f, const struct snk_job *j)
+static void fold(struct sink *k, struct snk_file *f, const struct snk_fold *r)
 {
 	if (f->err || f->cmp)
 		return; /* failed, or --resume: read back at the end */
-	sink_range_fold_holes(k, f, j->h.offset);
-	f->crc_at = j->h.offset + j->h.raw_len;
-	f->crc = ck_crc32_combine(f->crc, j->crc, j->h.raw_len);
-	if (f->tree && ck_sha256_update(f->tree, j->sha, CK_SHA256_LEN))
+	sink_range_fold_holes(k, f, r->offset);
+	f->crc_at = r->offset + r->raw_len;
+	f->crc = ck_crc32_combine(f->crc, r->crc, r->raw_len);
+	if (f->tree && ck_sha256_update(f->tree, r->sha, CK_SHA256_LEN))
 		file_fail(f, -EIO, "SHA-256 failed");
 }
 
 /*
- * The engine thread: a worker wrote (or refused) a chunk. Its digests
- * wait in its slot until every earlier chunk of the file is folded in;
- * the slot is released then (slots are released in order anyway).
+ * The engine thread: a worker wrote (or refused) a chunk. Its slot is
+ * drained now (released at once with any slot, else once every earlier
+ * slot is: credit.h); its digests wait in its fold record until every
+ * earlier chunk of the file is folded in.
  */
 static void chunk_done(struct workq_item *item)
 {
 	struct snk_job *j = (struct snk_job *)item;
 	struct sink *k = j->k;
 	struct snk_file *f = j->f;
+	struct snk_fold *r = &k->folds[j->fold];
 
 	if (!j->status)
 		j->status = j->item.io.res; /* the pool's write, if any */
@@ -297,19 +306,21 @@ static void chunk_done(struct workq_item *item)
 	else if (j->status)
 		file_fail(f, j->status, "cannot write '%s': %s", f->n.shown,
 			  strerror(-j->status));
-	j->done = true;
-	while (f->head >= 0 && k->jobs[f->head].done) {
-		struct snk_job *h = &k->jobs[f->head];
+	r->crc = j->crc;
+	memcpy(r->sha, j->sha, CK_SHA256_LEN);
+	r->done = true;
+	if (credit_rx_drain(&k->rx, j->slot)) {
+		engine_fail(k->e, XFER_FAIL_INTERNAL, -EPROTO,
+			    "slot accounting");
+		return;
+	}
+	while (f->head >= 0 && k->folds[f->head].done) {
+		struct snk_fold *h = &k->folds[f->head];
 
 		fold(k, f, h);
 		f->head = h->next;
 		h->done = false;
 		f->inflight--;
-		if (credit_rx_drain(&k->rx, h->slot)) {
-			engine_fail(k->e, XFER_FAIL_INTERNAL, -EPROTO,
-				    "slot accounting");
-			return;
-		}
 	}
 	if (f->head < 0)
 		f->tail = -1;
@@ -321,7 +332,9 @@ int sink_jobs_init(struct sink *k, unsigned int n)
 	int rc;
 
 	k->jobs = calloc(n, sizeof(*k->jobs));
-	if (!k->jobs)
+	k->nfolds = k->rx.any ? k->rx.span : n;
+	k->folds = calloc(k->nfolds, sizeof(*k->folds));
+	if (!k->jobs || !k->folds)
 		return -ENOMEM;
 	for (unsigned int i = 0; i < n; i++) {
 		struct snk_job *j = &k->jobs[i];

@@ -109,9 +109,9 @@ struct snk_file {
 	 * Chunks are taken in increasing offset order (posted in order, and
 	 * taken in seq order whatever order they arrive in): next_idx is the
 	 * lowest index still allowed. Their digests are folded into crc/tree in
-	 * that order as workers finish: head..tail link the slots of its chunks
-	 * not yet folded (-1: none), so nothing here grows with the size the
-	 * source claims.
+	 * that order as workers finish: head..tail link the fold records of
+	 * its chunks not yet folded (-1: none), so nothing here grows with the
+	 * size the source claims.
 	 */
 	uint64_t next_idx;
 	uint64_t first_idx; /* a range's first chunk (0: a whole file) */
@@ -179,11 +179,10 @@ struct snk_job {
 	uint64_t index;
 	struct payload pl; /* inflated payload, GCM context */
 	int status;
-	/* A chunk: its digests, until folded in order into its file's. */
+	/* A chunk: its digests (worker), then into its fold record. */
 	uint32_t crc;
 	uint8_t sha[CK_SHA256_LEN];
-	bool done; /* the worker is through with it */
-	int next;  /* the slot of the file's next chunk, or -1 */
+	unsigned int fold; /* its record in sink.folds */
 	/* A pack: the directory the walk was in, kept unfinished meanwhile. */
 	struct snk_dir *dir;
 	/* a pack with a name the pull did not ask for: it, and why */
@@ -191,6 +190,22 @@ struct snk_job {
 	const char *refused_why;
 	/* a pull's --files-from: where its names' check starts */
 	uint64_t list_lo;
+};
+
+/*
+ * A chunk taken and not yet folded into its file's digests, apart from
+ * its slot so that the slot can go back (any slot: as soon as its worker
+ * is through) while an earlier chunk of the file is still being written.
+ * One per seq % nfolds: the seqs not folded are within the credit window
+ * (credit.h: the span, or N with slots released in order).
+ */
+struct snk_fold {
+	uint64_t offset;
+	uint32_t raw_len;
+	uint32_t crc;
+	uint8_t sha[CK_SHA256_LEN];
+	int next;  /* the record of the file's next chunk, or -1 */
+	bool done; /* its worker is through with it */
 };
 
 struct snk_dir; /* a directory made and not yet finished (sink_dir.c) */
@@ -215,6 +230,9 @@ struct sink {
 	struct credit_rx rx;
 	int64_t held_shown;   /* slots held as last added to e->ring_held */
 	struct snk_job *jobs; /* one per slot */
+	struct snk_fold *folds; /* chunks not folded yet, by seq % nfolds */
+	unsigned int nfolds;
+	uint64_t freed_posted; /* any slot: slots named by FREEDs posted */
 	uint32_t nfiles;      /* ids announced so far (= next id) */
 	/* Regular files in flight (session_inflight_max), in id order. */
 	struct snk_file *live[WIRE_INFLIGHT_ASK_MAX + 1]; /* + a dir or link */

@@ -380,21 +380,49 @@ static int on_match(struct source *s, const struct wire_match *m)
 	return 0;
 }
 
+/*
+ * FREED: the sink released these slots (any slot). Each must be one in
+ * use, named once (and the message's slot_ack count them all:
+ * credit_tx_ack): anything else is a sink that would have chunks written
+ * over ones it still holds.
+ */
+static int on_freed(struct source *s, const struct wire_freed *m)
+{
+	unsigned int bad;
+
+	if (!s->tx.free)
+		return engine_fail(s->e, XFER_FAIL_PROTOCOL, -EPROTO,
+				   "%s sent FREED, which was not agreed",
+				   s->e->c->peer);
+	if (!credit_tx_freed(&s->tx, m->slot, m->count, &bad))
+		return 0;
+	return engine_fail(s->e, XFER_FAIL_PROTOCOL, -EPROTO,
+			   "%s released ring slot %u, which holds no chunk",
+			   s->e->c->peer, bad);
+}
+
 static int src_on_msg(struct engine *e, const struct wire_msg *m)
 {
 	struct source *s = e->role_data;
 	int rc = -EPROTO;
 
+	if (m->type == WIRE_FREED && on_freed(s, &m->u.freed))
+		return -1;
 	if (credit_tx_ack(&s->tx, m->slot_ack))
 		return engine_fail(e, XFER_FAIL_PROTOCOL, -EPROTO,
-				   "%s released ring slots never written",
-				   e->c->peer);
+				   s->tx.free
+					   ? "%s counted %u ring slots "
+					     "released, not the ones it named"
+					   : "%s released ring slots never "
+					     "written (slot_ack %u)",
+				   e->c->peer, m->slot_ack);
 	if (s->wait_since_ns && credit_tx_avail(&s->tx)) {
 		s->wait_ns += clock_now_ns() - s->wait_since_ns;
 		s->wait_since_ns = 0;
 	}
 	switch (m->type) {
 	case WIRE_CREDIT:
+	case WIRE_FREED:
 		return 0;
 	case WIRE_FILE_RESULT:
 		rc = on_result(s, &m->u.result);
@@ -570,6 +598,12 @@ int src_run(struct engine *e, const struct source_cfg *cfg,
 			strtoull(getenv("RDCP_TEST_CORRUPT_CHUNK"), NULL, 0);
 #endif
 	credit_tx_init(&s.tx, e->c->geom.slots);
+	if (cfg->p.any_slot &&
+	    credit_tx_init_any(&s.tx, e->c->geom.slots,
+			       wire_seq_span(e->c->geom.slots))) {
+		engine_fail(e, XFER_FAIL_RESOURCE, -ENOMEM, "out of memory");
+		goto out;
+	}
 	if (payload_resume_key(cfg->p.data_key, s.resume_key)) {
 		engine_fail(e, XFER_FAIL_INTERNAL, -EIO, "cannot derive a key");
 		goto out;
@@ -623,5 +657,6 @@ out:
 	walk_free(&s.walk);
 	src_names_free(&s);
 	src_links_free(&s);
+	credit_tx_release(&s.tx);
 	return e->fail ? e->err : 0;
 }

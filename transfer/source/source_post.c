@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The source's posting: items leave in plan order as credits allow; a
- * chunk is written with WRITE_WITH_IMM into slot seq % N once its worker
- * is done, unless the sink already has it (HAVE); FILE_END carries the
- * file's digest. Writes are signalled selectively: every sig_every-th,
- * and whenever posting stalls or no staging buffer is left, so every
- * buffer is reclaimed by a later completion. --bwlimit paces it here.
+ * chunk is written with WRITE_WITH_IMM into slot seq % N (any slot: the
+ * one free longest, credit.h) once its worker is done, unless the sink
+ * already has it (HAVE); FILE_END carries the file's digest. Writes are
+ * signalled selectively: every sig_every-th, and whenever posting stalls or no
+ * staging buffer is left, so every buffer is reclaimed by a later completion.
+ * --bwlimit paces it here.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -121,7 +122,7 @@ static int account(struct src_file *f, const struct src_job *j)
 
 _Static_assert(WIRE_SLOT_HDR == CM_SLOT_HDR, "one slot header size");
 
-/* Writes j's staging buffer and its header h into the next slot. */
+/* Writes j's staging buffer and its header h into the next free slot. */
 static int post_slot(struct source *s, struct src_job *j,
 		     struct wire_slot_hdr *h)
 {

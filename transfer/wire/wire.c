@@ -227,9 +227,19 @@ static void enc_body(struct be_put *w, const struct wire_msg *m)
 			be_put_u16(w, m->u.xattrs.len);
 		be_put_bytes(w, m->u.xattrs.data, m->u.xattrs.len);
 		break;
+	case WIRE_FREED:
+		be_put_u16(w, m->u.freed.count);
+		for (unsigned int i = 0; i < m->u.freed.count; i++)
+			be_put_u16(w, m->u.freed.slot[i]);
+		break;
 	default: /* CREDIT: header only */
 		break;
 	}
+}
+
+unsigned int wire_freed_count(const uint8_t *buf)
+{
+	return (unsigned int)buf[WIRE_CTRL_HDR] << 8 | buf[WIRE_CTRL_HDR + 1];
 }
 
 void wire_set_acks(uint8_t *buf, uint32_t ctrl_ack, uint32_t slot_ack)
@@ -253,7 +263,9 @@ int wire_encode(const struct wire_msg *m, uint8_t *buf, size_t cap)
 	    (m->type == WIRE_SUMS &&
 	     (!m->u.sums.count || m->u.sums.count > WIRE_SUMS_MAX)) ||
 	    (m->type == WIRE_MATCH &&
-	     (!m->u.match.count || m->u.match.count > WIRE_SUMS_MAX)))
+	     (!m->u.match.count || m->u.match.count > WIRE_SUMS_MAX)) ||
+	    (m->type == WIRE_FREED &&
+	     (!m->u.freed.count || m->u.freed.count > WIRE_FREED_MAX)))
 		return -EINVAL;
 	be_put_u8(&w, m->type);
 	be_put_u8(&w, 0);
@@ -572,6 +584,15 @@ static void dec_body(struct be_get *r, struct wire_msg *m)
 	case WIRE_BATCH:
 		dec_batch(r, &m->u.batch);
 		break;
+	case WIRE_FREED:
+		m->u.freed.count = be_get_u16(r);
+		if (!m->u.freed.count || m->u.freed.count > WIRE_FREED_MAX) {
+			r->err = true;
+			break;
+		}
+		for (unsigned int i = 0; i < m->u.freed.count; i++)
+			m->u.freed.slot[i] = be_get_u16(r);
+		break;
 	default:
 		break;
 	}
@@ -676,6 +697,7 @@ const char *wire_type_name(unsigned int type)
 		[WIRE_XATTRS] = "XATTRS",
 		[WIRE_LANES] = "LANES",
 		[WIRE_BATCH] = "BATCH",
+		[WIRE_FREED] = "FREED",
 	};
 
 	return type < WIRE_TYPE_MAX && names[type] ? names[type] : "?";

@@ -77,6 +77,7 @@ enum wire_type {
 	WIRE_XATTRS,	  /* source -> sink: -X/-A: the next FILE's xattrs */
 	WIRE_LANES,	  /* server -> client: the lanes that joined */
 	WIRE_BATCH,	  /* either: several entry messages in one */
+	WIRE_FREED,	  /* sink -> source: slots released, any order */
 	WIRE_TYPE_MAX,
 };
 
@@ -162,6 +163,7 @@ struct wire_msg {
 		struct wire_xattrs xattrs;
 		struct wire_lanes lanes;
 		struct wire_batch batch;
+		struct wire_freed freed;
 	} u;
 };
 

@@ -27,6 +27,12 @@ enum wire_features {
 	 * (its descriptor budget covers them).
 	 */
 	WIRE_FEAT_WIDE = 1 << 2,
+	/*
+	 * HELLO: this client, WELCOME: this receiver (only when HELLO had
+	 * it) releases and reuses ring slots in any order (WIRE_FREED):
+	 * the session does when WELCOME has it.
+	 */
+	WIRE_FEAT_ANY_SLOT = 1 << 3,
 };
 
 enum wire_hello_flags {

@@ -56,6 +56,36 @@ static inline uint32_t wire_imm(uint64_t seq, unsigned int slot)
 	return (uint32_t)(seq & 0xffffu) << 16 | (slot & 0xffffu);
 }
 
+/*
+ * sink -> source, only when both offered WIRE_FEAT_ANY_SLOT: slots the
+ * sink released, in any order (each one drained: its worker is through
+ * with it), count of them (1..WIRE_FREED_MAX) by index. Every message's
+ * slot_ack is then the count of slots named by the FREEDs posted up to
+ * it, itself included. doc/PROTOCOL.md, "Credits".
+ */
+#define WIRE_FREED_MAX 1024u
+
+struct wire_freed {
+	uint16_t count;
+	uint16_t slot[WIRE_FREED_MAX];
+};
+
+/* The count of an encoded FREED (its type checked by the caller). */
+unsigned int wire_freed_count(const uint8_t *buf);
+
+/*
+ * With WIRE_FEAT_ANY_SLOT the source never posts a seq wire_seq_span()
+ * or more past its oldest chunk not released: 64 rings of slots, at most
+ * 2^15, so the immediate's 16 bits of seq name one seq of the window and
+ * what the sink keeps per seq stays small (credit.h).
+ */
+#define WIRE_SEQ_SPAN_MAX (1u << 15)
+
+static inline unsigned int wire_seq_span(unsigned int slots)
+{
+	return slots < WIRE_SEQ_SPAN_MAX / 64 ? slots * 64 : WIRE_SEQ_SPAN_MAX;
+}
+
 static inline unsigned int wire_imm_slot(uint32_t imm)
 {
 	return imm & 0xffffu;
