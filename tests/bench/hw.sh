@@ -17,7 +17,9 @@
 #     file with --streams 1, 2 and 4; the same with --encrypt and with
 #     --checksum sha256 (rdcp's default streams); many small files (-r);
 #     and, when b has several active RDMA devices, --streams 4 over every
-#     rail (the receiver not pinned)
+#     rail (the receiver not pinned). Every rdcp row is one session
+#     (--split 0): a --once receiver answers one, and --split is a row
+#     of its own to compare on two real hosts, not measured by this kit
 # and prints ONE Markdown block (the table of rates and ratios, the host
 # facts: NICs, link rates, NUMA, CPUs, kernel, the target file system and
 # its free space) to paste into an issue, written to OUT/bench-hw.md, with
@@ -458,7 +460,7 @@ rdcp_row() {
 	fi
 	out=$(rsc "$A" 'R=$1 W=$2 P=$3 L=$4 src=$5 dst=$6; shift 6
 		t0=$(cut -d" " -f1 /proc/uptime)
-		timeout "$L" "$R" --transport rdma -v --key-file "$W/key" --port "$P" "$@" "$src" "$dst" >"$W/cli.log" 2>&1
+		timeout "$L" "$R" --transport rdma -v --split 0 --key-file "$W/key" --port "$P" "$@" "$src" "$dst" >"$W/cli.log" 2>&1
 		rc=$?
 		t1=$(cut -d" " -f1 /proc/uptime)
 		echo "T $rc $t0 $t1"
