@@ -24,9 +24,10 @@
 #   rewrite NAME MODE MTIME      the first regular file's FILE: path NAME,
 #                       mode MODE (octal), mtime MTIME seconds
 #   drop-credit | dup-credit | swap-credit
-#                       the first CREDIT the sink sends after RING: lost,
-#                       delivered twice, or delivered after the message
-#                       that follows it
+#                       the first CREDIT (or FREED, which carries the
+#                       slots back when the sides agreed on any slot) the
+#                       sink sends after RING: lost, delivered twice, or
+#                       delivered after the message that follows it
 #
 # Prints one line per thing it did ("mitm: ..."), and "mitm: did nothing"
 # if the action never found its target. Exits when both sides closed, or
@@ -41,12 +42,17 @@ import time
 HELLO, WELCOME, RING, FILE, FILE_END, FILE_RESULT, DONE, BYE, ERROR, \
     CREDIT, AUTH, HAVE, PACK_DONE = range(1, 14)
 FR_SEND, FR_WRITE = 1, 2
+FREED = 25
 TAGGED = 1
 TAG_LEN = 16
 
 
 def say(*a):
     print("mitm:", *a, flush=True)
+
+
+def credit_kind(t):
+    return "FREED" if t == FREED else "CREDIT"
 
 
 class Stream:
@@ -237,20 +243,21 @@ class Mitm:
             self.injected.add(fid)
             say("injected %s as file %d before DONE" % (a[7:], fid))
             self.did = True
-        elif t == CREDIT and a.endswith("-credit") and self.after_ring \
+        elif t in (CREDIT, FREED) and a.endswith("-credit") \
+                and self.after_ring \
                 and d != self.source_dir() and not self.did:
             self.did = True
             if a == "drop-credit":
                 self.ctrl[d].drop()
-                say("dropped a CREDIT from the sink")
+                say("dropped a %s from the sink" % credit_kind(t))
                 return
             if a == "dup-credit":
                 self.send_ctrl(d, msg)
                 self.send_ctrl(d, msg, injected=True)
-                say("delivered a CREDIT from the sink twice")
+                say("delivered a %s from the sink twice" % credit_kind(t))
                 return
             self.held = msg
-            say("holding a CREDIT from the sink back")
+            say("holding a %s from the sink back" % credit_kind(t))
             return
         self.send_ctrl(d, msg)
         if self.held and d != self.source_dir():

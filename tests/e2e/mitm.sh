@@ -6,7 +6,7 @@
 # a key and --encrypt: it grows a file, truncates one (--checksum none),
 # injects a symlink to /etc/shadow and an empty file over an existing one
 # into a push and into a pull, renames a file and rewrites its mode and
-# mtime, and drops, replays and reorders a CREDIT. Each attack must end
+# mtime, and drops, replays and reorders a CREDIT or FREED. Each attack must end
 # the session with exit 5 and place nothing. Protocol 2 accepted every
 # one of them (exit 0, the damage done). Also, without any key (--no-auth:
 # no tags), a size grown in flight must still fail the file: the sink
@@ -182,7 +182,7 @@ s_rewrite() {
 s_credit() {
 	local how
 	for how in drop dup swap; do
-		t_begin "mitm ${how}s a CREDIT from the receiver: refused (5), nothing placed"
+		t_begin "mitm ${how}s the first CREDIT or FREED from the receiver: refused (5), nothing placed"
 		rm -rf rx/cr
 		attack "credit-$how" "" "$how-credit" -- --encrypt --window 2 \
 			--chunk-size 64K src/many "$ADDR::cr/"
