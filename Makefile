@@ -169,7 +169,8 @@ $(BUILD)/tests/bench_ceiling: tests/bench/ceiling.c $(TEST_HELPERS) \
 	@$(if $(Q),echo "  BENCH   $@")
 	$(Q)$(CC) $(ALL_CFLAGS) -Itests -Itests/unit $(ALL_LDFLAGS) \
 		-Wl,--wrap=pthread_create -Wl,--wrap=direct_pwrite \
-		-Wl,--wrap=direct_pwrite_async -Wl,--wrap=workq_destroy -o $@ $< \
+		-Wl,--wrap=direct_pwrite_async -Wl,--wrap=direct_pread \
+		-Wl,--wrap=direct_pread_async -Wl,--wrap=workq_destroy -o $@ $< \
 		$(TEST_HELPERS) \
 		$(BUILD)/librdcp.a $(LIBS)
 
