@@ -169,7 +169,8 @@ $(BUILD)/tests/bench_ceiling: tests/bench/ceiling.c $(TEST_HELPERS) \
 	@$(if $(Q),echo "  BENCH   $@")
 	$(Q)$(CC) $(ALL_CFLAGS) -Itests -Itests/unit $(ALL_LDFLAGS) \
 		-Wl,--wrap=pthread_create -Wl,--wrap=direct_pwrite \
-		-Wl,--wrap=direct_pwrite_async -Wl,--wrap=workq_destroy -o $@ $< \
+		-Wl,--wrap=direct_pwrite_async -Wl,--wrap=direct_pread \
+		-Wl,--wrap=direct_pread_async -Wl,--wrap=workq_destroy -o $@ $< \
 		$(TEST_HELPERS) \
 		$(BUILD)/librdcp.a $(LIBS)
 
@@ -193,10 +194,12 @@ $(BUILD)/tests/test_fault: private ALL_LDFLAGS += \
 $(BUILD)/tests/test_direct: private ALL_LDFLAGS += \
 	-Wl,--wrap=open -Wl,--wrap=__open_2 -Wl,--wrap=fallocate
 
-# test_iodepth slows (and fails) the sink's chunk writes, reads the depth
-# its io_uring reached, and refuses io_uring as a container may.
+# test_iodepth slows (and fails) the sink's chunk writes and the source's
+# chunk reads, reads the depth its io_uring reached, and refuses io_uring
+# as a container may.
 $(BUILD)/tests/test_iodepth: private ALL_LDFLAGS += \
 	-Wl,--wrap=direct_pwrite -Wl,--wrap=direct_pwrite_async \
+	-Wl,--wrap=direct_pread -Wl,--wrap=direct_pread_async \
 	-Wl,--wrap=workq_destroy $(IODEPTH_WRAP)
 ifeq ($(URING),1)
 IODEPTH_WRAP := -Wl,--wrap=io_uring_queue_init

@@ -266,8 +266,9 @@ const struct argp_option rdcp_options[] = {
 	  "the device's NUMA node, 2..8)",
 	  4 },
 	{ "io-depth", OPT_IO_DEPTH, "N", 0,
-	  "O_DIRECT writes in flight per session through io_uring, 1..4096 "
-	  "(default: the window's slots), or off: each worker writes its own",
+	  "O_DIRECT writes and reads in flight per session through io_uring, "
+	  "1..4096 (default: the window's slots), or off: each worker makes "
+	  "its own",
 	  4 },
 	{ "numa", OPT_NUMA, "NODE", 0,
 	  "Ring, staging buffers and threads on this NUMA node: auto (the "

@@ -6,14 +6,16 @@
  * before the owner sleeps, so a busy-polling owner makes none.
  *
  * With an io_uring (workq_io_start), workers submit the writes items
- * leave (under sq_lock, one io_uring_enter each) and the owner alone
- * reaps the completion queue, without a system call, whenever it takes
- * finished items; the ring signals the same eventfd. An item whose write
- * is in flight is counted in inflight; a write cut short is submitted
- * again for the rest by the owner; beyond depth in flight, a worker
- * writes itself. The owner takes q->lock before it reads an item a CQE
- * names: the worker counted it in flight under that lock after filling
- * it, which orders the two for the thread sanitizer too.
+ * leave and the reads items come with (under sq_lock, one io_uring_enter
+ * each) and the owner alone reaps the completion queue, without a system
+ * call, whenever it takes finished items; the ring signals the same
+ * eventfd. An item whose I/O is in flight is counted in inflight; I/O
+ * cut short is submitted again for the rest by the owner; beyond depth
+ * in flight, a worker writes or reads itself. An item whose read
+ * completed goes back to the list to do, and a worker runs its fn. The owner
+ * takes q->lock before it reads an item a CQE names: the worker counted it in
+ * flight under that lock after filling it, which orders the two for the thread
+ * sanitizer too.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -72,8 +74,11 @@ static void append(struct workq_item **head, struct workq_item **tail,
 	*tail = it;
 }
 
-/* A worker's write without io_uring: waits delay_ns, as a device would. */
-static void write_sync(struct workq_io *io)
+/*
+ * A worker's write or read without io_uring: waits delay_ns, as a device
+ * would.
+ */
+static void io_sync(struct workq_io *io)
 {
 	if (io->delay_ns) {
 		struct timespec ts = {
@@ -84,16 +89,22 @@ static void write_sync(struct workq_io *io)
 		while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
 			;
 	}
-	io->res = io_pwrite_full(io->fd, io->buf, io->len, io->off);
+	if (io->read)
+		io->res = io_pread_full(io->fd, (void *)io->buf, io->len,
+					io->off);
+	else
+		io->res = io_pwrite_full(io->fd, io->buf, io->len, io->off);
 	io->len = 0;
+	io->delay_ns = 0;
 }
 
 #ifdef RDCP_HAVE_LIBURING
 /*
- * Queues its write (with its delay, a timeout linked ahead of it that
- * does not cut the link when it expires) and submits it. Under sq_lock.
- * False when the ring took none: the SQEs it got are turned into NOPs
- * whose completions are ignored (user_data 0), and the caller writes.
+ * Queues its write or read (with its delay, a timeout linked ahead of it
+ * that does not cut the link when it expires) and submits it. Under
+ * sq_lock. False when the ring took none: the SQEs it got are turned into
+ * NOPs whose completions are ignored (user_data 0), and the caller makes
+ * the I/O.
  */
 static bool submit(struct workq *q, struct workq_item *it)
 {
@@ -103,7 +114,8 @@ static bool submit(struct workq *q, struct workq_item *it)
 	};
 	struct io_uring_sqe *t = NULL, *w;
 	const uint8_t *b = it->io.buf;
-	int rc;
+	unsigned int len = (unsigned int)it->io.len;
+	int rc, idx = -1;
 
 	if (it->io.delay_ns) {
 		t = io_uring_get_sqe(&q->ring);
@@ -122,12 +134,17 @@ static bool submit(struct workq *q, struct workq_item *it)
 	if (q->mem && b >= q->mem && b + it->io.len <= q->mem + q->mem_len &&
 	    (size_t)(b - q->mem) / WORKQ_BUF_MAX ==
 		    (size_t)(b + it->io.len - 1 - q->mem) / WORKQ_BUF_MAX)
-		io_uring_prep_write_fixed(
-			w, it->io.fd, b, (unsigned int)it->io.len, it->io.off,
-			(int)((size_t)(b - q->mem) / WORKQ_BUF_MAX));
+		idx = (int)((size_t)(b - q->mem) / WORKQ_BUF_MAX);
+	if (it->io.read && idx >= 0)
+		io_uring_prep_read_fixed(w, it->io.fd, (void *)b, len,
+					 it->io.off, idx);
+	else if (it->io.read)
+		io_uring_prep_read(w, it->io.fd, (void *)b, len, it->io.off);
+	else if (idx >= 0)
+		io_uring_prep_write_fixed(w, it->io.fd, b, len, it->io.off,
+					  idx);
 	else
-		io_uring_prep_write(w, it->io.fd, b, (unsigned int)it->io.len,
-				    it->io.off);
+		io_uring_prep_write(w, it->io.fd, b, len, it->io.off);
 	io_uring_sqe_set_data(w, it);
 	rc = io_uring_submit(&q->ring);
 	if (rc > 0)
@@ -141,10 +158,10 @@ static bool submit(struct workq *q, struct workq_item *it)
 }
 
 /*
- * A worker: hands its write to the ring. False when the ring is full or
- * refused it: the worker writes itself.
+ * A worker: hands its write or read to the ring. False when the ring is
+ * full or refused it: the worker makes it itself.
  */
-static bool write_async(struct workq *q, struct workq_item *it)
+static bool io_async(struct workq *q, struct workq_item *it)
 {
 	bool ok;
 
@@ -170,8 +187,11 @@ static bool write_async(struct workq *q, struct workq_item *it)
 
 /*
  * The owner, under q->lock: what one CQE says of its item. Done: the
- * item goes to the done list. Cut short (or EAGAIN, EINTR): the rest is
- * submitted again, or written here should the ring refuse it.
+ * item goes to the done list, or (a read) back to the list to do, for a
+ * worker to run its fn. Cut short (or EAGAIN, EINTR): the rest is
+ * submitted again, or written or read here should the ring refuse it.
+ * Nothing more (0) where more was due: -EIO for a write, -ENODATA for a
+ * read (the end of the file), as io_pwrite_full and io_pread_full say.
  */
 static void complete(struct workq *q, struct workq_item *it, int res)
 {
@@ -192,13 +212,23 @@ static void complete(struct workq *q, struct workq_item *it, int res)
 		pthread_mutex_unlock(&q->sq_lock);
 		if (again)
 			return;
-		write_sync(&it->io);
+		io_sync(&it->io);
 	} else {
-		it->io.res = res < 0 ? res : res == 0 ? -EIO : 0;
+		it->io.res = res < 0	   ? res
+			     : res > 0	   ? 0
+			     : it->io.read ? -ENODATA
+					   : -EIO;
 		it->io.len = 0;
+		it->io.delay_ns = 0;
 	}
 	q->inflight--;
-	append(&q->done_head, &q->done_tail, it);
+	/* Stopping (workq_destroy): no worker is left to run fn. */
+	if (it->io.read && !q->stop) {
+		append(&q->head, &q->tail, it);
+		pthread_cond_signal(&q->cond);
+	} else {
+		append(&q->done_head, &q->done_tail, it);
+	}
 }
 
 /* The owner, under q->lock: every completion there is. */
@@ -216,7 +246,7 @@ static void reap(struct workq *q)
 	}
 }
 
-/* The owner: waits for every write in flight and reaps it. */
+/* The owner: waits for every write and read in flight and reaps it. */
 static void drain(struct workq *q)
 {
 	pthread_mutex_lock(&q->lock);
@@ -231,7 +261,7 @@ static void drain(struct workq *q)
 	pthread_mutex_unlock(&q->lock);
 }
 #else
-static bool write_async(struct workq *q, struct workq_item *it)
+static bool io_async(struct workq *q, struct workq_item *it)
 {
 	return false;
 }
@@ -265,14 +295,23 @@ static void *worker(void *arg)
 		q->running++;
 		pthread_mutex_unlock(&q->lock);
 
-		it->io.len = 0;
-		it->io.res = 0;
-		it->io.delay_ns = 0;
+		if (it->io.read && it->io.len && io_async(q, it)) {
+			it = NULL; /* the owner requeues it once read */
+			goto next;
+		}
+		if (it->io.read && it->io.len) {
+			io_sync(&it->io);
+		} else if (!it->io.read) {
+			it->io.len = 0;
+			it->io.res = 0;
+			it->io.delay_ns = 0;
+		}
 		it->fn(it);
-		if (it->io.len && write_async(q, it))
+		if (!it->io.read && it->io.len && io_async(q, it))
 			it = NULL; /* the owner takes it once written */
-		else if (it && it->io.len)
-			write_sync(&it->io);
+		else if (it && !it->io.read && it->io.len)
+			io_sync(&it->io);
+	next:
 
 		pthread_mutex_lock(&q->lock);
 		if (!--q->running && !q->head)
@@ -355,6 +394,18 @@ void workq_destroy(struct workq *q)
 
 void workq_push(struct workq *q, struct workq_item *item)
 {
+	item->io.read = false;
+	pthread_mutex_lock(&q->lock);
+	append(&q->head, &q->tail, item);
+	q->pending++;
+	pthread_cond_signal(&q->cond);
+	pthread_mutex_unlock(&q->lock);
+}
+
+void workq_push_read(struct workq *q, struct workq_item *item)
+{
+	item->io.read = true;
+	item->io.res = 0;
 	pthread_mutex_lock(&q->lock);
 	append(&q->head, &q->tail, item);
 	q->pending++;
@@ -419,10 +470,17 @@ unsigned int workq_run_done(struct workq *q)
 void workq_wait_idle(struct workq *q)
 {
 	pthread_mutex_lock(&q->lock);
-	while (q->head || q->running)
-		pthread_cond_wait(&q->idle, &q->lock);
+	for (;;) {
+		while (q->head || q->running)
+			pthread_cond_wait(&q->idle, &q->lock);
+		if (!q->inflight)
+			break;
+		/* Reads come back to the list to do: their fn runs first. */
+		pthread_mutex_unlock(&q->lock);
+		drain(q);
+		pthread_mutex_lock(&q->lock);
+	}
 	pthread_mutex_unlock(&q->lock);
-	drain(q);
 }
 
 int workq_fd(const struct workq *q)

@@ -16,8 +16,11 @@
  * in item->io for the pool, which submits it through an io_uring and
  * takes the next item; the item is done (after runs) once the write
  * completed, so many writes are in flight while few threads do the CPU
- * work. Without io_uring (not built, or refused by the kernel) the
- * worker writes it itself, as before.
+ * work. The mirror image for reads (workq_push_read): the item comes with
+ * a read to make before fn, which the pool submits the same way; once it
+ * completed a worker runs fn, which finds its result in item->io. Without
+ * io_uring (not built, or refused by the kernel) the worker writes or
+ * reads it itself, as before.
  */
 #ifndef RDCP_WORKQ_H
 #define RDCP_WORKQ_H
@@ -26,19 +29,28 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* A write fn leaves for the pool (workq_io_start): len 0, none. */
+/*
+ * A write fn leaves for the pool (workq_io_start): len 0, none. Or, with
+ * read set (workq_push_read), the read the pool makes before fn.
+ */
 struct workq_io {
 	int fd;
-	const void *buf;
+	const void *buf; /* a read's (workq_push_read) is written */
 	size_t len;   /* bytes; the pool clears len, delay_ns, res before fn */
 	uint64_t off; /* bytes into fd */
 	/*
-	 * Tests and benches: the write completes this much later, as on a
+	 * Tests and benches: the I/O completes this much later, as on a
 	 * slower device (a linked io_uring timeout; a sleep in the worker
 	 * without one). 0 in rdcp.
 	 */
 	uint64_t delay_ns;
-	int res; /* once done: 0, or -errno (-EIO: it wrote nothing) */
+	/*
+	 * Once done: 0, or -errno (-EIO: a write wrote nothing; -ENODATA: a
+	 * read met the end of the file first), as io_pwrite_full and
+	 * io_pread_full say.
+	 */
+	int res;
+	bool read; /* workq_push_read's: fn finds res, len 0 */
 };
 
 struct workq_item {
@@ -56,6 +68,15 @@ int workq_create(unsigned int n, struct workq **out)
 /* Runs whatever is still queued, joins the threads and frees the pool. */
 void workq_destroy(struct workq *q);
 void workq_push(struct workq *q, struct workq_item *item);
+/*
+ * Pushes item with a read to make before its fn, item->io (fd, buf, len,
+ * off, delay_ns): len bytes of fd at off into buf, exactly (a short read
+ * is continued, as io_pread_full does). With an io_uring (workq_io_start)
+ * a worker submits it and takes its next item, and once it completed a
+ * worker runs fn; else (or beyond the depth) the worker reads itself
+ * first. fn then finds item->io.read set, len 0 and res the outcome.
+ */
+void workq_push_read(struct workq *q, struct workq_item *item);
 /*
  * Takes every finished item, oldest first; NULL if none. Non-blocking, no
  * system call.
@@ -88,20 +109,20 @@ void workq_wait_idle(struct workq *q);
 unsigned int workq_pending(const struct workq *q);
 
 /*
- * Asynchronous writes for q, at most depth (>= 1) in flight: an io_uring
- * whose completions make workq_fd() readable, with mem[0, len) (NULL:
- * none), the buffers most writes come from, registered with it where the
- * kernel lets (no page pinning per write). 0, or -errno (-ENOSYS: built without
- * liburing; the kernel's refusal: -ENOSYS, -EPERM in a container or with
- * io_uring disabled, -ENOMEM): q then writes in its threads, as without the
- * call. The owner's thread, at any time: items pushed before it that leave a
- * write may have it made by their worker.
+ * Asynchronous writes and reads for q, at most depth (>= 1) in flight: an
+ * io_uring whose completions make workq_fd() readable, with mem[0, len)
+ * (NULL: none), the buffers most I/O goes from or to, registered with it
+ * where the kernel lets (no page pinning per write or read). 0, or -errno
+ * (-ENOSYS: built without liburing; the kernel's refusal: -ENOSYS, -EPERM in a
+ * container or with io_uring disabled, -ENOMEM): q then writes in its threads,
+ * as without the call. The owner's thread, at any time: items pushed before it
+ * that leave a write may have it made by their worker.
  */
 int workq_io_start(struct workq *q, unsigned int depth, void *mem, size_t len)
 	__attribute__((warn_unused_result));
-/* Whether items' writes go through an io_uring (workq_io_start). */
+/* Whether items' I/O goes through an io_uring (workq_io_start). */
 bool workq_io_async(const struct workq *q);
-/* The most writes that were in flight at once (workq_io_start). */
+/* The most writes or reads that were in flight at once (workq_io_start). */
 unsigned int workq_io_peak(struct workq *q);
 
 #endif

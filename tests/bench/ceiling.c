@@ -24,7 +24,10 @@
  *                                   write takes MIN..MAX ms longer: the
  *                                   worker sleeps first, or the io_uring
  *                                   holds the write that long)
- *                 [-U DEPTH|off]    (the sink's writes in flight through
+ *                 [-R MS]           (a slow source: every chunk read takes
+ *                                   MS ms longer: the worker sleeps
+ *                                   first, or the io_uring holds the read)
+ *                 [-U DEPTH|off]    (the writes and reads in flight through
  *                                   io_uring: --io-depth; 0 the default)
  *                 [-G GBPS]         (no -n: the window cm_connect sizes
  *                                   for a link of GBPS Gb/s; 0 unknown)
@@ -37,8 +40,8 @@
  * every thread at its exit; a thread belongs to the side that started
  * it, through a --wrap of pthread_create), the process's peak RSS, the
  * chunks memconn delivered and its count of transport-rule breaches,
- * and iodepth=: the most writes the sink had in flight through its
- * io_uring (0: none, its workers wrote).
+ * and iodepth=: the most writes or reads either side had in flight
+ * through its io_uring (0: none, the workers wrote and read).
  * Exit 0 only when both verdicts are ok and memconn saw no breach.
  */
 #include <errno.h>
@@ -216,7 +219,47 @@ int __wrap_direct_pwrite_async(const struct direct_fd *d, int fd,
 	return rc;
 }
 
-/* -Wl,--wrap=workq_destroy: the sink's io_uring depth reached. */
+/* ---- -R: a source whose reads are slow ---- */
+
+static unsigned int read_ms; /* added to every chunk read */
+
+int __real_direct_pread(const struct direct_fd *d, int fd, void *buf,
+			size_t len, uint64_t off);
+int __wrap_direct_pread(const struct direct_fd *d, int fd, void *buf,
+			size_t len, uint64_t off);
+
+/* -Wl,--wrap=direct_pread: the workers' reads (source_file.c). */
+int __wrap_direct_pread(const struct direct_fd *d, int fd, void *buf,
+			size_t len, uint64_t off)
+{
+	if (read_ms)
+		usleep(read_ms * 1000u);
+	return __real_direct_pread(d, fd, buf, len, off);
+}
+
+bool __real_direct_pread_async(const struct direct_fd *d, void *buf,
+			       size_t len, uint64_t off,
+			       struct workq_item *item);
+bool __wrap_direct_pread_async(const struct direct_fd *d, void *buf,
+			       size_t len, uint64_t off,
+			       struct workq_item *item);
+
+/*
+ * -Wl,--wrap=direct_pread_async: a read for the io_uring carries the
+ * delay (a linked timeout); one it declines is read by a worker, above.
+ */
+bool __wrap_direct_pread_async(const struct direct_fd *d, void *buf,
+			       size_t len, uint64_t off,
+			       struct workq_item *item)
+{
+	bool ring = __real_direct_pread_async(d, buf, len, off, item);
+
+	if (ring && read_ms)
+		item->io.delay_ns = (uint64_t)read_ms * 1000000u;
+	return ring;
+}
+
+/* -Wl,--wrap=workq_destroy: the io_uring depth either side reached. */
 static unsigned int io_peak;
 void __real_workq_destroy(struct workq *q);
 void __wrap_workq_destroy(struct workq *q);
@@ -466,7 +509,7 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: bench_ceiling [-w WORKERS] [-c CHUNK] [-n WINDOW] "
 		"[-k crc32|sha256|none] [-d on|off|auto] [-H auto|on|off] "
-		"[-L LANES] [-D EVERY:MIN-MAX] [-G GBPS] [-U DEPTH|off] "
+		"[-L LANES] [-D EVERY:MIN-MAX] [-R MS] [-G GBPS] [-U DEPTH|off] "
 		"SRC ROOT NAME\n"
 		"       bench_ceiling -m [MIB]\n");
 	exit(2);
@@ -482,7 +525,7 @@ int main(int argc, char **argv)
 		return 2;
 	log_set_level(getenv("CEIL_DEBUG") ? LOG_DEBUG : LOG_WARN);
 	xfer_opts_init(&co);
-	while ((opt = getopt(argc, argv, "w:c:n:k:d:H:L:D:G:U:m")) != -1) {
+	while ((opt = getopt(argc, argv, "w:c:n:k:d:H:L:D:R:G:U:m")) != -1) {
 		switch (opt) {
 		case 'L':
 			ceil_lanes = (unsigned int)atoi(optarg);
@@ -493,6 +536,9 @@ int main(int argc, char **argv)
 		case 'D':
 			if (parse_slow(optarg))
 				usage();
+			break;
+		case 'R':
+			read_ms = (unsigned int)atoi(optarg);
 			break;
 		case 'U':
 			co.link.io_depth = !strcmp(optarg, "off")

@@ -6,13 +6,16 @@
 # (BUILD/tests/bench_ceiling) writes with O_DIRECT, its sink's chunk
 # writes made by its worker threads (-U off: one write in flight per
 # worker, as before) or through its io_uring (-U 0: as many as the
-# window has slots), interleaved, medians, at per-write latencies of 0,
+# window has slots; since issue #25 the source's O_DIRECT reads too),
+# interleaved, medians, at per-write latencies of 0,
 # 100 and 1000 µs:
 #   host   into ext4 on this host's disk (BENCH dir), the latency added to
 #          every write by the bench (-D 1:MS-MS: the worker sleeps first,
 #          or the io_uring holds the write that long behind a linked
 #          timeout): an emulation, the same for both arms. Only whole
-#          milliseconds can be added: 0 and 1000 µs.
+#          milliseconds can be added: 0 and 1000 µs. Then the same with
+#          the latency added to every O_DIRECT read of the source (-R MS),
+#          whose reads go through its io_uring too (-U 0) or not (-U off).
 #   guest  in the Soft-RoCE guest's kernel (qemu TCG), into ext4 on a
 #          null_blk device whose every request completes LAT µs after it
 #          was queued (tests/bench/iodepth_guest.sh): a real block device
@@ -78,26 +81,40 @@ if [ "$WHAT" = host ] || [ "$WHAT" = all ]; then
 	trap 'rm -rf "$DIR"' EXIT
 	RAW=$OUT/iodepth-raw.txt
 	head -c $((MIB * 1048576)) /dev/urandom >"$DIR/src"
-	: >"$RAW"
 	echo "iodepth: host, $MIB MiB page cache -> $(df -T "$DIR" | awk 'NR == 2 { print $2 }') with O_DIRECT, chunk $CHUNK, $WORKERS workers, $REPS rounds, latency added by the bench, $(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg)" >&2
-	for lat in 0 1000; do
-		slow=()
-		[ "$lat" = 0 ] || slow=(-D "1:$((lat / 1000))-$((lat / 1000))")
-		for r in $(seq 1 "$REPS"); do
-			if [ $((r % 2)) = 1 ]; then arms="threads uring"; else arms="uring threads"; fi
-			for arm in $arms; do
-				u=off
-				[ "$arm" = uring ] && u=0
-				rm -f "$DIR/out"
-				line=$("$BIN" -w "$WORKERS" -c "$CHUNK" -n 64 -d on -U "$u" "${slow[@]}" "${args[@]}" \
-					"$DIR/src" "$DIR" out 2>/dev/null) ||
-					{ echo "iodepth: $arm at $lat us failed: $line" >&2; exit 1; }
-				cmp -s "$DIR/src" "$DIR/out" || { echo "iodepth: $arm copy differs" >&2; exit 1; }
-				echo "IOD $lat $arm $r ${line#CEIL }" >>"$RAW"
+	# host_arms RAW FLAG: FLAG -D (every write) or -R (every read) slowed.
+	host_arms() {
+		for lat in 0 1000; do
+			slow=()
+			if [ "$lat" != 0 ] && [ "$2" = -D ]; then
+				slow=(-D "1:$((lat / 1000))-$((lat / 1000))")
+			elif [ "$lat" != 0 ]; then
+				slow=(-R "$((lat / 1000))")
+			fi
+			for r in $(seq 1 "$REPS"); do
+				if [ $((r % 2)) = 1 ]; then arms="threads uring"; else arms="uring threads"; fi
+				for arm in $arms; do
+					u=off
+					[ "$arm" = uring ] && u=0
+					rm -f "$DIR/out"
+					line=$("$BIN" -w "$WORKERS" -c "$CHUNK" -n 64 -d on -U "$u" "${slow[@]}" "${args[@]}" \
+						"$DIR/src" "$DIR" out 2>/dev/null) ||
+						{ echo "iodepth: $arm at $lat us failed: $line" >&2; exit 1; }
+					cmp -s "$DIR/src" "$DIR/out" || { echo "iodepth: $arm copy differs" >&2; exit 1; }
+					echo "IOD $lat $arm $r ${line#CEIL }" >>"$1"
+				done
 			done
 		done
-	done
+	}
+	: >"$RAW"
+	host_arms "$RAW" -D
+	echo "Writes (the latency added to every write of the sink):"
 	report "$MIB" "$RAW"
+	RAWR=$OUT/iodepth-read-raw.txt
+	: >"$RAWR"
+	host_arms "$RAWR" -R
+	echo "Reads (the latency added to every O_DIRECT read of the source; the same file read back):"
+	report "$MIB" "$RAWR"
 fi
 
 if [ "$WHAT" = guest ] || [ "$WHAT" = all ]; then

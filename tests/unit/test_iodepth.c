@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * The sink's I/O depth (util/workq.h's io_uring, issue #25 item 2), over
+ * The I/O depth of both sides (util/workq.h's io_uring, issue #25 item 2),
+ * the sink's writes first, over
  * the in-memory transport: whole push sessions with O_DIRECT into a disk
  * file system, a receiver in a thread. Every chunk write is made slow (a
  * wrap of direct_pwrite_async adds 30 ms to each, as a slow device would:
@@ -13,6 +14,15 @@
  * the temporary. When io_uring cannot be had (io_uring_queue_init
  * wrapped to fail as seccomp or io_uring_disabled make it: ENOSYS,
  * EPERM) the workers write, and nothing is said above debug level.
+ *
+ * The source's reads, the mirror image (its sink writing with its workers,
+ * --io-depth off there, so that the only ring is the source's): every
+ * chunk read 30 ms slow (a wrap of direct_pread_async), more than two in
+ * flight; a read that fails in the ring (a write-only descriptor: EBADF)
+ * and a file that shrinks under the reads (cut inside a chunk: a short
+ * read, then the end) fail the file with the same verdict and the same
+ * line as the workers' pread does; a last chunk with an unaligned tail
+ * is read as before, the copy exact.
  *
  * Needs a disk file system with O_DIRECT (the first of /tmp, /var/tmp and
  * the current directory that has one) and rdcp built with liburing and a
@@ -58,6 +68,11 @@ static atomic_uint fail_at;	/* the Nth chunk write fails (EBADF), 0 none */
 static atomic_uint writes;	/* chunk writes so far */
 static atomic_uint peak;	/* most writes in flight, any workq */
 static int rdonly_fd = -1;	/* a descriptor a write fails on */
+static atomic_uint rslow;	/* add DELAY_NS to every ring read */
+static atomic_uint rfail_at;	/* the read at this offset + 1 fails, 0 none */
+static atomic_uint rshrink_at;	/* the read at this offset + 1 cuts the file */
+static int wronly_fd = -1;	/* a descriptor a read fails on */
+static const char *shrink_path; /* the file rshrink_at cuts */
 
 int __real_direct_pwrite(const struct direct_fd *d, int fd, const void *buf,
 			 size_t len, uint64_t off);
@@ -69,6 +84,14 @@ int __real_direct_pwrite_async(const struct direct_fd *d, int fd,
 int __wrap_direct_pwrite_async(const struct direct_fd *d, int fd,
 			       const void *buf, size_t len, uint64_t off,
 			       struct workq_item *item);
+int __real_direct_pread(const struct direct_fd *d, int fd, void *buf,
+			size_t len, uint64_t off);
+int __wrap_direct_pread(const struct direct_fd *d, int fd, void *buf,
+			size_t len, uint64_t off);
+bool __real_direct_pread_async(const struct direct_fd *d, void *buf, size_t len,
+			       uint64_t off, struct workq_item *item);
+bool __wrap_direct_pread_async(const struct direct_fd *d, void *buf, size_t len,
+			       uint64_t off, struct workq_item *item);
 void __real_workq_destroy(struct workq *q);
 void __wrap_workq_destroy(struct workq *q);
 
@@ -101,6 +124,46 @@ int __wrap_direct_pwrite_async(const struct direct_fd *d, int fd,
 	if (item->io.len && n == atomic_load(&fail_at))
 		item->io.fd = rdonly_fd;
 	return rc;
+}
+
+/* Before the read at off: the file cut 8 KiB into that chunk. */
+static void maybe_shrink(uint64_t off)
+{
+	if (off + 1 == atomic_load(&rshrink_at)) {
+		CHECK_EQ(truncate(shrink_path, (off_t)off + 8192), 0);
+		atomic_store(&rshrink_at, 0);
+	}
+}
+
+/* The workers' read: the chosen one on a descriptor that refuses it. */
+int __wrap_direct_pread(const struct direct_fd *d, int fd, void *buf,
+			size_t len, uint64_t off)
+{
+	maybe_shrink(off);
+	if (off + 1 == atomic_load(&rfail_at)) {
+		struct direct_fd bad = *d;
+
+		if (bad.fd >= 0)
+			bad.fd = wronly_fd;
+		return __real_direct_pread(&bad, wronly_fd, buf, len, off);
+	}
+	return __real_direct_pread(d, fd, buf, len, off);
+}
+
+/* The ring's read: slowed, or given a descriptor that refuses it. */
+bool __wrap_direct_pread_async(const struct direct_fd *d, void *buf, size_t len,
+			       uint64_t off, struct workq_item *item)
+{
+	bool ring = __real_direct_pread_async(d, buf, len, off, item);
+
+	if (!ring)
+		return false;
+	maybe_shrink(off);
+	if (atomic_load(&rslow))
+		item->io.delay_ns = DELAY_NS;
+	if (off + 1 == atomic_load(&rfail_at))
+		item->io.fd = wronly_fd;
+	return true;
 }
 
 void __wrap_workq_destroy(struct workq *q)
@@ -178,7 +241,7 @@ static bool have_uring(void)
 /* ---- one push session of one file over a memconn pair ---- */
 
 struct run {
-	unsigned int io_depth;
+	unsigned int io_depth, srv_io_depth; /* the client's, the server's */
 	enum xfer_fail vc, vs;
 	struct xfer_stats st;
 	char log[16384]; /* both sides' stderr */
@@ -205,7 +268,7 @@ static void run_init(struct run *r, const char *base, unsigned int io_depth,
 		     size_t size)
 {
 	memset(r, 0, sizeof(*r));
-	r->io_depth = io_depth;
+	r->io_depth = r->srv_io_depth = io_depth;
 	r->fds = tf_count_fds();
 	snprintf(r->src, sizeof(r->src), "%s/rdcp-isrc.XXXXXX", base);
 	snprintf(r->root, sizeof(r->root), "%s/rdcp-iroot.XXXXXX", base);
@@ -248,6 +311,7 @@ static void run_push(struct run *r)
 	so.copy.nsrcs = 0;
 	so.copy.dest = NULL;
 	so.serve.root = r->root;
+	so.link.io_depth = r->srv_io_depth;
 	sa.rootfd = open(r->root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	CHECK(sa.rootfd >= 0 && logfd >= 0 && saved >= 0);
 	CHECK_EQ(memconn_pair(&g, NULL, &a, &b), 0);
@@ -311,13 +375,19 @@ static void run_finish(struct run *r)
 	CHECK_EQ(tf_count_fds(), r->fds);
 }
 
-/* The line of the failure in r's log, from "cannot write" to its end. */
-static void fail_line(const struct run *r, char *out, size_t n)
+/* The line of the failure in r's log, from what to its end. */
+static void fail_line_of(const struct run *r, const char *what, char *out,
+			 size_t n)
 {
-	const char *p = strstr(r->log, "cannot write");
+	const char *p = strstr(r->log, what);
 	size_t len = p ? strcspn(p, "\n") : 0;
 
 	snprintf(out, n, "%.*s", (int)len, p ? p : "");
+}
+
+static void fail_line(const struct run *r, char *out, size_t n)
+{
+	fail_line_of(r, "cannot write", out, n);
 }
 
 /* ---- tests ---- */
@@ -455,5 +525,117 @@ static void test_no_uring_fallback(void)
 #endif
 }
 
-TAP_RUN(TAP_TEST(test_depth_beyond_workers),
-	TAP_TEST(test_failed_write), TAP_TEST(test_no_uring_fallback))
+/* ---- the source's reads ---- */
+
+/*
+ * 32 chunks, each read 30 ms slow in the ring, two workers: more than two
+ * reads in flight (at most the 16 staging buffers), the file exact; then
+ * a last chunk with an unaligned tail (read by a worker, as before), and
+ * --io-depth off: no ring, the workers read.
+ */
+static void test_reads_beyond_workers(void)
+{
+	struct run r;
+
+	setup();
+
+	if (!base || !uring) {
+		printf("# skipped: %s\n",
+		       base ? "no io_uring here" : "no disk file system here");
+		return;
+	}
+	atomic_store(&rslow, 1);
+	run_init(&r, base, 0, 32 * CHUNK);
+	r.srv_io_depth = XFER_IO_DEPTH_OFF;
+	run_push(&r);
+	CHECK_EQ(r.vc, XFER_OK);
+	CHECK_EQ(r.vs, XFER_OK);
+	CHECK_EQ(tf_same_file(r.file, r.dest), 1);
+	printf("#   io_uring: %u reads in flight at most, %u workers\n",
+	       atomic_load(&peak), WORKERS);
+	CHECK(atomic_load(&peak) > WORKERS);
+	CHECK(atomic_load(&peak) <= SLOTS);
+	CHECK(quiet(&r));
+	run_finish(&r);
+
+	run_init(&r, base, 0, 20 * CHUNK + 100);
+	r.srv_io_depth = XFER_IO_DEPTH_OFF;
+	run_push(&r);
+	CHECK_EQ(r.vc, XFER_OK);
+	CHECK_EQ(tf_same_file(r.file, r.dest), 1);
+	CHECK(atomic_load(&peak) > 0);
+	CHECK(quiet(&r));
+	run_finish(&r);
+	atomic_store(&rslow, 0);
+
+	run_init(&r, base, XFER_IO_DEPTH_OFF, 8 * CHUNK + 100);
+	run_push(&r);
+	CHECK_EQ(r.vc, XFER_OK);
+	CHECK_EQ(tf_same_file(r.file, r.dest), 1);
+	CHECK_EQ(atomic_load(&peak), 0);
+	run_finish(&r);
+}
+
+/*
+ * One read fails (the chunk at 5 x CHUNK, EBADF), or the file is cut 8 KiB
+ * into that chunk just before it is read (the read comes back short, then
+ * at the end: ENODATA): through the ring and through a worker, the same
+ * verdict and the same line, naming the file and the error, the file
+ * failed and nothing left under its name or a temporary's.
+ */
+static void test_failed_read(void)
+{
+	static const char *const errs[] = { "Bad file descriptor",
+					    "No data available" };
+	char line[2][512], want[4400];
+	enum xfer_fail vc[2];
+	struct run r;
+
+	setup();
+
+	if (!base || !uring) {
+		printf("# skipped: %s\n",
+		       base ? "no io_uring here" : "no disk file system here");
+		return;
+	}
+	snprintf(want, sizeof(want), "%s/rdcp-iwo.%d", base, (int)getpid());
+	wronly_fd = open(want, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+	CHECK(wronly_fd >= 0);
+	unlink(want);
+	for (int k = 0; k < 2; k++) {
+		for (int i = 0; i < 2; i++) {
+			run_init(&r, base, i ? XFER_IO_DEPTH_OFF : 0,
+				 12 * CHUNK);
+			r.srv_io_depth = XFER_IO_DEPTH_OFF;
+			shrink_path = r.file;
+			atomic_store(k ? &rshrink_at : &rfail_at,
+				     5 * CHUNK + 1);
+			run_push(&r);
+			atomic_store(&rfail_at, 0);
+			atomic_store(&rshrink_at, 0);
+			vc[i] = r.vc;
+			CHECK(r.vc != XFER_OK);
+			CHECK_EQ(r.st.files_failed, 1);
+			CHECK_EQ(r.st.files_ok, 0);
+			CHECK_EQ(placed(&r), 0);
+			fail_line_of(&r, "cannot read", line[i],
+				     sizeof(line[i]));
+			snprintf(want, sizeof(want), "cannot read '%s': %s",
+				 r.file, errs[k]);
+			CHECK(!strcmp(line[i], want));
+			if (i == 0)
+				CHECK(atomic_load(&peak) > 0); /* the ring's */
+			else
+				CHECK_EQ(atomic_load(&peak), 0);
+			run_finish(&r);
+		}
+		CHECK_EQ(vc[0], vc[1]);
+		printf("#   both (%s): verdict %d\n", errs[k], (int)vc[0]);
+	}
+	close(wronly_fd);
+	wronly_fd = -1;
+}
+
+TAP_RUN(TAP_TEST(test_depth_beyond_workers), TAP_TEST(test_failed_write),
+	TAP_TEST(test_no_uring_fallback), TAP_TEST(test_reads_beyond_workers),
+	TAP_TEST(test_failed_read))

@@ -194,6 +194,22 @@ int direct_pread(const struct direct_fd *d, int fd, void *buf, size_t len,
 	return rc;
 }
 
+bool direct_pread_async(const struct direct_fd *d, void *buf, size_t len,
+			uint64_t off, struct workq_item *item)
+{
+	size_t head = d->drop ? 0 : direct_part(d, buf, len, off);
+
+	if (!head || head < len)
+		return false;
+	item->io = (struct workq_io){
+		.fd = d->fd,
+		.buf = buf,
+		.len = len,
+		.off = off,
+	};
+	return true;
+}
+
 bool direct_cached(int fd)
 {
 	long page = sysconf(_SC_PAGESIZE);

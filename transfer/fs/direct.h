@@ -109,6 +109,17 @@ int direct_pread(const struct direct_fd *d, int fd, void *buf, size_t len,
 		 uint64_t off) __attribute__((warn_unused_result));
 
 /*
+ * direct_pread for a pool with asynchronous reads (workq_io_start): true
+ * when the read goes wholly direct (buf, off and len aligned, d with a
+ * descriptor and without drop), after leaving it in item->io for
+ * workq_push_read; false for any other (a file's last chunk with an
+ * unaligned tail), which is read with direct_pread, as before. Makes no
+ * system call.
+ */
+bool direct_pread_async(const struct direct_fd *d, void *buf, size_t len,
+			uint64_t off, struct workq_item *item);
+
+/*
  * Whether fd's file is in the page cache now (read or written lately):
  * most of DIRECT_CACHE_SAMPLES pages spread over it, the first and the
  * last included, are (mincore). The source then reads it buffered, from

@@ -304,8 +304,7 @@ static int on_have(struct source *s, const struct wire_have *h)
 		if (f->skip || f->err) {
 			it->job->state = JOB_READY; /* settle_chunk frees it */
 		} else {
-			it->job->state = JOB_READING;
-			workq_push(s->e->wq, &it->job->item);
+			src_push_chunk(s, it->job);
 		}
 	}
 	return 0;

@@ -61,6 +61,31 @@ int src_seal(struct source *s, struct src_job *j, const uint8_t *raw,
 	return rc;
 }
 
+/*
+ * The source's reads in flight (util/workq.h), the mirror of the sink's
+ * writes: --io-depth, at most the staging buffers (a read fills one), all
+ * of them by default, so that the read depth is the window's, not the
+ * workers'. Quiet when the kernel refuses io_uring: the workers read, as
+ * before. Started with the session's first file that goes direct.
+ */
+static void start_io(struct source *s)
+{
+	unsigned int depth = s->o->link.io_depth, n = s->njobs;
+	int rc;
+
+	if (depth == XFER_IO_DEPTH_OFF || workq_io_async(s->e->wq))
+		return;
+	if (!depth || depth > n)
+		depth = n;
+	rc = workq_io_start(s->e->wq, depth, cm_stage(s->e->c, 0),
+			    (size_t)n * s->chunk_size);
+	if (rc)
+		log_debug("no io_uring for the reads (%s): the %u workers read",
+			  strerror(-rc), s->e->workers);
+	else
+		log_debug("reads through an io_uring, %u in flight", depth);
+}
+
 void src_open_direct(struct source *s, struct src_file *f)
 {
 	bool forced;
@@ -71,9 +96,11 @@ void src_open_direct(struct source *s, struct src_file *f)
 	    (!forced && direct_cached(f->fd)))
 		return;
 	rc = direct_open(f->fd, false, &f->dio);
-	if (!rc)
+	if (!rc) {
 		log_debug("reading '%s' with O_DIRECT (alignment %u)", f->path,
 			  f->dio.align);
+		start_io(s);
+	}
 	/* Auto falls back quietly; --direct says so, once a session. */
 	if (rc && forced && !s->direct_told) {
 		s->direct_told = true;
@@ -91,7 +118,10 @@ void src_close_file(struct src_file *f)
 	f->fd = -1;
 }
 
-/* Worker: read, checksum, maybe compress, maybe seal. */
+/*
+ * Worker: read (or find it read: workq_push_read), checksum, maybe
+ * compress, maybe seal.
+ */
 void src_read_chunk(struct workq_item *item)
 {
 	struct src_job *j = (struct src_job *)item;
@@ -103,8 +133,15 @@ void src_read_chunk(struct workq_item *item)
 	j->flags = 0;
 	j->wire_len = j->len;
 	j->zero = false;
-	/* Straight into the staging buffer (or scratch) when it goes direct. */
-	j->status = direct_pread(&j->f->dio, j->f->fd, raw, j->len, j->offset);
+	/*
+	 * Straight into the staging buffer (or scratch) when it goes direct;
+	 * with an io_uring the pool read it before this (src_push_chunk).
+	 */
+	if (item->io.read)
+		j->status = item->io.res;
+	else
+		j->status = direct_pread(&j->f->dio, j->f->fd, raw, j->len,
+					 j->offset);
 	if (j->status)
 		return;
 	/* Compared (--resume) every chunk is described to the sink instead. */
@@ -128,6 +165,19 @@ void src_read_chunk(struct workq_item *item)
 	}
 	j->status = src_seal(s, j, raw, data, j->f->wire_id, j->offset,
 			     j->offset / s->chunk_size);
+}
+
+void src_push_chunk(struct source *s, struct src_job *j)
+{
+	uint8_t *raw =
+		j->pl.scratch ? j->pl.scratch : cm_stage(s->e->c, j->idx);
+
+	j->state = JOB_READING;
+	if (workq_io_async(s->e->wq) &&
+	    direct_pread_async(&j->f->dio, raw, j->len, j->offset, &j->item))
+		workq_push_read(s->e->wq, &j->item);
+	else
+		workq_push(s->e->wq, &j->item);
 }
 
 void src_report(struct source *s, struct src_file *f, int status,

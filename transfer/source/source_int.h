@@ -398,6 +398,13 @@ void src_open_direct(struct source *s, struct src_file *f);
 void src_close_file(struct src_file *f);
 /* Worker: read a chunk, checksum, maybe compress, maybe seal. */
 void src_read_chunk(struct workq_item *item);
+/*
+ * The engine thread: hands j (a CHUNK's job, JOB_READING after) to the
+ * workers; a read that goes wholly direct goes through the pool's
+ * io_uring when it has one (workq_push_read), the workers then only
+ * checksum and seal.
+ */
+void src_push_chunk(struct source *s, struct src_job *j);
 /* The user's report of f's outcome; counts it in the stats. */
 void src_report(struct source *s, struct src_file *f, int status,
 		const char *msg, const uint8_t *digest, unsigned int dlen);

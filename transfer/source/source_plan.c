@@ -328,8 +328,7 @@ int src_plan(struct source *s)
 		if (f->asking && !f->have_done) {
 			j->state = JOB_WAITING;
 		} else {
-			j->state = JOB_READING;
-			workq_push(s->e->wq, &j->item);
+			src_push_chunk(s, j);
 		}
 		n++;
 	}
