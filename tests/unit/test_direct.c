@@ -23,6 +23,7 @@
 #include "tap.h"
 
 #include "memconn.h"
+#include "sesspair.h"
 #include "testfs.h"
 #include "transfer/fs/direct.h"
 #include "transfer/session/engine.h"
@@ -237,12 +238,7 @@ static void run_push(struct run *r)
 		.chunk_size = CHUNK,
 	};
 	struct xfer_opts co, so;
-	struct server_arg sa = { .o = &so };
-	struct cm_conn *a = NULL, *b = NULL;
-	char logpath[] = "/tmp/rdcp-dlog.XXXXXX";
-	int logfd = mkstemp(logpath), saved = dup(2);
-	pthread_t tid;
-	ssize_t n;
+	struct sess_pair out;
 
 	xfer_opts_init(&co);
 	co.link.chunk_size = CHUNK;
@@ -265,32 +261,11 @@ static void run_push(struct run *r)
 	so.copy.dest = NULL;
 	so.serve.root = r->root;
 	so.copy.on_file = NULL;
-	sa.rootfd = open(r->root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	CHECK(sa.rootfd >= 0 && logfd >= 0 && saved >= 0);
-	CHECK_EQ(memconn_pair(&g, NULL, &a, &b), 0);
-	if (!a || !b || sa.rootfd < 0 || logfd < 0) {
-		r->vc = r->vs = XFER_FAIL_INTERNAL;
-		return;
-	}
-	sa.c = b;
-	fflush(stderr);
-	dup2(logfd, 2);
-	alarm(WATCHDOG_S);
-	CHECK_EQ(pthread_create(&tid, NULL, server_main, &sa), 0);
-	r->vc = session_client(&co, a, &r->st);
-	cm_conn_destroy(a);
-	pthread_join(tid, NULL);
-	alarm(0);
-	fflush(stderr);
-	dup2(saved, 2);
-	close(saved);
-	r->vs = sa.v;
-	cm_conn_destroy(b);
-	close(sa.rootfd);
-	n = pread(logfd, r->log, sizeof(r->log) - 1, 0);
-	r->log[n > 0 ? n : 0] = '\0';
-	close(logfd);
-	unlink(logpath);
+	CHECK_EQ(sess_pair_run(&g, &co, &so, r->root, WATCHDOG_S, &out), 0);
+	r->vc = out.vc;
+	r->vs = out.vs;
+	r->st = out.st;
+	memcpy(r->log, out.log, sizeof(r->log));
 	if (r->log[0])
 		printf("#   logged: %s", r->log);
 }

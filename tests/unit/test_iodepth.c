@@ -32,6 +32,7 @@
 #include "tap.h"
 
 #include "memconn.h"
+#include "sesspair.h"
 #include "testfs.h"
 #include "transfer/fs/direct.h"
 #include "transfer/session/session.h"
@@ -249,21 +250,6 @@ struct run {
 	int fds;
 };
 
-struct server_arg {
-	const struct xfer_opts *o;
-	int rootfd;
-	struct cm_conn *c;
-	enum xfer_fail v;
-};
-
-static void *server_main(void *p)
-{
-	struct server_arg *a = p;
-
-	a->v = session_serve(a->o, a->rootfd, a->c);
-	return NULL;
-}
-
 static void run_init(struct run *r, const char *base, unsigned int io_depth,
 		     size_t size)
 {
@@ -289,12 +275,7 @@ static void run_push(struct run *r)
 	};
 	const char *srcs[1] = { r->file };
 	struct xfer_opts co, so;
-	struct server_arg sa = { .o = &so };
-	struct cm_conn *a = NULL, *b = NULL;
-	char logpath[] = "/tmp/rdcp-ilog.XXXXXX";
-	int logfd = mkstemp(logpath), saved = dup(2);
-	pthread_t tid;
-	ssize_t n;
+	struct sess_pair out;
 
 	xfer_opts_init(&co);
 	co.link.chunk_size = CHUNK;
@@ -312,34 +293,13 @@ static void run_push(struct run *r)
 	so.copy.dest = NULL;
 	so.serve.root = r->root;
 	so.link.io_depth = r->srv_io_depth;
-	sa.rootfd = open(r->root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	CHECK(sa.rootfd >= 0 && logfd >= 0 && saved >= 0);
-	CHECK_EQ(memconn_pair(&g, NULL, &a, &b), 0);
-	if (!a || !b || sa.rootfd < 0 || logfd < 0) {
-		r->vc = r->vs = XFER_FAIL_INTERNAL;
-		return;
-	}
-	sa.c = b;
 	atomic_store(&peak, 0);
 	atomic_store(&writes, 0);
-	fflush(stderr);
-	dup2(logfd, 2);
-	alarm(WATCHDOG_S);
-	CHECK_EQ(pthread_create(&tid, NULL, server_main, &sa), 0);
-	r->vc = session_client(&co, a, &r->st);
-	cm_conn_destroy(a);
-	pthread_join(tid, NULL);
-	alarm(0);
-	fflush(stderr);
-	dup2(saved, 2);
-	close(saved);
-	r->vs = sa.v;
-	cm_conn_destroy(b);
-	close(sa.rootfd);
-	n = pread(logfd, r->log, sizeof(r->log) - 1, 0);
-	r->log[n > 0 ? n : 0] = '\0';
-	close(logfd);
-	unlink(logpath);
+	CHECK_EQ(sess_pair_run(&g, &co, &so, r->root, WATCHDOG_S, &out), 0);
+	r->vc = out.vc;
+	r->vs = out.vs;
+	r->st = out.st;
+	memcpy(r->log, out.log, sizeof(r->log));
 	if (r->log[0])
 		printf("#   logged: %s", r->log);
 }
